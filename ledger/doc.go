@@ -1,0 +1,40 @@
+// Package ledger defines the durable record payonce keeps of every operation
+// and every attempt: the Store interface, its record types and the rules
+// every store enforces. Concrete stores live in ledgerpg (PostgreSQL, shared
+// by replicas) and ledgersqlite (embedded, one process); ledgertest is the
+// conformance suite both pass.
+//
+// The ledger is the only source of truth inside a service and the outbox that
+// background jobs drain. Its rules, each enforced inside one transaction:
+//
+//   - An operation is identified by ID (the key of its identity at
+//     generation 0). Recording an ID again with another fingerprint is refused
+//     (ErrFingerprintMismatch) and changes nothing.
+//   - At most one worker acts on an operation at a time: the lease (owner,
+//     expiry) is taken by compare-and-set. Owners must be unique per worker
+//     or call, not per process: two goroutines sharing an owner would both
+//     hold the lease.
+//   - An attempt is recorded (StartAttempt, or Begin with StartAttempt) before
+//     its request is sent; the key window opens at the start of the first
+//     attempt that may have reached the provider.
+//   - An outcome is recorded only by the lease holder and only from the
+//     status it expects (Finish), so a worker whose lease was taken cannot
+//     overwrite the new owner's work.
+//   - An in_flight operation whose lease expired becomes unknown (its attempt
+//     may have been sent), never pending.
+//   - Only succeeded and failed operations whose key window has closed are
+//     ever deleted, and never sooner than the provider's key TTL.
+//
+// # Implementing a store
+//
+// Times are kept as UTC microseconds (see UTC). next_check_at drives
+// background work: Begin, Claim and StartAttempt set it to the lease expiry
+// (so a dead worker's operation becomes due when its lease ends); Finish sets
+// it to NextCheckAt (or Now when zero) for pending and unknown, to
+// NextCheckAt (possibly zero) for manual_review, and clears it for succeeded
+// and failed. ClaimDue picks rows with next_check_at <= Now and no live lease.
+// Finish releases the lease unless KeepLease is set and the new status is not
+// terminal. Every method validates its parameters with the Validate methods
+// in this package before touching the database, and returns ErrCorrupt
+// (through Corrupt) for a stored value it cannot read back.
+package ledger

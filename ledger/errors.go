@@ -1,0 +1,63 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors every Store returns (wrapped, with details); callers test
+// them with errors.Is. Driver errors never cross the Store interface.
+var (
+	// ErrNotFound: no operation with that ID.
+	ErrNotFound = errors.New("ledger: operation not found")
+	// ErrFingerprintMismatch: the ID exists with another request fingerprint:
+	// the same business identity was used for a different request. A caller
+	// bug; nothing was changed and nothing may be sent.
+	ErrFingerprintMismatch = errors.New("ledger: same operation identity with a different request (fingerprint mismatch)")
+	// ErrInProgress: another worker holds a live lease on the operation.
+	ErrInProgress = errors.New("ledger: operation in progress under another worker's lease")
+	// ErrTerminal: the operation is succeeded, failed or in manual review;
+	// automation may not act on it.
+	ErrTerminal = errors.New("ledger: operation is terminal")
+	// ErrLeaseLost: the caller no longer holds the lease (it expired and was
+	// taken, or was never held). Nothing was changed.
+	ErrLeaseLost = errors.New("ledger: lease not held by this owner")
+	// ErrStateConflict: the operation is not in the status the caller
+	// expected, or the transition is not allowed. Nothing was changed.
+	ErrStateConflict = errors.New("ledger: operation is not in the expected state")
+	// ErrNotInReview: Resolve on an operation that is not in manual_review.
+	ErrNotInReview = errors.New("ledger: operation is not in manual review")
+	// ErrRetentionTooShort: Cleanup with a retention shorter than the key TTL.
+	ErrRetentionTooShort = errors.New("ledger: retention shorter than the provider's key TTL")
+	// ErrKeyConflict: another operation already uses this idempotency key.
+	ErrKeyConflict = errors.New("ledger: idempotency key already used by another operation")
+	// ErrCorrupt: a stored value cannot be read back (e.g. an unknown status
+	// written by hand). The row is left as it is for an operator to inspect.
+	ErrCorrupt = errors.New("ledger: stored record is corrupt")
+	// ErrInvalid: a parameter is missing or out of range; the error is a
+	// *ValidationError naming the field.
+	ErrInvalid = errors.New("ledger: invalid argument")
+)
+
+// ValidationError names the parameter that is wrong and what is allowed.
+type ValidationError struct {
+	Field   string
+	Problem string
+}
+
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("ledger: invalid %s: %s", e.Field, e.Problem)
+}
+
+// Is makes errors.Is(err, ErrInvalid) true for every ValidationError.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
+
+func invalid(field, format string, args ...any) error {
+	return &ValidationError{Field: field, Problem: fmt.Sprintf(format, args...)}
+}
+
+// Corrupt returns an error wrapping ErrCorrupt that names the operation and
+// the unreadable value. Stores use it when scanning rows.
+func Corrupt(id, field string, err error) error {
+	return fmt.Errorf("%w: operation %q field %s: %v", ErrCorrupt, id, field, err)
+}

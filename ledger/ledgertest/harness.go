@@ -1,0 +1,33 @@
+// Package ledgertest is the conformance suite every ledger.Store must pass.
+// A store's own test file calls Run with a function that builds a fresh,
+// empty, migrated store for each subtest:
+//
+//	func TestConformance(t *testing.T) {
+//		ledgertest.Run(t, func(t *testing.T) *ledgertest.Harness {
+//			s := openFreshStore(t) // own schema or file; cleaned up by t.Cleanup
+//			return &ledgertest.Harness{Store: s, ...}
+//		})
+//	}
+package ledgertest
+
+import (
+	"testing"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// Harness is what a store gives the suite for one subtest.
+type Harness struct {
+	// Store is a fresh, migrated, empty store that no other subtest sees.
+	Store ledger.Store
+	// OpenAnother opens a second, independent Store on the same data (another
+	// connection pool, another *sql.DB), as a second process would. Nil when
+	// the store cannot be shared.
+	OpenAnother func(t *testing.T) ledger.Store
+	// Reopen closes the store and opens it again on the same data, proving
+	// durability. Nil when not applicable. The returned store replaces Store.
+	Reopen func(t *testing.T) ledger.Store
+	// SetRawStatus writes a raw status string for the operation directly in
+	// the database, bypassing every check, to simulate a corrupted row.
+	SetRawStatus func(t *testing.T, id, status string)
+}

@@ -1,0 +1,211 @@
+package ledger
+
+import (
+	"fmt"
+	"time"
+)
+
+// Status is the state of an operation. The states and the legal moves between
+// them are drawn in docs/ARCHITECTURE.md.
+type Status string
+
+const (
+	// StatusPending: recorded, nothing sent (or every attempt so far provably
+	// never left). Safe to send at any time.
+	StatusPending Status = "pending"
+	// StatusInFlight: a worker holds the lease and an attempt is being sent.
+	StatusInFlight Status = "in_flight"
+	// StatusUnknown ("maybe sent"): an attempt may have reached the provider.
+	// No new request before a status lookup.
+	StatusUnknown Status = "unknown"
+	// StatusSucceeded is terminal: the provider confirmed the operation.
+	StatusSucceeded Status = "succeeded"
+	// StatusFailed is terminal: the provider refused the operation for good.
+	StatusFailed Status = "failed"
+	// StatusManualReview is terminal for automation: no more requests are sent;
+	// an operator resolves it.
+	StatusManualReview Status = "manual_review"
+)
+
+// Statuses lists every status in a stable order.
+var Statuses = []Status{StatusPending, StatusInFlight, StatusUnknown, StatusSucceeded, StatusFailed, StatusManualReview}
+
+// ParseStatus turns a stored or user-supplied string into a Status. An
+// unrecognised value returns an error naming the allowed values.
+func ParseStatus(s string) (Status, error) {
+	for _, st := range Statuses {
+		if string(st) == s {
+			return st, nil
+		}
+	}
+	return "", fmt.Errorf("ledger: unknown status %q (allowed: pending, in_flight, unknown, succeeded, failed, manual_review)", s)
+}
+
+// Terminal reports whether automation is done with an operation in this
+// status: succeeded, failed or manual_review.
+func (s Status) Terminal() bool {
+	return s == StatusSucceeded || s == StatusFailed || s == StatusManualReview
+}
+
+// Final reports whether the status is succeeded or failed: finished for good,
+// eligible for retention cleanup.
+func (s Status) Final() bool { return s == StatusSucceeded || s == StatusFailed }
+
+// Outcome classes an attempt can end with. They decide the operation's next
+// state; see retry.go in the root package.
+type OutcomeClass string
+
+const (
+	// OutcomeSuccess: the provider confirmed the request (2xx with a readable body).
+	OutcomeSuccess OutcomeClass = "success"
+	// OutcomeRefused: a definitive refusal (decline, validation, auth). Never retried.
+	OutcomeRefused OutcomeClass = "refused"
+	// OutcomeNotSent: proven never to have been processed (dial error, 429 or
+	// 503 before processing, breaker open). Does not open the key window.
+	OutcomeNotSent OutcomeClass = "not_sent"
+	// OutcomeMaybeSent: the request may have been processed (timeout, reset
+	// after writing, 5xx, unreadable 2xx body).
+	OutcomeMaybeSent OutcomeClass = "maybe_sent"
+	// OutcomeKeyInUse: the provider is still processing a request with this key (409).
+	OutcomeKeyInUse OutcomeClass = "key_in_use"
+	// OutcomeKeyMismatch: the provider holds the key with other parameters:
+	// the ledger and the provider disagree.
+	OutcomeKeyMismatch OutcomeClass = "key_mismatch"
+)
+
+// OutcomeClasses lists every outcome class in a stable order.
+var OutcomeClasses = []OutcomeClass{OutcomeSuccess, OutcomeRefused, OutcomeNotSent, OutcomeMaybeSent, OutcomeKeyInUse, OutcomeKeyMismatch}
+
+// ParseOutcomeClass turns a string into an OutcomeClass, or returns an error
+// naming the allowed values.
+func ParseOutcomeClass(s string) (OutcomeClass, error) {
+	for _, c := range OutcomeClasses {
+		if string(c) == s {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("ledger: unknown outcome class %q (allowed: success, refused, not_sent, maybe_sent, key_in_use, key_mismatch)", s)
+}
+
+// MayHaveReached reports whether an attempt that ended with this class may
+// have been processed by the provider, which opens (or keeps open) the key
+// window. Only not_sent proves the opposite.
+func (c OutcomeClass) MayHaveReached() bool { return c != OutcomeNotSent }
+
+// ResolutionOutcome is what an operator decided for an operation in review.
+type ResolutionOutcome string
+
+const (
+	// ResolveSucceeded: the operator confirmed the money moved (with the
+	// provider reference).
+	ResolveSucceeded ResolutionOutcome = "succeeded"
+	// ResolveFailed: the operator confirmed the money did not move.
+	ResolveFailed ResolutionOutcome = "failed"
+	// ResolveResend: the operator asserts the provider has no record; the
+	// operation goes back to pending under a new key generation.
+	ResolveResend ResolutionOutcome = "resend"
+)
+
+// ParseResolutionOutcome turns a string into a ResolutionOutcome, or returns
+// an error naming the allowed values.
+func ParseResolutionOutcome(s string) (ResolutionOutcome, error) {
+	switch ResolutionOutcome(s) {
+	case ResolveSucceeded, ResolveFailed, ResolveResend:
+		return ResolutionOutcome(s), nil
+	}
+	return "", fmt.Errorf("ledger: unknown resolution outcome %q (allowed: succeeded, failed, resend)", s)
+}
+
+// Operation is one intended money movement as the ledger records it.
+//
+// Times are UTC with microsecond precision; a zero time.Time means "not set".
+type Operation struct {
+	// ID is the stable identifier of the operation: the key of its identity
+	// at generation 0. It never changes, even when an operator approves a
+	// resend under a new key generation.
+	ID string
+	// Key is the idempotency key the operation currently sends: the key of its
+	// identity at Generation.
+	Key string
+	// Provider, Kind and References are the operation's identity.
+	Provider   string
+	Kind       string
+	References []string
+	// Generation is 0 unless an operator resolved a review with a resend.
+	Generation int
+	// Fingerprint is the hex SHA-256 of Request. Same ID with another
+	// fingerprint is refused with ErrFingerprintMismatch.
+	Fingerprint string
+	// Request is the canonical request (JSON), kept so that a background job
+	// can send the operation without the original caller.
+	Request []byte
+
+	Status Status
+	// ProviderRef is the provider's identifier of the object the operation
+	// created or acted on (e.g. a PaymentIntent id), once known.
+	ProviderRef string
+	// Result is the normalized result (JSON) written with the last transition.
+	Result []byte
+	// Attempts counts the attempts started so far.
+	Attempts int
+
+	// KeyTTL is how long the provider remembers the key.
+	KeyTTL time.Duration
+	// WindowStart is the start of the first attempt that may have reached the
+	// provider; zero while no attempt may have reached it.
+	WindowStart time.Time
+	// KeyExpiresAt is WindowStart + KeyTTL; zero when WindowStart is zero.
+	KeyExpiresAt time.Time
+
+	// LeaseOwner and LeaseExpiresAt name the worker allowed to act on the
+	// operation and until when. Empty / zero when nobody holds it.
+	LeaseOwner     string
+	LeaseExpiresAt time.Time
+	// NextCheckAt is when background work should next look at the operation
+	// (send a pending one, look up an unknown one, take over an expired
+	// lease). Zero when no background work is due (final states).
+	NextCheckAt time.Time
+
+	// ReviewReason says why the operation went to manual review.
+	ReviewReason string
+	// ReviewAt is when the operation entered manual review; zero otherwise.
+	ReviewAt time.Time
+	// Resolution is the operator's decision, once an operation in review was
+	// resolved; nil otherwise.
+	Resolution *Resolution
+
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	FinishedAt time.Time
+}
+
+// Resolution is an operator's decision on an operation in review, kept as an
+// audit record.
+type Resolution struct {
+	Actor   string
+	Note    string
+	Outcome ResolutionOutcome
+	At      time.Time
+}
+
+// Attempt is one request sent (or about to be sent) for an operation.
+type Attempt struct {
+	OperationID string
+	// Number counts from 1 within the operation.
+	Number int
+	// Key is the idempotency key the attempt carried.
+	Key       string
+	StartedAt time.Time
+	// FinishedAt is zero while the outcome is not recorded (in flight, or the
+	// process died).
+	FinishedAt time.Time
+	// MayHaveReached is true from the moment the attempt is recorded until an
+	// outcome proves the request never reached the provider.
+	MayHaveReached bool
+	// Outcome is empty until the outcome is recorded.
+	Outcome           OutcomeClass
+	HTTPStatus        int
+	ProviderRequestID string
+	// Error is the error text, with secrets already scrubbed by the caller.
+	Error string
+}

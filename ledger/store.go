@@ -1,0 +1,267 @@
+package ledger
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the durable record of operations and attempts. Every
+// implementation passes the conformance suite in package ledgertest.
+//
+// Every method takes the current time from its parameters (an injected
+// clock), never from the system clock, so tests can move leases and key
+// windows without sleeping. Every method is atomic: when it returns an error,
+// the ledger is as it was before the call.
+type Store interface {
+	// Begin is the fast path of a synchronous call, in one transaction:
+	// create the operation as pending if its ID is new (or return the
+	// existing one), refuse a different fingerprint, take the lease, and,
+	// when the operation is pending and StartAttempt is set, record the start
+	// of the next attempt (status in_flight). See BeginParams and BeginResult.
+	Begin(ctx context.Context, p BeginParams) (BeginResult, error)
+
+	// CreateOrGet records the operation as pending (due at once for
+	// background work) if its ID is new, or returns the existing one
+	// unchanged. created reports which. An existing ID with another
+	// fingerprint returns ErrFingerprintMismatch and changes nothing.
+	CreateOrGet(ctx context.Context, op NewOperation, now time.Time) (got Operation, created bool, err error)
+
+	// Claim takes the lease on one operation: a compare-and-set that exactly
+	// one of any number of concurrent claimers wins. It succeeds when nobody
+	// holds a live lease (or the caller already does) and the operation is not
+	// terminal. An in_flight operation whose lease has expired becomes
+	// unknown (its attempt may have been sent), never pending. Errors:
+	// ErrInProgress (someone else holds a live lease), ErrTerminal, ErrNotFound.
+	Claim(ctx context.Context, p ClaimParams) (Operation, error)
+
+	// StartAttempt durably records the start of the next attempt; the caller
+	// sends the request only after it returns. The caller must hold the lease
+	// and the operation must be pending or unknown. The operation becomes
+	// in_flight, its attempt count grows by one, the lease is extended to
+	// LeaseUntil, and the key window opens (WindowStart = Now) if it was not
+	// open. Errors: ErrLeaseLost, ErrStateConflict, ErrNotFound.
+	StartAttempt(ctx context.Context, p StartAttemptParams) (Operation, Attempt, error)
+
+	// Finish records a transition, and the outcome of the current attempt
+	// when Attempt is set, in one transaction, only if the caller still holds
+	// the lease and the status is still From. A worker whose lease expired
+	// and was taken by another gets ErrLeaseLost and changes nothing.
+	// Errors: ErrLeaseLost, ErrStateConflict, ErrNotFound.
+	Finish(ctx context.Context, p FinishParams) (Operation, error)
+
+	// ClaimDue leases up to Limit operations whose NextCheckAt is due (at or
+	// before Now), oldest due first: pending ones to send, unknown ones to
+	// look up, in_flight ones whose lease expired (these become unknown), and,
+	// with IncludeReview, manual_review ones that still want read-only
+	// lookups. Operations under a live lease are never returned. Concurrent
+	// callers (in any number of processes) never receive the same operation.
+	ClaimDue(ctx context.Context, p ClaimDueParams) ([]Operation, error)
+
+	// Get returns one operation with its attempts in order, or ErrNotFound.
+	Get(ctx context.Context, id string) (Operation, []Attempt, error)
+
+	// List returns operations matching the filter, ordered by ID, for
+	// operators' tools.
+	List(ctx context.Context, f ListFilter) ([]Operation, error)
+
+	// ListReview returns operations in manual_review matching the filter,
+	// oldest first.
+	ListReview(ctx context.Context, f ReviewFilter) ([]Operation, error)
+
+	// Resolve records an operator's decision on an operation in
+	// manual_review: succeeded (with a provider reference), failed, or resend
+	// (back to pending under NewKey and NewGeneration). Errors: ErrNotInReview
+	// when the operation is not in manual_review, ErrNotFound, validation
+	// errors naming the field.
+	Resolve(ctx context.Context, p ResolveParams) (Operation, error)
+
+	// Cleanup deletes succeeded and failed operations (with their attempts)
+	// that finished before Now - Retention and whose key window has closed,
+	// in transactions of at most BatchSize operations. It never deletes
+	// pending, in_flight, unknown or manual_review operations. A Retention
+	// shorter than KeyTTL is refused with ErrRetentionTooShort.
+	Cleanup(ctx context.Context, p CleanupParams) (CleanupReport, error)
+
+	// Migrate brings the store's schema up to date. It is safe to call from
+	// several processes at once and is a no-op when the schema is current.
+	Migrate(ctx context.Context) error
+}
+
+// NewOperation is what a caller records for a new operation.
+type NewOperation struct {
+	ID          string   // required: the key of the identity at generation 0
+	Key         string   // required: the key at Generation (equal to ID at 0)
+	Provider    string   // required
+	Kind        string   // required
+	References  []string // required, each non-empty
+	Generation  int      // >= 0
+	Fingerprint string   // required
+	Request     []byte   // required: canonical request JSON
+	// KeyTTL is how long the provider remembers the key. Required, > 0.
+	KeyTTL time.Duration
+}
+
+// BeginParams are the arguments of Store.Begin.
+type BeginParams struct {
+	Op    NewOperation
+	Owner string    // required: the lease owner (a process/worker id)
+	Now   time.Time // required
+	// LeaseUntil is when the lease ends unless renewed; must be after Now.
+	LeaseUntil time.Time
+	// StartAttempt asks Begin to record the start of the next attempt when
+	// the operation is pending after the claim.
+	StartAttempt bool
+}
+
+// BeginResult is what Store.Begin found and did.
+type BeginResult struct {
+	Op Operation
+	// Created reports that the operation was new.
+	Created bool
+	// Claimed reports that the caller now holds the lease. False when the
+	// operation is terminal (Op holds the recorded result).
+	Claimed bool
+	// Attempt is the started attempt when one was recorded (the caller may
+	// send now); nil otherwise. An operation that was unknown is claimed but
+	// no attempt is started: the caller must look up its status first.
+	Attempt *Attempt
+}
+
+// ClaimParams are the arguments of Store.Claim.
+type ClaimParams struct {
+	ID         string
+	Owner      string
+	Now        time.Time
+	LeaseUntil time.Time // must be after Now
+}
+
+// StartAttemptParams are the arguments of Store.StartAttempt.
+type StartAttemptParams struct {
+	ID         string
+	Owner      string
+	Now        time.Time
+	LeaseUntil time.Time // must be after Now
+}
+
+// AttemptOutcome is the recorded outcome of an attempt.
+type AttemptOutcome struct {
+	// Number is the attempt being finished; it must be the latest attempt and
+	// not yet finished.
+	Number            int
+	Class             OutcomeClass // required
+	HTTPStatus        int
+	ProviderRequestID string
+	Error             string // secrets already scrubbed
+}
+
+// FinishParams are the arguments of Store.Finish.
+type FinishParams struct {
+	ID    string
+	Owner string
+	Now   time.Time
+	// From is the status the caller expects the operation to be in.
+	From Status
+	// To is the new status. Legal moves (CheckTransition): from in_flight
+	// (Attempt required) to pending, unknown, succeeded, failed or
+	// manual_review; from pending to pending, failed or manual_review; from
+	// unknown to unknown, succeeded, failed or manual_review; from
+	// manual_review to manual_review, succeeded or failed (never back to
+	// sending). Only StartAttempt enters in_flight.
+	To Status
+	// Attempt, when set, records the outcome of the current attempt. An
+	// attempt finished as not_sent no longer counts for the key window; if no
+	// other attempt may have reached the provider, the window closes again.
+	Attempt *AttemptOutcome
+	// ProviderRef, when non-empty, replaces the recorded provider reference.
+	ProviderRef string
+	// Result, when non-nil, replaces the recorded normalized result.
+	Result []byte
+	// NextCheckAt is when background work should next look at the operation.
+	// Required for pending and unknown (zero means now); with manual_review a
+	// non-zero value asks for further read-only lookups; ignored for
+	// succeeded and failed.
+	NextCheckAt time.Time
+	// ReviewReason is required when To is manual_review.
+	ReviewReason string
+	// Resolution, when set, is recorded with the transition as an audit
+	// entry: used when background work settles an operation in review from a
+	// definitive provider answer (Actor names the job).
+	Resolution *Resolution
+	// KeepLease keeps the caller's lease (e.g. to look up and resend within
+	// the same call) instead of releasing it. Ignored for terminal statuses.
+	KeepLease bool
+}
+
+// ClaimDueParams are the arguments of Store.ClaimDue.
+type ClaimDueParams struct {
+	Owner      string
+	Now        time.Time
+	LeaseUntil time.Time // must be after Now
+	Limit      int       // 1..10000
+	// Provider, when non-empty, claims only that provider's operations.
+	Provider string
+	// IncludeReview also claims manual_review operations whose NextCheckAt is
+	// due (read-only lookups; never a request that moves money).
+	IncludeReview bool
+}
+
+// ListFilter selects operations for List. Zero fields do not filter.
+type ListFilter struct {
+	Status   Status
+	Provider string
+	Kind     string
+	// AfterID returns operations whose ID sorts after it (keyset paging).
+	AfterID string
+	// Limit defaults to 100; at most 10000.
+	Limit int
+}
+
+// ReviewFilter selects operations in review. Zero fields do not filter.
+type ReviewFilter struct {
+	Provider string
+	Kind     string
+	// Reason matches the review reason exactly.
+	Reason string
+	// EnteredBefore keeps operations that entered review before this time.
+	EnteredBefore time.Time
+	// Limit defaults to 100; at most 10000.
+	Limit int
+}
+
+// ResolveParams are the arguments of Store.Resolve.
+type ResolveParams struct {
+	ID      string
+	Actor   string // required
+	Note    string // required
+	Outcome ResolutionOutcome
+	// ProviderRef is required with ResolveSucceeded.
+	ProviderRef string
+	// NewKey and NewGeneration are required with ResolveResend: the key of
+	// the identity at the next generation (NewGeneration = Generation + 1).
+	NewKey        string
+	NewGeneration int
+	Now           time.Time
+}
+
+// CleanupParams are the arguments of Store.Cleanup.
+type CleanupParams struct {
+	Now time.Time
+	// Retention is how long finished operations are kept. Must be at least
+	// KeyTTL: a row must outlive the provider's memory of its key.
+	Retention time.Duration
+	// KeyTTL is the longest key TTL of the providers in use. Required, > 0.
+	KeyTTL time.Duration
+	// BatchSize is the number of operations deleted per transaction;
+	// defaults to 1000; at most 100000.
+	BatchSize int
+}
+
+// CleanupReport says what Cleanup did, so that a cleanup that stopped
+// working is visible.
+type CleanupReport struct {
+	Deleted int
+	Batches int
+	// OldestFinishedAt is the finish time of the oldest succeeded or failed
+	// operation left; zero when none is left.
+	OldestFinishedAt time.Time
+}

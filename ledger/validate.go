@@ -1,0 +1,285 @@
+package ledger
+
+import (
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
+
+// Limits shared by every store.
+const (
+	// MaxLimit bounds Limit in listing and claiming calls.
+	MaxLimit = 10000
+	// DefaultListLimit is the Limit used when a filter leaves it zero.
+	DefaultListLimit = 100
+	// DefaultCleanupBatch is the BatchSize used when CleanupParams leaves it zero.
+	DefaultCleanupBatch = 1000
+	// MaxCleanupBatch bounds CleanupParams.BatchSize.
+	MaxCleanupBatch = 100000
+	// MaxRequestBytes bounds the canonical request stored with an operation.
+	MaxRequestBytes = 64 << 10
+	// MaxTextBytes bounds free text (error text, notes, reasons) stored by
+	// the ledger; longer text is refused, not truncated silently.
+	MaxTextBytes = 8 << 10
+)
+
+// Validate checks a NewOperation before anything is written.
+func (op NewOperation) Validate() error {
+	switch {
+	case op.ID == "":
+		return invalid("ID", "must not be empty")
+	case op.Key == "":
+		return invalid("Key", "must not be empty")
+	case op.Provider == "":
+		return invalid("Provider", "must not be empty")
+	case op.Kind == "":
+		return invalid("Kind", "must not be empty")
+	case len(op.References) == 0:
+		return invalid("References", "need at least one reference part")
+	case op.Generation < 0:
+		return invalid("Generation", "must be >= 0, got %d", op.Generation)
+	case op.Generation == 0 && op.Key != op.ID:
+		return invalid("Key", "must equal ID at generation 0")
+	case op.Fingerprint == "":
+		return invalid("Fingerprint", "must not be empty")
+	case len(op.Request) == 0:
+		return invalid("Request", "must not be empty (the canonical request JSON)")
+	case len(op.Request) > MaxRequestBytes:
+		return invalid("Request", "is %d bytes; at most %d", len(op.Request), MaxRequestBytes)
+	case !utf8.Valid(op.Request):
+		return invalid("Request", "must be valid UTF-8 JSON")
+	case op.KeyTTL <= 0:
+		return invalid("KeyTTL", "must be > 0 (the provider's key TTL), got %v", op.KeyTTL)
+	}
+	for i, r := range op.References {
+		if r == "" {
+			return invalid(fmt.Sprintf("References[%d]", i), "must not be empty")
+		}
+	}
+	return nil
+}
+
+func checkLease(owner string, now, until time.Time) error {
+	switch {
+	case owner == "":
+		return invalid("Owner", "must not be empty")
+	case now.IsZero():
+		return invalid("Now", "must be set")
+	case !until.After(now):
+		return invalid("LeaseUntil", "must be after Now (got %v, now %v)", until, now)
+	}
+	return nil
+}
+
+// Validate checks BeginParams.
+func (p BeginParams) Validate() error {
+	if err := p.Op.Validate(); err != nil {
+		return err
+	}
+	return checkLease(p.Owner, p.Now, p.LeaseUntil)
+}
+
+// Validate checks ClaimParams.
+func (p ClaimParams) Validate() error {
+	if p.ID == "" {
+		return invalid("ID", "must not be empty")
+	}
+	return checkLease(p.Owner, p.Now, p.LeaseUntil)
+}
+
+// Validate checks StartAttemptParams.
+func (p StartAttemptParams) Validate() error {
+	if p.ID == "" {
+		return invalid("ID", "must not be empty")
+	}
+	return checkLease(p.Owner, p.Now, p.LeaseUntil)
+}
+
+// Validate checks FinishParams, including that From -> To is a legal move.
+func (p FinishParams) Validate() error {
+	switch {
+	case p.ID == "":
+		return invalid("ID", "must not be empty")
+	case p.Owner == "":
+		return invalid("Owner", "must not be empty")
+	case p.Now.IsZero():
+		return invalid("Now", "must be set")
+	case len(p.ReviewReason) > MaxTextBytes:
+		return invalid("ReviewReason", "is %d bytes; at most %d", len(p.ReviewReason), MaxTextBytes)
+	case p.To == StatusManualReview && p.ReviewReason == "":
+		return invalid("ReviewReason", "required when moving to manual_review")
+	}
+	if _, err := ParseStatus(string(p.From)); err != nil {
+		return invalid("From", "%v", err)
+	}
+	if _, err := ParseStatus(string(p.To)); err != nil {
+		return invalid("To", "%v", err)
+	}
+	if p.From == StatusInFlight && p.Attempt == nil {
+		return invalid("Attempt", "required when finishing an in_flight operation")
+	}
+	if p.From != StatusInFlight && p.Attempt != nil {
+		return invalid("Attempt", "only an in_flight operation has an attempt to finish (From is %s)", p.From)
+	}
+	if a := p.Attempt; a != nil {
+		if a.Number < 1 {
+			return invalid("Attempt.Number", "must be >= 1, got %d", a.Number)
+		}
+		if _, err := ParseOutcomeClass(string(a.Class)); err != nil {
+			return invalid("Attempt.Class", "%v", err)
+		}
+		if len(a.Error) > MaxTextBytes {
+			return invalid("Attempt.Error", "is %d bytes; at most %d", len(a.Error), MaxTextBytes)
+		}
+	}
+	if r := p.Resolution; r != nil {
+		if err := checkResolutionText(r.Actor, r.Note); err != nil {
+			return err
+		}
+		if _, err := ParseResolutionOutcome(string(r.Outcome)); err != nil {
+			return invalid("Resolution.Outcome", "%v", err)
+		}
+	}
+	return CheckTransition(p.From, p.To)
+}
+
+// CheckTransition reports whether Finish may move an operation from one
+// status to another. It returns an error wrapping ErrStateConflict otherwise.
+//
+// Why these moves and no others: only StartAttempt may enter in_flight (an
+// attempt is journaled before it is sent); an unknown operation may not go
+// back to pending (it may have been sent: only a lookup or an operator
+// settles it); manual_review never goes back to sending (outside the key
+// window a resend would be a new charge); succeeded and failed are final.
+func CheckTransition(from, to Status) error {
+	ok := false
+	switch from {
+	case StatusInFlight:
+		ok = to != StatusInFlight
+	case StatusPending:
+		ok = to == StatusPending || to == StatusFailed || to == StatusManualReview
+	case StatusUnknown:
+		ok = to == StatusUnknown || to == StatusSucceeded || to == StatusFailed || to == StatusManualReview
+	case StatusManualReview:
+		ok = to == StatusManualReview || to == StatusSucceeded || to == StatusFailed
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s -> %s is not a legal transition", ErrStateConflict, from, to)
+	}
+	return nil
+}
+
+// Validate checks ClaimDueParams.
+func (p ClaimDueParams) Validate() error {
+	if p.Limit < 1 || p.Limit > MaxLimit {
+		return invalid("Limit", "must be between 1 and %d, got %d", MaxLimit, p.Limit)
+	}
+	return checkLease(p.Owner, p.Now, p.LeaseUntil)
+}
+
+func checkListLimit(limit int) error {
+	if limit < 0 || limit > MaxLimit {
+		return invalid("Limit", "must be between 0 (default %d) and %d, got %d", DefaultListLimit, MaxLimit, limit)
+	}
+	return nil
+}
+
+// Validate checks a ListFilter.
+func (f ListFilter) Validate() error {
+	if f.Status != "" {
+		if _, err := ParseStatus(string(f.Status)); err != nil {
+			return invalid("Status", "%v", err)
+		}
+	}
+	return checkListLimit(f.Limit)
+}
+
+// EffectiveLimit is Limit, or DefaultListLimit when Limit is zero.
+func (f ListFilter) EffectiveLimit() int { return orDefault(f.Limit, DefaultListLimit) }
+
+// Validate checks a ReviewFilter.
+func (f ReviewFilter) Validate() error { return checkListLimit(f.Limit) }
+
+// EffectiveLimit is Limit, or DefaultListLimit when Limit is zero.
+func (f ReviewFilter) EffectiveLimit() int { return orDefault(f.Limit, DefaultListLimit) }
+
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func checkResolutionText(actor, note string) error {
+	switch {
+	case actor == "":
+		return invalid("Actor", "required: who resolves the review")
+	case note == "":
+		return invalid("Note", "required: why the review is resolved this way")
+	case len(actor) > 256:
+		return invalid("Actor", "is %d bytes; at most 256", len(actor))
+	case len(note) > MaxTextBytes:
+		return invalid("Note", "is %d bytes; at most %d", len(note), MaxTextBytes)
+	}
+	return nil
+}
+
+// Validate checks ResolveParams.
+func (p ResolveParams) Validate() error {
+	if p.ID == "" {
+		return invalid("ID", "must not be empty")
+	}
+	if err := checkResolutionText(p.Actor, p.Note); err != nil {
+		return err
+	}
+	if p.Now.IsZero() {
+		return invalid("Now", "must be set")
+	}
+	if _, err := ParseResolutionOutcome(string(p.Outcome)); err != nil {
+		return invalid("Outcome", "%v", err)
+	}
+	switch p.Outcome {
+	case ResolveSucceeded:
+		if p.ProviderRef == "" {
+			return invalid("ProviderRef", "required when resolving as succeeded: the provider's id of the object")
+		}
+	case ResolveResend:
+		if p.NewKey == "" {
+			return invalid("NewKey", "required when resolving with resend: the key of the next generation")
+		}
+		if p.NewGeneration < 1 {
+			return invalid("NewGeneration", "must be >= 1 when resolving with resend, got %d", p.NewGeneration)
+		}
+	}
+	return nil
+}
+
+// Validate checks CleanupParams. A retention shorter than the key TTL wraps
+// ErrRetentionTooShort.
+func (p CleanupParams) Validate() error {
+	switch {
+	case p.Now.IsZero():
+		return invalid("Now", "must be set")
+	case p.KeyTTL <= 0:
+		return invalid("KeyTTL", "must be > 0: the longest key TTL of the providers in use")
+	case p.BatchSize < 0 || p.BatchSize > MaxCleanupBatch:
+		return invalid("BatchSize", "must be between 0 (default %d) and %d, got %d", DefaultCleanupBatch, MaxCleanupBatch, p.BatchSize)
+	case p.Retention < p.KeyTTL:
+		// Rule 6: a row deleted while the provider still remembers its key
+		// would let a late retry look new to the ledger and be sent again.
+		return fmt.Errorf("%w: retention %v < key TTL %v; keep finished operations at least as long as the provider remembers their keys", ErrRetentionTooShort, p.Retention, p.KeyTTL)
+	}
+	return nil
+}
+
+// EffectiveBatchSize is BatchSize, or DefaultCleanupBatch when it is zero.
+func (p CleanupParams) EffectiveBatchSize() int { return orDefault(p.BatchSize, DefaultCleanupBatch) }
+
+// UTC normalizes a time the way every store keeps it: UTC, truncated to the
+// microsecond (PostgreSQL's precision). The zero time stays zero.
+func UTC(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC().Truncate(time.Microsecond)
+}
