@@ -151,14 +151,16 @@ type Operation struct {
 
 	// KeyTTL is how long the provider remembers the key.
 	KeyTTL time.Duration
-	// WindowStart is the start of the first attempt that may have reached the
-	// provider; zero while no attempt may have reached it.
+	// WindowStart is the start of the first attempt under the current Key
+	// that may have reached the provider; zero while none may have. A resend
+	// under a new key generation starts a new window.
 	WindowStart time.Time
 	// KeyExpiresAt is WindowStart + KeyTTL; zero when WindowStart is zero.
 	KeyExpiresAt time.Time
 
 	// LeaseOwner and LeaseExpiresAt name the worker allowed to act on the
-	// operation and until when. Empty / zero when nobody holds it.
+	// operation and until when. Empty / zero when nobody holds it. A lease is
+	// live while Now is before LeaseExpiresAt.
 	LeaseOwner     string
 	LeaseExpiresAt time.Time
 	// NextCheckAt is when background work should next look at the operation
@@ -168,7 +170,9 @@ type Operation struct {
 
 	// ReviewReason says why the operation went to manual review.
 	ReviewReason string
-	// ReviewAt is when the operation entered manual review; zero otherwise.
+	// ReviewAt is when the operation last entered manual review; zero if it
+	// never did. ReviewReason and ReviewAt are kept as history after an
+	// operator resolves the review.
 	ReviewAt time.Time
 	// Resolution is the operator's decision, once an operation in review was
 	// resolved; nil otherwise.

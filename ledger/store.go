@@ -10,8 +10,9 @@ import (
 //
 // Every method takes the current time from its parameters (an injected
 // clock), never from the system clock, so tests can move leases and key
-// windows without sleeping. Every method is atomic: when it returns an error,
-// the ledger is as it was before the call.
+// windows without sleeping. Every method but Cleanup is atomic: when it
+// returns an error, the ledger is as it was before the call. Cleanup commits
+// batch by batch; when it stops early it reports the batches it committed.
 type Store interface {
 	// Begin is the fast path of a synchronous call, in one transaction:
 	// create the operation as pending if its ID is new (or return the
@@ -23,7 +24,8 @@ type Store interface {
 	// CreateOrGet records the operation as pending (due at once for
 	// background work) if its ID is new, or returns the existing one
 	// unchanged. created reports which. An existing ID with another
-	// fingerprint returns ErrFingerprintMismatch and changes nothing.
+	// fingerprint returns ErrFingerprintMismatch and changes nothing. A zero
+	// now is refused with ErrInvalid.
 	CreateOrGet(ctx context.Context, op NewOperation, now time.Time) (got Operation, created bool, err error)
 
 	// Claim takes the lease on one operation: a compare-and-set that exactly
@@ -57,7 +59,8 @@ type Store interface {
 	// callers (in any number of processes) never receive the same operation.
 	ClaimDue(ctx context.Context, p ClaimDueParams) ([]Operation, error)
 
-	// Get returns one operation with its attempts in order, or ErrNotFound.
+	// Get returns one operation with its attempts in order, or ErrNotFound
+	// (ErrInvalid for an empty id).
 	Get(ctx context.Context, id string) (Operation, []Attempt, error)
 
 	// List returns operations matching the filter, ordered by ID, for
@@ -170,7 +173,8 @@ type FinishParams struct {
 	To Status
 	// Attempt, when set, records the outcome of the current attempt. An
 	// attempt finished as not_sent no longer counts for the key window; if no
-	// other attempt may have reached the provider, the window closes again.
+	// other attempt under the current key may have reached the provider, the
+	// window closes again.
 	Attempt *AttemptOutcome
 	// ProviderRef, when non-empty, replaces the recorded provider reference.
 	ProviderRef string

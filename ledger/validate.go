@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -22,6 +23,27 @@ const (
 	// the ledger; longer text is refused, not truncated silently.
 	MaxTextBytes = 8 << 10
 )
+
+// checkStored refuses text no store can keep byte for byte: invalid UTF-8
+// or a NUL byte (PostgreSQL text accepts neither).
+func checkStored(field, s string) error {
+	if !utf8.ValidString(s) {
+		return invalid(field, "must be valid UTF-8")
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return invalid(field, "must not contain a NUL byte")
+	}
+	return nil
+}
+
+func checkAllStored(fields ...string) error {
+	for i := 0; i+1 < len(fields); i += 2 {
+		if err := checkStored(fields[i], fields[i+1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // Validate checks a NewOperation before anything is written.
 func (op NewOperation) Validate() error {
@@ -46,17 +68,22 @@ func (op NewOperation) Validate() error {
 		return invalid("Request", "must not be empty (the canonical request JSON)")
 	case len(op.Request) > MaxRequestBytes:
 		return invalid("Request", "is %d bytes; at most %d", len(op.Request), MaxRequestBytes)
-	case !utf8.Valid(op.Request):
-		return invalid("Request", "must be valid UTF-8 JSON")
-	case op.KeyTTL <= 0:
-		return invalid("KeyTTL", "must be > 0 (the provider's key TTL), got %v", op.KeyTTL)
+	case op.KeyTTL < time.Second:
+		// Stores keep the TTL in milliseconds; a key window shorter than a
+		// second is no real provider's and would round towards zero.
+		return invalid("KeyTTL", "must be at least 1s (the provider's key TTL), got %v", op.KeyTTL)
 	}
 	for i, r := range op.References {
+		field := fmt.Sprintf("References[%d]", i)
 		if r == "" {
-			return invalid(fmt.Sprintf("References[%d]", i), "must not be empty")
+			return invalid(field, "must not be empty")
+		}
+		if err := checkStored(field, r); err != nil {
+			return err
 		}
 	}
-	return nil
+	return checkAllStored("ID", op.ID, "Key", op.Key, "Provider", op.Provider, "Kind", op.Kind,
+		"Fingerprint", op.Fingerprint, "Request", string(op.Request))
 }
 
 func checkLease(owner string, now, until time.Time) error {
@@ -130,6 +157,14 @@ func (p FinishParams) Validate() error {
 		}
 		if len(a.Error) > MaxTextBytes {
 			return invalid("Attempt.Error", "is %d bytes; at most %d", len(a.Error), MaxTextBytes)
+		}
+	}
+	if err := checkAllStored("ProviderRef", p.ProviderRef, "Result", string(p.Result), "ReviewReason", p.ReviewReason); err != nil {
+		return err
+	}
+	if a := p.Attempt; a != nil {
+		if err := checkAllStored("Attempt.Error", a.Error, "Attempt.ProviderRequestID", a.ProviderRequestID); err != nil {
+			return err
 		}
 	}
 	if r := p.Resolution; r != nil {
@@ -221,7 +256,7 @@ func checkResolutionText(actor, note string) error {
 	case len(note) > MaxTextBytes:
 		return invalid("Note", "is %d bytes; at most %d", len(note), MaxTextBytes)
 	}
-	return nil
+	return checkAllStored("Actor", actor, "Note", note)
 }
 
 // Validate checks ResolveParams.
@@ -237,6 +272,9 @@ func (p ResolveParams) Validate() error {
 	}
 	if _, err := ParseResolutionOutcome(string(p.Outcome)); err != nil {
 		return invalid("Outcome", "%v", err)
+	}
+	if err := checkAllStored("ProviderRef", p.ProviderRef, "NewKey", p.NewKey); err != nil {
+		return err
 	}
 	switch p.Outcome {
 	case ResolveSucceeded:

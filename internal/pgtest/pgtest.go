@@ -1,0 +1,106 @@
+// Package pgtest gives tests a PostgreSQL database: its URL from the
+// environment and a private schema per test, so that packages testing in
+// parallel against one database never see each other's rows.
+//
+//	func TestSomething(t *testing.T) {
+//		pool := pgtest.NewPool(t)          // skips when no database is configured
+//		schema := pgtest.NewSchema(t, pool) // dropped when the test ends
+//		...
+//	}
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+const (
+	// EnvURL names the variable holding the test database URL.
+	EnvURL = "PAYONCE_TEST_DATABASE_URL"
+	// EnvRequire, set to 1, turns a missing EnvURL into a test failure
+	// instead of a skip (for CI, where a silently skipped suite would pass).
+	EnvRequire = "PAYONCE_REQUIRE_POSTGRES"
+	// ExampleURL is the database the skip message suggests.
+	ExampleURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+)
+
+// URL returns the test database URL from PAYONCE_TEST_DATABASE_URL. When it
+// is unset the test is skipped with a message saying how to run it, or fails
+// when PAYONCE_REQUIRE_POSTGRES=1.
+func URL(t testing.TB) string {
+	t.Helper()
+	url := os.Getenv(EnvURL)
+	if url != "" {
+		return url
+	}
+	msg := "needs PostgreSQL: set " + EnvURL + ", e.g. " + EnvURL + "=" + ExampleURL + " go test ./ledger/ledgerpg/"
+	if os.Getenv(EnvRequire) == "1" {
+		t.Fatal(msg + "; " + EnvRequire + "=1 makes a missing database a failure")
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// NewPool opens a pool on URL(t), checks that the database answers, and
+// closes the pool when the test ends.
+func NewPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(URL(t))
+	if err != nil {
+		t.Fatalf("pgtest: parsing %s: %v", EnvURL, err)
+	}
+	return NewPoolConfig(t, cfg)
+}
+
+// NewPoolConfig opens a pool with cfg (e.g. from pgxpool.ParseConfig(URL(t))
+// with a tracer added), checks that the database answers, and closes the
+// pool when the test ends.
+func NewPoolConfig(t testing.TB, cfg *pgxpool.Config) *pgxpool.Pool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatalf("pgtest: opening pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	if err := pool.Ping(ctx); err != nil {
+		t.Fatalf("pgtest: database at %s does not answer: %v", EnvURL, err)
+	}
+	return pool
+}
+
+// NewSchema creates an empty schema with a unique random name and drops it
+// (CASCADE) when the test ends. The name is a plain lower-case identifier.
+func NewSchema(t testing.TB, pool *pgxpool.Pool) string {
+	t.Helper()
+	name := "payonce_test_" + strings.ToLower(rand.Text())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatalf("pgtest: creating schema %s: %v", name, err)
+	}
+	// The drop uses its own connection: the test may close pool first.
+	connConfig := pool.Config().ConnConfig
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.ConnectConfig(ctx, connConfig)
+		if err != nil {
+			t.Errorf("pgtest: connecting to drop schema %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("pgtest: dropping schema %s: %v", name, err)
+		}
+	})
+	return name
+}

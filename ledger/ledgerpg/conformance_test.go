@@ -1,0 +1,48 @@
+package ledgerpg_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce/internal/pgtest"
+	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerpg"
+	"github.com/payonce/payonce/ledger/ledgertest"
+)
+
+// TestConformance runs the suite every ledger.Store passes, each subtest in
+// its own schema.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	pgtest.URL(t) // skip (or fail) once, up front, without a database
+	ledgertest.Run(t, func(t *testing.T) *ledgertest.Harness {
+		pool := pgtest.NewPool(t)
+		schema := pgtest.NewSchema(t, pool)
+		store := migratedStore(t, pool, schema)
+		open := func(t *testing.T) ledger.Store {
+			s, err := ledgerpg.New(pgtest.NewPool(t), ledgerpg.Config{Schema: schema})
+			require.NoError(t, err)
+			return s
+		}
+		return &ledgertest.Harness{
+			Store:       store,
+			OpenAnother: open,
+			Reopen: func(t *testing.T) ledger.Store {
+				pool.Close() // the old store's connections are gone; the data is not
+				pool = pgtest.NewPool(t)
+				s, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema})
+				require.NoError(t, err)
+				return s
+			},
+			SetRawStatus: func(t *testing.T, id, status string) {
+				tag, err := pool.Exec(context.Background(),
+					"UPDATE "+pgx.Identifier{schema, "payonce_operations"}.Sanitize()+" SET status = $2 WHERE id = $1", id, status)
+				require.NoError(t, err)
+				require.Equal(t, int64(1), tag.RowsAffected(), "no operation %q", id)
+			},
+		}
+	})
+}

@@ -1,0 +1,23 @@
+// Package ledgerpg is the PostgreSQL ledger.Store, on pgx v5: the store to
+// use when several replicas of a service share one ledger.
+//
+// The caller opens (and closes) the pool; the store keeps its tables,
+// prefixed payonce_, in one schema:
+//
+//	pool, err := pgxpool.New(ctx, "postgres://app@db/payments")
+//	if err != nil { ... }
+//	defer pool.Close()
+//	store, err := ledgerpg.New(pool, ledgerpg.Config{Schema: "payonce"})
+//	if err != nil { ... }
+//	if err := store.Migrate(ctx); err != nil { ... }
+//
+// Every method is one transaction. Rows an operation's rules depend on are
+// read under a row lock (SELECT ... FOR UPDATE) and checked before they are
+// written, so leases are compare-and-set across processes. A new operation
+// is recorded by Begin in a single statement, so a successful payment costs
+// two commits: Begin, then Finish.
+//
+// Migrations are SQL files embedded in the package and applied in order by
+// Migrate (see MigrateReport), serialized across processes by an advisory
+// lock.
+package ledgerpg

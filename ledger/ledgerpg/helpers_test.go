@@ -1,0 +1,101 @@
+package ledgerpg_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce/internal/pgtest"
+	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerpg"
+)
+
+// newStore returns a migrated store in a fresh schema, with its pool.
+func newStore(t testing.TB) (*ledgerpg.Store, *pgxpool.Pool) {
+	t.Helper()
+	pool := pgtest.NewPool(t)
+	schema := pgtest.NewSchema(t, pool)
+	return migratedStore(t, pool, schema), pool
+}
+
+// migratedStore opens a store on schema and migrates it.
+func migratedStore(t testing.TB, pool *pgxpool.Pool, schema string) *ledgerpg.Store {
+	t.Helper()
+	s, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema})
+	require.NoError(t, err)
+	require.NoError(t, s.Migrate(context.Background()))
+	return s
+}
+
+var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// newOp is a valid NewOperation for id (at generation 0).
+func newOp(id string) ledger.NewOperation {
+	return ledger.NewOperation{
+		ID:          id,
+		Key:         id,
+		Provider:    "stripe",
+		Kind:        "charge",
+		References:  []string{"order", id},
+		Fingerprint: "fp-" + id,
+		Request:     []byte(`{"amount":1000,"currency":"EUR"}`),
+		KeyTTL:      24 * time.Hour,
+	}
+}
+
+// txCounter is a pgx tracer that counts, on the client side, what each
+// call costs the database: round trips (statements and batches sent) and
+// committed transactions. A statement or batch that succeeds and leaves the
+// connection outside a transaction (ReadyForQuery status 'I') committed one:
+// either an explicit COMMIT or the implicit transaction of a statement sent
+// on its own. That is what PostgreSQL counts in pg_stat_database.xact_commit.
+type txCounter struct {
+	roundTrips atomic.Int64
+	commits    atomic.Int64
+}
+
+func (c *txCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+func (c *txCounter) TraceQueryEnd(_ context.Context, conn *pgx.Conn, data pgx.TraceQueryEndData) {
+	c.ended(conn, data.Err, data.CommandTag)
+}
+
+func (c *txCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (c *txCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (c *txCounter) TraceBatchEnd(_ context.Context, conn *pgx.Conn, data pgx.TraceBatchEndData) {
+	c.ended(conn, data.Err, pgconn.CommandTag{})
+}
+
+func (c *txCounter) ended(conn *pgx.Conn, err error, tag pgconn.CommandTag) {
+	c.roundTrips.Add(1)
+	if err == nil && conn.PgConn().TxStatus() == 'I' && tag.String() != "ROLLBACK" {
+		c.commits.Add(1)
+	}
+}
+
+// countingStore is a migrated store in a fresh schema whose pool counts
+// round trips and commits.
+func countingStore(t testing.TB) (*ledgerpg.Store, *txCounter) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+	require.NoError(t, err)
+	counter := &txCounter{}
+	cfg.ConnConfig.Tracer = counter
+	pool := pgtest.NewPoolConfig(t, cfg)
+	store := migratedStore(t, pool, pgtest.NewSchema(t, pool))
+	counter.roundTrips.Store(0)
+	counter.commits.Store(0)
+	return store, counter
+}

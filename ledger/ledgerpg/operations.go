@@ -1,0 +1,367 @@
+package ledgerpg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// maxVanish bounds how often Begin and CreateOrGet start over when the
+// operation they collided with was deleted (by Cleanup) before they could
+// read it.
+const maxVanish = 3
+
+// errVanished: the insert found the ID taken but the row was gone when read.
+var errVanished = errors.New("operation deleted concurrently")
+
+// Begin implements ledger.Store. A new operation costs one statement, so
+// one round trip and one commit: the row is inserted already leased, with its
+// first attempt when asked. For an existing one that insert changes nothing,
+// and the row is then read under a row lock, checked and updated in one
+// transaction.
+func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginResult, error) {
+	if err := p.Validate(); err != nil {
+		return ledger.BeginResult{}, err
+	}
+	now, until := ledger.UTC(p.Now), ledger.UTC(p.LeaseUntil)
+	for range maxVanish {
+		res, err := s.beginNew(ctx, p, now, until)
+		if err != nil || res.Created {
+			return res, translate("begin", err)
+		}
+		res, err = s.beginExisting(ctx, p, now, until)
+		if !errors.Is(err, errVanished) {
+			return res, translate("begin", err)
+		}
+	}
+	return ledger.BeginResult{}, fmt.Errorf("ledgerpg: begin %q: the operation was deleted concurrently %d times; try again", p.Op.ID, maxVanish)
+}
+
+// beginNew inserts the operation in the state Begin leaves a new one in,
+// unless its ID (or key) is taken. Created is false when nothing was inserted.
+func (s *Store) beginNew(ctx context.Context, p ledger.BeginParams, now, until time.Time) (ledger.BeginResult, error) {
+	op := newOperation(p.Op, now)
+	takeLease(&op, p.Owner, now, until)
+	if !p.StartAttempt {
+		tag, err := s.pool.Exec(ctx, s.q.insertOp, opArgs(op)...)
+		if err != nil || tag.RowsAffected() == 0 {
+			return ledger.BeginResult{}, err
+		}
+		return ledger.BeginResult{Op: op, Created: true, Claimed: true}, nil
+	}
+	a := startAttempt(&op, now, until)
+	var inserted int
+	args := append(opArgs(op), a.Number, a.Key, a.StartedAt)
+	if err := s.pool.QueryRow(ctx, s.q.insertOpWithAttempt, args...).Scan(&inserted); err != nil || inserted == 0 {
+		return ledger.BeginResult{}, err
+	}
+	return ledger.BeginResult{Op: op, Created: true, Claimed: true, Attempt: &a}, nil
+}
+
+// beginExisting is Begin for an ID that is already recorded.
+func (s *Store) beginExisting(ctx context.Context, p ledger.BeginParams, now, until time.Time) (ledger.BeginResult, error) {
+	var res ledger.BeginResult
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		op, err := s.lock(ctx, tx, p.Op.ID)
+		if errors.Is(err, ledger.ErrNotFound) {
+			return s.whyNotInserted(ctx, tx, p.Op)
+		}
+		if err != nil {
+			return err
+		}
+		if err := checkFingerprint(op, p.Op.Fingerprint); err != nil {
+			return err
+		}
+		res.Op = op
+		if op.Status.Terminal() {
+			return nil // the recorded result answers the caller; nothing to claim
+		}
+		if err := checkNoLiveLease(op, p.Owner, now); err != nil {
+			return err
+		}
+		// The ledger's key wins over p.Op.Key: after an operator approved a
+		// resend, the operation sends under its newer generation's key.
+		takeLease(&op, p.Owner, now, until)
+		var a *ledger.Attempt
+		if p.StartAttempt && op.Status == ledger.StatusPending {
+			started := startAttempt(&op, now, until)
+			a = &started
+		}
+		if err := s.save(ctx, tx, op, a); err != nil {
+			return err
+		}
+		res = ledger.BeginResult{Op: op, Claimed: true, Attempt: a}
+		return nil
+	})
+	switch {
+	case errors.Is(err, ledger.ErrInProgress):
+		return ledger.BeginResult{Op: res.Op}, err
+	case err != nil:
+		return ledger.BeginResult{}, err
+	}
+	return res, nil
+}
+
+// whyNotInserted explains an insert that did nothing although the ID is not
+// recorded: either its key belongs to another operation, or the row it
+// collided with was deleted since.
+func (s *Store) whyNotInserted(ctx context.Context, db querier, op ledger.NewOperation) error {
+	var taken bool
+	if err := db.QueryRow(ctx, s.q.keyTaken, op.Key).Scan(&taken); err != nil {
+		return err
+	}
+	if taken {
+		return fmt.Errorf("%w: key %q of new operation %q", ledger.ErrKeyConflict, op.Key, op.ID)
+	}
+	return errVanished
+}
+
+// CreateOrGet implements ledger.Store.
+func (s *Store) CreateOrGet(ctx context.Context, n ledger.NewOperation, now time.Time) (ledger.Operation, bool, error) {
+	if err := n.Validate(); err != nil {
+		return ledger.Operation{}, false, err
+	}
+	if now.IsZero() {
+		return ledger.Operation{}, false, &ledger.ValidationError{Field: "now", Problem: "must be set"}
+	}
+	now = ledger.UTC(now)
+	op := newOperation(n, now)
+	for range maxVanish {
+		tag, err := s.pool.Exec(ctx, s.q.insertOp, opArgs(op)...)
+		if err != nil {
+			return ledger.Operation{}, false, translate("create", err)
+		}
+		if tag.RowsAffected() == 1 {
+			return op, true, nil
+		}
+		got, err := s.get(ctx, s.pool, n.ID)
+		if errors.Is(err, ledger.ErrNotFound) {
+			err = s.whyNotInserted(ctx, s.pool, n)
+			if errors.Is(err, errVanished) {
+				continue
+			}
+		}
+		if err == nil {
+			err = checkFingerprint(got, n.Fingerprint)
+		}
+		if err != nil {
+			return ledger.Operation{}, false, translate("create", err)
+		}
+		return got, false, nil
+	}
+	return ledger.Operation{}, false, fmt.Errorf("ledgerpg: create %q: the operation was deleted concurrently %d times; try again", n.ID, maxVanish)
+}
+
+// Claim implements ledger.Store. The row lock makes the check and the lease
+// update one compare-and-set: concurrent claimers queue on the lock, and
+// each one after the winner sees the winner's live lease.
+func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operation, error) {
+	if err := p.Validate(); err != nil {
+		return ledger.Operation{}, err
+	}
+	now, until := ledger.UTC(p.Now), ledger.UTC(p.LeaseUntil)
+	var out ledger.Operation
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		op, err := s.lock(ctx, tx, p.ID)
+		if err != nil {
+			return err
+		}
+		if op.Status.Terminal() {
+			return fmt.Errorf("%w: operation %q is %s", ledger.ErrTerminal, op.ID, op.Status)
+		}
+		if err := checkNoLiveLease(op, p.Owner, now); err != nil {
+			return err
+		}
+		takeLease(&op, p.Owner, now, until)
+		out = op
+		return s.save(ctx, tx, op, nil)
+	})
+	if err != nil {
+		return ledger.Operation{}, translate("claim", err)
+	}
+	return out, nil
+}
+
+// StartAttempt implements ledger.Store. When it returns nil the attempt is
+// committed, so a crash after sending still leaves a record that the
+// request may have left.
+func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (ledger.Operation, ledger.Attempt, error) {
+	if err := p.Validate(); err != nil {
+		return ledger.Operation{}, ledger.Attempt{}, err
+	}
+	now, until := ledger.UTC(p.Now), ledger.UTC(p.LeaseUntil)
+	var out ledger.Operation
+	var a ledger.Attempt
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		op, err := s.lock(ctx, tx, p.ID)
+		if err != nil {
+			return err
+		}
+		if err := checkCanStart(op, p.Owner); err != nil {
+			return err
+		}
+		a = startAttempt(&op, now, until)
+		out = op
+		return s.save(ctx, tx, op, &a)
+	})
+	if err != nil {
+		return ledger.Operation{}, ledger.Attempt{}, translate("start attempt", err)
+	}
+	return out, a, nil
+}
+
+// Finish implements ledger.Store. It is conditional on the owner and the
+// expected status, checked under the row lock: a worker whose lease expired
+// and was taken cannot overwrite what the new holder recorded.
+func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Operation, error) {
+	if err := p.Validate(); err != nil {
+		return ledger.Operation{}, err
+	}
+	now := ledger.UTC(p.Now)
+	var out ledger.Operation
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// One round trip: lock the row, then (a later statement, so it sees
+		// everything committed before the lock was granted) read the attempt.
+		b := &pgx.Batch{}
+		b.Queue(s.q.lockOp, p.ID)
+		if p.Attempt != nil {
+			b.Queue(s.q.attemptForFinish, p.ID, p.Attempt.Number)
+		}
+		br := tx.SendBatch(ctx, b)
+		op, err := scanOp(br.QueryRow())
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = fmt.Errorf("%w: %q", ledger.ErrNotFound, p.ID)
+		}
+		var attemptFinished, attemptFound bool
+		var otherWindowStart pgtype.Timestamptz
+		if err == nil && p.Attempt != nil {
+			err = br.QueryRow().Scan(&attemptFinished, &otherWindowStart)
+			attemptFound = err == nil
+			if errors.Is(err, pgx.ErrNoRows) {
+				err = nil
+			}
+		}
+		if closeErr := br.Close(); err == nil {
+			err = closeErr
+		}
+		if err != nil {
+			return err
+		}
+
+		if op.LeaseOwner != p.Owner {
+			return leaseLost(op, p.Owner)
+		}
+		if op.Status != p.From {
+			return fmt.Errorf("%w: operation %q is %s, not %s", ledger.ErrStateConflict, op.ID, op.Status, p.From)
+		}
+		if a := p.Attempt; a != nil {
+			// Only the attempt now in flight can be finished, and only once:
+			// a late outcome of an older attempt must not rewrite history.
+			if !attemptFound || a.Number != op.Attempts {
+				return fmt.Errorf("%w: operation %q: attempt %d is not the latest (latest is %d)", ledger.ErrStateConflict, op.ID, a.Number, op.Attempts)
+			}
+			if attemptFinished {
+				return fmt.Errorf("%w: operation %q: attempt %d is already finished", ledger.ErrStateConflict, op.ID, a.Number)
+			}
+			if !a.Class.MayHaveReached() {
+				// Proven never to have left: the window is what the other
+				// attempts under this key opened, closed if none did, so a
+				// refused connection does not eat into the time for resends.
+				op.WindowStart = timeOf(otherWindowStart)
+				op.KeyExpiresAt = time.Time{}
+				if !op.WindowStart.IsZero() {
+					op.KeyExpiresAt = op.WindowStart.Add(op.KeyTTL)
+				}
+			}
+		}
+		applyFinish(&op, p, now)
+
+		w := &pgx.Batch{}
+		if a := p.Attempt; a != nil {
+			w.Queue(s.q.finishAttempt, op.ID, a.Number, now, a.Class.MayHaveReached(), string(a.Class),
+				nullInt(a.HTTPStatus), nullText(a.ProviderRequestID), nullText(a.Error))
+		}
+		w.Queue(s.q.save, saveArgs(op)...)
+		out = op
+		return tx.SendBatch(ctx, w).Close()
+	})
+	if err != nil {
+		return ledger.Operation{}, translate("finish", err)
+	}
+	return out, nil
+}
+
+// Resolve implements ledger.Store.
+func (s *Store) Resolve(ctx context.Context, p ledger.ResolveParams) (ledger.Operation, error) {
+	if err := p.Validate(); err != nil {
+		return ledger.Operation{}, err
+	}
+	now := ledger.UTC(p.Now)
+	var out ledger.Operation
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		op, err := s.lock(ctx, tx, p.ID)
+		if err != nil {
+			return err
+		}
+		if op.Status != ledger.StatusManualReview {
+			return fmt.Errorf("%w: operation %q is %s", ledger.ErrNotInReview, op.ID, op.Status)
+		}
+		if err := applyResolve(&op, p, now); err != nil {
+			return err
+		}
+		out = op
+		return s.save(ctx, tx, op, nil) // a resend's key taken by another operation fails here: ErrKeyConflict
+	})
+	if err != nil {
+		return ledger.Operation{}, translate("resolve", err)
+	}
+	return out, nil
+}
+
+// lock reads the operation and locks its row until the transaction ends.
+func (s *Store) lock(ctx context.Context, tx pgx.Tx, id string) (ledger.Operation, error) {
+	op, err := scanOp(tx.QueryRow(ctx, s.q.lockOp, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ledger.Operation{}, fmt.Errorf("%w: %q", ledger.ErrNotFound, id)
+	}
+	return op, err
+}
+
+// save writes op's changed columns and, when a is set, inserts the attempt,
+// in one round trip.
+func (s *Store) save(ctx context.Context, tx pgx.Tx, op ledger.Operation, a *ledger.Attempt) error {
+	b := &pgx.Batch{}
+	b.Queue(s.q.save, saveArgs(op)...)
+	if a != nil {
+		b.Queue(s.q.insertAttempt, a.OperationID, a.Number, a.Key, a.StartedAt)
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
+// get reads one operation without its attempts.
+func (s *Store) get(ctx context.Context, db querier, id string) (ledger.Operation, error) {
+	op, err := scanOp(db.QueryRow(ctx, s.q.selectOp, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ledger.Operation{}, fmt.Errorf("%w: %q", ledger.ErrNotFound, id)
+	}
+	return op, err
+}
+
+// querier is what get and whyNotInserted need: a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func scanOp(row pgx.Row, extra ...any) (ledger.Operation, error) {
+	var sc opScan
+	if err := row.Scan(append(sc.dest(), extra...)...); err != nil {
+		return ledger.Operation{}, err
+	}
+	return sc.operation()
+}

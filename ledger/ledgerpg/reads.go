@@ -1,0 +1,120 @@
+package ledgerpg
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// Get implements ledger.Store: the operation and its attempts, read in one
+// statement so that they are consistent with each other.
+func (s *Store) Get(ctx context.Context, id string) (ledger.Operation, []ledger.Attempt, error) {
+	if id == "" {
+		return ledger.Operation{}, nil, &ledger.ValidationError{Field: "ID", Problem: "must not be empty"}
+	}
+	rows, err := s.pool.Query(ctx, s.q.getWithAttempts, id)
+	if err != nil {
+		return ledger.Operation{}, nil, translate("get", err)
+	}
+	defer rows.Close()
+	var (
+		op       ledger.Operation
+		found    bool
+		attempts []ledger.Attempt
+	)
+	for rows.Next() {
+		var as attemptScan
+		row, err := scanOp(rows, as.dest()...)
+		if err != nil {
+			return ledger.Operation{}, nil, translate("get", err)
+		}
+		op, found = row, true
+		a, ok, err := as.attempt()
+		if err != nil {
+			return ledger.Operation{}, nil, translate("get", err)
+		}
+		if ok {
+			attempts = append(attempts, a)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return ledger.Operation{}, nil, translate("get", err)
+	}
+	if !found {
+		return ledger.Operation{}, nil, fmt.Errorf("ledgerpg: get: %w: %q", ledger.ErrNotFound, id)
+	}
+	return op, attempts, nil
+}
+
+// List implements ledger.Store: operations ordered by ID, at most
+// f.EffectiveLimit(), after f.AfterID when set.
+func (s *Store) List(ctx context.Context, f ledger.ListFilter) ([]ledger.Operation, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	var w where
+	if f.Status != "" {
+		w.add("status = ?", string(f.Status))
+	}
+	if f.Provider != "" {
+		w.add("provider = ?", f.Provider)
+	}
+	if f.Kind != "" {
+		w.add("kind = ?", f.Kind)
+	}
+	if f.AfterID != "" {
+		w.add("id > ?", f.AfterID)
+	}
+	w.args = append(w.args, f.EffectiveLimit())
+	sql := fmt.Sprintf("%s%s ORDER BY id LIMIT $%d", s.q.listOps, w.String(), len(w.args))
+	ops, err := s.queryOps(ctx, sql, w.args)
+	return ops, translate("list", err)
+}
+
+// ListReview implements ledger.Store: operations in manual_review, oldest
+// review first.
+func (s *Store) ListReview(ctx context.Context, f ledger.ReviewFilter) ([]ledger.Operation, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	var w where
+	// Literal, to match the review index's predicate.
+	w.conds = append(w.conds, "status = 'manual_review'")
+	if f.Provider != "" {
+		w.add("provider = ?", f.Provider)
+	}
+	if f.Kind != "" {
+		w.add("kind = ?", f.Kind)
+	}
+	if f.Reason != "" {
+		w.add("review_reason = ?", f.Reason)
+	}
+	if !f.EnteredBefore.IsZero() {
+		w.add("review_at < ?", ledger.UTC(f.EnteredBefore))
+	}
+	w.args = append(w.args, f.EffectiveLimit())
+	sql := fmt.Sprintf("%s%s ORDER BY review_at, id LIMIT $%d", s.q.listOps, w.String(), len(w.args))
+	ops, err := s.queryOps(ctx, sql, w.args)
+	return ops, translate("list review", err)
+}
+
+func (s *Store) queryOps(ctx context.Context, sql string, args []any) ([]ledger.Operation, error) {
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ops := []ledger.Operation{}
+	for rows.Next() {
+		op, err := scanOp(rows)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, op)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return ops, nil
+}

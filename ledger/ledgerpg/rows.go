@@ -1,0 +1,210 @@
+package ledgerpg
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// opColumns are the payonce_operations columns in the order opScan reads
+// them and opArgs writes them.
+var opColumns = []string{
+	"id", "key", "provider", "kind", "refs", "generation", "fingerprint", "request", "status",
+	"provider_ref", "result", "attempts", "key_ttl_ms", "window_start", "key_expires_at",
+	"lease_owner", "lease_expires_at", "next_check_at", "review_reason", "review_at",
+	"resolved_by", "resolution_note", "resolution_outcome", "resolved_at",
+	"created_at", "updated_at", "finished_at",
+}
+
+// opArgs are the values of every column of op, in opColumns order, for INSERT.
+func opArgs(op ledger.Operation) []any {
+	r := resolutionArgs(op.Resolution)
+	return []any{
+		op.ID, op.Key, op.Provider, op.Kind, op.References, op.Generation, op.Fingerprint, string(op.Request), string(op.Status),
+		nullText(op.ProviderRef), nullBytes(op.Result), op.Attempts, op.KeyTTL.Milliseconds(), nullTime(op.WindowStart), nullTime(op.KeyExpiresAt),
+		nullText(op.LeaseOwner), nullTime(op.LeaseExpiresAt), nullTime(op.NextCheckAt), nullText(op.ReviewReason), nullTime(op.ReviewAt),
+		r[0], r[1], r[2], r[3],
+		op.CreatedAt, op.UpdatedAt, nullTime(op.FinishedAt),
+	}
+}
+
+// saveArgs are the values for queries.save: the ID, then every column a
+// transition may change. Identity, request, TTL and creation time never change.
+func saveArgs(op ledger.Operation) []any {
+	r := resolutionArgs(op.Resolution)
+	return []any{
+		op.ID, op.Key, op.Generation, string(op.Status), nullText(op.ProviderRef), nullBytes(op.Result), op.Attempts,
+		nullTime(op.WindowStart), nullTime(op.KeyExpiresAt), nullText(op.LeaseOwner), nullTime(op.LeaseExpiresAt),
+		nullTime(op.NextCheckAt), nullText(op.ReviewReason), nullTime(op.ReviewAt),
+		r[0], r[1], r[2], r[3],
+		op.UpdatedAt, nullTime(op.FinishedAt),
+	}
+}
+
+func resolutionArgs(r *ledger.Resolution) [4]any {
+	if r == nil {
+		return [4]any{nil, nil, nil, nil}
+	}
+	return [4]any{r.Actor, r.Note, string(r.Outcome), nullTime(r.At)}
+}
+
+// opScan receives one payonce_operations row. Nullable columns go through
+// pgtype values so that NULL becomes the zero value; enumerations are read as
+// text and parsed, so that a bad stored value is reported as corrupt.
+type opScan struct {
+	op                                                     ledger.Operation
+	request, status                                        string
+	providerRef, result, leaseOwner, reviewReason          pgtype.Text
+	resolvedBy, resolutionNote, resolutionOutcome          pgtype.Text
+	keyTTLms                                               int64
+	windowStart, keyExpiresAt, leaseExpiresAt, nextCheckAt pgtype.Timestamptz
+	reviewAt, resolvedAt, finishedAt                       pgtype.Timestamptz
+	createdAt, updatedAt                                   time.Time
+}
+
+func (s *opScan) dest() []any {
+	o := &s.op
+	return []any{
+		&o.ID, &o.Key, &o.Provider, &o.Kind, &o.References, &o.Generation, &o.Fingerprint, &s.request, &s.status,
+		&s.providerRef, &s.result, &o.Attempts, &s.keyTTLms, &s.windowStart, &s.keyExpiresAt,
+		&s.leaseOwner, &s.leaseExpiresAt, &s.nextCheckAt, &s.reviewReason, &s.reviewAt,
+		&s.resolvedBy, &s.resolutionNote, &s.resolutionOutcome, &s.resolvedAt,
+		&s.createdAt, &s.updatedAt, &s.finishedAt,
+	}
+}
+
+// operation converts the scanned row, or returns an error wrapping
+// ledger.ErrCorrupt for a value the ledger cannot have written.
+func (s *opScan) operation() (ledger.Operation, error) {
+	op := s.op
+	status, err := ledger.ParseStatus(s.status)
+	if err != nil {
+		return ledger.Operation{}, ledger.Corrupt(op.ID, "status", err)
+	}
+	if s.keyTTLms <= 0 {
+		return ledger.Operation{}, ledger.Corrupt(op.ID, "key_ttl_ms", fmt.Errorf("%d is not a positive TTL", s.keyTTLms))
+	}
+	op.Status = status
+	op.Request = []byte(s.request)
+	op.ProviderRef = s.providerRef.String
+	if s.result.Valid {
+		op.Result = []byte(s.result.String)
+	}
+	op.KeyTTL = time.Duration(s.keyTTLms) * time.Millisecond
+	op.WindowStart = timeOf(s.windowStart)
+	op.KeyExpiresAt = timeOf(s.keyExpiresAt)
+	op.LeaseOwner = s.leaseOwner.String
+	op.LeaseExpiresAt = timeOf(s.leaseExpiresAt)
+	op.NextCheckAt = timeOf(s.nextCheckAt)
+	op.ReviewReason = s.reviewReason.String
+	op.ReviewAt = timeOf(s.reviewAt)
+	if s.resolutionOutcome.Valid {
+		outcome, err := ledger.ParseResolutionOutcome(s.resolutionOutcome.String)
+		if err != nil {
+			return ledger.Operation{}, ledger.Corrupt(op.ID, "resolution_outcome", err)
+		}
+		op.Resolution = &ledger.Resolution{
+			Actor:   s.resolvedBy.String,
+			Note:    s.resolutionNote.String,
+			Outcome: outcome,
+			At:      timeOf(s.resolvedAt),
+		}
+	}
+	op.CreatedAt = s.createdAt.UTC()
+	op.UpdatedAt = s.updatedAt.UTC()
+	op.FinishedAt = timeOf(s.finishedAt)
+	return op, nil
+}
+
+// attemptColumns are the payonce_attempts columns attemptScan reads.
+var attemptColumns = []string{
+	"operation_id", "number", "key", "started_at", "finished_at", "may_have_reached",
+	"outcome", "http_status", "provider_request_id", "error",
+}
+
+// attemptScan receives one payonce_attempts row. Every field is nullable so
+// that it can also receive the empty side of a LEFT JOIN.
+type attemptScan struct {
+	operationID, key, outcome, providerRequestID, errText pgtype.Text
+	number, httpStatus                                    pgtype.Int4
+	startedAt, finishedAt                                 pgtype.Timestamptz
+	mayHaveReached                                        pgtype.Bool
+}
+
+func (s *attemptScan) dest() []any {
+	return []any{
+		&s.operationID, &s.number, &s.key, &s.startedAt, &s.finishedAt, &s.mayHaveReached,
+		&s.outcome, &s.httpStatus, &s.providerRequestID, &s.errText,
+	}
+}
+
+// attempt converts the scanned row; ok is false for the empty side of a
+// LEFT JOIN.
+func (s *attemptScan) attempt() (a ledger.Attempt, ok bool, err error) {
+	if !s.number.Valid {
+		return ledger.Attempt{}, false, nil
+	}
+	a = ledger.Attempt{
+		OperationID:       s.operationID.String,
+		Number:            int(s.number.Int32),
+		Key:               s.key.String,
+		StartedAt:         timeOf(s.startedAt),
+		FinishedAt:        timeOf(s.finishedAt),
+		MayHaveReached:    s.mayHaveReached.Bool,
+		HTTPStatus:        int(s.httpStatus.Int32),
+		ProviderRequestID: s.providerRequestID.String,
+		Error:             s.errText.String,
+	}
+	if s.outcome.Valid {
+		class, err := ledger.ParseOutcomeClass(s.outcome.String)
+		if err != nil {
+			return ledger.Attempt{}, false, ledger.Corrupt(a.OperationID, fmt.Sprintf("attempts[%d].outcome", a.Number), err)
+		}
+		a.Outcome = class
+	}
+	return a, true, nil
+}
+
+// timeOf reads a nullable timestamp: NULL is the zero time, anything else
+// is UTC.
+func timeOf(t pgtype.Timestamptz) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
+}
+
+// nullTime writes the zero time as NULL.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// nullText writes the empty string as NULL.
+func nullText(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// nullInt writes 0 as NULL.
+func nullInt(n int) any {
+	if n == 0 {
+		return nil
+	}
+	return n
+}
+
+// nullBytes writes nil as NULL and anything else (even empty) as text.
+func nullBytes(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
+}

@@ -1,0 +1,93 @@
+package ledgersqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// Cleanup deletes succeeded and failed operations, with their attempts, that
+// finished before p.Now - p.Retention and whose key window has closed, one
+// write transaction per batch of at most p.EffectiveBatchSize() operations,
+// so writers are never blocked for long. It never deletes an operation that
+// is not final. When ctx ends between batches, the report counts the batches
+// already committed and the error wraps ctx.Err().
+func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.CleanupReport, error) {
+	if err := p.Validate(); err != nil {
+		return ledger.CleanupReport{}, fail("cleanup", err)
+	}
+	now := ledger.UTC(p.Now)
+	cutoff := ledger.UTC(now.Add(-p.Retention))
+	batch := p.EffectiveBatchSize()
+	var rep ledger.CleanupReport
+	for {
+		if err := ctx.Err(); err != nil {
+			return rep, fail("cleanup", err)
+		}
+		var n int
+		err := s.write(ctx, func(c *sql.Conn) error {
+			// Rule 6: only final rows, kept at least Retention (>= key TTL)
+			// after they finished, and only once the provider has forgotten
+			// their key: a row deleted earlier would let a late retry with
+			// that key look new to the ledger.
+			ids, err := queryIDs(ctx, c, `SELECT id FROM payonce_operations
+				WHERE status IN ('succeeded', 'failed') AND finished_at < ?
+				AND (key_expires_at IS NULL OR key_expires_at <= ?)
+				ORDER BY finished_at, id LIMIT ?`,
+				micros(cutoff), micros(now), batch)
+			if err != nil || len(ids) == 0 {
+				return err
+			}
+			idJSON, err := json.Marshal(ids)
+			if err != nil {
+				return err
+			}
+			// Attempts are deleted explicitly: with New the caller's
+			// connections may not enforce foreign keys (ON DELETE CASCADE).
+			if _, err := c.ExecContext(ctx, `DELETE FROM payonce_attempts
+				WHERE operation_id IN (SELECT value FROM json_each(?))`, string(idJSON)); err != nil {
+				return err
+			}
+			res, err := c.ExecContext(ctx, `DELETE FROM payonce_operations
+				WHERE id IN (SELECT value FROM json_each(?))`, string(idJSON))
+			if err != nil {
+				return err
+			}
+			deleted, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			if int(deleted) != len(ids) {
+				return fmt.Errorf("deleted %d operations, selected %d", deleted, len(ids))
+			}
+			n = len(ids)
+			return nil
+		})
+		if err != nil {
+			return rep, fail("cleanup", err)
+		}
+		if n > 0 {
+			rep.Deleted += n
+			rep.Batches++
+		}
+		if n < batch {
+			break
+		}
+	}
+	err := s.read(ctx, func(c *sql.Conn) error {
+		var oldest sql.NullInt64
+		if err := c.QueryRowContext(ctx, `SELECT MIN(finished_at) FROM payonce_operations
+			WHERE status IN ('succeeded', 'failed')`).Scan(&oldest); err != nil {
+			return err
+		}
+		rep.OldestFinishedAt = fromMicros(oldest)
+		return nil
+	})
+	if err != nil {
+		return rep, fail("cleanup", err)
+	}
+	return rep, nil
+}

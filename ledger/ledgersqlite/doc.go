@@ -1,0 +1,23 @@
+// Package ledgersqlite is the embedded default ledger.Store: one SQLite file,
+// through modernc.org/sqlite (pure Go, no cgo). It suits a single service
+// process (several processes on one host may share the file); replicas on
+// several hosts share a PostgreSQL ledger (ledgerpg) instead.
+//
+// The smallest working use:
+//
+//	store, err := ledgersqlite.Open("payonce.db")
+//	if err != nil {
+//		return err
+//	}
+//	defer store.Close()
+//	if err := store.Migrate(ctx); err != nil {
+//		return err
+//	}
+//
+// Durability: Open uses WAL with synchronous=FULL, so every committed
+// attempt is on disk before its request is sent (rule 2), even across a power
+// loss. Concurrency: write transactions are serialized inside a Store and
+// start with BEGIN IMMEDIATE, so goroutines never see SQLITE_BUSY; reads run
+// concurrently. The fast path of a call that succeeds costs two commits
+// (Begin, then Finish).
+package ledgersqlite

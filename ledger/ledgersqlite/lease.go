@@ -1,0 +1,338 @@
+package ledgersqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// Begin creates the operation if its ID is new, refuses a different
+// fingerprint, takes the lease and, when the operation is pending and
+// p.StartAttempt is set, durably records the start of the next attempt, all
+// in one write transaction. A terminal operation is returned with Claimed
+// false and no error; a live lease held by another owner returns the
+// operation with an error wrapping ledger.ErrInProgress.
+func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginResult, error) {
+	if err := p.Validate(); err != nil {
+		return ledger.BeginResult{}, fail("begin", err)
+	}
+	now, until := ledger.UTC(p.Now), ledger.UTC(p.LeaseUntil)
+	var res ledger.BeginResult
+	err := s.write(ctx, func(c *sql.Conn) error {
+		res = ledger.BeginResult{}
+		created, err := insertOp(ctx, c, p.Op, now)
+		if err != nil {
+			return err
+		}
+		op, err := getOp(ctx, c, p.Op.ID)
+		if err != nil {
+			return err
+		}
+		if err := checkFingerprint(op, p.Op.Fingerprint); err != nil {
+			return err
+		}
+		// An existing row may carry a later key generation than p.Op.Key
+		// (an operator approved a resend): the ledger's key wins.
+		res = ledger.BeginResult{Op: op, Created: created}
+		if op.Status.Terminal() {
+			return nil // the recorded result is the answer; nothing to send
+		}
+		if err := checkLeaseFree(op, p.Owner, now); err != nil {
+			return err
+		}
+		takeLease(&op, p.Owner, now, until)
+		if op.Status == ledger.StatusPending && p.StartAttempt {
+			a, err := startAttempt(ctx, c, &op, now, until)
+			if err != nil {
+				return err
+			}
+			res.Attempt = &a
+		}
+		if err := saveOp(ctx, c, &op); err != nil {
+			return err
+		}
+		res.Op, res.Claimed = op, true
+		return nil
+	})
+	if err != nil {
+		// res.Op is kept so a caller that got ErrInProgress can see who holds it.
+		res.Claimed, res.Attempt, res.Created = false, nil, false
+		return res, fail("begin", err)
+	}
+	return res, nil
+}
+
+// CreateOrGet records op as pending, due for background work at now, if its
+// ID is new; otherwise it returns the recorded operation unchanged. An
+// existing ID with another fingerprint returns ledger.ErrFingerprintMismatch.
+func (s *Store) CreateOrGet(ctx context.Context, op ledger.NewOperation, now time.Time) (ledger.Operation, bool, error) {
+	if err := op.Validate(); err != nil {
+		return ledger.Operation{}, false, fail("create", err)
+	}
+	if now.IsZero() {
+		return ledger.Operation{}, false, fail("create", &ledger.ValidationError{Field: "now", Problem: "must be set"})
+	}
+	var (
+		got     ledger.Operation
+		created bool
+	)
+	err := s.write(ctx, func(c *sql.Conn) error {
+		var err error
+		if created, err = insertOp(ctx, c, op, ledger.UTC(now)); err != nil {
+			return err
+		}
+		if got, err = getOp(ctx, c, op.ID); err != nil {
+			return err
+		}
+		return checkFingerprint(got, op.Fingerprint)
+	})
+	if err != nil {
+		return ledger.Operation{}, false, fail("create", err)
+	}
+	return got, created, nil
+}
+
+// Claim takes the lease on one operation by compare-and-set inside a write
+// transaction; of concurrent claimers (in any process) exactly one wins.
+// Errors wrap ledger.ErrNotFound, ledger.ErrTerminal or ledger.ErrInProgress.
+func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operation, error) {
+	if err := p.Validate(); err != nil {
+		return ledger.Operation{}, fail("claim", err)
+	}
+	now, until := ledger.UTC(p.Now), ledger.UTC(p.LeaseUntil)
+	var op ledger.Operation
+	err := s.write(ctx, func(c *sql.Conn) error {
+		var err error
+		if op, err = getOp(ctx, c, p.ID); err != nil {
+			return err
+		}
+		if op.Status.Terminal() {
+			return fmt.Errorf("operation %q is %s: %w", op.ID, op.Status, ledger.ErrTerminal)
+		}
+		if err := checkLeaseFree(op, p.Owner, now); err != nil {
+			return err
+		}
+		takeLease(&op, p.Owner, now, until)
+		return saveOp(ctx, c, &op)
+	})
+	if err != nil {
+		return ledger.Operation{}, fail("claim", err)
+	}
+	return op, nil
+}
+
+// StartAttempt durably records the start of the next attempt (rule 2: the
+// caller sends only after this commits). The caller must hold the lease and
+// the operation must be pending or unknown; errors wrap ledger.ErrLeaseLost,
+// ledger.ErrStateConflict or ledger.ErrNotFound.
+func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (ledger.Operation, ledger.Attempt, error) {
+	if err := p.Validate(); err != nil {
+		return ledger.Operation{}, ledger.Attempt{}, fail("start attempt", err)
+	}
+	now, until := ledger.UTC(p.Now), ledger.UTC(p.LeaseUntil)
+	var (
+		op ledger.Operation
+		a  ledger.Attempt
+	)
+	err := s.write(ctx, func(c *sql.Conn) error {
+		var err error
+		if op, err = getOp(ctx, c, p.ID); err != nil {
+			return err
+		}
+		// Rule 3: only the lease holder sends. A lease that expired but that
+		// nobody took is still the caller's: no one else can have acted.
+		if op.LeaseOwner != p.Owner {
+			return leaseLost(op, p.Owner)
+		}
+		if op.Status != ledger.StatusPending && op.Status != ledger.StatusUnknown {
+			return fmt.Errorf("operation %q is %s, an attempt starts only from pending or unknown: %w", op.ID, op.Status, ledger.ErrStateConflict)
+		}
+		if a, err = startAttempt(ctx, c, &op, now, until); err != nil {
+			return err
+		}
+		return saveOp(ctx, c, &op)
+	})
+	if err != nil {
+		return ledger.Operation{}, ledger.Attempt{}, fail("start attempt", err)
+	}
+	return op, a, nil
+}
+
+// ClaimDue leases up to p.Limit due operations, oldest due first, in one
+// write transaction: concurrent callers in any process never receive the
+// same operation, and operations under a live lease are skipped.
+func (s *Store) ClaimDue(ctx context.Context, p ledger.ClaimDueParams) ([]ledger.Operation, error) {
+	if err := p.Validate(); err != nil {
+		return nil, fail("claim due", err)
+	}
+	now, until := ledger.UTC(p.Now), ledger.UTC(p.LeaseUntil)
+	statuses := `'pending', 'unknown', 'in_flight'`
+	if p.IncludeReview {
+		// Read-only lookups only: Finish never lets manual_review go back
+		// to sending (CheckTransition).
+		statuses += `, 'manual_review'`
+	}
+	query := `SELECT id FROM payonce_operations
+		WHERE next_check_at <= ? AND (lease_expires_at IS NULL OR lease_expires_at <= ?)
+		AND status IN (` + statuses + `)`
+	args := []any{micros(now), micros(now)}
+	if p.Provider != "" {
+		query += ` AND provider = ?`
+		args = append(args, p.Provider)
+	}
+	query += ` ORDER BY next_check_at, id LIMIT ?`
+	args = append(args, p.Limit)
+
+	var out []ledger.Operation
+	err := s.write(ctx, func(c *sql.Conn) error {
+		out = nil
+		ids, err := queryIDs(ctx, c, query, args...)
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		idJSON, err := json.Marshal(ids)
+		if err != nil {
+			return err
+		}
+		// An in_flight operation whose lease expired becomes unknown, never
+		// pending: its attempt may have been sent by the worker that died.
+		ops, err := queryOps(ctx, c, `UPDATE payonce_operations SET
+			status = CASE status WHEN 'in_flight' THEN 'unknown' ELSE status END,
+			lease_owner = ?, lease_expires_at = ?, next_check_at = ?, updated_at = ?
+			WHERE id IN (SELECT value FROM json_each(?))
+			RETURNING `+opColumns,
+			p.Owner, micros(until), micros(until), micros(now), string(idJSON))
+		if err != nil {
+			return err
+		}
+		// RETURNING has no defined order: restore the due order.
+		byID := make(map[string]ledger.Operation, len(ops))
+		for _, op := range ops {
+			byID[op.ID] = op
+		}
+		out = make([]ledger.Operation, 0, len(ids))
+		for _, id := range ids {
+			if op, ok := byID[id]; ok {
+				out = append(out, op)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fail("claim due", err)
+	}
+	return out, nil
+}
+
+func queryIDs(ctx context.Context, q querier, query string, args ...any) ([]string, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// insertOp records op as pending, due at now, unless its ID exists. A key
+// already used by another operation fails with a unique violation, which
+// fail turns into ledger.ErrKeyConflict.
+func insertOp(ctx context.Context, c querier, op ledger.NewOperation, now time.Time) (bool, error) {
+	refs, err := json.Marshal(op.References)
+	if err != nil {
+		return false, err
+	}
+	res, err := c.ExecContext(ctx, `INSERT INTO payonce_operations
+		(id, key, provider, kind, refs, generation, fingerprint, request, status, attempts,
+		 key_ttl_ms, next_check_at, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)
+		ON CONFLICT (id) DO NOTHING`,
+		op.ID, op.Key, op.Provider, op.Kind, string(refs), op.Generation, op.Fingerprint, string(op.Request),
+		ttlMillis(op.KeyTTL), micros(now), micros(now), micros(now))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// checkFingerprint enforces rule 1: the same identity with another request
+// is a caller bug, refused before anything changes or is sent.
+func checkFingerprint(op ledger.Operation, fingerprint string) error {
+	if op.Fingerprint != fingerprint {
+		return fmt.Errorf("operation %q recorded with fingerprint %s, called with %s: %w",
+			op.ID, op.Fingerprint, fingerprint, ledger.ErrFingerprintMismatch)
+	}
+	return nil
+}
+
+// checkLeaseFree enforces rule 3: a live lease held by someone else means
+// another worker may be sending right now.
+func checkLeaseFree(op ledger.Operation, owner string, now time.Time) error {
+	if op.LeaseOwner != "" && op.LeaseOwner != owner && op.LeaseExpiresAt.After(now) {
+		return fmt.Errorf("operation %q leased by %q until %s: %w",
+			op.ID, op.LeaseOwner, op.LeaseExpiresAt.Format(time.RFC3339Nano), ledger.ErrInProgress)
+	}
+	return nil
+}
+
+func leaseLost(op ledger.Operation, owner string) error {
+	holder := op.LeaseOwner
+	if holder == "" {
+		holder = "nobody"
+	}
+	return fmt.Errorf("operation %q: lease held by %s, not %q: %w", op.ID, holder, owner, ledger.ErrLeaseLost)
+}
+
+// takeLease gives the lease to owner until until. The operation becomes due
+// again when the lease ends, so a worker that dies is taken over. An
+// in_flight operation (lease expired, or our own from a call that did not
+// finish) becomes unknown: its attempt may have been sent.
+func takeLease(op *ledger.Operation, owner string, now, until time.Time) {
+	if op.Status == ledger.StatusInFlight {
+		op.Status = ledger.StatusUnknown
+	}
+	op.LeaseOwner = owner
+	op.LeaseExpiresAt = until
+	op.NextCheckAt = until
+	op.UpdatedAt = now
+}
+
+// startAttempt records attempt number Attempts+1 as started at now and may
+// have reached the provider (it is written before it is sent, rule 2), and
+// opens the key window if it was closed.
+func startAttempt(ctx context.Context, c querier, op *ledger.Operation, now, until time.Time) (ledger.Attempt, error) {
+	a := ledger.Attempt{
+		OperationID:    op.ID,
+		Number:         op.Attempts + 1,
+		Key:            op.Key,
+		StartedAt:      now,
+		MayHaveReached: true,
+	}
+	if _, err := c.ExecContext(ctx, `INSERT INTO payonce_attempts
+		(operation_id, number, key, started_at, may_have_reached) VALUES (?, ?, ?, ?, 1)`,
+		a.OperationID, a.Number, a.Key, micros(a.StartedAt)); err != nil {
+		return ledger.Attempt{}, err
+	}
+	op.Attempts = a.Number
+	op.Status = ledger.StatusInFlight
+	if op.WindowStart.IsZero() {
+		op.WindowStart = now
+	}
+	op.KeyExpiresAt = keyExpiry(op)
+	op.LeaseExpiresAt = until
+	op.NextCheckAt = until
+	op.UpdatedAt = now
+	return a, nil
+}

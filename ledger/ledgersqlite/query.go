@@ -1,0 +1,126 @@
+package ledgersqlite
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// Get returns one operation and its attempts ordered by number, read from one
+// snapshot, or an error wrapping ledger.ErrNotFound.
+func (s *Store) Get(ctx context.Context, id string) (ledger.Operation, []ledger.Attempt, error) {
+	if id == "" {
+		return ledger.Operation{}, nil, fail("get", &ledger.ValidationError{Field: "ID", Problem: "must not be empty"})
+	}
+	var (
+		op       ledger.Operation
+		attempts []ledger.Attempt
+	)
+	err := s.read(ctx, func(c *sql.Conn) error {
+		tx, err := c.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback() //nolint:errcheck // read-only snapshot
+		if op, err = getOp(ctx, tx, id); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT `+attemptColumns+`
+			FROM payonce_attempts WHERE operation_id = ? ORDER BY number`, id)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			a, err := scanAttempt(rows)
+			if err != nil {
+				return err
+			}
+			attempts = append(attempts, a)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return ledger.Operation{}, nil, fail("get", err)
+	}
+	return op, attempts, nil
+}
+
+// List returns operations matching f ordered by ID, at most
+// f.EffectiveLimit() of them, starting after f.AfterID.
+func (s *Store) List(ctx context.Context, f ledger.ListFilter) ([]ledger.Operation, error) {
+	if err := f.Validate(); err != nil {
+		return nil, fail("list", err)
+	}
+	var (
+		where []string
+		args  []any
+	)
+	if f.Status != "" {
+		where, args = append(where, "status = ?"), append(args, string(f.Status))
+	}
+	if f.Provider != "" {
+		where, args = append(where, "provider = ?"), append(args, f.Provider)
+	}
+	if f.Kind != "" {
+		where, args = append(where, "kind = ?"), append(args, f.Kind)
+	}
+	if f.AfterID != "" {
+		where, args = append(where, "id > ?"), append(args, f.AfterID)
+	}
+	query := `SELECT ` + opColumns + ` FROM payonce_operations` + whereClause(where) + ` ORDER BY id LIMIT ?`
+	args = append(args, f.EffectiveLimit())
+	var ops []ledger.Operation
+	err := s.read(ctx, func(c *sql.Conn) error {
+		var err error
+		ops, err = queryOps(ctx, c, query, args...)
+		return err
+	})
+	if err != nil {
+		return nil, fail("list", err)
+	}
+	return ops, nil
+}
+
+// ListReview returns operations in manual_review matching f, oldest review
+// first (by review time, then ID), at most f.EffectiveLimit() of them.
+func (s *Store) ListReview(ctx context.Context, f ledger.ReviewFilter) ([]ledger.Operation, error) {
+	if err := f.Validate(); err != nil {
+		return nil, fail("list review", err)
+	}
+	where := []string{"status = 'manual_review'"}
+	var args []any
+	if f.Provider != "" {
+		where, args = append(where, "provider = ?"), append(args, f.Provider)
+	}
+	if f.Kind != "" {
+		where, args = append(where, "kind = ?"), append(args, f.Kind)
+	}
+	if f.Reason != "" {
+		where, args = append(where, "review_reason = ?"), append(args, f.Reason)
+	}
+	if !f.EnteredBefore.IsZero() {
+		where, args = append(where, "review_at < ?"), append(args, micros(f.EnteredBefore))
+	}
+	query := `SELECT ` + opColumns + ` FROM payonce_operations` + whereClause(where) + ` ORDER BY review_at, id LIMIT ?`
+	args = append(args, f.EffectiveLimit())
+	var ops []ledger.Operation
+	err := s.read(ctx, func(c *sql.Conn) error {
+		var err error
+		ops, err = queryOps(ctx, c, query, args...)
+		return err
+	})
+	if err != nil {
+		return nil, fail("list review", err)
+	}
+	return ops, nil
+}
+
+func whereClause(conds []string) string {
+	if len(conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(conds, " AND ")
+}

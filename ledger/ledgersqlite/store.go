@@ -1,0 +1,317 @@
+package ledgersqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// Compile-time proof that *Store implements ledger.Store.
+var _ ledger.Store = (*Store)(nil)
+
+// DefaultBusyTimeout is how long a connection waits for a lock held by
+// another process sharing the database file before failing with SQLITE_BUSY.
+// Inside one Store writers never wait on each other in SQLite: they queue on
+// the Store's own lock first.
+const DefaultBusyTimeout = 5 * time.Second
+
+// defaultMaxOpenConns bounds the pool Open creates: enough for concurrent
+// readers under WAL; writers use one connection at a time.
+const defaultMaxOpenConns = 8
+
+// Store is a ledger.Store on an SQLite database file; create it with Open or
+// New. It is safe for concurrent use by many goroutines, and several
+// processes may share one file (each with its own Store): write transactions
+// are serialized inside the Store and start with BEGIN IMMEDIATE, so they
+// never fail with SQLITE_BUSY because of each other (another process's
+// writer is waited for, up to the busy timeout).
+type Store struct {
+	db     *sql.DB
+	ownsDB bool
+
+	// writeSem serializes write transactions within this Store (a one-slot
+	// semaphore rather than a sync.Mutex so a waiter can give up when its
+	// context ends). SQLite allows one writer per file anyway; queueing here
+	// instead of in SQLite's busy handler means goroutines of one process
+	// never see SQLITE_BUSY.
+	writeSem chan struct{}
+
+	// readSetup and writeSetup run on every connection before use when the
+	// Store did not open the pool itself (New): the caller's DSN may lack a
+	// busy timeout.
+	readSetup, writeSetup string
+
+	// commits counts the COMMITs this Store issued (for tests and benchmarks).
+	commits atomic.Int64
+}
+
+// Synchronous is SQLite's PRAGMA synchronous setting for the Store's writes.
+type Synchronous string
+
+const (
+	// SynchronousFull (the default) syncs the write-ahead log on every
+	// commit: a committed attempt survives a power loss. Rule 2 says an
+	// attempt is durable before its request is sent, so this is the safe
+	// setting.
+	SynchronousFull Synchronous = "FULL"
+	// SynchronousNormal syncs only at checkpoints: commits are faster and
+	// survive a crash of the process, but the last commits may be lost on a
+	// power loss or OS crash, after which the service could send a request
+	// whose attempt the ledger no longer shows. Use it only where the host
+	// cannot lose power (or the risk is accepted).
+	SynchronousNormal Synchronous = "NORMAL"
+)
+
+type config struct {
+	busyTimeout time.Duration
+	synchronous Synchronous
+}
+
+// Option configures Open and New.
+type Option func(*config)
+
+// WithBusyTimeout sets how long a connection waits for a lock held by
+// another process before giving up. Defaults to DefaultBusyTimeout. Values
+// below one millisecond are raised to one millisecond.
+func WithBusyTimeout(d time.Duration) Option {
+	return func(c *config) { c.busyTimeout = d }
+}
+
+// WithSynchronous sets PRAGMA synchronous for the Store's writes. Defaults to
+// SynchronousFull; see SynchronousNormal for the trade-off.
+func WithSynchronous(s Synchronous) Option {
+	return func(c *config) { c.synchronous = s }
+}
+
+func newConfig(opts []Option) (config, error) {
+	c := config{busyTimeout: DefaultBusyTimeout, synchronous: SynchronousFull}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.busyTimeout < time.Millisecond {
+		c.busyTimeout = time.Millisecond
+	}
+	switch c.synchronous {
+	case SynchronousFull, SynchronousNormal:
+	default:
+		return c, &ledger.ValidationError{Field: "Synchronous", Problem: fmt.Sprintf("must be FULL or NORMAL, got %q", c.synchronous)}
+	}
+	return c, nil
+}
+
+// Open opens (creating if needed) the SQLite database file at path with the
+// settings the ledger relies on: WAL journal (readers do not block the
+// writer), a busy timeout for other processes, foreign keys on, and
+// synchronous=FULL unless an option says otherwise. It does not create the
+// schema: call Migrate. Close closes the database.
+func Open(path string, opts ...Option) (*Store, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, fmt.Errorf("ledgersqlite: open: %w", err)
+	}
+	if path == "" {
+		return nil, fmt.Errorf("ledgersqlite: open: %w", &ledger.ValidationError{Field: "path", Problem: "must name a database file"})
+	}
+	dsn, err := fileDSN(path, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("ledgersqlite: open %s: %w", path, err)
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("ledgersqlite: open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(defaultMaxOpenConns)
+	db.SetMaxIdleConns(defaultMaxOpenConns)
+	// One connection first: it switches the file to WAL before a pool of
+	// connections races to do the same.
+	var mode string
+	if err := db.QueryRowContext(context.Background(), "PRAGMA journal_mode").Scan(&mode); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ledgersqlite: open %s: %w", path, err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		db.Close()
+		return nil, fmt.Errorf("ledgersqlite: open %s: journal mode is %q, want wal (is the file on a filesystem without shared memory?)", path, mode)
+	}
+	return &Store{db: db, ownsDB: true, writeSem: make(chan struct{}, 1)}, nil
+}
+
+// fileDSN builds a modernc.org/sqlite URI for path. Every connection of the
+// pool runs these pragmas when it is opened, busy_timeout first:
+//   - busy_timeout: another process holding the write lock is waited for;
+//   - foreign_keys: attempts cannot outlive their operation;
+//   - journal_mode=WAL: reads never wait for the writer and vice versa;
+//   - synchronous=FULL (default): under WAL, NORMAL may lose the last
+//     commits on power loss, and rule 2 needs a started attempt to be on disk
+//     before its request leaves, or a restarted service would not know it
+//     may have been sent.
+func fileDSN(path string, cfg config) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	abs = filepath.ToSlash(abs)
+	if !strings.HasPrefix(abs, "/") {
+		abs = "/" + abs // Windows drive letters: file:/C:/...
+	}
+	u := url.URL{Scheme: "file", Path: abs}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.busyTimeout.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous("+string(cfg.synchronous)+")")
+	return u.String() + "?" + q.Encode(), nil
+}
+
+// New returns a Store on a database the caller opened with the
+// modernc.org/sqlite driver (driver name "sqlite"). The caller keeps
+// ownership: Close does not close db. Before each use of a connection the
+// Store sets busy_timeout on it (and synchronous on the connections it writes
+// with), since the caller's DSN may not; it does not change the journal mode,
+// so open the file in WAL mode (PRAGMA journal_mode=WAL) to let reads run
+// while a write is in progress. db must allow at least one open connection
+// beyond those the caller holds. Call Migrate to create the schema.
+func New(db *sql.DB, opts ...Option) (*Store, error) {
+	if db == nil {
+		return nil, fmt.Errorf("ledgersqlite: new: %w", &ledger.ValidationError{Field: "db", Problem: "must not be nil"})
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, fmt.Errorf("ledgersqlite: new: %w", err)
+	}
+	busy := fmt.Sprintf("PRAGMA busy_timeout = %d", cfg.busyTimeout.Milliseconds())
+	return &Store{
+		db:         db,
+		writeSem:   make(chan struct{}, 1),
+		readSetup:  busy,
+		writeSetup: busy + "; PRAGMA synchronous = " + string(cfg.synchronous),
+	}, nil
+}
+
+// Close closes the database if Open opened it; with New it does nothing (the
+// caller owns the *sql.DB).
+func (s *Store) Close() error {
+	if !s.ownsDB {
+		return nil
+	}
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("ledgersqlite: close: %w", err)
+	}
+	return nil
+}
+
+// conn takes a connection from the pool, ready for a read or a write.
+func (s *Store) conn(ctx context.Context, write bool) (*sql.Conn, error) {
+	c, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	setup := s.readSetup
+	if write {
+		setup = s.writeSetup
+	}
+	if setup != "" {
+		if _, err := c.ExecContext(ctx, setup); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// read runs fn on one connection of the pool. Under WAL, reads run
+// concurrently with each other and with the one writer.
+func (s *Store) read(ctx context.Context, fn func(c *sql.Conn) error) error {
+	c, err := s.conn(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return fn(c)
+}
+
+// write runs fn in one write transaction and commits it, or rolls it back
+// when fn returns an error (so every method is atomic).
+//
+// Why BEGIN IMMEDIATE on a dedicated connection: a deferred transaction that
+// reads and then writes must upgrade its lock, and under WAL that upgrade
+// fails with SQLITE_BUSY at once (no busy handler can help) when another
+// connection committed in between. Taking the write lock at BEGIN means the
+// only wait is at BEGIN, where busy_timeout applies, and the rows read inside
+// are the rows written.
+func (s *Store) write(ctx context.Context, fn func(c *sql.Conn) error) error {
+	select {
+	case s.writeSem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.writeSem }()
+
+	c, err := s.conn(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	// database/sql does not know about this transaction: make sure the
+	// connection never goes back to the pool inside it, even on a panic.
+	committed := false
+	defer func() {
+		if !committed {
+			rollback(ctx, c)
+		}
+	}()
+	if err := fn(c); err != nil {
+		return err
+	}
+	// Once the work is done, commit even if ctx has just ended: abandoning
+	// it now would only turn a finished write into a spurious failure.
+	if _, err := c.ExecContext(context.WithoutCancel(ctx), "COMMIT"); err != nil {
+		return err
+	}
+	committed = true
+	s.commits.Add(1)
+	return nil
+}
+
+// rollback ends the transaction on c. If that fails (an interrupted statement
+// may already have ended it, or the connection is broken), the connection is
+// discarded rather than returned to the pool in an unknown state.
+func rollback(ctx context.Context, c *sql.Conn) {
+	if _, err := c.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
+		_ = c.Raw(func(any) error { return driver.ErrBadConn })
+	}
+}
+
+// fail wraps an error leaving method op, translating driver errors that have
+// a ledger meaning. Errors already carrying a ledger sentinel pass through
+// with the prefix.
+func fail(op string, err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			if strings.Contains(se.Error(), "payonce_operations.key") {
+				return fmt.Errorf("ledgersqlite: %s: %w (%v)", op, ledger.ErrKeyConflict, se)
+			}
+		}
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("ledgersqlite: %s: %w", op, ledger.ErrNotFound)
+	}
+	return fmt.Errorf("ledgersqlite: %s: %w", op, err)
+}

@@ -1,0 +1,238 @@
+package ledgersqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgersqlite"
+)
+
+func TestOpenUsesWALAndFullSync(t *testing.T) {
+	t.Parallel()
+	path := dbPath(t)
+	s := openAt(t, path)
+
+	var mode string
+	require.NoError(t, rawDB(t, path).QueryRow("PRAGMA journal_mode").Scan(&mode))
+	require.Equal(t, "wal", mode, "journal mode is persistent in the file")
+
+	// Every pooled connection carries the settings, not just the first one.
+	ctx := t.Context()
+	db := ledgersqlite.DB(s)
+	var conns []*sql.Conn
+	for range 3 {
+		c, err := db.Conn(ctx)
+		require.NoError(t, err)
+		conns = append(conns, c)
+		var sync, busy, fk int
+		require.NoError(t, c.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync))
+		require.NoError(t, c.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&busy))
+		require.NoError(t, c.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk))
+		require.Equal(t, 2, sync, "synchronous=FULL")
+		require.Equal(t, int(ledgersqlite.DefaultBusyTimeout/time.Millisecond), busy)
+		require.Equal(t, 1, fk)
+	}
+	for _, c := range conns {
+		require.NoError(t, c.Close())
+	}
+}
+
+func TestOpenWithSynchronousNormal(t *testing.T) {
+	t.Parallel()
+	s := openAt(t, dbPath(t), ledgersqlite.WithSynchronous(ledgersqlite.SynchronousNormal), ledgersqlite.WithBusyTimeout(time.Second))
+	var sync, busy int
+	require.NoError(t, ledgersqlite.DB(s).QueryRow("PRAGMA synchronous").Scan(&sync))
+	require.NoError(t, ledgersqlite.DB(s).QueryRow("PRAGMA busy_timeout").Scan(&busy))
+	require.Equal(t, 1, sync)
+	require.Equal(t, 1000, busy)
+}
+
+func TestOpenRejectsBadArguments(t *testing.T) {
+	t.Parallel()
+	_, err := ledgersqlite.Open("")
+	require.ErrorIs(t, err, ledger.ErrInvalid)
+	_, err = ledgersqlite.Open(dbPath(t), ledgersqlite.WithSynchronous("OFF"))
+	require.ErrorIs(t, err, ledger.ErrInvalid)
+	_, err = ledgersqlite.New(nil)
+	require.ErrorIs(t, err, ledger.ErrInvalid)
+}
+
+func TestOpenPathWithURISpecialCharacters(t *testing.T) {
+	t.Parallel()
+	path := t.TempDir() + "/odd ?name#%.db"
+	s := openAt(t, path)
+	_, err := s.Begin(t.Context(), begin(newOp("op"), "w", t0, false))
+	require.NoError(t, err)
+	_, err = os.Stat(path)
+	require.NoError(t, err, "the file is created under its literal name")
+}
+
+func TestMigrate(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := dbPath(t)
+	s, err := ledgersqlite.Open(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+
+	v, err := s.SchemaVersion(ctx)
+	require.NoError(t, err)
+	require.Zero(t, v, "nothing applied before Migrate")
+
+	require.NoError(t, s.Migrate(ctx))
+	v, err = s.SchemaVersion(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, v)
+
+	raw := rawDB(t, path)
+	var name string
+	var appliedAt int64
+	require.NoError(t, raw.QueryRow("SELECT name, applied_at FROM payonce_schema_migrations WHERE version = 1").Scan(&name, &appliedAt))
+	require.Equal(t, "initial", name)
+	require.Positive(t, appliedAt)
+
+	t.Run("TwiceIsNoOp", func(t *testing.T) {
+		var before string
+		require.NoError(t, raw.QueryRow("SELECT group_concat(sql, ';') FROM sqlite_schema").Scan(&before))
+		require.NoError(t, s.Migrate(ctx))
+		var after string
+		require.NoError(t, raw.QueryRow("SELECT group_concat(sql, ';') FROM sqlite_schema").Scan(&after))
+		require.Equal(t, before, after)
+		var n, again int64
+		require.NoError(t, raw.QueryRow("SELECT count(*), max(applied_at) FROM payonce_schema_migrations").Scan(&n, &again))
+		require.EqualValues(t, 1, n)
+		require.Equal(t, appliedAt, again, "the recorded migration is untouched")
+	})
+
+	t.Run("RefusesNewerSchema", func(t *testing.T) {
+		path := dbPath(t)
+		s := openAt(t, path)
+		_, err := rawDB(t, path).Exec("INSERT INTO payonce_schema_migrations VALUES (999, 'future', 1)")
+		require.NoError(t, err)
+		err = s.Migrate(ctx)
+		require.ErrorContains(t, err, "version 999")
+	})
+}
+
+// Two processes starting at once both migrate; one applies, the other finds
+// the schema current.
+func TestMigrateConcurrently(t *testing.T) {
+	t.Parallel()
+	path := dbPath(t)
+	var stores []*ledgersqlite.Store
+	for range 4 {
+		s, err := ledgersqlite.Open(path)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		stores = append(stores, s)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(stores))
+	for i, s := range stores {
+		wg.Go(func() { errs[i] = s.Migrate(t.Context()) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	var n int
+	require.NoError(t, rawDB(t, path).QueryRow("SELECT count(*) FROM payonce_schema_migrations").Scan(&n))
+	require.Equal(t, 1, n)
+}
+
+func TestDataSurvivesCloseAndReopen(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := dbPath(t)
+	s, err := ledgersqlite.Open(path)
+	require.NoError(t, err)
+	require.NoError(t, s.Migrate(ctx))
+
+	res, err := s.Begin(ctx, begin(newOp("op-1"), "w", t0, true))
+	require.NoError(t, err)
+	require.NotNil(t, res.Attempt)
+	want, err := s.Finish(ctx, succeed("op-1", "w", t0.Add(time.Second), 1))
+	require.NoError(t, err)
+	_, wantAtts, err := s.Get(ctx, "op-1")
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	s2 := openAt(t, path)
+	got, atts, err := s2.Get(ctx, "op-1")
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.Equal(t, wantAtts, atts)
+	require.Len(t, atts, 1)
+}
+
+func TestNewWithCallersDB(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := dbPath(t)
+	// The caller's DSN sets nothing: no WAL, no busy timeout, no foreign keys.
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	db.SetMaxOpenConns(2)
+
+	s, err := ledgersqlite.New(db)
+	require.NoError(t, err)
+	require.NoError(t, s.Migrate(ctx))
+
+	res, err := s.Begin(ctx, begin(newOp("op-1"), "w", t0, true))
+	require.NoError(t, err)
+	require.True(t, res.Created)
+	_, err = s.Finish(ctx, succeed("op-1", "w", t0.Add(time.Second), 1))
+	require.NoError(t, err)
+
+	// Cleanup removes the attempts even though the caller's connections do
+	// not enforce ON DELETE CASCADE.
+	rep, err := s.Cleanup(ctx, ledger.CleanupParams{Now: t0.Add(72 * time.Hour), Retention: 24 * time.Hour, KeyTTL: 24 * time.Hour})
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Deleted)
+	var n int
+	require.NoError(t, db.QueryRow("SELECT count(*) FROM payonce_attempts").Scan(&n))
+	require.Zero(t, n)
+
+	// The store set busy_timeout on the connections it used.
+	var busy int
+	require.NoError(t, db.QueryRow("PRAGMA busy_timeout").Scan(&busy))
+	require.Equal(t, int(ledgersqlite.DefaultBusyTimeout/time.Millisecond), busy)
+
+	require.NoError(t, s.Close())
+	require.NoError(t, db.PingContext(ctx), "Close leaves the caller's db open")
+}
+
+// A write interrupted by its context rolls back and leaves the pool usable.
+func TestCanceledWriteChangesNothing(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := s.Begin(ctx, begin(newOp("op-1"), "w", t0, true))
+	require.ErrorIs(t, err, context.Canceled)
+
+	_, _, err = s.Get(t.Context(), "op-1")
+	require.ErrorIs(t, err, ledger.ErrNotFound)
+	_, err = s.Begin(t.Context(), begin(newOp("op-1"), "w", t0, true))
+	require.NoError(t, err)
+}
+
+func TestErrorsAreTranslated(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := openStore(t)
+	_, _, err := s.Get(ctx, "missing")
+	require.ErrorIs(t, err, ledger.ErrNotFound)
+	require.ErrorContains(t, err, "ledgersqlite: get")
+	var sqlErr interface{ Code() int }
+	require.False(t, errors.As(err, &sqlErr), "no driver error behind ErrNotFound")
+}

@@ -1,0 +1,126 @@
+package ledgertest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// finished records op and finishes it as succeeded (one attempt started a
+// minute before) or failed (never sent) at when.
+func finished(t *testing.T, s ledger.Store, op ledger.NewOperation, to ledger.Status, when time.Time) {
+	t.Helper()
+	start := when.Add(-time.Minute)
+	p := ledger.FinishParams{ID: op.ID, Owner: ownerA, Now: when, To: to}
+	if to == ledger.StatusSucceeded {
+		mustStart(t, s, op, ownerA, start)
+		p.From, p.Attempt = ledger.StatusInFlight, attemptOutcome(1, to)
+	} else {
+		mustBegin(t, s, beginParams(op, ownerA, start, false))
+		p.From = ledger.StatusPending
+	}
+	mustFinish(t, s, p)
+}
+
+// shortTTL returns newOp(id) with a key TTL of one hour, so that its key
+// window closes long before the cleanups below run.
+func shortTTL(id string) ledger.NewOperation {
+	op := newOp(id)
+	op.KeyTTL = time.Hour
+	return op
+}
+
+func testCleanupRetentionTooShort(t *testing.T, h *Harness) {
+	s := h.Store
+	finished(t, s, shortTTL("op-old"), ledger.StatusSucceeded, at(time.Minute))
+	before := snapshot(t, s)
+
+	for _, retention := range []time.Duration{0, keyTTL - time.Microsecond} {
+		_, err := s.Cleanup(t.Context(), ledger.CleanupParams{Now: at(30 * 24 * time.Hour), Retention: retention, KeyTTL: keyTTL})
+		require.ErrorIs(t, err, ledger.ErrRetentionTooShort, "retention %v", retention)
+		require.Equal(t, before, snapshot(t, s), "nothing may be deleted")
+	}
+}
+
+func testCleanupBatches(t *testing.T, h *Harness) {
+	s := h.Store
+	const total = 25
+	var all []string
+	for i := range total {
+		id := fmt.Sprintf("op-clean-%02d", i)
+		all = append(all, id)
+		to := ledger.StatusSucceeded
+		if i%2 == 1 {
+			to = ledger.StatusFailed
+		}
+		finished(t, s, shortTTL(id), to, at(time.Minute))
+	}
+
+	p := ledger.CleanupParams{Now: at(72 * time.Hour), Retention: 48 * time.Hour, KeyTTL: keyTTL, BatchSize: 10}
+	rep, err := s.Cleanup(t.Context(), p)
+	require.NoError(t, err)
+	require.Equal(t, total, rep.Deleted)
+	require.Equal(t, 3, rep.Batches, "25 operations in batches of 10")
+	requireTime(t, time.Time{}, rep.OldestFinishedAt, "OldestFinishedAt when nothing is left")
+	for _, id := range all {
+		_, _, err := s.Get(t.Context(), id)
+		require.ErrorIs(t, err, ledger.ErrNotFound, id)
+	}
+
+	rep, err = s.Cleanup(t.Context(), p)
+	require.NoError(t, err)
+	require.Zero(t, rep.Deleted)
+
+	// The attempts went with their operation: the same ID starts afresh.
+	op := shortTTL(all[0])
+	_, att := mustStart(t, s, op, ownerA, at(73*time.Hour))
+	require.Equal(t, 1, att.Number)
+	_, atts := mustGet(t, s, op.ID)
+	require.Len(t, atts, 1)
+}
+
+func testCleanupKeeps(t *testing.T, h *Harness) {
+	s := h.Store
+	// Deletable: final, finished long ago, window closed (or never opened).
+	finished(t, s, shortTTL("op-old-ok"), ledger.StatusSucceeded, at(time.Minute))
+	finished(t, s, shortTTL("op-old-ko"), ledger.StatusFailed, at(time.Minute))
+	// Final but the provider still remembers the key.
+	openWindow := shortTTL("op-open-window")
+	openWindow.KeyTTL = 30 * 24 * time.Hour
+	finished(t, s, openWindow, ledger.StatusSucceeded, at(time.Minute))
+	// Final but within retention.
+	finished(t, s, shortTTL("op-recent"), ledger.StatusSucceeded, at(71*time.Hour))
+	// Not final, however old: never deleted.
+	mustCreate(t, s, shortTTL("op-live-pending"), base)
+	mustStart(t, s, shortTTL("op-live-inflight"), ownerA, base)
+	reach(t, s, newOpFor("op-live-unknown", "psp-unknown", "charge"), ownerA, ledger.StatusUnknown)
+	toReview(t, s, shortTTL("op-live-review"))
+
+	all := snapshot(t, s)
+	var kept []record
+	for _, r := range all {
+		if r.Op.ID != "op-old-ok" && r.Op.ID != "op-old-ko" {
+			kept = append(kept, r)
+		}
+	}
+
+	rep, err := s.Cleanup(t.Context(), ledger.CleanupParams{Now: at(72 * time.Hour), Retention: 48 * time.Hour, KeyTTL: keyTTL})
+	require.NoError(t, err)
+	require.Equal(t, 2, rep.Deleted)
+	require.Equal(t, 1, rep.Batches)
+	requireTime(t, at(time.Minute), rep.OldestFinishedAt, "OldestFinishedAt (op-open-window)")
+	require.Equal(t, kept, snapshot(t, s), "only op-old-ok and op-old-ko may go, and nothing else may change")
+
+	// A month later both windows and retention have passed for the others.
+	rep, err = s.Cleanup(t.Context(), ledger.CleanupParams{Now: at(31 * 24 * time.Hour), Retention: 48 * time.Hour, KeyTTL: keyTTL})
+	require.NoError(t, err)
+	require.Equal(t, 2, rep.Deleted)
+	requireTime(t, time.Time{}, rep.OldestFinishedAt, "OldestFinishedAt with no final operation left")
+	left, err := s.List(t.Context(), ledger.ListFilter{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"op-live-inflight", "op-live-pending", "op-live-review", "op-live-unknown"}, ids(left))
+}

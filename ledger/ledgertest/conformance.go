@@ -1,0 +1,156 @@
+package ledgertest
+
+import "testing"
+
+// Run runs the conformance suite against a store. newHarness must return a
+// fresh, empty, migrated store for the subtest it is given (its own schema or
+// file, cleaned up with t.Cleanup); the subtests run in parallel.
+//
+// Subtests that need OpenAnother, Reopen or SetRawStatus are skipped when the
+// harness leaves them nil.
+func Run(t *testing.T, newHarness func(t *testing.T) *Harness) {
+	t.Helper()
+	for _, g := range suite() {
+		t.Run(g.name, func(t *testing.T) {
+			t.Parallel()
+			for _, c := range g.cases {
+				t.Run(c.name, func(t *testing.T) {
+					t.Parallel()
+					h := newHarness(t)
+					if h == nil || h.Store == nil {
+						t.Fatal("ledgertest: newHarness returned no store")
+					}
+					c.run(t, h)
+				})
+			}
+		})
+	}
+}
+
+type testCase struct {
+	name string
+	run  func(t *testing.T, h *Harness)
+}
+
+type group struct {
+	name  string
+	cases []testCase
+}
+
+func suite() []group {
+	return []group{
+		{"Begin", []testCase{
+			{"NewOperationIsPendingAndLeased", testBeginNewOperation},
+			{"StartsFirstAttempt", testBeginStartsAttempt},
+			{"ReentrantForOwner", testBeginReentrant},
+			{"OwnInFlightBecomesUnknown", testBeginOwnInFlight},
+			{"UnknownIsClaimedWithoutAttempt", testBeginUnknown},
+			{"LiveLeaseOfAnotherOwner", testBeginInProgress},
+			{"TimesAreUTCMicroseconds", testTimesAreUTCMicroseconds},
+		}},
+		{"CreateOrGet", []testCase{
+			{"CreatesPendingDueNow", testCreateOrGetCreates},
+			{"ReturnsExistingUnchanged", testCreateOrGetExisting},
+		}},
+		{"Fingerprint", []testCase{
+			{"MismatchChangesNothing", testFingerprintMismatch},
+		}},
+		{"TerminalReplay", []testCase{
+			{"ReturnsRecordedResult", testTerminalReplay},
+		}},
+		{"Claim", []testCase{
+			{"TakesLeaseOnPending", testClaimPending},
+			{"ReentrantForOwner", testClaimReentrant},
+			{"RefusesTerminal", testClaimTerminal},
+			{"NotFound", testClaimNotFound},
+		}},
+		{"Lease", []testCase{
+			{"ExpiryHandsOverToAnotherOwner", testLeaseExpiry},
+			{"ExpiredInFlightBecomesUnknown", testLeaseExpiredInFlight},
+			{"StolenLeaseChangesNothing", testStolenLease},
+		}},
+		{"StartAttempt", []testCase{
+			{"FromPendingAndUnknown", testStartAttempt},
+			{"OwnExpiredLeaseNotTaken", testStartAttemptOwnExpiredLease},
+			{"RequiresLease", testStartAttemptRequiresLease},
+			{"RefusedOutsidePendingAndUnknown", testStartAttemptRefused},
+			{"NotFound", testStartAttemptNotFound},
+		}},
+		{"Finish", []testCase{
+			{"LegalTransitions", testLegalTransitions},
+			{"IllegalTransitions", testIllegalTransitions},
+			{"NextCheckAtDefaultsToNow", testFinishNextCheckAt},
+			{"KeepLease", testFinishKeepLease},
+			{"StaleExpectations", testFinishStale},
+			{"EarlierAttemptIsNotCurrent", testFinishStaleEarlierAttempt},
+			{"RequiresLease", testFinishRequiresLease},
+			{"OwnExpiredLeaseNotTaken", testFinishOwnExpiredLease},
+			{"ProviderRefAndResult", testFinishProviderRefAndResult},
+			{"Review", testFinishReview},
+			{"NotFound", testFinishNotFound},
+		}},
+		{"KeyWindow", []testCase{
+			{"OpensSurvivesAndCloses", testKeyWindow},
+		}},
+		{"Attempts", []testCase{
+			{"Bookkeeping", testAttemptBookkeeping},
+		}},
+		{"Concurrency", []testCase{
+			{"BeginHasOneWinner", testConcurrentBegin},
+			{"ClaimHasOneWinner", testConcurrentClaim},
+			{"BeginHasOneWinnerAcrossStores", testConcurrentBeginTwoStores},
+			{"ClaimHasOneWinnerAcrossStores", testConcurrentClaimTwoStores},
+			{"ClaimDueReturnsEachOnce", testConcurrentClaimDue},
+			{"ClaimDueReturnsEachOnceAcrossStores", testConcurrentClaimDueTwoStores},
+		}},
+		{"ClaimDue", []testCase{
+			{"Batches", testClaimDueBatches},
+			{"OrderedByNextCheckAtThenID", testClaimDueOrder},
+			{"ProviderFilter", testClaimDueProvider},
+			{"SkipsLiveLeases", testClaimDueSkipsLeased},
+			{"ExpiredInFlightAsUnknown", testClaimDueExpiredInFlight},
+			{"ReviewOnlyWhenAsked", testClaimDueReview},
+			{"SkipsFinalAndNotDue", testClaimDueSkipsFinal},
+		}},
+		{"List", []testCase{
+			{"FiltersAndPaging", testList},
+			{"DefaultLimit", testListDefaultLimit},
+		}},
+		{"ListReview", []testCase{
+			{"FiltersAndOrder", testListReview},
+		}},
+		{"Resolve", []testCase{
+			{"Succeeded", testResolveSucceeded},
+			{"Failed", testResolveFailed},
+			{"Resend", testResolveResend},
+			{"BeginAfterResendUsesNewKey", testResolveResendThenBegin},
+			{"ResendGeneration", testResolveResendGeneration},
+			{"KeyConflict", testResolveKeyConflict},
+			{"NotInReview", testResolveNotInReview},
+		}},
+		{"Cleanup", []testCase{
+			{"RetentionTooShort", testCleanupRetentionTooShort},
+			{"Batches", testCleanupBatches},
+			{"KeepsLiveRowsAndOpenWindows", testCleanupKeeps},
+		}},
+		{"Durability", []testCase{
+			{"SurvivesReopen", testDurability},
+		}},
+		{"Corruption", []testCase{
+			{"UnknownStatusIsErrCorrupt", testCorruption},
+		}},
+		{"InvalidInput", []testCase{
+			{"Begin", testInvalidBegin},
+			{"CreateOrGet", testInvalidCreateOrGet},
+			{"Get", testInvalidGet},
+			{"Claim", testInvalidClaim},
+			{"StartAttempt", testInvalidStartAttempt},
+			{"Finish", testInvalidFinish},
+			{"ClaimDue", testInvalidClaimDue},
+			{"List", testInvalidList},
+			{"ListReview", testInvalidListReview},
+			{"Resolve", testInvalidResolve},
+			{"Cleanup", testInvalidCleanup},
+		}},
+	}
+}

@@ -1,0 +1,215 @@
+package ledgertest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// toReview records op, sends one attempt at base that may have reached the
+// provider, and moves it to manual_review at 1s with no lease and no lookups
+// asked: the state an operator finds it in.
+func toReview(t *testing.T, s ledger.Store, op ledger.NewOperation) {
+	t.Helper()
+	mustStart(t, s, op, ownerA, base)
+	mustFinish(t, s, ledger.FinishParams{
+		ID: op.ID, Owner: ownerA, Now: at(time.Second), From: ledger.StatusInFlight, To: ledger.StatusManualReview,
+		Attempt: attemptOutcome(1, ledger.StatusUnknown), ReviewReason: "window passed, outcome unknown",
+	})
+}
+
+func mustResolve(t *testing.T, s ledger.Store, p ledger.ResolveParams) ledger.Operation {
+	t.Helper()
+	got, err := s.Resolve(t.Context(), p)
+	require.NoError(t, err, "Resolve %s as %s", p.ID, p.Outcome)
+	return got
+}
+
+func requireResolution(t *testing.T, p ledger.ResolveParams, got ledger.Operation) {
+	t.Helper()
+	require.NotNil(t, got.Resolution, "the decision is recorded")
+	require.Equal(t, ledger.Resolution{Actor: p.Actor, Note: p.Note, Outcome: p.Outcome, At: ledger.UTC(p.Now)}, *canon(got).Resolution)
+}
+
+func testResolveSucceeded(t *testing.T, h *Harness) {
+	s := h.Store
+	op := newOp("op-res-ok")
+	toReview(t, s, op)
+	before, beforeAtts := mustGet(t, s, op.ID)
+
+	p := ledger.ResolveParams{ID: op.ID, Actor: "alice", Note: "charge found in the dashboard", Outcome: ledger.ResolveSucceeded, ProviderRef: "pi_manual", Now: at(time.Hour)}
+	got := mustResolve(t, s, p)
+	require.Equal(t, ledger.StatusSucceeded, got.Status)
+	require.Equal(t, "pi_manual", got.ProviderRef)
+	requireTime(t, p.Now, got.FinishedAt, "FinishedAt")
+	requireTime(t, time.Time{}, got.NextCheckAt, "NextCheckAt of a final operation")
+	require.Equal(t, before.Key, got.Key)
+	require.Equal(t, before.Generation, got.Generation)
+	require.Equal(t, before.ReviewReason, got.ReviewReason, "the review stays as history")
+	requireTime(t, before.ReviewAt, got.ReviewAt, "ReviewAt stays as history")
+	requireResolution(t, p, got)
+	requireStored(t, s, got)
+	_, atts := mustGet(t, s, op.ID)
+	require.Equal(t, beforeAtts, atts)
+}
+
+func testResolveFailed(t *testing.T, h *Harness) {
+	s := h.Store
+	op := newOp("op-res-ko")
+	toReview(t, s, op)
+	_, beforeAtts := mustGet(t, s, op.ID)
+
+	p := ledger.ResolveParams{ID: op.ID, Actor: "alice", Note: "provider has no such charge; customer informed", Outcome: ledger.ResolveFailed, Now: at(time.Hour)}
+	got := mustResolve(t, s, p)
+	require.Equal(t, ledger.StatusFailed, got.Status)
+	requireTime(t, p.Now, got.FinishedAt, "FinishedAt")
+	requireTime(t, time.Time{}, got.NextCheckAt, "NextCheckAt of a final operation")
+	requireResolution(t, p, got)
+	requireStored(t, s, got)
+	_, atts := mustGet(t, s, op.ID)
+	require.Equal(t, beforeAtts, atts)
+}
+
+func testResolveResend(t *testing.T, h *Harness) {
+	s := h.Store
+	op := newOp("op-res-resend")
+	toReview(t, s, op)
+	_, beforeAtts := mustGet(t, s, op.ID)
+
+	now := at(time.Hour)
+	p := ledger.ResolveParams{ID: op.ID, Actor: "alice", Note: "provider confirms it never saw the key", Outcome: ledger.ResolveResend, NewKey: op.ID + "-g1", NewGeneration: 1, Now: now}
+	got := mustResolve(t, s, p)
+	require.Equal(t, op.ID, got.ID, "the ID never changes")
+	require.Equal(t, p.NewKey, got.Key)
+	require.Equal(t, 1, got.Generation)
+	require.Equal(t, ledger.StatusPending, got.Status)
+	require.Equal(t, 1, got.Attempts)
+	requireTime(t, time.Time{}, got.WindowStart, "WindowStart (a new key has no window yet)")
+	requireTime(t, time.Time{}, got.KeyExpiresAt, "KeyExpiresAt")
+	requireTime(t, now, got.NextCheckAt, "NextCheckAt (due at once)")
+	requireTime(t, time.Time{}, got.FinishedAt, "FinishedAt")
+	requireNoLease(t, got)
+	requireResolution(t, p, got)
+	requireStored(t, s, got)
+	_, atts := mustGet(t, s, op.ID)
+	require.Equal(t, beforeAtts, atts, "past attempts are kept")
+
+	// Background work picks it up and sends under the new key.
+	due := mustClaimDue(t, s, claimDue(ownerB, now.Add(time.Second), 10))
+	require.Equal(t, []string{op.ID}, ids(due))
+	sent, att := mustStartAttempt(t, s, op.ID, ownerB, now.Add(2*time.Second))
+	require.Equal(t, 2, att.Number)
+	require.Equal(t, p.NewKey, att.Key, "the attempt carries the new key")
+	requireTime(t, now.Add(2*time.Second), sent.WindowStart, "WindowStart of the new key")
+
+	// The window belongs to the key: when the first attempt under the new
+	// key proves not sent, the window closes, whatever the old key's
+	// attempts did.
+	got = mustFinish(t, s, ledger.FinishParams{
+		ID: op.ID, Owner: ownerB, Now: now.Add(3 * time.Second), From: ledger.StatusInFlight, To: ledger.StatusPending,
+		Attempt: attemptOutcome(2, ledger.StatusPending),
+	})
+	requireTime(t, time.Time{}, got.WindowStart, "WindowStart after the new key's only attempt was not sent")
+	requireTime(t, time.Time{}, got.KeyExpiresAt, "KeyExpiresAt")
+	requireStored(t, s, got)
+}
+
+func testResolveResendThenBegin(t *testing.T, h *Harness) {
+	s := h.Store
+	op := newOp("op-res-begin")
+	toReview(t, s, op)
+	newKey := op.ID + "-g1"
+	mustResolve(t, s, ledger.ResolveParams{ID: op.ID, Actor: "alice", Note: "resend", Outcome: ledger.ResolveResend, NewKey: newKey, NewGeneration: 1, Now: at(time.Hour)})
+
+	// The caller comes back with the operation as it first described it
+	// (generation 0): the ledger's current key is the one sent.
+	res := mustBegin(t, s, beginParams(op, ownerB, at(2*time.Hour), true))
+	require.True(t, res.Claimed)
+	require.NotNil(t, res.Attempt)
+	require.Equal(t, newKey, res.Attempt.Key)
+	require.Equal(t, 2, res.Attempt.Number)
+	require.Equal(t, newKey, res.Op.Key)
+	require.Equal(t, 1, res.Op.Generation)
+	requireStored(t, s, res.Op)
+}
+
+func testResolveResendGeneration(t *testing.T, h *Harness) {
+	s := h.Store
+	op := newOp("op-res-gen")
+	toReview(t, s, op)
+	resend := func(gen int, key string, now time.Time) ledger.ResolveParams {
+		return ledger.ResolveParams{ID: op.ID, Actor: "alice", Note: "resend", Outcome: ledger.ResolveResend, NewKey: key, NewGeneration: gen, Now: now}
+	}
+	refused := func(p ledger.ResolveParams) {
+		t.Helper()
+		before, beforeAtts := mustGet(t, s, op.ID)
+		_, err := s.Resolve(t.Context(), p)
+		require.ErrorIs(t, err, ledger.ErrStateConflict, "resend to generation %d from %d", p.NewGeneration, before.Generation)
+		requireUnchanged(t, s, before, beforeAtts)
+	}
+
+	refused(resend(2, op.ID+"-g2", at(time.Hour)))
+	mustResolve(t, s, resend(1, op.ID+"-g1", at(time.Hour)))
+
+	// Sent again under generation 1, and back in review.
+	now := at(2 * time.Hour)
+	mustClaim(t, s, op.ID, ownerA, now)
+	mustStartAttempt(t, s, op.ID, ownerA, now)
+	mustFinish(t, s, ledger.FinishParams{
+		ID: op.ID, Owner: ownerA, Now: now.Add(time.Second), From: ledger.StatusInFlight, To: ledger.StatusManualReview,
+		Attempt: attemptOutcome(2, ledger.StatusUnknown), ReviewReason: "window passed again",
+	})
+
+	refused(resend(1, op.ID+"-g1b", at(3*time.Hour)))
+	refused(resend(3, op.ID+"-g3", at(3*time.Hour)))
+	got := mustResolve(t, s, resend(2, op.ID+"-g2", at(3*time.Hour)))
+	require.Equal(t, 2, got.Generation)
+	require.Equal(t, op.ID+"-g2", got.Key)
+}
+
+func testResolveKeyConflict(t *testing.T, h *Harness) {
+	s := h.Store
+	a := newOp("op-kc-a")
+	toReview(t, s, a)
+	b := newOp("op-kc-b")
+	mustCreate(t, s, b, base)
+	c := newOp("op-kc-c")
+	toReview(t, s, c)
+	mustResolve(t, s, ledger.ResolveParams{ID: c.ID, Actor: "alice", Note: "resend", Outcome: ledger.ResolveResend, NewKey: c.ID + "-g1", NewGeneration: 1, Now: at(time.Hour)})
+	before := snapshot(t, s)
+
+	for _, key := range []string{b.Key, c.ID + "-g1"} {
+		_, err := s.Resolve(t.Context(), ledger.ResolveParams{ID: a.ID, Actor: "alice", Note: "resend", Outcome: ledger.ResolveResend, NewKey: key, NewGeneration: 1, Now: at(2 * time.Hour)})
+		require.ErrorIs(t, err, ledger.ErrKeyConflict, "NewKey %s belongs to another operation", key)
+		require.Equal(t, before, snapshot(t, s))
+	}
+}
+
+func testResolveNotInReview(t *testing.T, h *Harness) {
+	s := h.Store
+	for _, st := range []ledger.Status{ledger.StatusPending, ledger.StatusInFlight, ledger.StatusUnknown, ledger.StatusSucceeded, ledger.StatusFailed} {
+		t.Run(string(st), func(t *testing.T) {
+			t.Parallel()
+			op := newOpFor("op-not-review-"+string(st), "psp-not-review-"+string(st), "charge")
+			reach(t, s, op, ownerA, st)
+			before, beforeAtts := mustGet(t, s, op.ID)
+			for _, p := range []ledger.ResolveParams{
+				{ID: op.ID, Actor: "alice", Note: "n", Outcome: ledger.ResolveSucceeded, ProviderRef: "pi_x", Now: at(time.Hour)},
+				{ID: op.ID, Actor: "alice", Note: "n", Outcome: ledger.ResolveFailed, Now: at(time.Hour)},
+				{ID: op.ID, Actor: "alice", Note: "n", Outcome: ledger.ResolveResend, NewKey: op.ID + "-g1", NewGeneration: 1, Now: at(time.Hour)},
+			} {
+				_, err := s.Resolve(t.Context(), p)
+				require.ErrorIs(t, err, ledger.ErrNotInReview, "Resolve as %s", p.Outcome)
+				requireUnchanged(t, s, before, beforeAtts)
+			}
+		})
+	}
+	t.Run("missing", func(t *testing.T) {
+		t.Parallel()
+		_, err := s.Resolve(t.Context(), ledger.ResolveParams{ID: "op-missing", Actor: "alice", Note: "n", Outcome: ledger.ResolveFailed, Now: at(time.Hour)})
+		require.ErrorIs(t, err, ledger.ErrNotFound)
+	})
+}
