@@ -37,4 +37,10 @@
 // terminal. Every method validates its parameters with the Validate methods
 // in this package before touching the database, and returns ErrCorrupt
 // (through Corrupt) for a stored value it cannot read back.
+//
+// Events are the operation's audit trail, written in the transaction of the
+// change they document: Seq counts from 1 per operation, At is the call's
+// Now, Actor defaults to the call's Owner; in Finish the caller's events come
+// first, then the resolution entry. A resolution's Detail is JSON:
+// {"outcome","note"} plus "provider_ref" or "new_key" and "new_generation".
 package ledger

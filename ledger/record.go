@@ -213,3 +213,48 @@ type Attempt struct {
 	// Error is the error text, with secrets already scrubbed by the caller.
 	Error string
 }
+
+// EventKind is the kind of an audit entry.
+type EventKind string
+
+const (
+	// EventLookup records a status lookup and what it found.
+	EventLookup EventKind = "lookup"
+	// EventResolution records a settlement of an operation in review, by an
+	// operator (Resolve) or by background work from a definitive provider
+	// answer (Finish with a Resolution).
+	EventResolution EventKind = "resolution"
+	// EventNote records anything else worth keeping (e.g. a lease taken over).
+	EventNote EventKind = "note"
+)
+
+// ParseEventKind turns a string into an EventKind, or returns an error naming
+// the allowed values.
+func ParseEventKind(s string) (EventKind, error) {
+	switch EventKind(s) {
+	case EventLookup, EventResolution, EventNote:
+		return EventKind(s), nil
+	}
+	return "", fmt.Errorf("ledger: unknown event kind %q (allowed: lookup, resolution, note)", s)
+}
+
+// NewEvent is an audit entry a caller records with a transition.
+type NewEvent struct {
+	Kind EventKind
+	// Actor names who acted: an operator, or a worker (defaults to the lease
+	// owner when empty).
+	Actor string
+	// Detail is free text or JSON, at most MaxTextBytes; secrets scrubbed.
+	Detail string
+}
+
+// Event is an audit entry of an operation, kept as long as the operation.
+type Event struct {
+	OperationID string
+	// Seq orders the events of one operation from 1.
+	Seq    int
+	At     time.Time
+	Kind   EventKind
+	Actor  string
+	Detail string
+}

@@ -59,6 +59,10 @@ type Store interface {
 	// callers (in any number of processes) never receive the same operation.
 	ClaimDue(ctx context.Context, p ClaimDueParams) ([]Operation, error)
 
+	// Events returns the audit entries of one operation in order (empty when
+	// there are none), or ErrNotFound.
+	Events(ctx context.Context, id string) ([]Event, error)
+
 	// Get returns one operation with its attempts in order, or ErrNotFound
 	// (ErrInvalid for an empty id).
 	Get(ctx context.Context, id string) (Operation, []Attempt, error)
@@ -73,12 +77,14 @@ type Store interface {
 
 	// Resolve records an operator's decision on an operation in
 	// manual_review: succeeded (with a provider reference), failed, or resend
-	// (back to pending under NewKey and NewGeneration). Errors: ErrNotInReview
+	// (back to pending under NewKey and NewGeneration), with an
+	// EventResolution audit entry naming the actor. Errors: ErrNotInReview
 	// when the operation is not in manual_review, ErrNotFound, validation
 	// errors naming the field.
 	Resolve(ctx context.Context, p ResolveParams) (Operation, error)
 
-	// Cleanup deletes succeeded and failed operations (with their attempts)
+	// Cleanup deletes succeeded and failed operations (with their attempts
+	// and events)
 	// that finished before Now - Retention and whose key window has closed,
 	// in transactions of at most BatchSize operations. It never deletes
 	// pending, in_flight, unknown or manual_review operations. A Retention
@@ -144,6 +150,9 @@ type StartAttemptParams struct {
 	Owner      string
 	Now        time.Time
 	LeaseUntil time.Time // must be after Now
+	// Events are recorded in the same transaction (e.g. the lookup that
+	// allowed this resend).
+	Events []NewEvent
 }
 
 // AttemptOutcome is the recorded outcome of an attempt.
@@ -187,10 +196,14 @@ type FinishParams struct {
 	NextCheckAt time.Time
 	// ReviewReason is required when To is manual_review.
 	ReviewReason string
-	// Resolution, when set, is recorded with the transition as an audit
-	// entry: used when background work settles an operation in review from a
-	// definitive provider answer (Actor names the job).
+	// Resolution, when set, is recorded with the transition, and as an
+	// EventResolution audit entry: used when background work settles an
+	// operation in review from a definitive provider answer (Actor names the
+	// job).
 	Resolution *Resolution
+	// Events are recorded in the same transaction (e.g. the lookup behind
+	// this transition).
+	Events []NewEvent
 	// KeepLease keeps the caller's lease (e.g. to look up and resend within
 	// the same call) instead of releasing it. Ignored for terminal statuses.
 	KeepLease bool

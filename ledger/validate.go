@@ -90,6 +90,8 @@ func checkLease(owner string, now, until time.Time) error {
 	switch {
 	case owner == "":
 		return invalid("Owner", "must not be empty")
+	case len(owner) > 256:
+		return invalid("Owner", "is %d bytes; at most 256", len(owner))
 	case now.IsZero():
 		return invalid("Now", "must be set")
 	case !until.After(now):
@@ -119,6 +121,9 @@ func (p StartAttemptParams) Validate() error {
 	if p.ID == "" {
 		return invalid("ID", "must not be empty")
 	}
+	if err := checkEvents(p.Events); err != nil {
+		return err
+	}
 	return checkLease(p.Owner, p.Now, p.LeaseUntil)
 }
 
@@ -129,6 +134,8 @@ func (p FinishParams) Validate() error {
 		return invalid("ID", "must not be empty")
 	case p.Owner == "":
 		return invalid("Owner", "must not be empty")
+	case len(p.Owner) > 256:
+		return invalid("Owner", "is %d bytes; at most 256", len(p.Owner))
 	case p.Now.IsZero():
 		return invalid("Now", "must be set")
 	case len(p.ReviewReason) > MaxTextBytes:
@@ -160,6 +167,9 @@ func (p FinishParams) Validate() error {
 		}
 	}
 	if err := checkAllStored("ProviderRef", p.ProviderRef, "Result", string(p.Result), "ReviewReason", p.ReviewReason); err != nil {
+		return err
+	}
+	if err := checkEvents(p.Events); err != nil {
 		return err
 	}
 	if a := p.Attempt; a != nil {
@@ -320,4 +330,29 @@ func UTC(t time.Time) time.Time {
 		return time.Time{}
 	}
 	return t.UTC().Truncate(time.Microsecond)
+}
+
+// MaxEventsPerCall bounds the events one call records.
+const MaxEventsPerCall = 16
+
+func checkEvents(evs []NewEvent) error {
+	if len(evs) > MaxEventsPerCall {
+		return invalid("Events", "at most %d per call, got %d", MaxEventsPerCall, len(evs))
+	}
+	for i, e := range evs {
+		field := fmt.Sprintf("Events[%d]", i)
+		if _, err := ParseEventKind(string(e.Kind)); err != nil {
+			return invalid(field+".Kind", "%v", err)
+		}
+		if len(e.Detail) > MaxTextBytes {
+			return invalid(field+".Detail", "is %d bytes; at most %d", len(e.Detail), MaxTextBytes)
+		}
+		if len(e.Actor) > 256 {
+			return invalid(field+".Actor", "is %d bytes; at most 256", len(e.Actor))
+		}
+		if err := checkAllStored(field+".Actor", e.Actor, field+".Detail", e.Detail); err != nil {
+			return err
+		}
+	}
+	return nil
 }

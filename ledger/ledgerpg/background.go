@@ -70,7 +70,8 @@ func (s *Store) ClaimDue(ctx context.Context, p ledger.ClaimDueParams) ([]ledger
 }
 
 // Cleanup implements ledger.Store. Each batch is one DELETE statement (its
-// own transaction); attempts go with their operation by ON DELETE CASCADE.
+// own transaction); attempts and events go with their operation by ON
+// DELETE CASCADE.
 // When ctx is cancelled between batches, Cleanup stops and returns what it
 // did so far with the context's error.
 func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.CleanupReport, error) {

@@ -43,6 +43,12 @@ func TestConformance(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, int64(1), tag.RowsAffected(), "no operation %q", id)
 			},
+			SetRawEventKind: func(t *testing.T, id string, seq int, kind string) {
+				tag, err := pool.Exec(context.Background(),
+					"UPDATE "+pgx.Identifier{schema, "payonce_events"}.Sanitize()+" SET kind = $3 WHERE operation_id = $1 AND seq = $2", id, seq, kind)
+				require.NoError(t, err)
+				require.Equal(t, int64(1), tag.RowsAffected(), "no event %d of %q", seq, id)
+			},
 		}
 	})
 }

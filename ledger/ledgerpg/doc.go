@@ -15,7 +15,21 @@
 // read under a row lock (SELECT ... FOR UPDATE) and checked before they are
 // written, so leases are compare-and-set across processes. A new operation
 // is recorded by Begin in a single statement, so a successful payment costs
-// two commits: Begin, then Finish.
+// two commits: Begin, then Finish. Audit entries (Events) are written in the
+// transaction of the change they document, numbered under the same row lock.
+//
+// CreateOrGetTx is the exception to "one method, one transaction": it
+// records an operation inside the caller's pgx.Tx, so that a payment is
+// enqueued if and only if the caller's business data commits with it
+// (transactional outbox):
+//
+//	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+//		if _, err := tx.Exec(ctx, "INSERT INTO orders ...", ...); err != nil {
+//			return err
+//		}
+//		_, _, err := store.CreateOrGetTx(ctx, tx, op, time.Now())
+//		return err
+//	})
 //
 // Migrations are SQL files embedded in the package and applied in order by
 // Migrate (see MigrateReport), serialized across processes by an advisory

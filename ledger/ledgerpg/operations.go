@@ -93,7 +93,7 @@ func (s *Store) beginExisting(ctx context.Context, p ledger.BeginParams, now, un
 			started := startAttempt(&op, now, until)
 			a = &started
 		}
-		if err := s.save(ctx, tx, op, a); err != nil {
+		if err := s.save(ctx, tx, op, a, newEvents{}); err != nil {
 			return err
 		}
 		res = ledger.BeginResult{Op: op, Claimed: true, Attempt: a}
@@ -122,27 +122,92 @@ func (s *Store) whyNotInserted(ctx context.Context, db querier, op ledger.NewOpe
 	return errVanished
 }
 
-// CreateOrGet implements ledger.Store.
+// CreateOrGet implements ledger.Store: CreateOrGetTx in a transaction of
+// its own.
 func (s *Store) CreateOrGet(ctx context.Context, n ledger.NewOperation, now time.Time) (ledger.Operation, bool, error) {
-	if err := n.Validate(); err != nil {
+	if err := checkCreate(n, now); err != nil {
 		return ledger.Operation{}, false, err
 	}
-	if now.IsZero() {
-		return ledger.Operation{}, false, &ledger.ValidationError{Field: "now", Problem: "must be set"}
+	var (
+		got     ledger.Operation
+		created bool
+	)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		got, created, err = s.createOrGet(ctx, tx, n, ledger.UTC(now))
+		return err
+	})
+	if err != nil {
+		return ledger.Operation{}, false, translate("create", err)
 	}
-	now = ledger.UTC(now)
+	return got, created, nil
+}
+
+// CreateOrGetTx is CreateOrGet inside the caller's own transaction: the
+// operation is recorded (pending, due at now for background work) if its ID
+// is new, or the recorded one is returned unchanged; created reports which.
+// Enqueue a payment this way in the transaction that writes the business
+// data it pays for (an order, a refund request): both commit together, or,
+// when tx is rolled back, neither exists and nothing is ever sent. Nothing
+// is sent by this call in any case: background work (ClaimDue) sends the
+// operation once tx has committed.
+//
+// tx must be a transaction on the database holding the store's schema (the
+// store names its tables with the schema; the search_path does not matter).
+// Until tx ends, the row is invisible to other transactions, and calls on the
+// same ID from other transactions (Begin, CreateOrGet, another CreateOrGetTx)
+// wait for it: do not make them from the goroutine that holds tx.
+//
+// Errors: validation errors (ErrInvalid) before tx is used;
+// ErrFingerprintMismatch when the ID is recorded with another fingerprint
+// and ErrKeyConflict when its key belongs to another operation. None of
+// these runs a statement that fails: tx is left as it was and stays usable
+// (commit or roll back as the business logic decides). Any other error
+// (the database refused a statement, the context ended) means tx may be
+// aborted: roll it back. Under REPEATABLE READ or SERIALIZABLE, a concurrent
+// transaction recording the same ID may make the insert fail with a
+// serialization error (SQLSTATE 40001): retry the whole transaction.
+func (s *Store) CreateOrGetTx(ctx context.Context, tx pgx.Tx, n ledger.NewOperation, now time.Time) (ledger.Operation, bool, error) {
+	if tx == nil {
+		return ledger.Operation{}, false, &ledger.ValidationError{Field: "tx", Problem: "must not be nil: pass the caller's pgx.Tx"}
+	}
+	if err := checkCreate(n, now); err != nil {
+		return ledger.Operation{}, false, err
+	}
+	got, created, err := s.createOrGet(ctx, tx, n, ledger.UTC(now))
+	if err != nil {
+		return ledger.Operation{}, false, translate("create in caller's transaction", err)
+	}
+	return got, created, nil
+}
+
+// checkCreate validates the arguments of CreateOrGet and CreateOrGetTx.
+func checkCreate(n ledger.NewOperation, now time.Time) error {
+	if err := n.Validate(); err != nil {
+		return err
+	}
+	if now.IsZero() {
+		return &ledger.ValidationError{Field: "now", Problem: "must be set"}
+	}
+	return nil
+}
+
+// createOrGet is CreateOrGet on tx. Its statements never fail on a taken ID
+// or key (the insert does nothing; the reads explain why), so the errors it
+// decides in Go (fingerprint mismatch, key conflict) leave tx usable.
+func (s *Store) createOrGet(ctx context.Context, tx pgx.Tx, n ledger.NewOperation, now time.Time) (ledger.Operation, bool, error) {
 	op := newOperation(n, now)
 	for range maxVanish {
-		tag, err := s.pool.Exec(ctx, s.q.insertOp, opArgs(op)...)
+		tag, err := tx.Exec(ctx, s.q.insertOp, opArgs(op)...)
 		if err != nil {
-			return ledger.Operation{}, false, translate("create", err)
+			return ledger.Operation{}, false, err
 		}
 		if tag.RowsAffected() == 1 {
 			return op, true, nil
 		}
-		got, err := s.get(ctx, s.pool, n.ID)
+		got, err := s.get(ctx, tx, n.ID)
 		if errors.Is(err, ledger.ErrNotFound) {
-			err = s.whyNotInserted(ctx, s.pool, n)
+			err = s.whyNotInserted(ctx, tx, n)
 			if errors.Is(err, errVanished) {
 				continue
 			}
@@ -151,11 +216,11 @@ func (s *Store) CreateOrGet(ctx context.Context, n ledger.NewOperation, now time
 			err = checkFingerprint(got, n.Fingerprint)
 		}
 		if err != nil {
-			return ledger.Operation{}, false, translate("create", err)
+			return ledger.Operation{}, false, err
 		}
 		return got, false, nil
 	}
-	return ledger.Operation{}, false, fmt.Errorf("ledgerpg: create %q: the operation was deleted concurrently %d times; try again", n.ID, maxVanish)
+	return ledger.Operation{}, false, fmt.Errorf("operation %q was deleted concurrently %d times; try again", n.ID, maxVanish)
 }
 
 // Claim implements ledger.Store. The row lock makes the check and the lease
@@ -180,7 +245,7 @@ func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operati
 		}
 		takeLease(&op, p.Owner, now, until)
 		out = op
-		return s.save(ctx, tx, op, nil)
+		return s.save(ctx, tx, op, nil, newEvents{})
 	})
 	if err != nil {
 		return ledger.Operation{}, translate("claim", err)
@@ -190,7 +255,7 @@ func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operati
 
 // StartAttempt implements ledger.Store. When it returns nil the attempt is
 // committed, so a crash after sending still leaves a record that the
-// request may have left.
+// request may have left. p.Events are recorded in the same transaction.
 func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (ledger.Operation, ledger.Attempt, error) {
 	if err := p.Validate(); err != nil {
 		return ledger.Operation{}, ledger.Attempt{}, err
@@ -208,7 +273,7 @@ func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (
 		}
 		a = startAttempt(&op, now, until)
 		out = op
-		return s.save(ctx, tx, op, &a)
+		return s.save(ctx, tx, op, &a, callerEvents(p.Events, p.Owner, now))
 	})
 	if err != nil {
 		return ledger.Operation{}, ledger.Attempt{}, translate("start attempt", err)
@@ -218,7 +283,9 @@ func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (
 
 // Finish implements ledger.Store. It is conditional on the owner and the
 // expected status, checked under the row lock: a worker whose lease expired
-// and was taken cannot overwrite what the new holder recorded.
+// and was taken cannot overwrite what the new holder recorded. p.Events,
+// then the EventResolution entry of p.Resolution when set, are recorded in
+// the same transaction.
 func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Operation, error) {
 	if err := p.Validate(); err != nil {
 		return ledger.Operation{}, err
@@ -288,6 +355,11 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 				nullInt(a.HTTPStatus), nullText(a.ProviderRequestID), nullText(a.Error))
 		}
 		w.Queue(s.q.save, saveArgs(op)...)
+		evs := callerEvents(p.Events, p.Owner, now)
+		if r := p.Resolution; r != nil {
+			evs.add(ledger.EventResolution, r.Actor, resolutionDetail{Outcome: r.Outcome, Note: r.Note, ProviderRef: p.ProviderRef}.String())
+		}
+		evs.queue(w, &s.q, op.ID)
 		out = op
 		return tx.SendBatch(ctx, w).Close()
 	})
@@ -297,7 +369,8 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 	return out, nil
 }
 
-// Resolve implements ledger.Store.
+// Resolve implements ledger.Store. The decision is recorded on the
+// operation and as an EventResolution entry, in one transaction.
 func (s *Store) Resolve(ctx context.Context, p ledger.ResolveParams) (ledger.Operation, error) {
 	if err := p.Validate(); err != nil {
 		return ledger.Operation{}, err
@@ -316,7 +389,9 @@ func (s *Store) Resolve(ctx context.Context, p ledger.ResolveParams) (ledger.Ope
 			return err
 		}
 		out = op
-		return s.save(ctx, tx, op, nil) // a resend's key taken by another operation fails here: ErrKeyConflict
+		evs := newEvents{at: now}
+		evs.add(ledger.EventResolution, p.Actor, resolveDetail(p))
+		return s.save(ctx, tx, op, nil, evs) // a resend's key taken by another operation fails here: ErrKeyConflict
 	})
 	if err != nil {
 		return ledger.Operation{}, translate("resolve", err)
@@ -333,14 +408,15 @@ func (s *Store) lock(ctx context.Context, tx pgx.Tx, id string) (ledger.Operatio
 	return op, err
 }
 
-// save writes op's changed columns and, when a is set, inserts the attempt,
-// in one round trip.
-func (s *Store) save(ctx context.Context, tx pgx.Tx, op ledger.Operation, a *ledger.Attempt) error {
+// save writes op's changed columns, inserts the attempt when a is set and
+// the events evs, in one round trip. The caller holds op's row lock.
+func (s *Store) save(ctx context.Context, tx pgx.Tx, op ledger.Operation, a *ledger.Attempt, evs newEvents) error {
 	b := &pgx.Batch{}
 	b.Queue(s.q.save, saveArgs(op)...)
 	if a != nil {
 		b.Queue(s.q.insertAttempt, a.OperationID, a.Number, a.Key, a.StartedAt)
 	}
+	evs.queue(b, &s.q, op.ID)
 	return tx.SendBatch(ctx, b).Close()
 }
 

@@ -14,6 +14,7 @@ type queries struct {
 	migrationsTable string
 	ops             string
 	attempts        string
+	events          string
 
 	insertOp            string
 	insertOpWithAttempt string
@@ -29,6 +30,8 @@ type queries struct {
 	listOps             string
 	cleanupBatch        string
 	oldestFinished      string
+	insertEvents        string
+	eventsOf            string
 }
 
 func newQueries(schema string) queries {
@@ -37,6 +40,7 @@ func newQueries(schema string) queries {
 		migrationsTable: pgx.Identifier{schema, "payonce_schema_migrations"}.Sanitize(),
 		ops:             pgx.Identifier{schema, "payonce_operations"}.Sanitize(),
 		attempts:        pgx.Identifier{schema, "payonce_attempts"}.Sanitize(),
+		events:          pgx.Identifier{schema, "payonce_events"}.Sanitize(),
 	}
 	cols := strings.Join(opColumns, ", ")
 	oCols := prefixed("o.", opColumns)
@@ -45,7 +49,7 @@ func newQueries(schema string) queries {
 	for i := range placeholders {
 		placeholders[i] = fmt.Sprintf("$%d", i+1)
 	}
-	r := strings.NewReplacer("{{ops}}", q.ops, "{{attempts}}", q.attempts, "{{cols}}", cols, "{{o.cols}}", oCols, "{{a.cols}}", aCols)
+	r := strings.NewReplacer("{{ops}}", q.ops, "{{attempts}}", q.attempts, "{{events}}", q.events, "{{cols}}", cols, "{{o.cols}}", oCols, "{{a.cols}}", aCols)
 
 	// No conflict target: a new ID whose key is another operation's key is
 	// not inserted either, and the caller then tells the two cases apart.
@@ -117,6 +121,18 @@ func newQueries(schema string) queries {
 		)
 		DELETE FROM {{ops}} AS o USING doomed WHERE o.id = doomed.id`)
 	q.oldestFinished = r.Replace(`SELECT min(finished_at) FROM {{ops}} WHERE status IN ('succeeded', 'failed')`)
+	// The events of one call in one statement, numbered after the
+	// operation's last one. Every caller holds the operation's row lock, so
+	// no other transaction numbers events of the same operation meanwhile.
+	q.insertEvents = r.Replace(`INSERT INTO {{events}} (operation_id, seq, at, kind, actor, detail)
+		SELECT $1::text, last.seq + e.ord, $2::timestamptz, e.kind, e.actor, NULLIF(e.detail, '')
+		FROM (SELECT coalesce(max(seq), 0) AS seq FROM {{events}} WHERE operation_id = $1::text) AS last,
+			unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS e(kind, actor, detail, ord)`)
+	// One statement, so that "no such operation" (no row) and "no events"
+	// (one row of NULLs) come from one snapshot.
+	q.eventsOf = r.Replace(`SELECT e.seq, e.at, e.kind, e.actor, e.detail
+		FROM {{ops}} o LEFT JOIN {{events}} e ON e.operation_id = o.id
+		WHERE o.id = $1 ORDER BY e.seq`)
 	return q
 }
 

@@ -185,6 +185,9 @@ func applyResolve(op *ledger.Operation, p ledger.ResolveParams, now time.Time) e
 			return fmt.Errorf("%w: operation %q is at generation %d; a resend must move to generation %d, not %d",
 				ledger.ErrStateConflict, op.ID, op.Generation, op.Generation+1, p.NewGeneration)
 		}
+		if p.NewKey == op.Key {
+			return &ledger.ValidationError{Field: "NewKey", Problem: "must differ from the current key: the provider may still remember it"}
+		}
 		op.Key = p.NewKey
 		op.Generation = p.NewGeneration
 		op.Status = ledger.StatusPending

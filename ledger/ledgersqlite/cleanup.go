@@ -9,12 +9,12 @@ import (
 	"github.com/payonce/payonce/ledger"
 )
 
-// Cleanup deletes succeeded and failed operations, with their attempts, that
-// finished before p.Now - p.Retention and whose key window has closed, one
-// write transaction per batch of at most p.EffectiveBatchSize() operations,
-// so writers are never blocked for long. It never deletes an operation that
-// is not final. When ctx ends between batches, the report counts the batches
-// already committed and the error wraps ctx.Err().
+// Cleanup deletes succeeded and failed operations, with their attempts and
+// events, that finished before p.Now - p.Retention and whose key window has
+// closed, one write transaction per batch of at most p.EffectiveBatchSize()
+// operations, so writers are never blocked for long. It never deletes an
+// operation that is not final. When ctx ends between batches, the report
+// counts the batches already committed and the error wraps ctx.Err().
 func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.CleanupReport, error) {
 	if err := p.Validate(); err != nil {
 		return ledger.CleanupReport{}, fail("cleanup", err)
@@ -45,11 +45,14 @@ func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.Cle
 			if err != nil {
 				return err
 			}
-			// Attempts are deleted explicitly: with New the caller's
-			// connections may not enforce foreign keys (ON DELETE CASCADE).
-			if _, err := c.ExecContext(ctx, `DELETE FROM payonce_attempts
-				WHERE operation_id IN (SELECT value FROM json_each(?))`, string(idJSON)); err != nil {
-				return err
+			// Attempts and events are deleted explicitly: with New the
+			// caller's connections may not enforce foreign keys (ON DELETE
+			// CASCADE).
+			for _, table := range []string{"payonce_attempts", "payonce_events"} {
+				if _, err := c.ExecContext(ctx, `DELETE FROM `+table+`
+					WHERE operation_id IN (SELECT value FROM json_each(?))`, string(idJSON)); err != nil {
+					return err
+				}
 			}
 			res, err := c.ExecContext(ctx, `DELETE FROM payonce_operations
 				WHERE id IN (SELECT value FROM json_each(?))`, string(idJSON))

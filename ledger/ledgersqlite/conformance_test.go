@@ -35,6 +35,13 @@ func TestConformance(t *testing.T) {
 				require.NoError(t, err)
 				require.EqualValues(t, 1, n, "no operation %q", id)
 			},
+			SetRawEventKind: func(t *testing.T, id string, seq int, kind string) {
+				res, err := rawDB(t, path).Exec(`UPDATE payonce_events SET kind = ? WHERE operation_id = ? AND seq = ?`, kind, id, seq)
+				require.NoError(t, err)
+				n, err := res.RowsAffected()
+				require.NoError(t, err)
+				require.EqualValues(t, 1, n, "no event %d of %q", seq, id)
+			},
 		}
 	})
 }

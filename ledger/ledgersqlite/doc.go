@@ -19,5 +19,11 @@
 // loss. Concurrency: write transactions are serialized inside a Store and
 // start with BEGIN IMMEDIATE, so goroutines never see SQLITE_BUSY; reads run
 // concurrently. The fast path of a call that succeeds costs two commits
-// (Begin, then Finish).
+// (Begin, then Finish). Audit entries (Events) are written in the write
+// transaction of the change they document.
+//
+// CreateOrGetTx records an operation inside the caller's own *sql.Tx on the
+// same file, so that a payment is enqueued if and only if the caller's
+// business data commits with it (transactional outbox); see its
+// documentation for how to open that transaction.
 package ledgersqlite

@@ -1,6 +1,9 @@
 package ledgersqlite
 
-import "database/sql"
+import (
+	"context"
+	"database/sql"
+)
 
 // Commits returns the number of COMMITs s has issued, for tests and
 // benchmarks in package ledgersqlite_test.
@@ -8,3 +11,19 @@ func Commits(s *Store) int64 { return s.commits.Load() }
 
 // DB exposes the pool of s to tests.
 func DB(s *Store) *sql.DB { return s.db }
+
+// MigrateTo applies the embedded migrations up to version only, as a build
+// of that schema version would have, so that tests can upgrade from it.
+func MigrateTo(ctx context.Context, s *Store, version int) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	var keep []migration
+	for _, m := range ms {
+		if m.Version <= version {
+			keep = append(keep, m)
+		}
+	}
+	return s.migrate(ctx, keep)
+}

@@ -12,9 +12,11 @@ import (
 
 // Finish records the transition p.From -> p.To, and the outcome of the
 // current attempt when p.Attempt is set, in one write transaction, only if
-// p.Owner still holds the lease and the status is still p.From. Errors wrap
-// ledger.ErrLeaseLost, ledger.ErrStateConflict or ledger.ErrNotFound, and
-// then nothing has changed.
+// p.Owner still holds the lease and the status is still p.From. The same
+// transaction records p.Events, then, when p.Resolution is set, its
+// EventResolution entry. Errors wrap ledger.ErrLeaseLost,
+// ledger.ErrStateConflict or ledger.ErrNotFound, and then nothing has
+// changed.
 func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Operation, error) {
 	if err := p.Validate(); err != nil {
 		return ledger.Operation{}, fail("finish", err)
@@ -40,7 +42,15 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 			}
 		}
 		applyTransition(&op, p, now)
-		return saveOp(ctx, c, &op)
+		if err := saveOp(ctx, c, &op); err != nil {
+			return err
+		}
+		evs := callerEvents(p.Events, p.Owner)
+		if r := p.Resolution; r != nil {
+			detail := resolutionDetail{Outcome: r.Outcome, Note: r.Note, ProviderRef: p.ProviderRef}
+			evs = append(evs, newEvent{kind: ledger.EventResolution, actor: r.Actor, detail: detail.String()})
+		}
+		return insertEvents(ctx, c, op.ID, now, evs)
 	})
 	if err != nil {
 		return ledger.Operation{}, fail("finish", err)
@@ -143,7 +153,8 @@ func nullInt(n int) any {
 }
 
 // Resolve records an operator's decision on an operation in manual_review,
-// with an audit record of who decided, why and when, and releases any lease
+// with an audit record of who decided, why and when (on the operation, and
+// as an EventResolution entry), and releases any lease
 // (the operator's decision overrides read-only lookups in progress). Errors
 // wrap ledger.ErrNotInReview, ledger.ErrNotFound, ledger.ErrStateConflict
 // (a resend whose NewGeneration is not the next one), ledger.ErrKeyConflict
@@ -194,7 +205,10 @@ func (s *Store) Resolve(ctx context.Context, p ledger.ResolveParams) (ledger.Ope
 		op.LeaseOwner = ""
 		op.LeaseExpiresAt = time.Time{}
 		op.UpdatedAt = now
-		return saveOp(ctx, c, &op)
+		if err := saveOp(ctx, c, &op); err != nil {
+			return err
+		}
+		return insertEvents(ctx, c, op.ID, now, []newEvent{{kind: ledger.EventResolution, actor: p.Actor, detail: resolveDetail(p)}})
 	})
 	if err != nil {
 		return ledger.Operation{}, fail("resolve", err)

@@ -69,12 +69,10 @@ func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginRe
 // CreateOrGet records op as pending, due for background work at now, if its
 // ID is new; otherwise it returns the recorded operation unchanged. An
 // existing ID with another fingerprint returns ledger.ErrFingerprintMismatch.
+// It is CreateOrGetTx in a write transaction of its own.
 func (s *Store) CreateOrGet(ctx context.Context, op ledger.NewOperation, now time.Time) (ledger.Operation, bool, error) {
-	if err := op.Validate(); err != nil {
+	if err := checkCreate(op, now); err != nil {
 		return ledger.Operation{}, false, fail("create", err)
-	}
-	if now.IsZero() {
-		return ledger.Operation{}, false, fail("create", &ledger.ValidationError{Field: "now", Problem: "must be set"})
 	}
 	var (
 		got     ledger.Operation
@@ -82,16 +80,89 @@ func (s *Store) CreateOrGet(ctx context.Context, op ledger.NewOperation, now tim
 	)
 	err := s.write(ctx, func(c *sql.Conn) error {
 		var err error
-		if created, err = insertOp(ctx, c, op, ledger.UTC(now)); err != nil {
-			return err
-		}
-		if got, err = getOp(ctx, c, op.ID); err != nil {
-			return err
-		}
-		return checkFingerprint(got, op.Fingerprint)
+		got, created, err = createOrGet(ctx, c, op, ledger.UTC(now))
+		return err
 	})
 	if err != nil {
 		return ledger.Operation{}, false, fail("create", err)
+	}
+	return got, created, nil
+}
+
+// CreateOrGetTx is CreateOrGet inside the caller's own transaction: op is
+// recorded (pending, due at now for background work) if its ID is new, or
+// the recorded operation is returned unchanged; created reports which.
+// Enqueue a payment this way in the transaction that writes the business
+// data it pays for (an order, a refund request): both commit together, or,
+// when tx is rolled back, neither exists and nothing is ever sent. Nothing
+// is sent by this call in any case: background work (ClaimDue) sends the
+// operation once tx has committed.
+//
+// tx must be a write transaction on the same database file as the Store,
+// from a *sql.DB opened with the modernc.org/sqlite driver: the one given to
+// New, or, with Open, a second *sql.DB on the same path. Open that one with
+// a busy timeout and immediate transactions, e.g.
+//
+//	sql.Open("sqlite", "file:/path/payonce.db?_txlock=immediate&_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
+//
+// so that BeginTx takes the write lock at once (waiting up to the busy
+// timeout for another writer, this Store included). A deferred transaction
+// (SQLite's default BEGIN) that has read before it writes cannot wait for
+// the write lock: its first write fails with SQLITE_BUSY when another
+// connection committed since its read. While tx is open it holds the file's
+// write lock: this Store's own writes (from any goroutine) wait for it, up to
+// their busy timeout, so keep tx short and never call the Store's other
+// write methods from the goroutine that holds tx. Reads (Get, List, ...) do
+// not wait, and do not see the operation before tx commits. The durability
+// of the commit is that of tx's connection (PRAGMA synchronous); nothing has
+// been sent for the operation before it is committed.
+//
+// Errors: validation errors (ErrInvalid) before tx is used;
+// ErrFingerprintMismatch when the ID is recorded with another fingerprint
+// and ErrKeyConflict when its key belongs to another operation. These leave
+// tx usable, with nothing written by this call (SQLite undoes only the
+// failed statement): commit or roll back as the business logic decides. Any
+// other error (SQLITE_BUSY, a missing schema, a cancelled context) leaves tx
+// in a state to roll back.
+func (s *Store) CreateOrGetTx(ctx context.Context, tx *sql.Tx, op ledger.NewOperation, now time.Time) (ledger.Operation, bool, error) {
+	if tx == nil {
+		return ledger.Operation{}, false, fail("create in caller's transaction", &ledger.ValidationError{Field: "tx", Problem: "must not be nil: pass the caller's *sql.Tx"})
+	}
+	if err := checkCreate(op, now); err != nil {
+		return ledger.Operation{}, false, fail("create in caller's transaction", err)
+	}
+	got, created, err := createOrGet(ctx, tx, op, ledger.UTC(now))
+	if err != nil {
+		return ledger.Operation{}, false, fail("create in caller's transaction", err)
+	}
+	return got, created, nil
+}
+
+// checkCreate validates the arguments of CreateOrGet and CreateOrGetTx.
+func checkCreate(op ledger.NewOperation, now time.Time) error {
+	if err := op.Validate(); err != nil {
+		return err
+	}
+	if now.IsZero() {
+		return &ledger.ValidationError{Field: "now", Problem: "must be set"}
+	}
+	return nil
+}
+
+// createOrGet is CreateOrGet on q, inside a write transaction. A key taken
+// by another operation fails the insert statement alone; a fingerprint
+// mismatch is found in Go after a read: neither leaves anything written.
+func createOrGet(ctx context.Context, q querier, op ledger.NewOperation, now time.Time) (ledger.Operation, bool, error) {
+	created, err := insertOp(ctx, q, op, now)
+	if err != nil {
+		return ledger.Operation{}, false, err
+	}
+	got, err := getOp(ctx, q, op.ID)
+	if err != nil {
+		return ledger.Operation{}, false, err
+	}
+	if err := checkFingerprint(got, op.Fingerprint); err != nil {
+		return ledger.Operation{}, false, err
 	}
 	return got, created, nil
 }
@@ -126,9 +197,9 @@ func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operati
 }
 
 // StartAttempt durably records the start of the next attempt (rule 2: the
-// caller sends only after this commits). The caller must hold the lease and
-// the operation must be pending or unknown; errors wrap ledger.ErrLeaseLost,
-// ledger.ErrStateConflict or ledger.ErrNotFound.
+// caller sends only after this commits), with p.Events. The caller must hold
+// the lease and the operation must be pending or unknown; errors wrap
+// ledger.ErrLeaseLost, ledger.ErrStateConflict or ledger.ErrNotFound.
 func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (ledger.Operation, ledger.Attempt, error) {
 	if err := p.Validate(); err != nil {
 		return ledger.Operation{}, ledger.Attempt{}, fail("start attempt", err)
@@ -154,7 +225,10 @@ func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (
 		if a, err = startAttempt(ctx, c, &op, now, until); err != nil {
 			return err
 		}
-		return saveOp(ctx, c, &op)
+		if err := saveOp(ctx, c, &op); err != nil {
+			return err
+		}
+		return insertEvents(ctx, c, op.ID, now, callerEvents(p.Events, p.Owner))
 	})
 	if err != nil {
 		return ledger.Operation{}, ledger.Attempt{}, fail("start attempt", err)

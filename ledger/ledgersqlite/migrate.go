@@ -67,8 +67,15 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fail("migrate", err)
 	}
+	return s.migrate(ctx, ms)
+}
+
+// migrate applies the migrations of ms (in version order) not yet applied;
+// the last one of ms is the newest version it accepts in the database.
+// Tests give it a prefix of migrations() to build an older schema.
+func (s *Store) migrate(ctx context.Context, ms []migration) error {
 	latest := ms[len(ms)-1].Version
-	err = s.write(ctx, func(c *sql.Conn) error {
+	err := s.write(ctx, func(c *sql.Conn) error {
 		if _, err := c.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS payonce_schema_migrations (
 			version    INTEGER NOT NULL PRIMARY KEY,
 			name       TEXT    NOT NULL,

@@ -90,13 +90,20 @@ func TestMigrate(t *testing.T) {
 	require.NoError(t, s.Migrate(ctx))
 	v, err = s.SchemaVersion(ctx)
 	require.NoError(t, err)
-	require.Equal(t, 1, v)
+	require.Equal(t, 2, v)
 
 	raw := rawDB(t, path)
-	var name string
+	var names []string
 	var appliedAt int64
-	require.NoError(t, raw.QueryRow("SELECT name, applied_at FROM payonce_schema_migrations WHERE version = 1").Scan(&name, &appliedAt))
-	require.Equal(t, "initial", name)
+	rows, err := raw.Query("SELECT name, applied_at FROM payonce_schema_migrations ORDER BY version")
+	require.NoError(t, err)
+	for rows.Next() {
+		var name string
+		require.NoError(t, rows.Scan(&name, &appliedAt))
+		names = append(names, name)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"initial", "events"}, names)
 	require.Positive(t, appliedAt)
 
 	t.Run("TwiceIsNoOp", func(t *testing.T) {
@@ -108,8 +115,8 @@ func TestMigrate(t *testing.T) {
 		require.Equal(t, before, after)
 		var n, again int64
 		require.NoError(t, raw.QueryRow("SELECT count(*), max(applied_at) FROM payonce_schema_migrations").Scan(&n, &again))
-		require.EqualValues(t, 1, n)
-		require.Equal(t, appliedAt, again, "the recorded migration is untouched")
+		require.EqualValues(t, 2, n)
+		require.Equal(t, appliedAt, again, "the recorded migrations are untouched")
 	})
 
 	t.Run("RefusesNewerSchema", func(t *testing.T) {
@@ -145,7 +152,7 @@ func TestMigrateConcurrently(t *testing.T) {
 	}
 	var n int
 	require.NoError(t, rawDB(t, path).QueryRow("SELECT count(*) FROM payonce_schema_migrations").Scan(&n))
-	require.Equal(t, 1, n)
+	require.Equal(t, 2, n, "each migration applied once")
 }
 
 func TestDataSurvivesCloseAndReopen(t *testing.T) {
@@ -190,17 +197,24 @@ func TestNewWithCallersDB(t *testing.T) {
 	res, err := s.Begin(ctx, begin(newOp("op-1"), "w", t0, true))
 	require.NoError(t, err)
 	require.True(t, res.Created)
-	_, err = s.Finish(ctx, succeed("op-1", "w", t0.Add(time.Second), 1))
+	fin := succeed("op-1", "w", t0.Add(time.Second), 1)
+	fin.Events = []ledger.NewEvent{{Kind: ledger.EventLookup, Detail: "found"}}
+	_, err = s.Finish(ctx, fin)
 	require.NoError(t, err)
+	evs, err := s.Events(ctx, "op-1")
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
 
-	// Cleanup removes the attempts even though the caller's connections do
-	// not enforce ON DELETE CASCADE.
+	// Cleanup removes the attempts and events even though the caller's
+	// connections do not enforce ON DELETE CASCADE.
 	rep, err := s.Cleanup(ctx, ledger.CleanupParams{Now: t0.Add(72 * time.Hour), Retention: 24 * time.Hour, KeyTTL: 24 * time.Hour})
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Deleted)
-	var n int
-	require.NoError(t, db.QueryRow("SELECT count(*) FROM payonce_attempts").Scan(&n))
-	require.Zero(t, n)
+	for _, table := range []string{"payonce_attempts", "payonce_events"} {
+		var n int
+		require.NoError(t, db.QueryRow("SELECT count(*) FROM "+table).Scan(&n))
+		require.Zero(t, n, table)
+	}
 
 	// The store set busy_timeout on the connections it used.
 	var busy int

@@ -6,8 +6,8 @@ import "testing"
 // fresh, empty, migrated store for the subtest it is given (its own schema or
 // file, cleaned up with t.Cleanup); the subtests run in parallel.
 //
-// Subtests that need OpenAnother, Reopen or SetRawStatus are skipped when the
-// harness leaves them nil.
+// Subtests that need OpenAnother, Reopen, SetRawStatus or SetRawEventKind
+// are skipped when the harness leaves them nil.
 func Run(t *testing.T, newHarness func(t *testing.T) *Harness) {
 	t.Helper()
 	for _, g := range suite() {
@@ -132,6 +132,20 @@ func suite() []group {
 			{"RetentionTooShort", testCleanupRetentionTooShort},
 			{"Batches", testCleanupBatches},
 			{"KeepsLiveRowsAndOpenWindows", testCleanupKeeps},
+		}},
+		{"Events", []testCase{
+			{"NoneUntilRecorded", testEventsNone},
+			{"StartAttemptAndFinish", testEventsStartAttemptAndFinish},
+			{"FinishWithResolution", testEventsFinishWithResolution},
+			{"Resolve", testEventsResolve},
+			{"NotWrittenWhenCallFails", testEventsNotWrittenOnFailure},
+			{"InvalidEventsRefused", testEventsInvalid},
+			{"Limits", testEventsLimits},
+			{"MissingOperation", testEventsMissing},
+			{"DeletedByCleanup", testEventsCleanup},
+			{"SeqUnderConcurrency", testEventsConcurrent},
+			{"SeqUnderConcurrencyAcrossStores", testEventsConcurrentTwoStores},
+			{"CorruptKind", testEventsCorrupt},
 		}},
 		{"Durability", []testCase{
 			{"SurvivesReopen", testDurability},

@@ -272,13 +272,15 @@ func requireUnchanged(t *testing.T, s ledger.Store, before ledger.Operation, bef
 	require.Equal(t, beforeAtts, afterAtts, "attempts of %s changed", before.ID)
 }
 
-// record is one operation with its attempts, as a snapshot holds it.
+// record is one operation with its attempts and audit entries, as a
+// snapshot holds it.
 type record struct {
 	Op       ledger.Operation
 	Attempts []ledger.Attempt
+	Events   []ledger.Event
 }
 
-// snapshot reads every operation and attempt of the store.
+// snapshot reads every operation, attempt and audit entry of the store.
 func snapshot(t *testing.T, s ledger.Store) []record {
 	t.Helper()
 	var out []record
@@ -288,7 +290,7 @@ func snapshot(t *testing.T, s ledger.Store) []record {
 		require.NoError(t, err, "List")
 		for _, op := range ops {
 			got, atts := mustGet(t, s, op.ID)
-			out = append(out, record{Op: got, Attempts: atts})
+			out = append(out, record{Op: got, Attempts: atts, Events: mustEvents(t, s, op.ID)})
 		}
 		if len(ops) < ledger.MaxLimit {
 			return out

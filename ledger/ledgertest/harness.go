@@ -16,7 +16,8 @@ import (
 	"github.com/payonce/payonce/ledger"
 )
 
-// Harness is what a store gives the suite for one subtest.
+// Harness is what a store gives the suite for one subtest. Only Store is
+// required; subtests needing a nil hook are skipped.
 type Harness struct {
 	// Store is a fresh, migrated, empty store that no other subtest sees.
 	Store ledger.Store
@@ -30,4 +31,8 @@ type Harness struct {
 	// SetRawStatus writes a raw status string for the operation directly in
 	// the database, bypassing every check, to simulate a corrupted row.
 	SetRawStatus func(t *testing.T, id, status string)
+	// SetRawEventKind writes a raw kind string for the audit entry seq of
+	// operation id directly in the database, bypassing every check, to
+	// simulate a corrupted entry.
+	SetRawEventKind func(t *testing.T, id string, seq int, kind string)
 }
