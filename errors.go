@@ -1,13 +1,16 @@
 package payonce
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/payonce/payonce/ledger"
 )
 
-// ErrInvalid is matched (errors.Is) by every *ValidationError: an argument
-// was missing or out of range and nothing was recorded or sent.
-var ErrInvalid = errors.New("payonce: invalid argument")
+// ErrInvalid is matched (errors.Is) by every *ValidationError, this
+// package's and the ledger's: an argument was missing or out of range and
+// nothing was recorded or sent. It is ledger.ErrInvalid, so one test covers
+// both.
+var ErrInvalid = ledger.ErrInvalid
 
 // ValidationError names the argument that is wrong and what is allowed.
 type ValidationError struct {

@@ -1,0 +1,479 @@
+package payonce
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net/http"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-cleanhttp"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// Config configures a Client. Zero fields take the defaults named on each;
+// New validates the rest and says how to fix what is wrong.
+type Config struct {
+	// Provider is the adapter of the provider to call. Required.
+	Provider Provider
+	// Store is the ledger. Required.
+	Store ledger.Store
+	// Logger receives state changes and retries; never secrets. Defaults to
+	// discarding.
+	Logger *slog.Logger
+	// Now is the clock. Defaults to time.Now. Tests inject one to move key
+	// windows and leases without sleeping.
+	Now func() time.Time
+	// Random returns a number in [0, 1) for backoff jitter and the owner id.
+	// Defaults to math/rand/v2's Float64.
+	Random func() float64
+	// HTTPClient supplies the transport. Defaults to a pooled client
+	// (go-cleanhttp). Its Timeout is ignored: AttemptTimeout applies.
+	HTTPClient *http.Client
+	// AttemptTimeout bounds one attempt or one lookup. Defaults to 30 s.
+	AttemptTimeout time.Duration
+	// Retry bounds the attempt loop of one call.
+	Retry RetryPolicy
+	// Breaker configures the provider's circuit breaker.
+	Breaker BreakerSettings
+	// LeaseDuration is how long a call or worker holds an operation before
+	// another may take it over. Must exceed two AttemptTimeouts. Defaults to
+	// 3 × AttemptTimeout + Retry.MaxDelay.
+	LeaseDuration time.Duration
+	// SafetyMargin is subtracted from the provider's key TTL: resends stop
+	// this long before the provider may forget the key. Defaults to the
+	// larger of 1 minute and 1 % of the key TTL, plus AttemptTimeout.
+	SafetyMargin time.Duration
+	// CheckInterval is how long after an unsettled call background work first
+	// looks the operation up. Defaults to 30 s.
+	CheckInterval time.Duration
+	// ProcessingReviewAfter sends an operation that the provider still
+	// reports as processing to review once its key window has passed and
+	// this long has gone by since its first attempt. Defaults to 72 h.
+	ProcessingReviewAfter time.Duration
+	// Owner identifies this process in leases. Defaults to host/pid/random.
+	// Each call appends its own sequence number, so calls never share a lease.
+	Owner string
+}
+
+// Client charges, captures, cancels and refunds through one provider so that
+// money moves at most once per operation identity. It is safe for concurrent
+// use; many clients in many processes may share one ledger.
+type Client struct {
+	cfg  Config
+	http *httpLayer
+	info ProviderInfo
+	seq  atomic.Uint64
+}
+
+// New builds a Client from cfg, applying defaults and validating the result.
+func New(cfg Config) (*Client, error) {
+	if cfg.Provider == nil {
+		return nil, invalid("Config.Provider", "required: a provider adapter such as stripe.New(...)")
+	}
+	if cfg.Store == nil {
+		return nil, invalid("Config.Store", "required: a ledger store such as ledgersqlite.Open(path) or ledgerpg.New(pool, ...)")
+	}
+	info := cfg.Provider.Info()
+	name := cfg.Provider.Name()
+	if !validProvider(name) {
+		return nil, invalid("Config.Provider", "adapter name %q must match [a-z0-9][a-z0-9_.-]{0,63}", name)
+	}
+	if info.KeyTTL <= 0 {
+		return nil, invalid("Config.Provider", "adapter %s declares no key TTL", name)
+	}
+	if info.MaxKeyLength < 36 {
+		return nil, invalid("Config.Provider", "adapter %s accepts keys of at most %d characters; payonce keys have 36", name, info.MaxKeyLength)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Random == nil {
+		cfg.Random = mrand.Float64
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = cleanhttp.DefaultPooledClient()
+	}
+	if cfg.AttemptTimeout == 0 {
+		cfg.AttemptTimeout = 30 * time.Second
+	}
+	cfg.Retry = cfg.Retry.withDefaults()
+	if cfg.LeaseDuration == 0 {
+		cfg.LeaseDuration = 3*cfg.AttemptTimeout + cfg.Retry.MaxDelay
+	}
+	if cfg.SafetyMargin == 0 {
+		cfg.SafetyMargin = max(time.Minute, info.KeyTTL/100) + cfg.AttemptTimeout
+	}
+	if cfg.CheckInterval == 0 {
+		cfg.CheckInterval = 30 * time.Second
+	}
+	if cfg.ProcessingReviewAfter == 0 {
+		cfg.ProcessingReviewAfter = 72 * time.Hour
+	}
+	if cfg.Owner == "" {
+		cfg.Owner = defaultOwner()
+	}
+	switch {
+	case cfg.AttemptTimeout < 0:
+		return nil, invalid("Config.AttemptTimeout", "must be > 0, got %v", cfg.AttemptTimeout)
+	case cfg.LeaseDuration <= 2*cfg.AttemptTimeout:
+		return nil, invalid("Config.LeaseDuration", "must exceed two AttemptTimeouts (%v), got %v: a lease that ends mid-attempt lets another worker act at the same time", 2*cfg.AttemptTimeout, cfg.LeaseDuration)
+	case cfg.SafetyMargin < 0 || cfg.SafetyMargin >= info.KeyTTL:
+		return nil, invalid("Config.SafetyMargin", "must be >= 0 and below the provider's key TTL %v, got %v", info.KeyTTL, cfg.SafetyMargin)
+	case cfg.CheckInterval < 0:
+		return nil, invalid("Config.CheckInterval", "must be > 0, got %v", cfg.CheckInterval)
+	case cfg.ProcessingReviewAfter < 0:
+		return nil, invalid("Config.ProcessingReviewAfter", "must be > 0, got %v", cfg.ProcessingReviewAfter)
+	case len(cfg.Owner) > 200:
+		return nil, invalid("Config.Owner", "at most 200 bytes, got %d", len(cfg.Owner))
+	}
+	if err := cfg.Retry.validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: cfg, info: info}
+	c.http = newHTTPLayer(&c.cfg)
+	return c, nil
+}
+
+func defaultOwner() string {
+	host, _ := os.Hostname()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// Provider returns the adapter the client calls.
+func (c *Client) Provider() Provider { return c.cfg.Provider }
+
+// nextOwner returns a lease owner unique to one call: two calls in one
+// process must never share a lease, or both would be allowed to send.
+func (c *Client) nextOwner() string {
+	return c.cfg.Owner + "#" + strconv.FormatUint(c.seq.Add(1), 10)
+}
+
+// ChargeParams are the arguments of Charge.
+type ChargeParams struct {
+	// OrderID identifies the payment in your system. Required. One order is
+	// charged at most once: if an order may be paid again after a decline
+	// (another card), make each payment attempt its own OrderID.
+	OrderID string
+	// Amount in minor units (cents). Required, > 0.
+	Amount int64
+	// Currency is the ISO 4217 code in upper case, e.g. "USD". Required.
+	Currency      string
+	PaymentMethod string
+	Customer      string
+	// CaptureManual authorizes only; Capture moves the money later.
+	CaptureManual bool
+	Description   string
+	Metadata      map[string]string
+}
+
+// CaptureParams are the arguments of Capture.
+type CaptureParams struct {
+	OrderID string
+	// Amount to capture in minor units; 0 captures the full authorization.
+	Amount   int64
+	Currency string
+	// PaymentRef is the provider's id of the payment. Defaults to the
+	// provider reference of the order's charge in the ledger.
+	PaymentRef string
+	Metadata   map[string]string
+}
+
+// CancelParams are the arguments of Cancel.
+type CancelParams struct {
+	OrderID string
+	// PaymentRef defaults to the provider reference of the order's charge.
+	PaymentRef string
+	Metadata   map[string]string
+}
+
+// RefundParams are the arguments of Refund.
+type RefundParams struct {
+	OrderID string
+	// RefundSeq numbers the refunds of one order from 1: refund #2 of an
+	// order is a different operation from refund #1. Required, >= 1.
+	RefundSeq int
+	// Amount in minor units; 0 refunds what remains.
+	Amount   int64
+	Currency string
+	// PaymentRef defaults to the provider reference of the order's charge.
+	PaymentRef string
+	Metadata   map[string]string
+}
+
+// MaxAmount is the largest amount, in minor units, a call accepts.
+const MaxAmount = 999_999_999_999
+
+func checkAmount(a int64, required bool) error {
+	switch {
+	case a < 0:
+		return invalid("Amount", "must not be negative (minor units), got %d", a)
+	case required && a == 0:
+		return invalid("Amount", "must be > 0 (minor units, e.g. 1999 for 19.99)")
+	case a > MaxAmount:
+		return invalid("Amount", "must be at most %d minor units, got %d", MaxAmount, a)
+	}
+	return nil
+}
+
+// Charge moves money from the customer once per (provider, OrderID): every
+// later call with the same OrderID and request returns the recorded result.
+func (c *Client) Charge(ctx context.Context, p ChargeParams) (Result, error) {
+	req, err := chargeRequest(p)
+	if err != nil {
+		return Result{}, err
+	}
+	return c.do(ctx, req)
+}
+
+// Capture captures an authorized charge once per order.
+func (c *Client) Capture(ctx context.Context, p CaptureParams) (Result, error) {
+	req, err := c.captureRequest(ctx, p)
+	if err != nil {
+		return Result{}, err
+	}
+	return c.do(ctx, req)
+}
+
+// Cancel cancels an authorized, uncaptured charge once per order.
+func (c *Client) Cancel(ctx context.Context, p CancelParams) (Result, error) {
+	req, err := c.cancelRequest(ctx, p)
+	if err != nil {
+		return Result{}, err
+	}
+	return c.do(ctx, req)
+}
+
+// Refund refunds once per (OrderID, RefundSeq).
+func (c *Client) Refund(ctx context.Context, p RefundParams) (Result, error) {
+	req, err := c.refundRequest(ctx, p)
+	if err != nil {
+		return Result{}, err
+	}
+	return c.do(ctx, req)
+}
+
+func chargeRequest(p ChargeParams) (Request, error) {
+	if err := checkAmount(p.Amount, true); err != nil {
+		return Request{}, err
+	}
+	return Request{
+		Kind: KindCharge, Amount: p.Amount, Currency: p.Currency, References: []string{p.OrderID},
+		PaymentMethod: p.PaymentMethod, Customer: p.Customer, CaptureManual: p.CaptureManual,
+		Description: p.Description, Metadata: p.Metadata,
+	}, nil
+}
+
+func (c *Client) captureRequest(ctx context.Context, p CaptureParams) (Request, error) {
+	if err := checkAmount(p.Amount, false); err != nil {
+		return Request{}, err
+	}
+	ref, err := c.paymentRef(ctx, p.OrderID, p.PaymentRef)
+	if err != nil {
+		return Request{}, err
+	}
+	return Request{Kind: KindCapture, Amount: p.Amount, Currency: p.Currency,
+		References: []string{p.OrderID}, PaymentRef: ref, Metadata: p.Metadata}, nil
+}
+
+func (c *Client) cancelRequest(ctx context.Context, p CancelParams) (Request, error) {
+	ref, err := c.paymentRef(ctx, p.OrderID, p.PaymentRef)
+	if err != nil {
+		return Request{}, err
+	}
+	return Request{Kind: KindCancel, References: []string{p.OrderID}, PaymentRef: ref, Metadata: p.Metadata}, nil
+}
+
+func (c *Client) refundRequest(ctx context.Context, p RefundParams) (Request, error) {
+	if p.RefundSeq < 1 {
+		return Request{}, invalid("RefundSeq", "must be >= 1 (the number of this refund within the order), got %d", p.RefundSeq)
+	}
+	if err := checkAmount(p.Amount, false); err != nil {
+		return Request{}, err
+	}
+	ref, err := c.paymentRef(ctx, p.OrderID, p.PaymentRef)
+	if err != nil {
+		return Request{}, err
+	}
+	return Request{Kind: KindRefund, Amount: p.Amount, Currency: p.Currency,
+		References: []string{p.OrderID, strconv.Itoa(p.RefundSeq)}, PaymentRef: ref, Metadata: p.Metadata}, nil
+}
+
+// PrepareCharge returns the ledger record of a charge without recording or
+// sending anything: keyed, fingerprinted, validated. Record it with Enqueue,
+// or inside your own transaction with the store's CreateOrGetTx.
+func (c *Client) PrepareCharge(p ChargeParams) (ledger.NewOperation, error) {
+	req, err := chargeRequest(p)
+	if err != nil {
+		return ledger.NewOperation{}, err
+	}
+	return c.prepareOp(req)
+}
+
+// PrepareCapture is PrepareCharge for a capture.
+func (c *Client) PrepareCapture(ctx context.Context, p CaptureParams) (ledger.NewOperation, error) {
+	req, err := c.captureRequest(ctx, p)
+	if err != nil {
+		return ledger.NewOperation{}, err
+	}
+	return c.prepareOp(req)
+}
+
+// PrepareCancel is PrepareCharge for a cancel.
+func (c *Client) PrepareCancel(ctx context.Context, p CancelParams) (ledger.NewOperation, error) {
+	req, err := c.cancelRequest(ctx, p)
+	if err != nil {
+		return ledger.NewOperation{}, err
+	}
+	return c.prepareOp(req)
+}
+
+// PrepareRefund is PrepareCharge for a refund.
+func (c *Client) PrepareRefund(ctx context.Context, p RefundParams) (ledger.NewOperation, error) {
+	req, err := c.refundRequest(ctx, p)
+	if err != nil {
+		return ledger.NewOperation{}, err
+	}
+	return c.prepareOp(req)
+}
+
+func (c *Client) prepareOp(req Request) (ledger.NewOperation, error) {
+	p, err := c.prepare(req)
+	if err != nil {
+		return ledger.NewOperation{}, err
+	}
+	return c.newOperation(p), nil
+}
+
+// Enqueue records a prepared operation as pending without calling the
+// provider; background reconciliation sends it. Its key is the one a
+// synchronous call with the same identity derives, so enqueueing and calling
+// directly can never both move money. An operation already recorded is
+// returned as it stands.
+func (c *Client) Enqueue(ctx context.Context, op ledger.NewOperation) (Result, error) {
+	if op.Provider != c.cfg.Provider.Name() {
+		return Result{}, invalid("Provider", "operation is for %q, this client calls %q", op.Provider, c.cfg.Provider.Name())
+	}
+	got, _, err := c.cfg.Store.CreateOrGet(ctx, op, c.cfg.Now())
+	if errors.Is(err, ledger.ErrFingerprintMismatch) {
+		return Result{OperationID: op.ID}, fmt.Errorf("%w: %w", ErrFingerprintMismatch, err)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("payonce: enqueueing: %w", err)
+	}
+	return resultOf(got), nil
+}
+
+// paymentRef returns the provider's id of the order's payment: the one the
+// caller gave, or the one the ledger recorded for the order's charge.
+func (c *Client) paymentRef(ctx context.Context, orderID, given string) (string, error) {
+	if given != "" {
+		return given, nil
+	}
+	if orderID == "" {
+		return "", invalid("OrderID", "must not be empty")
+	}
+	id, err := Identity{Provider: c.cfg.Provider.Name(), Kind: KindCharge, References: []string{orderID}}.OperationID()
+	if err != nil {
+		return "", err
+	}
+	op, _, err := c.cfg.Store.Get(ctx, id)
+	if errors.Is(err, ledger.ErrNotFound) || (err == nil && op.ProviderRef == "") {
+		return "", invalid("PaymentRef", "the ledger has no charge with a provider reference for order %q; pass the provider's payment id", orderID)
+	}
+	if err != nil {
+		return "", fmt.Errorf("payonce: reading the order's charge: %w", err)
+	}
+	return op.ProviderRef, nil
+}
+
+// prepared is an operation ready to be recorded.
+type prepared struct {
+	req       Request
+	id        Identity
+	opID      string
+	canonical []byte
+	fp        string
+}
+
+func (c *Client) prepare(req Request) (prepared, error) {
+	id := Identity{Provider: c.cfg.Provider.Name(), Kind: req.Kind, References: req.References}
+	if err := id.Validate(); err != nil {
+		return prepared{}, err
+	}
+	if err := req.Validate(); err != nil {
+		return prepared{}, err
+	}
+	opID, err := id.OperationID()
+	if err != nil {
+		return prepared{}, err
+	}
+	canonical, err := req.Canonical()
+	if err != nil {
+		return prepared{}, err
+	}
+	fp, err := req.Fingerprint()
+	if err != nil {
+		return prepared{}, err
+	}
+	// Build the request once before anything is recorded, so that an
+	// adapter's refusal (a missing field) is a validation error, not an
+	// attempt journaled and never sent.
+	if _, err := c.cfg.Provider.NewRequest(context.Background(), SendRequest{OperationID: opID, Key: opID, Request: req}); err != nil {
+		return prepared{}, invalid("request", "%v", err)
+	}
+	return prepared{req: req, id: id, opID: opID, canonical: canonical, fp: fp}, nil
+}
+
+func (c *Client) newOperation(p prepared) ledger.NewOperation {
+	return ledger.NewOperation{
+		ID: p.opID, Key: p.opID, Provider: p.id.Provider, Kind: string(p.id.Kind),
+		References: p.id.References, Fingerprint: p.fp, Request: p.canonical, KeyTTL: c.info.KeyTTL,
+	}
+}
+
+// do runs one synchronous call: record, send, and settle as far as the
+// retry policy allows.
+func (c *Client) do(ctx context.Context, req Request) (Result, error) {
+	p, err := c.prepare(req)
+	if err != nil {
+		return Result{}, err
+	}
+	owner := c.nextOwner()
+	now := c.cfg.Now()
+	br, err := c.cfg.Store.Begin(ctx, ledger.BeginParams{
+		Op: c.newOperation(p), Owner: owner, Now: now, LeaseUntil: now.Add(c.cfg.LeaseDuration), StartAttempt: true,
+	})
+	switch {
+	case errors.Is(err, ledger.ErrFingerprintMismatch):
+		return Result{OperationID: p.opID, Provider: p.id.Provider, Kind: p.id.Kind},
+			fmt.Errorf("%w: %w", ErrFingerprintMismatch, err)
+	case errors.Is(err, ledger.ErrInProgress):
+		r := resultOf(br.Op)
+		r.Status = ResultInProgress
+		return r, ErrInProgress
+	case err != nil:
+		// Rule 2: if the journal write fails, nothing is sent.
+		return Result{}, fmt.Errorf("payonce: recording the operation failed, nothing was sent: %w", err)
+	}
+	if !br.Claimed {
+		r := resultOf(br.Op)
+		r.Replayed = true
+		return r, errorOf(br.Op, c.cfg.Provider.Name())
+	}
+	return c.drive(ctx, &run{op: br.Op, att: br.Attempt, owner: owner, req: p.req})
+}

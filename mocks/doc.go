@@ -1,0 +1,41 @@
+// Package mocks provides fake payment providers for tests: HTTP servers that
+// speak a provider's real wire format and keep its idempotency rules, inject
+// the faults that make payments hard (answers lost after the money moved,
+// hangs, proxy 502s, rate limits, stored 500s), and report what really
+// happened, so a test can prove that no fault moved money twice.
+//
+// The Stripe fake serves PaymentIntents (create, confirm, capture, cancel,
+// retrieve, list, search) and Refunds (create, retrieve, list) on API v1,
+// with form-encoded requests, JSON answers, Request-Id headers, Stripe's
+// error objects and test payment methods (pm_card_visa,
+// pm_card_chargeDeclined, ...). Idempotency-Key works as at Stripe: the
+// first executed answer (500s included) is stored and replayed with
+// Idempotent-Replayed: true; the same key with other parameters is an
+// idempotency_error; a repeat while the first still runs is a 409
+// idempotency_key_in_use; keys are forgotten after KeyTTL on the fake's
+// clock, after which a repeat is a new request.
+//
+// The smallest use:
+//
+//	f := mocks.NewStripe(mocks.StripeOptions{})
+//	defer f.Close()
+//	f.Script(mocks.Match{Path: "/v1/payment_intents"}, mocks.FaultDropAfterProcessing)
+//
+//	form := url.Values{"amount": {"1000"}, "currency": {"usd"}, "confirm": {"true"},
+//		"payment_method": {"pm_card_visa"}, "metadata[order]": {"42"}}
+//	req, _ := http.NewRequest("POST", f.URL()+"/v1/payment_intents", strings.NewReader(form.Encode()))
+//	req.Header.Set("Authorization", "Bearer "+f.APIKey())
+//	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+//	req.Header.Set("Idempotency-Key", "order-42-charge")
+//	resp, err := f.Client().Do(req) // the connection drops, but the card was charged
+//
+//	// ... the code under test retries, looks up, reconciles ...
+//
+//	if dup := f.Truth().Duplicates("order"); len(dup) > 0 {
+//		t.Fatalf("charged twice: %v", dup)
+//	}
+//
+// The fault, idempotency and truth machinery (faults.go, idempotency.go,
+// truth.go, core.go, clock.go) is provider-neutral; each provider's wire
+// format lives in its own files (stripe*.go).
+package mocks

@@ -1,0 +1,308 @@
+package mocks_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce/mocks"
+)
+
+var createPI = mocks.Match{Method: "POST", Path: "/v1/payment_intents"}
+
+func TestFaultDropAfterProcessing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, mocks.StripeOptions{})
+	c := noKeepAlive(t, b.f)
+	b.f.Script(createPI, mocks.FaultDropAfterProcessing)
+
+	_, err := c.do(context.Background(), http.MethodPost, "/v1/payment_intents", charge("1000", "pm_card_visa", "order", "d"), "drop-1")
+	require.Error(t, err, "the client never hears back")
+
+	truth := b.f.Truth()
+	require.Equal(t, map[string]int{"d": 1}, truth.ChargesBy("order"), "but the card was charged")
+	require.Equal(t, 1, truth.Faults[mocks.FaultDropAfterProcessing])
+
+	// A resend with the same key learns the outcome without a second charge.
+	r := c.post("/v1/payment_intents", charge("1000", "pm_card_visa", "order", "d"), "drop-1")
+	require.Equal(t, "true", r.header.Get("Idempotent-Replayed"))
+	require.Equal(t, truth.Payments[0].ID, r.pi(t).ID)
+	require.Len(t, b.f.Truth().Payments, 1)
+}
+
+// Go's http.Transport resends a request that carries an Idempotency-Key
+// when a reused keep-alive connection fails before any answer: the caller
+// then sees the replayed answer, not the drop.
+func TestFaultDropAfterProcessingTransportRetry(t *testing.T) {
+	t.Parallel()
+	b := setup(t, mocks.StripeOptions{})
+	b.c.get("/v1/payment_intents") // open a keep-alive connection
+	b.f.Script(createPI, mocks.FaultDropAfterProcessing)
+
+	r := b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "drop-2")
+	require.Equal(t, 200, r.status)
+	require.Equal(t, "true", r.header.Get("Idempotent-Replayed"))
+	require.Equal(t, 2, b.f.Truth().Requests["POST /v1/payment_intents"])
+	require.Len(t, b.f.Truth().Payments, 1)
+}
+
+func TestFaultHangAfterProcessing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, mocks.StripeOptions{HangFor: time.Minute})
+	b.f.Script(createPI, mocks.FaultHangAfterProcessing)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := b.c.do(ctx, http.MethodPost, "/v1/payment_intents", charge("1000", "pm_card_visa"), "hang-1")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Len(t, b.f.Truth().Payments, 1, "processed before the hang")
+
+	r := b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "hang-1")
+	require.Equal(t, "true", r.header.Get("Idempotent-Replayed"))
+	require.Len(t, b.f.Truth().Payments, 1)
+}
+
+func TestFaultHangEndsAfterHangFor(t *testing.T) {
+	t.Parallel()
+	b := setup(t, mocks.StripeOptions{HangFor: 20 * time.Millisecond})
+	b.f.Script(createPI, mocks.FaultHangAfterProcessing)
+	start := time.Now()
+	r := b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "")
+	require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
+	require.Equal(t, "succeeded", r.pi(t).Status)
+}
+
+func TestFaultGatewayBefore502(t *testing.T) {
+	t.Parallel()
+	b := setup(t, mocks.StripeOptions{})
+	b.f.Script(createPI, mocks.FaultGatewayBefore502)
+	r := b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "gw-1")
+	require.Equal(t, http.StatusBadGateway, r.status)
+	require.True(t, strings.HasPrefix(r.header.Get("Content-Type"), "text/html"))
+	require.NotEmpty(t, r.header.Get("Request-Id"))
+	require.Empty(t, b.f.Truth().Payments, "nothing happened")
+
+	r = b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "gw-1")
+	require.Empty(t, r.header.Get("Idempotent-Replayed"), "nothing was stored")
+	require.Equal(t, "succeeded", r.pi(t).Status)
+}
+
+func TestFaultGatewayAfter502(t *testing.T) {
+	t.Parallel()
+	b := setup(t, mocks.StripeOptions{})
+	b.f.Script(createPI, mocks.FaultGatewayAfter502)
+	r := b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "gw-2")
+	require.Equal(t, http.StatusBadGateway, r.status)
+	require.Len(t, b.f.Truth().Payments, 1, "processed behind the proxy")
+
+	r = b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "gw-2")
+	require.Equal(t, "true", r.header.Get("Idempotent-Replayed"))
+	require.Equal(t, "succeeded", r.pi(t).Status)
+	require.Len(t, b.f.Truth().Payments, 1)
+}
+
+func TestFaultRateLimit429(t *testing.T) {
+	t.Parallel()
+	b := setup(t, mocks.StripeOptions{RetryAfter: 1500 * time.Millisecond})
+	b.f.Script(createPI, mocks.FaultRateLimit429)
+	r := b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "rl-1")
+	e := r.err(t, http.StatusTooManyRequests)
+	require.Equal(t, "rate_limit", e.Code)
+	require.Equal(t, "invalid_request_error", e.Type)
+	require.Equal(t, "2", r.header.Get("Retry-After"))
+	require.Empty(t, b.f.Truth().Payments)
+
+	r = b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "rl-1")
+	require.Empty(t, r.header.Get("Idempotent-Replayed"), "429s are answered before the idempotency layer")
+	require.Equal(t, "succeeded", r.pi(t).Status)
+}
+
+func TestFaultSlow(t *testing.T) {
+	t.Parallel()
+	b := setup(t, mocks.StripeOptions{SlowFor: 30 * time.Millisecond})
+	b.f.Script(createPI, mocks.FaultSlow)
+	start := time.Now()
+	r := b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "")
+	require.GreaterOrEqual(t, time.Since(start), 30*time.Millisecond)
+	require.Equal(t, "succeeded", r.pi(t).Status)
+	require.Equal(t, 1, b.f.Truth().Faults[mocks.FaultSlow])
+}
+
+func TestFaultStored500(t *testing.T) {
+	t.Parallel()
+	b := setup(t, mocks.StripeOptions{})
+	b.f.Script(createPI, mocks.FaultStored500)
+	r := b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "s500")
+	e := r.err(t, http.StatusInternalServerError)
+	require.Equal(t, "api_error", e.Type)
+	require.Empty(t, b.f.Truth().Payments, "nothing processed")
+
+	again := b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "s500")
+	require.Equal(t, http.StatusInternalServerError, again.status)
+	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"), "Stripe replays 500s too")
+	require.Equal(t, r.body, again.body)
+	require.Empty(t, b.f.Truth().Payments)
+
+	// Another key is another request; the stored 500 lasts until the key
+	// expires.
+	require.Equal(t, "succeeded", b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "other").pi(t).Status)
+	b.clock.Advance(mocks.StripeKeyTTL)
+	r = b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "s500")
+	require.Empty(t, r.header.Get("Idempotent-Replayed"))
+	require.Equal(t, "succeeded", r.pi(t).Status)
+}
+
+func TestFaultStored500OnReplayDoesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, mocks.StripeOptions{})
+	b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "k").pi(t)
+	b.f.Script(createPI, mocks.FaultStored500)
+	r := b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "k")
+	require.Equal(t, 200, r.status)
+	require.Equal(t, "true", r.header.Get("Idempotent-Replayed"))
+	require.Zero(t, b.f.Truth().Faults[mocks.FaultStored500])
+	require.Zero(t, b.f.PendingFaults())
+}
+
+func TestFaultsOnGET(t *testing.T) {
+	t.Parallel()
+	b := setup(t, mocks.StripeOptions{})
+	pi := b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "").pi(t)
+
+	// A match without a method only applies to POSTs.
+	b.f.Script(mocks.Match{Path: "/v1/payment_intents/{id}"}, mocks.FaultStored500)
+	require.Equal(t, 200, b.c.get("/v1/payment_intents/"+pi.ID).status)
+	require.Equal(t, 1, b.f.PendingFaults())
+	b.f.ClearScripts()
+
+	b.f.Script(mocks.Match{Method: "GET", Path: "/v1/payment_intents/{id}"},
+		mocks.FaultStored500, mocks.FaultGatewayBefore502, mocks.FaultNone, mocks.FaultRateLimit429)
+	require.Equal(t, 500, b.c.get("/v1/payment_intents/"+pi.ID).status)
+	require.Equal(t, 502, b.c.get("/v1/payment_intents/"+pi.ID).status)
+	require.Equal(t, 200, b.c.get("/v1/payment_intents/"+pi.ID).status)
+	require.Equal(t, 429, b.c.get("/v1/payment_intents/"+pi.ID).status)
+	require.Equal(t, 200, b.c.get("/v1/payment_intents/"+pi.ID).status, "script consumed")
+
+	b.f.Script(mocks.Match{Method: "GET", Path: "/v1/payment_intents/search"}, mocks.FaultGatewayAfter502)
+	require.Equal(t, 502, b.c.get("/v1/payment_intents/search?query="+url.QueryEscape("status:'succeeded'")).status)
+}
+
+func TestFaultScriptMatching(t *testing.T) {
+	t.Parallel()
+	b := setup(t, mocks.StripeOptions{})
+	form := charge("1000", "pm_card_visa")
+	form.Set("capture_method", "manual")
+	held := b.c.post("/v1/payment_intents", form, "").pi(t)
+
+	b.f.Script(mocks.Match{IdempotencyKey: "target"}, mocks.FaultGatewayBefore502)
+	b.f.Script(mocks.Match{Path: "/v1/payment_intents/{id}/capture"}, mocks.FaultGatewayAfter502)
+	require.Equal(t, 200, b.c.post("/v1/payment_intents", charge("1", "pm_card_visa"), "not-target").status)
+	require.Equal(t, 502, b.c.post("/v1/payment_intents", charge("1", "pm_card_visa"), "target").status)
+	require.Equal(t, 502, b.c.post("/v1/payment_intents/"+held.ID+"/capture", nil, "cap").status)
+	p, _ := b.f.Truth().Payment(held.ID)
+	require.Equal(t, "succeeded", p.Status, "captured behind the 502")
+	require.Zero(t, b.f.PendingFaults())
+}
+
+func TestFaultRatesAreSeeded(t *testing.T) {
+	t.Parallel()
+	run := func(seed int64) []int {
+		b := setup(t, mocks.StripeOptions{Seed: seed, FaultRates: map[mocks.FaultKind]float64{
+			mocks.FaultGatewayBefore502: 0.3, mocks.FaultRateLimit429: 0.2}})
+		var statuses []int
+		for range 40 {
+			statuses = append(statuses, b.c.post("/v1/payment_intents", charge("100", "pm_card_visa"), "").status)
+			statuses = append(statuses, b.c.get("/v1/payment_intents").status)
+		}
+		truth := b.f.Truth()
+		require.Equal(t, truth.Faults[mocks.FaultGatewayBefore502]+truth.Faults[mocks.FaultRateLimit429]+len(truth.Payments), 40,
+			"GETs are spared unless FaultGETs is set")
+		return statuses
+	}
+	a, a2, other := run(42), run(42), run(43)
+	require.Equal(t, a, a2)
+	require.NotEqual(t, a, other)
+	require.Contains(t, a, 502)
+	require.Contains(t, a, 429)
+}
+
+func TestFaultRatesOnGETs(t *testing.T) {
+	t.Parallel()
+	b := setup(t, mocks.StripeOptions{FaultGETs: true, FaultRates: map[mocks.FaultKind]float64{mocks.FaultStored500: 1}})
+	require.Equal(t, 500, b.c.get("/v1/payment_intents").status)
+	require.Equal(t, 500, b.c.get("/v1/payment_intents").status)
+	require.Equal(t, 2, b.f.Truth().Faults[mocks.FaultStored500])
+}
+
+func TestFaultKindString(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "drop_after_processing", mocks.FaultDropAfterProcessing.String())
+	require.Equal(t, "stored_500", mocks.FaultStored500.String())
+	require.Equal(t, "FaultKind(99)", mocks.FaultKind(99).String())
+}
+
+func TestReleaseEndsHeldRequests(t *testing.T) {
+	t.Parallel()
+	b := setup(t, mocks.StripeOptions{HangFor: time.Hour})
+	b.f.Script(createPI, mocks.FaultHangAfterProcessing)
+	done := make(chan int, 1)
+	go func() {
+		r, err := b.c.do(context.Background(), http.MethodPost, "/v1/payment_intents", charge("1000", "pm_card_visa"), "")
+		if err != nil {
+			done <- -1
+			return
+		}
+		done <- r.status
+	}()
+	require.Eventually(t, func() bool { return len(b.f.Truth().Payments) == 1 }, 5*time.Second, time.Millisecond)
+	b.f.Close()
+	select {
+	case status := <-done:
+		require.Equal(t, 200, status, "a released request is answered")
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not release the held request")
+	}
+}
+
+func TestLoggerNeverSeesTheKey(t *testing.T) {
+	t.Parallel()
+	var buf safeBuffer
+	b := setup(t, mocks.StripeOptions{Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	b.f.Script(createPI, mocks.FaultGatewayAfter502)
+	b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "k")
+	b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "k")
+	wrong := newClient(t, b.f, b.f.Client())
+	wrong.key = "sk_test_not_the_right_key_1234"
+	wrong.get("/v1/payment_intents")
+	out := buf.String()
+	require.Contains(t, out, "fault=gateway_after_502")
+	require.Contains(t, out, "replayed=true")
+	require.Contains(t, out, "status=401")
+	require.NotContains(t, out, b.f.APIKey())
+	require.NotContains(t, out, "not_the_right_key")
+}
+
+type safeBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *safeBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *safeBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

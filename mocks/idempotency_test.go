@@ -1,0 +1,189 @@
+package mocks_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce/mocks"
+)
+
+func TestIdempotencyReplay(t *testing.T) {
+	t.Parallel()
+	b := setup(t, mocks.StripeOptions{})
+	first := b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa", "order", "1"), "order-1")
+	require.Equal(t, 200, first.status)
+
+	second := b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa", "order", "1"), "order-1")
+	require.Equal(t, 200, second.status)
+	require.Equal(t, "true", second.header.Get("Idempotent-Replayed"))
+	require.Equal(t, first.body, second.body, "a replay is byte for byte the first answer")
+	require.NotEqual(t, first.header.Get("Request-Id"), second.header.Get("Request-Id"))
+	require.Equal(t, first.header.Get("Request-Id"), second.header.Get("Original-Request"))
+
+	truth := b.f.Truth()
+	require.Len(t, truth.Payments, 1)
+	require.Equal(t, 1, truth.Replays)
+	require.Equal(t, 2, truth.Requests["POST /v1/payment_intents"])
+
+	// Parameter order does not make another request.
+	reordered := url.Values{"payment_method": {"pm_card_visa"}, "confirm": {"true"}, "metadata[order]": {"1"},
+		"currency": {"usd"}, "amount": {"1000"}}
+	require.Equal(t, "true", b.c.post("/v1/payment_intents", reordered, "order-1").header.Get("Idempotent-Replayed"))
+}
+
+func TestIdempotencyReplaysDeclinesAndStateErrors(t *testing.T) {
+	t.Parallel()
+	b := setup(t, mocks.StripeOptions{})
+	first := b.c.post("/v1/payment_intents", charge("1000", "pm_card_chargeDeclined"), "d-1")
+	first.err(t, 402)
+	again := b.c.post("/v1/payment_intents", charge("1000", "pm_card_chargeDeclined"), "d-1")
+	require.Equal(t, 402, again.status)
+	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+	require.Equal(t, first.body, again.body)
+
+	paid := b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "").pi(t)
+	c1 := b.c.post("/v1/payment_intents/"+paid.ID+"/cancel", nil, "cancel-1")
+	c1.err(t, 400)
+	c2 := b.c.post("/v1/payment_intents/"+paid.ID+"/cancel", nil, "cancel-1")
+	require.Equal(t, "true", c2.header.Get("Idempotent-Replayed"))
+	require.Len(t, b.f.Truth().Payments, 2)
+}
+
+func TestIdempotencyMismatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t, mocks.StripeOptions{})
+	b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "k").pi(t)
+
+	e := b.c.post("/v1/payment_intents", charge("1001", "pm_card_visa"), "k").err(t, 400)
+	require.Equal(t, "idempotency_error", e.Type)
+	require.Contains(t, e.Message, "Keys for idempotent requests can only be used with the same parameters")
+
+	pi := b.f.Truth().Payments[0]
+	e = b.c.post("/v1/payment_intents/"+pi.ID+"/cancel", nil, "k").err(t, 400)
+	require.Equal(t, "idempotency_error", e.Type, "another path with the same key")
+
+	// The mismatches changed nothing and did not replace the stored answer.
+	require.Len(t, b.f.Truth().Payments, 1)
+	require.Equal(t, 2, b.f.Truth().KeyMismatch)
+	require.Equal(t, "true", b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "k").header.Get("Idempotent-Replayed"))
+}
+
+func TestIdempotencyScopedPerAPIKey(t *testing.T) {
+	t.Parallel()
+	f := mocks.NewStripe(mocks.StripeOptions{APIKeys: []string{"sk_test_account_one_0001", "sk_test_account_two_0002"}})
+	t.Cleanup(f.Close)
+	one := newClient(t, f, f.Client())
+	two := newClient(t, f, f.Client())
+	two.key = "sk_test_account_two_0002"
+	one.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "same").pi(t)
+	r := two.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "same")
+	r.pi(t)
+	require.Empty(t, r.header.Get("Idempotent-Replayed"))
+	require.Len(t, f.Truth().Payments, 2)
+}
+
+func TestIdempotencyKeyInUse(t *testing.T) {
+	t.Parallel()
+	b := setup(t, mocks.StripeOptions{SlowFor: time.Minute})
+	b.f.Script(mocks.Match{Path: "/v1/payment_intents"}, mocks.FaultSlow)
+
+	done := make(chan *result, 1)
+	go func() {
+		r, err := b.c.do(context.Background(), http.MethodPost, "/v1/payment_intents", charge("1000", "pm_card_visa"), "busy")
+		if err != nil {
+			r = &result{status: -1}
+		}
+		done <- r
+	}()
+	require.Eventually(t, func() bool { return b.f.Truth().Faults[mocks.FaultSlow] == 1 },
+		5*time.Second, time.Millisecond, "the first request holds the key")
+
+	r := b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "busy")
+	e := r.err(t, http.StatusConflict)
+	require.Equal(t, "idempotency_key_in_use", e.Code)
+	require.Equal(t, "true", r.header.Get("Stripe-Should-Retry"))
+	require.Empty(t, b.f.Truth().Payments, "the first request has not been processed yet")
+
+	b.f.Release()
+	first := <-done
+	require.Equal(t, 200, first.status)
+	again := b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "busy")
+	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+	require.Equal(t, first.body, again.body)
+
+	truth := b.f.Truth()
+	require.Len(t, truth.Payments, 1)
+	require.Equal(t, 1, truth.KeyInUse)
+}
+
+func TestIdempotencyConcurrentSameKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t, mocks.StripeOptions{})
+	const n = 20
+	var wg sync.WaitGroup
+	statuses := make(chan int, n)
+	for range n {
+		wg.Go(func() {
+			r, err := b.c.do(context.Background(), http.MethodPost, "/v1/payment_intents", charge("1000", "pm_card_visa"), "race")
+			if err != nil {
+				statuses <- -1
+				return
+			}
+			statuses <- r.status
+		})
+	}
+	wg.Wait()
+	close(statuses)
+	counts := map[int]int{}
+	for s := range statuses {
+		counts[s]++
+	}
+	require.Equal(t, n, counts[200]+counts[409], counts)
+	truth := b.f.Truth()
+	require.Len(t, truth.Payments, 1, "exactly one request was processed")
+	require.Equal(t, counts[409], truth.KeyInUse)
+	require.Equal(t, counts[200]-1, truth.Replays)
+}
+
+func TestIdempotencyKeyTTL(t *testing.T) {
+	t.Parallel()
+	b := setup(t, mocks.StripeOptions{KeyTTL: 24 * time.Hour})
+	first := b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa", "order", "7"), "order-7").pi(t)
+
+	b.clock.Advance(24*time.Hour - time.Second)
+	r := b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa", "order", "7"), "order-7")
+	require.Equal(t, "true", r.header.Get("Idempotent-Replayed"))
+	require.Equal(t, first.ID, r.pi(t).ID)
+
+	// Once the key is forgotten, the same request is a new charge: this is
+	// why resending after the window is dangerous.
+	b.clock.Advance(time.Second)
+	r = b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa", "order", "7"), "order-7")
+	require.Empty(t, r.header.Get("Idempotent-Replayed"))
+	require.NotEqual(t, first.ID, r.pi(t).ID)
+
+	truth := b.f.Truth()
+	require.Equal(t, map[string]int{"7": 2}, truth.ChargesBy("order"))
+	require.Equal(t, []string{"7"}, truth.Duplicates("order"))
+
+	// The window of the new request runs from its own first use.
+	b.clock.Advance(23 * time.Hour)
+	require.Equal(t, "true", b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa", "order", "7"), "order-7").header.Get("Idempotent-Replayed"))
+}
+
+func TestIdempotencyIgnoredOnGET(t *testing.T) {
+	t.Parallel()
+	b := setup(t, mocks.StripeOptions{})
+	pi := b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "g").pi(t)
+	r, err := b.c.do(context.Background(), http.MethodGet, "/v1/payment_intents/"+pi.ID, nil, "g")
+	require.NoError(t, err)
+	require.Equal(t, 200, r.status)
+	require.Empty(t, r.header.Get("Idempotent-Replayed"))
+	require.Equal(t, 0, b.f.Truth().KeyMismatch)
+}

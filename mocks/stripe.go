@@ -1,0 +1,441 @@
+package mocks
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Stripe facts the fake follows (API v1).
+const (
+	// StripeKeyTTL is how long Stripe is documented to keep idempotency
+	// keys at least: they may be pruned once 24 hours old.
+	StripeKeyTTL = 24 * time.Hour
+	// StripeAPIVersion is the Stripe-Version header the fake answers with.
+	StripeAPIVersion = "2025-03-31.basil"
+)
+
+// StripeOptions configures a fake Stripe. The zero value is ready to use;
+// every field documents its default.
+type StripeOptions struct {
+	// Clock is the fake's notion of now: object timestamps, key expiry and
+	// search lag are measured on it. Defaults to time.Now; pass
+	// (*ManualClock).Now to cross windows without sleeping.
+	Clock func() time.Time
+	// KeyTTL is how long an idempotency key is remembered from its first
+	// request; a repeat after that is a new request. Defaults to
+	// StripeKeyTTL (24h).
+	KeyTTL time.Duration
+	// SearchLag is how long after its creation a PaymentIntent becomes
+	// visible to the search endpoint (lists and retrieval are immediate).
+	// Defaults to 0: searchable at once.
+	SearchLag time.Duration
+	// Seed seeds identifiers and random faults. The same seed and the same
+	// request order give the same ids and the same faults. Defaults to 0.
+	Seed int64
+	// FaultRates gives each fault kind a probability per request (their sum
+	// must not exceed 1). Random faults apply to POSTs only unless FaultGETs
+	// is set. Scripted faults (Script) take precedence. Defaults to none.
+	FaultRates map[FaultKind]float64
+	// FaultGETs lets FaultRates apply to GET requests too (failing lookups).
+	FaultGETs bool
+	// HangFor is how long FaultHangAfterProcessing holds an answer, unless
+	// the client goes away first. Defaults to 30s.
+	HangFor time.Duration
+	// SlowFor is the delay of FaultSlow. Defaults to 500ms.
+	SlowFor time.Duration
+	// RetryAfter is the Retry-After of FaultRateLimit429, rounded up to whole
+	// seconds. Defaults to 1s.
+	RetryAfter time.Duration
+	// APIKeys are the secret keys accepted as "Authorization: Bearer <key>"
+	// (or HTTP Basic with the key as user name). Each must be a test-mode key
+	// (sk_test_... or rk_test_...); idempotency keys are scoped per API key.
+	// Defaults to one key derived from Seed, returned by APIKey.
+	APIKeys []string
+	// Logger receives one record per request (Debug; Info when a fault was
+	// injected). Keys and headers are never logged. Defaults to discarding.
+	Logger *slog.Logger
+}
+
+// Validate reports the first option that cannot work, saying how to fix it.
+func (o StripeOptions) Validate() error {
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"KeyTTL", o.KeyTTL}, {"SearchLag", o.SearchLag}, {"HangFor", o.HangFor},
+		{"SlowFor", o.SlowFor}, {"RetryAfter", o.RetryAfter},
+	} {
+		if d.d < 0 {
+			return fmt.Errorf("mocks: StripeOptions.%s is %v; use 0 for the default or a positive duration", d.name, d.d)
+		}
+	}
+	if err := validateFaultRates(o.FaultRates); err != nil {
+		return err
+	}
+	for i, k := range o.APIKeys {
+		if !strings.HasPrefix(k, "sk_test_") && !strings.HasPrefix(k, "rk_test_") {
+			return fmt.Errorf("mocks: StripeOptions.APIKeys[%d] is not a test-mode key; use a value starting with sk_test_ or rk_test_", i)
+		}
+	}
+	return nil
+}
+
+func (o StripeOptions) withDefaults() StripeOptions {
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.KeyTTL == 0 {
+		o.KeyTTL = StripeKeyTTL
+	}
+	if o.HangFor == 0 {
+		o.HangFor = 30 * time.Second
+	}
+	if o.SlowFor == 0 {
+		o.SlowFor = 500 * time.Millisecond
+	}
+	if o.RetryAfter == 0 {
+		o.RetryAfter = time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// StripeHandler is the fake Stripe as an http.Handler, for callers who mount
+// it on their own server. It is safe for concurrent use.
+type StripeHandler struct {
+	core      *core
+	mux       *http.ServeMux
+	apiKeys   []string
+	searchLag time.Duration
+
+	mu          sync.Mutex
+	seq         int64
+	intents     map[string]*stripeIntent
+	intentOrder []*stripeIntent
+	charges     map[string]*stripeIntent // successful charge id -> intent
+	methods     map[string]string        // issued pm_ id -> test method name
+	refunds     map[string]*stripeRefund
+	refundOrder []*stripeRefund
+}
+
+// stripeIntent is the fake's record of one PaymentIntent.
+type stripeIntent struct {
+	seq        int64
+	createdAt  time.Time
+	key        string
+	pi         StripePaymentIntent
+	authorized bool
+	chargeID   string // the successful charge, "" if none
+	refunded   int64
+}
+
+type stripeRefund struct {
+	seq       int64
+	createdAt time.Time
+	key       string
+	re        StripeRefund
+}
+
+// NewStripeHandler returns a fake Stripe handler. It panics if opts do not
+// validate (see StripeOptions.Validate): a wrong option is a bug in the test.
+// Call Release before shutting its server down, so that requests held by
+// hang or slow faults end.
+func NewStripeHandler(opts StripeOptions) *StripeHandler {
+	if err := opts.Validate(); err != nil {
+		panic(err)
+	}
+	opts = opts.withDefaults()
+	s := &StripeHandler{
+		searchLag: opts.SearchLag,
+		intents:   make(map[string]*stripeIntent),
+		charges:   make(map[string]*stripeIntent),
+		methods:   make(map[string]string),
+		refunds:   make(map[string]*stripeRefund),
+	}
+	s.core = newCore(coreConfig{
+		name:       "stripe",
+		clock:      opts.Clock,
+		seed:       opts.Seed,
+		idem:       idemPolicy{ttl: opts.KeyTTL},
+		faultRates: opts.FaultRates,
+		faultGETs:  opts.FaultGETs,
+		hangFor:    opts.HangFor,
+		slowFor:    opts.SlowFor,
+		retryAfter: opts.RetryAfter,
+		logger:     opts.Logger,
+	})
+	s.core.d = s
+	s.apiKeys = append([]string(nil), opts.APIKeys...)
+	if len(s.apiKeys) == 0 {
+		s.apiKeys = []string{s.core.ids.next("sk_test_", 24)}
+	}
+	s.mux = http.NewServeMux()
+	for _, r := range []struct {
+		pattern string
+		ep      endpoint
+	}{
+		{"POST /v1/payment_intents", s.createIntent},
+		{"GET /v1/payment_intents", s.listIntents},
+		{"GET /v1/payment_intents/search", s.searchIntents},
+		{"GET /v1/payment_intents/{id}", s.getIntent},
+		{"POST /v1/payment_intents/{id}/confirm", s.confirmIntent},
+		{"POST /v1/payment_intents/{id}/capture", s.captureIntent},
+		{"POST /v1/payment_intents/{id}/cancel", s.cancelIntent},
+		{"POST /v1/refunds", s.createRefund},
+		{"GET /v1/refunds", s.listRefunds},
+		{"GET /v1/refunds/{id}", s.getRefund},
+	} {
+		s.mux.Handle(r.pattern, s.core.handle(r.pattern, r.ep))
+	}
+	s.mux.Handle("/", s.core.handle("", s.unknownRoute))
+	return s
+}
+
+// ServeHTTP serves Stripe's API v1 routes for PaymentIntents and Refunds.
+func (s *StripeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mux.ServeHTTP(w, r)
+}
+
+// APIKey returns the first accepted secret key.
+func (s *StripeHandler) APIKey() string { return s.apiKeys[0] }
+
+// Script queues faults for the requests that match m: each matching request
+// consumes the next fault, in order. Scripts are tried in the order they
+// were added, before any random fault.
+func (s *StripeHandler) Script(m Match, faults ...FaultKind) {
+	s.core.faults.script(m, faults)
+}
+
+// ClearScripts drops every scripted fault not yet consumed.
+func (s *StripeHandler) ClearScripts() { s.core.faults.clearScripts() }
+
+// PendingFaults returns how many scripted faults are still queued.
+func (s *StripeHandler) PendingFaults() int { return s.core.faults.pending() }
+
+// Release ends every hang and slow delay at once, current and future: held
+// requests are answered immediately. The handler keeps serving; call it
+// before shutting down a server the handler is mounted on.
+func (s *StripeHandler) Release() { s.core.close() }
+
+// Truth returns a snapshot of what the fake actually did.
+func (s *StripeHandler) Truth() Truth {
+	var t Truth
+	s.mu.Lock()
+	for _, in := range s.intentOrder {
+		t.Payments = append(t.Payments, TruthPayment{
+			ID:             in.pi.ID,
+			Status:         in.pi.Status,
+			Amount:         in.pi.Amount,
+			Currency:       in.pi.Currency,
+			Authorized:     in.authorized,
+			AmountCaptured: in.pi.AmountReceived,
+			AmountRefunded: in.refunded,
+			Metadata:       cloneMap(in.pi.Metadata),
+			IdempotencyKey: in.key,
+			Created:        in.createdAt,
+		})
+	}
+	for _, r := range s.refundOrder {
+		t.Refunds = append(t.Refunds, TruthRefund{
+			ID:             r.re.ID,
+			PaymentID:      r.re.PaymentIntent,
+			Status:         r.re.Status,
+			Amount:         r.re.Amount,
+			Currency:       r.re.Currency,
+			Metadata:       cloneMap(r.re.Metadata),
+			IdempotencyKey: r.key,
+			Created:        r.createdAt,
+		})
+	}
+	s.mu.Unlock()
+	s.core.counters.fill(&t)
+	t.Faults = s.core.faults.counts()
+	return t
+}
+
+// Stripe is a fake Stripe API served by an httptest.Server on 127.0.0.1.
+// Point a Stripe client's base URL at URL() and authenticate with APIKey().
+type Stripe struct {
+	*StripeHandler
+	srv       *httptest.Server
+	closeOnce sync.Once
+}
+
+// NewStripe starts a fake Stripe server. It panics if opts do not validate.
+// Close it when done.
+func NewStripe(opts StripeOptions) *Stripe {
+	h := NewStripeHandler(opts)
+	return &Stripe{StripeHandler: h, srv: httptest.NewServer(h)}
+}
+
+// URL returns the server's base URL, e.g. "http://127.0.0.1:41234" (API
+// paths start with /v1).
+func (s *Stripe) URL() string { return s.srv.URL }
+
+// Client returns an HTTP client for the server. Its Transport keeps
+// connections alive; see FaultDropAfterProcessing for what that implies.
+func (s *Stripe) Client() *http.Client { return s.srv.Client() }
+
+// Close releases held requests (they are answered), waits for requests in
+// progress, then shuts the server down. Calling it again does nothing.
+func (s *Stripe) Close() {
+	s.closeOnce.Do(func() {
+		s.Release()
+		s.srv.Close()
+	})
+}
+
+// ---- dialect: Stripe's words for the pipeline's own answers ----
+
+func (s *StripeHandler) keyHeader() string { return "Idempotency-Key" }
+
+func (s *StripeHandler) requestID() string { return s.core.ids.next("req_", 14) }
+
+func (s *StripeHandler) authenticate(c *call) (string, *response) {
+	h := c.r.Header.Get("Authorization")
+	var key string
+	switch {
+	case h == "":
+		return "", s.unauthorized(c, "You did not provide an API key. You need to provide your API key in the Authorization header, using Bearer auth (e.g. 'Authorization: Bearer YOUR_SECRET_KEY'). See https://stripe.com/docs/api#authentication for details, or we can help at https://support.stripe.com/.")
+	case len(h) > 7 && strings.EqualFold(h[:7], "Bearer "):
+		key = strings.TrimSpace(h[7:])
+	case len(h) > 6 && strings.EqualFold(h[:6], "Basic "):
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(h[6:]))
+		if err != nil {
+			return "", s.unauthorized(c, "Invalid API Key provided: the Basic credentials are not valid base64.")
+		}
+		key, _, _ = strings.Cut(string(raw), ":")
+	default:
+		return "", s.unauthorized(c, "Invalid Authorization header: use Bearer auth (e.g. 'Authorization: Bearer YOUR_SECRET_KEY').")
+	}
+	for i, k := range s.apiKeys {
+		if k == key {
+			return fmt.Sprintf("key%d", i), nil
+		}
+	}
+	return "", s.unauthorized(c, "Invalid API Key provided: "+redactKey(key))
+}
+
+func (s *StripeHandler) unauthorized(c *call, msg string) *response {
+	r := s.errorResponse(c, http.StatusUnauthorized, StripeError{Type: "invalid_request_error", Message: msg})
+	r.header.Set("Www-Authenticate", `Basic realm="Stripe"`)
+	return r
+}
+
+// redactKey shows a key the way Stripe's 401 does: prefix and last four.
+func redactKey(k string) string {
+	if len(k) <= 12 {
+		return strings.Repeat("*", len(k))
+	}
+	prefix := k[:8]
+	if i := strings.LastIndexByte(k[:12], '_'); i > 0 {
+		prefix = k[:i+1]
+	}
+	return prefix + strings.Repeat("*", len(k)-len(prefix)-4) + k[len(k)-4:]
+}
+
+func (s *StripeHandler) malformed(c *call, err error) *response {
+	return s.errorResponse(c, http.StatusBadRequest, StripeError{
+		Type: "invalid_request_error", Message: "Invalid request body: " + err.Error() + "."})
+}
+
+func (s *StripeHandler) rateLimited(c *call, retryAfter time.Duration) *response {
+	r := s.errorResponse(c, http.StatusTooManyRequests, StripeError{
+		Type:    "invalid_request_error",
+		Code:    "rate_limit",
+		Message: "Request rate limit exceeded. You can learn more about rate limits here https://stripe.com/docs/rate-limits.",
+	})
+	r.header.Set("Retry-After", retryAfterSeconds(retryAfter))
+	return r
+}
+
+func (s *StripeHandler) serverError(c *call) *response {
+	r := s.errorResponse(c, http.StatusInternalServerError, StripeError{
+		Type:    "api_error",
+		Message: "An unknown error occurred while processing this request (" + c.requestID + "). Contact Stripe support if the problem persists.",
+	})
+	// Retrying with the same key only replays this answer.
+	r.header.Set("Stripe-Should-Retry", "false")
+	return r
+}
+
+func (s *StripeHandler) keyMismatch(c *call) *response {
+	return s.errorResponse(c, http.StatusBadRequest, StripeError{
+		Type: "idempotency_error",
+		Message: "Keys for idempotent requests can only be used with the same parameters they were first used with. " +
+			"Try using a key other than '" + c.key + "' if you meant to execute a different request.",
+	})
+}
+
+func (s *StripeHandler) keyInUse(c *call) *response {
+	r := s.errorResponse(c, http.StatusConflict, StripeError{
+		Type: "invalid_request_error",
+		Code: "idempotency_key_in_use",
+		Message: "There is currently another in-progress request using this Idempotent Key (probably because of a timeout). " +
+			"Please try again later.",
+	})
+	r.header.Set("Stripe-Should-Retry", "true")
+	return r
+}
+
+func (s *StripeHandler) deliver(h http.Header, c *call, replayed bool) {
+	h.Set("Request-Id", c.requestID)
+	h.Set("Stripe-Version", StripeAPIVersion)
+	if replayed {
+		h.Set("Idempotent-Replayed", "true")
+	}
+}
+
+// ---- answers ----
+
+// jsonResponse renders v as Stripe does (indented JSON). Keyed POST answers
+// carry Idempotency-Key and Original-Request, which a replay keeps.
+func (s *StripeHandler) jsonResponse(c *call, status int, v any) *response {
+	body, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		panic(fmt.Sprintf("mocks: cannot render %T: %v", v, err))
+	}
+	h := http.Header{"Content-Type": {"application/json"}}
+	if c.key != "" && c.method == http.MethodPost {
+		h.Set("Idempotency-Key", c.key)
+		h.Set("Original-Request", c.requestID)
+	}
+	return &response{status: status, header: h, body: append(body, '\n')}
+}
+
+func (s *StripeHandler) errorResponse(c *call, status int, e StripeError) *response {
+	if e.Code != "" && e.DocURL == "" {
+		e.DocURL = "https://stripe.com/docs/error-codes/" + strings.ReplaceAll(e.Code, "_", "-")
+	}
+	e.RequestLogURL = "https://dashboard.stripe.com/test/logs/" + c.requestID
+	return s.jsonResponse(c, status, StripeErrorBody{Error: e})
+}
+
+// invalid is a 400 invalid_request_error for a parameter.
+func (s *StripeHandler) invalid(c *call, code, param, msg string) *response {
+	return s.errorResponse(c, http.StatusBadRequest, StripeError{
+		Type: "invalid_request_error", Code: code, Param: param, Message: msg})
+}
+
+func (s *StripeHandler) notFound(c *call, object, id, param string) *response {
+	return s.errorResponse(c, http.StatusNotFound, StripeError{
+		Type: "invalid_request_error", Code: "resource_missing", Param: param,
+		Message: fmt.Sprintf("No such %s: '%s'", object, id)})
+}
+
+func (s *StripeHandler) unknownRoute(c *call) (*response, bool) {
+	return s.errorResponse(c, http.StatusNotFound, StripeError{
+		Type: "invalid_request_error",
+		Message: fmt.Sprintf("Unrecognized request URL (%s: %s). Please see https://stripe.com/docs or we can help at https://support.stripe.com/.",
+			c.method, c.path),
+	}), false
+}

@@ -1,0 +1,361 @@
+package mocks
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+)
+
+var intentCreateParams = paramSet{
+	names: []string{"amount", "currency", "confirm", "payment_method", "customer", "capture_method",
+		"description", "confirmation_method", "off_session", "setup_future_usage", "receipt_email",
+		"return_url", "statement_descriptor", "statement_descriptor_suffix", "transfer_group",
+		"on_behalf_of", "application_fee_amount", "error_on_requires_action", "use_stripe_sdk", "metadata"},
+	prefixes: []string{"metadata[", "expand[", "payment_method_types[", "payment_method_options[",
+		"automatic_payment_methods[", "shipping[", "transfer_data[", "mandate_data["},
+}
+
+var intentConfirmParams = paramSet{
+	names:    []string{"payment_method", "off_session", "return_url", "receipt_email", "setup_future_usage", "error_on_requires_action", "use_stripe_sdk", "capture_method"},
+	prefixes: []string{"expand[", "payment_method_options[", "mandate_data[", "shipping["},
+}
+
+var intentCaptureParams = paramSet{
+	names:    []string{"amount_to_capture", "application_fee_amount", "final_capture", "statement_descriptor", "statement_descriptor_suffix"},
+	prefixes: []string{"metadata[", "expand[", "transfer_data["},
+}
+
+var intentCancelParams = paramSet{
+	names:    []string{"cancellation_reason"},
+	prefixes: []string{"expand["},
+}
+
+// createIntent is POST /v1/payment_intents.
+func (s *StripeHandler) createIntent(c *call) (*response, bool) {
+	v := c.form
+	if r := s.checkParams(c, v, intentCreateParams); r != nil {
+		return r, false
+	}
+	if _, ok := v["amount"]; !ok {
+		return s.invalid(c, "parameter_missing", "amount", "Missing required param: amount."), false
+	}
+	amount, _, r := s.intParam(c, v, "amount", 1, 1<<62)
+	if r != nil {
+		return r, false
+	}
+	cur, r := s.currencyParam(c, v)
+	if r != nil {
+		return r, false
+	}
+	if amount > 99999999 {
+		return s.invalid(c, "amount_too_large", "amount",
+			fmt.Sprintf("Amount must be no more than %s", formatMoney(99999999, cur))), false
+	}
+	captureMethod, r := s.enumParam(c, v, "capture_method", "automatic", "automatic_async", "manual")
+	if r != nil {
+		return r, false
+	}
+	confirm, r := s.boolParam(c, v, "confirm")
+	if r != nil {
+		return r, false
+	}
+	md, r := s.metadataParam(c, v)
+	if r != nil {
+		return r, false
+	}
+	pm := v.Get("payment_method")
+	var card stripeTestCard
+	if pm != "" {
+		s.mu.Lock()
+		card, pm, r = s.resolveMethodLocked(c, pm)
+		s.mu.Unlock()
+		if r != nil {
+			return r, false
+		}
+	} else if confirm {
+		return s.invalid(c, "parameter_missing", "payment_method",
+			"You cannot confirm this PaymentIntent because it's missing a payment method. Specify a payment_method to confirm it."), false
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	id := s.core.ids.next("pi_", 24)
+	in := &stripeIntent{
+		seq:       s.seq,
+		createdAt: c.now,
+		key:       c.key,
+		pi: StripePaymentIntent{
+			ID:                 id,
+			Object:             "payment_intent",
+			Amount:             amount,
+			CaptureMethod:      orDefault(captureMethod, "automatic"),
+			ClientSecret:       id + "_secret_" + s.core.ids.next("", 25),
+			ConfirmationMethod: orDefault(v.Get("confirmation_method"), "automatic"),
+			Created:            c.now.Unix(),
+			Currency:           cur,
+			Customer:           v.Get("customer"),
+			Description:        v.Get("description"),
+			Metadata:           md,
+			PaymentMethod:      pm,
+			PaymentMethodTypes: []string{"card"},
+			Status:             "requires_payment_method",
+		},
+	}
+	if pm != "" {
+		in.pi.Status = "requires_confirmation"
+	}
+	s.intents[id] = in
+	s.intentOrder = append(s.intentOrder, in)
+	if confirm {
+		return s.confirmLocked(c, in, card), true
+	}
+	return s.jsonResponse(c, http.StatusOK, in.pi), true
+}
+
+// resolveMethodLocked turns a test PaymentMethod name (pm_card_visa) into a
+// PaymentMethod id of its own, as Stripe does; ids it issued before resolve
+// to the same behaviour.
+func (s *StripeHandler) resolveMethodLocked(c *call, pm string) (stripeTestCard, string, *response) {
+	name := pm
+	if n, ok := s.methods[pm]; ok {
+		name = n
+	}
+	card, ok := lookupTestCard(name)
+	if !ok {
+		return card, "", s.invalid(c, "resource_missing", "payment_method",
+			fmt.Sprintf("No such PaymentMethod: '%s'", pm))
+	}
+	if name != pm {
+		return card, pm, nil
+	}
+	id := s.core.ids.next("pm_", 24)
+	s.methods[id] = name
+	return card, id, nil
+}
+
+// confirmLocked charges the intent's payment method: the answer is the
+// updated PaymentIntent, or a 402 card_error carrying it.
+func (s *StripeHandler) confirmLocked(c *call, in *stripeIntent, card stripeTestCard) *response {
+	chargeID := s.core.ids.next("ch_", 24)
+	pi := &in.pi
+	switch {
+	case card.requiresAction:
+		pi.Status = "requires_action"
+		pi.NextAction = map[string]any{"type": "use_stripe_sdk", "use_stripe_sdk": map[string]any{}}
+		return s.jsonResponse(c, http.StatusOK, *pi)
+	case card.code != "":
+		lpe := StripeError{
+			Type:        "card_error",
+			Code:        card.code,
+			DeclineCode: card.declineCode,
+			Message:     card.message,
+			Charge:      chargeID,
+			DocURL:      "https://stripe.com/docs/error-codes/" + strings.ReplaceAll(card.code, "_", "-"),
+		}
+		pi.LatestCharge = chargeID
+		pi.LastPaymentError = &lpe
+		pi.Status = "requires_payment_method"
+		pi.NextAction = nil
+		e := lpe
+		snapshot := *pi
+		e.PaymentIntent = &snapshot
+		return s.errorResponse(c, http.StatusPaymentRequired, e)
+	}
+	pi.LatestCharge = chargeID
+	pi.LastPaymentError = nil
+	pi.NextAction = nil
+	in.authorized = true
+	in.chargeID = chargeID
+	s.charges[chargeID] = in
+	if pi.CaptureMethod == "manual" {
+		pi.Status = "requires_capture"
+		pi.AmountCapturable = pi.Amount
+	} else {
+		pi.Status = "succeeded"
+		pi.AmountReceived = pi.Amount
+	}
+	return s.jsonResponse(c, http.StatusOK, *pi)
+}
+
+// getIntent is GET /v1/payment_intents/{id}.
+func (s *StripeHandler) getIntent(c *call) (*response, bool) {
+	id := c.r.PathValue("id")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in, ok := s.intents[id]
+	if !ok {
+		return s.notFound(c, "payment_intent", id, "intent"), true
+	}
+	return s.jsonResponse(c, http.StatusOK, in.pi), true
+}
+
+// listIntents is GET /v1/payment_intents: newest first, not delayed.
+func (s *StripeHandler) listIntents(c *call) (*response, bool) {
+	v := c.query
+	allowed := listFilterParams
+	allowed.names = append(append([]string(nil), allowed.names...), "customer")
+	if r := s.checkParams(c, v, allowed); r != nil {
+		return r, false
+	}
+	p, r := s.listPageParams(c, v)
+	if r != nil {
+		return r, false
+	}
+	created, r := s.createdParams(c, v)
+	if r != nil {
+		return r, false
+	}
+	customer := v.Get("customer")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var all []*stripeIntent
+	for _, in := range s.intentOrder {
+		if (customer == "" || in.pi.Customer == customer) && (!created.set || created.matches(in.pi.Created)) {
+			all = append(all, in)
+		}
+	}
+	sortNewestFirst(all)
+	items, more := page(all, func(in *stripeIntent) string { return in.pi.ID }, p)
+	out := StripeList[StripePaymentIntent]{Object: "list", URL: "/v1/payment_intents", HasMore: more,
+		Data: make([]StripePaymentIntent, 0, len(items))}
+	for _, in := range items {
+		out.Data = append(out.Data, in.pi)
+	}
+	return s.jsonResponse(c, http.StatusOK, out), true
+}
+
+func sortNewestFirst(all []*stripeIntent) {
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].pi.Created != all[j].pi.Created {
+			return all[i].pi.Created > all[j].pi.Created
+		}
+		return all[i].seq > all[j].seq
+	})
+}
+
+// lookupIntentLocked finds the intent of a {id} route or answers 404.
+func (s *StripeHandler) lookupIntentLocked(c *call) (*stripeIntent, *response) {
+	id := c.r.PathValue("id")
+	in, ok := s.intents[id]
+	if !ok {
+		return nil, s.notFound(c, "payment_intent", id, "intent")
+	}
+	return in, nil
+}
+
+// unexpectedState is Stripe's 400 payment_intent_unexpected_state, carrying
+// the PaymentIntent.
+func (s *StripeHandler) unexpectedState(c *call, in *stripeIntent, msg string) *response {
+	snapshot := in.pi
+	return s.errorResponse(c, http.StatusBadRequest, StripeError{
+		Type: "invalid_request_error", Code: "payment_intent_unexpected_state",
+		Message: msg, PaymentIntent: &snapshot,
+	})
+}
+
+// confirmIntent is POST /v1/payment_intents/{id}/confirm.
+func (s *StripeHandler) confirmIntent(c *call) (*response, bool) {
+	v := c.form
+	if r := s.checkParams(c, v, intentConfirmParams); r != nil {
+		return r, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in, r := s.lookupIntentLocked(c)
+	if r != nil {
+		return r, true
+	}
+	if st := in.pi.Status; st != "requires_payment_method" && st != "requires_confirmation" {
+		return s.unexpectedState(c, in, fmt.Sprintf(
+			"You cannot confirm this PaymentIntent because it has a status of %s. Only a PaymentIntent with one of the following statuses may be confirmed: requires_confirmation, requires_payment_method.", st)), true
+	}
+	pm := v.Get("payment_method")
+	if pm == "" {
+		pm = in.pi.PaymentMethod
+	}
+	if pm == "" {
+		return s.invalid(c, "parameter_missing", "payment_method",
+			"You cannot confirm this PaymentIntent because it's missing a payment method. Specify a payment_method to confirm it."), false
+	}
+	card, pmID, r := s.resolveMethodLocked(c, pm)
+	if r != nil {
+		return r, false
+	}
+	in.pi.PaymentMethod = pmID
+	return s.confirmLocked(c, in, card), true
+}
+
+// captureIntent is POST /v1/payment_intents/{id}/capture.
+func (s *StripeHandler) captureIntent(c *call) (*response, bool) {
+	v := c.form
+	if r := s.checkParams(c, v, intentCaptureParams); r != nil {
+		return r, false
+	}
+	atc, given, r := s.intParam(c, v, "amount_to_capture", 1, 1<<62)
+	if r != nil {
+		return r, false
+	}
+	md, r := s.metadataParam(c, v)
+	if r != nil {
+		return r, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in, r := s.lookupIntentLocked(c)
+	if r != nil {
+		return r, true
+	}
+	pi := &in.pi
+	if pi.Status != "requires_capture" {
+		return s.unexpectedState(c, in, fmt.Sprintf(
+			"This PaymentIntent could not be captured because it has a status of %s. Only a PaymentIntent with one of the following statuses may be captured: requires_capture.", pi.Status)), true
+	}
+	if !given {
+		atc = pi.AmountCapturable
+	}
+	if atc > pi.AmountCapturable {
+		return s.invalid(c, "amount_too_large", "amount_to_capture", fmt.Sprintf(
+			"The amount to capture (%s) is greater than the amount capturable (%s).",
+			formatMoney(atc, pi.Currency), formatMoney(pi.AmountCapturable, pi.Currency))), true
+	}
+	pi.AmountReceived = atc
+	pi.AmountCapturable = 0
+	pi.Status = "succeeded"
+	for k, val := range md {
+		pi.Metadata[k] = val
+	}
+	return s.jsonResponse(c, http.StatusOK, *pi), true
+}
+
+// cancelIntent is POST /v1/payment_intents/{id}/cancel.
+func (s *StripeHandler) cancelIntent(c *call) (*response, bool) {
+	v := c.form
+	if r := s.checkParams(c, v, intentCancelParams); r != nil {
+		return r, false
+	}
+	reason, r := s.enumParam(c, v, "cancellation_reason", "duplicate", "fraudulent", "requested_by_customer", "abandoned")
+	if r != nil {
+		return r, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in, r := s.lookupIntentLocked(c)
+	if r != nil {
+		return r, true
+	}
+	pi := &in.pi
+	switch pi.Status {
+	case "requires_payment_method", "requires_capture", "requires_confirmation", "requires_action", "processing":
+	default:
+		return s.unexpectedState(c, in, fmt.Sprintf(
+			"You cannot cancel this PaymentIntent because it has a status of %s. Only a PaymentIntent with one of the following statuses may be canceled: requires_payment_method, requires_capture, requires_confirmation, requires_action, processing.", pi.Status)), true
+	}
+	pi.Status = "canceled"
+	pi.CanceledAt = c.now.Unix()
+	pi.CancellationReason = reason
+	pi.AmountCapturable = 0
+	pi.NextAction = nil
+	return s.jsonResponse(c, http.StatusOK, *pi), true
+}

@@ -1,0 +1,155 @@
+package mocks
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+)
+
+var refundCreateParams = paramSet{
+	names:    []string{"payment_intent", "charge", "amount", "reason", "instructions_email", "refund_application_fee", "reverse_transfer", "metadata"},
+	prefixes: []string{"metadata[", "expand["},
+}
+
+// createRefund is POST /v1/refunds: refunds a succeeded PaymentIntent (by
+// payment_intent or by its charge), by default whatever remains.
+func (s *StripeHandler) createRefund(c *call) (*response, bool) {
+	v := c.form
+	if r := s.checkParams(c, v, refundCreateParams); r != nil {
+		return r, false
+	}
+	piID, chID := v.Get("payment_intent"), v.Get("charge")
+	switch {
+	case piID == "" && chID == "":
+		return s.invalid(c, "parameter_missing", "payment_intent",
+			"One of the following params should be provided for this request: payment_intent or charge."), false
+	case piID != "" && chID != "":
+		return s.invalid(c, "parameters_exclusive", "charge",
+			"You may only specify one of these parameters: charge, payment_intent."), false
+	}
+	amount, given, r := s.intParam(c, v, "amount", 1, 1<<62)
+	if r != nil {
+		return r, false
+	}
+	reason, r := s.enumParam(c, v, "reason", "duplicate", "fraudulent", "requested_by_customer")
+	if r != nil {
+		return r, false
+	}
+	md, r := s.metadataParam(c, v)
+	if r != nil {
+		return r, false
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var in *stripeIntent
+	if piID != "" {
+		in = s.intents[piID]
+		if in == nil {
+			return s.notFound(c, "payment_intent", piID, "payment_intent"), true
+		}
+	} else {
+		in = s.charges[chID]
+		if in == nil {
+			return s.notFound(c, "charge", chID, "charge"), true
+		}
+	}
+	pi := &in.pi
+	if pi.Status != "succeeded" || in.chargeID == "" {
+		return s.invalid(c, "", "payment_intent", fmt.Sprintf(
+			"This PaymentIntent (%s) does not have a successful charge to refund.", pi.ID)), true
+	}
+	remaining := pi.AmountReceived - in.refunded
+	if remaining <= 0 {
+		return s.invalid(c, "charge_already_refunded", "",
+			fmt.Sprintf("Charge %s has already been refunded.", in.chargeID)), true
+	}
+	if !given {
+		amount = remaining
+	}
+	if amount > remaining {
+		return s.invalid(c, "amount_too_large", "amount", fmt.Sprintf(
+			"Refund amount (%s) is greater than unrefunded amount on charge (%s)",
+			formatMoney(amount, pi.Currency), formatMoney(remaining, pi.Currency))), true
+	}
+	in.refunded += amount
+	s.seq++
+	re := &stripeRefund{
+		seq:       s.seq,
+		createdAt: c.now,
+		key:       c.key,
+		re: StripeRefund{
+			ID:                 s.core.ids.next("re_", 24),
+			Object:             "refund",
+			Amount:             amount,
+			BalanceTransaction: s.core.ids.next("txn_", 24),
+			Charge:             in.chargeID,
+			Created:            c.now.Unix(),
+			Currency:           pi.Currency,
+			Metadata:           md,
+			PaymentIntent:      pi.ID,
+			Reason:             reason,
+			Status:             "succeeded",
+		},
+	}
+	s.refunds[re.re.ID] = re
+	s.refundOrder = append(s.refundOrder, re)
+	return s.jsonResponse(c, http.StatusOK, re.re), true
+}
+
+// getRefund is GET /v1/refunds/{id}.
+func (s *StripeHandler) getRefund(c *call) (*response, bool) {
+	id := c.r.PathValue("id")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	re, ok := s.refunds[id]
+	if !ok {
+		return s.notFound(c, "refund", id, "id"), true
+	}
+	return s.jsonResponse(c, http.StatusOK, re.re), true
+}
+
+// listRefunds is GET /v1/refunds, optionally for one payment_intent or
+// charge, newest first.
+func (s *StripeHandler) listRefunds(c *call) (*response, bool) {
+	v := c.query
+	allowed := listFilterParams
+	allowed.names = append(append([]string(nil), allowed.names...), "payment_intent", "charge")
+	if r := s.checkParams(c, v, allowed); r != nil {
+		return r, false
+	}
+	p, r := s.listPageParams(c, v)
+	if r != nil {
+		return r, false
+	}
+	created, r := s.createdParams(c, v)
+	if r != nil {
+		return r, false
+	}
+	piID, chID := v.Get("payment_intent"), v.Get("charge")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if piID != "" && s.intents[piID] == nil {
+		return s.notFound(c, "payment_intent", piID, "payment_intent"), true
+	}
+	var all []*stripeRefund
+	for _, re := range s.refundOrder {
+		if (piID == "" || re.re.PaymentIntent == piID) && (chID == "" || re.re.Charge == chID) &&
+			(!created.set || created.matches(re.re.Created)) {
+			all = append(all, re)
+		}
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].re.Created != all[j].re.Created {
+			return all[i].re.Created > all[j].re.Created
+		}
+		return all[i].seq > all[j].seq
+	})
+	items, more := page(all, func(re *stripeRefund) string { return re.re.ID }, p)
+	out := StripeList[StripeRefund]{Object: "list", URL: "/v1/refunds", HasMore: more,
+		Data: make([]StripeRefund, 0, len(items))}
+	for _, re := range items {
+		out.Data = append(out.Data, re.re)
+	}
+	return s.jsonResponse(c, http.StatusOK, out), true
+}

@@ -1,0 +1,146 @@
+package payonce
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// Provider is the adapter for one payment provider (PSP): the shape of its
+// requests, where its idempotency key goes, how long it remembers a key, how
+// its answers are classified and how to ask it what became of an operation.
+// Adapters live in providers/...; the root package never imports one.
+//
+// The client owns the HTTP layer (retries of requests that provably never
+// left, the circuit breaker, the per-attempt timeout, the 1 MiB body limit)
+// and the classification of transport errors; an adapter only builds requests
+// and reads answers.
+type Provider interface {
+	// Name is the provider's name as used in identities, e.g. "stripe". It
+	// must satisfy the Identity.Provider rules.
+	Name() string
+
+	// Info states the provider's idempotency facts.
+	Info() ProviderInfo
+
+	// NewRequest builds the HTTP request of one attempt of an operation. It
+	// must carry r.Key in the provider's key carrier (header or body field),
+	// unchanged, on every attempt: the key is what makes a resend safe. It is
+	// called again for every attempt; the request must be the same each time.
+	NewRequest(ctx context.Context, r SendRequest) (*http.Request, error)
+
+	// Classify reads the provider's answer to one attempt (status, headers
+	// and the body, already read, at most 1 MiB). It never sees transport
+	// errors: those are classified by the client. A 2xx answer whose body
+	// cannot be understood must be classified maybe_sent.
+	Classify(r SendRequest, status int, header http.Header, body []byte) Outcome
+
+	// Lookup asks the provider, read-only, what became of an operation. It
+	// must never create, capture, cancel or refund anything. hc sends the
+	// lookup's requests (with the client's retries of safe reads, breaker and
+	// timeouts). An error means the lookup itself failed (the answer is not
+	// known); a provider that has no record answers LookupNotFound.
+	Lookup(ctx context.Context, hc HTTPDoer, q LookupQuery) (LookupResult, error)
+}
+
+// HTTPDoer sends one HTTP request. *http.Client satisfies it.
+type HTTPDoer interface {
+	Do(*http.Request) (*http.Response, error)
+}
+
+// ProviderInfo states a provider's idempotency facts.
+type ProviderInfo struct {
+	// KeyTTL is how long the provider remembers an idempotency key (e.g.
+	// Stripe: 24 h). After it, a request with the same key is a new request.
+	KeyTTL time.Duration
+	// MaxKeyLength is the longest key the provider accepts; keys are 36
+	// characters, so it must be at least 36.
+	MaxKeyLength int
+}
+
+// SendRequest is one attempt of an operation, as given to an adapter.
+type SendRequest struct {
+	// OperationID is the operation's stable id (its key at generation 0);
+	// adapters put it in the provider's metadata so that a lookup can find
+	// the object by it.
+	OperationID string
+	// Key is the idempotency key this attempt carries.
+	Key string
+	// Request is the canonical request of the operation. For capture, cancel
+	// and refund, Request.PaymentRef holds the provider's id of the payment.
+	Request Request
+}
+
+// Outcome is the classified answer to one attempt.
+type Outcome struct {
+	// Class decides the operation's next state (ledger.OutcomeClass).
+	Class ledger.OutcomeClass
+	// Processing is set with OutcomeSuccess when the provider accepted the
+	// request but has not finished it (e.g. a PaymentIntent "processing"):
+	// the operation stays unknown and is looked up later.
+	Processing bool
+	// ProviderRef is the provider's id of the object the request created or
+	// acted on, when the answer names one (declines too).
+	ProviderRef string
+	// HTTPStatus and RequestID come from the answer.
+	HTTPStatus int
+	RequestID  string
+	// Code, DeclineCode and Message are the provider's error details, for
+	// refusals and errors. Message must hold no secret.
+	Code        string
+	DeclineCode string
+	Message     string
+	// RetryAfter is how long the provider asked the client to wait (a
+	// Retry-After header, a retry_after field); zero when it did not say.
+	RetryAfter time.Duration
+	// Replayed reports that the provider replayed a stored answer for this key.
+	Replayed bool
+}
+
+// LookupState is what a status lookup found.
+type LookupState string
+
+const (
+	// LookupSucceeded: exactly one object, and the operation took effect.
+	LookupSucceeded LookupState = "succeeded"
+	// LookupFailed: exactly one object, and the operation definitively failed.
+	LookupFailed LookupState = "failed"
+	// LookupProcessing: the provider is still working on it.
+	LookupProcessing LookupState = "processing"
+	// LookupNotFound: the provider has no record of the operation.
+	LookupNotFound LookupState = "not_found"
+	// LookupMultiple: more than one object for one operation: money already
+	// moved more than once (alert).
+	LookupMultiple LookupState = "multiple"
+)
+
+// LookupQuery says what to look up.
+type LookupQuery struct {
+	OperationID string
+	Key         string
+	Request     Request
+	// ProviderRef is the provider's id of the object, when the ledger knows it.
+	ProviderRef string
+	// Since is the start of the first attempt that may have reached the
+	// provider; lookups that list by creation time may start there (minus a
+	// margin for clock skew).
+	Since time.Time
+}
+
+// LookupResult is what a status lookup found.
+type LookupResult struct {
+	State LookupState
+	// ProviderRef is the id of the object found (the first, for Multiple).
+	ProviderRef string
+	// Refs lists every object found for the operation.
+	Refs        []string
+	Code        string
+	DeclineCode string
+	Message     string
+	// Lag is how far behind the lookup method may be (an eventually
+	// consistent search); zero for a consistent read. A LookupNotFound counts
+	// only once Lag has passed since the last attempt.
+	Lag time.Duration
+}

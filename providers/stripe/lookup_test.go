@@ -1,0 +1,398 @@
+package stripe_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jarcoal/httpmock"
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/stripe"
+)
+
+func lookupQuery(kind payonce.Kind, paymentRef, providerRef string) payonce.LookupQuery {
+	r := chargeReq()
+	r = withKind(r, kind, r.Request.Amount, paymentRef)
+	return payonce.LookupQuery{OperationID: r.OperationID, Key: r.Key, Request: r.Request, ProviderRef: providerRef}
+}
+
+func piJSON(id, status string, amountReceived int64, lpe string) string {
+	s := fmt.Sprintf(`{"id":%q,"object":"payment_intent","status":%q,"amount":1999,"amount_received":%d,"metadata":{"payonce_op":"op"}`, id, status, amountReceived)
+	if lpe != "" {
+		s += `,"last_payment_error":` + lpe
+	}
+	return s + "}"
+}
+
+func searchJSON(hasMore bool, pis ...string) string {
+	return fmt.Sprintf(`{"object":"search_result","url":"/v1/payment_intents/search","has_more":%t,"data":[%s]}`, hasMore, strings.Join(pis, ","))
+}
+
+func refundJSON(id, op, status, reason string) string {
+	return fmt.Sprintf(`{"id":%q,"object":"refund","status":%q,"failure_reason":%q,"metadata":{"payonce_op":%q}}`, id, status, reason, op)
+}
+
+func refundList(hasMore bool, refunds ...string) string {
+	return fmt.Sprintf(`{"object":"list","url":"/v1/refunds","has_more":%t,"data":[%s]}`, hasMore, strings.Join(refunds, ","))
+}
+
+const declined = `{"type":"card_error","code":"card_declined","decline_code":"do_not_honor","message":"Your card was declined."}`
+
+// getOK registers a GET answer and checks the request's headers.
+func getOK(t *testing.T, b bundle, u string, status int, body string) {
+	t.Helper()
+	b.mt.RegisterResponder(http.MethodGet, u, func(req *http.Request) (*http.Response, error) {
+		if req.Header.Get("Authorization") != "Bearer "+testKey || req.Header.Get("Idempotency-Key") != "" || req.Body != nil && req.ContentLength > 0 {
+			return respond(400, `{"error":{"type":"invalid_request_error","message":"bad lookup request"}}`), nil
+		}
+		return respond(status, body, "Request-Id", "req_lookup"), nil
+	})
+}
+
+func TestLookupChargeByID(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		status, body string
+		state        payonce.LookupState
+		code, decl   string
+	}{
+		{"succeeded", piJSON("pi_1", "succeeded", 1999, ""), payonce.LookupSucceeded, "", ""},
+		{"requires_capture", piJSON("pi_1", "requires_capture", 0, ""), payonce.LookupSucceeded, "", ""},
+		{"processing", piJSON("pi_1", "processing", 0, ""), payonce.LookupProcessing, "", ""},
+		{"requires_payment_method", piJSON("pi_1", "requires_payment_method", 0, declined), payonce.LookupFailed, "card_declined", "do_not_honor"},
+		{"requires_payment_method bare", piJSON("pi_1", "requires_payment_method", 0, ""), payonce.LookupFailed, "requires_payment_method", ""},
+		{"canceled", piJSON("pi_1", "canceled", 0, ""), payonce.LookupFailed, "canceled", ""},
+		{"canceled after decline", piJSON("pi_1", "canceled", 0, declined), payonce.LookupFailed, "card_declined", "do_not_honor"},
+		{"requires_action", piJSON("pi_1", "requires_action", 0, ""), payonce.LookupFailed, "requires_action", ""},
+		{"requires_confirmation", piJSON("pi_1", "requires_confirmation", 0, ""), payonce.LookupFailed, "requires_confirmation", ""},
+	} {
+		t.Run(tc.status, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			getOK(t, b, base+"/v1/payment_intents/pi_1", 200, tc.body)
+			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pi_1"))
+			require.NoError(t, err)
+			require.Equal(t, tc.state, res.State)
+			require.Equal(t, "pi_1", res.ProviderRef)
+			require.Equal(t, []string{"pi_1"}, res.Refs)
+			require.Equal(t, tc.code, res.Code)
+			require.Equal(t, tc.decl, res.DeclineCode)
+			require.Zero(t, res.Lag, "a read by id is consistent")
+			require.Equal(t, 1, b.mt.GetTotalCallCount())
+		})
+	}
+}
+
+func TestLookupChargeByIDNotFound(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	getOK(t, b, base+"/v1/payment_intents/pi_gone", 404, `{"error":{"type":"invalid_request_error","code":"resource_missing","message":"No such payment_intent: 'pi_gone'","param":"intent"}}`)
+	res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pi_gone"))
+	require.NoError(t, err)
+	require.Equal(t, payonce.LookupResult{State: payonce.LookupNotFound}, res)
+}
+
+func TestLookupChargeSearch(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		body  string
+		state payonce.LookupState
+		refs  []string
+	}{
+		{"none", searchJSON(false), payonce.LookupNotFound, nil},
+		{"one succeeded", searchJSON(false, piJSON("pi_1", "succeeded", 1999, "")), payonce.LookupSucceeded, []string{"pi_1"}},
+		{"one processing", searchJSON(false, piJSON("pi_1", "processing", 0, "")), payonce.LookupProcessing, []string{"pi_1"}},
+		{"one failed", searchJSON(false, piJSON("pi_1", "requires_payment_method", 0, declined)), payonce.LookupFailed, []string{"pi_1"}},
+		{"two", searchJSON(false, piJSON("pi_1", "succeeded", 1999, ""), piJSON("pi_2", "succeeded", 1999, "")), payonce.LookupMultiple, []string{"pi_1", "pi_2"}},
+		{"one and more", searchJSON(true, piJSON("pi_1", "succeeded", 1999, "")), payonce.LookupMultiple, []string{"pi_1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, func(c *stripe.Config) { c.SearchLag = 3 * time.Minute })
+			var gotQuery url.Values
+			b.mt.RegisterResponder(http.MethodGet, base+"/v1/payment_intents/search", func(req *http.Request) (*http.Response, error) {
+				gotQuery = req.URL.Query()
+				return respond(200, tc.body), nil
+			})
+			q := lookupQuery(payonce.KindCharge, "", "")
+			res, err := b.p.Lookup(context.Background(), b.hc, q)
+			require.NoError(t, err)
+			require.Equal(t, tc.state, res.State)
+			require.Equal(t, tc.refs, res.Refs)
+			if len(tc.refs) > 0 {
+				require.Equal(t, tc.refs[0], res.ProviderRef)
+			}
+			require.Equal(t, 3*time.Minute, res.Lag, "search is eventually consistent")
+			require.Equal(t, "metadata['payonce_op']:'"+q.OperationID+"'", gotQuery.Get("query"))
+			require.Equal(t, "10", gotQuery.Get("limit"))
+		})
+	}
+}
+
+func TestLookupSearchEscaping(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var raw, got string
+	b.mt.RegisterResponder(http.MethodGet, base+"/v1/payment_intents/search", func(req *http.Request) (*http.Response, error) {
+		raw = req.URL.RawQuery
+		got = req.URL.Query().Get("query")
+		return respond(200, searchJSON(false)), nil
+	})
+	q := lookupQuery(payonce.KindCharge, "", "")
+	q.OperationID = `x' OR status:'succeeded\&limit=1`
+	_, err := b.p.Lookup(context.Background(), b.hc, q)
+	require.NoError(t, err)
+	require.Equal(t, `metadata['payonce_op']:'x\' OR status:\'succeeded\\&limit=1'`, got)
+	require.NotContains(t, raw, "&limit=1&", "the value is URL-encoded, not spliced into the query string")
+	vals, _ := url.ParseQuery(raw)
+	require.Equal(t, []string{"10"}, vals["limit"])
+}
+
+func TestLookupCapture(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, body string
+		state      payonce.LookupState
+		code       string
+		wantErr    bool
+	}{
+		{"succeeded", piJSON("pi_1", "succeeded", 1999, ""), payonce.LookupSucceeded, "", false},
+		{"succeeded nothing received", piJSON("pi_1", "succeeded", 0, ""), "", "", true},
+		{"processing", piJSON("pi_1", "processing", 0, ""), payonce.LookupProcessing, "", false},
+		{"requires_capture", piJSON("pi_1", "requires_capture", 0, ""), payonce.LookupNotFound, "", false},
+		{"canceled", piJSON("pi_1", "canceled", 0, ""), payonce.LookupFailed, "payment_intent_unexpected_state", false},
+		{"requires_payment_method", piJSON("pi_1", "requires_payment_method", 0, ""), payonce.LookupFailed, "payment_intent_unexpected_state", false},
+		{"unknown", piJSON("pi_1", "brand_new", 0, ""), "", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			getOK(t, b, base+"/v1/payment_intents/pi_1", 200, tc.body)
+			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCapture, "pi_1", ""))
+			if tc.wantErr {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.state, res.State)
+			require.Equal(t, tc.code, res.Code)
+			require.Zero(t, res.Lag)
+		})
+	}
+}
+
+func TestLookupCancel(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, body string
+		state      payonce.LookupState
+		code       string
+	}{
+		{"canceled", piJSON("pi_1", "canceled", 0, ""), payonce.LookupSucceeded, ""},
+		{"succeeded", piJSON("pi_1", "succeeded", 1999, ""), payonce.LookupFailed, "payment_intent_unexpected_state"},
+		{"requires_capture", piJSON("pi_1", "requires_capture", 0, ""), payonce.LookupNotFound, ""},
+		{"requires_payment_method", piJSON("pi_1", "requires_payment_method", 0, ""), payonce.LookupNotFound, ""},
+		{"processing", piJSON("pi_1", "processing", 0, ""), payonce.LookupNotFound, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			getOK(t, b, base+"/v1/payment_intents/pi_1", 200, tc.body)
+			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCancel, "pi_1", ""))
+			require.NoError(t, err)
+			require.Equal(t, tc.state, res.State)
+			require.Equal(t, tc.code, res.Code)
+		})
+	}
+}
+
+func TestLookupCaptureCancelFallbackAndMissing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	getOK(t, b, base+"/v1/payment_intents/pi_ref", 200, piJSON("pi_ref", "canceled", 0, ""))
+	res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCancel, "", "pi_ref"))
+	require.NoError(t, err, "ProviderRef is used when PaymentRef is empty")
+	require.Equal(t, payonce.LookupSucceeded, res.State)
+
+	_, err = b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCapture, "", ""))
+	require.ErrorContains(t, err, "PaymentRef")
+
+	getOK(t, b, base+"/v1/payment_intents/pi_gone", 404, `{"error":{"type":"invalid_request_error","code":"resource_missing","message":"No such payment_intent"}}`)
+	res, err = b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCapture, "pi_gone", ""))
+	require.NoError(t, err)
+	require.Equal(t, payonce.LookupNotFound, res.State)
+}
+
+func TestLookupRefund(t *testing.T) {
+	t.Parallel()
+	op := chargeReq().OperationID
+	other := refundJSON("re_other", "another-op", "succeeded", "")
+	for _, tc := range []struct {
+		name  string
+		body  string
+		state payonce.LookupState
+		refs  []string
+		code  string
+	}{
+		{"none", refundList(false), payonce.LookupNotFound, nil, ""},
+		{"only others", refundList(false, other, `{"id":"re_manual","object":"refund","status":"succeeded","metadata":{}}`), payonce.LookupNotFound, nil, ""},
+		{"succeeded", refundList(false, other, refundJSON("re_1", op, "succeeded", "")), payonce.LookupSucceeded, []string{"re_1"}, ""},
+		{"pending", refundList(false, refundJSON("re_1", op, "pending", "")), payonce.LookupProcessing, []string{"re_1"}, ""},
+		{"requires_action", refundList(false, refundJSON("re_1", op, "requires_action", "")), payonce.LookupProcessing, []string{"re_1"}, ""},
+		{"failed", refundList(false, refundJSON("re_1", op, "failed", "lost_or_stolen_card")), payonce.LookupFailed, []string{"re_1"}, "lost_or_stolen_card"},
+		{"canceled", refundList(false, refundJSON("re_1", op, "canceled", "")), payonce.LookupFailed, []string{"re_1"}, "refund_canceled"},
+		{"two", refundList(false, refundJSON("re_1", op, "succeeded", ""), other, refundJSON("re_2", op, "succeeded", "")), payonce.LookupMultiple, []string{"re_1", "re_2"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			var gotQuery url.Values
+			b.mt.RegisterResponder(http.MethodGet, base+"/v1/refunds", func(req *http.Request) (*http.Response, error) {
+				gotQuery = req.URL.Query()
+				return respond(200, tc.body), nil
+			})
+			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindRefund, "pi_1", "re_1"))
+			require.NoError(t, err)
+			require.Equal(t, tc.state, res.State)
+			require.Equal(t, tc.refs, res.Refs)
+			require.Equal(t, tc.code, res.Code)
+			require.Zero(t, res.Lag, "lists are consistent")
+			require.Equal(t, url.Values{"payment_intent": {"pi_1"}, "limit": {"100"}}, gotQuery)
+		})
+	}
+}
+
+func TestLookupRefundPaginates(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	op := chargeReq().OperationID
+	page1 := make([]string, 100)
+	for i := range page1 {
+		page1[i] = refundJSON(fmt.Sprintf("re_a%03d", i), "other", "succeeded", "")
+	}
+	b.mt.RegisterResponder(http.MethodGet, base+"/v1/refunds", func(req *http.Request) (*http.Response, error) {
+		switch req.URL.Query().Get("starting_after") {
+		case "":
+			return respond(200, refundList(true, page1...)), nil
+		case "re_a099":
+			return respond(200, refundList(false, refundJSON("re_mine", op, "succeeded", ""))), nil
+		}
+		return respond(400, `{"error":{"type":"invalid_request_error"}}`), nil
+	})
+	res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindRefund, "pi_1", ""))
+	require.NoError(t, err)
+	require.Equal(t, payonce.LookupSucceeded, res.State)
+	require.Equal(t, "re_mine", res.ProviderRef)
+	require.Equal(t, 2, b.mt.GetTotalCallCount())
+}
+
+func TestLookupRefundNeedsRefs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindRefund, "", "re_1"))
+	require.ErrorContains(t, err, "PaymentRef")
+	q := lookupQuery(payonce.KindRefund, "pi_1", "")
+	q.OperationID = ""
+	_, err = b.p.Lookup(context.Background(), b.hc, q)
+	require.ErrorContains(t, err, "OperationID")
+	q = lookupQuery(payonce.KindCharge, "", "")
+	q.OperationID = ""
+	_, err = b.p.Lookup(context.Background(), b.hc, q)
+	require.ErrorContains(t, err, "OperationID")
+	_, err = b.p.Lookup(context.Background(), nil, lookupQuery(payonce.KindCharge, "", "pi_1"))
+	require.Error(t, err)
+	_, err = b.p.Lookup(context.Background(), b.hc, lookupQuery("payout", "", "pi_1"))
+	require.Error(t, err)
+	require.Zero(t, b.mt.GetTotalCallCount())
+}
+
+func TestLookupErrors(t *testing.T) {
+	t.Parallel()
+	huge := `{"object":"search_result","data":[],"pad":"` + strings.Repeat("x", 1<<20) + `"}`
+	for _, tc := range []struct {
+		name      string
+		q         payonce.LookupQuery
+		u         string
+		status    int
+		body      string
+		temporary bool
+	}{
+		{"500 by id", lookupQuery(payonce.KindCharge, "", "pi_1"), "/v1/payment_intents/pi_1", 500, `{"error":{"type":"api_error","message":"boom"}}`, true},
+		{"429 search", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 429, `{"error":{"type":"invalid_request_error","code":"rate_limit"}}`, true},
+		{"503 refunds", lookupQuery(payonce.KindRefund, "pi_1", ""), "/v1/refunds", 503, ``, true},
+		{"401", lookupQuery(payonce.KindCapture, "pi_1", ""), "/v1/payment_intents/pi_1", 401, `{"error":{"type":"invalid_request_error","message":"Invalid API Key provided: sk_test_****wxyz"}}`, false},
+		{"404 on search", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 404, `{"error":{"type":"invalid_request_error","code":"resource_missing"}}`, false},
+		{"404 not from Stripe", lookupQuery(payonce.KindCharge, "", "pi_1"), "/v1/payment_intents/pi_1", 404, `<html>Not Found</html>`, false},
+		{"malformed PI", lookupQuery(payonce.KindCharge, "", "pi_1"), "/v1/payment_intents/pi_1", 200, `{"id":"pi_1",`, true},
+		{"wrong object", lookupQuery(payonce.KindCancel, "pi_1", ""), "/v1/payment_intents/pi_1", 200, `{"id":"re_1","object":"refund","status":"succeeded"}`, true},
+		{"PI without id", lookupQuery(payonce.KindCancel, "pi_1", ""), "/v1/payment_intents/pi_1", 200, `{"object":"payment_intent","status":"canceled"}`, true},
+		{"unknown charge status", lookupQuery(payonce.KindCharge, "", "pi_1"), "/v1/payment_intents/pi_1", 200, piJSON("pi_1", "brand_new", 0, ""), false},
+		{"search wrong object", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 200, `{"object":"list","data":[]}`, true},
+		{"search bad item", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 200, searchJSON(false, `{"object":"payment_intent"}`), true},
+		{"search empty but more", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 200, searchJSON(true), true},
+		{"search oversized", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 200, huge, true},
+		{"refund list wrong object", lookupQuery(payonce.KindRefund, "pi_1", ""), "/v1/refunds", 200, searchJSON(false), true},
+		{"refund bad item", lookupQuery(payonce.KindRefund, "pi_1", ""), "/v1/refunds", 200, refundList(false, `{"id":"re_1","object":"charge"}`), true},
+		{"refund unknown status", lookupQuery(payonce.KindRefund, "pi_1", ""), "/v1/refunds", 200, refundList(false, refundJSON("re_1", chargeReq().OperationID, "weird", "")), false},
+		{"refund empty but more", lookupQuery(payonce.KindRefund, "pi_1", ""), "/v1/refunds", 200, refundList(true), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.mt.RegisterResponder(http.MethodGet, base+tc.u, httpmock.NewStringResponder(tc.status, tc.body).HeaderSet(http.Header{"Request-Id": {"req_x"}}))
+			res, err := b.p.Lookup(context.Background(), b.hc, tc.q)
+			require.Error(t, err)
+			require.Equal(t, payonce.LookupResult{}, res)
+			require.NotContains(t, err.Error(), testKey)
+			require.NotContains(t, err.Error(), "Bearer")
+			var ae *stripe.APIError
+			if errors.As(err, &ae) {
+				require.Equal(t, tc.temporary, ae.Temporary(), "Temporary: %v", err)
+				require.Equal(t, "req_x", ae.RequestID)
+			} else {
+				require.False(t, tc.temporary, "a temporary failure should be an *APIError: %v", err)
+			}
+		})
+	}
+}
+
+func TestLookupTransportErrorAndBodyClosed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.p.Lookup(context.Background(), doerFunc(func(*http.Request) (*http.Response, error) {
+		return nil, errors.New("connection reset")
+	}), lookupQuery(payonce.KindCharge, "", "pi_1"))
+	require.ErrorContains(t, err, "connection reset")
+
+	for _, status := range []int{200, 404, 500} {
+		body := &trackedBody{Reader: strings.NewReader(piJSON("pi_1", "succeeded", 1, ""))}
+		var sent *http.Request
+		_, _ = b.p.Lookup(context.Background(), doerFunc(func(req *http.Request) (*http.Response, error) {
+			sent = req
+			return &http.Response{StatusCode: status, Header: http.Header{}, Body: body}, nil
+		}), lookupQuery(payonce.KindCapture, "pi_1", ""))
+		require.True(t, body.closed, "status %d: body not closed", status)
+		require.Equal(t, http.MethodGet, sent.Method, "lookups only read")
+	}
+}
+
+func TestLookupStripeVersion(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *stripe.Config) { c.APIVersion = "2024-06-20" })
+	var version string
+	b.mt.RegisterResponder(http.MethodGet, base+"/v1/payment_intents/pi_1", func(req *http.Request) (*http.Response, error) {
+		version = req.Header.Get("Stripe-Version")
+		return respond(200, piJSON("pi_1", "succeeded", 1, "")), nil
+	})
+	_, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pi_1"))
+	require.NoError(t, err)
+	require.Equal(t, "2024-06-20", version)
+}

@@ -1,0 +1,290 @@
+package stripe_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/stripe"
+)
+
+// build calls NewRequest and returns the request and its body.
+func build(t *testing.T, p *stripe.Provider, r payonce.SendRequest) (*http.Request, string) {
+	t.Helper()
+	hr, err := p.NewRequest(context.Background(), r)
+	require.NoError(t, err)
+	b, err := io.ReadAll(hr.Body)
+	require.NoError(t, err)
+	return hr, string(b)
+}
+
+func requireCommonHeaders(t *testing.T, hr *http.Request, key string) {
+	t.Helper()
+	require.Equal(t, http.MethodPost, hr.Method)
+	require.Equal(t, "Bearer "+testKey, hr.Header.Get("Authorization"))
+	require.Equal(t, "application/x-www-form-urlencoded", hr.Header.Get("Content-Type"))
+	require.Equal(t, key, hr.Header.Get("Idempotency-Key"))
+	require.Equal(t, []string{key}, hr.Header.Values("Idempotency-Key"))
+}
+
+func requireSortedForm(t *testing.T, body string) {
+	t.Helper()
+	var keys []string
+	for _, kv := range strings.Split(body, "&") {
+		if kv == "" {
+			continue
+		}
+		k, _, _ := strings.Cut(kv, "=")
+		k, err := url.QueryUnescape(k)
+		require.NoError(t, err)
+		keys = append(keys, k)
+	}
+	require.True(t, sort.StringsAreSorted(keys), "form keys not sorted: %v", keys)
+}
+
+func TestNewRequestCharge(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := chargeReq()
+	hr, body := build(t, b.p, r)
+	requireCommonHeaders(t, hr, r.Key)
+	require.Equal(t, base+"/v1/payment_intents", hr.URL.String())
+	require.Empty(t, hr.Header.Get("Stripe-Version"))
+	requireSortedForm(t, body)
+
+	form, err := url.ParseQuery(body)
+	require.NoError(t, err)
+	require.Equal(t, url.Values{
+		"amount":                             {"1999"},
+		"currency":                           {"eur"},
+		"confirm":                            {"true"},
+		"capture_method":                     {"automatic"},
+		"automatic_payment_methods[enabled]": {"true"},
+		"automatic_payment_methods[allow_redirects]": {"never"},
+		"payment_method":         {"pm_card_visa"},
+		"customer":               {"cus_123"},
+		"description":            {"Order 42"},
+		"metadata[order_id]":     {"42"},
+		"metadata[shop]":         {"main"},
+		"metadata[payonce_op]":   {r.OperationID},
+		"metadata[payonce_key]":  {r.Key},
+		"metadata[payonce_kind]": {"charge"},
+		"metadata[payonce_refs]": {`["order","42"]`},
+	}, form)
+	require.NotContains(t, form, "off_session")
+
+	// Every attempt sends the same bytes, whatever the map order.
+	for range 20 {
+		hr2, body2 := build(t, b.p, r)
+		require.Equal(t, body, body2)
+		require.Equal(t, hr.URL.String(), hr2.URL.String())
+	}
+	// GetBody lets an HTTP layer resend the same body.
+	rc, err := hr.GetBody()
+	require.NoError(t, err)
+	again, _ := io.ReadAll(rc)
+	require.Equal(t, body, string(again))
+	require.EqualValues(t, len(body), hr.ContentLength)
+}
+
+func TestNewRequestChargeManualMinimal(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *stripe.Config) { c.APIVersion = "2024-06-20"; c.BaseURL = "http://127.0.0.1:12111/prefix/" })
+	r := chargeReq()
+	r.Request.CaptureManual = true
+	r.Request.Customer, r.Request.Description, r.Request.Metadata = "", "", nil
+	hr, body := build(t, b.p, r)
+	require.Equal(t, "http://127.0.0.1:12111/prefix/v1/payment_intents", hr.URL.String())
+	require.Equal(t, "2024-06-20", hr.Header.Get("Stripe-Version"))
+	form, err := url.ParseQuery(body)
+	require.NoError(t, err)
+	require.Equal(t, "manual", form.Get("capture_method"))
+	for _, absent := range []string{"customer", "description", "metadata[order_id]"} {
+		require.NotContains(t, form, absent)
+	}
+	require.Equal(t, r.OperationID, form.Get("metadata[payonce_op]"))
+}
+
+func TestNewRequestCapture(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := withKind(chargeReq(), payonce.KindCapture, 500, "pi_123")
+	hr, body := build(t, b.p, r)
+	requireCommonHeaders(t, hr, r.Key)
+	require.Equal(t, base+"/v1/payment_intents/pi_123/capture", hr.URL.String())
+	require.Equal(t, "amount_to_capture=500", body)
+
+	r.Request.Amount = 0
+	_, body = build(t, b.p, r)
+	require.Empty(t, body, "a full capture sends no amount")
+}
+
+func TestNewRequestCancel(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := withKind(chargeReq(), payonce.KindCancel, 0, "pi_123")
+	hr, body := build(t, b.p, r)
+	requireCommonHeaders(t, hr, r.Key)
+	require.Equal(t, base+"/v1/payment_intents/pi_123/cancel", hr.URL.String())
+	require.Empty(t, body)
+}
+
+func TestNewRequestRefund(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := withKind(chargeReq(), payonce.KindRefund, 700, "pi_123")
+	r.Request.References = []string{"order", "42", "refund", "1"}
+	hr, body := build(t, b.p, r)
+	requireCommonHeaders(t, hr, r.Key)
+	require.Equal(t, base+"/v1/refunds", hr.URL.String())
+	requireSortedForm(t, body)
+	form, err := url.ParseQuery(body)
+	require.NoError(t, err)
+	require.Equal(t, url.Values{
+		"payment_intent":         {"pi_123"},
+		"amount":                 {"700"},
+		"metadata[order_id]":     {"42"},
+		"metadata[shop]":         {"main"},
+		"metadata[payonce_op]":   {r.OperationID},
+		"metadata[payonce_key]":  {r.Key},
+		"metadata[payonce_kind]": {"refund"},
+		"metadata[payonce_refs]": {`["order","42","refund","1"]`},
+	}, form)
+
+	r.Request.Amount = 0
+	_, body = build(t, b.p, r)
+	form, _ = url.ParseQuery(body)
+	require.NotContains(t, form, "amount", "a full refund sends no amount")
+}
+
+func TestNewRequestPathEscape(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := withKind(chargeReq(), payonce.KindCapture, 0, "pi_1/../refunds?x=1#y")
+	hr, _ := build(t, b.p, r)
+	require.Equal(t, base+"/v1/payment_intents/pi_1%2F..%2Frefunds%3Fx=1%23y/capture", hr.URL.String())
+	require.Empty(t, hr.URL.RawQuery)
+}
+
+func TestNewRequestErrors(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tooMany := map[string]string{}
+	for i := range 47 {
+		tooMany[strings.Repeat("k", 1+i%40)+string(rune('a'+i%26))+string(rune('a'+i/26))] = "v"
+	}
+	for _, tc := range []struct {
+		name  string
+		mod   func(*payonce.SendRequest)
+		field string
+	}{
+		{"capture without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCapture, 0, "") }, "stripe Request.PaymentRef"},
+		{"cancel without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCancel, 0, "") }, "stripe Request.PaymentRef"},
+		{"refund without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindRefund, 1, "") }, "stripe Request.PaymentRef"},
+		{"no key", func(r *payonce.SendRequest) { r.Key = "" }, "stripe Key"},
+		{"long key", func(r *payonce.SendRequest) { r.Key = strings.Repeat("a", 256) }, "stripe Key"},
+		{"key with newline", func(r *payonce.SendRequest) { r.Key = "abc\ndef" }, "stripe Key"},
+		{"no operation id", func(r *payonce.SendRequest) { r.OperationID = "" }, "stripe OperationID"},
+		{"refund no operation id", func(r *payonce.SendRequest) {
+			*r = withKind(*r, payonce.KindRefund, 1, "pi_1")
+			r.OperationID = ""
+		}, "stripe OperationID"},
+		{"unknown kind", func(r *payonce.SendRequest) { r.Request.Kind = "payout" }, "stripe Request.Kind"},
+		{"reserved metadata", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"payonce_op": "x"} }, "stripe Request.Metadata"},
+		{"bracket metadata", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"a[b]": "x"} }, "stripe Request.Metadata"},
+		{"too much metadata", func(r *payonce.SendRequest) { r.Request.Metadata = tooMany }, "stripe Request.Metadata"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := chargeReq()
+			tc.mod(&r)
+			hr, err := b.p.NewRequest(context.Background(), r)
+			require.Nil(t, hr)
+			require.ErrorIs(t, err, payonce.ErrInvalid)
+			var ve *payonce.ValidationError
+			require.True(t, errors.As(err, &ve))
+			require.Equal(t, tc.field, ve.Field)
+			require.NotContains(t, err.Error(), testKey)
+		})
+	}
+}
+
+func TestNewRequestMetadataLimitEdge(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := chargeReq()
+	r.Request.Metadata = map[string]string{}
+	for i := range 46 {
+		r.Request.Metadata["k"+string(rune('a'+i%26))+string(rune('a'+i/26))] = "v"
+	}
+	_, body := build(t, b.p, r)
+	form, _ := url.ParseQuery(body)
+	n := 0
+	for k := range form {
+		if strings.HasPrefix(k, "metadata[") {
+			n++
+		}
+	}
+	require.Equal(t, 50, n, "46 caller keys + 4 payonce keys = Stripe's 50")
+}
+
+func TestNewRequestLongReferences(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := chargeReq()
+	refs := make([]string, 16)
+	for i := range refs {
+		refs[i] = strings.Repeat(string(rune('a'+i)), 100)
+	}
+	r.Request.References = refs
+	_, body := build(t, b.p, r)
+	form, _ := url.ParseQuery(body)
+	v := form.Get("metadata[payonce_refs]")
+	require.LessOrEqual(t, len(v), 500)
+	var got []string
+	require.NoError(t, json.Unmarshal([]byte(v), &got))
+	require.Equal(t, refs[:len(got)-1], got[:len(got)-1])
+	require.Regexp(t, `^\.\.\.\+\d+$`, got[len(got)-1])
+
+	// A single reference too long once escaped still gives valid JSON.
+	r.Request.References = []string{strings.Repeat(`"`, 256)}
+	_, body = build(t, b.p, r)
+	form, _ = url.ParseQuery(body)
+	require.Equal(t, `["...+1"]`, form.Get("metadata[payonce_refs]"))
+
+	// No HTML escaping: what the caller wrote is what an operator sees.
+	r.Request.References = []string{"a<b>&c"}
+	_, body = build(t, b.p, r)
+	form, _ = url.ParseQuery(body)
+	require.Equal(t, `["a<b>&c"]`, form.Get("metadata[payonce_refs]"))
+}
+
+func TestNewRequestRoundTrip(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var got *http.Request
+	var gotBody string
+	b.mt.RegisterResponder(http.MethodPost, base+"/v1/payment_intents", func(req *http.Request) (*http.Response, error) {
+		got = req
+		bb, _ := io.ReadAll(req.Body)
+		gotBody = string(bb)
+		return respond(200, `{"id":"pi_1","object":"payment_intent","status":"succeeded"}`), nil
+	})
+	r := chargeReq()
+	hr, err := b.p.NewRequest(context.Background(), r)
+	require.NoError(t, err)
+	resp, err := b.hc.Do(hr)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, r.Key, got.Header.Get("Idempotency-Key"))
+	require.Contains(t, gotBody, "confirm=true")
+}

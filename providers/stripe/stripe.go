@@ -1,0 +1,233 @@
+package stripe
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/payonce/payonce"
+)
+
+// Defaults applied by New to the zero fields of a Config.
+const (
+	// DefaultBaseURL is Stripe's API endpoint.
+	DefaultBaseURL = "https://api.stripe.com"
+	// DefaultKeyTTL is how long Stripe (API v1) keeps an idempotency key:
+	// keys may be pruned once they are at least 24 hours old.
+	DefaultKeyTTL = 24 * time.Hour
+	// DefaultSearchLag is how far behind Stripe's search may be under normal
+	// operation ("searchable in under 1 minute"). During incidents it can be
+	// much longer (Stripe mentions up to an hour); raise it if you prefer a
+	// later "not found" to an earlier one.
+	DefaultSearchLag = time.Minute
+)
+
+// MaxKeyLength is the longest idempotency key Stripe accepts.
+const MaxKeyLength = 255
+
+// Config configures a Provider. Zero fields take the documented defaults.
+//
+// Config formats itself (fmt verbs, String, GoString, slog) with the API key
+// redacted.
+type Config struct {
+	// APIKey is the Stripe secret or restricted key (sk_... or rk_...).
+	// Required. It is sent only in the Authorization header and never
+	// appears in an error, a log value, an Outcome or a LookupResult.
+	APIKey string
+	// BaseURL is the API endpoint: an absolute http or https URL without
+	// user info, query or fragment. Defaults to DefaultBaseURL. Tests and
+	// fakes point it elsewhere.
+	BaseURL string
+	// KeyTTL is how long Stripe remembers an idempotency key. Defaults to
+	// DefaultKeyTTL (24 h); set it if Stripe changes the window for your
+	// account or API version.
+	KeyTTL time.Duration
+	// SearchLag is how far behind Stripe's search endpoint may be. A charge
+	// looked up by search reports "not found" only once SearchLag has passed
+	// since the last attempt. Defaults to DefaultSearchLag (1 minute).
+	SearchLag time.Duration
+	// APIVersion, when set, is sent as the Stripe-Version header on every
+	// request, e.g. "2024-06-20". Empty uses the account's default version.
+	APIVersion string
+	// Now returns the current time; it turns a Retry-After date into a
+	// wait. Defaults to time.Now; tests set it.
+	Now func() time.Time
+}
+
+// Provider is the Stripe adapter: it implements payonce.Provider against
+// Stripe's v1 API (PaymentIntents and Refunds). It is safe for concurrent
+// use and holds no mutable state.
+type Provider struct {
+	apiKey     string
+	baseURL    string // without a trailing slash
+	keyTTL     time.Duration
+	searchLag  time.Duration
+	apiVersion string
+	now        func() time.Time
+}
+
+var _ payonce.Provider = (*Provider)(nil)
+
+// New checks cfg, applies its defaults and returns a Provider. An error is a
+// *payonce.ValidationError (errors.Is(err, payonce.ErrInvalid)) naming the
+// Config field and how to fix it; it never contains the API key.
+func New(cfg Config) (*Provider, error) {
+	p := &Provider{
+		apiKey:     cfg.APIKey,
+		keyTTL:     cfg.KeyTTL,
+		searchLag:  cfg.SearchLag,
+		apiVersion: cfg.APIVersion,
+		now:        cfg.Now,
+	}
+	if cfg.APIKey == "" {
+		return nil, invalidConfig("APIKey", "is empty; set it to your Stripe secret key (sk_live_... / sk_test_...) or a restricted key (rk_...)")
+	}
+	if strings.ContainsFunc(cfg.APIKey, notToken) {
+		return nil, invalidConfig("APIKey", "contains spaces or control characters; copy the key exactly as the Stripe Dashboard shows it")
+	}
+
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, invalidConfig("BaseURL", "is not a valid URL; use an absolute http(s) URL such as %q", DefaultBaseURL)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, invalidConfig("BaseURL", "must start with https:// (or http:// for a local fake), such as %q", DefaultBaseURL)
+	case u.Host == "":
+		return nil, invalidConfig("BaseURL", "has no host; use an absolute URL such as %q", DefaultBaseURL)
+	case u.User != nil:
+		return nil, invalidConfig("BaseURL", "must not contain user info; the API key goes in Config.APIKey")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return nil, invalidConfig("BaseURL", "must not have a query or fragment; use scheme, host and an optional path prefix only")
+	}
+	p.baseURL = strings.TrimRight(u.String(), "/")
+
+	switch {
+	case cfg.KeyTTL < 0:
+		return nil, invalidConfig("KeyTTL", "is negative (%s); leave it 0 for the default %s or set Stripe's key window", cfg.KeyTTL, DefaultKeyTTL)
+	case cfg.KeyTTL == 0:
+		p.keyTTL = DefaultKeyTTL
+	}
+	switch {
+	case cfg.SearchLag < 0:
+		return nil, invalidConfig("SearchLag", "is negative (%s); leave it 0 for the default %s", cfg.SearchLag, DefaultSearchLag)
+	case cfg.SearchLag == 0:
+		p.searchLag = DefaultSearchLag
+	}
+	if strings.ContainsFunc(cfg.APIVersion, notToken) {
+		return nil, invalidConfig("APIVersion", "contains spaces or control characters; use a Stripe API version such as \"2024-06-20\"")
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	return p, nil
+}
+
+func invalidConfig(field, format string, args ...any) error {
+	return &payonce.ValidationError{Field: "stripe.Config." + field, Problem: fmt.Sprintf(format, args...)}
+}
+
+// notToken reports a rune that may not appear in a key or version header
+// value: anything but printable, non-space ASCII.
+func notToken(r rune) bool { return r <= ' ' || r >= 0x7f }
+
+// Name returns "stripe".
+func (p *Provider) Name() string { return "stripe" }
+
+// Info returns the configured key TTL and Stripe's key length limit (255).
+func (p *Provider) Info() payonce.ProviderInfo {
+	return payonce.ProviderInfo{KeyTTL: p.keyTTL, MaxKeyLength: MaxKeyLength}
+}
+
+// SearchLag returns how far behind Stripe's search is assumed to be.
+func (p *Provider) SearchLag() time.Duration { return p.searchLag }
+
+// String describes the Provider without its API key. String, GoString,
+// Format and LogValue have value receivers so that a copied Provider value
+// is redacted too.
+func (p Provider) String() string {
+	return fmt.Sprintf("stripe.Provider{APIKey:%s BaseURL:%s KeyTTL:%s SearchLag:%s APIVersion:%q}",
+		redactedKey(p.apiKey), p.baseURL, p.keyTTL, p.searchLag, p.apiVersion)
+}
+
+// GoString is String: %#v never shows the API key either.
+func (p Provider) GoString() string { return p.String() }
+
+// Format writes String for every verb, so that no fmt verb (%v, %+v, %#v,
+// %s, %d, ...) can print the API key.
+func (p Provider) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, p.String()) }
+
+// LogValue makes slog log the Provider without its API key.
+func (p Provider) LogValue() slog.Value { return slog.StringValue(p.String()) }
+
+// String describes the Config with its API key redacted.
+func (c Config) String() string {
+	base := c.BaseURL
+	if base != "" {
+		if u, err := url.Parse(base); err == nil {
+			base = u.Redacted()
+		} else {
+			base = "(invalid URL)"
+		}
+	}
+	now := "nil"
+	if c.Now != nil {
+		now = "set"
+	}
+	return fmt.Sprintf("stripe.Config{APIKey:%s BaseURL:%q KeyTTL:%s SearchLag:%s APIVersion:%q Now:%s}",
+		redactedKey(c.APIKey), base, c.KeyTTL, c.SearchLag, c.APIVersion, now)
+}
+
+// GoString is String: %#v never shows the API key either.
+func (c Config) GoString() string { return c.String() }
+
+// Format writes String for every verb, so that no fmt verb can print the
+// API key.
+func (c Config) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String()) }
+
+// LogValue makes slog log the Config with its API key redacted.
+func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
+func redactedKey(k string) string {
+	if k == "" {
+		return `""`
+	}
+	return "[REDACTED]"
+}
+
+// keyLike matches Stripe API keys, whole or masked ("sk_live_****abcd"), as
+// Stripe may echo a masked key in an authentication error message.
+var keyLike = regexp.MustCompile(`\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z*]+`)
+
+// maxMessageBytes bounds a provider message kept in an Outcome or error.
+const maxMessageBytes = 1000
+
+// scrub removes anything that looks like an API key from a provider message
+// and bounds its length, so that it may be stored and logged.
+func (p *Provider) scrub(s string) string {
+	if s == "" {
+		return ""
+	}
+	if p.apiKey != "" {
+		s = strings.ReplaceAll(s, p.apiKey, "[REDACTED]")
+	}
+	s = keyLike.ReplaceAllString(s, "[REDACTED]")
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) > maxMessageBytes {
+		cut := maxMessageBytes
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
+	}
+	return s
+}

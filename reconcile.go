@@ -1,0 +1,359 @@
+package payonce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// ReconcilerConfig configures a Reconciler. Zero fields take the defaults
+// named on each.
+type ReconcilerConfig struct {
+	// Store is the ledger to drain. Required; the clients should use it too.
+	Store ledger.Store
+	// Clients settle operations, one per provider (by Provider().Name()).
+	// Required. Operations of other providers are left alone.
+	Clients []*Client
+	// BatchSize is how many due operations one RunOnce claims per provider.
+	// It bounds memory. Defaults to 100.
+	BatchSize int
+	// Concurrency is how many operations are settled at once. Defaults to 4.
+	Concurrency int
+	// RatePerSecond limits operations settled per second per provider
+	// (provider name -> rate); a provider absent from the map is unlimited.
+	RatePerSecond map[string]float64
+	// Interval is how long Run waits when nothing is due. Defaults to 10 s.
+	Interval time.Duration
+	// Owner identifies this reconciler in leases. Defaults to host/pid/random.
+	Owner string
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+	// Now is the clock. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Reconciler drives unfinished operations to a terminal state in the
+// background: it sends pending ones, looks up unknown ones and those whose
+// worker died, follows the decision table, and keeps looking up (read-only)
+// operations in review whose outcome is unknown, resolving them with an audit
+// entry when the provider gives a definitive answer. Any number of
+// reconcilers on any number of replicas may share one PostgreSQL ledger: the
+// ledger's leases make sure no operation is handled twice at once.
+type Reconciler struct {
+	cfg      ReconcilerConfig
+	clients  map[string]*Client
+	limiters map[string]*rate.Limiter
+	order    []string
+}
+
+// ReconcileReport says what one RunOnce did.
+type ReconcileReport struct {
+	// Claimed counts operations claimed, Settled those that reached a
+	// terminal state, Skipped those left for later (lease too short).
+	Claimed, Settled, Skipped int
+	// Transitions counts status changes, keyed "from->to".
+	Transitions map[string]int
+	// Errors holds the first errors met (at most 20); ErrorCount counts all.
+	Errors     []error
+	ErrorCount int
+}
+
+// NewReconciler builds a Reconciler from cfg.
+func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
+	if cfg.Store == nil {
+		return nil, invalid("ReconcilerConfig.Store", "required: the ledger the clients write to")
+	}
+	if len(cfg.Clients) == 0 {
+		return nil, invalid("ReconcilerConfig.Clients", "required: at least one client (one per provider)")
+	}
+	if cfg.BatchSize == 0 {
+		cfg.BatchSize = 100
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = 4
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = 10 * time.Second
+	}
+	if cfg.Owner == "" {
+		cfg.Owner = defaultOwner() + "/reconciler"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	switch {
+	case cfg.BatchSize < 1 || cfg.BatchSize > ledger.MaxLimit:
+		return nil, invalid("ReconcilerConfig.BatchSize", "must be between 1 and %d, got %d", ledger.MaxLimit, cfg.BatchSize)
+	case cfg.Concurrency < 1 || cfg.Concurrency > 1024:
+		return nil, invalid("ReconcilerConfig.Concurrency", "must be between 1 and 1024, got %d", cfg.Concurrency)
+	case cfg.Interval < 0:
+		return nil, invalid("ReconcilerConfig.Interval", "must be > 0, got %v", cfg.Interval)
+	case len(cfg.Owner) > 256:
+		return nil, invalid("ReconcilerConfig.Owner", "at most 256 bytes, got %d", len(cfg.Owner))
+	}
+	r := &Reconciler{cfg: cfg, clients: map[string]*Client{}, limiters: map[string]*rate.Limiter{}}
+	for i, c := range cfg.Clients {
+		if c == nil {
+			return nil, invalid(fmt.Sprintf("ReconcilerConfig.Clients[%d]", i), "is nil")
+		}
+		name := c.cfg.Provider.Name()
+		if _, dup := r.clients[name]; dup {
+			return nil, invalid(fmt.Sprintf("ReconcilerConfig.Clients[%d]", i), "a second client for provider %q", name)
+		}
+		r.clients[name] = c
+		r.order = append(r.order, name)
+	}
+	for name, rps := range cfg.RatePerSecond {
+		if _, ok := r.clients[name]; !ok {
+			return nil, invalid("ReconcilerConfig.RatePerSecond", "names provider %q, which has no client", name)
+		}
+		if rps <= 0 {
+			return nil, invalid("ReconcilerConfig.RatePerSecond", "rate for %q must be > 0, got %v", name, rps)
+		}
+		r.limiters[name] = rate.NewLimiter(rate.Limit(rps), max(1, int(rps)))
+	}
+	return r, nil
+}
+
+// RunOnce claims one batch of due operations per provider and settles them.
+// It returns when the batch is done; the error is set only when claiming
+// failed (errors settling single operations are in the report).
+func (r *Reconciler) RunOnce(ctx context.Context) (ReconcileReport, error) {
+	rep := ReconcileReport{Transitions: map[string]int{}}
+	for _, name := range r.order {
+		if err := r.runProvider(ctx, name, &rep); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// Run calls RunOnce until ctx ends: at once again while batches come back
+// full, after Interval otherwise. It returns ctx's error.
+func (r *Reconciler) Run(ctx context.Context) error {
+	for {
+		rep, err := r.RunOnce(ctx)
+		if err != nil {
+			r.cfg.Logger.Error("payonce: reconcile pass failed", "error", err)
+		} else if rep.Claimed > 0 {
+			r.cfg.Logger.Info("payonce: reconcile pass", "claimed", rep.Claimed, "settled", rep.Settled, "errors", rep.ErrorCount)
+		}
+		wait := r.cfg.Interval
+		if err == nil && rep.Claimed >= r.cfg.BatchSize {
+			wait = 0
+		}
+		if serr := sleep(ctx, wait); serr != nil {
+			return serr
+		}
+	}
+}
+
+func (r *Reconciler) runProvider(ctx context.Context, name string, rep *ReconcileReport) error {
+	c := r.clients[name]
+	now := r.cfg.Now()
+	ops, err := r.cfg.Store.ClaimDue(ctx, ledger.ClaimDueParams{
+		Owner: r.cfg.Owner, Now: now, LeaseUntil: now.Add(c.cfg.LeaseDuration), Limit: r.cfg.BatchSize,
+		Provider: name, IncludeReview: true,
+	})
+	if err != nil {
+		return fmt.Errorf("payonce: claiming due operations of %s: %w", name, err)
+	}
+	rep.Claimed += len(ops)
+	var mu sync.Mutex
+	sem := make(chan struct{}, r.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for _, op := range ops {
+		if ctx.Err() != nil {
+			break
+		}
+		// A lease about to end would let another worker take the operation
+		// mid-settlement; leave it, it becomes due again when the lease ends.
+		if r.cfg.Now().Add(2 * c.cfg.AttemptTimeout).After(op.LeaseExpiresAt) {
+			mu.Lock()
+			rep.Skipped++
+			mu.Unlock()
+			continue
+		}
+		if lim := r.limiters[name]; lim != nil {
+			if err := lim.Wait(ctx); err != nil {
+				break
+			}
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			from := op.Status
+			got, err := c.settle(ctx, op, r.cfg.Owner)
+			mu.Lock()
+			defer mu.Unlock()
+			if got.Status != from {
+				rep.Transitions[string(from)+"->"+string(got.Status)]++
+			}
+			if got.Status.Terminal() && got.Status != from {
+				rep.Settled++
+			}
+			if err != nil {
+				rep.ErrorCount++
+				if len(rep.Errors) < 20 {
+					rep.Errors = append(rep.Errors, fmt.Errorf("operation %s: %w", op.ID, err))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// settle drives one operation claimed by background work. It returns the
+// operation as it stands afterwards; the error reports only real failures
+// (the ledger, a corrupt record), not outcomes such as "still unknown".
+func (c *Client) settle(ctx context.Context, op ledger.Operation, owner string) (ledger.Operation, error) {
+	req, err := ParseRequest(op.Request)
+	if err != nil {
+		// The ledger holds a request this version cannot read: sending a
+		// guess could move the wrong amount, so a person must look.
+		return c.finishQuiet(ctx, op, owner, ledger.FinishParams{To: ledger.StatusManualReview,
+			ReviewReason: "stored request unreadable: " + truncate(err.Error(), 500)})
+	}
+	if op.Status == ledger.StatusManualReview {
+		return c.lookupInReview(ctx, op, owner, req)
+	}
+	r := &run{op: op, owner: owner, req: req}
+	_, err = c.drive(ctx, r)
+	if isOutcome(err) {
+		err = nil
+	}
+	return r.op, err
+}
+
+// isOutcome reports whether err only describes where an operation stands
+// (declined, unknown, in review...), as opposed to a failure to act.
+func isOutcome(err error) bool {
+	if err == nil {
+		return true
+	}
+	if errors.Is(err, ErrDeclined) || errors.Is(err, ErrManualReview) || errors.Is(err, ErrProviderUnavailable) {
+		return true
+	}
+	var re *recordError
+	return errors.Is(err, ErrOutcomeUnknown) && !errors.As(err, &re)
+}
+
+// lookupInReview looks up an operation in review, read-only. A definitive
+// answer settles it with an audit entry; anything else keeps it in review
+// with a later check. It never sends a request that moves money (rule 5).
+func (c *Client) lookupInReview(ctx context.Context, op ledger.Operation, owner string, req Request) (ledger.Operation, error) {
+	lctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
+	lr, lerr := c.cfg.Provider.Lookup(lctx, lookupDoer{c.http.read}, LookupQuery{
+		OperationID: op.ID, Key: op.Key, Request: req, ProviderRef: op.ProviderRef, Since: op.WindowStart,
+	})
+	cancel()
+	now := c.cfg.Now()
+	fp := ledger.FinishParams{To: ledger.StatusManualReview, ReviewReason: op.ReviewReason,
+		NextCheckAt: now.Add(c.checkAfter(op, now)), Events: []ledger.NewEvent{lookupEvent(lr, lerr)}}
+	if lerr == nil {
+		switch lr.State {
+		case LookupSucceeded, LookupFailed:
+			fp.To = ledger.StatusSucceeded
+			outcome := ledger.ResolveSucceeded
+			if lr.State == LookupFailed {
+				fp.To, outcome = ledger.StatusFailed, ledger.ResolveFailed
+			}
+			fp.ProviderRef = lr.ProviderRef
+			fp.Result = encodeResult(Outcome{ProviderRef: lr.ProviderRef, Code: lr.Code, DeclineCode: lr.DeclineCode, Message: lr.Message})
+			fp.Resolution = &ledger.Resolution{Actor: "payonce-reconciler", Outcome: outcome, At: now,
+				Note: fmt.Sprintf("settled automatically: %s reports the operation %s", c.cfg.Provider.Name(), lr.State)}
+		case LookupMultiple:
+			fp.ReviewReason = ReasonDuplicated
+			fp.NextCheckAt = time.Time{}
+		}
+	}
+	return c.finishQuiet(ctx, op, owner, fp)
+}
+
+// finishQuiet records a transition from op's current status.
+func (c *Client) finishQuiet(ctx context.Context, op ledger.Operation, owner string, fp ledger.FinishParams) (ledger.Operation, error) {
+	fp.ID, fp.Owner, fp.From = op.ID, owner, op.Status
+	if fp.Now.IsZero() {
+		fp.Now = c.cfg.Now()
+	}
+	rctx, cancel := recordCtx(ctx)
+	defer cancel()
+	got, err := c.cfg.Store.Finish(rctx, fp)
+	if err != nil {
+		return op, err
+	}
+	return got, nil
+}
+
+// checkAfter spaces lookups of an operation out as it ages: a tenth of its
+// age since the window opened, at least CheckInterval, at most an hour.
+// Stateless, so every replica computes the same schedule.
+func (c *Client) checkAfter(op ledger.Operation, now time.Time) time.Duration {
+	since := op.WindowStart
+	if since.IsZero() {
+		since = op.CreatedAt
+	}
+	d := now.Sub(since) / 10
+	return min(max(d, c.cfg.CheckInterval), time.Hour)
+}
+
+// lookupEvent is the audit entry of one status lookup.
+func lookupEvent(lr LookupResult, lerr error) ledger.NewEvent {
+	if lerr != nil {
+		return ledger.NewEvent{Kind: ledger.EventLookup, Detail: truncate("lookup failed: "+lerr.Error(), 2000)}
+	}
+	d := "state=" + string(lr.State)
+	if lr.ProviderRef != "" {
+		d += " ref=" + lr.ProviderRef
+	}
+	if len(lr.Refs) > 1 {
+		d += fmt.Sprintf(" objects=%v", lr.Refs)
+	}
+	if lr.Code != "" {
+		d += " code=" + lr.Code
+	}
+	if lr.Lag > 0 {
+		d += " lag=" + lr.Lag.String()
+	}
+	return ledger.NewEvent{Kind: ledger.EventLookup, Detail: truncate(d, 2000)}
+}
+
+// CleanupReport says what Cleanup did.
+type CleanupReport struct {
+	ledger.CleanupReport
+	// OldestAge is how long ago the oldest remaining succeeded or failed
+	// operation finished; zero when none is left. A value that keeps
+	// growing past the retention means cleanup stopped working.
+	OldestAge time.Duration
+}
+
+// Cleanup deletes succeeded and failed operations older than retention,
+// batched. It refuses a retention shorter than the longest key TTL of the
+// reconciler's providers (rule 6), never touches operations that are not
+// final, and reports the age of the oldest remaining final operation.
+func (r *Reconciler) Cleanup(ctx context.Context, retention time.Duration, batchSize int) (CleanupReport, error) {
+	var ttl time.Duration
+	for _, c := range r.clients {
+		ttl = max(ttl, c.info.KeyTTL)
+	}
+	now := r.cfg.Now()
+	rep, err := r.cfg.Store.Cleanup(ctx, ledger.CleanupParams{Now: now, Retention: retention, KeyTTL: ttl, BatchSize: batchSize})
+	out := CleanupReport{CleanupReport: rep}
+	if !rep.OldestFinishedAt.IsZero() {
+		out.OldestAge = now.Sub(rep.OldestFinishedAt)
+	}
+	return out, err
+}

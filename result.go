@@ -1,0 +1,177 @@
+package payonce
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// Sentinel errors returned by Client calls; test them with errors.Is.
+var (
+	// ErrOutcomeUnknown: a request may have reached the provider and its
+	// outcome is not known yet. Do not retry with other identifiers and do not
+	// tell the customer it failed: the operation is recorded and background
+	// reconciliation will settle it (calling again with the same identity is
+	// safe and returns the settled result once known).
+	ErrOutcomeUnknown = errors.New("payonce: outcome unknown; reconciliation will settle it")
+	// ErrInProgress: another worker holds the operation's lease right now.
+	ErrInProgress = errors.New("payonce: operation in progress in another worker")
+	// ErrManualReview: the operation needs an operator; automation will send
+	// nothing more for it.
+	ErrManualReview = errors.New("payonce: operation is in manual review")
+	// ErrFingerprintMismatch: the same identity was used with a different
+	// request (amount, currency, ...). A caller bug; nothing was sent.
+	ErrFingerprintMismatch = errors.New("payonce: same operation identity with a different request; nothing was sent")
+	// ErrProviderUnavailable: nothing was sent (breaker open, connection
+	// refused, rate limited before processing). The operation is recorded as
+	// pending: background reconciliation sends it later, or call again.
+	ErrProviderUnavailable = errors.New("payonce: provider unavailable; nothing was sent")
+	// ErrDeclined is matched by every *DeclinedError.
+	ErrDeclined = errors.New("payonce: refused by the provider")
+)
+
+// DeclinedError is a definitive refusal by the provider: a card decline, a
+// validation or authentication error. The operation is recorded as failed.
+type DeclinedError struct {
+	Provider    string
+	Code        string
+	DeclineCode string
+	Message     string
+	ProviderRef string
+	HTTPStatus  int
+	RequestID   string
+}
+
+func (e *DeclinedError) Error() string {
+	s := "payonce: " + e.Provider + " refused the operation"
+	if e.Code != "" {
+		s += ": " + e.Code
+	}
+	if e.DeclineCode != "" {
+		s += " (" + e.DeclineCode + ")"
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+// Is makes errors.Is(err, ErrDeclined) true.
+func (e *DeclinedError) Is(target error) bool { return target == ErrDeclined }
+
+// ResultStatus is the status a call reports.
+type ResultStatus string
+
+const (
+	ResultSucceeded    ResultStatus = "succeeded"
+	ResultFailed       ResultStatus = "failed"
+	ResultPending      ResultStatus = "pending"
+	ResultUnknown      ResultStatus = "unknown"
+	ResultInProgress   ResultStatus = "in_progress"
+	ResultManualReview ResultStatus = "manual_review"
+)
+
+// Result is what a call reports about its operation.
+type Result struct {
+	OperationID string
+	Key         string
+	Provider    string
+	Kind        Kind
+	Status      ResultStatus
+	ProviderRef string
+	Code        string
+	DeclineCode string
+	Message     string
+	// Attempts is the number of attempts recorded for the operation so far.
+	Attempts int
+	// Replayed reports that the result came from the ledger without calling
+	// the provider (the operation had already finished).
+	Replayed     bool
+	ReviewReason string
+}
+
+// storedResult is the normalized result kept in the ledger.
+type storedResult struct {
+	ProviderRef string `json:"provider_ref,omitempty"`
+	Code        string `json:"code,omitempty"`
+	DeclineCode string `json:"decline_code,omitempty"`
+	Message     string `json:"message,omitempty"`
+	HTTPStatus  int    `json:"http_status,omitempty"`
+	RequestID   string `json:"request_id,omitempty"`
+	Replayed    bool   `json:"replayed,omitempty"`
+}
+
+func encodeResult(o Outcome) []byte {
+	b, _ := json.Marshal(storedResult{
+		ProviderRef: o.ProviderRef, Code: o.Code, DeclineCode: o.DeclineCode, Message: truncate(o.Message, 1000),
+		HTTPStatus: o.HTTPStatus, RequestID: o.RequestID, Replayed: o.Replayed,
+	})
+	return b
+}
+
+func decodeResult(b []byte) storedResult {
+	var s storedResult
+	_ = json.Unmarshal(b, &s) // an unreadable result only loses details
+	return s
+}
+
+// resultOf reports an operation as a Result.
+func resultOf(op ledger.Operation) Result {
+	s := decodeResult(op.Result)
+	r := Result{
+		OperationID: op.ID, Key: op.Key, Provider: op.Provider, Kind: Kind(op.Kind),
+		ProviderRef: op.ProviderRef, Code: s.Code, DeclineCode: s.DeclineCode, Message: s.Message,
+		Attempts: op.Attempts, ReviewReason: op.ReviewReason,
+	}
+	switch op.Status {
+	case ledger.StatusSucceeded:
+		r.Status = ResultSucceeded
+	case ledger.StatusFailed:
+		r.Status = ResultFailed
+	case ledger.StatusPending:
+		r.Status = ResultPending
+	case ledger.StatusManualReview:
+		r.Status = ResultManualReview
+	case ledger.StatusInFlight:
+		r.Status = ResultInProgress
+	default:
+		r.Status = ResultUnknown
+	}
+	return r
+}
+
+// errorOf is the error a call returns for an operation in its status.
+func errorOf(op ledger.Operation, provider string) error {
+	switch op.Status {
+	case ledger.StatusSucceeded:
+		return nil
+	case ledger.StatusFailed:
+		s := decodeResult(op.Result)
+		return &DeclinedError{Provider: provider, Code: s.Code, DeclineCode: s.DeclineCode, Message: s.Message,
+			ProviderRef: op.ProviderRef, HTTPStatus: s.HTTPStatus, RequestID: s.RequestID}
+	case ledger.StatusManualReview:
+		return fmt.Errorf("%w: %s", ErrManualReview, op.ReviewReason)
+	case ledger.StatusPending:
+		return ErrProviderUnavailable
+	case ledger.StatusInFlight:
+		return ErrInProgress
+	}
+	return ErrOutcomeUnknown
+}
+
+// truncate shortens s to at most n bytes without splitting a character, and
+// replaces invalid UTF-8, so that the ledger always accepts the text.
+func truncate(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

@@ -1,0 +1,108 @@
+package payonce
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// TestDecide covers every row of the decision table in docs/ARCHITECTURE.md,
+// inside and outside the key window.
+func TestDecide(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	ttl := 24 * time.Hour
+	margin := 2 * time.Minute
+	op := ledger.Operation{Status: ledger.StatusUnknown, WindowStart: start, KeyExpiresAt: start.Add(ttl), KeyTTL: ttl}
+	inside := start.Add(time.Hour)
+	// Just inside the margin counts as passed: a resend started then could
+	// land after the provider forgot the key.
+	atMargin := start.Add(ttl - margin)
+	outside := start.Add(ttl + time.Hour)
+	lookupErr := errors.New("lookup: 503")
+	check := 30 * time.Second
+
+	type row struct {
+		name       string
+		now        time.Time
+		lookup     LookupResult
+		err        error
+		lastAt     time.Time
+		op         *ledger.Operation
+		want       Action
+		reason     string
+		keepsCheck bool // NextCheckAt set
+	}
+	rows := []row{
+		{name: "succeeded inside", now: inside, lookup: LookupResult{State: LookupSucceeded}, want: ActRecordSucceeded},
+		{name: "succeeded outside", now: outside, lookup: LookupResult{State: LookupSucceeded}, want: ActRecordSucceeded},
+		{name: "failed inside", now: inside, lookup: LookupResult{State: LookupFailed}, want: ActRecordFailed},
+		{name: "failed outside", now: outside, lookup: LookupResult{State: LookupFailed}, want: ActRecordFailed},
+		{name: "processing inside", now: inside, lookup: LookupResult{State: LookupProcessing}, want: ActCheckLater, keepsCheck: true},
+		{name: "processing outside, young", now: outside, lookup: LookupResult{State: LookupProcessing}, want: ActCheckLater, keepsCheck: true},
+		{name: "processing outside, old", now: start.Add(73 * time.Hour), lookup: LookupResult{State: LookupProcessing}, want: ActReview, reason: ReasonProcessing, keepsCheck: true},
+		{name: "multiple inside", now: inside, lookup: LookupResult{State: LookupMultiple}, want: ActReview, reason: ReasonDuplicated},
+		{name: "multiple outside", now: outside, lookup: LookupResult{State: LookupMultiple}, want: ActReview, reason: ReasonDuplicated},
+		{name: "not found inside", now: inside, lookup: LookupResult{State: LookupNotFound}, want: ActResend},
+		{name: "not found at margin", now: atMargin, lookup: LookupResult{State: LookupNotFound}, want: ActReview, reason: ReasonWindowPassed, keepsCheck: true},
+		{name: "not found outside", now: outside, lookup: LookupResult{State: LookupNotFound}, want: ActReview, reason: ReasonWindowPassed, keepsCheck: true},
+		{name: "not found within lag", now: inside, lastAt: inside.Add(-10 * time.Second), lookup: LookupResult{State: LookupNotFound, Lag: time.Minute}, want: ActCheckLater, keepsCheck: true},
+		{name: "not found after lag", now: inside, lastAt: inside.Add(-2 * time.Minute), lookup: LookupResult{State: LookupNotFound, Lag: time.Minute}, want: ActResend},
+		{name: "not found within lag outside", now: outside, lastAt: outside.Add(-10 * time.Second), lookup: LookupResult{State: LookupNotFound, Lag: time.Minute}, want: ActCheckLater, keepsCheck: true},
+		{name: "lookup failed inside", now: inside, err: lookupErr, want: ActCheckLater, keepsCheck: true},
+		{name: "lookup failed outside", now: outside, err: lookupErr, want: ActReview, reason: ReasonWindowPassed, keepsCheck: true},
+		{name: "window never opened", now: outside, op: &ledger.Operation{Status: ledger.StatusUnknown}, lookup: LookupResult{State: LookupNotFound}, want: ActResend},
+		{name: "unrecognised state", now: inside, lookup: LookupResult{State: "weird"}, want: ActCheckLater, keepsCheck: true},
+	}
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
+			o := op
+			if r.op != nil {
+				o = *r.op
+			}
+			lastAt := r.lastAt
+			if lastAt.IsZero() {
+				lastAt = start
+			}
+			d := Decide(DecideInput{
+				Op: o, LastAttemptAt: lastAt, Lookup: r.lookup, LookupErr: r.err, Now: r.now,
+				Margin: margin, CheckAfter: check, ProcessingReviewAfter: 72 * time.Hour,
+			})
+			require.Equal(t, r.want, d.Action)
+			if r.reason != "" {
+				require.Equal(t, r.reason, d.Reason)
+			}
+			require.Equal(t, r.keepsCheck, !d.NextCheckAt.IsZero(), "NextCheckAt = %v", d.NextCheckAt)
+			if r.keepsCheck {
+				require.True(t, d.NextCheckAt.After(r.now), "next check must be in the future")
+			}
+		})
+	}
+}
+
+func TestInsideWindow(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	op := ledger.Operation{WindowStart: start, KeyExpiresAt: start.Add(time.Hour)}
+	require.True(t, InsideWindow(op, start, time.Minute))
+	require.True(t, InsideWindow(op, start.Add(58*time.Minute), time.Minute))
+	require.False(t, InsideWindow(op, start.Add(59*time.Minute), time.Minute))
+	require.False(t, InsideWindow(op, start.Add(2*time.Hour), 0))
+	require.True(t, InsideWindow(ledger.Operation{}, start.Add(100*time.Hour), time.Minute), "no window open: nothing can have been sent")
+}
+
+func TestBackoffFullJitter(t *testing.T) {
+	t.Parallel()
+	p := RetryPolicy{}.withDefaults()
+	require.Equal(t, time.Duration(0), p.Backoff(0, 0, func() float64 { return 0 }))
+	require.Equal(t, 100*time.Millisecond, p.Backoff(0, 0, func() float64 { return 0.5 }))
+	require.Equal(t, 400*time.Millisecond, p.Backoff(2, 0, func() float64 { return 0.5 }))
+	require.Equal(t, 2500*time.Millisecond, p.Backoff(20, 0, func() float64 { return 0.5 }), "capped at MaxDelay")
+	require.Equal(t, 2500*time.Millisecond, p.Backoff(100, 0, func() float64 { return 0.5 }), "no overflow")
+	require.Equal(t, 3*time.Second, p.Backoff(0, 3*time.Second, func() float64 { return 0.5 }), "Retry-After wins when longer")
+}

@@ -1,0 +1,266 @@
+package payonce
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+	"github.com/payonce/payonce/ledger"
+	"github.com/sony/gobreaker/v2"
+)
+
+// MaxBodyBytes is the most of a provider's answer the client reads. A longer
+// answer is not understood, so it is classified "maybe sent".
+const MaxBodyBytes = 1 << 20
+
+// BreakerSettings configure the circuit breaker that guards a provider. Only
+// provider-health failures count: timeouts, connection errors and 5xx
+// answers. Declines, other 4xx and 409 do not, since they say nothing about
+// the provider's health.
+type BreakerSettings struct {
+	// ConsecutiveFailures opens the breaker. Defaults to 5.
+	ConsecutiveFailures uint32
+	// OpenFor is how long the breaker stays open before letting a probe
+	// through. Defaults to 30 s.
+	OpenFor time.Duration
+	// HalfOpenRequests is how many probes may run while half-open.
+	// Defaults to 1.
+	HalfOpenRequests uint32
+}
+
+// breakerFailure marks a 5xx answer as a failure for the breaker while the
+// answer itself still reaches the caller.
+type breakerFailure struct{ resp *http.Response }
+
+func (e *breakerFailure) Error() string {
+	return fmt.Sprintf("provider answered %d", e.resp.StatusCode)
+}
+
+// breakerTransport sends every HTTP request through the provider's breaker.
+type breakerTransport struct {
+	base http.RoundTripper
+	cb   *gobreaker.CircuitBreaker[*http.Response]
+}
+
+func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.cb.Execute(func() (*http.Response, error) {
+		resp, err := t.base.RoundTrip(req)
+		if err == nil && resp.StatusCode >= 500 {
+			return resp, &breakerFailure{resp}
+		}
+		return resp, err
+	})
+	var bf *breakerFailure
+	if errors.As(err, &bf) {
+		return bf.resp, nil
+	}
+	return resp, err
+}
+
+func newBreaker(name string, s BreakerSettings, log *slog.Logger) *gobreaker.CircuitBreaker[*http.Response] {
+	if s.ConsecutiveFailures == 0 {
+		s.ConsecutiveFailures = 5
+	}
+	if s.OpenFor == 0 {
+		s.OpenFor = 30 * time.Second
+	}
+	if s.HalfOpenRequests == 0 {
+		s.HalfOpenRequests = 1
+	}
+	return gobreaker.NewCircuitBreaker[*http.Response](gobreaker.Settings{
+		Name:        name,
+		MaxRequests: s.HalfOpenRequests,
+		Timeout:     s.OpenFor,
+		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= s.ConsecutiveFailures },
+		// A caller that gives up says nothing about the provider's health.
+		IsExcluded: func(err error) bool { return errors.Is(err, context.Canceled) },
+		OnStateChange: func(name string, from, to gobreaker.State) {
+			log.Warn("payonce: circuit breaker state changed", "provider", name, "from", from.String(), "to", to.String())
+		},
+	})
+}
+
+// httpLayer is the client's HTTP stack: go-retryablehttp over the provider's
+// breaker over the base transport, with one policy for attempts (POSTs) and
+// one for lookups (GETs).
+type httpLayer struct {
+	send    *retryablehttp.Client
+	read    *retryablehttp.Client
+	breaker *gobreaker.CircuitBreaker[*http.Response]
+}
+
+func newHTTPLayer(cfg *Config) *httpLayer {
+	base := cfg.HTTPClient.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	cb := newBreaker(cfg.Provider.Name(), cfg.Breaker, cfg.Logger)
+	hc := &http.Client{
+		Transport:     &breakerTransport{base: base, cb: cb},
+		CheckRedirect: cfg.HTTPClient.CheckRedirect,
+		Jar:           cfg.HTTPClient.Jar,
+		// No client-wide timeout: each attempt and lookup has its own
+		// deadline through its context.
+	}
+	backoff := func(minWait, maxWait time.Duration, n int, resp *http.Response) time.Duration {
+		return cfg.Retry.Backoff(n, 0, cfg.Random)
+	}
+	logHook := func(_ retryablehttp.Logger, req *http.Request, n int) {
+		if n > 0 {
+			// Method and path only: headers carry the credentials.
+			cfg.Logger.Debug("payonce: retrying transmission", "method", req.Method, "path", req.URL.Path, "retry", n)
+		}
+	}
+	mk := func(retries int, check retryablehttp.CheckRetry) *retryablehttp.Client {
+		return &retryablehttp.Client{
+			HTTPClient:     hc,
+			Logger:         cfg.Logger,
+			RetryWaitMin:   cfg.Retry.BaseDelay,
+			RetryWaitMax:   cfg.Retry.MaxDelay,
+			RetryMax:       retries,
+			CheckRetry:     check,
+			Backoff:        backoff,
+			ErrorHandler:   retryablehttp.PassthroughErrorHandler,
+			RequestLogHook: logHook,
+		}
+	}
+	return &httpLayer{
+		send:    mk(cfg.Retry.DialRetries, sendRetryPolicy),
+		read:    mk(cfg.Retry.LookupRetries, readRetryPolicy),
+		breaker: cb,
+	}
+}
+
+// sendRetryPolicy replaces go-retryablehttp's method-blind default for
+// requests that move money. Within one journaled attempt it retransmits only
+// when the connection was never established, so nothing was sent; every
+// answer and every other error goes back to the attempt loop, which looks up
+// the status before anything is sent again.
+func sendRetryPolicy(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if ctx.Err() != nil {
+		return false, nil
+	}
+	if err == nil {
+		return false, nil
+	}
+	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+		return false, nil
+	}
+	return neverSent(err), nil
+}
+
+// readRetryPolicy retries lookups (GETs, safe to repeat) on transport errors,
+// 429 and 5xx, but not while the breaker is open.
+func readRetryPolicy(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if ctx.Err() != nil {
+		return false, nil
+	}
+	if err != nil {
+		return !errors.Is(err, gobreaker.ErrOpenState) && !errors.Is(err, gobreaker.ErrTooManyRequests), nil
+	}
+	return resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500, nil
+}
+
+// neverSent reports whether a transport error proves that no byte of the
+// request reached the provider: the connection was never established (DNS
+// failure, refused or unreachable dial, TLS handshake failure) or the
+// breaker refused to send. Everything else, a timeout or a reset after the
+// connection was up included, may have been processed.
+func neverSent(err error) bool {
+	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+		return true
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return true
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Op == "dial" {
+		return true
+	}
+	var certErr *tls.CertificateVerificationError
+	var unknownAuth x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var recErr tls.RecordHeaderError
+	return errors.As(err, &certErr) || errors.As(err, &unknownAuth) || errors.As(err, &hostErr) || errors.As(err, &recErr)
+}
+
+// classifyTransportError turns an error from the HTTP layer into an outcome.
+func classifyTransportError(err error) ledger.OutcomeClass {
+	if neverSent(err) {
+		return ledger.OutcomeNotSent
+	}
+	return ledger.OutcomeMaybeSent
+}
+
+// transmit sends one journaled attempt and classifies what came back. The
+// attempt has already been recorded in the ledger (rule 2).
+func (c *Client) transmit(ctx context.Context, sr SendRequest) (Outcome, string) {
+	actx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
+	defer cancel()
+	req, err := c.cfg.Provider.NewRequest(actx, sr)
+	if err != nil {
+		// Nothing left the process; the request was validated before it was
+		// journaled, so this is an adapter bug or a cancelled context.
+		return Outcome{Class: ledger.OutcomeNotSent}, "building request: " + err.Error()
+	}
+	rreq, err := retryablehttp.FromRequest(req)
+	if err != nil {
+		return Outcome{Class: ledger.OutcomeNotSent}, "building request: " + err.Error()
+	}
+	resp, err := c.http.send.Do(rreq)
+	if err != nil {
+		return Outcome{Class: classifyTransportError(err)}, err.Error()
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodyBytes+1))
+	if err != nil || len(body) > MaxBodyBytes {
+		// The provider answered but we cannot read what it said: it may
+		// have processed the request.
+		msg := fmt.Sprintf("answer %d larger than %d bytes", resp.StatusCode, MaxBodyBytes)
+		if err != nil {
+			msg = fmt.Sprintf("reading answer %d: %v", resp.StatusCode, err)
+		}
+		return Outcome{Class: ledger.OutcomeMaybeSent, HTTPStatus: resp.StatusCode}, msg
+	}
+	out := c.cfg.Provider.Classify(sr, resp.StatusCode, resp.Header, body)
+	if out.HTTPStatus == 0 {
+		out.HTTPStatus = resp.StatusCode
+	}
+	if _, err := ledger.ParseOutcomeClass(string(out.Class)); err != nil ||
+		(out.Class == ledger.OutcomeNotSent && resp.StatusCode >= 200 && resp.StatusCode < 300) {
+		// A 2xx is never "not sent", and an unknown class is not understood:
+		// both fall back to the safe side.
+		out.Class = ledger.OutcomeMaybeSent
+	}
+	var text string
+	if out.Class != ledger.OutcomeSuccess {
+		text = fmt.Sprintf("HTTP %d", resp.StatusCode)
+		if out.Code != "" {
+			text += " " + out.Code
+		}
+		if out.Message != "" {
+			text += ": " + out.Message
+		}
+	}
+	return out, text
+}
+
+// lookupDoer sends a lookup's GETs through the read policy.
+type lookupDoer struct{ c *retryablehttp.Client }
+
+func (d lookupDoer) Do(req *http.Request) (*http.Response, error) {
+	rreq, err := retryablehttp.FromRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	return d.c.Do(rreq)
+}
