@@ -111,6 +111,9 @@ type run struct {
 	// lastAttemptAt is the start of the operation's latest attempt.
 	lastAttemptAt time.Time
 	sent          int // attempts sent in this run
+	// windowOpenBefore reports that an earlier attempt may already have
+	// reached the provider when the current attempt was journaled.
+	windowOpenBefore bool
 }
 
 // recordCtx gives ledger writes that follow a send their own deadline: the
@@ -156,6 +159,7 @@ func (c *Client) drive(ctx context.Context, r *run) (Result, error) {
 
 // startAttempt journals the next attempt (rule 2: before it is sent).
 func (c *Client) startAttempt(ctx context.Context, r *run, events ...ledger.NewEvent) error {
+	r.windowOpenBefore = !r.op.WindowStart.IsZero()
 	now := c.cfg.Now()
 	op, att, err := c.cfg.Store.StartAttempt(ctx, ledger.StartAttemptParams{
 		ID: r.op.ID, Owner: r.owner, Now: now, LeaseUntil: now.Add(c.cfg.LeaseDuration), Events: events,
@@ -200,6 +204,14 @@ func (c *Client) sendAttempt(ctx context.Context, r *run) (done bool, err error)
 		fp.To = ledger.StatusFailed
 	case ledger.OutcomeNotSent:
 		fp.To = ledger.StatusPending
+		if r.windowOpenBefore {
+			// This attempt provably never left, but an earlier one may have
+			// reached the provider: the operation is still "maybe sent".
+			// Back to pending, the next call would send without a lookup and
+			// without the key-window check, possibly after the provider
+			// forgot the key.
+			fp.To = ledger.StatusUnknown
+		}
 	case ledger.OutcomeKeyMismatch:
 		fp.To = ledger.StatusManualReview
 		fp.ReviewReason = ReasonKeyMismatch
