@@ -27,6 +27,34 @@
 //
 // # Implementing a store
 //
+// A store keeps records and makes each method one transaction. It does not
+// write the rules again: this package computes every state change, so all
+// stores apply them alike. Each write method reads the operation under the
+// store's lock (a row lock, a write transaction), calls the function of the
+// method with it, and writes what that returns in the same transaction. On an
+// error it writes nothing and returns the error, wrapped:
+//
+//   - Begin: ApplyCreate for a new ID, then ApplyBegin (which also checks the
+//     fingerprint); insert the attempt it starts.
+//   - CreateOrGet: ApplyCreate for a new ID, CheckFingerprint on an existing
+//     one.
+//   - Claim: ApplyClaim.
+//   - StartAttempt: ApplyStartAttempt; insert its attempt and its events.
+//   - Finish: ApplyFinish. With an attempt outcome, the store also reads the
+//     attempt being finished and the earliest start of the other attempts
+//     under the current key that may have reached the provider, and updates
+//     the finished attempt it returns.
+//   - Resolve: ApplyResolve.
+//
+// Change holds what one call writes: the operation's new state, its
+// attempt row, and its audit entries (Actor set, Detail of resolutions made
+// by ResolutionDetail). Validate the parameters first (ValidateCreate for
+// CreateOrGet). The store itself enforces what only the database can: keys
+// unique across operations (ErrKeyConflict), the numbering of events, and
+// ClaimDue and Cleanup, whose selection and update run as statements over
+// many rows. They follow the rules below: ClaimDue turns an expired in_flight
+// into unknown, as ApplyClaim does.
+//
 // Times are kept as UTC microseconds (see UTC). next_check_at drives
 // background work: Begin, Claim and StartAttempt set it to the lease expiry
 // (so a dead worker's operation becomes due when its lease ends); Finish sets

@@ -86,6 +86,18 @@ func (op NewOperation) Validate() error {
 		"Fingerprint", op.Fingerprint, "Request", string(op.Request))
 }
 
+// ValidateCreate checks the arguments of Store.CreateOrGet (and of a store's
+// variant in the caller's transaction): the operation, and a set now.
+func ValidateCreate(op NewOperation, now time.Time) error {
+	if err := op.Validate(); err != nil {
+		return err
+	}
+	if now.IsZero() {
+		return invalid("now", "must be set")
+	}
+	return nil
+}
+
 func checkLease(owner string, now, until time.Time) error {
 	switch {
 	case owner == "":

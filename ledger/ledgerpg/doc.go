@@ -12,8 +12,10 @@
 //	if err := store.Migrate(ctx); err != nil { ... }
 //
 // Every method is one transaction. Rows an operation's rules depend on are
-// read under a row lock (SELECT ... FOR UPDATE) and checked before they are
-// written, so leases are compare-and-set across processes. A new operation
+// read under a row lock (SELECT ... FOR UPDATE), the rules of package ledger
+// (ledger.ApplyFinish and its siblings) are applied to them, and the result
+// is written back in the same transaction, so leases are compare-and-set
+// across processes. A new operation
 // is recorded by Begin in a single statement, so a successful payment costs
 // two commits: Begin, then Finish. Audit entries (Events) are written in the
 // transaction of the change they document, numbered under the same row lock.

@@ -2,9 +2,7 @@ package ledgerpg
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -64,72 +62,16 @@ func (s *Store) Events(ctx context.Context, id string) ([]ledger.Event, error) {
 	return out, nil
 }
 
-// newEvents are the audit entries one call records, in order, as the
-// columns of queries.insertEvents, all stamped at the call's Now.
-type newEvents struct {
-	at                     time.Time
-	kinds, actors, details []string
-}
-
-// callerEvents are the events a caller passed, each one's actor defaulting
-// to the lease owner.
-func callerEvents(evs []ledger.NewEvent, owner string, now time.Time) newEvents {
-	out := newEvents{at: now}
-	for _, e := range evs {
-		actor := e.Actor
-		if actor == "" {
-			actor = owner
-		}
-		out.add(e.Kind, actor, e.Detail)
+// queueEvents adds the insert of evs, numbered after the operation's last
+// event and stamped at, to b, if there are any. The caller holds the row
+// lock of operation id.
+func queueEvents(b *pgx.Batch, q *queries, id string, at time.Time, evs []ledger.NewEvent) {
+	if len(evs) == 0 {
+		return
 	}
-	return out
-}
-
-func (e *newEvents) add(kind ledger.EventKind, actor, detail string) {
-	e.kinds = append(e.kinds, string(kind))
-	e.actors = append(e.actors, actor)
-	e.details = append(e.details, detail)
-}
-
-// queue adds the insert of the events to b, if there are any. The caller
-// holds the row lock of operation id.
-func (e newEvents) queue(b *pgx.Batch, q *queries, id string) {
-	if len(e.kinds) > 0 {
-		b.Queue(q.insertEvents, id, e.at, e.kinds, e.actors, e.details)
+	kinds, actors, details := make([]string, len(evs)), make([]string, len(evs)), make([]string, len(evs))
+	for i, e := range evs {
+		kinds[i], actors[i], details[i] = string(e.Kind), e.Actor, e.Detail
 	}
-}
-
-// resolutionDetail is the Detail of the EventResolution entry that Resolve,
-// and Finish with a Resolution, record: a JSON object with the outcome and
-// the note, plus the provider reference or the new key and generation when
-// the call set them. ledgersqlite writes the same.
-type resolutionDetail struct {
-	Outcome       ledger.ResolutionOutcome `json:"outcome"`
-	Note          string                   `json:"note"`
-	ProviderRef   string                   `json:"provider_ref,omitempty"`
-	NewKey        string                   `json:"new_key,omitempty"`
-	NewGeneration int                      `json:"new_generation,omitempty"`
-}
-
-// resolveDetail is the Detail of the entry Resolve records for p.
-func resolveDetail(p ledger.ResolveParams) string {
-	d := resolutionDetail{Outcome: p.Outcome, Note: p.Note}
-	if p.Outcome == ledger.ResolveResend {
-		d.NewKey, d.NewGeneration = p.NewKey, p.NewGeneration
-	} else {
-		d.ProviderRef = p.ProviderRef // recorded on the operation when set
-	}
-	return d.String()
-}
-
-func (d resolutionDetail) String() string {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false) // a note reads as the operator wrote it
-	if err := enc.Encode(d); err != nil {
-		// Strings (valid UTF-8, checked by Validate) and an int: Encode
-		// cannot fail; keep the essentials anyway.
-		return fmt.Sprintf("outcome %s: %s", d.Outcome, d.Note)
-	}
-	return strings.TrimSuffix(b.String(), "\n")
+	b.Queue(q.insertEvents, id, at, kinds, actors, details)
 }

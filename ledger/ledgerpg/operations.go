@@ -29,13 +29,12 @@ func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginRe
 	if err := p.Validate(); err != nil {
 		return ledger.BeginResult{}, err
 	}
-	now, until := ledger.UTC(p.Now), ledger.UTC(p.LeaseUntil)
 	for range maxVanish {
-		res, err := s.beginNew(ctx, p, now, until)
+		res, err := s.beginNew(ctx, p)
 		if err != nil || res.Created {
 			return res, translate("begin", err)
 		}
-		res, err = s.beginExisting(ctx, p, now, until)
+		res, err = s.beginExisting(ctx, p)
 		if !errors.Is(err, errVanished) {
 			return res, translate("begin", err)
 		}
@@ -45,27 +44,31 @@ func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginRe
 
 // beginNew inserts the operation in the state Begin leaves a new one in,
 // unless its ID (or key) is taken. Created is false when nothing was inserted.
-func (s *Store) beginNew(ctx context.Context, p ledger.BeginParams, now, until time.Time) (ledger.BeginResult, error) {
-	op := newOperation(p.Op, now)
-	takeLease(&op, p.Owner, now, until)
-	if !p.StartAttempt {
-		tag, err := s.pool.Exec(ctx, s.q.insertOp, opArgs(op)...)
+func (s *Store) beginNew(ctx context.Context, p ledger.BeginParams) (ledger.BeginResult, error) {
+	// A new operation has the caller's fingerprint and no lease: the caller
+	// claims it, and ApplyBegin cannot fail.
+	res, err := ledger.ApplyBegin(newOperation(p.Op, ledger.UTC(p.Now)), p)
+	if err != nil {
+		return ledger.BeginResult{}, err
+	}
+	res.Created = true
+	if a := res.Attempt; a == nil {
+		tag, err := s.pool.Exec(ctx, s.q.insertOp, opArgs(res.Op)...)
 		if err != nil || tag.RowsAffected() == 0 {
 			return ledger.BeginResult{}, err
 		}
-		return ledger.BeginResult{Op: op, Created: true, Claimed: true}, nil
+	} else {
+		var inserted int
+		args := append(opArgs(res.Op), a.Number, a.Key, a.StartedAt)
+		if err := s.pool.QueryRow(ctx, s.q.insertOpWithAttempt, args...).Scan(&inserted); err != nil || inserted == 0 {
+			return ledger.BeginResult{}, err
+		}
 	}
-	a := startAttempt(&op, now, until)
-	var inserted int
-	args := append(opArgs(op), a.Number, a.Key, a.StartedAt)
-	if err := s.pool.QueryRow(ctx, s.q.insertOpWithAttempt, args...).Scan(&inserted); err != nil || inserted == 0 {
-		return ledger.BeginResult{}, err
-	}
-	return ledger.BeginResult{Op: op, Created: true, Claimed: true, Attempt: &a}, nil
+	return res, nil
 }
 
 // beginExisting is Begin for an ID that is already recorded.
-func (s *Store) beginExisting(ctx context.Context, p ledger.BeginParams, now, until time.Time) (ledger.BeginResult, error) {
+func (s *Store) beginExisting(ctx context.Context, p ledger.BeginParams) (ledger.BeginResult, error) {
 	var res ledger.BeginResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		op, err := s.lock(ctx, tx, p.Op.ID)
@@ -75,29 +78,11 @@ func (s *Store) beginExisting(ctx context.Context, p ledger.BeginParams, now, un
 		if err != nil {
 			return err
 		}
-		if err := checkFingerprint(op, p.Op.Fingerprint); err != nil {
-			return err
+		res, err = ledger.ApplyBegin(op, p)
+		if err != nil || !res.Claimed {
+			return err // a terminal operation: the recorded result answers the caller
 		}
-		res.Op = op
-		if op.Status.Terminal() {
-			return nil // the recorded result answers the caller; nothing to claim
-		}
-		if err := checkNoLiveLease(op, p.Owner, now); err != nil {
-			return err
-		}
-		// The ledger's key wins over p.Op.Key: after an operator approved a
-		// resend, the operation sends under its newer generation's key.
-		takeLease(&op, p.Owner, now, until)
-		var a *ledger.Attempt
-		if p.StartAttempt && op.Status == ledger.StatusPending {
-			started := startAttempt(&op, now, until)
-			a = &started
-		}
-		if err := s.save(ctx, tx, op, a, newEvents{}); err != nil {
-			return err
-		}
-		res = ledger.BeginResult{Op: op, Claimed: true, Attempt: a}
-		return nil
+		return s.save(ctx, tx, res.Op, res.Attempt, time.Time{}, nil)
 	})
 	switch {
 	case errors.Is(err, ledger.ErrInProgress):
@@ -125,7 +110,7 @@ func (s *Store) whyNotInserted(ctx context.Context, db querier, op ledger.NewOpe
 // CreateOrGet implements ledger.Store: CreateOrGetTx in a transaction of
 // its own.
 func (s *Store) CreateOrGet(ctx context.Context, n ledger.NewOperation, now time.Time) (ledger.Operation, bool, error) {
-	if err := checkCreate(n, now); err != nil {
+	if err := ledger.ValidateCreate(n, now); err != nil {
 		return ledger.Operation{}, false, err
 	}
 	var (
@@ -171,7 +156,7 @@ func (s *Store) CreateOrGetTx(ctx context.Context, tx pgx.Tx, n ledger.NewOperat
 	if tx == nil {
 		return ledger.Operation{}, false, &ledger.ValidationError{Field: "tx", Problem: "must not be nil: pass the caller's pgx.Tx"}
 	}
-	if err := checkCreate(n, now); err != nil {
+	if err := ledger.ValidateCreate(n, now); err != nil {
 		return ledger.Operation{}, false, err
 	}
 	got, created, err := s.createOrGet(ctx, tx, n, ledger.UTC(now))
@@ -181,15 +166,19 @@ func (s *Store) CreateOrGetTx(ctx context.Context, tx pgx.Tx, n ledger.NewOperat
 	return got, created, nil
 }
 
-// checkCreate validates the arguments of CreateOrGet and CreateOrGetTx.
-func checkCreate(n ledger.NewOperation, now time.Time) error {
-	if err := n.Validate(); err != nil {
-		return err
-	}
-	if now.IsZero() {
-		return &ledger.ValidationError{Field: "now", Problem: "must be set"}
-	}
-	return nil
+// newOperation is ledger.ApplyCreate with the key TTL as the store keeps
+// it (see storedTTL).
+func newOperation(n ledger.NewOperation, now time.Time) ledger.Operation {
+	op := ledger.ApplyCreate(n, now)
+	op.KeyTTL = storedTTL(op.KeyTTL)
+	return op
+}
+
+// storedTTL is the key TTL as the store keeps it: whole milliseconds,
+// rounded down, so the recorded key window never outlasts the provider's
+// memory (NewOperation.Validate refuses TTLs under a second).
+func storedTTL(d time.Duration) time.Duration {
+	return d.Truncate(time.Millisecond)
 }
 
 // createOrGet is CreateOrGet on tx. Its statements never fail on a taken ID
@@ -213,7 +202,7 @@ func (s *Store) createOrGet(ctx context.Context, tx pgx.Tx, n ledger.NewOperatio
 			}
 		}
 		if err == nil {
-			err = checkFingerprint(got, n.Fingerprint)
+			err = ledger.CheckFingerprint(got, n.Fingerprint)
 		}
 		if err != nil {
 			return ledger.Operation{}, false, err
@@ -230,22 +219,16 @@ func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operati
 	if err := p.Validate(); err != nil {
 		return ledger.Operation{}, err
 	}
-	now, until := ledger.UTC(p.Now), ledger.UTC(p.LeaseUntil)
 	var out ledger.Operation
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		op, err := s.lock(ctx, tx, p.ID)
 		if err != nil {
 			return err
 		}
-		if op.Status.Terminal() {
-			return fmt.Errorf("%w: operation %q is %s", ledger.ErrTerminal, op.ID, op.Status)
-		}
-		if err := checkNoLiveLease(op, p.Owner, now); err != nil {
+		if out, err = ledger.ApplyClaim(op, p); err != nil {
 			return err
 		}
-		takeLease(&op, p.Owner, now, until)
-		out = op
-		return s.save(ctx, tx, op, nil, newEvents{})
+		return s.save(ctx, tx, out, nil, time.Time{}, nil)
 	})
 	if err != nil {
 		return ledger.Operation{}, translate("claim", err)
@@ -260,25 +243,21 @@ func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (
 	if err := p.Validate(); err != nil {
 		return ledger.Operation{}, ledger.Attempt{}, err
 	}
-	now, until := ledger.UTC(p.Now), ledger.UTC(p.LeaseUntil)
-	var out ledger.Operation
-	var a ledger.Attempt
+	var ch ledger.Change
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		op, err := s.lock(ctx, tx, p.ID)
 		if err != nil {
 			return err
 		}
-		if err := checkCanStart(op, p.Owner); err != nil {
+		if ch, err = ledger.ApplyStartAttempt(op, p); err != nil {
 			return err
 		}
-		a = startAttempt(&op, now, until)
-		out = op
-		return s.save(ctx, tx, op, &a, callerEvents(p.Events, p.Owner, now))
+		return s.save(ctx, tx, ch.Op, ch.Attempt, ledger.UTC(p.Now), ch.Events)
 	})
 	if err != nil {
 		return ledger.Operation{}, ledger.Attempt{}, translate("start attempt", err)
 	}
-	return out, a, nil
+	return ch.Op, *ch.Attempt, nil
 }
 
 // Finish implements ledger.Store. It is conditional on the owner and the
@@ -294,7 +273,8 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 	var out ledger.Operation
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// One round trip: lock the row, then (a later statement, so it sees
-		// everything committed before the lock was granted) read the attempt.
+		// everything committed before the lock was granted) read the attempt
+		// and where the key window starts without it.
 		b := &pgx.Batch{}
 		b.Queue(s.q.lockOp, p.ID)
 		if p.Attempt != nil {
@@ -305,11 +285,12 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = fmt.Errorf("%w: %q", ledger.ErrNotFound, p.ID)
 		}
-		var attemptFinished, attemptFound bool
-		var otherWindowStart pgtype.Timestamptz
+		var (
+			recorded    *ledger.Attempt
+			othersStart pgtype.Timestamptz
+		)
 		if err == nil && p.Attempt != nil {
-			err = br.QueryRow().Scan(&attemptFinished, &otherWindowStart)
-			attemptFound = err == nil
+			recorded, err = scanAttempt(br.QueryRow(), &othersStart)
 			if errors.Is(err, pgx.ErrNoRows) {
 				err = nil
 			}
@@ -320,47 +301,19 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 		if err != nil {
 			return err
 		}
-
-		if op.LeaseOwner != p.Owner {
-			return leaseLost(op, p.Owner)
+		ch, err := ledger.ApplyFinish(op, p, recorded, timeOf(othersStart))
+		if err != nil {
+			return err
 		}
-		if op.Status != p.From {
-			return fmt.Errorf("%w: operation %q is %s, not %s", ledger.ErrStateConflict, op.ID, op.Status, p.From)
-		}
-		if a := p.Attempt; a != nil {
-			// Only the attempt now in flight can be finished, and only once:
-			// a late outcome of an older attempt must not rewrite history.
-			if !attemptFound || a.Number != op.Attempts {
-				return fmt.Errorf("%w: operation %q: attempt %d is not the latest (latest is %d)", ledger.ErrStateConflict, op.ID, a.Number, op.Attempts)
-			}
-			if attemptFinished {
-				return fmt.Errorf("%w: operation %q: attempt %d is already finished", ledger.ErrStateConflict, op.ID, a.Number)
-			}
-			if !a.Class.MayHaveReached() {
-				// Proven never to have left: the window is what the other
-				// attempts under this key opened, closed if none did, so a
-				// refused connection does not eat into the time for resends.
-				op.WindowStart = timeOf(otherWindowStart)
-				op.KeyExpiresAt = time.Time{}
-				if !op.WindowStart.IsZero() {
-					op.KeyExpiresAt = op.WindowStart.Add(op.KeyTTL)
-				}
-			}
-		}
-		applyFinish(&op, p, now)
 
 		w := &pgx.Batch{}
-		if a := p.Attempt; a != nil {
-			w.Queue(s.q.finishAttempt, op.ID, a.Number, now, a.Class.MayHaveReached(), string(a.Class),
+		if a := ch.Attempt; a != nil {
+			w.Queue(s.q.finishAttempt, a.OperationID, a.Number, a.FinishedAt, a.MayHaveReached, string(a.Outcome),
 				nullInt(a.HTTPStatus), nullText(a.ProviderRequestID), nullText(a.Error))
 		}
-		w.Queue(s.q.save, saveArgs(op)...)
-		evs := callerEvents(p.Events, p.Owner, now)
-		if r := p.Resolution; r != nil {
-			evs.add(ledger.EventResolution, r.Actor, resolutionDetail{Outcome: r.Outcome, Note: r.Note, ProviderRef: p.ProviderRef}.String())
-		}
-		evs.queue(w, &s.q, op.ID)
-		out = op
+		w.Queue(s.q.save, saveArgs(ch.Op)...)
+		queueEvents(w, &s.q, ch.Op.ID, now, ch.Events)
+		out = ch.Op
 		return tx.SendBatch(ctx, w).Close()
 	})
 	if err != nil {
@@ -382,16 +335,12 @@ func (s *Store) Resolve(ctx context.Context, p ledger.ResolveParams) (ledger.Ope
 		if err != nil {
 			return err
 		}
-		if op.Status != ledger.StatusManualReview {
-			return fmt.Errorf("%w: operation %q is %s", ledger.ErrNotInReview, op.ID, op.Status)
-		}
-		if err := applyResolve(&op, p, now); err != nil {
+		ch, err := ledger.ApplyResolve(op, p)
+		if err != nil {
 			return err
 		}
-		out = op
-		evs := newEvents{at: now}
-		evs.add(ledger.EventResolution, p.Actor, resolveDetail(p))
-		return s.save(ctx, tx, op, nil, evs) // a resend's key taken by another operation fails here: ErrKeyConflict
+		out = ch.Op
+		return s.save(ctx, tx, ch.Op, nil, now, ch.Events) // a resend's key taken by another operation fails here: ErrKeyConflict
 	})
 	if err != nil {
 		return ledger.Operation{}, translate("resolve", err)
@@ -409,14 +358,15 @@ func (s *Store) lock(ctx context.Context, tx pgx.Tx, id string) (ledger.Operatio
 }
 
 // save writes op's changed columns, inserts the attempt when a is set and
-// the events evs, in one round trip. The caller holds op's row lock.
-func (s *Store) save(ctx context.Context, tx pgx.Tx, op ledger.Operation, a *ledger.Attempt, evs newEvents) error {
+// the events evs stamped at, in one round trip. The caller holds op's row
+// lock.
+func (s *Store) save(ctx context.Context, tx pgx.Tx, op ledger.Operation, a *ledger.Attempt, at time.Time, evs []ledger.NewEvent) error {
 	b := &pgx.Batch{}
 	b.Queue(s.q.save, saveArgs(op)...)
 	if a != nil {
 		b.Queue(s.q.insertAttempt, a.OperationID, a.Number, a.Key, a.StartedAt)
 	}
-	evs.queue(b, &s.q, op.ID)
+	queueEvents(b, &s.q, op.ID, at, evs)
 	return tx.SendBatch(ctx, b).Close()
 }
 
@@ -440,4 +390,17 @@ func scanOp(row pgx.Row, extra ...any) (ledger.Operation, error) {
 		return ledger.Operation{}, err
 	}
 	return sc.operation()
+}
+
+// scanAttempt reads one attempt row (attemptColumns, then extra).
+func scanAttempt(row pgx.Row, extra ...any) (*ledger.Attempt, error) {
+	var as attemptScan
+	if err := row.Scan(append(as.dest(), extra...)...); err != nil {
+		return nil, err
+	}
+	a, _, err := as.attempt()
+	if err != nil {
+		return nil, err
+	}
+	return &a, nil
 }

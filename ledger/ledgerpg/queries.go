@@ -77,8 +77,9 @@ func newQueries(schema string) queries {
 		VALUES ($1, $2, $3, $4, true)`)
 	// The attempt being finished, and the start of the earliest other
 	// attempt under the same key that may have reached the provider: where
-	// the key window starts if this attempt turns out never to have left.
-	q.attemptForFinish = r.Replace(`SELECT a.finished_at IS NOT NULL,
+	// the key window starts if this attempt turns out never to have left
+	// (what ledger.ApplyFinish needs).
+	q.attemptForFinish = r.Replace(`SELECT {{a.cols}},
 		(SELECT min(e.started_at) FROM {{attempts}} e
 		  WHERE e.operation_id = a.operation_id AND e.key = a.key AND e.may_have_reached AND e.number <> a.number)
 		FROM {{attempts}} a WHERE a.operation_id = $1 AND a.number = $2`)

@@ -350,6 +350,16 @@ func TestCorruptOutcomeIsReported(t *testing.T) {
 	_, _, err = s.Get(ctx, "op-1")
 	require.ErrorIs(t, err, ledger.ErrCorrupt)
 	require.ErrorContains(t, err, "exploded")
+
+	// Finishing that attempt reports it too, and leaves the row as it is.
+	_, err = s.Finish(ctx, ledger.FinishParams{
+		ID: "op-1", Owner: "w", Now: t0.Add(time.Second), From: ledger.StatusInFlight, To: ledger.StatusUnknown,
+		Attempt: &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeMaybeSent},
+	})
+	require.ErrorIs(t, err, ledger.ErrCorrupt)
+	var outcome string
+	require.NoError(t, pool.QueryRow(ctx, "SELECT outcome FROM "+pgx.Identifier{s.Schema(), "payonce_attempts"}.Sanitize()).Scan(&outcome))
+	require.Equal(t, "exploded", outcome)
 }
 
 // After an operator approved a resend, the key window belongs to the new

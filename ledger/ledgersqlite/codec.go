@@ -68,14 +68,6 @@ func boolInt(b bool) int {
 // allow a resend after the provider forgot the key.
 func ttlMillis(d time.Duration) int64 { return d.Milliseconds() }
 
-// keyExpiry is WindowStart + KeyTTL, zero while the window is closed.
-func keyExpiry(op *ledger.Operation) time.Time {
-	if op.WindowStart.IsZero() {
-		return time.Time{}
-	}
-	return ledger.UTC(op.WindowStart.Add(op.KeyTTL))
-}
-
 // opColumns lists payonce_operations in the order scanOp reads them.
 const opColumns = `id, key, provider, kind, refs, generation, fingerprint, request, status,
 	provider_ref, result, attempts, key_ttl_ms, window_start, key_expires_at,
@@ -84,6 +76,15 @@ const opColumns = `id, key, provider, kind, refs, generation, fingerprint, reque
 	created_at, updated_at, finished_at`
 
 type scanner interface{ Scan(dest ...any) error }
+
+// withExtra scans a row holding more columns than a scan function reads:
+// the extra ones go to extra.
+type withExtra struct {
+	row   scanner
+	extra []any
+}
+
+func (w withExtra) Scan(dest ...any) error { return w.row.Scan(append(dest, w.extra...)...) }
 
 // scanOp reads one operation row. A value that cannot be read back (unknown
 // status, malformed references, ...) is reported with ledger.Corrupt and the
@@ -177,8 +178,10 @@ func queryOps(ctx context.Context, q querier, query string, args ...any) ([]ledg
 }
 
 // saveOp writes every mutable column of op. Methods change an Operation in
-// Go and save it with one UPDATE, so what they return is what was written.
+// Go and save it with one UPDATE, so what they return is what was written:
+// an empty result is kept as NULL, so op then holds nil, as Get reads it.
 func saveOp(ctx context.Context, q querier, op *ledger.Operation) error {
+	op.Result = nonEmpty(op.Result)
 	var resolvedBy, resolutionNote, resolutionOutcome, resolvedAt any
 	if r := op.Resolution; r != nil {
 		resolvedBy, resolutionNote, resolutionOutcome, resolvedAt = text(r.Actor), text(r.Note), text(string(r.Outcome)), micros(r.At)

@@ -3,9 +3,7 @@ package ledgersqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/payonce/payonce/ledger"
@@ -68,31 +66,11 @@ func (s *Store) Events(ctx context.Context, id string) ([]ledger.Event, error) {
 	return out, nil
 }
 
-// newEvent is one audit entry a call records.
-type newEvent struct {
-	kind          ledger.EventKind
-	actor, detail string
-}
-
-// callerEvents are the events a caller passed, each one's actor defaulting
-// to the lease owner.
-func callerEvents(evs []ledger.NewEvent, owner string) []newEvent {
-	out := make([]newEvent, 0, len(evs)+1)
-	for _, e := range evs {
-		actor := e.Actor
-		if actor == "" {
-			actor = owner
-		}
-		out = append(out, newEvent{kind: e.Kind, actor: actor, detail: e.Detail})
-	}
-	return out
-}
-
 // insertEvents records evs for operation id at now, numbered after its last
 // event. It runs inside the write transaction of the change the events
 // document, which holds SQLite's write lock: nobody else numbers events
 // meanwhile.
-func insertEvents(ctx context.Context, c querier, id string, now time.Time, evs []newEvent) error {
+func insertEvents(ctx context.Context, c querier, id string, now time.Time, evs []ledger.NewEvent) error {
 	if len(evs) == 0 {
 		return nil
 	}
@@ -102,44 +80,9 @@ func insertEvents(ctx context.Context, c querier, id string, now time.Time, evs 
 	}
 	for i, e := range evs {
 		if _, err := c.ExecContext(ctx, `INSERT INTO payonce_events (operation_id, seq, at, kind, actor, detail)
-			VALUES (?, ?, ?, ?, ?, ?)`, id, last+int64(i)+1, micros(now), string(e.kind), e.actor, text(e.detail)); err != nil {
+			VALUES (?, ?, ?, ?, ?, ?)`, id, last+int64(i)+1, micros(now), string(e.Kind), e.Actor, text(e.Detail)); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// resolutionDetail is the Detail of the EventResolution entry that Resolve,
-// and Finish with a Resolution, record: a JSON object with the outcome and
-// the note, plus the provider reference or the new key and generation when
-// the call set them. ledgerpg writes the same.
-type resolutionDetail struct {
-	Outcome       ledger.ResolutionOutcome `json:"outcome"`
-	Note          string                   `json:"note"`
-	ProviderRef   string                   `json:"provider_ref,omitempty"`
-	NewKey        string                   `json:"new_key,omitempty"`
-	NewGeneration int                      `json:"new_generation,omitempty"`
-}
-
-// resolveDetail is the Detail of the entry Resolve records for p.
-func resolveDetail(p ledger.ResolveParams) string {
-	d := resolutionDetail{Outcome: p.Outcome, Note: p.Note}
-	if p.Outcome == ledger.ResolveResend {
-		d.NewKey, d.NewGeneration = p.NewKey, p.NewGeneration
-	} else {
-		d.ProviderRef = p.ProviderRef // recorded on the operation when set
-	}
-	return d.String()
-}
-
-func (d resolutionDetail) String() string {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false) // a note reads as the operator wrote it
-	if err := enc.Encode(d); err != nil {
-		// Strings (valid UTF-8, checked by Validate) and an int: Encode
-		// cannot fail; keep the essentials anyway.
-		return fmt.Sprintf("outcome %s: %s", d.Outcome, d.Note)
-	}
-	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/payonce/payonce/ledger"
@@ -15,134 +14,76 @@ import (
 // p.Owner still holds the lease and the status is still p.From. The same
 // transaction records p.Events, then, when p.Resolution is set, its
 // EventResolution entry. Errors wrap ledger.ErrLeaseLost,
-// ledger.ErrStateConflict or ledger.ErrNotFound, and then nothing has
-// changed.
+// ledger.ErrStateConflict, ledger.ErrNotFound or ledger.ErrCorrupt, and then
+// nothing has changed.
 func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Operation, error) {
 	if err := p.Validate(); err != nil {
 		return ledger.Operation{}, fail("finish", err)
 	}
-	now := ledger.UTC(p.Now)
-	var op ledger.Operation
+	var out ledger.Operation
 	err := s.write(ctx, func(c *sql.Conn) error {
-		var err error
-		if op, err = getOp(ctx, c, p.ID); err != nil {
+		op, err := getOp(ctx, c, p.ID)
+		if err != nil {
 			return err
 		}
-		// A worker whose lease was taken over must not overwrite the new
-		// owner's work: the outcome it holds may already be stale.
-		if op.LeaseOwner != p.Owner {
-			return leaseLost(op, p.Owner)
-		}
-		if op.Status != p.From {
-			return fmt.Errorf("operation %q is %s, not %s: %w", op.ID, op.Status, p.From, ledger.ErrStateConflict)
-		}
+		var (
+			recorded    *ledger.Attempt
+			othersStart time.Time
+		)
 		if p.Attempt != nil {
-			if err := finishAttempt(ctx, c, &op, *p.Attempt, now); err != nil {
+			if recorded, othersStart, err = attemptForFinish(ctx, c, op.ID, p.Attempt.Number); err != nil {
 				return err
 			}
 		}
-		applyTransition(&op, p, now)
-		if err := saveOp(ctx, c, &op); err != nil {
+		ch, err := ledger.ApplyFinish(op, p, recorded, othersStart)
+		if err != nil {
 			return err
 		}
-		evs := callerEvents(p.Events, p.Owner)
-		if r := p.Resolution; r != nil {
-			detail := resolutionDetail{Outcome: r.Outcome, Note: r.Note, ProviderRef: p.ProviderRef}
-			evs = append(evs, newEvent{kind: ledger.EventResolution, actor: r.Actor, detail: detail.String()})
+		if ch.Attempt != nil {
+			if err := finishAttempt(ctx, c, *ch.Attempt); err != nil {
+				return err
+			}
 		}
-		return insertEvents(ctx, c, op.ID, now, evs)
+		if err := saveOp(ctx, c, &ch.Op); err != nil {
+			return err
+		}
+		out = ch.Op
+		return insertEvents(ctx, c, op.ID, ledger.UTC(p.Now), ch.Events)
 	})
 	if err != nil {
 		return ledger.Operation{}, fail("finish", err)
 	}
-	return op, nil
+	return out, nil
 }
 
-// applyTransition changes op as Finish describes (see ledger/doc.go for
-// next_check_at).
-func applyTransition(op *ledger.Operation, p ledger.FinishParams, now time.Time) {
-	op.Status = p.To
-	if p.ProviderRef != "" {
-		op.ProviderRef = p.ProviderRef
-	}
-	if p.Result != nil {
-		op.Result = nonEmpty(p.Result)
-	}
-	switch p.To {
-	case ledger.StatusPending, ledger.StatusUnknown:
-		// Background work must come back to a non-final operation, or it
-		// would be lost; zero means at once.
-		op.NextCheckAt = ledger.UTC(p.NextCheckAt)
-		if op.NextCheckAt.IsZero() {
-			op.NextCheckAt = now
-		}
-	case ledger.StatusManualReview:
-		// Non-zero asks for further read-only lookups; zero waits for an
-		// operator.
-		op.NextCheckAt = ledger.UTC(p.NextCheckAt)
-		op.ReviewReason = p.ReviewReason
-		if p.From != ledger.StatusManualReview || op.ReviewAt.IsZero() {
-			op.ReviewAt = now
-		}
-	case ledger.StatusSucceeded, ledger.StatusFailed:
-		op.NextCheckAt = time.Time{}
-		op.FinishedAt = now
-	}
-	if r := p.Resolution; r != nil {
-		res := *r
-		res.At = ledger.UTC(res.At)
-		if res.At.IsZero() {
-			res.At = now
-		}
-		op.Resolution = &res
-	}
-	if !p.KeepLease || p.To.Terminal() {
-		op.LeaseOwner = ""
-		op.LeaseExpiresAt = time.Time{}
-	}
-	op.UpdatedAt = now
-}
-
-// finishAttempt records the outcome of the latest attempt. An attempt proven
-// not sent stops counting for the key window: the window restarts at the
-// first remaining attempt of the current key that may have reached the
-// provider, or closes when there is none.
-func finishAttempt(ctx context.Context, c querier, op *ledger.Operation, out ledger.AttemptOutcome, now time.Time) error {
-	if out.Number != op.Attempts {
-		return fmt.Errorf("operation %q: attempt %d is not the latest (%d): %w", op.ID, out.Number, op.Attempts, ledger.ErrStateConflict)
-	}
-	a, err := scanAttempt(c.QueryRowContext(ctx, `SELECT `+attemptColumns+`
-		FROM payonce_attempts WHERE operation_id = ? AND number = ?`, op.ID, out.Number))
+// attemptForFinish reads attempt number of operation id (nil when it is not
+// recorded) and the start of the earliest other attempt under the same key
+// that may have reached the provider (zero when there is none): where the key
+// window starts if this attempt turns out never to have left. These are the
+// facts ledger.ApplyFinish needs.
+func attemptForFinish(ctx context.Context, c querier, id string, number int) (*ledger.Attempt, time.Time, error) {
+	var othersStart sql.NullInt64
+	a, err := scanAttempt(withExtra{c.QueryRowContext(ctx, `SELECT `+attemptColumns+`,
+		(SELECT MIN(e.started_at) FROM payonce_attempts e
+		  WHERE e.operation_id = a.operation_id AND e.key = a.key AND e.may_have_reached = 1 AND e.number <> a.number)
+		FROM payonce_attempts a WHERE a.operation_id = ? AND a.number = ?`, id, number), []any{&othersStart}})
 	if errors.Is(err, sql.ErrNoRows) {
-		return ledger.Corrupt(op.ID, "attempts", fmt.Errorf("attempt %d is counted but not recorded", out.Number))
+		return nil, time.Time{}, nil
 	}
 	if err != nil {
-		return err
+		return nil, time.Time{}, err
 	}
-	if !a.FinishedAt.IsZero() {
-		return fmt.Errorf("operation %q: attempt %d already finished as %s: %w", op.ID, out.Number, a.Outcome, ledger.ErrStateConflict)
-	}
-	reached := out.Class.MayHaveReached()
-	if _, err := c.ExecContext(ctx, `UPDATE payonce_attempts SET
+	return &a, fromMicros(othersStart), nil
+}
+
+// finishAttempt records the outcome of an attempt (ledger.ApplyFinish).
+func finishAttempt(ctx context.Context, c querier, a ledger.Attempt) error {
+	_, err := c.ExecContext(ctx, `UPDATE payonce_attempts SET
 		finished_at = ?, outcome = ?, http_status = ?, provider_request_id = ?, error = ?, may_have_reached = ?
 		WHERE operation_id = ? AND number = ?`,
-		micros(now), string(out.Class), nullInt(out.HTTPStatus), text(out.ProviderRequestID), text(out.Error), boolInt(reached),
-		op.ID, out.Number); err != nil {
-		return err
-	}
-	if reached {
-		return nil
-	}
-	// Attempts of earlier key generations do not count: the window belongs
-	// to the key the provider would see now.
-	var start sql.NullInt64
-	if err := c.QueryRowContext(ctx, `SELECT MIN(started_at) FROM payonce_attempts
-		WHERE operation_id = ? AND key = ? AND may_have_reached = 1`, op.ID, op.Key).Scan(&start); err != nil {
-		return err
-	}
-	op.WindowStart = fromMicros(start)
-	op.KeyExpiresAt = keyExpiry(op)
-	return nil
+		micros(a.FinishedAt), string(a.Outcome), nullInt(a.HTTPStatus), text(a.ProviderRequestID), text(a.Error), boolInt(a.MayHaveReached),
+		a.OperationID, a.Number)
+	return err
 }
 
 func nullInt(n int) any {
@@ -163,55 +104,24 @@ func (s *Store) Resolve(ctx context.Context, p ledger.ResolveParams) (ledger.Ope
 	if err := p.Validate(); err != nil {
 		return ledger.Operation{}, fail("resolve", err)
 	}
-	now := ledger.UTC(p.Now)
-	var op ledger.Operation
+	var out ledger.Operation
 	err := s.write(ctx, func(c *sql.Conn) error {
-		var err error
-		if op, err = getOp(ctx, c, p.ID); err != nil {
+		op, err := getOp(ctx, c, p.ID)
+		if err != nil {
 			return err
 		}
-		if op.Status != ledger.StatusManualReview {
-			return fmt.Errorf("operation %q is %s: %w", op.ID, op.Status, ledger.ErrNotInReview)
-		}
-		switch p.Outcome {
-		case ledger.ResolveSucceeded, ledger.ResolveFailed:
-			op.Status = ledger.StatusSucceeded
-			if p.Outcome == ledger.ResolveFailed {
-				op.Status = ledger.StatusFailed
-			}
-			if p.ProviderRef != "" {
-				op.ProviderRef = p.ProviderRef
-			}
-			op.FinishedAt = now
-			op.NextCheckAt = time.Time{}
-		case ledger.ResolveResend:
-			if p.NewGeneration != op.Generation+1 {
-				return fmt.Errorf("operation %q is at generation %d, a resend must use generation %d, got %d: %w",
-					op.ID, op.Generation, op.Generation+1, p.NewGeneration, ledger.ErrStateConflict)
-			}
-			if p.NewKey == op.Key {
-				return &ledger.ValidationError{Field: "NewKey", Problem: "must differ from the current key: the provider may still remember it"}
-			}
-			// A new key opens a new window: nothing has been sent with it.
-			op.Key = p.NewKey
-			op.Generation = p.NewGeneration
-			op.Status = ledger.StatusPending
-			op.WindowStart = time.Time{}
-			op.KeyExpiresAt = time.Time{}
-			op.NextCheckAt = now
-			op.FinishedAt = time.Time{}
-		}
-		op.Resolution = &ledger.Resolution{Actor: p.Actor, Note: p.Note, Outcome: p.Outcome, At: now}
-		op.LeaseOwner = ""
-		op.LeaseExpiresAt = time.Time{}
-		op.UpdatedAt = now
-		if err := saveOp(ctx, c, &op); err != nil {
+		ch, err := ledger.ApplyResolve(op, p)
+		if err != nil {
 			return err
 		}
-		return insertEvents(ctx, c, op.ID, now, []newEvent{{kind: ledger.EventResolution, actor: p.Actor, detail: resolveDetail(p)}})
+		if err := saveOp(ctx, c, &ch.Op); err != nil { // a resend's key taken by another operation fails here: ErrKeyConflict
+			return err
+		}
+		out = ch.Op
+		return insertEvents(ctx, c, op.ID, ledger.UTC(p.Now), ch.Events)
 	})
 	if err != nil {
 		return ledger.Operation{}, fail("resolve", err)
 	}
-	return op, nil
+	return out, nil
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"time"
 
 	"github.com/payonce/payonce/ledger"
@@ -20,11 +20,9 @@ func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginRe
 	if err := p.Validate(); err != nil {
 		return ledger.BeginResult{}, fail("begin", err)
 	}
-	now, until := ledger.UTC(p.Now), ledger.UTC(p.LeaseUntil)
 	var res ledger.BeginResult
 	err := s.write(ctx, func(c *sql.Conn) error {
-		res = ledger.BeginResult{}
-		created, err := insertOp(ctx, c, p.Op, now)
+		created, err := insertOp(ctx, c, ledger.ApplyCreate(p.Op, p.Now))
 		if err != nil {
 			return err
 		}
@@ -32,36 +30,24 @@ func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginRe
 		if err != nil {
 			return err
 		}
-		if err := checkFingerprint(op, p.Op.Fingerprint); err != nil {
-			return err
+		res, err = ledger.ApplyBegin(op, p)
+		res.Created = created
+		if err != nil || !res.Claimed {
+			return err // a terminal operation: the recorded result is the answer
 		}
-		// An existing row may carry a later key generation than p.Op.Key
-		// (an operator approved a resend): the ledger's key wins.
-		res = ledger.BeginResult{Op: op, Created: created}
-		if op.Status.Terminal() {
-			return nil // the recorded result is the answer; nothing to send
-		}
-		if err := checkLeaseFree(op, p.Owner, now); err != nil {
-			return err
-		}
-		takeLease(&op, p.Owner, now, until)
-		if op.Status == ledger.StatusPending && p.StartAttempt {
-			a, err := startAttempt(ctx, c, &op, now, until)
-			if err != nil {
+		if res.Attempt != nil {
+			if err := insertAttempt(ctx, c, *res.Attempt); err != nil {
 				return err
 			}
-			res.Attempt = &a
 		}
-		if err := saveOp(ctx, c, &op); err != nil {
-			return err
-		}
-		res.Op, res.Claimed = op, true
-		return nil
+		return saveOp(ctx, c, &res.Op)
 	})
 	if err != nil {
-		// res.Op is kept so a caller that got ErrInProgress can see who holds it.
-		res.Claimed, res.Attempt, res.Created = false, nil, false
-		return res, fail("begin", err)
+		if errors.Is(err, ledger.ErrInProgress) {
+			// res.Op is kept so that the caller can see who holds the lease.
+			return ledger.BeginResult{Op: res.Op}, fail("begin", err)
+		}
+		return ledger.BeginResult{}, fail("begin", err)
 	}
 	return res, nil
 }
@@ -71,7 +57,7 @@ func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginRe
 // existing ID with another fingerprint returns ledger.ErrFingerprintMismatch.
 // It is CreateOrGetTx in a write transaction of its own.
 func (s *Store) CreateOrGet(ctx context.Context, op ledger.NewOperation, now time.Time) (ledger.Operation, bool, error) {
-	if err := checkCreate(op, now); err != nil {
+	if err := ledger.ValidateCreate(op, now); err != nil {
 		return ledger.Operation{}, false, fail("create", err)
 	}
 	var (
@@ -128,7 +114,7 @@ func (s *Store) CreateOrGetTx(ctx context.Context, tx *sql.Tx, op ledger.NewOper
 	if tx == nil {
 		return ledger.Operation{}, false, fail("create in caller's transaction", &ledger.ValidationError{Field: "tx", Problem: "must not be nil: pass the caller's *sql.Tx"})
 	}
-	if err := checkCreate(op, now); err != nil {
+	if err := ledger.ValidateCreate(op, now); err != nil {
 		return ledger.Operation{}, false, fail("create in caller's transaction", err)
 	}
 	got, created, err := createOrGet(ctx, tx, op, ledger.UTC(now))
@@ -138,22 +124,11 @@ func (s *Store) CreateOrGetTx(ctx context.Context, tx *sql.Tx, op ledger.NewOper
 	return got, created, nil
 }
 
-// checkCreate validates the arguments of CreateOrGet and CreateOrGetTx.
-func checkCreate(op ledger.NewOperation, now time.Time) error {
-	if err := op.Validate(); err != nil {
-		return err
-	}
-	if now.IsZero() {
-		return &ledger.ValidationError{Field: "now", Problem: "must be set"}
-	}
-	return nil
-}
-
 // createOrGet is CreateOrGet on q, inside a write transaction. A key taken
 // by another operation fails the insert statement alone; a fingerprint
 // mismatch is found in Go after a read: neither leaves anything written.
 func createOrGet(ctx context.Context, q querier, op ledger.NewOperation, now time.Time) (ledger.Operation, bool, error) {
-	created, err := insertOp(ctx, q, op, now)
+	created, err := insertOp(ctx, q, ledger.ApplyCreate(op, now))
 	if err != nil {
 		return ledger.Operation{}, false, err
 	}
@@ -161,7 +136,7 @@ func createOrGet(ctx context.Context, q querier, op ledger.NewOperation, now tim
 	if err != nil {
 		return ledger.Operation{}, false, err
 	}
-	if err := checkFingerprint(got, op.Fingerprint); err != nil {
+	if err := ledger.CheckFingerprint(got, op.Fingerprint); err != nil {
 		return ledger.Operation{}, false, err
 	}
 	return got, created, nil
@@ -174,20 +149,15 @@ func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operati
 	if err := p.Validate(); err != nil {
 		return ledger.Operation{}, fail("claim", err)
 	}
-	now, until := ledger.UTC(p.Now), ledger.UTC(p.LeaseUntil)
 	var op ledger.Operation
 	err := s.write(ctx, func(c *sql.Conn) error {
 		var err error
 		if op, err = getOp(ctx, c, p.ID); err != nil {
 			return err
 		}
-		if op.Status.Terminal() {
-			return fmt.Errorf("operation %q is %s: %w", op.ID, op.Status, ledger.ErrTerminal)
-		}
-		if err := checkLeaseFree(op, p.Owner, now); err != nil {
+		if op, err = ledger.ApplyClaim(op, p); err != nil {
 			return err
 		}
-		takeLease(&op, p.Owner, now, until)
 		return saveOp(ctx, c, &op)
 	})
 	if err != nil {
@@ -204,36 +174,27 @@ func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (
 	if err := p.Validate(); err != nil {
 		return ledger.Operation{}, ledger.Attempt{}, fail("start attempt", err)
 	}
-	now, until := ledger.UTC(p.Now), ledger.UTC(p.LeaseUntil)
-	var (
-		op ledger.Operation
-		a  ledger.Attempt
-	)
+	var ch ledger.Change
 	err := s.write(ctx, func(c *sql.Conn) error {
-		var err error
-		if op, err = getOp(ctx, c, p.ID); err != nil {
+		op, err := getOp(ctx, c, p.ID)
+		if err != nil {
 			return err
 		}
-		// Rule 3: only the lease holder sends. A lease that expired but that
-		// nobody took is still the caller's: no one else can have acted.
-		if op.LeaseOwner != p.Owner {
-			return leaseLost(op, p.Owner)
-		}
-		if op.Status != ledger.StatusPending && op.Status != ledger.StatusUnknown {
-			return fmt.Errorf("operation %q is %s, an attempt starts only from pending or unknown: %w", op.ID, op.Status, ledger.ErrStateConflict)
-		}
-		if a, err = startAttempt(ctx, c, &op, now, until); err != nil {
+		if ch, err = ledger.ApplyStartAttempt(op, p); err != nil {
 			return err
 		}
-		if err := saveOp(ctx, c, &op); err != nil {
+		if err := insertAttempt(ctx, c, *ch.Attempt); err != nil {
 			return err
 		}
-		return insertEvents(ctx, c, op.ID, now, callerEvents(p.Events, p.Owner))
+		if err := saveOp(ctx, c, &ch.Op); err != nil {
+			return err
+		}
+		return insertEvents(ctx, c, op.ID, ledger.UTC(p.Now), ch.Events)
 	})
 	if err != nil {
 		return ledger.Operation{}, ledger.Attempt{}, fail("start attempt", err)
 	}
-	return op, a, nil
+	return ch.Op, *ch.Attempt, nil
 }
 
 // ClaimDue leases up to p.Limit due operations, oldest due first, in one
@@ -319,10 +280,10 @@ func queryIDs(ctx context.Context, q querier, query string, args ...any) ([]stri
 	return ids, rows.Err()
 }
 
-// insertOp records op as pending, due at now, unless its ID exists. A key
-// already used by another operation fails with a unique violation, which
-// fail turns into ledger.ErrKeyConflict.
-func insertOp(ctx context.Context, c querier, op ledger.NewOperation, now time.Time) (bool, error) {
+// insertOp records op, a new operation (ledger.ApplyCreate), unless its ID
+// exists. A key already used by another operation fails with a unique
+// violation, which fail turns into ledger.ErrKeyConflict.
+func insertOp(ctx context.Context, c querier, op ledger.Operation) (bool, error) {
 	refs, err := json.Marshal(op.References)
 	if err != nil {
 		return false, err
@@ -330,10 +291,10 @@ func insertOp(ctx context.Context, c querier, op ledger.NewOperation, now time.T
 	res, err := c.ExecContext(ctx, `INSERT INTO payonce_operations
 		(id, key, provider, kind, refs, generation, fingerprint, request, status, attempts,
 		 key_ttl_ms, next_check_at, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO NOTHING`,
-		op.ID, op.Key, op.Provider, op.Kind, string(refs), op.Generation, op.Fingerprint, string(op.Request),
-		ttlMillis(op.KeyTTL), micros(now), micros(now), micros(now))
+		op.ID, op.Key, op.Provider, op.Kind, string(refs), op.Generation, op.Fingerprint, string(op.Request), string(op.Status), op.Attempts,
+		ttlMillis(op.KeyTTL), micros(op.NextCheckAt), micros(op.CreatedAt), micros(op.UpdatedAt))
 	if err != nil {
 		return false, err
 	}
@@ -341,72 +302,11 @@ func insertOp(ctx context.Context, c querier, op ledger.NewOperation, now time.T
 	return n == 1, err
 }
 
-// checkFingerprint enforces rule 1: the same identity with another request
-// is a caller bug, refused before anything changes or is sent.
-func checkFingerprint(op ledger.Operation, fingerprint string) error {
-	if op.Fingerprint != fingerprint {
-		return fmt.Errorf("operation %q recorded with fingerprint %s, called with %s: %w",
-			op.ID, op.Fingerprint, fingerprint, ledger.ErrFingerprintMismatch)
-	}
-	return nil
-}
-
-// checkLeaseFree enforces rule 3: a live lease held by someone else means
-// another worker may be sending right now.
-func checkLeaseFree(op ledger.Operation, owner string, now time.Time) error {
-	if op.LeaseOwner != "" && op.LeaseOwner != owner && op.LeaseExpiresAt.After(now) {
-		return fmt.Errorf("operation %q leased by %q until %s: %w",
-			op.ID, op.LeaseOwner, op.LeaseExpiresAt.Format(time.RFC3339Nano), ledger.ErrInProgress)
-	}
-	return nil
-}
-
-func leaseLost(op ledger.Operation, owner string) error {
-	holder := op.LeaseOwner
-	if holder == "" {
-		holder = "nobody"
-	}
-	return fmt.Errorf("operation %q: lease held by %s, not %q: %w", op.ID, holder, owner, ledger.ErrLeaseLost)
-}
-
-// takeLease gives the lease to owner until until. The operation becomes due
-// again when the lease ends, so a worker that dies is taken over. An
-// in_flight operation (lease expired, or our own from a call that did not
-// finish) becomes unknown: its attempt may have been sent.
-func takeLease(op *ledger.Operation, owner string, now, until time.Time) {
-	if op.Status == ledger.StatusInFlight {
-		op.Status = ledger.StatusUnknown
-	}
-	op.LeaseOwner = owner
-	op.LeaseExpiresAt = until
-	op.NextCheckAt = until
-	op.UpdatedAt = now
-}
-
-// startAttempt records attempt number Attempts+1 as started at now and may
-// have reached the provider (it is written before it is sent, rule 2), and
-// opens the key window if it was closed.
-func startAttempt(ctx context.Context, c querier, op *ledger.Operation, now, until time.Time) (ledger.Attempt, error) {
-	a := ledger.Attempt{
-		OperationID:    op.ID,
-		Number:         op.Attempts + 1,
-		Key:            op.Key,
-		StartedAt:      now,
-		MayHaveReached: true,
-	}
-	if _, err := c.ExecContext(ctx, `INSERT INTO payonce_attempts
-		(operation_id, number, key, started_at, may_have_reached) VALUES (?, ?, ?, ?, 1)`,
-		a.OperationID, a.Number, a.Key, micros(a.StartedAt)); err != nil {
-		return ledger.Attempt{}, err
-	}
-	op.Attempts = a.Number
-	op.Status = ledger.StatusInFlight
-	if op.WindowStart.IsZero() {
-		op.WindowStart = now
-	}
-	op.KeyExpiresAt = keyExpiry(op)
-	op.LeaseExpiresAt = until
-	op.NextCheckAt = until
-	op.UpdatedAt = now
-	return a, nil
+// insertAttempt records a started attempt (ledger.ApplyBegin,
+// ledger.ApplyStartAttempt).
+func insertAttempt(ctx context.Context, c querier, a ledger.Attempt) error {
+	_, err := c.ExecContext(ctx, `INSERT INTO payonce_attempts
+		(operation_id, number, key, started_at, may_have_reached) VALUES (?, ?, ?, ?, ?)`,
+		a.OperationID, a.Number, a.Key, micros(a.StartedAt), boolInt(a.MayHaveReached))
+	return err
 }

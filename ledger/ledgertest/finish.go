@@ -1,6 +1,7 @@
 package ledgertest
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -288,6 +289,16 @@ func testKeyWindow(t *testing.T, h *Harness) {
 	t3 := at(3 * time.Minute)
 	got, _ = mustStartAttempt(t, s, op.ID, ownerA, t3)
 	requireWindow(got, t2, "a later attempt does not move it")
+
+	// Attempt 2 may have reached the provider: even a not_sent attempt 3
+	// cannot make the operation "safe to send" (pending) again.
+	before, beforeAtts := mustGet(t, s, op.ID)
+	_, err := s.Finish(context.Background(), ledger.FinishParams{
+		ID: op.ID, Owner: ownerA, Now: t3.Add(time.Second), From: ledger.StatusInFlight, To: ledger.StatusPending,
+		Attempt: attemptOutcome(3, ledger.StatusPending),
+	})
+	require.ErrorIs(t, err, ledger.ErrStateConflict, "in_flight -> pending while an earlier attempt may have reached the provider")
+	requireUnchanged(t, s, before, beforeAtts)
 
 	got = mustFinish(t, s, ledger.FinishParams{
 		ID: op.ID, Owner: ownerA, Now: t3.Add(time.Second), From: ledger.StatusInFlight, To: ledger.StatusUnknown,

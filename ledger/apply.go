@@ -1,0 +1,427 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The functions in this file are the state machine every store applies, so
+// that it is written once. A store reads the operation (and, for Finish, two
+// facts about its attempts) under its lock, calls the function of the method,
+// and writes what it returns in the same transaction; on an error it writes
+// nothing and returns the error (wrapped). They are pure: no I/O and no
+// clock. Times come from the parameters and are normalized with UTC; the
+// operation passed in is never modified. Each function expects parameters
+// that passed their Validate method.
+
+// Change is what one call writes in its transaction.
+type Change struct {
+	// Op is the operation's new state: write its mutable columns.
+	Op Operation
+	// Attempt is the attempt row the call writes; nil when there is none.
+	// From ApplyStartAttempt it is the attempt to insert; from ApplyFinish it
+	// is the finished attempt, with its outcome, whose row to update.
+	Attempt *Attempt
+	// Events are the audit entries to append, in this order, numbered after
+	// the operation's last one and stamped at the call's Now. Actor is set.
+	Events []NewEvent
+}
+
+// ApplyCreate is the operation recorded for an ID seen for the first time
+// (Begin, CreateOrGet): pending and due at once, so that background work
+// sends it even if the caller dies right after recording it. KeyTTL is
+// n.KeyTTL as given: a store that keeps it at a coarser precision returns
+// what it kept.
+func ApplyCreate(n NewOperation, now time.Time) Operation {
+	now = UTC(now)
+	return Operation{
+		ID:          n.ID,
+		Key:         n.Key,
+		Provider:    n.Provider,
+		Kind:        n.Kind,
+		References:  slices.Clone(n.References),
+		Generation:  n.Generation,
+		Fingerprint: n.Fingerprint,
+		Request:     bytes.Clone(n.Request),
+		Status:      StatusPending,
+		KeyTTL:      n.KeyTTL,
+		NextCheckAt: now,
+		CreatedAt:   now,
+		UpdatedAt:   now,
+	}
+}
+
+// CheckFingerprint refuses a second use of an ID for a different request
+// (ErrFingerprintMismatch): the same identity with another request is a
+// caller bug, and sending it would reuse the first request's key with other
+// parameters. CreateOrGet calls it on the operation it found; ApplyBegin
+// calls it itself.
+func CheckFingerprint(op Operation, fingerprint string) error {
+	if op.Fingerprint != fingerprint {
+		return fmt.Errorf("%w: operation %q is recorded with fingerprint %s, this request has %s",
+			ErrFingerprintMismatch, op.ID, op.Fingerprint, fingerprint)
+	}
+	return nil
+}
+
+// ApplyBegin is Begin on op as recorded: created by ApplyCreate, or read
+// under the store's lock. Write nothing when it returns an error or a
+// result with Claimed false. Otherwise write res.Op and insert res.Attempt
+// when set. The store sets res.Created.
+//
+// A terminal operation comes back unchanged and unclaimed, with no error:
+// its recorded result answers the caller. A live lease held by another owner
+// returns ErrInProgress with res.Op set to op, so the caller sees who holds
+// it. A fingerprint mismatch returns ErrFingerprintMismatch and a zero
+// result.
+func ApplyBegin(op Operation, p BeginParams) (BeginResult, error) {
+	now, until := UTC(p.Now), UTC(p.LeaseUntil)
+	if err := CheckFingerprint(op, p.Op.Fingerprint); err != nil {
+		return BeginResult{}, err
+	}
+	if op.Status.Terminal() {
+		return BeginResult{Op: op}, nil
+	}
+	if err := checkNoLiveLease(op, p.Owner, now); err != nil {
+		return BeginResult{Op: op}, err
+	}
+	// The ledger's key wins over p.Op.Key: after an operator approved a
+	// resend, the operation sends under its newer generation's key.
+	op = takeLease(op, p.Owner, now, until)
+	res := BeginResult{Op: op, Claimed: true}
+	// Only a pending operation may be sent at once. An unknown one (or an
+	// in_flight one that takeLease just made unknown) may have been sent:
+	// the caller must look its status up first.
+	if p.StartAttempt && op.Status == StatusPending {
+		a := startAttempt(&op, now, until)
+		res.Op, res.Attempt = op, &a
+	}
+	return res, nil
+}
+
+// ApplyClaim is Claim on op read under the store's lock: the compare-and-set
+// of the lease. Errors: ErrTerminal, ErrInProgress.
+func ApplyClaim(op Operation, p ClaimParams) (Operation, error) {
+	if op.Status.Terminal() {
+		// Automation is done with it: succeeded and failed are final, and
+		// manual_review waits for an operator.
+		return Operation{}, fmt.Errorf("%w: operation %q is %s", ErrTerminal, op.ID, op.Status)
+	}
+	if err := checkNoLiveLease(op, p.Owner, UTC(p.Now)); err != nil {
+		return Operation{}, err
+	}
+	return takeLease(op, p.Owner, UTC(p.Now), UTC(p.LeaseUntil)), nil
+}
+
+// ApplyStartAttempt is StartAttempt on op read under the store's lock. The
+// Change holds the new operation, the attempt to insert, and p.Events.
+// Errors: ErrLeaseLost, ErrStateConflict.
+func ApplyStartAttempt(op Operation, p StartAttemptParams) (Change, error) {
+	if op.LeaseOwner != p.Owner {
+		// Rule 3: only the lease holder sends. An expired lease that nobody
+		// took is still the caller's: no one else can have acted. One taken
+		// by another worker is not, and its new holder may be sending now.
+		return Change{}, leaseLost(op, p.Owner)
+	}
+	if op.Status != StatusPending && op.Status != StatusUnknown {
+		// in_flight: an attempt is already out; terminal: nothing may be
+		// sent any more.
+		return Change{}, fmt.Errorf("%w: operation %q is %s; an attempt starts only from pending or unknown",
+			ErrStateConflict, op.ID, op.Status)
+	}
+	a := startAttempt(&op, UTC(p.Now), UTC(p.LeaseUntil))
+	return Change{Op: op, Attempt: &a, Events: callerEvents(p.Events, p.Owner)}, nil
+}
+
+// ApplyFinish is Finish on op read under the store's lock. When p.Attempt is
+// set, the store also reads in the same transaction:
+//   - recorded: the attempt numbered p.Attempt.Number as stored, or nil when
+//     there is none;
+//   - othersWindowStart: the earliest StartedAt of the operation's other
+//     attempts under its current Key that may have reached the provider, or
+//     zero when there are none. That is where the key window starts if this
+//     attempt proves never to have left.
+//
+// Both are ignored when p.Attempt is nil. The Change holds the new operation,
+// the finished attempt when p.Attempt is set, and the events: p.Events, then
+// the EventResolution entry of p.Resolution when it is set. Errors:
+// ErrLeaseLost, ErrStateConflict, ErrCorrupt (the latest attempt is counted
+// but not recorded).
+func ApplyFinish(op Operation, p FinishParams, recorded *Attempt, othersWindowStart time.Time) (Change, error) {
+	now := UTC(p.Now)
+	if op.LeaseOwner != p.Owner {
+		// A worker whose lease was taken over must not overwrite the new
+		// owner's work: the outcome it holds may already be stale.
+		return Change{}, leaseLost(op, p.Owner)
+	}
+	if op.Status != p.From {
+		return Change{}, fmt.Errorf("%w: operation %q is %s, not %s", ErrStateConflict, op.ID, op.Status, p.From)
+	}
+	if err := CheckTransition(p.From, p.To); err != nil {
+		return Change{}, err
+	}
+	var finished *Attempt
+	if out := p.Attempt; out != nil {
+		// Only the attempt now in flight can be finished, and only once: a
+		// late outcome of an older attempt must not rewrite history.
+		if out.Number != op.Attempts {
+			return Change{}, fmt.Errorf("%w: operation %q: attempt %d is not the latest (latest is %d)",
+				ErrStateConflict, op.ID, out.Number, op.Attempts)
+		}
+		if recorded == nil {
+			return Change{}, Corrupt(op.ID, "attempts", fmt.Errorf("attempt %d is counted but not recorded", out.Number))
+		}
+		if !recorded.FinishedAt.IsZero() {
+			return Change{}, fmt.Errorf("%w: operation %q: attempt %d is already finished as %s",
+				ErrStateConflict, op.ID, out.Number, recorded.Outcome)
+		}
+		a := *recorded
+		a.FinishedAt = now
+		a.MayHaveReached = out.Class.MayHaveReached()
+		a.Outcome = out.Class
+		a.HTTPStatus = out.HTTPStatus
+		a.ProviderRequestID = out.ProviderRequestID
+		a.Error = out.Error
+		finished = &a
+		if !a.MayHaveReached {
+			// Proven never to have left: the window is what the other
+			// attempts under this key opened, closed if none did, so a
+			// refused connection does not eat into the time for resends.
+			// Attempts under earlier key generations do not count: the
+			// window belongs to the key the provider would see now.
+			op.WindowStart = UTC(othersWindowStart)
+			op.KeyExpiresAt = keyExpiry(op)
+		}
+	}
+	if p.From == StatusInFlight && p.To == StatusPending {
+		// Pending means "nothing can have been sent: safe to send at any
+		// time". Only an attempt proven never to have left may return an
+		// operation there, and only if no other attempt under this key may
+		// have reached the provider; otherwise the operation is unknown,
+		// and the next sender must look up and respect the key window.
+		if p.Attempt.Class != OutcomeNotSent {
+			return Change{}, fmt.Errorf("%w: operation %q: a %s attempt may have reached the provider; record unknown, not pending",
+				ErrStateConflict, op.ID, p.Attempt.Class)
+		}
+		if !op.WindowStart.IsZero() {
+			return Change{}, fmt.Errorf("%w: operation %q: an earlier attempt may have reached the provider; record unknown, not pending",
+				ErrStateConflict, op.ID)
+		}
+	}
+
+	op.Status = p.To
+	if p.ProviderRef != "" {
+		op.ProviderRef = p.ProviderRef
+	}
+	if p.Result != nil {
+		op.Result = bytes.Clone(p.Result)
+	}
+	switch p.To {
+	case StatusPending, StatusUnknown:
+		// Background work must come back to an operation that is not
+		// final, or it would be lost; zero means at once.
+		op.NextCheckAt = UTC(p.NextCheckAt)
+		if op.NextCheckAt.IsZero() {
+			op.NextCheckAt = now
+		}
+	case StatusManualReview:
+		// Non-zero asks for further read-only lookups; zero waits for an
+		// operator.
+		op.NextCheckAt = UTC(p.NextCheckAt)
+		op.ReviewReason = p.ReviewReason
+		// ReviewAt is when the operation entered review: staying in review
+		// (a lookup that settled nothing) keeps it, so that the oldest
+		// reviews still list first.
+		if p.From != StatusManualReview || op.ReviewAt.IsZero() {
+			op.ReviewAt = now
+		}
+	case StatusSucceeded, StatusFailed:
+		// Final: no background work, and retention counts from FinishedAt.
+		op.NextCheckAt = time.Time{}
+		op.FinishedAt = now
+	}
+	if r := p.Resolution; r != nil {
+		at := UTC(r.At)
+		if at.IsZero() {
+			at = now
+		}
+		op.Resolution = &Resolution{Actor: r.Actor, Note: r.Note, Outcome: r.Outcome, At: at}
+	}
+	// A terminal status releases the lease whatever KeepLease says:
+	// automation is done with the operation.
+	if !p.KeepLease || p.To.Terminal() {
+		op.LeaseOwner = ""
+		op.LeaseExpiresAt = time.Time{}
+	}
+	op.UpdatedAt = now
+
+	evs := callerEvents(p.Events, p.Owner)
+	if r := p.Resolution; r != nil {
+		d := ResolutionDetail{Outcome: r.Outcome, Note: r.Note, ProviderRef: p.ProviderRef}
+		evs = append(evs, NewEvent{Kind: EventResolution, Actor: r.Actor, Detail: d.String()})
+	}
+	return Change{Op: op, Attempt: finished, Events: evs}, nil
+}
+
+// ApplyResolve is Resolve on op read under the store's lock. The Change holds
+// the new operation and its EventResolution entry. A resend's NewKey that
+// another operation uses is the store's to refuse (ErrKeyConflict, from its
+// unique index on keys). Errors: ErrNotInReview, ErrStateConflict (a resend
+// whose NewGeneration is not the next one), ErrInvalid (a resend whose
+// NewKey is the current key).
+func ApplyResolve(op Operation, p ResolveParams) (Change, error) {
+	now := UTC(p.Now)
+	if op.Status != StatusManualReview {
+		return Change{}, fmt.Errorf("%w: operation %q is %s", ErrNotInReview, op.ID, op.Status)
+	}
+	d := ResolutionDetail{Outcome: p.Outcome, Note: p.Note}
+	switch p.Outcome {
+	case ResolveSucceeded, ResolveFailed:
+		op.Status = StatusSucceeded
+		if p.Outcome == ResolveFailed {
+			op.Status = StatusFailed
+		}
+		if p.ProviderRef != "" {
+			op.ProviderRef = p.ProviderRef
+		}
+		d.ProviderRef = p.ProviderRef
+		op.NextCheckAt = time.Time{}
+		op.FinishedAt = now
+	case ResolveResend:
+		// The next generation is derived from the current one; skipping or
+		// repeating one would reuse a key the provider may still remember.
+		if p.NewGeneration != op.Generation+1 {
+			return Change{}, fmt.Errorf("%w: operation %q is at generation %d; a resend must move to generation %d, not %d",
+				ErrStateConflict, op.ID, op.Generation, op.Generation+1, p.NewGeneration)
+		}
+		if p.NewKey == op.Key {
+			return Change{}, &ValidationError{Field: "NewKey", Problem: "must differ from the current key: the provider may still remember it"}
+		}
+		op.Key = p.NewKey
+		op.Generation = p.NewGeneration
+		op.Status = StatusPending
+		// The new key has never been sent: its window is closed until its
+		// first attempt.
+		op.WindowStart = time.Time{}
+		op.KeyExpiresAt = time.Time{}
+		op.NextCheckAt = now
+		op.FinishedAt = time.Time{}
+		d.NewKey, d.NewGeneration = p.NewKey, p.NewGeneration
+	}
+	// ReviewReason and ReviewAt stay as history of the review.
+	op.Resolution = &Resolution{Actor: p.Actor, Note: p.Note, Outcome: p.Outcome, At: now}
+	// The operator's decision overrides read-only lookups in progress.
+	op.LeaseOwner = ""
+	op.LeaseExpiresAt = time.Time{}
+	op.UpdatedAt = now
+	return Change{Op: op, Events: []NewEvent{{Kind: EventResolution, Actor: p.Actor, Detail: d.String()}}}, nil
+}
+
+// ResolutionDetail is the Detail of an EventResolution entry, as JSON: the
+// outcome and the note, plus the provider reference, or the new key and
+// generation, when the call set them. Decode an entry's Detail into it to
+// read one.
+type ResolutionDetail struct {
+	Outcome       ResolutionOutcome `json:"outcome"`
+	Note          string            `json:"note"`
+	ProviderRef   string            `json:"provider_ref,omitempty"`
+	NewKey        string            `json:"new_key,omitempty"`
+	NewGeneration int               `json:"new_generation,omitempty"`
+}
+
+// String is the JSON text recorded as the entry's Detail.
+func (d ResolutionDetail) String() string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // a note reads as the operator wrote it
+	if err := enc.Encode(d); err != nil {
+		// Strings (valid UTF-8, checked by Validate) and an int: Encode
+		// cannot fail; keep the essentials anyway.
+		return fmt.Sprintf("outcome %s: %s", d.Outcome, d.Note)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// checkNoLiveLease refuses the lease while another worker holds it and it
+// has not expired (ErrInProgress): rule 3, one attempt in flight per
+// operation.
+func checkNoLiveLease(op Operation, owner string, now time.Time) error {
+	if op.LeaseOwner != "" && op.LeaseOwner != owner && op.LeaseExpiresAt.After(now) {
+		return fmt.Errorf("%w: operation %q is leased by %q until %s",
+			ErrInProgress, op.ID, op.LeaseOwner, op.LeaseExpiresAt.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// takeLease gives the lease to owner. The caller has checked that the
+// operation is not terminal and that nobody else holds a live lease.
+func takeLease(op Operation, owner string, now, until time.Time) Operation {
+	if op.Status == StatusInFlight {
+		// The previous holder recorded an attempt and then lost its lease
+		// (or the caller is taking over its own): the request may have
+		// reached the provider, so the next step is a lookup, not a send.
+		op.Status = StatusUnknown
+	}
+	op.LeaseOwner = owner
+	op.LeaseExpiresAt = until
+	// Due again when the lease ends, so that a worker that dies holding it
+	// is taken over by background work.
+	op.NextCheckAt = until
+	op.UpdatedAt = now
+	return op
+}
+
+// startAttempt records the next attempt on op and returns it. It is written
+// before the request is sent (rule 2), so it may have reached the provider
+// from the start, and the key window opens at the first such attempt.
+func startAttempt(op *Operation, now, until time.Time) Attempt {
+	op.Attempts++
+	if op.WindowStart.IsZero() {
+		op.WindowStart = now
+	}
+	op.KeyExpiresAt = keyExpiry(*op)
+	op.Status = StatusInFlight
+	op.LeaseExpiresAt = until
+	op.NextCheckAt = until
+	op.UpdatedAt = now
+	return Attempt{
+		OperationID:    op.ID,
+		Number:         op.Attempts,
+		Key:            op.Key,
+		StartedAt:      now,
+		MayHaveReached: true,
+	}
+}
+
+// keyExpiry is WindowStart + KeyTTL, zero while the window is closed.
+func keyExpiry(op Operation) time.Time {
+	if op.WindowStart.IsZero() {
+		return time.Time{}
+	}
+	return UTC(op.WindowStart.Add(op.KeyTTL))
+}
+
+func leaseLost(op Operation, owner string) error {
+	holder := "nobody"
+	if op.LeaseOwner != "" {
+		holder = fmt.Sprintf("%q", op.LeaseOwner)
+	}
+	return fmt.Errorf("%w: operation %q is leased by %s, not %q", ErrLeaseLost, op.ID, holder, owner)
+}
+
+// callerEvents are the events a caller passed, each one's actor defaulting
+// to the lease owner.
+func callerEvents(evs []NewEvent, owner string) []NewEvent {
+	out := make([]NewEvent, 0, len(evs)+1)
+	for _, e := range evs {
+		if e.Actor == "" {
+			e.Actor = owner
+		}
+		out = append(out, e)
+	}
+	return out
+}
