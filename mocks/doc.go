@@ -15,6 +15,26 @@
 // idempotency_key_in_use; keys are forgotten after KeyTTL on the fake's
 // clock, after which a repeat is a new request.
 //
+// The YooKassa fake (NewYooKassa) serves API v3 payments (create with a
+// saved payment method, retrieve, list with cursor, capture, cancel) and
+// refunds (create, retrieve, list) with JSON bodies and HTTP Basic auth. Its
+// Idempotence-Key keeps YooKassa's rules: a repeat within KeyTTL (24 h) is the
+// same request, a repeat while the first still runs gets 202 with
+// retry_after (milliseconds), another body under the key gets 400
+// "Idempotence key duplicated", and a 500 is never replayed: a repeat learns
+// the real outcome. Test methods: YooKassaMethodSucceeds,
+// YooKassaMethodInsufficientFunds, ...
+//
+// The Checkout.com fake (NewCheckout) serves POST /payments, GET
+// /payments/{id}, GET /payments?reference=, GET /payments/{id}/actions and
+// captures, voids and refunds (202 Accepted). Its Cko-Idempotency-Key keeps
+// an answer only when it was 2xx: after a 4xx or a 5xx (FaultProcessed500:
+// the payment was made, then a 500) the same key is processed as a new
+// payment, which is what makes a blind resend charge twice there. A repeat
+// while the first runs gets 409. Test sources: CheckoutSourceApproved,
+// CheckoutSourceDoNotHonour, ...; Truth().ChargesByReference counts
+// payments per reference.
+//
 // The smallest use:
 //
 //	f := mocks.NewStripe(mocks.StripeOptions{})
@@ -37,5 +57,5 @@
 //
 // The fault, idempotency and truth machinery (faults.go, idempotency.go,
 // truth.go, core.go, clock.go) is provider-neutral; each provider's wire
-// format lives in its own files (stripe*.go).
+// format lives in its own files (stripe*.go, yookassa*.go, checkout*.go).
 package mocks

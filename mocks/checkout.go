@@ -1,0 +1,372 @@
+package mocks
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Checkout.com facts the fake follows.
+const (
+	// CheckoutKeyTTL is how long Checkout.com keeps a Cko-Idempotency-Key
+	// by default: 24 hours, after which the request is processed as normal.
+	CheckoutKeyTTL = 24 * time.Hour
+)
+
+// Test sources of the Checkout.com fake, passed as {"type": "id", "id": ...}
+// (or as a token, {"type": "token", "token": "tok_test_..."} with the same
+// suffix).
+const (
+	// CheckoutSourceApproved is approved (response_code 10000).
+	CheckoutSourceApproved = "src_test_approved"
+	// CheckoutSourceDoNotHonour is declined: 20005 "Declined - Do Not Honour".
+	CheckoutSourceDoNotHonour = "src_test_do_not_honour"
+	// CheckoutSourceInsufficientFunds is declined: 20051 "Insufficient Funds".
+	CheckoutSourceInsufficientFunds = "src_test_insufficient_funds"
+	// CheckoutSourceExpiredCard is declined: 20054 "Expired Card".
+	CheckoutSourceExpiredCard = "src_test_expired_card"
+	// CheckoutSource3DS answers 202 Pending: the payment waits for a 3-D
+	// Secure redirect that a server-side charge never follows.
+	CheckoutSource3DS = "src_test_3ds"
+	// CheckoutSourceRefundDeclined is approved, but its refunds are
+	// declined (an action with approved false, 20005).
+	CheckoutSourceRefundDeclined = "src_test_refund_declined"
+)
+
+// CheckoutOptions configures a fake Checkout.com. The zero value is ready to
+// use; every field documents its default.
+type CheckoutOptions struct {
+	// Clock is the fake's notion of now. Defaults to time.Now.
+	Clock func() time.Time
+	// KeyTTL is how long a 2xx answer stays stored under its
+	// Cko-Idempotency-Key. Defaults to CheckoutKeyTTL (24h).
+	KeyTTL time.Duration
+	// Seed seeds identifiers and random faults. Defaults to 0.
+	Seed int64
+	// FaultRates gives each fault kind a probability per request (their sum
+	// must not exceed 1); POSTs only unless FaultGETs is set.
+	FaultRates map[FaultKind]float64
+	// FaultGETs lets FaultRates apply to GET requests too.
+	FaultGETs bool
+	// HangFor is how long FaultHangAfterProcessing holds an answer.
+	// Defaults to 30s.
+	HangFor time.Duration
+	// SlowFor is the delay of FaultSlow. Defaults to 500ms.
+	SlowFor time.Duration
+	// RetryAfter is the Retry-After of FaultRateLimit429, rounded up to whole
+	// seconds. Defaults to 1s.
+	RetryAfter time.Duration
+	// SecretKey is the accepted secret key ("Authorization: Bearer
+	// sk_sbox_..." or the bare key). It must be a sandbox or test key
+	// (sk_sbox_... or sk_test_...). Defaults to a key derived from Seed,
+	// returned by SecretKey.
+	SecretKey string
+	// Logger receives one record per request; keys and headers are never
+	// logged. Defaults to discarding.
+	Logger *slog.Logger
+}
+
+// Validate reports the first option that cannot work, saying how to fix it.
+func (o CheckoutOptions) Validate() error {
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"KeyTTL", o.KeyTTL}, {"HangFor", o.HangFor}, {"SlowFor", o.SlowFor}, {"RetryAfter", o.RetryAfter}} {
+		if d.d < 0 {
+			return fmt.Errorf("mocks: CheckoutOptions.%s is %v; use 0 for the default or a positive duration", d.name, d.d)
+		}
+	}
+	if err := validateFaultRates(o.FaultRates); err != nil {
+		return err
+	}
+	if o.SecretKey != "" && !strings.HasPrefix(o.SecretKey, "sk_sbox_") && !strings.HasPrefix(o.SecretKey, "sk_test_") {
+		return fmt.Errorf("mocks: CheckoutOptions.SecretKey is not a sandbox key; use a value starting with sk_sbox_ or sk_test_")
+	}
+	return nil
+}
+
+// CheckoutHandler is the fake Checkout.com as an http.Handler. It is safe
+// for concurrent use.
+type CheckoutHandler struct {
+	core      *core
+	mux       *http.ServeMux
+	secretKey string
+
+	mu          sync.Mutex
+	seq         int64
+	payments    map[string]*ckoPayment
+	paymentList []*ckoPayment
+	refunds     []*ckoRefund
+}
+
+type ckoPayment struct {
+	seq       int64
+	createdAt time.Time
+	key       string
+	source    string // test source name (src_test_...)
+	p         CheckoutPayment
+	actions   []CheckoutAction // oldest first
+}
+
+type ckoRefund struct {
+	createdAt time.Time
+	key       string
+	paymentID string
+	currency  string
+	action    CheckoutAction
+}
+
+// NewCheckoutHandler returns a fake Checkout.com handler. It panics if opts
+// do not validate. Call Release before shutting its server down.
+func NewCheckoutHandler(opts CheckoutOptions) *CheckoutHandler {
+	if err := opts.Validate(); err != nil {
+		panic(err)
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.KeyTTL == 0 {
+		opts.KeyTTL = CheckoutKeyTTL
+	}
+	if opts.HangFor == 0 {
+		opts.HangFor = 30 * time.Second
+	}
+	if opts.SlowFor == 0 {
+		opts.SlowFor = 500 * time.Millisecond
+	}
+	if opts.RetryAfter == 0 {
+		opts.RetryAfter = time.Second
+	}
+	h := &CheckoutHandler{payments: make(map[string]*ckoPayment)}
+	h.core = newCore(coreConfig{
+		name:  "checkout",
+		clock: opts.Clock,
+		seed:  opts.Seed,
+		// Checkout.com caches an answer under the key only when it was
+		// 2xx. After a 4xx or a 5xx (even one produced after the payment
+		// was made) the same key is processed anew: a blind resend after a
+		// 5xx can charge twice.
+		idem:       idemPolicy{ttl: opts.KeyTTL, keep: func(status int) bool { return status >= 200 && status < 300 }},
+		faultRates: opts.FaultRates,
+		faultGETs:  opts.FaultGETs,
+		hangFor:    opts.HangFor,
+		slowFor:    opts.SlowFor,
+		retryAfter: opts.RetryAfter,
+		logger:     opts.Logger,
+	})
+	h.core.d = h
+	h.secretKey = opts.SecretKey
+	if h.secretKey == "" {
+		h.secretKey = "sk_sbox_" + ckoID(h.core.ids, "")
+	}
+	h.mux = http.NewServeMux()
+	for _, r := range []struct {
+		pattern string
+		ep      endpoint
+	}{
+		{"POST /payments", h.createPayment},
+		{"GET /payments", h.listPayments},
+		{"GET /payments/{id}", h.getPayment},
+		{"GET /payments/{id}/actions", h.getActions},
+		{"POST /payments/{id}/captures", h.capture},
+		{"POST /payments/{id}/voids", h.void},
+		{"POST /payments/{id}/refunds", h.refund},
+	} {
+		h.mux.Handle(r.pattern, h.core.handle(r.pattern, r.ep))
+	}
+	h.mux.Handle("/", h.core.handle("", h.unknownRoute))
+	return h
+}
+
+// ServeHTTP serves Checkout.com's payment routes.
+func (h *CheckoutHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// SecretKey returns the accepted secret key.
+func (h *CheckoutHandler) SecretKey() string { return h.secretKey }
+
+// Script queues faults for the requests that match m, in order, before any
+// random fault.
+func (h *CheckoutHandler) Script(m Match, faults ...FaultKind) { h.core.faults.script(m, faults) }
+
+// ClearScripts drops every scripted fault not yet consumed.
+func (h *CheckoutHandler) ClearScripts() { h.core.faults.clearScripts() }
+
+// PendingFaults returns how many scripted faults are still queued.
+func (h *CheckoutHandler) PendingFaults() int { return h.core.faults.pending() }
+
+// Release ends every hang and slow delay at once, current and future.
+func (h *CheckoutHandler) Release() { h.core.close() }
+
+// Truth returns a snapshot of what the fake actually did. Payments carry
+// their reference in Reference (ChargesByReference) and their metadata;
+// refunds are the approved and declined Refund actions (Status "succeeded"
+// or "declined").
+func (h *CheckoutHandler) Truth() Truth {
+	var t Truth
+	h.mu.Lock()
+	for _, p := range h.paymentList {
+		var captured, refunded int64
+		if b := p.p.Balances; b != nil {
+			captured, refunded = b.TotalCaptured, b.TotalRefunded
+		}
+		t.Payments = append(t.Payments, TruthPayment{
+			ID: p.p.ID, Status: p.p.Status, Amount: p.p.Amount, Currency: p.p.Currency,
+			Authorized: p.p.Approved, AmountCaptured: captured, AmountRefunded: refunded,
+			Metadata: cloneMap(p.p.Metadata), Reference: p.p.Reference, IdempotencyKey: p.key, Created: p.createdAt,
+		})
+	}
+	for _, r := range h.refunds {
+		status := "succeeded"
+		if !r.action.Approved {
+			status = "declined"
+		}
+		t.Refunds = append(t.Refunds, TruthRefund{
+			ID: r.action.ID, PaymentID: r.paymentID, Status: status, Amount: r.action.Amount, Currency: r.currency,
+			Metadata: cloneMap(r.action.Metadata), Reference: r.action.Reference, IdempotencyKey: r.key, Created: r.createdAt,
+		})
+	}
+	h.mu.Unlock()
+	h.core.counters.fill(&t)
+	t.Faults = h.core.faults.counts()
+	return t
+}
+
+// Checkout is a fake Checkout.com API served by an httptest.Server on
+// 127.0.0.1. Point a client at URL() and authenticate with SecretKey().
+type Checkout struct {
+	*CheckoutHandler
+	srv       *httptest.Server
+	closeOnce sync.Once
+}
+
+// NewCheckout starts a fake Checkout.com server. It panics if opts do not
+// validate. Close it when done.
+func NewCheckout(opts CheckoutOptions) *Checkout {
+	h := NewCheckoutHandler(opts)
+	return &Checkout{CheckoutHandler: h, srv: httptest.NewServer(h)}
+}
+
+// URL returns the server's base URL, e.g. "http://127.0.0.1:41234".
+func (c *Checkout) URL() string { return c.srv.URL }
+
+// Client returns an HTTP client for the server (keep-alives on; see
+// FaultDropAfterProcessing).
+func (c *Checkout) Client() *http.Client { return c.srv.Client() }
+
+// Close releases held requests, waits for requests in progress, then shuts
+// the server down. Calling it again does nothing.
+func (c *Checkout) Close() {
+	c.closeOnce.Do(func() {
+		c.Release()
+		c.srv.Close()
+	})
+}
+
+// ---- dialect: Checkout.com's words for the pipeline's own answers ----
+
+func (h *CheckoutHandler) jsonBodies() {}
+
+func (h *CheckoutHandler) keyHeader() string { return "Cko-Idempotency-Key" }
+
+func (h *CheckoutHandler) requestID() string {
+	s := ckoID(h.core.ids, "")
+	return s[:8] + "-" + s[8:12] + "-" + s[12:16] + "-" + s[16:20] + "-" + s[20:26] + "000000"
+}
+
+func (h *CheckoutHandler) authenticate(c *call) (string, *response) {
+	v := strings.TrimSpace(c.r.Header.Get("Authorization"))
+	if len(v) > 7 && strings.EqualFold(v[:7], "Bearer ") {
+		v = strings.TrimSpace(v[7:])
+	}
+	if v == "" || v != h.secretKey {
+		// Checkout.com answers 401 with an empty body.
+		return "", &response{status: http.StatusUnauthorized, header: http.Header{}}
+	}
+	return "key", nil
+}
+
+func (h *CheckoutHandler) malformed(c *call, err error) *response {
+	return h.errorResponse(c, http.StatusUnprocessableEntity, "request_invalid", "request_body_invalid")
+}
+
+func (h *CheckoutHandler) rateLimited(c *call, retryAfter time.Duration) *response {
+	r := h.errorResponse(c, http.StatusTooManyRequests, "too_many_requests")
+	r.header.Set("Retry-After", retryAfterSeconds(retryAfter))
+	return r
+}
+
+func (h *CheckoutHandler) serverError(c *call) *response {
+	return h.errorResponse(c, http.StatusInternalServerError, "internal_server_error")
+}
+
+// keyMismatch answers a key reused with another request. Checkout.com does
+// not document this case; the fake refuses it with a 422.
+func (h *CheckoutHandler) keyMismatch(c *call) *response {
+	return h.errorResponse(c, http.StatusUnprocessableEntity, "request_invalid", "idempotency_key_reused")
+}
+
+// keyInUse is the 409 "conflict with another request being processed".
+func (h *CheckoutHandler) keyInUse(c *call) *response {
+	return h.errorResponse(c, http.StatusConflict, "request_in_progress")
+}
+
+func (h *CheckoutHandler) deliver(hd http.Header, c *call, replayed bool) {
+	hd.Set("Cko-Request-Id", c.requestID)
+}
+
+// ---- answers ----
+
+func (h *CheckoutHandler) jsonResponse(status int, v any) *response {
+	body, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		panic(fmt.Sprintf("mocks: cannot render %T: %v", v, err))
+	}
+	return &response{status: status, header: http.Header{"Content-Type": {"application/json; charset=utf-8"}}, body: append(body, '\n')}
+}
+
+func (h *CheckoutHandler) errorResponse(c *call, status int, errType string, codes ...string) *response {
+	return h.jsonResponse(status, CheckoutError{RequestID: c.requestID, ErrorType: errType, ErrorCodes: codes})
+}
+
+func (h *CheckoutHandler) invalid(c *call, codes ...string) *response {
+	return h.errorResponse(c, http.StatusUnprocessableEntity, "request_invalid", codes...)
+}
+
+// notFound is Checkout.com's 404: an empty body.
+func (h *CheckoutHandler) notFound() *response {
+	return &response{status: http.StatusNotFound, header: http.Header{}}
+}
+
+func (h *CheckoutHandler) unknownRoute(c *call) (*response, bool) { return h.notFound(), false }
+
+// decodeBody decodes the JSON body into v, refusing unknown fields; an
+// empty body leaves v as it is.
+func (h *CheckoutHandler) decodeBody(c *call, v any) *response {
+	if len(c.body) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(c.body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return h.invalid(c, "request_body_invalid")
+	}
+	return nil
+}
+
+// ckoID makes a Checkout.com-looking id: prefix and 26 characters of
+// [a-z2-7].
+func ckoID(ids *idSource, prefix string) string {
+	s := ids.next("", 26)
+	b := []byte(s)
+	for i := range b {
+		b[i] = "abcdefghijklmnopqrstuvwxyz234567"[b[i]%32]
+	}
+	return prefix + string(b)
+}
+
+func ckoTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.0000000Z") }

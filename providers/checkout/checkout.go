@@ -1,0 +1,236 @@
+package checkout
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/payonce/payonce"
+)
+
+// Endpoints and defaults applied by New to the zero fields of a Config.
+const (
+	// DefaultBaseURL is Checkout.com's production API.
+	DefaultBaseURL = "https://api.checkout.com"
+	// SandboxBaseURL is Checkout.com's sandbox API.
+	SandboxBaseURL = "https://api.sandbox.checkout.com"
+	// DefaultKeyTTL is how long Checkout.com keeps a Cko-Idempotency-Key by
+	// default: 24 hours (the window can be changed per account).
+	DefaultKeyTTL = 24 * time.Hour
+	// DefaultSettleLag is how long after an attempt started a lookup's "not
+	// found" is trusted. See Config.SettleLag.
+	DefaultSettleLag = 2 * time.Minute
+)
+
+// MaxKeyLength is the longest key the adapter sends. Checkout.com documents
+// no limit; it recommends V4 UUIDs, whose 36 characters are what payonce's
+// keys have, so the adapter claims nothing longer.
+const MaxKeyLength = 36
+
+// Config configures a Provider. Zero fields take the documented defaults.
+//
+// Config formats itself (fmt verbs, String, GoString, slog) with the secret
+// key redacted.
+type Config struct {
+	// SecretKey is the secret API key (sk_... / sk_sbox_...), sent as
+	// "Authorization: Bearer <key>". Required. It never appears in an
+	// error, a log value, an Outcome or a LookupResult.
+	SecretKey string
+	// BaseURL is the API endpoint: an absolute http or https URL without
+	// user info, query or fragment. Defaults to DefaultBaseURL; use
+	// SandboxBaseURL for the sandbox.
+	BaseURL string
+	// ProcessingChannelID, when set, is sent as processing_channel_id
+	// (pc_...) on every payment; accounts with several channels need it.
+	ProcessingChannelID string
+	// KeyTTL is how long Checkout.com keeps an idempotency key. Defaults to
+	// DefaultKeyTTL (24 h); set it if your account's window differs.
+	KeyTTL time.Duration
+	// SettleLag is how long after the last attempt started a lookup that
+	// found nothing is believed. Checkout.com caches an answer under the key
+	// only when it was 2xx: if an attempt still being processed during the
+	// lookup then ends in a 5xx after the payment was made, the key is free
+	// again and a resend creates a second payment. Waiting SettleLag lets
+	// that attempt finish and its payment become visible first (Checkout.com
+	// also asks to wait at least 30 s before reattempting). Defaults to
+	// DefaultSettleLag (2 minutes).
+	SettleLag time.Duration
+	// Now returns the current time; it turns a Retry-After date into a
+	// wait. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Provider is the Checkout.com adapter: it implements payonce.Provider
+// against Checkout.com's payments API (POST /payments, captures, voids,
+// refunds). It is safe for concurrent use and holds no mutable state.
+type Provider struct {
+	secretKey string
+	baseURL   string // without a trailing slash
+	channel   string
+	keyTTL    time.Duration
+	settleLag time.Duration
+	now       func() time.Time
+}
+
+var _ payonce.Provider = (*Provider)(nil)
+
+// New checks cfg, applies its defaults and returns a Provider. An error is a
+// *payonce.ValidationError (errors.Is(err, payonce.ErrInvalid)) naming the
+// Config field and how to fix it; it never contains the secret key.
+func New(cfg Config) (*Provider, error) {
+	p := &Provider{secretKey: cfg.SecretKey, channel: cfg.ProcessingChannelID, keyTTL: cfg.KeyTTL,
+		settleLag: cfg.SettleLag, now: cfg.Now}
+	switch {
+	case cfg.SecretKey == "":
+		return nil, invalidConfig("SecretKey", "is empty; set it to your Checkout.com secret key (sk_... or sk_sbox_...)")
+	case strings.ContainsFunc(cfg.SecretKey, notToken):
+		return nil, invalidConfig("SecretKey", "contains spaces or control characters; copy the key exactly as the Dashboard shows it")
+	case strings.ContainsFunc(cfg.ProcessingChannelID, notToken):
+		return nil, invalidConfig("ProcessingChannelID", "contains spaces or control characters; use the channel id (pc_...)")
+	}
+
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, invalidConfig("BaseURL", "is not a valid URL; use an absolute http(s) URL such as %q", DefaultBaseURL)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, invalidConfig("BaseURL", "must start with https:// (or http:// for a local fake), such as %q", DefaultBaseURL)
+	case u.Host == "":
+		return nil, invalidConfig("BaseURL", "has no host; use an absolute URL such as %q", DefaultBaseURL)
+	case u.User != nil:
+		return nil, invalidConfig("BaseURL", "must not contain user info; the key goes in Config.SecretKey")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return nil, invalidConfig("BaseURL", "must not have a query or fragment; use scheme, host and an optional path prefix only")
+	}
+	p.baseURL = strings.TrimRight(u.String(), "/")
+
+	switch {
+	case cfg.KeyTTL < 0:
+		return nil, invalidConfig("KeyTTL", "is negative (%s); leave it 0 for the default %s", cfg.KeyTTL, DefaultKeyTTL)
+	case cfg.KeyTTL == 0:
+		p.keyTTL = DefaultKeyTTL
+	}
+	switch {
+	case cfg.SettleLag < 0:
+		return nil, invalidConfig("SettleLag", "is negative (%s); leave it 0 for the default %s", cfg.SettleLag, DefaultSettleLag)
+	case cfg.SettleLag == 0:
+		p.settleLag = DefaultSettleLag
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	return p, nil
+}
+
+func invalidConfig(field, format string, args ...any) error {
+	return &payonce.ValidationError{Field: "checkout.Config." + field, Problem: fmt.Sprintf(format, args...)}
+}
+
+// notToken reports a rune that may not appear in a key or header value.
+func notToken(r rune) bool { return r <= ' ' || r >= 0x7f }
+
+// Name returns "checkout".
+func (p *Provider) Name() string { return "checkout" }
+
+// Info returns the configured key TTL and the key length the adapter sends
+// (36).
+func (p *Provider) Info() payonce.ProviderInfo {
+	return payonce.ProviderInfo{KeyTTL: p.keyTTL, MaxKeyLength: MaxKeyLength}
+}
+
+// SettleLag returns how long after an attempt a "not found" is believed.
+func (p *Provider) SettleLag() time.Duration { return p.settleLag }
+
+// String describes the Provider without its secret key. String, GoString,
+// Format and LogValue have value receivers so that a copied Provider value
+// is redacted too.
+func (p Provider) String() string {
+	return fmt.Sprintf("checkout.Provider{SecretKey:%s BaseURL:%s ProcessingChannelID:%q KeyTTL:%s SettleLag:%s}",
+		redacted(p.secretKey), p.baseURL, p.channel, p.keyTTL, p.settleLag)
+}
+
+// GoString is String: %#v never shows the key either.
+func (p Provider) GoString() string { return p.String() }
+
+// Format writes String for every verb.
+func (p Provider) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, p.String()) }
+
+// LogValue makes slog log the Provider without its key.
+func (p Provider) LogValue() slog.Value { return slog.StringValue(p.String()) }
+
+// String describes the Config with its secret key redacted.
+func (c Config) String() string {
+	base := c.BaseURL
+	if base != "" {
+		if u, err := url.Parse(base); err == nil {
+			if u.User != nil {
+				u.User = nil
+				base = u.String() + " (user info redacted)"
+			} else {
+				base = u.String()
+			}
+		} else {
+			base = "(invalid URL)"
+		}
+	}
+	now := "nil"
+	if c.Now != nil {
+		now = "set"
+	}
+	return fmt.Sprintf("checkout.Config{SecretKey:%s BaseURL:%q ProcessingChannelID:%q KeyTTL:%s SettleLag:%s Now:%s}",
+		redacted(c.SecretKey), base, c.ProcessingChannelID, c.KeyTTL, c.SettleLag, now)
+}
+
+// GoString is String: %#v never shows the key either.
+func (c Config) GoString() string { return c.String() }
+
+// Format writes String for every verb.
+func (c Config) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String()) }
+
+// LogValue makes slog log the Config with its key redacted.
+func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
+func redacted(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return "[REDACTED]"
+}
+
+// keyLike matches Checkout.com secret keys (sk_..., sk_sbox_..., sk_test_...),
+// whole or masked.
+var keyLike = regexp.MustCompile(`\bsk_(?:sbox_|test_)?[0-9A-Za-z*\-]{8,}`)
+
+// maxMessageBytes bounds a provider message kept in an Outcome or error.
+const maxMessageBytes = 1000
+
+// scrub removes the secret key and anything that looks like one from a
+// provider message and bounds its length.
+func (p *Provider) scrub(s string) string {
+	if s == "" {
+		return ""
+	}
+	if p.secretKey != "" {
+		s = strings.ReplaceAll(s, p.secretKey, "[REDACTED]")
+	}
+	s = keyLike.ReplaceAllString(s, "[REDACTED]")
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) > maxMessageBytes {
+		cut := maxMessageBytes
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
+	}
+	return s
+}

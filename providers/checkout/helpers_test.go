@@ -1,0 +1,87 @@
+package checkout_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jarcoal/httpmock"
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/checkout"
+)
+
+// testKey is a fake secret key; tests check it never leaks.
+const testKey = "sk_sbox_fakekey4payoncetests0123456789abcdef"
+
+const base = "https://api.checkout.com"
+
+var testNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+type bundle struct {
+	p  *checkout.Provider
+	mt *httpmock.MockTransport
+	hc *http.Client
+}
+
+// setup returns a Provider and an *http.Client whose own mock transport
+// answers its requests (no global transport is touched).
+func setup(t *testing.T, mod ...func(*checkout.Config)) bundle {
+	t.Helper()
+	cfg := checkout.Config{SecretKey: testKey, Now: func() time.Time { return testNow }}
+	for _, m := range mod {
+		m(&cfg)
+	}
+	p, err := checkout.New(cfg)
+	require.NoError(t, err)
+	mt := httpmock.NewMockTransport()
+	return bundle{p: p, mt: mt, hc: &http.Client{Transport: mt}}
+}
+
+func chargeReq() payonce.SendRequest {
+	return payonce.SendRequest{
+		OperationID: "0b6f3e1c-2c4d-5e6f-8a9b-0c1d2e3f4a5b",
+		Key:         "0b6f3e1c-2c4d-5e6f-8a9b-0c1d2e3f4a5b",
+		Request: payonce.Request{
+			Kind:          payonce.KindCharge,
+			Amount:        1999,
+			Currency:      "USD",
+			References:    []string{"order", "42"},
+			PaymentMethod: "src_nwd3m4in3hkuddfpjsaevunhdy",
+			Customer:      "cus_udst2tfldj6upmye2reztkmm4i",
+			Description:   "Order 42",
+			Metadata:      map[string]string{"order_id": "42"},
+		},
+	}
+}
+
+func withKind(r payonce.SendRequest, k payonce.Kind, amount int64, ref string) payonce.SendRequest {
+	r.Request.Kind = k
+	r.Request.Amount = amount
+	r.Request.PaymentRef = ref
+	r.Request.PaymentMethod, r.Request.Customer, r.Request.Description = "", "", ""
+	return r
+}
+
+type doerFunc func(*http.Request) (*http.Response, error)
+
+func (f doerFunc) Do(r *http.Request) (*http.Response, error) { return f(r) }
+
+type trackedBody struct {
+	io.Reader
+	closed bool
+}
+
+func (b *trackedBody) Close() error { b.closed = true; return nil }
+
+// respond answers like Checkout.com: JSON with a Cko-Request-Id.
+func respond(status int, body string) *http.Response {
+	h := http.Header{"Cko-Request-Id": {"0f5e3a2c-1b2d-4c5e-8f9a-0b1c2d3e4f50"}}
+	if body != "" {
+		h.Set("Content-Type", "application/json")
+	}
+	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader(body))}
+}

@@ -1,0 +1,276 @@
+package checkout_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/checkout"
+)
+
+func lookupQuery(kind payonce.Kind, paymentRef, providerRef string) payonce.LookupQuery {
+	r := chargeReq()
+	r = withKind(r, kind, r.Request.Amount, paymentRef)
+	return payonce.LookupQuery{OperationID: r.OperationID, Key: r.Key, Request: r.Request, ProviderRef: providerRef, Since: testNow}
+}
+
+func getPay(id, status string, approved bool, ref string) string {
+	return fmt.Sprintf(`{"id":%q,"status":%q,"approved":%t,"amount":1999,"currency":"USD","reference":%q,"metadata":{}}`, id, status, approved, ref)
+}
+
+func list(total int, items ...string) string {
+	return fmt.Sprintf(`{"limit":100,"skip":0,"total_count":%d,"data":[%s]}`, total, strings.Join(items, ","))
+}
+
+func act(id, typ string, approved any, ref, code string) string {
+	a := "null"
+	if approved != nil {
+		a = fmt.Sprint(approved)
+	}
+	return fmt.Sprintf(`{"id":%q,"type":%q,"amount":100,"approved":%s,"reference":%q,"response_code":%q,"response_summary":"summary %s"}`, id, typ, a, ref, code, code)
+}
+
+// getOK registers a GET answer and checks the request's headers.
+func getOK(t *testing.T, b bundle, u string, status int, body string) {
+	t.Helper()
+	b.mt.RegisterResponder(http.MethodGet, u, func(req *http.Request) (*http.Response, error) {
+		if req.Header.Get("Authorization") != "Bearer "+testKey || req.Header.Get("Cko-Idempotency-Key") != "" || req.ContentLength > 0 {
+			return respond(400, `{"error_type":"bad lookup request"}`), nil
+		}
+		return respond(status, body), nil
+	})
+}
+
+func TestLookupChargeByID(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, body string
+		state      payonce.LookupState
+		code       string
+	}{
+		{"captured", getPay("pay_1", "Captured", true, "op"), payonce.LookupSucceeded, ""},
+		{"authorized", getPay("pay_1", "Authorized", true, "op"), payonce.LookupSucceeded, ""},
+		{"voided after approval", getPay("pay_1", "Voided", true, "op"), payonce.LookupSucceeded, ""},
+		{"refunded", getPay("pay_1", "Refunded", true, "op"), payonce.LookupSucceeded, ""},
+		{"expired after approval", getPay("pay_1", "Expired", true, "op"), payonce.LookupSucceeded, ""},
+		{"pending", getPay("pay_1", "Pending", false, "op"), payonce.LookupProcessing, ""},
+		{"expired unapproved", getPay("pay_1", "Expired", false, "op"), payonce.LookupFailed, "declined"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			getOK(t, b, base+"/payments/pay_1", 200, tc.body)
+			getOK(t, b, base+"/payments/pay_1/actions", 200, `[]`)
+			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pay_1"))
+			require.NoError(t, err)
+			require.Equal(t, tc.state, res.State)
+			require.Equal(t, "pay_1", res.ProviderRef)
+			require.Equal(t, []string{"pay_1"}, res.Refs)
+			require.Equal(t, tc.code, res.Code)
+			require.Zero(t, res.Lag, "a read by id is consistent")
+		})
+	}
+}
+
+func TestLookupChargeDeclinedReadsTheCode(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	getOK(t, b, base+"/payments/pay_1", 200, getPay("pay_1", "Declined", false, "op"))
+	getOK(t, b, base+"/payments/pay_1/actions", 200, "["+act("act_1", "Authorization", false, "op", "20051")+"]")
+	res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pay_1"))
+	require.NoError(t, err)
+	require.Equal(t, payonce.LookupFailed, res.State)
+	require.Equal(t, "declined", res.Code)
+	require.Equal(t, "20051", res.DeclineCode)
+	require.Equal(t, "summary 20051", res.Message)
+
+	// The actions cannot be read: the decline is still certain.
+	b2 := setup(t)
+	getOK(t, b2, base+"/payments/pay_1", 200, getPay("pay_1", "Declined", false, "op"))
+	getOK(t, b2, base+"/payments/pay_1/actions", 500, ``)
+	res, err = b2.p.Lookup(context.Background(), b2.hc, lookupQuery(payonce.KindCharge, "", "pay_1"))
+	require.NoError(t, err)
+	require.Equal(t, payonce.LookupFailed, res.State)
+	require.Empty(t, res.DeclineCode)
+}
+
+func TestLookupChargeByIDNotFound(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	getOK(t, b, base+"/payments/pay_gone", 404, ``)
+	res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pay_gone"))
+	require.NoError(t, err)
+	require.Equal(t, payonce.LookupResult{State: payonce.LookupNotFound}, res)
+
+	// A 404 that is not Checkout.com's proves nothing.
+	b.mt.RegisterResponder(http.MethodGet, base+"/payments/pay_proxy", func(*http.Request) (*http.Response, error) {
+		r := respond(404, `<html>Not Found</html>`)
+		return r, nil
+	})
+	_, err = b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pay_proxy"))
+	require.Error(t, err)
+	b.mt.RegisterResponder(http.MethodGet, base+"/payments/pay_noheader", func(*http.Request) (*http.Response, error) {
+		r := respond(404, ``)
+		r.Header.Del("Cko-Request-Id")
+		return r, nil
+	})
+	_, err = b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pay_noheader"))
+	require.Error(t, err)
+}
+
+func TestLookupChargeByReference(t *testing.T) {
+	t.Parallel()
+	op := chargeReq().OperationID
+	for _, tc := range []struct {
+		name  string
+		pages []string
+		state payonce.LookupState
+		refs  []string
+	}{
+		{"none", []string{list(0)}, payonce.LookupNotFound, nil},
+		{"one", []string{list(1, getPay("pay_1", "Captured", true, op))}, payonce.LookupSucceeded, []string{"pay_1"}},
+		{"one pending", []string{list(1, getPay("pay_1", "Pending", false, op))}, payonce.LookupProcessing, []string{"pay_1"}},
+		{"other reference ignored", []string{list(1, getPay("pay_9", "Captured", true, op+"-x"))}, payonce.LookupNotFound, nil},
+		{"two: charged twice", []string{list(2, getPay("pay_2", "Captured", true, op), getPay("pay_1", "Captured", true, op))}, payonce.LookupMultiple, []string{"pay_2", "pay_1"}},
+		{"second page", []string{list(2, getPay("pay_2", "Declined", false, op)), `{"limit":100,"skip":1,"total_count":2,"data":[` + getPay("pay_1", "Captured", true, op) + `]}`}, payonce.LookupMultiple, []string{"pay_2", "pay_1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, func(c *checkout.Config) { c.SettleLag = 90 * time.Second })
+			var queries []url.Values
+			b.mt.RegisterResponder(http.MethodGet, base+"/payments", func(req *http.Request) (*http.Response, error) {
+				queries = append(queries, req.URL.Query())
+				return respond(200, tc.pages[len(queries)-1]), nil
+			})
+			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", ""))
+			require.NoError(t, err)
+			require.Equal(t, tc.state, res.State)
+			require.Equal(t, tc.refs, res.Refs)
+			require.Equal(t, 90*time.Second, res.Lag, "a not found waits for the settle lag")
+			require.Len(t, queries, len(tc.pages))
+			require.Equal(t, op, queries[0].Get("reference"))
+			require.Equal(t, "100", queries[0].Get("limit"))
+			require.Equal(t, "0", queries[0].Get("skip"))
+			if len(queries) > 1 {
+				require.Equal(t, "1", queries[1].Get("skip"))
+			}
+		})
+	}
+}
+
+func TestLookupActions(t *testing.T) {
+	t.Parallel()
+	op := chargeReq().OperationID
+	for _, tc := range []struct {
+		name    string
+		kind    payonce.Kind
+		ref     string // ProviderRef
+		actions []string
+		state   payonce.LookupState
+		refs    []string
+		decline string
+	}{
+		{"capture none", payonce.KindCapture, "", []string{act("act_a", "Authorization", true, "charge-op", "10000")}, payonce.LookupNotFound, nil, ""},
+		{"capture approved", payonce.KindCapture, "", []string{act("act_c", "Capture", true, op, "10000"), act("act_a", "Authorization", true, "charge-op", "10000")}, payonce.LookupSucceeded, []string{"act_c"}, ""},
+		{"auto capture of the charge is not ours", payonce.KindCapture, "", []string{act("act_c", "Capture", true, "charge-op", "10000")}, payonce.LookupNotFound, nil, ""},
+		{"capture by action id", payonce.KindCapture, "act_c", []string{act("act_c", "Capture", true, "", "10000")}, payonce.LookupSucceeded, []string{"act_c"}, ""},
+		{"void approved", payonce.KindCancel, "", []string{act("act_v", "Void", true, op, "10000")}, payonce.LookupSucceeded, []string{"act_v"}, ""},
+		{"void with our reference but a refund", payonce.KindCancel, "", []string{act("act_r", "Refund", true, op, "10000")}, payonce.LookupNotFound, nil, ""},
+		{"refund declined", payonce.KindRefund, "", []string{act("act_r", "Refund", false, op, "20005")}, payonce.LookupFailed, []string{"act_r"}, "20005"},
+		{"refund undecided", payonce.KindRefund, "", []string{act("act_r", "Refund", nil, op, "")}, payonce.LookupProcessing, []string{"act_r"}, ""},
+		{"refund twice", payonce.KindRefund, "", []string{act("act_r2", "Refund", true, op, "10000"), act("act_r1", "Refund", true, op, "10000")}, payonce.LookupMultiple, []string{"act_r2", "act_r1"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			getOK(t, b, base+"/payments/pay_1/actions", 200, "["+strings.Join(tc.actions, ",")+"]")
+			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(tc.kind, "pay_1", tc.ref))
+			require.NoError(t, err)
+			require.Equal(t, tc.state, res.State)
+			require.Equal(t, tc.refs, res.Refs)
+			require.Equal(t, tc.decline, res.DeclineCode)
+			require.Equal(t, 2*time.Minute, res.Lag)
+		})
+	}
+	b := setup(t)
+	getOK(t, b, base+"/payments/pay_gone/actions", 404, ``)
+	res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindRefund, "pay_gone", ""))
+	require.NoError(t, err)
+	require.Equal(t, payonce.LookupNotFound, res.State)
+	_, err = b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindRefund, "", ""))
+	require.ErrorContains(t, err, "PaymentRef")
+}
+
+func TestLookupErrors(t *testing.T) {
+	t.Parallel()
+	echo := `{"request_id":"r","error_type":"` + testKey + `","error_codes":["` + testKey + `"]}`
+	for _, tc := range []struct {
+		name      string
+		q         payonce.LookupQuery
+		u         string
+		status    int
+		body      string
+		temporary bool
+	}{
+		{"500 by id", lookupQuery(payonce.KindCharge, "", "pay_1"), "/payments/pay_1", 500, ``, true},
+		{"429 list", lookupQuery(payonce.KindCharge, "", ""), "/payments", 429, ``, true},
+		{"401", lookupQuery(payonce.KindCharge, "", "pay_1"), "/payments/pay_1", 401, echo, false},
+		{"422 list", lookupQuery(payonce.KindCharge, "", ""), "/payments", 422, echo, false},
+		{"malformed payment", lookupQuery(payonce.KindCharge, "", "pay_1"), "/payments/pay_1", 200, `{"id":`, true},
+		{"card verified", lookupQuery(payonce.KindCharge, "", "pay_1"), "/payments/pay_1", 200, getPay("pay_1", "Card Verified", true, "op"), false},
+		{"list without total", lookupQuery(payonce.KindCharge, "", ""), "/payments", 200, `{"data":[]}`, true},
+		{"list item without id", lookupQuery(payonce.KindCharge, "", ""), "/payments", 200, list(1, `{"status":"Captured"}`), true},
+		{"list short", lookupQuery(payonce.KindCharge, "", ""), "/payments", 200, list(5), true},
+		{"actions not a list", lookupQuery(payonce.KindCapture, "pay_1", ""), "/payments/pay_1/actions", 200, `{"actions":[]}`, true},
+		{"actions null", lookupQuery(payonce.KindCapture, "pay_1", ""), "/payments/pay_1/actions", 200, `null`, true},
+		{"action without type", lookupQuery(payonce.KindCapture, "pay_1", ""), "/payments/pay_1/actions", 200, `[{"id":"act_1"}]`, true},
+		{"actions 503", lookupQuery(payonce.KindRefund, "pay_1", ""), "/payments/pay_1/actions", 503, ``, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			getOK(t, b, base+tc.u, tc.status, tc.body)
+			res, err := b.p.Lookup(context.Background(), b.hc, tc.q)
+			require.Error(t, err)
+			require.Equal(t, payonce.LookupResult{}, res)
+			require.NotContains(t, err.Error(), testKey)
+			var ae *checkout.APIError
+			if errors.As(err, &ae) {
+				require.Equal(t, tc.temporary, ae.Temporary(), "Temporary: %v", err)
+			} else {
+				require.False(t, tc.temporary, "a temporary failure should be an *APIError: %v", err)
+			}
+		})
+	}
+}
+
+func TestLookupTransportErrorAndBodyClosed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.p.Lookup(context.Background(), doerFunc(func(*http.Request) (*http.Response, error) {
+		return nil, errors.New("connection reset")
+	}), lookupQuery(payonce.KindCharge, "", "pay_1"))
+	require.ErrorContains(t, err, "connection reset")
+	_, err = b.p.Lookup(context.Background(), nil, lookupQuery(payonce.KindCharge, "", "pay_1"))
+	require.Error(t, err)
+	for _, status := range []int{200, 404, 500} {
+		body := &trackedBody{Reader: strings.NewReader(`[]`)}
+		var sent *http.Request
+		_, _ = b.p.Lookup(context.Background(), doerFunc(func(req *http.Request) (*http.Response, error) {
+			sent = req
+			return &http.Response{StatusCode: status, Header: http.Header{}, Body: body}, nil
+		}), lookupQuery(payonce.KindRefund, "pay_1", ""))
+		require.True(t, body.closed, "status %d: body not closed", status)
+		require.Equal(t, http.MethodGet, sent.Method)
+	}
+	_, err = b.p.Lookup(context.Background(), b.hc, payonce.LookupQuery{Request: payonce.Request{Kind: "payout"}})
+	require.ErrorContains(t, err, "unknown kind")
+}

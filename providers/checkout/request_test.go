@@ -1,0 +1,179 @@
+package checkout_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/checkout"
+)
+
+func build(t *testing.T, p *checkout.Provider, r payonce.SendRequest) (*http.Request, string) {
+	t.Helper()
+	hr, err := p.NewRequest(context.Background(), r)
+	require.NoError(t, err)
+	b, err := io.ReadAll(hr.Body)
+	require.NoError(t, err)
+	return hr, string(b)
+}
+
+func requireCommonHeaders(t *testing.T, hr *http.Request, key string) {
+	t.Helper()
+	require.Equal(t, http.MethodPost, hr.Method)
+	require.Equal(t, "Bearer "+testKey, hr.Header.Get("Authorization"))
+	require.Equal(t, "application/json", hr.Header.Get("Content-Type"))
+	require.Equal(t, []string{key}, hr.Header.Values("Cko-Idempotency-Key"))
+}
+
+func decodeBody(t *testing.T, body string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	d := json.NewDecoder(strings.NewReader(body))
+	d.UseNumber()
+	require.NoError(t, d.Decode(&m))
+	return m
+}
+
+func TestNewRequestCharge(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *checkout.Config) { c.ProcessingChannelID = "pc_channel1" })
+	r := chargeReq()
+	hr, body := build(t, b.p, r)
+	requireCommonHeaders(t, hr, r.Key)
+	require.Equal(t, base+"/payments", hr.URL.String())
+	require.Equal(t, map[string]any{
+		"source":                map[string]any{"type": "id", "id": "src_nwd3m4in3hkuddfpjsaevunhdy"},
+		"amount":                json.Number("1999"),
+		"currency":              "USD",
+		"reference":             r.OperationID,
+		"capture":               true,
+		"description":           "Order 42",
+		"customer":              map[string]any{"id": "cus_udst2tfldj6upmye2reztkmm4i"},
+		"processing_channel_id": "pc_channel1",
+		"metadata": map[string]any{
+			"order_id":     "42",
+			"payonce_op":   r.OperationID,
+			"payonce_key":  r.Key,
+			"payonce_kind": "charge",
+			"payonce_refs": `["order","42"]`,
+		},
+	}, decodeBody(t, body))
+	for range 20 {
+		_, again := build(t, b.p, r)
+		require.Equal(t, body, again, "the same bytes on every attempt")
+	}
+	rc, err := hr.GetBody()
+	require.NoError(t, err)
+	again, _ := io.ReadAll(rc)
+	require.Equal(t, body, string(again))
+}
+
+func TestNewRequestChargeTokenAuthorizeOnly(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := chargeReq()
+	r.Request.PaymentMethod = "tok_4gzeau5o2uqubbk6fufs3m7p54"
+	r.Request.CaptureManual = true
+	r.Request.Customer, r.Request.Description, r.Request.Metadata = "", "", nil
+	r.Request.Amount, r.Request.Currency = 1500, "JPY"
+	_, body := build(t, b.p, r)
+	m := decodeBody(t, body)
+	require.Equal(t, map[string]any{"type": "token", "token": "tok_4gzeau5o2uqubbk6fufs3m7p54"}, m["source"])
+	require.Equal(t, false, m["capture"])
+	require.Equal(t, json.Number("1500"), m["amount"], "minor units as they are")
+	for _, absent := range []string{"customer", "description", "processing_channel_id"} {
+		require.NotContains(t, m, absent)
+	}
+}
+
+func TestNewRequestActions(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, tc := range []struct {
+		kind   payonce.Kind
+		amount int64
+		path   string
+		want   map[string]any
+	}{
+		{payonce.KindCapture, 500, "/payments/pay_1/captures", map[string]any{"amount": json.Number("500")}},
+		{payonce.KindCapture, 0, "/payments/pay_1/captures", map[string]any{}},
+		{payonce.KindCancel, 0, "/payments/pay_1/voids", map[string]any{}},
+		{payonce.KindRefund, 700, "/payments/pay_1/refunds", map[string]any{"amount": json.Number("700")}},
+		{payonce.KindRefund, 0, "/payments/pay_1/refunds", map[string]any{}},
+	} {
+		r := withKind(chargeReq(), tc.kind, tc.amount, "pay_1")
+		hr, body := build(t, b.p, r)
+		requireCommonHeaders(t, hr, r.Key)
+		require.Equal(t, base+tc.path, hr.URL.String())
+		m := decodeBody(t, body)
+		require.Equal(t, r.OperationID, m["reference"])
+		md := m["metadata"].(map[string]any)
+		require.Equal(t, r.OperationID, md["payonce_op"])
+		require.Equal(t, string(tc.kind), md["payonce_kind"])
+		delete(m, "reference")
+		delete(m, "metadata")
+		require.Equal(t, tc.want, m, "%s %d", tc.kind, tc.amount)
+	}
+	hr, _ := build(t, b.p, withKind(chargeReq(), payonce.KindCapture, 0, "pay_1/../x?y"))
+	require.Equal(t, base+"/payments/pay_1%2F..%2Fx%3Fy/captures", hr.URL.String())
+}
+
+func TestNewRequestErrors(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, tc := range []struct {
+		name  string
+		mod   func(*payonce.SendRequest)
+		field string
+	}{
+		{"capture without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCapture, 0, "") }, "checkout Request.PaymentRef"},
+		{"cancel without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCancel, 0, "") }, "checkout Request.PaymentRef"},
+		{"refund without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindRefund, 1, "") }, "checkout Request.PaymentRef"},
+		{"no key", func(r *payonce.SendRequest) { r.Key = "" }, "checkout Key"},
+		{"long key", func(r *payonce.SendRequest) { r.Key = strings.Repeat("a", 37) }, "checkout Key"},
+		{"key with newline", func(r *payonce.SendRequest) { r.Key = "abc\ndef" }, "checkout Key"},
+		{"no operation id", func(r *payonce.SendRequest) { r.OperationID = "" }, "checkout OperationID"},
+		{"no payment method", func(r *payonce.SendRequest) { r.Request.PaymentMethod = "" }, "checkout Request.PaymentMethod"},
+		{"card number", func(r *payonce.SendRequest) { r.Request.PaymentMethod = "4242424242424242" }, "checkout Request.PaymentMethod"},
+		{"zero amount", func(r *payonce.SendRequest) { r.Request.Amount = 0 }, "checkout Request.Amount"},
+		{"unknown kind", func(r *payonce.SendRequest) { r.Request.Kind = "payout" }, "checkout Request.Kind"},
+		{"reserved metadata", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"payonce_kind": "x"} }, "checkout Request.Metadata"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := chargeReq()
+			tc.mod(&r)
+			hr, err := b.p.NewRequest(context.Background(), r)
+			require.Nil(t, hr)
+			require.ErrorIs(t, err, payonce.ErrInvalid)
+			var ve *payonce.ValidationError
+			require.True(t, errors.As(err, &ve))
+			require.Equal(t, tc.field, ve.Field)
+			require.NotContains(t, err.Error(), testKey)
+		})
+	}
+}
+
+func TestNewRequestLongReferences(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := chargeReq()
+	refs := make([]string, 16)
+	for i := range refs {
+		refs[i] = strings.Repeat(string(rune('a'+i)), 100)
+	}
+	r.Request.References = refs
+	_, body := build(t, b.p, r)
+	v := decodeBody(t, body)["metadata"].(map[string]any)["payonce_refs"].(string)
+	require.LessOrEqual(t, len(v), 255)
+	var got []string
+	require.NoError(t, json.Unmarshal([]byte(v), &got))
+	require.Regexp(t, `^\.\.\.\+\d+$`, got[len(got)-1])
+}

@@ -1,0 +1,150 @@
+package checkout
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// The JSON shapes below hold only the fields the adapter reads.
+
+// Payment statuses.
+const (
+	statusPending           = "Pending"
+	statusAuthorized        = "Authorized"
+	statusCardVerified      = "Card Verified"
+	statusCaptured          = "Captured"
+	statusPartiallyCaptured = "Partially Captured"
+	statusPartiallyRefunded = "Partially Refunded"
+	statusRefunded          = "Refunded"
+	statusVoided            = "Voided"
+	statusDeclined          = "Declined"
+	statusCanceled          = "Canceled"
+	statusExpired           = "Expired"
+	statusPaid              = "Paid"
+)
+
+// Action types of GET /payments/{id}/actions.
+const (
+	actionAuthorization = "Authorization"
+	actionCapture       = "Capture"
+	actionVoid          = "Void"
+	actionRefund        = "Refund"
+)
+
+// Codes the adapter puts in Outcomes and LookupResults.
+const (
+	codeDeclined         = "declined"
+	codeActionDeclined   = "action_declined"
+	codeRateLimited      = "too_many_requests"
+	codeUnexpectedStatus = "unexpected_status"
+)
+
+// payment is the answer to POST /payments and GET /payments/{id}.
+type payment struct {
+	ID              string         `json:"id"`
+	ActionID        string         `json:"action_id"`
+	Approved        *bool          `json:"approved"`
+	Status          string         `json:"status"`
+	ResponseCode    string         `json:"response_code"`
+	ResponseSummary string         `json:"response_summary"`
+	Reference       string         `json:"reference"`
+	Metadata        map[string]any `json:"metadata"`
+	ErrorType       string         `json:"error_type"`
+}
+
+func (p payment) approved() bool { return p.Approved != nil && *p.Approved }
+
+// accepted is the 202 answer to a capture, void or refund.
+type accepted struct {
+	ActionID  string `json:"action_id"`
+	Reference string `json:"reference"`
+	ErrorType string `json:"error_type"`
+}
+
+// action is one entry of GET /payments/{id}/actions.
+type action struct {
+	ID              string         `json:"id"`
+	Type            string         `json:"type"`
+	Amount          int64          `json:"amount"`
+	Approved        *bool          `json:"approved"`
+	ResponseCode    string         `json:"response_code"`
+	ResponseSummary string         `json:"response_summary"`
+	Reference       string         `json:"reference"`
+	Metadata        map[string]any `json:"metadata"`
+}
+
+type paymentList struct {
+	Limit      int       `json:"limit"`
+	Skip       int       `json:"skip"`
+	TotalCount *int      `json:"total_count"`
+	Data       []payment `json:"data"`
+}
+
+// apiError is Checkout.com's error body.
+type apiError struct {
+	RequestID  string   `json:"request_id"`
+	ErrorType  string   `json:"error_type"`
+	ErrorCodes []string `json:"error_codes"`
+}
+
+func (e *apiError) message() string { return strings.Join(e.ErrorCodes, ", ") }
+
+var errNoID = errors.New("object has no id")
+
+func decodePayment(body []byte) (payment, error) {
+	var p payment
+	if err := decode(body, &p); err != nil {
+		return p, err
+	}
+	switch {
+	case p.ErrorType != "":
+		return p, fmt.Errorf("body is an error (%q), not a payment", p.ErrorType)
+	case p.ID == "":
+		return p, errNoID
+	case p.Status == "":
+		return p, errors.New("payment has no status")
+	}
+	return p, nil
+}
+
+func decodeAccepted(body []byte) (accepted, error) {
+	var a accepted
+	if err := decode(body, &a); err != nil {
+		return a, err
+	}
+	switch {
+	case a.ErrorType != "":
+		return a, fmt.Errorf("body is an error (%q), not an accepted action", a.ErrorType)
+	case a.ActionID == "":
+		return a, errors.New("answer has no action_id")
+	}
+	return a, nil
+}
+
+// decodeError parses an error answer; nil when the body holds none
+// (Checkout.com sends empty bodies for 401 and 404).
+func decodeError(body []byte) *apiError {
+	if len(body) == 0 || len(body) > maxBodyBytes {
+		return nil
+	}
+	var e apiError
+	if json.Unmarshal(body, &e) != nil || (e.ErrorType == "" && len(e.ErrorCodes) == 0) {
+		return nil
+	}
+	return &e
+}
+
+func decode(body []byte, v any) error {
+	if len(body) > maxBodyBytes {
+		return fmt.Errorf("body is %d bytes, more than the %d the adapter reads", len(body), maxBodyBytes)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("body is not the expected JSON: %w", err)
+	}
+	return nil
+}
+
+// maxBodyBytes is the most of an answer the adapter reads (1 MiB).
+const maxBodyBytes = 1 << 20

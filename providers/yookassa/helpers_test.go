@@ -1,0 +1,91 @@
+package yookassa_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jarcoal/httpmock"
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/yookassa"
+)
+
+// Fake credentials; tests check they never leak.
+const (
+	testShopID = "548213"
+	testSecret = "test_FAKEsecretKeyForPayonceTests_0123456789abcdefXYZ"
+)
+
+const base = "https://api.yookassa.ru"
+
+var testNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+type bundle struct {
+	p  *yookassa.Provider
+	mt *httpmock.MockTransport
+	hc *http.Client
+}
+
+// setup returns a Provider and an *http.Client whose own mock transport
+// answers its requests (no global transport is touched).
+func setup(t *testing.T, mod ...func(*yookassa.Config)) bundle {
+	t.Helper()
+	cfg := yookassa.Config{ShopID: testShopID, SecretKey: testSecret, Now: func() time.Time { return testNow }}
+	for _, m := range mod {
+		m(&cfg)
+	}
+	p, err := yookassa.New(cfg)
+	require.NoError(t, err)
+	mt := httpmock.NewMockTransport()
+	return bundle{p: p, mt: mt, hc: &http.Client{Transport: mt}}
+}
+
+func chargeReq() payonce.SendRequest {
+	return payonce.SendRequest{
+		OperationID: "0b6f3e1c-2c4d-5e6f-8a9b-0c1d2e3f4a5b",
+		Key:         "0b6f3e1c-2c4d-5e6f-8a9b-0c1d2e3f4a5b",
+		Request: payonce.Request{
+			Kind:          payonce.KindCharge,
+			Amount:        120000,
+			Currency:      "RUB",
+			References:    []string{"order", "42"},
+			PaymentMethod: "2a8c5f2b-000f-5000-9000-1c9d7b3e1a56",
+			Customer:      "cus_123",
+			Description:   "Order 42",
+			Metadata:      map[string]string{"order_id": "42", "shop": "main"},
+		},
+	}
+}
+
+func withKind(r payonce.SendRequest, k payonce.Kind, amount int64, ref string) payonce.SendRequest {
+	r.Request.Kind = k
+	r.Request.Amount = amount
+	r.Request.PaymentRef = ref
+	r.Request.PaymentMethod, r.Request.Customer, r.Request.Description = "", "", ""
+	if k == payonce.KindCancel {
+		r.Request.Currency = ""
+	}
+	return r
+}
+
+// doerFunc is an HTTPDoer made of a function.
+type doerFunc func(*http.Request) (*http.Response, error)
+
+func (f doerFunc) Do(r *http.Request) (*http.Response, error) { return f(r) }
+
+// trackedBody records whether it was closed.
+type trackedBody struct {
+	io.Reader
+	closed bool
+}
+
+func (b *trackedBody) Close() error { b.closed = true; return nil }
+
+func respond(status int, body string) *http.Response {
+	return &http.Response{StatusCode: status, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(body))}
+}

@@ -1,0 +1,329 @@
+package yookassa_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jarcoal/httpmock"
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/yookassa"
+)
+
+var since = testNow.Add(-time.Hour)
+
+func lookupQuery(kind payonce.Kind, paymentRef, providerRef string) payonce.LookupQuery {
+	r := chargeReq()
+	r = withKind(r, kind, r.Request.Amount, paymentRef)
+	return payonce.LookupQuery{OperationID: r.OperationID, Key: r.Key, Request: r.Request, ProviderRef: providerRef, Since: since}
+}
+
+func pmOp(id, status, op string) string {
+	return fmt.Sprintf(`{"id":%q,"status":%q,"amount":{"value":"1.00","currency":"RUB"},"metadata":{"payonce_op":%q}}`, id, status, op)
+}
+
+func ykList(next string, items ...string) string {
+	s := `{"type":"list","items":[` + strings.Join(items, ",") + `]`
+	if next != "" {
+		s += `,"next_cursor":"` + next + `"`
+	}
+	return s + "}"
+}
+
+func refundJSON(id, status, desc string) string {
+	return fmt.Sprintf(`{"id":%q,"payment_id":"p1","status":%q,"amount":{"value":"1.00","currency":"RUB"},"description":%q}`, id, status, desc)
+}
+
+// getOK registers a GET answer and checks the request's headers.
+func getOK(t *testing.T, b bundle, u string, status int, body string) {
+	t.Helper()
+	b.mt.RegisterResponder(http.MethodGet, u, func(req *http.Request) (*http.Response, error) {
+		user, pass, ok := req.BasicAuth()
+		if !ok || user != testShopID || pass != testSecret || req.Header.Get("Idempotence-Key") != "" || req.Body != nil && req.ContentLength > 0 {
+			return respond(400, `{"type":"error","code":"invalid_request","description":"bad lookup request"}`), nil
+		}
+		return respond(status, body), nil
+	})
+}
+
+func TestLookupChargeByID(t *testing.T) {
+	t.Parallel()
+	op := chargeReq().OperationID
+	for _, tc := range []struct {
+		name, body string
+		state      payonce.LookupState
+		code, decl string
+	}{
+		{"succeeded", pmOp("p1", "succeeded", op), payonce.LookupSucceeded, "", ""},
+		{"waiting_for_capture", pmOp("p1", "waiting_for_capture", op), payonce.LookupSucceeded, "", ""},
+		{"pending", pmOp("p1", "pending", op), payonce.LookupProcessing, "", ""},
+		{"declined", pm("p1", "canceled", `{"party":"payment_network","reason":"card_expired"}`), payonce.LookupFailed, "canceled", "card_expired"},
+		{"canceled bare", pm("p1", "canceled", ""), payonce.LookupFailed, "canceled", ""},
+		{"canceled by merchant after authorization", pm("p1", "canceled", `{"party":"merchant","reason":"canceled_by_merchant"}`), payonce.LookupSucceeded, "", ""},
+		{"expired on capture", pm("p1", "canceled", `{"party":"yoo_money","reason":"expired_on_capture"}`), payonce.LookupSucceeded, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			getOK(t, b, base+"/v3/payments/p1", 200, tc.body)
+			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "p1"))
+			require.NoError(t, err)
+			require.Equal(t, tc.state, res.State)
+			require.Equal(t, "p1", res.ProviderRef)
+			require.Equal(t, []string{"p1"}, res.Refs)
+			require.Equal(t, tc.code, res.Code)
+			require.Equal(t, tc.decl, res.DeclineCode)
+			require.Zero(t, res.Lag, "a read by id is consistent")
+			require.Equal(t, 1, b.mt.GetTotalCallCount())
+		})
+	}
+}
+
+func TestLookupChargeByIDNotFound(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	getOK(t, b, base+"/v3/payments/gone", 404, `{"type":"error","id":"e1","code":"not_found","description":"Payment not found"}`)
+	res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "gone"))
+	require.NoError(t, err)
+	require.Equal(t, payonce.LookupResult{State: payonce.LookupNotFound}, res)
+
+	getOK(t, b, base+"/v3/payments/proxy", 404, `<html>Not Found</html>`)
+	_, err = b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "proxy"))
+	require.Error(t, err, "a 404 that is not YooKassa's proves nothing")
+}
+
+func TestLookupChargeSearch(t *testing.T) {
+	t.Parallel()
+	op := chargeReq().OperationID
+	for _, tc := range []struct {
+		name  string
+		pages []string
+		state payonce.LookupState
+		refs  []string
+	}{
+		{"none", []string{ykList("")}, payonce.LookupNotFound, nil},
+		{"others only", []string{ykList("", pmOp("p9", "succeeded", "other"), `{"id":"p8","status":"succeeded","amount":{"value":"1.00","currency":"RUB"}}`)}, payonce.LookupNotFound, nil},
+		{"one succeeded", []string{ykList("", pmOp("p9", "succeeded", "other"), pmOp("p1", "succeeded", op))}, payonce.LookupSucceeded, []string{"p1"}},
+		{"one pending", []string{ykList("", pmOp("p1", "pending", op))}, payonce.LookupProcessing, []string{"p1"}},
+		{"one declined", []string{ykList("", pmOp("p1", "canceled", op))}, payonce.LookupFailed, []string{"p1"}},
+		{"on the second page", []string{ykList("c2", pmOp("p9", "succeeded", "other")), ykList("", pmOp("p1", "succeeded", op))}, payonce.LookupSucceeded, []string{"p1"}},
+		{"two across pages", []string{ykList("c2", pmOp("p2", "succeeded", op)), ykList("", pmOp("p1", "succeeded", op))}, payonce.LookupMultiple, []string{"p2", "p1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, func(c *yookassa.Config) { c.ListLag = 3 * time.Minute; c.LookupMargin = 5 * time.Minute })
+			var queries []url.Values
+			b.mt.RegisterResponder(http.MethodGet, base+"/v3/payments", func(req *http.Request) (*http.Response, error) {
+				queries = append(queries, req.URL.Query())
+				return respond(200, tc.pages[len(queries)-1]), nil
+			})
+			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", ""))
+			require.NoError(t, err)
+			require.Equal(t, tc.state, res.State)
+			require.Equal(t, tc.refs, res.Refs)
+			if len(tc.refs) > 0 {
+				require.Equal(t, tc.refs[0], res.ProviderRef)
+			}
+			require.Equal(t, 3*time.Minute, res.Lag, "lists may lag")
+			require.Len(t, queries, len(tc.pages))
+			for i, q := range queries {
+				require.Equal(t, "2026-03-01T10:55:00.000Z", q.Get("created_at.gte"), "Since minus the margin")
+				require.Equal(t, "100", q.Get("limit"))
+				if i == 0 {
+					require.Empty(t, q.Get("cursor"))
+				} else {
+					require.Equal(t, "c2", q.Get("cursor"))
+				}
+			}
+		})
+	}
+}
+
+func TestLookupChargeSearchNeedsSinceAndOperation(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	q := lookupQuery(payonce.KindCharge, "", "")
+	q.Since = time.Time{}
+	_, err := b.p.Lookup(context.Background(), b.hc, q)
+	require.ErrorContains(t, err, "Since")
+	q = lookupQuery(payonce.KindCharge, "", "")
+	q.OperationID = ""
+	_, err = b.p.Lookup(context.Background(), b.hc, q)
+	require.ErrorContains(t, err, "OperationID")
+	require.Zero(t, b.mt.GetTotalCallCount())
+}
+
+func TestLookupCaptureCancel(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		kind  payonce.Kind
+		body  string
+		state payonce.LookupState
+		code  string
+	}{
+		{"capture succeeded", payonce.KindCapture, pm("p1", "succeeded", ""), payonce.LookupSucceeded, ""},
+		{"capture waiting", payonce.KindCapture, pm("p1", "waiting_for_capture", ""), payonce.LookupNotFound, ""},
+		{"capture pending", payonce.KindCapture, pm("p1", "pending", ""), payonce.LookupNotFound, ""},
+		{"capture canceled", payonce.KindCapture, pm("p1", "canceled", `{"party":"yoo_money","reason":"expired_on_capture"}`), payonce.LookupFailed, "unexpected_status"},
+		{"cancel canceled", payonce.KindCancel, pm("p1", "canceled", `{"party":"merchant","reason":"canceled_by_merchant"}`), payonce.LookupSucceeded, ""},
+		{"cancel succeeded", payonce.KindCancel, pm("p1", "succeeded", ""), payonce.LookupFailed, "unexpected_status"},
+		{"cancel waiting", payonce.KindCancel, pm("p1", "waiting_for_capture", ""), payonce.LookupNotFound, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			getOK(t, b, base+"/v3/payments/p1", 200, tc.body)
+			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(tc.kind, "p1", ""))
+			require.NoError(t, err)
+			require.Equal(t, tc.state, res.State)
+			require.Equal(t, tc.code, res.Code)
+			require.Zero(t, res.Lag)
+		})
+	}
+	b := setup(t)
+	getOK(t, b, base+"/v3/payments/ref", 200, pm("ref", "canceled", ""))
+	res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCancel, "", "ref"))
+	require.NoError(t, err, "ProviderRef is used when PaymentRef is empty")
+	require.Equal(t, payonce.LookupSucceeded, res.State)
+	_, err = b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCapture, "", ""))
+	require.ErrorContains(t, err, "PaymentRef")
+	getOK(t, b, base+"/v3/payments/gone", 404, `{"type":"error","code":"not_found"}`)
+	res, err = b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCapture, "gone", ""))
+	require.NoError(t, err)
+	require.Equal(t, payonce.LookupNotFound, res.State)
+}
+
+func TestLookupRefund(t *testing.T) {
+	t.Parallel()
+	op := chargeReq().OperationID
+	mine := func(id, status string) string { return refundJSON(id, status, "payonce_op:"+op) }
+	for _, tc := range []struct {
+		name  string
+		pages []string
+		state payonce.LookupState
+		refs  []string
+		decl  string
+	}{
+		{"none", []string{ykList("")}, payonce.LookupNotFound, nil, ""},
+		{"others", []string{ykList("", refundJSON("r9", "succeeded", "payonce_op:"+op+"0"), refundJSON("r8", "succeeded", "manual refund"))}, payonce.LookupNotFound, nil, ""},
+		{"succeeded", []string{ykList("", refundJSON("r9", "succeeded", "x"), mine("r1", "succeeded"))}, payonce.LookupSucceeded, []string{"r1"}, ""},
+		{"with caller text", []string{ykList("", refundJSON("r1", "succeeded", "Returned goods payonce_op:"+op))}, payonce.LookupSucceeded, []string{"r1"}, ""},
+		{"by metadata", []string{ykList("", `{"id":"r1","payment_id":"p1","status":"succeeded","metadata":{"payonce_op":"`+op+`"}}`)}, payonce.LookupSucceeded, []string{"r1"}, ""},
+		{"pending", []string{ykList("", mine("r1", "pending"))}, payonce.LookupProcessing, []string{"r1"}, ""},
+		{"canceled", []string{ykList("", `{"id":"r1","payment_id":"p1","status":"canceled","description":"payonce_op:`+op+`","cancellation_details":{"party":"payment_network","reason":"general_decline"}}`)}, payonce.LookupFailed, []string{"r1"}, "general_decline"},
+		{"second page", []string{ykList("c2", refundJSON("r9", "succeeded", "x")), ykList("", mine("r1", "succeeded"))}, payonce.LookupSucceeded, []string{"r1"}, ""},
+		{"two", []string{ykList("", mine("r2", "succeeded"), mine("r1", "succeeded"))}, payonce.LookupMultiple, []string{"r2", "r1"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			var queries []url.Values
+			b.mt.RegisterResponder(http.MethodGet, base+"/v3/refunds", func(req *http.Request) (*http.Response, error) {
+				queries = append(queries, req.URL.Query())
+				return respond(200, tc.pages[len(queries)-1]), nil
+			})
+			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindRefund, "p1", ""))
+			require.NoError(t, err)
+			require.Equal(t, tc.state, res.State)
+			require.Equal(t, tc.refs, res.Refs)
+			require.Equal(t, tc.decl, res.DeclineCode)
+			require.Equal(t, time.Minute, res.Lag)
+			for _, q := range queries {
+				require.Equal(t, "p1", q.Get("payment_id"))
+			}
+		})
+	}
+	b := setup(t)
+	_, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindRefund, "", ""))
+	require.ErrorContains(t, err, "PaymentRef")
+}
+
+func TestLookupErrors(t *testing.T) {
+	t.Parallel()
+	huge := ykList("", `{"id":"x","pad":"`+strings.Repeat("x", 1<<20)+`"}`)
+	echo := `{"type":"error","id":"e1","code":"invalid_credentials","description":"shop ` + testShopID + ` key ` + testSecret + `"}`
+	for _, tc := range []struct {
+		name      string
+		q         payonce.LookupQuery
+		u         string
+		status    int
+		body      string
+		temporary bool
+	}{
+		{"500 by id", lookupQuery(payonce.KindCharge, "", "p1"), "/v3/payments/p1", 500, `{"type":"error","code":"internal_server_error"}`, true},
+		{"429 list", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 429, `{"type":"error","code":"too_many_requests"}`, true},
+		{"503 refunds", lookupQuery(payonce.KindRefund, "p1", ""), "/v3/refunds", 503, ``, true},
+		{"401", lookupQuery(payonce.KindCapture, "p1", ""), "/v3/payments/p1", 401, echo, false},
+		{"malformed payment", lookupQuery(payonce.KindCharge, "", "p1"), "/v3/payments/p1", 200, `{"id":"p1",`, true},
+		{"error object in 200", lookupQuery(payonce.KindCancel, "p1", ""), "/v3/payments/p1", 200, `{"type":"error","code":"x"}`, true},
+		{"unknown status", lookupQuery(payonce.KindCharge, "", "p1"), "/v3/payments/p1", 200, pm("p1", "brand_new", ""), false},
+		{"list wrong type", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 200, `{"type":"payment","items":[]}`, true},
+		{"list bad item", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 200, ykList("", `{"status":"succeeded"}`), true},
+		{"list no progress", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 200, ykList("c1"), true},
+		{"list oversized", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 200, huge, true},
+		{"refund unknown status", lookupQuery(payonce.KindRefund, "p1", ""), "/v3/refunds", 200, ykList("", refundJSON("r1", "weird", "payonce_op:"+chargeReq().OperationID)), false},
+		{"refund bad item", lookupQuery(payonce.KindRefund, "p1", ""), "/v3/refunds", 200, ykList("", `{"type":"error"}`), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.mt.RegisterResponder(http.MethodGet, base+tc.u, httpmock.NewStringResponder(tc.status, tc.body))
+			res, err := b.p.Lookup(context.Background(), b.hc, tc.q)
+			require.Error(t, err)
+			require.Equal(t, payonce.LookupResult{}, res)
+			require.NotContains(t, err.Error(), testSecret)
+			require.NotContains(t, err.Error(), testShopID)
+			var ae *yookassa.APIError
+			if errors.As(err, &ae) {
+				require.Equal(t, tc.temporary, ae.Temporary(), "Temporary: %v", err)
+			} else {
+				require.False(t, tc.temporary, "a temporary failure should be an *APIError: %v", err)
+			}
+		})
+	}
+}
+
+func TestLookupTooManyPages(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	n := 0
+	b.mt.RegisterResponder(http.MethodGet, base+"/v3/payments", func(*http.Request) (*http.Response, error) {
+		n++
+		return respond(200, ykList(fmt.Sprintf("c%d", n), pmOp("p", "succeeded", "other"))), nil
+	})
+	_, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", ""))
+	require.ErrorContains(t, err, "by hand")
+	require.Equal(t, 100, n)
+}
+
+func TestLookupTransportErrorAndBodyClosed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.p.Lookup(context.Background(), doerFunc(func(*http.Request) (*http.Response, error) {
+		return nil, errors.New("connection reset")
+	}), lookupQuery(payonce.KindCharge, "", "p1"))
+	require.ErrorContains(t, err, "connection reset")
+	_, err = b.p.Lookup(context.Background(), nil, lookupQuery(payonce.KindCharge, "", "p1"))
+	require.Error(t, err)
+
+	for _, status := range []int{200, 404, 500} {
+		body := &trackedBody{Reader: strings.NewReader(pm("p1", "succeeded", ""))}
+		var sent *http.Request
+		_, _ = b.p.Lookup(context.Background(), doerFunc(func(req *http.Request) (*http.Response, error) {
+			sent = req
+			return &http.Response{StatusCode: status, Header: http.Header{}, Body: body}, nil
+		}), lookupQuery(payonce.KindCapture, "p1", ""))
+		require.True(t, body.closed, "status %d: body not closed", status)
+		require.Equal(t, http.MethodGet, sent.Method, "lookups only read")
+	}
+	_, err = b.p.Lookup(context.Background(), b.hc, payonce.LookupQuery{Request: payonce.Request{Kind: "payout"}})
+	require.ErrorContains(t, err, "unknown kind")
+}

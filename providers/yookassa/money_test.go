@@ -1,0 +1,56 @@
+package yookassa_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce/providers/yookassa"
+)
+
+func TestAmounts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		minor int64
+		cur   string
+		value string
+	}{
+		{120000, "RUB", "1200.00"},
+		{1, "RUB", "0.01"},
+		{99, "USD", "0.99"},
+		{100, "EUR", "1.00"},
+		{1500, "JPY", "1500"}, // no minor unit
+		{1, "KRW", "1"},
+		{1234, "KWD", "1.234"}, // three digits
+		{5, "BHD", "0.005"},
+		{123456789012, "RUB", "1234567890.12"},
+	} {
+		v, c, err := yookassa.FormatAmount(tc.minor, tc.cur)
+		require.NoError(t, err, tc.cur)
+		require.Equal(t, tc.value, v, tc.cur)
+		require.Equal(t, tc.cur, c)
+		back, err := yookassa.ParseAmount(v, tc.cur)
+		require.NoError(t, err)
+		require.Equal(t, tc.minor, back, "round trip %s %s", tc.value, tc.cur)
+	}
+	for _, bad := range []struct {
+		minor int64
+		cur   string
+	}{{0, "RUB"}, {-1, "RUB"}, {1, "rub"}, {1, "XYZ"}, {1, ""}} {
+		_, _, err := yookassa.FormatAmount(bad.minor, bad.cur)
+		require.Error(t, err, "%d %s", bad.minor, bad.cur)
+	}
+
+	n, err := yookassa.ParseAmount("10.5", "RUB")
+	require.NoError(t, err)
+	require.Equal(t, int64(1050), n, "fewer digits than the currency has")
+	n, err = yookassa.ParseAmount("7", "RUB")
+	require.NoError(t, err)
+	require.Equal(t, int64(700), n)
+	for _, bad := range []string{"1.001", "1,00", "", ".5", "1.", "-1.00", "1e3", "99999999999999999999"} {
+		_, err := yookassa.ParseAmount(bad, "RUB")
+		require.Error(t, err, bad)
+	}
+	_, err = yookassa.ParseAmount("1.5", "JPY")
+	require.Error(t, err)
+}

@@ -1,0 +1,279 @@
+package yookassa
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/payonce/payonce"
+)
+
+// Metadata keys the adapter writes on every payment it creates. Caller
+// metadata may not use the "payonce_" prefix.
+const (
+	// MetaOperation holds the operation id; lookups find payments by it.
+	MetaOperation = "payonce_op"
+	// MetaKey holds the idempotency key of the attempt that created the
+	// payment.
+	MetaKey = "payonce_key"
+	// MetaKind holds the operation kind ("charge").
+	MetaKind = "payonce_kind"
+	// MetaReferences holds the operation's references as a JSON array, cut
+	// to YooKassa's 512-character value limit.
+	MetaReferences = "payonce_refs"
+
+	reservedPrefix = "payonce_"
+)
+
+// RefundMarker prefixes the operation id in a refund's description. YooKassa
+// refunds carry no metadata, so the description is what a lookup matches a
+// refund on: "payonce_op:<operation id>".
+const RefundMarker = "payonce_op:"
+
+// YooKassa's limits on what the adapter sends.
+const (
+	maxMetadataKeys        = 16
+	maxMetadataKeyRunes    = 32
+	maxMetadataValueRunes  = 512
+	payonceMetadataKeys    = 4
+	maxPaymentDescription  = 128
+	maxRefundDescription   = 250
+	refundDescriptionSpace = " "
+)
+
+type paymentBody struct {
+	Amount          amount            `json:"amount"`
+	Capture         bool              `json:"capture"`
+	PaymentMethodID string            `json:"payment_method_id"`
+	Description     string            `json:"description,omitempty"`
+	Metadata        map[string]string `json:"metadata"`
+}
+
+type captureBody struct {
+	Amount *amount `json:"amount,omitempty"`
+}
+
+type refundBody struct {
+	PaymentID   string `json:"payment_id"`
+	Amount      amount `json:"amount"`
+	Description string `json:"description"`
+}
+
+// NewRequest builds the JSON POST of one attempt:
+//
+//   - charge:  POST /v3/payments with payment_method_id (a saved payment
+//     method), capture = !CaptureManual, metadata payonce_op/_key/_kind/_refs
+//   - capture: POST /v3/payments/{PaymentRef}/capture (amount when set)
+//   - cancel:  POST /v3/payments/{PaymentRef}/cancel
+//   - refund:  POST /v3/refunds with payment_id, amount (required) and a
+//     description carrying RefundMarker + the operation id
+//
+// Every request carries r.Key in the Idempotence-Key header and the shop id
+// and secret key as HTTP Basic credentials. Amounts are written with the
+// currency's minor-unit digits. The body is the same bytes on every
+// attempt. An error (nothing to send) is a *payonce.ValidationError naming
+// the field.
+//
+// Request.Customer is not sent (a saved payment method already belongs to a
+// customer); Request.Metadata is sent on charges only: YooKassa's capture,
+// cancel and refund requests carry none.
+func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http.Request, error) {
+	if err := checkKey(r.Key); err != nil {
+		return nil, err
+	}
+	req := r.Request
+	var (
+		path string
+		body any
+	)
+	switch req.Kind {
+	case payonce.KindCharge:
+		if r.OperationID == "" {
+			return nil, invalidSend("OperationID", "is empty; it is written to the payment's metadata so that a lookup can find it")
+		}
+		if req.PaymentMethod == "" {
+			return nil, invalidSend("Request.PaymentMethod", "is empty; a server-side YooKassa charge needs the id of a saved payment method (payment_method_id)")
+		}
+		amt, err := formatAmount(req.Amount, req.Currency)
+		if err != nil {
+			return nil, invalidSend("Request.Amount", "%v", err)
+		}
+		if n := utf8.RuneCountInString(req.Description); n > maxPaymentDescription {
+			return nil, invalidSend("Request.Description", "is %d characters; YooKassa accepts at most %d for a payment", n, maxPaymentDescription)
+		}
+		md, err := metadata(r)
+		if err != nil {
+			return nil, err
+		}
+		path = "/v3/payments"
+		body = paymentBody{Amount: amt, Capture: !req.CaptureManual, PaymentMethodID: req.PaymentMethod,
+			Description: req.Description, Metadata: md}
+	case payonce.KindCapture:
+		if req.PaymentRef == "" {
+			return nil, invalidSend("Request.PaymentRef", "is empty; a capture needs the YooKassa payment id of the authorized charge")
+		}
+		var cb captureBody
+		if req.Amount > 0 {
+			amt, err := formatAmount(req.Amount, req.Currency)
+			if err != nil {
+				return nil, invalidSend("Request.Amount", "%v", err)
+			}
+			cb.Amount = &amt
+		}
+		path = "/v3/payments/" + url.PathEscape(req.PaymentRef) + "/capture"
+		body = cb
+	case payonce.KindCancel:
+		if req.PaymentRef == "" {
+			return nil, invalidSend("Request.PaymentRef", "is empty; a cancel needs the YooKassa payment id to cancel")
+		}
+		path = "/v3/payments/" + url.PathEscape(req.PaymentRef) + "/cancel"
+		body = struct{}{}
+	case payonce.KindRefund:
+		if req.PaymentRef == "" {
+			return nil, invalidSend("Request.PaymentRef", "is empty; a refund needs the YooKassa payment id of the charge to refund")
+		}
+		if r.OperationID == "" {
+			return nil, invalidSend("OperationID", "is empty; it is written to the refund's description so that a lookup can find it")
+		}
+		if req.Amount <= 0 {
+			return nil, invalidSend("Request.Amount", "is 0; YooKassa refunds need the amount to refund (it has no \"refund what remains\")")
+		}
+		amt, err := formatAmount(req.Amount, req.Currency)
+		if err != nil {
+			return nil, invalidSend("Request.Amount", "%v", err)
+		}
+		path = "/v3/refunds"
+		body = refundBody{PaymentID: req.PaymentRef, Amount: amt, Description: refundDescription(r.OperationID, req.Description)}
+	default:
+		return nil, invalidSend("Request.Kind", "is %q; the YooKassa adapter sends charge, capture, cancel and refund", string(req.Kind))
+	}
+
+	raw, err := encodeJSON(body)
+	if err != nil {
+		return nil, fmt.Errorf("yookassa: encode %s request: %w", req.Kind, err)
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+path, bytes.NewReader(raw))
+	if err != nil {
+		// The only inputs are the validated base URL and escaped ids; the
+		// error names no credential.
+		return nil, fmt.Errorf("yookassa: build %s request: %w", req.Kind, err)
+	}
+	p.setHeaders(hr.Header)
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Idempotence-Key", r.Key)
+	return hr, nil
+}
+
+func (p *Provider) setHeaders(h http.Header) {
+	cred := base64.StdEncoding.EncodeToString([]byte(p.shopID + ":" + p.secretKey))
+	h.Set("Authorization", "Basic "+cred)
+	h.Set("Accept", "application/json")
+}
+
+// encodeJSON encodes v without HTML escaping and without the trailing
+// newline. Struct fields come in declaration order and map keys sorted, so
+// the same request always gives the same bytes.
+func encodeJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+func checkKey(key string) error {
+	switch {
+	case key == "":
+		return invalidSend("Key", "is empty; every YooKassa POST carries the operation's Idempotence-Key")
+	case len(key) > MaxKeyLength:
+		return invalidSend("Key", "is %d bytes; YooKassa accepts at most %d", len(key), MaxKeyLength)
+	case strings.ContainsFunc(key, notToken):
+		return invalidSend("Key", "contains spaces, control or non-ASCII characters; it must be a printable ASCII header value")
+	}
+	return nil
+}
+
+func invalidSend(field, format string, args ...any) error {
+	return &payonce.ValidationError{Field: "yookassa " + field, Problem: fmt.Sprintf(format, args...)}
+}
+
+// metadata is the caller's metadata plus payonce's own keys, under
+// YooKassa's limits that the root package cannot know: at most 16 keys (so
+// 12 for the caller), keys of at most 32 characters, no "payonce_" prefix.
+func metadata(r payonce.SendRequest) (map[string]string, error) {
+	md := r.Request.Metadata
+	if n := len(md); n > maxMetadataKeys-payonceMetadataKeys {
+		return nil, invalidSend("Request.Metadata", "has %d keys; YooKassa allows %d and payonce adds %d, so use at most %d",
+			n, maxMetadataKeys, payonceMetadataKeys, maxMetadataKeys-payonceMetadataKeys)
+	}
+	out := make(map[string]string, len(md)+payonceMetadataKeys)
+	for k, v := range md {
+		switch {
+		case strings.HasPrefix(k, reservedPrefix):
+			return nil, invalidSend("Request.Metadata", "key %q uses the reserved prefix %q; rename it", k, reservedPrefix)
+		case utf8.RuneCountInString(k) > maxMetadataKeyRunes:
+			return nil, invalidSend("Request.Metadata", "key %q is longer than YooKassa's %d characters", k, maxMetadataKeyRunes)
+		case utf8.RuneCountInString(v) > maxMetadataValueRunes:
+			return nil, invalidSend("Request.Metadata", "value of %q is longer than YooKassa's %d characters", k, maxMetadataValueRunes)
+		}
+		out[k] = v
+	}
+	out[MetaOperation] = r.OperationID
+	out[MetaKey] = r.Key
+	out[MetaKind] = string(r.Request.Kind)
+	out[MetaReferences] = referencesValue(r.Request.References, maxMetadataValueRunes)
+	return out, nil
+}
+
+// refundDescription is the refund's description: the caller's, cut to fit,
+// followed by RefundMarker and the operation id, within YooKassa's 250
+// characters.
+func refundDescription(op, desc string) string {
+	marker := RefundMarker + op
+	if desc == "" {
+		return marker
+	}
+	room := maxRefundDescription - utf8.RuneCountInString(marker) - len(refundDescriptionSpace)
+	if room <= 0 {
+		return marker
+	}
+	if utf8.RuneCountInString(desc) > room {
+		desc = string([]rune(desc)[:room])
+	}
+	return desc + refundDescriptionSpace + marker
+}
+
+// referencesValue is the references as a JSON array (no HTML escaping). When
+// that is longer than limit characters, it keeps as many leading references
+// as fit and ends the array with "...+N", N being the number left out. The
+// value is for people tracing a payment; lookups use payonce_op.
+func referencesValue(refs []string, limit int) string {
+	if refs == nil {
+		refs = []string{}
+	}
+	full := jsonStrings(refs)
+	if utf8.RuneCountInString(full) <= limit {
+		return full
+	}
+	for n := len(refs) - 1; n >= 0; n-- {
+		cut := append(refs[:n:n], "...+"+strconv.Itoa(len(refs)-n))
+		if v := jsonStrings(cut); utf8.RuneCountInString(v) <= limit {
+			return v
+		}
+	}
+	return jsonStrings([]string{"...+" + strconv.Itoa(len(refs))})
+}
+
+func jsonStrings(s []string) string {
+	b, _ := encodeJSON(s) // a []string always encodes
+	return string(b)
+}

@@ -1,0 +1,234 @@
+package yookassa_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/yookassa"
+)
+
+// build calls NewRequest and returns the request and its body.
+func build(t *testing.T, p *yookassa.Provider, r payonce.SendRequest) (*http.Request, string) {
+	t.Helper()
+	hr, err := p.NewRequest(context.Background(), r)
+	require.NoError(t, err)
+	b, err := io.ReadAll(hr.Body)
+	require.NoError(t, err)
+	return hr, string(b)
+}
+
+func requireCommonHeaders(t *testing.T, hr *http.Request, key string) {
+	t.Helper()
+	require.Equal(t, http.MethodPost, hr.Method)
+	require.Equal(t, "Basic "+base64.StdEncoding.EncodeToString([]byte(testShopID+":"+testSecret)), hr.Header.Get("Authorization"))
+	user, pass, ok := hr.BasicAuth()
+	require.True(t, ok)
+	require.Equal(t, testShopID, user)
+	require.Equal(t, testSecret, pass)
+	require.Equal(t, "application/json", hr.Header.Get("Content-Type"))
+	require.Equal(t, []string{key}, hr.Header.Values("Idempotence-Key"))
+}
+
+func decodeBody(t *testing.T, body string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(body), &m))
+	return m
+}
+
+func TestNewRequestCharge(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := chargeReq()
+	hr, body := build(t, b.p, r)
+	requireCommonHeaders(t, hr, r.Key)
+	require.Equal(t, base+"/v3/payments", hr.URL.String())
+	require.Equal(t, map[string]any{
+		"amount":            map[string]any{"value": "1200.00", "currency": "RUB"},
+		"capture":           true,
+		"payment_method_id": "2a8c5f2b-000f-5000-9000-1c9d7b3e1a56",
+		"description":       "Order 42",
+		"metadata": map[string]any{
+			"order_id":     "42",
+			"shop":         "main",
+			"payonce_op":   r.OperationID,
+			"payonce_key":  r.Key,
+			"payonce_kind": "charge",
+			"payonce_refs": `["order","42"]`,
+		},
+	}, decodeBody(t, body))
+	require.NotContains(t, body, "cus_123", "the customer is not sent")
+
+	// Every attempt sends the same bytes, whatever the map order.
+	for range 20 {
+		hr2, body2 := build(t, b.p, r)
+		require.Equal(t, body, body2)
+		require.Equal(t, hr.URL.String(), hr2.URL.String())
+	}
+	rc, err := hr.GetBody()
+	require.NoError(t, err)
+	again, _ := io.ReadAll(rc)
+	require.Equal(t, body, string(again))
+	require.EqualValues(t, len(body), hr.ContentLength)
+}
+
+func TestNewRequestChargeTwoStageAndScales(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *yookassa.Config) { c.BaseURL = "http://127.0.0.1:12111/prefix/" })
+	r := chargeReq()
+	r.Request.CaptureManual = true
+	r.Request.Amount, r.Request.Currency = 1500, "JPY"
+	r.Request.Description, r.Request.Metadata = "", nil
+	hr, body := build(t, b.p, r)
+	require.Equal(t, "http://127.0.0.1:12111/prefix/v3/payments", hr.URL.String())
+	m := decodeBody(t, body)
+	require.Equal(t, false, m["capture"])
+	require.Equal(t, map[string]any{"value": "1500", "currency": "JPY"}, m["amount"])
+	require.NotContains(t, m, "description")
+	require.Len(t, m["metadata"], 4)
+
+	r.Request.Amount, r.Request.Currency = 1, "KWD"
+	_, body = build(t, b.p, r)
+	require.Equal(t, map[string]any{"value": "0.001", "currency": "KWD"}, decodeBody(t, body)["amount"])
+}
+
+func TestNewRequestCaptureCancel(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := withKind(chargeReq(), payonce.KindCapture, 50050, "2d5c5e8a-000f-5000-9000-1b2c3d4e5f60")
+	hr, body := build(t, b.p, r)
+	requireCommonHeaders(t, hr, r.Key)
+	require.Equal(t, base+"/v3/payments/2d5c5e8a-000f-5000-9000-1b2c3d4e5f60/capture", hr.URL.String())
+	require.JSONEq(t, `{"amount":{"value":"500.50","currency":"RUB"}}`, body)
+	r.Request.Amount = 0
+	_, body = build(t, b.p, r)
+	require.Equal(t, `{}`, body, "a full capture sends no amount")
+
+	c := withKind(chargeReq(), payonce.KindCancel, 0, "pay/../x")
+	hr, body = build(t, b.p, c)
+	requireCommonHeaders(t, hr, c.Key)
+	require.Equal(t, base+"/v3/payments/pay%2F..%2Fx/cancel", hr.URL.String())
+	require.Equal(t, `{}`, body)
+}
+
+func TestNewRequestRefund(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := withKind(chargeReq(), payonce.KindRefund, 70000, "2d5c5e8a-000f-5000-9000-1b2c3d4e5f60")
+	r.Request.References = []string{"order", "42", "1"}
+	hr, body := build(t, b.p, r)
+	requireCommonHeaders(t, hr, r.Key)
+	require.Equal(t, base+"/v3/refunds", hr.URL.String())
+	require.Equal(t, map[string]any{
+		"payment_id":  "2d5c5e8a-000f-5000-9000-1b2c3d4e5f60",
+		"amount":      map[string]any{"value": "700.00", "currency": "RUB"},
+		"description": "payonce_op:" + r.OperationID,
+	}, decodeBody(t, body))
+	require.NotContains(t, body, "metadata", "YooKassa refunds carry no metadata")
+
+	// A caller description is kept, cut so that the marker fits in 250.
+	r.Request.Description = strings.Repeat("ж", 300)
+	_, body = build(t, b.p, r)
+	desc := decodeBody(t, body)["description"].(string)
+	require.Equal(t, 250, utf8.RuneCountInString(desc))
+	require.True(t, strings.HasSuffix(desc, " payonce_op:"+r.OperationID))
+	r.Request.Description = "Returned goods"
+	_, body = build(t, b.p, r)
+	require.Equal(t, "Returned goods payonce_op:"+r.OperationID, decodeBody(t, body)["description"])
+}
+
+func TestNewRequestErrors(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tooMany := map[string]string{}
+	for i := range 13 {
+		tooMany["k"+string(rune('a'+i))] = "v"
+	}
+	for _, tc := range []struct {
+		name  string
+		mod   func(*payonce.SendRequest)
+		field string
+	}{
+		{"capture without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCapture, 0, "") }, "yookassa Request.PaymentRef"},
+		{"cancel without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCancel, 0, "") }, "yookassa Request.PaymentRef"},
+		{"refund without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindRefund, 1, "") }, "yookassa Request.PaymentRef"},
+		{"refund without amount", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindRefund, 0, "p1") }, "yookassa Request.Amount"},
+		{"refund without operation", func(r *payonce.SendRequest) {
+			*r = withKind(*r, payonce.KindRefund, 1, "p1")
+			r.OperationID = ""
+		}, "yookassa OperationID"},
+		{"no key", func(r *payonce.SendRequest) { r.Key = "" }, "yookassa Key"},
+		{"long key", func(r *payonce.SendRequest) { r.Key = strings.Repeat("a", 65) }, "yookassa Key"},
+		{"key with newline", func(r *payonce.SendRequest) { r.Key = "abc\ndef" }, "yookassa Key"},
+		{"no operation id", func(r *payonce.SendRequest) { r.OperationID = "" }, "yookassa OperationID"},
+		{"no payment method", func(r *payonce.SendRequest) { r.Request.PaymentMethod = "" }, "yookassa Request.PaymentMethod"},
+		{"zero amount", func(r *payonce.SendRequest) { r.Request.Amount = 0 }, "yookassa Request.Amount"},
+		{"no currency", func(r *payonce.SendRequest) { r.Request.Currency = "" }, "yookassa Request.Amount"},
+		{"long description", func(r *payonce.SendRequest) { r.Request.Description = strings.Repeat("d", 129) }, "yookassa Request.Description"},
+		{"unknown kind", func(r *payonce.SendRequest) { r.Request.Kind = "payout" }, "yookassa Request.Kind"},
+		{"reserved metadata", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"payonce_op": "x"} }, "yookassa Request.Metadata"},
+		{"long metadata key", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{strings.Repeat("k", 33): "x"} }, "yookassa Request.Metadata"},
+		{"too much metadata", func(r *payonce.SendRequest) { r.Request.Metadata = tooMany }, "yookassa Request.Metadata"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := chargeReq()
+			tc.mod(&r)
+			hr, err := b.p.NewRequest(context.Background(), r)
+			require.Nil(t, hr)
+			require.ErrorIs(t, err, payonce.ErrInvalid)
+			var ve *payonce.ValidationError
+			require.True(t, errors.As(err, &ve))
+			require.Equal(t, tc.field, ve.Field)
+			require.NotContains(t, err.Error(), testSecret)
+		})
+	}
+}
+
+func TestNewRequestLongReferences(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := chargeReq()
+	refs := make([]string, 16)
+	for i := range refs {
+		refs[i] = strings.Repeat(string(rune('a'+i)), 100)
+	}
+	r.Request.References = refs
+	_, body := build(t, b.p, r)
+	v := decodeBody(t, body)["metadata"].(map[string]any)["payonce_refs"].(string)
+	require.LessOrEqual(t, utf8.RuneCountInString(v), 512)
+	var got []string
+	require.NoError(t, json.Unmarshal([]byte(v), &got))
+	require.Equal(t, refs[:len(got)-1], got[:len(got)-1])
+	require.Regexp(t, `^\.\.\.\+\d+$`, got[len(got)-1])
+}
+
+func TestNewRequestRoundTrip(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var got *http.Request
+	b.mt.RegisterResponder(http.MethodPost, base+"/v3/payments", func(req *http.Request) (*http.Response, error) {
+		got = req
+		return respond(200, `{"id":"p1","status":"succeeded","amount":{"value":"1200.00","currency":"RUB"}}`), nil
+	})
+	r := chargeReq()
+	hr, err := b.p.NewRequest(context.Background(), r)
+	require.NoError(t, err)
+	resp, err := b.hc.Do(hr)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, r.Key, got.Header.Get("Idempotence-Key"))
+	o := b.p.Classify(r, resp.StatusCode, resp.Header, body)
+	require.Equal(t, "p1", o.ProviderRef)
+}

@@ -1,0 +1,173 @@
+package yookassa
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// The JSON shapes below hold only the fields the adapter reads; YooKassa
+// sends many more, which encoding/json ignores.
+
+// Payment statuses (https://yookassa.ru/developers/payment-acceptance/getting-started/payment-process).
+const (
+	statusPending           = "pending"
+	statusWaitingForCapture = "waiting_for_capture"
+	statusSucceeded         = "succeeded"
+	statusCanceled          = "canceled"
+)
+
+// Cancellation reasons that follow a successful authorization: the payment
+// was held, then released by the merchant or by expiry.
+const (
+	reasonCanceledByMerchant = "canceled_by_merchant"
+	reasonExpiredOnCapture   = "expired_on_capture"
+)
+
+// Error codes and texts the classification depends on.
+const (
+	codeInvalidRequest   = "invalid_request"
+	codeNotFound         = "not_found"
+	codeTooManyRequests  = "too_many_requests"
+	typeError            = "error"
+	typeList             = "list"
+	typeProcessing       = "processing"
+	paramIdempotenceKey  = "Idempotence-Key"
+	descKeyDuplicated    = "Idempotence key duplicated"
+	codeCanceled         = "canceled"
+	codeRefundCanceled   = "refund_canceled"
+	codeStillPending     = "pending"
+	codeUnexpectedStatus = "unexpected_status"
+)
+
+type amount struct {
+	Value    string `json:"value"`
+	Currency string `json:"currency"`
+}
+
+type cancellationDetails struct {
+	Party  string `json:"party"`
+	Reason string `json:"reason"`
+}
+
+type payment struct {
+	// Type is empty on a payment; errors, lists and 202 answers carry one.
+	Type                string               `json:"type"`
+	ID                  string               `json:"id"`
+	Status              string               `json:"status"`
+	Paid                bool                 `json:"paid"`
+	Amount              amount               `json:"amount"`
+	Metadata            map[string]string    `json:"metadata"`
+	CancellationDetails *cancellationDetails `json:"cancellation_details"`
+}
+
+type refund struct {
+	Type                string               `json:"type"`
+	ID                  string               `json:"id"`
+	PaymentID           string               `json:"payment_id"`
+	Status              string               `json:"status"`
+	Amount              amount               `json:"amount"`
+	Description         string               `json:"description"`
+	Metadata            map[string]string    `json:"metadata"`
+	CancellationDetails *cancellationDetails `json:"cancellation_details"`
+}
+
+type listOf[T any] struct {
+	Type       string `json:"type"`
+	Items      []T    `json:"items"`
+	NextCursor string `json:"next_cursor"`
+}
+
+// apiError is YooKassa's error body, and also reads the 202 "processing"
+// body (type, description, retry_after).
+type apiError struct {
+	Type        string          `json:"type"`
+	ID          string          `json:"id"`
+	Code        string          `json:"code"`
+	Description string          `json:"description"`
+	Parameter   string          `json:"parameter"`
+	RetryAfter  json.RawMessage `json:"retry_after"`
+}
+
+var errNoID = errors.New("object has no id")
+
+func decodePayment(body []byte) (payment, error) {
+	var p payment
+	if err := decode(body, &p); err != nil {
+		return p, err
+	}
+	switch {
+	case p.Type != "":
+		return p, fmt.Errorf("body is a %q, not a payment", p.Type)
+	case p.ID == "":
+		return p, errNoID
+	case p.Status == "":
+		return p, errors.New("payment has no status")
+	}
+	return p, nil
+}
+
+func decodeRefund(body []byte) (refund, error) {
+	var r refund
+	if err := decode(body, &r); err != nil {
+		return r, err
+	}
+	switch {
+	case r.Type != "":
+		return r, fmt.Errorf("body is a %q, not a refund", r.Type)
+	case r.ID == "":
+		return r, errNoID
+	case r.PaymentID == "":
+		return r, errors.New("object has no payment_id: not a refund")
+	case r.Status == "":
+		return r, errors.New("refund has no status")
+	}
+	return r, nil
+}
+
+// decodeError parses an error (or 202 processing) body; nil when the body
+// holds none (an HTML page from a proxy, an empty body, ...).
+func decodeError(body []byte) *apiError {
+	if len(body) == 0 || len(body) > maxBodyBytes {
+		return nil
+	}
+	var e apiError
+	if json.Unmarshal(body, &e) != nil || e.Type == "" {
+		return nil
+	}
+	return &e
+}
+
+// retryAfter reads retry_after, in milliseconds, bounded by maxRetryAfter;
+// 0 when absent or unreadable.
+func (e *apiError) retryAfter() time.Duration {
+	if e == nil || len(e.RetryAfter) == 0 {
+		return 0
+	}
+	ms, err := strconv.ParseFloat(string(e.RetryAfter), 64)
+	if err != nil || ms <= 0 {
+		return 0
+	}
+	if ms >= float64(maxRetryAfter/time.Millisecond) {
+		return maxRetryAfter
+	}
+	return time.Duration(ms * float64(time.Millisecond))
+}
+
+func decode(body []byte, v any) error {
+	if len(body) > maxBodyBytes {
+		return fmt.Errorf("body is %d bytes, more than the %d the adapter reads", len(body), maxBodyBytes)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("body is not the expected JSON: %w", err)
+	}
+	return nil
+}
+
+// maxBodyBytes is the most of an answer the adapter reads (1 MiB).
+const maxBodyBytes = 1 << 20
+
+// maxRetryAfter bounds a wait read from an answer.
+const maxRetryAfter = 24 * time.Hour
