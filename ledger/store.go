@@ -49,6 +49,13 @@ type Store interface {
 	// the lease and the status is still From. A worker whose lease expired
 	// and was taken by another gets ErrLeaseLost and changes nothing.
 	// Errors: ErrLeaseLost, ErrStateConflict, ErrNotFound.
+	//
+	// A store may make Finish durable lazily (visible at once, flushed with
+	// the next durable commit): a Finish lost in a database crash leaves the
+	// operation as its last durable write did, under a lease that expires,
+	// and the decision table recovers the outcome by a status lookup. Every
+	// other writing method is durable when it returns: above all the attempt
+	// journal (Begin, StartAttempt), which rule 2 depends on.
 	Finish(ctx context.Context, p FinishParams) (Operation, error)
 
 	// ClaimDue leases up to Limit operations whose NextCheckAt is due (at or

@@ -276,11 +276,24 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 		// everything committed before the lock was granted) read the attempt
 		// and where the key window starts without it.
 		b := &pgx.Batch{}
+		if s.lazyOutcomes {
+			// An outcome lost in a crash is recovered by a lookup (see
+			// Config.DurableOutcomes); the journal written before the
+			// request was sent is durable whatever this says. Same round
+			// trip: it rides in the batch.
+			b.Queue("SET LOCAL synchronous_commit TO OFF")
+		}
 		b.Queue(s.q.lockOp, p.ID)
 		if p.Attempt != nil {
 			b.Queue(s.q.attemptForFinish, p.ID, p.Attempt.Number)
 		}
 		br := tx.SendBatch(ctx, b)
+		if s.lazyOutcomes {
+			if _, err := br.Exec(); err != nil {
+				_ = br.Close()
+				return err
+			}
+		}
 		op, err := scanOp(br.QueryRow())
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = fmt.Errorf("%w: %q", ledger.ErrNotFound, p.ID)

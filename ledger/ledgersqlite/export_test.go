@@ -27,3 +27,14 @@ func MigrateTo(ctx context.Context, s *Store, version int) error {
 	}
 	return s.migrate(ctx, keep)
 }
+
+// WriteSynchronous runs an empty write transaction the way the Store's
+// durable writes run and reports the connection's PRAGMA synchronous inside
+// it (2 = FULL, 1 = NORMAL).
+func WriteSynchronous(ctx context.Context, s *Store) (int, error) {
+	var level int
+	err := s.write(ctx, func(c *sql.Conn) error {
+		return c.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&level)
+	})
+	return level, err
+}

@@ -21,7 +21,7 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 		return ledger.Operation{}, fail("finish", err)
 	}
 	var out ledger.Operation
-	err := s.write(ctx, func(c *sql.Conn) error {
+	err := s.writeTx(ctx, s.lazyOutcomes, func(c *sql.Conn) error {
 		op, err := getOp(ctx, c, p.ID)
 		if err != nil {
 			return err

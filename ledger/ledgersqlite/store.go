@@ -55,6 +55,11 @@ type Store struct {
 
 	// commits counts the COMMITs this Store issued (for tests and benchmarks).
 	commits atomic.Int64
+
+	synchronous Synchronous
+	// lazyOutcomes commits Finish with synchronous=NORMAL; see
+	// WithDurableOutcomes.
+	lazyOutcomes bool
 }
 
 // Synchronous is SQLite's PRAGMA synchronous setting for the Store's writes.
@@ -75,8 +80,9 @@ const (
 )
 
 type config struct {
-	busyTimeout time.Duration
-	synchronous Synchronous
+	busyTimeout     time.Duration
+	synchronous     Synchronous
+	durableOutcomes bool
 }
 
 // Option configures Open and New.
@@ -93,6 +99,16 @@ func WithBusyTimeout(d time.Duration) Option {
 // SynchronousFull; see SynchronousNormal for the trade-off.
 func WithSynchronous(s Synchronous) Option {
 	return func(c *config) { c.synchronous = s }
+}
+
+// WithDurableOutcomes makes Finish sync to disk like every other write. By
+// default, with SynchronousFull, Finish commits with synchronous=NORMAL: the
+// attempt journal is always synced before a request is sent, while an
+// outcome lost to a power cut is recovered by a status lookup (see
+// ledger.Store.Finish). That saves one fsync per operation on the caller's
+// latency path; the outcome reaches the disk with the next synced commit.
+func WithDurableOutcomes() Option {
+	return func(c *config) { c.durableOutcomes = true }
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -145,7 +161,11 @@ func Open(path string, opts ...Option) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("ledgersqlite: open %s: journal mode is %q, want wal (is the file on a filesystem without shared memory?)", path, mode)
 	}
-	return &Store{db: db, ownsDB: true, writeSem: make(chan struct{}, 1)}, nil
+	// synchronous is set again before every write: a lazy Finish lowers it
+	// on its connection, and the next write there must not inherit that.
+	return &Store{db: db, ownsDB: true, writeSem: make(chan struct{}, 1),
+		writeSetup: "PRAGMA synchronous = " + string(cfg.synchronous), synchronous: cfg.synchronous,
+		lazyOutcomes: !cfg.durableOutcomes}, nil
 }
 
 // fileDSN builds a modernc.org/sqlite URI for path. Every connection of the
@@ -193,10 +213,12 @@ func New(db *sql.DB, opts ...Option) (*Store, error) {
 	}
 	busy := fmt.Sprintf("PRAGMA busy_timeout = %d", cfg.busyTimeout.Milliseconds())
 	return &Store{
-		db:         db,
-		writeSem:   make(chan struct{}, 1),
-		readSetup:  busy,
-		writeSetup: busy + "; PRAGMA synchronous = " + string(cfg.synchronous),
+		db:           db,
+		writeSem:     make(chan struct{}, 1),
+		readSetup:    busy,
+		writeSetup:   busy + "; PRAGMA synchronous = " + string(cfg.synchronous),
+		synchronous:  cfg.synchronous,
+		lazyOutcomes: !cfg.durableOutcomes,
 	}, nil
 }
 
@@ -252,6 +274,13 @@ func (s *Store) read(ctx context.Context, fn func(c *sql.Conn) error) error {
 // only wait is at BEGIN, where busy_timeout applies, and the rows read inside
 // are the rows written.
 func (s *Store) write(ctx context.Context, fn func(c *sql.Conn) error) error {
+	return s.writeTx(ctx, false, fn)
+}
+
+// writeTx is write; lazy commits with synchronous=NORMAL (durable at the
+// next FULL commit, which flushes the whole WAL up to it) when the Store
+// keeps full durability for everything else. See WithDurableOutcomes.
+func (s *Store) writeTx(ctx context.Context, lazy bool, fn func(c *sql.Conn) error) error {
 	select {
 	case s.writeSem <- struct{}{}:
 	case <-ctx.Done():
@@ -264,6 +293,12 @@ func (s *Store) write(ctx context.Context, fn func(c *sql.Conn) error) error {
 		return err
 	}
 	defer c.Close()
+	if lazy && s.synchronous == SynchronousFull {
+		// The connection's next write sets its synchronous level again.
+		if _, err := c.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
+			return err
+		}
+	}
 	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return err
 	}
