@@ -399,7 +399,8 @@ type Request struct {
 	// later with KindCapture. Only a charge may set it.
 	CaptureManual bool `json:"capture_manual,omitempty"`
 	// Currency is an ISO 4217 code in upper case, such as "USD". Only a
-	// cancel may leave it empty.
+	// request without an amount that is not a charge (a cancel, a capture or
+	// refund of the whole) may leave it empty.
 	Currency string `json:"currency,omitempty"`
 	// Customer is the provider's customer id, if any.
 	Customer string `json:"customer,omitempty"`
@@ -458,11 +459,13 @@ func (r Request) Validate() error {
 
 func validateCurrency(code string, kind Kind, amount int64) error {
 	if code == "" {
-		if kind != KindCancel {
+		// A charge always names its currency; a capture or refund of "the
+		// whole" (Amount 0) and a cancel act on a payment that has one.
+		if kind == KindCharge {
 			return invalid("Currency", `is required for a %s; use an ISO 4217 code such as "USD"`, kind)
 		}
 		if amount != 0 {
-			return invalid("Currency", "is required when Amount is set")
+			return invalid("Currency", `is required when Amount is set; use an ISO 4217 code such as "USD"`)
 		}
 		return nil
 	}

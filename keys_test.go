@@ -362,7 +362,7 @@ func TestRequestValidate(t *testing.T) {
 		{"negative amount", func(r *Request) { r.Amount = -1 }, "Amount", "0 or more"},
 		{"capture_manual on refund", func(r *Request) { r.Kind = KindRefund; r.CaptureManual = true }, "CaptureManual", "only a charge"},
 		{"no currency on a charge", func(r *Request) { r.Currency = "" }, "Currency", "is required for a charge"},
-		{"no currency on a refund", func(r *Request) { r.Kind = KindRefund; r.Currency = "" }, "Currency", "is required for a refund"},
+		{"no currency on a partial refund", func(r *Request) { r.Kind = KindRefund; r.Currency = "" }, "Currency", "when Amount is set"},
 		{"cancel with amount, no currency", func(r *Request) { r.Kind = KindCancel; r.Currency = "" }, "Currency", "when Amount is set"},
 		{"lower-case currency", func(r *Request) { r.Currency = "usd" }, "Currency", `use "USD"`},
 		{"mixed-case currency", func(r *Request) { r.Currency = "Eur" }, "Currency", `use "EUR"`},
@@ -834,4 +834,12 @@ func BenchmarkFingerprint(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func TestFullRefundAndCaptureNeedNoCurrency(t *testing.T) {
+	for _, k := range []Kind{KindRefund, KindCapture, KindCancel} {
+		r := Request{Kind: k, References: []string{"order-1"}, PaymentRef: "pi_1"}
+		require.NoError(t, r.Validate(), "full %s needs no currency", k)
+	}
+	require.Error(t, Request{Kind: KindCharge, Amount: 100, References: []string{"o"}}.Validate())
 }

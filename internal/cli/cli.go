@@ -1,0 +1,243 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// Exit codes of every command; see the package documentation.
+const (
+	ExitOK          = 0
+	ExitError       = 1
+	ExitUsage       = 2
+	ExitFailed      = 3
+	ExitUnknown     = 4
+	ExitInProgress  = 5
+	ExitReview      = 6
+	ExitUnavailable = 7
+)
+
+// exitCodesHelp is the exit code table printed by help.
+const exitCodesHelp = `Exit codes:
+  0  succeeded
+  1  any other error
+  2  usage or configuration error (bad flag, amount, currency, unknown command,
+     provider or status, bad ledger URL, unreachable database, missing
+     credential variable, unknown operation id)
+  3  failed: declined or refused by the provider (final)
+  4  outcome unknown: the request may have reached the provider; run
+     "payonce reconcile" (or the same command later) to settle it
+  5  in progress: another process holds the operation right now
+  6  manual review: an operator decides ("payonce review list")
+  7  provider unavailable: nothing was sent; recorded as pending
+`
+
+// App runs commands with its own environment and output, so that tests can
+// run them in-process. The zero value is not usable; see Main.
+type App struct {
+	// Env reads an environment variable (os.Getenv in the binary).
+	Env func(string) string
+	// Stdout receives results; Stderr receives errors, warnings and progress.
+	Stdout, Stderr io.Writer
+	// Providers are the adapters --provider may name.
+	Providers *Registry
+}
+
+// Main runs the payonce command line given in args (without the program
+// name) and returns the process exit code. SIGINT and SIGTERM cancel the
+// command's context: a charge in flight records what it knows, and
+// "reconcile" stops after its current pass.
+func Main(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
+	a := &App{Env: env, Stdout: stdout, Stderr: stderr, Providers: DefaultRegistry()}
+	return a.Run(ctx, args)
+}
+
+// Run runs one command line and returns its exit code.
+func (a *App) Run(ctx context.Context, args []string) int {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := a.dispatch(ctx, args)
+	return a.report(err)
+}
+
+// exitError carries an exit code with the error to print.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageErrorf is an error the user fixes by changing the command line or the
+// configuration: exit code 2.
+func usageErrorf(format string, args ...any) error {
+	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// withCode gives err an exit code.
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+// silentExit is an exit code whose explanation was already printed.
+type silentExit int
+
+func (e silentExit) Error() string { return fmt.Sprintf("exit %d", int(e)) }
+
+// report prints err (if any) and returns the exit code it carries.
+func (a *App) report(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var s silentExit
+	if errors.As(err, &s) {
+		return int(s)
+	}
+	code := ExitError
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "payonce: ") {
+		msg = "payonce: " + msg
+	}
+	fmt.Fprintln(a.Stderr, msg)
+	return code
+}
+
+// command is one command of the tool.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, a *App, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"demo", "charge and refund through an in-process fake Stripe with injected faults, then reconcile", runDemo},
+		{"migrate", "create or upgrade the ledger's schema", runMigrate},
+		{"charge", "charge (or authorize) one order", runCharge},
+		{"capture", "capture an authorized charge", runCapture},
+		{"cancel", "cancel an authorized, uncaptured charge", runCancel},
+		{"refund", "refund an order, once per --refund-seq", runRefund},
+		{"reconcile", "settle what calls left unfinished (once, until idle, or as a loop)", runReconcile},
+		{"ops", "list and show operations (ops list, ops show ID)", runOps},
+		{"review", "list and resolve operations in manual review", runReview},
+		{"cleanup", "delete finished operations older than the retention", runCleanup},
+		{"help", "show help for a command", runHelp},
+	}
+}
+
+func findCommand(name string) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+func (a *App) dispatch(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		a.printOverview(a.Stderr)
+		return silentExit(ExitUsage)
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help":
+		a.printOverview(a.Stdout)
+		return nil
+	}
+	c, ok := findCommand(name)
+	if !ok {
+		msg := fmt.Sprintf("unknown command %q", name)
+		if s := suggest(name); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		return usageErrorf("%s; run \"payonce help\" for the list of commands", msg)
+	}
+	return c.run(ctx, a, args[1:])
+}
+
+func (a *App) printOverview(w io.Writer) {
+	fmt.Fprint(w, `payonce charges, captures, cancels and refunds through payment providers so
+that money moves exactly once, and settles what a failure left unknown.
+
+Usage:
+  payonce <command> [flags]
+
+Commands:
+`)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, `
+Run "payonce <command> -h" for the flags of a command.
+
+The ledger: --ledger (or PAYONCE_LEDGER) is a postgres:// URL, sqlite:PATH or a
+file path; default sqlite:payonce.db. --schema (or PAYONCE_SCHEMA) picks the
+PostgreSQL schema, default public. Provider credentials come only from the
+environment: %s.
+
+%s`, a.Providers.credentialHelp(), exitCodesHelp)
+}
+
+func runHelp(ctx context.Context, a *App, args []string) error {
+	if len(args) == 0 || args[0] == "help" {
+		a.printOverview(a.Stdout)
+		return nil
+	}
+	if _, ok := findCommand(args[0]); !ok {
+		return usageErrorf("unknown command %q; run \"payonce help\" for the list of commands", args[0])
+	}
+	return a.dispatch(ctx, append(append([]string(nil), args...), "-h"))
+}
+
+// suggest returns the command closest to name, if it is close enough to be
+// a typo.
+func suggest(name string) string {
+	best, bestD := "", 3
+	names := make([]string, 0, 12)
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if d := editDistance(strings.ToLower(name), n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,492 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/mocks"
+	"github.com/payonce/payonce/providers/stripe"
+)
+
+// demoFaultMix is the share of each fault kind among the requests that move
+// money, as a fraction of the total fault rate (they add up to 1).
+var demoFaultMix = []struct {
+	kind  mocks.FaultKind
+	share float64
+}{
+	{mocks.FaultDropAfterProcessing, 0.15},
+	{mocks.FaultHangAfterProcessing, 0.15},
+	{mocks.FaultGatewayBefore502, 0.15},
+	{mocks.FaultGatewayAfter502, 0.15},
+	{mocks.FaultRateLimit429, 0.10},
+	{mocks.FaultSlow, 0.15},
+	{mocks.FaultStored500, 0.15},
+}
+
+// demoSettings are the timings the demo runs with: short, so that it
+// settles within seconds; each is printed with the report.
+type demoSettings struct {
+	Orders, Refunds, Concurrency int
+	Seed                         int64
+	FaultRate                    float64
+	KeyTTL                       time.Duration // fake and adapter
+	FakeSearchLag                time.Duration
+	AdapterSearchLag             time.Duration
+	AttemptTimeout               time.Duration
+	HangFor, SlowFor, RetryAfter time.Duration
+	CheckInterval                time.Duration
+	SafetyMargin                 time.Duration
+	Retry                        payonce.RetryPolicy
+	Breaker                      payonce.BreakerSettings
+	DeclineEvery                 int // one order in DeclineEvery pays with a declined card
+	Ledger                       string
+	TemporaryLedger              bool
+	FakeURL                      string
+}
+
+func defaultDemoSettings() demoSettings {
+	return demoSettings{
+		Orders: 200, Refunds: 50, Concurrency: 16, Seed: 1, FaultRate: 0.20,
+		KeyTTL:           20 * time.Second,
+		FakeSearchLag:    time.Second,
+		AdapterSearchLag: 2 * time.Second,
+		AttemptTimeout:   time.Second,
+		HangFor:          2 * time.Second,
+		SlowFor:          300 * time.Millisecond,
+		RetryAfter:       time.Second,
+		CheckInterval:    time.Second,
+		Retry:            payonce.RetryPolicy{MaxAttempts: 3, BaseDelay: 50 * time.Millisecond, MaxDelay: 500 * time.Millisecond, MaxRetryAfter: 2 * time.Second},
+		Breaker:          payonce.BreakerSettings{ConsecutiveFailures: 8, OpenFor: 500 * time.Millisecond},
+		DeclineEvery:     40,
+	}
+}
+
+func runDemo(ctx context.Context, a *App, args []string) error {
+	s := defaultDemoSettings()
+	f := newFlags("demo", "payonce demo [--orders N] [--refunds M] [--concurrency C] [--seed S] [--ledger DSN] [--json]",
+		`Starts a fake Stripe in this process that fails about a fifth of the requests
+that move money in every way it knows (answers lost after the money moved,
+hangs, proxy 502s before and after processing, rate limits, slow answers,
+stored 500s), charges --orders orders and refunds --refunds of them at
+--concurrency through payonce, runs the reconciler until nothing is left to
+settle, and compares the ledger with what the fake really did. Its timings
+are short (a key TTL of 20s instead of Stripe's 24h) so that it settles in
+about half a minute; they are printed with the report.
+
+Exit code 0 when no reference was charged or refunded twice and every
+operation settled (succeeded, failed, or in manual review); 1 otherwise.
+Needs no credential and no setup: the ledger is a temporary SQLite file
+unless --ledger (or PAYONCE_LEDGER) names one.`)
+	lf := addLedgerFlags(f)
+	var asJSON bool
+	f.IntVar(&s.Orders, "orders", s.Orders, "`N` orders to charge")
+	f.IntVar(&s.Refunds, "refunds", s.Refunds, "refund `M` of the orders")
+	f.IntVar(&s.Concurrency, "concurrency", s.Concurrency, "`C` calls at once (and operations the reconciler settles at once)")
+	f.Int64Var(&s.Seed, "seed", s.Seed, "`S` seeds amounts, declines and the fake's faults")
+	f.Float64Var(&s.FaultRate, "fault-rate", s.FaultRate, "`RATE` of the requests that move money the fake fails, 0 to 1")
+	f.duration(&s.KeyTTL, "key-ttl", s.KeyTTL, "idempotency key TTL of the fake and the adapter (`D`); stored 500s reach\nreview once it has passed")
+	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
+	pos, err := f.parse(a, args)
+	if err != nil {
+		return err
+	}
+	if err := positional(f, pos); err != nil {
+		return err
+	}
+	switch {
+	case s.Orders < 1 || s.Orders > 100000:
+		return usageErrorf("--orders must be between 1 and 100000, got %d", s.Orders)
+	case s.Refunds < 0 || s.Refunds > s.Orders:
+		return usageErrorf("--refunds must be between 0 and --orders (%d), got %d", s.Orders, s.Refunds)
+	case s.Concurrency < 1 || s.Concurrency > 256:
+		return usageErrorf("--concurrency must be between 1 and 256, got %d", s.Concurrency)
+	case s.FaultRate < 0 || s.FaultRate > 1:
+		return usageErrorf("--fault-rate must be between 0 and 1, got %v", s.FaultRate)
+	case s.KeyTTL < 4*s.AttemptTimeout:
+		return usageErrorf("--key-ttl must be at least %s, got %s", 4*s.AttemptTimeout, s.KeyTTL)
+	}
+	s.SafetyMargin = safetyMargin(s.KeyTTL, s.AttemptTimeout)
+	if s.SafetyMargin == 0 {
+		s.SafetyMargin = max(time.Minute, s.KeyTTL/100) + s.AttemptTimeout
+	}
+
+	start := time.Now()
+	d, err := newDemo(ctx, a, s, lf)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	runErr := d.run(ctx)
+	// The report is read even after an interrupt.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	rep, err := d.report(rctx, time.Since(start))
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		if err := writeJSON(a.Stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		rep.print(a.Stdout)
+	}
+	switch {
+	case runErr != nil:
+		return withCode(ExitError, runErr)
+	case rep.DoubleCharges > 0 || rep.DoubleRefunds > 0:
+		return withCode(ExitError, fmt.Errorf("money moved twice: %d references charged twice, %d refunded twice", rep.DoubleCharges, rep.DoubleRefunds))
+	case rep.Total.Unsettled > 0:
+		return withCode(ExitError, fmt.Errorf("%d operations did not settle", rep.Total.Unsettled))
+	}
+	return nil
+}
+
+// demo is one run of the demo.
+type demo struct {
+	a        *App
+	s        demoSettings
+	fake     *mocks.Stripe
+	ledger   *ledgerConn
+	tempDir  string
+	client   *payonce.Client
+	rec      *payonce.Reconciler
+	prog     *progress
+	runID    string
+	orders   []demoOrder
+	refunded []bool // by order index: a refund was asked for
+
+	passes, claimed, settled int
+
+	errMu    sync.Mutex
+	callErrs []string // calls that failed to act (not outcomes such as declined)
+}
+
+// noteErr keeps the error of a call that did not describe an outcome.
+func (d *demo) noteErr(what string, err error) {
+	if _, outcome := callExit(err); outcome {
+		return
+	}
+	d.errMu.Lock()
+	defer d.errMu.Unlock()
+	if len(d.callErrs) < 20 {
+		d.callErrs = append(d.callErrs, what+": "+err.Error())
+	}
+}
+
+type demoOrder struct {
+	id      string
+	amount  int64
+	decline bool
+	charged atomic.Bool // the charge call reported success
+}
+
+func newDemo(ctx context.Context, a *App, s demoSettings, lf *ledgerFlags) (*demo, error) {
+	d := &demo{a: a, s: s, prog: newProgress(a.Stderr)}
+	ok := false
+	defer func() {
+		if !ok {
+			d.close()
+		}
+	}()
+	var err error
+	if lf.f.wasSet("ledger") || a.Env("PAYONCE_LEDGER") != "" {
+		d.ledger, err = a.openLedger(ctx, lf, openCreate)
+	} else {
+		d.tempDir, err = os.MkdirTemp("", "payonce-demo-")
+		if err != nil {
+			return nil, fmt.Errorf("creating a temporary directory for the ledger: %w", err)
+		}
+		d.s.TemporaryLedger = true
+		d.ledger, err = openSQLite(filepath.Join(d.tempDir, "ledger.db"), openCreate)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.s.Ledger = d.ledger.desc
+	if _, _, err := d.ledger.migrate(ctx); err != nil {
+		return nil, fmt.Errorf("migrating the ledger %s: %w", d.ledger.desc, err)
+	}
+
+	rates := map[mocks.FaultKind]float64{}
+	for _, m := range demoFaultMix {
+		if s.FaultRate > 0 {
+			rates[m.kind] = s.FaultRate * m.share
+		}
+	}
+	d.fake = mocks.NewStripe(mocks.StripeOptions{
+		Seed: s.Seed, KeyTTL: s.KeyTTL, SearchLag: s.FakeSearchLag, FaultRates: rates,
+		HangFor: s.HangFor, SlowFor: s.SlowFor, RetryAfter: s.RetryAfter,
+	})
+	d.s.FakeURL = d.fake.URL()
+	psp, err := stripe.New(stripe.Config{APIKey: d.fake.APIKey(), BaseURL: d.fake.URL(), KeyTTL: s.KeyTTL, SearchLag: s.AdapterSearchLag})
+	if err != nil {
+		return nil, err
+	}
+	d.client, err = payonce.New(payonce.Config{
+		Provider: psp, Store: d.ledger.store, Logger: a.logger(quiet),
+		// Keep-alives off: a dropped answer reaches the client as a
+		// dropped answer, not as Go's transparent resend on a new
+		// connection, so the demo shows what a real network does.
+		HTTPClient:     &http.Client{Transport: &http.Transport{DisableKeepAlives: true, MaxConnsPerHost: 4 * s.Concurrency}},
+		AttemptTimeout: s.AttemptTimeout, Retry: s.Retry, Breaker: s.Breaker,
+		CheckInterval: s.CheckInterval, SafetyMargin: s.SafetyMargin,
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.rec, err = payonce.NewReconciler(payonce.ReconcilerConfig{
+		Store: d.ledger.store, Clients: []*payonce.Client{d.client}, BatchSize: 500, Concurrency: s.Concurrency,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	// Order ids are unique per run, so that a demo on a kept ledger never
+	// meets the orders of an earlier run.
+	d.runID = "demo-" + strconv.FormatInt(time.Now().UnixMilli(), 36)
+	rng := rand.New(rand.NewPCG(uint64(s.Seed), 0x5eed))
+	d.orders = make([]demoOrder, s.Orders)
+	d.refunded = make([]bool, s.Orders)
+	for i := range d.orders {
+		d.orders[i].id = fmt.Sprintf("%s-%05d", d.runID, i+1)
+		d.orders[i].amount = 500 + 50*rng.Int64N(390) // 5.00 .. 199.50
+		d.orders[i].decline = s.DeclineEvery > 0 && rng.IntN(s.DeclineEvery) == 0
+	}
+	ok = true
+	return d, nil
+}
+
+func (d *demo) close() {
+	d.prog.stop()
+	if d.fake != nil {
+		d.fake.Close()
+	}
+	if d.ledger != nil {
+		d.ledger.Close()
+	}
+	if d.tempDir != "" {
+		_ = os.RemoveAll(d.tempDir)
+	}
+}
+
+// run charges, refunds and reconciles until every operation is settled.
+func (d *demo) run(ctx context.Context) error {
+	d.prog.start("calling", d.s.Orders+d.s.Refunds)
+	var reserved atomic.Int64
+	var mu sync.Mutex
+	d.parallel(ctx, len(d.orders), func(i int) {
+		o := &d.orders[i]
+		_, err := d.client.Charge(ctx, d.chargeParams(o))
+		d.prog.add(1)
+		if err != nil {
+			d.noteErr("charge "+o.id, err)
+			return
+		}
+		o.charged.Store(true)
+		if reserved.Add(1) > int64(d.s.Refunds) {
+			return
+		}
+		mu.Lock()
+		d.refunded[i] = true
+		mu.Unlock()
+		_, err = d.client.Refund(ctx, d.refundParams(o))
+		d.noteErr("refund "+o.id, err)
+		d.prog.add(1)
+	})
+	d.prog.done(fmt.Sprintf("%d charge calls and %d refund calls returned", d.s.Orders, min(int(reserved.Load()), d.s.Refunds)))
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+
+	deadline := time.Now().Add(max(2*time.Minute, 6*d.s.KeyTTL))
+	for round := 0; ; round++ {
+		if err := d.settle(ctx, deadline); err != nil {
+			return err
+		}
+		// Top up the refunds with charges the reconciler settled.
+		todo, err := d.moreRefunds(ctx)
+		if err != nil {
+			return err
+		}
+		if len(todo) == 0 || round == 3 {
+			return nil
+		}
+		d.prog.start("refunding", len(todo))
+		d.parallel(ctx, len(todo), func(j int) {
+			o := &d.orders[todo[j]]
+			_, err := d.client.Refund(ctx, d.refundParams(o))
+			d.noteErr("refund "+o.id, err)
+			d.prog.add(1)
+		})
+		d.prog.done(fmt.Sprintf("called %d more refunds of charges the reconciler settled", len(todo)))
+	}
+}
+
+func (d *demo) chargeParams(o *demoOrder) payonce.ChargeParams {
+	pm := "pm_card_visa"
+	if o.decline {
+		pm = "pm_card_chargeDeclined"
+	}
+	return payonce.ChargeParams{OrderID: o.id, Amount: o.amount, Currency: "USD", PaymentMethod: pm}
+}
+
+func (d *demo) refundParams(o *demoOrder) payonce.RefundParams {
+	return payonce.RefundParams{OrderID: o.id, RefundSeq: 1, Amount: o.amount, Currency: "USD"}
+}
+
+// parallel runs fn(0..n-1) on the configured number of workers.
+func (d *demo) parallel(ctx context.Context, n int, fn func(int)) {
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range min(d.s.Concurrency, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				fn(i)
+			}
+		}()
+	}
+	for i := range n {
+		if ctx.Err() != nil {
+			break
+		}
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+}
+
+// moreRefunds picks orders whose charge the reconciler settled as
+// succeeded, to reach the number of refunds asked for.
+func (d *demo) moreRefunds(ctx context.Context) ([]int, error) {
+	want := d.s.Refunds
+	for _, r := range d.refunded {
+		if r {
+			want--
+		}
+	}
+	if want <= 0 {
+		return nil, nil
+	}
+	var todo []int
+	for i := range d.orders {
+		if len(todo) == want {
+			break
+		}
+		if d.refunded[i] {
+			continue
+		}
+		id, err := payonce.Identity{Provider: "stripe", Kind: payonce.KindCharge, References: []string{d.orders[i].id}}.OperationID()
+		if err != nil {
+			return nil, err
+		}
+		op, _, err := d.ledger.store.Get(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("reading order %s: %w", d.orders[i].id, err)
+		}
+		if op.Status == ledger.StatusSucceeded {
+			d.refunded[i] = true
+			todo = append(todo, i)
+		}
+	}
+	return todo, nil
+}
+
+// settle runs reconciler passes until no operation of the run is pending,
+// unknown or in flight, waiting between passes exactly until the next one
+// comes due.
+func (d *demo) settle(ctx context.Context, deadline time.Time) error {
+	d.prog.start("reconciling", 0)
+	for {
+		rep, err := d.rec.RunOnce(ctx)
+		if err != nil {
+			return err
+		}
+		d.passes++
+		d.claimed += rep.Claimed
+		d.settled += rep.Settled
+		open, next, err := d.open(ctx)
+		if err != nil {
+			return err
+		}
+		if open == 0 {
+			d.prog.done(fmt.Sprintf("reconciled: %d passes claimed %d operations, settled %d", d.passes, d.claimed, d.settled))
+			return nil
+		}
+		wait := time.Until(next)
+		d.prog.status(fmt.Sprintf("%d operations open", open), next)
+		if time.Now().After(deadline) {
+			d.prog.done("")
+			return fmt.Errorf("%d operations still open when the demo's time ran out", open)
+		}
+		if rep.Claimed > 0 && wait <= 0 {
+			continue
+		}
+		wait = min(max(wait, 20*time.Millisecond), time.Second)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			d.prog.done("")
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// open counts the run's operations that are not terminal, and returns the
+// earliest time one of them is due.
+func (d *demo) open(ctx context.Context) (int, time.Time, error) {
+	n := 0
+	var next time.Time
+	for _, st := range []ledger.Status{ledger.StatusPending, ledger.StatusUnknown, ledger.StatusInFlight} {
+		ops, err := d.listAll(ctx, ledger.ListFilter{Status: st, Provider: "stripe"})
+		if err != nil {
+			return 0, next, err
+		}
+		for _, op := range ops {
+			n++
+			due := op.NextCheckAt
+			if st == ledger.StatusInFlight && op.LeaseExpiresAt.After(due) {
+				due = op.LeaseExpiresAt
+			}
+			if next.IsZero() || due.Before(next) {
+				next = due
+			}
+		}
+	}
+	return n, next, nil
+}
+
+// listAll lists every operation of this run matching f, page by page.
+func (d *demo) listAll(ctx context.Context, f ledger.ListFilter) ([]ledger.Operation, error) {
+	var out []ledger.Operation
+	f.Limit = ledger.MaxLimit
+	for {
+		ops, err := d.ledger.store.List(ctx, f)
+		if err != nil {
+			return nil, fmt.Errorf("listing operations: %w", err)
+		}
+		for _, op := range ops {
+			if len(op.References) > 0 && len(op.References[0]) > len(d.runID) && op.References[0][:len(d.runID)] == d.runID {
+				out = append(out, op)
+			}
+		}
+		if len(ops) < f.Limit {
+			return out, nil
+		}
+		f.AfterID = ops[len(ops)-1].ID
+	}
+}

@@ -1,0 +1,344 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/providers/stripe"
+)
+
+// kindStats counts the operations of one kind as the ledger holds them.
+type kindStats struct {
+	Operations int `json:"operations"`
+	Attempts   int `json:"attempts"`
+	// Retries counts attempts after the first of each operation.
+	Retries int `json:"retries"`
+	// Lookups counts status lookups recorded as ledger events.
+	Lookups   int `json:"lookups"`
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	InReview  int `json:"in_review"`
+	Unsettled int `json:"unsettled"`
+}
+
+func (k *kindStats) add(o kindStats) {
+	k.Operations += o.Operations
+	k.Attempts += o.Attempts
+	k.Retries += o.Retries
+	k.Lookups += o.Lookups
+	k.Succeeded += o.Succeeded
+	k.Failed += o.Failed
+	k.InReview += o.InReview
+	k.Unsettled += o.Unsettled
+}
+
+// demoReport is what the demo prints; with --json, as one object.
+type demoReport struct {
+	Settings struct {
+		Orders           int                `json:"orders"`
+		Refunds          int                `json:"refunds"`
+		Concurrency      int                `json:"concurrency"`
+		Seed             int64              `json:"seed"`
+		FaultRate        float64            `json:"fault_rate"`
+		FaultMix         map[string]float64 `json:"fault_mix"`
+		KeyTTL           string             `json:"key_ttl"`
+		FakeSearchLag    string             `json:"fake_search_lag"`
+		AdapterSearchLag string             `json:"adapter_search_lag"`
+		AttemptTimeout   string             `json:"attempt_timeout"`
+		HangFor          string             `json:"hang_for"`
+		SlowFor          string             `json:"slow_for"`
+		RetryAfter       string             `json:"retry_after"`
+		CheckInterval    string             `json:"check_interval"`
+		SafetyMargin     string             `json:"safety_margin"`
+		MaxAttempts      int                `json:"max_attempts_per_call"`
+		BreakerFailures  uint32             `json:"breaker_failures"`
+		BreakerOpenFor   string             `json:"breaker_open_for"`
+		Ledger           string             `json:"ledger"`
+		TemporaryLedger  bool               `json:"temporary_ledger"`
+		FakeURL          string             `json:"fake_url"`
+	} `json:"settings"`
+	Charges kindStats `json:"charges"`
+	Refunds kindStats `json:"refunds"`
+	Total   kindStats `json:"total"`
+	// ProviderReplays counts answers the fake replayed for a repeated key.
+	ProviderReplays  int            `json:"provider_replays"`
+	ProviderKeyInUse int            `json:"provider_key_in_use"`
+	ProviderPOSTs    int            `json:"provider_posts"`
+	Faults           map[string]int `json:"faults"`
+	FaultsInjected   int            `json:"faults_injected"`
+	Reconciler       struct {
+		Passes  int `json:"passes"`
+		Claimed int `json:"claimed"`
+		Settled int `json:"settled"`
+	} `json:"reconciler"`
+	Money struct {
+		Currency         string `json:"currency"`
+		LedgerCharged    int64  `json:"ledger_charged"`
+		ProviderCharged  int64  `json:"provider_charged"`
+		LedgerRefunded   int64  `json:"ledger_refunded"`
+		ProviderRefunded int64  `json:"provider_refunded"`
+	} `json:"money"`
+	// DoubleCharges counts references the fake charged more than once.
+	DoubleCharges int `json:"double_charges"`
+	DoubleRefunds int `json:"double_refunds"`
+	// Duplicates names them.
+	Duplicates []string `json:"duplicates"`
+	// MovedInReview lists money the provider moved for operations that are
+	// in review: what the operator will find when resolving them.
+	MovedInReview []string `json:"moved_in_review"`
+	// Mismatches lists where the ledger and the provider disagree outside
+	// review.
+	Mismatches []string `json:"mismatches"`
+	// CallErrors lists calls that failed to act (a ledger write, a bug),
+	// as opposed to outcomes such as a decline.
+	CallErrors     []string `json:"call_errors"`
+	ElapsedSeconds float64  `json:"elapsed_seconds"`
+	OK             bool     `json:"ok"`
+}
+
+// report reads the ledger and the fake's truth.
+func (d *demo) report(ctx context.Context, elapsed time.Duration) (*demoReport, error) {
+	s := d.s
+	r := &demoReport{Duplicates: []string{}, MovedInReview: []string{}, Mismatches: []string{}, Faults: map[string]int{}}
+	st := &r.Settings
+	st.Orders, st.Refunds, st.Concurrency, st.Seed, st.FaultRate = s.Orders, s.Refunds, s.Concurrency, s.Seed, s.FaultRate
+	st.FaultMix = map[string]float64{}
+	for _, m := range demoFaultMix {
+		st.FaultMix[m.kind.String()] = m.share * s.FaultRate
+	}
+	st.KeyTTL, st.FakeSearchLag, st.AdapterSearchLag = fmtDuration(s.KeyTTL), s.FakeSearchLag.String(), s.AdapterSearchLag.String()
+	st.AttemptTimeout, st.HangFor, st.SlowFor, st.RetryAfter = s.AttemptTimeout.String(), s.HangFor.String(), s.SlowFor.String(), s.RetryAfter.String()
+	st.CheckInterval, st.SafetyMargin = s.CheckInterval.String(), s.SafetyMargin.String()
+	st.MaxAttempts, st.BreakerFailures, st.BreakerOpenFor = s.Retry.MaxAttempts, s.Breaker.ConsecutiveFailures, s.Breaker.OpenFor.String()
+	st.Ledger, st.TemporaryLedger, st.FakeURL = s.Ledger, s.TemporaryLedger, s.FakeURL
+	r.Reconciler.Passes, r.Reconciler.Claimed, r.Reconciler.Settled = d.passes, d.claimed, d.settled
+
+	ops, err := d.listAll(ctx, ledger.ListFilter{Provider: "stripe"})
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]ledger.Operation, len(ops))
+	r.Money.Currency = "USD"
+	for _, op := range ops {
+		byID[op.ID] = op
+		k := kindStats{Operations: 1, Attempts: op.Attempts, Retries: max(op.Attempts-1, 0)}
+		events, err := d.ledger.store.Events(ctx, op.ID)
+		if err != nil {
+			return nil, fmt.Errorf("reading the events of %s: %w", op.ID, err)
+		}
+		for _, e := range events {
+			if e.Kind == ledger.EventLookup {
+				k.Lookups++
+			}
+		}
+		switch op.Status {
+		case ledger.StatusSucceeded:
+			k.Succeeded++
+		case ledger.StatusFailed:
+			k.Failed++
+		case ledger.StatusManualReview:
+			k.InReview++
+		default:
+			k.Unsettled++
+		}
+		var amount int64
+		if req, err := payonce.ParseRequest(op.Request); err == nil {
+			amount = req.Amount
+		}
+		switch payonce.Kind(op.Kind) {
+		case payonce.KindCharge:
+			r.Charges.add(k)
+			if op.Status == ledger.StatusSucceeded {
+				r.Money.LedgerCharged += amount
+			}
+		case payonce.KindRefund:
+			r.Refunds.add(k)
+			if op.Status == ledger.StatusSucceeded {
+				r.Money.LedgerRefunded += amount
+			}
+		}
+		r.Total.add(k)
+	}
+
+	t := d.fake.Truth()
+	r.ProviderReplays, r.ProviderKeyInUse = t.Replays, t.KeyInUse
+	r.ProviderPOSTs = t.Requests["POST /v1/payment_intents"] + t.Requests["POST /v1/refunds"]
+	for k, n := range t.Faults {
+		r.Faults[k.String()] = n
+		r.FaultsInjected += n
+	}
+	r.Money.ProviderCharged = t.TotalCharged("usd")
+	r.Money.ProviderRefunded = t.TotalRefunded("usd")
+	for _, id := range t.Duplicates(stripe.MetaOperation) {
+		r.DoubleCharges++
+		r.Duplicates = append(r.Duplicates, "charged twice: "+describeOp(byID, id))
+	}
+	for id, n := range t.RefundsBy(stripe.MetaOperation) {
+		if n > 1 {
+			r.DoubleRefunds++
+			r.Duplicates = append(r.Duplicates, fmt.Sprintf("refunded %d times: %s", n, describeOp(byID, id)))
+		}
+	}
+	sort.Strings(r.Duplicates)
+
+	// What the provider did, against what the ledger says.
+	moved := map[string]string{} // operation id -> provider object
+	for _, p := range t.Payments {
+		if p.Authorized {
+			moved[p.Metadata[stripe.MetaOperation]] = p.ID
+		}
+	}
+	for _, rf := range t.Refunds {
+		if rf.Status == "succeeded" {
+			moved[rf.Metadata[stripe.MetaOperation]] = rf.ID
+		}
+	}
+	for id, obj := range moved {
+		op, ok := byID[id]
+		switch {
+		case !ok:
+			r.Mismatches = append(r.Mismatches, fmt.Sprintf("%s belongs to no operation of the ledger", obj))
+		case op.Status == ledger.StatusManualReview:
+			r.MovedInReview = append(r.MovedInReview, fmt.Sprintf("%s moved money for %s", obj, describeOp(byID, id)))
+		case op.Status != ledger.StatusSucceeded || op.ProviderRef != obj:
+			r.Mismatches = append(r.Mismatches, fmt.Sprintf("%s moved money, the ledger says %s (ref %q) for %s", obj, op.Status, op.ProviderRef, describeOp(byID, id)))
+		}
+	}
+	for id, op := range byID {
+		if op.Status == ledger.StatusSucceeded && moved[id] == "" && (op.Kind == string(payonce.KindCharge) || op.Kind == string(payonce.KindRefund)) {
+			r.Mismatches = append(r.Mismatches, fmt.Sprintf("the ledger says %s succeeded (ref %s), the provider moved no money for it", describeOp(byID, id), op.ProviderRef))
+		}
+	}
+	sort.Strings(r.MovedInReview)
+	sort.Strings(r.Mismatches)
+	r.CallErrors = append([]string{}, d.callErrs...)
+	r.ElapsedSeconds = elapsed.Seconds()
+	r.OK = r.DoubleCharges == 0 && r.DoubleRefunds == 0 && r.Total.Unsettled == 0 && r.Total.Operations > 0
+	return r, nil
+}
+
+func describeOp(byID map[string]ledger.Operation, id string) string {
+	op, ok := byID[id]
+	if !ok {
+		return "operation " + id
+	}
+	return fmt.Sprintf("%s %s (operation %s)", op.Kind, strings.Join(op.References, "/"), id)
+}
+
+// print writes the human summary.
+func (r *demoReport) print(w io.Writer) {
+	s := r.Settings
+	fmt.Fprintf(w, "payonce demo: %d orders, %d refunds, concurrency %d, seed %d\n", s.Orders, s.Refunds, s.Concurrency, s.Seed)
+	var mix []string
+	for _, m := range demoFaultMix {
+		mix = append(mix, fmt.Sprintf("%s %s", m.kind, pct(s.FaultMix[m.kind.String()])))
+	}
+	fmt.Fprintf(w, "fake Stripe %s fails %s of the requests that move money: %s\n", s.FakeURL, pct(s.FaultRate), strings.Join(mix, ", "))
+	fmt.Fprintf(w, "settings: key TTL %s (fake and adapter), search lag %s (fake) / %s (adapter), attempt timeout %s,\n"+
+		"          hang %s, slow %s, Retry-After %s, check interval %s, safety margin %s, %d attempts per call,\n"+
+		"          breaker opens after %d failures for %s\n",
+		s.KeyTTL, s.FakeSearchLag, s.AdapterSearchLag, s.AttemptTimeout, s.HangFor, s.SlowFor, s.RetryAfter,
+		s.CheckInterval, s.SafetyMargin, s.MaxAttempts, s.BreakerFailures, s.BreakerOpenFor)
+	temp := ""
+	if s.TemporaryLedger {
+		temp = " (temporary, deleted on exit)"
+	}
+	fmt.Fprintf(w, "ledger: %s%s\n\n", s.Ledger, temp)
+
+	fmt.Fprintf(w, "%-20s %9s %9s %9s\n", "", "charges", "refunds", "total")
+	row := func(name string, get func(kindStats) int) {
+		fmt.Fprintf(w, "%-20s %9d %9d %9d\n", name, get(r.Charges), get(r.Refunds), get(r.Total))
+	}
+	row("operations", func(k kindStats) int { return k.Operations })
+	row("attempts", func(k kindStats) int { return k.Attempts })
+	row("retries", func(k kindStats) int { return k.Retries })
+	row("status lookups", func(k kindStats) int { return k.Lookups })
+	row("succeeded", func(k kindStats) int { return k.Succeeded })
+	row("failed (declined)", func(k kindStats) int { return k.Failed })
+	row("in manual review", func(k kindStats) int { return k.InReview })
+	row("unsettled", func(k kindStats) int { return k.Unsettled })
+	fmt.Fprintln(w)
+
+	var faults []string
+	for k, n := range r.Faults {
+		faults = append(faults, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(faults)
+	fmt.Fprintf(w, "faults injected: %d (%s)\n", r.FaultsInjected, strings.Join(faults, ", "))
+	fmt.Fprintf(w, "provider: %d POSTs, %d answers replayed for a repeated idempotency key, %d refused as key in use\n",
+		r.ProviderPOSTs, r.ProviderReplays, r.ProviderKeyInUse)
+	fmt.Fprintf(w, "reconciler: %d passes claimed %d operations and settled %d\n\n", r.Reconciler.Passes, r.Reconciler.Claimed, r.Reconciler.Settled)
+
+	fmt.Fprintf(w, "%-20s %14s %14s\n", "money ("+r.Money.Currency+")", "ledger", "provider")
+	fmt.Fprintf(w, "%-20s %14s %14s   %s\n", "charged", money(r.Money.LedgerCharged), money(r.Money.ProviderCharged), agree(r.Money.LedgerCharged, r.Money.ProviderCharged))
+	fmt.Fprintf(w, "%-20s %14s %14s   %s\n", "refunded", money(r.Money.LedgerRefunded), money(r.Money.ProviderRefunded), agree(r.Money.LedgerRefunded, r.Money.ProviderRefunded))
+	fmt.Fprintln(w)
+
+	fmt.Fprintf(w, "references charged twice: %d\n", r.DoubleCharges)
+	fmt.Fprintf(w, "references refunded twice: %d\n", r.DoubleRefunds)
+	for _, d := range r.Duplicates {
+		fmt.Fprintf(w, "  %s\n", d)
+	}
+	if len(r.MovedInReview) > 0 {
+		fmt.Fprintf(w, "money moved for %d operations in review (an operator resolves them as succeeded):\n", len(r.MovedInReview))
+		for _, m := range r.MovedInReview {
+			fmt.Fprintf(w, "  %s\n", m)
+		}
+	}
+	if len(r.Mismatches) > 0 {
+		fmt.Fprintf(w, "ledger and provider disagree on %d operations:\n", len(r.Mismatches))
+		for _, m := range r.Mismatches {
+			fmt.Fprintf(w, "  %s\n", m)
+		}
+	}
+	if len(r.CallErrors) > 0 {
+		fmt.Fprintf(w, "calls that failed to act:\n")
+		for _, e := range r.CallErrors {
+			fmt.Fprintf(w, "  %s\n", e)
+		}
+	}
+	if r.Total.InReview > 0 {
+		hint := "\"payonce review list\" with the same --ledger shows them"
+		if s.TemporaryLedger {
+			hint = "run with --ledger to keep the ledger and see them with \"payonce review list\""
+		}
+		fmt.Fprintf(w, "%d operations are in manual review: their key window passed with the outcome unknown (%s)\n", r.Total.InReview, hint)
+	}
+	fmt.Fprintf(w, "finished in %.1fs\n", r.ElapsedSeconds)
+}
+
+func pct(f float64) string {
+	return strconv.FormatFloat(math.Round(f*1000)/10, 'f', -1, 64) + "%"
+}
+
+// money renders minor units of a two-decimal currency: 123456 -> "1,234.56".
+func money(minor int64) string {
+	sign := ""
+	if minor < 0 {
+		sign, minor = "-", -minor
+	}
+	units := strconv.FormatInt(minor/100, 10)
+	var b strings.Builder
+	for i, c := range units {
+		if i > 0 && (len(units)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return fmt.Sprintf("%s%s.%02d", sign, b.String(), minor%100)
+}
+
+func agree(a, b int64) string {
+	if a == b {
+		return "match"
+	}
+	return "differ by " + money(b-a)
+}

@@ -1,0 +1,213 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/cli"
+	"github.com/payonce/payonce/mocks"
+	"github.com/payonce/payonce/providers/stripe"
+)
+
+const testKey = "sk_test_DoNotPrintMe0123456789"
+
+// Every error a person can act on exits 2 and names what to fix.
+func TestActionableErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	migrated := "sqlite:" + filepath.Join(dir, "ok.db")
+	r := runMain(t, nil, "migrate", "--ledger", migrated)
+	require.Equal(t, 0, r.code, "%s", r)
+	env := map[string]string{"PAYONCE_LEDGER": migrated, "STRIPE_API_KEY": testKey}
+	charge := []string{"charge", "--order", "o1", "--amount", "100", "--currency", "USD"}
+
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want []string
+	}{
+		{"unknown command", nil, []string{"chrage"}, []string{`unknown command "chrage"`, `did you mean "charge"`, "payonce help"}},
+		{"unknown subcommand", env, []string{"ops", "delete"}, []string{`unknown ops subcommand "delete"`}},
+		{"no subcommand", env, []string{"review"}, []string{"review needs a subcommand"}},
+		{"unknown provider", env, append(charge, "--provider", "paypal"), []string{`unknown provider "paypal"`, "known providers are stripe"}},
+		{"unknown provider from env", with(env, "PAYONCE_PROVIDER", "adyen"), charge, []string{`unknown provider "adyen"`}},
+		{"missing credential", map[string]string{"PAYONCE_LEDGER": migrated}, charge, []string{"STRIPE_API_KEY", "environment"}},
+		{"bad base URL", env, append(charge, "--base-url", "ftp://example"), []string{"BaseURL", "https://"}},
+		{"amount with decimals", env, []string{"charge", "--order", "o1", "--amount", "19.99", "--currency", "USD"}, []string{"--amount", "1999"}},
+		{"amount not a number", env, []string{"charge", "--order", "o1", "--amount", "ten", "--currency", "USD"}, []string{"--amount", "not an integer"}},
+		{"amount zero", env, []string{"charge", "--order", "o1", "--amount", "0", "--currency", "USD"}, []string{"--amount must be greater than 0"}},
+		{"amount negative", env, []string{"refund", "--order", "o1", "--amount", "-5", "--currency", "USD"}, []string{"--amount must be greater than 0"}},
+		{"amount missing", env, []string{"charge", "--order", "o1", "--currency", "USD"}, []string{"--amount is required"}},
+		{"bad currency", env, []string{"charge", "--order", "o1", "--amount", "100", "--currency", "USDX"}, []string{"--currency", "ISO 4217"}},
+		{"currency missing", env, []string{"charge", "--order", "o1", "--amount", "100"}, []string{"--currency is required"}},
+		{"currency needed with amount", env, []string{"capture", "--order", "o1", "--amount", "100"}, []string{"--currency is required"}},
+		{"order missing", env, []string{"refund"}, []string{"--order is required"}},
+		{"refund seq", env, []string{"refund", "--order", "o1", "--refund-seq", "0"}, []string{"--refund-seq must be 1 or more"}},
+		{"unknown status", env, []string{"ops", "list", "--status", "done"}, []string{`--status "done"`, "succeeded"}},
+		{"unknown kind", env, []string{"ops", "list", "--kind", "payout"}, []string{`--kind "payout"`}},
+		{"bad limit", env, []string{"review", "list", "--limit", "0"}, []string{"--limit"}},
+		{"unknown flag", env, []string{"charge", "--amout", "1"}, []string{"-amout", "payonce charge -h"}},
+		{"bad duration", env, []string{"cleanup", "--retention", "forever"}, []string{"forever", "30d"}},
+		{"extra argument", env, []string{"ops", "list", "extra"}, []string{`unexpected argument "extra"`}},
+		{"show without id", env, []string{"ops", "show"}, []string{"needs ID"}},
+		{"exclusive modes", env, []string{"reconcile", "--once", "--until-idle"}, []string{"exclude each other"}},
+		{"ledger scheme", env, []string{"ops", "list", "--ledger", "mysql://root@db/payonce"}, []string{`unsupported scheme "mysql"`, "postgres://"}},
+		{"ledger sqlite without path", env, []string{"ops", "list", "--ledger", "sqlite:"}, []string{"names no file"}},
+		{"ledger URL does not parse", env, []string{"ops", "list", "--ledger", "postgres://alice:s3cretpw@db:notaport/x"}, []string{"cannot parse the PostgreSQL URL"}},
+		{"database unreachable", env, []string{"ops", "list", "--ledger", "postgres://alice:s3cretpw@127.0.0.1:1/payonce?sslmode=disable&connect_timeout=2"}, []string{"is PostgreSQL running at 127.0.0.1:1?"}},
+		{"no ledger file", map[string]string{"STRIPE_API_KEY": testKey}, []string{"ops", "list", "--ledger", filepath.Join(dir, "missing.db")}, []string{"no ledger at", "payonce migrate"}},
+		{"ledger not migrated", nil, []string{"review", "list", "--ledger", "sqlite:" + emptyFile(t, dir)}, []string{"no payonce tables", "payonce migrate"}},
+		{"ledger directory missing", nil, []string{"migrate", "--ledger", filepath.Join(dir, "nope", "x.db")}, []string{"does not exist"}},
+		{"bad demo size", env, []string{"demo", "--orders", "0"}, []string{"--orders must be"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := runMain(t, tc.env, tc.args...)
+			require.Equal(t, 2, r.code, "%s", r)
+			for _, w := range tc.want {
+				require.Contains(t, r.stderr, w, "%s", r)
+			}
+			require.NotContains(t, r.stdout+r.stderr, testKey)
+			require.NotContains(t, r.stdout+r.stderr, "s3cretpw", "a password was printed")
+		})
+	}
+}
+
+// emptyFile creates an SQLite database without payonce's tables.
+func emptyFile(t *testing.T, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, "empty.db")
+	db, err := sql.Open("sqlite", p)
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec("CREATE TABLE IF NOT EXISTS other (x INTEGER)")
+	require.NoError(t, err)
+	return p
+}
+
+// The errors are the same from the real binary, with the real environment.
+func TestErrorsFromTheBinary(t *testing.T) {
+	t.Parallel()
+	r := runBinary(t, nil, "nosuch")
+	require.Equal(t, 2, r.code, "%s", r)
+	require.Contains(t, r.stderr, `unknown command "nosuch"`)
+
+	r = runBinary(t, map[string]string{"PAYONCE_LEDGER": "postgres://u:pw-not-shown@127.0.0.1:1/db?sslmode=disable&connect_timeout=2"}, "ops", "list")
+	require.Equal(t, 2, r.code, "%s", r)
+	require.Contains(t, r.stderr, "is PostgreSQL running at 127.0.0.1:1?")
+	require.NotContains(t, r.stderr, "pw-not-shown")
+
+	tg := sqliteTarget(t)
+	m := runBinary(t, tg.env(), "migrate")
+	require.Equal(t, 0, m.code, "%s", m)
+	r = runBinary(t, tg.env(), "charge", "--order", "o", "--amount", "1", "--currency", "USD")
+	require.Equal(t, 2, r.code, "%s", r)
+	require.Contains(t, r.stderr, "STRIPE_API_KEY")
+
+	r = runBinary(t, nil)
+	require.Equal(t, 2, r.code, "%s", r)
+	require.Contains(t, r.stderr, "Commands:")
+}
+
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	r := runBinary(t, nil, "help")
+	require.Equal(t, 0, r.code, "%s", r)
+	for _, c := range []string{"demo", "migrate", "charge", "capture", "cancel", "refund", "reconcile", "ops", "review", "cleanup", "Exit codes", "STRIPE_API_KEY"} {
+		require.Contains(t, r.stdout, c)
+	}
+	for _, args := range [][]string{{"charge", "-h"}, {"help", "charge"}, {"charge", "--help"}} {
+		r := runBinary(t, nil, args...)
+		require.Equal(t, 0, r.code, "%v: %s", args, r)
+		for _, w := range []string{"Usage:", "--order ID", "--amount", "--ledger", "Exit codes", "4  outcome unknown", "7  provider unavailable"} {
+			require.Contains(t, r.stdout, w, "%v", args)
+		}
+	}
+	for _, args := range [][]string{{"demo", "-h"}, {"migrate", "-h"}, {"capture", "-h"}, {"cancel", "-h"}, {"refund", "-h"},
+		{"reconcile", "-h"}, {"ops", "-h"}, {"ops", "list", "-h"}, {"ops", "show", "-h"}, {"review", "--help"},
+		{"review", "list", "-h"}, {"review", "resolve", "-h"}, {"cleanup", "-h"}, {"help", "ops", "list"}, {"-h"}} {
+		r := runMain(t, nil, args...)
+		require.Equal(t, 0, r.code, "%v: %s", args, r)
+		require.Contains(t, r.stdout, "Usage", "%v", args)
+	}
+	r = runMain(t, nil, "help", "nosuch")
+	require.Equal(t, 2, r.code, "%s", r)
+}
+
+// A second adapter is one registration: its credential variables are
+// checked and named, never read from flags.
+func TestRegistryAddsAProvider(t *testing.T) {
+	t.Parallel()
+	fake := mocks.NewStripe(mocks.StripeOptions{})
+	t.Cleanup(fake.Close)
+	reg, err := cli.NewRegistry(cli.StripeAdapter(), cli.Adapter{
+		Name:    "checkout",
+		EnvVars: []string{"CHECKOUT_SECRET_KEY", "CHECKOUT_PROCESSING_CHANNEL"},
+		New: func(c cli.AdapterConfig) (payonce.Provider, error) {
+			p, err := stripe.New(stripe.Config{APIKey: c.Env["CHECKOUT_SECRET_KEY"], BaseURL: c.BaseURL, KeyTTL: c.KeyTTL})
+			if err != nil {
+				return nil, err
+			}
+			return renamed{p, "checkout"}, nil
+		},
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{"checkout", "stripe"}, reg.Names())
+	require.Error(t, reg.Register(cli.StripeAdapter()), "a name registered twice")
+	require.Error(t, reg.Register(cli.Adapter{Name: "x"}), "an adapter without a constructor")
+
+	ledgerDSN := "sqlite:" + filepath.Join(t.TempDir(), "l.db")
+	run := func(env map[string]string, args ...string) result {
+		var out, errb bytes.Buffer
+		app := &cli.App{Env: func(k string) string { return env[k] }, Stdout: &out, Stderr: &errb, Providers: reg}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		code := app.Run(ctx, args)
+		return result{stdout: out.String(), stderr: errb.String(), code: code}
+	}
+	env := map[string]string{"PAYONCE_LEDGER": ledgerDSN}
+	require.Equal(t, 0, run(env, "migrate").code)
+	args := []string{"charge", "--provider", "checkout", "--base-url", fake.URL(), "--order", "o-1", "--amount", "100", "--currency", "GBP", "--payment-method", "pm_card_visa", "--json"}
+	r := run(env, args...)
+	require.Equal(t, 2, r.code, "%s", r)
+	require.Contains(t, r.stderr, "CHECKOUT_SECRET_KEY and CHECKOUT_PROCESSING_CHANNEL")
+	r = run(with(env, "CHECKOUT_SECRET_KEY", fake.APIKey()), args...)
+	require.Equal(t, 2, r.code, "%s", r)
+	require.Contains(t, r.stderr, "needs CHECKOUT_PROCESSING_CHANNEL set")
+	r = run(with(env, "CHECKOUT_SECRET_KEY", fake.APIKey(), "CHECKOUT_PROCESSING_CHANNEL", "pc_1"), args...)
+	require.Equal(t, 0, r.code, "%s", r)
+	require.Equal(t, "checkout", r.jsonObject(t)["provider"])
+	require.NotContains(t, r.stdout+r.stderr, fake.APIKey())
+	list := run(env, "ops", "list", "--provider", "checkout", "--json")
+	require.Len(t, list.jsonLines(t), 1)
+}
+
+// renamed is an adapter under another name (for the registry test only).
+type renamed struct {
+	*stripe.Provider
+	name string
+}
+
+func (r renamed) Name() string { return r.name }
+
+var _ payonce.Provider = renamed{}
+
+func TestPostgresSchemaErrors(t *testing.T) {
+	t.Parallel()
+	tg := pgTarget(t)
+	r := runBinary(t, nil, "migrate", "--ledger", tg.ledger, "--schema", "Bad-Name")
+	require.Equal(t, 2, r.code, "%s", r)
+	require.Contains(t, r.stderr, `--schema "Bad-Name"`)
+	r = runBinary(t, tg.env(), "ops", "list")
+	require.Equal(t, 2, r.code, "%s", r)
+	require.Contains(t, r.stderr, "no payonce tables")
+	require.Contains(t, r.stderr, "payonce migrate")
+}

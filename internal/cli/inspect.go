@@ -1,0 +1,495 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/ledger"
+)
+
+func runOps(ctx context.Context, a *App, args []string) error {
+	const usage = "payonce ops list [flags] | payonce ops show ID [flags]"
+	if len(args) == 0 {
+		return usageErrorf("ops needs a subcommand: %s", usage)
+	}
+	switch args[0] {
+	case "list":
+		return runOpsList(ctx, a, args[1:])
+	case "show":
+		return runOpsShow(ctx, a, args[1:])
+	case "-h", "-help", "--help":
+		fmt.Fprintf(a.Stdout, "Usage:\n  %s\n\nRun \"payonce ops list -h\" or \"payonce ops show -h\" for their flags.\n", usage)
+		return nil
+	}
+	return usageErrorf("unknown ops subcommand %q: %s", args[0], usage)
+}
+
+func runOpsList(ctx context.Context, a *App, args []string) error {
+	f := newFlags("ops list", "payonce ops list [--status S] [--provider P] [--kind K] [--limit N] [--after ID] [--json]",
+		"Lists operations ordered by id: a table, or one JSON object per line with --json.")
+	lf := addLedgerFlags(f)
+	var status, provider, kind, after string
+	var limit int
+	var asJSON bool
+	f.StringVar(&status, "status", "", "only operations in status `S`: pending, in_flight, unknown, succeeded,\nfailed or manual_review")
+	f.StringVar(&provider, "provider", "", "only operations of provider `P`")
+	f.StringVar(&kind, "kind", "", "only operations of kind `K`: charge, capture, cancel or refund")
+	f.IntVar(&limit, "limit", 100, "at most `N` operations")
+	f.StringVar(&after, "after", "", "start after this operation `ID` (paging)")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object per operation")
+	pos, err := f.parse(a, args)
+	if err != nil {
+		return err
+	}
+	if err := positional(f, pos); err != nil {
+		return err
+	}
+	filter := ledger.ListFilter{Provider: provider, AfterID: after, Limit: limit}
+	if status != "" {
+		st, err := ledger.ParseStatus(status)
+		if err != nil {
+			return usageErrorf("--status %q is not a status: use pending, in_flight, unknown, succeeded, failed or manual_review", status)
+		}
+		filter.Status = st
+	}
+	if kind != "" {
+		k, err := payonce.ParseKind(kind)
+		if err != nil {
+			return usageErrorf("--kind %q is not a kind: use charge, capture, cancel or refund", kind)
+		}
+		filter.Kind = string(k)
+	}
+	if limit < 1 || limit > ledger.MaxLimit {
+		return usageErrorf("--limit must be between 1 and %d, got %d", ledger.MaxLimit, limit)
+	}
+	l, err := a.openLedger(ctx, lf, openExisting)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	ops, err := l.store.List(ctx, filter)
+	if err != nil {
+		return withCode(ExitError, fmt.Errorf("listing operations: %w", err))
+	}
+	if asJSON {
+		for _, op := range ops {
+			if err := writeJSON(a.Stdout, listJSON(op)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(ops) == 0 {
+		fmt.Fprintln(a.Stdout, "no operations")
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tPROVIDER\tKIND\tREFERENCES\tSTATUS\tPROVIDER REF\tATTEMPTS\tKEY EXPIRES\tNEXT CHECK")
+	for _, op := range ops {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", op.ID, op.Provider, op.Kind, strings.Join(op.References, "/"),
+			op.Status, dash(op.ProviderRef), op.Attempts, timeText(op.KeyExpiresAt), timeText(op.NextCheckAt))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(ops) == filter.Limit {
+		fmt.Fprintf(a.Stdout, "(%d shown, the --limit; the next page: --after %s)\n", len(ops), ops[len(ops)-1].ID)
+	}
+	return nil
+}
+
+// opListJSON is one line of "ops list --json".
+type opListJSON struct {
+	ID           string     `json:"id"`
+	Key          string     `json:"key"`
+	Provider     string     `json:"provider"`
+	Kind         string     `json:"kind"`
+	References   []string   `json:"references"`
+	Status       string     `json:"status"`
+	ProviderRef  string     `json:"provider_ref"`
+	Attempts     int        `json:"attempts"`
+	KeyExpiresAt *time.Time `json:"key_expires_at"`
+	NextCheckAt  *time.Time `json:"next_check_at"`
+}
+
+func listJSON(op ledger.Operation) opListJSON {
+	return opListJSON{ID: op.ID, Key: op.Key, Provider: op.Provider, Kind: op.Kind, References: op.References,
+		Status: string(op.Status), ProviderRef: op.ProviderRef, Attempts: op.Attempts,
+		KeyExpiresAt: timeJSON(op.KeyExpiresAt), NextCheckAt: timeJSON(op.NextCheckAt)}
+}
+
+// opJSON is an operation in full, for "ops show --json".
+type opJSON struct {
+	ID             string          `json:"id"`
+	Key            string          `json:"key"`
+	Provider       string          `json:"provider"`
+	Kind           string          `json:"kind"`
+	References     []string        `json:"references"`
+	Generation     int             `json:"generation"`
+	Fingerprint    string          `json:"fingerprint"`
+	Request        json.RawMessage `json:"request"`
+	Status         string          `json:"status"`
+	ProviderRef    string          `json:"provider_ref"`
+	Result         json.RawMessage `json:"result"`
+	Attempts       int             `json:"attempts"`
+	KeyTTLSeconds  float64         `json:"key_ttl_seconds"`
+	WindowStart    *time.Time      `json:"window_start"`
+	KeyExpiresAt   *time.Time      `json:"key_expires_at"`
+	LeaseOwner     string          `json:"lease_owner"`
+	LeaseExpiresAt *time.Time      `json:"lease_expires_at"`
+	NextCheckAt    *time.Time      `json:"next_check_at"`
+	ReviewReason   string          `json:"review_reason"`
+	ReviewAt       *time.Time      `json:"review_at"`
+	Resolution     *resolutionJSON `json:"resolution"`
+	CreatedAt      *time.Time      `json:"created_at"`
+	UpdatedAt      *time.Time      `json:"updated_at"`
+	FinishedAt     *time.Time      `json:"finished_at"`
+}
+
+type resolutionJSON struct {
+	Actor   string     `json:"actor"`
+	Note    string     `json:"note"`
+	Outcome string     `json:"outcome"`
+	At      *time.Time `json:"at"`
+}
+
+type attemptJSON struct {
+	Number            int        `json:"number"`
+	Key               string     `json:"key"`
+	StartedAt         *time.Time `json:"started_at"`
+	FinishedAt        *time.Time `json:"finished_at"`
+	MayHaveReached    bool       `json:"may_have_reached"`
+	Outcome           string     `json:"outcome"`
+	HTTPStatus        int        `json:"http_status"`
+	ProviderRequestID string     `json:"provider_request_id"`
+	Error             string     `json:"error"`
+}
+
+type eventJSON struct {
+	Seq    int        `json:"seq"`
+	At     *time.Time `json:"at"`
+	Kind   string     `json:"kind"`
+	Actor  string     `json:"actor"`
+	Detail string     `json:"detail"`
+}
+
+func fullJSON(op ledger.Operation) opJSON {
+	o := opJSON{
+		ID: op.ID, Key: op.Key, Provider: op.Provider, Kind: op.Kind, References: op.References,
+		Generation: op.Generation, Fingerprint: op.Fingerprint, Request: rawJSON(op.Request),
+		Status: string(op.Status), ProviderRef: op.ProviderRef, Result: rawJSON(op.Result), Attempts: op.Attempts,
+		KeyTTLSeconds: op.KeyTTL.Seconds(), WindowStart: timeJSON(op.WindowStart), KeyExpiresAt: timeJSON(op.KeyExpiresAt),
+		LeaseOwner: op.LeaseOwner, LeaseExpiresAt: timeJSON(op.LeaseExpiresAt), NextCheckAt: timeJSON(op.NextCheckAt),
+		ReviewReason: op.ReviewReason, ReviewAt: timeJSON(op.ReviewAt),
+		CreatedAt: timeJSON(op.CreatedAt), UpdatedAt: timeJSON(op.UpdatedAt), FinishedAt: timeJSON(op.FinishedAt),
+	}
+	if r := op.Resolution; r != nil {
+		o.Resolution = &resolutionJSON{Actor: r.Actor, Note: r.Note, Outcome: string(r.Outcome), At: timeJSON(r.At)}
+	}
+	return o
+}
+
+// rawJSON passes stored JSON through, or null when it is empty or invalid.
+func rawJSON(b []byte) json.RawMessage {
+	if len(b) == 0 || !json.Valid(b) {
+		return json.RawMessage("null")
+	}
+	return json.RawMessage(b)
+}
+
+func timeJSON(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func timeText(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func runOpsShow(ctx context.Context, a *App, args []string) error {
+	f := newFlags("ops show", "payonce ops show ID [--json]",
+		"Shows one operation with its attempts and its audit events (status lookups,\nresolutions).")
+	lf := addLedgerFlags(f)
+	var asJSON bool
+	f.BoolVar(&asJSON, "json", false, "print one JSON object: operation, attempts, events")
+	pos, err := f.parse(a, args)
+	if err != nil {
+		return err
+	}
+	if err := positional(f, pos, "ID"); err != nil {
+		return err
+	}
+	l, err := a.openLedger(ctx, lf, openExisting)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	op, atts, err := l.store.Get(ctx, pos[0])
+	if errors.Is(err, ledger.ErrNotFound) {
+		return usageErrorf("no operation with id %q in %s (\"payonce ops list\" shows the ids)", pos[0], l.desc)
+	}
+	if err != nil {
+		return fmt.Errorf("reading operation %s: %w", pos[0], err)
+	}
+	events, err := l.store.Events(ctx, op.ID)
+	if err != nil {
+		return fmt.Errorf("reading the events of operation %s: %w", op.ID, err)
+	}
+	if asJSON {
+		out := struct {
+			Operation opJSON        `json:"operation"`
+			Attempts  []attemptJSON `json:"attempts"`
+			Events    []eventJSON   `json:"events"`
+		}{Operation: fullJSON(op), Attempts: []attemptJSON{}, Events: []eventJSON{}}
+		for _, at := range atts {
+			out.Attempts = append(out.Attempts, attemptJSON{Number: at.Number, Key: at.Key, StartedAt: timeJSON(at.StartedAt),
+				FinishedAt: timeJSON(at.FinishedAt), MayHaveReached: at.MayHaveReached, Outcome: string(at.Outcome),
+				HTTPStatus: at.HTTPStatus, ProviderRequestID: at.ProviderRequestID, Error: at.Error})
+		}
+		for _, e := range events {
+			out.Events = append(out.Events, eventJSON{Seq: e.Seq, At: timeJSON(e.At), Kind: string(e.Kind), Actor: e.Actor, Detail: e.Detail})
+		}
+		return writeJSON(a.Stdout, out)
+	}
+	printOperation(a.Stdout, op, atts, events)
+	return nil
+}
+
+func printOperation(w io.Writer, op ledger.Operation, atts []ledger.Attempt, events []ledger.Event) {
+	fmt.Fprintf(w, "operation %s\n", op.ID)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "  %s\t%s\n", k, v) }
+	row("identity", fmt.Sprintf("%s %s %s", op.Provider, op.Kind, strings.Join(op.References, "/")))
+	row("status", string(op.Status))
+	row("key", fmt.Sprintf("%s (generation %d)", op.Key, op.Generation))
+	row("provider ref", dash(op.ProviderRef))
+	row("attempts", fmt.Sprint(op.Attempts))
+	row("key window", fmt.Sprintf("%s .. %s (key TTL %s)", timeText(op.WindowStart), timeText(op.KeyExpiresAt), fmtDuration(op.KeyTTL)))
+	row("next check", timeText(op.NextCheckAt))
+	if op.LeaseOwner != "" {
+		row("lease", fmt.Sprintf("%s until %s", op.LeaseOwner, timeText(op.LeaseExpiresAt)))
+	}
+	if op.ReviewReason != "" {
+		row("review", fmt.Sprintf("%s (since %s)", op.ReviewReason, timeText(op.ReviewAt)))
+	}
+	if r := op.Resolution; r != nil {
+		row("resolution", fmt.Sprintf("%s by %s at %s: %s", r.Outcome, r.Actor, timeText(r.At), r.Note))
+	}
+	row("request", string(op.Request))
+	if len(op.Result) > 0 {
+		row("result", string(op.Result))
+	}
+	row("created", timeText(op.CreatedAt))
+	row("updated", timeText(op.UpdatedAt))
+	row("finished", timeText(op.FinishedAt))
+	_ = tw.Flush()
+
+	fmt.Fprintf(w, "\nattempts (%d)\n", len(atts))
+	if len(atts) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  #\tSTARTED\tFINISHED\tOUTCOME\tHTTP\tMAY HAVE REACHED\tREQUEST ID\tERROR")
+		for _, at := range atts {
+			outcome := string(at.Outcome)
+			if outcome == "" {
+				outcome = "(none recorded)"
+			}
+			httpStatus := "-"
+			if at.HTTPStatus != 0 {
+				httpStatus = fmt.Sprint(at.HTTPStatus)
+			}
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%v\t%s\t%s\n", at.Number, timeText(at.StartedAt), timeText(at.FinishedAt),
+				outcome, httpStatus, at.MayHaveReached, dash(at.ProviderRequestID), oneLine(at.Error))
+		}
+		_ = tw.Flush()
+		if atts[len(atts)-1].Key != op.Key || atts[0].Key != op.Key {
+			fmt.Fprintln(w, "  (attempts carried keys of earlier generations: see --json)")
+		}
+	}
+
+	fmt.Fprintf(w, "\nevents (%d)\n", len(events))
+	if len(events) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  #\tAT\tKIND\tACTOR\tDETAIL")
+		for _, e := range events {
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", e.Seq, timeText(e.At), e.Kind, e.Actor, oneLine(e.Detail))
+		}
+		_ = tw.Flush()
+	}
+}
+
+// oneLine keeps a table cell on one line and short.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 120 {
+		s = s[:117] + "..."
+	}
+	return dash(s)
+}
+
+func runReview(ctx context.Context, a *App, args []string) error {
+	const usage = "payonce review list [flags] | payonce review resolve ID --outcome succeeded|failed|resend --actor NAME --note TEXT [--provider-ref ID]"
+	if len(args) == 0 {
+		return usageErrorf("review needs a subcommand: %s", usage)
+	}
+	switch args[0] {
+	case "list":
+		return runReviewList(ctx, a, args[1:])
+	case "resolve":
+		return runReviewResolve(ctx, a, args[1:])
+	case "-h", "-help", "--help":
+		fmt.Fprintf(a.Stdout, "Usage:\n  %s\n\nRun \"payonce review list -h\" or \"payonce review resolve -h\" for their flags.\n", usage)
+		return nil
+	}
+	return usageErrorf("unknown review subcommand %q: %s", args[0], usage)
+}
+
+func runReviewList(ctx context.Context, a *App, args []string) error {
+	f := newFlags("review list", "payonce review list [--provider P] [--kind K] [--limit N] [--json]",
+		`Lists the operations in manual review, oldest first. Automation sends nothing
+more for them (it only keeps looking them up, read-only); an operator checks
+the provider's dashboard and resolves each with "payonce review resolve".`)
+	lf := addLedgerFlags(f)
+	var provider, kind string
+	var limit int
+	var asJSON bool
+	f.StringVar(&provider, "provider", "", "only operations of provider `P`")
+	f.StringVar(&kind, "kind", "", "only operations of kind `K`")
+	f.IntVar(&limit, "limit", 100, "at most `N` operations")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object per operation")
+	pos, err := f.parse(a, args)
+	if err != nil {
+		return err
+	}
+	if err := positional(f, pos); err != nil {
+		return err
+	}
+	if limit < 1 || limit > ledger.MaxLimit {
+		return usageErrorf("--limit must be between 1 and %d, got %d", ledger.MaxLimit, limit)
+	}
+	if kind != "" {
+		if _, err := payonce.ParseKind(kind); err != nil {
+			return usageErrorf("--kind %q is not a kind: use charge, capture, cancel or refund", kind)
+		}
+	}
+	l, err := a.openLedger(ctx, lf, openExisting)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	ops, err := l.store.ListReview(ctx, ledger.ReviewFilter{Provider: provider, Kind: kind, Limit: limit})
+	if err != nil {
+		return fmt.Errorf("listing operations in review: %w", err)
+	}
+	if asJSON {
+		for _, op := range ops {
+			line := struct {
+				opListJSON
+				ReviewReason string     `json:"review_reason"`
+				ReviewAt     *time.Time `json:"review_at"`
+			}{listJSON(op), op.ReviewReason, timeJSON(op.ReviewAt)}
+			if err := writeJSON(a.Stdout, line); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(ops) == 0 {
+		fmt.Fprintln(a.Stdout, "no operations in review")
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tPROVIDER\tKIND\tREFERENCES\tIN REVIEW SINCE\tATTEMPTS\tPROVIDER REF\tREASON")
+	for _, op := range ops {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", op.ID, op.Provider, op.Kind, strings.Join(op.References, "/"),
+			timeText(op.ReviewAt), op.Attempts, dash(op.ProviderRef), op.ReviewReason)
+	}
+	return tw.Flush()
+}
+
+func runReviewResolve(ctx context.Context, a *App, args []string) error {
+	f := newFlags("review resolve", "payonce review resolve ID --outcome succeeded|failed|resend --actor NAME --note TEXT [--provider-ref ID]",
+		`Records an operator's decision on an operation in manual review:
+  succeeded  the money moved: give the provider's id of the object with --provider-ref
+  failed     the money did not move
+  resend     the provider has no record under the operation's key: send it again under
+             a new key (the next generation); "payonce reconcile" sends it
+The decision is kept as an audit entry naming --actor.`)
+	lf := addLedgerFlags(f)
+	var outcome, actor, note, ref string
+	var asJSON bool
+	f.StringVar(&outcome, "outcome", "", "`OUTCOME`: succeeded, failed or resend (required)")
+	f.StringVar(&actor, "actor", "", "`NAME` of who decides, e.g. yours (required)")
+	f.StringVar(&note, "note", "", "`TEXT`: why, e.g. what the provider's dashboard shows (required)")
+	f.StringVar(&ref, "provider-ref", "", "the provider's `ID` of the object (required with succeeded)")
+	f.BoolVar(&asJSON, "json", false, "print the resolved operation as one JSON object")
+	pos, err := f.parse(a, args)
+	if err != nil {
+		return err
+	}
+	if err := positional(f, pos, "ID"); err != nil {
+		return err
+	}
+	out, err := ledger.ParseResolutionOutcome(outcome)
+	if err != nil {
+		return usageErrorf("--outcome %q: use succeeded, failed or resend", outcome)
+	}
+	switch {
+	case actor == "":
+		return usageErrorf("--actor is required: who takes this decision")
+	case note == "":
+		return usageErrorf("--note is required: why, e.g. what the provider's dashboard shows")
+	case out == ledger.ResolveSucceeded && ref == "":
+		return usageErrorf("--provider-ref is required with --outcome succeeded: the provider's id of the object that moved the money")
+	}
+	l, err := a.openLedger(ctx, lf, openExisting)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	op, err := payonce.Resolve(ctx, l.store, payonce.ResolveParams{
+		OperationID: pos[0], Outcome: out, Actor: actor, Note: note, ProviderRef: ref,
+	})
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return usageErrorf("no operation with id %q in %s (\"payonce review list\" shows the ids)", pos[0], l.desc)
+	case errors.Is(err, ledger.ErrNotInReview):
+		cur, _, gerr := l.store.Get(ctx, pos[0])
+		if gerr == nil {
+			return usageErrorf("operation %s is %s, not in manual review: nothing to resolve", pos[0], cur.Status)
+		}
+		return withCode(ExitUsage, err)
+	case errors.Is(err, payonce.ErrInvalid):
+		return withCode(ExitUsage, err)
+	case err != nil:
+		return err
+	}
+	if asJSON {
+		return writeJSON(a.Stdout, fullJSON(op))
+	}
+	fmt.Fprintf(a.Stdout, "operation %s is now %s\n", op.ID, op.Status)
+	if out == ledger.ResolveResend {
+		fmt.Fprintf(a.Stdout, "it will be sent under the new key %s (generation %d): run \"payonce reconcile --until-idle\", or the same payment command again\n",
+			op.Key, op.Generation)
+	}
+	return nil
+}

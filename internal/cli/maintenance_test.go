@@ -1,0 +1,186 @@
+package cli_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce/mocks"
+)
+
+func TestMigrateTwice(t *testing.T) {
+	t.Parallel()
+	eachLedger(t, func(t *testing.T, tg target) {
+		args := []string{"migrate", "--ledger", tg.ledger}
+		if tg.schema != "" {
+			args = append(args, "--schema", tg.schema)
+		}
+		first := runBinary(t, nil, args...)
+		require.Equal(t, 0, first.code, "%s", first)
+		require.Contains(t, first.stdout, "applied 001_initial")
+		require.Contains(t, first.stdout, "applied 002_events")
+		require.Contains(t, first.stdout, "now at schema version")
+		second := runBinary(t, nil, args...)
+		require.Equal(t, 0, second.code, "%s", second)
+		require.Contains(t, second.stdout, "up to date")
+		require.NotContains(t, second.stdout, "applied")
+		js := runBinary(t, nil, append(args, "--json")...)
+		require.Equal(t, 0, js.code, "%s", js)
+		obj := js.jsonObject(t)
+		require.Empty(t, obj["applied"])
+		require.GreaterOrEqual(t, obj["schema_version"], float64(2))
+	})
+}
+
+func TestCleanup(t *testing.T) {
+	t.Parallel()
+	eachLedger(t, func(t *testing.T, tg target) {
+		fake, env := fakeStripe(t, tg, mocks.StripeOptions{})
+		r := runBinary(t, env, "charge", "--base-url", fake.URL(), "--order", "order-c", "--amount", "100", "--currency", "USD", "--payment-method", "pm_card_visa")
+		require.Equal(t, 0, r.code, "%s", r)
+
+		short := runBinary(t, env, "cleanup", "--retention", "1h")
+		require.Equal(t, 2, short.code, "%s", short)
+		require.Contains(t, short.stderr, "key TTL")
+		require.Contains(t, short.stderr, "24h")
+
+		ok := runBinary(t, env, "cleanup", "--retention", "30d", "--batch", "10")
+		require.Equal(t, 0, ok.code, "%s", ok)
+		require.Contains(t, ok.stdout, "deleted 0 finished operations")
+		require.Contains(t, ok.stdout, "oldest finished operation left")
+
+		js := runBinary(t, env, "cleanup", "--retention", "2d", "--json")
+		require.Equal(t, 0, js.code, "%s", js)
+		obj := js.jsonObject(t)
+		require.EqualValues(t, 0, obj["deleted"])
+		require.NotNil(t, obj["oldest_finished_at"])
+
+		missing := runBinary(t, env, "cleanup")
+		require.Equal(t, 2, missing.code, "%s", missing)
+		require.Contains(t, missing.stderr, "--retention is required")
+	})
+}
+
+// The default reconcile mode runs until SIGINT or SIGTERM and then exits 0.
+func TestReconcileLoopStopsOnSignal(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			tg := sqliteTarget(t)
+			fake, env := fakeStripe(t, tg, mocks.StripeOptions{})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, binary, "reconcile", "--interval", "50ms", "--base-url", fake.URL())
+			cmd.Env = scrubbedEnv()
+			for k, v := range env {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
+			var out bytes.Buffer
+			cmd.Stdout = &out
+			stderr, err := cmd.StderrPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			sc := bufio.NewScanner(stderr)
+			require.True(t, sc.Scan(), "no output from the reconciler")
+			require.Contains(t, sc.Text(), "reconciling")
+			time.Sleep(200 * time.Millisecond) // a few passes
+			require.NoError(t, cmd.Process.Signal(sig))
+			var rest strings.Builder
+			for sc.Scan() {
+				rest.WriteString(sc.Text() + "\n")
+			}
+			require.NoError(t, cmd.Wait(), "stderr after the signal:\n%s", rest.String())
+			require.Contains(t, rest.String(), "reconciler stopped")
+		})
+	}
+}
+
+// The demo with its fake Stripe: no double charge, everything settled or in
+// review, the ledger agreeing with the fake.
+func TestDemoJSON(t *testing.T) {
+	t.Parallel()
+	r := runBinary(t, nil, "demo", "--json", "--orders", "60", "--refunds", "20")
+	checkDemo(t, r, 60, 20)
+}
+
+func TestDemoPostgres(t *testing.T) {
+	t.Parallel()
+	tg := pgTarget(t)
+	r := runBinary(t, nil, "demo", "--json", "--orders", "30", "--refunds", "10", "--key-ttl", "6s", "--ledger", tg.ledger, "--schema", tg.schema)
+	checkDemo(t, r, 30, 10)
+	// The ledger is kept: what the demo left in review is there.
+	list := runBinary(t, tg.env(), "ops", "list", "--json", "--limit", "1000")
+	require.Equal(t, 0, list.code, "%s", list)
+	require.Len(t, list.jsonLines(t), 40)
+}
+
+func checkDemo(t *testing.T, r result, orders, refunds int) {
+	t.Helper()
+	require.Equal(t, 0, r.code, "%s", r)
+	var rep struct {
+		Total struct {
+			Operations, Attempts, Succeeded, Failed, Unsettled int
+			InReview                                           int `json:"in_review"`
+		}
+		Charges, Refunds struct{ Operations int }
+		Money            struct {
+			LedgerCharged    int64 `json:"ledger_charged"`
+			ProviderCharged  int64 `json:"provider_charged"`
+			LedgerRefunded   int64 `json:"ledger_refunded"`
+			ProviderRefunded int64 `json:"provider_refunded"`
+		}
+		DoubleCharges  int `json:"double_charges"`
+		DoubleRefunds  int `json:"double_refunds"`
+		FaultsInjected int `json:"faults_injected"`
+		Mismatches     []string
+		CallErrors     []string `json:"call_errors"`
+		MovedInReview  []string `json:"moved_in_review"`
+		OK             bool
+		ElapsedSeconds float64 `json:"elapsed_seconds"`
+	}
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	require.NoError(t, dec.Decode(&rep), "%s", r)
+	require.False(t, dec.More(), "one JSON object only")
+	require.True(t, rep.OK, "%s", r)
+	require.Zero(t, rep.DoubleCharges, "%s", r)
+	require.Zero(t, rep.DoubleRefunds, "%s", r)
+	require.Zero(t, rep.Total.Unsettled, "%s", r)
+	require.Equal(t, orders, rep.Charges.Operations)
+	require.Equal(t, refunds, rep.Refunds.Operations)
+	require.Equal(t, rep.Total.Operations, rep.Total.Succeeded+rep.Total.Failed+rep.Total.InReview)
+	require.Positive(t, rep.FaultsInjected, "the fake injected faults")
+	require.Empty(t, rep.Mismatches, "%s", r)
+	require.Empty(t, rep.CallErrors, "%s", r)
+	if len(rep.MovedInReview) == 0 {
+		require.Equal(t, rep.Money.ProviderCharged, rep.Money.LedgerCharged)
+		require.Equal(t, rep.Money.ProviderRefunded, rep.Money.LedgerRefunded)
+	}
+	t.Logf("demo: %d operations, %d attempts, %d in review, %.1fs", rep.Total.Operations, rep.Total.Attempts, rep.Total.InReview, rep.ElapsedSeconds)
+}
+
+// The human summary of a small demo.
+func TestDemoHuman(t *testing.T) {
+	t.Parallel()
+	r := runBinary(t, nil, "demo", "--orders", "20", "--refunds", "5", "--concurrency", "4", "--seed", "7", "--key-ttl", "4s")
+	require.Equal(t, 0, r.code, "%s", r)
+	for _, w := range []string{
+		"payonce demo: 20 orders, 5 refunds, concurrency 4, seed 7",
+		"settings: key TTL 4s (fake and adapter)",
+		"(temporary, deleted on exit)",
+		"operations", "status lookups", "in manual review", "unsettled",
+		"money (USD)", "charged", "refunded",
+		"references charged twice: 0", "references refunded twice: 0", "finished in",
+	} {
+		require.Contains(t, r.stdout, w)
+	}
+	require.Contains(t, r.stderr, "reconciled:")
+}

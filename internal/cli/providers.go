@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/stripe"
+)
+
+// Adapter tells the command line how to build one provider's adapter.
+// Credentials come only from the environment variables it names, never from
+// flags: flags end up in shell history and process listings.
+type Adapter struct {
+	// Name is the value of --provider, e.g. "stripe". It must be the name
+	// the adapter reports (Provider.Name), which is part of every key.
+	Name string
+	// EnvVars name the environment variables holding the adapter's
+	// credentials, e.g. STRIPE_API_KEY. Every one must be set and non-empty.
+	EnvVars []string
+	// New builds the adapter from the credentials and the tuning flags.
+	New func(AdapterConfig) (payonce.Provider, error)
+}
+
+// AdapterConfig is what an Adapter's New receives.
+type AdapterConfig struct {
+	// Env holds the value of each of the Adapter's EnvVars (all non-empty).
+	Env map[string]string
+	// BaseURL points the adapter at another endpoint (a fake, a proxy);
+	// empty means the provider's own.
+	BaseURL string
+	// KeyTTL, when > 0, replaces the adapter's idempotency key TTL. It may
+	// only ever be shorter than what the provider really keeps.
+	KeyTTL time.Duration
+	// SearchLag, when > 0, replaces how far behind the provider's search
+	// the adapter assumes it is (for adapters whose lookup searches).
+	SearchLag time.Duration
+}
+
+// Registry is the set of adapters --provider may name.
+type Registry struct {
+	adapters map[string]Adapter
+}
+
+// NewRegistry returns a registry holding adapters.
+func NewRegistry(adapters ...Adapter) (*Registry, error) {
+	r := &Registry{adapters: map[string]Adapter{}}
+	for _, a := range adapters {
+		if err := r.Register(a); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Register adds an adapter. A second adapter with the same name, or one
+// without a name or constructor, is refused.
+func (r *Registry) Register(a Adapter) error {
+	switch {
+	case a.Name == "":
+		return fmt.Errorf("cli: adapter without a name")
+	case a.New == nil:
+		return fmt.Errorf("cli: adapter %q has no constructor", a.Name)
+	}
+	if _, dup := r.adapters[a.Name]; dup {
+		return fmt.Errorf("cli: adapter %q registered twice", a.Name)
+	}
+	r.adapters[a.Name] = a
+	return nil
+}
+
+// Names lists the registered providers, sorted.
+func (r *Registry) Names() []string {
+	names := make([]string, 0, len(r.adapters))
+	for n := range r.adapters {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// DefaultRegistry returns the adapters the payonce binary knows: stripe. A
+// new adapter is added here with its constructor and credential variables.
+func DefaultRegistry() *Registry {
+	r, err := NewRegistry(StripeAdapter())
+	if err != nil {
+		panic(err) // a programming error in this file
+	}
+	return r
+}
+
+// StripeAdapter builds the Stripe adapter from STRIPE_API_KEY.
+func StripeAdapter() Adapter {
+	return Adapter{
+		Name:    "stripe",
+		EnvVars: []string{"STRIPE_API_KEY"},
+		New: func(c AdapterConfig) (payonce.Provider, error) {
+			return stripe.New(stripe.Config{
+				APIKey: c.Env["STRIPE_API_KEY"], BaseURL: c.BaseURL, KeyTTL: c.KeyTTL, SearchLag: c.SearchLag,
+			})
+		},
+	}
+}
+
+// credentialHelp lists each provider's credential variables for help texts.
+func (r *Registry) credentialHelp() string {
+	var parts []string
+	for _, n := range r.Names() {
+		parts = append(parts, strings.Join(r.adapters[n].EnvVars, ", ")+" for "+n)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// build returns the adapter of provider name, reading its credentials with
+// env. Every error is a usage error naming what to fix; none contains a
+// credential.
+func (r *Registry) build(name string, env func(string) string, c AdapterConfig) (payonce.Provider, error) {
+	a, ok := r.adapters[name]
+	if !ok {
+		return nil, usageErrorf("unknown provider %q: known providers are %s", name, strings.Join(r.Names(), ", "))
+	}
+	c.Env = map[string]string{}
+	var missing []string
+	for _, v := range a.EnvVars {
+		val := env(v)
+		if val == "" {
+			missing = append(missing, v)
+			continue
+		}
+		c.Env[v] = val
+	}
+	if len(missing) > 0 {
+		return nil, usageErrorf("provider %s needs %s set in the environment (credentials are never taken from flags)",
+			name, strings.Join(missing, " and "))
+	}
+	p, err := a.New(c)
+	if err != nil {
+		// Adapters keep credentials out of their errors; scrub anyway.
+		msg := err.Error()
+		for _, v := range c.Env {
+			msg = strings.ReplaceAll(msg, v, "[redacted]")
+		}
+		return nil, usageErrorf("provider %s: %s", name, msg)
+	}
+	if p.Name() != name {
+		return nil, fmt.Errorf("cli: adapter registered as %q calls itself %q", name, p.Name())
+	}
+	return p, nil
+}

@@ -1,0 +1,178 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/ledger"
+)
+
+func TestParseLedger(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want ledgerSpec
+		err  string
+	}{
+		{in: "postgres://u@h/db", want: ledgerSpec{postgres: true, url: "postgres://u@h/db"}},
+		{in: "PostgreSQL://u@h/db", want: ledgerSpec{postgres: true, url: "PostgreSQL://u@h/db"}},
+		{in: "sqlite:payonce.db", want: ledgerSpec{path: "payonce.db"}},
+		{in: "sqlite:///var/lib/payonce.db", want: ledgerSpec{path: "/var/lib/payonce.db"}},
+		{in: "sqlite://rel/x.db", want: ledgerSpec{path: "rel/x.db"}},
+		{in: "/tmp/x.db", want: ledgerSpec{path: "/tmp/x.db"}},
+		{in: "x.db", want: ledgerSpec{path: "x.db"}},
+		{in: "sqlite:", err: "names no file"},
+		{in: "", err: "is empty"},
+		{in: "mysql://x", err: "unsupported scheme"},
+	} {
+		got, err := parseLedger(tc.in)
+		if tc.err != "" {
+			require.ErrorContains(t, err, tc.err, tc.in)
+			continue
+		}
+		require.NoError(t, err, tc.in)
+		require.Equal(t, tc.want, got, tc.in)
+	}
+	require.Equal(t, "postgres://alice:xxxxx@db/x", redactURL("postgres://alice:secret@db/x"))
+	require.NotContains(t, redactURL("postgres://db/x?password=secret"), "secret")
+}
+
+func TestParseDuration(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]time.Duration{
+		"90s": 90 * time.Second, "24h": 24 * time.Hour, "30d": 30 * 24 * time.Hour, "1d12h": 36 * time.Hour, "0": 0,
+	} {
+		got, err := parseDuration(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"", "d", "xd", "1dx", "-1h", "forever"} {
+		_, err := parseDuration(in)
+		require.Error(t, err, in)
+	}
+}
+
+func TestParseAmountAndCurrency(t *testing.T) {
+	t.Parallel()
+	n, err := parseAmount("1999", true)
+	require.NoError(t, err)
+	require.EqualValues(t, 1999, n)
+	n, err = parseAmount("", false)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	for _, bad := range []string{"", "0", "-1", "1.5", "1,5", "x", "1000000000000"} {
+		_, err := parseAmount(bad, true)
+		require.Error(t, err, bad)
+		require.Equal(t, ExitUsage, exitCode(err), bad)
+	}
+	c, err := parseCurrency("eur", true)
+	require.NoError(t, err)
+	require.Equal(t, "EUR", c)
+	for _, bad := range []string{"", "EURO", "XXX", "12"} {
+		_, err := parseCurrency(bad, true)
+		require.Error(t, err, bad)
+	}
+}
+
+func exitCode(err error) int {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return -1
+}
+
+func TestCallExit(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err     error
+		code    int
+		outcome bool
+	}{
+		{nil, ExitOK, true},
+		{&payonce.DeclinedError{Provider: "stripe", Code: "card_declined"}, ExitFailed, true},
+		{fmt.Errorf("x: %w", payonce.ErrOutcomeUnknown), ExitUnknown, true},
+		{payonce.ErrInProgress, ExitInProgress, true},
+		{fmt.Errorf("%w: reason", payonce.ErrManualReview), ExitReview, true},
+		{payonce.ErrProviderUnavailable, ExitUnavailable, true},
+		{&payonce.ValidationError{Field: "Amount", Problem: "bad"}, ExitUsage, false},
+		{fmt.Errorf("%w: %w", payonce.ErrFingerprintMismatch, ledger.ErrFingerprintMismatch), ExitUsage, false},
+		{errors.New("disk on fire"), ExitError, false},
+	} {
+		code, outcome := callExit(tc.err)
+		require.Equal(t, tc.code, code, "%v", tc.err)
+		require.Equal(t, tc.outcome, outcome, "%v", tc.err)
+	}
+}
+
+func TestSafetyMargin(t *testing.T) {
+	t.Parallel()
+	require.Zero(t, safetyMargin(24*time.Hour, 0), "the library's default fits Stripe's 24h")
+	require.Equal(t, 5*time.Second, safetyMargin(20*time.Second, time.Second))
+	require.Equal(t, 500*time.Millisecond, safetyMargin(2*time.Second, 0))
+}
+
+func TestMoneyAndSuggest(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "0.05", money(5))
+	require.Equal(t, "1,234.56", money(123456))
+	require.Equal(t, "-1,000,000.00", money(-100000000))
+	require.Equal(t, "match", agree(3, 3))
+	require.Equal(t, "differ by 0.02", agree(1, 3))
+	require.Equal(t, "3%", pct(0.2*0.15))
+	require.Equal(t, "charge", suggest("chrage"))
+	require.Equal(t, "review", suggest("reveiw"))
+	require.Equal(t, "", suggest("xyzzy"))
+}
+
+func TestProgressOnATerminal(t *testing.T) {
+	t.Parallel()
+	var buf syncBuffer
+	p := &progress{w: &buf, tty: true}
+	p.start("calling", 10)
+	p.add(5)
+	p.draw()
+	p.done("called 10")
+	p.start("reconciling", 0)
+	p.status("3 operations open", time.Now().Add(time.Second))
+	p.draw()
+	p.done("")
+	p.stop()
+	out := buf.String()
+	require.Contains(t, out, "\r\033[Kcalling      [===============>              ] 5/10")
+	require.Contains(t, out, "called 10 (")
+	require.Contains(t, out, "3 operations open, next check in ")
+
+	var plain syncBuffer
+	q := newProgress(&plain)
+	require.False(t, q.tty, "a buffer is no terminal")
+	q.start("calling", 3)
+	q.add(3)
+	q.done("done")
+	require.Regexp(t, `^done \(\d`, plain.String())
+}
+
+// syncBuffer is a bytes.Buffer safe for the progress goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
