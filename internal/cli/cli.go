@@ -126,7 +126,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"demo", "charge and refund through an in-process fake Stripe with injected faults, then reconcile", runDemo},
+		{"demo", "charge and refund through an in-process fake provider with injected faults, then reconcile", runDemo},
 		{"migrate", "create or upgrade the ledger's schema", runMigrate},
 		{"charge", "charge (or authorize) one order", runCharge},
 		{"capture", "capture an authorized charge", runCapture},

@@ -22,10 +22,13 @@ type providerFlags struct {
 
 func addProviderFlags(f *cmdFlags) *providerFlags {
 	pf := &providerFlags{f: f}
-	f.StringVar(&pf.provider, "provider", "stripe", "payment provider `NAME`; or PAYONCE_PROVIDER")
+	f.StringVar(&pf.provider, "provider", "stripe", "payment provider `NAME`: stripe, yookassa or checkout; or PAYONCE_PROVIDER")
 	f.StringVar(&pf.baseURL, "base-url", "", "send the provider's requests to this `URL` instead (a fake, a proxy);\nor PAYONCE_BASE_URL")
-	f.duration(&pf.keyTTL, "key-ttl", 0, "how long the provider keeps idempotency keys; `D` replaces the adapter's\ndefault (stripe: 24h) and must never exceed the provider's real one")
-	f.duration(&pf.searchLag, "search-lag", 0, "how far behind the provider's search may run; `D` replaces the adapter's\ndefault (stripe: 1m)")
+	f.duration(&pf.keyTTL, "key-ttl", 0, "how long the provider keeps idempotency keys; `D` replaces the adapter's\ndefault (24h for stripe, yookassa and checkout) and must never exceed the\n"+
+		"provider's real one")
+	f.duration(&pf.searchLag, "search-lag", 0, "how long before a lookup that found nothing is believed; `D` replaces\n"+
+		"the adapter's default: stripe's search lag (1m), yookassa's list lag (1m),\n"+
+		"checkout's settle lag (2m)")
 	f.duration(&pf.timeout, "timeout", 0, "bound on one request to the provider (`D`, default 30s)")
 	f.BoolVar(&pf.verbose, "verbose", false, "log retries, lookups and state changes to stderr")
 	return pf

@@ -15,27 +15,12 @@ import (
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/mocks"
-	"github.com/payonce/payonce/providers/stripe"
 )
-
-// demoFaultMix is the share of each fault kind among the requests that move
-// money, as a fraction of the total fault rate (they add up to 1).
-var demoFaultMix = []struct {
-	kind  mocks.FaultKind
-	share float64
-}{
-	{mocks.FaultDropAfterProcessing, 0.15},
-	{mocks.FaultHangAfterProcessing, 0.15},
-	{mocks.FaultGatewayBefore502, 0.15},
-	{mocks.FaultGatewayAfter502, 0.15},
-	{mocks.FaultRateLimit429, 0.10},
-	{mocks.FaultSlow, 0.15},
-	{mocks.FaultStored500, 0.15},
-}
 
 // demoSettings are the timings the demo runs with: short, so that it
 // settles within seconds; each is printed with the report.
 type demoSettings struct {
+	Provider                     demoProvider
 	Orders, Refunds, Concurrency int
 	Seed                         int64
 	FaultRate                    float64
@@ -73,15 +58,18 @@ func defaultDemoSettings() demoSettings {
 
 func runDemo(ctx context.Context, a *App, args []string) error {
 	s := defaultDemoSettings()
-	f := newFlags("demo", "payonce demo [--orders N] [--refunds M] [--concurrency C] [--seed S] [--ledger DSN] [--json]",
-		`Starts a fake Stripe in this process that fails about a fifth of the requests
-that move money in every way it knows (answers lost after the money moved,
+	f := newFlags("demo", "payonce demo [--provider stripe|yookassa|checkout] [--orders N] [--refunds M] [--concurrency C] [--seed S] [--ledger DSN] [--json]",
+		`Starts a fake provider in this process (Stripe, YooKassa or Checkout.com, with
+its own test credentials) that fails about a fifth of the requests that move
+money in the ways that matter there (answers lost after the money moved,
 hangs, proxy 502s before and after processing, rate limits, slow answers,
-stored 500s), charges --orders orders and refunds --refunds of them at
---concurrency through payonce, runs the reconciler until nothing is left to
-settle, and compares the ledger with what the fake really did. Its timings
-are short (a key TTL of 20s instead of Stripe's 24h) so that it settles in
-about half a minute; they are printed with the report.
+500s stored or produced after the money moved), charges --orders orders with
+the provider's test payment methods (a few of them declined) and refunds
+--refunds of them at --concurrency through payonce, runs the reconciler until
+nothing is left to settle, and compares the ledger with what the fake really
+did. Its timings are short (a key TTL of 20s instead of 24h, lookup lags of
+seconds) so that it settles in about half a minute; they are printed with the
+report. Amounts are in USD for stripe, RUB for yookassa, EUR for checkout.
 
 Exit code 0 when no reference was charged or refunded twice and every
 operation settled (succeeded, failed, or in manual review); 1 otherwise.
@@ -89,6 +77,8 @@ Needs no credential and no setup: the ledger is a temporary SQLite file
 unless --ledger (or PAYONCE_LEDGER) names one.`)
 	lf := addLedgerFlags(f)
 	var asJSON bool
+	provider := "stripe"
+	f.StringVar(&provider, "provider", provider, "the fake to run against, `NAME`: "+demoProviderNames()+"; or PAYONCE_PROVIDER")
 	f.IntVar(&s.Orders, "orders", s.Orders, "`N` orders to charge")
 	f.IntVar(&s.Refunds, "refunds", s.Refunds, "refund `M` of the orders")
 	f.IntVar(&s.Concurrency, "concurrency", s.Concurrency, "`C` calls at once (and operations the reconciler settles at once)")
@@ -102,6 +92,19 @@ unless --ledger (or PAYONCE_LEDGER) names one.`)
 	}
 	if err := positional(f, pos); err != nil {
 		return err
+	}
+	if !f.wasSet("provider") {
+		if v := a.Env("PAYONCE_PROVIDER"); v != "" {
+			provider = v
+		}
+	}
+	p, ok := findDemoProvider(provider)
+	if !ok {
+		return usageErrorf("unknown provider %q: the demo has fakes of %s", provider, demoProviderNames())
+	}
+	s.Provider = p
+	if !p.fakeLag {
+		s.FakeSearchLag = 0
 	}
 	switch {
 	case s.Orders < 1 || s.Orders > 100000:
@@ -156,7 +159,7 @@ unless --ledger (or PAYONCE_LEDGER) names one.`)
 type demo struct {
 	a        *App
 	s        demoSettings
-	fake     *mocks.Stripe
+	fake     demoFake
 	ledger   *ledgerConn
 	tempDir  string
 	client   *payonce.Client
@@ -188,6 +191,7 @@ type demoOrder struct {
 	id      string
 	amount  int64
 	decline bool
+	method  string      // the payment method it pays with
 	charged atomic.Bool // the charge call reported success
 }
 
@@ -219,20 +223,17 @@ func newDemo(ctx context.Context, a *App, s demoSettings, lf *ledgerFlags) (*dem
 	}
 
 	rates := map[mocks.FaultKind]float64{}
-	for _, m := range demoFaultMix {
+	for _, m := range s.Provider.faultMix {
 		if s.FaultRate > 0 {
 			rates[m.kind] = s.FaultRate * m.share
 		}
 	}
-	d.fake = mocks.NewStripe(mocks.StripeOptions{
-		Seed: s.Seed, KeyTTL: s.KeyTTL, SearchLag: s.FakeSearchLag, FaultRates: rates,
-		HangFor: s.HangFor, SlowFor: s.SlowFor, RetryAfter: s.RetryAfter,
-	})
-	d.s.FakeURL = d.fake.URL()
-	psp, err := stripe.New(stripe.Config{APIKey: d.fake.APIKey(), BaseURL: d.fake.URL(), KeyTTL: s.KeyTTL, SearchLag: s.AdapterSearchLag})
+	var psp payonce.Provider
+	d.fake, psp, err = s.Provider.start(s, rates)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("building the %s adapter for the fake: %w", s.Provider.name, err)
 	}
+	d.s.FakeURL = d.fake.URL()
 	d.client, err = payonce.New(payonce.Config{
 		Provider: psp, Store: d.ledger.store, Logger: a.logger(quiet),
 		// Keep-alives off: a dropped answer reaches the client as a
@@ -262,6 +263,13 @@ func newDemo(ctx context.Context, a *App, s demoSettings, lf *ledgerFlags) (*dem
 		d.orders[i].id = fmt.Sprintf("%s-%05d", d.runID, i+1)
 		d.orders[i].amount = 500 + 50*rng.Int64N(390) // 5.00 .. 199.50
 		d.orders[i].decline = s.DeclineEvery > 0 && rng.IntN(s.DeclineEvery) == 0
+		d.orders[i].method = s.Provider.good
+		if d.orders[i].decline {
+			d.orders[i].method = s.Provider.declines[0]
+			if n := len(s.Provider.declines); n > 1 {
+				d.orders[i].method = s.Provider.declines[rng.IntN(n)]
+			}
+		}
 	}
 	ok = true
 	return d, nil
@@ -334,15 +342,13 @@ func (d *demo) run(ctx context.Context) error {
 }
 
 func (d *demo) chargeParams(o *demoOrder) payonce.ChargeParams {
-	pm := "pm_card_visa"
-	if o.decline {
-		pm = "pm_card_chargeDeclined"
-	}
-	return payonce.ChargeParams{OrderID: o.id, Amount: o.amount, Currency: "USD", PaymentMethod: pm}
+	return payonce.ChargeParams{OrderID: o.id, Amount: o.amount, Currency: d.s.Provider.currency, PaymentMethod: o.method}
 }
 
+// refundParams refunds the whole charge, with its amount given: YooKassa
+// refunds need one.
 func (d *demo) refundParams(o *demoOrder) payonce.RefundParams {
-	return payonce.RefundParams{OrderID: o.id, RefundSeq: 1, Amount: o.amount, Currency: "USD"}
+	return payonce.RefundParams{OrderID: o.id, RefundSeq: 1, Amount: o.amount, Currency: d.s.Provider.currency}
 }
 
 // parallel runs fn(0..n-1) on the configured number of workers.
@@ -388,7 +394,7 @@ func (d *demo) moreRefunds(ctx context.Context) ([]int, error) {
 		if d.refunded[i] {
 			continue
 		}
-		id, err := payonce.Identity{Provider: "stripe", Kind: payonce.KindCharge, References: []string{d.orders[i].id}}.OperationID()
+		id, err := payonce.Identity{Provider: d.s.Provider.name, Kind: payonce.KindCharge, References: []string{d.orders[i].id}}.OperationID()
 		if err != nil {
 			return nil, err
 		}
@@ -452,7 +458,7 @@ func (d *demo) open(ctx context.Context) (int, time.Time, error) {
 	n := 0
 	var next time.Time
 	for _, st := range []ledger.Status{ledger.StatusPending, ledger.StatusUnknown, ledger.StatusInFlight} {
-		ops, err := d.listAll(ctx, ledger.ListFilter{Status: st, Provider: "stripe"})
+		ops, err := d.listAll(ctx, ledger.ListFilter{Status: st, Provider: d.s.Provider.name})
 		if err != nil {
 			return 0, next, err
 		}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/providers/stripe"
 )
 
 // kindStats counts the operations of one kind as the ledger holds them.
@@ -43,6 +42,8 @@ func (k *kindStats) add(o kindStats) {
 // demoReport is what the demo prints; with --json, as one object.
 type demoReport struct {
 	Settings struct {
+		Provider         string             `json:"provider"`
+		LookupLag        string             `json:"lookup_lag_name"`
 		Orders           int                `json:"orders"`
 		Refunds          int                `json:"refunds"`
 		Concurrency      int                `json:"concurrency"`
@@ -109,9 +110,11 @@ func (d *demo) report(ctx context.Context, elapsed time.Duration) (*demoReport, 
 	s := d.s
 	r := &demoReport{Duplicates: []string{}, MovedInReview: []string{}, Mismatches: []string{}, Faults: map[string]int{}}
 	st := &r.Settings
+	p := s.Provider
+	st.Provider, st.LookupLag = p.name, p.lagName
 	st.Orders, st.Refunds, st.Concurrency, st.Seed, st.FaultRate = s.Orders, s.Refunds, s.Concurrency, s.Seed, s.FaultRate
 	st.FaultMix = map[string]float64{}
-	for _, m := range demoFaultMix {
+	for _, m := range p.faultMix {
 		st.FaultMix[m.kind.String()] = m.share * s.FaultRate
 	}
 	st.KeyTTL, st.FakeSearchLag, st.AdapterSearchLag = fmtDuration(s.KeyTTL), s.FakeSearchLag.String(), s.AdapterSearchLag.String()
@@ -121,12 +124,12 @@ func (d *demo) report(ctx context.Context, elapsed time.Duration) (*demoReport, 
 	st.Ledger, st.TemporaryLedger, st.FakeURL = s.Ledger, s.TemporaryLedger, s.FakeURL
 	r.Reconciler.Passes, r.Reconciler.Claimed, r.Reconciler.Settled = d.passes, d.claimed, d.settled
 
-	ops, err := d.listAll(ctx, ledger.ListFilter{Provider: "stripe"})
+	ops, err := d.listAll(ctx, ledger.ListFilter{Provider: p.name})
 	if err != nil {
 		return nil, err
 	}
 	byID := make(map[string]ledger.Operation, len(ops))
-	r.Money.Currency = "USD"
+	r.Money.Currency = p.currency
 	for _, op := range ops {
 		byID[op.ID] = op
 		k := kindStats{Operations: 1, Attempts: op.Attempts, Retries: max(op.Attempts-1, 0)}
@@ -170,18 +173,24 @@ func (d *demo) report(ctx context.Context, elapsed time.Duration) (*demoReport, 
 
 	t := d.fake.Truth()
 	r.ProviderReplays, r.ProviderKeyInUse = t.Replays, t.KeyInUse
-	r.ProviderPOSTs = t.Requests["POST /v1/payment_intents"] + t.Requests["POST /v1/refunds"]
+	for route, n := range t.Requests {
+		if strings.HasPrefix(route, "POST ") {
+			r.ProviderPOSTs += n
+		}
+	}
 	for k, n := range t.Faults {
 		r.Faults[k.String()] = n
 		r.FaultsInjected += n
 	}
-	r.Money.ProviderCharged = t.TotalCharged("usd")
-	r.Money.ProviderRefunded = t.TotalRefunded("usd")
-	for _, id := range t.Duplicates(stripe.MetaOperation) {
-		r.DoubleCharges++
-		r.Duplicates = append(r.Duplicates, "charged twice: "+describeOp(byID, id))
+	r.Money.ProviderCharged = t.TotalCharged(p.currency)
+	r.Money.ProviderRefunded = t.TotalRefunded(p.currency)
+	for id, n := range p.charges(t) {
+		if n > 1 {
+			r.DoubleCharges++
+			r.Duplicates = append(r.Duplicates, fmt.Sprintf("charged %d times: %s", n, describeOp(byID, id)))
+		}
 	}
-	for id, n := range t.RefundsBy(stripe.MetaOperation) {
+	for id, n := range p.refunds(t) {
 		if n > 1 {
 			r.DoubleRefunds++
 			r.Duplicates = append(r.Duplicates, fmt.Sprintf("refunded %d times: %s", n, describeOp(byID, id)))
@@ -191,14 +200,14 @@ func (d *demo) report(ctx context.Context, elapsed time.Duration) (*demoReport, 
 
 	// What the provider did, against what the ledger says.
 	moved := map[string]string{} // operation id -> provider object
-	for _, p := range t.Payments {
-		if p.Authorized {
-			moved[p.Metadata[stripe.MetaOperation]] = p.ID
+	for _, pm := range t.Payments {
+		if pm.Authorized {
+			moved[p.chargeOp(pm)] = pm.ID
 		}
 	}
 	for _, rf := range t.Refunds {
 		if rf.Status == "succeeded" {
-			moved[rf.Metadata[stripe.MetaOperation]] = rf.ID
+			moved[p.refundOp(rf)] = rf.ID
 		}
 	}
 	for id, obj := range moved {
@@ -237,15 +246,21 @@ func describeOp(byID map[string]ledger.Operation, id string) string {
 func (r *demoReport) print(w io.Writer) {
 	s := r.Settings
 	fmt.Fprintf(w, "payonce demo: %d orders, %d refunds, concurrency %d, seed %d\n", s.Orders, s.Refunds, s.Concurrency, s.Seed)
+	p, _ := findDemoProvider(s.Provider)
 	var mix []string
-	for _, m := range demoFaultMix {
+	for _, m := range p.faultMix {
 		mix = append(mix, fmt.Sprintf("%s %s", m.kind, pct(s.FaultMix[m.kind.String()])))
 	}
-	fmt.Fprintf(w, "fake Stripe %s fails %s of the requests that move money: %s\n", s.FakeURL, pct(s.FaultRate), strings.Join(mix, ", "))
-	fmt.Fprintf(w, "settings: key TTL %s (fake and adapter), search lag %s (fake) / %s (adapter), attempt timeout %s,\n"+
+	title := p.title
+	fmt.Fprintf(w, "fake %s %s fails %s of the requests that move money: %s\n", title, s.FakeURL, pct(s.FaultRate), strings.Join(mix, ", "))
+	lag := fmt.Sprintf("%s %s (adapter)", s.LookupLag, s.AdapterSearchLag)
+	if s.FakeSearchLag != "0s" {
+		lag = fmt.Sprintf("%s %s (fake) / %s (adapter)", s.LookupLag, s.FakeSearchLag, s.AdapterSearchLag)
+	}
+	fmt.Fprintf(w, "settings: key TTL %s (fake and adapter), %s, attempt timeout %s,\n"+
 		"          hang %s, slow %s, Retry-After %s, check interval %s, safety margin %s, %d attempts per call,\n"+
 		"          breaker opens after %d failures for %s\n",
-		s.KeyTTL, s.FakeSearchLag, s.AdapterSearchLag, s.AttemptTimeout, s.HangFor, s.SlowFor, s.RetryAfter,
+		s.KeyTTL, lag, s.AttemptTimeout, s.HangFor, s.SlowFor, s.RetryAfter,
 		s.CheckInterval, s.SafetyMargin, s.MaxAttempts, s.BreakerFailures, s.BreakerOpenFor)
 	temp := ""
 	if s.TemporaryLedger {

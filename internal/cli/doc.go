@@ -3,7 +3,7 @@
 //
 // Commands:
 //
-//	payonce demo      charge and refund through a fake Stripe with injected faults
+//	payonce demo      charge and refund through a fake Stripe, YooKassa or Checkout.com with injected faults
 //	payonce migrate   create or upgrade the ledger's schema
 //	payonce charge    charge (or authorize) one order
 //	payonce capture   capture an authorized charge
@@ -18,7 +18,9 @@
 // postgresql:// URL selects PostgreSQL (with --schema or PAYONCE_SCHEMA,
 // default "public"); sqlite:PATH or a plain path selects SQLite; the default
 // is sqlite:payonce.db. Provider credentials are read only from the
-// environment (STRIPE_API_KEY for --provider stripe), never from flags.
+// environment, never from flags: STRIPE_API_KEY for --provider stripe,
+// YOOKASSA_SHOP_ID and YOOKASSA_SECRET_KEY for --provider yookassa,
+// CHECKOUT_SECRET_KEY for --provider checkout.
 //
 // Exit codes, the same for every command:
 //

@@ -37,7 +37,7 @@ func TestActionableErrors(t *testing.T) {
 		{"unknown command", nil, []string{"chrage"}, []string{`unknown command "chrage"`, `did you mean "charge"`, "payonce help"}},
 		{"unknown subcommand", env, []string{"ops", "delete"}, []string{`unknown ops subcommand "delete"`}},
 		{"no subcommand", env, []string{"review"}, []string{"review needs a subcommand"}},
-		{"unknown provider", env, append(charge, "--provider", "paypal"), []string{`unknown provider "paypal"`, "known providers are stripe"}},
+		{"unknown provider", env, append(charge, "--provider", "paypal"), []string{`unknown provider "paypal"`, "known providers are checkout, stripe, yookassa"}},
 		{"unknown provider from env", with(env, "PAYONCE_PROVIDER", "adyen"), charge, []string{`unknown provider "adyen"`}},
 		{"missing credential", map[string]string{"PAYONCE_LEDGER": migrated}, charge, []string{"STRIPE_API_KEY", "environment"}},
 		{"bad base URL", env, append(charge, "--base-url", "ftp://example"), []string{"BaseURL", "https://"}},
@@ -121,7 +121,8 @@ func TestHelp(t *testing.T) {
 	t.Parallel()
 	r := runBinary(t, nil, "help")
 	require.Equal(t, 0, r.code, "%s", r)
-	for _, c := range []string{"demo", "migrate", "charge", "capture", "cancel", "refund", "reconcile", "ops", "review", "cleanup", "Exit codes", "STRIPE_API_KEY"} {
+	for _, c := range []string{"demo", "migrate", "charge", "capture", "cancel", "refund", "reconcile", "ops", "review", "cleanup", "Exit codes", "STRIPE_API_KEY",
+		"YOOKASSA_SHOP_ID", "YOOKASSA_SECRET_KEY", "CHECKOUT_SECRET_KEY"} {
 		require.Contains(t, r.stdout, c)
 	}
 	for _, args := range [][]string{{"charge", "-h"}, {"help", "charge"}, {"charge", "--help"}} {

@@ -95,7 +95,8 @@ func scrubbedEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "PAYONCE_") && name != envCoverDir || name == "STRIPE_API_KEY" {
+		if strings.HasPrefix(name, "PAYONCE_") && name != envCoverDir || name == "STRIPE_API_KEY" ||
+			strings.HasPrefix(name, "YOOKASSA_") || strings.HasPrefix(name, "CHECKOUT_") {
 			continue
 		}
 		env = append(env, kv)

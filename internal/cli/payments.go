@@ -62,7 +62,8 @@ func runCharge(ctx context.Context, a *App, args []string) error {
 	c.f.StringVar(&order, "order", "", "the order's `ID` in your system (required); one order is charged at most once")
 	c.f.StringVar(&amount, "amount", "", "`MINOR` units of the amount, e.g. 1999 for 19.99 (required)")
 	c.f.StringVar(&cur, "currency", "", "`CUR`: ISO 4217 currency code, e.g. USD (required)")
-	c.f.StringVar(&pm, "payment-method", "", "`PM`: the provider's payment method id or token, e.g. pm_card_visa")
+	c.f.StringVar(&pm, "payment-method", "", "`PM`: the provider's payment method id or token: pm_... for stripe,\n"+
+		"a saved payment_method_id for yookassa, src_... or tok_... for checkout")
 	c.f.StringVar(&customer, "customer", "", "the provider's customer `ID`")
 	c.f.StringVar(&description, "description", "", "`TEXT` sent with the charge")
 	c.f.BoolVar(&manual, "capture-manual", false, "authorize only; capture later with \"payonce capture\"")
@@ -154,7 +155,7 @@ func runRefund(ctx context.Context, a *App, args []string) error {
 	var seq int
 	c.f.StringVar(&order, "order", "", "the order's `ID` (required)")
 	c.f.IntVar(&seq, "refund-seq", 1, "`N`: the number of this refund within the order, from 1")
-	c.f.StringVar(&amount, "amount", "", "`MINOR` units to refund; default: what remains")
+	c.f.StringVar(&amount, "amount", "", "`MINOR` units to refund; default: what remains (yookassa needs it given)")
 	c.f.StringVar(&cur, "currency", "", "`CUR`: ISO 4217 currency code; default: the currency\nof the order's charge in the ledger")
 	c.f.StringVar(&ref, "payment-ref", "", "the provider's payment `ID`; default: the order's charge in the ledger")
 	pos, err := c.f.parse(a, args)

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/checkout"
 	"github.com/payonce/payonce/providers/stripe"
+	"github.com/payonce/payonce/providers/yookassa"
 )
 
 // Adapter tells the command line how to build one provider's adapter.
@@ -34,8 +36,9 @@ type AdapterConfig struct {
 	// KeyTTL, when > 0, replaces the adapter's idempotency key TTL. It may
 	// only ever be shorter than what the provider really keeps.
 	KeyTTL time.Duration
-	// SearchLag, when > 0, replaces how far behind the provider's search
-	// the adapter assumes it is (for adapters whose lookup searches).
+	// SearchLag, when > 0, replaces how long the adapter waits before it
+	// believes a lookup that found nothing: Stripe's SearchLag, YooKassa's
+	// ListLag, Checkout.com's SettleLag.
 	SearchLag time.Duration
 }
 
@@ -81,10 +84,11 @@ func (r *Registry) Names() []string {
 	return names
 }
 
-// DefaultRegistry returns the adapters the payonce binary knows: stripe. A
-// new adapter is added here with its constructor and credential variables.
+// DefaultRegistry returns the adapters the payonce binary knows: checkout,
+// stripe and yookassa. A new adapter is added here with its constructor and
+// credential variables.
 func DefaultRegistry() *Registry {
-	r, err := NewRegistry(StripeAdapter())
+	r, err := NewRegistry(StripeAdapter(), YooKassaAdapter(), CheckoutAdapter())
 	if err != nil {
 		panic(err) // a programming error in this file
 	}
@@ -99,6 +103,37 @@ func StripeAdapter() Adapter {
 		New: func(c AdapterConfig) (payonce.Provider, error) {
 			return stripe.New(stripe.Config{
 				APIKey: c.Env["STRIPE_API_KEY"], BaseURL: c.BaseURL, KeyTTL: c.KeyTTL, SearchLag: c.SearchLag,
+			})
+		},
+	}
+}
+
+// YooKassaAdapter builds the YooKassa adapter from YOOKASSA_SHOP_ID and
+// YOOKASSA_SECRET_KEY. --search-lag sets its ListLag: how far behind the
+// payments and refunds lists may be.
+func YooKassaAdapter() Adapter {
+	return Adapter{
+		Name:    "yookassa",
+		EnvVars: []string{"YOOKASSA_SHOP_ID", "YOOKASSA_SECRET_KEY"},
+		New: func(c AdapterConfig) (payonce.Provider, error) {
+			return yookassa.New(yookassa.Config{
+				ShopID: c.Env["YOOKASSA_SHOP_ID"], SecretKey: c.Env["YOOKASSA_SECRET_KEY"],
+				BaseURL: c.BaseURL, KeyTTL: c.KeyTTL, ListLag: c.SearchLag,
+			})
+		},
+	}
+}
+
+// CheckoutAdapter builds the Checkout.com adapter from CHECKOUT_SECRET_KEY.
+// --search-lag sets its SettleLag: how long after the last attempt a lookup
+// that found nothing is believed.
+func CheckoutAdapter() Adapter {
+	return Adapter{
+		Name:    "checkout",
+		EnvVars: []string{"CHECKOUT_SECRET_KEY"},
+		New: func(c AdapterConfig) (payonce.Provider, error) {
+			return checkout.New(checkout.Config{
+				SecretKey: c.Env["CHECKOUT_SECRET_KEY"], BaseURL: c.BaseURL, KeyTTL: c.KeyTTL, SettleLag: c.SearchLag,
 			})
 		},
 	}

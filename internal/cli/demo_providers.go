@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"strings"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/mocks"
+	"github.com/payonce/payonce/providers/stripe"
+	"github.com/payonce/payonce/providers/yookassa"
+)
+
+// demoFault is one fault kind of a demo's mix, as a share of the total
+// fault rate (the shares of a mix add up to 1).
+type demoFault struct {
+	kind  mocks.FaultKind
+	share float64
+}
+
+// demoFake is the part of a fake provider the demo uses.
+type demoFake interface {
+	URL() string
+	Truth() mocks.Truth
+	Close()
+}
+
+// demoProvider is what the demo knows about one provider: its fake, the
+// faults that matter there, its test payment methods, and how to read the
+// fake's truth back as operation ids.
+type demoProvider struct {
+	name     string // --provider, and the adapter's Name
+	title    string // for people: "Stripe"
+	currency string // of every charge and refund
+	// lagName is what the adapter's "not found is believed after" delay is
+	// called there (--search-lag sets it).
+	lagName string
+	// fakeLag: the fake's own lookups run behind (Stripe's search); the
+	// other fakes answer lists and reads at once.
+	fakeLag  bool
+	faultMix []demoFault
+	good     string   // a payment method that pays
+	declines []string // payment methods the provider declines
+	// start starts the fake with its own credentials and builds the
+	// adapter that talks to it, through the adapter's registry entry.
+	start func(s demoSettings, rates map[mocks.FaultKind]float64) (demoFake, payonce.Provider, error)
+	// chargeOp and refundOp name the operation that created a payment or a
+	// refund, as the adapter marks it.
+	chargeOp func(mocks.TruthPayment) string
+	refundOp func(mocks.TruthRefund) string
+	// charges counts authorized payments, refunds counts refunds (any
+	// status), per operation id, with the grouping the fake documents.
+	charges func(mocks.Truth) map[string]int
+	refunds func(mocks.Truth) map[string]int
+}
+
+// demoProviders are the providers "payonce demo --provider" runs against.
+func demoProviders() []demoProvider {
+	return []demoProvider{stripeDemo(), yookassaDemo(), checkoutDemo()}
+}
+
+func findDemoProvider(name string) (demoProvider, bool) {
+	for _, p := range demoProviders() {
+		if p.name == name {
+			return p, true
+		}
+	}
+	return demoProvider{}, false
+}
+
+func demoProviderNames() string {
+	var names []string
+	for _, p := range demoProviders() {
+		names = append(names, p.name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// adapterConfig is what every demo adapter is built with: the fake's
+// address and credentials, the demo's key TTL and lookup lag.
+func adapterConfig(s demoSettings, url string, env map[string]string) AdapterConfig {
+	return AdapterConfig{Env: env, BaseURL: url, KeyTTL: s.KeyTTL, SearchLag: s.AdapterSearchLag}
+}
+
+// stripeDemo: stored 500s are Stripe's own trap (the 500 is replayed for
+// the key until it expires, so those operations reach review); processed
+// 500s are left out, since Stripe replays the 500 of a charge that moved
+// money just the same.
+func stripeDemo() demoProvider {
+	return demoProvider{
+		name: "stripe", title: "Stripe", currency: "USD", lagName: "search lag", fakeLag: true,
+		faultMix: []demoFault{
+			{mocks.FaultDropAfterProcessing, 0.15},
+			{mocks.FaultHangAfterProcessing, 0.15},
+			{mocks.FaultGatewayBefore502, 0.15},
+			{mocks.FaultGatewayAfter502, 0.15},
+			{mocks.FaultRateLimit429, 0.10},
+			{mocks.FaultSlow, 0.15},
+			{mocks.FaultStored500, 0.15},
+		},
+		good:     "pm_card_visa",
+		declines: []string{"pm_card_chargeDeclined"},
+		start: func(s demoSettings, rates map[mocks.FaultKind]float64) (demoFake, payonce.Provider, error) {
+			f := mocks.NewStripe(mocks.StripeOptions{
+				Seed: s.Seed, KeyTTL: s.KeyTTL, SearchLag: s.FakeSearchLag, FaultRates: rates,
+				HangFor: s.HangFor, SlowFor: s.SlowFor, RetryAfter: s.RetryAfter,
+			})
+			p, err := StripeAdapter().New(adapterConfig(s, f.URL(), map[string]string{"STRIPE_API_KEY": f.APIKey()}))
+			return f, p, err
+		},
+		chargeOp: func(p mocks.TruthPayment) string { return p.Metadata[stripe.MetaOperation] },
+		refundOp: func(r mocks.TruthRefund) string { return r.Metadata[stripe.MetaOperation] },
+		charges:  func(t mocks.Truth) map[string]int { return t.ChargesBy(stripe.MetaOperation) },
+		refunds:  func(t mocks.Truth) map[string]int { return t.RefundsBy(stripe.MetaOperation) },
+	}
+}
+
+// yookassaDemo: YooKassa never replays a 500 (a processed 500 keeps the
+// real outcome under the key, a stored 500 frees it), and refunds carry no
+// metadata: the adapter marks them in their description.
+func yookassaDemo() demoProvider {
+	return demoProvider{
+		name: "yookassa", title: "YooKassa", currency: "RUB", lagName: "list lag",
+		faultMix: []demoFault{
+			{mocks.FaultDropAfterProcessing, 0.15},
+			{mocks.FaultHangAfterProcessing, 0.10},
+			{mocks.FaultGatewayBefore502, 0.10},
+			{mocks.FaultGatewayAfter502, 0.15},
+			{mocks.FaultRateLimit429, 0.10},
+			{mocks.FaultSlow, 0.10},
+			{mocks.FaultStored500, 0.10},
+			{mocks.FaultProcessed500, 0.20},
+		},
+		good: mocks.YooKassaMethodSucceeds,
+		declines: []string{mocks.YooKassaMethodInsufficientFunds, mocks.YooKassaMethodGeneralDecline,
+			mocks.YooKassaMethodExpired, mocks.YooKassaMethodFraud},
+		start: func(s demoSettings, rates map[mocks.FaultKind]float64) (demoFake, payonce.Provider, error) {
+			f := mocks.NewYooKassa(mocks.YooKassaOptions{
+				Seed: s.Seed, KeyTTL: s.KeyTTL, FaultRates: rates,
+				HangFor: s.HangFor, SlowFor: s.SlowFor, RetryAfter: s.RetryAfter,
+			})
+			p, err := YooKassaAdapter().New(adapterConfig(s, f.URL(), map[string]string{
+				"YOOKASSA_SHOP_ID": f.ShopID(), "YOOKASSA_SECRET_KEY": f.SecretKey()}))
+			return f, p, err
+		},
+		chargeOp: func(p mocks.TruthPayment) string { return p.Metadata[yookassa.MetaOperation] },
+		refundOp: func(r mocks.TruthRefund) string { return yookassaRefundOp(r.Description) },
+		charges:  func(t mocks.Truth) map[string]int { return t.ChargesBy(yookassa.MetaOperation) },
+		refunds: func(t mocks.Truth) map[string]int {
+			m := map[string]int{}
+			for _, r := range t.Refunds {
+				if op := yookassaRefundOp(r.Description); op != "" {
+					m[op]++
+				}
+			}
+			return m
+		},
+	}
+}
+
+// yookassaRefundOp returns the operation id the adapter wrote in a refund's
+// description after yookassa.RefundMarker, or "".
+func yookassaRefundOp(desc string) string {
+	i := strings.LastIndex(desc, yookassa.RefundMarker)
+	if i < 0 {
+		return ""
+	}
+	op := desc[i+len(yookassa.RefundMarker):]
+	if j := strings.IndexByte(op, ' '); j >= 0 {
+		op = op[:j]
+	}
+	return op
+}
+
+// checkoutDemo: Checkout.com keeps an answer under the key only when it was
+// 2xx, so a processed 500 (the payment made, then a 500) frees the key and a
+// blind resend would charge twice; the adapter sends the operation id as the
+// reference of every payment and refund action.
+func checkoutDemo() demoProvider {
+	return demoProvider{
+		name: "checkout", title: "Checkout.com", currency: "EUR", lagName: "settle lag",
+		faultMix: []demoFault{
+			{mocks.FaultDropAfterProcessing, 0.15},
+			{mocks.FaultHangAfterProcessing, 0.10},
+			{mocks.FaultGatewayBefore502, 0.10},
+			{mocks.FaultGatewayAfter502, 0.10},
+			{mocks.FaultRateLimit429, 0.10},
+			{mocks.FaultSlow, 0.10},
+			{mocks.FaultStored500, 0.10},
+			{mocks.FaultProcessed500, 0.25},
+		},
+		good:     mocks.CheckoutSourceApproved,
+		declines: []string{mocks.CheckoutSourceDoNotHonour, mocks.CheckoutSourceInsufficientFunds, mocks.CheckoutSourceExpiredCard},
+		start: func(s demoSettings, rates map[mocks.FaultKind]float64) (demoFake, payonce.Provider, error) {
+			f := mocks.NewCheckout(mocks.CheckoutOptions{
+				Seed: s.Seed, KeyTTL: s.KeyTTL, FaultRates: rates,
+				HangFor: s.HangFor, SlowFor: s.SlowFor, RetryAfter: s.RetryAfter,
+			})
+			p, err := CheckoutAdapter().New(adapterConfig(s, f.URL(), map[string]string{"CHECKOUT_SECRET_KEY": f.SecretKey()}))
+			return f, p, err
+		},
+		chargeOp: func(p mocks.TruthPayment) string { return p.Reference },
+		refundOp: func(r mocks.TruthRefund) string { return r.Reference },
+		charges:  func(t mocks.Truth) map[string]int { return t.ChargesByReference() },
+		refunds:  func(t mocks.Truth) map[string]int { return t.RefundsByReference() },
+	}
+}
