@@ -114,9 +114,9 @@ func (p *Provider) Lookup(ctx context.Context, hc payonce.HTTPDoer, q payonce.Lo
 			return payonce.LookupResult{State: payonce.LookupNotFound}, nil
 		}
 		if q.Request.Kind == payonce.KindCapture {
-			return captureState(pi)
+			return p.captureState(pi)
 		}
-		return cancelState(pi)
+		return p.cancelState(pi)
 	case payonce.KindRefund:
 		return p.lookupRefund(ctx, hc, q)
 	default:
@@ -233,18 +233,18 @@ func (p *Provider) chargeState(pi paymentIntent) (payonce.LookupResult, error) {
 		r.State = payonce.LookupFailed
 		r.Code = pi.Status
 	default:
-		return payonce.LookupResult{}, fmt.Errorf("stripe: lookup charge: PaymentIntent %s has unknown status %q", pi.ID, pi.Status)
+		return payonce.LookupResult{}, fmt.Errorf("stripe: lookup charge: PaymentIntent %s has unknown status %q", p.scrub(pi.ID), p.scrub(pi.Status))
 	}
 	return r, nil
 }
 
 // captureState maps the PaymentIntent a capture acted on to a lookup state.
-func captureState(pi paymentIntent) (payonce.LookupResult, error) {
+func (p *Provider) captureState(pi paymentIntent) (payonce.LookupResult, error) {
 	r := payonce.LookupResult{ProviderRef: pi.ID, Refs: []string{pi.ID}}
 	switch pi.Status {
 	case piSucceeded:
 		if pi.AmountReceived <= 0 {
-			return payonce.LookupResult{}, fmt.Errorf("stripe: lookup capture: PaymentIntent %s succeeded with amount_received %d", pi.ID, pi.AmountReceived)
+			return payonce.LookupResult{}, fmt.Errorf("stripe: lookup capture: PaymentIntent %s succeeded with amount_received %d", p.scrub(pi.ID), pi.AmountReceived)
 		}
 		r.State = payonce.LookupSucceeded
 	case piProcessing:
@@ -260,13 +260,13 @@ func captureState(pi paymentIntent) (payonce.LookupResult, error) {
 		r.Code = codeUnexpectedState
 		r.Message = "stripe: PaymentIntent is " + pi.Status
 	default:
-		return payonce.LookupResult{}, fmt.Errorf("stripe: lookup capture: PaymentIntent %s has unknown status %q", pi.ID, pi.Status)
+		return payonce.LookupResult{}, fmt.Errorf("stripe: lookup capture: PaymentIntent %s has unknown status %q", p.scrub(pi.ID), p.scrub(pi.Status))
 	}
 	return r, nil
 }
 
 // cancelState maps the PaymentIntent a cancel acted on to a lookup state.
-func cancelState(pi paymentIntent) (payonce.LookupResult, error) {
+func (p *Provider) cancelState(pi paymentIntent) (payonce.LookupResult, error) {
 	r := payonce.LookupResult{ProviderRef: pi.ID, Refs: []string{pi.ID}}
 	switch pi.Status {
 	case piCanceled:
@@ -280,7 +280,7 @@ func cancelState(pi paymentIntent) (payonce.LookupResult, error) {
 	case piRequiresCapture, piRequiresPaymentMethod, piRequiresAction, piRequiresConfirmation, piProcessing:
 		return payonce.LookupResult{State: payonce.LookupNotFound}, nil
 	default:
-		return payonce.LookupResult{}, fmt.Errorf("stripe: lookup cancel: PaymentIntent %s has unknown status %q", pi.ID, pi.Status)
+		return payonce.LookupResult{}, fmt.Errorf("stripe: lookup cancel: PaymentIntent %s has unknown status %q", p.scrub(pi.ID), p.scrub(pi.Status))
 	}
 	return r, nil
 }
@@ -361,7 +361,7 @@ func (p *Provider) lookupRefund(ctx context.Context, hc payonce.HTTPDoer, q payo
 		}
 		r.Message = "stripe: refund " + rf.Status
 	default:
-		return payonce.LookupResult{}, fmt.Errorf("stripe: lookup refund: refund %s has unknown status %q", rf.ID, rf.Status)
+		return payonce.LookupResult{}, fmt.Errorf("stripe: lookup refund: refund %s has unknown status %q", p.scrub(rf.ID), p.scrub(rf.Status))
 	}
 	return r, nil
 }

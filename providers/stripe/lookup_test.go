@@ -396,3 +396,35 @@ func TestLookupStripeVersion(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "2024-06-20", version)
 }
+
+// An unknown status is quoted in the lookup's error; it comes from Stripe's
+// answer, so it is scrubbed like every other provider text: no key, bounded.
+func TestLookupUnknownStatusIsScrubbed(t *testing.T) {
+	t.Parallel()
+	status := "weird " + testKey + " sk_live_" + strings.Repeat("Z", 40) + " " + strings.Repeat("x", 3000)
+	id := "pi_" + testKey
+	for _, tc := range []struct {
+		name string
+		q    payonce.LookupQuery
+		u    string
+		body string
+	}{
+		{"charge", lookupQuery(payonce.KindCharge, "", "pi_1"), "/v1/payment_intents/pi_1", piJSON(id, status, 0, "")},
+		{"capture", lookupQuery(payonce.KindCapture, "pi_1", ""), "/v1/payment_intents/pi_1", piJSON(id, status, 0, "")},
+		{"capture succeeded without amount", lookupQuery(payonce.KindCapture, "pi_1", ""), "/v1/payment_intents/pi_1", piJSON(id, "succeeded", 0, "")},
+		{"cancel", lookupQuery(payonce.KindCancel, "pi_1", ""), "/v1/payment_intents/pi_1", piJSON(id, status, 0, "")},
+		{"refund", lookupQuery(payonce.KindRefund, "pi_1", ""), "/v1/refunds", refundList(false, refundJSON("re_"+testKey, chargeReq().OperationID, status, ""))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.mt.RegisterResponder(http.MethodGet, base+tc.u, httpmock.NewStringResponder(200, tc.body))
+			_, err := b.p.Lookup(context.Background(), b.hc, tc.q)
+			require.Error(t, err)
+			require.NotContains(t, err.Error(), testKey)
+			require.NotContains(t, err.Error(), "sk_live_ZZZZ")
+			require.Contains(t, err.Error(), "[REDACTED]")
+			require.Less(t, len(err.Error()), 2500, "the quoted status is bounded")
+		})
+	}
+}

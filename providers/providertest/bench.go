@@ -1,0 +1,311 @@
+package providertest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgersqlite"
+	"github.com/payonce/payonce/mocks"
+)
+
+// start is the instant every scenario starts from, on the shared clock.
+var start = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// Defaults of the Options every scenario starts from.
+const (
+	defaultKeyTTL    = 24 * time.Hour
+	defaultLookupLag = 2 * time.Minute
+)
+
+// newEnvFunc builds the environment of one subtest.
+type newEnvFunc = func(t *testing.T, o Options) *Env
+
+// suite is what every scenario gets from Run.
+type suite struct {
+	newEnv newEnvFunc
+	// name is the scenario's name, the key of Env.Skip.
+	name string
+}
+
+// bench is what one scenario works with: the adapter and its fake, a fresh
+// SQLite ledger, and a client on the shared manual clock.
+type bench struct {
+	t      *testing.T
+	env    *Env
+	opts   Options
+	clock  *mocks.ManualClock
+	store  ledger.Store
+	client *payonce.Client
+	cfg    payonce.Config
+	ctx    context.Context
+}
+
+// setup changes a scenario's Options and client Config.
+type setup struct {
+	opts   func(*Options)
+	config func(*payonce.Config)
+}
+
+func defaultOptions() Options {
+	return Options{
+		Clock:     mocks.NewManualClock(start),
+		KeyTTL:    defaultKeyTTL,
+		LookupLag: defaultLookupLag,
+		Seed:      1,
+		// Far beyond the client's attempt timeout: a hang is seen as one.
+		HangFor:    time.Minute,
+		SlowFor:    500 * time.Millisecond,
+		RetryAfter: 50 * time.Millisecond,
+	}
+}
+
+// newBench builds the environment of a scenario, skips it if the adapter
+// said it cannot run it, and builds the ledger and the client. Every bench
+// checks at the end that the fake's truth shows no operation that moved
+// money twice.
+func newBench(t *testing.T, sc *suite, s setup) *bench {
+	t.Helper()
+	o := defaultOptions()
+	if s.opts != nil {
+		s.opts(&o)
+	}
+	env := sc.newEnv(t, o)
+	if env == nil {
+		t.Fatal("providertest: newEnv returned nil")
+	}
+	if msg := env.check(); msg != "" {
+		t.Fatal("providertest: " + msg)
+	}
+	if reason, ok := env.Skip[sc.name]; ok {
+		t.Skipf("%s: %s", env.Provider.Name(), reason)
+	}
+	require.Equal(t, o.KeyTTL, env.Provider.Info().KeyTTL, "the environment must apply Options.KeyTTL to the adapter")
+
+	store, err := ledgersqlite.Open(filepath.Join(t.TempDir(), "ledger.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	require.NoError(t, store.Migrate(context.Background()))
+	cfg := payonce.Config{
+		Provider: env.Provider, Store: store, Now: o.Clock.Now,
+		// Keep-alives off: a dropped answer must reach the client as a
+		// dropped answer, not as Go's transparent resend on a new
+		// connection.
+		HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
+		// Attempts and lookups alike: generous, so that a lookup finishes
+		// on a loaded machine (-race, other tests); hangs last longer.
+		AttemptTimeout: 3 * time.Second,
+		Retry:          payonce.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
+	}
+	if s.config != nil {
+		s.config(&cfg)
+	}
+	client, err := payonce.New(cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	b := &bench{t: t, env: env, opts: o, clock: o.Clock, store: store, client: client, cfg: cfg, ctx: ctx}
+	t.Cleanup(func() {
+		if problems := moneyProblems(env, env.Fake.Truth()); len(problems) > 0 {
+			t.Errorf("%s moved money more than once:\n  %s", env.Provider.Name(), strings.Join(problems, "\n  "))
+		}
+	})
+	return b
+}
+
+// moneyProblems lists what the fake's truth shows moved money twice: an
+// operation with two authorized payments or two refunds, a payment refunded
+// beyond what it captured.
+func moneyProblems(env *Env, truth mocks.Truth) []string {
+	var out []string
+	charges := map[string][]string{}
+	for _, p := range truth.Payments {
+		if op := env.PaymentOperation(p); op != "" && p.Authorized {
+			charges[op] = append(charges[op], p.ID)
+		}
+	}
+	refunds := map[string][]string{}
+	refunded := map[string]int64{}
+	for _, r := range truth.Refunds {
+		if op := env.RefundOperation(r); op != "" {
+			refunds[op] = append(refunds[op], r.ID)
+		}
+		if r.Status == "succeeded" {
+			refunded[r.PaymentID] += r.Amount
+		}
+	}
+	for op, ids := range charges {
+		if len(ids) > 1 {
+			out = append(out, fmt.Sprintf("operation %s charged %d times: %v", op, len(ids), ids))
+		}
+	}
+	for op, ids := range refunds {
+		if len(ids) > 1 {
+			out = append(out, fmt.Sprintf("operation %s refunded %d times: %v", op, len(ids), ids))
+		}
+	}
+	for _, p := range truth.Payments {
+		if p.AmountRefunded > p.AmountCaptured || refunded[p.ID] > p.AmountCaptured {
+			out = append(out, fmt.Sprintf("payment %s captured %d, refunded %d (refunds add up to %d)", p.ID, p.AmountCaptured, p.AmountRefunded, refunded[p.ID]))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (b *bench) truth() mocks.Truth { return b.env.Fake.Truth() }
+
+// pastLag moves the clock past the lookup lag since the last attempt, far
+// inside the key window.
+func (b *bench) pastLag() { b.clock.Advance(b.opts.LookupLag + time.Minute) }
+
+// pastWindow moves the clock past the key window and its safety margin.
+func (b *bench) pastWindow() { b.clock.Advance(b.opts.KeyTTL + time.Hour) }
+
+// posts counts the POSTs the fake received on the endpoint m selects.
+func (b *bench) posts(m mocks.Match) int { return b.truth().Requests["POST "+m.Path] }
+
+// allPosts counts every POST the fake received.
+func (b *bench) allPosts() int {
+	n := 0
+	for route, c := range b.truth().Requests {
+		if strings.HasPrefix(route, "POST ") {
+			n += c
+		}
+	}
+	return n
+}
+
+// charges counts the authorized payments the fake holds for operation op.
+func (b *bench) charges(op string) int {
+	n := 0
+	for _, p := range b.truth().Payments {
+		if p.Authorized && b.env.PaymentOperation(p) == op {
+			n++
+		}
+	}
+	return n
+}
+
+// refundsOf returns the refunds the fake holds for operation op.
+func (b *bench) refundsOf(op string) []mocks.TruthRefund {
+	var out []mocks.TruthRefund
+	for _, r := range b.truth().Refunds {
+		if b.env.RefundOperation(r) == op {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// payment returns the fake's payment with provider id ref.
+func (b *bench) payment(ref string) mocks.TruthPayment {
+	b.t.Helper()
+	p, ok := b.truth().Payment(ref)
+	require.True(b.t, ok, "the fake holds no payment %q", ref)
+	return p
+}
+
+// get reads an operation and its attempts from the ledger.
+func (b *bench) get(id string) (ledger.Operation, []ledger.Attempt) {
+	b.t.Helper()
+	op, atts, err := b.store.Get(b.ctx, id)
+	require.NoError(b.t, err)
+	return op, atts
+}
+
+// opID is the operation id of an identity of this provider.
+func (b *bench) opID(kind payonce.Kind, refs ...string) string {
+	b.t.Helper()
+	id, err := payonce.Identity{Provider: b.env.Provider.Name(), Kind: kind, References: refs}.OperationID()
+	require.NoError(b.t, err)
+	return id
+}
+
+func (b *bench) charge(order string, amount int64) payonce.ChargeParams {
+	return payonce.ChargeParams{OrderID: order, Amount: amount, Currency: b.env.Currency, PaymentMethod: b.env.GoodMethod}
+}
+
+func (b *bench) refund(order string, seq int, amount int64) payonce.RefundParams {
+	return payonce.RefundParams{OrderID: order, RefundSeq: seq, Amount: amount, Currency: b.env.Currency}
+}
+
+// act runs a capture, cancel or refund that the provider accepts, with no
+// fault (m selects its endpoint). Where the provider finishes actions later
+// (Env.AcceptsActions) the first call must report the outcome unknown and
+// the second settle it by a lookup, without a second POST; elsewhere the
+// first call settles it.
+func (b *bench) act(m mocks.Match, call func() (payonce.Result, error)) (payonce.Result, error) {
+	b.t.Helper()
+	res, err := call()
+	if !b.env.AcceptsActions {
+		return res, err
+	}
+	require.ErrorIs(b.t, err, payonce.ErrOutcomeUnknown, "%s accepts actions and finishes them later", b.env.Provider.Name())
+	require.Equal(b.t, payonce.ResultUnknown, res.Status)
+	posts := b.posts(m)
+	res, err = call()
+	require.Equal(b.t, posts, b.posts(m), "an accepted action is looked up, never sent again")
+	return res, err
+}
+
+// repeat sends the operation's request again, directly with the adapter
+// and a plain HTTP client, under the operation's key, and classifies the
+// answer: what a resend by a client that does not look up first would get.
+func (b *bench) repeat(id string) payonce.Outcome {
+	b.t.Helper()
+	op, _ := b.get(id)
+	req, err := payonce.ParseRequest(op.Request)
+	require.NoError(b.t, err)
+	sr := payonce.SendRequest{OperationID: op.ID, Key: op.Key, Request: req}
+	return b.send(sr)
+}
+
+// send sends one request built by the adapter and classifies the answer.
+func (b *bench) send(sr payonce.SendRequest) payonce.Outcome {
+	b.t.Helper()
+	hr, err := b.env.Provider.NewRequest(b.ctx, sr)
+	require.NoError(b.t, err)
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	resp, err := hc.Do(hr)
+	require.NoError(b.t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(b.t, err)
+	return b.env.Provider.Classify(sr, resp.StatusCode, resp.Header, body)
+}
+
+// waitFor polls cond on the real clock, for something the fake does on its
+// own (a slow request finishing).
+func (b *bench) waitFor(what string, cond func() bool) {
+	b.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			b.t.Fatalf("providertest: timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// describe renders an operation and its attempts for failure messages.
+func describe(op ledger.Operation, atts []ledger.Attempt) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "operation %s %s %v: %s, window %s..%s, ref %q, review %q", op.ID, op.Kind, op.References, op.Status,
+		op.WindowStart.Format(time.RFC3339), op.KeyExpiresAt.Format(time.RFC3339), op.ProviderRef, op.ReviewReason)
+	for _, a := range atts {
+		fmt.Fprintf(&s, "\n  attempt %d at %s: %s http %d may_have_reached=%v %s", a.Number, a.StartedAt.Format(time.RFC3339),
+			a.Outcome, a.HTTPStatus, a.MayHaveReached, a.Error)
+	}
+	return s.String()
+}

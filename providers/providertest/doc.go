@@ -1,0 +1,98 @@
+// Package providertest is the conformance suite every provider adapter must
+// pass, together with its fake. Each scenario drives a real payonce.Client
+// (SQLite ledger in t.TempDir, keep-alives off so that a dropped answer is
+// seen as one) against a fresh fake, injects the faults that make payments
+// hard, and checks the fake's truth: whatever happened, no operation was
+// charged or refunded twice and no payment was refunded beyond what it
+// captured. That check runs at the end of every scenario.
+//
+// An adapter gets the whole suite with one test function. It builds, for
+// each subtest, a fresh fake from the Options and the adapter pointed at it,
+// and describes the provider's behaviour as data:
+//
+//	func TestProviderSuite(t *testing.T) {
+//		t.Parallel()
+//		providertest.Run(t, func(t *testing.T, o providertest.Options) *providertest.Env {
+//			fake := mocks.NewStripe(mocks.StripeOptions{
+//				Clock: o.Clock.Now, KeyTTL: o.KeyTTL, SearchLag: o.FakeLag, Seed: o.Seed,
+//				FaultRates: o.FaultRates, FaultGETs: o.FaultGETs,
+//				HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.RetryAfter,
+//			})
+//			t.Cleanup(fake.Close)
+//			psp, err := stripe.New(stripe.Config{APIKey: fake.APIKey(), BaseURL: fake.URL(),
+//				KeyTTL: o.KeyTTL, SearchLag: o.LookupLag, Now: o.Clock.Now})
+//			require.NoError(t, err)
+//			return &providertest.Env{
+//				Provider: psp, Fake: fake,
+//				Charge:  mocks.Match{Method: "POST", Path: "/v1/payment_intents"},
+//				Capture: mocks.Match{Method: "POST", Path: "/v1/payment_intents/{id}/capture"},
+//				Cancel:  mocks.Match{Method: "POST", Path: "/v1/payment_intents/{id}/cancel"},
+//				Refund:  mocks.Match{Method: "POST", Path: "/v1/refunds"},
+//				GoodMethod: "pm_card_visa", DeclinedMethod: "pm_card_chargeDeclinedInsufficientFunds",
+//				StoredErrors:       providertest.StoredErrorsReplayed,
+//				KeyInUseStatus:     http.StatusConflict,
+//				ReportsKeyMismatch: true,
+//				TwoStage:           true,
+//				FakeLag:            true,
+//			}
+//		})
+//	}
+//
+// The function must apply every Option: the shared manual clock to the fake
+// and to the adapter's Now, KeyTTL to both (the suite checks the adapter's
+// Info), LookupLag to the adapter's lag for lookups by operation id, and the
+// fault options to the fake. The suite moves the clock; nothing sleeps for
+// a key window or a lag.
+//
+// # Scenarios
+//
+// Each is a parallel subtest of Run, named by the Scenario constants:
+//
+//   - SuccessAndReplay: one request, the payment names its operation and
+//     carries its key; the replay makes no request at all.
+//   - AnswerDropped, HangPastTimeout, Gateway502AfterProcessing: the charge
+//     is made but its answer is lost; the lookup finds it: one charge, one
+//     POST.
+//   - Gateway502BeforeProcessing: nothing was made; "not found" counts only
+//     after the lookup lag, then the same key is resent: one charge.
+//   - StoredErrors: a 500 before processing, then Env.StoredErrors decides:
+//     replayed (Stripe) keeps the outcome unknown and sends the operation
+//     to review after the key window with no POST outside it; otherwise the
+//     same-key resend is processed once. A 500 after processing is found by
+//     the lookup, never resent (a resend would be a second payment where
+//     the provider forgets the key, Checkout.com), also while the lookups
+//     fail for a while; a direct same-key repeat confirms the declared rule.
+//   - KeyInUse: the first request is still running when the client resends;
+//     the provider's own answer (Env.KeyInUseStatus) is recorded as
+//     key_in_use and the operation settles with one charge.
+//   - KeyMismatch: the key already holds another request; the operation
+//     goes to review with payonce.ReasonKeyMismatch. Skipped where the
+//     provider cannot say so (Env.ReportsKeyMismatch false: Checkout.com).
+//   - Decline: failed with the provider's codes, replayed from the ledger.
+//   - Refunds: partial refunds, one with its answer lost; an over-refund
+//     refused by the provider and recorded failed; the rest refunded exactly.
+//   - CaptureAndCancel (Env.TwoStage): captures and cancels, plain and with
+//     the answer lost; cancel after capture and capture after cancel are
+//     refused. Env.AcceptsActions declares providers that accept actions
+//     and finish them later (Checkout.com's 202).
+//   - LookupLag: a "not found" inside the lag never leads to a resend; where
+//     the fake's search really lags (Env.FakeLag), a payment not visible yet
+//     is not charged again.
+//   - KeyWindowPassed: the outcome is unknown when the key window passes:
+//     review and no POST, whether the lookup says "not found" or fails; the
+//     reconciler's read-only lookup settles the review later.
+//   - Soak: 300 charges and 100 refunds with a fifth of the requests that
+//     move money meeting a fault of every kind mocks knows, settled by
+//     calling again with the same identity while the clock moves past
+//     leases and lags, then past the key windows, and by the reconciler's
+//     read-only lookups of what went to review. Checks: no operation
+//     charged or refunded twice, no refund beyond its charge, every
+//     operation succeeded, failed or in review, the ledger in agreement with
+//     the fake, no attempt sent after its key window. With -short it runs
+//     120 charges and 40 refunds.
+//
+// A scenario an adapter cannot run at all is listed in Env.Skip with the
+// reason. Run one scenario with, for example,
+//
+//	go test -race -run 'TestProviderSuite/KeyInUse' ./providers/stripe/
+package providertest

@@ -1,0 +1,233 @@
+package providertest
+
+import (
+	"strings"
+	"time"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/mocks"
+)
+
+// Options are what the suite asks of one environment. The environment
+// applies every field to its fake and, where the field says so, to its
+// adapter; the suite fills them all in, so a zero value is never meant as
+// "the provider's default".
+type Options struct {
+	// Clock is shared by the fake, the adapter and the client: the fake's
+	// Clock, the adapter's Now. Key windows, lags and leases move with it.
+	Clock *mocks.ManualClock
+	// KeyTTL is how long the provider remembers an idempotency key: the
+	// fake's KeyTTL and the adapter's KeyTTL.
+	KeyTTL time.Duration
+	// LookupLag is the lag the adapter declares on lookups whose "not
+	// found" may be premature (Stripe: Config.SearchLag; YooKassa:
+	// Config.ListLag; Checkout.com: Config.SettleLag).
+	LookupLag time.Duration
+	// FakeLag is how far behind the fake's own search really is (the Stripe
+	// fake's SearchLag). Zero except in the LookupLag scenario; a fake
+	// without such a lag ignores it and leaves Env.FakeLag false.
+	FakeLag time.Duration
+	// Seed, FaultRates, FaultGETs, HangFor, SlowFor and RetryAfter are the
+	// fake's options of the same names.
+	Seed       int64
+	FaultRates map[mocks.FaultKind]float64
+	FaultGETs  bool
+	HangFor    time.Duration
+	SlowFor    time.Duration
+	RetryAfter time.Duration
+}
+
+// Fake is what the suite needs of a fake provider. *mocks.Stripe,
+// *mocks.YooKassa and *mocks.Checkout satisfy it.
+type Fake interface {
+	// Script queues faults for the requests that match m.
+	Script(m mocks.Match, faults ...mocks.FaultKind)
+	// ClearScripts drops the scripted faults not yet consumed.
+	ClearScripts()
+	// Truth reports what the fake really did.
+	Truth() mocks.Truth
+	// Release ends every hang and slow delay, current and future.
+	Release()
+}
+
+// StoredErrors says what a provider keeps under an idempotency key after a
+// 5xx, which decides what a resend with the same key does.
+type StoredErrors int
+
+const (
+	// StoredErrorsReplayed: every executed answer is stored, 500s included,
+	// and replayed to each repeat until the key expires (Stripe). A resend
+	// after a stored 500 never gets through: the operation stays unknown
+	// and goes to review once the key window has passed.
+	StoredErrorsReplayed StoredErrors = iota + 1
+	// StoredErrorsForgotten: only 2xx answers are stored (Checkout.com).
+	// After any other answer the key is free again: a resend is processed
+	// as a new request, which is a second payment if the first was made
+	// before the 5xx. Only the lookup before every resend prevents it.
+	StoredErrorsForgotten
+	// StoredErrorsRealOutcome: a 500 is not replayed; after a request that
+	// was processed and then answered 500 the key keeps the real outcome,
+	// which a repeat receives (YooKassa).
+	StoredErrorsRealOutcome
+)
+
+// String names the behaviour.
+func (s StoredErrors) String() string {
+	switch s {
+	case StoredErrorsReplayed:
+		return "replayed"
+	case StoredErrorsForgotten:
+		return "forgotten"
+	case StoredErrorsRealOutcome:
+		return "real_outcome"
+	}
+	return "unset"
+}
+
+// Env is one adapter pointed at one fresh fake, built by the function given
+// to Run for every subtest. Fields marked required must be set; the others
+// have the defaults they document.
+type Env struct {
+	// Provider is the adapter under test, pointed at Fake, reading
+	// Options.Clock, with Options.KeyTTL and Options.LookupLag applied.
+	// Required.
+	Provider payonce.Provider
+	// Fake is the fake provider, started with the Options (clock, key TTL,
+	// seed, faults, hang, slow, retry-after). The function that builds the
+	// Env closes it with t.Cleanup. Required.
+	Fake Fake
+
+	// Charge, Capture, Cancel and Refund select the POSTs of each endpoint,
+	// for scripting faults and counting requests. Path must be the path of
+	// the fake's route pattern (e.g. "/v1/payment_intents/{id}/capture"):
+	// the suite counts requests under "POST " + Path in Truth().Requests.
+	// Charge and Refund are required; Capture and Cancel when TwoStage.
+	Charge, Capture, Cancel, Refund mocks.Match
+	// Lookup selects the requests of status lookups. Defaults to every GET
+	// (mocks.Match{Method: "GET"}).
+	Lookup mocks.Match
+
+	// Currency of every amount the suite sends, e.g. "USD". Defaults to USD.
+	Currency string
+	// GoodMethod is a payment method (ChargeParams.PaymentMethod) that pays.
+	// Required.
+	GoodMethod string
+	// DeclinedMethod is a payment method the provider declines. Required.
+	DeclinedMethod string
+	// DeclineErrorCode, DeclineCode and DeclineMessage, when set, are the
+	// Code, DeclineCode and Message of the *payonce.DeclinedError a charge
+	// with DeclinedMethod must return; empty accepts any non-empty value.
+	DeclineErrorCode string
+	DeclineCode      string
+	DeclineMessage   string
+
+	// StoredErrors is the provider's idempotency rule after a 5xx.
+	// Required.
+	StoredErrors StoredErrors
+	// KeyInUseStatus is the HTTP status with which the provider answers a
+	// repeat while the first request with the key still runs (Stripe and
+	// Checkout.com: 409; YooKassa: 202 with retry_after). Required.
+	KeyInUseStatus int
+	// ReportsKeyMismatch is true when the provider answers a key reused
+	// with another request in a way the adapter classifies key_mismatch
+	// (Stripe, YooKassa). False skips that scenario.
+	ReportsKeyMismatch bool
+	// TwoStage is true when the adapter supports authorize-then-capture and
+	// cancel. False skips that scenario.
+	TwoStage bool
+	// AcceptsActions is true when the provider accepts a capture, cancel or
+	// refund and finishes it later (Checkout.com's 202 Accepted): the first
+	// call reports the outcome unknown, and the next call settles it with a
+	// lookup, without sending it again. False requires them to finish in
+	// the first call.
+	AcceptsActions bool
+	// FakeLag is true when the fake applies Options.FakeLag: a payment it
+	// created stays invisible to the lookup the adapter uses for that long.
+	// False runs the LookupLag scenario without an invisible payment.
+	FakeLag bool
+
+	// PaymentOperation returns the operation id a payment of the fake was
+	// made for. Defaults to its metadata payonce_op, else its Reference.
+	PaymentOperation func(mocks.TruthPayment) string
+	// RefundOperation returns the operation id a refund was made for.
+	// Defaults to its metadata payonce_op, else its Reference, else the id
+	// after "payonce_op:" in its Description.
+	RefundOperation func(mocks.TruthRefund) string
+
+	// Skip names scenarios (top-level subtest names of Run) that this
+	// adapter cannot run, each with the reason printed when it is skipped.
+	Skip map[string]string
+}
+
+// soakFaults are the kinds the soak mixes: every kind of mocks. They are
+// provider-neutral (mocks/core.go), so every fake built on it injects them.
+var soakFaults = []mocks.FaultKind{
+	mocks.FaultDropAfterProcessing, mocks.FaultHangAfterProcessing, mocks.FaultGatewayBefore502,
+	mocks.FaultGatewayAfter502, mocks.FaultRateLimit429, mocks.FaultSlow, mocks.FaultStored500,
+	mocks.FaultProcessed500,
+}
+
+// metaOperation is the metadata key every adapter in this repository writes
+// the operation id under.
+const metaOperation = "payonce_op"
+
+// refundMarker prefixes the operation id in a refund description (YooKassa
+// refunds carry no metadata).
+const refundMarker = "payonce_op:"
+
+func defaultPaymentOperation(p mocks.TruthPayment) string {
+	if v := p.Metadata[metaOperation]; v != "" {
+		return v
+	}
+	return p.Reference
+}
+
+func defaultRefundOperation(r mocks.TruthRefund) string {
+	if v := r.Metadata[metaOperation]; v != "" {
+		return v
+	}
+	if r.Reference != "" {
+		return r.Reference
+	}
+	if i := strings.Index(r.Description, refundMarker); i >= 0 {
+		rest := r.Description[i+len(refundMarker):]
+		if j := strings.IndexByte(rest, ' '); j >= 0 {
+			rest = rest[:j]
+		}
+		return rest
+	}
+	return ""
+}
+
+// check fills the defaults in and reports the first required field missing.
+func (e *Env) check() string {
+	switch {
+	case e.Provider == nil:
+		return "Env.Provider is nil: return the adapter pointed at the fake"
+	case e.Fake == nil:
+		return "Env.Fake is nil: return the fake the adapter talks to"
+	case e.Charge.Path == "" || e.Refund.Path == "":
+		return "Env.Charge.Path and Env.Refund.Path are required: the route paths of the charge and refund POSTs"
+	case e.TwoStage && (e.Capture.Path == "" || e.Cancel.Path == ""):
+		return "Env.TwoStage needs Env.Capture.Path and Env.Cancel.Path"
+	case e.GoodMethod == "" || e.DeclinedMethod == "":
+		return "Env.GoodMethod and Env.DeclinedMethod are required: a payment method that pays and one that is declined"
+	case e.StoredErrors < StoredErrorsReplayed || e.StoredErrors > StoredErrorsRealOutcome:
+		return "Env.StoredErrors is required: what the provider keeps under a key after a 5xx"
+	case e.KeyInUseStatus == 0:
+		return "Env.KeyInUseStatus is required: the status of a repeat while the key's first request runs (409, 202, ...)"
+	}
+	if e.Lookup == (mocks.Match{}) {
+		e.Lookup = mocks.Match{Method: "GET"}
+	}
+	if e.Currency == "" {
+		e.Currency = "USD"
+	}
+	if e.PaymentOperation == nil {
+		e.PaymentOperation = defaultPaymentOperation
+	}
+	if e.RefundOperation == nil {
+		e.RefundOperation = defaultRefundOperation
+	}
+	return ""
+}
