@@ -177,20 +177,23 @@ func (r *Reconciler) runProvider(ctx context.Context, name string, rep *Reconcil
 		if ctx.Err() != nil {
 			break
 		}
-		// A lease about to end would let another worker take the operation
-		// mid-settlement; leave it, it becomes due again when the lease ends.
-		if r.cfg.Now().Add(2 * c.cfg.AttemptTimeout).After(op.LeaseExpiresAt) {
-			mu.Lock()
-			rep.Skipped++
-			mu.Unlock()
-			continue
-		}
 		if lim := r.limiters[name]; lim != nil {
 			if err := lim.Wait(ctx); err != nil {
 				break
 			}
 		}
 		sem <- struct{}{}
+		// Checked after waiting for a slot and the rate limiter, since the
+		// batch's lease runs while the operation waits: a lease about to end
+		// would let another worker take the operation mid-settlement. Leave
+		// it; it becomes due again when the lease ends.
+		if r.cfg.Now().Add(2 * c.cfg.AttemptTimeout).After(op.LeaseExpiresAt) {
+			<-sem
+			mu.Lock()
+			rep.Skipped++
+			mu.Unlock()
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
