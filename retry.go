@@ -151,8 +151,7 @@ func (c *Client) drive(ctx context.Context, r *run) (Result, error) {
 				return res, err
 			}
 		default:
-			r2 := resultOf(r.op)
-			return r2, errorOf(r.op, c.cfg.Provider.Name())
+			return resultOf(r.op), errorOf(r.op, c.cfg.Provider.Name())
 		}
 	}
 }
@@ -239,11 +238,12 @@ func (c *Client) sendAttempt(ctx context.Context, r *run) (done bool, err error)
 		return true, ErrOutcomeUnknown
 	}
 	c.cfg.Logger.Debug("payonce: attempt recorded", "operation", op.ID, "kind", op.Kind, "attempt", att.Number, "class", string(out.Class), "status", string(op.Status))
-	{
-		wait := c.cfg.Retry.Backoff(r.sent-1, out.RetryAfter, c.cfg.Random)
-		if out.RetryAfter > c.cfg.Retry.MaxRetryAfter || sleep(ctx, wait) != nil {
-			r.sent = c.cfg.Retry.MaxAttempts // leave the rest to background work
-		}
+	// Not sent or maybe sent: wait, keeping the lease, then send again or
+	// look up. A provider asking for a longer wait than the call may spend
+	// leaves the rest to background work.
+	wait := c.cfg.Retry.Backoff(r.sent-1, out.RetryAfter, c.cfg.Random)
+	if out.RetryAfter > c.cfg.Retry.MaxRetryAfter || sleep(ctx, wait) != nil {
+		r.sent = c.cfg.Retry.MaxAttempts
 	}
 	return false, nil
 }
