@@ -1,11 +1,10 @@
 package mocks
 
 import (
-	"encoding/json"
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"time"
@@ -73,15 +72,8 @@ type CheckoutOptions struct {
 
 // Validate reports the first option that cannot work, saying how to fix it.
 func (o CheckoutOptions) Validate() error {
-	for _, d := range []struct {
-		name string
-		d    time.Duration
-	}{{"KeyTTL", o.KeyTTL}, {"HangFor", o.HangFor}, {"SlowFor", o.SlowFor}, {"RetryAfter", o.RetryAfter}} {
-		if d.d < 0 {
-			return fmt.Errorf("mocks: CheckoutOptions.%s is %v; use 0 for the default or a positive duration", d.name, d.d)
-		}
-	}
-	if err := validateFaultRates(o.FaultRates); err != nil {
+	if err := checkOptions("CheckoutOptions", o.FaultRates, namedDuration{"KeyTTL", o.KeyTTL},
+		namedDuration{"HangFor", o.HangFor}, namedDuration{"SlowFor", o.SlowFor}, namedDuration{"RetryAfter", o.RetryAfter}); err != nil {
 		return err
 	}
 	if o.SecretKey != "" && !strings.HasPrefix(o.SecretKey, "sk_sbox_") && !strings.HasPrefix(o.SecretKey, "sk_test_") {
@@ -90,11 +82,13 @@ func (o CheckoutOptions) Validate() error {
 	return nil
 }
 
-// CheckoutHandler is the fake Checkout.com as an http.Handler. It is safe
-// for concurrent use.
+// CheckoutHandler is the fake Checkout.com as an http.Handler: it serves
+// Checkout.com's payment routes. It is safe for concurrent use. In its
+// Truth, payments carry their reference in Reference (ChargesByReference)
+// and their metadata; refunds are the approved and declined Refund actions
+// (Status "succeeded" or "declined").
 type CheckoutHandler struct {
-	core      *core
-	mux       *http.ServeMux
+	fakeHandler
 	secretKey string
 
 	mu          sync.Mutex
@@ -127,23 +121,8 @@ func NewCheckoutHandler(opts CheckoutOptions) *CheckoutHandler {
 	if err := opts.Validate(); err != nil {
 		panic(err)
 	}
-	if opts.Clock == nil {
-		opts.Clock = time.Now
-	}
-	if opts.KeyTTL == 0 {
-		opts.KeyTTL = CheckoutKeyTTL
-	}
-	if opts.HangFor == 0 {
-		opts.HangFor = 30 * time.Second
-	}
-	if opts.SlowFor == 0 {
-		opts.SlowFor = 500 * time.Millisecond
-	}
-	if opts.RetryAfter == 0 {
-		opts.RetryAfter = time.Second
-	}
 	h := &CheckoutHandler{payments: make(map[string]*ckoPayment)}
-	h.core = newCore(coreConfig{
+	h.start(coreConfig{
 		name:  "checkout",
 		clock: opts.Clock,
 		seed:  opts.Seed,
@@ -151,24 +130,19 @@ func NewCheckoutHandler(opts CheckoutOptions) *CheckoutHandler {
 		// 2xx. After a 4xx or a 5xx (even one produced after the payment
 		// was made) the same key is processed anew: a blind resend after a
 		// 5xx can charge twice.
-		idem:       idemPolicy{ttl: opts.KeyTTL, keep: func(status int) bool { return status >= 200 && status < 300 }},
+		idem:       idemPolicy{ttl: cmp.Or(opts.KeyTTL, CheckoutKeyTTL), keep: func(status int) bool { return status >= 200 && status < 300 }},
 		faultRates: opts.FaultRates,
 		faultGETs:  opts.FaultGETs,
 		hangFor:    opts.HangFor,
 		slowFor:    opts.SlowFor,
 		retryAfter: opts.RetryAfter,
 		logger:     opts.Logger,
-	})
-	h.core.d = h
+	}, h, h.truthRecords)
 	h.secretKey = opts.SecretKey
 	if h.secretKey == "" {
 		h.secretKey = "sk_sbox_" + ckoID(h.core.ids, "")
 	}
-	h.mux = http.NewServeMux()
-	for _, r := range []struct {
-		pattern string
-		ep      endpoint
-	}{
+	h.serve([]route{
 		{"POST /payments", h.createPayment},
 		{"GET /payments", h.listPayments},
 		{"GET /payments/{id}", h.getPayment},
@@ -176,39 +150,17 @@ func NewCheckoutHandler(opts CheckoutOptions) *CheckoutHandler {
 		{"POST /payments/{id}/captures", h.capture},
 		{"POST /payments/{id}/voids", h.void},
 		{"POST /payments/{id}/refunds", h.refund},
-	} {
-		h.mux.Handle(r.pattern, h.core.handle(r.pattern, r.ep))
-	}
-	h.mux.Handle("/", h.core.handle("", h.unknownRoute))
+	}, h.unknownRoute)
 	return h
 }
-
-// ServeHTTP serves Checkout.com's payment routes.
-func (h *CheckoutHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
 // SecretKey returns the accepted secret key.
 func (h *CheckoutHandler) SecretKey() string { return h.secretKey }
 
-// Script queues faults for the requests that match m, in order, before any
-// random fault.
-func (h *CheckoutHandler) Script(m Match, faults ...FaultKind) { h.core.faults.script(m, faults) }
-
-// ClearScripts drops every scripted fault not yet consumed.
-func (h *CheckoutHandler) ClearScripts() { h.core.faults.clearScripts() }
-
-// PendingFaults returns how many scripted faults are still queued.
-func (h *CheckoutHandler) PendingFaults() int { return h.core.faults.pending() }
-
-// Release ends every hang and slow delay at once, current and future.
-func (h *CheckoutHandler) Release() { h.core.close() }
-
-// Truth returns a snapshot of what the fake actually did. Payments carry
-// their reference in Reference (ChargesByReference) and their metadata;
-// refunds are the approved and declined Refund actions (Status "succeeded"
-// or "declined").
-func (h *CheckoutHandler) Truth() Truth {
-	var t Truth
+// truthRecords writes the payments and the Refund actions into a Truth.
+func (h *CheckoutHandler) truthRecords(t *Truth) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	for _, p := range h.paymentList {
 		var captured, refunded int64
 		if b := p.p.Balances; b != nil {
@@ -230,41 +182,21 @@ func (h *CheckoutHandler) Truth() Truth {
 			Metadata: cloneMap(r.action.Metadata), Reference: r.action.Reference, IdempotencyKey: r.key, Created: r.createdAt,
 		})
 	}
-	h.mu.Unlock()
-	h.core.counters.fill(&t)
-	t.Faults = h.core.faults.counts()
-	return t
 }
 
 // Checkout is a fake Checkout.com API served by an httptest.Server on
 // 127.0.0.1. Point a client at URL() and authenticate with SecretKey().
 type Checkout struct {
 	*CheckoutHandler
-	srv       *httptest.Server
-	closeOnce sync.Once
+	fakeServer
 }
 
 // NewCheckout starts a fake Checkout.com server. It panics if opts do not
 // validate. Close it when done.
 func NewCheckout(opts CheckoutOptions) *Checkout {
-	h := NewCheckoutHandler(opts)
-	return &Checkout{CheckoutHandler: h, srv: httptest.NewServer(h)}
-}
-
-// URL returns the server's base URL, e.g. "http://127.0.0.1:41234".
-func (c *Checkout) URL() string { return c.srv.URL }
-
-// Client returns an HTTP client for the server (keep-alives on; see
-// FaultDropAfterProcessing).
-func (c *Checkout) Client() *http.Client { return c.srv.Client() }
-
-// Close releases held requests, waits for requests in progress, then shuts
-// the server down. Calling it again does nothing.
-func (c *Checkout) Close() {
-	c.closeOnce.Do(func() {
-		c.Release()
-		c.srv.Close()
-	})
+	c := &Checkout{CheckoutHandler: NewCheckoutHandler(opts)}
+	c.listen(c.CheckoutHandler)
+	return c
 }
 
 // ---- dialect: Checkout.com's words for the pipeline's own answers ----
@@ -322,11 +254,7 @@ func (h *CheckoutHandler) deliver(hd http.Header, c *call, replayed bool) {
 // ---- answers ----
 
 func (h *CheckoutHandler) jsonResponse(status int, v any) *response {
-	body, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		panic(fmt.Sprintf("mocks: cannot render %T: %v", v, err))
-	}
-	return &response{status: status, header: http.Header{"Content-Type": {"application/json; charset=utf-8"}}, body: append(body, '\n')}
+	return renderJSON(status, http.Header{"Content-Type": {"application/json; charset=utf-8"}}, v)
 }
 
 func (h *CheckoutHandler) errorResponse(c *call, status int, errType string, codes ...string) *response {
@@ -347,12 +275,7 @@ func (h *CheckoutHandler) unknownRoute(c *call) (*response, bool) { return h.not
 // decodeBody decodes the JSON body into v, refusing unknown fields; an
 // empty body leaves v as it is.
 func (h *CheckoutHandler) decodeBody(c *call, v any) *response {
-	if len(c.body) == 0 {
-		return nil
-	}
-	dec := json.NewDecoder(strings.NewReader(string(c.body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if decodeStrict(c.body, v) != nil {
 		return h.invalid(c, "request_body_invalid")
 	}
 	return nil

@@ -56,6 +56,7 @@
 //	}
 //
 // The fault, idempotency and truth machinery (faults.go, idempotency.go,
-// truth.go, core.go, clock.go) is provider-neutral; each provider's wire
-// format lives in its own files (stripe*.go, yookassa*.go, checkout*.go).
+// truth.go, core.go, clock.go) and the handler and server every fake embeds
+// (fake.go) are provider-neutral; each provider's wire format lives in its
+// own files (stripe*.go, yookassa*.go, checkout*.go).
 package mocks

@@ -75,7 +75,12 @@ func (c *client) do(ctx context.Context, method, path string, form url.Values, i
 	if idemKey != "" {
 		req.Header.Set("Idempotency-Key", idemKey)
 	}
-	resp, err := c.hc.Do(req)
+	return send(c.hc, req)
+}
+
+// send sends req through hc and reads the whole answer.
+func send(hc *http.Client, req *http.Request) (*result, error) {
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, err
 	}

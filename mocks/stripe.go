@@ -1,12 +1,11 @@
 package mocks
 
 import (
+	"cmp"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"time"
@@ -65,18 +64,8 @@ type StripeOptions struct {
 
 // Validate reports the first option that cannot work, saying how to fix it.
 func (o StripeOptions) Validate() error {
-	for _, d := range []struct {
-		name string
-		d    time.Duration
-	}{
-		{"KeyTTL", o.KeyTTL}, {"SearchLag", o.SearchLag}, {"HangFor", o.HangFor},
-		{"SlowFor", o.SlowFor}, {"RetryAfter", o.RetryAfter},
-	} {
-		if d.d < 0 {
-			return fmt.Errorf("mocks: StripeOptions.%s is %v; use 0 for the default or a positive duration", d.name, d.d)
-		}
-	}
-	if err := validateFaultRates(o.FaultRates); err != nil {
+	if err := checkOptions("StripeOptions", o.FaultRates, namedDuration{"KeyTTL", o.KeyTTL}, namedDuration{"SearchLag", o.SearchLag},
+		namedDuration{"HangFor", o.HangFor}, namedDuration{"SlowFor", o.SlowFor}, namedDuration{"RetryAfter", o.RetryAfter}); err != nil {
 		return err
 	}
 	for i, k := range o.APIKeys {
@@ -87,33 +76,11 @@ func (o StripeOptions) Validate() error {
 	return nil
 }
 
-func (o StripeOptions) withDefaults() StripeOptions {
-	if o.Clock == nil {
-		o.Clock = time.Now
-	}
-	if o.KeyTTL == 0 {
-		o.KeyTTL = StripeKeyTTL
-	}
-	if o.HangFor == 0 {
-		o.HangFor = 30 * time.Second
-	}
-	if o.SlowFor == 0 {
-		o.SlowFor = 500 * time.Millisecond
-	}
-	if o.RetryAfter == 0 {
-		o.RetryAfter = time.Second
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	return o
-}
-
 // StripeHandler is the fake Stripe as an http.Handler, for callers who mount
-// it on their own server. It is safe for concurrent use.
+// it on their own server: it serves Stripe's API v1 routes for
+// PaymentIntents and Refunds. It is safe for concurrent use.
 type StripeHandler struct {
-	core      *core
-	mux       *http.ServeMux
+	fakeHandler
 	apiKeys   []string
 	searchLag time.Duration
 
@@ -153,7 +120,6 @@ func NewStripeHandler(opts StripeOptions) *StripeHandler {
 	if err := opts.Validate(); err != nil {
 		panic(err)
 	}
-	opts = opts.withDefaults()
 	s := &StripeHandler{
 		searchLag: opts.SearchLag,
 		intents:   make(map[string]*stripeIntent),
@@ -161,28 +127,23 @@ func NewStripeHandler(opts StripeOptions) *StripeHandler {
 		methods:   make(map[string]string),
 		refunds:   make(map[string]*stripeRefund),
 	}
-	s.core = newCore(coreConfig{
+	s.start(coreConfig{
 		name:       "stripe",
 		clock:      opts.Clock,
 		seed:       opts.Seed,
-		idem:       idemPolicy{ttl: opts.KeyTTL},
+		idem:       idemPolicy{ttl: cmp.Or(opts.KeyTTL, StripeKeyTTL)},
 		faultRates: opts.FaultRates,
 		faultGETs:  opts.FaultGETs,
 		hangFor:    opts.HangFor,
 		slowFor:    opts.SlowFor,
 		retryAfter: opts.RetryAfter,
 		logger:     opts.Logger,
-	})
-	s.core.d = s
+	}, s, s.truthRecords)
 	s.apiKeys = append([]string(nil), opts.APIKeys...)
 	if len(s.apiKeys) == 0 {
 		s.apiKeys = []string{s.core.ids.next("sk_test_", 24)}
 	}
-	s.mux = http.NewServeMux()
-	for _, r := range []struct {
-		pattern string
-		ep      endpoint
-	}{
+	s.serve([]route{
 		{"POST /v1/payment_intents", s.createIntent},
 		{"GET /v1/payment_intents", s.listIntents},
 		{"GET /v1/payment_intents/search", s.searchIntents},
@@ -193,43 +154,17 @@ func NewStripeHandler(opts StripeOptions) *StripeHandler {
 		{"POST /v1/refunds", s.createRefund},
 		{"GET /v1/refunds", s.listRefunds},
 		{"GET /v1/refunds/{id}", s.getRefund},
-	} {
-		s.mux.Handle(r.pattern, s.core.handle(r.pattern, r.ep))
-	}
-	s.mux.Handle("/", s.core.handle("", s.unknownRoute))
+	}, s.unknownRoute)
 	return s
-}
-
-// ServeHTTP serves Stripe's API v1 routes for PaymentIntents and Refunds.
-func (s *StripeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mux.ServeHTTP(w, r)
 }
 
 // APIKey returns the first accepted secret key.
 func (s *StripeHandler) APIKey() string { return s.apiKeys[0] }
 
-// Script queues faults for the requests that match m: each matching request
-// consumes the next fault, in order. Scripts are tried in the order they
-// were added, before any random fault.
-func (s *StripeHandler) Script(m Match, faults ...FaultKind) {
-	s.core.faults.script(m, faults)
-}
-
-// ClearScripts drops every scripted fault not yet consumed.
-func (s *StripeHandler) ClearScripts() { s.core.faults.clearScripts() }
-
-// PendingFaults returns how many scripted faults are still queued.
-func (s *StripeHandler) PendingFaults() int { return s.core.faults.pending() }
-
-// Release ends every hang and slow delay at once, current and future: held
-// requests are answered immediately. The handler keeps serving; call it
-// before shutting down a server the handler is mounted on.
-func (s *StripeHandler) Release() { s.core.close() }
-
-// Truth returns a snapshot of what the fake actually did.
-func (s *StripeHandler) Truth() Truth {
-	var t Truth
+// truthRecords writes the PaymentIntents and Refunds into a Truth.
+func (s *StripeHandler) truthRecords(t *Truth) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, in := range s.intentOrder {
 		t.Payments = append(t.Payments, TruthPayment{
 			ID:             in.pi.ID,
@@ -256,42 +191,22 @@ func (s *StripeHandler) Truth() Truth {
 			Created:        r.createdAt,
 		})
 	}
-	s.mu.Unlock()
-	s.core.counters.fill(&t)
-	t.Faults = s.core.faults.counts()
-	return t
 }
 
 // Stripe is a fake Stripe API served by an httptest.Server on 127.0.0.1.
-// Point a Stripe client's base URL at URL() and authenticate with APIKey().
+// Point a Stripe client's base URL at URL() (API paths start with /v1) and
+// authenticate with APIKey().
 type Stripe struct {
 	*StripeHandler
-	srv       *httptest.Server
-	closeOnce sync.Once
+	fakeServer
 }
 
 // NewStripe starts a fake Stripe server. It panics if opts do not validate.
 // Close it when done.
 func NewStripe(opts StripeOptions) *Stripe {
-	h := NewStripeHandler(opts)
-	return &Stripe{StripeHandler: h, srv: httptest.NewServer(h)}
-}
-
-// URL returns the server's base URL, e.g. "http://127.0.0.1:41234" (API
-// paths start with /v1).
-func (s *Stripe) URL() string { return s.srv.URL }
-
-// Client returns an HTTP client for the server. Its Transport keeps
-// connections alive; see FaultDropAfterProcessing for what that implies.
-func (s *Stripe) Client() *http.Client { return s.srv.Client() }
-
-// Close releases held requests (they are answered), waits for requests in
-// progress, then shuts the server down. Calling it again does nothing.
-func (s *Stripe) Close() {
-	s.closeOnce.Do(func() {
-		s.Release()
-		s.srv.Close()
-	})
+	s := &Stripe{StripeHandler: NewStripeHandler(opts)}
+	s.listen(s.StripeHandler)
+	return s
 }
 
 // ---- dialect: Stripe's words for the pipeline's own answers ----
@@ -400,16 +315,12 @@ func (s *StripeHandler) deliver(h http.Header, c *call, replayed bool) {
 // jsonResponse renders v as Stripe does (indented JSON). Keyed POST answers
 // carry Idempotency-Key and Original-Request, which a replay keeps.
 func (s *StripeHandler) jsonResponse(c *call, status int, v any) *response {
-	body, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		panic(fmt.Sprintf("mocks: cannot render %T: %v", v, err))
-	}
 	h := http.Header{"Content-Type": {"application/json"}}
 	if c.key != "" && c.method == http.MethodPost {
 		h.Set("Idempotency-Key", c.key)
 		h.Set("Original-Request", c.requestID)
 	}
-	return &response{status: status, header: h, body: append(body, '\n')}
+	return renderJSON(status, h, v)
 }
 
 func (s *StripeHandler) errorResponse(c *call, status int, e StripeError) *response {

@@ -1,12 +1,12 @@
 package mocks
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"time"
@@ -83,15 +83,8 @@ type YooKassaOptions struct {
 
 // Validate reports the first option that cannot work, saying how to fix it.
 func (o YooKassaOptions) Validate() error {
-	for _, d := range []struct {
-		name string
-		d    time.Duration
-	}{{"KeyTTL", o.KeyTTL}, {"HangFor", o.HangFor}, {"SlowFor", o.SlowFor}, {"RetryAfter", o.RetryAfter}} {
-		if d.d < 0 {
-			return fmt.Errorf("mocks: YooKassaOptions.%s is %v; use 0 for the default or a positive duration", d.name, d.d)
-		}
-	}
-	if err := validateFaultRates(o.FaultRates); err != nil {
+	if err := checkOptions("YooKassaOptions", o.FaultRates, namedDuration{"KeyTTL", o.KeyTTL},
+		namedDuration{"HangFor", o.HangFor}, namedDuration{"SlowFor", o.SlowFor}, namedDuration{"RetryAfter", o.RetryAfter}); err != nil {
 		return err
 	}
 	if o.SecretKey != "" && !strings.HasPrefix(o.SecretKey, "test_") {
@@ -103,14 +96,14 @@ func (o YooKassaOptions) Validate() error {
 	return nil
 }
 
-// YooKassaHandler is the fake YooKassa as an http.Handler. It is safe for
-// concurrent use.
+// YooKassaHandler is the fake YooKassa as an http.Handler: it serves
+// YooKassa's API v3 routes for payments and refunds. It is safe for
+// concurrent use. Its Truth has currencies in upper case, as YooKassa
+// renders them, and amounts in minor units.
 type YooKassaHandler struct {
-	core       *core
-	mux        *http.ServeMux
-	shopID     string
-	secretKey  string
-	retryAfter time.Duration
+	fakeHandler
+	shopID    string
+	secretKey string
 
 	mu          sync.Mutex
 	seq         int64
@@ -148,27 +141,11 @@ func NewYooKassaHandler(opts YooKassaOptions) *YooKassaHandler {
 	if err := opts.Validate(); err != nil {
 		panic(err)
 	}
-	if opts.Clock == nil {
-		opts.Clock = time.Now
-	}
-	if opts.KeyTTL == 0 {
-		opts.KeyTTL = YooKassaKeyTTL
-	}
-	if opts.HangFor == 0 {
-		opts.HangFor = 30 * time.Second
-	}
-	if opts.SlowFor == 0 {
-		opts.SlowFor = 500 * time.Millisecond
-	}
-	if opts.RetryAfter == 0 {
-		opts.RetryAfter = time.Second
-	}
 	y := &YooKassaHandler{
-		retryAfter: opts.RetryAfter,
-		payments:   make(map[string]*ykPayment),
-		refunds:    make(map[string]*ykRefund),
+		payments: make(map[string]*ykPayment),
+		refunds:  make(map[string]*ykRefund),
 	}
-	y.core = newCore(coreConfig{
+	y.start(coreConfig{
 		name:  "yookassa",
 		clock: opts.Clock,
 		seed:  opts.Seed,
@@ -177,15 +154,14 @@ func NewYooKassaHandler(opts YooKassaOptions) *YooKassaHandler {
 		// outcome is unknown and a repeat with the same key tells it. So
 		// 5xx answers are not replayed, and after a processed 500 the key
 		// keeps the real outcome.
-		idem:       idemPolicy{ttl: opts.KeyTTL, keep: func(status int) bool { return status < 500 }, keepRealAfter500: true},
+		idem:       idemPolicy{ttl: cmp.Or(opts.KeyTTL, YooKassaKeyTTL), keep: func(status int) bool { return status < 500 }, keepRealAfter500: true},
 		faultRates: opts.FaultRates,
 		faultGETs:  opts.FaultGETs,
 		hangFor:    opts.HangFor,
 		slowFor:    opts.SlowFor,
 		retryAfter: opts.RetryAfter,
 		logger:     opts.Logger,
-	})
-	y.core.d = y
+	}, y, y.truthRecords)
 	y.shopID, y.secretKey = opts.ShopID, opts.SecretKey
 	if y.shopID == "" {
 		y.shopID = "5" + strings.Map(digitOf, y.core.ids.next("", 5))
@@ -193,11 +169,7 @@ func NewYooKassaHandler(opts YooKassaOptions) *YooKassaHandler {
 	if y.secretKey == "" {
 		y.secretKey = y.core.ids.next("test_", 43)
 	}
-	y.mux = http.NewServeMux()
-	for _, r := range []struct {
-		pattern string
-		ep      endpoint
-	}{
+	y.serve([]route{
 		{"POST /v3/payments", y.createPayment},
 		{"GET /v3/payments", y.listPayments},
 		{"GET /v3/payments/{id}", y.getPayment},
@@ -206,17 +178,11 @@ func NewYooKassaHandler(opts YooKassaOptions) *YooKassaHandler {
 		{"POST /v3/refunds", y.createRefund},
 		{"GET /v3/refunds", y.listRefunds},
 		{"GET /v3/refunds/{id}", y.getRefund},
-	} {
-		y.mux.Handle(r.pattern, y.core.handle(r.pattern, r.ep))
-	}
-	y.mux.Handle("/", y.core.handle("", y.unknownRoute))
+	}, y.unknownRoute)
 	return y
 }
 
 func digitOf(r rune) rune { return '0' + r%10 }
-
-// ServeHTTP serves YooKassa's API v3 routes for payments and refunds.
-func (y *YooKassaHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { y.mux.ServeHTTP(w, r) }
 
 // ShopID returns the accepted shop id (the Basic auth user name).
 func (y *YooKassaHandler) ShopID() string { return y.shopID }
@@ -224,24 +190,10 @@ func (y *YooKassaHandler) ShopID() string { return y.shopID }
 // SecretKey returns the accepted secret key (the Basic auth password).
 func (y *YooKassaHandler) SecretKey() string { return y.secretKey }
 
-// Script queues faults for the requests that match m, in order, before any
-// random fault.
-func (y *YooKassaHandler) Script(m Match, faults ...FaultKind) { y.core.faults.script(m, faults) }
-
-// ClearScripts drops every scripted fault not yet consumed.
-func (y *YooKassaHandler) ClearScripts() { y.core.faults.clearScripts() }
-
-// PendingFaults returns how many scripted faults are still queued.
-func (y *YooKassaHandler) PendingFaults() int { return y.core.faults.pending() }
-
-// Release ends every hang and slow delay at once, current and future.
-func (y *YooKassaHandler) Release() { y.core.close() }
-
-// Truth returns a snapshot of what the fake actually did. Currencies are
-// upper case, as YooKassa renders them; amounts are minor units.
-func (y *YooKassaHandler) Truth() Truth {
-	var t Truth
+// truthRecords writes the payments and refunds into a Truth.
+func (y *YooKassaHandler) truthRecords(t *Truth) {
 	y.mu.Lock()
+	defer y.mu.Unlock()
 	for _, p := range y.paymentList {
 		captured := int64(0)
 		if p.p.Status == "succeeded" {
@@ -260,10 +212,6 @@ func (y *YooKassaHandler) Truth() Truth {
 			IdempotencyKey: r.key, Created: r.createdAt,
 		})
 	}
-	y.mu.Unlock()
-	y.core.counters.fill(&t)
-	t.Faults = y.core.faults.counts()
-	return t
 }
 
 // YooKassa is a fake YooKassa API served by an httptest.Server on
@@ -271,31 +219,15 @@ func (y *YooKassaHandler) Truth() Truth {
 // authenticate with ShopID() and SecretKey().
 type YooKassa struct {
 	*YooKassaHandler
-	srv       *httptest.Server
-	closeOnce sync.Once
+	fakeServer
 }
 
 // NewYooKassa starts a fake YooKassa server. It panics if opts do not
 // validate. Close it when done.
 func NewYooKassa(opts YooKassaOptions) *YooKassa {
-	h := NewYooKassaHandler(opts)
-	return &YooKassa{YooKassaHandler: h, srv: httptest.NewServer(h)}
-}
-
-// URL returns the server's base URL, e.g. "http://127.0.0.1:41234".
-func (y *YooKassa) URL() string { return y.srv.URL }
-
-// Client returns an HTTP client for the server (keep-alives on; see
-// FaultDropAfterProcessing).
-func (y *YooKassa) Client() *http.Client { return y.srv.Client() }
-
-// Close releases held requests, waits for requests in progress, then shuts
-// the server down. Calling it again does nothing.
-func (y *YooKassa) Close() {
-	y.closeOnce.Do(func() {
-		y.Release()
-		y.srv.Close()
-	})
+	y := &YooKassa{YooKassaHandler: NewYooKassaHandler(opts)}
+	y.listen(y.YooKassaHandler)
+	return y
 }
 
 // ---- dialect: YooKassa's words for the pipeline's own answers ----
@@ -350,7 +282,7 @@ func (y *YooKassaHandler) keyMismatch(c *call) *response {
 
 func (y *YooKassaHandler) keyInUse(c *call) *response {
 	return y.jsonResponse(http.StatusAccepted, YooKassaProcessing{
-		Type: "processing", Description: "Request accepted", RetryAfter: y.retryAfter.Milliseconds()})
+		Type: "processing", Description: "Request accepted", RetryAfter: y.core.cfg.retryAfter.Milliseconds()})
 }
 
 func (y *YooKassaHandler) deliver(h http.Header, c *call, replayed bool) {}
@@ -358,11 +290,7 @@ func (y *YooKassaHandler) deliver(h http.Header, c *call, replayed bool) {}
 // ---- answers ----
 
 func (y *YooKassaHandler) jsonResponse(status int, v any) *response {
-	body, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		panic(fmt.Sprintf("mocks: cannot render %T: %v", v, err))
-	}
-	return &response{status: status, header: http.Header{"Content-Type": {"application/json;charset=UTF-8"}}, body: append(body, '\n')}
+	return renderJSON(status, http.Header{"Content-Type": {"application/json;charset=UTF-8"}}, v)
 }
 
 func (y *YooKassaHandler) errorResponse(c *call, status int, code, param, desc string) *response {
@@ -396,12 +324,7 @@ func (y *YooKassaHandler) requireKey(c *call) *response {
 // decodeBody decodes the JSON body strictly into v; an empty body leaves v
 // as it is.
 func (y *YooKassaHandler) decodeBody(c *call, v any) *response {
-	if len(c.body) == 0 {
-		return nil
-	}
-	dec := json.NewDecoder(strings.NewReader(string(c.body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := decodeStrict(c.body, v); err != nil {
 		return y.invalid(c, "", "Request body does not match the method's parameters: "+err.Error())
 	}
 	return nil

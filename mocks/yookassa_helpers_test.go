@@ -45,16 +45,7 @@ func (c *jsonClient) do(ctx context.Context, method, path string, body any, key 
 	if key != "" {
 		req.Header.Set(c.keyHeader, key)
 	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	return &result{status: resp.StatusCode, header: resp.Header, body: b}, nil
+	return send(c.hc, req)
 }
 
 func (c *jsonClient) post(path string, body any, key string) *result {

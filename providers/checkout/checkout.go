@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
 
 // Endpoints and defaults applied by New to the zero fields of a Config.
@@ -69,7 +68,7 @@ type Config struct {
 // against Checkout.com's payments API (POST /payments, captures, voids,
 // refunds). It is safe for concurrent use and holds no mutable state.
 type Provider struct {
-	secretKey string
+	secretKey adapterkit.Secret
 	baseURL   string // without a trailing slash
 	channel   string
 	keyTTL    time.Duration
@@ -83,36 +82,22 @@ var _ payonce.Provider = (*Provider)(nil)
 // *payonce.ValidationError (errors.Is(err, payonce.ErrInvalid)) naming the
 // Config field and how to fix it; it never contains the secret key.
 func New(cfg Config) (*Provider, error) {
-	p := &Provider{secretKey: cfg.SecretKey, channel: cfg.ProcessingChannelID, keyTTL: cfg.KeyTTL,
+	p := &Provider{secretKey: adapterkit.Secret(cfg.SecretKey), channel: cfg.ProcessingChannelID, keyTTL: cfg.KeyTTL,
 		settleLag: cfg.SettleLag, now: cfg.Now}
 	switch {
 	case cfg.SecretKey == "":
 		return nil, invalidConfig("SecretKey", "is empty; set it to your Checkout.com secret key (sk_... or sk_sbox_...)")
-	case strings.ContainsFunc(cfg.SecretKey, notToken):
+	case strings.ContainsFunc(cfg.SecretKey, adapterkit.NotToken):
 		return nil, invalidConfig("SecretKey", "contains spaces or control characters; copy the key exactly as the Dashboard shows it")
-	case strings.ContainsFunc(cfg.ProcessingChannelID, notToken):
+	case strings.ContainsFunc(cfg.ProcessingChannelID, adapterkit.NotToken):
 		return nil, invalidConfig("ProcessingChannelID", "contains spaces or control characters; use the channel id (pc_...)")
 	}
 
-	base := cfg.BaseURL
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	u, err := url.Parse(base)
+	base, err := adapterkit.CheckBaseURL(cfg.BaseURL, DefaultBaseURL, "the key goes in Config.SecretKey")
 	if err != nil {
-		return nil, invalidConfig("BaseURL", "is not a valid URL; use an absolute http(s) URL such as %q", DefaultBaseURL)
+		return nil, invalidConfig("BaseURL", "%v", err)
 	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, invalidConfig("BaseURL", "must start with https:// (or http:// for a local fake), such as %q", DefaultBaseURL)
-	case u.Host == "":
-		return nil, invalidConfig("BaseURL", "has no host; use an absolute URL such as %q", DefaultBaseURL)
-	case u.User != nil:
-		return nil, invalidConfig("BaseURL", "must not contain user info; the key goes in Config.SecretKey")
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return nil, invalidConfig("BaseURL", "must not have a query or fragment; use scheme, host and an optional path prefix only")
-	}
-	p.baseURL = strings.TrimRight(u.String(), "/")
+	p.baseURL = base
 
 	switch {
 	case cfg.KeyTTL < 0:
@@ -136,9 +121,6 @@ func invalidConfig(field, format string, args ...any) error {
 	return &payonce.ValidationError{Field: "checkout.Config." + field, Problem: fmt.Sprintf(format, args...)}
 }
 
-// notToken reports a rune that may not appear in a key or header value.
-func notToken(r rune) bool { return r <= ' ' || r >= 0x7f }
-
 // Name returns "checkout".
 func (p *Provider) Name() string { return "checkout" }
 
@@ -156,7 +138,7 @@ func (p *Provider) SettleLag() time.Duration { return p.settleLag }
 // is redacted too.
 func (p Provider) String() string {
 	return fmt.Sprintf("checkout.Provider{SecretKey:%s BaseURL:%s ProcessingChannelID:%q KeyTTL:%s SettleLag:%s}",
-		redacted(p.secretKey), p.baseURL, p.channel, p.keyTTL, p.settleLag)
+		p.secretKey, p.baseURL, p.channel, p.keyTTL, p.settleLag)
 }
 
 // GoString is String: %#v never shows the key either.
@@ -170,25 +152,12 @@ func (p Provider) LogValue() slog.Value { return slog.StringValue(p.String()) }
 
 // String describes the Config with its secret key redacted.
 func (c Config) String() string {
-	base := c.BaseURL
-	if base != "" {
-		if u, err := url.Parse(base); err == nil {
-			if u.User != nil {
-				u.User = nil
-				base = u.String() + " (user info redacted)"
-			} else {
-				base = u.String()
-			}
-		} else {
-			base = "(invalid URL)"
-		}
-	}
 	now := "nil"
 	if c.Now != nil {
 		now = "set"
 	}
 	return fmt.Sprintf("checkout.Config{SecretKey:%s BaseURL:%q ProcessingChannelID:%q KeyTTL:%s SettleLag:%s Now:%s}",
-		redacted(c.SecretKey), base, c.ProcessingChannelID, c.KeyTTL, c.SettleLag, now)
+		adapterkit.Secret(c.SecretKey), adapterkit.DisplayURL(c.BaseURL, false), c.ProcessingChannelID, c.KeyTTL, c.SettleLag, now)
 }
 
 // GoString is String: %#v never shows the key either.
@@ -200,37 +169,10 @@ func (c Config) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String(
 // LogValue makes slog log the Config with its key redacted.
 func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
-func redacted(s string) string {
-	if s == "" {
-		return `""`
-	}
-	return "[REDACTED]"
-}
-
 // keyLike matches Checkout.com secret keys (sk_..., sk_sbox_..., sk_test_...),
 // whole or masked.
 var keyLike = regexp.MustCompile(`\bsk_(?:sbox_|test_)?[0-9A-Za-z*\-]{8,}`)
 
-// maxMessageBytes bounds a provider message kept in an Outcome or error.
-const maxMessageBytes = 1000
-
 // scrub removes the secret key and anything that looks like one from a
 // provider message and bounds its length.
-func (p *Provider) scrub(s string) string {
-	if s == "" {
-		return ""
-	}
-	if p.secretKey != "" {
-		s = strings.ReplaceAll(s, p.secretKey, "[REDACTED]")
-	}
-	s = keyLike.ReplaceAllString(s, "[REDACTED]")
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) > maxMessageBytes {
-		cut := maxMessageBytes
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "..."
-	}
-	return s
-}
+func (p *Provider) scrub(s string) string { return adapterkit.Scrub(s, keyLike, string(p.secretKey)) }

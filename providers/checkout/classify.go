@@ -3,15 +3,11 @@ package checkout
 import (
 	"net/http"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
-
-// maxRetryAfter bounds a Retry-After wait read from an answer.
-const maxRetryAfter = 24 * time.Hour
 
 // Classify reads Checkout.com's answer to one attempt:
 //
@@ -55,7 +51,7 @@ func (p *Provider) Classify(r payonce.SendRequest, status int, header http.Heade
 		// "Conflict with another request being processed": the first
 		// request with this key is still running; it may yet move money.
 		o.Class = ledger.OutcomeKeyInUse
-		o.RetryAfter = p.retryAfter(header.Get("Retry-After"))
+		o.RetryAfter = adapterkit.RetryAfter(header.Get("Retry-After"), p.now)
 	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden,
 		http.StatusNotFound, http.StatusUnprocessableEntity:
 		// Invalid request (422 request_invalid with error_codes), bad key,
@@ -76,7 +72,7 @@ func (p *Provider) Classify(r payonce.SendRequest, status int, header http.Heade
 		if o.Code == "" {
 			o.Code = codeRateLimited
 		}
-		o.RetryAfter = p.retryAfter(header.Get("Retry-After"))
+		o.RetryAfter = adapterkit.RetryAfter(header.Get("Retry-After"), p.now)
 	default:
 		// 500, 502, 503, 504 and anything not named above: the payment may
 		// have been made, and Checkout.com did not keep the key. Look up
@@ -155,31 +151,4 @@ func isFinalFailure(status string) bool {
 		return true
 	}
 	return false
-}
-
-// retryAfter reads a Retry-After header: delay-seconds or an HTTP date. An
-// absent, malformed or past value is 0; a value is at most maxRetryAfter.
-func (p *Provider) retryAfter(v string) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	var d time.Duration
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs <= 0 {
-			return 0
-		}
-		if secs >= int64(maxRetryAfter/time.Second) {
-			return maxRetryAfter
-		}
-		d = time.Duration(secs) * time.Second
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = t.Sub(p.now())
-	} else {
-		return 0
-	}
-	if d <= 0 {
-		return 0
-	}
-	return min(d, maxRetryAfter)
 }

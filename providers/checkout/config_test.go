@@ -1,7 +1,6 @@
 package checkout_test
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -9,6 +8,7 @@ import (
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/checkout"
+	"github.com/payonce/payonce/providers/internal/testutil"
 )
 
 func TestNewDefaults(t *testing.T) {
@@ -54,12 +54,8 @@ func TestNewValidation(t *testing.T) {
 			t.Parallel()
 			p, err := checkout.New(tc.cfg)
 			require.Nil(t, p)
-			require.ErrorIs(t, err, payonce.ErrInvalid)
-			var ve *payonce.ValidationError
-			require.True(t, errors.As(err, &ve))
-			require.Equal(t, tc.field, ve.Field)
+			testutil.RequireInvalid(t, err, tc.field, testKey)
 			require.Contains(t, err.Error(), tc.hint)
-			require.NotContains(t, err.Error(), testKey)
 		})
 	}
 }

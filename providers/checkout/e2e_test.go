@@ -2,8 +2,6 @@ package checkout_test
 
 import (
 	"context"
-	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,9 +9,9 @@ import (
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/ledgersqlite"
 	"github.com/payonce/payonce/mocks"
 	"github.com/payonce/payonce/providers/checkout"
+	"github.com/payonce/payonce/providers/internal/testutil"
 )
 
 // The end-to-end tests drive payonce.Client against the fake Checkout.com,
@@ -42,17 +40,7 @@ func e2eSetup(t *testing.T, fo mocks.CheckoutOptions) *e2e {
 	t.Cleanup(fake.Close)
 	psp, err := checkout.New(checkout.Config{SecretKey: fake.SecretKey(), BaseURL: fake.URL(), Now: clock.Now})
 	require.NoError(t, err)
-	store, err := ledgersqlite.Open(filepath.Join(t.TempDir(), "ledger.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	require.NoError(t, store.Migrate(context.Background()))
-	client, err := payonce.New(payonce.Config{
-		Provider: psp, Store: store, Now: clock.Now,
-		HTTPClient:     &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
-		AttemptTimeout: 2 * time.Second,
-		Retry:          payonce.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
-	})
-	require.NoError(t, err)
+	client, store := testutil.NewClient(t, psp, clock.Now)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return &e2e{fake: fake, clock: clock, store: store, client: client, ctx: ctx}

@@ -1,9 +1,7 @@
 package checkout_test
 
 import (
-	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +10,7 @@ import (
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/checkout"
+	"github.com/payonce/payonce/providers/internal/testutil"
 )
 
 // testKey is a fake secret key; tests check it never leaks.
@@ -58,30 +57,13 @@ func chargeReq() payonce.SendRequest {
 	}
 }
 
-func withKind(r payonce.SendRequest, k payonce.Kind, amount int64, ref string) payonce.SendRequest {
-	r.Request.Kind = k
-	r.Request.Amount = amount
-	r.Request.PaymentRef = ref
-	r.Request.PaymentMethod, r.Request.Customer, r.Request.Description = "", "", ""
-	return r
-}
-
-type doerFunc func(*http.Request) (*http.Response, error)
-
-func (f doerFunc) Do(r *http.Request) (*http.Response, error) { return f(r) }
-
-type trackedBody struct {
-	io.Reader
-	closed bool
-}
-
-func (b *trackedBody) Close() error { b.closed = true; return nil }
+var withKind = testutil.WithKind
 
 // respond answers like Checkout.com: JSON with a Cko-Request-Id.
 func respond(status int, body string) *http.Response {
-	h := http.Header{"Cko-Request-Id": {"0f5e3a2c-1b2d-4c5e-8f9a-0b1c2d3e4f50"}}
+	r := testutil.Respond(status, body, "Cko-Request-Id", "0f5e3a2c-1b2d-4c5e-8f9a-0b1c2d3e4f50")
 	if body != "" {
-		h.Set("Content-Type", "application/json")
+		r.Header.Set("Content-Type", "application/json")
 	}
-	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader(body))}
+	return r
 }

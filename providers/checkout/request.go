@@ -3,14 +3,13 @@ package checkout
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
 
 // Metadata keys the adapter writes on every payment and action it creates.
@@ -25,8 +24,6 @@ const (
 	// MetaReferences holds the operation's references as a JSON array, cut
 	// to maxReferencesValue bytes.
 	MetaReferences = "payonce_refs"
-
-	reservedPrefix = "payonce_"
 )
 
 // maxReferencesValue bounds the payonce_refs value; Checkout.com documents
@@ -126,7 +123,7 @@ func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http
 		return nil, invalidSend("Request.Kind", "is %q; the Checkout.com adapter sends charge, capture, cancel and refund", string(req.Kind))
 	}
 
-	raw, err := encodeJSON(body)
+	raw, err := adapterkit.EncodeJSON(body)
 	if err != nil {
 		return nil, fmt.Errorf("checkout: encode %s request: %w", req.Kind, err)
 	}
@@ -141,7 +138,7 @@ func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http
 }
 
 func (p *Provider) setHeaders(h http.Header) {
-	h.Set("Authorization", "Bearer "+p.secretKey)
+	h.Set("Authorization", "Bearer "+string(p.secretKey))
 	h.Set("Accept", "application/json")
 }
 
@@ -159,23 +156,13 @@ func sourceOf(pm string) (source, error) {
 	return source{}, invalidSend("Request.PaymentMethod", "is %q; use a Checkout.com source id (src_...) or token (tok_...)", pm)
 }
 
-func encodeJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
 func checkKey(key string) error {
 	switch {
 	case key == "":
 		return invalidSend("Key", "is empty; every Checkout.com POST carries the operation's Cko-Idempotency-Key")
 	case len(key) > MaxKeyLength:
 		return invalidSend("Key", "is %d bytes; the adapter sends at most %d (a UUID)", len(key), MaxKeyLength)
-	case strings.ContainsFunc(key, notToken):
+	case strings.ContainsFunc(key, adapterkit.NotToken):
 		return invalidSend("Key", "contains spaces, control or non-ASCII characters; it must be a printable ASCII header value")
 	}
 	return nil
@@ -187,40 +174,12 @@ func invalidSend(field, format string, args ...any) error {
 
 // metadata is the caller's metadata plus payonce's own keys.
 func metadata(r payonce.SendRequest) (map[string]string, error) {
-	out := make(map[string]string, len(r.Request.Metadata)+4)
+	out := adapterkit.Metadata(r, maxReferencesValue, adapterkit.Bytes)
 	for k, v := range r.Request.Metadata {
-		if strings.HasPrefix(k, reservedPrefix) {
-			return nil, invalidSend("Request.Metadata", "key %q uses the reserved prefix %q; rename it", k, reservedPrefix)
+		if adapterkit.Reserved(k) {
+			return nil, invalidSend("Request.Metadata", "key %q uses the reserved prefix %q; rename it", k, adapterkit.ReservedPrefix)
 		}
 		out[k] = v
 	}
-	out[MetaOperation] = r.OperationID
-	out[MetaKey] = r.Key
-	out[MetaKind] = string(r.Request.Kind)
-	out[MetaReferences] = referencesValue(r.Request.References)
 	return out, nil
-}
-
-// referencesValue is the references as a JSON array, cut like the Stripe
-// adapter's to maxReferencesValue bytes with a final "...+N".
-func referencesValue(refs []string) string {
-	if refs == nil {
-		refs = []string{}
-	}
-	full := jsonStrings(refs)
-	if len(full) <= maxReferencesValue {
-		return full
-	}
-	for n := len(refs) - 1; n >= 0; n-- {
-		cut := append(refs[:n:n], "...+"+strconv.Itoa(len(refs)-n))
-		if v := jsonStrings(cut); len(v) <= maxReferencesValue {
-			return v
-		}
-	}
-	return jsonStrings([]string{"...+" + strconv.Itoa(len(refs))})
-}
-
-func jsonStrings(s []string) string {
-	b, _ := encodeJSON(s)
-	return string(b)
 }

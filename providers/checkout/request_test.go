@@ -3,7 +3,6 @@ package checkout_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -13,16 +12,8 @@ import (
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/checkout"
+	"github.com/payonce/payonce/providers/internal/testutil"
 )
-
-func build(t *testing.T, p *checkout.Provider, r payonce.SendRequest) (*http.Request, string) {
-	t.Helper()
-	hr, err := p.NewRequest(context.Background(), r)
-	require.NoError(t, err)
-	b, err := io.ReadAll(hr.Body)
-	require.NoError(t, err)
-	return hr, string(b)
-}
 
 func requireCommonHeaders(t *testing.T, hr *http.Request, key string) {
 	t.Helper()
@@ -32,20 +23,11 @@ func requireCommonHeaders(t *testing.T, hr *http.Request, key string) {
 	require.Equal(t, []string{key}, hr.Header.Values("Cko-Idempotency-Key"))
 }
 
-func decodeBody(t *testing.T, body string) map[string]any {
-	t.Helper()
-	var m map[string]any
-	d := json.NewDecoder(strings.NewReader(body))
-	d.UseNumber()
-	require.NoError(t, d.Decode(&m))
-	return m
-}
-
 func TestNewRequestCharge(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *checkout.Config) { c.ProcessingChannelID = "pc_channel1" })
 	r := chargeReq()
-	hr, body := build(t, b.p, r)
+	hr, body := testutil.Build(t, b.p, r)
 	requireCommonHeaders(t, hr, r.Key)
 	require.Equal(t, base+"/payments", hr.URL.String())
 	require.Equal(t, map[string]any{
@@ -64,9 +46,9 @@ func TestNewRequestCharge(t *testing.T) {
 			"payonce_kind": "charge",
 			"payonce_refs": `["order","42"]`,
 		},
-	}, decodeBody(t, body))
+	}, testutil.DecodeJSON(t, body))
 	for range 20 {
-		_, again := build(t, b.p, r)
+		_, again := testutil.Build(t, b.p, r)
 		require.Equal(t, body, again, "the same bytes on every attempt")
 	}
 	rc, err := hr.GetBody()
@@ -83,8 +65,8 @@ func TestNewRequestChargeTokenAuthorizeOnly(t *testing.T) {
 	r.Request.CaptureManual = true
 	r.Request.Customer, r.Request.Description, r.Request.Metadata = "", "", nil
 	r.Request.Amount, r.Request.Currency = 1500, "JPY"
-	_, body := build(t, b.p, r)
-	m := decodeBody(t, body)
+	_, body := testutil.Build(t, b.p, r)
+	m := testutil.DecodeJSON(t, body)
 	require.Equal(t, map[string]any{"type": "token", "token": "tok_4gzeau5o2uqubbk6fufs3m7p54"}, m["source"])
 	require.Equal(t, false, m["capture"])
 	require.Equal(t, json.Number("1500"), m["amount"], "minor units as they are")
@@ -109,10 +91,10 @@ func TestNewRequestActions(t *testing.T) {
 		{payonce.KindRefund, 0, "/payments/pay_1/refunds", map[string]any{}},
 	} {
 		r := withKind(chargeReq(), tc.kind, tc.amount, "pay_1")
-		hr, body := build(t, b.p, r)
+		hr, body := testutil.Build(t, b.p, r)
 		requireCommonHeaders(t, hr, r.Key)
 		require.Equal(t, base+tc.path, hr.URL.String())
-		m := decodeBody(t, body)
+		m := testutil.DecodeJSON(t, body)
 		require.Equal(t, r.OperationID, m["reference"])
 		md := m["metadata"].(map[string]any)
 		require.Equal(t, r.OperationID, md["payonce_op"])
@@ -121,7 +103,7 @@ func TestNewRequestActions(t *testing.T) {
 		delete(m, "metadata")
 		require.Equal(t, tc.want, m, "%s %d", tc.kind, tc.amount)
 	}
-	hr, _ := build(t, b.p, withKind(chargeReq(), payonce.KindCapture, 0, "pay_1/../x?y"))
+	hr, _ := testutil.Build(t, b.p, withKind(chargeReq(), payonce.KindCapture, 0, "pay_1/../x?y"))
 	require.Equal(t, base+"/payments/pay_1%2F..%2Fx%3Fy/captures", hr.URL.String())
 }
 
@@ -152,11 +134,7 @@ func TestNewRequestErrors(t *testing.T) {
 			tc.mod(&r)
 			hr, err := b.p.NewRequest(context.Background(), r)
 			require.Nil(t, hr)
-			require.ErrorIs(t, err, payonce.ErrInvalid)
-			var ve *payonce.ValidationError
-			require.True(t, errors.As(err, &ve))
-			require.Equal(t, tc.field, ve.Field)
-			require.NotContains(t, err.Error(), testKey)
+			testutil.RequireInvalid(t, err, tc.field, testKey)
 		})
 	}
 }
@@ -170,8 +148,8 @@ func TestNewRequestLongReferences(t *testing.T) {
 		refs[i] = strings.Repeat(string(rune('a'+i)), 100)
 	}
 	r.Request.References = refs
-	_, body := build(t, b.p, r)
-	v := decodeBody(t, body)["metadata"].(map[string]any)["payonce_refs"].(string)
+	_, body := testutil.Build(t, b.p, r)
+	v := testutil.DecodeJSON(t, body)["metadata"].(map[string]any)["payonce_refs"].(string)
 	require.LessOrEqual(t, len(v), 255)
 	var got []string
 	require.NoError(t, json.Unmarshal([]byte(v), &got))

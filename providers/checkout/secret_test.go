@@ -1,11 +1,9 @@
 package checkout_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/checkout"
+	"github.com/payonce/payonce/providers/internal/testutil"
 )
 
 // TestSecretKeyNeverLeaks checks every place the key could escape:
@@ -24,16 +23,7 @@ func TestSecretKeyNeverLeaks(t *testing.T) {
 	b := setup(t)
 	cfg := checkout.Config{SecretKey: testKey, BaseURL: "https://" + testKey + ":x@example.com"}
 
-	var texts []string
-	for _, v := range []any{cfg, &cfg, b.p, *b.p} {
-		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%d", "%T"} {
-			texts = append(texts, fmt.Sprintf(verb, v))
-		}
-	}
-	texts = append(texts, cfg.String(), cfg.GoString(), b.p.String(), b.p.GoString())
-	var logBuf bytes.Buffer
-	slog.New(slog.NewJSONHandler(&logBuf, nil)).Info("config", "cfg", cfg, "provider", b.p)
-	texts = append(texts, logBuf.String())
+	texts := testutil.Printed(cfg, &cfg, b.p, *b.p)
 
 	_, err := checkout.New(checkout.Config{SecretKey: testKey, BaseURL: "ftp://" + testKey})
 	texts = append(texts, err.Error())

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
 
 // The JSON shapes below hold only the fields the adapter reads.
@@ -95,7 +97,7 @@ var errNoID = errors.New("object has no id")
 
 func decodePayment(body []byte) (payment, error) {
 	var p payment
-	if err := decode(body, &p); err != nil {
+	if err := adapterkit.DecodeJSON(body, &p); err != nil {
 		return p, err
 	}
 	switch {
@@ -111,7 +113,7 @@ func decodePayment(body []byte) (payment, error) {
 
 func decodeAccepted(body []byte) (accepted, error) {
 	var a accepted
-	if err := decode(body, &a); err != nil {
+	if err := adapterkit.DecodeJSON(body, &a); err != nil {
 		return a, err
 	}
 	switch {
@@ -126,7 +128,7 @@ func decodeAccepted(body []byte) (accepted, error) {
 // decodeError parses an error answer; nil when the body holds none
 // (Checkout.com sends empty bodies for 401 and 404).
 func decodeError(body []byte) *apiError {
-	if len(body) == 0 || len(body) > maxBodyBytes {
+	if len(body) == 0 || len(body) > adapterkit.MaxBodyBytes {
 		return nil
 	}
 	var e apiError
@@ -135,16 +137,3 @@ func decodeError(body []byte) *apiError {
 	}
 	return &e
 }
-
-func decode(body []byte, v any) error {
-	if len(body) > maxBodyBytes {
-		return fmt.Errorf("body is %d bytes, more than the %d the adapter reads", len(body), maxBodyBytes)
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("body is not the expected JSON: %w", err)
-	}
-	return nil
-}
-
-// maxBodyBytes is the most of an answer the adapter reads (1 MiB).
-const maxBodyBytes = 1 << 20

@@ -4,14 +4,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
-
-// maxRetryAfter bounds a Retry-After wait read from an answer.
-const maxRetryAfter = 24 * time.Hour
 
 // Classify reads Stripe's answer to one attempt:
 //
@@ -79,7 +76,7 @@ func (p *Provider) Classify(r payonce.SendRequest, status int, header http.Heade
 		if o.Code == "" {
 			o.Code = codeRateLimit
 		}
-		o.RetryAfter = p.retryAfter(header.Get("Retry-After"))
+		o.RetryAfter = adapterkit.RetryAfter(header.Get("Retry-After"), p.now)
 	case status == http.StatusConflict:
 		// A 409 other than idempotency_key_in_use conflicts with another
 		// request in a way Stripe does not spell out; whether this request
@@ -186,31 +183,4 @@ func (p *Provider) classifySuccess(r payonce.SendRequest, o payonce.Outcome, bod
 		return unreadable("answer to an unknown kind " + strconv.Quote(string(r.Request.Kind)))
 	}
 	return o
-}
-
-// retryAfter reads a Retry-After header: delay-seconds or an HTTP date. An
-// absent, malformed or past value is 0; a value is at most maxRetryAfter.
-func (p *Provider) retryAfter(v string) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	var d time.Duration
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs <= 0 {
-			return 0
-		}
-		if secs >= int64(maxRetryAfter/time.Second) {
-			return maxRetryAfter
-		}
-		d = time.Duration(secs) * time.Second
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = t.Sub(p.now())
-	} else {
-		return 0
-	}
-	if d <= 0 {
-		return 0
-	}
-	return min(d, maxRetryAfter)
 }

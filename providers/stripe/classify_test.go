@@ -11,6 +11,7 @@ import (
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/providers/internal/testutil"
 )
 
 func pi(id, status string) string {
@@ -141,11 +142,7 @@ func TestClassify(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			h := http.Header{}
-			for i := 0; i+1 < len(tc.hdr); i += 2 {
-				h.Set(tc.hdr[i], tc.hdr[i+1])
-			}
-			o := b.p.Classify(tc.r, tc.status, h, []byte(tc.body))
+			o := b.p.Classify(tc.r, tc.status, testutil.Header(tc.hdr...), []byte(tc.body))
 			require.Equal(t, tc.want.class, o.Class)
 			require.Equal(t, tc.want.processing, o.Processing, "Processing")
 			require.Equal(t, tc.want.ref, o.ProviderRef, "ProviderRef")

@@ -1,9 +1,7 @@
 package stripe_test
 
 import (
-	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/internal/testutil"
 	"github.com/payonce/payonce/providers/stripe"
 )
 
@@ -58,31 +57,6 @@ func chargeReq() payonce.SendRequest {
 	}
 }
 
-func withKind(r payonce.SendRequest, k payonce.Kind, amount int64, ref string) payonce.SendRequest {
-	r.Request.Kind = k
-	r.Request.Amount = amount
-	r.Request.PaymentRef = ref
-	r.Request.PaymentMethod, r.Request.Customer, r.Request.Description = "", "", ""
-	return r
-}
+var withKind = testutil.WithKind
 
-// doerFunc is an HTTPDoer made of a function.
-type doerFunc func(*http.Request) (*http.Response, error)
-
-func (f doerFunc) Do(r *http.Request) (*http.Response, error) { return f(r) }
-
-// trackedBody records whether it was closed.
-type trackedBody struct {
-	io.Reader
-	closed bool
-}
-
-func (b *trackedBody) Close() error { b.closed = true; return nil }
-
-func respond(status int, body string, hdr ...string) *http.Response {
-	h := http.Header{}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		h.Set(hdr[i], hdr[i+1])
-	}
-	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader(body))}
-}
+var respond = testutil.Respond

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
 
 // maxRefundPages bounds the refund list pages one lookup reads (100 refunds
@@ -42,30 +42,12 @@ type APIError struct {
 
 // Error describes the failed lookup request.
 func (e *APIError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "stripe: %s %s", e.Method, e.Path)
-	if e.HTTPStatus != 0 {
-		fmt.Fprintf(&b, ": HTTP %d", e.HTTPStatus)
-	}
-	if e.RequestID != "" {
-		fmt.Fprintf(&b, " (request %s)", e.RequestID)
-	}
-	for _, s := range []string{e.Type, e.Code, e.DeclineCode} {
-		if s != "" {
-			b.WriteString(": " + s)
-		}
-	}
-	if e.Message != "" {
-		b.WriteString(": " + e.Message)
-	}
-	return b.String()
+	return adapterkit.ErrorText("stripe", e.Method, e.Path, e.HTTPStatus, "request", e.RequestID, e.Type, e.Code, e.DeclineCode, e.Message)
 }
 
 // Temporary reports whether asking again later may give an answer: a 429,
 // a 5xx, or an unusable 2xx body (a truncated or proxied answer).
-func (e *APIError) Temporary() bool {
-	return e.HTTPStatus == 0 || e.HTTPStatus == http.StatusTooManyRequests || e.HTTPStatus >= 500
-}
+func (e *APIError) Temporary() bool { return adapterkit.Temporary(e.HTTPStatus) }
 
 // Lookup asks Stripe, with GETs only, what became of an operation:
 //
@@ -171,7 +153,7 @@ func (p *Provider) searchCharge(ctx context.Context, hc payonce.HTTPDoer, op str
 		return payonce.LookupResult{}, p.apiError(path, status, header, body)
 	}
 	var res listOf[paymentIntent]
-	if err := decode(body, &res); err != nil {
+	if err := adapterkit.DecodeJSON(body, &res); err != nil {
 		return payonce.LookupResult{}, p.unusable(path, header, err)
 	}
 	if res.Object != objSearchResult {
@@ -311,7 +293,7 @@ func (p *Provider) lookupRefund(ctx context.Context, hc payonce.HTTPDoer, q payo
 			return payonce.LookupResult{}, p.apiError(path, status, header, body)
 		}
 		var res listOf[refund]
-		if err := decode(body, &res); err != nil {
+		if err := adapterkit.DecodeJSON(body, &res); err != nil {
 			return payonce.LookupResult{}, p.unusable(path, header, err)
 		}
 		if res.Object != objList {
@@ -366,36 +348,15 @@ func (p *Provider) lookupRefund(ctx context.Context, hc payonce.HTTPDoer, q payo
 	return r, nil
 }
 
-// get sends one GET and reads at most maxBodyBytes of the answer.
+// get sends one GET and reads at most adapterkit.MaxBodyBytes of the
+// answer; a larger one is an *APIError.
 func (p *Provider) get(ctx context.Context, hc payonce.HTTPDoer, path string, query url.Values) (int, http.Header, []byte, error) {
-	u := p.baseURL + path
-	if len(query) > 0 {
-		u += "?" + query.Encode()
+	status, header, body, err := adapterkit.Get(ctx, hc, "stripe", p.baseURL, path, query, p.setHeaders)
+	if big := (*adapterkit.TooLargeError)(nil); errors.As(err, &big) {
+		return 0, nil, nil, &APIError{Method: http.MethodGet, Path: path, HTTPStatus: big.Status,
+			RequestID: big.Header.Get("Request-Id"), Message: big.Error()}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return 0, nil, nil, fmt.Errorf("stripe: build GET %s: %w", path, err)
-	}
-	p.setHeaders(req.Header)
-	resp, err := hc.Do(req)
-	if err != nil {
-		// http.Client errors name the URL (no secret in it), never headers.
-		return 0, nil, nil, fmt.Errorf("stripe: GET %s: %w", path, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes+1))
-	if err != nil {
-		return 0, nil, nil, fmt.Errorf("stripe: GET %s: read answer: %w", path, err)
-	}
-	if len(body) > maxBodyBytes {
-		e := &APIError{Method: http.MethodGet, Path: path, HTTPStatus: resp.StatusCode,
-			RequestID: resp.Header.Get("Request-Id"), Message: fmt.Sprintf("answer is larger than %d bytes", maxBodyBytes)}
-		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-			e.HTTPStatus = 0 // an unusable 2xx body, as documented on APIError
-		}
-		return 0, nil, nil, e
-	}
-	return resp.StatusCode, resp.Header, body, nil
+	return status, header, body, err
 }
 
 func (p *Provider) apiError(path string, status int, header http.Header, body []byte) *APIError {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/internal/testutil"
 	"github.com/payonce/payonce/providers/stripe"
 )
 
@@ -367,21 +368,8 @@ func TestLookupErrors(t *testing.T) {
 func TestLookupTransportErrorAndBodyClosed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, err := b.p.Lookup(context.Background(), doerFunc(func(*http.Request) (*http.Response, error) {
-		return nil, errors.New("connection reset")
-	}), lookupQuery(payonce.KindCharge, "", "pi_1"))
-	require.ErrorContains(t, err, "connection reset")
-
-	for _, status := range []int{200, 404, 500} {
-		body := &trackedBody{Reader: strings.NewReader(piJSON("pi_1", "succeeded", 1, ""))}
-		var sent *http.Request
-		_, _ = b.p.Lookup(context.Background(), doerFunc(func(req *http.Request) (*http.Response, error) {
-			sent = req
-			return &http.Response{StatusCode: status, Header: http.Header{}, Body: body}, nil
-		}), lookupQuery(payonce.KindCapture, "pi_1", ""))
-		require.True(t, body.closed, "status %d: body not closed", status)
-		require.Equal(t, http.MethodGet, sent.Method, "lookups only read")
-	}
+	testutil.RequireLookupTransport(t, b.p, lookupQuery(payonce.KindCharge, "", "pi_1"),
+		lookupQuery(payonce.KindCapture, "pi_1", ""), piJSON("pi_1", "succeeded", 1, ""))
 }
 
 func TestLookupStripeVersion(t *testing.T) {

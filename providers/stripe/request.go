@@ -3,7 +3,6 @@ package stripe
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
 
 // Metadata keys the adapter writes on every PaymentIntent and Refund it
@@ -23,10 +23,9 @@ const (
 	// MetaKind holds the operation kind ("charge", "refund").
 	MetaKind = "payonce_kind"
 	// MetaReferences holds the operation's references as a JSON array (cut
-	// to Stripe's 500-byte value limit, see referencesValue).
+	// to Stripe's 500-byte value limit, ending with "...+N" for the N
+	// references left out).
 	MetaReferences = "payonce_refs"
-
-	reservedPrefix = "payonce_"
 )
 
 // Stripe's metadata limits: 50 keys, keys up to 40 characters without
@@ -34,7 +33,6 @@ const (
 const (
 	stripeMaxMetadataKeys  = 50
 	stripeMaxMetadataValue = 500
-	payonceMetadataKeys    = 4
 )
 
 // NewRequest builds the form-encoded POST of one attempt:
@@ -143,7 +141,7 @@ func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http
 }
 
 func (p *Provider) setHeaders(h http.Header) {
-	h.Set("Authorization", "Bearer "+p.apiKey)
+	h.Set("Authorization", "Bearer "+string(p.apiKey))
 	h.Set("Accept", "application/json")
 	if p.apiVersion != "" {
 		h.Set("Stripe-Version", p.apiVersion)
@@ -156,7 +154,7 @@ func checkKey(key string) error {
 		return invalidSend("Key", "is empty; every Stripe POST carries the operation's idempotency key")
 	case len(key) > MaxKeyLength:
 		return invalidSend("Key", "is %d bytes; Stripe accepts at most %d", len(key), MaxKeyLength)
-	case strings.ContainsFunc(key, notToken):
+	case strings.ContainsFunc(key, adapterkit.NotToken):
 		return invalidSend("Key", "contains spaces, control or non-ASCII characters; it must be a printable ASCII header value")
 	}
 	return nil
@@ -179,51 +177,21 @@ func setIf(form url.Values, k, v string) {
 // at most 50 - 4 keys since payonce adds four.
 func setMetadata(form url.Values, r payonce.SendRequest) error {
 	md := r.Request.Metadata
-	if n := len(md); n > stripeMaxMetadataKeys-payonceMetadataKeys {
+	if n := len(md); n > stripeMaxMetadataKeys-adapterkit.MetadataKeys {
 		return invalidSend("Request.Metadata", "has %d keys; Stripe allows %d and payonce adds %d, so use at most %d",
-			n, stripeMaxMetadataKeys, payonceMetadataKeys, stripeMaxMetadataKeys-payonceMetadataKeys)
+			n, stripeMaxMetadataKeys, adapterkit.MetadataKeys, stripeMaxMetadataKeys-adapterkit.MetadataKeys)
 	}
 	for k, v := range md {
 		switch {
-		case strings.HasPrefix(k, reservedPrefix):
-			return invalidSend("Request.Metadata", "key %q uses the reserved prefix %q; rename it", k, reservedPrefix)
+		case adapterkit.Reserved(k):
+			return invalidSend("Request.Metadata", "key %q uses the reserved prefix %q; rename it", k, adapterkit.ReservedPrefix)
 		case strings.ContainsAny(k, "[]"):
 			return invalidSend("Request.Metadata", "key %q contains a square bracket, which Stripe does not allow in metadata keys", k)
 		}
 		form.Set("metadata["+k+"]", v)
 	}
-	form.Set("metadata["+MetaOperation+"]", r.OperationID)
-	form.Set("metadata["+MetaKey+"]", r.Key)
-	form.Set("metadata["+MetaKind+"]", string(r.Request.Kind))
-	form.Set("metadata["+MetaReferences+"]", referencesValue(r.Request.References))
+	for k, v := range adapterkit.Metadata(r, stripeMaxMetadataValue, adapterkit.Bytes) {
+		form.Set("metadata["+k+"]", v)
+	}
 	return nil
-}
-
-// referencesValue is the references as a JSON array (no HTML escaping). When
-// that is longer than Stripe's 500-byte value limit, it keeps as many leading
-// references as fit and ends the array with "...+N", N being the number left
-// out. The value is for people tracing an object; lookups use payonce_op.
-func referencesValue(refs []string) string {
-	if refs == nil {
-		refs = []string{}
-	}
-	full := jsonStrings(refs)
-	if len(full) <= stripeMaxMetadataValue {
-		return full
-	}
-	for n := len(refs) - 1; n >= 0; n-- {
-		cut := append(refs[:n:n], "...+"+strconv.Itoa(len(refs)-n))
-		if v := jsonStrings(cut); len(v) <= stripeMaxMetadataValue {
-			return v
-		}
-	}
-	return jsonStrings([]string{"...+" + strconv.Itoa(len(refs))}) // unreachable: n == 0 always fits
-}
-
-func jsonStrings(s []string) string {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a []string always encodes
-	return strings.TrimSuffix(buf.String(), "\n")
 }

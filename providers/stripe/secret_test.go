@@ -1,11 +1,9 @@
 package stripe_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/internal/testutil"
 	"github.com/payonce/payonce/providers/stripe"
 )
 
@@ -24,16 +23,7 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 	b := setup(t, func(c *stripe.Config) { c.BaseURL = "https://api.stripe.com/"; c.APIVersion = "2024-06-20" })
 	cfg := stripe.Config{APIKey: testKey, BaseURL: "https://user:" + testKey + "@example.com"}
 
-	var texts []string
-	for _, v := range []any{cfg, &cfg, b.p, *b.p} {
-		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%d", "%T"} {
-			texts = append(texts, fmt.Sprintf(verb, v))
-		}
-	}
-	texts = append(texts, cfg.String(), cfg.GoString(), b.p.String(), b.p.GoString())
-	var logBuf bytes.Buffer
-	slog.New(slog.NewJSONHandler(&logBuf, nil)).Info("config", "cfg", cfg, "provider", b.p)
-	texts = append(texts, logBuf.String())
+	texts := testutil.Printed(cfg, &cfg, b.p, *b.p)
 
 	// Errors from New and NewRequest.
 	_, err := stripe.New(stripe.Config{APIKey: testKey, BaseURL: "ftp://" + testKey})

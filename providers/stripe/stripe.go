@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
 
 // Defaults applied by New to the zero fields of a Config.
@@ -63,7 +62,7 @@ type Config struct {
 // Stripe's v1 API (PaymentIntents and Refunds). It is safe for concurrent
 // use and holds no mutable state.
 type Provider struct {
-	apiKey     string
+	apiKey     adapterkit.Secret
 	baseURL    string // without a trailing slash
 	keyTTL     time.Duration
 	searchLag  time.Duration
@@ -78,7 +77,7 @@ var _ payonce.Provider = (*Provider)(nil)
 // Config field and how to fix it; it never contains the API key.
 func New(cfg Config) (*Provider, error) {
 	p := &Provider{
-		apiKey:     cfg.APIKey,
+		apiKey:     adapterkit.Secret(cfg.APIKey),
 		keyTTL:     cfg.KeyTTL,
 		searchLag:  cfg.SearchLag,
 		apiVersion: cfg.APIVersion,
@@ -87,29 +86,15 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.APIKey == "" {
 		return nil, invalidConfig("APIKey", "is empty; set it to your Stripe secret key (sk_live_... / sk_test_...) or a restricted key (rk_...)")
 	}
-	if strings.ContainsFunc(cfg.APIKey, notToken) {
+	if strings.ContainsFunc(cfg.APIKey, adapterkit.NotToken) {
 		return nil, invalidConfig("APIKey", "contains spaces or control characters; copy the key exactly as the Stripe Dashboard shows it")
 	}
 
-	base := cfg.BaseURL
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	u, err := url.Parse(base)
+	base, err := adapterkit.CheckBaseURL(cfg.BaseURL, DefaultBaseURL, "the API key goes in Config.APIKey")
 	if err != nil {
-		return nil, invalidConfig("BaseURL", "is not a valid URL; use an absolute http(s) URL such as %q", DefaultBaseURL)
+		return nil, invalidConfig("BaseURL", "%v", err)
 	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, invalidConfig("BaseURL", "must start with https:// (or http:// for a local fake), such as %q", DefaultBaseURL)
-	case u.Host == "":
-		return nil, invalidConfig("BaseURL", "has no host; use an absolute URL such as %q", DefaultBaseURL)
-	case u.User != nil:
-		return nil, invalidConfig("BaseURL", "must not contain user info; the API key goes in Config.APIKey")
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return nil, invalidConfig("BaseURL", "must not have a query or fragment; use scheme, host and an optional path prefix only")
-	}
-	p.baseURL = strings.TrimRight(u.String(), "/")
+	p.baseURL = base
 
 	switch {
 	case cfg.KeyTTL < 0:
@@ -123,7 +108,7 @@ func New(cfg Config) (*Provider, error) {
 	case cfg.SearchLag == 0:
 		p.searchLag = DefaultSearchLag
 	}
-	if strings.ContainsFunc(cfg.APIVersion, notToken) {
+	if strings.ContainsFunc(cfg.APIVersion, adapterkit.NotToken) {
 		return nil, invalidConfig("APIVersion", "contains spaces or control characters; use a Stripe API version such as \"2024-06-20\"")
 	}
 	if p.now == nil {
@@ -135,10 +120,6 @@ func New(cfg Config) (*Provider, error) {
 func invalidConfig(field, format string, args ...any) error {
 	return &payonce.ValidationError{Field: "stripe.Config." + field, Problem: fmt.Sprintf(format, args...)}
 }
-
-// notToken reports a rune that may not appear in a key or version header
-// value: anything but printable, non-space ASCII.
-func notToken(r rune) bool { return r <= ' ' || r >= 0x7f }
 
 // Name returns "stripe".
 func (p *Provider) Name() string { return "stripe" }
@@ -156,7 +137,7 @@ func (p *Provider) SearchLag() time.Duration { return p.searchLag }
 // is redacted too.
 func (p Provider) String() string {
 	return fmt.Sprintf("stripe.Provider{APIKey:%s BaseURL:%s KeyTTL:%s SearchLag:%s APIVersion:%q}",
-		redactedKey(p.apiKey), p.baseURL, p.keyTTL, p.searchLag, p.apiVersion)
+		p.apiKey, p.baseURL, p.keyTTL, p.searchLag, p.apiVersion)
 }
 
 // GoString is String: %#v never shows the API key either.
@@ -169,22 +150,15 @@ func (p Provider) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, p.Strin
 // LogValue makes slog log the Provider without its API key.
 func (p Provider) LogValue() slog.Value { return slog.StringValue(p.String()) }
 
-// String describes the Config with its API key redacted.
+// String describes the Config with its API key redacted. Of a BaseURL with
+// user info only the password is masked.
 func (c Config) String() string {
-	base := c.BaseURL
-	if base != "" {
-		if u, err := url.Parse(base); err == nil {
-			base = u.Redacted()
-		} else {
-			base = "(invalid URL)"
-		}
-	}
 	now := "nil"
 	if c.Now != nil {
 		now = "set"
 	}
 	return fmt.Sprintf("stripe.Config{APIKey:%s BaseURL:%q KeyTTL:%s SearchLag:%s APIVersion:%q Now:%s}",
-		redactedKey(c.APIKey), base, c.KeyTTL, c.SearchLag, c.APIVersion, now)
+		adapterkit.Secret(c.APIKey), adapterkit.DisplayURL(c.BaseURL, false), c.KeyTTL, c.SearchLag, c.APIVersion, now)
 }
 
 // GoString is String: %#v never shows the API key either.
@@ -197,37 +171,10 @@ func (c Config) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String(
 // LogValue makes slog log the Config with its API key redacted.
 func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
-func redactedKey(k string) string {
-	if k == "" {
-		return `""`
-	}
-	return "[REDACTED]"
-}
-
 // keyLike matches Stripe API keys, whole or masked ("sk_live_****abcd"), as
 // Stripe may echo a masked key in an authentication error message.
 var keyLike = regexp.MustCompile(`\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z*]+`)
 
-// maxMessageBytes bounds a provider message kept in an Outcome or error.
-const maxMessageBytes = 1000
-
 // scrub removes anything that looks like an API key from a provider message
 // and bounds its length, so that it may be stored and logged.
-func (p *Provider) scrub(s string) string {
-	if s == "" {
-		return ""
-	}
-	if p.apiKey != "" {
-		s = strings.ReplaceAll(s, p.apiKey, "[REDACTED]")
-	}
-	s = keyLike.ReplaceAllString(s, "[REDACTED]")
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) > maxMessageBytes {
-		cut := maxMessageBytes
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "..."
-	}
-	return s
-}
+func (p *Provider) scrub(s string) string { return adapterkit.Scrub(s, keyLike, string(p.apiKey)) }

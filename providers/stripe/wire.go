@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
 
 // The JSON shapes below hold only the fields the adapter reads; Stripe
@@ -94,7 +96,7 @@ var errNoID = errors.New("object has no id")
 // decodePaymentIntent parses a PaymentIntent and checks that it is one.
 func decodePaymentIntent(body []byte) (paymentIntent, error) {
 	var pi paymentIntent
-	if err := decode(body, &pi); err != nil {
+	if err := adapterkit.DecodeJSON(body, &pi); err != nil {
 		return pi, err
 	}
 	if pi.Object != objPaymentIntent {
@@ -109,7 +111,7 @@ func decodePaymentIntent(body []byte) (paymentIntent, error) {
 // decodeRefund parses a Refund and checks that it is one.
 func decodeRefund(body []byte) (refund, error) {
 	var rf refund
-	if err := decode(body, &rf); err != nil {
+	if err := adapterkit.DecodeJSON(body, &rf); err != nil {
 		return rf, err
 	}
 	if rf.Object != objRefund {
@@ -124,7 +126,7 @@ func decodeRefund(body []byte) (refund, error) {
 // decodeError parses an error answer; nil when the body holds no error
 // object (an HTML page from a proxy, an empty body, ...).
 func decodeError(body []byte) *apiErrorBody {
-	if len(body) == 0 || len(body) > maxBodyBytes {
+	if len(body) == 0 || len(body) > adapterkit.MaxBodyBytes {
 		return nil
 	}
 	var env errorEnvelope
@@ -133,16 +135,3 @@ func decodeError(body []byte) *apiErrorBody {
 	}
 	return env.Error
 }
-
-func decode(body []byte, v any) error {
-	if len(body) > maxBodyBytes {
-		return fmt.Errorf("body is %d bytes, more than the %d the adapter reads", len(body), maxBodyBytes)
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("body is not the expected JSON: %w", err)
-	}
-	return nil
-}
-
-// maxBodyBytes is the most of an answer the adapter reads (1 MiB).
-const maxBodyBytes = 1 << 20

@@ -1,9 +1,7 @@
 package yookassa_test
 
 import (
-	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/internal/testutil"
 	"github.com/payonce/payonce/providers/yookassa"
 )
 
@@ -62,30 +61,13 @@ func chargeReq() payonce.SendRequest {
 }
 
 func withKind(r payonce.SendRequest, k payonce.Kind, amount int64, ref string) payonce.SendRequest {
-	r.Request.Kind = k
-	r.Request.Amount = amount
-	r.Request.PaymentRef = ref
-	r.Request.PaymentMethod, r.Request.Customer, r.Request.Description = "", "", ""
+	r = testutil.WithKind(r, k, amount, ref)
 	if k == payonce.KindCancel {
 		r.Request.Currency = ""
 	}
 	return r
 }
 
-// doerFunc is an HTTPDoer made of a function.
-type doerFunc func(*http.Request) (*http.Response, error)
-
-func (f doerFunc) Do(r *http.Request) (*http.Response, error) { return f(r) }
-
-// trackedBody records whether it was closed.
-type trackedBody struct {
-	io.Reader
-	closed bool
-}
-
-func (b *trackedBody) Close() error { b.closed = true; return nil }
-
 func respond(status int, body string) *http.Response {
-	return &http.Response{StatusCode: status, Header: http.Header{"Content-Type": {"application/json"}},
-		Body: io.NopCloser(strings.NewReader(body))}
+	return testutil.Respond(status, body, "Content-Type", "application/json")
 }

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
 
 // listLimit is the page size of list lookups (YooKassa's maximum).
@@ -39,28 +39,12 @@ type APIError struct {
 
 // Error describes the failed lookup request.
 func (e *APIError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "yookassa: %s %s", e.Method, e.Path)
-	if e.HTTPStatus != 0 {
-		fmt.Fprintf(&b, ": HTTP %d", e.HTTPStatus)
-	}
-	if e.RequestID != "" {
-		fmt.Fprintf(&b, " (error id %s)", e.RequestID)
-	}
-	if e.Code != "" {
-		b.WriteString(": " + e.Code)
-	}
-	if e.Message != "" {
-		b.WriteString(": " + e.Message)
-	}
-	return b.String()
+	return adapterkit.ErrorText("yookassa", e.Method, e.Path, e.HTTPStatus, "error id", e.RequestID, e.Code, e.Message)
 }
 
 // Temporary reports whether asking again later may give an answer: a 429,
 // a 5xx, or an unusable 2xx body.
-func (e *APIError) Temporary() bool {
-	return e.HTTPStatus == 0 || e.HTTPStatus == http.StatusTooManyRequests || e.HTTPStatus >= 500
-}
+func (e *APIError) Temporary() bool { return adapterkit.Temporary(e.HTTPStatus) }
 
 // Lookup asks YooKassa, with GETs only, what became of an operation:
 //
@@ -211,7 +195,7 @@ func pageList[T any](ctx context.Context, p *Provider, hc payonce.HTTPDoer, path
 			return p.apiError(path, status, body)
 		}
 		var res listOf[T]
-		if err := decode(body, &res); err != nil {
+		if err := adapterkit.DecodeJSON(body, &res); err != nil {
 			return p.unusable(path, err)
 		}
 		if res.Type != typeList {
@@ -380,37 +364,14 @@ func (p *Provider) lookupRefund(ctx context.Context, hc payonce.HTTPDoer, q payo
 	return r, nil
 }
 
-// get sends one GET and reads at most maxBodyBytes of the answer.
+// get sends one GET and reads at most adapterkit.MaxBodyBytes of the
+// answer; a larger one is an *APIError.
 func (p *Provider) get(ctx context.Context, hc payonce.HTTPDoer, path string, query url.Values) (int, []byte, error) {
-	u := p.baseURL + path
-	if len(query) > 0 {
-		u += "?" + query.Encode()
+	status, _, body, err := adapterkit.Get(ctx, hc, "yookassa", p.baseURL, path, query, p.setHeaders)
+	if big := (*adapterkit.TooLargeError)(nil); errors.As(err, &big) {
+		return 0, nil, &APIError{Method: http.MethodGet, Path: path, HTTPStatus: big.Status, Message: big.Error()}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return 0, nil, fmt.Errorf("yookassa: build GET %s: %w", path, err)
-	}
-	p.setHeaders(req.Header)
-	resp, err := hc.Do(req)
-	if err != nil {
-		// http.Client errors name the URL (no credential in it), never
-		// headers.
-		return 0, nil, fmt.Errorf("yookassa: GET %s: %w", path, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes+1))
-	if err != nil {
-		return 0, nil, fmt.Errorf("yookassa: GET %s: read answer: %w", path, err)
-	}
-	if len(body) > maxBodyBytes {
-		e := &APIError{Method: http.MethodGet, Path: path, HTTPStatus: resp.StatusCode,
-			Message: fmt.Sprintf("answer is larger than %d bytes", maxBodyBytes)}
-		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-			e.HTTPStatus = 0 // an unusable 2xx body, as documented on APIError
-		}
-		return 0, nil, e
-	}
-	return resp.StatusCode, body, nil
+	return status, body, err
 }
 
 func (p *Provider) apiError(path string, status int, body []byte) *APIError {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/internal/testutil"
 	"github.com/payonce/payonce/providers/yookassa"
 )
 
@@ -307,23 +308,10 @@ func TestLookupTooManyPages(t *testing.T) {
 func TestLookupTransportErrorAndBodyClosed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, err := b.p.Lookup(context.Background(), doerFunc(func(*http.Request) (*http.Response, error) {
-		return nil, errors.New("connection reset")
-	}), lookupQuery(payonce.KindCharge, "", "p1"))
-	require.ErrorContains(t, err, "connection reset")
-	_, err = b.p.Lookup(context.Background(), nil, lookupQuery(payonce.KindCharge, "", "p1"))
+	testutil.RequireLookupTransport(t, b.p, lookupQuery(payonce.KindCharge, "", "p1"),
+		lookupQuery(payonce.KindCapture, "p1", ""), pm("p1", "succeeded", ""))
+	_, err := b.p.Lookup(context.Background(), nil, lookupQuery(payonce.KindCharge, "", "p1"))
 	require.Error(t, err)
-
-	for _, status := range []int{200, 404, 500} {
-		body := &trackedBody{Reader: strings.NewReader(pm("p1", "succeeded", ""))}
-		var sent *http.Request
-		_, _ = b.p.Lookup(context.Background(), doerFunc(func(req *http.Request) (*http.Response, error) {
-			sent = req
-			return &http.Response{StatusCode: status, Header: http.Header{}, Body: body}, nil
-		}), lookupQuery(payonce.KindCapture, "p1", ""))
-		require.True(t, body.closed, "status %d: body not closed", status)
-		require.Equal(t, http.MethodGet, sent.Method, "lookups only read")
-	}
 	_, err = b.p.Lookup(context.Background(), b.hc, payonce.LookupQuery{Request: payonce.Request{Kind: "payout"}})
 	require.ErrorContains(t, err, "unknown kind")
 }

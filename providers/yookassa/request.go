@@ -4,15 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
 
 // Metadata keys the adapter writes on every payment it creates. Caller
@@ -28,8 +27,6 @@ const (
 	// MetaReferences holds the operation's references as a JSON array, cut
 	// to YooKassa's 512-character value limit.
 	MetaReferences = "payonce_refs"
-
-	reservedPrefix = "payonce_"
 )
 
 // RefundMarker prefixes the operation id in a refund's description. YooKassa
@@ -42,7 +39,6 @@ const (
 	maxMetadataKeys        = 16
 	maxMetadataKeyRunes    = 32
 	maxMetadataValueRunes  = 512
-	payonceMetadataKeys    = 4
 	maxPaymentDescription  = 128
 	maxRefundDescription   = 250
 	refundDescriptionSpace = " "
@@ -155,7 +151,7 @@ func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http
 		return nil, invalidSend("Request.Kind", "is %q; the YooKassa adapter sends charge, capture, cancel and refund", string(req.Kind))
 	}
 
-	raw, err := encodeJSON(body)
+	raw, err := adapterkit.EncodeJSON(body)
 	if err != nil {
 		return nil, fmt.Errorf("yookassa: encode %s request: %w", req.Kind, err)
 	}
@@ -172,22 +168,9 @@ func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http
 }
 
 func (p *Provider) setHeaders(h http.Header) {
-	cred := base64.StdEncoding.EncodeToString([]byte(p.shopID + ":" + p.secretKey))
+	cred := base64.StdEncoding.EncodeToString([]byte(string(p.shopID) + ":" + string(p.secretKey)))
 	h.Set("Authorization", "Basic "+cred)
 	h.Set("Accept", "application/json")
-}
-
-// encodeJSON encodes v without HTML escaping and without the trailing
-// newline. Struct fields come in declaration order and map keys sorted, so
-// the same request always gives the same bytes.
-func encodeJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 func checkKey(key string) error {
@@ -196,7 +179,7 @@ func checkKey(key string) error {
 		return invalidSend("Key", "is empty; every YooKassa POST carries the operation's Idempotence-Key")
 	case len(key) > MaxKeyLength:
 		return invalidSend("Key", "is %d bytes; YooKassa accepts at most %d", len(key), MaxKeyLength)
-	case strings.ContainsFunc(key, notToken):
+	case strings.ContainsFunc(key, adapterkit.NotToken):
 		return invalidSend("Key", "contains spaces, control or non-ASCII characters; it must be a printable ASCII header value")
 	}
 	return nil
@@ -211,15 +194,15 @@ func invalidSend(field, format string, args ...any) error {
 // 12 for the caller), keys of at most 32 characters, no "payonce_" prefix.
 func metadata(r payonce.SendRequest) (map[string]string, error) {
 	md := r.Request.Metadata
-	if n := len(md); n > maxMetadataKeys-payonceMetadataKeys {
+	if n := len(md); n > maxMetadataKeys-adapterkit.MetadataKeys {
 		return nil, invalidSend("Request.Metadata", "has %d keys; YooKassa allows %d and payonce adds %d, so use at most %d",
-			n, maxMetadataKeys, payonceMetadataKeys, maxMetadataKeys-payonceMetadataKeys)
+			n, maxMetadataKeys, adapterkit.MetadataKeys, maxMetadataKeys-adapterkit.MetadataKeys)
 	}
-	out := make(map[string]string, len(md)+payonceMetadataKeys)
+	out := adapterkit.Metadata(r, maxMetadataValueRunes, utf8.RuneCountInString)
 	for k, v := range md {
 		switch {
-		case strings.HasPrefix(k, reservedPrefix):
-			return nil, invalidSend("Request.Metadata", "key %q uses the reserved prefix %q; rename it", k, reservedPrefix)
+		case adapterkit.Reserved(k):
+			return nil, invalidSend("Request.Metadata", "key %q uses the reserved prefix %q; rename it", k, adapterkit.ReservedPrefix)
 		case utf8.RuneCountInString(k) > maxMetadataKeyRunes:
 			return nil, invalidSend("Request.Metadata", "key %q is longer than YooKassa's %d characters", k, maxMetadataKeyRunes)
 		case utf8.RuneCountInString(v) > maxMetadataValueRunes:
@@ -227,10 +210,6 @@ func metadata(r payonce.SendRequest) (map[string]string, error) {
 		}
 		out[k] = v
 	}
-	out[MetaOperation] = r.OperationID
-	out[MetaKey] = r.Key
-	out[MetaKind] = string(r.Request.Kind)
-	out[MetaReferences] = referencesValue(r.Request.References, maxMetadataValueRunes)
 	return out, nil
 }
 
@@ -250,30 +229,4 @@ func refundDescription(op, desc string) string {
 		desc = string([]rune(desc)[:room])
 	}
 	return desc + refundDescriptionSpace + marker
-}
-
-// referencesValue is the references as a JSON array (no HTML escaping). When
-// that is longer than limit characters, it keeps as many leading references
-// as fit and ends the array with "...+N", N being the number left out. The
-// value is for people tracing a payment; lookups use payonce_op.
-func referencesValue(refs []string, limit int) string {
-	if refs == nil {
-		refs = []string{}
-	}
-	full := jsonStrings(refs)
-	if utf8.RuneCountInString(full) <= limit {
-		return full
-	}
-	for n := len(refs) - 1; n >= 0; n-- {
-		cut := append(refs[:n:n], "...+"+strconv.Itoa(len(refs)-n))
-		if v := jsonStrings(cut); utf8.RuneCountInString(v) <= limit {
-			return v
-		}
-	}
-	return jsonStrings([]string{"...+" + strconv.Itoa(len(refs))})
-}
-
-func jsonStrings(s []string) string {
-	b, _ := encodeJSON(s) // a []string always encodes
-	return string(b)
 }

@@ -1,11 +1,9 @@
 package yookassa_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/internal/testutil"
 	"github.com/payonce/payonce/providers/yookassa"
 )
 
@@ -24,16 +23,7 @@ func TestCredentialsNeverLeak(t *testing.T) {
 	b := setup(t, func(c *yookassa.Config) { c.BaseURL = "https://api.yookassa.ru/" })
 	cfg := yookassa.Config{ShopID: testShopID, SecretKey: testSecret, BaseURL: "https://" + testShopID + ":" + testSecret + "@example.com"}
 
-	var texts []string
-	for _, v := range []any{cfg, &cfg, b.p, *b.p} {
-		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%d", "%T"} {
-			texts = append(texts, fmt.Sprintf(verb, v))
-		}
-	}
-	texts = append(texts, cfg.String(), cfg.GoString(), b.p.String(), b.p.GoString())
-	var logBuf bytes.Buffer
-	slog.New(slog.NewJSONHandler(&logBuf, nil)).Info("config", "cfg", cfg, "provider", b.p)
-	texts = append(texts, logBuf.String())
+	texts := testutil.Printed(cfg, &cfg, b.p, *b.p)
 
 	_, err := yookassa.New(yookassa.Config{ShopID: testShopID, SecretKey: testSecret, BaseURL: "ftp://" + testSecret})
 	texts = append(texts, err.Error())

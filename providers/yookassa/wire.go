@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
 
 // The JSON shapes below hold only the fields the adapter reads; YooKassa
@@ -95,7 +97,7 @@ var errNoID = errors.New("object has no id")
 
 func decodePayment(body []byte) (payment, error) {
 	var p payment
-	if err := decode(body, &p); err != nil {
+	if err := adapterkit.DecodeJSON(body, &p); err != nil {
 		return p, err
 	}
 	switch {
@@ -111,7 +113,7 @@ func decodePayment(body []byte) (payment, error) {
 
 func decodeRefund(body []byte) (refund, error) {
 	var r refund
-	if err := decode(body, &r); err != nil {
+	if err := adapterkit.DecodeJSON(body, &r); err != nil {
 		return r, err
 	}
 	switch {
@@ -130,7 +132,7 @@ func decodeRefund(body []byte) (refund, error) {
 // decodeError parses an error (or 202 processing) body; nil when the body
 // holds none (an HTML page from a proxy, an empty body, ...).
 func decodeError(body []byte) *apiError {
-	if len(body) == 0 || len(body) > maxBodyBytes {
+	if len(body) == 0 || len(body) > adapterkit.MaxBodyBytes {
 		return nil
 	}
 	var e apiError
@@ -140,7 +142,8 @@ func decodeError(body []byte) *apiError {
 	return &e
 }
 
-// retryAfter reads retry_after, in milliseconds, bounded by maxRetryAfter;
+// retryAfter reads retry_after, in milliseconds, bounded by
+// adapterkit.MaxRetryAfter;
 // 0 when absent or unreadable.
 func (e *apiError) retryAfter() time.Duration {
 	if e == nil || len(e.RetryAfter) == 0 {
@@ -150,24 +153,8 @@ func (e *apiError) retryAfter() time.Duration {
 	if err != nil || ms <= 0 {
 		return 0
 	}
-	if ms >= float64(maxRetryAfter/time.Millisecond) {
-		return maxRetryAfter
+	if ms >= float64(adapterkit.MaxRetryAfter/time.Millisecond) {
+		return adapterkit.MaxRetryAfter
 	}
 	return time.Duration(ms * float64(time.Millisecond))
 }
-
-func decode(body []byte, v any) error {
-	if len(body) > maxBodyBytes {
-		return fmt.Errorf("body is %d bytes, more than the %d the adapter reads", len(body), maxBodyBytes)
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("body is not the expected JSON: %w", err)
-	}
-	return nil
-}
-
-// maxBodyBytes is the most of an answer the adapter reads (1 MiB).
-const maxBodyBytes = 1 << 20
-
-// maxRetryAfter bounds a wait read from an answer.
-const maxRetryAfter = 24 * time.Hour

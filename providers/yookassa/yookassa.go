@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
 
 // Defaults applied by New to the zero fields of a Config.
@@ -70,8 +69,8 @@ type Config struct {
 // capture and cancel, refunds). It is safe for concurrent use and holds no
 // mutable state.
 type Provider struct {
-	shopID       string
-	secretKey    string
+	shopID       adapterkit.Secret
+	secretKey    adapterkit.Secret
 	baseURL      string // without a trailing slash
 	keyTTL       time.Duration
 	listLag      time.Duration
@@ -85,38 +84,24 @@ var _ payonce.Provider = (*Provider)(nil)
 // *payonce.ValidationError (errors.Is(err, payonce.ErrInvalid)) naming the
 // Config field and how to fix it; it never contains a credential.
 func New(cfg Config) (*Provider, error) {
-	p := &Provider{shopID: cfg.ShopID, secretKey: cfg.SecretKey, keyTTL: cfg.KeyTTL,
+	p := &Provider{shopID: adapterkit.Secret(cfg.ShopID), secretKey: adapterkit.Secret(cfg.SecretKey), keyTTL: cfg.KeyTTL,
 		listLag: cfg.ListLag, lookupMargin: cfg.LookupMargin, now: cfg.Now}
 	switch {
 	case cfg.ShopID == "":
 		return nil, invalidConfig("ShopID", "is empty; set it to your shop id (Integration > API keys in the YooKassa Merchant Profile)")
-	case strings.ContainsFunc(cfg.ShopID, notToken) || strings.Contains(cfg.ShopID, ":"):
+	case strings.ContainsFunc(cfg.ShopID, adapterkit.NotToken) || strings.Contains(cfg.ShopID, ":"):
 		return nil, invalidConfig("ShopID", "contains spaces, a colon or control characters; copy the shop id exactly as the Merchant Profile shows it")
 	case cfg.SecretKey == "":
 		return nil, invalidConfig("SecretKey", "is empty; set it to your shop's secret key (live_... or test_...)")
-	case strings.ContainsFunc(cfg.SecretKey, notToken):
+	case strings.ContainsFunc(cfg.SecretKey, adapterkit.NotToken):
 		return nil, invalidConfig("SecretKey", "contains spaces or control characters; copy the key exactly as the Merchant Profile shows it")
 	}
 
-	base := cfg.BaseURL
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	u, err := url.Parse(base)
+	base, err := adapterkit.CheckBaseURL(cfg.BaseURL, DefaultBaseURL, "the credentials go in Config.ShopID and Config.SecretKey")
 	if err != nil {
-		return nil, invalidConfig("BaseURL", "is not a valid URL; use an absolute http(s) URL such as %q", DefaultBaseURL)
+		return nil, invalidConfig("BaseURL", "%v", err)
 	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, invalidConfig("BaseURL", "must start with https:// (or http:// for a local fake), such as %q", DefaultBaseURL)
-	case u.Host == "":
-		return nil, invalidConfig("BaseURL", "has no host; use an absolute URL such as %q", DefaultBaseURL)
-	case u.User != nil:
-		return nil, invalidConfig("BaseURL", "must not contain user info; the credentials go in Config.ShopID and Config.SecretKey")
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return nil, invalidConfig("BaseURL", "must not have a query or fragment; use scheme, host and an optional path prefix only")
-	}
-	p.baseURL = strings.TrimRight(u.String(), "/")
+	p.baseURL = base
 
 	for _, d := range []struct {
 		field string
@@ -145,10 +130,6 @@ func invalidConfig(field, format string, args ...any) error {
 	return &payonce.ValidationError{Field: "yookassa.Config." + field, Problem: fmt.Sprintf(format, args...)}
 }
 
-// notToken reports a rune that may not appear in a credential or header
-// value: anything but printable, non-space ASCII.
-func notToken(r rune) bool { return r <= ' ' || r >= 0x7f }
-
 // Name returns "yookassa".
 func (p *Provider) Name() string { return "yookassa" }
 
@@ -165,7 +146,7 @@ func (p *Provider) ListLag() time.Duration { return p.listLag }
 // is redacted too.
 func (p Provider) String() string {
 	return fmt.Sprintf("yookassa.Provider{ShopID:%s SecretKey:%s BaseURL:%s KeyTTL:%s ListLag:%s LookupMargin:%s}",
-		redacted(p.shopID), redacted(p.secretKey), p.baseURL, p.keyTTL, p.listLag, p.lookupMargin)
+		p.shopID, p.secretKey, p.baseURL, p.keyTTL, p.listLag, p.lookupMargin)
 }
 
 // GoString is String: %#v never shows a credential either.
@@ -180,26 +161,15 @@ func (p Provider) LogValue() slog.Value { return slog.StringValue(p.String()) }
 
 // String describes the Config with its credentials redacted.
 func (c Config) String() string {
-	base := c.BaseURL
-	if base != "" {
-		if u, err := url.Parse(base); err == nil {
-			if u.User != nil {
-				// The user name could be the shop id: drop user info whole.
-				u.User = nil
-				base = u.String() + " (user info redacted)"
-			} else {
-				base = u.String()
-			}
-		} else {
-			base = "(invalid URL)"
-		}
-	}
 	now := "nil"
 	if c.Now != nil {
 		now = "set"
 	}
+	// The BaseURL's user name could be the shop id: user info is dropped
+	// whole (keepUser false).
 	return fmt.Sprintf("yookassa.Config{ShopID:%s SecretKey:%s BaseURL:%q KeyTTL:%s ListLag:%s LookupMargin:%s Now:%s}",
-		redacted(c.ShopID), redacted(c.SecretKey), base, c.KeyTTL, c.ListLag, c.LookupMargin, now)
+		adapterkit.Secret(c.ShopID), adapterkit.Secret(c.SecretKey), adapterkit.DisplayURL(c.BaseURL, false),
+		c.KeyTTL, c.ListLag, c.LookupMargin, now)
 }
 
 // GoString is String: %#v never shows a credential either.
@@ -211,19 +181,9 @@ func (c Config) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String(
 // LogValue makes slog log the Config with its credentials redacted.
 func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
-func redacted(s string) string {
-	if s == "" {
-		return `""`
-	}
-	return "[REDACTED]"
-}
-
 // keyLike matches YooKassa secret keys (live_... / test_...), whole or
 // masked, should YooKassa ever echo one.
 var keyLike = regexp.MustCompile(`\b(?:live|test)_[0-9A-Za-z_*\-]{16,}`)
-
-// maxMessageBytes bounds a provider message kept in an Outcome or error.
-const maxMessageBytes = 1000
 
 // minShopIDScrub is the shortest shop id scrubbed from messages: a shorter
 // one would also erase unrelated digits (amounts, codes).
@@ -232,23 +192,9 @@ const minShopIDScrub = 5
 // scrub removes the credentials and anything that looks like a secret key
 // from a provider message and bounds its length.
 func (p *Provider) scrub(s string) string {
-	if s == "" {
-		return ""
+	shopID := string(p.shopID)
+	if len(shopID) < minShopIDScrub {
+		shopID = ""
 	}
-	if p.secretKey != "" {
-		s = strings.ReplaceAll(s, p.secretKey, "[REDACTED]")
-	}
-	if len(p.shopID) >= minShopIDScrub {
-		s = strings.ReplaceAll(s, p.shopID, "[REDACTED]")
-	}
-	s = keyLike.ReplaceAllString(s, "[REDACTED]")
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) > maxMessageBytes {
-		cut := maxMessageBytes
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "..."
-	}
-	return s
+	return adapterkit.Scrub(s, keyLike, string(p.secretKey), shopID)
 }

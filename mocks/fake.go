@@ -1,0 +1,175 @@
+package mocks
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+)
+
+// This file is what every fake builds on top of the core: the handler half
+// (routes, scripts, release, truth), the server half (an httptest.Server
+// and its Close), the options every fake has, and JSON rendering. A
+// provider's own files keep its options, its state and its wire format.
+
+// fakeHandler is embedded in StripeHandler, YooKassaHandler and
+// CheckoutHandler: its exported methods are theirs.
+type fakeHandler struct {
+	core *core
+	mux  *http.ServeMux
+	// records writes the provider's payments and refunds into a Truth,
+	// under the provider's own lock.
+	records func(*Truth)
+}
+
+// route is one route of a fake: a ServeMux pattern and its endpoint.
+type route struct {
+	pattern string
+	ep      endpoint
+}
+
+// start creates the core, speaking d's dialect. Default credentials drawn
+// from the core's ids come after it, and routes after those, so that a seed
+// always gives the same ids.
+func (h *fakeHandler) start(cfg coreConfig, d dialect, records func(*Truth)) {
+	h.core = newCore(cfg.withDefaults())
+	h.core.d = d
+	h.records = records
+}
+
+// serve routes requests to routes, and every other request to unknown.
+func (h *fakeHandler) serve(routes []route, unknown endpoint) {
+	h.mux = http.NewServeMux()
+	for _, r := range routes {
+		h.mux.Handle(r.pattern, h.core.handle(r.pattern, r.ep))
+	}
+	h.mux.Handle("/", h.core.handle("", unknown))
+}
+
+// ServeHTTP serves the fake provider's API routes.
+func (h *fakeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// Script queues faults for the requests that match m: each matching request
+// consumes the next fault, in order. Scripts are tried in the order they
+// were added, before any random fault.
+func (h *fakeHandler) Script(m Match, faults ...FaultKind) { h.core.faults.script(m, faults) }
+
+// ClearScripts drops every scripted fault not yet consumed.
+func (h *fakeHandler) ClearScripts() { h.core.faults.clearScripts() }
+
+// PendingFaults returns how many scripted faults are still queued.
+func (h *fakeHandler) PendingFaults() int { return h.core.faults.pending() }
+
+// Release ends every hang and slow delay at once, current and future: held
+// requests are answered immediately. The handler keeps serving; call it
+// before shutting down a server the handler is mounted on.
+func (h *fakeHandler) Release() { h.core.close() }
+
+// Truth returns a snapshot of what the fake actually did.
+func (h *fakeHandler) Truth() Truth {
+	var t Truth
+	h.records(&t)
+	h.core.counters.fill(&t)
+	t.Faults = h.core.faults.counts()
+	return t
+}
+
+// fakeServer is embedded in Stripe, YooKassa and Checkout: the fake's
+// handler served by an httptest.Server on 127.0.0.1.
+type fakeServer struct {
+	srv       *httptest.Server
+	release   func()
+	closeOnce sync.Once
+}
+
+// listen serves h on a new httptest.Server; Close releases h first.
+func (s *fakeServer) listen(h interface {
+	http.Handler
+	Release()
+}) {
+	s.srv = httptest.NewServer(h)
+	s.release = h.Release
+}
+
+// URL returns the server's base URL, e.g. "http://127.0.0.1:41234".
+func (s *fakeServer) URL() string { return s.srv.URL }
+
+// Client returns an HTTP client for the server. Its Transport keeps
+// connections alive; see FaultDropAfterProcessing for what that implies.
+func (s *fakeServer) Client() *http.Client { return s.srv.Client() }
+
+// Close releases held requests (they are answered), waits for requests in
+// progress, then shuts the server down. Calling it again does nothing.
+func (s *fakeServer) Close() {
+	s.closeOnce.Do(func() {
+		s.release()
+		s.srv.Close()
+	})
+}
+
+// Defaults of the options every fake has.
+const (
+	defaultHangFor    = 30 * time.Second
+	defaultSlowFor    = 500 * time.Millisecond
+	defaultRetryAfter = time.Second
+)
+
+// withDefaults fills the zero fields every fake's options share: clock,
+// hang and slow delays, Retry-After. The key TTL's default is the
+// provider's and is set by the caller.
+func (cfg coreConfig) withDefaults() coreConfig {
+	if cfg.clock == nil {
+		cfg.clock = time.Now
+	}
+	if cfg.hangFor == 0 {
+		cfg.hangFor = defaultHangFor
+	}
+	if cfg.slowFor == 0 {
+		cfg.slowFor = defaultSlowFor
+	}
+	if cfg.retryAfter == 0 {
+		cfg.retryAfter = defaultRetryAfter
+	}
+	return cfg
+}
+
+// namedDuration is a duration option and its field name.
+type namedDuration struct {
+	name string
+	d    time.Duration
+}
+
+// checkOptions reports the first negative duration of an options type
+// (typ, e.g. "StripeOptions") or the first unusable fault rate.
+func checkOptions(typ string, rates map[FaultKind]float64, ds ...namedDuration) error {
+	for _, d := range ds {
+		if d.d < 0 {
+			return fmt.Errorf("mocks: %s.%s is %v; use 0 for the default or a positive duration", typ, d.name, d.d)
+		}
+	}
+	return validateFaultRates(rates)
+}
+
+// renderJSON renders v as the providers do (indented JSON ending in a
+// newline) under header, which names the Content-Type.
+func renderJSON(status int, header http.Header, v any) *response {
+	body, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		panic(fmt.Sprintf("mocks: cannot render %T: %v", v, err))
+	}
+	return &response{status: status, header: header, body: append(body, '\n')}
+}
+
+// decodeStrict decodes a JSON body into v, refusing unknown fields; an
+// empty body leaves v as it is.
+func decodeStrict(body []byte, v any) error {
+	if len(body) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}

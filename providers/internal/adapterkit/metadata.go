@@ -1,0 +1,89 @@
+package adapterkit
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/payonce/payonce"
+)
+
+// Metadata keys every adapter writes on the objects it creates (the
+// adapters export them again, with their own docs, as MetaOperation etc.).
+const (
+	// MetaOperation holds the operation id; lookups find objects by it.
+	MetaOperation = "payonce_op"
+	// MetaKey holds the idempotency key of the attempt.
+	MetaKey = "payonce_key"
+	// MetaKind holds the operation kind.
+	MetaKind = "payonce_kind"
+	// MetaReferences holds the operation's references as a JSON array, cut
+	// to the provider's value limit (see References).
+	MetaReferences = "payonce_refs"
+
+	// ReservedPrefix starts every key payonce writes; caller metadata may
+	// not use it.
+	ReservedPrefix = "payonce_"
+	// MetadataKeys is how many keys Metadata adds to the caller's.
+	MetadataKeys = 4
+)
+
+// Reserved reports whether a caller's metadata key uses ReservedPrefix.
+func Reserved(key string) bool { return strings.HasPrefix(key, ReservedPrefix) }
+
+// Metadata returns payonce's own metadata for an attempt: the operation
+// id, the key, the kind and the references (see References, with limit and
+// length).
+func Metadata(r payonce.SendRequest, limit int, length func(string) int) map[string]string {
+	return map[string]string{
+		MetaOperation:  r.OperationID,
+		MetaKey:        r.Key,
+		MetaKind:       string(r.Request.Kind),
+		MetaReferences: References(r.Request.References, limit, length),
+	}
+}
+
+// Bytes measures a metadata value in bytes, for References.
+func Bytes(s string) int { return len(s) }
+
+// References is the references as a JSON array (no HTML escaping: what the
+// caller wrote is what an operator sees). When that is longer than limit,
+// as measured by length (bytes or characters, as the provider counts), it
+// keeps as many leading references as fit and ends the array with "...+N",
+// N being the number left out. The value is for people tracing an object;
+// lookups use payonce_op.
+func References(refs []string, limit int, length func(string) int) string {
+	if refs == nil {
+		refs = []string{}
+	}
+	full := jsonStrings(refs)
+	if length(full) <= limit {
+		return full
+	}
+	for n := len(refs) - 1; n >= 0; n-- {
+		cut := append(refs[:n:n], "...+"+strconv.Itoa(len(refs)-n))
+		if v := jsonStrings(cut); length(v) <= limit {
+			return v
+		}
+	}
+	return jsonStrings([]string{"...+" + strconv.Itoa(len(refs))}) // unreachable for any limit the adapters use: n == 0 always fits
+}
+
+func jsonStrings(s []string) string {
+	b, _ := EncodeJSON(s) // a []string always encodes
+	return string(b)
+}
+
+// EncodeJSON encodes v without HTML escaping and without the trailing
+// newline. Struct fields come in declaration order and map keys sorted, so
+// the same request always gives the same bytes.
+func EncodeJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
