@@ -150,8 +150,8 @@ func (p Provider) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, p.Strin
 // LogValue makes slog log the Provider without its API key.
 func (p Provider) LogValue() slog.Value { return slog.StringValue(p.String()) }
 
-// String describes the Config with its API key redacted. Of a BaseURL with
-// user info only the password is masked.
+// String describes the Config with its API key redacted. A BaseURL's user
+// info is dropped: Stripe accepts the key as a Basic-auth user name.
 func (c Config) String() string {
 	now := "nil"
 	if c.Now != nil {
