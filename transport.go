@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -206,6 +208,13 @@ func classifyTransportError(err error) ledger.OutcomeClass {
 func (c *Client) transmit(ctx context.Context, sr SendRequest) (Outcome, string) {
 	actx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
 	defer cancel()
+	// Count the transmissions that wrote the request. net/http resends a
+	// request carrying an idempotency key header by itself when a reused
+	// connection fails before an answer, and the first transmission may
+	// have been processed; an answer that proves only its own transmission
+	// was not processed (a 429) then proves nothing about the attempt.
+	var wrote atomic.Int32
+	actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{WroteHeaders: func() { wrote.Add(1) }})
 	req, err := c.cfg.Provider.NewRequest(actx, sr)
 	if err != nil {
 		// Nothing left the process; the request was validated before it was
@@ -218,7 +227,12 @@ func (c *Client) transmit(ctx context.Context, sr SendRequest) (Outcome, string)
 	}
 	resp, err := c.http.send.Do(rreq)
 	if err != nil {
-		return Outcome{Class: classifyTransportError(err)}, err.Error()
+		class := classifyTransportError(err)
+		if class == ledger.OutcomeNotSent && wrote.Load() > 0 {
+			// This error never left, but an earlier transmission did.
+			class = ledger.OutcomeMaybeSent
+		}
+		return Outcome{Class: class}, err.Error()
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodyBytes+1))
@@ -240,6 +254,12 @@ func (c *Client) transmit(ctx context.Context, sr SendRequest) (Outcome, string)
 		// A 2xx is never "not sent", and an unknown class is not understood:
 		// both fall back to the safe side.
 		out.Class = ledger.OutcomeMaybeSent
+	}
+	if out.Class == ledger.OutcomeNotSent && wrote.Load() > 1 {
+		// The answer covers its own transmission only; an earlier one of
+		// this attempt wrote the request and may have been processed.
+		out.Class = ledger.OutcomeMaybeSent
+		out.Message = "earlier transmission may have been processed; " + out.Message
 	}
 	var text string
 	if out.Class != ledger.OutcomeSuccess {
