@@ -1,6 +1,7 @@
 package payonce_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -403,4 +404,42 @@ func TestSecretsStayOutOfTheLedger(t *testing.T) {
 		require.NotContains(t, a.Error, b.fake.APIKey())
 	}
 	_ = stripe.MetaOperation
+}
+
+// slowJournal is a store whose StartAttempt takes as long as the test says
+// (on the manual clock).
+type slowJournal struct {
+	ledger.Store
+	clock *mocks.ManualClock
+	delay time.Duration
+}
+
+func (s slowJournal) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (ledger.Operation, ledger.Attempt, error) {
+	op, a, err := s.Store.StartAttempt(ctx, p)
+	s.clock.Advance(s.delay)
+	return op, a, err
+}
+
+// Rule 5 holds even when journaling the resend uses up the rest of the key
+// window: the request is not sent and the operation goes to review.
+func TestResendNotSentWhenJournalingOutlastsTheWindow(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	b.fake.Script(mocks.Match{Method: "POST", Path: chargePath}, mocks.FaultGatewayBefore502)
+	res, err := b.client.Charge(b.ctx, charge("order-slow-journal", 900))
+	require.ErrorIs(t, err, payonce.ErrOutcomeUnknown)
+
+	psp, err := stripe.New(stripe.Config{APIKey: b.fake.APIKey(), BaseURL: b.fake.URL(), Now: b.clock.Now})
+	require.NoError(t, err)
+	slow, err := payonce.New(payonce.Config{Provider: psp, Store: slowJournal{Store: b.store, clock: b.clock, delay: 24 * time.Hour},
+		Now: b.clock.Now, Retry: payonce.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}})
+	require.NoError(t, err)
+	b.clock.Advance(2 * time.Minute) // past the search lag: "not found" counts
+	posts := postsOf(b)
+	res, err = slow.Charge(b.ctx, charge("order-slow-journal", 900))
+	require.ErrorIs(t, err, payonce.ErrManualReview)
+	require.Equal(t, payonce.ReasonWindowPassed, res.ReviewReason)
+	require.Equal(t, posts, postsOf(b), "nothing sent once the window closed, even with the attempt journaled")
+	_, atts := attemptsOf(t, b, res.OperationID)
+	require.Equal(t, ledger.OutcomeNotSent, atts[len(atts)-1].Outcome)
 }

@@ -179,7 +179,18 @@ func (c *Client) sendAttempt(ctx context.Context, r *run) (done bool, err error)
 	r.att = nil
 	r.lastAttemptAt = att.StartedAt
 	r.sent++
-	out, errText := c.transmit(ctx, SendRequest{OperationID: r.op.ID, Key: att.Key, Request: r.req})
+	var (
+		out     Outcome
+		errText string
+	)
+	if r.windowOpenBefore && !InsideWindow(r.op, c.cfg.Now(), c.cfg.SafetyMargin) {
+		// The window was checked before the attempt was journaled; a slow
+		// ledger write may have used up the margin since. Rule 5: nothing
+		// is sent outside the window, journal or not.
+		out, errText = Outcome{Class: ledger.OutcomeNotSent}, "not sent: the key window closed while the attempt was being journaled"
+	} else {
+		out, errText = c.transmit(ctx, SendRequest{OperationID: r.op.ID, Key: att.Key, Request: r.req})
+	}
 
 	fp := ledger.FinishParams{
 		ID: r.op.ID, Owner: r.owner, From: ledger.StatusInFlight,
