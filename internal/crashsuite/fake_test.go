@@ -1,0 +1,119 @@
+package crashsuite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/payonce/payonce/mocks"
+)
+
+// truthPath is the fake's extra endpoint: the Truth as JSON, for the
+// driver. It is served beside the Stripe routes, outside fault injection.
+const truthPath = "/__truth"
+
+// fakeRates turns named rates into mocks.FaultRates.
+func (r faultRates) kinds() (map[mocks.FaultKind]float64, error) {
+	byName := map[string]mocks.FaultKind{}
+	for k := mocks.FaultNone + 1; k.String() != fmt.Sprintf("FaultKind(%d)", int(k)); k++ {
+		byName[k.String()] = k
+	}
+	out := map[mocks.FaultKind]float64{}
+	for name, rate := range r {
+		k, ok := byName[name]
+		if !ok {
+			return nil, fmt.Errorf("unknown fault kind %q", name)
+		}
+		out[k] = rate
+	}
+	return out, nil
+}
+
+// runFake is the "fake" child: a fake Stripe in its own process on
+// 127.0.0.1, on the real clock, with random faults, a short key TTL and a
+// lagging search. It prints markerFakeReady with its URL and API key, and
+// serves until SIGTERM or until its stdin closes (the driver is gone).
+func runFake(cfg childConfig) int {
+	rates, err := cfg.FaultRates.kinds()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "crashsuite fake: %v\n", err)
+		return exitSetup
+	}
+	h := mocks.NewStripeHandler(mocks.StripeOptions{
+		KeyTTL:     cfg.KeyTTL,
+		SearchLag:  cfg.FakeSearchLag,
+		Seed:       cfg.FakeSeed,
+		FaultRates: rates,
+		FaultGETs:  cfg.FaultGETs,
+		HangFor:    cfg.HangFor,
+		SlowFor:    cfg.SlowFor,
+		RetryAfter: cfg.RetryAfter,
+	})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+truthPath, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if err := json.NewEncoder(w).Encode(h.Truth()); err != nil {
+			fmt.Fprintf(os.Stderr, "crashsuite fake: writing the truth: %v\n", err)
+		}
+	})
+	mux.Handle("/", h)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "crashsuite fake: listening: %v\n", err)
+		return exitSetup
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	fmt.Printf("%s http://%s %s\n", markerFakeReady, ln.Addr(), h.APIKey())
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		stop()
+	}()
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		fmt.Fprintf(os.Stderr, "crashsuite fake: serving: %v\n", err)
+		return exitRun
+	}
+	h.Release()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		fmt.Fprintf(os.Stderr, "crashsuite fake: shutdown: %v\n", err)
+	}
+	return exitOK
+}
+
+// fetchTruth reads the fake's truth.
+func fetchTruth(ctx context.Context, base string) (mocks.Truth, error) {
+	var t mocks.Truth
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+truthPath, nil)
+	if err != nil {
+		return t, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return t, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1000))
+		return t, fmt.Errorf("GET %s: %d %s", truthPath, resp.StatusCode, b)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&t)
+	return t, err
+}

@@ -1,0 +1,101 @@
+package crashsuite
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+)
+
+// The test binary plays three roles. Run by `go test` it is the driver
+// (TestCrashSuite). Re-executed by the driver with envMode set, it is a
+// child process instead: the fake Stripe ("fake") or one worker ("worker"),
+// configured by the JSON in envConfig.
+const (
+	envMode   = "PAYONCE_CRASHSUITE_MODE"
+	envConfig = "PAYONCE_CRASHSUITE_CONFIG"
+
+	modeFake   = "fake"
+	modeWorker = "worker"
+)
+
+// Lines children print on stdout for the driver.
+const (
+	markerFakeReady     = "CRASHSUITE_FAKE_READY"     // + base URL + API key
+	markerWorkerUp      = "CRASHSUITE_WORKER_UP"      // the worker's client and reconciler run
+	markerWorkerCharged = "CRASHSUITE_WORKER_CHARGED" // its charges are made; refunds next
+	markerWorkerDone    = "CRASHSUITE_WORKER_DONE"    // + JSON workerStats: its work list is done
+	// markerCallRetry: a call failed without an outcome (its ledger write
+	// failed, PostgreSQL being down) and is made again.
+	markerCallRetry = "CRASHSUITE_CALL_RETRY"
+)
+
+// Exit codes of children. They avoid 1 and 2 (the test binary's own) and 66
+// (the race detector's).
+const (
+	exitOK    = 0
+	exitSetup = 16
+	exitRun   = 17
+)
+
+// TestMain runs the driver's tests, or a child's role when envMode is set.
+func TestMain(m *testing.M) {
+	switch mode := os.Getenv(envMode); mode {
+	case "":
+		os.Exit(m.Run())
+	case modeFake, modeWorker:
+		var cfg childConfig
+		if err := json.Unmarshal([]byte(os.Getenv(envConfig)), &cfg); err != nil {
+			fmt.Fprintf(os.Stderr, "crashsuite %s: reading %s: %v\n", mode, envConfig, err)
+			os.Exit(exitSetup)
+		}
+		if mode == modeFake {
+			os.Exit(runFake(cfg))
+		}
+		os.Exit(runWorker(cfg))
+	default:
+		fmt.Fprintf(os.Stderr, "crashsuite: unknown %s=%q (want %s or %s)\n", envMode, mode, modeFake, modeWorker)
+		os.Exit(exitSetup)
+	}
+}
+
+// childConfig is everything a child needs, passed as JSON (durations in
+// nanoseconds).
+type childConfig struct {
+	Work workConfig `json:"work"`
+
+	// Fake Stripe.
+	FakeSeed      int64         `json:"fake_seed"`
+	FaultRates    faultRates    `json:"fault_rates"`
+	FaultGETs     bool          `json:"fault_gets"`
+	HangFor       time.Duration `json:"hang_for"`
+	SlowFor       time.Duration `json:"slow_for"`
+	RetryAfter    time.Duration `json:"retry_after"`
+	KeyTTL        time.Duration `json:"key_ttl"`
+	FakeSearchLag time.Duration `json:"fake_search_lag"`
+
+	// Worker.
+	Index          int           `json:"index"`
+	FakeURL        string        `json:"fake_url"`
+	APIKey         string        `json:"api_key"`
+	PGURL          string        `json:"pg_url"`
+	Schema         string        `json:"schema"`
+	Concurrency    int           `json:"concurrency"`
+	AttemptTimeout time.Duration `json:"attempt_timeout"`
+	SafetyMargin   time.Duration `json:"safety_margin"`
+	SearchLag      time.Duration `json:"search_lag"`
+	CheckInterval  time.Duration `json:"check_interval"`
+	LeaseDuration  time.Duration `json:"lease_duration"`
+	ReconcileEvery time.Duration `json:"reconcile_every"`
+	// ChargeWait bounds how long a worker waits for an order's charge to
+	// settle before deciding about its refund.
+	ChargeWait time.Duration `json:"charge_wait"`
+	// The orders of a worker's share arrive evenly over Spread from Epoch
+	// (see arrivals), as traffic would, rather than all at once.
+	Epoch  time.Time     `json:"epoch"`
+	Spread time.Duration `json:"spread"`
+}
+
+// faultRates is mocks.FaultRates keyed by the fault's name, for JSON.
+type faultRates map[string]float64

@@ -1,0 +1,387 @@
+package crashsuite
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerpg"
+	"github.com/payonce/payonce/mocks"
+	"github.com/payonce/payonce/providers/stripe"
+)
+
+var longFlag = flag.Bool("long", false, "run the long crash suite (10,000+ operations); same as PAYONCE_CRASH_LONG=1")
+
+// Environment of the driver.
+const (
+	// envLong=1 runs the long suite.
+	envLong = "PAYONCE_CRASH_LONG"
+	// envSeed fixes the seed (work list, kill schedule, fake's faults);
+	// otherwise it is random and logged.
+	envSeed = "PAYONCE_CRASH_SEED"
+	// envLogDir, when set, names a directory where every child's stdout
+	// and stderr (head and tail) are saved at the end.
+	envLogDir = "PAYONCE_CRASH_LOGDIR"
+)
+
+// suiteSize is how much one run does.
+type suiteSize struct {
+	name        string
+	orders      int
+	workers     int
+	concurrency int // calls at once per worker
+	kills       int
+	// gapMin..gapMax is the wait before each kill; restartMin..restartMax
+	// how long a killed worker stays down.
+	gapMin, gapMax         time.Duration
+	restartMin, restartMax time.Duration
+	// spread is how long the orders take to arrive (see arrivals).
+	spread time.Duration
+	// budget bounds the work phase (all workers done after the last kill);
+	// settle bounds the wait until every operation is terminal.
+	budget, settle time.Duration
+}
+
+func pickSize() suiteSize {
+	s := suiteSize{
+		name: "ci", orders: 1200, workers: 4, concurrency: 6, kills: 8,
+		gapMin: 2 * time.Second, gapMax: 5 * time.Second,
+		restartMin: 200 * time.Millisecond, restartMax: 2 * time.Second,
+		spread: 30 * time.Second, budget: 5 * time.Minute, settle: 3 * time.Minute,
+	}
+	switch {
+	case *longFlag || os.Getenv(envLong) == "1":
+		s.name, s.orders, s.kills = "long", 8000, 30
+		s.gapMax = 6 * time.Second
+		s.spread, s.budget, s.settle = 2*time.Minute, 20*time.Minute, 5*time.Minute
+	case testing.Short():
+		s.name, s.orders, s.kills = "short", 300, 4
+		s.gapMin, s.gapMax = 1500*time.Millisecond, 3*time.Second
+		s.spread = 10 * time.Second
+	}
+	return s
+}
+
+// Timing shared by the fake and the workers. The key TTL is short, so that
+// key windows pass during the run: an operation still unknown 18 s after its
+// first attempt goes to review, and no attempt may start after that.
+const (
+	keyTTL         = 20 * time.Second
+	safetyMargin   = 2 * time.Second
+	searchLag      = 2 * time.Second
+	attemptTimeout = 300 * time.Millisecond
+	checkInterval  = 500 * time.Millisecond
+	leaseDuration  = 2 * time.Second
+	reconcileEvery = 250 * time.Millisecond
+)
+
+// suiteFaults injects a fault into about 20 % of the requests, every kind
+// the fake knows, lookups (GETs) included.
+func suiteFaults() faultRates {
+	return faultRates{
+		mocks.FaultDropAfterProcessing.String(): 0.03,
+		mocks.FaultHangAfterProcessing.String(): 0.03,
+		mocks.FaultGatewayBefore502.String():    0.03,
+		mocks.FaultGatewayAfter502.String():     0.03,
+		mocks.FaultRateLimit429.String():        0.02,
+		mocks.FaultSlow.String():                0.03,
+		mocks.FaultStored500.String():           0.015,
+		mocks.FaultProcessed500.String():        0.015,
+	}
+}
+
+// suiteStats counts what the driver did.
+type suiteStats struct {
+	kills, killsWorking, restarts, pgRestarts int
+	// callRetries counts calls the workers made again because they failed
+	// without an outcome (markerCallRetry), in every incarnation.
+	callRetries int
+	// ledgerErrors counts the log lines of the children about failed ledger
+	// calls (while PostgreSQL was down).
+	ledgerErrors           int
+	workPhase, settlePhase time.Duration
+	reviewsLeftWithObject  int
+}
+
+// TestCrashSuite runs the crash-and-fault suite: a fake Stripe in its own
+// process failing a fifth of the requests, several worker processes charging
+// and refunding a shared work list on a private PostgreSQL cluster, random
+// SIGKILLs and restarts of workers, one PostgreSQL restart, then
+// reconciliation until nothing is due; and it checks that money moved at
+// most once per operation, in agreement with the ledger. See doc.go.
+func TestCrashSuite(t *testing.T) {
+	size := pickSize()
+	seed := time.Now().UnixNano() % 1_000_000_000
+	if s := os.Getenv(envSeed); s != "" {
+		var err error
+		if seed, err = strconv.ParseInt(s, 10, 64); err != nil {
+			t.Fatalf("%s=%q: %v", envSeed, s, err)
+		}
+	}
+	t.Logf("crashsuite %s: seed %d (repeat with %s=%d)", size.name, seed, envSeed, seed)
+	start := time.Now()
+
+	pg := startPostgres(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	pcfg, err := pgxpool.ParseConfig(pg.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcfg.MaxConns = 8
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	const schema = "crashsuite"
+	store, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	work := workConfig{Seed: seed, Orders: size.orders, Workers: size.workers, DeclineEvery: 40, RefundShare: 0.3, OverShare: 0.1}
+	jobs, err := work.jobs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := childConfig{
+		Work:     work,
+		FakeSeed: seed, FaultRates: suiteFaults(), FaultGETs: true,
+		// Hangs and slow answers both outlast the client's timeout: the
+		// slow request is processed after the client gave up on it.
+		HangFor: time.Second, SlowFor: 2 * attemptTimeout, RetryAfter: time.Second,
+		KeyTTL: keyTTL, FakeSearchLag: searchLag,
+		PGURL: pg.URL(), Schema: schema, Concurrency: size.concurrency,
+		AttemptTimeout: attemptTimeout, SafetyMargin: safetyMargin, SearchLag: searchLag,
+		CheckInterval: checkInterval, LeaseDuration: leaseDuration, ReconcileEvery: reconcileEvery,
+		ChargeWait: 2 * keyTTL,
+	}
+
+	fake := startChild(t, "fake", modeFake, cfg)
+	ready := strings.Fields(fake.waitLine(t, markerFakeReady, time.Minute))
+	if len(ready) != 3 {
+		t.Fatalf("fake's ready line %q", ready)
+	}
+	cfg.FakeURL, cfg.APIKey = ready[1], ready[2]
+	cfg.Epoch, cfg.Spread = time.Now(), size.spread
+
+	workers := make([]*child, size.workers)
+	incarnation := make([]int, size.workers)
+	children := []*child{fake} // every process started, for the final scan
+	startWorker := func(i int) {
+		wc := cfg
+		wc.Index = i
+		incarnation[i]++
+		workers[i] = startChild(t, fmt.Sprintf("worker %d#%d", i, incarnation[i]), modeWorker, wc)
+		children = append(children, workers[i])
+	}
+	for i := range workers {
+		startWorker(i)
+	}
+	// watch fails the test at once if a child died on its own (a panic, a
+	// race report, a setup failure), and otherwise waits d.
+	watch := func(d time.Duration) {
+		t.Helper()
+		end := time.Now().Add(d)
+		for {
+			for _, c := range append([]*child{fake}, workers...) {
+				if err := c.unexpectedExit(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !time.Now().Before(end) {
+				return
+			}
+			time.Sleep(min(50*time.Millisecond, time.Until(end)))
+		}
+	}
+
+	// The kill schedule: seeded, so a failing run can be repeated.
+	var st suiteStats
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
+	between := func(a, b time.Duration) time.Duration { return a + time.Duration(rng.Int64N(int64(b-a)+1)) }
+	// PostgreSQL goes down once, at a random kill of the first half of the
+	// schedule, or earlier if half the workers are done charging: the
+	// outage must meet calls.
+	pgAt := 1 + rng.IntN(max(1, size.kills/2))
+	for k := range size.kills {
+		watch(between(size.gapMin, size.gapMax))
+		charging := 0
+		for _, w := range workers {
+			if _, ok := w.stdout.line(markerWorkerCharged); !ok {
+				charging++
+			}
+		}
+		if st.pgRestarts == 0 && (k >= pgAt || 2*charging <= size.workers) {
+			// Down for a few seconds: calls fail, operations stay pending
+			// or unknown, the workers keep running.
+			t0 := time.Now()
+			down := between(time.Second, 4*time.Second)
+			if err := pg.Restart(func() { watch(down) }); err != nil {
+				t.Fatal(err)
+			}
+			st.pgRestarts++
+			t.Logf("+%s PostgreSQL restarted (%d workers were charging): down %s, %s in all", time.Since(start).Round(time.Millisecond),
+				charging, down.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
+		}
+		i := rng.IntN(size.workers)
+		_, done := workers[i].stdout.line(markerWorkerDone)
+		phase := "reconciling"
+		if !done {
+			phase = "working"
+			st.killsWorking++
+		}
+		workers[i].kill(t)
+		st.kills++
+		down := between(size.restartMin, size.restartMax)
+		t.Logf("+%s SIGKILL %s while %s; restarting in %s", time.Since(start).Round(time.Millisecond), workers[i].name, phase, down.Round(time.Millisecond))
+		watch(down)
+		startWorker(i)
+		st.restarts++
+	}
+
+	// Every worker finishes its list (a restarted one goes through it again).
+	deadline := time.Now().Add(size.budget)
+	for {
+		n := 0
+		for _, w := range workers {
+			if _, ok := w.stdout.line(markerWorkerDone); ok {
+				n++
+			}
+		}
+		if n == len(workers) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d workers finished their work lists within %v", n, len(workers), size.budget)
+		}
+		watch(100 * time.Millisecond)
+	}
+	st.workPhase = time.Since(start)
+	for _, w := range workers {
+		l, _ := w.stdout.line(markerWorkerDone)
+		t.Logf("%s done: %s", w.name, strings.TrimPrefix(l, markerWorkerDone+" "))
+	}
+
+	// The reconcilers run until nothing is due: every operation succeeded,
+	// failed or in review (what is still unknown when its key window passes
+	// goes to review by the decision table).
+	settleStart := time.Now()
+	deadline = time.Now().Add(size.settle)
+	for {
+		open, err := countOpen(ctx, store)
+		if err == nil && open == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("operations still open %v after the work: %d (%v)", size.settle, open, err)
+			break
+		}
+		watch(200 * time.Millisecond)
+	}
+	// Operations in review whose object the provider does hold are settled
+	// by the reconcilers' read-only lookups; give them a little time. What
+	// is left stays in review, which is allowed (and reported).
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		truth, err := fetchTruth(ctx, cfg.FakeURL)
+		if err != nil {
+			t.Fatalf("fetching the truth: %v", err)
+		}
+		var reviews []ledger.Operation
+		err = retry(ctx, 30*time.Second, func() (err error) {
+			reviews, err = store.ListReview(ctx, ledger.ReviewFilter{Limit: ledger.MaxLimit})
+			return err
+		})
+		if err != nil {
+			t.Fatalf("listing reviews: %v", err)
+		}
+		st.reviewsLeftWithObject = 0
+		has := objectsByOp(truth)
+		for _, op := range reviews {
+			if has[op.ID] {
+				st.reviewsLeftWithObject++
+			}
+		}
+		if st.reviewsLeftWithObject == 0 || time.Now().After(deadline) {
+			break
+		}
+		watch(500 * time.Millisecond)
+	}
+	st.settlePhase = time.Since(settleStart)
+	for _, w := range workers {
+		w.terminate(t, 30*time.Second)
+	}
+
+	truth, err := fetchTruth(ctx, cfg.FakeURL)
+	if err != nil {
+		t.Fatalf("fetching the truth: %v", err)
+	}
+	fake.terminate(t, 30*time.Second)
+	// A killed child's exit status says nothing: look for what the race
+	// detector or the runtime wrote.
+	logDir := os.Getenv(envLogDir)
+	for i, c := range children {
+		if logDir != "" {
+			name := filepath.Join(logDir, fmt.Sprintf("%02d-%s", i, strings.NewReplacer(" ", "-", "#", "-").Replace(c.name)))
+			_ = os.WriteFile(name+".stdout", []byte(c.stdout.String()), 0o644)
+			_ = os.WriteFile(name+".stderr", []byte(c.stderr.String()), 0o644)
+		}
+		st.ledgerErrors += c.stderr.count(ledgerErrorMark)
+		st.callRetries += c.stdout.count(markerCallRetry)
+		if e := c.stderr.String(); strings.Contains(e, "WARNING: DATA RACE") || strings.Contains(e, "panic:") || strings.Contains(e, "fatal error:") {
+			t.Errorf("%s reported a race or a crash:\n%s", c.name, e)
+		}
+	}
+	view, err := readLedger(ctx, store)
+	if err != nil {
+		t.Fatalf("reading the ledger: %v", err)
+	}
+	sum := check(t, jobs, truth, view)
+	line := sum.line(size.name, seed, st, time.Since(start))
+	t.Log(line)
+	fmt.Println(line)
+}
+
+// countOpen counts operations that are not terminal (capped per status).
+func countOpen(ctx context.Context, store ledger.Store) (int, error) {
+	n := 0
+	for _, s := range []ledger.Status{ledger.StatusPending, ledger.StatusInFlight, ledger.StatusUnknown} {
+		ops, err := store.List(ctx, ledger.ListFilter{Status: s, Limit: 1000})
+		if err != nil {
+			return -1, err
+		}
+		n += len(ops)
+	}
+	return n, nil
+}
+
+// objectsByOp reports the operations the provider holds an object for.
+func objectsByOp(t mocks.Truth) map[string]bool {
+	m := map[string]bool{}
+	for _, p := range t.Payments {
+		if id := p.Metadata[stripe.MetaOperation]; id != "" {
+			m[id] = true
+		}
+	}
+	for _, r := range t.Refunds {
+		if id := r.Metadata[stripe.MetaOperation]; id != "" {
+			m[id] = true
+		}
+	}
+	return m
+}
