@@ -1,0 +1,394 @@
+// Command bench measures what payonce's safety costs against the physical
+// limit of the machine it runs on, and prints one table: metric, value,
+// goal, met.
+//
+//  1. The ceiling: pgbench runs one-row insert-or-nothing transactions
+//     (one durable commit each) against the same PostgreSQL at each
+//     concurrency level. An operation needs two commits, so the ceiling is
+//     half of pgbench's tps.
+//  2. payonce Client.Charge on a PostgreSQL ledger at the same levels, for
+//     the same duration, against a zero-latency fake Stripe in this process:
+//     ops/s and the ratio to the ceiling (goal >= 0.7).
+//  3. The latency Charge adds at concurrency 1 over a raw net/http POST of
+//     the same request to the same fake, at p50 and p99, against one
+//     PostgreSQL commit (goal <= 1.2 commits) and on SQLite (goal <= 0.3 ms).
+//     The raw POST, the commit loop and both Charges are measured in turns
+//     of 250 ms, so that a change in the machine's background load touches
+//     them alike.
+//  4. The reconciler's drain rate for a backlog of pending operations on
+//     PostgreSQL with 1 and 4 reconcilers, and their peak memory.
+//
+// Run it with bench/run.sh, or:
+//
+//	go run ./bench --duration 10s --concurrency 1,8,32 --backlog 20000
+//
+// It needs a PostgreSQL it may create and drop schemas in (--pg, default
+// postgres://postgres@127.0.0.1:5432/test) and pgbench. Everything it
+// creates is in schemas named payonce_bench_*, dropped at the end.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// options are the command's flags.
+type options struct {
+	duration    time.Duration
+	concurrency []int
+	backlog     int
+	reconcilers []int
+	pgURL       string
+	pgbench     string
+	json        bool
+	pair        bool
+	cpuProfile  string
+}
+
+func parseFlags(args []string) (options, error) {
+	o := options{}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long each pgbench run and each Charge measurement lasts (pgbench rounds it to whole seconds)")
+	conc := fs.String("concurrency", "1,8,32", "comma-separated numbers of concurrent callers (pgbench clients)")
+	fs.IntVar(&o.backlog, "backlog", 20_000, "pending operations in the drain backlog (100000 for the full size)")
+	recs := fs.String("reconcilers", "1,4", "comma-separated numbers of reconcilers draining the backlog (0 skips the drain)")
+	fs.StringVar(&o.pgURL, "pg", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL URL; schemas payonce_bench_* are created there and dropped")
+	fs.StringVar(&o.pgbench, "pgbench", "pgbench", "the pgbench binary")
+	fs.BoolVar(&o.json, "json", false, "print the results as JSON instead of the table")
+	fs.BoolVar(&o.pair, "pair", false, "also run pgbench with payonce's commit pair (one durable commit, one with synchronous_commit off) per transaction")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process during the pgbench and Charge runs (it idles while pgbench runs; the drain is left out) to this file")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var err error
+	if o.concurrency, err = intList(*conc, 1); err != nil {
+		return o, fmt.Errorf("--concurrency: %w", err)
+	}
+	if o.reconcilers, err = intList(*recs, 0); err != nil {
+		return o, fmt.Errorf("--reconcilers: %w", err)
+	}
+	o.reconcilers = slices.DeleteFunc(o.reconcilers, func(n int) bool { return n == 0 })
+	switch {
+	case o.duration < time.Second:
+		return o, fmt.Errorf("--duration must be at least 1s, got %v", o.duration)
+	case o.backlog < 1:
+		return o, fmt.Errorf("--backlog must be at least 1, got %d", o.backlog)
+	}
+	return o, nil
+}
+
+// intList parses "1,8,32" into sorted distinct numbers >= least.
+func intList(s string, least int) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < least || n > 1000 {
+			return nil, fmt.Errorf("%q: want comma-separated whole numbers from %d to 1000", f, least)
+		}
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+func main() {
+	if os.Getenv(fakeChildEnv) == "1" {
+		os.Exit(fakeChildMain())
+	}
+	o, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := run(ctx, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	if o.json {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	rep.print(os.Stdout)
+}
+
+// bench holds what the runs share.
+type bench struct {
+	o       options
+	pgURL   string
+	admin   *pgxpool.Pool // schemas, the backlog's COPY
+	run     string        // random part of this run's schema names
+	schemas []string
+}
+
+// newSchema creates an empty schema named payonce_bench_<run>_<what><n>,
+// dropped by dropSchemas.
+func (b *bench) newSchema(ctx context.Context, what string) (string, error) {
+	name := fmt.Sprintf("payonce_bench_%s_%s%d", b.run, what, len(b.schemas)+1)
+	if _, err := b.admin.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", fmt.Errorf("creating schema %s: %w", name, err)
+	}
+	b.schemas = append(b.schemas, name)
+	return name, nil
+}
+
+func (b *bench) dropSchemas() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, s := range b.schemas {
+		if _, err := b.admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{s}.Sanitize()+" CASCADE"); err != nil {
+			logf("dropping schema %s: %v", s, err)
+		}
+	}
+	b.schemas = nil
+}
+
+// appName is the application_name of one phase's PostgreSQL connections,
+// by which the backends serving it are found.
+func (b *bench) appName(what string) string { return "payonce-bench-" + b.run + "-" + what }
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05")+" "+format+"\n", args...)
+}
+
+// run takes every measurement and returns the report.
+func run(ctx context.Context, o options) (*report, error) {
+	pgbenchPath, pgbenchVersion, err := checkPGBench(o.pgbench)
+	if err != nil {
+		return nil, err
+	}
+	rep := &report{Options: reportOptions{
+		Duration: o.duration.String(), Concurrency: o.concurrency, Backlog: o.backlog, Reconcilers: o.reconcilers, Pair: o.pair,
+	}}
+	rep.Machine.CPU, rep.Machine.Cores, rep.Machine.Go = cpuModel(), runtime.NumCPU(), runtime.Version()
+	rep.Machine.PGBench = pgbenchVersion
+	rep.Machine.LoadAtStart, rep.Machine.Load1AtStart = loadAvg()
+	if rep.Machine.Load1AtStart > float64(rep.Machine.Cores) {
+		logf("warning: load average %s on %d cores: other work is running, figures will be low and noisy", rep.Machine.LoadAtStart, rep.Machine.Cores)
+	}
+
+	admin, err := pgxpool.New(ctx, o.pgURL)
+	if err != nil {
+		return nil, fmt.Errorf("--pg: %w", err)
+	}
+	defer admin.Close()
+	conn, err := admin.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", redactURL(o.pgURL), err)
+	}
+	rep.Machine.Postgres, rep.Machine.PGSettings, err = pgInfo(ctx, conn.Conn())
+	conn.Release()
+	if err != nil {
+		return nil, err
+	}
+	b := &bench{o: o, pgURL: o.pgURL, admin: admin, run: strings.ToLower(rand.Text()[:8])}
+	defer b.dropSchemas()
+
+	tmp, err := os.MkdirTemp("", "payonce-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+
+	// The ceiling's table, in a schema of its own.
+	ceilSchema, err := b.newSchema(ctx, "ceiling")
+	if err != nil {
+		return nil, err
+	}
+	ceilTable := pgx.Identifier{ceilSchema, "bench_ceiling"}.Sanitize()
+	if _, err := admin.Exec(ctx, "CREATE TABLE "+ceilTable+" (id bigint PRIMARY KEY, v integer NOT NULL DEFAULT 0)"); err != nil {
+		return nil, err
+	}
+	pb := &pgbench{bin: pgbenchPath, url: o.pgURL, schema: ceilSchema, dir: tmp, admin: admin, app: b.appName("pgbench")}
+
+	if o.cpuProfile != "" {
+		// This process is idle while pgbench runs; the drain comes after.
+		prof, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return nil, err
+		}
+		defer prof.Close()
+		if err := pprof.StartCPUProfile(prof); err != nil {
+			return nil, err
+		}
+		defer pprof.StopCPUProfile() // stopped before the drain too; stopping twice is harmless
+	}
+
+	// Concurrency levels in order, pgbench first at each; the latency
+	// trio runs at concurrency 1 (first, or after the others when 1 is
+	// not among the levels).
+	latencyDone := false
+	for _, c := range o.concurrency {
+		if _, err := admin.Exec(ctx, "TRUNCATE "+ceilTable); err != nil {
+			return nil, err
+		}
+		logf("pgbench: one-row commits, %d clients, %v", c, o.duration)
+		r, err := pb.run(ctx, "ceiling", ceilingScript, c, o.duration)
+		if err != nil {
+			return nil, err
+		}
+		rep.Ceiling = append(rep.Ceiling, r)
+		logf("  %.0f tps, latency average %.3f ms", r.TPS, r.LatencyMS)
+		if o.pair {
+			logf("pgbench: durable + lazy commit pairs, %d clients, %v", c, o.duration)
+			r, err := pb.run(ctx, "pair", pairScript, c, o.duration)
+			if err != nil {
+				return nil, err
+			}
+			rep.Pair = append(rep.Pair, r)
+			logf("  %.0f pairs/s", r.TPS)
+		}
+		if c == 1 {
+			err = b.latency(ctx, rep, ceilSchema, tmp)
+			latencyDone = true
+		} else {
+			err = b.throughput(ctx, rep, c)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !latencyDone {
+		if err := b.latency(ctx, rep, ceilSchema, tmp); err != nil {
+			return nil, err
+		}
+	}
+	pprof.StopCPUProfile()
+
+	for _, n := range o.reconcilers {
+		logf("drain: %d pending operations, %d reconciler(s)", o.backlog, n)
+		r, err := b.drain(ctx, o.backlog, n)
+		if err != nil {
+			return nil, fmt.Errorf("drain with %d reconcilers: %w", n, err)
+		}
+		rep.Drain = append(rep.Drain, r)
+		logf("  %.0f ops/s, peak heap %.1f MB, peak RSS %.1f MB", r.OpsPerSec, r.PeakHeapMB, r.PeakRSSMB)
+	}
+
+	rep.Machine.LoadAtEnd, rep.Machine.Load1AtEnd = loadAvg()
+	rep.build()
+	return rep, nil
+}
+
+// latency measures, in turns at concurrency 1, a raw POST, one PostgreSQL
+// commit, and Charge on PostgreSQL and on SQLite, all against one fake.
+func (b *bench) latency(ctx context.Context, rep *report, ceilSchema, tmp string) error {
+	d := b.o.duration
+	logf("latency at concurrency 1: raw POST, one commit, Charge on PostgreSQL and SQLite, %v each in 250 ms turns", d)
+	fake, psp, err := newFake()
+	if err != nil {
+		return err
+	}
+	defer fake.Close()
+	pgEnv, err := b.newPGChargeEnv(ctx, psp, 1)
+	if err != nil {
+		return err
+	}
+	defer pgEnv.close()
+	sqliteEnv, err := newSQLiteChargeEnv(ctx, psp, tmp)
+	if err != nil {
+		return err
+	}
+	defer sqliteEnv.close()
+	ccfg, err := pgx.ParseConfig(b.pgURL)
+	if err != nil {
+		return err
+	}
+	commitApp := b.appName("commit")
+	ccfg.RuntimeParams["application_name"] = commitApp
+	conn, err := pgx.ConnectConfig(ctx, ccfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+
+	raw := &instrumented{w: rawWorkload(psp, 1)}
+	commit := &instrumented{w: commitWorkload(conn, ceilSchema), admin: b.admin, app: commitApp}
+	pg := instrument(chargeWorkload("Charge PostgreSQL", pgEnv.client), pgEnv)
+	sq := instrument(chargeWorkload("Charge SQLite", sqliteEnv.client), sqliteEnv)
+	for _, in := range []*instrumented{raw, commit, pg, sq} {
+		if err := in.w.warm(ctx, 1, 200); err != nil {
+			return err
+		}
+	}
+	if err := interleave(ctx, []measurer{raw, commit, pg, sq}, d, 250*time.Millisecond); err != nil {
+		return err
+	}
+	if err := checkPayments(fake, raw.w.started()+pg.w.started()+sq.w.started()); err != nil {
+		return err
+	}
+	rep.Raw, rep.Commit = raw.result(1), commit.result(1)
+	rep.SQLite = sq.result(1)
+	rep.Charge = append(rep.Charge, pg.result(1))
+	for _, r := range []loadResult{rep.Raw, rep.Commit, rep.Charge[len(rep.Charge)-1], rep.SQLite} {
+		logf("  %-18s %7.0f ops/s  p50 %.3f ms  p99 %.3f ms", r.Name, r.OpsPerSec, r.P50MS, r.P99MS)
+	}
+	return nil
+}
+
+// throughput measures Charge on PostgreSQL with c callers for the duration.
+func (b *bench) throughput(ctx context.Context, rep *report, c int) error {
+	logf("Charge on PostgreSQL: %d callers, %v", c, b.o.duration)
+	fake, psp, err := newFake()
+	if err != nil {
+		return err
+	}
+	defer fake.Close()
+	env, err := b.newPGChargeEnv(ctx, psp, c)
+	if err != nil {
+		return err
+	}
+	defer env.close()
+	in := instrument(chargeWorkload("Charge PostgreSQL", env.client), env)
+	if err := in.w.warm(ctx, c, max(200, 4*c)); err != nil {
+		return err
+	}
+	if err := in.measure(ctx, c, b.o.duration); err != nil {
+		return err
+	}
+	if err := checkPayments(fake, in.w.started()); err != nil {
+		return err
+	}
+	r := in.result(c)
+	rep.Charge = append(rep.Charge, r)
+	logf("  %.0f ops/s  p50 %.3f ms  p99 %.3f ms", r.OpsPerSec, r.P50MS, r.P99MS)
+	return nil
+}
+
+// redactURL drops the password from a connection URL for messages.
+func redactURL(u string) string {
+	cfg, err := pgx.ParseConfig(u)
+	if err != nil {
+		return "the --pg URL"
+	}
+	return fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
+}

@@ -1,0 +1,292 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Goals the figures are held to.
+const (
+	goalRatio         = 0.7 // Charge ops/s over the ceiling
+	goalCommits       = 1.2 // latency added on PostgreSQL, in commits
+	goalSQLiteAddedMS = 0.3 // latency added on SQLite
+)
+
+// report is everything measured, and the table built from it.
+type report struct {
+	Machine machine       `json:"machine"`
+	Options reportOptions `json:"options"`
+	// Ceiling holds pgbench's one-row commit runs; Pair, with --pair, its
+	// durable-plus-lazy commit pairs.
+	Ceiling []pgbenchResult `json:"ceiling"`
+	Pair    []pgbenchResult `json:"pair,omitempty"`
+	// Charge holds Charge on PostgreSQL per concurrency level (c=1 from the
+	// interleaved latency run); SQLite, Raw and Commit are at c=1.
+	Charge []loadResult   `json:"charge"`
+	SQLite loadResult     `json:"sqlite"`
+	Raw    loadResult     `json:"raw_post"`
+	Commit loadResult     `json:"pg_commit"`
+	Drain  []drainResult  `json:"drain"`
+	Rows   []row          `json:"rows"`
+	Notes  []string       `json:"notes"`
+	Goals  map[string]any `json:"goals"`
+}
+
+type reportOptions struct {
+	Duration    string `json:"duration"`
+	Concurrency []int  `json:"concurrency"`
+	Backlog     int    `json:"backlog"`
+	Reconcilers []int  `json:"reconcilers"`
+	Pair        bool   `json:"pair"`
+}
+
+// row is one line of the table. Met is "yes", "no" or "" (no goal).
+type row struct {
+	Metric string `json:"metric"`
+	Value  string `json:"value"`
+	Goal   string `json:"goal"`
+	Met    string `json:"met"`
+}
+
+func (r *report) add(metric, value string) {
+	r.Rows = append(r.Rows, row{Metric: metric, Value: value, Goal: "—"})
+}
+
+func (r *report) addGoal(metric, value, goal string, met bool) {
+	m := "no"
+	if met {
+		m = "yes"
+	}
+	r.Rows = append(r.Rows, row{Metric: metric, Value: value, Goal: goal, Met: m})
+}
+
+func (r *report) ceiling(c int) (pgbenchResult, bool) {
+	for _, x := range r.Ceiling {
+		if x.Clients == c {
+			return x, true
+		}
+	}
+	return pgbenchResult{}, false
+}
+
+// build fills Rows and Notes from the measurements.
+func (r *report) build() {
+	r.Goals = map[string]any{
+		"charge_over_ceiling_min":  goalRatio,
+		"pg_added_latency_commits": goalCommits,
+		"sqlite_added_latency_ms":  goalSQLiteAddedMS,
+	}
+	for _, c := range r.Ceiling {
+		r.add(fmt.Sprintf("ceiling c=%d: pgbench one-row commits / 2", c.Clients),
+			fmt.Sprintf("%s ops/s (pgbench %s tps, avg %s)", num(c.TPS/2), num(c.TPS), msStr(c.LatencyMS)))
+	}
+	for _, p := range r.Pair {
+		r.add(fmt.Sprintf("pgbench c=%d: durable + lazy commit pairs", p.Clients),
+			fmt.Sprintf("%s pairs/s (avg %s; CPU per pair %s + %s)", num(p.TPS), msStr(p.LatencyMS), us(p.PGCPUPerTxUS), us(p.ClientCPUPerTxUS)))
+	}
+	for _, ch := range r.Charge {
+		ceil, ok := r.ceiling(ch.Clients)
+		metric := fmt.Sprintf("Charge on PostgreSQL c=%d", ch.Clients)
+		if !ok || ceil.TPS == 0 {
+			r.add(metric, num(ch.OpsPerSec)+" ops/s")
+			continue
+		}
+		ratio := ch.OpsPerSec / (ceil.TPS / 2)
+		r.addGoal(metric, fmt.Sprintf("%s ops/s = %.2f × ceiling", num(ch.OpsPerSec), ratio),
+			fmt.Sprintf("≥ %.1f × ceiling (%s ops/s)", goalRatio, num(goalRatio*ceil.TPS/2)), ratio >= goalRatio)
+	}
+
+	if r.Raw.Ops > 0 {
+		r.add("raw POST to the fake c=1: p50 / p99", pair(r.Raw.P50MS, r.Raw.P99MS))
+		commit := pair(r.Commit.P50MS, r.Commit.P99MS)
+		if c1, ok := r.ceiling(1); ok {
+			commit += fmt.Sprintf(" (pgbench avg %s)", msStr(c1.LatencyMS))
+		}
+		r.add("one PostgreSQL commit c=1 (pgx): p50 / p99", commit)
+		if pg, ok := r.chargeAt(1); ok {
+			r.add("Charge on PostgreSQL c=1: p50 / p99", pair(pg.P50MS, pg.P99MS))
+			r.addedRow("added by Charge on PostgreSQL, p50", pg.P50MS-r.Raw.P50MS, r.Commit.P50MS)
+			r.addedRow("added by Charge on PostgreSQL, p99", pg.P99MS-r.Raw.P99MS, r.Commit.P99MS)
+		}
+		r.add("Charge on SQLite c=1: p50 / p99", pair(r.SQLite.P50MS, r.SQLite.P99MS))
+		for _, p := range []struct {
+			name       string
+			charge, rw float64
+		}{{"p50", r.SQLite.P50MS, r.Raw.P50MS}, {"p99", r.SQLite.P99MS, r.Raw.P99MS}} {
+			added := p.charge - p.rw
+			r.addGoal("added by Charge on SQLite, "+p.name, msStr(added), fmt.Sprintf("≤ %s", msStr(goalSQLiteAddedMS)), added <= goalSQLiteAddedMS)
+		}
+		if pg, ok := r.chargeAt(1); ok {
+			r.add("where a PostgreSQL Charge's time goes, c=1 (means)", split(pg))
+			r.add("PostgreSQL round trips per Charge", fmt.Sprintf("%.1f (pgbench: 1 per commit)", pg.RoundTripsPerOp))
+		}
+		r.add("where a SQLite Charge's time goes, c=1 (means)", split(r.SQLite))
+	}
+	for _, ch := range r.Charge {
+		if ch.Clients == 1 {
+			continue
+		}
+		v := fmt.Sprintf("%s / %s (%s round trips)", msStr(ch.BeginMeanMS), msStr(ch.FinishMeanMS), strconv.FormatFloat(ch.RoundTripsPerOp, 'f', 1, 64))
+		r.add(fmt.Sprintf("Charge on PostgreSQL c=%d: mean Begin / Finish", ch.Clients), v)
+	}
+	for _, c := range r.Ceiling {
+		v := fmt.Sprintf("pgbench commit %s + %s", us(c.PGCPUPerTxUS), us(c.ClientCPUPerTxUS))
+		busy := pct(c.CPU.MachineBusy)
+		if ch, ok := r.chargeAt(c.Clients); ok {
+			v += fmt.Sprintf("; Charge %s + %s", us(ch.PGCPUPerOpUS), us(ch.SelfCPUPerOpUS))
+			busy += " / " + pct(ch.CPU.MachineBusy)
+		}
+		if c.Clients == 1 && r.Raw.Ops > 0 {
+			v += fmt.Sprintf("; raw POST 0 + %s", us(r.Raw.SelfCPUPerOpUS))
+		}
+		r.add(fmt.Sprintf("CPU per op c=%d: PostgreSQL backends + client process", c.Clients), v+"; machine busy "+busy)
+	}
+
+	for _, d := range r.Drain {
+		s := "s"
+		if d.Reconcilers == 1 {
+			s = ""
+		}
+		r.add(fmt.Sprintf("drain %s pending, %d reconciler%s", num(float64(d.Backlog)), d.Reconcilers, s),
+			fmt.Sprintf("%s ops/s (%.1f s; %.1f round trips, CPU %s + %s per op; machine busy %s)", num(d.OpsPerSec), d.Seconds,
+				d.RoundTripsPerOp, us(d.PGCPUPerOpUS), us(d.SelfCPUPerOpUS), pct(d.CPU.MachineBusy)))
+		r.add(fmt.Sprintf("  peak memory, %d reconciler%s: heap in use / VmHWM", d.Reconcilers, s),
+			fmt.Sprintf("%.1f MB / %.1f MB (before: %.1f MB / %.1f MB; fake child: %.0f MB)", d.PeakHeapMB, d.PeakRSSMB, d.BaseHeapMB, d.BaseRSSMB, d.FakeRSSMB))
+	}
+
+	r.Notes = []string{
+		"ceiling = pgbench tps / 2: an operation needs two commits (Begin journals the attempt, Finish records the outcome). " +
+			"pgbench's transactions are all durable (synchronous_commit=on); payonce's second commit, Finish, is lazily durable " +
+			"(synchronous_commit=off for that transaction), so the ceiling counts one flush more per operation than payonce waits for." +
+			ifThen(len(r.Pair) > 0, " The pair rows run that shape in pgbench: an insert, then BEGIN, SET LOCAL synchronous_commit TO OFF, an update, COMMIT (five round trips, as many as a Charge's)."),
+		"added latency = Charge's percentile minus the raw POST's (no ledger, same fake, same transport settings); at c=1 the raw POST, the commit loop " +
+			"and both Charges run in 250 ms turns, so background load touches them alike (Charge's c=1 ops/s come from those turns).",
+		"the fake Stripe runs in this process for Charge and raw POST, and in a child process for the drain: the drain's heap and VmHWM are the reconcilers' " +
+			"(with the pgx pool), not the fake's, which keeps every object it creates (its own peak RSS is shown as \"fake child\").",
+		"CPU per op: CPU time of the PostgreSQL backends serving the run (from /proc, found by application_name) + of the client process " +
+			"(pgbench; or this program: payonce, pgx, net/http and the in-process fake, whose share the raw POST row shows), per operation; " +
+			"machine busy is all cores, other work included (pgbench / Charge).",
+		"every run checks that each operation succeeded with one attempt and that the fake holds exactly one payment per operation.",
+	}
+	if r.Machine.Load1AtStart > float64(r.Machine.Cores) || r.Machine.Load1AtEnd > float64(r.Machine.Cores) {
+		r.Notes = append(r.Notes, fmt.Sprintf("the machine was busy with other work (load %s at start, %s at end, %d cores): figures are lower and noisier than on an idle host.",
+			r.Machine.LoadAtStart, r.Machine.LoadAtEnd, r.Machine.Cores))
+	}
+}
+
+// addedRow is a PostgreSQL added-latency row: goal 1.2 commits at the same
+// percentile.
+func (r *report) addedRow(metric string, added, commit float64) {
+	limit := goalCommits * commit
+	value := msStr(added)
+	if commit > 0 {
+		value += fmt.Sprintf(" = %.1f commits", added/commit)
+	}
+	r.addGoal(metric, value, fmt.Sprintf("≤ %.1f × commit (%s)", goalCommits, msStr(limit)), added <= limit)
+}
+
+func (r *report) chargeAt(c int) (loadResult, bool) {
+	for _, x := range r.Charge {
+		if x.Clients == c {
+			return x, true
+		}
+	}
+	return loadResult{}, false
+}
+
+// print writes the machine, the table and the notes as Markdown.
+func (r *report) print(w io.Writer) {
+	m := r.Machine
+	fmt.Fprintf(w, "payonce bench: %s, %d cores; %s; PostgreSQL %s (%s); %s\n", m.CPU, m.Cores, m.Go, m.Postgres, m.PGSettings, m.PGBench)
+	fmt.Fprintf(w, "load average %s at start, %s at end; --duration %s --concurrency %s --backlog %d --reconcilers %s%s\n\n",
+		m.LoadAtStart, m.LoadAtEnd, r.Options.Duration, joinInts(r.Options.Concurrency), r.Options.Backlog,
+		joinInts(r.Options.Reconcilers), ifThen(r.Options.Pair, " --pair"))
+	widths := [4]int{len("metric"), len("value"), len("goal"), len("met?")}
+	for _, x := range r.Rows {
+		for i, s := range []string{x.Metric, x.Value, x.Goal, x.Met} {
+			widths[i] = max(widths[i], runeLen(s))
+		}
+	}
+	line := func(cells ...string) {
+		var b strings.Builder
+		for i, s := range cells {
+			b.WriteString("| ")
+			b.WriteString(s)
+			b.WriteString(strings.Repeat(" ", widths[i]-runeLen(s)+1))
+		}
+		b.WriteString("|\n")
+		_, _ = io.WriteString(w, b.String())
+	}
+	line("metric", "value", "goal", "met?")
+	line(strings.Repeat("-", widths[0]), strings.Repeat("-", widths[1]), strings.Repeat("-", widths[2]), strings.Repeat("-", widths[3]))
+	for _, x := range r.Rows {
+		line(x.Metric, x.Value, x.Goal, x.Met)
+	}
+	fmt.Fprintln(w)
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "- %s\n", n)
+	}
+}
+
+func runeLen(s string) int { return len([]rune(s)) }
+
+func ifThen(cond bool, s string) string {
+	if cond {
+		return s
+	}
+	return ""
+}
+
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+// split says where one Charge's mean time goes: Begin, Finish, and the rest
+// (the HTTP request and the client's own work).
+func split(x loadResult) string {
+	rest := x.MeanMS - x.BeginMeanMS - x.FinishMeanMS
+	return fmt.Sprintf("Begin %s, Finish %s, rest (HTTP + client) %s of %s", msStr(x.BeginMeanMS), msStr(x.FinishMeanMS), msStr(rest), msStr(x.MeanMS))
+}
+
+// num formats a rate with thousands separators and no decimals (one
+// decimal below 10).
+func num(v float64) string {
+	if v < 10 {
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	s := strconv.FormatInt(int64(v+0.5), 10)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// msStr formats milliseconds with three significant decimals below 1 ms.
+func msStr(v float64) string {
+	switch {
+	case v < 1 && v > -1:
+		return strconv.FormatFloat(v, 'f', 3, 64) + " ms"
+	case v < 10 && v > -10:
+		return strconv.FormatFloat(v, 'f', 2, 64) + " ms"
+	default:
+		return strconv.FormatFloat(v, 'f', 1, 64) + " ms"
+	}
+}
+
+func pair(a, b float64) string {
+	return strings.TrimSuffix(msStr(a), " ms") + " / " + msStr(b)
+}
+
+func us(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) + " µs" }
+
+func pct(v float64) string { return strconv.FormatFloat(100*v, 'f', 0, 64) + " %" }

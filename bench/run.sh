@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# bench/run.sh: what payonce's safety costs against this machine's physical
+# limit, as one table (metric, value, goal, met?).
+#
+# It runs pgbench (one-row insert-or-nothing commits: the ceiling, pgbench's
+# tps / 2 since an operation needs two commits) and payonce's Charge on a
+# PostgreSQL ledger at the same concurrency levels against a zero-latency
+# fake Stripe; the latency Charge adds over a raw net/http POST at
+# concurrency 1 on PostgreSQL and SQLite; and the reconciler's drain of a
+# backlog of pending operations. Takes about
+# (3 x levels + 4) x --duration plus the drains: ~2.5 minutes by default.
+#
+# Usage: bash bench/run.sh [flags]
+#
+#   --duration D        each pgbench run and each Charge measurement (default 10s)
+#   --concurrency LIST  callers / pgbench clients (default 1,8,32)
+#   --backlog N         pending operations to drain (default 20000; 100000 for the full size)
+#   --reconcilers LIST  reconcilers draining the backlog (default 1,4; 0 skips the drain)
+#   --pg URL            PostgreSQL to use (default postgres://postgres@127.0.0.1:5432/test?sslmode=disable);
+#                       it must run on this host (its backends' CPU is read from /proc).
+#                       Schemas payonce_bench_* are created there and dropped at the end.
+#   --pgbench PATH      the pgbench binary (default: pgbench on PATH)
+#   --pair              also run pgbench with payonce's commit pair per transaction
+#                       (one durable commit, one with synchronous_commit off)
+#   --json              print the results as JSON instead of the table
+#   --cpuprofile FILE   CPU profile of the program during the Charge runs
+#
+# Progress goes to stderr, the table (Markdown) to stdout. Run it on an idle
+# machine: the load average at start and end is printed with the table.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pgbench_bin=pgbench
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  case "${args[i]}" in
+    --pgbench=* | -pgbench=*) pgbench_bin="${args[i]#*=}" ;;
+    --pgbench | -pgbench) pgbench_bin="${args[i + 1]:-}" ;;
+  esac
+done
+if ! command -v "$pgbench_bin" >/dev/null 2>&1; then
+  echo "bench/run.sh: pgbench not found ('$pgbench_bin'): install PostgreSQL's client tools" \
+    "(Debian: apt-get install postgresql-client) or pass --pgbench PATH" >&2
+  exit 2
+fi
+
+exec go run ./bench "$@"
