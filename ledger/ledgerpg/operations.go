@@ -271,55 +271,53 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 	}
 	now := ledger.UTC(p.Now)
 	var out ledger.Operation
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// One round trip: lock the row, then (a later statement, so it sees
-		// everything committed before the lock was granted) read the attempt
-		// and where the key window starts without it.
-		b := &pgx.Batch{}
+	// Two round trips (this is the second write of every operation): the
+	// transaction opens in the batch that locks and reads, and commits in
+	// the batch that writes.
+	err := s.twoTrips(ctx, func(b *pgx.Batch) {
 		if s.lazyOutcomes {
 			// An outcome lost in a crash is recovered by a lookup (see
 			// Config.DurableOutcomes); the journal written before the
-			// request was sent is durable whatever this says. Same round
-			// trip: it rides in the batch.
+			// request was sent is durable whatever this says.
 			b.Queue("SET LOCAL synchronous_commit TO OFF")
 		}
+		// Lock the row, then (a later statement, so it sees everything
+		// committed before the lock was granted) read the attempt and where
+		// the key window starts without it.
 		b.Queue(s.q.lockOp, p.ID)
 		if p.Attempt != nil {
 			b.Queue(s.q.attemptForFinish, p.ID, p.Attempt.Number)
 		}
-		br := tx.SendBatch(ctx, b)
+	}, func(br pgx.BatchResults, w *pgx.Batch) error {
 		if s.lazyOutcomes {
 			if _, err := br.Exec(); err != nil {
-				_ = br.Close()
 				return err
 			}
 		}
 		op, err := scanOp(br.QueryRow())
 		if errors.Is(err, pgx.ErrNoRows) {
-			err = fmt.Errorf("%w: %q", ledger.ErrNotFound, p.ID)
+			return fmt.Errorf("%w: %q", ledger.ErrNotFound, p.ID)
+		}
+		if err != nil {
+			return err
 		}
 		var (
 			recorded    *ledger.Attempt
 			othersStart pgtype.Timestamptz
 		)
-		if err == nil && p.Attempt != nil {
+		if p.Attempt != nil {
 			recorded, err = scanAttempt(br.QueryRow(), &othersStart)
 			if errors.Is(err, pgx.ErrNoRows) {
 				err = nil
 			}
-		}
-		if closeErr := br.Close(); err == nil {
-			err = closeErr
-		}
-		if err != nil {
-			return err
+			if err != nil {
+				return err
+			}
 		}
 		ch, err := ledger.ApplyFinish(op, p, recorded, timeOf(othersStart))
 		if err != nil {
 			return err
 		}
-
-		w := &pgx.Batch{}
 		if a := ch.Attempt; a != nil {
 			w.Queue(s.q.finishAttempt, a.OperationID, a.Number, a.FinishedAt, a.MayHaveReached, string(a.Outcome),
 				nullInt(a.HTTPStatus), nullText(a.ProviderRequestID), nullText(a.Error))
@@ -327,12 +325,47 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 		w.Queue(s.q.save, saveArgs(ch.Op)...)
 		queueEvents(w, &s.q, ch.Op.ID, now, ch.Events)
 		out = ch.Op
-		return tx.SendBatch(ctx, w).Close()
+		return nil
 	})
 	if err != nil {
 		return ledger.Operation{}, translate("finish", err)
 	}
 	return out, nil
+}
+
+// twoTrips runs a read-then-write transaction in two round trips: the
+// first batch is BEGIN and what read queues; decide reads its results and
+// queues the writes; the second batch is the writes and COMMIT. On any
+// error the transaction is rolled back (and a connection whose rollback
+// fails is closed rather than returned to the pool mid-transaction).
+func (s *Store) twoTrips(ctx context.Context, read func(*pgx.Batch), decide func(pgx.BatchResults, *pgx.Batch) error) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	rb := &pgx.Batch{}
+	rb.Queue("BEGIN")
+	read(rb)
+	br := conn.SendBatch(ctx, rb)
+	_, err = br.Exec() // BEGIN
+	w := &pgx.Batch{}
+	if err == nil {
+		err = decide(br, w)
+	}
+	if closeErr := br.Close(); err == nil {
+		err = closeErr
+	}
+	if err == nil {
+		w.Queue("COMMIT")
+		err = conn.SendBatch(ctx, w).Close()
+	}
+	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+		if _, rbErr := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rbErr != nil {
+			_ = conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}
+	return err
 }
 
 // Resolve implements ledger.Store. The decision is recorded on the
