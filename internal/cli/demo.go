@@ -86,11 +86,7 @@ unless --ledger (or PAYONCE_LEDGER) names one.`)
 	f.Float64Var(&s.FaultRate, "fault-rate", s.FaultRate, "`RATE` of the requests that move money the fake fails, 0 to 1")
 	f.duration(&s.KeyTTL, "key-ttl", s.KeyTTL, "idempotency key TTL of the fake and the adapter (`D`); stored 500s reach\nreview once it has passed")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
-	pos, err := f.parse(a, args)
-	if err != nil {
-		return err
-	}
-	if err := positional(f, pos); err != nil {
+	if _, err := f.parseArgs(a, args); err != nil {
 		return err
 	}
 	if !f.wasSet("provider") {

@@ -199,6 +199,19 @@ func parseCurrency(s string, required bool) (string, error) {
 }
 
 // positional checks the number of positional arguments.
+// parseArgs parses args and checks that exactly the named positional
+// arguments are present; it returns them.
+func (f *cmdFlags) parseArgs(a *App, args []string, names ...string) ([]string, error) {
+	pos, err := f.parse(a, args)
+	if err != nil {
+		return nil, err
+	}
+	if err := positional(f, pos, names...); err != nil {
+		return nil, err
+	}
+	return pos, nil
+}
+
 func positional(f *cmdFlags, pos []string, names ...string) error {
 	switch {
 	case len(pos) < len(names):

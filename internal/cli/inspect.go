@@ -44,11 +44,7 @@ func runOpsList(ctx context.Context, a *App, args []string) error {
 	f.IntVar(&limit, "limit", 100, "at most `N` operations")
 	f.StringVar(&after, "after", "", "start after this operation `ID` (paging)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object per operation")
-	pos, err := f.parse(a, args)
-	if err != nil {
-		return err
-	}
-	if err := positional(f, pos); err != nil {
+	if _, err := f.parseArgs(a, args); err != nil {
 		return err
 	}
 	filter := ledger.ListFilter{Provider: provider, AfterID: after, Limit: limit}
@@ -232,11 +228,8 @@ func runOpsShow(ctx context.Context, a *App, args []string) error {
 	lf := addLedgerFlags(f)
 	var asJSON bool
 	f.BoolVar(&asJSON, "json", false, "print one JSON object: operation, attempts, events")
-	pos, err := f.parse(a, args)
+	pos, err := f.parseArgs(a, args, "ID")
 	if err != nil {
-		return err
-	}
-	if err := positional(f, pos, "ID"); err != nil {
 		return err
 	}
 	l, err := a.openLedger(ctx, lf, openExisting)
@@ -376,11 +369,7 @@ the provider's dashboard and resolves each with "payonce review resolve".`)
 	f.StringVar(&kind, "kind", "", "only operations of kind `K`")
 	f.IntVar(&limit, "limit", 100, "at most `N` operations")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object per operation")
-	pos, err := f.parse(a, args)
-	if err != nil {
-		return err
-	}
-	if err := positional(f, pos); err != nil {
+	if _, err := f.parseArgs(a, args); err != nil {
 		return err
 	}
 	if limit < 1 || limit > ledger.MaxLimit {
@@ -442,11 +431,8 @@ The decision is kept as an audit entry naming --actor.`)
 	f.StringVar(&note, "note", "", "`TEXT`: why, e.g. what the provider's dashboard shows (required)")
 	f.StringVar(&ref, "provider-ref", "", "the provider's `ID` of the object (required with succeeded)")
 	f.BoolVar(&asJSON, "json", false, "print the resolved operation as one JSON object")
-	pos, err := f.parse(a, args)
+	pos, err := f.parseArgs(a, args, "ID")
 	if err != nil {
-		return err
-	}
-	if err := positional(f, pos, "ID"); err != nil {
 		return err
 	}
 	out, err := ledger.ParseResolutionOutcome(outcome)

@@ -19,11 +19,7 @@ func runMigrate(ctx context.Context, a *App, args []string) error {
 	lf := addLedgerFlags(f)
 	var asJSON bool
 	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object")
-	pos, err := f.parse(a, args)
-	if err != nil {
-		return err
-	}
-	if err := positional(f, pos); err != nil {
+	if _, err := f.parseArgs(a, args); err != nil {
 		return err
 	}
 	l, err := a.openLedger(ctx, lf, openCreate)
@@ -73,11 +69,7 @@ reconcilers may share one PostgreSQL ledger.
 	f.IntVar(&batch, "batch", 100, "`N` operations claimed per pass")
 	f.IntVar(&conc, "concurrency", 4, "`N` operations settled at once")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object (--once, --until-idle)")
-	pos, err := f.parse(a, args)
-	if err != nil {
-		return err
-	}
-	if err := positional(f, pos); err != nil {
+	if _, err := f.parseArgs(a, args); err != nil {
 		return err
 	}
 	if once && idle {
@@ -198,11 +190,7 @@ deletes an operation that is pending, unknown or in review.`)
 	f.duration(&retention, "retention", 0, "keep finished operations this long, `D` such as 30d (required)")
 	f.IntVar(&batch, "batch", 1000, "`N` operations deleted per transaction")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
-	pos, err := f.parse(a, args)
-	if err != nil {
-		return err
-	}
-	if err := positional(f, pos); err != nil {
+	if _, err := f.parseArgs(a, args); err != nil {
 		return err
 	}
 	if retention <= 0 {

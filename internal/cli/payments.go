@@ -67,11 +67,7 @@ func runCharge(ctx context.Context, a *App, args []string) error {
 	c.f.StringVar(&customer, "customer", "", "the provider's customer `ID`")
 	c.f.StringVar(&description, "description", "", "`TEXT` sent with the charge")
 	c.f.BoolVar(&manual, "capture-manual", false, "authorize only; capture later with \"payonce capture\"")
-	pos, err := c.f.parse(a, args)
-	if err != nil {
-		return err
-	}
-	if err := positional(c.f, pos); err != nil {
+	if _, err := c.f.parseArgs(a, args); err != nil {
 		return err
 	}
 	if order == "" {
@@ -99,11 +95,7 @@ func runCapture(ctx context.Context, a *App, args []string) error {
 	c.f.StringVar(&amount, "amount", "", "`MINOR` units to capture; default: the whole authorization")
 	c.f.StringVar(&cur, "currency", "", "`CUR`: ISO 4217 currency code; default: the currency\nof the order's charge in the ledger")
 	c.f.StringVar(&ref, "payment-ref", "", "the provider's payment `ID`; default: the order's charge in the ledger")
-	pos, err := c.f.parse(a, args)
-	if err != nil {
-		return err
-	}
-	if err := positional(c.f, pos); err != nil {
+	if _, err := c.f.parseArgs(a, args); err != nil {
 		return err
 	}
 	if order == "" {
@@ -133,11 +125,7 @@ func runCancel(ctx context.Context, a *App, args []string) error {
 	var order, ref string
 	c.f.StringVar(&order, "order", "", "the order's `ID` (required)")
 	c.f.StringVar(&ref, "payment-ref", "", "the provider's payment `ID`; default: the order's charge in the ledger")
-	pos, err := c.f.parse(a, args)
-	if err != nil {
-		return err
-	}
-	if err := positional(c.f, pos); err != nil {
+	if _, err := c.f.parseArgs(a, args); err != nil {
 		return err
 	}
 	if order == "" {
@@ -158,11 +146,7 @@ func runRefund(ctx context.Context, a *App, args []string) error {
 	c.f.StringVar(&amount, "amount", "", "`MINOR` units to refund; default: what remains (yookassa needs it given)")
 	c.f.StringVar(&cur, "currency", "", "`CUR`: ISO 4217 currency code; default: the currency\nof the order's charge in the ledger")
 	c.f.StringVar(&ref, "payment-ref", "", "the provider's payment `ID`; default: the order's charge in the ledger")
-	pos, err := c.f.parse(a, args)
-	if err != nil {
-		return err
-	}
-	if err := positional(c.f, pos); err != nil {
+	if _, err := c.f.parseArgs(a, args); err != nil {
 		return err
 	}
 	if order == "" {
