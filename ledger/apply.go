@@ -186,6 +186,7 @@ func ApplyFinish(op Operation, p FinishParams, recorded *Attempt, othersWindowSt
 		a.HTTPStatus = out.HTTPStatus
 		a.ProviderRequestID = out.ProviderRequestID
 		a.Error = out.Error
+		a.Replayed = out.Replayed
 		finished = &a
 		if !a.MayHaveReached {
 			// Proven never to have left: the window is what the other
@@ -310,6 +311,15 @@ func ApplyResolve(op Operation, p ResolveParams) (Change, error) {
 		op.KeyExpiresAt = time.Time{}
 		op.NextCheckAt = now
 		op.FinishedAt = time.Time{}
+		// The new generation starts clean: the previous generation's
+		// reference and result describe an object the operator judged not
+		// to be this operation's outcome. Kept, they would be reported as
+		// the outcome of the new key (a replay of a later call, a success
+		// recorded without a reference) and could settle it wrongly. The
+		// reference stays in the audit trail.
+		d.PreviousProviderRef = op.ProviderRef
+		op.ProviderRef = ""
+		op.Result = nil
 		d.NewKey, d.NewGeneration = p.NewKey, p.NewGeneration
 	}
 	// ReviewReason and ReviewAt stay as history of the review.
@@ -323,14 +333,16 @@ func ApplyResolve(op Operation, p ResolveParams) (Change, error) {
 
 // ResolutionDetail is the Detail of an EventResolution entry, as JSON: the
 // outcome and the note, plus the provider reference, or the new key and
-// generation, when the call set them. Decode an entry's Detail into it to
-// read one.
+// generation (and the provider reference the operation had before the
+// resend, which the new generation does not keep), when the call set them.
+// Decode an entry's Detail into it to read one.
 type ResolutionDetail struct {
-	Outcome       ResolutionOutcome `json:"outcome"`
-	Note          string            `json:"note"`
-	ProviderRef   string            `json:"provider_ref,omitempty"`
-	NewKey        string            `json:"new_key,omitempty"`
-	NewGeneration int               `json:"new_generation,omitempty"`
+	Outcome             ResolutionOutcome `json:"outcome"`
+	Note                string            `json:"note"`
+	ProviderRef         string            `json:"provider_ref,omitempty"`
+	NewKey              string            `json:"new_key,omitempty"`
+	NewGeneration       int               `json:"new_generation,omitempty"`
+	PreviousProviderRef string            `json:"previous_provider_ref,omitempty"`
 }
 
 // String is the JSON text recorded as the entry's Detail.
@@ -344,6 +356,25 @@ func (d ResolutionDetail) String() string {
 		return fmt.Sprintf("outcome %s: %s", d.Outcome, d.Note)
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// CheckLeaseGranted refuses to grant a lease that would already have lapsed
+// (ErrLeaseLost). A store calls it before committing a call that grants or
+// extends a lease (Begin, Claim, StartAttempt, ClaimDue), with waited the
+// real time the call has taken so far, measured with the monotonic clock
+// from its start. The lease is stamped with the caller's clock (Now,
+// LeaseUntil) read before the call; a write that waited on a lock (a
+// caller's open transaction holding the row, another writer) for longer
+// than the lease lasts would otherwise hand back a lease that has already
+// ended, and another worker could take the operation over and send while
+// the first one sends too (rule 3). subject names what is leased, e.g.
+// `operation "op-1"`.
+func CheckLeaseGranted(subject string, now, until time.Time, waited time.Duration) error {
+	if now.Add(waited).Before(until) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: the lease would have lapsed before it was granted: the write waited %s",
+		ErrLeaseLost, subject, waited.Round(time.Millisecond))
 }
 
 // checkNoLiveLease refuses the lease while another worker holds it and it

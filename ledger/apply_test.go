@@ -481,16 +481,20 @@ func TestApplyFinishPreconditions(t *testing.T) {
 }
 
 func TestApplyFinishAttempt(t *testing.T) {
-	p := finishFrom(ledger.StatusInFlight, ledger.StatusFailed)
-	p.Attempt = &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeRefused, HTTPStatus: 402, ProviderRequestID: "req_1", Error: "card_declined"}
-	rec := attempt1()
-	ch, err := ledger.ApplyFinish(stored(ledger.StatusInFlight), p, rec, time.Time{})
-	require.NoError(t, err)
-	require.Equal(t, &ledger.Attempt{
-		OperationID: "op-1", Number: 1, Key: "op-1", StartedAt: t0, FinishedAt: now, MayHaveReached: true,
-		Outcome: ledger.OutcomeRefused, HTTPStatus: 402, ProviderRequestID: "req_1", Error: "card_declined",
-	}, ch.Attempt)
-	require.Equal(t, attempt1(), rec, "the recorded attempt passed in is not modified")
+	for _, replayed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("replayed=%v", replayed), func(t *testing.T) {
+			p := finishFrom(ledger.StatusInFlight, ledger.StatusFailed)
+			p.Attempt = &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeRefused, HTTPStatus: 402, ProviderRequestID: "req_1", Error: "card_declined", Replayed: replayed}
+			rec := attempt1()
+			ch, err := ledger.ApplyFinish(stored(ledger.StatusInFlight), p, rec, time.Time{})
+			require.NoError(t, err)
+			require.Equal(t, &ledger.Attempt{
+				OperationID: "op-1", Number: 1, Key: "op-1", StartedAt: t0, FinishedAt: now, MayHaveReached: true,
+				Outcome: ledger.OutcomeRefused, HTTPStatus: 402, ProviderRequestID: "req_1", Error: "card_declined", Replayed: replayed,
+			}, ch.Attempt)
+			require.Equal(t, attempt1(), rec, "the recorded attempt passed in is not modified")
+		})
+	}
 }
 
 // The key window recomputation when an attempt finishes: only not_sent
@@ -729,6 +733,11 @@ func TestApplyResolveResend(t *testing.T) {
 		return ledger.ResolveParams{ID: "op-1", Actor: "alice", Note: "never arrived", Outcome: ledger.ResolveResend, NewKey: key, NewGeneration: gen, Now: now}
 	}
 	atGen1 := with(stored(ledger.StatusManualReview), func(op *ledger.Operation) { op.Key, op.Generation, op.Attempts = "op-1-g1", 1, 2 })
+	// What a lookup attached while the operation was in review: the object
+	// the operator judged not to be this operation's outcome.
+	seen := with(stored(ledger.StatusManualReview), func(op *ledger.Operation) {
+		op.ProviderRef, op.Result = "pi_seen", []byte(`{"status":"requires_payment_method"}`)
+	})
 	for _, c := range []struct {
 		name  string
 		op    ledger.Operation
@@ -737,6 +746,7 @@ func TestApplyResolveResend(t *testing.T) {
 		field string // of the ValidationError
 	}{
 		{"next generation", stored(ledger.StatusManualReview), resend(1, "op-1-g1"), nil, ""},
+		{"next generation after a reference was seen", seen, resend(1, "op-1-g1"), nil, ""},
 		{"next generation from 1", atGen1, resend(2, "op-1-g2"), nil, ""},
 		{"skipping a generation", stored(ledger.StatusManualReview), resend(2, "op-1-g2"), ledger.ErrStateConflict, ""},
 		{"repeating the generation", atGen1, resend(1, "op-1-g1b"), ledger.ErrStateConflict, ""},
@@ -769,12 +779,18 @@ func TestApplyResolveResend(t *testing.T) {
 			require.True(t, op.KeyExpiresAt.IsZero())
 			require.Equal(t, now, op.NextCheckAt, "due at once for background work")
 			require.True(t, op.FinishedAt.IsZero())
-			require.Equal(t, before.ProviderRef, op.ProviderRef)
+			require.Empty(t, op.ProviderRef, "the new generation does not inherit the previous one's reference")
+			require.Nil(t, op.Result, "nor its result")
 			require.Equal(t, before.ReviewReason, op.ReviewReason, "the review stays as history")
 			require.Equal(t, before.ReviewAt, op.ReviewAt, "the review stays as history")
 			require.Equal(t, &ledger.Resolution{Actor: "alice", Note: "never arrived", Outcome: ledger.ResolveResend, At: now}, op.Resolution)
 			requireNoLease(t, op)
 			want := fmt.Sprintf(`{"outcome":"resend","note":"never arrived","new_key":%q,"new_generation":%d}`, c.p.NewKey, c.p.NewGeneration)
+			if before.ProviderRef != "" {
+				// The reference the new generation drops stays in the audit trail.
+				want = fmt.Sprintf(`{"outcome":"resend","note":"never arrived","new_key":%q,"new_generation":%d,"previous_provider_ref":%q}`,
+					c.p.NewKey, c.p.NewGeneration, before.ProviderRef)
+			}
 			require.Equal(t, []ledger.NewEvent{{Kind: ledger.EventResolution, Actor: "alice", Detail: want}}, ch.Events)
 		})
 	}
@@ -796,6 +812,8 @@ func TestResolutionDetail(t *testing.T) {
 		{ledger.ResolutionDetail{Outcome: ledger.ResolveFailed, Note: "n"}, `{"outcome":"failed","note":"n"}`},
 		{ledger.ResolutionDetail{Outcome: ledger.ResolveSucceeded, Note: "a <b> & c", ProviderRef: "pi_1"}, `{"outcome":"succeeded","note":"a <b> & c","provider_ref":"pi_1"}`},
 		{ledger.ResolutionDetail{Outcome: ledger.ResolveResend, Note: "résumé ✓", NewKey: "k-g2", NewGeneration: 2}, `{"outcome":"resend","note":"résumé ✓","new_key":"k-g2","new_generation":2}`},
+		{ledger.ResolutionDetail{Outcome: ledger.ResolveResend, Note: "n", NewKey: "k-g1", NewGeneration: 1, PreviousProviderRef: "pi_old"},
+			`{"outcome":"resend","note":"n","new_key":"k-g1","new_generation":1,"previous_provider_ref":"pi_old"}`},
 	} {
 		require.Equal(t, c.want, c.d.String())
 		var back ledger.ResolutionDetail
@@ -829,4 +847,93 @@ func TestApplyFinishPendingNeedsAClosedWindow(t *testing.T) {
 		_, err := ledger.ApplyFinish(twoAttempts, p, rec2, time.Time{})
 		require.ErrorIs(t, err, ledger.ErrStateConflict, "a %s attempt may have reached the provider", class)
 	}
+}
+
+// A lease is granted only if it has not already lapsed when the call that
+// grants it is about to commit: Now (the caller's clock, read before the
+// call) plus the real time the call took must be before LeaseUntil.
+func TestCheckLeaseGranted(t *testing.T) {
+	lease := 300 * time.Millisecond
+	for _, c := range []struct {
+		name   string
+		waited time.Duration
+		ok     bool
+	}{
+		{"no wait", 0, true},
+		{"a short wait", 10 * time.Millisecond, true},
+		{"just inside", lease - time.Microsecond, true},
+		{"exactly the lease: lapsed at commit", lease, false},
+		{"longer than the lease", 2*time.Minute + time.Second + 400*time.Microsecond, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := ledger.CheckLeaseGranted(`operation "op-1"`, now, now.Add(lease), c.waited)
+			if c.ok {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ledger.ErrLeaseLost)
+			require.ErrorContains(t, err, `operation "op-1": the lease would have lapsed before it was granted: the write waited `+c.waited.Round(time.Millisecond).String())
+		})
+	}
+}
+
+func TestRequestAmount(t *testing.T) {
+	for _, c := range []struct {
+		request  string
+		amount   int64
+		currency string
+	}{
+		{`{"amount":1000,"currency":"EUR","order":"42"}`, 1000, "EUR"},
+		{`{"currency":"usd","amount":-5}`, -5, "usd"},
+		{`{"amount":9223372036854775807}`, 9223372036854775807, ""},
+		{`{"currency":"JPY"}`, 0, "JPY"},
+		{`{"amount":"1000","currency":"EUR"}`, 0, "EUR"},
+		{`{"amount":10.5,"currency":978}`, 0, ""},
+		{`{"amount":1e3}`, 0, ""},
+		{`{"amount":99999999999999999999}`, 0, ""},
+		{`{"amount":null,"currency":null}`, 0, ""},
+		{`[1000,"EUR"]`, 0, ""},
+		{`not json`, 0, ""},
+		{``, 0, ""},
+	} {
+		t.Run(c.request, func(t *testing.T) {
+			amount, currency := ledger.RequestAmount([]byte(c.request))
+			require.Equal(t, c.amount, amount)
+			require.Equal(t, c.currency, currency)
+		})
+	}
+}
+
+func TestTombstone(t *testing.T) {
+	op := with(stored(ledger.StatusSucceeded), func(op *ledger.Operation) {
+		op.Request = []byte(`{"amount":1000,"currency":"EUR"}`)
+		op.ProviderRef, op.Result = "pi_1", []byte(`{"status":"succeeded"}`)
+		op.Resolution = &ledger.Resolution{Actor: "alice", Note: "n", Outcome: ledger.ResolveSucceeded, At: t0}
+	})
+	at := now.Add(30 * 24 * time.Hour)
+	tomb := ledger.TombstoneOf(op, at.In(time.FixedZone("CET", 3600)).Add(123))
+	require.Equal(t, ledger.Tombstone{
+		ID: "op-1", Key: "op-1", Provider: "stripe", Kind: "charge", References: []string{"order", "42"}, Fingerprint: "fp-1",
+		Status: ledger.StatusSucceeded, ProviderRef: "pi_1", Result: []byte(`{"status":"succeeded"}`), Amount: 1000, Currency: "EUR",
+		KeyTTL: keyTTL, CreatedAt: t0, FinishedAt: t0.Add(time.Second), TombstonedAt: at,
+	}, tomb)
+	op.Result[0], op.References[0] = 'X', "changed"
+	require.Equal(t, `{"status":"succeeded"}`, string(tomb.Result), "the tombstone does not share the operation's slices")
+	require.Equal(t, []string{"order", "42"}, tomb.References)
+
+	require.Equal(t, ledger.Operation{
+		ID: "op-1", Key: "op-1", Provider: "stripe", Kind: "charge", References: []string{"order", "42"}, Fingerprint: "fp-1",
+		Status: ledger.StatusSucceeded, ProviderRef: "pi_1", Result: []byte(`{"status":"succeeded"}`), KeyTTL: keyTTL,
+		CreatedAt: t0, UpdatedAt: at, FinishedAt: t0.Add(time.Second), Tombstone: true,
+	}, tomb.Operation(), "no request, attempts, lease, window or background work")
+
+	// A late Begin on the tombstone gets it back unclaimed, like any
+	// terminal operation; another request is refused.
+	begin := ledger.BeginParams{Op: newOp(), Owner: owner, Now: at, LeaseUntil: at.Add(time.Minute), StartAttempt: true}
+	res, err := ledger.ApplyBegin(tomb.Operation(), begin)
+	require.NoError(t, err)
+	require.Equal(t, ledger.BeginResult{Op: tomb.Operation()}, res)
+	begin.Op.Fingerprint = "fp-other"
+	_, err = ledger.ApplyBegin(tomb.Operation(), begin)
+	require.ErrorIs(t, err, ledger.ErrFingerprintMismatch)
 }

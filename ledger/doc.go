@@ -24,6 +24,14 @@
 //     may have been sent), never pending.
 //   - Only succeeded and failed operations whose key window has closed are
 //     ever deleted, and never sooner than the provider's key TTL.
+//   - Deleting an operation leaves a tombstone (Tombstone), in the same
+//     transaction: a late duplicate call with the same ID gets the recorded
+//     outcome and nothing is created, where a new operation would be sent
+//     again under a key the provider has forgotten. No live operation row
+//     and tombstone of one ID ever coexist.
+//   - A lease is never granted already lapsed: a call that waited (on a
+//     lock) until Now plus the time it took reaches LeaseUntil writes
+//     nothing and fails with ErrLeaseLost (CheckLeaseGranted).
 //
 // # Implementing a store
 //
@@ -35,9 +43,13 @@
 // error it writes nothing and returns the error, wrapped:
 //
 //   - Begin: ApplyCreate for a new ID, then ApplyBegin (which also checks the
-//     fingerprint); insert the attempt it starts.
+//     fingerprint); insert the attempt it starts. An ID with a tombstone and
+//     no operation row is not new: ApplyBegin on Tombstone.Operation, which
+//     returns it unclaimed.
 //   - CreateOrGet: ApplyCreate for a new ID, CheckFingerprint on an existing
-//     one.
+//     one (or on the tombstone's Operation, returned with created false).
+//   - Cleanup: TombstoneOf each deleted operation, inserted in the
+//     transaction of the delete.
 //   - Claim: ApplyClaim.
 //   - StartAttempt: ApplyStartAttempt; insert its attempt and its events.
 //   - Finish: ApplyFinish. With an attempt outcome, the store also reads the
@@ -62,7 +74,8 @@
 // NextCheckAt (possibly zero) for manual_review, and clears it for succeeded
 // and failed. ClaimDue picks rows with next_check_at <= Now and no live lease.
 // Finish releases the lease unless KeepLease is set and the new status is not
-// terminal. Every method validates its parameters with the Validate methods
+// terminal. Begin, Claim, StartAttempt and ClaimDue call CheckLeaseGranted
+// with the real time the call took before they commit. Every method validates its parameters with the Validate methods
 // in this package before touching the database, and returns ErrCorrupt
 // (through Corrupt) for a stored value it cannot read back.
 //
@@ -70,5 +83,6 @@
 // change they document: Seq counts from 1 per operation, At is the call's
 // Now, Actor defaults to the call's Owner; in Finish the caller's events come
 // first, then the resolution entry. A resolution's Detail is JSON:
-// {"outcome","note"} plus "provider_ref" or "new_key" and "new_generation".
+// {"outcome","note"} plus "provider_ref" or "new_key", "new_generation" and
+// "previous_provider_ref".
 package ledger

@@ -181,6 +181,14 @@ type Operation struct {
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
 	FinishedAt time.Time
+
+	// Tombstone reports that the operation was removed by Cleanup; only its
+	// tombstone is left: no request, attempts or events. Its identity,
+	// fingerprint, final status, provider reference, result, key TTL and
+	// creation and finish times are kept (UpdatedAt is when the tombstone
+	// was written), so that a late duplicate call is answered with the
+	// recorded outcome instead of being sent again.
+	Tombstone bool
 }
 
 // Resolution is an operator's decision on an operation in review, kept as an
@@ -212,6 +220,10 @@ type Attempt struct {
 	ProviderRequestID string
 	// Error is the error text, with secrets already scrubbed by the caller.
 	Error string
+	// Replayed reports that the provider replayed a stored answer for the
+	// attempt's key (e.g. Stripe's Idempotent-Replayed: true) instead of
+	// processing the request.
+	Replayed bool
 }
 
 // EventKind is the kind of an audit entry.

@@ -10,7 +10,10 @@ import (
 //
 // Every method takes the current time from its parameters (an injected
 // clock), never from the system clock, so tests can move leases and key
-// windows without sleeping. Every method but Cleanup is atomic: when it
+// windows without sleeping. Everything recorded uses that time; the one use
+// of the real clock is measuring (monotonically) how long a call that grants
+// a lease took, so that a lease is never granted already lapsed (see
+// Begin). Every method but Cleanup is atomic: when it
 // returns an error, the ledger is as it was before the call. Cleanup commits
 // batch by batch; when it stops early it reports the batches it committed.
 type Store interface {
@@ -19,13 +22,25 @@ type Store interface {
 	// existing one), refuse a different fingerprint, take the lease, and,
 	// when the operation is pending and StartAttempt is set, record the start
 	// of the next attempt (status in_flight). See BeginParams and BeginResult.
+	//
+	// An ID that Cleanup removed is not new: Begin returns its tombstone
+	// (Operation.Tombstone, with the final status) unclaimed, with no
+	// attempt and no error, exactly like a terminal operation, and creates
+	// nothing; a different fingerprint returns ErrFingerprintMismatch.
+	//
+	// The lease is never granted already lapsed: when the call took so long
+	// (waiting on a lock) that Now plus the real time it took is not before
+	// LeaseUntil, it changes nothing and returns an error wrapping
+	// ErrLeaseLost.
 	Begin(ctx context.Context, p BeginParams) (BeginResult, error)
 
 	// CreateOrGet records the operation as pending (due at once for
 	// background work) if its ID is new, or returns the existing one
 	// unchanged. created reports which. An existing ID with another
-	// fingerprint returns ErrFingerprintMismatch and changes nothing. A zero
-	// now is refused with ErrInvalid.
+	// fingerprint returns ErrFingerprintMismatch and changes nothing. An ID
+	// that Cleanup removed returns its tombstone (Operation.Tombstone) with
+	// created false, and creates nothing; the fingerprint is checked against
+	// the tombstone's. A zero now is refused with ErrInvalid.
 	CreateOrGet(ctx context.Context, op NewOperation, now time.Time) (got Operation, created bool, err error)
 
 	// Claim takes the lease on one operation: a compare-and-set that exactly
@@ -33,7 +48,9 @@ type Store interface {
 	// holds a live lease (or the caller already does) and the operation is not
 	// terminal. An in_flight operation whose lease has expired becomes
 	// unknown (its attempt may have been sent), never pending. Errors:
-	// ErrInProgress (someone else holds a live lease), ErrTerminal, ErrNotFound.
+	// ErrInProgress (someone else holds a live lease), ErrTerminal,
+	// ErrNotFound (also for a tombstone), ErrLeaseLost (the lease would have
+	// lapsed before it was granted, as in Begin).
 	Claim(ctx context.Context, p ClaimParams) (Operation, error)
 
 	// StartAttempt durably records the start of the next attempt; the caller
@@ -41,7 +58,9 @@ type Store interface {
 	// and the operation must be pending or unknown. The operation becomes
 	// in_flight, its attempt count grows by one, the lease is extended to
 	// LeaseUntil, and the key window opens (WindowStart = Now) if it was not
-	// open. Errors: ErrLeaseLost, ErrStateConflict, ErrNotFound.
+	// open. Errors: ErrLeaseLost (also when the extended lease would have
+	// lapsed before the call commits, as in Begin), ErrStateConflict,
+	// ErrNotFound.
 	StartAttempt(ctx context.Context, p StartAttemptParams) (Operation, Attempt, error)
 
 	// Finish records a transition, and the outcome of the current attempt
@@ -62,24 +81,29 @@ type Store interface {
 	// before Now), oldest due first: pending ones to send, unknown ones to
 	// look up, in_flight ones whose lease expired (these become unknown), and,
 	// with IncludeReview, manual_review ones that still want read-only
-	// lookups. Operations under a live lease are never returned. Concurrent
-	// callers (in any number of processes) never receive the same operation.
+	// lookups. Operations under a live lease are never returned, nor are
+	// tombstones. Concurrent callers (in any number of processes) never
+	// receive the same operation. When the call took so long that the
+	// leases would have lapsed before they were granted, the whole batch is
+	// rolled back and the error wraps ErrLeaseLost.
 	ClaimDue(ctx context.Context, p ClaimDueParams) ([]Operation, error)
 
 	// Events returns the audit entries of one operation in order (empty when
-	// there are none), or ErrNotFound.
+	// there are none, and for a tombstone: its events went with it), or
+	// ErrNotFound.
 	Events(ctx context.Context, id string) ([]Event, error)
 
 	// Get returns one operation with its attempts in order, or ErrNotFound
-	// (ErrInvalid for an empty id).
+	// (ErrInvalid for an empty id). For an ID that Cleanup removed it
+	// returns the tombstone (Operation.Tombstone set) and no attempts.
 	Get(ctx context.Context, id string) (Operation, []Attempt, error)
 
 	// List returns operations matching the filter, ordered by ID, for
-	// operators' tools.
+	// operators' tools. Tombstones are not listed.
 	List(ctx context.Context, f ListFilter) ([]Operation, error)
 
 	// ListReview returns operations in manual_review matching the filter,
-	// oldest first.
+	// oldest first. Tombstones are not listed.
 	ListReview(ctx context.Context, f ReviewFilter) ([]Operation, error)
 
 	// Resolve records an operator's decision on an operation in
@@ -91,11 +115,19 @@ type Store interface {
 	Resolve(ctx context.Context, p ResolveParams) (Operation, error)
 
 	// Cleanup deletes succeeded and failed operations (with their attempts
-	// and events)
-	// that finished before Now - Retention and whose key window has closed,
-	// in transactions of at most BatchSize operations. It never deletes
-	// pending, in_flight, unknown or manual_review operations. A Retention
-	// shorter than KeyTTL is refused with ErrRetentionTooShort.
+	// and events) that finished before Now - Retention and whose key window
+	// has closed, in transactions of at most BatchSize operations. It never
+	// deletes pending, in_flight, unknown or manual_review operations. A
+	// Retention shorter than KeyTTL is refused with ErrRetentionTooShort.
+	//
+	// Cleanup does not forget that an operation existed: each deleted
+	// operation leaves a tombstone (its identity, fingerprint, final status,
+	// provider reference, result, amount and currency, key TTL, creation and
+	// finish times), written in the transaction of the delete. A late
+	// duplicate call (Begin, CreateOrGet) finds it and gets the recorded
+	// outcome, where a new operation would be sent again under a key the
+	// provider has forgotten: a second charge. Tombstones are kept forever
+	// unless TombstoneRetention is set; see CleanupParams.
 	Cleanup(ctx context.Context, p CleanupParams) (CleanupReport, error)
 
 	// Migrate brings the store's schema up to date. It is safe to call from
@@ -171,6 +203,8 @@ type AttemptOutcome struct {
 	HTTPStatus        int
 	ProviderRequestID string
 	Error             string // secrets already scrubbed
+	// Replayed: the provider replayed a stored answer for the attempt's key.
+	Replayed bool
 }
 
 // FinishParams are the arguments of Store.Finish.
@@ -278,6 +312,14 @@ type CleanupParams struct {
 	// BatchSize is the number of operations deleted per transaction;
 	// defaults to 1000; at most 100000.
 	BatchSize int
+	// TombstoneRetention is how long the tombstones of deleted operations
+	// are kept, counted from the operation's finish time. Zero (the
+	// default) keeps them forever; a positive value deletes tombstones
+	// whose operation finished more than TombstoneRetention before Now. It
+	// must not be shorter than Retention. A caller whose duplicates may
+	// arrive at any time (a retried job queue, a replayed event log) should
+	// keep them forever: a duplicate that finds no tombstone is sent again.
+	TombstoneRetention time.Duration
 }
 
 // CleanupReport says what Cleanup did, so that a cleanup that stopped
@@ -288,4 +330,12 @@ type CleanupReport struct {
 	// OldestFinishedAt is the finish time of the oldest succeeded or failed
 	// operation left; zero when none is left.
 	OldestFinishedAt time.Time
+	// Tombstoned counts the tombstones this call wrote (one per deleted
+	// operation).
+	Tombstoned int
+	// TombstonesPurged counts the tombstones this call deleted
+	// (TombstoneRetention).
+	TombstonesPurged int
+	// Tombstones is the number of tombstones left after the call.
+	Tombstones int
 }

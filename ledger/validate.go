@@ -328,6 +328,13 @@ func (p CleanupParams) Validate() error {
 		// Rule 6: a row deleted while the provider still remembers its key
 		// would let a late retry look new to the ledger and be sent again.
 		return fmt.Errorf("%w: retention %v < key TTL %v; keep finished operations at least as long as the provider remembers their keys", ErrRetentionTooShort, p.Retention, p.KeyTTL)
+	case p.TombstoneRetention < 0:
+		return invalid("TombstoneRetention", "must be >= 0 (0 keeps tombstones forever), got %v", p.TombstoneRetention)
+	case p.TombstoneRetention > 0 && p.TombstoneRetention < p.Retention:
+		// A tombstone is what answers a late duplicate once its operation
+		// is gone; purging it before its operation could even be deleted
+		// would make the tombstone pointless.
+		return invalid("TombstoneRetention", "%v must not be shorter than Retention %v (or 0 to keep tombstones forever)", p.TombstoneRetention, p.Retention)
 	}
 	return nil
 }

@@ -16,8 +16,13 @@ import (
 // ClaimDue implements ledger.Store. The selection and the lease update are
 // one statement (row locks taken with SKIP LOCKED), so concurrent callers in
 // any number of processes never lease the same operation; it runs inside a
-// transaction only so that a row that cannot be read back undoes the leases.
+// transaction so that a row that cannot be read back undoes the leases, and
+// so that a call that took too long grants none: when the leases would have
+// lapsed before the commit, the whole batch is rolled back (every lease of
+// the batch ends at the same LeaseUntil, so none of them would be worth
+// anything) and the error wraps ledger.ErrLeaseLost.
 func (s *Store) ClaimDue(ctx context.Context, p ledger.ClaimDueParams) ([]ledger.Operation, error) {
+	start := time.Now()
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -33,7 +38,8 @@ func (s *Store) ClaimDue(ctx context.Context, p ledger.ClaimDueParams) ([]ledger
 		dueAt time.Time
 	}
 	var got []claimed
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.durable(ctx, "claim due", func(tx pgx.Tx) error {
+		got = nil
 		// The UPDATE turns in_flight into unknown: an expired lease on an
 		// in_flight operation means its worker died after recording an
 		// attempt that may have been sent.
@@ -50,7 +56,10 @@ func (s *Store) ClaimDue(ctx context.Context, p ledger.ClaimDueParams) ([]ledger
 			}
 			got = append(got, claimed{op: op, dueAt: timeOf(dueAt)})
 		}
-		return rows.Err()
+		if err := rows.Err(); err != nil || len(got) == 0 {
+			return err
+		}
+		return ledger.CheckLeaseGranted(fmt.Sprintf("%d due operations for %q", len(got), p.Owner), p.Now, p.LeaseUntil, time.Since(start))
 	})
 	if err != nil {
 		return nil, translate("claim due", err)
@@ -69,9 +78,10 @@ func (s *Store) ClaimDue(ctx context.Context, p ledger.ClaimDueParams) ([]ledger
 	return out, nil
 }
 
-// Cleanup implements ledger.Store. Each batch is one DELETE statement (its
-// own transaction); attempts and events go with their operation by ON
-// DELETE CASCADE.
+// Cleanup implements ledger.Store. Each batch is one transaction: one
+// DELETE statement returning the deleted operations (attempts and events go
+// with them by ON DELETE CASCADE), then their tombstones. Then, with a
+// TombstoneRetention, tombstones old enough are deleted in batches too.
 // When ctx is cancelled between batches, Cleanup stops and returns what it
 // did so far with the context's error.
 func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.CleanupReport, error) {
@@ -86,26 +96,71 @@ func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.Cle
 		if err := ctx.Err(); err != nil {
 			return report, fmt.Errorf("ledgerpg: cleanup: %w", err)
 		}
-		// Rule 6: only succeeded and failed rows, only after the retention,
-		// and only once the provider has forgotten the key: a row deleted
-		// earlier would let a late retry look new and be sent again.
-		tag, err := s.pool.Exec(ctx, s.q.cleanupBatch, finishedBefore, now, batch)
+		var n int
+		err := s.durable(ctx, "cleanup", func(tx pgx.Tx) error {
+			// Rule 6: only succeeded and failed rows, only after the
+			// retention, and only once the provider has forgotten the key:
+			// a row deleted earlier would let a late retry look new and be
+			// sent again.
+			rows, err := tx.Query(ctx, s.q.cleanupBatch, finishedBefore, now, batch)
+			if err != nil {
+				return err
+			}
+			ops, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.Operation, error) { return scanOp(row) })
+			if err != nil {
+				return err
+			}
+			// The tombstones commit with the delete: no transaction can
+			// see the operation gone and its tombstone not yet there.
+			b := &pgx.Batch{}
+			for _, op := range ops {
+				b.Queue(s.q.insertTombstone, tombstoneArgs(ledger.TombstoneOf(op, now))...)
+			}
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return err
+			}
+			if s.afterCleanupBatch != nil {
+				s.afterCleanupBatch()
+			}
+			n = len(ops)
+			return nil
+		})
 		if err != nil {
 			return report, translate("cleanup", err)
 		}
-		n := int(tag.RowsAffected())
 		if n > 0 {
 			report.Deleted += n
+			report.Tombstoned += n
 			report.Batches++
 		}
 		if n < batch {
 			break
 		}
 	}
-	var oldest pgtype.Timestamptz
-	if err := s.pool.QueryRow(ctx, s.q.oldestFinished).Scan(&oldest); err != nil {
+	for p.TombstoneRetention > 0 {
+		if err := ctx.Err(); err != nil {
+			return report, fmt.Errorf("ledgerpg: cleanup: %w", err)
+		}
+		// Not forced durable: a purge lost in a crash only keeps
+		// tombstones longer.
+		tag, err := s.pool.Exec(ctx, s.q.purgeTombstones, now.Add(-p.TombstoneRetention), batch)
+		if err != nil {
+			return report, translate("cleanup", err)
+		}
+		n := int(tag.RowsAffected())
+		report.TombstonesPurged += n
+		if n < batch {
+			break
+		}
+	}
+	var (
+		oldest     pgtype.Timestamptz
+		tombstones int
+	)
+	if err := s.pool.QueryRow(ctx, s.q.cleanupStats).Scan(&oldest, &tombstones); err != nil {
 		return report, translate("cleanup", err)
 	}
 	report.OldestFinishedAt = timeOf(oldest)
+	report.Tombstones = tombstones
 	return report, nil
 }

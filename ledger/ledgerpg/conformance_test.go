@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/internal/pgtest"
@@ -49,6 +50,24 @@ func TestConformance(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, int64(1), tag.RowsAffected(), "no event %d of %q", seq, id)
 			},
+			BlockWrites: func(t *testing.T) func() {
+				// What a caller's open transaction holding the table (or
+				// rows the call needs) does to the store's writes.
+				return lockTable(t, pgtest.NewPool(t), schema, "payonce_operations")
+			},
 		}
 	})
+}
+
+// lockTable locks a table of schema against every write (EXCLUSIVE mode:
+// reads still run) in a transaction of its own, until the returned release
+// rolls it back.
+func lockTable(t *testing.T, pool *pgxpool.Pool, schema, table string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "LOCK TABLE "+pgx.Identifier{schema, table}.Sanitize()+" IN EXCLUSIVE MODE")
+	require.NoError(t, err)
+	return func() { _ = tx.Rollback(ctx) }
 }

@@ -16,7 +16,7 @@
 // (ledger.ApplyFinish and its siblings) are applied to them, and the result
 // is written back in the same transaction, so leases are compare-and-set
 // across processes. A new operation
-// is recorded by Begin in a single statement, so a successful payment costs
+// is recorded by Begin in a single round trip, so a successful payment costs
 // two commits: Begin, then Finish. Audit entries (Events) are written in the
 // transaction of the change they document, numbered under the same row lock.
 //
@@ -35,5 +35,46 @@
 //
 // Migrations are SQL files embedded in the package and applied in order by
 // Migrate (see MigrateReport), serialized across processes by an advisory
-// lock.
+// lock. The schema name is always quoted: any name works, reserved words
+// ("user", "order") and mixed case ("Pay Once") included (Config.Schema).
+//
+// Every transaction the store opens runs under READ COMMITTED, whatever the
+// server's default isolation, and the arguments above assume it.
+//
+// # Tombstones
+//
+// Cleanup deletes an operation and writes its tombstone in one transaction;
+// Begin and CreateOrGet (CreateOrGetTx too) answer an ID with a tombstone
+// with the recorded outcome and create nothing. A late call racing with
+// Cleanup cannot see, in the snapshot of its insert, the tombstone of a
+// Cleanup its insert waited for; the store therefore checks the tombstone
+// table in a later statement of the same transaction, on the path that
+// created a row only, and undoes the insert (Begin does it in the same
+// round trip). Under REPEATABLE READ or SERIALIZABLE a caller's
+// CreateOrGetTx whose snapshot predates such a Cleanup gets an error asking
+// it to retry its transaction.
+//
+// # Durability
+//
+// The attempt journal must be on disk before a request is sent (rule 2).
+// Every write but the lazily durable Finish (see Config.DurableOutcomes)
+// sets synchronous_commit to on for its own transaction (remote_apply, if
+// that is the session's setting, is kept), folded into the statements it
+// already sends: a role or database default of off, local or remote_write
+// does not weaken the journal. A server running with fsync = off makes no
+// commit durable at all; Migrate logs a warning to Config.Logger when it
+// finds one.
+//
+// A commit is durable on the server that acknowledged it. With
+// asynchronous streaming replication, a failover to a standby loses the
+// journal entries committed on the old primary but not yet replicated: an
+// attempt may then have been sent, and even answered, with no record of it
+// on the new primary, which would send it again as pending (inside the key
+// window the provider deduplicates it; outside, it is a second charge).
+// Run the ledger with synchronous replication: synchronous_standby_names
+// set, and synchronous_commit = on (the standby has flushed the commit) or
+// remote_apply (it has also applied it, so reads on the standby see it).
+// The store's writes then wait for the standby; the lazily durable Finish
+// does not, and an outcome it loses in a failover is recovered by a status
+// lookup like any other lost outcome.
 package ledgerpg

@@ -13,7 +13,7 @@ import (
 
 // Events implements ledger.Store: the audit entries of one operation by
 // seq, read in one statement with the operation's existence. An operation
-// without events has an empty (non-nil) list.
+// without events, and a tombstone, have an empty (non-nil) list.
 func (s *Store) Events(ctx context.Context, id string) ([]ledger.Event, error) {
 	if id == "" {
 		return nil, &ledger.ValidationError{Field: "ID", Problem: "must not be empty"}
@@ -57,6 +57,14 @@ func (s *Store) Events(ctx context.Context, id string) ([]ledger.Event, error) {
 		return nil, translate("events", err)
 	}
 	if !found {
+		// A tombstone's events went with its operation.
+		var tombstoned bool
+		if err := s.pool.QueryRow(ctx, s.q.tombstoneExists, id).Scan(&tombstoned); err != nil {
+			return nil, translate("events", err)
+		}
+		if tombstoned {
+			return out, nil
+		}
 		return nil, fmt.Errorf("ledgerpg: events: %w: %q", ledger.ErrNotFound, id)
 	}
 	return out, nil

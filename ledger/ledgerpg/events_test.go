@@ -17,8 +17,9 @@ import (
 )
 
 // A schema left at version 1 by an older build upgrades to the current
-// version with its data intact, and the upgraded store records events for
-// the operations it already had.
+// version with its data intact: the upgraded store reads the operations it
+// already had (their attempts not replayed), records events for them, and
+// finishes and cleans them up with tombstones.
 func TestUpgradeFromVersion1(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -31,44 +32,56 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, applied, 1)
 	require.Equal(t, "initial", applied[0].Name)
-	var events *string
-	require.NoError(t, pool.QueryRow(ctx, "SELECT to_regclass($1)::text", schema+".payonce_events").Scan(&events))
-	require.Nil(t, events, "version 1 has no events table")
+	for _, table := range []string{"payonce_events", "payonce_tombstones"} {
+		var reg *string
+		require.NoError(t, pool.QueryRow(ctx, "SELECT to_regclass($1)::text", pgx.Identifier{schema, table}.Sanitize()).Scan(&reg))
+		require.Nil(t, reg, "version 1 has no %s table", table)
+	}
 
-	// What a version 1 build did: an operation sent once, waiting for a
-	// lookup, and one only recorded.
-	res, err := old.Begin(ctx, ledger.BeginParams{Op: newOp("op-1"), Owner: "w", Now: t0, LeaseUntil: t0.Add(time.Minute), StartAttempt: true})
+	// What a version 1 build wrote: an operation sent once, waiting for a
+	// lookup under a live lease, and one only recorded.
+	ops, atts := pgx.Identifier{schema, "payonce_operations"}.Sanitize(), pgx.Identifier{schema, "payonce_attempts"}.Sanitize()
+	op1, op2 := newOp("op-1"), newOp("op-2")
+	_, err = pool.Exec(ctx, `INSERT INTO `+ops+` (id, key, provider, kind, refs, generation, fingerprint, request, status, attempts,
+		key_ttl_ms, window_start, key_expires_at, lease_owner, lease_expires_at, next_check_at, created_at, updated_at)
+		VALUES ($1, $1, 'stripe', 'charge', $2, 0, $3, $4, 'unknown', 1, 86400000, $5, $6, 'w', $7, $7, $5, $8)`,
+		op1.ID, op1.References, op1.Fingerprint, string(op1.Request), t0, t0.Add(24*time.Hour), t0.Add(time.Minute), t0.Add(time.Second))
 	require.NoError(t, err)
-	_, err = old.Finish(ctx, ledger.FinishParams{
-		ID: "op-1", Owner: "w", Now: t0.Add(time.Second), From: ledger.StatusInFlight, To: ledger.StatusUnknown,
-		Attempt: &ledger.AttemptOutcome{Number: res.Attempt.Number, Class: ledger.OutcomeMaybeSent, Error: "timeout"}, KeepLease: true,
-	})
+	_, err = pool.Exec(ctx, `INSERT INTO `+atts+` (operation_id, number, key, started_at, finished_at, may_have_reached, outcome, error)
+		VALUES ('op-1', 1, 'op-1', $1, $2, true, 'maybe_sent', 'timeout')`, t0, t0.Add(time.Second))
 	require.NoError(t, err)
-	_, _, err = old.CreateOrGet(ctx, newOp("op-2"), t0)
-	require.NoError(t, err)
-	wantOp, wantAtts, err := old.Get(ctx, "op-1")
-	require.NoError(t, err)
-	wantOp2, _, err := old.Get(ctx, "op-2")
+	_, err = pool.Exec(ctx, `INSERT INTO `+ops+` (id, key, provider, kind, refs, generation, fingerprint, request, status, attempts,
+		key_ttl_ms, next_check_at, created_at, updated_at)
+		VALUES ($1, $1, 'stripe', 'charge', $2, 0, $3, $4, 'pending', 0, 86400000, $5, $5, $5)`,
+		op2.ID, op2.References, op2.Fingerprint, string(op2.Request), t0)
 	require.NoError(t, err)
 
 	s, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema})
 	require.NoError(t, err)
 	applied, err = s.MigrateReport(ctx)
 	require.NoError(t, err)
-	require.Len(t, applied, 1)
-	require.Equal(t, 2, applied[0].Version)
+	require.Equal(t, s.Migrations()[1:], applied, "every version after 1")
 	require.Equal(t, "events", applied[0].Name)
+	require.Equal(t, "tombstones", applied[1].Name)
 	applied, err = s.MigrateReport(ctx)
 	require.NoError(t, err)
 	require.Empty(t, applied)
 
-	gotOp, gotAtts, err := s.Get(ctx, "op-1")
+	got, gotAtts, err := s.Get(ctx, "op-1")
 	require.NoError(t, err)
-	require.Equal(t, wantOp, gotOp)
-	require.Equal(t, wantAtts, gotAtts)
-	gotOp2, _, err := s.Get(ctx, "op-2")
+	require.Equal(t, ledger.Operation{
+		ID: "op-1", Key: "op-1", Provider: "stripe", Kind: "charge", References: op1.References, Fingerprint: op1.Fingerprint,
+		Request: op1.Request, Status: ledger.StatusUnknown, Attempts: 1, KeyTTL: 24 * time.Hour,
+		WindowStart: t0, KeyExpiresAt: t0.Add(24 * time.Hour), LeaseOwner: "w", LeaseExpiresAt: t0.Add(time.Minute), NextCheckAt: t0.Add(time.Minute),
+		CreatedAt: t0, UpdatedAt: t0.Add(time.Second),
+	}, got)
+	require.Equal(t, []ledger.Attempt{{
+		OperationID: "op-1", Number: 1, Key: "op-1", StartedAt: t0, FinishedAt: t0.Add(time.Second), MayHaveReached: true,
+		Outcome: ledger.OutcomeMaybeSent, Error: "timeout",
+	}}, gotAtts, "an attempt of version 1 was not replayed")
+	got2, _, err := s.Get(ctx, "op-2")
 	require.NoError(t, err)
-	require.Equal(t, wantOp2, gotOp2)
+	require.Equal(t, ledger.StatusPending, got2.Status)
 	evs, err := s.Events(ctx, "op-1")
 	require.NoError(t, err)
 	require.Empty(t, evs)
@@ -81,6 +94,14 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	evs, err = s.Events(ctx, "op-1")
 	require.NoError(t, err)
 	require.Equal(t, []ledger.Event{{OperationID: "op-1", Seq: 1, At: t0.Add(time.Minute), Kind: ledger.EventLookup, Actor: "w", Detail: `{"status":"succeeded"}`}}, evs)
+
+	rep, err := s.Cleanup(ctx, ledger.CleanupParams{Now: t0.Add(30 * 24 * time.Hour), Retention: 48 * time.Hour, KeyTTL: 24 * time.Hour})
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Tombstoned)
+	tomb, _, err := s.Get(ctx, "op-1")
+	require.NoError(t, err)
+	require.True(t, tomb.Tombstone)
+	require.Equal(t, "pi_1", tomb.ProviderRef)
 }
 
 // Events travel in the batches the calls already send: recording them costs

@@ -11,3 +11,19 @@ func KeepMigrationsUpTo(s *Store, version int) {
 	}
 	s.migrations = keep
 }
+
+// SetFsyncQuery makes Migrate read the server's fsync setting with query
+// (e.g. "SELECT 'off'"), so that tests can see the warning without a
+// server running with fsync off.
+func SetFsyncQuery(s *Store, query string) { s.fsyncQuery = query }
+
+// SetProbe makes every write transaction of s run query (returning one text
+// value) just before its COMMIT and hand the value to fn with the method's
+// name.
+func SetProbe(s *Store, query string, fn func(method, value string)) {
+	s.probeSQL, s.onProbe = query, fn
+}
+
+// AfterCleanupBatch makes Cleanup call fn inside each batch transaction,
+// after its deletes and tombstones are written and before its COMMIT.
+func AfterCleanupBatch(s *Store, fn func()) { s.afterCleanupBatch = fn }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io/fs"
+	"log/slog"
 	"path"
 	"strconv"
 	"strings"
@@ -75,10 +76,11 @@ func (s *Store) Migrate(ctx context.Context) error {
 // returning the ones it applied (none when the schema was current). Processes
 // migrating the same schema at once are serialized by a transaction-scoped
 // advisory lock, so each migration runs exactly once; on error nothing is
-// applied.
+// applied. It also checks the server's fsync setting and logs a warning
+// (once per Store, to Config.Logger) when it is off.
 func (s *Store) MigrateReport(ctx context.Context) ([]Migration, error) {
 	var applied []Migration
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginTxFunc(ctx, s.pool, durableTx, func(tx pgx.Tx) error {
 		// Everything below, including CREATE SCHEMA, happens under the lock:
 		// two processes racing through "CREATE SCHEMA IF NOT EXISTS" or
 		// "CREATE TABLE IF NOT EXISTS" can otherwise both decide to create
@@ -128,12 +130,35 @@ func (s *Store) MigrateReport(ctx context.Context) ([]Migration, error) {
 			}
 			applied = append(applied, m)
 		}
-		return nil
+		return s.checkFsync(ctx, tx)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ledgerpg: migrate schema %s: %w", s.q.schema, err)
 	}
 	return applied, nil
+}
+
+// checkFsync warns, once per Store, when the server runs with fsync off:
+// then no commit is durable, synchronous_commit or not, and an operating
+// system crash or power loss can forget attempts that were sent (rule 2).
+// The store keeps working: fsync off is a deliberate (test) setup, and
+// refusing it would break those.
+func (s *Store) checkFsync(ctx context.Context, tx pgx.Tx) error {
+	query := "SELECT current_setting('fsync')"
+	if s.fsyncQuery != "" {
+		query = s.fsyncQuery
+	}
+	var fsync string
+	if err := tx.QueryRow(ctx, query).Scan(&fsync); err != nil {
+		return fmt.Errorf("reading the server's fsync setting: %w", err)
+	}
+	if fsync == "off" {
+		s.fsyncWarned.Do(func() {
+			s.logger.Warn("ledgerpg: the PostgreSQL server runs with fsync=off: no commit is durable, and a crash of the database host can lose journaled attempts of requests that were sent (payonce rule 2); turn fsync on outside of tests",
+				slog.String("schema", s.schema))
+		})
+	}
+	return nil
 }
 
 // migrationLockKey derives the advisory lock key from the schema name, so

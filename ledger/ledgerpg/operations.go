@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/payonce/payonce/ledger"
@@ -20,21 +21,22 @@ const maxVanish = 3
 // errVanished: the insert found the ID taken but the row was gone when read.
 var errVanished = errors.New("operation deleted concurrently")
 
-// Begin implements ledger.Store. A new operation costs one statement, so
-// one round trip and one commit: the row is inserted already leased, with its
-// first attempt when asked. For an existing one that insert changes nothing,
-// and the row is then read under a row lock, checked and updated in one
-// transaction.
+// Begin implements ledger.Store. A new operation costs one round trip and
+// one commit: the row is inserted already leased, with its first attempt
+// when asked, and checked in the same trip (tombstone, lease; see
+// beginNew). For an existing one that insert changes nothing, and the row is
+// then read under a row lock, checked and updated in one transaction.
 func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginResult, error) {
+	start := time.Now() // the lease check measures the real time from here
 	if err := p.Validate(); err != nil {
 		return ledger.BeginResult{}, err
 	}
 	for range maxVanish {
-		res, err := s.beginNew(ctx, p)
-		if err != nil || res.Created {
+		res, done, err := s.beginNew(ctx, p, start)
+		if err != nil || done {
 			return res, translate("begin", err)
 		}
-		res, err = s.beginExisting(ctx, p)
+		res, err = s.beginExisting(ctx, p, start)
 		if !errors.Is(err, errVanished) {
 			return res, translate("begin", err)
 		}
@@ -43,37 +45,97 @@ func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginRe
 }
 
 // beginNew inserts the operation in the state Begin leaves a new one in,
-// unless its ID (or key) is taken. Created is false when nothing was inserted.
-func (s *Store) beginNew(ctx context.Context, p ledger.BeginParams) (ledger.BeginResult, error) {
+// unless its ID (or key) is taken, in one round trip: BEGIN, the insert, the
+// undo check (queries.undoCreated), COMMIT. done is false when nothing was
+// inserted (Begin goes on with beginExisting); true with the result when
+// the operation was created, or when the insert was undone because the ID
+// has a tombstone (res is the tombstone, unclaimed, or a fingerprint
+// mismatch) or because the lease would have lapsed (ErrLeaseLost).
+//
+// The insert can wait: on a caller's open CreateOrGetTx transaction that
+// recorded the same ID and then rolls back, on a Cleanup deleting the ID, on
+// a lock held on the table. Its commit is pipelined, so the lease check
+// runs in the database: the lease's remaining time, measured here (after
+// the connection was acquired and the statements prepared, which can wait
+// too) when the trip is sent, against the time the transaction has been
+// open when the check runs.
+func (s *Store) beginNew(ctx context.Context, p ledger.BeginParams, start time.Time) (res ledger.BeginResult, done bool, err error) {
 	// A new operation has the caller's fingerprint and no lease: the caller
 	// claims it, and ApplyBegin cannot fail.
-	res, err := ledger.ApplyBegin(newOperation(p.Op, ledger.UTC(p.Now)), p)
+	res, err = ledger.ApplyBegin(newOperation(p.Op, ledger.UTC(p.Now)), p)
 	if err != nil {
-		return ledger.BeginResult{}, err
+		return ledger.BeginResult{}, true, err
 	}
 	res.Created = true
-	if a := res.Attempt; a == nil {
-		tag, err := s.pool.Exec(ctx, s.q.insertOp, opArgs(res.Op)...)
-		if err != nil || tag.RowsAffected() == 0 {
-			return ledger.BeginResult{}, err
-		}
-	} else {
-		var inserted int
-		args := append(opArgs(res.Op), a.Number, a.Key, a.StartedAt)
-		if err := s.pool.QueryRow(ctx, s.q.insertOpWithAttempt, args...).Scan(&inserted); err != nil || inserted == 0 {
-			return ledger.BeginResult{}, err
-		}
+	insert := s.q.insertOp
+	if res.Attempt != nil {
+		insert = s.q.insertOpWithAttempt
 	}
-	return res, nil
+	var (
+		inserted bool
+		undone   bool
+		ts       tombstoneScan
+	)
+	err = s.oneTrip(ctx, "begin", []string{insert, s.q.undoCreated}, func(b *pgx.Batch) error {
+		remaining := p.LeaseUntil.Sub(p.Now) - time.Since(start)
+		if remaining <= 0 {
+			return leaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
+		}
+		if a := res.Attempt; a == nil {
+			b.Queue(s.q.insertOp, opArgs(res.Op)...).Exec(func(tag pgconn.CommandTag) error {
+				inserted = tag.RowsAffected() == 1
+				return nil
+			})
+		} else {
+			args := append(opArgs(res.Op), a.Number, a.Key, a.StartedAt)
+			b.Queue(s.q.insertOpWithAttempt, args...).QueryRow(func(row pgx.Row) error {
+				var n int
+				err := row.Scan(&n)
+				inserted = n == 1
+				return err
+			})
+		}
+		b.Queue(s.q.undoCreated, p.Op.ID, remaining.Microseconds()).QueryRow(func(row pgx.Row) error {
+			return row.Scan(append([]any{&undone}, ts.dest()...)...)
+		})
+		return nil
+	})
+	switch {
+	case err != nil:
+		return ledger.BeginResult{}, true, err
+	case !inserted:
+		return ledger.BeginResult{}, false, nil
+	case !undone:
+		return res, true, nil
+	}
+	tomb, found, err := ts.tombstone()
+	if err != nil {
+		return ledger.BeginResult{}, true, err
+	}
+	if found {
+		// Cleanup removed this ID while the insert waited for it: answer
+		// with the recorded outcome, as for any terminal operation.
+		res, err = ledger.ApplyBegin(tomb.Operation(), p)
+		return res, true, err
+	}
+	return ledger.BeginResult{}, true, leaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
 }
 
-// beginExisting is Begin for an ID that is already recorded.
-func (s *Store) beginExisting(ctx context.Context, p ledger.BeginParams) (ledger.BeginResult, error) {
+// beginExisting is Begin for an ID that is already recorded (or has a
+// tombstone).
+func (s *Store) beginExisting(ctx context.Context, p ledger.BeginParams, start time.Time) (ledger.BeginResult, error) {
 	var res ledger.BeginResult
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.durable(ctx, "begin", func(tx pgx.Tx) error {
 		op, err := s.lock(ctx, tx, p.Op.ID)
 		if errors.Is(err, ledger.ErrNotFound) {
-			return s.whyNotInserted(ctx, tx, p.Op)
+			// The statements after the lock see a Cleanup the lock
+			// waited for: its tombstone answers, as a terminal operation.
+			tomb, err := s.whyNotInserted(ctx, tx, p.Op)
+			if err != nil {
+				return err
+			}
+			res, err = ledger.ApplyBegin(tomb, p)
+			return err
 		}
 		if err != nil {
 			return err
@@ -82,7 +144,12 @@ func (s *Store) beginExisting(ctx context.Context, p ledger.BeginParams) (ledger
 		if err != nil || !res.Claimed {
 			return err // a terminal operation: the recorded result answers the caller
 		}
-		return s.save(ctx, tx, res.Op, res.Attempt, time.Time{}, nil)
+		if err := s.save(ctx, tx, res.Op, res.Attempt, time.Time{}, nil); err != nil {
+			return err
+		}
+		// The lock may have waited (a caller's open CreateOrGetTx, another
+		// writer) past the end of the lease it grants.
+		return leaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
 	})
 	switch {
 	case errors.Is(err, ledger.ErrInProgress):
@@ -93,18 +160,69 @@ func (s *Store) beginExisting(ctx context.Context, p ledger.BeginParams) (ledger
 	return res, nil
 }
 
-// whyNotInserted explains an insert that did nothing although the ID is not
-// recorded: either its key belongs to another operation, or the row it
-// collided with was deleted since.
-func (s *Store) whyNotInserted(ctx context.Context, db querier, op ledger.NewOperation) error {
-	var taken bool
-	if err := db.QueryRow(ctx, s.q.keyTaken, op.Key).Scan(&taken); err != nil {
+// whyNotInserted explains an insert that did nothing although the ID has no
+// operation row: Cleanup removed it (its tombstone is returned), its key
+// belongs to another operation (ErrKeyConflict), or the row it collided with
+// was deleted since (errVanished: try again).
+func (s *Store) whyNotInserted(ctx context.Context, db querier, op ledger.NewOperation) (ledger.Operation, error) {
+	var (
+		taken bool
+		ts    tombstoneScan
+	)
+	if err := db.QueryRow(ctx, s.q.whyNotInserted, op.ID, op.Key).Scan(append([]any{&taken}, ts.dest()...)...); err != nil {
+		return ledger.Operation{}, err
+	}
+	tomb, found, err := ts.tombstone()
+	switch {
+	case err != nil:
+		return ledger.Operation{}, err
+	case found:
+		return tomb.Operation(), nil
+	case taken:
+		return ledger.Operation{}, fmt.Errorf("%w: key %q of new operation %q", ledger.ErrKeyConflict, op.Key, op.ID)
+	}
+	return ledger.Operation{}, errVanished
+}
+
+// oneTrip runs BEGIN, synchronous_commit at least on, what queue adds (with
+// result callbacks) and COMMIT as one batch: one round trip, one commit. On
+// an error the transaction is rolled back (and a connection whose rollback
+// fails is closed rather than returned to the pool mid-transaction); an
+// error from queue sends nothing.
+//
+// With pgx's default statement cache, stmts (what queue will add) are
+// prepared on the connection first: a no-op once they are, and otherwise
+// the round trip in which pgx would prepare them anyway, but here before
+// queue runs, so that a wait in it (parse analysis takes table locks) is
+// seen by what queue measures rather than hidden before BEGIN.
+func (s *Store) oneTrip(ctx context.Context, method string, stmts []string, queue func(*pgx.Batch) error) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
 		return err
 	}
-	if taken {
-		return fmt.Errorf("%w: key %q of new operation %q", ledger.ErrKeyConflict, op.Key, op.ID)
+	defer conn.Release()
+	if conn.Conn().Config().DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
+		for _, sql := range stmts {
+			if _, err := conn.Conn().Prepare(ctx, sql, sql); err != nil {
+				return err
+			}
+		}
 	}
-	return errVanished
+	b := &pgx.Batch{}
+	b.Queue(beginTx)
+	b.Queue(syncOn)
+	if err := queue(b); err != nil {
+		return err
+	}
+	s.queueProbe(b, method)
+	b.Queue("COMMIT")
+	err = conn.SendBatch(ctx, b).Close() // runs the callbacks in order
+	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+		if _, rbErr := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rbErr != nil {
+			_ = conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}
+	return err
 }
 
 // CreateOrGet implements ledger.Store: CreateOrGetTx in a transaction of
@@ -117,7 +235,7 @@ func (s *Store) CreateOrGet(ctx context.Context, n ledger.NewOperation, now time
 		got     ledger.Operation
 		created bool
 	)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.durable(ctx, "create", func(tx pgx.Tx) error {
 		var err error
 		got, created, err = s.createOrGet(ctx, tx, n, ledger.UTC(now))
 		return err
@@ -143,15 +261,24 @@ func (s *Store) CreateOrGet(ctx context.Context, n ledger.NewOperation, now time
 // same ID from other transactions (Begin, CreateOrGet, another CreateOrGetTx)
 // wait for it: do not make them from the goroutine that holds tx.
 //
+// An ID that Cleanup removed is not recorded again: its tombstone is
+// returned (Operation.Tombstone, created false) and tx is left with nothing
+// written by this call, as for an existing operation.
+//
 // Errors: validation errors (ErrInvalid) before tx is used;
-// ErrFingerprintMismatch when the ID is recorded with another fingerprint
-// and ErrKeyConflict when its key belongs to another operation. None of
-// these runs a statement that fails: tx is left as it was and stays usable
-// (commit or roll back as the business logic decides). Any other error
-// (the database refused a statement, the context ended) means tx may be
-// aborted: roll it back. Under REPEATABLE READ or SERIALIZABLE, a concurrent
-// transaction recording the same ID may make the insert fail with a
-// serialization error (SQLSTATE 40001): retry the whole transaction.
+// ErrFingerprintMismatch when the ID is recorded (or tombstoned) with
+// another fingerprint and ErrKeyConflict when its key belongs to another
+// operation. None of these runs a statement that fails: tx is left as it
+// was and stays usable (commit or roll back as the business logic decides).
+// Any other error (the database refused a statement, the context ended)
+// means tx may be aborted: roll it back. Under REPEATABLE READ or
+// SERIALIZABLE, a concurrent transaction recording the same ID may make the
+// insert fail with a serialization error (SQLSTATE 40001), and a Cleanup
+// that removed the ID after tx's snapshot was taken is refused with an
+// error saying so (tx's snapshot cannot see the tombstone that must answer):
+// in both cases roll back and retry the whole transaction. The commit's
+// durability is tx's (synchronous_commit of its session); nothing is sent
+// for the operation before it commits.
 func (s *Store) CreateOrGetTx(ctx context.Context, tx pgx.Tx, n ledger.NewOperation, now time.Time) (ledger.Operation, bool, error) {
 	if tx == nil {
 		return ledger.Operation{}, false, &ledger.ValidationError{Field: "tx", Problem: "must not be nil: pass the caller's pgx.Tx"}
@@ -184,19 +311,53 @@ func storedTTL(d time.Duration) time.Duration {
 // createOrGet is CreateOrGet on tx. Its statements never fail on a taken ID
 // or key (the insert does nothing; the reads explain why), so the errors it
 // decides in Go (fingerprint mismatch, key conflict) leave tx usable.
+//
+// The insert is sent with its tombstone check (queries.createdCheck) in one
+// round trip. The check is a later statement: under READ COMMITTED it sees
+// a Cleanup the insert waited for (one that deleted the ID and wrote its
+// tombstone), and the insert is then undone in tx, so that no live row
+// ever coexists with a tombstone.
 func (s *Store) createOrGet(ctx context.Context, tx pgx.Tx, n ledger.NewOperation, now time.Time) (ledger.Operation, bool, error) {
 	op := newOperation(n, now)
 	for range maxVanish {
-		tag, err := tx.Exec(ctx, s.q.insertOp, opArgs(op)...)
+		var (
+			inserted bool
+			visible  int
+			ts       tombstoneScan
+		)
+		b := &pgx.Batch{}
+		b.Queue(s.q.insertOp, opArgs(op)...).Exec(func(tag pgconn.CommandTag) error {
+			inserted = tag.RowsAffected() == 1
+			return nil
+		})
+		b.Queue(s.q.createdCheck, n.ID).QueryRow(func(row pgx.Row) error {
+			return row.Scan(append([]any{&visible}, ts.dest()...)...)
+		})
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return ledger.Operation{}, false, err
+		}
+		tomb, found, err := ts.tombstone()
 		if err != nil {
 			return ledger.Operation{}, false, err
 		}
-		if tag.RowsAffected() == 1 {
+		if inserted {
+			switch {
+			case found:
+				// The only row of the ID this snapshot sees is ours: the
+				// deleted one is gone or invisible with its tombstone.
+				if _, err := tx.Exec(ctx, s.q.deleteCreated, n.ID); err != nil {
+					return ledger.Operation{}, false, err
+				}
+				got := tomb.Operation()
+				return got, false, ledger.CheckFingerprint(got, n.Fingerprint)
+			case visible > 1:
+				return ledger.Operation{}, false, fmt.Errorf("operation %q was removed by a concurrent Cleanup after this transaction's snapshot was taken (REPEATABLE READ or SERIALIZABLE); the snapshot cannot see its tombstone: roll back and retry the transaction", n.ID)
+			}
 			return op, true, nil
 		}
 		got, err := s.get(ctx, tx, n.ID)
 		if errors.Is(err, ledger.ErrNotFound) {
-			err = s.whyNotInserted(ctx, tx, n)
+			got, err = s.whyNotInserted(ctx, tx, n)
 			if errors.Is(err, errVanished) {
 				continue
 			}
@@ -216,11 +377,12 @@ func (s *Store) createOrGet(ctx context.Context, tx pgx.Tx, n ledger.NewOperatio
 // update one compare-and-set: concurrent claimers queue on the lock, and
 // each one after the winner sees the winner's live lease.
 func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operation, error) {
+	start := time.Now()
 	if err := p.Validate(); err != nil {
 		return ledger.Operation{}, err
 	}
 	var out ledger.Operation
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.durable(ctx, "claim", func(tx pgx.Tx) error {
 		op, err := s.lock(ctx, tx, p.ID)
 		if err != nil {
 			return err
@@ -228,7 +390,10 @@ func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operati
 		if out, err = ledger.ApplyClaim(op, p); err != nil {
 			return err
 		}
-		return s.save(ctx, tx, out, nil, time.Time{}, nil)
+		if err := s.save(ctx, tx, out, nil, time.Time{}, nil); err != nil {
+			return err
+		}
+		return leaseGranted(p.ID, p.Now, p.LeaseUntil, start)
 	})
 	if err != nil {
 		return ledger.Operation{}, translate("claim", err)
@@ -240,11 +405,12 @@ func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operati
 // committed, so a crash after sending still leaves a record that the
 // request may have left. p.Events are recorded in the same transaction.
 func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (ledger.Operation, ledger.Attempt, error) {
+	start := time.Now()
 	if err := p.Validate(); err != nil {
 		return ledger.Operation{}, ledger.Attempt{}, err
 	}
 	var ch ledger.Change
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.durable(ctx, "start attempt", func(tx pgx.Tx) error {
 		op, err := s.lock(ctx, tx, p.ID)
 		if err != nil {
 			return err
@@ -252,7 +418,12 @@ func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (
 		if ch, err = ledger.ApplyStartAttempt(op, p); err != nil {
 			return err
 		}
-		return s.save(ctx, tx, ch.Op, ch.Attempt, ledger.UTC(p.Now), ch.Events)
+		if err := s.save(ctx, tx, ch.Op, ch.Attempt, ledger.UTC(p.Now), ch.Events); err != nil {
+			return err
+		}
+		// The caller sends once this commits: the lease it extends must
+		// not have ended meanwhile.
+		return leaseGranted(p.ID, p.Now, p.LeaseUntil, start)
 	})
 	if err != nil {
 		return ledger.Operation{}, ledger.Attempt{}, translate("start attempt", err)
@@ -274,13 +445,14 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 	// Two round trips (this is the second write of every operation): the
 	// transaction opens in the batch that locks and reads, and commits in
 	// the batch that writes.
-	err := s.twoTrips(ctx, func(b *pgx.Batch) {
-		if s.lazyOutcomes {
-			// An outcome lost in a crash is recovered by a lookup (see
-			// Config.DurableOutcomes); the journal written before the
-			// request was sent is durable whatever this says.
-			b.Queue("SET LOCAL synchronous_commit TO OFF")
-		}
+	sync := syncOn
+	if s.lazyOutcomes {
+		// An outcome lost in a crash is recovered by a lookup (see
+		// Config.DurableOutcomes); the journal written before the request
+		// was sent is durable whatever this says.
+		sync = syncOff
+	}
+	err := s.twoTrips(ctx, "finish", sync, func(b *pgx.Batch) {
 		// Lock the row, then (a later statement, so it sees everything
 		// committed before the lock was granted) read the attempt and where
 		// the key window starts without it.
@@ -289,11 +461,6 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 			b.Queue(s.q.attemptForFinish, p.ID, p.Attempt.Number)
 		}
 	}, func(br pgx.BatchResults, w *pgx.Batch) error {
-		if s.lazyOutcomes {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
-		}
 		op, err := scanOp(br.QueryRow())
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: %q", ledger.ErrNotFound, p.ID)
@@ -320,7 +487,7 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 		}
 		if a := ch.Attempt; a != nil {
 			w.Queue(s.q.finishAttempt, a.OperationID, a.Number, a.FinishedAt, a.MayHaveReached, string(a.Outcome),
-				nullInt(a.HTTPStatus), nullText(a.ProviderRequestID), nullText(a.Error))
+				nullInt(a.HTTPStatus), nullText(a.ProviderRequestID), nullText(a.Error), a.Replayed)
 		}
 		w.Queue(s.q.save, saveArgs(ch.Op)...)
 		queueEvents(w, &s.q, ch.Op.ID, now, ch.Events)
@@ -334,21 +501,26 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 }
 
 // twoTrips runs a read-then-write transaction in two round trips: the
-// first batch is BEGIN and what read queues; decide reads its results and
-// queues the writes; the second batch is the writes and COMMIT. On any
-// error the transaction is rolled back (and a connection whose rollback
-// fails is closed rather than returned to the pool mid-transaction).
-func (s *Store) twoTrips(ctx context.Context, read func(*pgx.Batch), decide func(pgx.BatchResults, *pgx.Batch) error) error {
+// first batch is BEGIN, sync (the synchronous_commit setting of the
+// transaction) and what read queues; decide reads its results and queues
+// the writes; the second batch is the writes and COMMIT. On any error the
+// transaction is rolled back (and a connection whose rollback fails is
+// closed rather than returned to the pool mid-transaction).
+func (s *Store) twoTrips(ctx context.Context, method, sync string, read func(*pgx.Batch), decide func(pgx.BatchResults, *pgx.Batch) error) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Release()
 	rb := &pgx.Batch{}
-	rb.Queue("BEGIN")
+	rb.Queue(beginTx)
+	rb.Queue(sync)
 	read(rb)
 	br := conn.SendBatch(ctx, rb)
 	_, err = br.Exec() // BEGIN
+	if err == nil {
+		_, err = br.Exec() // sync
+	}
 	w := &pgx.Batch{}
 	if err == nil {
 		err = decide(br, w)
@@ -357,6 +529,7 @@ func (s *Store) twoTrips(ctx context.Context, read func(*pgx.Batch), decide func
 		err = closeErr
 	}
 	if err == nil {
+		s.queueProbe(w, method)
 		w.Queue("COMMIT")
 		err = conn.SendBatch(ctx, w).Close()
 	}
@@ -376,7 +549,7 @@ func (s *Store) Resolve(ctx context.Context, p ledger.ResolveParams) (ledger.Ope
 	}
 	now := ledger.UTC(p.Now)
 	var out ledger.Operation
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.durable(ctx, "resolve", func(tx pgx.Tx) error {
 		op, err := s.lock(ctx, tx, p.ID)
 		if err != nil {
 			return err

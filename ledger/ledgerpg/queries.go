@@ -15,12 +15,19 @@ type queries struct {
 	ops             string
 	attempts        string
 	events          string
+	tombstones      string
 
 	insertOp            string
 	insertOpWithAttempt string
+	undoCreated         string
+	createdCheck        string
+	deleteCreated       string
 	selectOp            string
 	lockOp              string
-	keyTaken            string
+	whyNotInserted      string
+	selectTombstone     string
+	tombstoneExists     string
+	insertTombstone     string
 	save                string
 	insertAttempt       string
 	attemptForFinish    string
@@ -29,7 +36,8 @@ type queries struct {
 	getWithAttempts     string
 	listOps             string
 	cleanupBatch        string
-	oldestFinished      string
+	purgeTombstones     string
+	cleanupStats        string
 	insertEvents        string
 	eventsOf            string
 }
@@ -41,15 +49,26 @@ func newQueries(schema string) queries {
 		ops:             pgx.Identifier{schema, "payonce_operations"}.Sanitize(),
 		attempts:        pgx.Identifier{schema, "payonce_attempts"}.Sanitize(),
 		events:          pgx.Identifier{schema, "payonce_events"}.Sanitize(),
+		tombstones:      pgx.Identifier{schema, "payonce_tombstones"}.Sanitize(),
 	}
 	cols := strings.Join(opColumns, ", ")
 	oCols := prefixed("o.", opColumns)
 	aCols := prefixed("a.", attemptColumns)
+	tCols := prefixed("t.", tombstoneColumns)
 	placeholders := make([]string, len(opColumns))
 	for i := range placeholders {
 		placeholders[i] = fmt.Sprintf("$%d", i+1)
 	}
-	r := strings.NewReplacer("{{ops}}", q.ops, "{{attempts}}", q.attempts, "{{events}}", q.events, "{{cols}}", cols, "{{o.cols}}", oCols, "{{a.cols}}", aCols)
+	tPlaceholders := make([]string, len(tombstoneColumns))
+	tUpdates := make([]string, 0, len(tombstoneColumns)-1)
+	for i, c := range tombstoneColumns {
+		tPlaceholders[i] = fmt.Sprintf("$%d", i+1)
+		if c != "id" {
+			tUpdates = append(tUpdates, c+" = EXCLUDED."+c)
+		}
+	}
+	r := strings.NewReplacer("{{ops}}", q.ops, "{{attempts}}", q.attempts, "{{events}}", q.events, "{{tombstones}}", q.tombstones,
+		"{{cols}}", cols, "{{o.cols}}", oCols, "{{a.cols}}", aCols, "{{t.cols}}", tCols, "{{tomb.cols}}", strings.Join(tombstoneColumns, ", "))
 
 	// No conflict target: a new ID whose key is another operation's key is
 	// not inserted either, and the caller then tells the two cases apart.
@@ -63,9 +82,46 @@ func newQueries(schema string) queries {
 			SELECT id, $%d, $%d, $%d, true FROM op
 		)
 		SELECT count(*) FROM op`, q.insertOp, n+1, n+2, n+3))
+	// Begin's one-trip path runs this in its transaction right after the
+	// insert, before COMMIT, and undoes the insert (the attempt goes with it
+	// by ON DELETE CASCADE) when the ID has a tombstone or the lease would
+	// have lapsed. A later statement: under READ COMMITTED its snapshot
+	// sees a Cleanup that the insert waited for (the insert's own snapshot,
+	// taken before the wait, does not). Only the row this transaction
+	// inserted is ever deleted (xmin is this transaction's ID): a live row
+	// found by a conflicting insert is never touched. $2 is the time in
+	// microseconds the lease had left when the transaction was sent.
+	q.undoCreated = r.Replace(`WITH undone AS (
+			DELETE FROM {{ops}} o
+			WHERE o.id = $1
+			  AND o.xmin::text::bigint = txid_current_if_assigned() % 4294967296
+			  AND (EXISTS (SELECT 1 FROM {{tombstones}} t WHERE t.id = $1)
+			       OR clock_timestamp() >= transaction_timestamp() + $2::bigint * interval '1 microsecond')
+			RETURNING 1
+		)
+		SELECT EXISTS (SELECT 1 FROM undone), {{t.cols}}
+		FROM (SELECT 1) AS one LEFT JOIN {{tombstones}} t ON t.id = $1`)
+	// CreateOrGet's check, sent with its insert (a later statement of the
+	// same transaction, as above): the tombstone of the ID, if any, and how
+	// many rows of the ID the transaction's snapshot sees. Two (this
+	// transaction's and an older one) means the caller's snapshot predates
+	// a Cleanup that has since deleted the older row and written a
+	// tombstone this snapshot cannot see: REPEATABLE READ or SERIALIZABLE.
+	q.createdCheck = r.Replace(`SELECT (SELECT count(*) FROM {{ops}} WHERE id = $1), {{t.cols}}
+		FROM (SELECT 1) AS one LEFT JOIN {{tombstones}} t ON t.id = $1`)
+	q.deleteCreated = r.Replace(`DELETE FROM {{ops}} WHERE id = $1`)
 	q.selectOp = r.Replace(`SELECT {{cols}} FROM {{ops}} WHERE id = $1`)
 	q.lockOp = q.selectOp + ` FOR UPDATE`
-	q.keyTaken = r.Replace(`SELECT EXISTS (SELECT 1 FROM {{ops}} WHERE key = $1)`)
+	// Why an insert did nothing though the ID has no row: a tombstone, the
+	// key of another operation, or neither (the row was deleted since).
+	q.whyNotInserted = r.Replace(`SELECT EXISTS (SELECT 1 FROM {{ops}} WHERE key = $2), {{t.cols}}
+		FROM (SELECT 1) AS one LEFT JOIN {{tombstones}} t ON t.id = $1`)
+	q.selectTombstone = r.Replace(`SELECT {{t.cols}} FROM {{tombstones}} t WHERE t.id = $1`)
+	q.tombstoneExists = r.Replace(`SELECT EXISTS (SELECT 1 FROM {{tombstones}} WHERE id = $1)`)
+	// A tombstone and a live row of one ID never coexist, so the conflict
+	// cannot happen; should it, the newest record of the ID wins.
+	q.insertTombstone = r.Replace(`INSERT INTO {{tombstones}} ({{tomb.cols}}) VALUES (` + strings.Join(tPlaceholders, ", ") + `)
+		ON CONFLICT (id) DO UPDATE SET ` + strings.Join(tUpdates, ", "))
 	q.save = r.Replace(`UPDATE {{ops}} SET
 		key = $2, generation = $3, status = $4, provider_ref = $5, result = $6, attempts = $7,
 		window_start = $8, key_expires_at = $9, lease_owner = $10, lease_expires_at = $11,
@@ -84,7 +140,8 @@ func newQueries(schema string) queries {
 		  WHERE e.operation_id = a.operation_id AND e.key = a.key AND e.may_have_reached AND e.number <> a.number)
 		FROM {{attempts}} a WHERE a.operation_id = $1 AND a.number = $2`)
 	q.finishAttempt = r.Replace(`UPDATE {{attempts}} SET
-		finished_at = $3, may_have_reached = $4, outcome = $5, http_status = $6, provider_request_id = $7, error = $8
+		finished_at = $3, may_have_reached = $4, outcome = $5, http_status = $6, provider_request_id = $7, error = $8,
+		replayed = $9
 		WHERE operation_id = $1 AND number = $2`)
 	// SKIP LOCKED lets concurrent reconcilers share the due rows without
 	// waiting on each other; the lock and the lease update are one
@@ -120,8 +177,14 @@ func newQueries(schema string) queries {
 			LIMIT $3
 			FOR UPDATE SKIP LOCKED
 		)
-		DELETE FROM {{ops}} AS o USING doomed WHERE o.id = doomed.id`)
-	q.oldestFinished = r.Replace(`SELECT min(finished_at) FROM {{ops}} WHERE status IN ('succeeded', 'failed')`)
+		DELETE FROM {{ops}} AS o USING doomed WHERE o.id = doomed.id
+		RETURNING {{o.cols}}`)
+	q.purgeTombstones = r.Replace(`DELETE FROM {{tombstones}} WHERE id IN (
+			SELECT id FROM {{tombstones}} WHERE finished_at < $1
+			ORDER BY finished_at LIMIT $2
+			FOR UPDATE SKIP LOCKED)`)
+	q.cleanupStats = r.Replace(`SELECT (SELECT min(finished_at) FROM {{ops}} WHERE status IN ('succeeded', 'failed')),
+		(SELECT count(*) FROM {{tombstones}})`)
 	// The events of one call in one statement, numbered after the
 	// operation's last one. Every caller holds the operation's row lock, so
 	// no other transaction numbers events of the same operation meanwhile.

@@ -2,7 +2,10 @@ package ledgerpg
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/payonce/payonce/ledger"
 )
@@ -42,9 +45,31 @@ func (s *Store) Get(ctx context.Context, id string) (ledger.Operation, []ledger.
 		return ledger.Operation{}, nil, translate("get", err)
 	}
 	if !found {
+		// A later statement than the read: an operation deleted meanwhile
+		// has its tombstone committed with the delete.
+		tomb, found, err := s.tombstone(ctx, id)
+		if err != nil {
+			return ledger.Operation{}, nil, translate("get", err)
+		}
+		if found {
+			return tomb.Operation(), nil, nil
+		}
 		return ledger.Operation{}, nil, fmt.Errorf("ledgerpg: get: %w: %q", ledger.ErrNotFound, id)
 	}
 	return op, attempts, nil
+}
+
+// tombstone reads the tombstone of id; found is false when there is none.
+func (s *Store) tombstone(ctx context.Context, id string) (ledger.Tombstone, bool, error) {
+	var ts tombstoneScan
+	err := s.pool.QueryRow(ctx, s.q.selectTombstone, id).Scan(ts.dest()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ledger.Tombstone{}, false, nil
+	}
+	if err != nil {
+		return ledger.Tombstone{}, false, err
+	}
+	return ts.tombstone()
 }
 
 // List implements ledger.Store: operations ordered by ID, at most

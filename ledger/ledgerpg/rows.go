@@ -122,7 +122,7 @@ func (s *opScan) operation() (ledger.Operation, error) {
 // attemptColumns are the payonce_attempts columns attemptScan reads.
 var attemptColumns = []string{
 	"operation_id", "number", "key", "started_at", "finished_at", "may_have_reached",
-	"outcome", "http_status", "provider_request_id", "error",
+	"outcome", "http_status", "provider_request_id", "error", "replayed",
 }
 
 // attemptScan receives one payonce_attempts row. Every field is nullable so
@@ -131,13 +131,13 @@ type attemptScan struct {
 	operationID, key, outcome, providerRequestID, errText pgtype.Text
 	number, httpStatus                                    pgtype.Int4
 	startedAt, finishedAt                                 pgtype.Timestamptz
-	mayHaveReached                                        pgtype.Bool
+	mayHaveReached, replayed                              pgtype.Bool
 }
 
 func (s *attemptScan) dest() []any {
 	return []any{
 		&s.operationID, &s.number, &s.key, &s.startedAt, &s.finishedAt, &s.mayHaveReached,
-		&s.outcome, &s.httpStatus, &s.providerRequestID, &s.errText,
+		&s.outcome, &s.httpStatus, &s.providerRequestID, &s.errText, &s.replayed,
 	}
 }
 
@@ -157,6 +157,7 @@ func (s *attemptScan) attempt() (a ledger.Attempt, ok bool, err error) {
 		HTTPStatus:        int(s.httpStatus.Int32),
 		ProviderRequestID: s.providerRequestID.String,
 		Error:             s.errText.String,
+		Replayed:          s.replayed.Bool,
 	}
 	if s.outcome.Valid {
 		class, err := ledger.ParseOutcomeClass(s.outcome.String)
@@ -166,6 +167,81 @@ func (s *attemptScan) attempt() (a ledger.Attempt, ok bool, err error) {
 		a.Outcome = class
 	}
 	return a, true, nil
+}
+
+// tombstoneColumns are the payonce_tombstones columns, in the order
+// tombstoneScan reads them and tombstoneArgs writes them.
+var tombstoneColumns = []string{
+	"id", "key", "provider", "kind", "refs", "generation", "fingerprint", "status",
+	"provider_ref", "result", "amount", "currency", "key_ttl_ms",
+	"created_at", "finished_at", "tombstoned_at",
+}
+
+// tombstoneArgs are the values of every column of t, in tombstoneColumns order.
+func tombstoneArgs(t ledger.Tombstone) []any {
+	return []any{
+		t.ID, t.Key, t.Provider, t.Kind, t.References, t.Generation, t.Fingerprint, string(t.Status),
+		nullText(t.ProviderRef), nullBytes(t.Result), t.Amount, t.Currency, t.KeyTTL.Milliseconds(),
+		t.CreatedAt, t.FinishedAt, t.TombstonedAt,
+	}
+}
+
+// tombstoneScan receives one payonce_tombstones row. Every field is nullable
+// so that it can also receive the empty side of a LEFT JOIN.
+type tombstoneScan struct {
+	id, key, provider, kind, fingerprint, status pgtype.Text
+	providerRef, result, currency                pgtype.Text
+	refs                                         []string
+	generation                                   pgtype.Int4
+	amount, keyTTLms                             pgtype.Int8
+	createdAt, finishedAt, tombstonedAt          pgtype.Timestamptz
+}
+
+func (s *tombstoneScan) dest() []any {
+	return []any{
+		&s.id, &s.key, &s.provider, &s.kind, &s.refs, &s.generation, &s.fingerprint, &s.status,
+		&s.providerRef, &s.result, &s.amount, &s.currency, &s.keyTTLms,
+		&s.createdAt, &s.finishedAt, &s.tombstonedAt,
+	}
+}
+
+// tombstone converts the scanned row; ok is false for the empty side of a
+// LEFT JOIN. A value the store cannot have written is reported as corrupt.
+func (s *tombstoneScan) tombstone() (t ledger.Tombstone, ok bool, err error) {
+	if !s.id.Valid {
+		return ledger.Tombstone{}, false, nil
+	}
+	status, err := ledger.ParseStatus(s.status.String)
+	if err != nil || !status.Final() {
+		if err == nil {
+			err = fmt.Errorf("%s is not a final status", status)
+		}
+		return ledger.Tombstone{}, false, ledger.Corrupt(s.id.String, "tombstone status", err)
+	}
+	if s.keyTTLms.Int64 <= 0 {
+		return ledger.Tombstone{}, false, ledger.Corrupt(s.id.String, "tombstone key_ttl_ms", fmt.Errorf("%d is not a positive TTL", s.keyTTLms.Int64))
+	}
+	t = ledger.Tombstone{
+		ID:           s.id.String,
+		Key:          s.key.String,
+		Provider:     s.provider.String,
+		Kind:         s.kind.String,
+		References:   s.refs,
+		Generation:   int(s.generation.Int32),
+		Fingerprint:  s.fingerprint.String,
+		Status:       status,
+		ProviderRef:  s.providerRef.String,
+		Amount:       s.amount.Int64,
+		Currency:     s.currency.String,
+		KeyTTL:       time.Duration(s.keyTTLms.Int64) * time.Millisecond,
+		CreatedAt:    timeOf(s.createdAt),
+		FinishedAt:   timeOf(s.finishedAt),
+		TombstonedAt: timeOf(s.tombstonedAt),
+	}
+	if s.result.Valid {
+		t.Result = []byte(s.result.String)
+	}
+	return t, true, nil
 }
 
 // timeOf reads a nullable timestamp: NULL is the zero time, anything else

@@ -1,9 +1,14 @@
 package ledgerpg
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -15,9 +20,11 @@ import (
 // Config configures a Store. The zero value is valid.
 type Config struct {
 	// Schema is the PostgreSQL schema holding the payonce_ tables. Defaults
-	// to "public". It must be a plain lower-case identifier: 1 to 63 ASCII
-	// letters a-z, digits or underscores, starting with a letter or an
-	// underscore, and not starting with "pg_".
+	// to "public". Any name of 1 to 63 printable ASCII characters that does
+	// not start with "pg_" (reserved by PostgreSQL) is allowed: the store
+	// always quotes it, so a reserved word ("user", "order") or a mixed-case
+	// name ("Pay Once") means exactly that schema. In psql, quote such a
+	// name as the store does: SET search_path TO "Pay Once".
 	Schema string
 	// DurableOutcomes makes Finish wait for its commit to reach disk like
 	// every other write. By default Finish commits with
@@ -26,6 +33,9 @@ type Config struct {
 	// recovered by a status lookup (see ledger.Store.Finish). That saves
 	// one disk flush per operation on the caller's latency path.
 	DurableOutcomes bool
+	// Logger receives the store's warnings (e.g. a server running with
+	// fsync off, reported once by Migrate). Defaults to discarding them.
+	Logger *slog.Logger
 }
 
 // Store is the PostgreSQL ledger.Store. It is safe for concurrent use by
@@ -38,6 +48,22 @@ type Store struct {
 	migrations []Migration
 	// lazyOutcomes commits Finish with synchronous_commit=off.
 	lazyOutcomes bool
+	logger       *slog.Logger
+	// fsyncWarned makes the fsync=off warning appear once per Store.
+	fsyncWarned sync.Once
+
+	// Test hooks (export_test.go); nil or empty in production.
+	//
+	// fsyncQuery replaces the query reading the server's fsync setting.
+	fsyncQuery string
+	// probeSQL, when set, runs inside every transaction that writes, just
+	// before its COMMIT, and onProbe receives the method and the single text
+	// value it returned.
+	probeSQL string
+	onProbe  func(method, value string)
+	// afterCleanupBatch runs inside each Cleanup batch transaction after its
+	// deletes and tombstones are written, before its COMMIT.
+	afterCleanupBatch func()
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -59,29 +85,98 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	return &Store{pool: pool, schema: cfg.Schema, q: newQueries(cfg.Schema), migrations: migrations,
-		lazyOutcomes: !cfg.DurableOutcomes}, nil
+		lazyOutcomes: !cfg.DurableOutcomes, logger: logger}, nil
 }
 
 // Schema is the schema the store's tables live in.
 func (s *Store) Schema() string { return s.schema }
 
-// checkSchemaName accepts only names that need no quoting and that
-// PostgreSQL lets a user create: what an operator types in psql unquoted is
-// then the same schema the store uses.
+// checkSchemaName accepts the names PostgreSQL lets a user create and keeps
+// byte for byte. Every statement quotes the name (queries.schema,
+// pgx.Identifier), so reserved words and mixed case are fine; a name longer
+// than 63 bytes would be truncated by the server into another schema than
+// the one the store reports, and non-ASCII text depends on the server's
+// encoding.
 func checkSchemaName(name string) error {
-	ok := len(name) <= 63 && !strings.HasPrefix(name, "pg_")
-	for i, c := range name {
-		letter := c == '_' || (c >= 'a' && c <= 'z')
-		ok = ok && (letter || (i > 0 && c >= '0' && c <= '9'))
+	ok := len(name) <= 63 && utf8.ValidString(name) && !strings.HasPrefix(name, "pg_")
+	for _, c := range name {
+		ok = ok && c >= ' ' && c <= '~'
 	}
 	if !ok {
 		return &ledger.ValidationError{
 			Field:   "Config.Schema",
-			Problem: fmt.Sprintf("%q is not allowed: use 1 to 63 characters a-z, 0-9 or _, starting with a letter or _, and not starting with pg_ (reserved by PostgreSQL)", name),
+			Problem: fmt.Sprintf("%q is not allowed: use 1 to 63 printable ASCII characters, not starting with pg_ (reserved by PostgreSQL)", name),
 		}
 	}
 	return nil
+}
+
+// Every transaction the store opens runs under READ COMMITTED, whatever the
+// server's default_transaction_isolation: its correctness arguments (a
+// statement after a row lock or a conflicting insert sees what the other
+// transaction committed; tombstones are checked in a later statement than
+// the insert) hold at that level.
+const beginTx = "BEGIN ISOLATION LEVEL READ COMMITTED"
+
+// syncOn makes the transaction's commit wait for its WAL flush (and for
+// synchronous standbys, when configured), whatever the role's or database's
+// synchronous_commit default is: rule 2 needs the attempt journal durable
+// before the request is sent, and a default of off (or local, remote_write)
+// would let a crash or a failover forget an attempt that was sent.
+// remote_apply, stronger than on, is kept.
+const syncOn = `SELECT set_config('synchronous_commit',
+	CASE current_setting('synchronous_commit') WHEN 'remote_apply' THEN 'remote_apply' ELSE 'on' END, true)`
+
+// syncOff is the lazily durable Finish's setting (Config.DurableOutcomes).
+const syncOff = `SELECT set_config('synchronous_commit', 'off', true)`
+
+// durableTx opens the store's durable write transactions in one round trip
+// (a simple-protocol query of two statements).
+var durableTx = pgx.TxOptions{BeginQuery: beginTx + "; " + syncOn}
+
+// durable runs fn in a durable write transaction (READ COMMITTED,
+// synchronous_commit at least on) and commits it when fn returns nil.
+func (s *Store) durable(ctx context.Context, method string, fn func(pgx.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, s.pool, durableTx, func(tx pgx.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		if s.probeSQL == "" {
+			return nil
+		}
+		var v string
+		if err := tx.QueryRow(ctx, s.probeSQL).Scan(&v); err != nil {
+			return err
+		}
+		s.onProbe(method, v)
+		return nil
+	})
+}
+
+// queueProbe adds the test probe to a batch that commits, before its COMMIT.
+func (s *Store) queueProbe(b *pgx.Batch, method string) {
+	if s.probeSQL == "" {
+		return
+	}
+	b.Queue(s.probeSQL).QueryRow(func(row pgx.Row) error {
+		var v string
+		if err := row.Scan(&v); err != nil {
+			return err
+		}
+		s.onProbe(method, v)
+		return nil
+	})
+}
+
+// leaseGranted is ledger.CheckLeaseGranted with the real time since start,
+// measured on the monotonic clock.
+func leaseGranted(id string, now, until, start time.Time) error {
+	return ledger.CheckLeaseGranted(fmt.Sprintf("operation %q", id), now, until, time.Since(start))
 }
 
 // keyConstraint is the unique constraint on payonce_operations.key (named in

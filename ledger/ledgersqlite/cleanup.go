@@ -12,9 +12,13 @@ import (
 // Cleanup deletes succeeded and failed operations, with their attempts and
 // events, that finished before p.Now - p.Retention and whose key window has
 // closed, one write transaction per batch of at most p.EffectiveBatchSize()
-// operations, so writers are never blocked for long. It never deletes an
-// operation that is not final. When ctx ends between batches, the report
-// counts the batches already committed and the error wraps ctx.Err().
+// operations, so writers are never blocked for long. Each deleted operation
+// leaves a tombstone (ledger.TombstoneOf), written in the transaction of its
+// delete. It never deletes an operation that is not final. With
+// p.TombstoneRetention, tombstones whose operation finished longer ago than
+// that are then deleted, in batches too. When ctx ends between batches, the
+// report counts the batches already committed and the error wraps
+// ctx.Err().
 func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.CleanupReport, error) {
 	if err := p.Validate(); err != nil {
 		return ledger.CleanupReport{}, fail("cleanup", err)
@@ -33,13 +37,23 @@ func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.Cle
 			// after they finished, and only once the provider has forgotten
 			// their key: a row deleted earlier would let a late retry with
 			// that key look new to the ledger.
-			ids, err := queryIDs(ctx, c, `SELECT id FROM payonce_operations
+			ops, err := queryOps(ctx, c, `SELECT `+opColumns+` FROM payonce_operations
 				WHERE status IN ('succeeded', 'failed') AND finished_at < ?
 				AND (key_expires_at IS NULL OR key_expires_at <= ?)
 				ORDER BY finished_at, id LIMIT ?`,
 				micros(cutoff), micros(now), batch)
-			if err != nil || len(ids) == 0 {
+			if err != nil || len(ops) == 0 {
 				return err
+			}
+			ids := make([]string, len(ops))
+			for i, op := range ops {
+				ids[i] = op.ID
+				// The tombstone commits with the delete: a late duplicate
+				// finds either the operation or its tombstone, never
+				// nothing.
+				if err := insertTombstone(ctx, c, ledger.TombstoneOf(op, now)); err != nil {
+					return err
+				}
 			}
 			idJSON, err := json.Marshal(ids)
 			if err != nil {
@@ -74,16 +88,41 @@ func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.Cle
 		}
 		if n > 0 {
 			rep.Deleted += n
+			rep.Tombstoned += n
 			rep.Batches++
 		}
 		if n < batch {
 			break
 		}
 	}
+	for p.TombstoneRetention > 0 {
+		if err := ctx.Err(); err != nil {
+			return rep, fail("cleanup", err)
+		}
+		var n int
+		err := s.write(ctx, func(c *sql.Conn) error {
+			res, err := c.ExecContext(ctx, `DELETE FROM payonce_tombstones WHERE id IN (
+				SELECT id FROM payonce_tombstones WHERE finished_at < ? ORDER BY finished_at LIMIT ?)`,
+				micros(now.Add(-p.TombstoneRetention)), batch)
+			if err != nil {
+				return err
+			}
+			purged, err := res.RowsAffected()
+			n = int(purged)
+			return err
+		})
+		if err != nil {
+			return rep, fail("cleanup", err)
+		}
+		rep.TombstonesPurged += n
+		if n < batch {
+			break
+		}
+	}
 	err := s.read(ctx, func(c *sql.Conn) error {
 		var oldest sql.NullInt64
-		if err := c.QueryRowContext(ctx, `SELECT MIN(finished_at) FROM payonce_operations
-			WHERE status IN ('succeeded', 'failed')`).Scan(&oldest); err != nil {
+		if err := c.QueryRowContext(ctx, `SELECT (SELECT MIN(finished_at) FROM payonce_operations
+			WHERE status IN ('succeeded', 'failed')), (SELECT count(*) FROM payonce_tombstones)`).Scan(&oldest, &rep.Tombstones); err != nil {
 			return err
 		}
 		rep.OldestFinishedAt = fromMicros(oldest)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -201,23 +202,24 @@ func saveOp(ctx context.Context, q querier, op *ledger.Operation) error {
 }
 
 const attemptColumns = `operation_id, number, key, started_at, finished_at, may_have_reached,
-	outcome, http_status, provider_request_id, error`
+	outcome, http_status, provider_request_id, error, replayed`
 
 func scanAttempt(sc scanner) (ledger.Attempt, error) {
 	var (
 		a                                 ledger.Attempt
-		number, mayHaveReached            int64
+		number, mayHaveReached, replayed  int64
 		startedAt, finishedAt, httpStatus sql.NullInt64
 		outcome, providerRequestID, errs  sql.NullString
 	)
 	if err := sc.Scan(&a.OperationID, &number, &a.Key, &startedAt, &finishedAt, &mayHaveReached,
-		&outcome, &httpStatus, &providerRequestID, &errs); err != nil {
+		&outcome, &httpStatus, &providerRequestID, &errs, &replayed); err != nil {
 		return ledger.Attempt{}, err
 	}
 	a.Number = int(number)
 	a.StartedAt = fromMicros(startedAt)
 	a.FinishedAt = fromMicros(finishedAt)
 	a.MayHaveReached = mayHaveReached != 0
+	a.Replayed = replayed != 0
 	if outcome.Valid && outcome.String != "" {
 		c, err := ledger.ParseOutcomeClass(outcome.String)
 		if err != nil {
@@ -229,4 +231,62 @@ func scanAttempt(sc scanner) (ledger.Attempt, error) {
 	a.ProviderRequestID = providerRequestID.String
 	a.Error = errs.String
 	return a, nil
+}
+
+// tombstoneColumns lists payonce_tombstones in the order scanTombstone reads
+// them and insertTombstone writes them.
+const tombstoneColumns = `id, key, provider, kind, refs, generation, fingerprint, status,
+	provider_ref, result, amount, currency, key_ttl_ms, created_at, finished_at, tombstoned_at`
+
+// insertTombstone records t (ledger.TombstoneOf). A tombstone and a live row
+// of one ID never coexist, so the conflict cannot happen; should it, the
+// newest record of the ID wins.
+func insertTombstone(ctx context.Context, q querier, t ledger.Tombstone) error {
+	refs, err := json.Marshal(t.References)
+	if err != nil {
+		return err
+	}
+	_, err = q.ExecContext(ctx, `INSERT OR REPLACE INTO payonce_tombstones (`+tombstoneColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.ID, t.Key, t.Provider, t.Kind, string(refs), t.Generation, t.Fingerprint, string(t.Status),
+		text(t.ProviderRef), blobText(t.Result), t.Amount, t.Currency, ttlMillis(t.KeyTTL),
+		micros(t.CreatedAt), micros(t.FinishedAt), micros(t.TombstonedAt))
+	return err
+}
+
+// getTombstone reads the tombstone of id; found is false when there is none.
+func getTombstone(ctx context.Context, q querier, id string) (t ledger.Tombstone, found bool, err error) {
+	var (
+		refs, status                       string
+		generation, amount, ttlMS          int64
+		providerRef, result                sql.NullString
+		createdAt, finishedAt, tombstoneAt sql.NullInt64
+	)
+	err = q.QueryRowContext(ctx, `SELECT `+tombstoneColumns+` FROM payonce_tombstones WHERE id = ?`, id).Scan(
+		&t.ID, &t.Key, &t.Provider, &t.Kind, &refs, &generation, &t.Fingerprint, &status,
+		&providerRef, &result, &amount, &t.Currency, &ttlMS, &createdAt, &finishedAt, &tombstoneAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ledger.Tombstone{}, false, nil
+	}
+	if err != nil {
+		return ledger.Tombstone{}, false, err
+	}
+	if t.Status, err = ledger.ParseStatus(status); err != nil || !t.Status.Final() {
+		if err == nil {
+			err = fmt.Errorf("%s is not a final status", status)
+		}
+		return ledger.Tombstone{}, false, ledger.Corrupt(id, "tombstone status", err)
+	}
+	if err := json.Unmarshal([]byte(refs), &t.References); err != nil {
+		return ledger.Tombstone{}, false, ledger.Corrupt(id, "tombstone refs", err)
+	}
+	t.Generation = int(generation)
+	t.ProviderRef = providerRef.String
+	t.Result = fromBlobText(result)
+	t.Amount = amount
+	t.KeyTTL = time.Duration(ttlMS) * time.Millisecond
+	t.CreatedAt = fromMicros(createdAt)
+	t.FinishedAt = fromMicros(finishedAt)
+	t.TombstonedAt = fromMicros(tombstoneAt)
+	return t, true, nil
 }

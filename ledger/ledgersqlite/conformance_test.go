@@ -1,6 +1,8 @@
 package ledgersqlite_test
 
 import (
+	"context"
+	"database/sql"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -42,6 +44,26 @@ func TestConformance(t *testing.T) {
 				require.NoError(t, err)
 				require.EqualValues(t, 1, n, "no event %d of %q", seq, id)
 			},
+			BlockWrites: func(t *testing.T) func() {
+				// Another process holding the file's write lock.
+				return holdWriteLock(t, rawDB(t, path))
+			},
 		}
 	})
+}
+
+// holdWriteLock takes the database's write lock on a connection of db (BEGIN
+// IMMEDIATE), as another process's writer would, until the returned release
+// rolls it back.
+func holdWriteLock(t *testing.T, db *sql.DB) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	require.NoError(t, err)
+	_, err = conn.ExecContext(ctx, "BEGIN IMMEDIATE")
+	require.NoError(t, err)
+	return func() {
+		_, _ = conn.ExecContext(ctx, "ROLLBACK")
+		_ = conn.Close()
+	}
 }

@@ -24,6 +24,17 @@
 // writes the result back. Audit entries (Events) are written in the write
 // transaction of the change they document.
 //
+// With New, the Store shares the caller's *sql.DB: it sets busy_timeout and
+// synchronous on a connection only while it uses it, and puts the caller's
+// values back before the connection returns to the pool, so a lazily
+// durable Finish never leaves a connection at synchronous=NORMAL for the
+// caller's own transactions.
+//
+// Cleanup leaves a tombstone of each operation it deletes, in the same
+// write transaction; Begin and CreateOrGet (CreateOrGetTx too) answer an ID
+// with a tombstone with the recorded outcome and create nothing. SQLite's
+// single writer means no Cleanup runs between that check and an insert.
+//
 // CreateOrGetTx records an operation inside the caller's own *sql.Tx on the
 // same file, so that a payment is enqueued if and only if the caller's
 // business data commits with it (transactional outbox); see its

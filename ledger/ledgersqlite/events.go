@@ -10,8 +10,9 @@ import (
 )
 
 // Events returns the audit entries of one operation ordered by seq (an
-// empty, non-nil list when it has none), read in one statement with the
-// operation's existence, or an error wrapping ledger.ErrNotFound.
+// empty, non-nil list when it has none, and for a tombstone), read in one
+// statement with the operation's existence, or an error wrapping
+// ledger.ErrNotFound.
 func (s *Store) Events(ctx context.Context, id string) ([]ledger.Event, error) {
 	if id == "" {
 		return nil, fail("events", &ledger.ValidationError{Field: "ID", Problem: "must not be empty"})
@@ -56,6 +57,10 @@ func (s *Store) Events(ctx context.Context, id string) ([]ledger.Event, error) {
 			return err
 		}
 		if !found {
+			// A tombstone's events went with its operation.
+			if _, tombstoned, err := getTombstone(ctx, c, id); err != nil || tombstoned {
+				return err
+			}
 			return fmt.Errorf("operation %q: %w", id, ledger.ErrNotFound)
 		}
 		return nil

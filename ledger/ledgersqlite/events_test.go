@@ -16,8 +16,9 @@ import (
 )
 
 // A database left at schema version 1 by an older build upgrades to the
-// current version with its data intact, and the upgraded store records
-// events for the operations it already had.
+// current version with its data intact: the upgraded store reads the
+// operations it already had (their attempts not replayed), records events
+// for them, and finishes and cleans them up with tombstones.
 func TestUpgradeFromVersion1(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -29,38 +30,49 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	v, err := old.SchemaVersion(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, v)
-	var tables int
-	require.NoError(t, rawDB(t, path).QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'payonce_events'`).Scan(&tables))
-	require.Zero(t, tables, "version 1 has no events table")
-
-	// What a version 1 build did: an operation sent once, waiting for a
-	// lookup, and one only recorded.
-	res, err := old.Begin(ctx, begin(newOp("op-1"), "w", t0, true))
-	require.NoError(t, err)
-	_, err = old.Finish(ctx, ledger.FinishParams{
-		ID: "op-1", Owner: "w", Now: t0.Add(time.Second), From: ledger.StatusInFlight, To: ledger.StatusUnknown,
-		Attempt: &ledger.AttemptOutcome{Number: res.Attempt.Number, Class: ledger.OutcomeMaybeSent, Error: "timeout"}, KeepLease: true,
-	})
-	require.NoError(t, err)
-	_, _, err = old.CreateOrGet(ctx, newOp("op-2"), t0)
-	require.NoError(t, err)
-	wantOp, wantAtts, err := old.Get(ctx, "op-1")
-	require.NoError(t, err)
-	wantOp2, _, err := old.Get(ctx, "op-2")
-	require.NoError(t, err)
 	require.NoError(t, old.Close())
+	raw := rawDB(t, path)
+	var tables int
+	require.NoError(t, raw.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name IN ('payonce_events', 'payonce_tombstones')`).Scan(&tables))
+	require.Zero(t, tables, "version 1 has no events or tombstones table")
+
+	// What a version 1 build wrote: an operation sent once, waiting for a
+	// lookup under a live lease, and one only recorded.
+	op1, op2 := newOp("op-1"), newOp("op-2")
+	us := func(d time.Duration) int64 { return t0.Add(d).UnixMicro() }
+	_, err = raw.Exec(`INSERT INTO payonce_operations (id, key, provider, kind, refs, generation, fingerprint, request, status, attempts,
+		key_ttl_ms, window_start, key_expires_at, lease_owner, lease_expires_at, next_check_at, created_at, updated_at)
+		VALUES (?, ?, 'stripe', 'charge', '["order","op-1"]', 0, ?, ?, 'unknown', 1, 86400000, ?, ?, 'w', ?, ?, ?, ?)`,
+		op1.ID, op1.ID, op1.Fingerprint, string(op1.Request), us(0), us(24*time.Hour), us(time.Minute), us(time.Minute), us(0), us(time.Second))
+	require.NoError(t, err)
+	_, err = raw.Exec(`INSERT INTO payonce_attempts (operation_id, number, key, started_at, finished_at, may_have_reached, outcome, error)
+		VALUES ('op-1', 1, 'op-1', ?, ?, 1, 'maybe_sent', 'timeout')`, us(0), us(time.Second))
+	require.NoError(t, err)
+	_, err = raw.Exec(`INSERT INTO payonce_operations (id, key, provider, kind, refs, generation, fingerprint, request, status, attempts,
+		key_ttl_ms, next_check_at, created_at, updated_at)
+		VALUES (?, ?, 'stripe', 'charge', '["order","op-2"]', 0, ?, ?, 'pending', 0, 86400000, ?, ?, ?)`,
+		op2.ID, op2.ID, op2.Fingerprint, string(op2.Request), us(0), us(0), us(0))
+	require.NoError(t, err)
 
 	s := openAt(t, path) // Migrate to the current version
 	v, err = s.SchemaVersion(ctx)
 	require.NoError(t, err)
-	require.Equal(t, 2, v)
-	gotOp, gotAtts, err := s.Get(ctx, "op-1")
+	require.Equal(t, 3, v)
+	got, gotAtts, err := s.Get(ctx, "op-1")
 	require.NoError(t, err)
-	require.Equal(t, wantOp, gotOp)
-	require.Equal(t, wantAtts, gotAtts)
-	gotOp2, _, err := s.Get(ctx, "op-2")
+	require.Equal(t, ledger.Operation{
+		ID: "op-1", Key: "op-1", Provider: "stripe", Kind: "charge", References: op1.References, Fingerprint: op1.Fingerprint,
+		Request: op1.Request, Status: ledger.StatusUnknown, Attempts: 1, KeyTTL: 24 * time.Hour,
+		WindowStart: t0, KeyExpiresAt: t0.Add(24 * time.Hour), LeaseOwner: "w", LeaseExpiresAt: t0.Add(time.Minute), NextCheckAt: t0.Add(time.Minute),
+		CreatedAt: t0, UpdatedAt: t0.Add(time.Second),
+	}, got)
+	require.Equal(t, []ledger.Attempt{{
+		OperationID: "op-1", Number: 1, Key: "op-1", StartedAt: t0, FinishedAt: t0.Add(time.Second), MayHaveReached: true,
+		Outcome: ledger.OutcomeMaybeSent, Error: "timeout",
+	}}, gotAtts, "an attempt of version 1 was not replayed")
+	got2, _, err := s.Get(ctx, "op-2")
 	require.NoError(t, err)
-	require.Equal(t, wantOp2, gotOp2)
+	require.Equal(t, ledger.StatusPending, got2.Status)
 	evs, err := s.Events(ctx, "op-1")
 	require.NoError(t, err)
 	require.Empty(t, evs)
@@ -73,6 +85,14 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	evs, err = s.Events(ctx, "op-1")
 	require.NoError(t, err)
 	require.Equal(t, []ledger.Event{{OperationID: "op-1", Seq: 1, At: t0.Add(time.Minute), Kind: ledger.EventLookup, Actor: "w", Detail: `{"status":"succeeded"}`}}, evs)
+
+	rep, err := s.Cleanup(ctx, ledger.CleanupParams{Now: t0.Add(30 * 24 * time.Hour), Retention: 48 * time.Hour, KeyTTL: 24 * time.Hour})
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Tombstoned)
+	tomb, _, err := s.Get(ctx, "op-1")
+	require.NoError(t, err)
+	require.True(t, tomb.Tombstone)
+	require.Equal(t, "pi_1", tomb.ProviderRef)
 }
 
 // callerDB opens the application's own *sql.DB on the ledger's file, set up

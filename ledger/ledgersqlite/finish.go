@@ -79,10 +79,10 @@ func attemptForFinish(ctx context.Context, c querier, id string, number int) (*l
 // finishAttempt records the outcome of an attempt (ledger.ApplyFinish).
 func finishAttempt(ctx context.Context, c querier, a ledger.Attempt) error {
 	_, err := c.ExecContext(ctx, `UPDATE payonce_attempts SET
-		finished_at = ?, outcome = ?, http_status = ?, provider_request_id = ?, error = ?, may_have_reached = ?
+		finished_at = ?, outcome = ?, http_status = ?, provider_request_id = ?, error = ?, may_have_reached = ?, replayed = ?
 		WHERE operation_id = ? AND number = ?`,
 		micros(a.FinishedAt), string(a.Outcome), nullInt(a.HTTPStatus), text(a.ProviderRequestID), text(a.Error), boolInt(a.MayHaveReached),
-		a.OperationID, a.Number)
+		boolInt(a.Replayed), a.OperationID, a.Number)
 	return err
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/payonce/payonce/ledger"
@@ -13,34 +14,38 @@ import (
 // Begin creates the operation if its ID is new, refuses a different
 // fingerprint, takes the lease and, when the operation is pending and
 // p.StartAttempt is set, durably records the start of the next attempt, all
-// in one write transaction. A terminal operation is returned with Claimed
-// false and no error; a live lease held by another owner returns the
-// operation with an error wrapping ledger.ErrInProgress.
+// in one write transaction. A terminal operation, or the tombstone of an ID
+// that Cleanup removed, is returned with Claimed false and no error; a live
+// lease held by another owner returns the operation with an error wrapping
+// ledger.ErrInProgress. When waiting for the write lock took the lease past
+// its end, nothing is written and the error wraps ledger.ErrLeaseLost.
 func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginResult, error) {
+	start := time.Now() // the lease check measures the real time from here
 	if err := p.Validate(); err != nil {
 		return ledger.BeginResult{}, fail("begin", err)
 	}
 	var res ledger.BeginResult
 	err := s.write(ctx, func(c *sql.Conn) error {
-		created, err := insertOp(ctx, c, ledger.ApplyCreate(p.Op, p.Now))
-		if err != nil {
-			return err
-		}
-		op, err := getOp(ctx, c, p.Op.ID)
+		op, created, err := recordOrFind(ctx, c, p.Op, p.Now)
 		if err != nil {
 			return err
 		}
 		res, err = ledger.ApplyBegin(op, p)
 		res.Created = created
 		if err != nil || !res.Claimed {
-			return err // a terminal operation: the recorded result is the answer
+			return err // a terminal operation or a tombstone: the recorded result is the answer
 		}
 		if res.Attempt != nil {
 			if err := insertAttempt(ctx, c, *res.Attempt); err != nil {
 				return err
 			}
 		}
-		return saveOp(ctx, c, &res.Op)
+		if err := saveOp(ctx, c, &res.Op); err != nil {
+			return err
+		}
+		// The write lock may have been waited for (another process, a
+		// caller's transaction) past the end of the lease granted here.
+		return leaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
 	})
 	if err != nil {
 		if errors.Is(err, ledger.ErrInProgress) {
@@ -103,9 +108,14 @@ func (s *Store) CreateOrGet(ctx context.Context, op ledger.NewOperation, now tim
 // of the commit is that of tx's connection (PRAGMA synchronous); nothing has
 // been sent for the operation before it is committed.
 //
+// An ID that Cleanup removed is not recorded again: its tombstone is
+// returned (Operation.Tombstone, created false) and tx keeps nothing of this
+// call.
+//
 // Errors: validation errors (ErrInvalid) before tx is used;
-// ErrFingerprintMismatch when the ID is recorded with another fingerprint
-// and ErrKeyConflict when its key belongs to another operation. These leave
+// ErrFingerprintMismatch when the ID is recorded (or tombstoned) with
+// another fingerprint and ErrKeyConflict when its key belongs to another
+// operation. These leave
 // tx usable, with nothing written by this call (SQLite undoes only the
 // failed statement): commit or roll back as the business logic decides. Any
 // other error (SQLITE_BUSY, a missing schema, a cancelled context) leaves tx
@@ -128,11 +138,7 @@ func (s *Store) CreateOrGetTx(ctx context.Context, tx *sql.Tx, op ledger.NewOper
 // by another operation fails the insert statement alone; a fingerprint
 // mismatch is found in Go after a read: neither leaves anything written.
 func createOrGet(ctx context.Context, q querier, op ledger.NewOperation, now time.Time) (ledger.Operation, bool, error) {
-	created, err := insertOp(ctx, q, ledger.ApplyCreate(op, now))
-	if err != nil {
-		return ledger.Operation{}, false, err
-	}
-	got, err := getOp(ctx, q, op.ID)
+	got, created, err := recordOrFind(ctx, q, op, now)
 	if err != nil {
 		return ledger.Operation{}, false, err
 	}
@@ -142,10 +148,51 @@ func createOrGet(ctx context.Context, q querier, op ledger.NewOperation, now tim
 	return got, created, nil
 }
 
+// recordOrFind records n (ledger.ApplyCreate) if its ID has neither an
+// operation row nor a tombstone, inside a write transaction, and returns the
+// operation as stored; otherwise it returns the recorded operation, or the
+// tombstone's Operation, with created false and nothing written.
+//
+// Why the tombstone is checked: an ID that Cleanup removed is not new. A
+// late duplicate recorded afresh would be sent again under a key the
+// provider has forgotten: a second charge. The write transaction holds
+// SQLite's one write lock, so no Cleanup can run between the check and the
+// insert.
+func recordOrFind(ctx context.Context, q querier, n ledger.NewOperation, now time.Time) (ledger.Operation, bool, error) {
+	created, err := insertOp(ctx, q, ledger.ApplyCreate(n, now))
+	if err != nil && !isKeyConflict(err) {
+		return ledger.Operation{}, false, err
+	}
+	if err != nil || created {
+		// A new ID (or one whose key another operation holds): only a
+		// tombstone can say it is not new.
+		tomb, found, terr := getTombstone(ctx, q, n.ID)
+		if terr != nil {
+			return ledger.Operation{}, false, terr
+		}
+		if found {
+			if created {
+				// Undo the insert: the caller's transaction keeps nothing of
+				// this call.
+				if _, err := q.ExecContext(ctx, `DELETE FROM payonce_operations WHERE id = ?`, n.ID); err != nil {
+					return ledger.Operation{}, false, err
+				}
+			}
+			return tomb.Operation(), false, nil
+		}
+		if err != nil {
+			return ledger.Operation{}, false, err // the key conflict
+		}
+	}
+	op, err := getOp(ctx, q, n.ID)
+	return op, created, err
+}
+
 // Claim takes the lease on one operation by compare-and-set inside a write
 // transaction; of concurrent claimers (in any process) exactly one wins.
 // Errors wrap ledger.ErrNotFound, ledger.ErrTerminal or ledger.ErrInProgress.
 func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operation, error) {
+	start := time.Now()
 	if err := p.Validate(); err != nil {
 		return ledger.Operation{}, fail("claim", err)
 	}
@@ -158,7 +205,10 @@ func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operati
 		if op, err = ledger.ApplyClaim(op, p); err != nil {
 			return err
 		}
-		return saveOp(ctx, c, &op)
+		if err := saveOp(ctx, c, &op); err != nil {
+			return err
+		}
+		return leaseGranted(p.ID, p.Now, p.LeaseUntil, start)
 	})
 	if err != nil {
 		return ledger.Operation{}, fail("claim", err)
@@ -171,6 +221,7 @@ func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operati
 // the lease and the operation must be pending or unknown; errors wrap
 // ledger.ErrLeaseLost, ledger.ErrStateConflict or ledger.ErrNotFound.
 func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (ledger.Operation, ledger.Attempt, error) {
+	start := time.Now()
 	if err := p.Validate(); err != nil {
 		return ledger.Operation{}, ledger.Attempt{}, fail("start attempt", err)
 	}
@@ -189,7 +240,12 @@ func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (
 		if err := saveOp(ctx, c, &ch.Op); err != nil {
 			return err
 		}
-		return insertEvents(ctx, c, op.ID, ledger.UTC(p.Now), ch.Events)
+		if err := insertEvents(ctx, c, op.ID, ledger.UTC(p.Now), ch.Events); err != nil {
+			return err
+		}
+		// The caller sends once this commits: the lease it extends must not
+		// have ended meanwhile.
+		return leaseGranted(p.ID, p.Now, p.LeaseUntil, start)
 	})
 	if err != nil {
 		return ledger.Operation{}, ledger.Attempt{}, fail("start attempt", err)
@@ -199,8 +255,12 @@ func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (
 
 // ClaimDue leases up to p.Limit due operations, oldest due first, in one
 // write transaction: concurrent callers in any process never receive the
-// same operation, and operations under a live lease are skipped.
+// same operation, and operations under a live lease are skipped. When the
+// leases would have lapsed before the commit (the write lock was waited for
+// too long), the whole batch is rolled back, since every lease of it ends
+// at the same time, and the error wraps ledger.ErrLeaseLost.
 func (s *Store) ClaimDue(ctx context.Context, p ledger.ClaimDueParams) ([]ledger.Operation, error) {
+	start := time.Now()
 	if err := p.Validate(); err != nil {
 		return nil, fail("claim due", err)
 	}
@@ -255,7 +315,7 @@ func (s *Store) ClaimDue(ctx context.Context, p ledger.ClaimDueParams) ([]ledger
 				out = append(out, op)
 			}
 		}
-		return nil
+		return ledger.CheckLeaseGranted(fmt.Sprintf("%d due operations for %q", len(out), p.Owner), p.Now, p.LeaseUntil, time.Since(start))
 	})
 	if err != nil {
 		return nil, fail("claim due", err)
@@ -278,6 +338,12 @@ func queryIDs(ctx context.Context, q querier, query string, args ...any) ([]stri
 		ids = append(ids, id)
 	}
 	return ids, rows.Err()
+}
+
+// leaseGranted is ledger.CheckLeaseGranted with the real time since start,
+// measured on the monotonic clock.
+func leaseGranted(id string, now, until, start time.Time) error {
+	return ledger.CheckLeaseGranted(fmt.Sprintf("operation %q", id), now, until, time.Since(start))
 }
 
 // insertOp records op, a new operation (ledger.ApplyCreate), unless its ID

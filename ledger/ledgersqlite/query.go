@@ -3,13 +3,15 @@ package ledgersqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strings"
 
 	"github.com/payonce/payonce/ledger"
 )
 
 // Get returns one operation and its attempts ordered by number, read from one
-// snapshot, or an error wrapping ledger.ErrNotFound.
+// snapshot, the tombstone (Operation.Tombstone, no attempts) of an ID that
+// Cleanup removed, or an error wrapping ledger.ErrNotFound.
 func (s *Store) Get(ctx context.Context, id string) (ledger.Operation, []ledger.Attempt, error) {
 	if id == "" {
 		return ledger.Operation{}, nil, fail("get", &ledger.ValidationError{Field: "ID", Problem: "must not be empty"})
@@ -24,7 +26,16 @@ func (s *Store) Get(ctx context.Context, id string) (ledger.Operation, []ledger.
 			return err
 		}
 		defer tx.Rollback() //nolint:errcheck // read-only snapshot
-		if op, err = getOp(ctx, tx, id); err != nil {
+		if op, err = getOp(ctx, tx, id); errors.Is(err, ledger.ErrNotFound) {
+			// Removed by Cleanup: its tombstone, without attempts.
+			tomb, found, terr := getTombstone(ctx, tx, id)
+			if terr != nil || !found {
+				return errors.Join(err, terr)
+			}
+			op = tomb.Operation()
+			return nil
+		}
+		if err != nil {
 			return err
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT `+attemptColumns+`

@@ -48,10 +48,10 @@ type Store struct {
 	// never see SQLITE_BUSY.
 	writeSem chan struct{}
 
-	// readSetup and writeSetup run on every connection before use when the
-	// Store did not open the pool itself (New): the caller's DSN may lack a
-	// busy timeout.
-	readSetup, writeSetup string
+	// busyTimeoutMS, when non-zero, is set as busy_timeout on every
+	// connection while the Store uses it, when the Store did not open the
+	// pool itself (New): the caller's DSN may lack a busy timeout.
+	busyTimeoutMS int64
 
 	// commits counts the COMMITs this Store issued (for tests and benchmarks).
 	commits atomic.Int64
@@ -161,11 +161,10 @@ func Open(path string, opts ...Option) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("ledgersqlite: open %s: journal mode is %q, want wal (is the file on a filesystem without shared memory?)", path, mode)
 	}
-	// synchronous is set again before every write: a lazy Finish lowers it
-	// on its connection, and the next write there must not inherit that.
+	// synchronous is checked before every write (see conn): a lazy Finish
+	// lowers it on its connection for its own transaction only.
 	return &Store{db: db, ownsDB: true, writeSem: make(chan struct{}, 1),
-		writeSetup: "PRAGMA synchronous = " + string(cfg.synchronous), synchronous: cfg.synchronous,
-		lazyOutcomes: !cfg.durableOutcomes}, nil
+		synchronous: cfg.synchronous, lazyOutcomes: !cfg.durableOutcomes}, nil
 }
 
 // fileDSN builds a modernc.org/sqlite URI for path. Every connection of the
@@ -197,12 +196,15 @@ func fileDSN(path string, cfg config) (string, error) {
 
 // New returns a Store on a database the caller opened with the
 // modernc.org/sqlite driver (driver name "sqlite"). The caller keeps
-// ownership: Close does not close db. Before each use of a connection the
-// Store sets busy_timeout on it (and synchronous on the connections it writes
-// with), since the caller's DSN may not; it does not change the journal mode,
-// so open the file in WAL mode (PRAGMA journal_mode=WAL) to let reads run
-// while a write is in progress. db must allow at least one open connection
-// beyond those the caller holds. Call Migrate to create the schema.
+// ownership: Close does not close db. While the Store uses a connection it
+// sets busy_timeout on it (and synchronous on the connections it writes
+// with), since the caller's DSN may not, and it puts back what it changed
+// before the connection returns to the pool: the caller's own transactions
+// on db (its CreateOrGetTx transaction, its business data) run with the
+// settings the caller chose. It does not change the journal mode, so open
+// the file in WAL mode (PRAGMA journal_mode=WAL) to let reads run while a
+// write is in progress. db must allow at least one open connection beyond
+// those the caller holds. Call Migrate to create the schema.
 func New(db *sql.DB, opts ...Option) (*Store, error) {
 	if db == nil {
 		return nil, fmt.Errorf("ledgersqlite: new: %w", &ledger.ValidationError{Field: "db", Problem: "must not be nil"})
@@ -211,14 +213,12 @@ func New(db *sql.DB, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledgersqlite: new: %w", err)
 	}
-	busy := fmt.Sprintf("PRAGMA busy_timeout = %d", cfg.busyTimeout.Milliseconds())
 	return &Store{
-		db:           db,
-		writeSem:     make(chan struct{}, 1),
-		readSetup:    busy,
-		writeSetup:   busy + "; PRAGMA synchronous = " + string(cfg.synchronous),
-		synchronous:  cfg.synchronous,
-		lazyOutcomes: !cfg.durableOutcomes,
+		db:            db,
+		writeSem:      make(chan struct{}, 1),
+		busyTimeoutMS: cfg.busyTimeout.Milliseconds(),
+		synchronous:   cfg.synchronous,
+		lazyOutcomes:  !cfg.durableOutcomes,
 	}, nil
 }
 
@@ -234,33 +234,77 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// conn takes a connection from the pool, ready for a read or a write.
-func (s *Store) conn(ctx context.Context, write bool) (*sql.Conn, error) {
-	c, err := s.db.Conn(ctx)
+// synchronousLevels are PRAGMA synchronous's values as it reads them back.
+var synchronousLevels = map[Synchronous]int64{SynchronousNormal: 1, SynchronousFull: 2}
+
+// conn takes a connection from the pool, ready for a read or a write: the
+// busy timeout (New) and, for a write, synchronous at the Store's level, or
+// NORMAL for a lazy one (when the Store's level is FULL). release puts back
+// every setting conn changed and returns the connection to the pool; call it
+// on every path (defer it) once the connection is outside any transaction.
+//
+// Why settings are put back: the pool is shared with the caller under New.
+// A connection left with synchronous=NORMAL by a lazy Finish (or with the
+// Store's level instead of the caller's EXTRA) would run the caller's own
+// transactions (its CreateOrGetTx transaction, its business data) with less
+// durability than the caller configured.
+func (s *Store) conn(ctx context.Context, write, lazy bool) (c *sql.Conn, release func(), err error) {
+	c, err = s.db.Conn(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	setup := s.readSetup
-	if write {
-		setup = s.writeSetup
-	}
-	if setup != "" {
-		if _, err := c.ExecContext(ctx, setup); err != nil {
-			c.Close()
-			return nil, err
+	var restore []string
+	release = func() {
+		ctx := context.WithoutCancel(ctx)
+		for i := len(restore) - 1; i >= 0; i-- {
+			if _, err := c.ExecContext(ctx, restore[i]); err != nil {
+				// Never hand the pool a connection with settings its owner
+				// did not choose: discard it.
+				_ = c.Raw(func(any) error { return driver.ErrBadConn })
+				break
+			}
 		}
+		_ = c.Close()
 	}
-	return c, nil
+	set := func(pragma string, want int64) error {
+		var have int64
+		if err := c.QueryRowContext(ctx, "PRAGMA "+pragma).Scan(&have); err != nil {
+			return err
+		}
+		if have == want {
+			return nil
+		}
+		if _, err := c.ExecContext(ctx, fmt.Sprintf("PRAGMA %s = %d", pragma, want)); err != nil {
+			return err
+		}
+		restore = append(restore, fmt.Sprintf("PRAGMA %s = %d", pragma, have))
+		return nil
+	}
+	if s.busyTimeoutMS > 0 {
+		err = set("busy_timeout", s.busyTimeoutMS)
+	}
+	if err == nil && write {
+		level := synchronousLevels[s.synchronous]
+		if lazy && s.synchronous == SynchronousFull {
+			level = synchronousLevels[SynchronousNormal]
+		}
+		err = set("synchronous", level)
+	}
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return c, release, nil
 }
 
 // read runs fn on one connection of the pool. Under WAL, reads run
 // concurrently with each other and with the one writer.
 func (s *Store) read(ctx context.Context, fn func(c *sql.Conn) error) error {
-	c, err := s.conn(ctx, false)
+	c, release, err := s.conn(ctx, false, false)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer release()
 	return fn(c)
 }
 
@@ -288,17 +332,13 @@ func (s *Store) writeTx(ctx context.Context, lazy bool, fn func(c *sql.Conn) err
 	}
 	defer func() { <-s.writeSem }()
 
-	c, err := s.conn(ctx, true)
+	c, release, err := s.conn(ctx, true, lazy)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	if lazy && s.synchronous == SynchronousFull {
-		// The connection's next write sets its synchronous level again.
-		if _, err := c.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
-			return err
-		}
-	}
+	// Deferred first, so it runs last: the settings are put back once the
+	// transaction has ended (committed, or rolled back by the defer below).
+	defer release()
 	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return err
 	}
@@ -336,17 +376,25 @@ func rollback(ctx context.Context, c *sql.Conn) {
 // a ledger meaning. Errors already carrying a ledger sentinel pass through
 // with the prefix.
 func fail(op string, err error) error {
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() {
-		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-			if strings.Contains(se.Error(), "payonce_operations.key") {
-				return fmt.Errorf("ledgersqlite: %s: %w (%v)", op, ledger.ErrKeyConflict, se)
-			}
-		}
+	if isKeyConflict(err) {
+		return fmt.Errorf("ledgersqlite: %s: %w (%v)", op, ledger.ErrKeyConflict, err)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("ledgersqlite: %s: %w", op, ledger.ErrNotFound)
 	}
 	return fmt.Errorf("ledgersqlite: %s: %w", op, err)
+}
+
+// isKeyConflict reports a unique violation on payonce_operations.key:
+// another operation holds the key.
+func isKeyConflict(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		return strings.Contains(se.Error(), "payonce_operations.key")
+	}
+	return false
 }

@@ -90,7 +90,7 @@ func TestMigrate(t *testing.T) {
 	require.NoError(t, s.Migrate(ctx))
 	v, err = s.SchemaVersion(ctx)
 	require.NoError(t, err)
-	require.Equal(t, 2, v)
+	require.Equal(t, 3, v)
 
 	raw := rawDB(t, path)
 	var names []string
@@ -103,7 +103,7 @@ func TestMigrate(t *testing.T) {
 		names = append(names, name)
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"initial", "events"}, names)
+	require.Equal(t, []string{"initial", "events", "tombstones"}, names)
 	require.Positive(t, appliedAt)
 
 	t.Run("TwiceIsNoOp", func(t *testing.T) {
@@ -115,7 +115,7 @@ func TestMigrate(t *testing.T) {
 		require.Equal(t, before, after)
 		var n, again int64
 		require.NoError(t, raw.QueryRow("SELECT count(*), max(applied_at) FROM payonce_schema_migrations").Scan(&n, &again))
-		require.EqualValues(t, 2, n)
+		require.EqualValues(t, 3, n)
 		require.Equal(t, appliedAt, again, "the recorded migrations are untouched")
 	})
 
@@ -152,7 +152,7 @@ func TestMigrateConcurrently(t *testing.T) {
 	}
 	var n int
 	require.NoError(t, rawDB(t, path).QueryRow("SELECT count(*) FROM payonce_schema_migrations").Scan(&n))
-	require.Equal(t, 2, n, "each migration applied once")
+	require.Equal(t, 3, n, "each migration applied once")
 }
 
 func TestDataSurvivesCloseAndReopen(t *testing.T) {
@@ -216,10 +216,11 @@ func TestNewWithCallersDB(t *testing.T) {
 		require.Zero(t, n, table)
 	}
 
-	// The store set busy_timeout on the connections it used.
+	// The store set busy_timeout on the connections while it used them,
+	// and put the caller's setting back.
 	var busy int
 	require.NoError(t, db.QueryRow("PRAGMA busy_timeout").Scan(&busy))
-	require.Equal(t, int(ledgersqlite.DefaultBusyTimeout/time.Millisecond), busy)
+	require.Zero(t, busy, "the caller's busy_timeout is left as the caller set it")
 
 	require.NoError(t, s.Close())
 	require.NoError(t, db.PingContext(ctx), "Close leaves the caller's db open")

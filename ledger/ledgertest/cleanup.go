@@ -65,22 +65,39 @@ func testCleanupBatches(t *testing.T, h *Harness) {
 	require.NoError(t, err)
 	require.Equal(t, total, rep.Deleted)
 	require.Equal(t, 3, rep.Batches, "25 operations in batches of 10")
+	require.Equal(t, total, rep.Tombstoned, "one tombstone per deleted operation")
+	require.Equal(t, total, rep.Tombstones)
+	require.Zero(t, rep.TombstonesPurged)
 	requireTime(t, time.Time{}, rep.OldestFinishedAt, "OldestFinishedAt when nothing is left")
-	for _, id := range all {
-		_, _, err := s.Get(t.Context(), id)
-		require.ErrorIs(t, err, ledger.ErrNotFound, id)
+	for i, id := range all {
+		got, atts := mustGet(t, s, id)
+		require.True(t, got.Tombstone, "%s: only its tombstone is left", id)
+		require.Empty(t, atts, "%s: the attempts went with the operation", id)
+		want := ledger.StatusSucceeded
+		if i%2 == 1 {
+			want = ledger.StatusFailed
+		}
+		require.Equal(t, want, got.Status, id)
 	}
+	left, err := s.List(t.Context(), ledger.ListFilter{})
+	require.NoError(t, err)
+	require.Empty(t, left)
 
 	rep, err = s.Cleanup(t.Context(), p)
 	require.NoError(t, err)
 	require.Zero(t, rep.Deleted)
+	require.Zero(t, rep.Tombstoned)
+	require.Equal(t, total, rep.Tombstones)
 
-	// The attempts went with their operation: the same ID starts afresh.
-	op := shortTTL(all[0])
-	_, att := mustStart(t, s, op, ownerA, at(73*time.Hour))
-	require.Equal(t, 1, att.Number)
-	_, atts := mustGet(t, s, op.ID)
-	require.Len(t, atts, 1)
+	// The same ID later does not start afresh: the late call gets the
+	// recorded outcome and nothing is sent.
+	res := mustBegin(t, s, beginParams(shortTTL(all[0]), ownerA, at(73*time.Hour), true))
+	require.False(t, res.Claimed)
+	require.Nil(t, res.Attempt)
+	require.True(t, res.Op.Tombstone)
+	require.Equal(t, ledger.StatusSucceeded, res.Op.Status)
+	_, atts := mustGet(t, s, all[0])
+	require.Empty(t, atts)
 }
 
 func testCleanupKeeps(t *testing.T, h *Harness) {
@@ -112,13 +129,20 @@ func testCleanupKeeps(t *testing.T, h *Harness) {
 	require.NoError(t, err)
 	require.Equal(t, 2, rep.Deleted)
 	require.Equal(t, 1, rep.Batches)
+	require.Equal(t, 2, rep.Tombstoned)
+	require.Equal(t, 2, rep.Tombstones)
 	requireTime(t, at(time.Minute), rep.OldestFinishedAt, "OldestFinishedAt (op-open-window)")
 	require.Equal(t, kept, snapshot(t, s), "only op-old-ok and op-old-ko may go, and nothing else may change")
+	for _, id := range []string{"op-old-ok", "op-old-ko"} {
+		got, _ := mustGet(t, s, id)
+		require.True(t, got.Tombstone, id)
+	}
 
 	// A month later both windows and retention have passed for the others.
 	rep, err = s.Cleanup(t.Context(), ledger.CleanupParams{Now: at(31 * 24 * time.Hour), Retention: 48 * time.Hour, KeyTTL: keyTTL})
 	require.NoError(t, err)
 	require.Equal(t, 2, rep.Deleted)
+	require.Equal(t, 4, rep.Tombstones)
 	requireTime(t, time.Time{}, rep.OldestFinishedAt, "OldestFinishedAt with no final operation left")
 	left, err := s.List(t.Context(), ledger.ListFilter{})
 	require.NoError(t, err)

@@ -6,8 +6,8 @@ import "testing"
 // fresh, empty, migrated store for the subtest it is given (its own schema or
 // file, cleaned up with t.Cleanup); the subtests run in parallel.
 //
-// Subtests that need OpenAnother, Reopen, SetRawStatus or SetRawEventKind
-// are skipped when the harness leaves them nil.
+// Subtests that need OpenAnother, Reopen, SetRawStatus, SetRawEventKind or
+// BlockWrites are skipped when the harness leaves them nil.
 func Run(t *testing.T, newHarness func(t *testing.T) *Harness) {
 	t.Helper()
 	for _, g := range suite() {
@@ -68,6 +68,7 @@ func suite() []group {
 			{"ExpiryHandsOverToAnotherOwner", testLeaseExpiry},
 			{"ExpiredInFlightBecomesUnknown", testLeaseExpiredInFlight},
 			{"StolenLeaseChangesNothing", testStolenLease},
+			{"NeverGrantedLapsed", testLeaseNotGrantedLapsed},
 		}},
 		{"StartAttempt", []testCase{
 			{"FromPendingAndUnknown", testStartAttempt},
@@ -94,6 +95,7 @@ func suite() []group {
 		}},
 		{"Attempts", []testCase{
 			{"Bookkeeping", testAttemptBookkeeping},
+			{"Replayed", testAttemptReplayed},
 		}},
 		{"Concurrency", []testCase{
 			{"BeginHasOneWinner", testConcurrentBegin},
@@ -132,6 +134,17 @@ func suite() []group {
 			{"RetentionTooShort", testCleanupRetentionTooShort},
 			{"Batches", testCleanupBatches},
 			{"KeepsLiveRowsAndOpenWindows", testCleanupKeeps},
+		}},
+		{"Tombstone", []testCase{
+			{"LateBeginGetsRecordedOutcome", testTombstoneLateBegin},
+			{"LateBeginAfterResend", testTombstoneLateBeginAfterResend},
+			{"LateCreateOrGetCreatesNothing", testTombstoneLateCreateOrGet},
+			{"FingerprintMismatch", testTombstoneFingerprint},
+			{"GetAndEvents", testTombstoneGetAndEvents},
+			{"NotListedNorDue", testTombstoneNotListed},
+			{"Report", testTombstoneReport},
+			{"Retention", testTombstoneRetention},
+			{"RaceWithCleanup", testTombstoneRace},
 		}},
 		{"Events", []testCase{
 			{"NoneUntilRecorded", testEventsNone},

@@ -348,3 +348,32 @@ func testAttemptBookkeeping(t *testing.T, h *Harness) {
 		require.Equal(t, want[i], canonAttempt(atts[i]), "attempt %d", i+1)
 	}
 }
+
+// Replayed records that the provider answered an attempt with a stored
+// answer for its key instead of processing it; Get returns it per attempt.
+func testAttemptReplayed(t *testing.T, h *Harness) {
+	s := h.Store
+	op := newOp("op-replayed")
+	mustStart(t, s, op, ownerA, base)
+	mustFinish(t, s, ledger.FinishParams{
+		ID: op.ID, Owner: ownerA, Now: at(time.Second), From: ledger.StatusInFlight, To: ledger.StatusUnknown,
+		Attempt:   &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeMaybeSent, HTTPStatus: 500, Error: "api_error"},
+		KeepLease: true,
+	})
+	mustStartAttempt(t, s, op.ID, ownerA, at(time.Minute))
+	mustFinish(t, s, ledger.FinishParams{
+		ID: op.ID, Owner: ownerA, Now: at(time.Minute + time.Second), From: ledger.StatusInFlight, To: ledger.StatusUnknown,
+		Attempt:   &ledger.AttemptOutcome{Number: 2, Class: ledger.OutcomeMaybeSent, HTTPStatus: 500, Error: "api_error", Replayed: true},
+		KeepLease: true,
+	})
+	_, open := mustStartAttempt(t, s, op.ID, ownerA, at(2*time.Minute))
+	require.False(t, open.Replayed, "an attempt in flight has no answer yet")
+
+	_, atts := mustGet(t, s, op.ID)
+	require.Len(t, atts, 3)
+	require.Equal(t, []bool{false, true, false}, []bool{atts[0].Replayed, atts[1].Replayed, atts[2].Replayed})
+	if h.Reopen != nil {
+		_, atts = mustGet(t, h.Reopen(t), op.ID)
+		require.True(t, atts[1].Replayed, "stored, not only returned")
+	}
+}

@@ -35,4 +35,10 @@ type Harness struct {
 	// operation id directly in the database, bypassing every check, to
 	// simulate a corrupted entry.
 	SetRawEventKind func(t *testing.T, id string, seq int, kind string)
+	// BlockWrites makes every write to the store wait (a lock held by
+	// another connection, as a caller's open transaction or another process
+	// would hold it) until release is called. Reads must not wait. The
+	// store's own waits for it must last at least a few seconds before they
+	// give up.
+	BlockWrites func(t *testing.T) (release func())
 }

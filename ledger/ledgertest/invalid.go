@@ -296,10 +296,13 @@ func testInvalidCleanup(t *testing.T, h *Harness) {
 		{"negative KeyTTL", func(p *ledger.CleanupParams) { p.KeyTTL = -time.Hour }},
 		{"negative BatchSize", func(p *ledger.CleanupParams) { p.BatchSize = -1 }},
 		{"BatchSize above the maximum", func(p *ledger.CleanupParams) { p.BatchSize = ledger.MaxCleanupBatch + 1 }},
+		{"negative TombstoneRetention", func(p *ledger.CleanupParams) { p.TombstoneRetention = -time.Hour }},
+		{"TombstoneRetention shorter than Retention", func(p *ledger.CleanupParams) { p.TombstoneRetention = p.Retention - time.Second }},
 	}, func(p ledger.CleanupParams) error {
 		_, err := s.Cleanup(t.Context(), p)
 		return err
 	})
-	_, _, err := s.Get(t.Context(), invDone)
-	require.ErrorIs(t, err, ledger.ErrNotFound, "the valid cleanup deletes the finished operation")
+	got, atts := mustGet(t, s, invDone)
+	require.True(t, got.Tombstone, "the valid cleanup deletes the finished operation, leaving its tombstone")
+	require.Empty(t, atts)
 }

@@ -14,10 +14,18 @@ import (
 // asked: the state an operator finds it in.
 func toReview(t *testing.T, s ledger.Store, op ledger.NewOperation) {
 	t.Helper()
+	toReviewWith(t, s, op, "", nil)
+}
+
+// toReviewWith is toReview with a provider reference and a result recorded
+// on the way (what an answer or a lookup attached before the review).
+func toReviewWith(t *testing.T, s ledger.Store, op ledger.NewOperation, ref string, result []byte) {
+	t.Helper()
 	mustStart(t, s, op, ownerA, base)
 	mustFinish(t, s, ledger.FinishParams{
 		ID: op.ID, Owner: ownerA, Now: at(time.Second), From: ledger.StatusInFlight, To: ledger.StatusManualReview,
 		Attempt: attemptOutcome(1, ledger.StatusUnknown), ReviewReason: "window passed, outcome unknown",
+		ProviderRef: ref, Result: result,
 	})
 }
 
@@ -76,8 +84,9 @@ func testResolveFailed(t *testing.T, h *Harness) {
 func testResolveResend(t *testing.T, h *Harness) {
 	s := h.Store
 	op := newOp("op-res-resend")
-	toReview(t, s, op)
-	_, beforeAtts := mustGet(t, s, op.ID)
+	toReviewWith(t, s, op, "pi_seen", []byte(`{"status":"requires_payment_method"}`))
+	inReview, beforeAtts := mustGet(t, s, op.ID)
+	require.Equal(t, "pi_seen", inReview.ProviderRef)
 
 	now := at(time.Hour)
 	p := ledger.ResolveParams{ID: op.ID, Actor: "alice", Note: "provider confirms it never saw the key", Outcome: ledger.ResolveResend, NewKey: op.ID + "-g1", NewGeneration: 1, Now: now}
@@ -92,10 +101,15 @@ func testResolveResend(t *testing.T, h *Harness) {
 	requireTime(t, now, got.NextCheckAt, "NextCheckAt (due at once)")
 	requireTime(t, time.Time{}, got.FinishedAt, "FinishedAt")
 	requireNoLease(t, got)
+	require.Empty(t, got.ProviderRef, "the new generation does not inherit the previous one's reference")
+	require.Nil(t, got.Result, "nor its result")
 	requireResolution(t, p, got)
-	requireStored(t, s, got)
+	requireStored(t, s, got) // both are written as cleared, not left in the row
 	_, atts := mustGet(t, s, op.ID)
 	require.Equal(t, beforeAtts, atts, "past attempts are kept")
+	requireEvents(t, s, op.ID, resolutionEvent(op.ID, 1, now, "alice", map[string]any{
+		"outcome": "resend", "new_key": p.NewKey, "new_generation": float64(1), "previous_provider_ref": "pi_seen",
+	}))
 
 	// Background work picks it up and sends under the new key.
 	due := mustClaimDue(t, s, claimDue(ownerB, now.Add(time.Second), 10))
@@ -120,7 +134,7 @@ func testResolveResend(t *testing.T, h *Harness) {
 func testResolveResendThenBegin(t *testing.T, h *Harness) {
 	s := h.Store
 	op := newOp("op-res-begin")
-	toReview(t, s, op)
+	toReviewWith(t, s, op, "pi_seen", []byte(`{"status":"canceled"}`))
 	newKey := op.ID + "-g1"
 	mustResolve(t, s, ledger.ResolveParams{ID: op.ID, Actor: "alice", Note: "resend", Outcome: ledger.ResolveResend, NewKey: newKey, NewGeneration: 1, Now: at(time.Hour)})
 
@@ -133,6 +147,8 @@ func testResolveResendThenBegin(t *testing.T, h *Harness) {
 	require.Equal(t, 2, res.Attempt.Number)
 	require.Equal(t, newKey, res.Op.Key)
 	require.Equal(t, 1, res.Op.Generation)
+	require.Empty(t, res.Op.ProviderRef, "nothing of the previous generation's outcome is reported")
+	require.Nil(t, res.Op.Result)
 	requireStored(t, s, res.Op)
 }
 
