@@ -95,8 +95,25 @@ type Outcome struct {
 	// RetryAfter is how long the provider asked the client to wait (a
 	// Retry-After header, a retry_after field); zero when it did not say.
 	RetryAfter time.Duration
-	// Replayed reports that the provider replayed a stored answer for this key.
+	// Replayed reports that the provider replayed a stored answer for this
+	// key (Stripe: Idempotent-Replayed: true). A replayed answer that is not
+	// a success is final for the key: every resend under it gets the same
+	// answer, so the client stops resending and settles the operation by
+	// lookups only.
 	Replayed bool
+	// Contradiction, when non-empty, says why a 2xx answer does not belong
+	// to this request (another operation id, amount or currency). The
+	// operation goes to review (ReasonContradicted); it is never recorded
+	// as succeeded or failed on such an answer.
+	Contradiction string
+}
+
+// ReplayDetector is implemented by adapters whose provider marks an answer
+// replayed from its idempotency store. The client's circuit breaker does not
+// count a replayed 5xx against the provider's health: it is the stored
+// answer of an earlier request, not a new failure.
+type ReplayDetector interface {
+	Replayed(status int, header http.Header) bool
 }
 
 // LookupState is what a status lookup found.
@@ -127,6 +144,17 @@ type LookupQuery struct {
 	// provider; lookups that list by creation time may start there (minus a
 	// margin for clock skew).
 	Since time.Time
+	// Generation is the operation's current key generation (0 unless an
+	// operator approved a resend under a new key); Key is its key.
+	Generation int
+	// EarlierKeys are the keys of the earlier generations, oldest first,
+	// and EarlierRefs the provider references recorded under them. A lookup
+	// must see every generation's objects: an object created under an
+	// earlier key that succeeded means the operation succeeded, and two
+	// that succeeded mean it is duplicated. An earlier generation's object
+	// that failed does not answer for the current key.
+	EarlierKeys []string
+	EarlierRefs []string
 }
 
 // LookupResult is what a status lookup found.
@@ -141,6 +169,10 @@ type LookupResult struct {
 	Message     string
 	// Lag is how far behind the lookup method may be (an eventually
 	// consistent search); zero for a consistent read. A LookupNotFound counts
-	// only once Lag has passed since the last attempt.
+	// only once Lag has passed since the end of the last attempt.
 	Lag time.Duration
+	// Contradiction, when non-empty, says why the object found does not
+	// belong to this operation (another operation id, amount or currency
+	// than requested). The operation goes to review (ReasonContradicted).
+	Contradiction string
 }

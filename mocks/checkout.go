@@ -236,10 +236,37 @@ func (h *CheckoutHandler) serverError(c *call) *response {
 	return h.errorResponse(c, http.StatusInternalServerError, "internal_server_error")
 }
 
-// keyMismatch answers a key reused with another request. Checkout.com does
-// not document this case; the fake refuses it with a 422.
+// keyMismatch answers a key reused with another request (another body,
+// path or method). Checkout.com documents no answer for that case: its
+// idempotency page says only that "subsequent requests with the same key
+// will return the same HTTP status code and response body as the original
+// request, providing that it was processed successfully", and that
+// concurrent requests with the same key get 409 "Conflict with another
+// request being processed"
+// (https://www.checkout.com/docs/developer-resources/api/idempotency;
+// support.checkout.com, "Why did I receive a 409 HTTP response to my
+// idempotent API request instead of 429?"). The fake does what those words
+// say, which is also the hardest case for a client: it replays the first
+// request's stored 2xx answer, whatever the new request's body, and
+// answers 409 while the first request is still running. It invents no
+// error code. (Only 2xx answers are stored at all: after a 4xx or 5xx the
+// key is free and a request with it is processed as new.)
 func (h *CheckoutHandler) keyMismatch(c *call) *response {
-	return h.errorResponse(c, http.StatusUnprocessableEntity, "request_invalid", "idempotency_key_reused")
+	if stored := ckoStoredAnswer(h.core.idem, idemID{scope: c.scope, key: c.key}); stored != nil {
+		return stored
+	}
+	return h.keyInUse(c)
+}
+
+// ckoStoredAnswer returns the finished answer stored under id, or nil while
+// the key's first request is still running (or the key was just freed).
+func ckoStoredAnswer(s *idemStore, id idemID) *response {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.entries[id]; ok && e.done {
+		return e.resp
+	}
+	return nil
 }
 
 // keyInUse is the 409 "conflict with another request being processed".

@@ -181,15 +181,65 @@ func TestCheckoutIdempotencyReplaysOnly2xx(t *testing.T) {
 	require.Equal(t, b.c.post("/payments", d, "d").body, b.c.post("/payments", d, "d").body)
 
 	// Another request under a stored key (undocumented at Checkout.com):
-	// the fake refuses it.
-	e := decode[mocks.CheckoutError](t, b.c.post("/payments", ckoPayment(101, mocks.CheckoutSourceApproved, "op", true), "k"), 422)
-	require.Equal(t, []string{"idempotency_key_reused"}, e.ErrorCodes)
+	// the fake replays the stored answer, as "subsequent requests with the
+	// same key return the same status and body" says (see
+	// TestCheckoutSameKeyOtherRequestReplays).
+	other := b.c.post("/payments", ckoPayment(101, mocks.CheckoutSourceApproved, "op", true), "k")
+	require.Equal(t, 201, other.status)
+	require.Equal(t, first.body, other.body)
 
 	// After the key's 24 hours, a resend is a new payment.
 	b.clock.Advance(mocks.CheckoutKeyTTL)
 	require.Equal(t, 201, b.c.post("/payments", body, "k").status)
 	require.Equal(t, map[string]int{"op": 2}, b.f.Truth().ChargesByReference())
 	require.Equal(t, 2, b.f.Truth().Replays)
+}
+
+// Checkout.com documents no error for a key reused with another request;
+// its documented rule is that a repeat of a key whose request succeeded
+// gets the same status and body. The fake must not invent a refusal: it
+// replays, creates nothing, and answers 409 while the first still runs.
+func TestCheckoutSameKeyOtherRequestReplays(t *testing.T) {
+	t.Parallel()
+	b := ckoSetup(t, mocks.CheckoutOptions{SlowFor: 300 * time.Millisecond})
+	first := b.c.post("/payments", ckoPayment(1000, mocks.CheckoutSourceApproved, "order-a", true), "shared")
+	p := decode[mocks.CheckoutPayment](t, first, 201)
+
+	// Another amount and reference under the same key.
+	again := b.c.post("/payments", ckoPayment(2500, mocks.CheckoutSourceApproved, "order-b", true), "shared")
+	require.Equal(t, 201, again.status)
+	require.Equal(t, first.body, again.body, "the first request's answer, not a new payment")
+	require.Equal(t, p.ID, decode[mocks.CheckoutPayment](t, again, 201).ID)
+	// Another endpoint under the same key.
+	refund := b.c.post("/payments/"+p.ID+"/refunds", map[string]any{"amount": 10, "reference": "r"}, "shared")
+	require.Equal(t, 201, refund.status)
+	require.Equal(t, first.body, refund.body)
+
+	truth := b.f.Truth()
+	require.Equal(t, map[string]int{"order-a": 1}, truth.ChargesByReference())
+	require.Empty(t, truth.Refunds)
+	require.Equal(t, 2, truth.KeyMismatch)
+
+	// While the first request under a key runs, another request with it
+	// gets the documented 409.
+	b.f.Script(ckoCreate, mocks.FaultSlow)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, _ = b.c.do(context.Background(), http.MethodPost, "/payments", ckoPayment(100, mocks.CheckoutSourceApproved, "slow", true), "slow")
+	}()
+	require.Eventually(t, func() bool { return b.f.PendingFaults() == 0 }, 2*time.Second, time.Millisecond)
+	time.Sleep(20 * time.Millisecond)
+	e := decode[mocks.CheckoutError](t, b.c.post("/payments", ckoPayment(999, mocks.CheckoutSourceApproved, "other", true), "slow"), 409)
+	require.Equal(t, "request_in_progress", e.ErrorType)
+	wg.Wait()
+
+	// A key whose request failed is not stored: another request with it is
+	// processed as new (documented: "if the original request could not be
+	// processed, an idempotent result will not be saved").
+	require.Equal(t, 422, b.c.post("/payments", ckoPayment(0, mocks.CheckoutSourceApproved, "bad", true), "free").status)
+	require.Equal(t, 201, b.c.post("/payments", ckoPayment(700, mocks.CheckoutSourceApproved, "good", true), "free").status)
 }
 
 // TestCheckoutBlindResendAfter5xxChargesTwice shows why a Checkout.com

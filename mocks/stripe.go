@@ -78,7 +78,8 @@ func (o StripeOptions) Validate() error {
 
 // StripeHandler is the fake Stripe as an http.Handler, for callers who mount
 // it on their own server: it serves Stripe's API v1 routes for
-// PaymentIntents and Refunds. It is safe for concurrent use.
+// PaymentIntents, Refunds and the retrieval of Charges (every confirmation
+// creates one). It is safe for concurrent use.
 type StripeHandler struct {
 	fakeHandler
 	apiKeys   []string
@@ -89,6 +90,7 @@ type StripeHandler struct {
 	intents     map[string]*stripeIntent
 	intentOrder []*stripeIntent
 	charges     map[string]*stripeIntent // successful charge id -> intent
+	chargeObjs  map[string]*StripeCharge // every charge (declined too), by id
 	methods     map[string]string        // issued pm_ id -> test method name
 	refunds     map[string]*stripeRefund
 	refundOrder []*stripeRefund
@@ -121,11 +123,12 @@ func NewStripeHandler(opts StripeOptions) *StripeHandler {
 		panic(err)
 	}
 	s := &StripeHandler{
-		searchLag: opts.SearchLag,
-		intents:   make(map[string]*stripeIntent),
-		charges:   make(map[string]*stripeIntent),
-		methods:   make(map[string]string),
-		refunds:   make(map[string]*stripeRefund),
+		searchLag:  opts.SearchLag,
+		intents:    make(map[string]*stripeIntent),
+		charges:    make(map[string]*stripeIntent),
+		chargeObjs: make(map[string]*StripeCharge),
+		methods:    make(map[string]string),
+		refunds:    make(map[string]*stripeRefund),
 	}
 	s.start(coreConfig{
 		name:       "stripe",
@@ -154,6 +157,7 @@ func NewStripeHandler(opts StripeOptions) *StripeHandler {
 		{"POST /v1/refunds", s.createRefund},
 		{"GET /v1/refunds", s.listRefunds},
 		{"GET /v1/refunds/{id}", s.getRefund},
+		{"GET /v1/charges/{id}", s.getCharge},
 	}, s.unknownRoute)
 	return s
 }

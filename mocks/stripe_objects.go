@@ -122,6 +122,60 @@ func (r StripeRefund) MarshalJSON() ([]byte, error) {
 	return json.Marshal(w)
 }
 
+// StripeCharge is a Charge as Stripe's API v1 renders it (the fields
+// payonce reads); field names follow Stripe's JSON names
+// (https://docs.stripe.com/api/charges/object). Every confirmation of a
+// PaymentIntent creates one: paid is "true if the charge succeeded, or was
+// successfully authorized for later capture", captured tells an
+// authorization from a capture, and a PaymentIntent's latest_charge names
+// the latest one.
+type StripeCharge struct {
+	ID             string `json:"id"`
+	Object         string `json:"object"`
+	Amount         int64  `json:"amount"`
+	AmountCaptured int64  `json:"amount_captured"`
+	AmountRefunded int64  `json:"amount_refunded"`
+	Captured       bool   `json:"captured"`
+	Created        int64  `json:"created"`
+	Currency       string `json:"currency"`
+	FailureCode    string `json:"failure_code"`
+	FailureMessage string `json:"failure_message"`
+	Paid           bool   `json:"paid"`
+	PaymentIntent  string `json:"payment_intent"`
+	PaymentMethod  string `json:"payment_method"`
+	Refunded       bool   `json:"refunded"`
+	Status         string `json:"status"`
+}
+
+// MarshalJSON renders the Charge with Stripe's nulls and defaults
+// ("object": "charge").
+func (ch StripeCharge) MarshalJSON() ([]byte, error) {
+	type wire struct {
+		ID             string  `json:"id"`
+		Object         string  `json:"object"`
+		Amount         int64   `json:"amount"`
+		AmountCaptured int64   `json:"amount_captured"`
+		AmountRefunded int64   `json:"amount_refunded"`
+		Captured       bool    `json:"captured"`
+		Created        int64   `json:"created"`
+		Currency       string  `json:"currency"`
+		FailureCode    *string `json:"failure_code"`
+		FailureMessage *string `json:"failure_message"`
+		Paid           bool    `json:"paid"`
+		PaymentIntent  *string `json:"payment_intent"`
+		PaymentMethod  *string `json:"payment_method"`
+		Refunded       bool    `json:"refunded"`
+		Status         string  `json:"status"`
+	}
+	return json.Marshal(wire{
+		ID: ch.ID, Object: orDefault(ch.Object, "charge"), Amount: ch.Amount,
+		AmountCaptured: ch.AmountCaptured, AmountRefunded: ch.AmountRefunded, Captured: ch.Captured,
+		Created: ch.Created, Currency: ch.Currency, FailureCode: nullString(ch.FailureCode),
+		FailureMessage: nullString(ch.FailureMessage), Paid: ch.Paid, PaymentIntent: nullString(ch.PaymentIntent),
+		PaymentMethod: nullString(ch.PaymentMethod), Refunded: ch.Refunded, Status: ch.Status,
+	})
+}
+
 // StripeError is the object under "error" in Stripe's error answers, and
 // the shape of a PaymentIntent's last_payment_error. Type is one of
 // api_error, card_error, idempotency_error or invalid_request_error.

@@ -158,6 +158,11 @@ func (s *StripeHandler) confirmLocked(c *call, in *stripeIntent, card stripeTest
 		pi.LastPaymentError = &lpe
 		pi.Status = "requires_payment_method"
 		pi.NextAction = nil
+		s.chargeObjs[chargeID] = &StripeCharge{
+			ID: chargeID, Object: "charge", Amount: pi.Amount, Created: c.now.Unix(), Currency: pi.Currency,
+			FailureCode: card.code, FailureMessage: card.message, PaymentIntent: pi.ID, PaymentMethod: pi.PaymentMethod,
+			Status: "failed",
+		}
 		e := lpe
 		snapshot := *pi
 		e.PaymentIntent = &snapshot
@@ -169,12 +174,20 @@ func (s *StripeHandler) confirmLocked(c *call, in *stripeIntent, card stripeTest
 	in.authorized = true
 	in.chargeID = chargeID
 	s.charges[chargeID] = in
+	ch := &StripeCharge{
+		ID: chargeID, Object: "charge", Amount: pi.Amount, Created: c.now.Unix(), Currency: pi.Currency,
+		Paid: true, PaymentIntent: pi.ID, PaymentMethod: pi.PaymentMethod, Status: "succeeded",
+	}
+	s.chargeObjs[chargeID] = ch
 	if pi.CaptureMethod == "manual" {
+		// Authorized only: the charge is paid ("successfully authorized for
+		// later capture") but not captured.
 		pi.Status = "requires_capture"
 		pi.AmountCapturable = pi.Amount
 	} else {
 		pi.Status = "succeeded"
 		pi.AmountReceived = pi.Amount
+		ch.Captured, ch.AmountCaptured = true, pi.Amount
 	}
 	return s.jsonResponse(c, http.StatusOK, *pi)
 }
@@ -189,6 +202,18 @@ func (s *StripeHandler) getIntent(c *call) (*response, bool) {
 		return s.notFound(c, "payment_intent", id, "intent"), true
 	}
 	return s.jsonResponse(c, http.StatusOK, in.pi), true
+}
+
+// getCharge is GET /v1/charges/{id}.
+func (s *StripeHandler) getCharge(c *call) (*response, bool) {
+	id := c.r.PathValue("id")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, ok := s.chargeObjs[id]
+	if !ok {
+		return s.notFound(c, "charge", id, "id"), true
+	}
+	return s.jsonResponse(c, http.StatusOK, *ch), true
 }
 
 // listIntents is GET /v1/payment_intents: newest first, not delayed.
@@ -320,6 +345,9 @@ func (s *StripeHandler) captureIntent(c *call) (*response, bool) {
 			"The amount to capture (%s) is greater than the amount capturable (%s).",
 			formatMoney(atc, pi.Currency), formatMoney(pi.AmountCapturable, pi.Currency))), true
 	}
+	if ch := s.chargeObjs[in.chargeID]; ch != nil {
+		ch.Captured, ch.AmountCaptured = true, atc
+	}
 	pi.AmountReceived = atc
 	pi.AmountCapturable = 0
 	pi.Status = "succeeded"
@@ -351,6 +379,13 @@ func (s *StripeHandler) cancelIntent(c *call) (*response, bool) {
 	default:
 		return s.unexpectedState(c, in, fmt.Sprintf(
 			"You cannot cancel this PaymentIntent because it has a status of %s. Only a PaymentIntent with one of the following statuses may be canceled: requires_payment_method, requires_capture, requires_confirmation, requires_action, processing.", pi.Status)), true
+	}
+	if ch := s.chargeObjs[in.chargeID]; ch != nil && pi.Status == "requires_capture" {
+		// "For PaymentIntents with a status of requires_capture, the
+		// remaining amount_capturable is automatically refunded" (API
+		// reference, Cancel a PaymentIntent): the authorized charge stays
+		// paid and uncaptured, and is refunded in full.
+		ch.AmountRefunded, ch.Refunded = ch.Amount, true
 	}
 	pi.Status = "canceled"
 	pi.CanceledAt = c.now.Unix()

@@ -73,6 +73,11 @@ func (s *StripeHandler) createRefund(c *call) (*response, bool) {
 			formatMoney(amount, pi.Currency), formatMoney(remaining, pi.Currency))), true
 	}
 	in.refunded += amount
+	if ch := s.chargeObjs[in.chargeID]; ch != nil {
+		ch.AmountRefunded += amount
+		// "Whether the charge has been fully refunded": of what it captured.
+		ch.Refunded = ch.AmountRefunded >= ch.AmountCaptured
+	}
 	s.seq++
 	re := &stripeRefund{
 		seq:       s.seq,

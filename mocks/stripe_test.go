@@ -397,8 +397,8 @@ func TestAuthentication(t *testing.T) {
 func TestUnknownRoute(t *testing.T) {
 	t.Parallel()
 	b := setup(t, mocks.StripeOptions{})
-	e := b.c.get("/v1/charges/ch_1").err(t, 404)
-	require.Contains(t, e.Message, "Unrecognized request URL (GET: /v1/charges/ch_1)")
+	e := b.c.get("/v1/customers/cus_1").err(t, 404)
+	require.Contains(t, e.Message, "Unrecognized request URL (GET: /v1/customers/cus_1)")
 	e = b.c.post("/v1/payment_intents/pi_1", url.Values{"amount": {"1"}}, "").err(t, 404)
 	require.Contains(t, e.Message, "Unrecognized request URL")
 	require.Equal(t, 2, b.f.Truth().Requests["unknown"])

@@ -1,6 +1,7 @@
 package checkout
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -11,14 +12,37 @@ import (
 
 // Classify reads Checkout.com's answer to one attempt:
 //
-//	2xx charge, payment readable    approved → success; Pending → success+Processing;
-//	                                Declined → refused (DeclineCode = response_code)
+//	2xx charge, payment readable    by status and approved (states.go, shared with
+//	                                Lookup): approved → success; Pending, Retry
+//	                                Scheduled → success+Processing; Declined, or
+//	                                Canceled/Expired unapproved → refused
+//	                                (DeclineCode = response_code)
 //	2xx capture/void/refund         202 with action_id → success+Processing (accepted, not done)
+//	2xx of another request          key_mismatch with Contradiction: another
+//	                                reference, amount or currency (see below)
 //	2xx unreadable                  maybe_sent
 //	409 (the key's request runs)    key_in_use
+//	4xx naming the idempotency key  key_mismatch (never documented; see below)
 //	400, 401, 403, 404, 422         refused
 //	429                             maybe_sent, with RetryAfter
 //	5xx and anything else           maybe_sent
+//
+// Same key, another request. Checkout.com documents only that "subsequent
+// requests with the same key will return the same HTTP status code and
+// response body as the original request, providing that it was processed
+// successfully" (https://www.checkout.com/docs/developer-resources/api/idempotency);
+// it documents no error for a repeated Cko-Idempotency-Key with another
+// body, and its API reference lists none (checkout/checkout-api-reference,
+// 2021: POST /payments answers 201, 202, 401, 422, 429 "too many requests
+// or duplicate request detected", 502). The safe assumption
+// is that it replays the first request's 2xx answer. Every 2xx is
+// therefore checked against this request (adapterkit.Belongs: the
+// reference and payonce_op the adapter writes, the amount, the currency):
+// an answer that belongs to another request is key_mismatch with
+// Outcome.Contradiction set, for review; never a success or a refusal. A
+// 4xx whose error_type or error_codes name the idempotency key, which
+// Checkout.com does not document either, is key_mismatch too: the key may
+// be held by a request that moved money, so it is not recorded as failed.
 //
 // Why maybe_sent matters more here than anywhere: Checkout.com caches the
 // answer under Cko-Idempotency-Key only when the first request returned 2xx.
@@ -32,7 +56,11 @@ import (
 //
 // RequestID is the Cko-Request-Id header (or the error body's request_id).
 // Messages come from response_summary or error_codes, with anything that
-// looks like a secret key removed. Checkout.com does not mark replays.
+// looks like a secret key removed. Checkout.com documents no marker of a
+// replayed answer (neither the idempotency page nor the official SDKs name
+// a header; a duplicate may even come back as 202: support article
+// "Duplicate payment request responses"), so Outcome.Replayed is never set
+// and the adapter does not implement payonce.ReplayDetector.
 func (p *Provider) Classify(r payonce.SendRequest, status int, header http.Header, body []byte) payonce.Outcome {
 	o := payonce.Outcome{HTTPStatus: status, RequestID: header.Get("Cko-Request-Id")}
 	if status >= 200 && status < 300 {
@@ -46,21 +74,27 @@ func (p *Provider) Classify(r payonce.SendRequest, status int, header http.Heade
 			o.RequestID = e.RequestID
 		}
 	}
-	switch status {
-	case http.StatusConflict:
+	switch {
+	case status == http.StatusConflict:
 		// "Conflict with another request being processed": the first
 		// request with this key is still running; it may yet move money.
+		// (Checkout.com answered 429 in that case before; now 409:
+		// support.checkout.com "Why did I receive a 409 HTTP response to my
+		// idempotent API request instead of 429?".)
 		o.Class = ledger.OutcomeKeyInUse
 		o.RetryAfter = adapterkit.RetryAfter(header.Get("Retry-After"), p.now)
-	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden,
-		http.StatusNotFound, http.StatusUnprocessableEntity:
+	case status >= 400 && status < 500 && e != nil && e.namesIdempotencyKey():
+		// Undocumented: see above. Review, not failed.
+		o.Class = ledger.OutcomeKeyMismatch
+	case status == http.StatusBadRequest, status == http.StatusUnauthorized, status == http.StatusForbidden,
+		status == http.StatusNotFound, status == http.StatusUnprocessableEntity:
 		// Invalid request (422 request_invalid with error_codes), bad key,
 		// action not allowed (capture or void of a payment in the wrong
 		// state), no such payment. Nothing was done and, since Checkout.com
 		// does not cache 4xx, a resend would be judged anew and refused the
 		// same way: never retried.
 		o.Class = ledger.OutcomeRefused
-	case http.StatusTooManyRequests:
+	case status == http.StatusTooManyRequests:
 		// Checkout.com documents 429 as rate limiting, but it used to answer
 		// 429 to a request whose key was still being processed (now 409),
 		// and it does not document that the limiter runs before the
@@ -90,6 +124,12 @@ func (p *Provider) classifySuccess(r payonce.SendRequest, o payonce.Outcome, bod
 		o.Message = "checkout: unreadable 2xx answer: " + p.scrub(what)
 		return o
 	}
+	contradicted := func(why string) payonce.Outcome {
+		o.Class = ledger.OutcomeKeyMismatch
+		o.Contradiction = p.scrub(why)
+		o.Message = "checkout: " + o.Contradiction
+		return o
+	}
 	switch r.Request.Kind {
 	case payonce.KindCharge:
 		pm, err := decodePayment(body)
@@ -97,58 +137,31 @@ func (p *Provider) classifySuccess(r payonce.SendRequest, o payonce.Outcome, bod
 			return unreadable(err.Error())
 		}
 		o.ProviderRef = pm.ID
-		switch {
-		case pm.Status == statusPending:
-			// Waiting for something (3-D Secure, an asynchronous method):
-			// the payment may still complete. Looked up later.
-			o.Class = ledger.OutcomeSuccess
-			o.Processing = true
-		case pm.Status == statusDeclined || (!pm.approved() && pm.Approved != nil && isFinalFailure(pm.Status)):
-			o.Class = ledger.OutcomeRefused
-			o.Code = codeDeclined
-			o.DeclineCode = p.scrub(pm.ResponseCode)
-			o.Message = p.scrub(pm.ResponseSummary)
-			if o.Message == "" {
-				o.Message = "checkout: payment " + p.scrub(pm.Status)
-			}
-		case pm.approved() && isAuthorized(pm.Status):
-			o.Class = ledger.OutcomeSuccess
-		default:
-			return unreadable("payment status " + strconv.Quote(pm.Status) + ", approved " + strconv.FormatBool(pm.approved()))
+		if why := paymentContradiction(r.Request, r.OperationID, pm); why != "" {
+			return contradicted(why)
 		}
+		return p.chargeState(pm).outcome(o)
 	case payonce.KindCapture, payonce.KindCancel, payonce.KindRefund:
 		a, err := decodeAccepted(body)
 		if err != nil {
 			return unreadable(err.Error())
 		}
+		if a.ID != "" || a.Status != "" {
+			// A payment (id, status) where an accepted action was expected:
+			// the key answered for another request.
+			o.ProviderRef = a.ID
+			return contradicted(fmt.Sprintf("the provider's answer is payment %q (status %q), not an accepted %s", a.ID, a.Status, r.Request.Kind))
+		}
+		o.ProviderRef = a.ActionID
+		if why := adapterkit.Belongs(payonce.Request{}, r.OperationID, a.Reference, 0, ""); why != "" {
+			return contradicted(why)
+		}
 		// 202 Accepted: Checkout.com has queued the action; it can still
 		// be declined. The operation stays unknown until a lookup of the
 		// payment's actions finds it approved or declined.
-		o.ProviderRef = a.ActionID
 		o.Class = ledger.OutcomeSuccess
 		o.Processing = true
-	default:
-		return unreadable("answer to an unknown kind " + strconv.Quote(string(r.Request.Kind)))
+		return o
 	}
-	return o
-}
-
-// isAuthorized reports the statuses of a payment whose authorization was
-// approved (whatever happened to the money afterwards).
-func isAuthorized(status string) bool {
-	switch status {
-	case statusAuthorized, statusCaptured, statusPartiallyCaptured, statusPartiallyRefunded,
-		statusRefunded, statusVoided, statusPaid:
-		return true
-	}
-	return false
-}
-
-// isFinalFailure reports the statuses in which an unapproved payment ends.
-func isFinalFailure(status string) bool {
-	switch status {
-	case statusDeclined, statusCanceled, statusExpired:
-		return true
-	}
-	return false
+	return unreadable("answer to an unknown kind " + strconv.Quote(string(r.Request.Kind)))
 }

@@ -20,7 +20,7 @@ func payJSON(id, status string, approved bool, code, summary string) string {
 		a = "true"
 	}
 	return `{"id":"` + id + `","action_id":"act_1","amount":1999,"currency":"USD","approved":` + a + `,"status":"` + status +
-		`","response_code":"` + code + `","response_summary":"` + summary + `","reference":"op"}`
+		`","response_code":"` + code + `","response_summary":"` + summary + `","reference":"` + chargeReq().OperationID + `"}`
 }
 
 func ckoErr(typ string, codes ...string) string {
@@ -34,7 +34,7 @@ func TestClassify(t *testing.T) {
 	capture := withKind(charge, payonce.KindCapture, 0, "pay_1")
 	cancel := withKind(charge, payonce.KindCancel, 0, "pay_1")
 	refundR := withKind(charge, payonce.KindRefund, 100, "pay_1")
-	accepted := `{"action_id":"act_9","reference":"op","_links":{"payment":{"href":"x"}}}`
+	accepted := `{"action_id":"act_9","reference":"` + charge.OperationID + `","_links":{"payment":{"href":"x"}}}`
 	huge := `{"id":"pay_1","status":"Captured","approved":true,"pad":"` + strings.Repeat("x", 1<<20) + `"}`
 	httpDate := testNow.Add(30 * time.Second).Format(http.TimeFormat)
 
@@ -60,7 +60,7 @@ func TestClassify(t *testing.T) {
 		{"captured", charge, 201, []string{"Cko-Request-Id", "rq1"}, payJSON("pay_1", "Captured", true, "10000", "Approved"), want{class: ledger.OutcomeSuccess, ref: "pay_1", requestID: "rq1"}},
 		{"authorized", charge, 201, nil, payJSON("pay_1", "Authorized", true, "10000", "Approved"), want{class: ledger.OutcomeSuccess, ref: "pay_1"}},
 		{"partially captured", charge, 201, nil, payJSON("pay_1", "Partially Captured", true, "10000", "Approved"), want{class: ledger.OutcomeSuccess, ref: "pay_1"}},
-		{"pending 3ds", charge, 202, nil, `{"id":"pay_1","status":"Pending","reference":"op","_links":{"redirect":{"href":"x"}}}`, want{class: ledger.OutcomeSuccess, processing: true, ref: "pay_1"}},
+		{"pending 3ds", charge, 202, nil, `{"id":"pay_1","status":"Pending","reference":"` + charge.OperationID + `","_links":{"redirect":{"href":"x"}}}`, want{class: ledger.OutcomeSuccess, processing: true, ref: "pay_1"}},
 		{"declined", charge, 201, nil, payJSON("pay_1", "Declined", false, "20051", "Insufficient Funds"),
 			want{class: ledger.OutcomeRefused, ref: "pay_1", code: "declined", decline: "20051", msg: "Insufficient Funds"}},
 		{"declined no summary", charge, 201, nil, `{"id":"pay_1","status":"Declined","approved":false}`, want{class: ledger.OutcomeRefused, ref: "pay_1", code: "declined", msg: "Declined"}},
@@ -68,7 +68,7 @@ func TestClassify(t *testing.T) {
 		{"approved but declined status", charge, 201, nil, payJSON("pay_1", "Declined", true, "20005", "x"), want{class: ledger.OutcomeRefused, ref: "pay_1", decline: "20005"}},
 		{"authorized but not approved", charge, 201, nil, payJSON("pay_1", "Authorized", false, "", ""), want{class: ledger.OutcomeMaybeSent, ref: "pay_1"}},
 		{"authorized no approved field", charge, 201, nil, `{"id":"pay_1","status":"Authorized"}`, want{class: ledger.OutcomeMaybeSent, ref: "pay_1"}},
-		{"card verified", charge, 201, nil, payJSON("pay_1", "Card Verified", true, "10000", ""), want{class: ledger.OutcomeMaybeSent, ref: "pay_1", msg: "Card Verified"}},
+		{"card verified", charge, 201, nil, payJSON("pay_1", "Card Verified", true, "10000", ""), want{class: ledger.OutcomeKeyMismatch, ref: "pay_1", msg: "Card Verified"}},
 		{"unknown status", charge, 201, nil, payJSON("pay_1", "Brand New", true, "", ""), want{class: ledger.OutcomeMaybeSent, ref: "pay_1"}},
 		{"malformed", charge, 201, nil, `{"id":"pay_1",`, want{class: ledger.OutcomeMaybeSent, msg: "unreadable"}},
 		{"empty", charge, 201, nil, ``, want{class: ledger.OutcomeMaybeSent}},

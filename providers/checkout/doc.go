@@ -5,7 +5,13 @@
 // the operation's Cko-Idempotency-Key, sends the operation id as the
 // reference of every payment and action, classifies Checkout.com's answers,
 // and looks operations up by payment id, by GET /payments?reference= or
-// among the payment's actions.
+// among the payment's actions. A list hit is read again by id before it
+// counts, every object read (and every 2xx answer) is checked to belong to
+// the request (reference and payonce_op, amount, currency), and the objects
+// of every key generation are combined by adapterkit.Combine. Checkout.com
+// documents no answer to a key reused with another request beyond "the same
+// status and body as the original"; such a replay fails the belongs check
+// and goes to review (key_mismatch).
 //
 // The smallest use: build the adapter and hand it to a payonce client.
 //

@@ -108,3 +108,43 @@ func TestE2ERefundDeclined(t *testing.T) {
 	require.Equal(t, "20005", res.DeclineCode)
 	require.Zero(t, e.fake.Truth().TotalRefunded("USD"))
 }
+
+// Checkout.com documents no error for a key reused with another request;
+// the fake replays the first request's answer, as the documented "same
+// status and body" rule says. The adapter sees that the payment is not this
+// request's (another reference and amount): the operation goes to review,
+// is never recorded as succeeded, and nothing is sent again.
+func TestE2ESameKeyOtherRequest(t *testing.T) {
+	t.Parallel()
+	e := e2eSetup(t, mocks.CheckoutOptions{})
+	opID := func(order string) string {
+		id, err := payonce.Identity{Provider: "checkout", Kind: payonce.KindCharge, References: []string{order}}.OperationID()
+		require.NoError(t, err)
+		return id
+	}
+	ours, theirs := opID("order-mismatch"), opID("order-someone-else")
+
+	// Someone else sent another payment under this operation's key.
+	foreign := payonce.SendRequest{OperationID: theirs, Key: ours, Request: payonce.Request{Kind: payonce.KindCharge,
+		Amount: 999, Currency: "USD", References: []string{"order-someone-else"}, PaymentMethod: mocks.CheckoutSourceApproved}}
+	hr, err := e.client.Provider().NewRequest(e.ctx, foreign)
+	require.NoError(t, err)
+	resp, err := e.fake.Client().Do(hr)
+	require.NoError(t, err)
+	require.Equal(t, 201, resp.StatusCode)
+	require.NoError(t, resp.Body.Close())
+
+	res, err := e.client.Charge(e.ctx, usd("order-mismatch", 1500))
+	require.ErrorIs(t, err, payonce.ErrManualReview)
+	require.Equal(t, payonce.ResultManualReview, res.Status)
+	require.Equal(t, payonce.ReasonContradicted, res.ReviewReason)
+
+	truth := e.fake.Truth()
+	require.Equal(t, map[string]int{theirs: 1}, truth.ChargesByReference(), "no payment for our operation, and ours is not taken for theirs")
+	require.Equal(t, 1, truth.KeyMismatch)
+	require.Equal(t, 2, e.posts("/payments"), "the foreign request and ours; no resend")
+	_, atts, err := e.store.Get(e.ctx, ours)
+	require.NoError(t, err)
+	require.Len(t, atts, 1)
+	require.Equal(t, ledger.OutcomeKeyMismatch, atts[0].Outcome)
+}

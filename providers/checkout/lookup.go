@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/internal/adapterkit"
@@ -47,17 +49,31 @@ func (e *APIError) Temporary() bool { return adapterkit.Temporary(e.HTTPStatus) 
 
 // Lookup asks Checkout.com, with GETs only, what became of an operation:
 //
-//   - charge: GET /payments/{ProviderRef} when the ledger knows the
-//     payment, else GET /payments?reference={operation id}, keeping the
-//     payments whose reference (or metadata payonce_op) is the operation's.
+//   - charge: GET /payments/{id} for ProviderRef and for every earlier key
+//     generation's reference (q.EarlierRefs); and, when the ledger knows no
+//     payment or the operation was resent under a new key,
+//     GET /payments?reference={operation id} (every generation's payments
+//     carry that reference), whose hits are each read again by
+//     GET /payments/{id} before they count.
 //   - capture, cancel, refund: GET /payments/{PaymentRef}/actions, keeping
 //     the Capture, Void or Refund actions whose reference is the
-//     operation's (or whose id is the ProviderRef the ledger holds).
+//     operation's (or whose id is ProviderRef or an earlier generation's
+//     reference). The actions list is itself a read by the payment's id.
+//
+// A list hit is never trusted for status: only the object read by id is.
+// Every object read is checked to belong to the request (reference and
+// payonce_op, amount, currency where the object carries them): one that
+// does not is reported as a Contradiction, never as succeeded or failed.
+// The objects of every key generation are combined by adapterkit.Combine:
+// one that succeeded is success, two are LookupMultiple, and an earlier
+// generation's failure does not answer for the current key (the
+// generation of an object is its payonce_key metadata or its id among
+// q.EarlierRefs: adapterkit.IsEarlier).
 //
 // Results found by reference or among actions carry Lag = SettleLag: their
 // "not found" is believed only once that long has passed since the last
 // attempt (see Config.SettleLag). A 404 from Checkout.com (Cko-Request-Id
-// set, not an HTML page) for a payment read by id is LookupNotFound. Any
+// set, not an HTML page) for a payment read by id is "no such payment". Any
 // other error status, and any body that is not what the endpoint returns,
 // is an error (*APIError).
 func (p *Provider) Lookup(ctx context.Context, hc payonce.HTTPDoer, q payonce.LookupQuery) (payonce.LookupResult, error) {
@@ -66,22 +82,71 @@ func (p *Provider) Lookup(ctx context.Context, hc payonce.HTTPDoer, q payonce.Lo
 	}
 	switch q.Request.Kind {
 	case payonce.KindCharge:
-		if q.ProviderRef != "" {
-			pm, found, err := p.getPayment(ctx, hc, q.ProviderRef)
-			if err != nil {
-				return payonce.LookupResult{}, err
-			}
-			if !found {
-				return payonce.LookupResult{State: payonce.LookupNotFound}, nil
-			}
-			return p.chargeState(ctx, hc, pm)
-		}
-		return p.searchCharge(ctx, hc, q.OperationID)
+		return p.lookupCharge(ctx, hc, q)
 	case payonce.KindCapture, payonce.KindCancel, payonce.KindRefund:
 		return p.lookupAction(ctx, hc, q)
 	default:
 		return payonce.LookupResult{}, fmt.Errorf("checkout: lookup: unknown kind %q", string(q.Request.Kind))
 	}
+}
+
+// resent reports an operation that has been sent under more than one key.
+func resent(q payonce.LookupQuery) bool {
+	return q.Generation > 0 || len(q.EarlierKeys) > 0 || len(q.EarlierRefs) > 0
+}
+
+// lookupCharge reads the charge's payments by id (the ledger's reference
+// and every earlier generation's) and, unless the ledger knows the payment
+// of a never-resent operation, lists the payments carrying the operation's
+// reference and reads each of them by id.
+func (p *Provider) lookupCharge(ctx context.Context, hc payonce.HTTPDoer, q payonce.LookupQuery) (payonce.LookupResult, error) {
+	search := q.ProviderRef == "" || resent(q)
+	if search && q.OperationID == "" {
+		return payonce.LookupResult{}, errors.New("checkout: lookup charge: OperationID is empty and no ProviderRef is known; nothing to search for")
+	}
+	var ms []adapterkit.Match
+	seen := map[string]bool{}
+	read := func(id string, listed bool) error {
+		if id == "" || seen[id] {
+			return nil
+		}
+		seen[id] = true
+		pm, found, err := p.getPayment(ctx, hc, id)
+		switch {
+		case err != nil:
+			return err
+		case !found && listed:
+			return &APIError{Method: http.MethodGet, Path: "/payments/{id}",
+				Message: p.scrub("payment " + id + " is listed by reference but GET by id answers 404")}
+		case !found:
+			return nil
+		}
+		m, err := p.chargeMatch(ctx, hc, q, pm)
+		if err != nil {
+			return err
+		}
+		ms = append(ms, m)
+		return nil
+	}
+	for _, id := range append([]string{q.ProviderRef}, q.EarlierRefs...) {
+		if err := read(id, false); err != nil {
+			return payonce.LookupResult{}, err
+		}
+	}
+	var lag time.Duration
+	if search {
+		lag = p.settleLag
+		hits, err := p.searchPayments(ctx, hc, q.OperationID)
+		if err != nil {
+			return payonce.LookupResult{}, err
+		}
+		for _, id := range hits {
+			if err := read(id, true); err != nil {
+				return payonce.LookupResult{}, err
+			}
+		}
+	}
+	return adapterkit.Combine(p.Name(), ms, lag), nil
 }
 
 // getPayment reads one payment; found is false on Checkout.com's 404.
@@ -114,99 +179,87 @@ func ckoNotFound(header http.Header, body []byte) bool {
 	return b == "" || strings.HasPrefix(b, "{")
 }
 
-func (p *Provider) searchCharge(ctx context.Context, hc payonce.HTTPDoer, op string) (payonce.LookupResult, error) {
-	if op == "" {
-		return payonce.LookupResult{}, errors.New("checkout: lookup charge: OperationID is empty and no ProviderRef is known; nothing to search for")
-	}
+// searchPayments lists GET /payments?reference={op} and returns the ids of
+// the payments whose reference (or payonce_op metadata) is op.
+func (p *Provider) searchPayments(ctx context.Context, hc payonce.HTTPDoer, op string) ([]string, error) {
 	const path = "/payments"
-	var matches []payment
+	var hits []string
 	for page, skip := 0, 0; ; page++ {
 		if page == maxListPages {
-			return payonce.LookupResult{}, fmt.Errorf("checkout: lookup charge: more than %d payments carry this reference; look it up by hand", maxListPages*listLimit)
+			return nil, fmt.Errorf("checkout: lookup charge: more than %d payments carry this reference; look it up by hand", maxListPages*listLimit)
 		}
 		query := url.Values{"reference": {op}, "limit": {strconv.Itoa(listLimit)}, "skip": {strconv.Itoa(skip)}}
 		status, header, body, err := p.get(ctx, hc, path, query)
 		if err != nil {
-			return payonce.LookupResult{}, err
+			return nil, err
 		}
 		if status < 200 || status >= 300 {
-			return payonce.LookupResult{}, p.apiError(path, status, header, body)
+			return nil, p.apiError(path, status, header, body)
 		}
 		var res paymentList
 		if err := adapterkit.DecodeJSON(body, &res); err != nil {
-			return payonce.LookupResult{}, p.unusable(path, header, err)
+			return nil, p.unusable(path, header, err)
 		}
 		if res.TotalCount == nil {
-			return payonce.LookupResult{}, p.unusable(path, header, errors.New("answer has no total_count: not a payment list"))
+			return nil, p.unusable(path, header, errors.New("answer has no total_count: not a payment list"))
 		}
 		for _, pm := range res.Data {
 			if pm.ID == "" {
-				return payonce.LookupResult{}, p.unusable(path, header, errors.New("list returned a payment without an id"))
+				return nil, p.unusable(path, header, errors.New("list returned a payment without an id"))
 			}
-			if pm.Reference == op || fmt.Sprint(pm.Metadata[MetaOperation]) == op {
-				matches = append(matches, pm)
+			if pm.Reference == op || opOf(pm.Metadata, "") == op {
+				hits = append(hits, pm.ID)
 			}
 		}
 		skip += len(res.Data)
 		if skip >= *res.TotalCount {
-			break
+			return hits, nil
 		}
 		if len(res.Data) == 0 {
-			return payonce.LookupResult{}, p.unusable(path, header, errors.New("list returned no payments but total_count says there are more"))
+			return nil, p.unusable(path, header, errors.New("list returned no payments but total_count says there are more"))
 		}
 	}
-
-	var r payonce.LookupResult
-	switch len(matches) {
-	case 0:
-		r = payonce.LookupResult{State: payonce.LookupNotFound}
-	case 1:
-		var err error
-		r, err = p.chargeState(ctx, hc, matches[0])
-		if err != nil {
-			return payonce.LookupResult{}, err
-		}
-	default:
-		ids := make([]string, len(matches))
-		for i, m := range matches {
-			ids[i] = m.ID
-		}
-		r = payonce.LookupResult{State: payonce.LookupMultiple, ProviderRef: ids[0], Refs: ids,
-			Message: "checkout: more than one payment carries this operation's reference"}
-	}
-	r.Lag = p.settleLag
-	return r, nil
 }
 
-// chargeState maps the payment of a charge to a lookup state. For a
-// declined payment it reads the authorization action for the decline code;
-// if that read fails the decline is still certain and is reported without
-// the code.
-func (p *Provider) chargeState(ctx context.Context, hc payonce.HTTPDoer, pm payment) (payonce.LookupResult, error) {
-	r := payonce.LookupResult{ProviderRef: pm.ID, Refs: []string{pm.ID}}
-	switch {
-	case pm.Status == statusPending:
-		r.State = payonce.LookupProcessing
-	case isAuthorized(pm.Status) && pm.approved(), (pm.Status == statusCanceled || pm.Status == statusExpired) && pm.approved():
-		// Approved: the money was taken or held. A later void, refund or
-		// expiry is another operation's business.
-		r.State = payonce.LookupSucceeded
-	case pm.Status == statusDeclined || (isFinalFailure(pm.Status) && !pm.approved()):
-		r.State = payonce.LookupFailed
-		r.Code = codeDeclined
+// chargeMatch is what one payment, read by id, says about the charge. A
+// declined payment's code is read from its Authorization action; if that
+// read fails the decline is still certain and is reported without the
+// code. A Canceled or Expired payment without an approved flag is decided
+// by its actions: an approved Authorization means it was authorized, then
+// released.
+func (p *Provider) chargeMatch(ctx context.Context, hc payonce.HTTPDoer, q payonce.LookupQuery, pm payment) (adapterkit.Match, error) {
+	m := adapterkit.Match{Earlier: adapterkit.IsEarlier(q, keyOf(pm.Metadata), pm.ID)}
+	if why := paymentContradiction(q.Request, q.OperationID, pm); why != "" {
+		why = p.scrub(why)
+		m.Result = payonce.LookupResult{ProviderRef: pm.ID, Refs: []string{pm.ID}, Contradiction: why, Message: "checkout: " + why}
+		return m, nil
+	}
+	st := p.chargeState(pm)
+	if st.kind == stUnknown && pm.Approved == nil && (pm.Status == statusCanceled || pm.Status == statusExpired) {
+		acts, err := p.actions(ctx, hc, pm.ID)
+		if err != nil && !errors.Is(err, errNoPayment) {
+			return m, err
+		}
+		approved := false
+		for _, a := range acts {
+			approved = approved || (a.Type == actionAuthorization && a.Approved != nil && *a.Approved)
+		}
+		pm.Approved = &approved
+		st = p.chargeState(pm)
+	}
+	if st.kind == stFailed && st.code == codeDeclined && st.decline == "" {
 		if acts, err := p.actions(ctx, hc, pm.ID); err == nil {
 			for _, a := range acts {
 				if a.Type == actionAuthorization && (a.Approved == nil || !*a.Approved) {
-					r.DeclineCode, r.Message = p.scrub(a.ResponseCode), p.scrub(a.ResponseSummary)
+					st.decline, st.message = p.scrub(a.ResponseCode), p.scrub(a.ResponseSummary)
 					break
 				}
 			}
 		}
-	default:
-		return payonce.LookupResult{}, fmt.Errorf("checkout: lookup charge: payment %s has status %q (approved %t), which a charge does not end in",
-			p.scrub(pm.ID), p.scrub(pm.Status), pm.approved())
 	}
-	return r, nil
+	r, err := st.result(pm.ID)
+	m.Result = r
+	return m, err
 }
 
 // actionType is the action a capture, cancel or refund creates.
@@ -236,43 +289,26 @@ func (p *Provider) lookupAction(ctx context.Context, hc payonce.HTTPDoer, q payo
 		return payonce.LookupResult{}, err
 	}
 	want := actionType(q.Request.Kind)
-	var matches []action
+	var ms []adapterkit.Match
 	for _, a := range acts {
 		if a.Type != want {
 			continue
 		}
-		if (q.OperationID != "" && a.Reference == q.OperationID) || (q.ProviderRef != "" && a.ID == q.ProviderRef) ||
-			(q.OperationID != "" && fmt.Sprint(a.Metadata[MetaOperation]) == q.OperationID) {
-			matches = append(matches, a)
+		mine := (q.OperationID != "" && (a.Reference == q.OperationID || opOf(a.Metadata, "") == q.OperationID)) ||
+			(q.ProviderRef != "" && a.ID == q.ProviderRef) || slices.Contains(q.EarlierRefs, a.ID)
+		if !mine {
+			continue
 		}
-	}
-	switch len(matches) {
-	case 0:
-		return payonce.LookupResult{State: payonce.LookupNotFound, Lag: p.settleLag}, nil
-	case 1:
-	default:
-		ids := make([]string, len(matches))
-		for i, a := range matches {
-			ids[i] = a.ID
+		m := adapterkit.Match{Earlier: adapterkit.IsEarlier(q, keyOf(a.Metadata), a.ID)}
+		if why := actionContradiction(q.Request, q.OperationID, a); why != "" {
+			why = p.scrub(why)
+			m.Result = payonce.LookupResult{ProviderRef: a.ID, Refs: []string{a.ID}, Contradiction: why, Message: "checkout: " + why}
+		} else if m.Result, err = p.actionState(a).result(a.ID); err != nil {
+			return payonce.LookupResult{}, err
 		}
-		return payonce.LookupResult{State: payonce.LookupMultiple, ProviderRef: ids[0], Refs: ids, Lag: p.settleLag,
-			Message: "checkout: more than one " + want + " action carries this operation's reference"}, nil
+		ms = append(ms, m)
 	}
-	a := matches[0]
-	r := payonce.LookupResult{ProviderRef: a.ID, Refs: []string{a.ID}, Lag: p.settleLag}
-	switch {
-	case a.Approved == nil:
-		// Listed but not decided yet.
-		r.State = payonce.LookupProcessing
-	case *a.Approved:
-		r.State = payonce.LookupSucceeded
-	default:
-		r.State = payonce.LookupFailed
-		r.Code = codeActionDeclined
-		r.DeclineCode = p.scrub(a.ResponseCode)
-		r.Message = p.scrub(a.ResponseSummary)
-	}
-	return r, nil
+	return adapterkit.Combine(p.Name(), ms, p.settleLag), nil
 }
 
 var errNoPayment = errors.New("checkout: no such payment")

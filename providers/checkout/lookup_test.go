@@ -2,10 +2,13 @@ package checkout_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"path"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +39,7 @@ func act(id, typ string, approved any, ref, code string) string {
 	if approved != nil {
 		a = fmt.Sprint(approved)
 	}
-	return fmt.Sprintf(`{"id":%q,"type":%q,"amount":100,"approved":%s,"reference":%q,"response_code":%q,"response_summary":"summary %s"}`, id, typ, a, ref, code, code)
+	return fmt.Sprintf(`{"id":%q,"type":%q,"amount":1999,"approved":%s,"reference":%q,"response_code":%q,"response_summary":"summary %s"}`, id, typ, a, ref, code, code)
 }
 
 // getOK registers a GET answer and checks the request's headers.
@@ -57,13 +60,13 @@ func TestLookupChargeByID(t *testing.T) {
 		state      payonce.LookupState
 		code       string
 	}{
-		{"captured", getPay("pay_1", "Captured", true, "op"), payonce.LookupSucceeded, ""},
-		{"authorized", getPay("pay_1", "Authorized", true, "op"), payonce.LookupSucceeded, ""},
-		{"voided after approval", getPay("pay_1", "Voided", true, "op"), payonce.LookupSucceeded, ""},
-		{"refunded", getPay("pay_1", "Refunded", true, "op"), payonce.LookupSucceeded, ""},
-		{"expired after approval", getPay("pay_1", "Expired", true, "op"), payonce.LookupSucceeded, ""},
-		{"pending", getPay("pay_1", "Pending", false, "op"), payonce.LookupProcessing, ""},
-		{"expired unapproved", getPay("pay_1", "Expired", false, "op"), payonce.LookupFailed, "declined"},
+		{"captured", getPay("pay_1", "Captured", true, chargeReq().OperationID), payonce.LookupSucceeded, ""},
+		{"authorized", getPay("pay_1", "Authorized", true, chargeReq().OperationID), payonce.LookupSucceeded, ""},
+		{"voided after approval", getPay("pay_1", "Voided", true, chargeReq().OperationID), payonce.LookupSucceeded, ""},
+		{"refunded", getPay("pay_1", "Refunded", true, chargeReq().OperationID), payonce.LookupSucceeded, ""},
+		{"expired after approval", getPay("pay_1", "Expired", true, chargeReq().OperationID), payonce.LookupSucceeded, ""},
+		{"pending", getPay("pay_1", "Pending", false, chargeReq().OperationID), payonce.LookupProcessing, ""},
+		{"expired unapproved", getPay("pay_1", "Expired", false, chargeReq().OperationID), payonce.LookupFailed, "declined"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -84,7 +87,7 @@ func TestLookupChargeByID(t *testing.T) {
 func TestLookupChargeDeclinedReadsTheCode(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	getOK(t, b, base+"/payments/pay_1", 200, getPay("pay_1", "Declined", false, "op"))
+	getOK(t, b, base+"/payments/pay_1", 200, getPay("pay_1", "Declined", false, chargeReq().OperationID))
 	getOK(t, b, base+"/payments/pay_1/actions", 200, "["+act("act_1", "Authorization", false, "op", "20051")+"]")
 	res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pay_1"))
 	require.NoError(t, err)
@@ -95,7 +98,7 @@ func TestLookupChargeDeclinedReadsTheCode(t *testing.T) {
 
 	// The actions cannot be read: the decline is still certain.
 	b2 := setup(t)
-	getOK(t, b2, base+"/payments/pay_1", 200, getPay("pay_1", "Declined", false, "op"))
+	getOK(t, b2, base+"/payments/pay_1", 200, getPay("pay_1", "Declined", false, chargeReq().OperationID))
 	getOK(t, b2, base+"/payments/pay_1/actions", 500, ``)
 	res, err = b2.p.Lookup(context.Background(), b2.hc, lookupQuery(payonce.KindCharge, "", "pay_1"))
 	require.NoError(t, err)
@@ -127,21 +130,61 @@ func TestLookupChargeByIDNotFound(t *testing.T) {
 	require.Error(t, err)
 }
 
+// serveByID answers GET base+/payments/{id} with objs[id] (Checkout.com's
+// 404 for the others) and an empty actions list, and counts the reads.
+func serveByID(b bundle, objs map[string]string, reads map[string]int) {
+	b.mt.RegisterRegexpResponder(http.MethodGet, regexp.MustCompile(`^`+regexp.QuoteMeta(base)+`/payments/[^/?]+(/actions)?$`), func(req *http.Request) (*http.Response, error) {
+		if strings.HasSuffix(req.URL.Path, "/actions") {
+			return respond(200, `[]`), nil
+		}
+		id := path.Base(req.URL.Path)
+		if reads != nil {
+			reads[id]++
+		}
+		body, ok := objs[id]
+		if !ok {
+			return respond(404, ``), nil
+		}
+		return respond(200, body), nil
+	})
+}
+
+// byID indexes payments by their id.
+func byID(items ...string) map[string]string {
+	out := map[string]string{}
+	for _, it := range items {
+		var v struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal([]byte(it), &v) == nil && v.ID != "" {
+			out[v.ID] = it
+		}
+	}
+	return out
+}
+
 func TestLookupChargeByReference(t *testing.T) {
 	t.Parallel()
 	op := chargeReq().OperationID
 	for _, tc := range []struct {
-		name  string
-		pages []string
-		state payonce.LookupState
-		refs  []string
+		name    string
+		pages   []string
+		objects []string // what GET /payments/{id} answers
+		state   payonce.LookupState
+		ref     string
+		refs    []string
 	}{
-		{"none", []string{list(0)}, payonce.LookupNotFound, nil},
-		{"one", []string{list(1, getPay("pay_1", "Captured", true, op))}, payonce.LookupSucceeded, []string{"pay_1"}},
-		{"one pending", []string{list(1, getPay("pay_1", "Pending", false, op))}, payonce.LookupProcessing, []string{"pay_1"}},
-		{"other reference ignored", []string{list(1, getPay("pay_9", "Captured", true, op+"-x"))}, payonce.LookupNotFound, nil},
-		{"two: charged twice", []string{list(2, getPay("pay_2", "Captured", true, op), getPay("pay_1", "Captured", true, op))}, payonce.LookupMultiple, []string{"pay_2", "pay_1"}},
-		{"second page", []string{list(2, getPay("pay_2", "Declined", false, op)), `{"limit":100,"skip":1,"total_count":2,"data":[` + getPay("pay_1", "Captured", true, op) + `]}`}, payonce.LookupMultiple, []string{"pay_2", "pay_1"}},
+		{"none", []string{list(0)}, nil, payonce.LookupNotFound, "", nil},
+		{"one", []string{list(1, getPay("pay_1", "Captured", true, op))}, []string{getPay("pay_1", "Captured", true, op)}, payonce.LookupSucceeded, "pay_1", []string{"pay_1"}},
+		{"one pending", []string{list(1, getPay("pay_1", "Pending", false, op))}, []string{getPay("pay_1", "Pending", false, op)}, payonce.LookupProcessing, "pay_1", []string{"pay_1"}},
+		{"other reference ignored", []string{list(1, getPay("pay_9", "Captured", true, op+"-x"))}, nil, payonce.LookupNotFound, "", nil},
+		{"two: charged twice", []string{list(2, getPay("pay_2", "Captured", true, op), getPay("pay_1", "Captured", true, op))},
+			[]string{getPay("pay_2", "Captured", true, op), getPay("pay_1", "Captured", true, op)}, payonce.LookupMultiple, "pay_2", []string{"pay_2", "pay_1"}},
+		{"second page: one declined, one captured", []string{list(2, getPay("pay_2", "Declined", false, op)), `{"limit":100,"skip":1,"total_count":2,"data":[` + getPay("pay_1", "Captured", true, op) + `]}`},
+			[]string{getPay("pay_2", "Declined", false, op), getPay("pay_1", "Captured", true, op)}, payonce.LookupSucceeded, "pay_1", []string{"pay_2", "pay_1"}},
+		// The list is not trusted for status: the read by id decides.
+		{"listed captured, read declined", []string{list(1, getPay("pay_1", "Captured", true, op))}, []string{getPay("pay_1", "Declined", false, op)}, payonce.LookupFailed, "pay_1", []string{"pay_1"}},
+		{"listed pending, read authorized", []string{list(1, getPay("pay_1", "Pending", false, op))}, []string{getPay("pay_1", "Authorized", true, op)}, payonce.LookupSucceeded, "pay_1", []string{"pay_1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -151,9 +194,12 @@ func TestLookupChargeByReference(t *testing.T) {
 				queries = append(queries, req.URL.Query())
 				return respond(200, tc.pages[len(queries)-1]), nil
 			})
+			reads := map[string]int{}
+			serveByID(b, byID(tc.objects...), reads)
 			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", ""))
 			require.NoError(t, err)
 			require.Equal(t, tc.state, res.State)
+			require.Equal(t, tc.ref, res.ProviderRef)
 			require.Equal(t, tc.refs, res.Refs)
 			require.Equal(t, 90*time.Second, res.Lag, "a not found waits for the settle lag")
 			require.Len(t, queries, len(tc.pages))
@@ -162,6 +208,9 @@ func TestLookupChargeByReference(t *testing.T) {
 			require.Equal(t, "0", queries[0].Get("skip"))
 			if len(queries) > 1 {
 				require.Equal(t, "1", queries[1].Get("skip"))
+			}
+			for _, id := range tc.refs {
+				require.Equal(t, 1, reads[id], "every hit is read again by id")
 			}
 		})
 	}
@@ -226,7 +275,6 @@ func TestLookupErrors(t *testing.T) {
 		{"401", lookupQuery(payonce.KindCharge, "", "pay_1"), "/payments/pay_1", 401, echo, false},
 		{"422 list", lookupQuery(payonce.KindCharge, "", ""), "/payments", 422, echo, false},
 		{"malformed payment", lookupQuery(payonce.KindCharge, "", "pay_1"), "/payments/pay_1", 200, `{"id":`, true},
-		{"card verified", lookupQuery(payonce.KindCharge, "", "pay_1"), "/payments/pay_1", 200, getPay("pay_1", "Card Verified", true, "op"), false},
 		{"list without total", lookupQuery(payonce.KindCharge, "", ""), "/payments", 200, `{"data":[]}`, true},
 		{"list item without id", lookupQuery(payonce.KindCharge, "", ""), "/payments", 200, list(1, `{"status":"Captured"}`), true},
 		{"list short", lookupQuery(payonce.KindCharge, "", ""), "/payments", 200, list(5), true},

@@ -25,6 +25,7 @@ const (
 	statusCanceled          = "Canceled"
 	statusExpired           = "Expired"
 	statusPaid              = "Paid"
+	statusRetryScheduled    = "Retry Scheduled"
 )
 
 // Action types of GET /payments/{id}/actions.
@@ -47,6 +48,8 @@ const (
 type payment struct {
 	ID              string         `json:"id"`
 	ActionID        string         `json:"action_id"`
+	Amount          *int64         `json:"amount"`
+	Currency        string         `json:"currency"`
 	Approved        *bool          `json:"approved"`
 	Status          string         `json:"status"`
 	ResponseCode    string         `json:"response_code"`
@@ -58,18 +61,22 @@ type payment struct {
 
 func (p payment) approved() bool { return p.Approved != nil && *p.Approved }
 
-// accepted is the 202 answer to a capture, void or refund.
+// accepted is the 202 answer to a capture, void or refund. ID and Status
+// are not part of it: they are read to recognise a payment answered in its
+// place.
 type accepted struct {
 	ActionID  string `json:"action_id"`
 	Reference string `json:"reference"`
 	ErrorType string `json:"error_type"`
+	ID        string `json:"id"`
+	Status    string `json:"status"`
 }
 
 // action is one entry of GET /payments/{id}/actions.
 type action struct {
 	ID              string         `json:"id"`
 	Type            string         `json:"type"`
-	Amount          int64          `json:"amount"`
+	Amount          *int64         `json:"amount"`
 	Approved        *bool          `json:"approved"`
 	ResponseCode    string         `json:"response_code"`
 	ResponseSummary string         `json:"response_summary"`
@@ -92,6 +99,20 @@ type apiError struct {
 }
 
 func (e *apiError) message() string { return strings.Join(e.ErrorCodes, ", ") }
+
+// namesIdempotencyKey reports an error about the idempotency key. Checkout.com
+// documents none; Classify reads one as key_mismatch, not as a refusal.
+func (e *apiError) namesIdempotencyKey() bool {
+	if strings.Contains(strings.ToLower(e.ErrorType), "idempotency") {
+		return true
+	}
+	for _, c := range e.ErrorCodes {
+		if strings.Contains(strings.ToLower(c), "idempotency") {
+			return true
+		}
+	}
+	return false
+}
 
 var errNoID = errors.New("object has no id")
 
@@ -119,6 +140,9 @@ func decodeAccepted(body []byte) (accepted, error) {
 	switch {
 	case a.ErrorType != "":
 		return a, fmt.Errorf("body is an error (%q), not an accepted action", a.ErrorType)
+	case a.ID != "" || a.Status != "":
+		// A payment, not an accepted action: the caller reports it.
+		return a, nil
 	case a.ActionID == "":
 		return a, errors.New("answer has no action_id")
 	}

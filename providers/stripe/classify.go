@@ -13,23 +13,25 @@ import (
 // Classify reads Stripe's answer to one attempt:
 //
 //	2xx, object readable        success / success+Processing / refused, by object status
+//	2xx, object of another op   maybe_sent with Contradiction (review)
 //	2xx, object unreadable      maybe_sent
 //	4xx code idempotency_key_in_use (normally 409)   key_in_use
 //	400 type idempotency_error  key_mismatch
 //	400, 401, 403, 404          refused
 //	402 (card_error)            refused, with decline details
 //	409 (other)                 maybe_sent
-//	429                         not_sent, with RetryAfter
+//	429 code rate_limit, or no code   not_sent, with RetryAfter
+//	429 lock_timeout, other code      maybe_sent, with RetryAfter
 //	5xx and anything else       maybe_sent
 //
 // Every Outcome carries HTTPStatus, RequestID (Request-Id header) and
-// Replayed (Idempotent-Replayed: true). Messages come from Stripe's error
-// JSON with anything resembling an API key removed.
+// Replayed (Idempotent-Replayed: true, see Replayed). Messages come from
+// Stripe's error JSON with anything resembling an API key removed.
 func (p *Provider) Classify(r payonce.SendRequest, status int, header http.Header, body []byte) payonce.Outcome {
 	o := payonce.Outcome{
 		HTTPStatus: status,
 		RequestID:  header.Get("Request-Id"),
-		Replayed:   strings.EqualFold(strings.TrimSpace(header.Get("Idempotent-Replayed")), "true"),
+		Replayed:   p.Replayed(status, header),
 	}
 	if status >= 200 && status < 300 {
 		return p.classifySuccess(r, o, body)
@@ -67,16 +69,35 @@ func (p *Provider) Classify(r payonce.SendRequest, status int, header http.Heade
 		// resending the same bytes gets the same answer: never retried.
 		o.Class = ledger.OutcomeRefused
 	case status == http.StatusTooManyRequests:
-		// Stripe's rate limiters (and lock_timeout, raised when the object is
-		// locked by another request before this one could act) run before
-		// the idempotency layer: nothing was processed and nothing was stored
-		// for the key, so a later attempt with the same key is a first
-		// attempt. Not sent; the client waits RetryAfter.
-		o.Class = ledger.OutcomeNotSent
-		if o.Code == "" {
-			o.Code = codeRateLimit
-		}
 		o.RetryAfter = adapterkit.RetryAfter(header.Get("Retry-After"), p.now)
+		if e == nil || e.Code == "" || e.Code == codeRateLimit {
+			// Stripe's rate and concurrency limiters: "a request that's rate
+			// limited with a 429 can produce a different result with the
+			// same idempotency key because rate limiters run before the
+			// API's idempotency layer" (docs.stripe.com/error-low-level,
+			// Content errors; error code rate_limit: "Too many requests hit
+			// the API too quickly", docs.stripe.com/error-codes). Nothing
+			// was processed and nothing stored for the key: not sent, and
+			// the client waits RetryAfter. A 429 without an error body (or
+			// without a code) is taken as a limiter's too: nothing else is
+			// documented to answer 429 without a code.
+			o.Class = ledger.OutcomeNotSent
+			if o.Code == "" {
+				o.Code = codeRateLimit
+			}
+			break
+		}
+		// lock_timeout: "The Stripe API locks objects on some operations
+		// ... The error above is caused by a request trying to acquire a
+		// lock that's already held elsewhere, and timing out after it
+		// couldn't be acquired in time" (docs.stripe.com/rate-limits,
+		// Object lock timeouts). Stripe does not say that this happens
+		// before the idempotency layer, or that nothing of the request was
+		// done or stored; retrying it (as the SDKs do) is safe only because
+		// the key protects the retry. So it is maybe_sent, like any other
+		// or unknown code under 429: a wrong not_sent would take the
+		// attempt out of the key window (docs/ADAPTERS.md, rule 3).
+		o.Class = ledger.OutcomeMaybeSent
 	case status == http.StatusConflict:
 		// A 409 other than idempotency_key_in_use conflicts with another
 		// request in a way Stripe does not spell out; whether this request
@@ -96,12 +117,35 @@ func (p *Provider) Classify(r payonce.SendRequest, status int, header http.Heade
 	return o
 }
 
+// Replayed reports whether Stripe replayed this answer from its idempotency
+// store: "To identify a previously executed response that's being replayed
+// from the server, look for the header Idempotent-Replayed: true"
+// (docs.stripe.com/error-low-level, Sending idempotency keys). Stripe
+// replays the saved status code and body of the first request for a key,
+// 500 errors included (docs.stripe.com/api/idempotent_requests), so a
+// replayed 5xx is that stored answer, not a new failure. The status does
+// not matter: any replayed answer carries the header. Replayed implements
+// payonce.ReplayDetector; Classify uses it for Outcome.Replayed.
+func (p *Provider) Replayed(_ int, header http.Header) bool {
+	return strings.EqualFold(strings.TrimSpace(header.Get("Idempotent-Replayed")), "true")
+}
+
 // classifySuccess reads a 2xx answer. Whatever cannot be understood is
-// maybe_sent: Stripe did answer 2xx, so something may have happened.
+// maybe_sent: Stripe did answer 2xx, so something may have happened. An
+// object that does not belong to the request (another operation id,
+// amount, currency or PaymentIntent) is maybe_sent with Contradiction: the
+// client sends the operation to review and never records it succeeded or
+// failed on that object.
 func (p *Provider) classifySuccess(r payonce.SendRequest, o payonce.Outcome, body []byte) payonce.Outcome {
 	unreadable := func(what string) payonce.Outcome {
 		o.Class = ledger.OutcomeMaybeSent
 		o.Message = "stripe: unreadable 2xx answer: " + what
+		return o
+	}
+	contradicted := func(why string) payonce.Outcome {
+		o.Class = ledger.OutcomeMaybeSent
+		o.Contradiction = p.scrub(why)
+		o.Message = "stripe: the answer does not belong to this request"
 		return o
 	}
 
@@ -111,24 +155,14 @@ func (p *Provider) classifySuccess(r payonce.SendRequest, o payonce.Outcome, bod
 			return unreadable(err.Error())
 		}
 		o.ProviderRef = rf.ID
-		switch rf.Status {
-		case refundSucceeded:
-			o.Class = ledger.OutcomeSuccess
-		case refundPending, refundRequiresAction:
-			// Accepted; the refund finishes (or fails) later.
-			o.Class = ledger.OutcomeSuccess
-			o.Processing = true
-		case refundFailed, refundCanceled:
-			o.Class = ledger.OutcomeRefused
-			o.Code = rf.FailureReason
-			if o.Code == "" {
-				o.Code = "refund_" + rf.Status
-			}
-			o.Message = "stripe: refund " + rf.Status
-		default:
-			return unreadable("refund status " + strconv.Quote(rf.Status))
+		if why := refundBelongs(r.OperationID, r.Request, rf); why != "" {
+			return contradicted(why)
 		}
-		return o
+		v := refundVerdict(rf)
+		if v.unknown != "" {
+			return unreadable(v.unknown)
+		}
+		return v.outcome(o, p)
 	}
 
 	pi, err := decodePaymentIntent(body)
@@ -136,51 +170,47 @@ func (p *Provider) classifySuccess(r payonce.SendRequest, o payonce.Outcome, bod
 		return unreadable(err.Error())
 	}
 	o.ProviderRef = pi.ID
+	var v verdict
 	switch r.Request.Kind {
 	case payonce.KindCharge:
-		switch pi.Status {
-		case piSucceeded, piRequiresCapture:
-			o.Class = ledger.OutcomeSuccess
-		case piProcessing:
-			o.Class = ledger.OutcomeSuccess
-			o.Processing = true
-		case piRequiresAction, piRequiresPaymentMethod, piRequiresConfirmation, piCanceled:
-			// The PaymentIntent was created and confirmed but did not pay.
-			// A server-side charge cannot complete it: requires_action needs
-			// the customer (3-D Secure, a redirect) through the client
-			// secret, which payonce never hands out; requires_payment_method
-			// means the payment method failed; requires_confirmation and
-			// canceled cannot move money without another call that payonce
-			// does not make. The operation failed; no money moved.
-			o.Class = ledger.OutcomeRefused
-			o.Code = pi.Status
-			o.Message = "stripe: PaymentIntent is " + pi.Status
-			if lpe := pi.LastPaymentError; lpe != nil {
-				o.DeclineCode = lpe.DeclineCode
-				if lpe.Message != "" {
-					o.Message = p.scrub(lpe.Message)
-				}
-			}
-		default:
-			return unreadable("PaymentIntent status " + strconv.Quote(pi.Status))
+		if why := chargeBelongs(r.OperationID, r.Request, pi); why != "" {
+			return contradicted(why)
 		}
+		// A create-and-confirm answer never embeds the latest charge as an
+		// object (the request does not expand it), so a canceled
+		// PaymentIntent with a charge stays undecided here; the lookup
+		// reads the charge.
+		v = chargeVerdict(pi, nil)
 	case payonce.KindCapture:
-		switch pi.Status {
-		case piSucceeded:
-			o.Class = ledger.OutcomeSuccess
-		case piProcessing:
-			o.Class = ledger.OutcomeSuccess
-			o.Processing = true
-		default:
+		if why := actedOnBelongs(r.Request, r.Request.PaymentRef, pi, true); why != "" {
+			return contradicted(why)
+		}
+		v = captureVerdict(pi)
+		if v.state != payonce.LookupSucceeded && v.state != payonce.LookupProcessing {
+			// A 2xx to a capture whose PaymentIntent is not captured is
+			// not an answer Stripe gives; its meaning is unknown.
 			return unreadable("captured PaymentIntent has status " + strconv.Quote(pi.Status))
 		}
 	case payonce.KindCancel:
-		if pi.Status != piCanceled {
+		if why := actedOnBelongs(r.Request, r.Request.PaymentRef, pi, false); why != "" {
+			return contradicted(why)
+		}
+		v = cancelVerdict(pi)
+		if v.state != payonce.LookupSucceeded {
 			return unreadable("canceled PaymentIntent has status " + strconv.Quote(pi.Status))
 		}
-		o.Class = ledger.OutcomeSuccess
 	default:
 		return unreadable("answer to an unknown kind " + strconv.Quote(string(r.Request.Kind)))
 	}
-	return o
+	switch {
+	case v.unknown != "":
+		return unreadable(v.unknown)
+	case v.needCharge != "":
+		// Undecided until the charge is read: maybe_sent, and the lookup
+		// (which reads it) settles the operation.
+		o.Class = ledger.OutcomeMaybeSent
+		o.Message = p.scrub(v.message)
+		return o
+	}
+	return v.outcome(o, p)
 }

@@ -14,8 +14,13 @@ import (
 	"github.com/payonce/payonce/providers/internal/testutil"
 )
 
+// pi is the PaymentIntent of chargeReq's charge in status; a succeeded
+// one received the whole amount.
 func pi(id, status string) string {
-	return `{"id":"` + id + `","object":"payment_intent","status":"` + status + `","amount":1999,"amount_received":0,"metadata":{}}`
+	if status == "succeeded" {
+		return piObj(id, status, "amount_received", 1999)
+	}
+	return piObj(id, status)
 }
 
 func stripeErr(typ, code, msg string, extra string) string {
@@ -63,8 +68,8 @@ func TestClassify(t *testing.T) {
 		{"charge requires_confirmation", charge, 200, nil, pi("pi_1", "requires_confirmation"), want{class: ledger.OutcomeRefused, ref: "pi_1", code: "requires_confirmation"}},
 		{"charge canceled", charge, 200, nil, pi("pi_1", "canceled"), want{class: ledger.OutcomeRefused, ref: "pi_1", code: "canceled"}},
 		{"charge requires_payment_method", charge, 200, nil,
-			`{"id":"pi_1","object":"payment_intent","status":"requires_payment_method","last_payment_error":{"type":"card_error","code":"card_declined","decline_code":"insufficient_funds","message":"Your card has insufficient funds."}}`,
-			want{class: ledger.OutcomeRefused, ref: "pi_1", code: "requires_payment_method", decline: "insufficient_funds", msg: "insufficient funds"}},
+			piObj("pi_1", "requires_payment_method", "last_payment_error", map[string]string{"type": "card_error", "code": "card_declined", "decline_code": "insufficient_funds", "message": "Your card has insufficient funds."}),
+			want{class: ledger.OutcomeRefused, ref: "pi_1", code: "card_declined", decline: "insufficient_funds", msg: "insufficient funds"}},
 		{"charge replayed", charge, 201, []string{"Idempotent-Replayed", "true"}, pi("pi_1", "succeeded"), want{class: ledger.OutcomeSuccess, ref: "pi_1", replayed: true}},
 		{"charge replayed false", charge, 200, []string{"Idempotent-Replayed", "false"}, pi("pi_1", "succeeded"), want{class: ledger.OutcomeSuccess, ref: "pi_1"}},
 		{"charge unknown status", charge, 200, nil, pi("pi_1", "requires_something_new"), want{class: ledger.OutcomeMaybeSent, ref: "pi_1", msg: "requires_something_new"}},
@@ -74,7 +79,7 @@ func TestClassify(t *testing.T) {
 		{"charge html body", charge, 200, nil, `<html>ok</html>`, want{class: ledger.OutcomeMaybeSent}},
 		{"charge wrong types", charge, 200, nil, `{"id":5,"object":"payment_intent"}`, want{class: ledger.OutcomeMaybeSent}},
 		{"charge no id", charge, 200, nil, `{"object":"payment_intent","status":"succeeded"}`, want{class: ledger.OutcomeMaybeSent, msg: "no id"}},
-		{"charge wrong object", charge, 200, nil, `{"id":"re_1","object":"refund","status":"succeeded"}`, want{class: ledger.OutcomeMaybeSent, msg: "refund"}},
+		{"charge wrong object", charge, 200, nil, refundObj("re_1", "succeeded"), want{class: ledger.OutcomeMaybeSent, msg: "refund"}},
 		{"charge error object in 200", charge, 200, nil, stripeErr("api_error", "", "x", ""), want{class: ledger.OutcomeMaybeSent}},
 		{"charge oversized", charge, 200, nil, huge, want{class: ledger.OutcomeMaybeSent, msg: "bytes"}},
 
@@ -87,12 +92,12 @@ func TestClassify(t *testing.T) {
 		{"cancel not canceled", cancel, 200, nil, pi("pi_1", "succeeded"), want{class: ledger.OutcomeMaybeSent, ref: "pi_1"}},
 
 		// 2xx refund
-		{"refund succeeded", refundR, 200, nil, `{"id":"re_1","object":"refund","status":"succeeded"}`, want{class: ledger.OutcomeSuccess, ref: "re_1"}},
-		{"refund pending", refundR, 200, nil, `{"id":"re_1","object":"refund","status":"pending"}`, want{class: ledger.OutcomeSuccess, processing: true, ref: "re_1"}},
-		{"refund requires_action", refundR, 200, nil, `{"id":"re_1","object":"refund","status":"requires_action"}`, want{class: ledger.OutcomeSuccess, processing: true, ref: "re_1"}},
-		{"refund failed", refundR, 200, nil, `{"id":"re_1","object":"refund","status":"failed","failure_reason":"expired_or_canceled_card"}`, want{class: ledger.OutcomeRefused, ref: "re_1", code: "expired_or_canceled_card"}},
-		{"refund canceled", refundR, 200, nil, `{"id":"re_1","object":"refund","status":"canceled"}`, want{class: ledger.OutcomeRefused, ref: "re_1", code: "refund_canceled"}},
-		{"refund unknown status", refundR, 200, nil, `{"id":"re_1","object":"refund","status":"weird"}`, want{class: ledger.OutcomeMaybeSent, ref: "re_1"}},
+		{"refund succeeded", refundR, 200, nil, refundObj("re_1", "succeeded"), want{class: ledger.OutcomeSuccess, ref: "re_1"}},
+		{"refund pending", refundR, 200, nil, refundObj("re_1", "pending"), want{class: ledger.OutcomeSuccess, processing: true, ref: "re_1"}},
+		{"refund requires_action", refundR, 200, nil, refundObj("re_1", "requires_action"), want{class: ledger.OutcomeSuccess, processing: true, ref: "re_1"}},
+		{"refund failed", refundR, 200, nil, refundObj("re_1", "failed", "failure_reason", "expired_or_canceled_card"), want{class: ledger.OutcomeRefused, ref: "re_1", code: "expired_or_canceled_card"}},
+		{"refund canceled", refundR, 200, nil, refundObj("re_1", "canceled"), want{class: ledger.OutcomeRefused, ref: "re_1", code: "refund_canceled"}},
+		{"refund unknown status", refundR, 200, nil, refundObj("re_1", "weird"), want{class: ledger.OutcomeMaybeSent, ref: "re_1"}},
 		{"refund wrong object", refundR, 200, nil, pi("pi_1", "succeeded"), want{class: ledger.OutcomeMaybeSent}},
 		{"refund no id", refundR, 200, nil, `{"object":"refund","status":"succeeded"}`, want{class: ledger.OutcomeMaybeSent}},
 
@@ -122,7 +127,12 @@ func TestClassify(t *testing.T) {
 		{"429 seconds", charge, 429, []string{"Retry-After", "5"}, stripeErr("invalid_request_error", "rate_limit", "Too many requests.", ""), want{class: ledger.OutcomeNotSent, code: "rate_limit", retryAfter: 5 * time.Second}},
 		{"429 date", charge, 429, []string{"Retry-After", httpDate}, stripeErr("invalid_request_error", "rate_limit", "Too many requests.", ""), want{class: ledger.OutcomeNotSent, code: "rate_limit", retryAfter: 30 * time.Second}},
 		{"429 past date", charge, 429, []string{"Retry-After", testNow.Add(-time.Minute).Format(http.TimeFormat)}, ``, want{class: ledger.OutcomeNotSent, code: "rate_limit"}},
-		{"429 lock_timeout", capture, 429, nil, stripeErr("invalid_request_error", "lock_timeout", "This object cannot be accessed right now.", ""), want{class: ledger.OutcomeNotSent, code: "lock_timeout"}},
+		{"429 lock_timeout", capture, 429, []string{"Retry-After", "2"}, stripeErr("invalid_request_error", "lock_timeout", "This object cannot be accessed right now.", ""), want{class: ledger.OutcomeMaybeSent, code: "lock_timeout", retryAfter: 2 * time.Second}},
+		{"429 lock_timeout on a charge", charge, 429, nil, stripeErr("invalid_request_error", "lock_timeout", "This object cannot be accessed right now.", ""), want{class: ledger.OutcomeMaybeSent, code: "lock_timeout"}},
+		{"429 unknown code", refundR, 429, nil, stripeErr("invalid_request_error", "something_new", "Slow down.", ""), want{class: ledger.OutcomeMaybeSent, code: "something_new"}},
+		{"429 rate_limit without Retry-After", refundR, 429, nil, stripeErr("invalid_request_error", "rate_limit", "Too many requests.", ""), want{class: ledger.OutcomeNotSent, code: "rate_limit"}},
+		{"429 error without code", charge, 429, nil, stripeErr("invalid_request_error", "", "Too many requests.", ""), want{class: ledger.OutcomeNotSent, code: "rate_limit"}},
+		{"429 html", charge, 429, nil, `<html>Too Many Requests</html>`, want{class: ledger.OutcomeNotSent, code: "rate_limit"}},
 		{"429 no body no header", charge, 429, nil, ``, want{class: ledger.OutcomeNotSent, code: "rate_limit"}},
 		{"429 malformed header", charge, 429, []string{"Retry-After", "soon"}, ``, want{class: ledger.OutcomeNotSent, code: "rate_limit"}},
 		{"429 negative header", charge, 429, []string{"Retry-After", "-3"}, ``, want{class: ledger.OutcomeNotSent, code: "rate_limit"}},

@@ -3,7 +3,10 @@
 // on a PaymentIntent, refunds are Refunds of a PaymentIntent. It builds the
 // form-encoded requests with the operation's Idempotency-Key, classifies
 // Stripe's answers, and looks operations up by id, by a search on the
-// payonce_op metadata it writes, or by listing a PaymentIntent's refunds.
+// payonce_op metadata it writes (every hit read again by id), or by listing
+// a PaymentIntent's refunds, across every key generation of the operation.
+// Every object it reads is checked to belong to the operation (operation
+// id, amount, currency); one that does not is a contradiction, for review.
 //
 // The smallest use: build the adapter and hand it to a payonce client.
 //

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/internal/adapterkit"
@@ -51,15 +52,28 @@ func (e *APIError) Temporary() bool { return adapterkit.Temporary(e.HTTPStatus) 
 
 // Lookup asks Stripe, with GETs only, what became of an operation:
 //
-//   - charge: GET /v1/payment_intents/{ProviderRef} when the ledger knows
-//     the PaymentIntent, else a search on metadata['payonce_op'] (eventually
-//     consistent: the result carries Lag = SearchLag).
+//   - charge: every PaymentIntent of the operation, of every key
+//     generation, each read by id (GET /v1/payment_intents/{id}): the
+//     ledger's ProviderRef, the EarlierRefs of earlier generations, and
+//     the hits of a search on metadata['payonce_op'] (the operation id is
+//     the same in every generation). The search is eventually consistent
+//     (its answers carry Lag = SearchLag); it is skipped, and Lag is 0,
+//     when the ledger knows the PaymentIntent of an operation that never
+//     changed its key. A canceled PaymentIntent's latest charge is read
+//     too (GET /v1/charges/{id}) to learn whether it had been authorized.
 //   - capture, cancel: GET /v1/payment_intents/{PaymentRef} and read its
-//     status.
+//     status; it is the answer for every key generation.
 //   - refund: GET /v1/refunds?payment_intent={PaymentRef}, keeping the
-//     refunds whose metadata payonce_op is the operation's (consistent).
+//     refunds whose metadata payonce_op is the operation's (consistent:
+//     Lag 0), plus the known refund ids (ProviderRef, EarlierRefs) the
+//     list did not show, read by id.
 //
-// A 404 for a PaymentIntent read by id is LookupNotFound. Any other error
+// Every object is checked to belong to the operation (payonce_op, amount,
+// currency): one that does not is a Contradiction. The objects are combined
+// by adapterkit.Combine: one that succeeded is success, two are "multiple",
+// and an earlier generation's failure does not answer for the current key.
+//
+// A 404 for an object read by id means it does not exist. Any other error
 // status, and any body that is not what the endpoint returns, is an error
 // (*APIError): the answer is not known.
 func (p *Provider) Lookup(ctx context.Context, hc payonce.HTTPDoer, q payonce.LookupQuery) (payonce.LookupResult, error) {
@@ -68,37 +82,9 @@ func (p *Provider) Lookup(ctx context.Context, hc payonce.HTTPDoer, q payonce.Lo
 	}
 	switch q.Request.Kind {
 	case payonce.KindCharge:
-		if q.ProviderRef != "" {
-			pi, found, err := p.getPaymentIntent(ctx, hc, q.ProviderRef)
-			if err != nil {
-				return payonce.LookupResult{}, err
-			}
-			if !found {
-				return payonce.LookupResult{State: payonce.LookupNotFound}, nil
-			}
-			return p.chargeState(pi)
-		}
-		return p.searchCharge(ctx, hc, q.OperationID)
+		return p.lookupCharge(ctx, hc, q)
 	case payonce.KindCapture, payonce.KindCancel:
-		ref := q.Request.PaymentRef
-		if ref == "" {
-			ref = q.ProviderRef
-		}
-		if ref == "" {
-			return payonce.LookupResult{}, fmt.Errorf("stripe: lookup %s: Request.PaymentRef and ProviderRef are empty; the PaymentIntent id is needed", q.Request.Kind)
-		}
-		pi, found, err := p.getPaymentIntent(ctx, hc, ref)
-		if err != nil {
-			return payonce.LookupResult{}, err
-		}
-		if !found {
-			// No such PaymentIntent: the capture or cancel did not happen.
-			return payonce.LookupResult{State: payonce.LookupNotFound}, nil
-		}
-		if q.Request.Kind == payonce.KindCapture {
-			return p.captureState(pi)
-		}
-		return p.cancelState(pi)
+		return p.lookupActedOn(ctx, hc, q)
 	case payonce.KindRefund:
 		return p.lookupRefund(ctx, hc, q)
 	default:
@@ -106,29 +92,224 @@ func (p *Provider) Lookup(ctx context.Context, hc payonce.HTTPDoer, q payonce.Lo
 	}
 }
 
+// regenerated reports whether the operation has sent under more than one
+// key: objects of earlier generations may exist that the ledger never
+// heard of.
+func regenerated(q payonce.LookupQuery) bool {
+	return q.Generation > 0 || len(q.EarlierKeys) > 0 || len(q.EarlierRefs) > 0
+}
+
+// ids is an ordered set of object ids.
+type ids struct {
+	list []string
+	seen map[string]bool
+}
+
+func (s *ids) add(id string) {
+	if id == "" || s.seen[id] {
+		return
+	}
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	s.seen[id] = true
+	s.list = append(s.list, id)
+}
+
+func (p *Provider) lookupCharge(ctx context.Context, hc payonce.HTTPDoer, q payonce.LookupQuery) (payonce.LookupResult, error) {
+	search := q.ProviderRef == "" || regenerated(q)
+	if search && q.OperationID == "" {
+		return payonce.LookupResult{}, errors.New("stripe: lookup charge: OperationID is empty and no ProviderRef is known; nothing to search for")
+	}
+	var known ids
+	known.add(q.ProviderRef)
+	for _, ref := range q.EarlierRefs {
+		known.add(ref)
+	}
+	var (
+		all  ids
+		hits ids
+		lag  time.Duration
+	)
+	for _, id := range known.list {
+		all.add(id)
+	}
+	if search {
+		found, more, err := p.searchCharges(ctx, hc, q.OperationID)
+		if err != nil {
+			return payonce.LookupResult{}, err
+		}
+		lag = p.searchLag
+		if more {
+			// One page holds searchLimit objects; more than that for one
+			// operation is not a state to settle automatically.
+			return payonce.LookupResult{State: payonce.LookupMultiple, ProviderRef: found[0], Refs: found, Lag: lag,
+				Message: fmt.Sprintf("stripe: more than %d PaymentIntents carry this operation id", len(found))}, nil
+		}
+		for _, id := range found {
+			hits.add(id)
+			all.add(id)
+		}
+	}
+
+	// A search hit is not trusted for its status (Stripe's search "filters
+	// using a cached version of the PaymentIntent status, but returns data
+	// based on the latest version", docs.stripe.com/search, Data
+	// mismatches): every object is read by id, which is consistent.
+	ms := make([]adapterkit.Match, 0, len(all.list))
+	for _, id := range all.list {
+		pi, found, err := p.getPaymentIntent(ctx, hc, id)
+		if err != nil {
+			return payonce.LookupResult{}, err
+		}
+		if !found {
+			if hits.seen[id] {
+				// The search named it; "no such PaymentIntent" for it is not
+				// an answer to build a "not found" on.
+				return payonce.LookupResult{}, &APIError{Method: http.MethodGet, Path: "/v1/payment_intents/" + url.PathEscape(id),
+					HTTPStatus: http.StatusNotFound, Message: "a PaymentIntent found by the search is missing when read by id"}
+			}
+			continue // a recorded reference Stripe does not know: no object
+		}
+		m, err := p.chargeMatch(ctx, hc, q, pi)
+		if err != nil {
+			return payonce.LookupResult{}, err
+		}
+		ms = append(ms, m)
+	}
+	return adapterkit.Combine(p.Name(), ms, lag), nil
+}
+
+// chargeMatch is what one PaymentIntent, read by id, says about a charge.
+func (p *Provider) chargeMatch(ctx context.Context, hc payonce.HTTPDoer, q payonce.LookupQuery, pi paymentIntent) (adapterkit.Match, error) {
+	m := adapterkit.Match{Earlier: adapterkit.IsEarlier(q, pi.Metadata[MetaKey], pi.ID)}
+	if why := chargeBelongs(q.OperationID, q.Request, pi); why != "" {
+		m.Result = contradicted(p, pi.ID, why)
+		return m, nil
+	}
+	v := chargeVerdict(pi, nil)
+	if v.needCharge != "" {
+		ch, err := p.getCharge(ctx, hc, v.needCharge)
+		if err != nil {
+			return m, err
+		}
+		v = chargeVerdict(pi, &ch)
+	}
+	if v.unknown != "" {
+		return m, fmt.Errorf("stripe: lookup charge: PaymentIntent %s: %s", p.scrub(pi.ID), p.scrub(v.unknown))
+	}
+	m.Result = v.result(p, pi.ID)
+	return m, nil
+}
+
+// lookupActedOn looks up a capture or cancel: the state of the
+// PaymentIntent it acts on answers for every key generation.
+func (p *Provider) lookupActedOn(ctx context.Context, hc payonce.HTTPDoer, q payonce.LookupQuery) (payonce.LookupResult, error) {
+	kind := q.Request.Kind
+	ref := q.Request.PaymentRef
+	if ref == "" {
+		ref = q.ProviderRef
+	}
+	if ref == "" {
+		return payonce.LookupResult{}, fmt.Errorf("stripe: lookup %s: Request.PaymentRef and ProviderRef are empty; the PaymentIntent id is needed", kind)
+	}
+	pi, found, err := p.getPaymentIntent(ctx, hc, ref)
+	if err != nil {
+		return payonce.LookupResult{}, err
+	}
+	if !found {
+		// No such PaymentIntent: the capture or cancel did not happen.
+		return adapterkit.Combine(p.Name(), nil, 0), nil
+	}
+	if why := actedOnBelongs(q.Request, ref, pi, kind == payonce.KindCapture); why != "" {
+		return adapterkit.Combine(p.Name(), []adapterkit.Match{{Result: contradicted(p, pi.ID, why)}}, 0), nil
+	}
+	v := cancelVerdict(pi)
+	if kind == payonce.KindCapture {
+		v = captureVerdict(pi)
+	}
+	if v.unknown != "" {
+		return payonce.LookupResult{}, fmt.Errorf("stripe: lookup %s: PaymentIntent %s: %s", kind, p.scrub(pi.ID), p.scrub(v.unknown))
+	}
+	return adapterkit.Combine(p.Name(), []adapterkit.Match{{Result: v.result(p, pi.ID)}}, 0), nil
+}
+
 // getPaymentIntent reads one PaymentIntent; found is false on Stripe's 404
 // resource_missing.
 func (p *Provider) getPaymentIntent(ctx context.Context, hc payonce.HTTPDoer, id string) (paymentIntent, bool, error) {
 	path := "/v1/payment_intents/" + url.PathEscape(id)
-	status, header, body, err := p.get(ctx, hc, path, nil)
-	if err != nil {
+	status, header, body, found, err := p.getObject(ctx, hc, path)
+	if err != nil || !found {
 		return paymentIntent{}, false, err
-	}
-	if status == http.StatusNotFound {
-		// Only Stripe's own "no such object" counts: a 404 page from a proxy
-		// or a wrong BaseURL says nothing about the PaymentIntent.
-		if e := decodeError(body); e != nil && e.Code == codeResourceMissing {
-			return paymentIntent{}, false, nil
-		}
-	}
-	if status < 200 || status >= 300 {
-		return paymentIntent{}, false, p.apiError(path, status, header, body)
 	}
 	pi, err := decodePaymentIntent(body)
 	if err != nil {
 		return paymentIntent{}, false, p.unusable(path, header, err)
 	}
+	if pi.ID != id {
+		return paymentIntent{}, false, p.unusable(path, header, fmt.Errorf("asked for %s, got %s (status %d)", id, pi.ID, status))
+	}
 	return pi, true, nil
+}
+
+// getRefund reads one Refund; found is false on Stripe's 404
+// resource_missing.
+func (p *Provider) getRefund(ctx context.Context, hc payonce.HTTPDoer, id string) (refund, bool, error) {
+	path := "/v1/refunds/" + url.PathEscape(id)
+	status, header, body, found, err := p.getObject(ctx, hc, path)
+	if err != nil || !found {
+		return refund{}, false, err
+	}
+	rf, err := decodeRefund(body)
+	if err != nil {
+		return refund{}, false, p.unusable(path, header, err)
+	}
+	if rf.ID != id {
+		return refund{}, false, p.unusable(path, header, fmt.Errorf("asked for %s, got %s (status %d)", id, rf.ID, status))
+	}
+	return rf, true, nil
+}
+
+// getCharge reads the Charge that decides a canceled PaymentIntent. It must
+// exist: the PaymentIntent names it.
+func (p *Provider) getCharge(ctx context.Context, hc payonce.HTTPDoer, id string) (charge, error) {
+	path := "/v1/charges/" + url.PathEscape(id)
+	status, header, body, found, err := p.getObject(ctx, hc, path)
+	if err != nil {
+		return charge{}, err
+	}
+	if !found {
+		return charge{}, &APIError{Method: http.MethodGet, Path: path, HTTPStatus: http.StatusNotFound, RequestID: header.Get("Request-Id"),
+			Message: "the latest charge of a canceled PaymentIntent is missing"}
+	}
+	ch, err := decodeCharge(body)
+	if err != nil {
+		return charge{}, p.unusable(path, header, err)
+	}
+	if ch.ID != id {
+		return charge{}, p.unusable(path, header, fmt.Errorf("asked for %s, got %s (status %d)", id, ch.ID, status))
+	}
+	return ch, nil
+}
+
+// getObject reads one object by id: found is false on Stripe's own 404
+// resource_missing; any other non-2xx answer is an *APIError.
+func (p *Provider) getObject(ctx context.Context, hc payonce.HTTPDoer, path string) (int, http.Header, []byte, bool, error) {
+	status, header, body, err := p.get(ctx, hc, path, nil)
+	if err != nil {
+		return 0, nil, nil, false, err
+	}
+	if status == http.StatusNotFound {
+		// Only Stripe's own "no such object" counts: a 404 page from a proxy
+		// or a wrong BaseURL says nothing about the object.
+		if e := decodeError(body); e != nil && e.Code == codeResourceMissing {
+			return status, header, nil, false, nil
+		}
+	}
+	if status < 200 || status >= 300 {
+		return 0, nil, nil, false, p.apiError(path, status, header, body)
+	}
+	return status, header, body, true, nil
 }
 
 // searchQuery is the search for PaymentIntents created by operation op.
@@ -139,134 +320,50 @@ func searchQuery(op string) string {
 	return "metadata['" + MetaOperation + "']:'" + esc + "'"
 }
 
-func (p *Provider) searchCharge(ctx context.Context, hc payonce.HTTPDoer, op string) (payonce.LookupResult, error) {
-	if op == "" {
-		return payonce.LookupResult{}, errors.New("stripe: lookup charge: OperationID is empty and no ProviderRef is known; nothing to search for")
-	}
+// searchCharges returns the ids of the PaymentIntents the search finds for
+// op (at most one page), and whether there are more.
+func (p *Provider) searchCharges(ctx context.Context, hc payonce.HTTPDoer, op string) ([]string, bool, error) {
 	const path = "/v1/payment_intents/search"
 	query := url.Values{"query": {searchQuery(op)}, "limit": {strconv.Itoa(searchLimit)}}
 	status, header, body, err := p.get(ctx, hc, path, query)
 	if err != nil {
-		return payonce.LookupResult{}, err
+		return nil, false, err
 	}
 	if status < 200 || status >= 300 {
-		return payonce.LookupResult{}, p.apiError(path, status, header, body)
+		return nil, false, p.apiError(path, status, header, body)
 	}
 	var res listOf[paymentIntent]
 	if err := adapterkit.DecodeJSON(body, &res); err != nil {
-		return payonce.LookupResult{}, p.unusable(path, header, err)
+		return nil, false, p.unusable(path, header, err)
 	}
 	if res.Object != objSearchResult {
-		return payonce.LookupResult{}, p.unusable(path, header, fmt.Errorf("object is %q, want %q", res.Object, objSearchResult))
+		return nil, false, p.unusable(path, header, fmt.Errorf("object is %q, want %q", res.Object, objSearchResult))
 	}
-	ids := make([]string, 0, len(res.Data))
+	found := make([]string, 0, len(res.Data))
 	for _, pi := range res.Data {
 		if pi.Object != objPaymentIntent || pi.ID == "" {
-			return payonce.LookupResult{}, p.unusable(path, header, fmt.Errorf("search returned a %q without the expected id", pi.Object))
+			return nil, false, p.unusable(path, header, fmt.Errorf("search returned a %q without the expected id", pi.Object))
 		}
-		ids = append(ids, pi.ID)
+		// Every hit counts, even one whose metadata does not echo the
+		// operation: a hit dropped here would turn into "not found", and
+		// "not found" is the answer that leads to a resend. Its read by id
+		// decides what it is.
+		found = append(found, pi.ID)
 	}
-
-	// Every hit counts, even one whose metadata does not echo the
-	// operation: a hit dropped here would turn into "not found", and "not
-	// found" is the answer that leads to a resend.
-	var r payonce.LookupResult
-	switch {
-	case len(ids) == 0 && res.HasMore:
-		return r, p.unusable(path, header, errors.New("search returned no objects but has_more"))
-	case len(ids) == 0:
-		r = payonce.LookupResult{State: payonce.LookupNotFound}
-	case len(ids) > 1 || res.HasMore:
-		r = payonce.LookupResult{State: payonce.LookupMultiple, ProviderRef: ids[0], Refs: ids,
-			Message: "stripe: more than one PaymentIntent carries this operation id"}
-	default:
-		r, err = p.chargeState(res.Data[0])
-		if err != nil {
-			return payonce.LookupResult{}, err
-		}
+	if len(found) == 0 && res.HasMore {
+		return nil, false, p.unusable(path, header, errors.New("search returned no objects but has_more"))
 	}
-	r.Lag = p.searchLag
-	return r, nil
+	return found, res.HasMore, nil
 }
 
-// chargeState maps the PaymentIntent of a charge to a lookup state.
-func (p *Provider) chargeState(pi paymentIntent) (payonce.LookupResult, error) {
-	r := payonce.LookupResult{ProviderRef: pi.ID, Refs: []string{pi.ID}}
-	switch pi.Status {
-	case piSucceeded, piRequiresCapture:
-		r.State = payonce.LookupSucceeded
-	case piProcessing:
-		r.State = payonce.LookupProcessing
-	case piRequiresPaymentMethod, piCanceled:
-		// The payment attempt failed (last_payment_error says why) or the
-		// PaymentIntent was canceled: no money moved.
-		r.State = payonce.LookupFailed
-		r.Code = pi.Status
-		if lpe := pi.LastPaymentError; lpe != nil {
-			if lpe.Code != "" {
-				r.Code = lpe.Code
-			}
-			r.DeclineCode = lpe.DeclineCode
-			r.Message = p.scrub(lpe.Message)
-		}
-	case piRequiresAction, piRequiresConfirmation:
-		// Created and confirmed server-side but waiting for something only
-		// a customer (or another confirm) could give; payonce gives neither.
-		r.State = payonce.LookupFailed
-		r.Code = pi.Status
-	default:
-		return payonce.LookupResult{}, fmt.Errorf("stripe: lookup charge: PaymentIntent %s has unknown status %q", p.scrub(pi.ID), p.scrub(pi.Status))
-	}
-	return r, nil
-}
-
-// captureState maps the PaymentIntent a capture acted on to a lookup state.
-func (p *Provider) captureState(pi paymentIntent) (payonce.LookupResult, error) {
-	r := payonce.LookupResult{ProviderRef: pi.ID, Refs: []string{pi.ID}}
-	switch pi.Status {
-	case piSucceeded:
-		if pi.AmountReceived <= 0 {
-			return payonce.LookupResult{}, fmt.Errorf("stripe: lookup capture: PaymentIntent %s succeeded with amount_received %d", p.scrub(pi.ID), pi.AmountReceived)
-		}
-		r.State = payonce.LookupSucceeded
-	case piProcessing:
-		r.State = payonce.LookupProcessing
-	case piRequiresCapture:
-		// Still only authorized: the capture did not take effect, and a
-		// resend with the same key is what completes it.
-		return payonce.LookupResult{State: payonce.LookupNotFound}, nil
-	case piCanceled, piRequiresPaymentMethod, piRequiresAction, piRequiresConfirmation:
-		// Nothing to capture (canceled, or never authorized): Stripe refuses
-		// a capture in these states.
-		r.State = payonce.LookupFailed
-		r.Code = codeUnexpectedState
-		r.Message = "stripe: PaymentIntent is " + pi.Status
-	default:
-		return payonce.LookupResult{}, fmt.Errorf("stripe: lookup capture: PaymentIntent %s has unknown status %q", p.scrub(pi.ID), p.scrub(pi.Status))
-	}
-	return r, nil
-}
-
-// cancelState maps the PaymentIntent a cancel acted on to a lookup state.
-func (p *Provider) cancelState(pi paymentIntent) (payonce.LookupResult, error) {
-	r := payonce.LookupResult{ProviderRef: pi.ID, Refs: []string{pi.ID}}
-	switch pi.Status {
-	case piCanceled:
-		r.State = payonce.LookupSucceeded
-	case piSucceeded:
-		// Captured: a PaymentIntent that moved money can no longer be
-		// canceled (it needs a refund).
-		r.State = payonce.LookupFailed
-		r.Code = codeUnexpectedState
-		r.Message = "stripe: PaymentIntent is succeeded and can no longer be canceled"
-	case piRequiresCapture, piRequiresPaymentMethod, piRequiresAction, piRequiresConfirmation, piProcessing:
-		return payonce.LookupResult{State: payonce.LookupNotFound}, nil
-	default:
-		return payonce.LookupResult{}, fmt.Errorf("stripe: lookup cancel: PaymentIntent %s has unknown status %q", p.scrub(pi.ID), p.scrub(pi.Status))
-	}
-	return r, nil
-}
-
+// lookupRefund finds the operation's refunds among the PaymentIntent's
+// refunds. The list is consistent: Stripe's list APIs "aren't subject to
+// the availability delays" of search (docs.stripe.com/search, Data
+// freshness), so a refund the list does not show does not exist (Lag 0),
+// and its items carry the refunds' current state. The operation id is the
+// same in every key generation, so the list finds every generation's
+// refunds; known refund ids the list did not show are read by id (and then
+// must belong to the operation).
 func (p *Provider) lookupRefund(ctx context.Context, hc payonce.HTTPDoer, q payonce.LookupQuery) (payonce.LookupResult, error) {
 	if q.Request.PaymentRef == "" {
 		return payonce.LookupResult{}, errors.New("stripe: lookup refund: Request.PaymentRef is empty; refunds are listed by PaymentIntent")
@@ -274,78 +371,91 @@ func (p *Provider) lookupRefund(ctx context.Context, hc payonce.HTTPDoer, q payo
 	if q.OperationID == "" {
 		return payonce.LookupResult{}, errors.New("stripe: lookup refund: OperationID is empty; refunds are matched by it")
 	}
+	matches, listed, err := p.listRefunds(ctx, hc, q.Request.PaymentRef, q.OperationID)
+	if err != nil {
+		return payonce.LookupResult{}, err
+	}
+	var known ids
+	known.add(q.ProviderRef)
+	for _, ref := range q.EarlierRefs {
+		known.add(ref)
+	}
+	for _, id := range known.list {
+		if listed[id] {
+			continue
+		}
+		rf, found, err := p.getRefund(ctx, hc, id)
+		if err != nil {
+			return payonce.LookupResult{}, err
+		}
+		if found {
+			matches = append(matches, rf)
+		}
+	}
+
+	ms := make([]adapterkit.Match, 0, len(matches))
+	for _, rf := range matches {
+		m := adapterkit.Match{Earlier: adapterkit.IsEarlier(q, rf.Metadata[MetaKey], rf.ID)}
+		if why := refundBelongs(q.OperationID, q.Request, rf); why != "" {
+			m.Result = contradicted(p, rf.ID, why)
+		} else {
+			v := refundVerdict(rf)
+			if v.unknown != "" {
+				return payonce.LookupResult{}, fmt.Errorf("stripe: lookup refund: refund %s: %s", p.scrub(rf.ID), p.scrub(v.unknown))
+			}
+			m.Result = v.result(p, rf.ID)
+		}
+		ms = append(ms, m)
+	}
+	return adapterkit.Combine(p.Name(), ms, 0), nil
+}
+
+// listRefunds pages through the refunds of PaymentIntent pi and returns
+// those whose payonce_op is op, and the ids of all refunds listed.
+func (p *Provider) listRefunds(ctx context.Context, hc payonce.HTTPDoer, pi, op string) ([]refund, map[string]bool, error) {
 	const path = "/v1/refunds"
 	var matches []refund
+	listed := map[string]bool{}
 	after := ""
 	for page := 0; ; page++ {
 		if page == maxRefundPages {
-			return payonce.LookupResult{}, fmt.Errorf("stripe: lookup refund: PaymentIntent has more than %d refunds; look it up by hand", maxRefundPages*100)
+			return nil, nil, fmt.Errorf("stripe: lookup refund: PaymentIntent has more than %d refunds; look it up by hand", maxRefundPages*100)
 		}
-		query := url.Values{"payment_intent": {q.Request.PaymentRef}, "limit": {"100"}}
+		query := url.Values{"payment_intent": {pi}, "limit": {"100"}}
 		if after != "" {
 			query.Set("starting_after", after)
 		}
 		status, header, body, err := p.get(ctx, hc, path, query)
 		if err != nil {
-			return payonce.LookupResult{}, err
+			return nil, nil, err
 		}
 		if status < 200 || status >= 300 {
-			return payonce.LookupResult{}, p.apiError(path, status, header, body)
+			return nil, nil, p.apiError(path, status, header, body)
 		}
 		var res listOf[refund]
 		if err := adapterkit.DecodeJSON(body, &res); err != nil {
-			return payonce.LookupResult{}, p.unusable(path, header, err)
+			return nil, nil, p.unusable(path, header, err)
 		}
 		if res.Object != objList {
-			return payonce.LookupResult{}, p.unusable(path, header, fmt.Errorf("object is %q, want %q", res.Object, objList))
+			return nil, nil, p.unusable(path, header, fmt.Errorf("object is %q, want %q", res.Object, objList))
 		}
 		for _, rf := range res.Data {
 			if rf.Object != objRefund || rf.ID == "" {
-				return payonce.LookupResult{}, p.unusable(path, header, fmt.Errorf("list returned a %q without the expected id", rf.Object))
+				return nil, nil, p.unusable(path, header, fmt.Errorf("list returned a %q without the expected id", rf.Object))
 			}
-			if rf.Metadata[MetaOperation] == q.OperationID {
+			listed[rf.ID] = true
+			if rf.Metadata[MetaOperation] == op {
 				matches = append(matches, rf)
 			}
 		}
 		if !res.HasMore {
-			break
+			return matches, listed, nil
 		}
 		if len(res.Data) == 0 {
-			return payonce.LookupResult{}, p.unusable(path, header, errors.New("list returned no objects but has_more"))
+			return nil, nil, p.unusable(path, header, errors.New("list returned no objects but has_more"))
 		}
 		after = res.Data[len(res.Data)-1].ID
 	}
-
-	switch len(matches) {
-	case 0:
-		return payonce.LookupResult{State: payonce.LookupNotFound}, nil
-	case 1:
-	default:
-		ids := make([]string, len(matches))
-		for i, rf := range matches {
-			ids[i] = rf.ID
-		}
-		return payonce.LookupResult{State: payonce.LookupMultiple, ProviderRef: ids[0], Refs: ids,
-			Message: "stripe: more than one refund carries this operation id"}, nil
-	}
-	rf := matches[0]
-	r := payonce.LookupResult{ProviderRef: rf.ID, Refs: []string{rf.ID}}
-	switch rf.Status {
-	case refundSucceeded:
-		r.State = payonce.LookupSucceeded
-	case refundPending, refundRequiresAction:
-		r.State = payonce.LookupProcessing
-	case refundFailed, refundCanceled:
-		r.State = payonce.LookupFailed
-		r.Code = rf.FailureReason
-		if r.Code == "" {
-			r.Code = "refund_" + rf.Status
-		}
-		r.Message = "stripe: refund " + rf.Status
-	default:
-		return payonce.LookupResult{}, fmt.Errorf("stripe: lookup refund: refund %s has unknown status %q", p.scrub(rf.ID), p.scrub(rf.Status))
-	}
-	return r, nil
 }
 
 // get sends one GET and reads at most adapterkit.MaxBodyBytes of the

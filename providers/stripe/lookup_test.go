@@ -2,6 +2,7 @@ package stripe_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -18,18 +19,27 @@ import (
 	"github.com/payonce/payonce/providers/stripe"
 )
 
+// lookupQuery looks up chargeReq's operation as kind: a charge of 1999, a
+// refund of 100, a capture of the whole authorization, a cancel.
 func lookupQuery(kind payonce.Kind, paymentRef, providerRef string) payonce.LookupQuery {
 	r := chargeReq()
-	r = withKind(r, kind, r.Request.Amount, paymentRef)
+	switch kind {
+	case payonce.KindCharge:
+		paymentRef = ""
+	case payonce.KindRefund:
+		r = withKind(r, kind, 100, paymentRef)
+	default:
+		r = withKind(r, kind, 0, paymentRef)
+	}
 	return payonce.LookupQuery{OperationID: r.OperationID, Key: r.Key, Request: r.Request, ProviderRef: providerRef}
 }
 
 func piJSON(id, status string, amountReceived int64, lpe string) string {
-	s := fmt.Sprintf(`{"id":%q,"object":"payment_intent","status":%q,"amount":1999,"amount_received":%d,"metadata":{"payonce_op":"op"}`, id, status, amountReceived)
+	var e any
 	if lpe != "" {
-		s += `,"last_payment_error":` + lpe
+		e = json.RawMessage(lpe)
 	}
-	return s + "}"
+	return piObj(id, status, "amount_received", amountReceived, "last_payment_error", e)
 }
 
 func searchJSON(hasMore bool, pis ...string) string {
@@ -37,7 +47,12 @@ func searchJSON(hasMore bool, pis ...string) string {
 }
 
 func refundJSON(id, op, status, reason string) string {
-	return fmt.Sprintf(`{"id":%q,"object":"refund","status":%q,"failure_reason":%q,"metadata":{"payonce_op":%q}}`, id, status, reason, op)
+	var r any
+	if reason != "" {
+		r = reason
+	}
+	return refundObj(id, status, "failure_reason", r,
+		"metadata", map[string]string{stripe.MetaOperation: op, stripe.MetaKey: opKey})
 }
 
 func refundList(hasMore bool, refunds ...string) string {
@@ -123,6 +138,16 @@ func TestLookupChargeSearch(t *testing.T) {
 				gotQuery = req.URL.Query()
 				return respond(200, tc.body), nil
 			})
+			// Every hit is read again by id; here it says the same.
+			var found struct {
+				Data []json.RawMessage `json:"data"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(tc.body), &found))
+			for _, hit := range found.Data {
+				var h struct{ ID string }
+				require.NoError(t, json.Unmarshal(hit, &h))
+				getOK(t, b, base+"/v1/payment_intents/"+h.ID, 200, string(hit))
+			}
 			q := lookupQuery(payonce.KindCharge, "", "")
 			res, err := b.p.Lookup(context.Background(), b.hc, q)
 			require.NoError(t, err)
@@ -260,6 +285,9 @@ func TestLookupRefund(t *testing.T) {
 				gotQuery = req.URL.Query()
 				return respond(200, tc.body), nil
 			})
+			// The recorded refund, when the list does not show it, is read
+			// by id: here Stripe does not know it.
+			getOK(t, b, base+"/v1/refunds/re_1", 404, `{"error":{"type":"invalid_request_error","code":"resource_missing","message":"No such refund: 're_1'"}}`)
 			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindRefund, "pi_1", "re_1"))
 			require.NoError(t, err)
 			require.Equal(t, tc.state, res.State)

@@ -19,10 +19,20 @@ import (
 //	429 too_many_requests            maybe_sent, RetryAfter = retry_after (ms)
 //	500 and anything else            maybe_sent
 //
-// A decline is a 200 whose payment is canceled: refused, with DeclineCode =
-// cancellation_details.reason (insufficient_funds, card_expired, ...) and
-// Code "canceled". RequestID is the error object's id (YooKassa sends no
-// request id header). Messages have the credentials removed.
+// A decline is a 200 whose payment is canceled before authorization:
+// refused, with DeclineCode = cancellation_details.reason
+// (insufficient_funds, card_expired, ...) and Code "canceled". A payment
+// canceled after authorization (canceled_by_merchant, expired_on_capture)
+// answers a charge as a success, as Lookup reads it. A 2xx whose object is
+// not this request's is key_mismatch with Contradiction set. RequestID is
+// the error object's id (YooKassa sends no request id header). Messages
+// have the credentials removed.
+//
+// YooKassa documents no header or field that marks a replayed answer
+// (https://yookassa.ru/developers/using-api/interaction-format; the official
+// yoomoney/yookassa-sdk-python reads no such header either), so
+// Outcome.Replayed is never set and the adapter does not implement
+// payonce.ReplayDetector.
 func (p *Provider) Classify(r payonce.SendRequest, status int, header http.Header, body []byte) payonce.Outcome {
 	o := payonce.Outcome{HTTPStatus: status}
 	if status == http.StatusAccepted {
@@ -99,91 +109,55 @@ func keyDuplicated(e *apiError) bool {
 }
 
 // classifySuccess reads a 2xx answer. Whatever cannot be understood is
-// maybe_sent: YooKassa answered 2xx, so something may have happened.
+// maybe_sent: YooKassa answered 2xx, so something may have happened. An
+// answer that names an object of another operation, amount, currency or
+// payment than this request's is key_mismatch with Contradiction set: the
+// operation goes to review and is never recorded as succeeded or failed on
+// it (YooKassa answers a key reused with another body with 400, so a 2xx
+// carrying someone else's object means the key and the ledger disagree).
+// The verdict on the object comes from states.go, which Lookup shares.
 func (p *Provider) classifySuccess(r payonce.SendRequest, o payonce.Outcome, body []byte) payonce.Outcome {
 	unreadable := func(what string) payonce.Outcome {
 		o.Class = ledger.OutcomeMaybeSent
 		o.Message = "yookassa: unreadable 2xx answer: " + p.scrub(what)
 		return o
 	}
+	contradicted := func(why string) payonce.Outcome {
+		o.Class = ledger.OutcomeKeyMismatch
+		o.Contradiction = p.scrub(why)
+		o.Message = "yookassa: " + o.Contradiction
+		return o
+	}
 
-	if r.Request.Kind == payonce.KindRefund {
+	switch r.Request.Kind {
+	case payonce.KindRefund:
 		rf, err := decodeRefund(body)
 		if err != nil {
 			return unreadable(err.Error())
 		}
 		o.ProviderRef = rf.ID
-		switch rf.Status {
-		case statusSucceeded:
-			o.Class = ledger.OutcomeSuccess
-		case statusPending:
-			o.Class = ledger.OutcomeSuccess
-			o.Processing = true
-		case statusCanceled:
-			o.Class = ledger.OutcomeRefused
-			o.Code = codeRefundCanceled
-			o.Message = "yookassa: refund canceled"
-			if cd := rf.CancellationDetails; cd != nil {
-				o.DeclineCode = cd.Reason
-				o.Message = p.scrub("yookassa: refund canceled by " + cd.Party + ": " + cd.Reason)
-			}
-		default:
-			return unreadable("refund status " + strconv.Quote(rf.Status))
+		why, err := refundContradiction(r.Request, r.OperationID, rf)
+		switch {
+		case err != nil:
+			return unreadable(err.Error())
+		case why != "":
+			return contradicted(why)
 		}
-		return o
+		return p.refundState(rf).outcome(o)
+	case payonce.KindCharge, payonce.KindCapture, payonce.KindCancel:
+		pm, err := decodePayment(body)
+		if err != nil {
+			return unreadable(err.Error())
+		}
+		o.ProviderRef = pm.ID
+		why, err := paymentContradiction(r.Request, r.OperationID, pm)
+		switch {
+		case err != nil:
+			return unreadable(err.Error())
+		case why != "":
+			return contradicted(why)
+		}
+		return p.paymentState(r.Request.Kind, pm).outcome(o)
 	}
-
-	pm, err := decodePayment(body)
-	if err != nil {
-		return unreadable(err.Error())
-	}
-	o.ProviderRef = pm.ID
-	switch r.Request.Kind {
-	case payonce.KindCharge:
-		switch pm.Status {
-		case statusSucceeded, statusWaitingForCapture:
-			o.Class = ledger.OutcomeSuccess
-		case statusPending:
-			// Created, not finished (the bank has not answered, or the
-			// payment waits for a confirmation that a server-side charge
-			// cannot give and will expire into canceled). Looked up later.
-			o.Class = ledger.OutcomeSuccess
-			o.Processing = true
-		case statusCanceled:
-			// The decline: no money moved.
-			o.Class = ledger.OutcomeRefused
-			o.Code = codeCanceled
-			o.Message = "yookassa: payment canceled"
-			if cd := pm.CancellationDetails; cd != nil {
-				o.DeclineCode = cd.Reason
-				o.Message = p.scrub("yookassa: payment canceled by " + cd.Party + ": " + cd.Reason)
-			}
-		default:
-			return unreadable("payment status " + strconv.Quote(pm.Status))
-		}
-	case payonce.KindCapture:
-		switch pm.Status {
-		case statusSucceeded:
-			o.Class = ledger.OutcomeSuccess
-		case statusCanceled:
-			// The authorization was gone (expired or canceled): nothing to
-			// capture, nothing captured.
-			o.Class = ledger.OutcomeRefused
-			o.Code = codeCanceled
-			if cd := pm.CancellationDetails; cd != nil {
-				o.DeclineCode = cd.Reason
-			}
-			o.Message = "yookassa: payment is canceled"
-		default:
-			return unreadable("captured payment has status " + strconv.Quote(pm.Status))
-		}
-	case payonce.KindCancel:
-		if pm.Status != statusCanceled {
-			return unreadable("canceled payment has status " + strconv.Quote(pm.Status))
-		}
-		o.Class = ledger.OutcomeSuccess
-	default:
-		return unreadable("answer to an unknown kind " + strconv.Quote(string(r.Request.Kind)))
-	}
-	return o
+	return unreadable("answer to an unknown kind " + strconv.Quote(string(r.Request.Kind)))
 }

@@ -7,7 +7,14 @@
 // classifies YooKassa's answers, and looks operations up by id, by the
 // payments list (matched on the payonce_op metadata it writes) or by a
 // payment's refunds (matched on the operation id it writes in the refund
-// description, since YooKassa refunds carry no metadata).
+// description, since YooKassa refunds carry no metadata; under a later key
+// generation the key is written there too). A list hit is read again by id
+// before it counts, every object read (and every 2xx answer) is checked to
+// belong to the request (operation id, amount in minor units, currency),
+// and the objects of every key generation are combined by
+// adapterkit.Combine. A payment canceled after authorization
+// (canceled_by_merchant, expired_on_capture) is a charge that succeeded,
+// for Classify and Lookup alike; any other canceled payment is a decline.
 //
 // The smallest use: build the adapter and hand it to a payonce client.
 //

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
-	"strings"
+	"time"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/internal/adapterkit"
@@ -48,16 +49,30 @@ func (e *APIError) Temporary() bool { return adapterkit.Temporary(e.HTTPStatus) 
 
 // Lookup asks YooKassa, with GETs only, what became of an operation:
 //
-//   - charge: GET /v3/payments/{ProviderRef} when the ledger knows the
-//     payment (consistent), else the payments list from Since minus
-//     LookupMargin, paged with its cursor, keeping the payments whose
-//     metadata payonce_op is the operation's (Lag = ListLag).
+//   - charge: GET /v3/payments/{id} for ProviderRef and for every earlier
+//     key generation's reference (q.EarlierRefs); and, when the ledger
+//     knows no payment or the operation was resent under a new key, the
+//     payments list from Since minus LookupMargin, paged with its cursor,
+//     whose hits (metadata payonce_op = the operation id) are each read
+//     again by id before they count (Lag = ListLag).
 //   - capture, cancel: GET /v3/payments/{PaymentRef} and read its status.
 //   - refund: GET /v3/refunds?payment_id={PaymentRef}, paged, keeping the
 //     refunds whose description carries RefundMarker + the operation id (or
-//     whose metadata payonce_op is it) (Lag = ListLag).
+//     whose metadata payonce_op is it), each read again by
+//     GET /v3/refunds/{id}, plus ProviderRef and q.EarlierRefs by id
+//     (Lag = ListLag).
 //
-// A 404 not_found for a payment read by id is LookupNotFound. Any other
+// A list hit is never trusted for status: only the object read by id is.
+// Every object read is checked to belong to the request (operation id,
+// amount in minor units, currency, payment): one that does not is reported
+// as a Contradiction, never as succeeded or failed. The objects of every
+// key generation are combined by adapterkit.Combine: one that succeeded is
+// success, two are LookupMultiple, and an earlier generation's failure does
+// not answer for the current key (the generation of an object is its
+// payonce_key metadata, or for a refund the payonce_key marker of its
+// description; see adapterkit.IsEarlier).
+//
+// A 404 not_found for an object read by id is "no such object". Any other
 // error status, and any body that is not what the endpoint returns, is an
 // error (*APIError): the answer is not known.
 func (p *Provider) Lookup(ctx context.Context, hc payonce.HTTPDoer, q payonce.LookupQuery) (payonce.LookupResult, error) {
@@ -66,37 +81,9 @@ func (p *Provider) Lookup(ctx context.Context, hc payonce.HTTPDoer, q payonce.Lo
 	}
 	switch q.Request.Kind {
 	case payonce.KindCharge:
-		if q.ProviderRef != "" {
-			pm, found, err := p.getPayment(ctx, hc, q.ProviderRef)
-			if err != nil {
-				return payonce.LookupResult{}, err
-			}
-			if !found {
-				return payonce.LookupResult{State: payonce.LookupNotFound}, nil
-			}
-			return p.chargeState(pm)
-		}
-		return p.searchCharge(ctx, hc, q)
+		return p.lookupCharge(ctx, hc, q)
 	case payonce.KindCapture, payonce.KindCancel:
-		ref := q.Request.PaymentRef
-		if ref == "" {
-			ref = q.ProviderRef
-		}
-		if ref == "" {
-			return payonce.LookupResult{}, fmt.Errorf("yookassa: lookup %s: Request.PaymentRef and ProviderRef are empty; the payment id is needed", q.Request.Kind)
-		}
-		pm, found, err := p.getPayment(ctx, hc, ref)
-		if err != nil {
-			return payonce.LookupResult{}, err
-		}
-		if !found {
-			// No such payment: the capture or cancel did not happen.
-			return payonce.LookupResult{State: payonce.LookupNotFound}, nil
-		}
-		if q.Request.Kind == payonce.KindCapture {
-			return p.captureState(pm)
-		}
-		return p.cancelState(pm)
+		return p.lookupActedOn(ctx, hc, q)
 	case payonce.KindRefund:
 		return p.lookupRefund(ctx, hc, q)
 	default:
@@ -104,22 +91,150 @@ func (p *Provider) Lookup(ctx context.Context, hc payonce.HTTPDoer, q payonce.Lo
 	}
 }
 
+// resent reports an operation that has been sent under more than one key.
+func resent(q payonce.LookupQuery) bool {
+	return q.Generation > 0 || len(q.EarlierKeys) > 0 || len(q.EarlierRefs) > 0
+}
+
+// matcher collects the objects a lookup found, each once.
+type matcher struct {
+	ms   []adapterkit.Match
+	seen map[string]bool
+}
+
+func (m *matcher) done(id string) bool {
+	if m.seen == nil {
+		m.seen = map[string]bool{}
+	}
+	d := m.seen[id]
+	m.seen[id] = true
+	return d
+}
+
+// lookupCharge reads the charge's payments by id (the ledger's reference
+// and every earlier generation's) and, unless the ledger knows the payment
+// of a never-resent operation, searches the payments list for the others.
+func (p *Provider) lookupCharge(ctx context.Context, hc payonce.HTTPDoer, q payonce.LookupQuery) (payonce.LookupResult, error) {
+	search := q.ProviderRef == "" || resent(q)
+	if search {
+		if q.OperationID == "" {
+			return payonce.LookupResult{}, errors.New("yookassa: lookup charge: OperationID is empty and no ProviderRef is known; nothing to search for")
+		}
+		if q.Since.IsZero() {
+			return payonce.LookupResult{}, errors.New("yookassa: lookup charge: LookupQuery.Since is zero; the payments list is searched from the first attempt's start")
+		}
+	}
+	var m matcher
+	read := func(id string, listed bool) error {
+		if id == "" || m.done(id) {
+			return nil
+		}
+		pm, found, err := p.getPayment(ctx, hc, id)
+		switch {
+		case err != nil:
+			return err
+		case !found && listed:
+			return p.unusable("/v3/payments/{id}", fmt.Errorf("payment %s is in the list but GET by id answers not_found", id))
+		case !found:
+			return nil
+		}
+		match, err := p.paymentMatch(q, pm)
+		if err != nil {
+			return err
+		}
+		m.ms = append(m.ms, match)
+		return nil
+	}
+	for _, id := range append([]string{q.ProviderRef}, q.EarlierRefs...) {
+		if err := read(id, false); err != nil {
+			return payonce.LookupResult{}, err
+		}
+	}
+	var lag time.Duration
+	if search {
+		lag = p.listLag
+		hits, err := p.searchPayments(ctx, hc, q)
+		if err != nil {
+			return payonce.LookupResult{}, err
+		}
+		for _, id := range hits {
+			if err := read(id, true); err != nil {
+				return payonce.LookupResult{}, err
+			}
+		}
+	}
+	return adapterkit.Combine(p.Name(), m.ms, lag), nil
+}
+
+// searchPayments pages through the payments created since the first
+// attempt (minus LookupMargin) and returns the ids of those carrying the
+// operation id, of any key generation.
+func (p *Provider) searchPayments(ctx context.Context, hc payonce.HTTPDoer, q payonce.LookupQuery) ([]string, error) {
+	const path = "/v3/payments"
+	from := q.Since.Add(-p.lookupMargin).UTC().Format("2006-01-02T15:04:05.000Z")
+	var hits []string
+	err := pageList(ctx, p, hc, path, url.Values{"created_at.gte": {from}}, func(pm payment) error {
+		if pm.ID == "" || pm.Type != "" {
+			return errors.New("list returned an item that is not a payment")
+		}
+		if pm.Metadata[MetaOperation] == q.OperationID {
+			hits = append(hits, pm.ID)
+		}
+		return nil
+	})
+	return hits, err
+}
+
+// paymentMatch is what one payment, read by id, says about the operation.
+func (p *Provider) paymentMatch(q payonce.LookupQuery, pm payment) (adapterkit.Match, error) {
+	earlier := adapterkit.IsEarlier(q, pm.Metadata[MetaKey], pm.ID)
+	why, err := paymentContradiction(q.Request, q.OperationID, pm)
+	if err != nil {
+		return adapterkit.Match{}, p.unusable("/v3/payments/{id}", err)
+	}
+	if why != "" {
+		return adapterkit.Match{Earlier: earlier, Result: p.contradiction(pm.ID, why)}, nil
+	}
+	r, err := p.paymentState(q.Request.Kind, pm).result(pm.ID)
+	return adapterkit.Match{Result: r, Earlier: earlier}, err
+}
+
+func (p *Provider) contradiction(id, why string) payonce.LookupResult {
+	why = p.scrub(why)
+	return payonce.LookupResult{ProviderRef: id, Refs: []string{id}, Contradiction: why, Message: "yookassa: " + why}
+}
+
+// lookupActedOn reads the payment a capture or cancel acted on. There is
+// one payment whatever the key generation, so nothing is combined.
+func (p *Provider) lookupActedOn(ctx context.Context, hc payonce.HTTPDoer, q payonce.LookupQuery) (payonce.LookupResult, error) {
+	ref := q.Request.PaymentRef
+	if ref == "" {
+		ref = q.ProviderRef
+	}
+	if ref == "" {
+		return payonce.LookupResult{}, fmt.Errorf("yookassa: lookup %s: Request.PaymentRef and ProviderRef are empty; the payment id is needed", q.Request.Kind)
+	}
+	pm, found, err := p.getPayment(ctx, hc, ref)
+	if err != nil {
+		return payonce.LookupResult{}, err
+	}
+	if !found {
+		// No such payment: the capture or cancel did not happen.
+		return payonce.LookupResult{State: payonce.LookupNotFound}, nil
+	}
+	if q.Request.PaymentRef == "" {
+		q.Request.PaymentRef = ref
+	}
+	m, err := p.paymentMatch(q, pm)
+	return m.Result, err
+}
+
 // getPayment reads one payment; found is false on YooKassa's 404 not_found.
 func (p *Provider) getPayment(ctx context.Context, hc payonce.HTTPDoer, id string) (payment, bool, error) {
 	path := "/v3/payments/" + url.PathEscape(id)
-	status, body, err := p.get(ctx, hc, path, nil)
-	if err != nil {
-		return payment{}, false, err
-	}
-	if status == http.StatusNotFound {
-		// Only YooKassa's own "not found" counts: a 404 page from a proxy
-		// or a wrong BaseURL says nothing about the payment.
-		if e := decodeError(body); e != nil && e.Code == codeNotFound {
-			return payment{}, false, nil
-		}
-	}
-	if status < 200 || status >= 300 {
-		return payment{}, false, p.apiError(path, status, body)
+	body, found, err := p.getByID(ctx, hc, path)
+	if err != nil || !found {
+		return payment{}, found, err
 	}
 	pm, err := decodePayment(body)
 	if err != nil {
@@ -128,49 +243,99 @@ func (p *Provider) getPayment(ctx context.Context, hc payonce.HTTPDoer, id strin
 	return pm, true, nil
 }
 
-// searchCharge pages through the payments created since the first attempt
-// (minus LookupMargin) and keeps those carrying the operation id.
-func (p *Provider) searchCharge(ctx context.Context, hc payonce.HTTPDoer, q payonce.LookupQuery) (payonce.LookupResult, error) {
-	if q.OperationID == "" {
-		return payonce.LookupResult{}, errors.New("yookassa: lookup charge: OperationID is empty and no ProviderRef is known; nothing to search for")
+// getRefund reads one refund; found is false on YooKassa's 404 not_found.
+func (p *Provider) getRefund(ctx context.Context, hc payonce.HTTPDoer, id string) (refund, bool, error) {
+	path := "/v3/refunds/" + url.PathEscape(id)
+	body, found, err := p.getByID(ctx, hc, path)
+	if err != nil || !found {
+		return refund{}, found, err
 	}
-	if q.Since.IsZero() {
-		return payonce.LookupResult{}, errors.New("yookassa: lookup charge: LookupQuery.Since is zero; the payments list is searched from the first attempt's start")
+	rf, err := decodeRefund(body)
+	if err != nil {
+		return refund{}, false, p.unusable(path, err)
 	}
-	const path = "/v3/payments"
-	from := q.Since.Add(-p.lookupMargin).UTC().Format("2006-01-02T15:04:05.000Z")
-	var matches []payment
-	err := pageList(ctx, p, hc, path, url.Values{"created_at.gte": {from}}, func(pm payment) error {
-		if pm.ID == "" || pm.Type != "" {
-			return errors.New("list returned an item that is not a payment")
+	return rf, true, nil
+}
+
+// getByID sends one GET of an object; found is false on YooKassa's own 404
+// not_found (a 404 page from a proxy or a wrong BaseURL says nothing).
+func (p *Provider) getByID(ctx context.Context, hc payonce.HTTPDoer, path string) ([]byte, bool, error) {
+	status, body, err := p.get(ctx, hc, path, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	if status == http.StatusNotFound {
+		if e := decodeError(body); e != nil && e.Code == codeNotFound {
+			return nil, false, nil
 		}
-		if pm.Metadata[MetaOperation] == q.OperationID {
-			matches = append(matches, pm)
+	}
+	if status < 200 || status >= 300 {
+		return nil, false, p.apiError(path, status, body)
+	}
+	return body, true, nil
+}
+
+// lookupRefund lists the payment's refunds, keeps those marked with the
+// operation id (any key generation), reads each of them, ProviderRef and
+// every earlier generation's reference by id, and combines them.
+func (p *Provider) lookupRefund(ctx context.Context, hc payonce.HTTPDoer, q payonce.LookupQuery) (payonce.LookupResult, error) {
+	if q.Request.PaymentRef == "" {
+		return payonce.LookupResult{}, errors.New("yookassa: lookup refund: Request.PaymentRef is empty; refunds are listed by payment")
+	}
+	if q.OperationID == "" {
+		return payonce.LookupResult{}, errors.New("yookassa: lookup refund: OperationID is empty; refunds are matched by it")
+	}
+	const path = "/v3/refunds"
+	var hits []string
+	err := pageList(ctx, p, hc, path, url.Values{"payment_id": {q.Request.PaymentRef}}, func(rf refund) error {
+		if rf.ID == "" || rf.Type != "" {
+			return errors.New("list returned an item that is not a refund")
+		}
+		if op, _ := refundMarks(rf); op == q.OperationID {
+			hits = append(hits, rf.ID)
 		}
 		return nil
 	})
 	if err != nil {
 		return payonce.LookupResult{}, err
 	}
-	var r payonce.LookupResult
-	switch len(matches) {
-	case 0:
-		r = payonce.LookupResult{State: payonce.LookupNotFound}
-	case 1:
-		r, err = p.chargeState(matches[0])
+	var m matcher
+	read := func(id string, listed bool) error {
+		if id == "" || m.done(id) {
+			return nil
+		}
+		rf, found, err := p.getRefund(ctx, hc, id)
+		switch {
+		case err != nil:
+			return err
+		case !found && listed:
+			return p.unusable("/v3/refunds/{id}", fmt.Errorf("refund %s is in the list but GET by id answers not_found", id))
+		case !found:
+			return nil
+		}
+		_, key := refundMarks(rf)
+		earlier := adapterkit.IsEarlier(q, key, rf.ID)
+		why, err := refundContradiction(q.Request, q.OperationID, rf)
 		if err != nil {
+			return p.unusable("/v3/refunds/{id}", err)
+		}
+		if why != "" {
+			m.ms = append(m.ms, adapterkit.Match{Earlier: earlier, Result: p.contradiction(rf.ID, why)})
+			return nil
+		}
+		r, err := p.refundState(rf).result(rf.ID)
+		if err != nil {
+			return err
+		}
+		m.ms = append(m.ms, adapterkit.Match{Result: r, Earlier: earlier})
+		return nil
+	}
+	for _, id := range append(append([]string{q.ProviderRef}, q.EarlierRefs...), hits...) {
+		if err := read(id, slices.Contains(hits, id)); err != nil {
 			return payonce.LookupResult{}, err
 		}
-	default:
-		ids := make([]string, len(matches))
-		for i, m := range matches {
-			ids[i] = m.ID
-		}
-		r = payonce.LookupResult{State: payonce.LookupMultiple, ProviderRef: ids[0], Refs: ids,
-			Message: "yookassa: more than one payment carries this operation id"}
 	}
-	r.Lag = p.listLag
-	return r, nil
+	return adapterkit.Combine(p.Name(), m.ms, p.listLag), nil
 }
 
 // pageList reads every page of a YooKassa list, calling fn for each item.
@@ -214,154 +379,6 @@ func pageList[T any](ctx context.Context, p *Provider, hc payonce.HTTPDoer, path
 		}
 		cursor = res.NextCursor
 	}
-}
-
-// authorizedThenReleased reports a canceled payment that had been
-// authorized: the merchant canceled it or its capture window expired.
-func authorizedThenReleased(pm payment) bool {
-	cd := pm.CancellationDetails
-	return pm.Status == statusCanceled && cd != nil &&
-		(cd.Reason == reasonCanceledByMerchant || cd.Reason == reasonExpiredOnCapture)
-}
-
-// chargeState maps the payment of a charge to a lookup state.
-func (p *Provider) chargeState(pm payment) (payonce.LookupResult, error) {
-	r := payonce.LookupResult{ProviderRef: pm.ID, Refs: []string{pm.ID}}
-	switch {
-	case pm.Status == statusSucceeded, pm.Status == statusWaitingForCapture:
-		r.State = payonce.LookupSucceeded
-	case authorizedThenReleased(pm):
-		// The charge itself succeeded (the money was held); what happened
-		// to the hold afterwards is the cancel's or nobody's business.
-		r.State = payonce.LookupSucceeded
-	case pm.Status == statusPending:
-		r.State = payonce.LookupProcessing
-	case pm.Status == statusCanceled:
-		r.State = payonce.LookupFailed
-		r.Code = codeCanceled
-		if cd := pm.CancellationDetails; cd != nil {
-			r.DeclineCode = cd.Reason
-			r.Message = p.scrub("yookassa: payment canceled by " + cd.Party + ": " + cd.Reason)
-		}
-	default:
-		return payonce.LookupResult{}, fmt.Errorf("yookassa: lookup charge: payment %s has unknown status %q", p.scrub(pm.ID), p.scrub(pm.Status))
-	}
-	return r, nil
-}
-
-// captureState maps the payment a capture acted on to a lookup state.
-func (p *Provider) captureState(pm payment) (payonce.LookupResult, error) {
-	r := payonce.LookupResult{ProviderRef: pm.ID, Refs: []string{pm.ID}}
-	switch pm.Status {
-	case statusSucceeded:
-		r.State = payonce.LookupSucceeded
-	case statusWaitingForCapture, statusPending:
-		// Not captured (yet): the capture did not take effect, and a resend
-		// with the same key is what completes it (or is refused, for a
-		// payment still pending).
-		return payonce.LookupResult{State: payonce.LookupNotFound}, nil
-	case statusCanceled:
-		// Nothing to capture: canceled or expired.
-		r.State = payonce.LookupFailed
-		r.Code = codeUnexpectedStatus
-		r.Message = "yookassa: payment is canceled"
-		if cd := pm.CancellationDetails; cd != nil {
-			r.DeclineCode = cd.Reason
-		}
-	default:
-		return payonce.LookupResult{}, fmt.Errorf("yookassa: lookup capture: payment %s has unknown status %q", p.scrub(pm.ID), p.scrub(pm.Status))
-	}
-	return r, nil
-}
-
-// cancelState maps the payment a cancel acted on to a lookup state.
-func (p *Provider) cancelState(pm payment) (payonce.LookupResult, error) {
-	r := payonce.LookupResult{ProviderRef: pm.ID, Refs: []string{pm.ID}}
-	switch pm.Status {
-	case statusCanceled:
-		r.State = payonce.LookupSucceeded
-	case statusSucceeded:
-		// Captured: a payment that moved money can no longer be canceled.
-		r.State = payonce.LookupFailed
-		r.Code = codeUnexpectedStatus
-		r.Message = "yookassa: payment is succeeded and can no longer be canceled"
-	case statusWaitingForCapture, statusPending:
-		return payonce.LookupResult{State: payonce.LookupNotFound}, nil
-	default:
-		return payonce.LookupResult{}, fmt.Errorf("yookassa: lookup cancel: payment %s has unknown status %q", p.scrub(pm.ID), p.scrub(pm.Status))
-	}
-	return r, nil
-}
-
-// refundMatches reports whether rf was created by operation op: its
-// description carries the marker (the adapter writes it), or its metadata
-// does (should YooKassa ever return refund metadata).
-func refundMatches(rf refund, op string) bool {
-	if rf.Metadata[MetaOperation] == op {
-		return true
-	}
-	marker := RefundMarker + op
-	i := strings.Index(rf.Description, marker)
-	if i < 0 {
-		return false
-	}
-	// The marker ends the description or is followed by a space: "op-1"
-	// must not match "op-10".
-	rest := rf.Description[i+len(marker):]
-	return rest == "" || rest[0] == ' '
-}
-
-func (p *Provider) lookupRefund(ctx context.Context, hc payonce.HTTPDoer, q payonce.LookupQuery) (payonce.LookupResult, error) {
-	if q.Request.PaymentRef == "" {
-		return payonce.LookupResult{}, errors.New("yookassa: lookup refund: Request.PaymentRef is empty; refunds are listed by payment")
-	}
-	if q.OperationID == "" {
-		return payonce.LookupResult{}, errors.New("yookassa: lookup refund: OperationID is empty; refunds are matched by it")
-	}
-	const path = "/v3/refunds"
-	var matches []refund
-	err := pageList(ctx, p, hc, path, url.Values{"payment_id": {q.Request.PaymentRef}}, func(rf refund) error {
-		if rf.ID == "" || rf.Type != "" {
-			return errors.New("list returned an item that is not a refund")
-		}
-		if refundMatches(rf, q.OperationID) {
-			matches = append(matches, rf)
-		}
-		return nil
-	})
-	if err != nil {
-		return payonce.LookupResult{}, err
-	}
-	switch len(matches) {
-	case 0:
-		return payonce.LookupResult{State: payonce.LookupNotFound, Lag: p.listLag}, nil
-	case 1:
-	default:
-		ids := make([]string, len(matches))
-		for i, rf := range matches {
-			ids[i] = rf.ID
-		}
-		return payonce.LookupResult{State: payonce.LookupMultiple, ProviderRef: ids[0], Refs: ids, Lag: p.listLag,
-			Message: "yookassa: more than one refund carries this operation id"}, nil
-	}
-	rf := matches[0]
-	r := payonce.LookupResult{ProviderRef: rf.ID, Refs: []string{rf.ID}, Lag: p.listLag}
-	switch rf.Status {
-	case statusSucceeded:
-		r.State = payonce.LookupSucceeded
-	case statusPending:
-		r.State = payonce.LookupProcessing
-	case statusCanceled:
-		r.State = payonce.LookupFailed
-		r.Code = codeRefundCanceled
-		if cd := rf.CancellationDetails; cd != nil {
-			r.DeclineCode = cd.Reason
-			r.Message = p.scrub("yookassa: refund canceled by " + cd.Party + ": " + cd.Reason)
-		}
-	default:
-		return payonce.LookupResult{}, fmt.Errorf("yookassa: lookup refund: refund %s has unknown status %q", p.scrub(rf.ID), p.scrub(rf.Status))
-	}
-	return r, nil
 }
 
 // get sends one GET and reads at most adapterkit.MaxBodyBytes of the

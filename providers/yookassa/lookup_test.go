@@ -2,10 +2,13 @@ package yookassa_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"path"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +30,47 @@ func lookupQuery(kind payonce.Kind, paymentRef, providerRef string) payonce.Look
 }
 
 func pmOp(id, status, op string) string {
-	return fmt.Sprintf(`{"id":%q,"status":%q,"amount":{"value":"1.00","currency":"RUB"},"metadata":{"payonce_op":%q}}`, id, status, op)
+	return fmt.Sprintf(`{"id":%q,"status":%q,"amount":{"value":"1200.00","currency":"RUB"},"metadata":{"payonce_op":%q}}`, id, status, op)
+}
+
+// pmGen is a payment of op created under key, for amount (YooKassa's
+// decimal string), with an optional cancellation.
+func pmGen(id, status, op, key, value, cancel string) string {
+	s := fmt.Sprintf(`{"id":%q,"status":%q,"amount":{"value":%q,"currency":"RUB"},"metadata":{"payonce_op":%q,"payonce_key":%q}`, id, status, value, op, key)
+	if cancel != "" {
+		s += `,"cancellation_details":` + cancel
+	}
+	return s + "}"
+}
+
+// serveObjects answers GET base+prefix/{id} with objs[id] (YooKassa's 404
+// not_found for the others) and counts the reads.
+func serveObjects(b bundle, prefix string, objs map[string]string, reads map[string]int) {
+	b.mt.RegisterRegexpResponder(http.MethodGet, regexp.MustCompile(`^`+regexp.QuoteMeta(base+prefix)+`/[^/?]+$`), func(req *http.Request) (*http.Response, error) {
+		id := path.Base(req.URL.Path)
+		if reads != nil {
+			reads[id]++
+		}
+		body, ok := objs[id]
+		if !ok {
+			return respond(404, `{"type":"error","id":"e404","code":"not_found","description":"not found"}`), nil
+		}
+		return respond(200, body), nil
+	})
+}
+
+// objectsOf indexes list items by their id.
+func objectsOf(items ...string) map[string]string {
+	out := map[string]string{}
+	for _, it := range items {
+		var v struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal([]byte(it), &v) == nil && v.ID != "" {
+			out[v.ID] = it
+		}
+	}
+	return out
 }
 
 func ykList(next string, items ...string) string {
@@ -39,7 +82,7 @@ func ykList(next string, items ...string) string {
 }
 
 func refundJSON(id, status, desc string) string {
-	return fmt.Sprintf(`{"id":%q,"payment_id":"p1","status":%q,"amount":{"value":"1.00","currency":"RUB"},"description":%q}`, id, status, desc)
+	return fmt.Sprintf(`{"id":%q,"payment_id":"p1","status":%q,"amount":{"value":"1200.00","currency":"RUB"},"description":%q}`, id, status, desc)
 }
 
 // getOK registers a GET answer and checks the request's headers.
@@ -104,18 +147,22 @@ func TestLookupChargeSearch(t *testing.T) {
 	t.Parallel()
 	op := chargeReq().OperationID
 	for _, tc := range []struct {
-		name  string
-		pages []string
-		state payonce.LookupState
-		refs  []string
+		name    string
+		pages   []string
+		objects []string // what GET /v3/payments/{id} answers
+		state   payonce.LookupState
+		refs    []string
 	}{
-		{"none", []string{ykList("")}, payonce.LookupNotFound, nil},
-		{"others only", []string{ykList("", pmOp("p9", "succeeded", "other"), `{"id":"p8","status":"succeeded","amount":{"value":"1.00","currency":"RUB"}}`)}, payonce.LookupNotFound, nil},
-		{"one succeeded", []string{ykList("", pmOp("p9", "succeeded", "other"), pmOp("p1", "succeeded", op))}, payonce.LookupSucceeded, []string{"p1"}},
-		{"one pending", []string{ykList("", pmOp("p1", "pending", op))}, payonce.LookupProcessing, []string{"p1"}},
-		{"one declined", []string{ykList("", pmOp("p1", "canceled", op))}, payonce.LookupFailed, []string{"p1"}},
-		{"on the second page", []string{ykList("c2", pmOp("p9", "succeeded", "other")), ykList("", pmOp("p1", "succeeded", op))}, payonce.LookupSucceeded, []string{"p1"}},
-		{"two across pages", []string{ykList("c2", pmOp("p2", "succeeded", op)), ykList("", pmOp("p1", "succeeded", op))}, payonce.LookupMultiple, []string{"p2", "p1"}},
+		{"none", []string{ykList("")}, nil, payonce.LookupNotFound, nil},
+		{"others only", []string{ykList("", pmOp("p9", "succeeded", "other"), `{"id":"p8","status":"succeeded","amount":{"value":"1.00","currency":"RUB"}}`)}, nil, payonce.LookupNotFound, nil},
+		{"one succeeded", []string{ykList("", pmOp("p9", "succeeded", "other"), pmOp("p1", "succeeded", op))}, []string{pmOp("p1", "succeeded", op)}, payonce.LookupSucceeded, []string{"p1"}},
+		{"one pending", []string{ykList("", pmOp("p1", "pending", op))}, []string{pmOp("p1", "pending", op)}, payonce.LookupProcessing, []string{"p1"}},
+		{"one declined", []string{ykList("", pmOp("p1", "canceled", op))}, []string{pmOp("p1", "canceled", op)}, payonce.LookupFailed, []string{"p1"}},
+		{"on the second page", []string{ykList("c2", pmOp("p9", "succeeded", "other")), ykList("", pmOp("p1", "succeeded", op))}, []string{pmOp("p1", "succeeded", op)}, payonce.LookupSucceeded, []string{"p1"}},
+		{"two across pages", []string{ykList("c2", pmOp("p2", "succeeded", op)), ykList("", pmOp("p1", "succeeded", op))}, []string{pmOp("p2", "succeeded", op), pmOp("p1", "succeeded", op)}, payonce.LookupMultiple, []string{"p2", "p1"}},
+		// The list is not trusted for status: the read by id decides.
+		{"listed succeeded, read pending", []string{ykList("", pmOp("p1", "succeeded", op))}, []string{pmOp("p1", "pending", op)}, payonce.LookupProcessing, []string{"p1"}},
+		{"listed pending, read declined", []string{ykList("", pmOp("p1", "pending", op))}, []string{pmOp("p1", "canceled", op)}, payonce.LookupFailed, []string{"p1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -125,6 +172,8 @@ func TestLookupChargeSearch(t *testing.T) {
 				queries = append(queries, req.URL.Query())
 				return respond(200, tc.pages[len(queries)-1]), nil
 			})
+			reads := map[string]int{}
+			serveObjects(b, "/v3/payments", objectsOf(tc.objects...), reads)
 			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", ""))
 			require.NoError(t, err)
 			require.Equal(t, tc.state, res.State)
@@ -134,6 +183,9 @@ func TestLookupChargeSearch(t *testing.T) {
 			}
 			require.Equal(t, 3*time.Minute, res.Lag, "lists may lag")
 			require.Len(t, queries, len(tc.pages))
+			for _, id := range tc.refs {
+				require.Equal(t, 1, reads[id], "every hit is read again by id")
+			}
 			for i, q := range queries {
 				require.Equal(t, "2026-03-01T10:55:00.000Z", q.Get("created_at.gte"), "Since minus the margin")
 				require.Equal(t, "100", q.Get("limit"))
@@ -173,7 +225,7 @@ func TestLookupCaptureCancel(t *testing.T) {
 		{"capture succeeded", payonce.KindCapture, pm("p1", "succeeded", ""), payonce.LookupSucceeded, ""},
 		{"capture waiting", payonce.KindCapture, pm("p1", "waiting_for_capture", ""), payonce.LookupNotFound, ""},
 		{"capture pending", payonce.KindCapture, pm("p1", "pending", ""), payonce.LookupNotFound, ""},
-		{"capture canceled", payonce.KindCapture, pm("p1", "canceled", `{"party":"yoo_money","reason":"expired_on_capture"}`), payonce.LookupFailed, "unexpected_status"},
+		{"capture canceled", payonce.KindCapture, pm("p1", "canceled", `{"party":"yoo_money","reason":"expired_on_capture"}`), payonce.LookupFailed, "canceled"},
 		{"cancel canceled", payonce.KindCancel, pm("p1", "canceled", `{"party":"merchant","reason":"canceled_by_merchant"}`), payonce.LookupSucceeded, ""},
 		{"cancel succeeded", payonce.KindCancel, pm("p1", "succeeded", ""), payonce.LookupFailed, "unexpected_status"},
 		{"cancel waiting", payonce.KindCancel, pm("p1", "waiting_for_capture", ""), payonce.LookupNotFound, ""},
@@ -217,9 +269,9 @@ func TestLookupRefund(t *testing.T) {
 		{"others", []string{ykList("", refundJSON("r9", "succeeded", "payonce_op:"+op+"0"), refundJSON("r8", "succeeded", "manual refund"))}, payonce.LookupNotFound, nil, ""},
 		{"succeeded", []string{ykList("", refundJSON("r9", "succeeded", "x"), mine("r1", "succeeded"))}, payonce.LookupSucceeded, []string{"r1"}, ""},
 		{"with caller text", []string{ykList("", refundJSON("r1", "succeeded", "Returned goods payonce_op:"+op))}, payonce.LookupSucceeded, []string{"r1"}, ""},
-		{"by metadata", []string{ykList("", `{"id":"r1","payment_id":"p1","status":"succeeded","metadata":{"payonce_op":"`+op+`"}}`)}, payonce.LookupSucceeded, []string{"r1"}, ""},
+		{"by metadata", []string{ykList("", `{"id":"r1","payment_id":"p1","status":"succeeded","amount":{"value":"1200.00","currency":"RUB"},"metadata":{"payonce_op":"`+op+`"}}`)}, payonce.LookupSucceeded, []string{"r1"}, ""},
 		{"pending", []string{ykList("", mine("r1", "pending"))}, payonce.LookupProcessing, []string{"r1"}, ""},
-		{"canceled", []string{ykList("", `{"id":"r1","payment_id":"p1","status":"canceled","description":"payonce_op:`+op+`","cancellation_details":{"party":"payment_network","reason":"general_decline"}}`)}, payonce.LookupFailed, []string{"r1"}, "general_decline"},
+		{"canceled", []string{ykList("", `{"id":"r1","payment_id":"p1","status":"canceled","amount":{"value":"1200.00","currency":"RUB"},"description":"payonce_op:`+op+`","cancellation_details":{"party":"payment_network","reason":"general_decline"}}`)}, payonce.LookupFailed, []string{"r1"}, "general_decline"},
 		{"second page", []string{ykList("c2", refundJSON("r9", "succeeded", "x")), ykList("", mine("r1", "succeeded"))}, payonce.LookupSucceeded, []string{"r1"}, ""},
 		{"two", []string{ykList("", mine("r2", "succeeded"), mine("r1", "succeeded"))}, payonce.LookupMultiple, []string{"r2", "r1"}, ""},
 	} {
@@ -231,6 +283,16 @@ func TestLookupRefund(t *testing.T) {
 				queries = append(queries, req.URL.Query())
 				return respond(200, tc.pages[len(queries)-1]), nil
 			})
+			var items []string
+			for _, pg := range tc.pages {
+				var l struct{ Items []json.RawMessage }
+				require.NoError(t, json.Unmarshal([]byte(pg), &l))
+				for _, it := range l.Items {
+					items = append(items, string(it))
+				}
+			}
+			reads := map[string]int{}
+			serveObjects(b, "/v3/refunds", objectsOf(items...), reads)
 			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindRefund, "p1", ""))
 			require.NoError(t, err)
 			require.Equal(t, tc.state, res.State)
@@ -239,6 +301,9 @@ func TestLookupRefund(t *testing.T) {
 			require.Equal(t, time.Minute, res.Lag)
 			for _, q := range queries {
 				require.Equal(t, "p1", q.Get("payment_id"))
+			}
+			for _, id := range tc.refs {
+				require.Equal(t, 1, reads[id], "every hit is read again by id")
 			}
 		})
 	}
@@ -270,7 +335,6 @@ func TestLookupErrors(t *testing.T) {
 		{"list bad item", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 200, ykList("", `{"status":"succeeded"}`), true},
 		{"list no progress", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 200, ykList("c1"), true},
 		{"list oversized", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 200, huge, true},
-		{"refund unknown status", lookupQuery(payonce.KindRefund, "p1", ""), "/v3/refunds", 200, ykList("", refundJSON("r1", "weird", "payonce_op:"+chargeReq().OperationID)), false},
 		{"refund bad item", lookupQuery(payonce.KindRefund, "p1", ""), "/v3/refunds", 200, ykList("", `{"type":"error"}`), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -290,6 +354,19 @@ func TestLookupErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestLookupRefundUnknownStatusIsAnError(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rf := refundJSON("r1", "weird", "payonce_op:"+chargeReq().OperationID)
+	getOK(t, b, base+"/v3/refunds", 200, ykList("", refundJSON("r1", "succeeded", "payonce_op:"+chargeReq().OperationID)))
+	serveObjects(b, "/v3/refunds", objectsOf(rf), nil)
+	res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindRefund, "p1", ""))
+	require.ErrorContains(t, err, "weird", "the status read by id counts, not the list's")
+	require.Equal(t, payonce.LookupResult{}, res)
+	var ae *yookassa.APIError
+	require.False(t, errors.As(err, &ae), "not a temporary failure: %v", err)
 }
 
 func TestLookupTooManyPages(t *testing.T) {

@@ -34,6 +34,14 @@ const (
 // refund on: "payonce_op:<operation id>".
 const RefundMarker = "payonce_op:"
 
+// RefundKeyMarker prefixes the idempotency key in the description of a
+// refund sent under a later key generation (after an operator approved a
+// resend under a new key): "payonce_op:<operation id> payonce_key:<key>".
+// A lookup tells the generations' refunds apart by it. At generation 0 the
+// key is the operation id, so it is not written and the description is the
+// same bytes as before generations existed.
+const RefundKeyMarker = "payonce_key:"
+
 // YooKassa's limits on what the adapter sends.
 const (
 	maxMetadataKeys        = 16
@@ -69,7 +77,8 @@ type refundBody struct {
 //   - capture: POST /v3/payments/{PaymentRef}/capture (amount when set)
 //   - cancel:  POST /v3/payments/{PaymentRef}/cancel
 //   - refund:  POST /v3/refunds with payment_id, amount (required) and a
-//     description carrying RefundMarker + the operation id
+//     description carrying RefundMarker + the operation id (and, under a
+//     later key generation, RefundKeyMarker + the key)
 //
 // Every request carries r.Key in the Idempotence-Key header and the shop id
 // and secret key as HTTP Basic credentials. Amounts are written with the
@@ -146,7 +155,7 @@ func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http
 			return nil, invalidSend("Request.Amount", "%v", err)
 		}
 		path = "/v3/refunds"
-		body = refundBody{PaymentID: req.PaymentRef, Amount: amt, Description: refundDescription(r.OperationID, req.Description)}
+		body = refundBody{PaymentID: req.PaymentRef, Amount: amt, Description: refundDescription(r.OperationID, r.Key, req.Description)}
 	default:
 		return nil, invalidSend("Request.Kind", "is %q; the YooKassa adapter sends charge, capture, cancel and refund", string(req.Kind))
 	}
@@ -214,10 +223,14 @@ func metadata(r payonce.SendRequest) (map[string]string, error) {
 }
 
 // refundDescription is the refund's description: the caller's, cut to fit,
-// followed by RefundMarker and the operation id, within YooKassa's 250
-// characters.
-func refundDescription(op, desc string) string {
+// followed by RefundMarker and the operation id, and RefundKeyMarker and the
+// key when the key is not the operation id (a later key generation), within
+// YooKassa's 250 characters.
+func refundDescription(op, key, desc string) string {
 	marker := RefundMarker + op
+	if key != "" && key != op {
+		marker += refundDescriptionSpace + RefundKeyMarker + key
+	}
 	if desc == "" {
 		return marker
 	}

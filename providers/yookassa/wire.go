@@ -22,7 +22,20 @@ const (
 )
 
 // Cancellation reasons that follow a successful authorization: the payment
-// was held, then released by the merchant or by expiry.
+// was held (waiting_for_capture), then released by the merchant or by
+// expiry. YooKassa documents canceled_by_merchant as "payment canceled via
+// API during a two-stage payment" and expired_on_capture as the end of a
+// two-stage payment's capture period
+// (https://yookassa.ru/en/developers/payment-acceptance/after-the-payment/declined-payments;
+// CancellationDetailsReasonCode in yoomoney/yookassa-sdk-python), and says
+// that only from waiting_for_capture does a payment become canceled because
+// "you canceled it"; from pending only "if something went wrong"
+// (payment statuses, https://yookassa.ru/developers/payment-acceptance/getting-started/payment-process).
+// Every other reason (insufficient_funds, card_expired, 3d_secure_failed,
+// expired_on_confirmation, ...) is read as a decline before authorization.
+// The paid flag and authorization_details are not used to tell the two
+// apart: YooKassa does not document what they hold once a payment is
+// canceled.
 const (
 	reasonCanceledByMerchant = "canceled_by_merchant"
 	reasonExpiredOnCapture   = "expired_on_capture"

@@ -139,6 +139,13 @@ func TestMetadata(t *testing.T) {
 	require.Len(t, adapterkit.Metadata(r, 500, adapterkit.Bytes), adapterkit.MetadataKeys)
 	require.True(t, adapterkit.Reserved("payonce_x"))
 	require.False(t, adapterkit.Reserved("order_id"))
+	// Case does not make a key payonce's or not.
+	for _, k := range []string{"Payonce_op", "PAYONCE_KEY", "payONCE_x", "payonce_"} {
+		require.True(t, adapterkit.Reserved(k), k)
+	}
+	for _, k := range []string{"payonce", "payonceop", "xpayonce_op", ""} {
+		require.False(t, adapterkit.Reserved(k), k)
+	}
 
 	// The adapters document the same keys under their own names.
 	for _, keys := range [][4]string{

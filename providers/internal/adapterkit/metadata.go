@@ -30,7 +30,12 @@ const (
 )
 
 // Reserved reports whether a caller's metadata key uses ReservedPrefix.
-func Reserved(key string) bool { return strings.HasPrefix(key, ReservedPrefix) }
+// The check ignores case: a provider that folds metadata keys, or an
+// operator reading them, would take "Payonce_op" for payonce's own key, and
+// a caller value there could make a lookup match the wrong object.
+func Reserved(key string) bool {
+	return len(key) >= len(ReservedPrefix) && strings.EqualFold(key[:len(ReservedPrefix)], ReservedPrefix)
+}
 
 // Metadata returns payonce's own metadata for an attempt: the operation
 // id, the key, the kind and the references (see References, with limit and

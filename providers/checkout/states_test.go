@@ -1,0 +1,356 @@
+package checkout_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/ledger"
+)
+
+// agreement is what Classify and Lookup must both say of one object.
+type agreement struct {
+	class      ledger.OutcomeClass
+	processing bool
+	state      payonce.LookupState // "" when the lookup is an error
+	contradict bool
+	code       string
+	decline    string
+}
+
+// payOf renders a payment of the charge's operation; approved "" leaves the
+// field out.
+func payOf(id, status, approved, key string) string {
+	op := chargeReq().OperationID
+	s := fmt.Sprintf(`{"id":%q,"action_id":"act_a","amount":1999,"currency":"USD","status":%q,"reference":%q,"response_code":"20051","response_summary":"Insufficient Funds","metadata":{"payonce_op":%q,"payonce_key":%q}`, id, status, op, op, key)
+	if approved != "" {
+		s += `,"approved":` + approved
+	}
+	return s + "}"
+}
+
+// Every Checkout.com payment status (and action outcome) of every kind,
+// read by Classify as the answer to a send and by Lookup as the object read
+// by id: the two must agree, and follow docs/ADAPTERS.md (a charge
+// authorized and then released succeeded as a charge).
+func TestStatesAgree(t *testing.T) {
+	t.Parallel()
+	op := chargeReq().OperationID
+	succeeded := agreement{class: ledger.OutcomeSuccess, state: payonce.LookupSucceeded}
+	processing := agreement{class: ledger.OutcomeSuccess, processing: true, state: payonce.LookupProcessing}
+	declined := agreement{class: ledger.OutcomeRefused, state: payonce.LookupFailed, code: "declined", decline: "20051"}
+	unknown := agreement{class: ledger.OutcomeMaybeSent}
+	notACharge := agreement{class: ledger.OutcomeKeyMismatch, contradict: true}
+	for _, tc := range []struct {
+		name     string
+		status   string
+		approved string
+		want     agreement
+	}{
+		{"pending", "Pending", "", processing},
+		{"retry scheduled", "Retry Scheduled", "false", processing},
+		{"authorized", "Authorized", "true", succeeded},
+		{"authorized, not approved", "Authorized", "false", unknown},
+		{"card verified", "Card Verified", "true", notACharge},
+		{"captured", "Captured", "true", succeeded},
+		{"partially captured", "Partially Captured", "true", succeeded},
+		{"paid", "Paid", "true", succeeded},
+		{"declined", "Declined", "false", declined},
+		{"declined, approved flag true", "Declined", "true", declined},
+		{"voided after authorization", "Voided", "true", succeeded},
+		{"refunded", "Refunded", "true", succeeded},
+		{"partially refunded", "Partially Refunded", "true", succeeded},
+		{"canceled after authorization", "Canceled", "true", succeeded},
+		{"canceled before authorization", "Canceled", "false", declined},
+		{"expired after authorization", "Expired", "true", succeeded},
+		{"expired before authorization", "Expired", "false", declined},
+		{"unknown status", "Brand New", "true", unknown},
+	} {
+		t.Run("charge/"+tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			body := payOf("pay_1", tc.status, tc.approved, op)
+			getOK(t, b, base+"/payments/pay_1", 200, body)
+			getOK(t, b, base+"/payments/pay_1/actions", 200, "["+act("act_a", "Authorization", false, op, "20051")+"]")
+			o := b.p.Classify(chargeReq(), 201, http.Header{}, []byte(body))
+			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pay_1"))
+			requireAgree(t, tc.want, o, res, err)
+		})
+	}
+
+	// Captures, voids and refunds are accepted with 202 (Classify:
+	// success+Processing); the action in the payment's actions list then
+	// says approved, declined or not decided yet.
+	for _, kind := range []payonce.Kind{payonce.KindCapture, payonce.KindCancel, payonce.KindRefund} {
+		typ := map[payonce.Kind]string{payonce.KindCapture: "Capture", payonce.KindCancel: "Void", payonce.KindRefund: "Refund"}[kind]
+		for _, tc := range []struct {
+			name     string
+			approved any
+			want     payonce.LookupState
+		}{
+			{"approved", true, payonce.LookupSucceeded},
+			{"declined", false, payonce.LookupFailed},
+			{"not decided", nil, payonce.LookupProcessing},
+		} {
+			t.Run(string(kind)+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				b := setup(t)
+				r := withKind(chargeReq(), kind, 1999, "pay_1")
+				o := b.p.Classify(r, 202, http.Header{}, []byte(`{"action_id":"act_x","reference":"`+op+`"}`))
+				require.Equal(t, ledger.OutcomeSuccess, o.Class)
+				require.True(t, o.Processing, "accepted, not done")
+				require.Equal(t, "act_x", o.ProviderRef)
+				getOK(t, b, base+"/payments/pay_1/actions", 200, "["+act("act_x", typ, tc.approved, op, "20005")+"]")
+				res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(kind, "pay_1", "act_x"))
+				require.NoError(t, err)
+				require.Equal(t, tc.want, res.State)
+				require.Empty(t, res.Contradiction)
+				if tc.want == payonce.LookupFailed {
+					require.Equal(t, "action_declined", res.Code)
+					require.Equal(t, "20005", res.DeclineCode)
+				}
+			})
+		}
+	}
+}
+
+func requireAgree(t *testing.T, want agreement, o payonce.Outcome, res payonce.LookupResult, err error) {
+	t.Helper()
+	require.Equal(t, want.class, o.Class, "Classify: %s", o.Message)
+	require.Equal(t, want.processing, o.Processing, "Classify Processing")
+	require.False(t, o.Replayed)
+	if want.contradict {
+		require.NotEmpty(t, o.Contradiction)
+		require.NoError(t, err)
+		require.NotEmpty(t, res.Contradiction, "Lookup reports the same contradiction")
+		require.NotEqual(t, payonce.LookupSucceeded, res.State)
+		require.NotEqual(t, payonce.LookupFailed, res.State)
+		return
+	}
+	require.Empty(t, o.Contradiction)
+	if want.state == "" {
+		require.Error(t, err, "Lookup of a status the adapter cannot read")
+		return
+	}
+	require.NoError(t, err)
+	require.Equal(t, want.state, res.State, "Lookup: %s", res.Message)
+	require.Empty(t, res.Contradiction)
+	switch o.Class {
+	case ledger.OutcomeSuccess:
+		if o.Processing {
+			require.Equal(t, payonce.LookupProcessing, res.State)
+		} else {
+			require.Equal(t, payonce.LookupSucceeded, res.State)
+		}
+	case ledger.OutcomeRefused:
+		require.Equal(t, payonce.LookupFailed, res.State)
+		require.Equal(t, want.code, o.Code)
+		require.Equal(t, o.Code, res.Code)
+		require.Equal(t, want.decline, o.DeclineCode)
+		require.Equal(t, o.DeclineCode, res.DeclineCode)
+	}
+}
+
+// A Canceled or Expired payment that does not say whether it was approved
+// is maybe_sent in Classify; Lookup decides it from the payment's actions.
+func TestLookupCanceledWithoutApprovalReadsTheActions(t *testing.T) {
+	t.Parallel()
+	op := chargeReq().OperationID
+	for _, tc := range []struct {
+		actions string
+		state   payonce.LookupState
+	}{
+		{"[" + act("act_a", "Authorization", true, op, "10000") + "]", payonce.LookupSucceeded},
+		{"[" + act("act_a", "Authorization", false, op, "20051") + "]", payonce.LookupFailed},
+		{"[]", payonce.LookupFailed},
+	} {
+		b := setup(t)
+		body := payOf("pay_1", "Expired", "", op)
+		require.Equal(t, ledger.OutcomeMaybeSent, b.p.Classify(chargeReq(), 201, http.Header{}, []byte(body)).Class)
+		getOK(t, b, base+"/payments/pay_1", 200, body)
+		getOK(t, b, base+"/payments/pay_1/actions", 200, tc.actions)
+		res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pay_1"))
+		require.NoError(t, err)
+		require.Equal(t, tc.state, res.State, tc.actions)
+	}
+}
+
+// Checkout.com documents no error for a key reused with another request:
+// only that a repeat of a key whose request succeeded gets the same status
+// and body. Such a replay of another request's answer, and any error about
+// the key, go to review (key_mismatch), never refused or succeeded.
+func TestClassifySameKeyOtherRequest(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	charge := chargeReq()
+	op := charge.OperationID
+	refundR := withKind(charge, payonce.KindRefund, 100, "pay_1")
+	other := func(amount int64, currency, ref string) string {
+		return fmt.Sprintf(`{"id":"pay_9","amount":%d,"currency":%q,"approved":true,"status":"Captured","reference":%q,"metadata":{"payonce_op":%q}}`, amount, currency, ref, ref)
+	}
+	for _, tc := range []struct {
+		name   string
+		r      payonce.SendRequest
+		status int
+		body   string
+		why    string // in Contradiction; "" for an error answer
+	}{
+		{"the first request's payment: another operation", charge, 201, other(1999, "USD", "someone-else"), `operation id "someone-else"`},
+		{"the first request's payment: another amount", charge, 201, other(5000, "USD", op), "amount 5000, not 1999"},
+		{"the first request's payment: another currency", charge, 201, other(1999, "EUR", op), `currency "EUR"`},
+		{"a declined payment of another operation", charge, 201, strings.Replace(other(1999, "USD", "someone-else"), `"approved":true,"status":"Captured"`, `"approved":false,"status":"Declined"`, 1), `operation id "someone-else"`},
+		{"a reference that is not ours", charge, 201, `{"id":"pay_9","amount":1999,"currency":"USD","approved":true,"status":"Captured","reference":"someone-else","metadata":{}}`, `operation id "someone-else"`},
+		{"an accepted action of another operation", refundR, 202, `{"action_id":"act_9","reference":"someone-else"}`, `operation id "someone-else"`},
+		{"a payment where an action was expected", refundR, 201, other(1999, "USD", op), `payment "pay_9"`},
+		{"422 naming the key", charge, 422, ckoErr("request_invalid", "idempotency_key_reused"), ""},
+		{"400 idempotency error type", charge, 400, ckoErr("idempotency_error"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			o := b.p.Classify(tc.r, tc.status, http.Header{}, []byte(tc.body))
+			require.Equal(t, ledger.OutcomeKeyMismatch, o.Class, "review, never refused or succeeded: %s", o.Message)
+			require.False(t, o.Processing)
+			if tc.why != "" {
+				require.Contains(t, o.Contradiction, tc.why)
+			} else {
+				require.Empty(t, o.Contradiction)
+			}
+		})
+	}
+	// Other 4xx stay refusals.
+	o := b.p.Classify(charge, 422, http.Header{}, []byte(ckoErr("request_invalid", "amount_invalid")))
+	require.Equal(t, ledger.OutcomeRefused, o.Class)
+}
+
+// Objects read by id in a lookup are checked too.
+func TestLookupContradiction(t *testing.T) {
+	t.Parallel()
+	op := chargeReq().OperationID
+	t.Run("charge by id of another amount", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		getOK(t, b, base+"/payments/pay_1", 200, strings.Replace(payOf("pay_1", "Captured", "true", op), `"amount":1999`, `"amount":19`, 1))
+		res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pay_1"))
+		require.NoError(t, err)
+		require.Contains(t, res.Contradiction, "amount 19, not 1999")
+		require.Equal(t, []string{"pay_1"}, res.Refs)
+	})
+	t.Run("list hit whose payment carries another operation", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		getOK(t, b, base+"/payments", 200, list(1, getPay("pay_1", "Captured", true, op)))
+		serveByID(b, map[string]string{"pay_1": `{"id":"pay_1","amount":1999,"currency":"USD","approved":true,"status":"Captured","reference":"` + op + `","metadata":{"payonce_op":"someone-else"}}`}, nil)
+		res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", ""))
+		require.NoError(t, err)
+		require.Contains(t, res.Contradiction, `operation id "someone-else"`)
+	})
+	t.Run("refund action found by id with another reference", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		getOK(t, b, base+"/payments/pay_1/actions", 200, "["+act("act_r", "Refund", true, "someone-else", "10000")+"]")
+		res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindRefund, "pay_1", "act_r"))
+		require.NoError(t, err)
+		require.Contains(t, res.Contradiction, `operation id "someone-else"`)
+	})
+	t.Run("partial refund action of another amount", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		q := lookupQuery(payonce.KindRefund, "pay_1", "")
+		q.Request.Amount = 500
+		getOK(t, b, base+"/payments/pay_1/actions", 200, "["+act("act_r", "Refund", true, op, "10000")+"]")
+		res, err := b.p.Lookup(context.Background(), b.hc, q)
+		require.NoError(t, err)
+		require.Contains(t, res.Contradiction, "amount 1999, not 500")
+	})
+	t.Run("listed but gone when read by id", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		getOK(t, b, base+"/payments", 200, list(1, getPay("pay_1", "Captured", true, op)))
+		serveByID(b, nil, nil)
+		_, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", ""))
+		require.ErrorContains(t, err, "listed by reference")
+	})
+}
+
+// After an operator approved a resend under a new key, the lookup sees
+// every generation's objects and adapterkit.Combine decides.
+func TestLookupGenerations(t *testing.T) {
+	t.Parallel()
+	op := chargeReq().OperationID
+	const key1 = "5d1c7e0a-0000-5000-8000-00000000c001"
+	gen1 := func(kind payonce.Kind, paymentRef, providerRef string, earlierRefs ...string) payonce.LookupQuery {
+		q := lookupQuery(kind, paymentRef, providerRef)
+		q.Key, q.Generation, q.EarlierKeys, q.EarlierRefs = key1, 1, []string{op}, earlierRefs
+		return q
+	}
+	for _, tc := range []struct {
+		name    string
+		q       payonce.LookupQuery
+		listed  []string
+		objects []string
+		state   payonce.LookupState
+		ref     string
+		refs    []string
+	}{
+		{"earlier declined, nothing under the new key", gen1(payonce.KindCharge, "", ""),
+			[]string{payOf("pay_0", "Declined", "false", op)}, nil, payonce.LookupNotFound, "", nil},
+		{"earlier declined, new key pending", gen1(payonce.KindCharge, "", ""),
+			[]string{payOf("pay_1", "Pending", "", key1), payOf("pay_0", "Declined", "false", op)}, nil, payonce.LookupProcessing, "pay_1", []string{"pay_1", "pay_0"}},
+		{"earlier succeeded, read by its reference only", gen1(payonce.KindCharge, "", "", "pay_0"),
+			nil, []string{payOf("pay_0", "Captured", "true", op)}, payonce.LookupSucceeded, "pay_0", []string{"pay_0"}},
+		{"earlier and new both succeeded", gen1(payonce.KindCharge, "", "", "pay_0"),
+			[]string{payOf("pay_1", "Captured", "true", key1)}, []string{payOf("pay_0", "Authorized", "true", op)}, payonce.LookupMultiple, "pay_0", []string{"pay_0", "pay_1"}},
+		{"new key known and pending, earlier captured in the list", gen1(payonce.KindCharge, "", "pay_1"),
+			[]string{payOf("pay_0", "Captured", "true", op)}, []string{payOf("pay_1", "Pending", "", key1)}, payonce.LookupSucceeded, "pay_0", []string{"pay_1", "pay_0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			getOK(t, b, base+"/payments", 200, list(len(tc.listed), tc.listed...))
+			serveByID(b, byID(append(tc.listed, tc.objects...)...), nil)
+			res, err := b.p.Lookup(context.Background(), b.hc, tc.q)
+			require.NoError(t, err)
+			require.Equal(t, tc.state, res.State, res.Message)
+			require.Equal(t, tc.ref, res.ProviderRef)
+			require.Equal(t, tc.refs, res.Refs)
+		})
+	}
+
+	// Actions: the generation is the action's payonce_key metadata, or its
+	// id among the earlier references.
+	t.Run("actions", func(t *testing.T) {
+		t.Parallel()
+		refund := func(id string, approved any, key string) string {
+			a := act(id, "Refund", approved, op, "20005")
+			return strings.TrimSuffix(a, "}") + `,"metadata":{"payonce_key":"` + key + `"}}`
+		}
+		b := setup(t)
+		getOK(t, b, base+"/payments/pay_1/actions", 200, "["+refund("act_0", false, op)+"]")
+		res, err := b.p.Lookup(context.Background(), b.hc, gen1(payonce.KindRefund, "pay_1", ""))
+		require.NoError(t, err)
+		require.Equal(t, payonce.LookupNotFound, res.State, "the earlier key's declined refund does not answer for the new key")
+
+		b = setup(t)
+		getOK(t, b, base+"/payments/pay_1/actions", 200, "["+refund("act_1", true, key1)+","+act("act_0", "Refund", true, op, "10000")+"]")
+		res, err = b.p.Lookup(context.Background(), b.hc, gen1(payonce.KindRefund, "pay_1", "", "act_0"))
+		require.NoError(t, err)
+		require.Equal(t, payonce.LookupMultiple, res.State, "refunded under both keys")
+		require.Equal(t, []string{"act_1", "act_0"}, res.Refs)
+	})
+}
+
+// Checkout.com documents no replay marker (its idempotency page and the
+// official SDKs name no header): the adapter claims none.
+func TestNoReplayMarker(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, ok := any(b.p).(payonce.ReplayDetector)
+	require.False(t, ok, "Checkout.com documents no header that marks a replayed answer")
+	o := b.p.Classify(chargeReq(), 201, http.Header{"Cko-Idempotency-Replayed": {"true"}}, []byte(payOf("pay_1", "Captured", "true", chargeReq().Key)))
+	require.False(t, o.Replayed, "an undocumented header is not trusted")
+}

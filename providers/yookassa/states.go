@@ -1,0 +1,248 @@
+package yookassa
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/providers/internal/adapterkit"
+)
+
+// The functions of this file decide what a YooKassa object says about an
+// operation. Classify and Lookup both call them, so that a payment or
+// refund means the same thing whether it came back as the answer to a send
+// or was read by a lookup.
+
+// stateKind is what one object says about the operation it is read for.
+type stateKind int
+
+const (
+	// stUnknown: a status the adapter does not know. Classify: maybe_sent;
+	// Lookup: an error (the answer is not known).
+	stUnknown stateKind = iota
+	// stProcessing: YooKassa is still working on it (pending).
+	stProcessing
+	// stSucceeded: the operation took effect.
+	stSucceeded
+	// stFailed: the operation definitively failed.
+	stFailed
+	// stNotYet: the operation has not taken effect and may still (a
+	// capture or cancel of a payment that still waits): Classify
+	// maybe_sent; Lookup not found, and a resend with the same key
+	// completes it.
+	stNotYet
+)
+
+// state is one object's verdict, with the codes a failure reports.
+type state struct {
+	kind          stateKind
+	code, decline string
+	message       string
+}
+
+// chargeState maps the payment a charge created. A payment canceled after
+// authorization (canceled_by_merchant, expired_on_capture: see the reasons
+// in wire.go) succeeded as a charge: the money was held, and what became of
+// the hold is a cancel's business (docs/ADAPTERS.md, Lookup rule 7). Any
+// other canceled payment is a decline.
+func (p *Provider) chargeState(pm payment) state {
+	switch {
+	case pm.Status == statusSucceeded, pm.Status == statusWaitingForCapture:
+		return state{kind: stSucceeded}
+	case authorizedThenReleased(pm):
+		return state{kind: stSucceeded}
+	case pm.Status == statusPending:
+		// Created, not finished (the bank has not answered, or the payment
+		// waits for a confirmation that a server-side charge cannot give
+		// and will expire into canceled).
+		return state{kind: stProcessing}
+	case pm.Status == statusCanceled:
+		s := state{kind: stFailed, code: codeCanceled, message: "yookassa: payment canceled"}
+		if cd := pm.CancellationDetails; cd != nil {
+			s.decline = p.scrub(cd.Reason)
+			s.message = p.scrub("yookassa: payment canceled by " + cd.Party + ": " + cd.Reason)
+		}
+		return s
+	}
+	return state{kind: stUnknown, message: "payment status " + quote(p.scrub(pm.Status))}
+}
+
+// authorizedThenReleased reports a canceled payment that had been
+// authorized: the merchant canceled it or its capture period expired.
+func authorizedThenReleased(pm payment) bool {
+	cd := pm.CancellationDetails
+	return pm.Status == statusCanceled && cd != nil &&
+		(cd.Reason == reasonCanceledByMerchant || cd.Reason == reasonExpiredOnCapture)
+}
+
+// captureState maps the payment a capture acted on.
+func (p *Provider) captureState(pm payment) state {
+	switch pm.Status {
+	case statusSucceeded:
+		return state{kind: stSucceeded}
+	case statusWaitingForCapture, statusPending:
+		// Not captured (yet): a resend with the same key completes it (or
+		// is refused, for a payment still pending).
+		return state{kind: stNotYet, message: "captured payment has status " + pm.Status}
+	case statusCanceled:
+		// The authorization is gone (canceled or expired): nothing to
+		// capture, nothing captured.
+		s := state{kind: stFailed, code: codeCanceled, message: "yookassa: payment is canceled"}
+		if cd := pm.CancellationDetails; cd != nil {
+			s.decline = p.scrub(cd.Reason)
+			s.message = p.scrub("yookassa: payment is canceled by " + cd.Party + ": " + cd.Reason)
+		}
+		return s
+	}
+	return state{kind: stUnknown, message: "captured payment has status " + quote(p.scrub(pm.Status))}
+}
+
+// cancelState maps the payment a cancel acted on.
+func (p *Provider) cancelState(pm payment) state {
+	switch pm.Status {
+	case statusCanceled:
+		return state{kind: stSucceeded}
+	case statusSucceeded:
+		// Captured: a payment that moved money can no longer be canceled.
+		return state{kind: stFailed, code: codeUnexpectedStatus, message: "yookassa: payment is succeeded and can no longer be canceled"}
+	case statusWaitingForCapture, statusPending:
+		return state{kind: stNotYet, message: "canceled payment has status " + pm.Status}
+	}
+	return state{kind: stUnknown, message: "canceled payment has status " + quote(p.scrub(pm.Status))}
+}
+
+// refundState maps a refund.
+func (p *Provider) refundState(rf refund) state {
+	switch rf.Status {
+	case statusSucceeded:
+		return state{kind: stSucceeded}
+	case statusPending:
+		return state{kind: stProcessing}
+	case statusCanceled:
+		s := state{kind: stFailed, code: codeRefundCanceled, message: "yookassa: refund canceled"}
+		if cd := rf.CancellationDetails; cd != nil {
+			s.decline = p.scrub(cd.Reason)
+			s.message = p.scrub("yookassa: refund canceled by " + cd.Party + ": " + cd.Reason)
+		}
+		return s
+	}
+	return state{kind: stUnknown, message: "refund status " + quote(p.scrub(rf.Status))}
+}
+
+// paymentState is the state of pm for an operation of kind k.
+func (p *Provider) paymentState(k payonce.Kind, pm payment) state {
+	switch k {
+	case payonce.KindCharge:
+		return p.chargeState(pm)
+	case payonce.KindCapture:
+		return p.captureState(pm)
+	case payonce.KindCancel:
+		return p.cancelState(pm)
+	}
+	return state{kind: stUnknown, message: "a payment answers a " + quote(string(k))}
+}
+
+// outcome turns a state into the class of a send's answer.
+func (s state) outcome(o payonce.Outcome) payonce.Outcome {
+	switch s.kind {
+	case stSucceeded:
+		o.Class = ledger.OutcomeSuccess
+	case stProcessing:
+		o.Class = ledger.OutcomeSuccess
+		o.Processing = true
+	case stFailed:
+		o.Class = ledger.OutcomeRefused
+		o.Code, o.DeclineCode, o.Message = s.code, s.decline, s.message
+	default: // stNotYet, stUnknown
+		o.Class = ledger.OutcomeMaybeSent
+		o.Message = "yookassa: unreadable 2xx answer: " + s.message
+	}
+	return o
+}
+
+// result turns a state into what a lookup found for the object id; err is
+// set for stUnknown.
+func (s state) result(id string) (payonce.LookupResult, error) {
+	r := payonce.LookupResult{ProviderRef: id, Refs: []string{id}}
+	switch s.kind {
+	case stSucceeded:
+		r.State = payonce.LookupSucceeded
+	case stProcessing:
+		r.State = payonce.LookupProcessing
+	case stFailed:
+		r.State = payonce.LookupFailed
+		r.Code, r.DeclineCode, r.Message = s.code, s.decline, s.message
+	case stNotYet:
+		return payonce.LookupResult{State: payonce.LookupNotFound}, nil
+	default:
+		return payonce.LookupResult{}, fmt.Errorf("yookassa: lookup: object %s: %s, which the adapter does not know", id, s.message)
+	}
+	return r, nil
+}
+
+// ---- does the object belong to this request? ----
+
+// paymentContradiction checks that pm belongs to the operation op of
+// request r: for a charge, the payonce_op metadata the adapter wrote, the
+// amount (YooKassa's decimal string read in minor units) and the currency;
+// for a capture or cancel, that it is the payment r names (PaymentRef) and
+// in r's currency. The amount of the payment a capture acted on is not
+// compared: YooKassa does not document what amount a partially captured
+// payment shows. err means the amount cannot be read.
+func paymentContradiction(r payonce.Request, op string, pm payment) (string, error) {
+	if r.Kind != payonce.KindCharge {
+		if r.PaymentRef != "" && pm.ID != r.PaymentRef {
+			return fmt.Sprintf("the provider's object is payment %q, not %q", pm.ID, r.PaymentRef), nil
+		}
+		return adapterkit.Belongs(payonce.Request{Currency: r.Currency}, "", "", 0, pm.Amount.Currency), nil
+	}
+	amt, err := parseAmount(pm.Amount)
+	if err != nil {
+		return "", fmt.Errorf("payment %s: %w", pm.ID, err)
+	}
+	return adapterkit.Belongs(r, op, pm.Metadata[MetaOperation], amt, pm.Amount.Currency), nil
+}
+
+// refundContradiction checks that rf belongs to the operation op of request
+// r: a refund of r's payment, marked with op (RefundMarker in its
+// description, or payonce_op metadata should YooKassa ever return it), for
+// r's amount and currency.
+func refundContradiction(r payonce.Request, op string, rf refund) (string, error) {
+	if r.PaymentRef != "" && rf.PaymentID != r.PaymentRef {
+		return fmt.Sprintf("the provider's refund is of payment %q, not %q", rf.PaymentID, r.PaymentRef), nil
+	}
+	amt, err := parseAmount(rf.Amount)
+	if err != nil {
+		return "", fmt.Errorf("refund %s: %w", rf.ID, err)
+	}
+	gotOp, _ := refundMarks(rf)
+	return adapterkit.Belongs(r, op, gotOp, amt, rf.Amount.Currency), nil
+}
+
+// refundMarks reads the operation id and key a refund was created for: its
+// payonce_op / payonce_key metadata should YooKassa ever return refund
+// metadata, else the markers the adapter appends to the description
+// ("<caller text> payonce_op:<op>[ payonce_key:<key>]"). The last marker of
+// each kind counts: the adapter's are at the end, after whatever the
+// caller wrote. A refund marked with an operation but no key was sent at
+// generation 0, whose key is the operation id (payonce.SendRequest).
+func refundMarks(rf refund) (op, key string) {
+	op, key = rf.Metadata[MetaOperation], rf.Metadata[MetaKey]
+	fields := strings.Fields(rf.Description)
+	for i := len(fields) - 1; i >= 0; i-- {
+		f := fields[i]
+		switch {
+		case op == "" && strings.HasPrefix(f, RefundMarker):
+			op = strings.TrimPrefix(f, RefundMarker)
+		case key == "" && strings.HasPrefix(f, RefundKeyMarker):
+			key = strings.TrimPrefix(f, RefundKeyMarker)
+		}
+	}
+	if key == "" {
+		key = op
+	}
+	return op, key
+}
+
+func quote(s string) string { return fmt.Sprintf("%q", s) }

@@ -1,0 +1,372 @@
+package yookassa_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/providers/internal/testutil"
+	"github.com/payonce/payonce/providers/yookassa"
+)
+
+// agreement is what Classify and Lookup must both say of one object.
+type agreement struct {
+	class      ledger.OutcomeClass
+	processing bool
+	state      payonce.LookupState // "" when the lookup is an error
+	code       string
+	decline    string
+}
+
+// Every YooKassa status of every kind, read by Classify as the answer to a
+// send and by Lookup as the object read by id: the two must agree (a
+// success is "succeeded", a processing success "processing", a refusal
+// "failed" with the same codes, a maybe_sent "not found" or an error), and
+// both must follow docs/ADAPTERS.md: a charge authorized and then released
+// succeeded as a charge; one canceled before authorization failed.
+func TestStatesAgree(t *testing.T) {
+	t.Parallel()
+	op := chargeReq().OperationID
+	cd := func(party, reason string) string { return fmt.Sprintf(`{"party":%q,"reason":%q}`, party, reason) }
+	payment := func(status, cancel string) string { return pmGen("p1", status, op, op, "1200.00", cancel) }
+	refund := func(status, cancel string) string {
+		s := `{"id":"r1","payment_id":"p1","status":"` + status + `","amount":{"value":"1200.00","currency":"RUB"},"description":"payonce_op:` + op + `"`
+		if cancel != "" {
+			s += `,"cancellation_details":` + cancel
+		}
+		return s + "}"
+	}
+	succeeded := agreement{class: ledger.OutcomeSuccess, state: payonce.LookupSucceeded}
+	processing := agreement{class: ledger.OutcomeSuccess, processing: true, state: payonce.LookupProcessing}
+	notYet := agreement{class: ledger.OutcomeMaybeSent, state: payonce.LookupNotFound}
+	unknown := agreement{class: ledger.OutcomeMaybeSent}
+	declined := func(reason string) agreement {
+		return agreement{class: ledger.OutcomeRefused, state: payonce.LookupFailed, code: "canceled", decline: reason}
+	}
+
+	for _, tc := range []struct {
+		kind payonce.Kind
+		name string
+		body string
+		want agreement
+	}{
+		// Charges: the payment the charge created.
+		{payonce.KindCharge, "pending", payment("pending", ""), processing},
+		{payonce.KindCharge, "waiting_for_capture", payment("waiting_for_capture", ""), succeeded},
+		{payonce.KindCharge, "succeeded", payment("succeeded", ""), succeeded},
+		{payonce.KindCharge, "canceled after authorization by the merchant", payment("canceled", cd("merchant", "canceled_by_merchant")), succeeded},
+		{payonce.KindCharge, "canceled after authorization, capture period expired", payment("canceled", cd("yoo_money", "expired_on_capture")), succeeded},
+		{payonce.KindCharge, "canceled before authorization: insufficient_funds", payment("canceled", cd("payment_network", "insufficient_funds")), declined("insufficient_funds")},
+		{payonce.KindCharge, "canceled before authorization: card_expired", payment("canceled", cd("payment_network", "card_expired")), declined("card_expired")},
+		{payonce.KindCharge, "canceled before authorization: 3d_secure_failed", payment("canceled", cd("payment_network", "3d_secure_failed")), declined("3d_secure_failed")},
+		{payonce.KindCharge, "canceled before authorization: expired_on_confirmation", payment("canceled", cd("yoo_money", "expired_on_confirmation")), declined("expired_on_confirmation")},
+		{payonce.KindCharge, "canceled before authorization: fraud_suspected", payment("canceled", cd("yoo_money", "fraud_suspected")), declined("fraud_suspected")},
+		{payonce.KindCharge, "canceled without details", payment("canceled", ""), declined("")},
+		{payonce.KindCharge, "unknown status", payment("brand_new", ""), unknown},
+
+		// Captures: the payment the capture acted on.
+		{payonce.KindCapture, "pending", payment("pending", ""), notYet},
+		{payonce.KindCapture, "waiting_for_capture", payment("waiting_for_capture", ""), notYet},
+		{payonce.KindCapture, "succeeded", payment("succeeded", ""), succeeded},
+		{payonce.KindCapture, "canceled by the merchant", payment("canceled", cd("merchant", "canceled_by_merchant")), declined("canceled_by_merchant")},
+		{payonce.KindCapture, "capture period expired", payment("canceled", cd("yoo_money", "expired_on_capture")), declined("expired_on_capture")},
+		{payonce.KindCapture, "declined before authorization", payment("canceled", cd("payment_network", "insufficient_funds")), declined("insufficient_funds")},
+		{payonce.KindCapture, "unknown status", payment("brand_new", ""), unknown},
+
+		// Cancels: the payment the cancel acted on.
+		{payonce.KindCancel, "pending", payment("pending", ""), notYet},
+		{payonce.KindCancel, "waiting_for_capture", payment("waiting_for_capture", ""), notYet},
+		{payonce.KindCancel, "succeeded (captured)", payment("succeeded", ""), agreement{class: ledger.OutcomeRefused, state: payonce.LookupFailed, code: "unexpected_status"}},
+		{payonce.KindCancel, "canceled by the merchant", payment("canceled", cd("merchant", "canceled_by_merchant")), succeeded},
+		{payonce.KindCancel, "canceled, capture period expired", payment("canceled", cd("yoo_money", "expired_on_capture")), succeeded},
+		{payonce.KindCancel, "unknown status", payment("brand_new", ""), unknown},
+
+		// Refunds.
+		{payonce.KindRefund, "pending", refund("pending", ""), processing},
+		{payonce.KindRefund, "succeeded", refund("succeeded", ""), succeeded},
+		{payonce.KindRefund, "canceled", refund("canceled", cd("payment_network", "general_decline")),
+			agreement{class: ledger.OutcomeRefused, state: payonce.LookupFailed, code: "refund_canceled", decline: "general_decline"}},
+		{payonce.KindRefund, "unknown status", refund("weird", ""), unknown},
+	} {
+		t.Run(string(tc.kind)+"/"+tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			r := chargeReq()
+			q := lookupQuery(payonce.KindCharge, "", "p1")
+			switch tc.kind {
+			case payonce.KindCapture, payonce.KindCancel:
+				r = withKind(r, tc.kind, 0, "p1")
+				q = lookupQuery(tc.kind, "p1", "")
+				q.Request = r.Request
+				getOK(t, b, base+"/v3/payments/p1", 200, tc.body)
+			case payonce.KindRefund:
+				r = withKind(r, tc.kind, r.Request.Amount, "p1")
+				q = lookupQuery(tc.kind, "p1", "")
+				getOK(t, b, base+"/v3/refunds", 200, ykList("", tc.body))
+				getOK(t, b, base+"/v3/refunds/r1", 200, tc.body)
+			default:
+				getOK(t, b, base+"/v3/payments/p1", 200, tc.body)
+			}
+
+			o := b.p.Classify(r, 200, http.Header{}, []byte(tc.body))
+			require.Equal(t, tc.want.class, o.Class, "Classify: %s", o.Message)
+			require.Equal(t, tc.want.processing, o.Processing, "Classify Processing")
+			require.Empty(t, o.Contradiction)
+			require.False(t, o.Replayed)
+
+			res, err := b.p.Lookup(context.Background(), b.hc, q)
+			if tc.want.state == "" {
+				require.Error(t, err, "Lookup of an unknown status")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want.state, res.State, "Lookup: %s", res.Message)
+			require.Empty(t, res.Contradiction)
+
+			// The two agree, codes included.
+			switch o.Class {
+			case ledger.OutcomeSuccess:
+				if o.Processing {
+					require.Equal(t, payonce.LookupProcessing, res.State)
+				} else {
+					require.Equal(t, payonce.LookupSucceeded, res.State)
+				}
+			case ledger.OutcomeRefused:
+				require.Equal(t, payonce.LookupFailed, res.State)
+				require.Equal(t, tc.want.code, o.Code)
+				require.Equal(t, o.Code, res.Code)
+				require.Equal(t, tc.want.decline, o.DeclineCode)
+				require.Equal(t, o.DeclineCode, res.DeclineCode)
+				require.Equal(t, o.Message, res.Message)
+			case ledger.OutcomeMaybeSent:
+				require.Equal(t, payonce.LookupNotFound, res.State, "a resend with the same key completes it")
+			}
+		})
+	}
+}
+
+// A 2xx answer whose object is not this request's is never a success or a
+// failure: key_mismatch with Contradiction, for review.
+func TestClassifyContradiction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	charge := chargeReq()
+	op, key := charge.OperationID, charge.Key
+	capture := withKind(charge, payonce.KindCapture, 0, "p1")
+	cancel := withKind(charge, payonce.KindCancel, 0, "p1")
+	refundR := withKind(charge, payonce.KindRefund, 100, "p1")
+	rf := func(payment, value, cur, desc string) string {
+		return fmt.Sprintf(`{"id":"r1","payment_id":%q,"status":"succeeded","amount":{"value":%q,"currency":%q},"description":%q}`, payment, value, cur, desc)
+	}
+	for _, tc := range []struct {
+		name string
+		r    payonce.SendRequest
+		body string
+		why  string
+	}{
+		{"charge of another operation", charge, pmGen("p1", "succeeded", "someone-else", key, "1200.00", ""), `operation id "someone-else"`},
+		{"charge of another amount", charge, pmGen("p1", "succeeded", op, key, "12.00", ""), "amount 1200, not 120000"},
+		{"charge in another currency", charge, `{"id":"p1","status":"succeeded","amount":{"value":"1200.00","currency":"USD"},"metadata":{"payonce_op":"` + op + `"}}`, `currency "USD"`},
+		{"a declined charge of another amount", charge, pmGen("p1", "canceled", op, key, "1.00", `{"party":"payment_network","reason":"insufficient_funds"}`), "amount 100"},
+		{"capture answered with another payment", capture, pmGen("p2", "succeeded", op, key, "1200.00", ""), `payment "p2", not "p1"`},
+		{"cancel answered with another payment", cancel, pmGen("p2", "canceled", op, key, "1200.00", `{"party":"merchant","reason":"canceled_by_merchant"}`), `payment "p2"`},
+		{"refund of another payment", refundR, rf("p2", "1.00", "RUB", "payonce_op:"+op), `payment "p2", not "p1"`},
+		{"refund of another operation", refundR, rf("p1", "1.00", "RUB", "payonce_op:someone-else"), `operation id "someone-else"`},
+		{"refund of another amount", refundR, rf("p1", "2.00", "RUB", "payonce_op:"+op), "amount 200, not 100"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			o := b.p.Classify(tc.r, 200, http.Header{}, []byte(tc.body))
+			require.Equal(t, ledger.OutcomeKeyMismatch, o.Class, "never success or refused: %s", o.Message)
+			require.Contains(t, o.Contradiction, tc.why)
+			require.False(t, o.Processing)
+			require.NotEmpty(t, o.ProviderRef)
+		})
+	}
+	// The charge's own payment in the amount asked for, written with fewer
+	// decimal digits, belongs.
+	o := b.p.Classify(charge, 200, http.Header{}, []byte(pmGen("p1", "succeeded", op, key, "1200", "")))
+	require.Equal(t, ledger.OutcomeSuccess, o.Class)
+	require.Empty(t, o.Contradiction)
+	// An amount that cannot be read is not understood: maybe_sent.
+	o = b.p.Classify(charge, 200, http.Header{}, []byte(pmGen("p1", "succeeded", op, key, "12,00", "")))
+	require.Equal(t, ledger.OutcomeMaybeSent, o.Class)
+}
+
+// Objects read by id in a lookup are checked too; a list hit is read again
+// by id and the object read decides.
+func TestLookupContradiction(t *testing.T) {
+	t.Parallel()
+	op := chargeReq().OperationID
+	key := chargeReq().Key
+
+	t.Run("charge by id of another amount", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		getOK(t, b, base+"/v3/payments/p1", 200, pmGen("p1", "succeeded", op, key, "1.00", ""))
+		res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "p1"))
+		require.NoError(t, err)
+		require.Contains(t, res.Contradiction, "amount 100, not 120000")
+		require.Equal(t, "p1", res.ProviderRef)
+		require.NotEqual(t, payonce.LookupSucceeded, res.State)
+		require.NotEqual(t, payonce.LookupFailed, res.State)
+	})
+	t.Run("list hit whose object carries another operation", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		getOK(t, b, base+"/v3/payments", 200, ykList("", pmOp("p1", "succeeded", op)))
+		serveObjects(b, "/v3/payments", objectsOf(pmGen("p1", "succeeded", "someone-else", key, "1200.00", "")), nil)
+		res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", ""))
+		require.NoError(t, err)
+		require.Contains(t, res.Contradiction, `operation id "someone-else"`)
+	})
+	t.Run("capture of a payment in another currency", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		getOK(t, b, base+"/v3/payments/p1", 200, `{"id":"p1","status":"succeeded","amount":{"value":"1200.00","currency":"EUR"}}`)
+		res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCapture, "p1", ""))
+		require.NoError(t, err)
+		require.Contains(t, res.Contradiction, `currency "EUR"`)
+	})
+	t.Run("refund of another amount", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		mine := `{"id":"r1","payment_id":"p1","status":"succeeded","amount":{"value":"%s","currency":"RUB"},"description":"payonce_op:` + op + `"}`
+		getOK(t, b, base+"/v3/refunds", 200, ykList("", fmt.Sprintf(mine, "1200.00")))
+		serveObjects(b, "/v3/refunds", map[string]string{"r1": fmt.Sprintf(mine, "600.00")}, nil)
+		res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindRefund, "p1", ""))
+		require.NoError(t, err)
+		require.Contains(t, res.Contradiction, "amount 60000, not 120000")
+		require.Equal(t, []string{"r1"}, res.Refs)
+	})
+	t.Run("listed but gone when read by id", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		getOK(t, b, base+"/v3/payments", 200, ykList("", pmOp("p1", "succeeded", op)))
+		serveObjects(b, "/v3/payments", nil, nil)
+		_, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", ""))
+		require.ErrorContains(t, err, "in the list")
+	})
+}
+
+// After an operator approved a resend under a new key, the lookup sees
+// every generation's objects: the list finds them all, the earlier
+// references are read by id, and adapterkit.Combine decides.
+func TestLookupGenerations(t *testing.T) {
+	t.Parallel()
+	op := chargeReq().OperationID
+	const key1 = "5d1c7e0a-0000-5000-8000-00000000g001"
+	gen1 := func(providerRef string, earlierRefs ...string) payonce.LookupQuery {
+		q := lookupQuery(payonce.KindCharge, "", providerRef)
+		q.Key, q.Generation, q.EarlierKeys, q.EarlierRefs = key1, 1, []string{op}, earlierRefs
+		return q
+	}
+	declined := `{"party":"payment_network","reason":"insufficient_funds"}`
+	for _, tc := range []struct {
+		name    string
+		q       payonce.LookupQuery
+		listed  []string // in the payments list
+		objects []string // readable by id
+		state   payonce.LookupState
+		ref     string
+		refs    []string
+	}{
+		{"earlier declined, nothing under the new key", gen1(""),
+			[]string{pmGen("p0", "canceled", op, op, "1200.00", declined)}, nil,
+			payonce.LookupNotFound, "", nil},
+		{"earlier declined, new key pending", gen1(""),
+			[]string{pmGen("p1", "pending", op, key1, "1200.00", ""), pmGen("p0", "canceled", op, op, "1200.00", declined)}, nil,
+			payonce.LookupProcessing, "p1", []string{"p1", "p0"}},
+		{"earlier succeeded, read by its reference only", gen1("", "p0"),
+			nil, []string{pmGen("p0", "succeeded", op, op, "1200.00", "")},
+			payonce.LookupSucceeded, "p0", []string{"p0"}},
+		{"earlier and new both succeeded", gen1("", "p0"),
+			[]string{pmGen("p1", "succeeded", op, key1, "1200.00", "")}, []string{pmGen("p0", "waiting_for_capture", op, op, "1200.00", "")},
+			payonce.LookupMultiple, "p0", []string{"p0", "p1"}},
+		{"new key known and pending, earlier succeeded in the list", gen1("p1"),
+			[]string{pmGen("p0", "succeeded", op, op, "1200.00", "")}, []string{pmGen("p1", "pending", op, key1, "1200.00", "")},
+			payonce.LookupSucceeded, "p0", []string{"p1", "p0"}},
+		{"new key declined, earlier declined", gen1("p1", "p0"),
+			nil, []string{pmGen("p1", "canceled", op, key1, "1200.00", declined), pmGen("p0", "canceled", op, op, "1200.00", declined)},
+			payonce.LookupFailed, "p1", []string{"p1", "p0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			getOK(t, b, base+"/v3/payments", 200, ykList("", tc.listed...))
+			serveObjects(b, "/v3/payments", objectsOf(append(tc.listed, tc.objects...)...), nil)
+			res, err := b.p.Lookup(context.Background(), b.hc, tc.q)
+			require.NoError(t, err)
+			require.Equal(t, tc.state, res.State, res.Message)
+			require.Equal(t, tc.ref, res.ProviderRef)
+			require.Equal(t, tc.refs, res.Refs)
+			require.Equal(t, yookassa.DefaultListLag, res.Lag, "the list is searched: its lag")
+		})
+	}
+
+	// Refunds carry no metadata: the key marker in the description tells
+	// the generations apart; a refund without one is generation 0's.
+	t.Run("refunds", func(t *testing.T) {
+		t.Parallel()
+		q := lookupQuery(payonce.KindRefund, "p1", "")
+		q.Key, q.Generation, q.EarlierKeys = key1, 1, []string{op}
+		rf := func(id, status, desc string) string {
+			s := `{"id":"` + id + `","payment_id":"p1","status":"` + status + `","amount":{"value":"1200.00","currency":"RUB"},"description":"` + desc + `"`
+			if status == "canceled" {
+				s += `,"cancellation_details":{"party":"payment_network","reason":"general_decline"}`
+			}
+			return s + "}"
+		}
+		earlier := rf("r0", "canceled", "payonce_op:"+op)
+		b := setup(t)
+		getOK(t, b, base+"/v3/refunds", 200, ykList("", earlier))
+		serveObjects(b, "/v3/refunds", objectsOf(earlier), nil)
+		res, err := b.p.Lookup(context.Background(), b.hc, q)
+		require.NoError(t, err)
+		require.Equal(t, payonce.LookupNotFound, res.State, "the earlier key's failure does not answer for the new key")
+
+		current := rf("r1", "succeeded", "Returned payonce_op:"+op+" payonce_key:"+key1)
+		b = setup(t)
+		getOK(t, b, base+"/v3/refunds", 200, ykList("", current, earlier))
+		serveObjects(b, "/v3/refunds", objectsOf(current, earlier), nil)
+		res, err = b.p.Lookup(context.Background(), b.hc, q)
+		require.NoError(t, err)
+		require.Equal(t, payonce.LookupSucceeded, res.State)
+		require.Equal(t, "r1", res.ProviderRef)
+		require.Equal(t, []string{"r1", "r0"}, res.Refs)
+	})
+}
+
+// Under a later key generation the refund's description carries the key;
+// at generation 0 it is the same bytes as ever.
+func TestRefundDescriptionCarriesTheKeyOfLaterGenerations(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := withKind(chargeReq(), payonce.KindRefund, 100, "p1")
+	r.Request.Description = "Returned goods"
+	_, body := testutil.Build(t, b.p, r)
+	require.Equal(t, "Returned goods payonce_op:"+r.OperationID, testutil.DecodeJSON(t, body)["description"])
+
+	r.Key = "5d1c7e0a-0000-5000-8000-00000000g001"
+	r.Request.Description = strings.Repeat("ж", 300)
+	_, body = testutil.Build(t, b.p, r)
+	desc := testutil.DecodeJSON(t, body)["description"].(string)
+	require.True(t, strings.HasSuffix(desc, " payonce_op:"+r.OperationID+" payonce_key:"+r.Key), desc)
+	require.LessOrEqual(t, len([]rune(desc)), 250)
+}
+
+// YooKassa documents no replay marker: the adapter claims none.
+func TestNoReplayMarker(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, ok := any(b.p).(payonce.ReplayDetector)
+	require.False(t, ok, "YooKassa documents no header or field that marks a replayed answer")
+	o := b.p.Classify(chargeReq(), 200, http.Header{"Idempotent-Replayed": {"true"}}, []byte(pm("p1", "succeeded", "")))
+	require.False(t, o.Replayed)
+}
