@@ -60,9 +60,15 @@ type Config struct {
 	// reports as processing to review once its key window has passed and
 	// this long has gone by since its first attempt. Defaults to 72 h.
 	ProcessingReviewAfter time.Duration
-	// Owner identifies this process in leases. Defaults to host/pid/random.
-	// Each call appends its own sequence number, so calls never share a lease.
+	// Owner names this service in leases, for people reading them (e.g.
+	// "orders-api"). Defaults to host/pid. It is a label, not an identity:
+	// replicas configured with the same name must still never share a
+	// lease, so every lease owner is Owner, a random part drawn once per
+	// Client, and a per-call sequence number.
 	Owner string
+	// ClockSkew is how far the clocks of this process and the provider may
+	// disagree. It is part of the safety margin. Defaults to 1 minute.
+	ClockSkew time.Duration
 }
 
 // Client charges, captures, cancels and refunds through one provider so that
@@ -72,7 +78,9 @@ type Client struct {
 	cfg  Config
 	http *httpLayer
 	info ProviderInfo
-	seq  atomic.Uint64
+	// ownerBase is Config.Owner plus a random part unique to this Client.
+	ownerBase string
+	seq       atomic.Uint64
 }
 
 // New builds a Client from cfg, applying defaults and validating the result.
@@ -113,8 +121,11 @@ func New(cfg Config) (*Client, error) {
 	if cfg.LeaseDuration == 0 {
 		cfg.LeaseDuration = 3*cfg.AttemptTimeout + cfg.Retry.MaxDelay
 	}
+	if cfg.ClockSkew == 0 {
+		cfg.ClockSkew = time.Minute
+	}
 	if cfg.SafetyMargin == 0 {
-		cfg.SafetyMargin = max(time.Minute, info.KeyTTL/100) + cfg.AttemptTimeout
+		cfg.SafetyMargin = max(cfg.ClockSkew, info.KeyTTL/100) + cfg.AttemptTimeout
 	}
 	if cfg.CheckInterval == 0 {
 		cfg.CheckInterval = 30 * time.Second
@@ -130,8 +141,15 @@ func New(cfg Config) (*Client, error) {
 		return nil, invalid("Config.AttemptTimeout", "must be > 0, got %v", cfg.AttemptTimeout)
 	case cfg.LeaseDuration <= 2*cfg.AttemptTimeout:
 		return nil, invalid("Config.LeaseDuration", "must exceed two AttemptTimeouts (%v), got %v: a lease that ends mid-attempt lets another worker act at the same time", 2*cfg.AttemptTimeout, cfg.LeaseDuration)
-	case cfg.SafetyMargin < 0 || cfg.SafetyMargin >= info.KeyTTL:
-		return nil, invalid("Config.SafetyMargin", "must be >= 0 and below the provider's key TTL %v, got %v", info.KeyTTL, cfg.SafetyMargin)
+	case cfg.ClockSkew < 0:
+		return nil, invalid("Config.ClockSkew", "must be > 0 (0 for the default 1m), got %v", cfg.ClockSkew)
+	case cfg.SafetyMargin < cfg.AttemptTimeout+cfg.ClockSkew:
+		// A resend started just inside the window must also land inside it:
+		// it may take a whole attempt, and the provider's clock may run
+		// ahead of ours by the skew allowance.
+		return nil, invalid("Config.SafetyMargin", "must be at least AttemptTimeout + ClockSkew (%v), got %v: a resend started inside the key window could land after it", cfg.AttemptTimeout+cfg.ClockSkew, cfg.SafetyMargin)
+	case cfg.SafetyMargin >= info.KeyTTL:
+		return nil, invalid("Config.SafetyMargin", "must be below the provider's key TTL %v, got %v (AttemptTimeout %v + ClockSkew %v): shorten the timeout or the skew allowance", info.KeyTTL, cfg.SafetyMargin, cfg.AttemptTimeout, cfg.ClockSkew)
 	case cfg.CheckInterval < 0:
 		return nil, invalid("Config.CheckInterval", "must be > 0, got %v", cfg.CheckInterval)
 	case cfg.ProcessingReviewAfter < 0:
@@ -142,25 +160,35 @@ func New(cfg Config) (*Client, error) {
 	if err := cfg.Retry.validate(); err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, info: info}
+	c := &Client{cfg: cfg, info: info, ownerBase: cfg.Owner + "/" + randomTag()}
 	c.http = newHTTPLayer(&c.cfg)
 	return c, nil
 }
 
 func defaultOwner() string {
 	host, _ := os.Hostname()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
+}
+
+// randomTag is the random part of lease owners: 12 bytes from crypto/rand,
+// drawn once per Client or Reconciler. It does not come from Config.Random,
+// which tests make deterministic: two clients seeded alike would then share
+// leases again.
+func randomTag() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b[:])
 }
 
 // Provider returns the adapter the client calls.
 func (c *Client) Provider() Provider { return c.cfg.Provider }
 
-// nextOwner returns a lease owner unique to one call: two calls in one
-// process must never share a lease, or both would be allowed to send.
+// nextOwner returns a lease owner unique to one call: two calls must never
+// share a lease, or both would be allowed to send. The sequence alone is
+// unique only within this Client, and Config.Owner is often the service's
+// name on every replica, so the Client's random part sits between them.
 func (c *Client) nextOwner() string {
-	return c.cfg.Owner + "#" + strconv.FormatUint(c.seq.Add(1), 10)
+	return c.ownerBase + "#" + strconv.FormatUint(c.seq.Add(1), 10)
 }
 
 // ChargeParams are the arguments of Charge.

@@ -632,7 +632,7 @@ func TestCrashBetweenSendAndRecord(t *testing.T) {
 		require.Equal(t, payonce.ResultSucceeded, res.Status)
 		require.Equal(t, pi.ID, res.ProviderRef)
 		require.Equal(t, 1, res.Attempts, "found by lookup: no new attempt")
-		require.Equal(t, []string{crashSearch}, e.log.since(n), "a lookup, and no POST")
+		require.Equal(t, []string{crashSearch, "GET /v1/payment_intents/" + pi.ID}, e.log.since(n), "a lookup (the search hit re-read by id), and no POST")
 
 		truth = e.fake.Truth()
 		require.Equal(t, 1, truth.Requests[crashCharge], "no new POST")

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -32,7 +34,12 @@ type ReconcilerConfig struct {
 	RatePerSecond map[string]float64
 	// Interval is how long Run waits when nothing is due. Defaults to 10 s.
 	Interval time.Duration
-	// Owner identifies this reconciler in leases. Defaults to host/pid/random.
+	// Owner names this reconciler in leases, for people (e.g.
+	// "orders-reconciler"). Defaults to host/pid/reconciler. Like
+	// Config.Owner it is a label: every pass leases under Owner, a random
+	// part drawn once per Reconciler and a pass number, so replicas with the
+	// same Owner, and passes of one Reconciler running at once, never share
+	// a lease.
 	Owner string
 	// Logger defaults to discarding.
 	Logger *slog.Logger
@@ -48,10 +55,12 @@ type ReconcilerConfig struct {
 // reconcilers on any number of replicas may share one PostgreSQL ledger: the
 // ledger's leases make sure no operation is handled twice at once.
 type Reconciler struct {
-	cfg      ReconcilerConfig
-	clients  map[string]*Client
-	limiters map[string]*rate.Limiter
-	order    []string
+	cfg       ReconcilerConfig
+	ownerBase string
+	passes    atomic.Uint64
+	clients   map[string]*Client
+	limiters  map[string]*rate.Limiter
+	order     []string
 }
 
 // ReconcileReport says what one RunOnce did.
@@ -99,10 +108,10 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 		return nil, invalid("ReconcilerConfig.Concurrency", "must be between 1 and 1024, got %d", cfg.Concurrency)
 	case cfg.Interval < 0:
 		return nil, invalid("ReconcilerConfig.Interval", "must be > 0, got %v", cfg.Interval)
-	case len(cfg.Owner) > 256:
-		return nil, invalid("ReconcilerConfig.Owner", "at most 256 bytes, got %d", len(cfg.Owner))
+	case len(cfg.Owner) > 200:
+		return nil, invalid("ReconcilerConfig.Owner", "at most 200 bytes, got %d", len(cfg.Owner))
 	}
-	r := &Reconciler{cfg: cfg, clients: map[string]*Client{}, limiters: map[string]*rate.Limiter{}}
+	r := &Reconciler{cfg: cfg, ownerBase: cfg.Owner + "/" + randomTag(), clients: map[string]*Client{}, limiters: map[string]*rate.Limiter{}}
 	for i, c := range cfg.Clients {
 		if c == nil {
 			return nil, invalid(fmt.Sprintf("ReconcilerConfig.Clients[%d]", i), "is nil")
@@ -131,8 +140,13 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 // failed (errors settling single operations are in the report).
 func (r *Reconciler) RunOnce(ctx context.Context) (ReconcileReport, error) {
 	rep := ReconcileReport{Transitions: map[string]int{}}
+	// One owner per pass: a lease held by this owner is this pass's own, and
+	// checkNoLiveLease lets an owner re-take its own lease. Two passes sharing
+	// one owner (Run beside a manual RunOnce, or one Reconciler used from
+	// two goroutines) would both claim, and both send, the same operation.
+	owner := r.ownerBase + "#" + strconv.FormatUint(r.passes.Add(1), 10)
 	for _, name := range r.order {
-		if err := r.runProvider(ctx, name, &rep); err != nil {
+		if err := r.runProvider(ctx, name, owner, &rep); err != nil {
 			return rep, err
 		}
 	}
@@ -159,11 +173,11 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	}
 }
 
-func (r *Reconciler) runProvider(ctx context.Context, name string, rep *ReconcileReport) error {
+func (r *Reconciler) runProvider(ctx context.Context, name, owner string, rep *ReconcileReport) error {
 	c := r.clients[name]
 	now := r.cfg.Now()
 	ops, err := r.cfg.Store.ClaimDue(ctx, ledger.ClaimDueParams{
-		Owner: r.cfg.Owner, Now: now, LeaseUntil: now.Add(c.cfg.LeaseDuration), Limit: r.cfg.BatchSize,
+		Owner: owner, Now: now, LeaseUntil: now.Add(c.cfg.LeaseDuration), Limit: r.cfg.BatchSize,
 		Provider: name, IncludeReview: true,
 	})
 	if err != nil {
@@ -198,7 +212,7 @@ func (r *Reconciler) runProvider(ctx context.Context, name string, rep *Reconcil
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			from := op.Status
-			got, err := c.settle(ctx, op, r.cfg.Owner)
+			got, err := c.settle(ctx, op, owner)
 			mu.Lock()
 			defer mu.Unlock()
 			if got.Status != from {
@@ -233,7 +247,10 @@ func (c *Client) settle(ctx context.Context, op ledger.Operation, owner string) 
 	if op.Status == ledger.StatusManualReview {
 		return c.lookupInReview(ctx, op, owner, req)
 	}
-	r := &run{op: op, owner: owner, req: req}
+	// One attempt per pass: nobody waits for background work, and the
+	// resend pacing between passes (resendDelay) then bounds how often an
+	// operation is sent, whatever the faults.
+	r := &run{op: op, owner: owner, req: req, limit: 1}
 	_, err = c.drive(ctx, r)
 	if isOutcome(err) {
 		err = nil
@@ -258,30 +275,40 @@ func isOutcome(err error) bool {
 // answer settles it with an audit entry; anything else keeps it in review
 // with a later check. It never sends a request that moves money (rule 5).
 func (c *Client) lookupInReview(ctx context.Context, op ledger.Operation, owner string, req Request) (ledger.Operation, error) {
-	lctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
-	lr, lerr := c.cfg.Provider.Lookup(lctx, lookupDoer{c.http.read}, LookupQuery{
-		OperationID: op.ID, Key: op.Key, Request: req, ProviderRef: op.ProviderRef, Since: op.WindowStart,
-	})
-	cancel()
 	now := c.cfg.Now()
 	fp := ledger.FinishParams{To: ledger.StatusManualReview, ReviewReason: op.ReviewReason,
-		NextCheckAt: now.Add(c.checkAfter(op, now)), Events: []ledger.NewEvent{lookupEvent(lr, lerr)}}
-	if lerr == nil {
-		switch lr.State {
-		case LookupSucceeded, LookupFailed:
-			fp.To = ledger.StatusSucceeded
-			outcome := ledger.ResolveSucceeded
-			if lr.State == LookupFailed {
-				fp.To, outcome = ledger.StatusFailed, ledger.ResolveFailed
-			}
-			fp.ProviderRef = lr.ProviderRef
-			fp.Result = encodeResult(Outcome{ProviderRef: lr.ProviderRef, Code: lr.Code, DeclineCode: lr.DeclineCode, Message: lr.Message})
-			fp.Resolution = &ledger.Resolution{Actor: "payonce-reconciler", Outcome: outcome, At: now,
-				Note: fmt.Sprintf("settled automatically: %s reports the operation %s", c.cfg.Provider.Name(), lr.State)}
-		case LookupMultiple:
-			fp.ReviewReason = ReasonDuplicated
-			fp.NextCheckAt = time.Time{}
+		NextCheckAt: now.Add(c.checkAfter(op, now))}
+	q, qerr := c.lookupQuery(ctx, op, req, nil)
+	if qerr != nil {
+		fp.Events = []ledger.NewEvent{lookupEvent(LookupResult{}, qerr)}
+		return c.finishQuiet(ctx, op, owner, fp)
+	}
+	lctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
+	lr, lerr := c.cfg.Provider.Lookup(lctx, lookupDoer{c.http.read}, q)
+	cancel()
+	now = c.cfg.Now()
+	fp.NextCheckAt = now.Add(c.checkAfter(op, now))
+	fp.Events = []ledger.NewEvent{lookupEvent(lr, lerr)}
+	switch {
+	case lerr != nil:
+	case lr.Contradiction != "":
+		// Not this operation's object: nothing to settle, and nothing a
+		// later lookup is likely to change.
+		fp.ReviewReason = ReasonContradicted
+		fp.NextCheckAt = time.Time{}
+	case lr.State == LookupSucceeded || lr.State == LookupFailed:
+		fp.To = ledger.StatusSucceeded
+		outcome := ledger.ResolveSucceeded
+		if lr.State == LookupFailed {
+			fp.To, outcome = ledger.StatusFailed, ledger.ResolveFailed
 		}
+		fp.ProviderRef = lr.ProviderRef
+		fp.Result = encodeResult(Outcome{ProviderRef: lr.ProviderRef, Code: lr.Code, DeclineCode: lr.DeclineCode, Message: lr.Message})
+		fp.Resolution = &ledger.Resolution{Actor: "payonce-reconciler", Outcome: outcome, At: now,
+			Note: fmt.Sprintf("settled automatically: %s reports the operation %s", c.cfg.Provider.Name(), lr.State)}
+	case lr.State == LookupMultiple:
+		fp.ReviewReason = ReasonDuplicated
+		fp.NextCheckAt = time.Time{}
 	}
 	return c.finishQuiet(ctx, op, owner, fp)
 }
@@ -330,6 +357,9 @@ func lookupEvent(lr LookupResult, lerr error) ledger.NewEvent {
 	}
 	if lr.Lag > 0 {
 		d += " lag=" + lr.Lag.String()
+	}
+	if lr.Contradiction != "" {
+		d += " contradiction=" + strconv.Quote(lr.Contradiction)
 	}
 	return ledger.NewEvent{Kind: ledger.EventLookup, Detail: truncate(d, 2000)}
 }

@@ -191,6 +191,7 @@ func reconcileChild() int {
 		AttemptTimeout: cfg.AttemptTimeout,
 		LeaseDuration:  cfg.LeaseDuration,
 		SafetyMargin:   cfg.SafetyMargin,
+		ClockSkew:      max(time.Millisecond, cfg.SafetyMargin-cfg.AttemptTimeout), // one machine: no skew
 		CheckInterval:  cfg.CheckInterval,
 		Retry:          payonce.RetryPolicy{MaxAttempts: cfg.MaxAttempts, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
 		Breaker:        payonce.BreakerSettings{ConsecutiveFailures: cfg.BreakerFailures, OpenFor: cfg.BreakerOpenFor},

@@ -316,7 +316,7 @@ func TestReconcilersInSeparateProcesses(t *testing.T) {
 	client, err := payonce.New(payonce.Config{
 		Provider: psp, Store: store, Owner: "parent",
 		HTTPClient:     &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
-		AttemptTimeout: attemptTimeout, LeaseDuration: lease, SafetyMargin: margin, CheckInterval: 200 * time.Millisecond,
+		AttemptTimeout: attemptTimeout, LeaseDuration: lease, SafetyMargin: margin, ClockSkew: margin - attemptTimeout, CheckInterval: 200 * time.Millisecond,
 		Retry:   payonce.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
 		Breaker: payonce.BreakerSettings{ConsecutiveFailures: 8, OpenFor: 50 * time.Millisecond},
 	})

@@ -2,8 +2,10 @@ package payonce
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/payonce/payonce/ledger"
@@ -108,12 +110,28 @@ type run struct {
 	att   *ledger.Attempt // the journaled attempt about to be sent, if any
 	owner string
 	req   Request
-	// lastAttemptAt is the start of the operation's latest attempt.
-	lastAttemptAt time.Time
-	sent          int // attempts sent in this run
+	// lastAttemptEnd is when the operation's latest attempt ended: its last
+	// transmission's answer or error, or its timeout. An eventually
+	// consistent lookup's lag counts from there, so a slow attempt does not
+	// shorten the time the provider's search is given.
+	lastAttemptEnd time.Time
+	// keyAnswered reports that the provider replayed a stored error for an
+	// attempt under the current key: every resend under it would get the
+	// same answer, so only lookups can settle the operation.
+	keyAnswered bool
+	sent        int // attempts sent in this run
+	// limit caps the attempts of this run; zero means Retry.MaxAttempts.
+	limit int
 	// windowOpenBefore reports that an earlier attempt may already have
 	// reached the provider when the current attempt was journaled.
 	windowOpenBefore bool
+}
+
+func (r *run) maxAttempts(c *Client) int {
+	if r.limit > 0 {
+		return r.limit
+	}
+	return c.cfg.Retry.MaxAttempts
 }
 
 // recordCtx gives ledger writes that follow a send their own deadline: the
@@ -132,7 +150,7 @@ func (c *Client) drive(ctx context.Context, r *run) (Result, error) {
 		switch r.op.Status {
 		case ledger.StatusPending, ledger.StatusInFlight:
 			if r.att == nil {
-				if r.sent >= c.cfg.Retry.MaxAttempts || ctx.Err() != nil {
+				if r.sent >= r.maxAttempts(c) || ctx.Err() != nil {
 					return c.release(ctx, r, ErrProviderUnavailable)
 				}
 				if err := c.startAttempt(ctx, r); err != nil {
@@ -146,7 +164,7 @@ func (c *Client) drive(ctx context.Context, r *run) (Result, error) {
 			if ctx.Err() != nil {
 				return c.release(ctx, r, ErrOutcomeUnknown)
 			}
-			done, res, err := c.lookupAndDecide(ctx, r, r.sent < c.cfg.Retry.MaxAttempts)
+			done, res, err := c.lookupAndDecide(ctx, r, r.sent < r.maxAttempts(c))
 			if done {
 				return res, err
 			}
@@ -177,32 +195,56 @@ func (c *Client) startAttempt(ctx context.Context, r *run, events ...ledger.NewE
 func (c *Client) sendAttempt(ctx context.Context, r *run) (done bool, err error) {
 	att := r.att
 	r.att = nil
-	r.lastAttemptAt = att.StartedAt
 	r.sent++
 	var (
 		out     Outcome
 		errText string
 	)
-	if r.windowOpenBefore && !InsideWindow(r.op, c.cfg.Now(), c.cfg.SafetyMargin) {
+	now := c.cfg.Now()
+	switch {
+	case r.windowOpenBefore && !InsideWindow(r.op, now, c.cfg.SafetyMargin):
 		// The window was checked before the attempt was journaled; a slow
 		// ledger write may have used up the margin since. Rule 5: nothing
 		// is sent outside the window, journal or not.
 		out, errText = Outcome{Class: ledger.OutcomeNotSent}, "not sent: the key window closed while the attempt was being journaled"
-	} else {
+	case !now.Add(c.cfg.AttemptTimeout).Before(r.op.LeaseExpiresAt):
+		// Rule 3: the lease must outlive the attempt. A journal write that
+		// waited (on a lock, a slow disk) can return a lease that ends
+		// before the attempt could; another worker could then take the
+		// operation over and send while this request is still out.
+		out, errText = Outcome{Class: ledger.OutcomeNotSent}, "not sent: the lease would end before the attempt could (the journal write took "+now.Sub(att.StartedAt).String()+")"
+	default:
 		out, errText = c.transmit(ctx, SendRequest{OperationID: r.op.ID, Key: att.Key, Request: r.req})
+	}
+	if out.Class.MayHaveReached() {
+		// Only a request that may have reached the provider can make an
+		// object appear late in an eventually consistent search.
+		r.lastAttemptEnd = c.cfg.Now()
+	}
+	if out.Replayed && out.Class != ledger.OutcomeSuccess && out.Class != ledger.OutcomeNotSent {
+		r.keyAnswered = true
 	}
 
 	fp := ledger.FinishParams{
 		ID: r.op.ID, Owner: r.owner, From: ledger.StatusInFlight,
 		Attempt: &ledger.AttemptOutcome{
 			Number: att.Number, Class: out.Class, HTTPStatus: out.HTTPStatus,
-			ProviderRequestID: out.RequestID, Error: truncate(errText, 2000),
+			ProviderRequestID: out.RequestID, Error: truncate(errText, 2000), Replayed: out.Replayed,
 		},
 		ProviderRef: out.ProviderRef, Result: encodeResult(out),
 		KeepLease: true,
 	}
-	switch out.Class {
-	case ledger.OutcomeSuccess:
+	switch {
+	case out.Contradiction != "" && out.Class != ledger.OutcomeNotSent:
+		// The answer names an object that is not this request's (another
+		// operation, amount or currency): recording it as this operation's
+		// success or failure would make the ledger disagree with the
+		// provider, and a resend could move money a second time.
+		fp.To = ledger.StatusManualReview
+		fp.ReviewReason = ReasonContradicted
+		fp.KeepLease = false
+		fp.Events = []ledger.NewEvent{{Kind: ledger.EventNote, Detail: truncate("answer contradicts the request: "+out.Contradiction, 2000)}}
+	case out.Class == ledger.OutcomeSuccess:
 		if out.Processing {
 			fp.To = ledger.StatusUnknown
 			fp.KeepLease = false
@@ -210,9 +252,9 @@ func (c *Client) sendAttempt(ctx context.Context, r *run) (done bool, err error)
 		} else {
 			fp.To = ledger.StatusSucceeded
 		}
-	case ledger.OutcomeRefused:
+	case out.Class == ledger.OutcomeRefused:
 		fp.To = ledger.StatusFailed
-	case ledger.OutcomeNotSent:
+	case out.Class == ledger.OutcomeNotSent:
 		fp.To = ledger.StatusPending
 		if r.windowOpenBefore {
 			// This attempt provably never left, but an earlier one may have
@@ -222,7 +264,7 @@ func (c *Client) sendAttempt(ctx context.Context, r *run) (done bool, err error)
 			// forgot the key.
 			fp.To = ledger.StatusUnknown
 		}
-	case ledger.OutcomeKeyMismatch:
+	case out.Class == ledger.OutcomeKeyMismatch:
 		fp.To = ledger.StatusManualReview
 		fp.ReviewReason = ReasonKeyMismatch
 	default: // maybe_sent, key_in_use
@@ -253,8 +295,13 @@ func (c *Client) sendAttempt(ctx context.Context, r *run) (done bool, err error)
 	// look up. A provider asking for a longer wait than the call may spend
 	// leaves the rest to background work.
 	wait := c.cfg.Retry.Backoff(r.sent-1, out.RetryAfter, c.cfg.Random)
+	if r.sent >= r.maxAttempts(c) {
+		// No attempt left in this run: look up at once, then leave the
+		// rest to background work.
+		return false, nil
+	}
 	if out.RetryAfter > c.cfg.Retry.MaxRetryAfter || sleep(ctx, wait) != nil {
-		r.sent = c.cfg.Retry.MaxAttempts
+		r.sent = r.maxAttempts(c)
 	}
 	return false, nil
 }
@@ -264,22 +311,34 @@ func (c *Client) sendAttempt(ctx context.Context, r *run) (done bool, err error)
 // mayResend is false (the call used its attempts), a resend is left to
 // background work.
 func (c *Client) lookupAndDecide(ctx context.Context, r *run, mayResend bool) (done bool, res Result, err error) {
+	h, herr := c.history(ctx, r)
+	if herr != nil {
+		// Without the attempts the lag, the pacing and the earlier
+		// generations are unknown: deciding anyway could resend too early.
+		res, err := c.release(ctx, r, ErrOutcomeUnknown)
+		return true, res, err
+	}
 	lctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
-	lr, lerr := c.cfg.Provider.Lookup(lctx, lookupDoer{c.http.read}, LookupQuery{
-		OperationID: r.op.ID, Key: r.op.Key, Request: r.req, ProviderRef: r.op.ProviderRef, Since: r.op.WindowStart,
-	})
+	lr, lerr := c.cfg.Provider.Lookup(lctx, lookupDoer{c.http.read}, h.query)
 	cancel()
 	if lerr != nil {
 		c.cfg.Logger.Warn("payonce: status lookup failed", "operation", r.op.ID, "error", lerr)
 	}
-	if r.lastAttemptAt.IsZero() {
-		r.lastAttemptAt = c.lastAttemptAt(ctx, r.op)
-	}
 	now := c.cfg.Now()
-	d := Decide(DecideInput{
-		Op: r.op, LastAttemptAt: r.lastAttemptAt, Lookup: lr, LookupErr: lerr, Now: now,
+	in := DecideInput{
+		Op: r.op, LastAttemptAt: h.lastEnd, Lookup: lr, LookupErr: lerr, Now: now,
 		Margin: c.cfg.SafetyMargin, CheckAfter: c.checkAfter(r.op, now), ProcessingReviewAfter: c.cfg.ProcessingReviewAfter,
-	})
+		KeyAnswered: h.keyAnswered,
+	}
+	if r.sent == 0 {
+		// The first resend of a call or a reconciler pass waits a growing
+		// time after the operation's latest attempt, so that no operation
+		// is sent more than a handful of times within its window, whatever
+		// the faults and however often it is called or claimed. Resends
+		// within one call are bounded by Retry.MaxAttempts and its backoff.
+		in.ResendNotBefore = h.lastEnd.Add(c.resendDelay(r.op.Attempts))
+	}
+	d := Decide(in)
 	if d.Action == ActResend && !mayResend {
 		res, err := c.release(ctx, r, ErrOutcomeUnknown)
 		return true, res, err
@@ -294,7 +353,7 @@ func (c *Client) lookupAndDecide(ctx context.Context, r *run, mayResend bool) (d
 	}
 	fp := ledger.FinishParams{ID: r.op.ID, Owner: r.owner, Now: now, From: r.op.Status, NextCheckAt: d.NextCheckAt,
 		Events: []ledger.NewEvent{event}}
-	if lerr == nil {
+	if lerr == nil && lr.Contradiction == "" {
 		fp.ProviderRef = lr.ProviderRef
 		fp.Result = encodeResult(Outcome{ProviderRef: lr.ProviderRef, Code: lr.Code, DeclineCode: lr.DeclineCode, Message: lr.Message})
 	}
@@ -322,15 +381,108 @@ func (c *Client) lookupAndDecide(ctx context.Context, r *run, mayResend bool) (d
 	return true, resultOf(op), errorOf(op, c.cfg.Provider.Name())
 }
 
-// lastAttemptAt reads the start of the operation's latest attempt.
-func (c *Client) lastAttemptAt(ctx context.Context, op ledger.Operation) time.Time {
+// history is what a lookup needs from the operation's past: the query
+// (with every earlier key generation), when the latest attempt ended, and
+// whether the provider replayed a stored error under the current key.
+type history struct {
+	query       LookupQuery
+	lastEnd     time.Time
+	keyAnswered bool
+}
+
+// history reads the operation's attempts (and, after a resend under a new
+// key generation, its resolution events) from the ledger.
+func (c *Client) history(ctx context.Context, r *run) (history, error) {
+	op := r.op
 	_, atts, err := c.cfg.Store.Get(ctx, op.ID)
-	if err != nil || len(atts) == 0 {
-		// Without the attempt, assume the latest possible start: the lag
-		// then protects the longest.
-		return c.cfg.Now()
+	if err != nil {
+		return history{}, fmt.Errorf("payonce: reading the attempts of %s: %w", op.ID, err)
 	}
-	return atts[len(atts)-1].StartedAt
+	h := history{keyAnswered: r.keyAnswered, lastEnd: r.lastAttemptEnd}
+	for _, a := range atts {
+		if a.Key == op.Key && a.Replayed && a.Outcome != ledger.OutcomeSuccess && a.Outcome != ledger.OutcomeNotSent {
+			h.keyAnswered = true
+		}
+	}
+	for i := len(atts) - 1; i >= 0 && h.lastEnd.IsZero(); i-- {
+		a := atts[i]
+		if !a.MayHaveReached {
+			continue // provably never left: nothing of it can show up late
+		}
+		h.lastEnd = a.FinishedAt
+		if h.lastEnd.IsZero() {
+			// Never finished (the process died, or its outcome was lost):
+			// it may have been transmitted until its timeout.
+			h.lastEnd = a.StartedAt.Add(c.cfg.AttemptTimeout)
+		}
+	}
+	if h.lastEnd.IsZero() && !op.WindowStart.IsZero() {
+		// Attempts unknown but the window open: assume the latest possible
+		// end, so that the lag protects the longest.
+		h.lastEnd = c.cfg.Now()
+	}
+	h.query, err = c.lookupQuery(ctx, op, r.req, atts)
+	return h, err
+}
+
+// lookupQuery is the lookup of op: its current key and reference, and the
+// keys and references of its earlier key generations, so that the lookup
+// sees every object any generation created (rule 1 of a resend: a new key
+// must not hide an earlier key's payment). atts are the operation's
+// attempts when the caller has read them; nil reads them when needed.
+func (c *Client) lookupQuery(ctx context.Context, op ledger.Operation, req Request, atts []ledger.Attempt) (LookupQuery, error) {
+	q := LookupQuery{OperationID: op.ID, Key: op.Key, Request: req, ProviderRef: op.ProviderRef,
+		Since: op.WindowStart, Generation: op.Generation}
+	if op.Generation == 0 {
+		return q, nil
+	}
+	id := Identity{Provider: op.Provider, Kind: Kind(op.Kind), References: op.References}
+	for g := 0; g < op.Generation; g++ {
+		id.Generation = g
+		k, err := id.Key()
+		if err != nil {
+			return q, fmt.Errorf("payonce: the recorded identity of %s is invalid: %w", op.ID, err)
+		}
+		q.EarlierKeys = append(q.EarlierKeys, k)
+	}
+	evs, err := c.cfg.Store.Events(ctx, op.ID)
+	if err != nil {
+		return q, fmt.Errorf("payonce: reading the history of %s: %w", op.ID, err)
+	}
+	for _, e := range evs {
+		if e.Kind != ledger.EventResolution {
+			continue
+		}
+		var d ledger.ResolutionDetail
+		if json.Unmarshal([]byte(e.Detail), &d) == nil && d.PreviousProviderRef != "" && !slices.Contains(q.EarlierRefs, d.PreviousProviderRef) {
+			q.EarlierRefs = append(q.EarlierRefs, d.PreviousProviderRef)
+		}
+	}
+	if atts == nil {
+		if _, atts, err = c.cfg.Store.Get(ctx, op.ID); err != nil {
+			return q, fmt.Errorf("payonce: reading the attempts of %s: %w", op.ID, err)
+		}
+	}
+	// A list by creation time must start at the first generation's first
+	// attempt, not at the current window.
+	if len(atts) > 0 && (q.Since.IsZero() || atts[0].StartedAt.Before(q.Since)) {
+		q.Since = atts[0].StartedAt
+	}
+	return q, nil
+}
+
+// resendDelay is the least time between the end of an operation's latest
+// attempt and a resend that starts a new call or pass, after n attempts:
+// CheckInterval, growing fourfold with every attempt, capped at a quarter
+// of the key TTL (but never below CheckInterval). Within a 24 h window and a
+// 30 s interval that allows about eight such resends.
+func (c *Client) resendDelay(n int) time.Duration {
+	ceiling := max(c.cfg.CheckInterval, c.info.KeyTTL/4)
+	d := c.cfg.CheckInterval
+	for i := 1; i < n && d < ceiling; i++ {
+		d *= 4
+	}
+	return min(d, ceiling)
 }
 
 // release gives up the lease of an operation the call could not finish,

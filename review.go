@@ -2,6 +2,7 @@ package payonce
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -27,7 +28,10 @@ type ResolveParams struct {
 // Resolve records an operator's decision on an operation in manual review.
 // A resend moves the operation to the next key generation: a new key that
 // the provider has never seen, which is why only a person may ask for it,
-// after checking that the provider has no record under the old key.
+// after checking that the provider has no record under the old key. This
+// function cannot ask the provider: it refuses a resend only when the
+// review reason is "duplicated". Client.Resolve also looks the operation
+// up across every key generation first; operators' tools should use it.
 func Resolve(ctx context.Context, store ledger.Store, p ResolveParams) (ledger.Operation, error) {
 	if p.OperationID == "" {
 		return ledger.Operation{}, invalid("OperationID", "required: the id shown by `payonce review list`")
@@ -42,6 +46,12 @@ func Resolve(ctx context.Context, store ledger.Store, p ResolveParams) (ledger.O
 		if err != nil {
 			return ledger.Operation{}, fmt.Errorf("payonce: resolving %s: %w", p.OperationID, err)
 		}
+		if op.ReviewReason == ReasonDuplicated {
+			// Money already moved more than once: a new key would add a
+			// third movement, never undo the second.
+			return op, fmt.Errorf("%w: operation %s is in review because %s; refund the extra payment at the provider and resolve as succeeded instead",
+				ErrResendRefused, op.ID, ReasonDuplicated)
+		}
 		id := Identity{Provider: op.Provider, Kind: Kind(op.Kind), References: op.References, Generation: op.Generation + 1}
 		key, err := id.Key()
 		if err != nil {
@@ -54,4 +64,83 @@ func Resolve(ctx context.Context, store ledger.Store, p ResolveParams) (ledger.O
 		return op, fmt.Errorf("payonce: resolving %s: %w", p.OperationID, err)
 	}
 	return op, nil
+}
+
+// ErrResendRefused is returned by Client.Resolve when an operator asks for a
+// resend that the provider's own records forbid: an object of an earlier key
+// generation succeeded or is still processing, the review reason is
+// "duplicated", or the provider could not be asked. Its message says why.
+var ErrResendRefused = errors.New("payonce: resend refused")
+
+// Resolve is the package-level Resolve for an operation of this client's
+// provider. Before a resend it looks the operation up at the provider,
+// across every key generation, and refuses (ErrResendRefused, with the
+// reason) while an earlier object succeeded or is still processing, when
+// the provider holds more than one object or one that contradicts the
+// operation, or when the lookup fails: a new key is safe only when the
+// provider positively says that no earlier one moved money.
+func (c *Client) Resolve(ctx context.Context, p ResolveParams) (ledger.Operation, error) {
+	if p.Outcome != ledger.ResolveResend || p.OperationID == "" {
+		return Resolve(ctx, c.cfg.Store, p)
+	}
+	op, atts, err := c.cfg.Store.Get(ctx, p.OperationID)
+	if err != nil {
+		return ledger.Operation{}, fmt.Errorf("payonce: resolving %s: %w", p.OperationID, err)
+	}
+	if op.Provider != c.cfg.Provider.Name() {
+		return op, invalid("OperationID", "operation %s is a %s operation; this client calls %s", op.ID, op.Provider, c.cfg.Provider.Name())
+	}
+	if op.Status != ledger.StatusManualReview || op.ReviewReason == ReasonDuplicated {
+		// The store's ErrNotInReview, or the refusal of a duplicate, says it.
+		return Resolve(ctx, c.cfg.Store, p)
+	}
+	req, err := ParseRequest(op.Request)
+	if err != nil {
+		return op, fmt.Errorf("%w: the stored request of %s cannot be read (%v); the provider cannot be asked", ErrResendRefused, op.ID, err)
+	}
+	q, err := c.lookupQuery(ctx, op, req, atts)
+	if err != nil {
+		return op, fmt.Errorf("%w: %v", ErrResendRefused, err)
+	}
+	lctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
+	lr, lerr := c.cfg.Provider.Lookup(lctx, lookupDoer{c.http.read}, q)
+	cancel()
+	if why := resendRefusal(lr, lerr); why != "" {
+		return op, fmt.Errorf("%w for operation %s: %s", ErrResendRefused, op.ID, why)
+	}
+	if n := len(atts); lr.State == LookupNotFound && lr.Lag > 0 && n > 0 {
+		// An eventually consistent search may not show the latest
+		// attempt's object yet.
+		end := atts[n-1].FinishedAt
+		if end.IsZero() {
+			end = atts[n-1].StartedAt.Add(c.cfg.AttemptTimeout)
+		}
+		if ready := end.Add(lr.Lag); c.cfg.Now().Before(ready) {
+			return op, fmt.Errorf("%w for operation %s: the provider's search may lag up to %v behind the latest attempt; try again after %s",
+				ErrResendRefused, op.ID, lr.Lag, ready.Format(time.RFC3339))
+		}
+	}
+	return Resolve(ctx, c.cfg.Store, p)
+}
+
+// resendRefusal says why a lookup forbids a resend under a new key, or ""
+// when the provider positively reports that nothing moved money.
+func resendRefusal(lr LookupResult, lerr error) string {
+	switch {
+	case lerr != nil:
+		return "the provider could not be asked whether an earlier key moved money (" + truncate(lerr.Error(), 300) + "); try again later"
+	case lr.Contradiction != "":
+		return "the provider holds an object that contradicts the operation (" + lr.Contradiction + "); resolve it by hand"
+	}
+	switch lr.State {
+	case LookupSucceeded:
+		return fmt.Sprintf("the provider reports object %s succeeded: the money moved; resolve as succeeded with that reference", lr.ProviderRef)
+	case LookupProcessing:
+		return fmt.Sprintf("the provider is still processing object %s: wait for its outcome", lr.ProviderRef)
+	case LookupMultiple:
+		return fmt.Sprintf("the provider holds more than one object for the operation (%v): money already moved more than once", lr.Refs)
+	case LookupFailed, LookupNotFound:
+		return ""
+	}
+	return fmt.Sprintf("the lookup answered %q, which payonce does not know", lr.State)
 }

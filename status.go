@@ -39,7 +39,9 @@ const (
 type DecideInput struct {
 	// Op is the operation as the ledger holds it (WindowStart, KeyExpiresAt).
 	Op ledger.Operation
-	// LastAttemptAt is the start of the operation's latest attempt.
+	// LastAttemptAt is when the operation's latest attempt ended: its last
+	// transmission's answer or error, or its timeout when it never finished.
+	// An eventually consistent lookup's lag counts from there.
 	LastAttemptAt time.Time
 	// Lookup is the lookup's answer; ignored when LookupErr is set.
 	Lookup    LookupResult
@@ -54,6 +56,14 @@ type DecideInput struct {
 	// the provider still reports as processing goes to review once its key
 	// window has passed.
 	ProcessingReviewAfter time.Duration
+	// KeyAnswered reports that the provider replayed a stored error for an
+	// attempt under the current key: every resend under that key gets the
+	// same answer, so "not found" leads to a later lookup, never a resend.
+	KeyAnswered bool
+	// ResendNotBefore, when set, is the earliest time a resend may start:
+	// before it, a "not found" inside the window means "check later at
+	// ResendNotBefore". It paces resends of one operation.
+	ResendNotBefore time.Time
 }
 
 // Decision is the decision table's answer.
@@ -85,9 +95,13 @@ func InsideWindow(op ledger.Operation, now time.Time, margin time.Duration) bool
 //	multiple objects       review (duplicated)      review (duplicated)
 //	not found              resend, same key         review (never a new POST)
 //	lookup failed          check later (backoff)    review, keep looking
+//	contradicts the op     review (contradicted)    review (contradicted)
 //
 // A "not found" from an eventually consistent lookup (Lag > 0) counts only
-// once Lag has passed since the last attempt; before that it is "check later".
+// once Lag has passed since the end of the last attempt; before that it is
+// "check later". Inside the window, "not found" resends only when the key's
+// answer is not a replayed stored error (KeyAnswered) and ResendNotBefore
+// has come; otherwise it is "check later".
 func Decide(in DecideInput) Decision {
 	inside := InsideWindow(in.Op, in.Now, in.Margin)
 	later := in.Now.Add(in.CheckAfter)
@@ -98,6 +112,12 @@ func Decide(in DecideInput) Decision {
 		// Rule 5: outside the window nothing may be sent, and a failing
 		// lookup cannot prove the money did not move. Keep looking read-only.
 		return Decision{Action: ActReview, Reason: ReasonWindowPassed, NextCheckAt: later}
+	}
+	if in.Lookup.Contradiction != "" {
+		// The object found is not this operation's (another amount,
+		// currency or operation id): neither its success nor its failure
+		// can be recorded, and a resend could move money again.
+		return Decision{Action: ActReview, Reason: ReasonContradicted}
 	}
 	switch in.Lookup.State {
 	case LookupSucceeded:
@@ -119,6 +139,22 @@ func Decide(in DecideInput) Decision {
 		// passed, and acting on it early could send a second charge.
 		if settled := in.LastAttemptAt.Add(in.Lookup.Lag); in.Lookup.Lag > 0 && in.Now.Before(settled) {
 			return Decision{Action: ActCheckLater, NextCheckAt: settled}
+		}
+		if inside && in.KeyAnswered {
+			// The provider stored an error under this key and replays it:
+			// a resend cannot change the answer, and each one counts
+			// against the provider's limits. Keep looking until the window
+			// passes.
+			return Decision{Action: ActCheckLater, NextCheckAt: later}
+		}
+		if inside && in.Now.Before(in.ResendNotBefore) {
+			next := in.ResendNotBefore
+			if closes := in.Op.KeyExpiresAt.Add(-in.Margin); !in.Op.WindowStart.IsZero() && closes.Before(next) {
+				// No resend can come before the window closes: come back
+				// when it does, to hand the operation to a person then.
+				next = closes
+			}
+			return Decision{Action: ActCheckLater, NextCheckAt: next}
 		}
 		if inside {
 			return Decision{Action: ActResend}

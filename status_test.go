@@ -35,7 +35,10 @@ func TestDecide(t *testing.T) {
 		op         *ledger.Operation
 		want       Action
 		reason     string
-		keepsCheck bool // NextCheckAt set
+		keepsCheck bool      // NextCheckAt set
+		answered   bool      // KeyAnswered
+		notBefore  time.Time // ResendNotBefore
+		nextAt     time.Time // expected NextCheckAt, when set
 	}
 	rows := []row{
 		{name: "succeeded inside", now: inside, lookup: LookupResult{State: LookupSucceeded}, want: ActRecordSucceeded},
@@ -57,6 +60,14 @@ func TestDecide(t *testing.T) {
 		{name: "lookup failed outside", now: outside, err: lookupErr, want: ActReview, reason: ReasonWindowPassed, keepsCheck: true},
 		{name: "window never opened", now: outside, op: &ledger.Operation{Status: ledger.StatusUnknown}, lookup: LookupResult{State: LookupNotFound}, want: ActResend},
 		{name: "unrecognised state", now: inside, lookup: LookupResult{State: "weird"}, want: ActCheckLater, keepsCheck: true},
+		{name: "contradiction inside", now: inside, lookup: LookupResult{State: LookupSucceeded, Contradiction: "amount 5, not 10"}, want: ActReview, reason: ReasonContradicted},
+		{name: "contradiction outside", now: outside, lookup: LookupResult{State: LookupFailed, Contradiction: "currency"}, want: ActReview, reason: ReasonContradicted},
+		{name: "not found, key answered by a replay", now: inside, answered: true, lookup: LookupResult{State: LookupNotFound}, want: ActCheckLater, keepsCheck: true},
+		{name: "not found, key answered, outside", now: outside, answered: true, lookup: LookupResult{State: LookupNotFound}, want: ActReview, reason: ReasonWindowPassed, keepsCheck: true},
+		{name: "succeeded, key answered", now: inside, answered: true, lookup: LookupResult{State: LookupSucceeded}, want: ActRecordSucceeded},
+		{name: "not found before the resend pacing", now: inside, notBefore: inside.Add(time.Minute), lookup: LookupResult{State: LookupNotFound}, want: ActCheckLater, keepsCheck: true},
+		{name: "resend pacing past the window waits for its close", now: inside, notBefore: outside, lookup: LookupResult{State: LookupNotFound}, want: ActCheckLater, keepsCheck: true, nextAt: start.Add(ttl - margin)},
+		{name: "not found after the resend pacing", now: inside, notBefore: inside, lookup: LookupResult{State: LookupNotFound}, want: ActResend},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
@@ -72,6 +83,7 @@ func TestDecide(t *testing.T) {
 			d := Decide(DecideInput{
 				Op: o, LastAttemptAt: lastAt, Lookup: r.lookup, LookupErr: r.err, Now: r.now,
 				Margin: margin, CheckAfter: check, ProcessingReviewAfter: 72 * time.Hour,
+				KeyAnswered: r.answered, ResendNotBefore: r.notBefore,
 			})
 			require.Equal(t, r.want, d.Action)
 			if r.reason != "" {
@@ -80,6 +92,9 @@ func TestDecide(t *testing.T) {
 			require.Equal(t, r.keepsCheck, !d.NextCheckAt.IsZero(), "NextCheckAt = %v", d.NextCheckAt)
 			if r.keepsCheck {
 				require.True(t, d.NextCheckAt.After(r.now), "next check must be in the future")
+			}
+			if !r.nextAt.IsZero() {
+				require.Equal(t, r.nextAt, d.NextCheckAt)
 			}
 		})
 	}
@@ -105,4 +120,17 @@ func TestBackoffFullJitter(t *testing.T) {
 	require.Equal(t, 2500*time.Millisecond, p.Backoff(20, 0, func() float64 { return 0.5 }), "capped at MaxDelay")
 	require.Equal(t, 2500*time.Millisecond, p.Backoff(100, 0, func() float64 { return 0.5 }), "no overflow")
 	require.Equal(t, 3*time.Second, p.Backoff(0, 3*time.Second, func() float64 { return 0.5 }), "Retry-After wins when longer")
+}
+
+func TestResendDelayGrowsAndIsCapped(t *testing.T) {
+	t.Parallel()
+	c := &Client{cfg: Config{CheckInterval: 30 * time.Second}, info: ProviderInfo{KeyTTL: 24 * time.Hour}}
+	want := []time.Duration{30 * time.Second, 30 * time.Second, 2 * time.Minute, 8 * time.Minute, 32 * time.Minute,
+		128 * time.Minute, 6 * time.Hour, 6 * time.Hour}
+	for n, w := range want {
+		require.Equal(t, w, c.resendDelay(n), "after %d attempts", n)
+	}
+	require.Equal(t, 6*time.Hour, c.resendDelay(1000), "no overflow")
+	short := &Client{cfg: Config{CheckInterval: time.Minute}, info: ProviderInfo{KeyTTL: 2 * time.Minute}}
+	require.Equal(t, time.Minute, short.resendDelay(5), "never below CheckInterval")
 }

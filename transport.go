@@ -50,12 +50,16 @@ func (e *breakerFailure) Error() string {
 type breakerTransport struct {
 	base http.RoundTripper
 	cb   *gobreaker.CircuitBreaker[*http.Response]
+	// replay, when set, tells a replayed stored answer: a provider that
+	// stored a 500 under a key replays it to every resend, and those
+	// replays say nothing about its health now.
+	replay ReplayDetector
 }
 
 func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.cb.Execute(func() (*http.Response, error) {
 		resp, err := t.base.RoundTrip(req)
-		if err == nil && resp.StatusCode >= 500 {
+		if err == nil && resp.StatusCode >= 500 && (t.replay == nil || !t.replay.Replayed(resp.StatusCode, resp.Header)) {
 			return resp, &breakerFailure{resp}
 		}
 		return resp, err
@@ -105,8 +109,9 @@ func newHTTPLayer(cfg *Config) *httpLayer {
 		base = http.DefaultTransport
 	}
 	cb := newBreaker(cfg.Provider.Name(), cfg.Breaker, cfg.Logger)
+	replay, _ := cfg.Provider.(ReplayDetector)
 	hc := &http.Client{
-		Transport:     &breakerTransport{base: base, cb: cb},
+		Transport:     &breakerTransport{base: base, cb: cb, replay: replay},
 		CheckRedirect: cfg.HTTPClient.CheckRedirect,
 		Jar:           cfg.HTTPClient.Jar,
 		// No client-wide timeout: each attempt and lookup has its own
@@ -143,20 +148,53 @@ func newHTTPLayer(cfg *Config) *httpLayer {
 
 // sendRetryPolicy replaces go-retryablehttp's method-blind default for
 // requests that move money. Within one journaled attempt it retransmits only
-// when the connection was never established, so nothing was sent; every
-// answer and every other error goes back to the attempt loop, which looks up
-// the status before anything is sent again.
+// when the transmission provably wrote nothing: the transport was asked for
+// a connection and never got one (DNS failure, refused dial, TLS handshake
+// failure). It reads the attempt's connection trace itself, because the
+// error alone proves nothing: a tls.RecordHeaderError, say, also arrives
+// when the server's answer is garbled after the whole request was written.
+// Every answer and every other error goes back to the attempt loop, which
+// looks up the status before anything is sent again.
 func sendRetryPolicy(ctx context.Context, resp *http.Response, err error) (bool, error) {
-	if ctx.Err() != nil {
-		return false, nil
-	}
-	if err == nil {
+	if ctx.Err() != nil || err == nil {
 		return false, nil
 	}
 	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
 		return false, nil
 	}
-	return neverSent(err), nil
+	return traceOf(ctx).wroteNothing() && neverSent(err), nil
+}
+
+// sendTrace counts, for one attempt, what the transport reported through
+// httptrace: requests for a connection, connections obtained, and
+// transmissions whose headers were written.
+type sendTrace struct {
+	getConns, gotConns, wrote atomic.Int32
+}
+
+type sendTraceKey struct{}
+
+// withSendTrace attaches a fresh trace to ctx.
+func withSendTrace(ctx context.Context) (context.Context, *sendTrace) {
+	st := &sendTrace{}
+	ctx = context.WithValue(ctx, sendTraceKey{}, st)
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GetConn:      func(string) { st.getConns.Add(1) },
+		GotConn:      func(httptrace.GotConnInfo) { st.gotConns.Add(1) },
+		WroteHeaders: func() { st.wrote.Add(1) },
+	}), st
+}
+
+func traceOf(ctx context.Context) *sendTrace {
+	st, _ := ctx.Value(sendTraceKey{}).(*sendTrace)
+	return st
+}
+
+// wroteNothing reports whether the trace proves that no byte of the request
+// left: the transport traced its connection setup (GetConn) and never got a
+// connection to write on. A transport that does not trace proves nothing.
+func (st *sendTrace) wroteNothing() bool {
+	return st != nil && st.getConns.Load() > 0 && st.gotConns.Load() == 0
 }
 
 // readRetryPolicy retries lookups (GETs, safe to repeat) on transport errors,
@@ -171,13 +209,17 @@ func readRetryPolicy(ctx context.Context, resp *http.Response, err error) (bool,
 	return resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500, nil
 }
 
-// neverSent reports whether a transport error proves that no byte of the
-// request reached the provider: the connection was never established (DNS
-// failure, refused or unreachable dial, TLS handshake failure) or the
-// breaker refused to send. Everything else, a timeout or a reset after the
-// connection was up included, may have been processed.
+// neverSent reports whether a transport error is of a kind that means no
+// byte of the request reached the provider: the connection was never
+// established (DNS failure, refused or unreachable dial, TLS handshake
+// failure) or the breaker refused to send. Everything else, a timeout or a
+// reset after the connection was up included, may have been processed. The
+// kind is necessary, not sufficient: apart from a breaker refusal, the
+// attempt's trace must also show that no connection was obtained
+// (sendTrace.wroteNothing), since a TLS record error, for one, also comes
+// after a request was written.
 func neverSent(err error) bool {
-	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+	if breakerRefused(err) {
 		return true
 	}
 	var dnsErr *net.DNSError
@@ -195,6 +237,11 @@ func neverSent(err error) bool {
 	return errors.As(err, &certErr) || errors.As(err, &unknownAuth) || errors.As(err, &hostErr) || errors.As(err, &recErr)
 }
 
+// breakerRefused reports whether the circuit breaker refused to send.
+func breakerRefused(err error) bool {
+	return errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests)
+}
+
 // classifyTransportError turns an error from the HTTP layer into an outcome.
 func classifyTransportError(err error) ledger.OutcomeClass {
 	if neverSent(err) {
@@ -208,13 +255,14 @@ func classifyTransportError(err error) ledger.OutcomeClass {
 func (c *Client) transmit(ctx context.Context, sr SendRequest) (Outcome, string) {
 	actx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
 	defer cancel()
-	// Count the transmissions that wrote the request. net/http resends a
-	// request carrying an idempotency key header by itself when a reused
-	// connection fails before an answer, and the first transmission may
-	// have been processed; an answer that proves only its own transmission
-	// was not processed (a 429) then proves nothing about the attempt.
-	var wrote atomic.Int32
-	actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{WroteHeaders: func() { wrote.Add(1) }})
+	// Trace the connections and the transmissions that wrote the request.
+	// net/http resends a request carrying an idempotency key header by
+	// itself when a reused connection fails before an answer, and the first
+	// transmission may have been processed; an answer that proves only its
+	// own transmission was not processed (a 429) then proves nothing about
+	// the attempt. A transport error proves "not sent" only if no
+	// connection was ever obtained.
+	actx, st := withSendTrace(actx)
 	req, err := c.cfg.Provider.NewRequest(actx, sr)
 	if err != nil {
 		// Nothing left the process; the request was validated before it was
@@ -228,8 +276,9 @@ func (c *Client) transmit(ctx context.Context, sr SendRequest) (Outcome, string)
 	resp, err := c.http.send.Do(rreq)
 	if err != nil {
 		class := classifyTransportError(err)
-		if class == ledger.OutcomeNotSent && wrote.Load() > 0 {
-			// This error never left, but an earlier transmission did.
+		if class == ledger.OutcomeNotSent && !breakerRefused(err) && !st.wroteNothing() {
+			// The error looks like "never connected", but a connection was
+			// obtained (or the transport does not say): bytes may have left.
 			class = ledger.OutcomeMaybeSent
 		}
 		return Outcome{Class: class}, err.Error()
@@ -255,7 +304,7 @@ func (c *Client) transmit(ctx context.Context, sr SendRequest) (Outcome, string)
 		// both fall back to the safe side.
 		out.Class = ledger.OutcomeMaybeSent
 	}
-	if out.Class == ledger.OutcomeNotSent && wrote.Load() > 1 {
+	if out.Class == ledger.OutcomeNotSent && st.wrote.Load() > 1 {
 		// The answer covers its own transmission only; an earlier one of
 		// this attempt wrote the request and may have been processed.
 		out.Class = ledger.OutcomeMaybeSent

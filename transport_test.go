@@ -43,8 +43,12 @@ func setupMock(t *testing.T) *mockBundle {
 	return &mockBundle{mt: mt, clock: clock, store: store, client: client, ctx: ctx}
 }
 
-func succeededPI(id string) mocks.StripePaymentIntent {
-	return mocks.StripePaymentIntent{ID: id, Object: "payment_intent", Amount: 500, AmountReceived: 500, Currency: "usd", Status: "succeeded"}
+// succeededPI is the PaymentIntent the charge of order created, as Stripe
+// returns it: with payonce's metadata, so that it belongs to the operation.
+func succeededPI(id, order string) mocks.StripePaymentIntent {
+	op, _ := payonce.Identity{Provider: "stripe", Kind: payonce.KindCharge, References: []string{order}}.OperationID()
+	return mocks.StripePaymentIntent{ID: id, Object: "payment_intent", Amount: 500, AmountReceived: 500, Currency: "usd", Status: "succeeded",
+		Metadata: map[string]string{stripe.MetaOperation: op, stripe.MetaKey: op, stripe.MetaKind: "charge"}}
 }
 
 // Answers the client cannot read are "maybe sent": looked up, never a panic
@@ -66,7 +70,9 @@ func TestUnreadableAnswersAreMaybeSent(t *testing.T) {
 			t.Parallel()
 			b := setupMock(t)
 			b.mt.RegisterResponder("POST", mockBase+"/v1/payment_intents", resp)
-			b.mt.RegisterResponder("GET", mockBase+"/v1/payment_intents/search", mocks.StripeSearchResponder(succeededPI("pi_found")))
+			found := succeededPI("pi_found", "order-"+name)
+			b.mt.RegisterResponder("GET", mockBase+"/v1/payment_intents/search", mocks.StripeSearchResponder(found))
+			b.mt.RegisterResponder("GET", mockBase+"/v1/payment_intents/pi_found", httpmock.NewJsonResponderOrPanic(200, found))
 			res, err := b.client.Charge(b.ctx, charge("order-"+name, 500))
 			require.NoError(t, err)
 			require.Equal(t, payonce.ResultSucceeded, res.Status)
@@ -101,7 +107,7 @@ func TestRequestShapeAcrossAttempts(t *testing.T) {
 		if len(keys) == 1 {
 			return httpmock.NewStringResponse(502, "bad gateway"), nil
 		}
-		return httpmock.NewJsonResponse(200, succeededPI("pi_2"))
+		return httpmock.NewJsonResponse(200, succeededPI("pi_2", "order-shape"))
 	})
 	b.mt.RegisterResponder("GET", mockBase+"/v1/payment_intents/search", mocks.StripeSearchResponder())
 	_, err := b.client.Charge(b.ctx, charge("order-shape", 500))
