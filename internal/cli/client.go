@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -17,8 +18,15 @@ type providerFlags struct {
 	keyTTL    time.Duration
 	searchLag time.Duration
 	timeout   time.Duration
+	clockSkew time.Duration
 	verbose   bool
 }
+
+// Defaults of the provider flags, as the library has them.
+const (
+	defaultAttemptTimeout = 30 * time.Second
+	defaultClockSkew      = time.Minute
+)
 
 func addProviderFlags(f *cmdFlags) *providerFlags {
 	pf := &providerFlags{f: f}
@@ -30,6 +38,8 @@ func addProviderFlags(f *cmdFlags) *providerFlags {
 		"the adapter's default: stripe's search lag (1m), yookassa's list lag (1m),\n"+
 		"checkout's settle lag (2m)")
 	f.duration(&pf.timeout, "timeout", 0, "bound on one request to the provider (`D`, default 30s)")
+	f.duration(&pf.clockSkew, "clock-skew", defaultClockSkew, "how far this machine's clock and the provider's may disagree (`D`); resends stop\n"+
+		"--timeout plus the larger of this and 1% of the key TTL before the key expires")
 	f.BoolVar(&pf.verbose, "verbose", false, "log retries, lookups and state changes to stderr")
 	return pf
 }
@@ -47,20 +57,38 @@ func (a *App) newClient(pf *providerFlags, store ledger.Store, logLevel slog.Lev
 	if !pf.f.wasSet("base-url") {
 		base = a.Env("PAYONCE_BASE_URL")
 	}
+	if pf.clockSkew <= 0 {
+		return nil, usageErrorf("--clock-skew must be greater than 0 (default %s): how far this machine's clock and the provider's may disagree",
+			fmtDuration(defaultClockSkew))
+	}
 	p, err := a.Providers.build(name, a.Env, AdapterConfig{BaseURL: base, KeyTTL: pf.keyTTL, SearchLag: pf.searchLag})
 	if err != nil {
+		return nil, err
+	}
+	ttlName := "--key-ttl " + fmtDuration(pf.keyTTL)
+	if pf.keyTTL == 0 {
+		ttlName = fmt.Sprintf("the %s key TTL of %s", fmtDuration(p.Info().KeyTTL), p.Name())
+	}
+	timeoutName := "--timeout " + fmtDuration(pf.timeout)
+	if pf.timeout == 0 {
+		timeoutName = "the default --timeout " + fmtDuration(defaultAttemptTimeout)
+	}
+	if err := checkMargin(p.Info().KeyTTL, ttlName, pf.timeout, timeoutName, pf.clockSkew,
+		"use a longer --key-ttl, a shorter --timeout or a smaller --clock-skew"); err != nil {
 		return nil, err
 	}
 	if pf.verbose {
 		logLevel = slog.LevelDebug
 	}
+	// SafetyMargin stays zero: the library's default, the margin
+	// checkMargin computed.
 	cfg := payonce.Config{
 		Provider:       p,
 		Store:          store,
 		AttemptTimeout: pf.timeout,
+		ClockSkew:      pf.clockSkew,
 		Logger:         a.logger(logLevel),
 	}
-	cfg.SafetyMargin = safetyMargin(p.Info().KeyTTL, pf.timeout)
 	c, err := payonce.New(cfg)
 	if err != nil {
 		return nil, withCode(ExitUsage, err)
@@ -68,18 +96,35 @@ func (a *App) newClient(pf *providerFlags, store ledger.Store, logLevel slog.Lev
 	return c, nil
 }
 
-// safetyMargin returns the margin the client keeps before the key TTL ends:
-// the library's default (0) when it fits the TTL comfortably, a quarter of
-// the TTL when the TTL is short (a fake's, or a test's).
-func safetyMargin(keyTTL, attemptTimeout time.Duration) time.Duration {
+// safetyMargin is the library's default margin (payonce.Config.SafetyMargin):
+// resends stop this long before the provider may forget the key, so that a
+// resend started just inside the window, which may take a whole attempt and
+// meet a provider clock running ahead, still lands inside it.
+func safetyMargin(keyTTL, attemptTimeout, clockSkew time.Duration) time.Duration {
 	if attemptTimeout == 0 {
-		attemptTimeout = 30 * time.Second
+		attemptTimeout = defaultAttemptTimeout
 	}
-	def := max(time.Minute, keyTTL/100) + attemptTimeout
-	if def < keyTTL/2 {
-		return 0
+	if clockSkew == 0 {
+		clockSkew = defaultClockSkew
 	}
-	return keyTTL / 4
+	return max(clockSkew, keyTTL/100) + attemptTimeout
+}
+
+// checkMargin refuses a key TTL that leaves no time to resend once the
+// safety margin is taken off, naming what to change. ttlName and
+// timeoutName say how the key TTL and the attempt timeout were given (e.g.
+// "--key-ttl 5m30s", "--timeout 5m"); fix says what to change.
+func checkMargin(keyTTL time.Duration, ttlName string, timeout time.Duration, timeoutName string, skew time.Duration, fix string) error {
+	margin := safetyMargin(keyTTL, timeout, skew)
+	if margin < keyTTL {
+		return nil
+	}
+	allowance := fmt.Sprintf("the %s clock-skew allowance", fmtDuration(skew))
+	if keyTTL/100 > skew {
+		allowance = fmt.Sprintf("the %s clock-skew allowance (1%% of the key TTL, more than --clock-skew %s)", fmtDuration(keyTTL/100), fmtDuration(skew))
+	}
+	return usageErrorf("%s plus %s leaves no time to resend inside %s: resends stop %s before the key expires; %s",
+		timeoutName, allowance, ttlName, fmtDuration(margin), fix)
 }
 
 // logger logs at level to stderr; levels above Error discard everything.

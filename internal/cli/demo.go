@@ -30,13 +30,17 @@ type demoSettings struct {
 	AttemptTimeout               time.Duration
 	HangFor, SlowFor, RetryAfter time.Duration
 	CheckInterval                time.Duration
-	SafetyMargin                 time.Duration
-	Retry                        payonce.RetryPolicy
-	Breaker                      payonce.BreakerSettings
-	DeclineEvery                 int // one order in DeclineEvery pays with a declined card
-	Ledger                       string
-	TemporaryLedger              bool
-	FakeURL                      string
+	// ClockSkew is the clock-skew allowance (payonce.Config.ClockSkew):
+	// small, since the fake runs on this process's clock. SafetyMargin is
+	// the library's default margin that follows from it.
+	ClockSkew       time.Duration
+	SafetyMargin    time.Duration
+	Retry           payonce.RetryPolicy
+	Breaker         payonce.BreakerSettings
+	DeclineEvery    int // one order in DeclineEvery pays with a declined card
+	Ledger          string
+	TemporaryLedger bool
+	FakeURL         string
 }
 
 func defaultDemoSettings() demoSettings {
@@ -50,6 +54,7 @@ func defaultDemoSettings() demoSettings {
 		SlowFor:          300 * time.Millisecond,
 		RetryAfter:       time.Second,
 		CheckInterval:    time.Second,
+		ClockSkew:        time.Second,
 		Retry:            payonce.RetryPolicy{MaxAttempts: 3, BaseDelay: 50 * time.Millisecond, MaxDelay: 500 * time.Millisecond, MaxRetryAfter: 2 * time.Second},
 		Breaker:          payonce.BreakerSettings{ConsecutiveFailures: 8, OpenFor: 500 * time.Millisecond},
 		DeclineEvery:     40,
@@ -85,6 +90,8 @@ unless --ledger (or PAYONCE_LEDGER) names one.`)
 	f.Int64Var(&s.Seed, "seed", s.Seed, "`S` seeds amounts, declines and the fake's faults")
 	f.Float64Var(&s.FaultRate, "fault-rate", s.FaultRate, "`RATE` of the requests that move money the fake fails, 0 to 1")
 	f.duration(&s.KeyTTL, "key-ttl", s.KeyTTL, "idempotency key TTL of the fake and the adapter (`D`); stored 500s reach\nreview once it has passed")
+	f.duration(&s.ClockSkew, "clock-skew", s.ClockSkew, "clock-skew allowance (`D`): resends stop the attempt timeout ("+s.AttemptTimeout.String()+") plus\n"+
+		"the larger of this and 1% of --key-ttl before the key expires; small by default,\nsince the fake runs on this machine's clock")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	if _, err := f.parseArgs(a, args); err != nil {
 		return err
@@ -111,13 +118,16 @@ unless --ledger (or PAYONCE_LEDGER) names one.`)
 		return usageErrorf("--concurrency must be between 1 and 256, got %d", s.Concurrency)
 	case s.FaultRate < 0 || s.FaultRate > 1:
 		return usageErrorf("--fault-rate must be between 0 and 1, got %v", s.FaultRate)
+	case s.ClockSkew <= 0:
+		return usageErrorf("--clock-skew must be greater than 0, got %s", fmtDuration(s.ClockSkew))
 	case s.KeyTTL < 4*s.AttemptTimeout:
-		return usageErrorf("--key-ttl must be at least %s, got %s", 4*s.AttemptTimeout, s.KeyTTL)
+		return usageErrorf("--key-ttl must be at least %s, got %s", 4*s.AttemptTimeout, fmtDuration(s.KeyTTL))
 	}
-	s.SafetyMargin = safetyMargin(s.KeyTTL, s.AttemptTimeout)
-	if s.SafetyMargin == 0 {
-		s.SafetyMargin = max(time.Minute, s.KeyTTL/100) + s.AttemptTimeout
+	if err := checkMargin(s.KeyTTL, "--key-ttl "+fmtDuration(s.KeyTTL), s.AttemptTimeout, "the demo's attempt timeout "+fmtDuration(s.AttemptTimeout),
+		s.ClockSkew, "use a longer --key-ttl or a smaller --clock-skew"); err != nil {
+		return err
 	}
+	s.SafetyMargin = safetyMargin(s.KeyTTL, s.AttemptTimeout, s.ClockSkew)
 
 	start := time.Now()
 	d, err := newDemo(ctx, a, s, lf)
@@ -237,7 +247,9 @@ func newDemo(ctx context.Context, a *App, s demoSettings, lf *ledgerFlags) (*dem
 		// connection, so the demo shows what a real network does.
 		HTTPClient:     &http.Client{Transport: &http.Transport{DisableKeepAlives: true, MaxConnsPerHost: 4 * s.Concurrency}},
 		AttemptTimeout: s.AttemptTimeout, Retry: s.Retry, Breaker: s.Breaker,
-		CheckInterval: s.CheckInterval, SafetyMargin: s.SafetyMargin,
+		// SafetyMargin stays zero: the library's default, which is
+		// s.SafetyMargin.
+		CheckInterval: s.CheckInterval, ClockSkew: s.ClockSkew,
 	})
 	if err != nil {
 		return nil, err

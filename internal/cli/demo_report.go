@@ -39,6 +39,67 @@ func (k *kindStats) add(o kindStats) {
 	k.Unsettled += o.Unsettled
 }
 
+// attemptBuckets are the ranges of attempts per operation the report
+// counts, in order.
+var attemptBuckets = []struct {
+	name     string
+	min, max int // inclusive; max 0: no upper bound
+}{{"0", 0, 0}, {"1", 1, 1}, {"2", 2, 2}, {"3-5", 3, 5}, {"6+", 6, 0}}
+
+// attemptBucket names the bucket of n attempts.
+func attemptBucket(n int) string {
+	for _, b := range attemptBuckets[1:] {
+		if n >= b.min && (b.max == 0 || n <= b.max) {
+			return b.name
+		}
+	}
+	return attemptBuckets[0].name
+}
+
+// attemptsPerOp is the distribution of attempts over operations.
+type attemptsPerOp struct {
+	// Max is the most attempts one operation made; MaxOperation is that
+	// operation (the lowest id among those that made Max).
+	Max          int            `json:"max"`
+	MaxOperation *maxOpJSON     `json:"max_operation"`
+	Distribution map[string]int `json:"distribution"`
+}
+
+type maxOpJSON struct {
+	ID         string   `json:"id"`
+	Kind       string   `json:"kind"`
+	References []string `json:"references"`
+	Status     string   `json:"status"`
+}
+
+func newAttemptsPerOp() attemptsPerOp {
+	d := map[string]int{}
+	for _, b := range attemptBuckets {
+		d[b.name] = 0
+	}
+	return attemptsPerOp{Distribution: d}
+}
+
+func (a *attemptsPerOp) add(op ledger.Operation) {
+	a.Distribution[attemptBucket(op.Attempts)]++
+	if a.MaxOperation == nil || op.Attempts > a.Max || op.Attempts == a.Max && op.ID < a.MaxOperation.ID {
+		a.Max = op.Attempts
+		a.MaxOperation = &maxOpJSON{ID: op.ID, Kind: op.Kind, References: op.References, Status: string(op.Status)}
+	}
+}
+
+// text renders the distribution: "1: 180, 2: 12, 3-5: 4, 6+: 1"; the 0
+// bucket only when it is not empty.
+func (a attemptsPerOp) text() string {
+	var parts []string
+	for _, b := range attemptBuckets {
+		if n := a.Distribution[b.name]; n > 0 || b.name != "0" {
+			parts = append(parts, fmt.Sprintf("%s: %d", b.name, n))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 // demoReport is what the demo prints; with --json, as one object.
 type demoReport struct {
 	Settings struct {
@@ -58,6 +119,7 @@ type demoReport struct {
 		SlowFor          string             `json:"slow_for"`
 		RetryAfter       string             `json:"retry_after"`
 		CheckInterval    string             `json:"check_interval"`
+		ClockSkew        string             `json:"clock_skew"`
 		SafetyMargin     string             `json:"safety_margin"`
 		MaxAttempts      int                `json:"max_attempts_per_call"`
 		BreakerFailures  uint32             `json:"breaker_failures"`
@@ -69,6 +131,9 @@ type demoReport struct {
 	Charges kindStats `json:"charges"`
 	Refunds kindStats `json:"refunds"`
 	Total   kindStats `json:"total"`
+	// AttemptsPerOperation is how many attempts single operations needed:
+	// the most any one made, which one, and how many needed how many.
+	AttemptsPerOperation attemptsPerOp `json:"attempts_per_operation"`
 	// ProviderReplays counts answers the fake replayed for a repeated key.
 	ProviderReplays  int            `json:"provider_replays"`
 	ProviderKeyInUse int            `json:"provider_key_in_use"`
@@ -119,7 +184,7 @@ func (d *demo) report(ctx context.Context, elapsed time.Duration) (*demoReport, 
 	}
 	st.KeyTTL, st.FakeSearchLag, st.AdapterSearchLag = fmtDuration(s.KeyTTL), s.FakeSearchLag.String(), s.AdapterSearchLag.String()
 	st.AttemptTimeout, st.HangFor, st.SlowFor, st.RetryAfter = s.AttemptTimeout.String(), s.HangFor.String(), s.SlowFor.String(), s.RetryAfter.String()
-	st.CheckInterval, st.SafetyMargin = s.CheckInterval.String(), s.SafetyMargin.String()
+	st.CheckInterval, st.ClockSkew, st.SafetyMargin = s.CheckInterval.String(), s.ClockSkew.String(), s.SafetyMargin.String()
 	st.MaxAttempts, st.BreakerFailures, st.BreakerOpenFor = s.Retry.MaxAttempts, s.Breaker.ConsecutiveFailures, s.Breaker.OpenFor.String()
 	st.Ledger, st.TemporaryLedger, st.FakeURL = s.Ledger, s.TemporaryLedger, s.FakeURL
 	r.Reconciler.Passes, r.Reconciler.Claimed, r.Reconciler.Settled = d.passes, d.claimed, d.settled
@@ -130,8 +195,10 @@ func (d *demo) report(ctx context.Context, elapsed time.Duration) (*demoReport, 
 	}
 	byID := make(map[string]ledger.Operation, len(ops))
 	r.Money.Currency = p.currency
+	r.AttemptsPerOperation = newAttemptsPerOp()
 	for _, op := range ops {
 		byID[op.ID] = op
+		r.AttemptsPerOperation.add(op)
 		k := kindStats{Operations: 1, Attempts: op.Attempts, Retries: max(op.Attempts-1, 0)}
 		events, err := d.ledger.store.Events(ctx, op.ID)
 		if err != nil {
@@ -258,10 +325,10 @@ func (r *demoReport) print(w io.Writer) {
 		lag = fmt.Sprintf("%s %s (fake) / %s (adapter)", s.LookupLag, s.FakeSearchLag, s.AdapterSearchLag)
 	}
 	fmt.Fprintf(w, "settings: key TTL %s (fake and adapter), %s, attempt timeout %s,\n"+
-		"          hang %s, slow %s, Retry-After %s, check interval %s, safety margin %s, %d attempts per call,\n"+
+		"          hang %s, slow %s, Retry-After %s, check interval %s, clock skew %s, safety margin %s, %d attempts per call,\n"+
 		"          breaker opens after %d failures for %s\n",
 		s.KeyTTL, lag, s.AttemptTimeout, s.HangFor, s.SlowFor, s.RetryAfter,
-		s.CheckInterval, s.SafetyMargin, s.MaxAttempts, s.BreakerFailures, s.BreakerOpenFor)
+		s.CheckInterval, s.ClockSkew, s.SafetyMargin, s.MaxAttempts, s.BreakerFailures, s.BreakerOpenFor)
 	temp := ""
 	if s.TemporaryLedger {
 		temp = " (temporary, deleted on exit)"
@@ -281,6 +348,11 @@ func (r *demoReport) print(w io.Writer) {
 	row("in manual review", func(k kindStats) int { return k.InReview })
 	row("unsettled", func(k kindStats) int { return k.Unsettled })
 	fmt.Fprintln(w)
+	if ap := r.AttemptsPerOperation; ap.MaxOperation != nil {
+		m := ap.MaxOperation
+		fmt.Fprintf(w, "attempts per operation: at most %d, by %s %s (operation %s, %s)\n", ap.Max, m.Kind, strings.Join(m.References, "/"), m.ID, m.Status)
+		fmt.Fprintf(w, "operations by attempts made: %s\n\n", ap.text())
+	}
 
 	var faults []string
 	for k, n := range r.Faults {

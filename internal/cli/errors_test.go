@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -204,10 +206,15 @@ var _ payonce.Provider = renamed{}
 func TestPostgresSchemaErrors(t *testing.T) {
 	t.Parallel()
 	tg := pgTarget(t)
-	r := runBinary(t, nil, "migrate", "--ledger", tg.ledger, "--schema", "Bad-Name")
-	require.Equal(t, 2, r.code, "%s", r)
-	require.Contains(t, r.stderr, `--schema "Bad-Name"`)
-	r = runBinary(t, tg.env(), "ops", "list")
+	// A database of its own: a name accepted by mistake creates nothing in
+	// the shared one.
+	db := newDatabase(t)
+	for _, bad := range []string{"pg_ledger", strings.Repeat("s", 64), "tab\there"} {
+		r := runBinary(t, nil, "migrate", "--ledger", db, "--schema", bad)
+		require.Equal(t, 2, r.code, "%q: %s", bad, r)
+		require.Contains(t, r.stderr, fmt.Sprintf("--schema %q", bad), "%s", r)
+	}
+	r := runBinary(t, tg.env(), "ops", "list")
 	require.Equal(t, 2, r.code, "%s", r)
 	require.Contains(t, r.stderr, "no payonce tables")
 	require.Contains(t, r.stderr, "payonce migrate")

@@ -340,7 +340,7 @@ func oneLine(s string) string {
 }
 
 func runReview(ctx context.Context, a *App, args []string) error {
-	const usage = "payonce review list [flags] | payonce review resolve ID --outcome succeeded|failed|resend --actor NAME --note TEXT [--provider-ref ID]"
+	const usage = "payonce review list [flags] | payonce review resolve ID --outcome succeeded|failed|resend --actor NAME --note TEXT [--provider-ref ID] [flags]"
 	if len(args) == 0 {
 		return usageErrorf("review needs a subcommand: %s", usage)
 	}
@@ -416,14 +416,22 @@ the provider's dashboard and resolves each with "payonce review resolve".`)
 }
 
 func runReviewResolve(ctx context.Context, a *App, args []string) error {
-	f := newFlags("review resolve", "payonce review resolve ID --outcome succeeded|failed|resend --actor NAME --note TEXT [--provider-ref ID]",
+	f := newFlags("review resolve", "payonce review resolve ID --outcome succeeded|failed|resend --actor NAME --note TEXT [--provider-ref ID] [flags]",
 		`Records an operator's decision on an operation in manual review:
   succeeded  the money moved: give the provider's id of the object with --provider-ref
   failed     the money did not move
   resend     the provider has no record under the operation's key: send it again under
              a new key (the next generation); "payonce reconcile" sends it
-The decision is kept as an audit entry naming --actor.`)
+The decision is kept as an audit entry naming --actor.
+
+Before a resend payonce asks the provider about the operation under every key
+it has carried, and refuses (exit code 2, the reason on stderr, nothing
+recorded) when an earlier object succeeded or is still processing, when the
+review reason is "duplicated", or when the provider could not be asked. So it
+needs the provider's credentials, as the payment commands do; --provider
+defaults to the operation's own.`)
 	lf := addLedgerFlags(f)
+	pf := addProviderFlags(f)
 	var outcome, actor, note, ref string
 	var asJSON bool
 	f.StringVar(&outcome, "outcome", "", "`OUTCOME`: succeeded, failed or resend (required)")
@@ -452,10 +460,33 @@ The decision is kept as an audit entry naming --actor.`)
 		return err
 	}
 	defer l.Close()
-	op, err := payonce.Resolve(ctx, l.store, payonce.ResolveParams{
+	cur, _, err := l.store.Get(ctx, pos[0])
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return usageErrorf("no operation with id %q in %s (\"payonce review list\" shows the ids)", pos[0], l.desc)
+	case err != nil:
+		return fmt.Errorf("reading operation %s: %w", pos[0], err)
+	case cur.Status != ledger.StatusManualReview:
+		return usageErrorf("operation %s is %s, not in manual review: nothing to resolve", pos[0], cur.Status)
+	}
+	// The operation's own provider unless one is named.
+	if !pf.f.wasSet("provider") && a.Env("PAYONCE_PROVIDER") == "" {
+		pf.provider = cur.Provider
+	}
+	client, err := a.newClient(pf, l.store, quiet)
+	if err != nil {
+		return err
+	}
+	if name := client.Provider().Name(); name != cur.Provider {
+		return usageErrorf("operation %s is a %s operation, not %s: resolve it with --provider %s (and that provider's credentials)",
+			cur.ID, cur.Provider, name, cur.Provider)
+	}
+	op, err := client.Resolve(ctx, payonce.ResolveParams{
 		OperationID: pos[0], Outcome: out, Actor: actor, Note: note, ProviderRef: ref,
 	})
 	switch {
+	case errors.Is(err, payonce.ErrResendRefused):
+		return usageErrorf("%s; nothing was recorded and operation %s stays in review", strings.TrimPrefix(err.Error(), "payonce: "), pos[0])
 	case errors.Is(err, ledger.ErrNotFound):
 		return usageErrorf("no operation with id %q in %s (\"payonce review list\" shows the ids)", pos[0], l.desc)
 	case errors.Is(err, ledger.ErrNotInReview):

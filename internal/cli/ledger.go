@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -218,14 +219,17 @@ func (l *ledgerConn) schemaVersion(ctx context.Context) (have, want int, err err
 	}
 	ms := l.pg.Migrations()
 	want = ms[len(ms)-1].Version
+	// The schema name is an identifier: quoted, so that a reserved word
+	// (user, order) or a mixed-case name means exactly that schema.
+	table := pgx.Identifier{l.pg.Schema(), "payonce_schema_migrations"}.Sanitize()
 	var exists bool
-	if err := l.pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", l.pg.Schema()+".payonce_schema_migrations").Scan(&exists); err != nil {
+	if err := l.pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", table).Scan(&exists); err != nil {
 		return 0, want, err
 	}
 	if !exists {
 		return 0, want, nil
 	}
-	err = l.pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+l.pg.Schema()+".payonce_schema_migrations").Scan(&have)
+	err = l.pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+table).Scan(&have)
 	return have, want, err
 }
 

@@ -226,9 +226,13 @@ deletes an operation that is pending, unknown or in review.`)
 		return writeJSON(a.Stdout, map[string]any{
 			"deleted": rep.Deleted, "batches": rep.Batches, "oldest_age_seconds": rep.OldestAge.Seconds(),
 			"oldest_finished_at": timeJSON(rep.OldestFinishedAt),
+			"tombstoned":         rep.Tombstoned, "tombstones": rep.Tombstones,
 		})
 	}
 	fmt.Fprintf(a.Stdout, "deleted %d finished operations in %d batches\n", rep.Deleted, rep.Batches)
+	// Each deleted operation leaves a tombstone, so that a late duplicate
+	// call gets the recorded outcome instead of a second charge.
+	fmt.Fprintf(a.Stdout, "tombstones written %d, kept %d (late calls for them return the recorded outcome)\n", rep.Tombstoned, rep.Tombstones)
 	if rep.OldestFinishedAt.IsZero() {
 		fmt.Fprintln(a.Stdout, "no finished operation is left")
 	} else {

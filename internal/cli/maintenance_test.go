@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -116,14 +117,50 @@ func TestDemoPostgres(t *testing.T) {
 	t.Parallel()
 	tg := pgTarget(t)
 	r := runBinary(t, nil, "demo", "--json", "--orders", "30", "--refunds", "10", "--key-ttl", "6s", "--ledger", tg.ledger, "--schema", tg.schema)
-	checkDemo(t, r, 30, 10)
+	ap := checkDemo(t, r, 30, 10)
 	// The ledger is kept: what the demo left in review is there.
 	list := runBinary(t, tg.env(), "ops", "list", "--json", "--limit", "1000")
 	require.Equal(t, 0, list.code, "%s", list)
-	require.Len(t, list.jsonLines(t), 40)
+	lines := list.jsonLines(t)
+	require.Len(t, lines, 40)
+	// The report's maximum and distribution are the ledger's.
+	most, dist := 0, map[string]int{}
+	for _, l := range lines {
+		n := int(l["attempts"].(float64))
+		most = max(most, n)
+		switch {
+		case n <= 2:
+			dist[fmt.Sprint(n)]++
+		case n <= 5:
+			dist["3-5"]++
+		default:
+			dist["6+"]++
+		}
+	}
+	require.Equal(t, most, ap.Max, "%s", r)
+	for _, b := range []string{"0", "1", "2", "3-5", "6+"} {
+		require.Equal(t, dist[b], ap.Distribution[b], "bucket %s: %s", b, r)
+	}
+	show := runBinary(t, tg.env(), "ops", "show", ap.MaxOperation.ID, "--json")
+	require.Equal(t, 0, show.code, "%s", show)
+	op := show.jsonObject(t)["operation"].(map[string]any)
+	require.EqualValues(t, ap.Max, op["attempts"])
+	require.Equal(t, ap.MaxOperation.Kind, op["kind"])
 }
 
-func checkDemo(t *testing.T, r result, orders, refunds int) {
+// demoAttempts is the report's attempts_per_operation.
+type demoAttempts struct {
+	Max          int `json:"max"`
+	MaxOperation *struct {
+		ID         string   `json:"id"`
+		Kind       string   `json:"kind"`
+		References []string `json:"references"`
+		Status     string   `json:"status"`
+	} `json:"max_operation"`
+	Distribution map[string]int `json:"distribution"`
+}
+
+func checkDemo(t *testing.T, r result, orders, refunds int) demoAttempts {
 	t.Helper()
 	require.Equal(t, 0, r.code, "%s", r)
 	var rep struct {
@@ -145,7 +182,8 @@ func checkDemo(t *testing.T, r result, orders, refunds int) {
 		CallErrors     []string `json:"call_errors"`
 		MovedInReview  []string `json:"moved_in_review"`
 		OK             bool
-		ElapsedSeconds float64 `json:"elapsed_seconds"`
+		ElapsedSeconds float64      `json:"elapsed_seconds"`
+		Attempts       demoAttempts `json:"attempts_per_operation"`
 	}
 	dec := json.NewDecoder(strings.NewReader(r.stdout))
 	require.NoError(t, dec.Decode(&rep), "%s", r)
@@ -164,7 +202,30 @@ func checkDemo(t *testing.T, r result, orders, refunds int) {
 		require.Equal(t, rep.Money.ProviderCharged, rep.Money.LedgerCharged)
 		require.Equal(t, rep.Money.ProviderRefunded, rep.Money.LedgerRefunded)
 	}
-	t.Logf("demo: %d operations, %d attempts, %d in review, %.1fs", rep.Total.Operations, rep.Total.Attempts, rep.Total.InReview, rep.ElapsedSeconds)
+	// The most attempts one operation made, which one, and how many
+	// operations made how many.
+	ap := rep.Attempts
+	require.NotNil(t, ap.MaxOperation, "%s", r)
+	require.NotEmpty(t, ap.MaxOperation.ID)
+	require.Contains(t, []string{"charge", "refund"}, ap.MaxOperation.Kind)
+	require.NotEmpty(t, ap.MaxOperation.References)
+	require.Positive(t, ap.Max)
+	sum := 0
+	for _, b := range []string{"0", "1", "2", "3-5", "6+"} {
+		n, ok := ap.Distribution[b]
+		require.True(t, ok, "bucket %s missing: %s", b, r)
+		sum += n
+	}
+	require.Len(t, ap.Distribution, 5)
+	require.Equal(t, rep.Total.Operations, sum, "every operation is in one bucket")
+	bucket := map[bool]string{true: "6+", false: "3-5"}[ap.Max >= 6]
+	if ap.Max <= 2 {
+		bucket = fmt.Sprint(ap.Max)
+	}
+	require.Positive(t, ap.Distribution[bucket], "the maximum's bucket is not empty")
+	t.Logf("demo: %d operations, %d attempts, %d in review, %.1fs; at most %d attempts (%s %v), %v",
+		rep.Total.Operations, rep.Total.Attempts, rep.Total.InReview, rep.ElapsedSeconds, ap.Max, ap.MaxOperation.Kind, ap.MaxOperation.References, ap.Distribution)
+	return ap
 }
 
 // The human summary of a small demo.
@@ -177,6 +238,7 @@ func TestDemoHuman(t *testing.T) {
 		"settings: key TTL 4s (fake and adapter)",
 		"(temporary, deleted on exit)",
 		"operations", "status lookups", "in manual review", "unsettled",
+		"clock skew 1s, safety margin 2s", "attempts per operation: at most ", "operations by attempts made: ", "1: ", "3-5: ", "6+: ",
 		"money (USD)", "charged", "refunded",
 		"references charged twice: 0", "references refunded twice: 0", "finished in",
 	} {

@@ -22,6 +22,12 @@ type Adapter struct {
 	// EnvVars name the environment variables holding the adapter's
 	// credentials, e.g. STRIPE_API_KEY. Every one must be set and non-empty.
 	EnvVars []string
+	// KeyTTL is how long the provider documents that it keeps an
+	// idempotency key (the adapter's default). A --key-ttl above it is
+	// refused: past it the provider has forgotten the key, and a resend
+	// would be a new request. 0 means the adapter's own default, read from
+	// an adapter built without --key-ttl.
+	KeyTTL time.Duration
 	// New builds the adapter from the credentials and the tuning flags.
 	New func(AdapterConfig) (payonce.Provider, error)
 }
@@ -100,6 +106,7 @@ func StripeAdapter() Adapter {
 	return Adapter{
 		Name:    "stripe",
 		EnvVars: []string{"STRIPE_API_KEY"},
+		KeyTTL:  stripe.DefaultKeyTTL,
 		New: func(c AdapterConfig) (payonce.Provider, error) {
 			return stripe.New(stripe.Config{
 				APIKey: c.Env["STRIPE_API_KEY"], BaseURL: c.BaseURL, KeyTTL: c.KeyTTL, SearchLag: c.SearchLag,
@@ -115,6 +122,7 @@ func YooKassaAdapter() Adapter {
 	return Adapter{
 		Name:    "yookassa",
 		EnvVars: []string{"YOOKASSA_SHOP_ID", "YOOKASSA_SECRET_KEY"},
+		KeyTTL:  yookassa.DefaultKeyTTL,
 		New: func(c AdapterConfig) (payonce.Provider, error) {
 			return yookassa.New(yookassa.Config{
 				ShopID: c.Env["YOOKASSA_SHOP_ID"], SecretKey: c.Env["YOOKASSA_SECRET_KEY"],
@@ -131,6 +139,7 @@ func CheckoutAdapter() Adapter {
 	return Adapter{
 		Name:    "checkout",
 		EnvVars: []string{"CHECKOUT_SECRET_KEY"},
+		KeyTTL:  checkout.DefaultKeyTTL,
 		New: func(c AdapterConfig) (payonce.Provider, error) {
 			return checkout.New(checkout.Config{
 				SecretKey: c.Env["CHECKOUT_SECRET_KEY"], BaseURL: c.BaseURL, KeyTTL: c.KeyTTL, SettleLag: c.SearchLag,
@@ -170,6 +179,30 @@ func (r *Registry) build(name string, env func(string) string, c AdapterConfig) 
 		return nil, usageErrorf("provider %s needs %s set in the environment (credentials are never taken from flags)",
 			name, strings.Join(missing, " and "))
 	}
+	if c.KeyTTL > 0 {
+		documented := a.KeyTTL
+		if documented == 0 {
+			def := c
+			def.KeyTTL = 0
+			p, err := a.newChecked(name, def)
+			if err != nil {
+				return nil, err
+			}
+			documented = p.Info().KeyTTL
+		}
+		if c.KeyTTL > documented {
+			return nil, usageErrorf("--key-ttl %s is longer than the key TTL %s documents (%s): %s forgets an idempotency key "+
+				"after %s, so a resend after that is a new request and could move the money twice; "+
+				"use --key-ttl %s or less, or leave it out",
+				fmtDuration(c.KeyTTL), name, fmtDuration(documented), name, fmtDuration(documented), fmtDuration(documented))
+		}
+	}
+	return a.newChecked(name, c)
+}
+
+// newChecked builds the adapter, scrubbing credentials from its errors and
+// checking the name it reports.
+func (a Adapter) newChecked(name string, c AdapterConfig) (payonce.Provider, error) {
 	p, err := a.New(c)
 	if err != nil {
 		// Adapters keep credentials out of their errors; scrub anyway.

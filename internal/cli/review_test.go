@@ -19,7 +19,8 @@ func TestReviewListAndResolve(t *testing.T) {
 	t.Parallel()
 	eachLedger(t, func(t *testing.T, tg target) {
 		fake, env := fakeStripe(t, tg, mocks.StripeOptions{})
-		tuning := []string{"--base-url", fake.URL(), "--key-ttl", "2s", "--search-lag", "50ms", "--timeout", "1s"}
+		// The clock-skew allowance is small: the fake runs on this clock.
+		tuning := []string{"--base-url", fake.URL(), "--key-ttl", "3s", "--search-lag", "50ms", "--timeout", "1s", "--clock-skew", "200ms"}
 		orders := []string{"order-r1", "order-r2", "order-r3"}
 		for _, o := range orders {
 			id, err := payonce.Identity{Provider: "stripe", Kind: payonce.KindCharge, References: []string{o}}.Key()
@@ -37,7 +38,7 @@ func TestReviewListAndResolve(t *testing.T) {
 		}
 		// Past the key window, the same call looks up once more and
 		// hands the operation to a person: no POST.
-		time.Sleep(2100 * time.Millisecond)
+		time.Sleep(3100 * time.Millisecond)
 		posts := fake.Truth().Requests["POST /v1/payment_intents"]
 		for _, o := range orders {
 			r := charge(o)
@@ -88,7 +89,7 @@ func TestReviewListAndResolve(t *testing.T) {
 		}
 
 		// Resend under a new key: the reconciler sends it.
-		rs := runBinary(t, env, "review", "resolve", id1, "--outcome", "resend", "--actor", "alice", "--note", "no PaymentIntent in the dashboard")
+		rs := runBinary(t, env, append([]string{"review", "resolve", id1, "--outcome", "resend", "--actor", "alice", "--note", "no PaymentIntent in the dashboard"}, tuning...)...)
 		require.Equal(t, 0, rs.code, "%s", rs)
 		require.Contains(t, rs.stdout, "is now pending")
 		require.Contains(t, rs.stdout, "generation 1")
@@ -96,12 +97,12 @@ func TestReviewListAndResolve(t *testing.T) {
 		require.Equal(t, 2, again.code, "%s", again)
 		require.Contains(t, again.stderr, "not in manual review")
 
-		fl := runBinary(t, env, "review", "resolve", id2, "--outcome", "failed", "--actor", "bob", "--note", "nothing at Stripe", "--json")
+		fl := runBinary(t, env, append([]string{"review", "resolve", id2, "--outcome", "failed", "--actor", "bob", "--note", "nothing at Stripe", "--json"}, tuning...)...)
 		require.Equal(t, 0, fl.code, "%s", fl)
 		flRes := fl.jsonObject(t)
 		require.Equal(t, "failed", flRes["status"])
 		require.Equal(t, "bob", flRes["resolution"].(map[string]any)["actor"])
-		ok := runBinary(t, env, "review", "resolve", id3, "--outcome", "succeeded", "--provider-ref", "pi_found_by_hand", "--actor", "carol", "--note", "found it")
+		ok := runBinary(t, env, append([]string{"review", "resolve", id3, "--outcome", "succeeded", "--provider-ref", "pi_found_by_hand", "--actor", "carol", "--note", "found it"}, tuning...)...)
 		require.Equal(t, 0, ok.code, "%s", ok)
 
 		rec := runBinary(t, env, append([]string{"reconcile", "--until-idle"}, tuning...)...)
@@ -120,5 +121,122 @@ func TestReviewListAndResolve(t *testing.T) {
 		require.Equal(t, 0, empty.code, "%s", empty)
 		require.Contains(t, empty.stdout, "no operations in review")
 		requireNoSecret(t, env, rs, fl, ok, rec, sj, list, table, show)
+	})
+}
+
+// "review resolve --outcome resend" asks the provider first, under every key
+// the operation carried, and refuses while an earlier object succeeded, or
+// when the provider cannot be asked: exit 2, the reason on stderr, nothing
+// recorded, nothing sent. The state is built through the CLI: the charge is
+// processed and its answer lost (a 502 after processing), every lookup
+// fails until the key window has passed, so the operation goes to review
+// although the fake holds a succeeded PaymentIntent for it.
+func TestReviewResolveResendRefused(t *testing.T) {
+	t.Parallel()
+	eachLedger(t, func(t *testing.T, tg target) {
+		fake, env := fakeStripe(t, tg, mocks.StripeOptions{})
+		tuning := []string{"--base-url", fake.URL(), "--key-ttl", "3s", "--search-lag", "50ms", "--timeout", "1s", "--clock-skew", "200ms"}
+		paid, lost := "order-paid", "order-lost"
+		idPaid, idLost := opID(t, payonce.KindCharge, paid), opID(t, payonce.KindCharge, lost)
+		// order-paid: charged, the answer lost. order-lost: a stored 500,
+		// nothing charged.
+		fake.Script(mocks.Match{Path: "/v1/payment_intents", IdempotencyKey: idPaid}, mocks.FaultGatewayAfter502)
+		fake.Script(mocks.Match{Path: "/v1/payment_intents", IdempotencyKey: idLost}, mocks.FaultStored500)
+		failLookups := func() {
+			faults := make([]mocks.FaultKind, 500)
+			for i := range faults {
+				faults[i] = mocks.FaultGatewayBefore502
+			}
+			fake.Script(mocks.Match{Method: "GET"}, faults...)
+		}
+		failLookups()
+		charge := func(order string) result {
+			return runBinary(t, env, append([]string{"charge", "--order", order, "--amount", "700", "--currency", "USD",
+				"--payment-method", "pm_card_visa", "--json"}, tuning...)...)
+		}
+		for _, o := range []string{paid, lost} {
+			r := charge(o)
+			require.Equal(t, 4, r.code, "%s", r)
+		}
+		time.Sleep(3100 * time.Millisecond)
+		for _, o := range []string{paid, lost} {
+			r := charge(o)
+			require.Equal(t, 6, r.code, "%s", r)
+		}
+		fake.ClearScripts()
+		require.Equal(t, 1, fake.Truth().ChargesBy(stripe.MetaOperation)[idPaid], "the fake charged order-paid once")
+		require.Zero(t, fake.Truth().ChargesBy(stripe.MetaOperation)[idLost])
+		posts := fake.Truth().Requests["POST /v1/payment_intents"]
+
+		resolve := func(id, outcome string, extra ...string) result {
+			args := append([]string{"review", "resolve", id, "--outcome", outcome, "--actor", "alice", "--note", "checked"}, tuning...)
+			return runBinary(t, env, append(args, extra...)...)
+		}
+		stillInReview := func(id string) {
+			t.Helper()
+			sj := runBinary(t, env, "ops", "show", id, "--json")
+			require.Equal(t, 0, sj.code, "%s", sj)
+			op := sj.jsonObject(t)["operation"].(map[string]any)
+			require.Equal(t, "manual_review", op["status"], "%s", sj)
+			require.EqualValues(t, 0, op["generation"], "%s", sj)
+			require.Nil(t, op["resolution"], "%s", sj)
+		}
+
+		// An earlier object succeeded: a resend would charge twice.
+		r := resolve(idPaid, "resend")
+		require.Equal(t, 2, r.code, "%s", r)
+		require.Contains(t, r.stderr, "resend refused", "%s", r)
+		require.Contains(t, r.stderr, "stays in review", "%s", r)
+		require.Empty(t, r.stdout)
+		stillInReview(idPaid)
+		r = resolve(idPaid, "resend", "--json")
+		require.Equal(t, 2, r.code, "%s", r)
+		require.Empty(t, r.stdout)
+
+		// The provider cannot be asked: refused too.
+		failLookups()
+		r = resolve(idLost, "resend")
+		require.Equal(t, 2, r.code, "%s", r)
+		require.Contains(t, r.stderr, "resend refused", "%s", r)
+		stillInReview(idLost)
+		fake.ClearScripts()
+
+		// Bad inputs change nothing either.
+		for _, bad := range []struct {
+			env  map[string]string
+			args []string
+			want string
+		}{
+			{with(env, "YOOKASSA_SHOP_ID", "123456", "YOOKASSA_SECRET_KEY", "test_abcdefghijklmnopqrstuvwxyz"),
+				[]string{"--provider", "yookassa"}, "is a stripe operation, not yookassa: resolve it with --provider stripe"},
+			{with(tg.env()), nil, "STRIPE_API_KEY"},
+			{env, []string{"--clock-skew", "0"}, "--clock-skew must be greater than 0"},
+			{env, []string{"--key-ttl", "48h"}, "longer than the key TTL stripe documents"},
+		} {
+			args := append([]string{"review", "resolve", idPaid, "--outcome", "resend", "--actor", "alice", "--note", "n", "--base-url", fake.URL()}, bad.args...)
+			r := runBinary(t, bad.env, args...)
+			require.Equal(t, 2, r.code, "%v\n%s", bad.args, r)
+			require.Contains(t, r.stderr, bad.want, "%s", r)
+		}
+		stillInReview(idPaid)
+		require.Equal(t, posts, fake.Truth().Requests["POST /v1/payment_intents"], "a refused resolve sends nothing")
+
+		// Where nothing was charged and the provider answers, the resend is
+		// recorded; where the charge succeeded, the operator records that.
+		ok := resolve(idLost, "resend")
+		require.Equal(t, 0, ok.code, "%s", ok)
+		require.Contains(t, ok.stdout, "generation 1")
+		pi := ""
+		for _, p := range fake.Truth().Payments {
+			if p.Metadata[stripe.MetaOperation] == idPaid {
+				pi = p.ID
+			}
+		}
+		require.NotEmpty(t, pi)
+		done := resolve(idPaid, "succeeded", "--provider-ref", pi, "--json")
+		require.Equal(t, 0, done.code, "%s", done)
+		require.Equal(t, "succeeded", done.jsonObject(t)["status"])
+		require.Equal(t, 1, fake.Truth().ChargesBy(stripe.MetaOperation)[idPaid])
+		requireNoSecret(t, env, r, ok, done)
 	})
 }

@@ -112,11 +112,71 @@ func TestCallExit(t *testing.T) {
 	}
 }
 
+// The margin is the library's: never less than one attempt timeout plus
+// the clock-skew allowance, whatever the key TTL. (It used to be a quarter
+// of a short TTL: --key-ttl 10m --timeout 5m gave 2m30s, shorter than one
+// attempt.)
 func TestSafetyMargin(t *testing.T) {
 	t.Parallel()
-	require.Zero(t, safetyMargin(24*time.Hour, 0), "the library's default fits Stripe's 24h")
-	require.Equal(t, 5*time.Second, safetyMargin(20*time.Second, time.Second))
-	require.Equal(t, 500*time.Millisecond, safetyMargin(2*time.Second, 0))
+	for _, tc := range []struct {
+		ttl, timeout, skew, want time.Duration
+	}{
+		{24 * time.Hour, 0, 0, 24*time.Hour/100 + 30*time.Second},
+		{24 * time.Hour, 5 * time.Second, time.Minute, 14*time.Minute + 24*time.Second + 5*time.Second},
+		{10 * time.Minute, 5 * time.Minute, time.Minute, 6 * time.Minute},
+		{10 * time.Minute, 5 * time.Minute, 0, 6 * time.Minute},
+		{20 * time.Second, time.Second, time.Second, 2 * time.Second},
+		{2 * time.Second, time.Second, 200 * time.Millisecond, 1200 * time.Millisecond},
+	} {
+		got := safetyMargin(tc.ttl, tc.timeout, tc.skew)
+		require.Equal(t, tc.want, got, "%+v", tc)
+		timeout, skew := tc.timeout, tc.skew
+		if timeout == 0 {
+			timeout = 30 * time.Second
+		}
+		if skew == 0 {
+			skew = time.Minute
+		}
+		require.GreaterOrEqual(t, got, timeout+skew, "%+v", tc)
+	}
+
+	require.NoError(t, checkMargin(10*time.Minute, "--key-ttl 10m", 5*time.Minute, "--timeout 5m", time.Minute, "fix"))
+	err := checkMargin(5*time.Minute+30*time.Second, "--key-ttl 5m30s", 5*time.Minute, "--timeout 5m", time.Minute, "use a longer --key-ttl")
+	require.EqualError(t, err, "--timeout 5m plus the 1m clock-skew allowance leaves no time to resend inside --key-ttl 5m30s: "+
+		"resends stop 6m before the key expires; use a longer --key-ttl")
+	var ee *exitError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, ExitUsage, ee.code)
+	// Exactly the TTL leaves nothing either.
+	require.Error(t, checkMargin(6*time.Minute, "--key-ttl 6m", 5*time.Minute, "--timeout 5m", time.Minute, "fix"))
+	// 1 % of a long TTL outweighs a small skew, and the message says so.
+	err = checkMargin(24*time.Hour, "the 24h key TTL of stripe", 23*time.Hour+50*time.Minute, "--timeout 23h50m", time.Minute, "fix")
+	require.ErrorContains(t, err, "the 14m24s clock-skew allowance (1% of the key TTL, more than --clock-skew 1m)")
+}
+
+func TestAttemptsPerOperation(t *testing.T) {
+	t.Parallel()
+	ap := newAttemptsPerOp()
+	require.Equal(t, "1: 0, 2: 0, 3-5: 0, 6+: 0", ap.text())
+	for _, op := range []ledger.Operation{
+		{ID: "b", Kind: "charge", References: []string{"o2"}, Attempts: 1, Status: ledger.StatusSucceeded},
+		{ID: "a", Kind: "charge", References: []string{"o1"}, Attempts: 2, Status: ledger.StatusSucceeded},
+		{ID: "d", Kind: "refund", References: []string{"o1", "1"}, Attempts: 33, Status: ledger.StatusManualReview},
+		{ID: "c", Kind: "refund", References: []string{"o2", "1"}, Attempts: 33, Status: ledger.StatusSucceeded},
+		{ID: "e", Kind: "charge", References: []string{"o3"}, Attempts: 5, Status: ledger.StatusFailed},
+		{ID: "f", Kind: "charge", References: []string{"o4"}, Attempts: 3, Status: ledger.StatusSucceeded},
+		{ID: "g", Kind: "charge", References: []string{"o5"}, Attempts: 6, Status: ledger.StatusSucceeded},
+		{ID: "h", Kind: "charge", References: []string{"o6"}, Attempts: 0, Status: ledger.StatusPending},
+	} {
+		ap.add(op)
+	}
+	require.Equal(t, 33, ap.Max)
+	require.Equal(t, &maxOpJSON{ID: "c", Kind: "refund", References: []string{"o2", "1"}, Status: "succeeded"}, ap.MaxOperation, "ties go to the lowest id")
+	require.Equal(t, map[string]int{"0": 1, "1": 1, "2": 1, "3-5": 2, "6+": 3}, ap.Distribution)
+	require.Equal(t, "0: 1, 1: 1, 2: 1, 3-5: 2, 6+: 3", ap.text())
+	for n, want := range map[int]string{0: "0", 1: "1", 2: "2", 3: "3-5", 5: "3-5", 6: "6+", 1000: "6+"} {
+		require.Equal(t, want, attemptBucket(n), n)
+	}
 }
 
 func TestMoneyAndSuggest(t *testing.T) {

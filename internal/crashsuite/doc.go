@@ -19,7 +19,7 @@
 //     plus GET /__truth returning what it really did (mocks.Truth) as JSON;
 //   - several worker processes, each a payonce.Client (300 ms attempt
 //     timeout, the adapter's key TTL equal to the fake's, a 2 s safety
-//     margin) and a payonce.Reconciler on the PostgreSQL ledger. Orders
+//     margin, a 1 s clock-skew allowance) and a payonce.Reconciler on the PostgreSQL ledger. Orders
 //     arrive over a while, as traffic would; a worker charges each order of
 //     its share and, for some, refunds it once the charge succeeded
 //     (RefundSeq 1, partial amounts, some deliberately above the charge so
@@ -55,10 +55,15 @@
 //   - every attempt that may have reached the provider started inside its
 //     key window, margin to spare, with the operation's key; and every
 //     object the provider created for an operation was created with that key
-//     after the window opened and before the key's TTL ran out.
+//     after the window opened and before the key's TTL ran out;
+//   - no operation made more than 12 attempts (maxAttemptsPerOp): a resend
+//     loop that does not stop, or resends without growing intervals, break
+//     it.
 //
 // It ends with a one-line summary (t.Log and stdout): operations per kind
-// and status, attempts per outcome, kills, restarts, PostgreSQL restarts,
+// and status, attempts per outcome, the most attempts one operation made
+// (max_attempts, naming the operation, with the bound) and how many
+// operations made 0, 1, 2, 3-5 and 6+ attempts (attempts_per_op), kills, restarts, PostgreSQL restarts,
 // faults injected per kind, duplicates, refunds over charge, reviews per
 // reason, calls made again during the outage and durations.
 //

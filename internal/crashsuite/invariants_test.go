@@ -117,6 +117,44 @@ type summary struct {
 	requests, replays     int
 	keyInUse              int
 	broken                int
+	// maxAttempts is the most attempts one operation made, maxAttemptsOp
+	// names it (the lowest id among those), attemptsPerOp counts the
+	// operations per bucket of attempts made (see attemptBucket).
+	maxAttempts   int
+	maxAttemptsOp string
+	attemptsPerOp map[string]int
+}
+
+// maxAttemptsPerOp bounds the attempts one operation may make in a run: a
+// resend loop that does not stop (a replayed stored error resent again and
+// again, resends without growing intervals) breaks it. Generous: a handful
+// of attempts per call, a few calls (kills, restarts, the outage) and the
+// reconcilers' resends inside the 18 s window.
+const maxAttemptsPerOp = 12
+
+// attemptBucket names the range of attempts n falls in.
+func attemptBucket(n int) string {
+	switch {
+	case n <= 0:
+		return "0"
+	case n <= 2:
+		return fmt.Sprint(n)
+	case n <= 5:
+		return "3-5"
+	}
+	return "6+"
+}
+
+// addAttempts counts op's attempts in the maximum and the distribution.
+func (s *summary) addAttempts(op ledger.Operation) {
+	if s.attemptsPerOp == nil {
+		s.attemptsPerOp = map[string]int{}
+	}
+	s.attemptsPerOp[attemptBucket(op.Attempts)]++
+	name := fmt.Sprintf("%s %s %s", op.Kind, strings.Join(op.References, "/"), op.ID)
+	if s.maxAttemptsOp == "" || op.Attempts > s.maxAttempts || op.Attempts == s.maxAttempts && name < s.maxAttemptsOp {
+		s.maxAttempts, s.maxAttemptsOp = op.Attempts, name
+	}
 }
 
 // reviewReasonWindow lists the reasons that are only legal once the key
@@ -240,6 +278,10 @@ func check(t *testing.T, jobs []job, truth mocks.Truth, v ledgerView) summary {
 		s.ops++
 		s.status[op.Status]++
 		s.attempts += op.Attempts
+		s.addAttempts(op)
+		if op.Attempts > maxAttemptsPerOp {
+			bad.add(fmt.Sprintf("more than %d attempts for one operation", maxAttemptsPerOp), "%d attempts: %s", op.Attempts, describeOp(op, v.atts[id]))
+		}
 		j, isCharge := byCharge[id]
 		jr, isRefund := byRefund[id]
 		switch {
@@ -462,11 +504,13 @@ func (s summary) line(size string, seed int64, st suiteStats, took time.Duration
 	for k, n := range s.status {
 		status[string(k)] = n
 	}
-	return fmt.Sprintf("crashsuite %s seed=%d: ops=%d (charges=%d refunds=%d) status%s attempts=%d%s unfinished=%d "+
+	return fmt.Sprintf("crashsuite %s seed=%d: ops=%d (charges=%d refunds=%d) status%s attempts=%d%s "+
+		"max_attempts=%d (%s; bound %d) attempts_per_op%s unfinished=%d "+
 		"kills=%d (working=%d) restarts=%d pg_restarts=%d faults=%d%s requests=%d replays=%d key_in_use=%d "+
 		"duplicates=%d refunds_over_charge=%d over_refunds_refused=%d reviews%s settled_from_review=%d review_with_object=%d "+
 		"call_retries=%d ledger_error_logs=%d broken=%d work=%s settle=%s duration=%s",
-		size, seed, s.ops, s.charges, s.refunds, kv(status), s.attempts, kv(s.outcomes), s.unfinished,
+		size, seed, s.ops, s.charges, s.refunds, kv(status), s.attempts, kv(s.outcomes),
+		s.maxAttempts, s.maxAttemptsOp, maxAttemptsPerOp, kv(s.attemptsPerOp), s.unfinished,
 		st.kills, st.killsWorking, st.restarts, st.pgRestarts, s.faultTotal, kv(s.faults), s.requests, s.replays, s.keyInUse,
 		s.duplicates, s.refundsOverCharge, s.overRefused, kv(s.reviews), s.settledFromReview, st.reviewsLeftWithObject,
 		st.callRetries, st.ledgerErrors, s.broken, st.workPhase.Round(time.Second), st.settlePhase.Round(time.Second), took.Round(time.Second))

@@ -84,6 +84,7 @@ type childConfig struct {
 	Concurrency    int           `json:"concurrency"`
 	AttemptTimeout time.Duration `json:"attempt_timeout"`
 	SafetyMargin   time.Duration `json:"safety_margin"`
+	ClockSkew      time.Duration `json:"clock_skew"`
 	SearchLag      time.Duration `json:"search_lag"`
 	CheckInterval  time.Duration `json:"check_interval"`
 	LeaseDuration  time.Duration `json:"lease_duration"`

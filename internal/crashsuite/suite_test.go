@@ -74,9 +74,13 @@ func pickSize() suiteSize {
 
 // Timing shared by the fake and the workers. The key TTL is short, so that
 // key windows pass during the run: an operation still unknown 18 s after its
-// first attempt goes to review, and no attempt may start after that.
+// first attempt goes to review, and no attempt may start after that. The
+// fake runs on the same machine's clock, so the clock-skew allowance is
+// small; the safety margin is at least one attempt timeout plus it, as the
+// library requires (payonce.Config.SafetyMargin).
 const (
 	keyTTL         = 20 * time.Second
+	clockSkew      = time.Second
 	safetyMargin   = 2 * time.Second
 	searchLag      = 2 * time.Second
 	attemptTimeout = 300 * time.Millisecond
@@ -166,7 +170,7 @@ func TestCrashSuite(t *testing.T) {
 		HangFor: time.Second, SlowFor: 2 * attemptTimeout, RetryAfter: time.Second,
 		KeyTTL: keyTTL, FakeSearchLag: searchLag,
 		PGURL: pg.URL(), Schema: schema, Concurrency: size.concurrency,
-		AttemptTimeout: attemptTimeout, SafetyMargin: safetyMargin, SearchLag: searchLag,
+		AttemptTimeout: attemptTimeout, SafetyMargin: safetyMargin, ClockSkew: clockSkew, SearchLag: searchLag,
 		CheckInterval: checkInterval, LeaseDuration: leaseDuration, ReconcileEvery: reconcileEvery,
 		ChargeWait: 2 * keyTTL,
 	}

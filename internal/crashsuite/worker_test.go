@@ -150,6 +150,7 @@ func runWorker(cfg childConfig) int {
 		HTTPClient:     &http.Client{Transport: transport},
 		AttemptTimeout: cfg.AttemptTimeout,
 		SafetyMargin:   cfg.SafetyMargin,
+		ClockSkew:      cfg.ClockSkew,
 		CheckInterval:  cfg.CheckInterval,
 		LeaseDuration:  cfg.LeaseDuration,
 		Retry: payonce.RetryPolicy{
