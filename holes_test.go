@@ -136,8 +136,10 @@ func TestTLSErrorAfterWritingIsNotRetransmitted(t *testing.T) {
 					requests.Add(1)
 				}
 				// The answer bypasses TLS: the client reads a record
-				// header it cannot parse (tls.RecordHeaderError).
-				_, _ = raw.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"))
+				// header with a version it does not expect
+				// (tls.RecordHeaderError). Not "HTTP/...": http.Client
+				// turns that into ErrSchemeMismatch.
+				_, _ = raw.Write([]byte("\x17\x01\x01\x00\x05hello"))
 			}()
 		}
 	}()
@@ -153,6 +155,7 @@ func TestTLSErrorAfterWritingIsNotRetransmitted(t *testing.T) {
 	_, atts := attemptsOf(t, b, res.OperationID)
 	require.Len(t, atts, 1)
 	require.Equal(t, ledger.OutcomeMaybeSent, atts[0].Outcome)
+	t.Logf("attempt error: %s", atts[0].Error)
 	var rh tls.RecordHeaderError
 	require.False(t, errors.As(err, &rh), "the caller sees the outcome, not the transport error")
 }
@@ -461,5 +464,17 @@ func TestLateCallAfterCleanupSendsNothing(t *testing.T) {
 
 		_, err = b.client.Charge(b.ctx, charge("order-late", 9999))
 		require.ErrorIs(t, err, payonce.ErrFingerprintMismatch, "the tombstone keeps the fingerprint")
+
+		_, err = payonce.NewReconciler(payonce.ReconcilerConfig{Store: b.store, Clients: []*payonce.Client{b.client}, TombstoneRetention: -time.Hour})
+		require.ErrorIs(t, err, payonce.ErrInvalid)
+		purger := newReconciler(t, b, func(c *payonce.ReconcilerConfig) { c.TombstoneRetention = 60 * 24 * time.Hour })
+		rep, err = purger.Cleanup(b.ctx, 30*24*time.Hour, 100)
+		require.NoError(t, err)
+		require.Zero(t, rep.TombstonesPurged, "kept for 60 days after the operation finished")
+		b.clock.Advance(30 * 24 * time.Hour)
+		rep, err = purger.Cleanup(b.ctx, 30*24*time.Hour, 100)
+		require.NoError(t, err)
+		require.Equal(t, 1, rep.TombstonesPurged)
+		require.Zero(t, rep.Tombstones)
 	})
 }

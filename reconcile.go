@@ -45,6 +45,13 @@ type ReconcilerConfig struct {
 	Logger *slog.Logger
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
+	// TombstoneRetention is how long Cleanup keeps the tombstone of a
+	// deleted operation, counted from when it finished. Zero, the default,
+	// keeps tombstones forever: a tombstone is what answers a late
+	// duplicate call with the recorded outcome, and once it is gone such a
+	// call is a new operation, sent under a key the provider forgot. When
+	// set, it must be at least the retention Cleanup is given.
+	TombstoneRetention time.Duration
 }
 
 // Reconciler drives unfinished operations to a terminal state in the
@@ -108,6 +115,8 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 		return nil, invalid("ReconcilerConfig.Concurrency", "must be between 1 and 1024, got %d", cfg.Concurrency)
 	case cfg.Interval < 0:
 		return nil, invalid("ReconcilerConfig.Interval", "must be > 0, got %v", cfg.Interval)
+	case cfg.TombstoneRetention < 0:
+		return nil, invalid("ReconcilerConfig.TombstoneRetention", "must be >= 0 (0 keeps tombstones forever), got %v", cfg.TombstoneRetention)
 	case len(cfg.Owner) > 200:
 		return nil, invalid("ReconcilerConfig.Owner", "at most 200 bytes, got %d", len(cfg.Owner))
 	}
@@ -374,7 +383,8 @@ type CleanupReport struct {
 }
 
 // Cleanup deletes succeeded and failed operations older than retention,
-// batched. It refuses a retention shorter than the longest key TTL of the
+// batched, each leaving a tombstone that answers late calls with its
+// recorded outcome (kept per ReconcilerConfig.TombstoneRetention). It refuses a retention shorter than the longest key TTL of the
 // reconciler's providers (rule 6), never touches operations that are not
 // final, and reports the age of the oldest remaining final operation.
 func (r *Reconciler) Cleanup(ctx context.Context, retention time.Duration, batchSize int) (CleanupReport, error) {
@@ -383,7 +393,8 @@ func (r *Reconciler) Cleanup(ctx context.Context, retention time.Duration, batch
 		ttl = max(ttl, c.info.KeyTTL)
 	}
 	now := r.cfg.Now()
-	rep, err := r.cfg.Store.Cleanup(ctx, ledger.CleanupParams{Now: now, Retention: retention, KeyTTL: ttl, BatchSize: batchSize})
+	rep, err := r.cfg.Store.Cleanup(ctx, ledger.CleanupParams{Now: now, Retention: retention, KeyTTL: ttl, BatchSize: batchSize,
+		TombstoneRetention: r.cfg.TombstoneRetention})
 	out := CleanupReport{CleanupReport: rep}
 	if !rep.OldestFinishedAt.IsZero() {
 		out.OldestAge = now.Sub(rep.OldestFinishedAt)

@@ -184,10 +184,12 @@ ago. It refuses a retention shorter than the provider's key TTL, and never
 deletes an operation that is pending, unknown or in review.`)
 	lf := addLedgerFlags(f)
 	pf := addProviderFlags(f)
-	var retention time.Duration
+	var retention, tombstones time.Duration
 	var batch int
 	var asJSON bool
 	f.duration(&retention, "retention", 0, "keep finished operations this long, `D` such as 30d (required)")
+	f.duration(&tombstones, "tombstone-retention", 0, "keep the tombstones of deleted operations this long, `D` (at least --retention);\n"+
+		"0 keeps them forever, so that a late duplicate call always gets the recorded outcome")
 	f.IntVar(&batch, "batch", 1000, "`N` operations deleted per transaction")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	if _, err := f.parseArgs(a, args); err != nil {
@@ -199,6 +201,10 @@ deletes an operation that is pending, unknown or in review.`)
 	if batch < 1 {
 		return usageErrorf("--batch must be 1 or more, got %d", batch)
 	}
+	if tombstones != 0 && tombstones < retention {
+		return usageErrorf("--tombstone-retention %s is shorter than --retention %s: a tombstone must outlive the operation it replaces; use at least %s, or 0 to keep them forever",
+			fmtDuration(tombstones), fmtDuration(retention), fmtDuration(retention))
+	}
 	l, err := a.openLedger(ctx, lf, openExisting)
 	if err != nil {
 		return err
@@ -208,7 +214,7 @@ deletes an operation that is pending, unknown or in review.`)
 	if err != nil {
 		return err
 	}
-	r, err := payonce.NewReconciler(payonce.ReconcilerConfig{Store: l.store, Clients: []*payonce.Client{client}})
+	r, err := payonce.NewReconciler(payonce.ReconcilerConfig{Store: l.store, Clients: []*payonce.Client{client}, TombstoneRetention: tombstones})
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
@@ -232,7 +238,7 @@ deletes an operation that is pending, unknown or in review.`)
 	fmt.Fprintf(a.Stdout, "deleted %d finished operations in %d batches\n", rep.Deleted, rep.Batches)
 	// Each deleted operation leaves a tombstone, so that a late duplicate
 	// call gets the recorded outcome instead of a second charge.
-	fmt.Fprintf(a.Stdout, "tombstones written %d, kept %d (late calls for them return the recorded outcome)\n", rep.Tombstoned, rep.Tombstones)
+	fmt.Fprintf(a.Stdout, "tombstones written %d, purged %d, kept %d (late calls for them return the recorded outcome)\n", rep.Tombstoned, rep.TombstonesPurged, rep.Tombstones)
 	if rep.OldestFinishedAt.IsZero() {
 		fmt.Fprintln(a.Stdout, "no finished operation is left")
 	} else {

@@ -67,6 +67,14 @@ func TestCleanup(t *testing.T) {
 		missing := runBinary(t, env, "cleanup")
 		require.Equal(t, 2, missing.code, "%s", missing)
 		require.Contains(t, missing.stderr, "--retention is required")
+		require.Contains(t, ok.stdout, "tombstones written 0, purged 0, kept 0")
+		require.EqualValues(t, 0, obj["tombstones"])
+
+		tooShort := runBinary(t, env, "cleanup", "--retention", "30d", "--tombstone-retention", "7d")
+		require.Equal(t, 2, tooShort.code, "%s", tooShort)
+		require.Contains(t, tooShort.stderr, "--tombstone-retention 168h is shorter than --retention 720h")
+		kept := runBinary(t, env, "cleanup", "--retention", "30d", "--tombstone-retention", "365d")
+		require.Equal(t, 0, kept.code, "%s", kept)
 	})
 }
 
