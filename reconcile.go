@@ -292,9 +292,7 @@ func (c *Client) lookupInReview(ctx context.Context, op ledger.Operation, owner 
 		fp.Events = []ledger.NewEvent{lookupEvent(LookupResult{}, qerr)}
 		return c.finishQuiet(ctx, op, owner, fp)
 	}
-	lctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
-	lr, lerr := c.cfg.Provider.Lookup(lctx, lookupDoer{c.http.read}, q)
-	cancel()
+	lr, lerr := c.lookup(ctx, q)
 	now = c.cfg.Now()
 	fp.NextCheckAt = now.Add(c.checkAfter(op, now))
 	fp.Events = []ledger.NewEvent{lookupEvent(lr, lerr)}

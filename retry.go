@@ -221,7 +221,7 @@ func (c *Client) sendAttempt(ctx context.Context, r *run) (done bool, err error)
 		// object appear late in an eventually consistent search.
 		r.lastAttemptEnd = c.cfg.Now()
 	}
-	if out.Replayed && out.Class != ledger.OutcomeSuccess && out.Class != ledger.OutcomeNotSent {
+	if answeredByReplay(out.Replayed, out.Class) {
 		r.keyAnswered = true
 	}
 
@@ -318,9 +318,7 @@ func (c *Client) lookupAndDecide(ctx context.Context, r *run, mayResend bool) (d
 		res, err := c.release(ctx, r, ErrOutcomeUnknown)
 		return true, res, err
 	}
-	lctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
-	lr, lerr := c.cfg.Provider.Lookup(lctx, lookupDoer{c.http.read}, h.query)
-	cancel()
+	lr, lerr := c.lookup(ctx, h.query)
 	if lerr != nil {
 		c.cfg.Logger.Warn("payonce: status lookup failed", "operation", r.op.ID, "error", lerr)
 	}
@@ -400,21 +398,12 @@ func (c *Client) history(ctx context.Context, r *run) (history, error) {
 	}
 	h := history{keyAnswered: r.keyAnswered, lastEnd: r.lastAttemptEnd}
 	for _, a := range atts {
-		if a.Key == op.Key && a.Replayed && a.Outcome != ledger.OutcomeSuccess && a.Outcome != ledger.OutcomeNotSent {
+		if a.Key == op.Key && answeredByReplay(a.Replayed, a.Outcome) {
 			h.keyAnswered = true
 		}
 	}
-	for i := len(atts) - 1; i >= 0 && h.lastEnd.IsZero(); i-- {
-		a := atts[i]
-		if !a.MayHaveReached {
-			continue // provably never left: nothing of it can show up late
-		}
-		h.lastEnd = a.FinishedAt
-		if h.lastEnd.IsZero() {
-			// Never finished (the process died, or its outcome was lost):
-			// it may have been transmitted until its timeout.
-			h.lastEnd = a.StartedAt.Add(c.cfg.AttemptTimeout)
-		}
+	if h.lastEnd.IsZero() {
+		h.lastEnd = c.lastAttemptEnd(atts)
 	}
 	if h.lastEnd.IsZero() && !op.WindowStart.IsZero() {
 		// Attempts unknown but the window open: assume the latest possible
@@ -423,6 +412,40 @@ func (c *Client) history(ctx context.Context, r *run) (history, error) {
 	}
 	h.query, err = c.lookupQuery(ctx, op, r.req, atts)
 	return h, err
+}
+
+// answeredByReplay reports whether an attempt's answer makes the key's
+// answer final: a stored error the provider replayed. A replayed success
+// settles the operation anyway, and a not_sent attempt was not answered.
+func answeredByReplay(replayed bool, class ledger.OutcomeClass) bool {
+	return replayed && class != ledger.OutcomeSuccess && class != ledger.OutcomeNotSent
+}
+
+// lastAttemptEnd is when the latest attempt that may have reached the
+// provider ended, zero when none may have: an eventually consistent
+// lookup's lag counts from there.
+func (c *Client) lastAttemptEnd(atts []ledger.Attempt) time.Time {
+	for i := len(atts) - 1; i >= 0; i-- {
+		a := atts[i]
+		if !a.MayHaveReached {
+			continue // provably never left: nothing of it can show up late
+		}
+		if !a.FinishedAt.IsZero() {
+			return a.FinishedAt
+		}
+		// Never finished (the process died, or its outcome was lost): it
+		// may have been transmitted until its timeout.
+		return a.StartedAt.Add(c.cfg.AttemptTimeout)
+	}
+	return time.Time{}
+}
+
+// lookup asks the provider, read-only and within one AttemptTimeout, what
+// became of the operation q describes.
+func (c *Client) lookup(ctx context.Context, q LookupQuery) (LookupResult, error) {
+	lctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
+	defer cancel()
+	return c.cfg.Provider.Lookup(lctx, lookupDoer{c.http.read}, q)
 }
 
 // lookupQuery is the lookup of op: its current key and reference, and the

@@ -102,19 +102,13 @@ func (c *Client) Resolve(ctx context.Context, p ResolveParams) (ledger.Operation
 	if err != nil {
 		return op, fmt.Errorf("%w: %v", ErrResendRefused, err)
 	}
-	lctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
-	lr, lerr := c.cfg.Provider.Lookup(lctx, lookupDoer{c.http.read}, q)
-	cancel()
+	lr, lerr := c.lookup(ctx, q)
 	if why := resendRefusal(lr, lerr); why != "" {
 		return op, fmt.Errorf("%w for operation %s: %s", ErrResendRefused, op.ID, why)
 	}
-	if n := len(atts); lr.State == LookupNotFound && lr.Lag > 0 && n > 0 {
+	if end := c.lastAttemptEnd(atts); lr.State == LookupNotFound && lr.Lag > 0 && !end.IsZero() {
 		// An eventually consistent search may not show the latest
 		// attempt's object yet.
-		end := atts[n-1].FinishedAt
-		if end.IsZero() {
-			end = atts[n-1].StartedAt.Add(c.cfg.AttemptTimeout)
-		}
 		if ready := end.Add(lr.Lag); c.cfg.Now().Before(ready) {
 			return op, fmt.Errorf("%w for operation %s: the provider's search may lag up to %v behind the latest attempt; try again after %s",
 				ErrResendRefused, op.ID, lr.Lag, ready.Format(time.RFC3339))

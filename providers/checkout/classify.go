@@ -140,7 +140,7 @@ func (p *Provider) classifySuccess(r payonce.SendRequest, o payonce.Outcome, bod
 		if why := paymentContradiction(r.Request, r.OperationID, pm); why != "" {
 			return contradicted(why)
 		}
-		return p.chargeState(pm).outcome(o)
+		return p.chargeState(pm).Outcome("checkout", o)
 	case payonce.KindCapture, payonce.KindCancel, payonce.KindRefund:
 		a, err := decodeAccepted(body)
 		if err != nil {

@@ -235,7 +235,7 @@ func (p *Provider) chargeMatch(ctx context.Context, hc payonce.HTTPDoer, q payon
 		return m, nil
 	}
 	st := p.chargeState(pm)
-	if st.kind == stUnknown && pm.Approved == nil && (pm.Status == statusCanceled || pm.Status == statusExpired) {
+	if st.Verdict == stUnknown && pm.Approved == nil && (pm.Status == statusCanceled || pm.Status == statusExpired) {
 		acts, err := p.actions(ctx, hc, pm.ID)
 		if err != nil && !errors.Is(err, errNoPayment) {
 			return m, err
@@ -247,17 +247,17 @@ func (p *Provider) chargeMatch(ctx context.Context, hc payonce.HTTPDoer, q payon
 		pm.Approved = &approved
 		st = p.chargeState(pm)
 	}
-	if st.kind == stFailed && st.code == codeDeclined && st.decline == "" {
+	if st.Verdict == stFailed && st.Code == codeDeclined && st.Decline == "" {
 		if acts, err := p.actions(ctx, hc, pm.ID); err == nil {
 			for _, a := range acts {
 				if a.Type == actionAuthorization && (a.Approved == nil || !*a.Approved) {
-					st.decline, st.message = p.scrub(a.ResponseCode), p.scrub(a.ResponseSummary)
+					st.Decline, st.Message = p.scrub(a.ResponseCode), p.scrub(a.ResponseSummary)
 					break
 				}
 			}
 		}
 	}
-	r, err := st.result(pm.ID)
+	r, err := st.Result("checkout", pm.ID)
 	m.Result = r
 	return m, err
 }
@@ -303,7 +303,7 @@ func (p *Provider) lookupAction(ctx context.Context, hc payonce.HTTPDoer, q payo
 		if why := actionContradiction(q.Request, q.OperationID, a); why != "" {
 			why = p.scrub(why)
 			m.Result = payonce.LookupResult{ProviderRef: a.ID, Refs: []string{a.ID}, Contradiction: why, Message: "checkout: " + why}
-		} else if m.Result, err = p.actionState(a).result(a.ID); err != nil {
+		} else if m.Result, err = p.actionState(a).Result("checkout", a.ID); err != nil {
 			return payonce.LookupResult{}, err
 		}
 		ms = append(ms, m)

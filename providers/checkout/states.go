@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/payonce/payonce"
-	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
 
@@ -14,26 +13,17 @@ import (
 // object means the same thing whether it came back as the answer to a send
 // or was read by a lookup.
 
-// stateKind is what one object says about the operation it is read for.
-type stateKind int
+// state is what one object says about the operation it is read for
+// (adapterkit.State: one mapping shared by Classify and Lookup).
+type state = adapterkit.State
 
 const (
-	// stUnknown: a status the adapter does not know (or an approval it
-	// cannot read). Classify: maybe_sent; Lookup: an error.
-	stUnknown stateKind = iota
-	// stProcessing: Checkout.com is still working on it.
-	stProcessing
-	// stSucceeded: the operation took effect.
-	stSucceeded
-	// stFailed: the operation definitively failed.
-	stFailed
+	stUnknown    = adapterkit.VerdictUnknown
+	stProcessing = adapterkit.VerdictProcessing
+	stSucceeded  = adapterkit.VerdictSucceeded
+	stFailed     = adapterkit.VerdictFailed
+	stNotYet     = adapterkit.VerdictNotYet
 )
-
-type state struct {
-	kind          stateKind
-	code, decline string
-	message       string
-}
 
 // chargeState maps the payment a charge created, by its status and
 // approved flag (GET /payments/{id}: "approved: whether the authorization
@@ -59,19 +49,19 @@ type state struct {
 func (p *Provider) chargeState(pm payment) state {
 	switch pm.Status {
 	case statusPending, statusRetryScheduled:
-		return state{kind: stProcessing}
+		return state{Verdict: stProcessing}
 	case statusDeclined:
 		return p.declined(pm)
 	case statusAuthorized, statusCaptured, statusPartiallyCaptured, statusPaid,
 		statusVoided, statusRefunded, statusPartiallyRefunded:
 		if pm.approved() {
-			return state{kind: stSucceeded}
+			return state{Verdict: stSucceeded}
 		}
 	case statusCanceled, statusExpired:
 		switch {
 		case pm.Approved == nil:
 		case *pm.Approved:
-			return state{kind: stSucceeded}
+			return state{Verdict: stSucceeded}
 		default:
 			return p.declined(pm)
 		}
@@ -80,13 +70,13 @@ func (p *Provider) chargeState(pm payment) state {
 	if pm.Approved != nil {
 		approved = strconv.FormatBool(*pm.Approved)
 	}
-	return state{kind: stUnknown, message: fmt.Sprintf("payment status %q, approved %s", p.scrub(pm.Status), approved)}
+	return state{Verdict: stUnknown, Message: fmt.Sprintf("payment status %q, approved %s", p.scrub(pm.Status), approved)}
 }
 
 func (p *Provider) declined(pm payment) state {
-	s := state{kind: stFailed, code: codeDeclined, decline: p.scrub(pm.ResponseCode), message: p.scrub(pm.ResponseSummary)}
-	if s.message == "" {
-		s.message = "checkout: payment " + p.scrub(pm.Status)
+	s := state{Verdict: stFailed, Code: codeDeclined, Decline: p.scrub(pm.ResponseCode), Message: p.scrub(pm.ResponseSummary)}
+	if s.Message == "" {
+		s.Message = "checkout: payment " + p.scrub(pm.Status)
 	}
 	return s
 }
@@ -96,50 +86,15 @@ func (p *Provider) declined(pm payment) state {
 func (p *Provider) actionState(a action) state {
 	switch {
 	case a.Approved == nil:
-		return state{kind: stProcessing}
+		return state{Verdict: stProcessing}
 	case *a.Approved:
-		return state{kind: stSucceeded}
+		return state{Verdict: stSucceeded}
 	}
-	s := state{kind: stFailed, code: codeActionDeclined, decline: p.scrub(a.ResponseCode), message: p.scrub(a.ResponseSummary)}
-	if s.message == "" {
-		s.message = "checkout: " + a.Type + " declined"
+	s := state{Verdict: stFailed, Code: codeActionDeclined, Decline: p.scrub(a.ResponseCode), Message: p.scrub(a.ResponseSummary)}
+	if s.Message == "" {
+		s.Message = "checkout: " + a.Type + " declined"
 	}
 	return s
-}
-
-// outcome turns a state into the class of a send's answer.
-func (s state) outcome(o payonce.Outcome) payonce.Outcome {
-	switch s.kind {
-	case stSucceeded:
-		o.Class = ledger.OutcomeSuccess
-	case stProcessing:
-		o.Class = ledger.OutcomeSuccess
-		o.Processing = true
-	case stFailed:
-		o.Class = ledger.OutcomeRefused
-		o.Code, o.DeclineCode, o.Message = s.code, s.decline, s.message
-	default:
-		o.Class = ledger.OutcomeMaybeSent
-		o.Message = "checkout: unreadable 2xx answer: " + s.message
-	}
-	return o
-}
-
-// result turns a state into what a lookup found for the object id.
-func (s state) result(id string) (payonce.LookupResult, error) {
-	r := payonce.LookupResult{ProviderRef: id, Refs: []string{id}}
-	switch s.kind {
-	case stSucceeded:
-		r.State = payonce.LookupSucceeded
-	case stProcessing:
-		r.State = payonce.LookupProcessing
-	case stFailed:
-		r.State = payonce.LookupFailed
-		r.Code, r.DeclineCode, r.Message = s.code, s.decline, s.message
-	default:
-		return payonce.LookupResult{}, fmt.Errorf("checkout: lookup: %s: %s, which a charge does not end in", id, s.message)
-	}
-	return r, nil
 }
 
 // ---- does the object belong to this request? ----

@@ -143,7 +143,7 @@ func (p *Provider) classifySuccess(r payonce.SendRequest, o payonce.Outcome, bod
 		case why != "":
 			return contradicted(why)
 		}
-		return p.refundState(rf).outcome(o)
+		return p.refundState(rf).Outcome("yookassa", o)
 	case payonce.KindCharge, payonce.KindCapture, payonce.KindCancel:
 		pm, err := decodePayment(body)
 		if err != nil {
@@ -157,7 +157,7 @@ func (p *Provider) classifySuccess(r payonce.SendRequest, o payonce.Outcome, bod
 		case why != "":
 			return contradicted(why)
 		}
-		return p.paymentState(r.Request.Kind, pm).outcome(o)
+		return p.paymentState(r.Request.Kind, pm).Outcome("yookassa", o)
 	}
 	return unreadable("answer to an unknown kind " + strconv.Quote(string(r.Request.Kind)))
 }

@@ -195,7 +195,7 @@ func (p *Provider) paymentMatch(q payonce.LookupQuery, pm payment) (adapterkit.M
 	if why != "" {
 		return adapterkit.Match{Earlier: earlier, Result: p.contradiction(pm.ID, why)}, nil
 	}
-	r, err := p.paymentState(q.Request.Kind, pm).result(pm.ID)
+	r, err := p.paymentState(q.Request.Kind, pm).Result("yookassa", pm.ID)
 	return adapterkit.Match{Result: r, Earlier: earlier}, err
 }
 
@@ -323,7 +323,7 @@ func (p *Provider) lookupRefund(ctx context.Context, hc payonce.HTTPDoer, q payo
 			m.ms = append(m.ms, adapterkit.Match{Earlier: earlier, Result: p.contradiction(rf.ID, why)})
 			return nil
 		}
-		r, err := p.refundState(rf).result(rf.ID)
+		r, err := p.refundState(rf).Result("yookassa", rf.ID)
 		if err != nil {
 			return err
 		}

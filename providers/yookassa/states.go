@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/payonce/payonce"
-	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
 
@@ -14,32 +13,17 @@ import (
 // refund means the same thing whether it came back as the answer to a send
 // or was read by a lookup.
 
-// stateKind is what one object says about the operation it is read for.
-type stateKind int
+// state is what one object says about the operation it is read for
+// (adapterkit.State: one mapping shared by Classify and Lookup).
+type state = adapterkit.State
 
 const (
-	// stUnknown: a status the adapter does not know. Classify: maybe_sent;
-	// Lookup: an error (the answer is not known).
-	stUnknown stateKind = iota
-	// stProcessing: YooKassa is still working on it (pending).
-	stProcessing
-	// stSucceeded: the operation took effect.
-	stSucceeded
-	// stFailed: the operation definitively failed.
-	stFailed
-	// stNotYet: the operation has not taken effect and may still (a
-	// capture or cancel of a payment that still waits): Classify
-	// maybe_sent; Lookup not found, and a resend with the same key
-	// completes it.
-	stNotYet
+	stUnknown    = adapterkit.VerdictUnknown
+	stProcessing = adapterkit.VerdictProcessing
+	stSucceeded  = adapterkit.VerdictSucceeded
+	stFailed     = adapterkit.VerdictFailed
+	stNotYet     = adapterkit.VerdictNotYet
 )
-
-// state is one object's verdict, with the codes a failure reports.
-type state struct {
-	kind          stateKind
-	code, decline string
-	message       string
-}
 
 // chargeState maps the payment a charge created. A payment canceled after
 // authorization (canceled_by_merchant, expired_on_capture: see the reasons
@@ -49,23 +33,23 @@ type state struct {
 func (p *Provider) chargeState(pm payment) state {
 	switch {
 	case pm.Status == statusSucceeded, pm.Status == statusWaitingForCapture:
-		return state{kind: stSucceeded}
+		return state{Verdict: stSucceeded}
 	case authorizedThenReleased(pm):
-		return state{kind: stSucceeded}
+		return state{Verdict: stSucceeded}
 	case pm.Status == statusPending:
 		// Created, not finished (the bank has not answered, or the payment
 		// waits for a confirmation that a server-side charge cannot give
 		// and will expire into canceled).
-		return state{kind: stProcessing}
+		return state{Verdict: stProcessing}
 	case pm.Status == statusCanceled:
-		s := state{kind: stFailed, code: codeCanceled, message: "yookassa: payment canceled"}
+		s := state{Verdict: stFailed, Code: codeCanceled, Message: "yookassa: payment canceled"}
 		if cd := pm.CancellationDetails; cd != nil {
-			s.decline = p.scrub(cd.Reason)
-			s.message = p.scrub("yookassa: payment canceled by " + cd.Party + ": " + cd.Reason)
+			s.Decline = p.scrub(cd.Reason)
+			s.Message = p.scrub("yookassa: payment canceled by " + cd.Party + ": " + cd.Reason)
 		}
 		return s
 	}
-	return state{kind: stUnknown, message: "payment status " + quote(p.scrub(pm.Status))}
+	return state{Verdict: stUnknown, Message: "payment status " + quote(p.scrub(pm.Status))}
 }
 
 // authorizedThenReleased reports a canceled payment that had been
@@ -80,54 +64,54 @@ func authorizedThenReleased(pm payment) bool {
 func (p *Provider) captureState(pm payment) state {
 	switch pm.Status {
 	case statusSucceeded:
-		return state{kind: stSucceeded}
+		return state{Verdict: stSucceeded}
 	case statusWaitingForCapture, statusPending:
 		// Not captured (yet): a resend with the same key completes it (or
 		// is refused, for a payment still pending).
-		return state{kind: stNotYet, message: "captured payment has status " + pm.Status}
+		return state{Verdict: stNotYet, Message: "captured payment has status " + pm.Status}
 	case statusCanceled:
 		// The authorization is gone (canceled or expired): nothing to
 		// capture, nothing captured.
-		s := state{kind: stFailed, code: codeCanceled, message: "yookassa: payment is canceled"}
+		s := state{Verdict: stFailed, Code: codeCanceled, Message: "yookassa: payment is canceled"}
 		if cd := pm.CancellationDetails; cd != nil {
-			s.decline = p.scrub(cd.Reason)
-			s.message = p.scrub("yookassa: payment is canceled by " + cd.Party + ": " + cd.Reason)
+			s.Decline = p.scrub(cd.Reason)
+			s.Message = p.scrub("yookassa: payment is canceled by " + cd.Party + ": " + cd.Reason)
 		}
 		return s
 	}
-	return state{kind: stUnknown, message: "captured payment has status " + quote(p.scrub(pm.Status))}
+	return state{Verdict: stUnknown, Message: "captured payment has status " + quote(p.scrub(pm.Status))}
 }
 
 // cancelState maps the payment a cancel acted on.
 func (p *Provider) cancelState(pm payment) state {
 	switch pm.Status {
 	case statusCanceled:
-		return state{kind: stSucceeded}
+		return state{Verdict: stSucceeded}
 	case statusSucceeded:
 		// Captured: a payment that moved money can no longer be canceled.
-		return state{kind: stFailed, code: codeUnexpectedStatus, message: "yookassa: payment is succeeded and can no longer be canceled"}
+		return state{Verdict: stFailed, Code: codeUnexpectedStatus, Message: "yookassa: payment is succeeded and can no longer be canceled"}
 	case statusWaitingForCapture, statusPending:
-		return state{kind: stNotYet, message: "canceled payment has status " + pm.Status}
+		return state{Verdict: stNotYet, Message: "canceled payment has status " + pm.Status}
 	}
-	return state{kind: stUnknown, message: "canceled payment has status " + quote(p.scrub(pm.Status))}
+	return state{Verdict: stUnknown, Message: "canceled payment has status " + quote(p.scrub(pm.Status))}
 }
 
 // refundState maps a refund.
 func (p *Provider) refundState(rf refund) state {
 	switch rf.Status {
 	case statusSucceeded:
-		return state{kind: stSucceeded}
+		return state{Verdict: stSucceeded}
 	case statusPending:
-		return state{kind: stProcessing}
+		return state{Verdict: stProcessing}
 	case statusCanceled:
-		s := state{kind: stFailed, code: codeRefundCanceled, message: "yookassa: refund canceled"}
+		s := state{Verdict: stFailed, Code: codeRefundCanceled, Message: "yookassa: refund canceled"}
 		if cd := rf.CancellationDetails; cd != nil {
-			s.decline = p.scrub(cd.Reason)
-			s.message = p.scrub("yookassa: refund canceled by " + cd.Party + ": " + cd.Reason)
+			s.Decline = p.scrub(cd.Reason)
+			s.Message = p.scrub("yookassa: refund canceled by " + cd.Party + ": " + cd.Reason)
 		}
 		return s
 	}
-	return state{kind: stUnknown, message: "refund status " + quote(p.scrub(rf.Status))}
+	return state{Verdict: stUnknown, Message: "refund status " + quote(p.scrub(rf.Status))}
 }
 
 // paymentState is the state of pm for an operation of kind k.
@@ -140,45 +124,7 @@ func (p *Provider) paymentState(k payonce.Kind, pm payment) state {
 	case payonce.KindCancel:
 		return p.cancelState(pm)
 	}
-	return state{kind: stUnknown, message: "a payment answers a " + quote(string(k))}
-}
-
-// outcome turns a state into the class of a send's answer.
-func (s state) outcome(o payonce.Outcome) payonce.Outcome {
-	switch s.kind {
-	case stSucceeded:
-		o.Class = ledger.OutcomeSuccess
-	case stProcessing:
-		o.Class = ledger.OutcomeSuccess
-		o.Processing = true
-	case stFailed:
-		o.Class = ledger.OutcomeRefused
-		o.Code, o.DeclineCode, o.Message = s.code, s.decline, s.message
-	default: // stNotYet, stUnknown
-		o.Class = ledger.OutcomeMaybeSent
-		o.Message = "yookassa: unreadable 2xx answer: " + s.message
-	}
-	return o
-}
-
-// result turns a state into what a lookup found for the object id; err is
-// set for stUnknown.
-func (s state) result(id string) (payonce.LookupResult, error) {
-	r := payonce.LookupResult{ProviderRef: id, Refs: []string{id}}
-	switch s.kind {
-	case stSucceeded:
-		r.State = payonce.LookupSucceeded
-	case stProcessing:
-		r.State = payonce.LookupProcessing
-	case stFailed:
-		r.State = payonce.LookupFailed
-		r.Code, r.DeclineCode, r.Message = s.code, s.decline, s.message
-	case stNotYet:
-		return payonce.LookupResult{State: payonce.LookupNotFound}, nil
-	default:
-		return payonce.LookupResult{}, fmt.Errorf("yookassa: lookup: object %s: %s, which the adapter does not know", id, s.message)
-	}
-	return r, nil
+	return state{Verdict: stUnknown, Message: "a payment answers a " + quote(string(k))}
 }
 
 // ---- does the object belong to this request? ----
