@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
-	"github.com/payonce/payonce/internal/pgtest"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/ledgerpg"
 	"github.com/payonce/payonce/ledger/ledgersqlite"
@@ -52,8 +52,8 @@ func newSQLiteStore(t testing.TB) ledger.Store {
 // own (skipped without PAYONCE_TEST_DATABASE_URL unless it is required).
 func newPGStore(t testing.TB) ledger.Store {
 	t.Helper()
-	pool := pgtest.NewPool(t)
-	s, err := ledgerpg.New(pool, ledgerpg.Config{Schema: pgtest.NewSchema(t, pool)})
+	pool := testkit.NewPool(t)
+	s, err := ledgerpg.New(pool, ledgerpg.Config{Schema: testkit.NewSchema(t, pool)})
 	require.NoError(t, err)
 	require.NoError(t, s.Migrate(context.Background()))
 	return s

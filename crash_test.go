@@ -23,7 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
-	"github.com/payonce/payonce/internal/pgtest"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/ledgerpg"
 	"github.com/payonce/payonce/ledger/ledgersqlite"
@@ -312,9 +312,9 @@ func newCrashEnv(t *testing.T, pg bool, opts mocks.StripeOptions) *crashEnv {
 	if pg {
 		e.store = newPGStore(t)
 		schema := e.store.(*ledgerpg.Store).Schema()
-		e.childEnv = append(e.childEnv, crashEnvPGURL+"="+pgtest.URL(t), crashEnvPGSchema+"="+schema)
+		e.childEnv = append(e.childEnv, crashEnvPGURL+"="+testkit.URL(t), crashEnvPGSchema+"="+schema)
 		e.reopen = func(t *testing.T) ledger.Store {
-			s, err := ledgerpg.New(pgtest.NewPool(t), ledgerpg.Config{Schema: schema})
+			s, err := ledgerpg.New(testkit.NewPool(t), ledgerpg.Config{Schema: schema})
 			require.NoError(t, err)
 			return s
 		}

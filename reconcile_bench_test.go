@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
-	"github.com/payonce/payonce/internal/pgtest"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/ledgerpg"
 	"github.com/payonce/payonce/mocks"
@@ -76,7 +76,7 @@ func drainConfig(schema string, fake *mocks.Stripe) reconChildConfig {
 }
 
 func benchDrain(b *testing.B, kind ledger.Status, n, reconcilers int, processes bool) {
-	url := pgtest.URL(b)
+	url := testkit.URL(b)
 	var (
 		drained  int
 		busy     time.Duration
@@ -138,7 +138,7 @@ func drainInProcess(b *testing.B, env *drainEnv, cfg reconChildConfig, reconcile
 	pcfg, err := pgxpool.ParseConfig(cfg.PGURL)
 	require.NoError(b, err)
 	pcfg.MaxConns = int32(reconcilers * cfg.PoolConns)
-	pool := pgtest.NewPoolConfig(b, pcfg)
+	pool := testkit.NewPoolConfig(b, pcfg)
 	store, err := ledgerpg.New(pool, ledgerpg.Config{Schema: env.schema})
 	require.NoError(b, err)
 	rs := make([]*payonce.Reconciler, reconcilers)
@@ -195,8 +195,8 @@ type drainEnv struct {
 }
 
 func newDrainEnv(b *testing.B, kind ledger.Status, n int) *drainEnv {
-	pool := pgtest.NewPool(b)
-	env := &drainEnv{pool: pool, schema: pgtest.NewSchema(b, pool), ctx: b.Context()}
+	pool := testkit.NewPool(b)
+	env := &drainEnv{pool: pool, schema: testkit.NewSchema(b, pool), ctx: b.Context()}
 	store, err := ledgerpg.New(pool, ledgerpg.Config{Schema: env.schema})
 	require.NoError(b, err)
 	require.NoError(b, store.Migrate(env.ctx))

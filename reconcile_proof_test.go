@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
-	"github.com/payonce/payonce/internal/pgtest"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/ledgerpg"
 	"github.com/payonce/payonce/mocks"
@@ -36,8 +36,8 @@ import (
 // them).
 func setupPGPool(t *testing.T, o setupOpts) (*bundle, *pgxpool.Pool, *ledgerpg.Store) {
 	t.Helper()
-	pool := pgtest.NewPool(t)
-	store, err := ledgerpg.New(pool, ledgerpg.Config{Schema: pgtest.NewSchema(t, pool)})
+	pool := testkit.NewPool(t)
+	store, err := ledgerpg.New(pool, ledgerpg.Config{Schema: testkit.NewSchema(t, pool)})
 	require.NoError(t, err)
 	require.NoError(t, store.Migrate(context.Background()))
 	clock := mocks.NewManualClock(t0)
@@ -291,8 +291,8 @@ func TestReconcilersInSeparateProcesses(t *testing.T) {
 		lease          = 2 * time.Second
 	)
 	start := time.Now()
-	pool := pgtest.NewPool(t)
-	schema := pgtest.NewSchema(t, pool)
+	pool := testkit.NewPool(t)
+	schema := testkit.NewSchema(t, pool)
 	store, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -379,7 +379,7 @@ func TestReconcilersInSeparateProcesses(t *testing.T) {
 	t.Logf("backlog of %d operations ready after %s", backlog, time.Since(start).Round(time.Millisecond))
 
 	cfg := reconChildConfig{
-		PGURL: pgtest.URL(t), PGSchema: schema, PoolConns: 5,
+		PGURL: testkit.URL(t), PGSchema: schema, PoolConns: 5,
 		StripeURL: srv.URL, StripeKey: h.APIKey(), KeyTTL: keyTTL, SearchLag: 500 * time.Millisecond,
 		AttemptTimeout: attemptTimeout, LeaseDuration: lease, SafetyMargin: margin, CheckInterval: 200 * time.Millisecond,
 		MaxAttempts: 3, BreakerFailures: 8, BreakerOpenFor: 50 * time.Millisecond,
@@ -768,13 +768,13 @@ func backlogSizes() (small, large int) {
 // -short); PAYONCE_LONG=1 makes it 100,000.
 func TestBacklog100k(t *testing.T) {
 	t.Parallel()
-	pgtest.URL(t) // skip early without a database
+	testkit.URL(t) // skip early without a database
 	small, large := backlogSizes()
 	drain := func(t *testing.T, n int) reconChildResult {
 		const notFound = 50
 		start := time.Now()
-		pool := pgtest.NewPool(t)
-		schema := pgtest.NewSchema(t, pool)
+		pool := testkit.NewPool(t)
+		schema := testkit.NewSchema(t, pool)
 		store, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema})
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -801,7 +801,7 @@ func TestBacklog100k(t *testing.T) {
 		t.Logf("backlog of %d ready in %s", n, time.Since(start).Round(time.Millisecond))
 
 		p := startReconChild(t, fmt.Sprintf("drain-%d", n), reconChildConfig{
-			PGURL: pgtest.URL(t), PGSchema: schema, PoolConns: 8,
+			PGURL: testkit.URL(t), PGSchema: schema, PoolConns: 8,
 			StripeURL: fake.URL(), StripeKey: fake.APIKey(), KeepAlive: true,
 			AttemptTimeout: 5 * time.Second, BatchSize: 200, Concurrency: 8,
 			IdleFor: 200 * time.Millisecond, Poll: 20 * time.Millisecond, Deadline: 8 * time.Minute,

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/internal/cli"
-	"github.com/payonce/payonce/internal/pgtest"
+	"github.com/payonce/payonce/internal/testkit"
 )
 
 // raceEnabled is set by race_test.go when the tests run with -race; the
@@ -162,8 +162,8 @@ func sqliteTarget(t *testing.T) target {
 
 // pgTarget returns a fresh schema in the test database, or skips.
 func pgTarget(t *testing.T) target {
-	pool := pgtest.NewPool(t)
-	return target{name: "postgres", ledger: pgtest.URL(t), schema: pgtest.NewSchema(t, pool)}
+	pool := testkit.NewPool(t)
+	return target{name: "postgres", ledger: testkit.URL(t), schema: testkit.NewSchema(t, pool)}
 }
 
 // eachLedger runs fn against SQLite and PostgreSQL (skipped without a test

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
-	"github.com/payonce/payonce/internal/pgtest"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/mocks"
 )
 
@@ -22,7 +22,7 @@ import (
 // database to itself instead.
 func newDatabase(t *testing.T) string {
 	t.Helper()
-	base := pgtest.URL(t)
+	base := testkit.URL(t)
 	name := "payonce_cli_" + strings.ToLower(rand.Text())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

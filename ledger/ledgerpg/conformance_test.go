@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/payonce/payonce/internal/pgtest"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/ledgerpg"
 	"github.com/payonce/payonce/ledger/ledgertest"
@@ -18,13 +18,13 @@ import (
 // its own schema.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	pgtest.URL(t) // skip (or fail) once, up front, without a database
+	testkit.URL(t) // skip (or fail) once, up front, without a database
 	ledgertest.Run(t, func(t *testing.T) *ledgertest.Harness {
-		pool := pgtest.NewPool(t)
-		schema := pgtest.NewSchema(t, pool)
+		pool := testkit.NewPool(t)
+		schema := testkit.NewSchema(t, pool)
 		store := migratedStore(t, pool, schema)
 		open := func(t *testing.T) ledger.Store {
-			s, err := ledgerpg.New(pgtest.NewPool(t), ledgerpg.Config{Schema: schema})
+			s, err := ledgerpg.New(testkit.NewPool(t), ledgerpg.Config{Schema: schema})
 			require.NoError(t, err)
 			return s
 		}
@@ -33,7 +33,7 @@ func TestConformance(t *testing.T) {
 			OpenAnother: open,
 			Reopen: func(t *testing.T) ledger.Store {
 				pool.Close() // the old store's connections are gone; the data is not
-				pool = pgtest.NewPool(t)
+				pool = testkit.NewPool(t)
 				s, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema})
 				require.NoError(t, err)
 				return s
@@ -53,7 +53,7 @@ func TestConformance(t *testing.T) {
 			BlockWrites: func(t *testing.T) func() {
 				// What a caller's open transaction holding the table (or
 				// rows the call needs) does to the store's writes.
-				return lockTable(t, pgtest.NewPool(t), schema, "payonce_operations")
+				return lockTable(t, testkit.NewPool(t), schema, "payonce_operations")
 			},
 		}
 	})

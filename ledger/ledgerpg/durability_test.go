@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/payonce/payonce/internal/pgtest"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/ledgerpg"
 )
@@ -24,11 +24,11 @@ import (
 func TestLazyFinishDoesNotLeak(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+	cfg, err := pgxpool.ParseConfig(testkit.URL(t))
 	require.NoError(t, err)
 	cfg.MaxConns = 1 // the Finish and the checks share one connection
-	pool := pgtest.NewPoolConfig(t, cfg)
-	s := migratedStore(t, pool, pgtest.NewSchema(t, pool))
+	pool := testkit.NewPoolConfig(t, cfg)
+	s := migratedStore(t, pool, testkit.NewSchema(t, pool))
 
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	op := newOp("op-lazy")
@@ -67,14 +67,14 @@ func TestJournalIsDurableWhateverTheDefault(t *testing.T) {
 		t.Run(c.sessionDefault, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+			cfg, err := pgxpool.ParseConfig(testkit.URL(t))
 			require.NoError(t, err)
 			cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 				_, err := conn.Exec(ctx, "SET synchronous_commit = "+c.sessionDefault)
 				return err
 			}
-			pool := pgtest.NewPoolConfig(t, cfg)
-			schema := pgtest.NewSchema(t, pool)
+			pool := testkit.NewPoolConfig(t, cfg)
+			schema := testkit.NewSchema(t, pool)
 			var (
 				mu   sync.Mutex
 				seen = map[string][]string{}
@@ -139,8 +139,8 @@ func TestJournalIsDurableWhateverTheDefault(t *testing.T) {
 func TestFsyncOffIsWarnedOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.NewPool(t)
-	schema := pgtest.NewSchema(t, pool)
+	pool := testkit.NewPool(t)
+	schema := testkit.NewSchema(t, pool)
 	var logs bytes.Buffer
 	s, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	require.NoError(t, err)

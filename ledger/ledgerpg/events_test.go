@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/payonce/payonce/internal/pgtest"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/ledgerpg"
 )
@@ -23,8 +23,8 @@ import (
 func TestUpgradeFromVersion1(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pool := pgtest.NewPool(t)
-	schema := pgtest.NewSchema(t, pool)
+	pool := testkit.NewPool(t)
+	schema := testkit.NewSchema(t, pool)
 	old, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema})
 	require.NoError(t, err)
 	ledgerpg.KeepMigrationsUpTo(old, 1)

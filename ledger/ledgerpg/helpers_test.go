@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/payonce/payonce/internal/pgtest"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/ledgerpg"
 )
@@ -19,8 +19,8 @@ import (
 // newStore returns a migrated store in a fresh schema, with its pool.
 func newStore(t testing.TB) (*ledgerpg.Store, *pgxpool.Pool) {
 	t.Helper()
-	pool := pgtest.NewPool(t)
-	schema := pgtest.NewSchema(t, pool)
+	pool := testkit.NewPool(t)
+	schema := testkit.NewSchema(t, pool)
 	return migratedStore(t, pool, schema), pool
 }
 
@@ -89,12 +89,12 @@ func (c *txCounter) ended(conn *pgx.Conn, err error, tag pgconn.CommandTag) {
 // round trips and commits.
 func countingStore(t testing.TB) (*ledgerpg.Store, *txCounter) {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+	cfg, err := pgxpool.ParseConfig(testkit.URL(t))
 	require.NoError(t, err)
 	counter := &txCounter{}
 	cfg.ConnConfig.Tracer = counter
-	pool := pgtest.NewPoolConfig(t, cfg)
-	store := migratedStore(t, pool, pgtest.NewSchema(t, pool))
+	pool := testkit.NewPoolConfig(t, cfg)
+	store := migratedStore(t, pool, testkit.NewSchema(t, pool))
 	counter.roundTrips.Store(0)
 	counter.commits.Store(0)
 	return store, counter

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/payonce/payonce/internal/pgtest"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/ledgerpg"
 	"github.com/payonce/payonce/ledger/ledgertest"
@@ -34,9 +34,9 @@ func useSchema(t *testing.T, pool *pgxpool.Pool, schema string) {
 // schema.
 func TestConformanceInQuotedSchemas(t *testing.T) {
 	t.Parallel()
-	pgtest.URL(t)
+	testkit.URL(t)
 	ledgertest.Run(t, func(t *testing.T) *ledgertest.Harness {
-		pool := pgtest.NewPool(t)
+		pool := testkit.NewPool(t)
 		schema := `Order "Pay Once" ` + rand.Text()[:12]
 		useSchema(t, pool, schema)
 		s, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema})
@@ -45,11 +45,11 @@ func TestConformanceInQuotedSchemas(t *testing.T) {
 		return &ledgertest.Harness{
 			Store: s,
 			OpenAnother: func(t *testing.T) ledger.Store {
-				s, err := ledgerpg.New(pgtest.NewPool(t), ledgerpg.Config{Schema: schema})
+				s, err := ledgerpg.New(testkit.NewPool(t), ledgerpg.Config{Schema: schema})
 				require.NoError(t, err)
 				return s
 			},
-			BlockWrites: func(t *testing.T) func() { return lockTable(t, pgtest.NewPool(t), schema, "payonce_operations") },
+			BlockWrites: func(t *testing.T) func() { return lockTable(t, testkit.NewPool(t), schema, "payonce_operations") },
 		}
 	})
 }
@@ -60,7 +60,7 @@ func TestConformanceInQuotedSchemas(t *testing.T) {
 func TestReservedAndMixedCaseSchemas(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pool := pgtest.NewPool(t)
+	pool := testkit.NewPool(t)
 	for _, schema := range []string{"user", "order", "Pay Once"} {
 		t.Run(schema, func(t *testing.T) {
 			useSchema(t, pool, schema)

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/payonce/payonce/internal/pgtest"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/ledgerpg"
 )
@@ -65,8 +65,8 @@ func TestMigrations(t *testing.T) {
 func TestMigrateTwiceIsNoop(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pool := pgtest.NewPool(t)
-	schema := pgtest.NewSchema(t, pool)
+	pool := testkit.NewPool(t)
+	schema := testkit.NewSchema(t, pool)
 	s, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema})
 	require.NoError(t, err)
 
@@ -95,8 +95,8 @@ func TestMigrateTwiceIsNoop(t *testing.T) {
 func TestConcurrentMigrateCreatesSchemaOnce(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	poolA, poolB := pgtest.NewPool(t), pgtest.NewPool(t)
-	schema := pgtest.NewSchema(t, poolA)
+	poolA, poolB := testkit.NewPool(t), testkit.NewPool(t)
+	schema := testkit.NewSchema(t, poolA)
 	// Start from nothing: Migrate must create the schema, and the two
 	// processes race for it.
 	_, err := poolA.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize())
@@ -130,7 +130,7 @@ func TestSchemasAreIsolated(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	a, pool := newStore(t)
-	b := migratedStore(t, pool, pgtest.NewSchema(t, pool))
+	b := migratedStore(t, pool, testkit.NewSchema(t, pool))
 
 	_, err := a.Begin(ctx, ledger.BeginParams{Op: newOp("op-1"), Owner: "w", Now: t0, LeaseUntil: t0.Add(time.Minute)})
 	require.NoError(t, err)
@@ -147,7 +147,7 @@ func TestConcurrentClaimHasOneWinner(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	a, _ := newStore(t)
-	poolB := pgtest.NewPool(t)
+	poolB := testkit.NewPool(t)
 	b, err := ledgerpg.New(poolB, ledgerpg.Config{Schema: a.Schema()})
 	require.NoError(t, err)
 
@@ -191,7 +191,7 @@ func TestConcurrentBeginStartsOneAttempt(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	a, _ := newStore(t)
-	b, err := ledgerpg.New(pgtest.NewPool(t), ledgerpg.Config{Schema: a.Schema()})
+	b, err := ledgerpg.New(testkit.NewPool(t), ledgerpg.Config{Schema: a.Schema()})
 	require.NoError(t, err)
 
 	const callers = 20
@@ -241,7 +241,7 @@ func TestConcurrentClaimDueNeverSharesRows(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	a, _ := newStore(t)
-	b, err := ledgerpg.New(pgtest.NewPool(t), ledgerpg.Config{Schema: a.Schema()})
+	b, err := ledgerpg.New(testkit.NewPool(t), ledgerpg.Config{Schema: a.Schema()})
 	require.NoError(t, err)
 	const ops = 200
 	for i := range ops {

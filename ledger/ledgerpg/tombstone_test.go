@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/payonce/payonce/internal/pgtest"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/ledgerpg"
 )
@@ -62,12 +62,12 @@ func TestLateCallsWaitingOnCleanupGetTheTombstone(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	const n = 6
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+	cfg, err := pgxpool.ParseConfig(testkit.URL(t))
 	require.NoError(t, err)
 	cfg.MaxConns = 2*n + 2 // every late call, and its CreateOrGetTx caller, holds one while it waits
-	pool := pgtest.NewPoolConfig(t, cfg)
-	s := migratedStore(t, pool, pgtest.NewSchema(t, pool))
-	observer := pgtest.NewPool(t)
+	pool := testkit.NewPoolConfig(t, cfg)
+	s := migratedStore(t, pool, testkit.NewSchema(t, pool))
+	observer := testkit.NewPool(t)
 	var ops []ledger.NewOperation
 	for i := range n {
 		ops = append(ops, finishedOp(t, s, fmt.Sprintf("op-%d", i)))
@@ -139,7 +139,7 @@ func TestCleanupAndLateBeginsConcurrently(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s, pool := newStore(t)
-	other, err := ledgerpg.New(pgtest.NewPool(t), ledgerpg.Config{Schema: s.Schema()})
+	other, err := ledgerpg.New(testkit.NewPool(t), ledgerpg.Config{Schema: s.Schema()})
 	require.NoError(t, err)
 	stores := []*ledgerpg.Store{s, other}
 	const rounds, ops, callers = 40, 10, 12

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/providers/checkout"
-	"github.com/payonce/payonce/providers/internal/testutil"
 )
 
 func TestNewDefaults(t *testing.T) {
@@ -54,7 +54,7 @@ func TestNewValidation(t *testing.T) {
 			t.Parallel()
 			p, err := checkout.New(tc.cfg)
 			require.Nil(t, p)
-			testutil.RequireInvalid(t, err, tc.field, testKey)
+			testkit.RequireInvalid(t, err, tc.field, testKey)
 			require.Contains(t, err.Error(), tc.hint)
 		})
 	}

@@ -8,10 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/mocks"
 	"github.com/payonce/payonce/providers/checkout"
-	"github.com/payonce/payonce/providers/internal/testutil"
 )
 
 // The end-to-end tests drive payonce.Client against the fake Checkout.com,
@@ -40,7 +40,7 @@ func e2eSetup(t *testing.T, fo mocks.CheckoutOptions) *e2e {
 	t.Cleanup(fake.Close)
 	psp, err := checkout.New(checkout.Config{SecretKey: fake.SecretKey(), BaseURL: fake.URL(), Now: clock.Now})
 	require.NoError(t, err)
-	client, store := testutil.NewClient(t, psp, clock.Now)
+	client, store := testkit.NewClient(t, psp, clock.Now)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return &e2e{fake: fake, clock: clock, store: store, client: client, ctx: ctx}

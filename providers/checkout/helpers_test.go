@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/providers/checkout"
-	"github.com/payonce/payonce/providers/internal/testutil"
 )
 
 // testKey is a fake secret key; tests check it never leaks.
@@ -57,11 +57,11 @@ func chargeReq() payonce.SendRequest {
 	}
 }
 
-var withKind = testutil.WithKind
+var withKind = testkit.WithKind
 
 // respond answers like Checkout.com: JSON with a Cko-Request-Id.
 func respond(status int, body string) *http.Response {
-	r := testutil.Respond(status, body, "Cko-Request-Id", "0f5e3a2c-1b2d-4c5e-8f9a-0b1c2d3e4f50")
+	r := testkit.Respond(status, body, "Cko-Request-Id", "0f5e3a2c-1b2d-4c5e-8f9a-0b1c2d3e4f50")
 	if body != "" {
 		r.Header.Set("Content-Type", "application/json")
 	}

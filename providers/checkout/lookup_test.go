@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/providers/checkout"
-	"github.com/payonce/payonce/providers/internal/testutil"
 )
 
 func lookupQuery(kind payonce.Kind, paymentRef, providerRef string) payonce.LookupQuery {
@@ -304,7 +304,7 @@ func TestLookupErrors(t *testing.T) {
 func TestLookupTransportErrorAndBodyClosed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	testutil.RequireLookupTransport(t, b.p, lookupQuery(payonce.KindCharge, "", "pay_1"),
+	testkit.RequireLookupTransport(t, b.p, lookupQuery(payonce.KindCharge, "", "pay_1"),
 		lookupQuery(payonce.KindRefund, "pay_1", ""), `[]`)
 	_, err := b.p.Lookup(context.Background(), nil, lookupQuery(payonce.KindCharge, "", "pay_1"))
 	require.Error(t, err)

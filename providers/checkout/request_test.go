@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/providers/checkout"
-	"github.com/payonce/payonce/providers/internal/testutil"
 )
 
 func requireCommonHeaders(t *testing.T, hr *http.Request, key string) {
@@ -27,7 +27,7 @@ func TestNewRequestCharge(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *checkout.Config) { c.ProcessingChannelID = "pc_channel1" })
 	r := chargeReq()
-	hr, body := testutil.Build(t, b.p, r)
+	hr, body := testkit.Build(t, b.p, r)
 	requireCommonHeaders(t, hr, r.Key)
 	require.Equal(t, base+"/payments", hr.URL.String())
 	require.Equal(t, map[string]any{
@@ -46,9 +46,9 @@ func TestNewRequestCharge(t *testing.T) {
 			"payonce_kind": "charge",
 			"payonce_refs": `["order","42"]`,
 		},
-	}, testutil.DecodeJSON(t, body))
+	}, testkit.DecodeJSON(t, body))
 	for range 20 {
-		_, again := testutil.Build(t, b.p, r)
+		_, again := testkit.Build(t, b.p, r)
 		require.Equal(t, body, again, "the same bytes on every attempt")
 	}
 	rc, err := hr.GetBody()
@@ -65,8 +65,8 @@ func TestNewRequestChargeTokenAuthorizeOnly(t *testing.T) {
 	r.Request.CaptureManual = true
 	r.Request.Customer, r.Request.Description, r.Request.Metadata = "", "", nil
 	r.Request.Amount, r.Request.Currency = 1500, "JPY"
-	_, body := testutil.Build(t, b.p, r)
-	m := testutil.DecodeJSON(t, body)
+	_, body := testkit.Build(t, b.p, r)
+	m := testkit.DecodeJSON(t, body)
 	require.Equal(t, map[string]any{"type": "token", "token": "tok_4gzeau5o2uqubbk6fufs3m7p54"}, m["source"])
 	require.Equal(t, false, m["capture"])
 	require.Equal(t, json.Number("1500"), m["amount"], "minor units as they are")
@@ -91,10 +91,10 @@ func TestNewRequestActions(t *testing.T) {
 		{payonce.KindRefund, 0, "/payments/pay_1/refunds", map[string]any{}},
 	} {
 		r := withKind(chargeReq(), tc.kind, tc.amount, "pay_1")
-		hr, body := testutil.Build(t, b.p, r)
+		hr, body := testkit.Build(t, b.p, r)
 		requireCommonHeaders(t, hr, r.Key)
 		require.Equal(t, base+tc.path, hr.URL.String())
-		m := testutil.DecodeJSON(t, body)
+		m := testkit.DecodeJSON(t, body)
 		require.Equal(t, r.OperationID, m["reference"])
 		md := m["metadata"].(map[string]any)
 		require.Equal(t, r.OperationID, md["payonce_op"])
@@ -103,7 +103,7 @@ func TestNewRequestActions(t *testing.T) {
 		delete(m, "metadata")
 		require.Equal(t, tc.want, m, "%s %d", tc.kind, tc.amount)
 	}
-	hr, _ := testutil.Build(t, b.p, withKind(chargeReq(), payonce.KindCapture, 0, "pay_1/../x?y"))
+	hr, _ := testkit.Build(t, b.p, withKind(chargeReq(), payonce.KindCapture, 0, "pay_1/../x?y"))
 	require.Equal(t, base+"/payments/pay_1%2F..%2Fx%3Fy/captures", hr.URL.String())
 }
 
@@ -134,7 +134,7 @@ func TestNewRequestErrors(t *testing.T) {
 			tc.mod(&r)
 			hr, err := b.p.NewRequest(context.Background(), r)
 			require.Nil(t, hr)
-			testutil.RequireInvalid(t, err, tc.field, testKey)
+			testkit.RequireInvalid(t, err, tc.field, testKey)
 		})
 	}
 }
@@ -148,8 +148,8 @@ func TestNewRequestLongReferences(t *testing.T) {
 		refs[i] = strings.Repeat(string(rune('a'+i)), 100)
 	}
 	r.Request.References = refs
-	_, body := testutil.Build(t, b.p, r)
-	v := testutil.DecodeJSON(t, body)["metadata"].(map[string]any)["payonce_refs"].(string)
+	_, body := testkit.Build(t, b.p, r)
+	v := testkit.DecodeJSON(t, body)["metadata"].(map[string]any)["payonce_refs"].(string)
 	require.LessOrEqual(t, len(v), 255)
 	var got []string
 	require.NoError(t, json.Unmarshal([]byte(v), &got))

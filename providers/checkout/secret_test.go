@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/providers/checkout"
-	"github.com/payonce/payonce/providers/internal/testutil"
 )
 
 // TestSecretKeyNeverLeaks checks every place the key could escape:
@@ -23,7 +23,7 @@ func TestSecretKeyNeverLeaks(t *testing.T) {
 	b := setup(t)
 	cfg := checkout.Config{SecretKey: testKey, BaseURL: "https://" + testKey + ":x@example.com"}
 
-	texts := testutil.Printed(cfg, &cfg, b.p, *b.p)
+	texts := testkit.Printed(cfg, &cfg, b.p, *b.p)
 
 	_, err := checkout.New(checkout.Config{SecretKey: testKey, BaseURL: "ftp://" + testKey})
 	texts = append(texts, err.Error())

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/providers/internal/testutil"
 	"github.com/payonce/payonce/providers/stripe"
 )
 
@@ -55,7 +55,7 @@ func TestContradictions(t *testing.T) {
 				q = tc.mod(q)
 			}
 			send := payonce.SendRequest{OperationID: q.OperationID, Key: q.Key, Request: q.Request}
-			o := b.p.Classify(send, 200, testutil.Header(), []byte(tc.body))
+			o := b.p.Classify(send, 200, testkit.Header(), []byte(tc.body))
 			require.Equal(t, ledger.OutcomeMaybeSent, o.Class, "never success or refused on another request's object")
 			require.Contains(t, o.Contradiction, tc.why)
 			require.NotEmpty(t, o.ProviderRef)

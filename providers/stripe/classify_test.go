@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/providers/internal/testutil"
 )
 
 // pi is the PaymentIntent of chargeReq's charge in status; a succeeded
@@ -152,7 +152,7 @@ func TestClassify(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			o := b.p.Classify(tc.r, tc.status, testutil.Header(tc.hdr...), []byte(tc.body))
+			o := b.p.Classify(tc.r, tc.status, testkit.Header(tc.hdr...), []byte(tc.body))
 			require.Equal(t, tc.want.class, o.Class)
 			require.Equal(t, tc.want.processing, o.Processing, "Processing")
 			require.Equal(t, tc.want.ref, o.ProviderRef, "ProviderRef")

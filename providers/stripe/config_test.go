@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
-	"github.com/payonce/payonce/providers/internal/testutil"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/providers/stripe"
 )
 
@@ -55,7 +55,7 @@ func TestNewValidation(t *testing.T) {
 			t.Parallel()
 			p, err := stripe.New(tc.cfg)
 			require.Nil(t, p)
-			testutil.RequireInvalid(t, err, tc.field, testKey)
+			testkit.RequireInvalid(t, err, tc.field, testKey)
 			require.Contains(t, err.Error(), tc.hint)
 		})
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
-	"github.com/payonce/payonce/providers/internal/testutil"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/providers/stripe"
 )
 
@@ -58,9 +58,9 @@ func chargeReq() payonce.SendRequest {
 	}
 }
 
-var withKind = testutil.WithKind
+var withKind = testkit.WithKind
 
-var respond = testutil.Respond
+var respond = testkit.Respond
 
 // opID and opKey are chargeReq's operation id and key (generation 0).
 const (

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
-	"github.com/payonce/payonce/providers/internal/testutil"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/providers/stripe"
 )
 
@@ -396,7 +396,7 @@ func TestLookupErrors(t *testing.T) {
 func TestLookupTransportErrorAndBodyClosed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	testutil.RequireLookupTransport(t, b.p, lookupQuery(payonce.KindCharge, "", "pi_1"),
+	testkit.RequireLookupTransport(t, b.p, lookupQuery(payonce.KindCharge, "", "pi_1"),
 		lookupQuery(payonce.KindCapture, "pi_1", ""), piJSON("pi_1", "succeeded", 1, ""))
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
-	"github.com/payonce/payonce/providers/internal/testutil"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/providers/stripe"
 )
 
@@ -45,7 +45,7 @@ func TestNewRequestCharge(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := chargeReq()
-	hr, body := testutil.Build(t, b.p, r)
+	hr, body := testkit.Build(t, b.p, r)
 	requireCommonHeaders(t, hr, r.Key)
 	require.Equal(t, base+"/v1/payment_intents", hr.URL.String())
 	require.Empty(t, hr.Header.Get("Stripe-Version"))
@@ -74,7 +74,7 @@ func TestNewRequestCharge(t *testing.T) {
 
 	// Every attempt sends the same bytes, whatever the map order.
 	for range 20 {
-		hr2, body2 := testutil.Build(t, b.p, r)
+		hr2, body2 := testkit.Build(t, b.p, r)
 		require.Equal(t, body, body2)
 		require.Equal(t, hr.URL.String(), hr2.URL.String())
 	}
@@ -92,7 +92,7 @@ func TestNewRequestChargeManualMinimal(t *testing.T) {
 	r := chargeReq()
 	r.Request.CaptureManual = true
 	r.Request.Customer, r.Request.Description, r.Request.Metadata = "", "", nil
-	hr, body := testutil.Build(t, b.p, r)
+	hr, body := testkit.Build(t, b.p, r)
 	require.Equal(t, "http://127.0.0.1:12111/prefix/v1/payment_intents", hr.URL.String())
 	require.Equal(t, "2024-06-20", hr.Header.Get("Stripe-Version"))
 	form, err := url.ParseQuery(body)
@@ -108,13 +108,13 @@ func TestNewRequestCapture(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := withKind(chargeReq(), payonce.KindCapture, 500, "pi_123")
-	hr, body := testutil.Build(t, b.p, r)
+	hr, body := testkit.Build(t, b.p, r)
 	requireCommonHeaders(t, hr, r.Key)
 	require.Equal(t, base+"/v1/payment_intents/pi_123/capture", hr.URL.String())
 	require.Equal(t, "amount_to_capture=500", body)
 
 	r.Request.Amount = 0
-	_, body = testutil.Build(t, b.p, r)
+	_, body = testkit.Build(t, b.p, r)
 	require.Empty(t, body, "a full capture sends no amount")
 }
 
@@ -122,7 +122,7 @@ func TestNewRequestCancel(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := withKind(chargeReq(), payonce.KindCancel, 0, "pi_123")
-	hr, body := testutil.Build(t, b.p, r)
+	hr, body := testkit.Build(t, b.p, r)
 	requireCommonHeaders(t, hr, r.Key)
 	require.Equal(t, base+"/v1/payment_intents/pi_123/cancel", hr.URL.String())
 	require.Empty(t, body)
@@ -133,7 +133,7 @@ func TestNewRequestRefund(t *testing.T) {
 	b := setup(t)
 	r := withKind(chargeReq(), payonce.KindRefund, 700, "pi_123")
 	r.Request.References = []string{"order", "42", "refund", "1"}
-	hr, body := testutil.Build(t, b.p, r)
+	hr, body := testkit.Build(t, b.p, r)
 	requireCommonHeaders(t, hr, r.Key)
 	require.Equal(t, base+"/v1/refunds", hr.URL.String())
 	requireSortedForm(t, body)
@@ -151,7 +151,7 @@ func TestNewRequestRefund(t *testing.T) {
 	}, form)
 
 	r.Request.Amount = 0
-	_, body = testutil.Build(t, b.p, r)
+	_, body = testkit.Build(t, b.p, r)
 	form, _ = url.ParseQuery(body)
 	require.NotContains(t, form, "amount", "a full refund sends no amount")
 }
@@ -160,7 +160,7 @@ func TestNewRequestPathEscape(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := withKind(chargeReq(), payonce.KindCapture, 0, "pi_1/../refunds?x=1#y")
-	hr, _ := testutil.Build(t, b.p, r)
+	hr, _ := testkit.Build(t, b.p, r)
 	require.Equal(t, base+"/v1/payment_intents/pi_1%2F..%2Frefunds%3Fx=1%23y/capture", hr.URL.String())
 	require.Empty(t, hr.URL.RawQuery)
 }
@@ -199,7 +199,7 @@ func TestNewRequestErrors(t *testing.T) {
 			tc.mod(&r)
 			hr, err := b.p.NewRequest(context.Background(), r)
 			require.Nil(t, hr)
-			testutil.RequireInvalid(t, err, tc.field, testKey)
+			testkit.RequireInvalid(t, err, tc.field, testKey)
 		})
 	}
 }
@@ -212,7 +212,7 @@ func TestNewRequestMetadataLimitEdge(t *testing.T) {
 	for i := range 46 {
 		r.Request.Metadata["k"+string(rune('a'+i%26))+string(rune('a'+i/26))] = "v"
 	}
-	_, body := testutil.Build(t, b.p, r)
+	_, body := testkit.Build(t, b.p, r)
 	form, _ := url.ParseQuery(body)
 	n := 0
 	for k := range form {
@@ -232,7 +232,7 @@ func TestNewRequestLongReferences(t *testing.T) {
 		refs[i] = strings.Repeat(string(rune('a'+i)), 100)
 	}
 	r.Request.References = refs
-	_, body := testutil.Build(t, b.p, r)
+	_, body := testkit.Build(t, b.p, r)
 	form, _ := url.ParseQuery(body)
 	v := form.Get("metadata[payonce_refs]")
 	require.LessOrEqual(t, len(v), 500)
@@ -243,13 +243,13 @@ func TestNewRequestLongReferences(t *testing.T) {
 
 	// A single reference too long once escaped still gives valid JSON.
 	r.Request.References = []string{strings.Repeat(`"`, 256)}
-	_, body = testutil.Build(t, b.p, r)
+	_, body = testkit.Build(t, b.p, r)
 	form, _ = url.ParseQuery(body)
 	require.Equal(t, `["...+1"]`, form.Get("metadata[payonce_refs]"))
 
 	// No HTML escaping: what the caller wrote is what an operator sees.
 	r.Request.References = []string{"a<b>&c"}
-	_, body = testutil.Build(t, b.p, r)
+	_, body = testkit.Build(t, b.p, r)
 	form, _ = url.ParseQuery(body)
 	require.Equal(t, `["a<b>&c"]`, form.Get("metadata[payonce_refs]"))
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
-	"github.com/payonce/payonce/providers/internal/testutil"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/providers/stripe"
 )
 
@@ -23,7 +23,7 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 	b := setup(t, func(c *stripe.Config) { c.BaseURL = "https://api.stripe.com/"; c.APIVersion = "2024-06-20" })
 	cfg := stripe.Config{APIKey: testKey, BaseURL: "https://user:" + testKey + "@example.com"}
 
-	texts := testutil.Printed(cfg, &cfg, b.p, *b.p)
+	texts := testkit.Printed(cfg, &cfg, b.p, *b.p)
 
 	// Errors from New and NewRequest.
 	_, err := stripe.New(stripe.Config{APIKey: testKey, BaseURL: "ftp://" + testKey})

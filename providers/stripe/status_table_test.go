@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/providers/internal/testutil"
 )
 
 // lookupErr marks a table row whose lookup must fail (the state is not
@@ -131,7 +131,7 @@ func TestEveryStatus(t *testing.T) {
 				q := lookupQuery(kind.kind, "pi_1", "")
 				send := payonce.SendRequest{OperationID: q.OperationID, Key: q.Key, Request: q.Request}
 
-				o := b.p.Classify(send, 200, testutil.Header("Request-Id", "req_1"), []byte(tc.body))
+				o := b.p.Classify(send, 200, testkit.Header("Request-Id", "req_1"), []byte(tc.body))
 				require.Equal(t, tc.class, o.Class, "Classify: %s", o.Message)
 				require.Equal(t, tc.proc, o.Processing, "Processing")
 				require.Empty(t, o.Contradiction)

@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/mocks"
-	"github.com/payonce/payonce/providers/internal/testutil"
 	"github.com/payonce/payonce/providers/yookassa"
 )
 
@@ -39,7 +39,7 @@ func e2eSetup(t *testing.T, fo mocks.YooKassaOptions) *e2e {
 	t.Cleanup(fake.Close)
 	psp, err := yookassa.New(yookassa.Config{ShopID: fake.ShopID(), SecretKey: fake.SecretKey(), BaseURL: fake.URL(), Now: clock.Now})
 	require.NoError(t, err)
-	client, store := testutil.NewClient(t, psp, clock.Now)
+	client, store := testkit.NewClient(t, psp, clock.Now)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return &e2e{fake: fake, clock: clock, store: store, client: client, ctx: ctx}

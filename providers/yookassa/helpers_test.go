@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
-	"github.com/payonce/payonce/providers/internal/testutil"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/providers/yookassa"
 )
 
@@ -61,7 +61,7 @@ func chargeReq() payonce.SendRequest {
 }
 
 func withKind(r payonce.SendRequest, k payonce.Kind, amount int64, ref string) payonce.SendRequest {
-	r = testutil.WithKind(r, k, amount, ref)
+	r = testkit.WithKind(r, k, amount, ref)
 	if k == payonce.KindCancel {
 		r.Request.Currency = ""
 	}
@@ -69,5 +69,5 @@ func withKind(r payonce.SendRequest, k payonce.Kind, amount int64, ref string) p
 }
 
 func respond(status int, body string) *http.Response {
-	return testutil.Respond(status, body, "Content-Type", "application/json")
+	return testkit.Respond(status, body, "Content-Type", "application/json")
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
-	"github.com/payonce/payonce/providers/internal/testutil"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/providers/yookassa"
 )
 
@@ -385,7 +385,7 @@ func TestLookupTooManyPages(t *testing.T) {
 func TestLookupTransportErrorAndBodyClosed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	testutil.RequireLookupTransport(t, b.p, lookupQuery(payonce.KindCharge, "", "p1"),
+	testkit.RequireLookupTransport(t, b.p, lookupQuery(payonce.KindCharge, "", "p1"),
 		lookupQuery(payonce.KindCapture, "p1", ""), pm("p1", "succeeded", ""))
 	_, err := b.p.Lookup(context.Background(), nil, lookupQuery(payonce.KindCharge, "", "p1"))
 	require.Error(t, err)

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
-	"github.com/payonce/payonce/providers/internal/testutil"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/providers/yookassa"
 )
 
@@ -33,7 +33,7 @@ func TestNewRequestCharge(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := chargeReq()
-	hr, body := testutil.Build(t, b.p, r)
+	hr, body := testkit.Build(t, b.p, r)
 	requireCommonHeaders(t, hr, r.Key)
 	require.Equal(t, base+"/v3/payments", hr.URL.String())
 	require.Equal(t, map[string]any{
@@ -49,12 +49,12 @@ func TestNewRequestCharge(t *testing.T) {
 			"payonce_kind": "charge",
 			"payonce_refs": `["order","42"]`,
 		},
-	}, testutil.DecodeJSON(t, body))
+	}, testkit.DecodeJSON(t, body))
 	require.NotContains(t, body, "cus_123", "the customer is not sent")
 
 	// Every attempt sends the same bytes, whatever the map order.
 	for range 20 {
-		hr2, body2 := testutil.Build(t, b.p, r)
+		hr2, body2 := testkit.Build(t, b.p, r)
 		require.Equal(t, body, body2)
 		require.Equal(t, hr.URL.String(), hr2.URL.String())
 	}
@@ -72,33 +72,33 @@ func TestNewRequestChargeTwoStageAndScales(t *testing.T) {
 	r.Request.CaptureManual = true
 	r.Request.Amount, r.Request.Currency = 1500, "JPY"
 	r.Request.Description, r.Request.Metadata = "", nil
-	hr, body := testutil.Build(t, b.p, r)
+	hr, body := testkit.Build(t, b.p, r)
 	require.Equal(t, "http://127.0.0.1:12111/prefix/v3/payments", hr.URL.String())
-	m := testutil.DecodeJSON(t, body)
+	m := testkit.DecodeJSON(t, body)
 	require.Equal(t, false, m["capture"])
 	require.Equal(t, map[string]any{"value": "1500", "currency": "JPY"}, m["amount"])
 	require.NotContains(t, m, "description")
 	require.Len(t, m["metadata"], 4)
 
 	r.Request.Amount, r.Request.Currency = 1, "KWD"
-	_, body = testutil.Build(t, b.p, r)
-	require.Equal(t, map[string]any{"value": "0.001", "currency": "KWD"}, testutil.DecodeJSON(t, body)["amount"])
+	_, body = testkit.Build(t, b.p, r)
+	require.Equal(t, map[string]any{"value": "0.001", "currency": "KWD"}, testkit.DecodeJSON(t, body)["amount"])
 }
 
 func TestNewRequestCaptureCancel(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := withKind(chargeReq(), payonce.KindCapture, 50050, "2d5c5e8a-000f-5000-9000-1b2c3d4e5f60")
-	hr, body := testutil.Build(t, b.p, r)
+	hr, body := testkit.Build(t, b.p, r)
 	requireCommonHeaders(t, hr, r.Key)
 	require.Equal(t, base+"/v3/payments/2d5c5e8a-000f-5000-9000-1b2c3d4e5f60/capture", hr.URL.String())
 	require.JSONEq(t, `{"amount":{"value":"500.50","currency":"RUB"}}`, body)
 	r.Request.Amount = 0
-	_, body = testutil.Build(t, b.p, r)
+	_, body = testkit.Build(t, b.p, r)
 	require.Equal(t, `{}`, body, "a full capture sends no amount")
 
 	c := withKind(chargeReq(), payonce.KindCancel, 0, "pay/../x")
-	hr, body = testutil.Build(t, b.p, c)
+	hr, body = testkit.Build(t, b.p, c)
 	requireCommonHeaders(t, hr, c.Key)
 	require.Equal(t, base+"/v3/payments/pay%2F..%2Fx/cancel", hr.URL.String())
 	require.Equal(t, `{}`, body)
@@ -109,25 +109,25 @@ func TestNewRequestRefund(t *testing.T) {
 	b := setup(t)
 	r := withKind(chargeReq(), payonce.KindRefund, 70000, "2d5c5e8a-000f-5000-9000-1b2c3d4e5f60")
 	r.Request.References = []string{"order", "42", "1"}
-	hr, body := testutil.Build(t, b.p, r)
+	hr, body := testkit.Build(t, b.p, r)
 	requireCommonHeaders(t, hr, r.Key)
 	require.Equal(t, base+"/v3/refunds", hr.URL.String())
 	require.Equal(t, map[string]any{
 		"payment_id":  "2d5c5e8a-000f-5000-9000-1b2c3d4e5f60",
 		"amount":      map[string]any{"value": "700.00", "currency": "RUB"},
 		"description": "payonce_op:" + r.OperationID,
-	}, testutil.DecodeJSON(t, body))
+	}, testkit.DecodeJSON(t, body))
 	require.NotContains(t, body, "metadata", "YooKassa refunds carry no metadata")
 
 	// A caller description is kept, cut so that the marker fits in 250.
 	r.Request.Description = strings.Repeat("ж", 300)
-	_, body = testutil.Build(t, b.p, r)
-	desc := testutil.DecodeJSON(t, body)["description"].(string)
+	_, body = testkit.Build(t, b.p, r)
+	desc := testkit.DecodeJSON(t, body)["description"].(string)
 	require.Equal(t, 250, utf8.RuneCountInString(desc))
 	require.True(t, strings.HasSuffix(desc, " payonce_op:"+r.OperationID))
 	r.Request.Description = "Returned goods"
-	_, body = testutil.Build(t, b.p, r)
-	require.Equal(t, "Returned goods payonce_op:"+r.OperationID, testutil.DecodeJSON(t, body)["description"])
+	_, body = testkit.Build(t, b.p, r)
+	require.Equal(t, "Returned goods payonce_op:"+r.OperationID, testkit.DecodeJSON(t, body)["description"])
 }
 
 func TestNewRequestErrors(t *testing.T) {
@@ -169,7 +169,7 @@ func TestNewRequestErrors(t *testing.T) {
 			tc.mod(&r)
 			hr, err := b.p.NewRequest(context.Background(), r)
 			require.Nil(t, hr)
-			testutil.RequireInvalid(t, err, tc.field, testSecret)
+			testkit.RequireInvalid(t, err, tc.field, testSecret)
 		})
 	}
 }
@@ -183,8 +183,8 @@ func TestNewRequestLongReferences(t *testing.T) {
 		refs[i] = strings.Repeat(string(rune('a'+i)), 100)
 	}
 	r.Request.References = refs
-	_, body := testutil.Build(t, b.p, r)
-	v := testutil.DecodeJSON(t, body)["metadata"].(map[string]any)["payonce_refs"].(string)
+	_, body := testkit.Build(t, b.p, r)
+	v := testkit.DecodeJSON(t, body)["metadata"].(map[string]any)["payonce_refs"].(string)
 	require.LessOrEqual(t, utf8.RuneCountInString(v), 512)
 	var got []string
 	require.NoError(t, json.Unmarshal([]byte(v), &got))

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
-	"github.com/payonce/payonce/providers/internal/testutil"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/providers/yookassa"
 )
 
@@ -23,7 +23,7 @@ func TestCredentialsNeverLeak(t *testing.T) {
 	b := setup(t, func(c *yookassa.Config) { c.BaseURL = "https://api.yookassa.ru/" })
 	cfg := yookassa.Config{ShopID: testShopID, SecretKey: testSecret, BaseURL: "https://" + testShopID + ":" + testSecret + "@example.com"}
 
-	texts := testutil.Printed(cfg, &cfg, b.p, *b.p)
+	texts := testkit.Printed(cfg, &cfg, b.p, *b.p)
 
 	_, err := yookassa.New(yookassa.Config{ShopID: testShopID, SecretKey: testSecret, BaseURL: "ftp://" + testSecret})
 	texts = append(texts, err.Error())

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/providers/internal/testutil"
 	"github.com/payonce/payonce/providers/yookassa"
 )
 
@@ -350,13 +350,13 @@ func TestRefundDescriptionCarriesTheKeyOfLaterGenerations(t *testing.T) {
 	b := setup(t)
 	r := withKind(chargeReq(), payonce.KindRefund, 100, "p1")
 	r.Request.Description = "Returned goods"
-	_, body := testutil.Build(t, b.p, r)
-	require.Equal(t, "Returned goods payonce_op:"+r.OperationID, testutil.DecodeJSON(t, body)["description"])
+	_, body := testkit.Build(t, b.p, r)
+	require.Equal(t, "Returned goods payonce_op:"+r.OperationID, testkit.DecodeJSON(t, body)["description"])
 
 	r.Key = "5d1c7e0a-0000-5000-8000-00000000g001"
 	r.Request.Description = strings.Repeat("ж", 300)
-	_, body = testutil.Build(t, b.p, r)
-	desc := testutil.DecodeJSON(t, body)["description"].(string)
+	_, body = testkit.Build(t, b.p, r)
+	desc := testkit.DecodeJSON(t, body)["description"].(string)
 	require.True(t, strings.HasSuffix(desc, " payonce_op:"+r.OperationID+" payonce_key:"+r.Key), desc)
 	require.LessOrEqual(t, len([]rune(desc)), 250)
 }

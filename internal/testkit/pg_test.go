@@ -1,4 +1,4 @@
-package pgtest_test
+package testkit_test
 
 import (
 	"context"
@@ -6,23 +6,23 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/payonce/payonce/internal/pgtest"
+	"github.com/payonce/payonce/internal/testkit"
 )
 
 func TestURLSkipsWithoutDatabase(t *testing.T) {
-	t.Setenv(pgtest.EnvURL, "")
-	t.Setenv(pgtest.EnvRequire, "")
+	t.Setenv(testkit.EnvURL, "")
+	t.Setenv(testkit.EnvRequire, "")
 	skipped := false
 	t.Run("inner", func(t *testing.T) {
 		defer func() { skipped = t.Skipped() }()
-		pgtest.URL(t)
+		testkit.URL(t)
 	})
 	require.True(t, skipped)
 }
 
 func TestNewSchemaIsDroppedAfterTheTest(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.NewPool(t)
+	pool := testkit.NewPool(t)
 	exists := func(name string) bool {
 		var ok bool
 		err := pool.QueryRow(context.Background(), "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", name).Scan(&ok)
@@ -31,7 +31,7 @@ func TestNewSchemaIsDroppedAfterTheTest(t *testing.T) {
 	}
 	var a, b string
 	t.Run("inner", func(t *testing.T) {
-		a, b = pgtest.NewSchema(t, pool), pgtest.NewSchema(t, pool)
+		a, b = testkit.NewSchema(t, pool), testkit.NewSchema(t, pool)
 		require.NotEqual(t, a, b)
 		require.True(t, exists(a))
 		_, err := pool.Exec(t.Context(), "CREATE TABLE "+a+".t (x int)")

@@ -1,13 +1,21 @@
-// Package pgtest gives tests a PostgreSQL database: its URL from the
-// environment and a private schema per test, so that packages testing in
-// parallel against one database never see each other's rows.
+// Package testkit holds the helpers the project's tests share (only tests
+// import it):
 //
-//	func TestSomething(t *testing.T) {
-//		pool := pgtest.NewPool(t)          // skips when no database is configured
-//		schema := pgtest.NewSchema(t, pool) // dropped when the test ends
-//		...
-//	}
-package pgtest
+//   - a PostgreSQL database: its URL from the environment and a private
+//     schema per test, so that packages testing in parallel against one
+//     database never see each other's rows (pg.go);
+//
+//   - for the provider adapters' tests: canned HTTP answers and doers,
+//     request building, the checks of a ValidationError and of a secret
+//     that must not leak, and an end-to-end client over a fresh SQLite
+//     ledger (adapter.go).
+//
+//     func TestSomething(t *testing.T) {
+//     pool := testkit.NewPool(t)          // skips when no database is configured
+//     schema := testkit.NewSchema(t, pool) // dropped when the test ends
+//     ...
+//     }
+package testkit
 
 import (
 	"context"
@@ -54,7 +62,7 @@ func NewPool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(URL(t))
 	if err != nil {
-		t.Fatalf("pgtest: parsing %s: %v", EnvURL, err)
+		t.Fatalf("testkit: parsing %s: %v", EnvURL, err)
 	}
 	return NewPoolConfig(t, cfg)
 }
@@ -68,11 +76,11 @@ func NewPoolConfig(t testing.TB, cfg *pgxpool.Config) *pgxpool.Pool {
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		t.Fatalf("pgtest: opening pool: %v", err)
+		t.Fatalf("testkit: opening pool: %v", err)
 	}
 	t.Cleanup(pool.Close)
 	if err := pool.Ping(ctx); err != nil {
-		t.Fatalf("pgtest: database at %s does not answer: %v", EnvURL, err)
+		t.Fatalf("testkit: database at %s does not answer: %v", EnvURL, err)
 	}
 	return pool
 }
@@ -85,7 +93,7 @@ func NewSchema(t testing.TB, pool *pgxpool.Pool) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize()); err != nil {
-		t.Fatalf("pgtest: creating schema %s: %v", name, err)
+		t.Fatalf("testkit: creating schema %s: %v", name, err)
 	}
 	// The drop uses its own connection: the test may close pool first.
 	connConfig := pool.Config().ConnConfig
@@ -94,12 +102,12 @@ func NewSchema(t testing.TB, pool *pgxpool.Pool) string {
 		defer cancel()
 		conn, err := pgx.ConnectConfig(ctx, connConfig)
 		if err != nil {
-			t.Errorf("pgtest: connecting to drop schema %s: %v", name, err)
+			t.Errorf("testkit: connecting to drop schema %s: %v", name, err)
 			return
 		}
 		defer conn.Close(ctx)
 		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("pgtest: dropping schema %s: %v", name, err)
+			t.Errorf("testkit: dropping schema %s: %v", name, err)
 		}
 	})
 	return name

@@ -1,8 +1,6 @@
-// Package testutil holds the test helpers the provider adapters' tests
-// share: canned HTTP answers and doers, request building, the checks of a
-// ValidationError and of a secret that must not leak, and an end-to-end
-// client over a fresh SQLite ledger. Only tests import it.
-package testutil
+// Helpers for the provider adapters' tests.
+
+package testkit
 
 import (
 	"bytes"
