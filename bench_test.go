@@ -217,8 +217,8 @@ func measure(b *testing.B, c int, op func(i int) error) {
 
 // runConcurrent runs op(0) ... op(n-1) on c workers, each taking the next
 // index until none is left, and returns every operation's latency. The
-// first error stops the workers and fails b.
-func runConcurrent(b *testing.B, c, n int, op func(i int) error) []time.Duration {
+// first error stops the workers and fails tb.
+func runConcurrent(tb testing.TB, c, n int, op func(i int) error) []time.Duration {
 	lat := make([]time.Duration, n)
 	var (
 		next   atomic.Int64
@@ -237,7 +237,7 @@ func runConcurrent(b *testing.B, c, n int, op func(i int) error) []time.Duration
 				lat[i] = time.Since(t)
 				if err != nil {
 					if failed.CompareAndSwap(false, true) {
-						b.Errorf("operation %d: %v", i, err)
+						tb.Errorf("operation %d: %v", i, err)
 					}
 					return
 				}
@@ -246,7 +246,7 @@ func runConcurrent(b *testing.B, c, n int, op func(i int) error) []time.Duration
 	}
 	wg.Wait()
 	if failed.Load() {
-		b.FailNow()
+		tb.FailNow()
 	}
 	return lat
 }

@@ -58,7 +58,9 @@ type Config struct {
 	CheckInterval time.Duration
 	// ProcessingReviewAfter sends an operation that the provider still
 	// reports as processing to review once its key window has passed and
-	// this long has gone by since its first attempt. Defaults to 72 h.
+	// this long has gone by since its first attempt. Defaults to 72 h; -1
+	// never sends an operation to review for its age: it is looked
+	// up, read-only, until the provider settles it.
 	ProcessingReviewAfter time.Duration
 	// Owner names this service in leases, for people reading them (e.g.
 	// "orders-api"). Defaults to host/pid. It is a label, not an identity:
@@ -152,8 +154,8 @@ func New(cfg Config) (*Client, error) {
 		return nil, invalid("Config.SafetyMargin", "must be below the provider's key TTL %v, got %v (AttemptTimeout %v + ClockSkew %v): shorten the timeout or the skew allowance", info.KeyTTL, cfg.SafetyMargin, cfg.AttemptTimeout, cfg.ClockSkew)
 	case cfg.CheckInterval < 0:
 		return nil, invalid("Config.CheckInterval", "must be > 0, got %v", cfg.CheckInterval)
-	case cfg.ProcessingReviewAfter < 0:
-		return nil, invalid("Config.ProcessingReviewAfter", "must be > 0, got %v", cfg.ProcessingReviewAfter)
+	case cfg.ProcessingReviewAfter < 0 && cfg.ProcessingReviewAfter != off:
+		return nil, invalid("Config.ProcessingReviewAfter", "must be > 0, or -1 never to send to review for age, got %v", cfg.ProcessingReviewAfter)
 	case len(cfg.Owner) > 200:
 		return nil, invalid("Config.Owner", "at most 200 bytes, got %d", len(cfg.Owner))
 	}
@@ -261,38 +263,22 @@ func checkAmount(a int64, required bool) error {
 // Charge moves money from the customer once per (provider, OrderID): every
 // later call with the same OrderID and request returns the recorded result.
 func (c *Client) Charge(ctx context.Context, p ChargeParams) (Result, error) {
-	req, err := chargeRequest(p)
-	if err != nil {
-		return Result{}, err
-	}
-	return c.do(ctx, req)
+	return c.do(ctx, func() (Request, error) { return chargeRequest(p) })
 }
 
 // Capture captures an authorized charge once per order.
 func (c *Client) Capture(ctx context.Context, p CaptureParams) (Result, error) {
-	req, err := c.captureRequest(ctx, p)
-	if err != nil {
-		return Result{}, err
-	}
-	return c.do(ctx, req)
+	return c.do(ctx, func() (Request, error) { return c.captureRequest(ctx, p) })
 }
 
 // Cancel cancels an authorized, uncaptured charge once per order.
 func (c *Client) Cancel(ctx context.Context, p CancelParams) (Result, error) {
-	req, err := c.cancelRequest(ctx, p)
-	if err != nil {
-		return Result{}, err
-	}
-	return c.do(ctx, req)
+	return c.do(ctx, func() (Request, error) { return c.cancelRequest(ctx, p) })
 }
 
 // Refund refunds once per (OrderID, RefundSeq).
 func (c *Client) Refund(ctx context.Context, p RefundParams) (Result, error) {
-	req, err := c.refundRequest(ctx, p)
-	if err != nil {
-		return Result{}, err
-	}
-	return c.do(ctx, req)
+	return c.do(ctx, func() (Request, error) { return c.refundRequest(ctx, p) })
 }
 
 func chargeRequest(p ChargeParams) (Request, error) {
@@ -345,42 +331,27 @@ func (c *Client) refundRequest(ctx context.Context, p RefundParams) (Request, er
 // sending anything: keyed, fingerprinted, validated. Record it with Enqueue,
 // or inside your own transaction with the store's CreateOrGetTx.
 func (c *Client) PrepareCharge(p ChargeParams) (ledger.NewOperation, error) {
-	req, err := chargeRequest(p)
-	if err != nil {
-		return ledger.NewOperation{}, err
-	}
-	return c.prepareOp(req)
+	return c.prepareOp(func() (Request, error) { return chargeRequest(p) })
 }
 
 // PrepareCapture is PrepareCharge for a capture.
 func (c *Client) PrepareCapture(ctx context.Context, p CaptureParams) (ledger.NewOperation, error) {
-	req, err := c.captureRequest(ctx, p)
-	if err != nil {
-		return ledger.NewOperation{}, err
-	}
-	return c.prepareOp(req)
+	return c.prepareOp(func() (Request, error) { return c.captureRequest(ctx, p) })
 }
 
 // PrepareCancel is PrepareCharge for a cancel.
 func (c *Client) PrepareCancel(ctx context.Context, p CancelParams) (ledger.NewOperation, error) {
-	req, err := c.cancelRequest(ctx, p)
-	if err != nil {
-		return ledger.NewOperation{}, err
-	}
-	return c.prepareOp(req)
+	return c.prepareOp(func() (Request, error) { return c.cancelRequest(ctx, p) })
 }
 
 // PrepareRefund is PrepareCharge for a refund.
 func (c *Client) PrepareRefund(ctx context.Context, p RefundParams) (ledger.NewOperation, error) {
-	req, err := c.refundRequest(ctx, p)
-	if err != nil {
-		return ledger.NewOperation{}, err
-	}
-	return c.prepareOp(req)
+	return c.prepareOp(func() (Request, error) { return c.refundRequest(ctx, p) })
 }
 
-func (c *Client) prepareOp(req Request) (ledger.NewOperation, error) {
-	p, err := c.prepare(req)
+// prepareOp builds a request and returns its ledger record.
+func (c *Client) prepareOp(build func() (Request, error)) (ledger.NewOperation, error) {
+	p, err := c.prepare(build)
 	if err != nil {
 		return ledger.NewOperation{}, err
 	}
@@ -397,8 +368,9 @@ func (c *Client) Enqueue(ctx context.Context, op ledger.NewOperation) (Result, e
 		return Result{}, invalid("Provider", "operation is for %q, this client calls %q", op.Provider, c.cfg.Provider.Name())
 	}
 	got, _, err := c.cfg.Store.CreateOrGet(ctx, op, c.cfg.Now())
-	if errors.Is(err, ledger.ErrFingerprintMismatch) {
-		return Result{OperationID: op.ID}, fmt.Errorf("%w: %w", ErrFingerprintMismatch, err)
+	if errors.Is(err, ErrFingerprintMismatch) {
+		// The ledger's error is ErrFingerprintMismatch and says it all.
+		return Result{OperationID: op.ID}, err
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("payonce: enqueueing: %w", err)
@@ -438,14 +410,15 @@ type prepared struct {
 	fp        string
 }
 
-func (c *Client) prepare(req Request) (prepared, error) {
+// prepare builds a call's request and checks, keys and fingerprints it.
+func (c *Client) prepare(build func() (Request, error)) (prepared, error) {
+	req, err := build()
+	if err != nil {
+		return prepared{}, err
+	}
 	id := Identity{Provider: c.cfg.Provider.Name(), Kind: req.Kind, References: req.References}
-	if err := id.Validate(); err != nil {
-		return prepared{}, err
-	}
-	if err := req.Validate(); err != nil {
-		return prepared{}, err
-	}
+	// OperationID validates the identity and Canonical the request, in
+	// that order: the caller hears of a wrong identity first.
 	opID, err := id.OperationID()
 	if err != nil {
 		return prepared{}, err
@@ -454,10 +427,7 @@ func (c *Client) prepare(req Request) (prepared, error) {
 	if err != nil {
 		return prepared{}, err
 	}
-	fp, err := req.Fingerprint()
-	if err != nil {
-		return prepared{}, err
-	}
+	fp := fingerprintOf(canonical)
 	// Build the request once before anything is recorded, so that an
 	// adapter's refusal (a missing field) is a validation error, not an
 	// attempt journaled and never sent.
@@ -474,10 +444,10 @@ func (c *Client) newOperation(p prepared) ledger.NewOperation {
 	}
 }
 
-// do runs one synchronous call: record, send, and settle as far as the
-// retry policy allows.
-func (c *Client) do(ctx context.Context, req Request) (Result, error) {
-	p, err := c.prepare(req)
+// do runs one synchronous call: build its request, record, send, and
+// settle as far as the retry policy allows.
+func (c *Client) do(ctx context.Context, build func() (Request, error)) (Result, error) {
+	p, err := c.prepare(build)
 	if err != nil {
 		return Result{}, err
 	}
@@ -487,10 +457,10 @@ func (c *Client) do(ctx context.Context, req Request) (Result, error) {
 		Op: c.newOperation(p), Owner: owner, Now: now, LeaseUntil: now.Add(c.cfg.LeaseDuration), StartAttempt: true,
 	})
 	switch {
-	case errors.Is(err, ledger.ErrFingerprintMismatch):
-		return Result{OperationID: p.opID, Provider: p.id.Provider, Kind: p.id.Kind},
-			fmt.Errorf("%w: %w", ErrFingerprintMismatch, err)
-	case errors.Is(err, ledger.ErrInProgress):
+	case errors.Is(err, ErrFingerprintMismatch):
+		// The ledger's error is ErrFingerprintMismatch and says it all.
+		return Result{OperationID: p.opID, Provider: p.id.Provider, Kind: p.id.Kind}, err
+	case errors.Is(err, ErrInProgress):
 		r := resultOf(br.Op)
 		r.Status = ResultInProgress
 		return r, ErrInProgress

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -235,6 +236,41 @@ func TestConnectionRefusedIsNotSent(t *testing.T) {
 	require.Contains(t, atts[2].Error, "circuit breaker is open")
 }
 
+// DialRetries 0 takes the default (2 reconnections per attempt); -1 turns
+// reconnecting off: one transmission per attempt.
+func TestDialRetriesOff(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		dialRetries, transmissions int
+	}{{0, 9}, {-1, 3}} {
+		t.Run(fmt.Sprint("DialRetries=", tc.dialRetries), func(t *testing.T) {
+			t.Parallel()
+			dials := &countingTransport{base: &http.Transport{DisableKeepAlives: true}}
+			b := setup(t, setupOpts{baseURL: "http://127.0.0.1:1", config: func(c *payonce.Config) {
+				c.Breaker = payonce.BreakerSettings{ConsecutiveFailures: 100}
+				c.HTTPClient = &http.Client{Transport: dials}
+				c.Retry.DialRetries = tc.dialRetries
+			}})
+			res, err := b.client.Charge(b.ctx, charge("order-refused", 1500))
+			require.ErrorIs(t, err, payonce.ErrProviderUnavailable)
+			_, atts := attemptsOf(t, b, res.OperationID)
+			require.Len(t, atts, 3, "MaxAttempts")
+			require.Equal(t, int32(tc.transmissions), dials.n.Load(), "transmissions over 3 attempts")
+		})
+	}
+}
+
+// countingTransport counts the requests handed to the transport.
+type countingTransport struct {
+	n    atomic.Int32
+	base http.RoundTripper
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.base.RoundTrip(r)
+}
+
 func TestCaptureCancelRefund(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, pg bool) {
@@ -315,35 +351,28 @@ func TestConcurrentCallersChargeOnce(t *testing.T) {
 func TestBadInputIsRefusedBeforeAnythingIsRecorded(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
-	badMeta := map[string]string{"": "x"}
+	// chargeErr charges charge("o", 100) changed by edit.
+	chargeErr := func(edit func(*payonce.ChargeParams)) func() error {
+		return func() error {
+			p := charge("o", 100)
+			edit(&p)
+			_, err := b.client.Charge(b.ctx, p)
+			return err
+		}
+	}
 	cases := []struct {
 		name  string
 		call  func() error
 		field string
 	}{
-		{"zero amount", func() error { _, err := b.client.Charge(b.ctx, charge("o", 0)); return err }, "Amount"},
-		{"negative amount", func() error { _, err := b.client.Charge(b.ctx, charge("o", -5)); return err }, "Amount"},
-		{"overflowing amount", func() error { _, err := b.client.Charge(b.ctx, charge("o", 1<<62)); return err }, "Amount"},
-		{"lower-case currency", func() error {
-			p := charge("o", 100)
-			p.Currency = "usd"
-			_, err := b.client.Charge(b.ctx, p)
-			return err
-		}, "Currency"},
-		{"unknown currency", func() error {
-			p := charge("o", 100)
-			p.Currency = "QQQ"
-			_, err := b.client.Charge(b.ctx, p)
-			return err
-		}, "Currency"},
-		{"empty order", func() error { _, err := b.client.Charge(b.ctx, charge("", 100)); return err }, "References[0]"},
-		{"control byte in order", func() error { _, err := b.client.Charge(b.ctx, charge("a\x00b", 100)); return err }, "References[0]"},
-		{"bad metadata", func() error {
-			p := charge("o", 100)
-			p.Metadata = badMeta
-			_, err := b.client.Charge(b.ctx, p)
-			return err
-		}, "Metadata"},
+		{"zero amount", chargeErr(func(p *payonce.ChargeParams) { p.Amount = 0 }), "Amount"},
+		{"negative amount", chargeErr(func(p *payonce.ChargeParams) { p.Amount = -5 }), "Amount"},
+		{"overflowing amount", chargeErr(func(p *payonce.ChargeParams) { p.Amount = 1 << 62 }), "Amount"},
+		{"lower-case currency", chargeErr(func(p *payonce.ChargeParams) { p.Currency = "usd" }), "Currency"},
+		{"unknown currency", chargeErr(func(p *payonce.ChargeParams) { p.Currency = "QQQ" }), "Currency"},
+		{"empty order", chargeErr(func(p *payonce.ChargeParams) { p.OrderID = "" }), "References[0]"},
+		{"control byte in order", chargeErr(func(p *payonce.ChargeParams) { p.OrderID = "a\x00b" }), "References[0]"},
+		{"bad metadata", chargeErr(func(p *payonce.ChargeParams) { p.Metadata = map[string]string{"": "x"} }), "Metadata"},
 		{"refund seq 0", func() error {
 			_, err := b.client.Refund(b.ctx, payonce.RefundParams{OrderID: "o", PaymentRef: "pi_1", Currency: "USD"})
 			return err
@@ -379,6 +408,9 @@ func TestConfigValidation(t *testing.T) {
 		{payonce.Config{Provider: b.psp, Store: b.store, SafetyMargin: 48 * time.Hour}, "Config.SafetyMargin"},
 		{payonce.Config{Provider: b.psp, Store: b.store, Retry: payonce.RetryPolicy{MaxAttempts: -1}}, "Retry.MaxAttempts"},
 		{payonce.Config{Provider: b.psp, Store: b.store, Retry: payonce.RetryPolicy{BaseDelay: time.Second, MaxDelay: time.Millisecond}}, "Retry.MaxDelay"},
+		{payonce.Config{Provider: b.psp, Store: b.store, Retry: payonce.RetryPolicy{DialRetries: -2}}, "Retry.DialRetries"},
+		{payonce.Config{Provider: b.psp, Store: b.store, ProcessingReviewAfter: -2}, "Config.ProcessingReviewAfter"},
+		{payonce.Config{Provider: b.psp, Store: b.store, ProcessingReviewAfter: -time.Hour}, "Config.ProcessingReviewAfter"},
 	}
 	for i, c := range cases {
 		_, err := payonce.New(c.cfg)
@@ -386,6 +418,10 @@ func TestConfigValidation(t *testing.T) {
 		require.True(t, errors.As(err, &ve), "case %d: %v", i, err)
 		require.Equal(t, c.field, ve.Field, fmt.Sprint(i))
 	}
+	// -1 says "off" where zero means "the default".
+	_, err := payonce.New(payonce.Config{Provider: b.psp, Store: b.store, ProcessingReviewAfter: -1,
+		Retry: payonce.RetryPolicy{DialRetries: -1, LookupRetries: -1, MaxRetryAfter: -1}})
+	require.NoError(t, err)
 }
 
 // The API key must never reach the ledger or an error.

@@ -41,7 +41,7 @@ type setupOpts struct {
 // newSQLiteStore opens a fresh, migrated SQLite ledger in a temporary directory.
 func newSQLiteStore(t testing.TB) ledger.Store {
 	t.Helper()
-	s, err := ledgersqlite.Open(filepath.Join(t.TempDir(), "ledger.db"))
+	s, err := ledgersqlite.Open(filepath.Join(t.TempDir(), "ledger.db"), ledgersqlite.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	require.NoError(t, s.Migrate(context.Background()))

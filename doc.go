@@ -15,7 +15,7 @@
 //
 // The smallest use:
 //
-//	store, _ := ledgersqlite.Open("payonce.db")
+//	store, _ := ledgersqlite.Open("payonce.db", ledgersqlite.Config{})
 //	_ = store.Migrate(ctx)
 //	psp, _ := stripe.New(stripe.Config{APIKey: os.Getenv("STRIPE_API_KEY")})
 //	client, _ := payonce.New(payonce.Config{Provider: psp, Store: store})

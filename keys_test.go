@@ -744,33 +744,11 @@ func TestKeyGoldenVectors(t *testing.T) {
 	}
 
 	// Inputs in code without a vector: add them with -update, else fail.
-	var added int
-	for _, name := range slices.Sorted(maps.Keys(goldenIdentityInputs())) {
-		if names["identity "+name] {
-			continue
-		}
-		if !*update {
-			t.Errorf("identity %q has no golden vector; run go test -run TestKeyGoldenVectors -update . and review the diff", name)
-			continue
-		}
-		v, err := deriveGoldenIdentity(name, goldenIdentityInputs()[name])
-		require.NoError(t, err)
-		golden.Identities = append(golden.Identities, v)
-		added++
-	}
-	for _, name := range slices.Sorted(maps.Keys(goldenRequestInputs())) {
-		if names["request "+name] {
-			continue
-		}
-		if !*update {
-			t.Errorf("request %q has no golden vector; run go test -run TestKeyGoldenVectors -update . and review the diff", name)
-			continue
-		}
-		v, err := deriveGoldenRequest(name, goldenRequestInputs()[name])
-		require.NoError(t, err)
-		golden.Requests = append(golden.Requests, v)
-		added++
-	}
+	newIdentities := missingVectors(t, "identity", goldenIdentityInputs(), names, deriveGoldenIdentity)
+	newRequests := missingVectors(t, "request", goldenRequestInputs(), names, deriveGoldenRequest)
+	golden.Identities = append(golden.Identities, newIdentities...)
+	golden.Requests = append(golden.Requests, newRequests...)
+	added := len(newIdentities) + len(newRequests)
 	if added == 0 {
 		return
 	}
@@ -782,6 +760,26 @@ func TestKeyGoldenVectors(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Dir(goldenFile), 0o755))
 	require.NoError(t, os.WriteFile(goldenFile, buf.Bytes(), 0o644))
 	t.Logf("added %d golden vectors to %s", added, goldenFile)
+}
+
+// missingVectors derives, with -update, the vector of every input that has
+// none in names (keyed "kind name"); without -update it fails for each.
+func missingVectors[I, V any](t *testing.T, kind string, inputs map[string]I, names map[string]bool, derive func(string, I) (V, error)) []V {
+	t.Helper()
+	var added []V
+	for _, name := range slices.Sorted(maps.Keys(inputs)) {
+		if names[kind+" "+name] {
+			continue
+		}
+		if !*update {
+			t.Errorf("%s %q has no golden vector; run go test -run TestKeyGoldenVectors -update . and review the diff", kind, name)
+			continue
+		}
+		v, err := derive(name, inputs[name])
+		require.NoError(t, err)
+		added = append(added, v)
+	}
+	return added
 }
 
 func deriveGoldenIdentity(name string, id Identity) (goldenIdentity, error) {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/childproc"
 	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/ledgerpg"
@@ -91,7 +92,7 @@ func benchDrain(b *testing.B, kind ledger.Status, n, reconcilers int, processes 
 		var results []reconChildResult
 		if processes {
 			cfg.WaitGo = true
-			procs := make([]*crashProc, reconcilers)
+			procs := make([]*childproc.Proc, reconcilers)
 			for i := range procs {
 				procs[i] = startReconChild(b, fmt.Sprintf("drain-%d", i+1), cfg)
 			}
@@ -159,10 +160,10 @@ func drainInProcess(b *testing.B, env *drainEnv, cfg reconChildConfig, reconcile
 	ctx := b.Context()
 	results := make([]reconChildResult, reconcilers)
 	errs := make([]error, reconcilers)
-	var mem memPeaks
-	resetPeakRSS()
+	var mem childproc.HeapPeaks
+	childproc.ResetPeakRSS()
 	b.StartTimer()
-	stop := mem.run(cfg.SampleEvery)
+	stop := mem.Run(cfg.SampleEvery)
 	var wg sync.WaitGroup
 	for i, r := range rs {
 		wg.Go(func() {
@@ -175,15 +176,11 @@ func drainInProcess(b *testing.B, env *drainEnv, cfg reconChildConfig, reconcile
 	for _, err := range errs {
 		require.NoError(b, err)
 	}
-	inuse, _, _ := mem.peaks()
+	inuse, _, _ := mem.Peaks()
 	*peakHeap = max(*peakHeap, inuse)
-	*peakRSS = max(*peakRSS, vmHWMKiB())
+	*peakRSS = max(*peakRSS, childproc.VmHWMKiB())
 	return results
 }
-
-// resetPeakRSS resets this process's VmHWM to its current RSS (Linux; a
-// no-op elsewhere).
-func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
 
 // drainEnv is one backlog ready to drain: a fresh schema and a fresh fake.
 type drainEnv struct {

@@ -6,11 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/childproc"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/ledgerpg"
 	"github.com/payonce/payonce/providers/stripe"
@@ -216,15 +214,15 @@ func reconcileChild() int {
 		}
 	}
 
-	var mem memPeaks
-	stop := mem.run(cfg.SampleEvery)
+	var mem childproc.HeapPeaks
+	stop := mem.Run(cfg.SampleEvery)
 	res, err := untilIdle(ctx, r, store, name, cfg, &mem, 10)
 	stop()
 	if err != nil {
 		return fail(reconExitRun, "%v", err)
 	}
-	res.PeakHeapInuse, res.PeakHeapAlloc, res.PeakLiveHeap = mem.peaks()
-	res.VmHWMKiB = vmHWMKiB()
+	res.PeakHeapInuse, res.PeakHeapAlloc, res.PeakLiveHeap = mem.Peaks()
+	res.VmHWMKiB = childproc.VmHWMKiB()
 	line, err := json.Marshal(res)
 	if err != nil {
 		return fail(reconExitRun, "encoding the result: %v", err)
@@ -237,7 +235,7 @@ func reconcileChild() int {
 // StopWhenOnlyReview, Deadline), sampling mem after every pass and its live
 // heap every liveEvery passes (0: never; a forced collection slows the
 // pass down). The error is set only when the ledger could not be read.
-func untilIdle(ctx context.Context, r *payonce.Reconciler, store ledger.Store, name string, cfg reconChildConfig, mem *memPeaks, liveEvery int) (res reconChildResult, err error) {
+func untilIdle(ctx context.Context, r *payonce.Reconciler, store ledger.Store, name string, cfg reconChildConfig, mem *childproc.HeapPeaks, liveEvery int) (res reconChildResult, err error) {
 	res = reconChildResult{Worker: name, Transitions: map[string]int{}, Stop: "deadline"}
 	start := time.Now()
 	deadline := start.Add(cfg.Deadline)
@@ -250,9 +248,9 @@ func untilIdle(ctx context.Context, r *payonce.Reconciler, store ledger.Store, n
 	for time.Now().Before(deadline) {
 		rep, err := r.RunOnce(ctx)
 		res.Passes++
-		mem.sample()
+		mem.Sample()
 		if liveEvery > 0 && res.Passes%liveEvery == 0 {
-			mem.live()
+			mem.Live()
 		}
 		if err != nil {
 			res.PassErrors++
@@ -321,162 +319,46 @@ func automationLeft(ctx context.Context, s ledger.Store) (bool, error) {
 	return false, nil
 }
 
-// memPeaks keeps the highest heap figures sampled.
-type memPeaks struct {
-	mu                   sync.Mutex
-	inuse, alloc, livest uint64
-}
-
-// run samples every period until the returned stop is called.
-func (m *memPeaks) run(period time.Duration) (stop func()) {
-	if period <= 0 {
-		period = 20 * time.Millisecond
-	}
-	m.sample()
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(period)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				m.sample()
-			}
-		}
-	})
-	return func() {
-		close(done)
-		wg.Wait()
-		m.sample()
-	}
-}
-
-func (m *memPeaks) sample() {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.inuse = max(m.inuse, ms.HeapInuse)
-	m.alloc = max(m.alloc, ms.HeapAlloc)
-}
-
-// live forces a collection and keeps the heap that survived it.
-func (m *memPeaks) live() {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.livest = max(m.livest, ms.HeapAlloc)
-}
-
-func (m *memPeaks) peaks() (inuse, alloc, live uint64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.inuse, m.alloc, m.livest
-}
-
-// vmHWMKiB reads this process's peak resident set size in KiB from
-// /proc/self/status; 0 where there is no such file.
-func vmHWMKiB() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return n
-		}
-	}
-	return 0
-}
-
 // ---- the parent's side ----
 
 // startReconChild starts the test binary as a reconciler child named name.
 // It is killed when the test ends if it is still running.
-func startReconChild(tb testing.TB, name string, cfg reconChildConfig) *crashProc {
+func startReconChild(tb testing.TB, name string, cfg reconChildConfig) *childproc.Proc {
 	tb.Helper()
-	exe, err := os.Executable()
-	require.NoError(tb, err)
 	raw, err := json.Marshal(cfg)
 	require.NoError(tb, err)
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.Deadline+2*time.Minute)
-	p := &crashProc{name: name, stdout: &crashOutput{}, stderr: &crashOutput{}, done: make(chan struct{})}
-	p.cmd = exec.CommandContext(ctx, exe, "-test.run=^$")
-	p.cmd.Env = append(os.Environ(), reconEnvChild+"="+name, reconEnvConfig+"="+string(raw))
-	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
-	p.cmd.WaitDelay = 10 * time.Second
-	p.stdin, err = p.cmd.StdinPipe()
-	require.NoError(tb, err)
-	if err := p.cmd.Start(); err != nil {
-		cancel()
-		require.NoError(tb, err)
-	}
-	go func() {
-		p.waitErr = p.cmd.Wait()
-		close(p.done)
-	}()
-	tb.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		cancel()
+	p, err := childproc.Start(context.Background(), childproc.Spec{
+		Name: name, Args: []string{"-test.run=^$"}, Timeout: cfg.Deadline + 2*time.Minute,
+		Env: []string{reconEnvChild + "=" + name, reconEnvConfig + "=" + string(raw)},
 	})
+	require.NoError(tb, err)
+	tb.Cleanup(p.Stop)
 	return p
 }
 
 // waitReady waits until the child printed reconMarkerReady.
-func waitReady(tb testing.TB, p *crashProc, timeout time.Duration) {
+func waitReady(tb testing.TB, p *childproc.Proc, timeout time.Duration) {
 	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		for _, l := range p.stdout.lines() {
-			if l == reconMarkerReady {
-				return
-			}
-		}
-		if p.exited() {
-			require.FailNow(tb, "child exited before it was ready", "%v\n%s", p.waitErr, p.describe())
-		}
-		if time.Now().After(deadline) {
-			require.FailNow(tb, "timed out waiting for the child to be ready", p.describe())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	_, err := p.WaitLine(reconMarkerReady, timeout)
+	require.NoError(tb, err)
 }
 
 // goLine releases a child waiting on WaitGo.
-func goLine(tb testing.TB, p *crashProc) {
+func goLine(tb testing.TB, p *childproc.Proc) {
 	tb.Helper()
-	_, err := io.WriteString(p.stdin, "go\n")
-	require.NoError(tb, err, p.describe())
+	require.NoError(tb, p.WriteLine("go"), p.Describe())
 }
 
 // reconResult waits for the child to exit successfully and returns its report.
-func reconResult(tb testing.TB, p *crashProc, timeout time.Duration) reconChildResult {
+func reconResult(tb testing.TB, p *childproc.Proc, timeout time.Duration) reconChildResult {
 	tb.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(timeout):
-		require.FailNow(tb, "timed out waiting for the child to exit", p.describe())
+	require.NoError(tb, p.Wait(timeout), p.Describe())
+	if l, ok := p.Stdout().Line(reconMarkerResult); ok {
+		var res reconChildResult
+		require.NoError(tb, json.Unmarshal([]byte(strings.TrimPrefix(l, reconMarkerResult)), &res), p.Describe())
+		return res
 	}
-	require.NoError(tb, p.waitErr, p.describe())
-	for _, l := range p.stdout.lines() {
-		if rest, ok := strings.CutPrefix(l, reconMarkerResult); ok {
-			var res reconChildResult
-			require.NoError(tb, json.Unmarshal([]byte(rest), &res), p.describe())
-			return res
-		}
-	}
-	require.FailNow(tb, "the child printed no result", p.describe())
+	require.FailNow(tb, "the child printed no result", p.Describe())
 	return reconChildResult{}
 }
 

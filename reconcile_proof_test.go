@@ -18,10 +18,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/childproc"
 	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/ledgerpg"
 	"github.com/payonce/payonce/mocks"
+	"github.com/payonce/payonce/providers/providertest"
 	"github.com/payonce/payonce/providers/stripe"
 )
 
@@ -258,14 +260,6 @@ func (tr *inflightTracker) handovers() int {
 	return n
 }
 
-// procExpect is what the test knows about one operation it recorded.
-type procExpect struct {
-	kind    payonce.Kind
-	order   string
-	amount  int64
-	decline bool
-}
-
 // TestReconcilersInSeparateProcesses drains one backlog with four
 // reconciler processes sharing one PostgreSQL schema, against a fake Stripe
 // in the parent that fails a fifth of the requests that move money in every
@@ -299,10 +293,17 @@ func TestReconcilersInSeparateProcesses(t *testing.T) {
 	defer cancel()
 	require.NoError(t, store.Migrate(ctx))
 
-	rates := soakFaultRates()
-	rates[mocks.FaultStored500] = 0.02
-	rates[mocks.FaultSlow] = 0.02
-	rates[mocks.FaultProcessed500] = 0.02
+	// A fifth of the requests that move money meet a fault, of every kind.
+	rates := map[mocks.FaultKind]float64{
+		mocks.FaultDropAfterProcessing: 0.03,
+		mocks.FaultHangAfterProcessing: 0.03,
+		mocks.FaultGatewayBefore502:    0.03,
+		mocks.FaultGatewayAfter502:     0.03,
+		mocks.FaultRateLimit429:        0.02,
+		mocks.FaultSlow:                0.02,
+		mocks.FaultStored500:           0.02,
+		mocks.FaultProcessed500:        0.02,
+	}
 	h := mocks.NewStripeHandler(mocks.StripeOptions{
 		Seed: 42, KeyTTL: keyTTL, SearchLag: 200 * time.Millisecond,
 		HangFor: time.Second, SlowFor: 100 * time.Millisecond, FaultRates: rates,
@@ -322,7 +323,7 @@ func TestReconcilersInSeparateProcesses(t *testing.T) {
 	})
 	require.NoError(t, err)
 
-	expect := map[string]procExpect{}
+	expect := map[string]providertest.Expected{}
 	opID := func(kind payonce.Kind, refs ...string) string {
 		id, err := payonce.Identity{Provider: "stripe", Kind: kind, References: refs}.OperationID()
 		require.NoError(t, err)
@@ -335,10 +336,11 @@ func TestReconcilersInSeparateProcesses(t *testing.T) {
 	paid := make([]string, refunds)
 	for i := range paid {
 		paid[i] = fmt.Sprintf("paid-%04d", i)
-		expect[opID(payonce.KindCharge, paid[i])] = procExpect{kind: payonce.KindCharge, order: paid[i], amount: 5000 + int64(i)}
+		expect[opID(payonce.KindCharge, paid[i])] = providertest.Expected{Kind: payonce.KindCharge, Order: paid[i], Amount: 5000 + int64(i)}
 	}
-	soakRun(ctx, soakOpsOf(paid), func(o *soakOp) {
-		o.res, o.err = client.Charge(ctx, charge(o.order, 5000+int64(o.amount)))
+	runConcurrent(t, 16, len(paid), func(i int) error {
+		_, _ = client.Charge(ctx, charge(paid[i], 5000+int64(i)))
+		return nil // checked in the ledger below
 	})
 	h.ClearScripts()
 	for _, id := range paid {
@@ -363,7 +365,7 @@ func TestReconcilersInSeparateProcesses(t *testing.T) {
 		_, created, err := store.CreateOrGetTx(ctx, tx, op, time.Now())
 		require.NoError(t, err)
 		require.True(t, created)
-		expect[op.ID] = procExpect{kind: payonce.KindCharge, order: p.OrderID, amount: p.Amount, decline: decline}
+		expect[op.ID] = providertest.Expected{Kind: payonce.KindCharge, Order: p.OrderID, Amount: p.Amount, Decline: decline}
 	}
 	for i, order := range paid {
 		amount := 5000 + int64(i)
@@ -372,7 +374,7 @@ func TestReconcilersInSeparateProcesses(t *testing.T) {
 		_, created, err := store.CreateOrGetTx(ctx, tx, op, time.Now())
 		require.NoError(t, err)
 		require.True(t, created)
-		expect[op.ID] = procExpect{kind: payonce.KindRefund, order: order, amount: amount}
+		expect[op.ID] = providertest.Expected{Kind: payonce.KindRefund, Order: order, Amount: amount}
 	}
 	require.NoError(t, tx.Commit(ctx))
 	backlog := charges + refunds
@@ -387,7 +389,7 @@ func TestReconcilersInSeparateProcesses(t *testing.T) {
 		IdleFor: 1500 * time.Millisecond, Poll: 50 * time.Millisecond, StopWhenOnlyReview: true,
 		Deadline: 40 * time.Second, WaitGo: true,
 	}
-	procs := make([]*crashProc, workers)
+	procs := make([]*childproc.Proc, workers)
 	for i := range procs {
 		procs[i] = startReconChild(t, fmt.Sprintf("worker-%d", i+1), cfg)
 	}
@@ -456,30 +458,20 @@ func TestReconcilersInSeparateProcesses(t *testing.T) {
 	}
 	require.Equal(t, backlog, toTerminal, "operations brought to a terminal state, over all processes: %v", total)
 
-	// The ledger against what the fake really did.
-	ops, err := store.List(ctx, ledger.ListFilter{Limit: 10000})
-	require.NoError(t, err)
-	require.Len(t, ops, len(expect), "one ledger row per operation")
+	// The ledger against what the fake really did; attempts: one key, and
+	// every one that may have reached Stripe still in flight at most an
+	// attempt timeout, sent while Stripe remembered the key.
 	truth := h.Truth()
-	checkLedgerAgainstTruth(t, ops, truth, expect)
+	checked := providertest.CheckLedger(t, ctx, providertest.Check{Store: store, Truth: truth, Expect: expect, Margin: attemptTimeout})
 
-	// Attempts: one key, never two in flight at once, every one that may
-	// have reached Stripe sent while it still remembered the key.
+	// Attempts never two in flight at once.
 	statuses := map[ledger.Status]int{}
 	attempts, handedOver := 0, 0
-	for _, op := range ops {
+	for _, c := range checked {
+		op, atts := c.Op, c.Attempts
 		statuses[op.Status]++
-		_, atts, err := store.Get(ctx, op.ID)
-		require.NoError(t, err)
-		require.Len(t, atts, op.Attempts)
 		attempts += len(atts)
 		for i, a := range atts {
-			require.Equal(t, op.Key, a.Key, "one key per operation")
-			if a.MayHaveReached {
-				require.False(t, a.StartedAt.Before(op.WindowStart), "attempt %d of %s started before its window", a.Number, op.ID)
-				require.True(t, a.StartedAt.Add(attemptTimeout).Before(op.KeyExpiresAt),
-					"rule 5: attempt %d of %s may still be in flight when Stripe forgets the key\n%s", a.Number, op.ID, soakAttempts(op, atts))
-			}
 			if i == 0 {
 				continue
 			}
@@ -489,10 +481,10 @@ func TestReconcilersInSeparateProcesses(t *testing.T) {
 				// the next attempt waited for that lease to end.
 				handedOver++
 				require.False(t, a.StartedAt.Before(prev.StartedAt.Add(lease)),
-					"rule 3: attempt %d of %s started while attempt %d's lease lived\n%s", a.Number, op.ID, prev.Number, soakAttempts(op, atts))
+					"rule 3: attempt %d of %s started while attempt %d's lease lived\n%s", a.Number, op.ID, prev.Number, providertest.Describe(op, atts))
 			} else {
 				require.False(t, a.StartedAt.Before(prev.FinishedAt),
-					"rule 3: attempt %d of %s started before attempt %d finished\n%s", a.Number, op.ID, prev.Number, soakAttempts(op, atts))
+					"rule 3: attempt %d of %s started before attempt %d finished\n%s", a.Number, op.ID, prev.Number, providertest.Describe(op, atts))
 			}
 		}
 	}
@@ -509,100 +501,6 @@ func TestReconcilersInSeparateProcesses(t *testing.T) {
 	t.Logf("%d operations by %d processes in %s: %v; %d attempts (%d after a lost lease); faults [%s]; POSTs %d, replays %d, key in use %d; keys sent by more than one process %d; same-process overlaps at the fake %d",
 		backlog, workers, time.Since(start).Round(time.Millisecond), statuses, attempts, handedOver, strings.Join(faults, " "),
 		truth.Requests["POST /v1/payment_intents"]+truth.Requests["POST /v1/refunds"], truth.Replays, truth.KeyInUse, tracker.handovers(), self)
-}
-
-// soakOpsOf makes soakOps of charges for orders (amount is the index).
-func soakOpsOf(orders []string) []*soakOp {
-	out := make([]*soakOp, len(orders))
-	for i, o := range orders {
-		out[i] = &soakOp{kind: payonce.KindCharge, order: o, amount: int64(i)}
-	}
-	return out
-}
-
-// checkLedgerAgainstTruth checks that every operation is terminal and says
-// what the fake did, and that the fake moved no money twice.
-func checkLedgerAgainstTruth(t *testing.T, ops []ledger.Operation, truth mocks.Truth, expect map[string]procExpect) {
-	t.Helper()
-	byID := make(map[string]ledger.Operation, len(ops))
-	for _, op := range ops {
-		byID[op.ID] = op
-	}
-	require.Empty(t, truth.Duplicates(stripe.MetaOperation), "references charged twice")
-	chargesBy := truth.ChargesBy(stripe.MetaOperation)
-	refundsBy := truth.RefundsBy(stripe.MetaOperation)
-	for id, n := range refundsBy {
-		require.LessOrEqual(t, n, 1, "operation %s refunded %d times", id, n)
-	}
-	refundsOf := map[string]int{}
-	for _, r := range truth.Refunds {
-		refundsOf[r.PaymentID]++
-	}
-	for _, p := range truth.Payments {
-		require.LessOrEqual(t, p.AmountRefunded, p.AmountCaptured, "payment %s refunded beyond its charge", p.ID)
-		require.LessOrEqual(t, refundsOf[p.ID], 1, "payment %s refunded more than once", p.ID)
-		if !p.Authorized {
-			continue
-		}
-		op, ok := byID[p.Metadata[stripe.MetaOperation]]
-		require.True(t, ok, "payment %s belongs to no operation", p.ID)
-		require.Equal(t, ledger.StatusSucceeded, op.Status, "payment %s authorized, but its operation is %s (%s)", p.ID, op.Status, op.ReviewReason)
-		require.Equal(t, p.ID, op.ProviderRef)
-	}
-	refundByID := map[string]mocks.TruthRefund{}
-	for _, r := range truth.Refunds {
-		refundByID[r.ID] = r
-		if r.Status != "succeeded" {
-			continue
-		}
-		op, ok := byID[r.Metadata[stripe.MetaOperation]]
-		require.True(t, ok, "refund %s belongs to no operation", r.ID)
-		require.Equal(t, ledger.StatusSucceeded, op.Status, "refund %s made, but its operation is %s (%s)", r.ID, op.Status, op.ReviewReason)
-		require.Equal(t, r.ID, op.ProviderRef)
-	}
-	chargeRef := map[string]string{}
-	for id, e := range expect {
-		if e.kind == payonce.KindCharge && byID[id].Status == ledger.StatusSucceeded {
-			chargeRef[e.order] = byID[id].ProviderRef
-		}
-	}
-	for id, e := range expect {
-		op, ok := byID[id]
-		require.True(t, ok, "operation %s (%s %s) not in the ledger", id, e.kind, e.order)
-		require.True(t, op.Status.Terminal(), "operation %s (%s %s) is %s", id, e.kind, e.order, op.Status)
-		switch op.Status {
-		case ledger.StatusManualReview:
-			require.NotEmpty(t, op.ReviewReason, "operation %s in review without a reason", id)
-		case ledger.StatusSucceeded:
-			require.NotEmpty(t, op.ProviderRef, "operation %s succeeded without a provider reference", id)
-		}
-		switch e.kind {
-		case payonce.KindCharge:
-			switch op.Status {
-			case ledger.StatusSucceeded:
-				require.False(t, e.decline, "declined order %s succeeded", e.order)
-				p, ok := truth.Payment(op.ProviderRef)
-				require.True(t, ok, "charge %s: ledger ref %s is no payment", e.order, op.ProviderRef)
-				require.Equal(t, id, p.Metadata[stripe.MetaOperation])
-				require.True(t, p.Authorized)
-				require.Equal(t, e.amount, p.AmountCaptured)
-			case ledger.StatusFailed:
-				require.True(t, e.decline, "charge %s failed but was not a decline: %s", e.order, op.Result)
-				require.Zero(t, chargesBy[id], "failed charge %s has an authorized payment", e.order)
-			}
-		case payonce.KindRefund:
-			switch op.Status {
-			case ledger.StatusSucceeded:
-				r, ok := refundByID[op.ProviderRef]
-				require.True(t, ok, "refund %s: ledger ref %s is no refund", e.order, op.ProviderRef)
-				require.Equal(t, id, r.Metadata[stripe.MetaOperation])
-				require.Equal(t, chargeRef[e.order], r.PaymentID, "refund %s is of its order's charge", e.order)
-				require.Equal(t, e.amount, r.Amount)
-			case ledger.StatusFailed:
-				require.Zero(t, refundsBy[id], "failed refund %s exists at Stripe", e.order)
-			}
-		}
-	}
 }
 
 // TestLookupsFailThenRecover: an operation whose answer was lost (Stripe

@@ -2,66 +2,12 @@ package payonce
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/payonce/payonce/ledger"
 )
-
-// Sentinel errors returned by Client calls; test them with errors.Is.
-var (
-	// ErrOutcomeUnknown: a request may have reached the provider and its
-	// outcome is not known yet. Do not retry with other identifiers and do not
-	// tell the customer it failed: the operation is recorded and background
-	// reconciliation will settle it (calling again with the same identity is
-	// safe and returns the settled result once known).
-	ErrOutcomeUnknown = errors.New("payonce: outcome unknown; reconciliation will settle it")
-	// ErrInProgress: another worker holds the operation's lease right now.
-	ErrInProgress = errors.New("payonce: operation in progress in another worker")
-	// ErrManualReview: the operation needs an operator; automation will send
-	// nothing more for it.
-	ErrManualReview = errors.New("payonce: operation is in manual review")
-	// ErrFingerprintMismatch: the same identity was used with a different
-	// request (amount, currency, ...). A caller bug; nothing was sent.
-	ErrFingerprintMismatch = errors.New("payonce: same operation identity with a different request; nothing was sent")
-	// ErrProviderUnavailable: nothing was sent (breaker open, connection
-	// refused, rate limited before processing). The operation is recorded as
-	// pending: background reconciliation sends it later, or call again.
-	ErrProviderUnavailable = errors.New("payonce: provider unavailable; nothing was sent")
-	// ErrDeclined is matched by every *DeclinedError.
-	ErrDeclined = errors.New("payonce: refused by the provider")
-)
-
-// DeclinedError is a definitive refusal by the provider: a card decline, a
-// validation or authentication error. The operation is recorded as failed.
-type DeclinedError struct {
-	Provider    string
-	Code        string
-	DeclineCode string
-	Message     string
-	ProviderRef string
-	HTTPStatus  int
-	RequestID   string
-}
-
-func (e *DeclinedError) Error() string {
-	s := "payonce: " + e.Provider + " refused the operation"
-	if e.Code != "" {
-		s += ": " + e.Code
-	}
-	if e.DeclineCode != "" {
-		s += " (" + e.DeclineCode + ")"
-	}
-	if e.Message != "" {
-		s += ": " + e.Message
-	}
-	return s
-}
-
-// Is makes errors.Is(err, ErrDeclined) true.
-func (e *DeclinedError) Is(target error) bool { return target == ErrDeclined }
 
 // ResultStatus is the status a call reports.
 type ResultStatus string
@@ -94,7 +40,11 @@ type Result struct {
 	ReviewReason string
 }
 
-// storedResult is the normalized result kept in the ledger.
+// storedResult is the normalized result kept in the ledger (the Result
+// column of every operation and tombstone). It is read back by every later
+// release, and a replayed call answers from it: its JSON names MUST NEVER
+// CHANGE. A new field must be omitempty, so that stored results keep
+// their meaning.
 type storedResult struct {
 	ProviderRef string `json:"provider_ref,omitempty"`
 	Code        string `json:"code,omitempty"`

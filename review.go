@@ -2,7 +2,6 @@ package payonce
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -65,12 +64,6 @@ func Resolve(ctx context.Context, store ledger.Store, p ResolveParams) (ledger.O
 	}
 	return op, nil
 }
-
-// ErrResendRefused is returned by Client.Resolve when an operator asks for a
-// resend that the provider's own records forbid: an object of an earlier key
-// generation succeeded or is still processing, the review reason is
-// "duplicated", or the provider could not be asked. Its message says why.
-var ErrResendRefused = errors.New("payonce: resend refused")
 
 // Resolve is the package-level Resolve for an operation of this client's
 // provider. Before a resend it looks the operation up at the provider,

@@ -28,7 +28,9 @@ const MaxBodyBytes = 1 << 20
 // answers. Declines, other 4xx and 409 do not, since they say nothing about
 // the provider's health.
 type BreakerSettings struct {
-	// ConsecutiveFailures opens the breaker. Defaults to 5.
+	// ConsecutiveFailures opens the breaker. Defaults to 5. The field is
+	// unsigned, so -1 cannot say "off": math.MaxUint32 keeps the breaker
+	// closed.
 	ConsecutiveFailures uint32
 	// OpenFor is how long the breaker stays open before letting a probe
 	// through. Defaults to 30 s.
@@ -140,8 +142,8 @@ func newHTTPLayer(cfg *Config) *httpLayer {
 		}
 	}
 	return &httpLayer{
-		send:    mk(cfg.Retry.DialRetries, sendRetryPolicy),
-		read:    mk(cfg.Retry.LookupRetries, readRetryPolicy),
+		send:    mk(onOrZero(cfg.Retry.DialRetries), sendRetryPolicy),
+		read:    mk(onOrZero(cfg.Retry.LookupRetries), readRetryPolicy),
 		breaker: cb,
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/mocks"
+	"github.com/payonce/payonce/mocks/mockhttp"
 	"github.com/payonce/payonce/providers/stripe"
 )
 
@@ -60,7 +61,7 @@ func TestUnreadableAnswersAreMaybeSent(t *testing.T) {
 		"truncated json":      httpmock.NewStringResponder(200, `{"id":"pi_1","object":"payment_int`),
 		"oversized body":      httpmock.NewBytesResponder(200, []byte(`{"id":"pi_1","x":"`+strings.Repeat("a", 2<<20)+`"}`)),
 		"proxy 504":           httpmock.NewStringResponder(504, "gateway timeout"),
-		"idempotency in use":  mocks.StripeErrorResponder(409, "invalid_request_error", "idempotency_key_in_use", "", "in use"),
+		"idempotency in use":  mockhttp.StripeErrorResponder(409, "invalid_request_error", "idempotency_key_in_use", "", "in use"),
 		"empty 500":           httpmock.NewStringResponder(500, ""),
 		"transport timeout":   httpmock.NewErrorResponder(context.DeadlineExceeded),
 		"reset after writing": httpmock.NewErrorResponder(&netResetError{}),
@@ -71,7 +72,7 @@ func TestUnreadableAnswersAreMaybeSent(t *testing.T) {
 			b := setupMock(t)
 			b.mt.RegisterResponder("POST", mockBase+"/v1/payment_intents", resp)
 			found := succeededPI("pi_found", "order-"+name)
-			b.mt.RegisterResponder("GET", mockBase+"/v1/payment_intents/search", mocks.StripeSearchResponder(found))
+			b.mt.RegisterResponder("GET", mockBase+"/v1/payment_intents/search", mockhttp.StripeSearchResponder(found))
 			b.mt.RegisterResponder("GET", mockBase+"/v1/payment_intents/pi_found", httpmock.NewJsonResponderOrPanic(200, found))
 			res, err := b.client.Charge(b.ctx, charge("order-"+name, 500))
 			require.NoError(t, err)
@@ -109,7 +110,7 @@ func TestRequestShapeAcrossAttempts(t *testing.T) {
 		}
 		return httpmock.NewJsonResponse(200, succeededPI("pi_2", "order-shape"))
 	})
-	b.mt.RegisterResponder("GET", mockBase+"/v1/payment_intents/search", mocks.StripeSearchResponder())
+	b.mt.RegisterResponder("GET", mockBase+"/v1/payment_intents/search", mockhttp.StripeSearchResponder())
 	_, err := b.client.Charge(b.ctx, charge("order-shape", 500))
 	require.ErrorIs(t, err, payonce.ErrOutcomeUnknown, "not found within the search lag: no resend yet")
 	b.clock.Advance(2 * time.Minute)

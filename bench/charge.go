@@ -243,7 +243,7 @@ func (b *bench) newPGChargeEnv(ctx context.Context, psp *stripe.Provider, client
 // newSQLiteChargeEnv opens a ledger in a new SQLite file under dir with the
 // store's defaults (synchronous FULL, lazily durable outcomes).
 func newSQLiteChargeEnv(ctx context.Context, psp *stripe.Provider, dir string) (*chargeEnv, error) {
-	store, err := ledgersqlite.Open(filepath.Join(dir, "ledger.db"))
+	store, err := ledgersqlite.Open(filepath.Join(dir, "ledger.db"), ledgersqlite.Config{})
 	if err != nil {
 		return nil, err
 	}

@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -21,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/childproc"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/ledgerpg"
 	"github.com/payonce/payonce/mocks"
@@ -66,7 +65,7 @@ func fakeChildMain() int {
 		}
 		t := fake.Truth()
 		byOp := t.ChargesBy(stripe.MetaOperation)
-		ft := fakeTruth{Payments: len(t.Payments), Operations: len(byOp), VmHWMKiB: vmHWMKiB()}
+		ft := fakeTruth{Payments: len(t.Payments), Operations: len(byOp), VmHWMKiB: childproc.VmHWMKiB()}
 		for _, n := range byOp {
 			if n > 1 {
 				ft.Duplicates++
@@ -80,35 +79,22 @@ func fakeChildMain() int {
 
 // fakeChild is a running child serving a fake Stripe.
 type fakeChild struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	lines  *bufio.Scanner
+	proc   *childproc.Proc
 	url    string
 	apiKey string
 }
 
+// childWait bounds each exchange with the fake child.
+const childWait = 2 * time.Minute
+
 func startFakeChild(ctx context.Context) (*fakeChild, error) {
-	exe, err := os.Executable()
+	proc, err := childproc.Start(ctx, childproc.Spec{Name: "fake Stripe child", Env: []string{fakeChildEnv + "=1"}, Stderr: os.Stderr})
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, exe)
-	cmd.Env = append(os.Environ(), fakeChildEnv+"=1")
-	cmd.Stderr = os.Stderr
-	cmd.WaitDelay = 10 * time.Second
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	c := &fakeChild{cmd: cmd, stdin: stdin, lines: bufio.NewScanner(stdout)}
-	f, err := c.expect(fakeReadyLine)
+	c := &fakeChild{proc: proc}
+	line, err := proc.WaitLine(fakeReadyLine+" ", childWait)
+	f := strings.Fields(strings.TrimPrefix(line, fakeReadyLine+" "))
 	if err != nil || len(f) != 2 {
 		c.stop()
 		return nil, fmt.Errorf("fake Stripe child: no ready line (%v)", err)
@@ -117,24 +103,9 @@ func startFakeChild(ctx context.Context) (*fakeChild, error) {
 	return c, nil
 }
 
-// expect reads lines until one starts with marker and returns its fields.
-func (c *fakeChild) expect(marker string) ([]string, error) {
-	for c.lines.Scan() {
-		if rest, ok := strings.CutPrefix(c.lines.Text(), marker+" "); ok {
-			return strings.Fields(rest), nil
-		}
-	}
-	if err := c.lines.Err(); err != nil {
-		return nil, err
-	}
-	return nil, io.ErrUnexpectedEOF
-}
-
 func (c *fakeChild) truth() (fakeTruth, error) {
-	if _, err := io.WriteString(c.stdin, "truth\n"); err != nil {
-		return fakeTruth{}, err
-	}
-	f, err := c.expect(fakeTruthLine)
+	line, err := c.proc.Ask("truth", fakeTruthLine+" ", childWait)
+	f := strings.Fields(strings.TrimPrefix(line, fakeTruthLine+" "))
 	if err != nil || len(f) != 1 {
 		return fakeTruth{}, fmt.Errorf("fake Stripe child: no truth line (%v)", err)
 	}
@@ -142,9 +113,12 @@ func (c *fakeChild) truth() (fakeTruth, error) {
 	return t, json.Unmarshal([]byte(f[0]), &t)
 }
 
+// stop closes the child's stdin, on which it ends, and waits for it.
 func (c *fakeChild) stop() {
-	_ = c.stdin.Close()
-	_ = c.cmd.Wait()
+	_ = c.proc.CloseStdin()
+	if c.proc.Wait(childWait) != nil {
+		c.proc.Stop()
+	}
 }
 
 // drainResult is one drain's figures.
@@ -244,10 +218,10 @@ func (b *bench) drain(ctx context.Context, n, reconcilers int) (drainResult, err
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	res.BaseHeapMB = mb(ms.HeapInuse)
-	resetPeakRSS()
-	res.BaseRSSMB = float64(vmRSSKiB()) / 1024
-	var peak heapPeak
-	stopSampling := peak.run(20 * time.Millisecond)
+	childproc.ResetPeakRSS()
+	res.BaseRSSMB = float64(childproc.VmRSSKiB()) / 1024
+	var peak childproc.HeapPeaks
+	stopSampling := peak.Run(20 * time.Millisecond)
 	backends := startBackendCPU(ctx, b.admin, app, 100*time.Millisecond)
 	rt0 := rt.n.Load()
 	start := markCPU()
@@ -280,8 +254,9 @@ func (b *bench) drain(ctx context.Context, n, reconcilers int) (drainResult, err
 	res.SelfCPUPerOpUS = float64((end.self - start.self).Microseconds()) / float64(n)
 	res.RoundTripsPerOp = float64(rt.n.Load()-rt0) / float64(n)
 	stopSampling()
-	res.PeakHeapMB = mb(peak.max())
-	res.PeakRSSMB = float64(vmHWMKiB()) / 1024
+	inuse, _, _ := peak.Peaks()
+	res.PeakHeapMB = mb(inuse)
+	res.PeakRSSMB = float64(childproc.VmHWMKiB()) / 1024
 	if err := errors.Join(errs...); err != nil {
 		return res, err
 	}
@@ -352,7 +327,7 @@ func (b *bench) fillBacklog(ctx context.Context, store *ledgerpg.Store, schema s
 // least, claimed nothing. It returns the time from start to the end of the
 // last pass that claimed something (the idle tail is left out) and the
 // number of passes.
-func untilIdle(ctx context.Context, r *payonce.Reconciler, peak *heapPeak, start time.Time) (time.Duration, int, error) {
+func untilIdle(ctx context.Context, r *payonce.Reconciler, peak *childproc.HeapPeaks, start time.Time) (time.Duration, int, error) {
 	const (
 		idleFor = 100 * time.Millisecond
 		poll    = 10 * time.Millisecond
@@ -366,7 +341,7 @@ func untilIdle(ctx context.Context, r *payonce.Reconciler, peak *heapPeak, start
 	for ctx.Err() == nil {
 		rep, err := r.RunOnce(ctx)
 		passes++
-		peak.sample()
+		peak.Sample()
 		if err != nil {
 			return elapsed, passes, err
 		}
@@ -389,50 +364,6 @@ func untilIdle(ctx context.Context, r *payonce.Reconciler, peak *heapPeak, start
 		time.Sleep(poll)
 	}
 	return elapsed, passes, ctx.Err()
-}
-
-// heapPeak keeps the highest HeapInuse sampled.
-type heapPeak struct {
-	mu    sync.Mutex
-	inuse uint64
-}
-
-func (h *heapPeak) sample() {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	h.mu.Lock()
-	h.inuse = max(h.inuse, ms.HeapInuse)
-	h.mu.Unlock()
-}
-
-func (h *heapPeak) max() uint64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.inuse
-}
-
-// run samples every period until the returned stop is called.
-func (h *heapPeak) run(period time.Duration) (stop func()) {
-	h.sample()
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(period)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				h.sample()
-			}
-		}
-	})
-	return func() {
-		close(done)
-		wg.Wait()
-		h.sample()
-	}
 }
 
 // statusCounts counts the schema's operations per status.

@@ -126,31 +126,6 @@ func (m cpuMark) since(start cpuMark) cpuUse {
 	return u
 }
 
-// vmHWMKiB reads this process's peak resident set size in KiB from
-// /proc/self/status; 0 where there is no such file.
-func vmHWMKiB() int64 { return procStatusKiB("VmHWM:") }
-
-// vmRSSKiB reads this process's resident set size in KiB.
-func vmRSSKiB() int64 { return procStatusKiB("VmRSS:") }
-
-func procStatusKiB(field string) int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for l := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(l, field); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return n
-		}
-	}
-	return 0
-}
-
-// resetPeakRSS resets this process's VmHWM to its current RSS (Linux; a
-// no-op elsewhere).
-func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
-
 // backendCPU measures the CPU time PostgreSQL's backends spend serving the
 // connections of one application_name, from /proc/<pid>/stat of each
 // backend (the server must run on this host, as --pg's 127.0.0.1 does).

@@ -165,39 +165,67 @@ func ApplyFinish(op Operation, p FinishParams, recorded *Attempt, othersWindowSt
 		return Change{}, err
 	}
 	var finished *Attempt
-	if out := p.Attempt; out != nil {
-		// Only the attempt now in flight can be finished, and only once: a
-		// late outcome of an older attempt must not rewrite history.
-		if out.Number != op.Attempts {
-			return Change{}, fmt.Errorf("%w: operation %q: attempt %d is not the latest (latest is %d)",
-				ErrStateConflict, op.ID, out.Number, op.Attempts)
+	if p.Attempt != nil {
+		a, err := finishAttempt(&op, *p.Attempt, recorded, othersWindowStart, now)
+		if err != nil {
+			return Change{}, err
 		}
-		if recorded == nil {
-			return Change{}, Corrupt(op.ID, "attempts", fmt.Errorf("attempt %d is counted but not recorded", out.Number))
-		}
-		if !recorded.FinishedAt.IsZero() {
-			return Change{}, fmt.Errorf("%w: operation %q: attempt %d is already finished as %s",
-				ErrStateConflict, op.ID, out.Number, recorded.Outcome)
-		}
-		a := *recorded
-		a.FinishedAt = now
-		a.MayHaveReached = out.Class.MayHaveReached()
-		a.Outcome = out.Class
-		a.HTTPStatus = out.HTTPStatus
-		a.ProviderRequestID = out.ProviderRequestID
-		a.Error = out.Error
-		a.Replayed = out.Replayed
 		finished = &a
-		if !a.MayHaveReached {
-			// Proven never to have left: the window is what the other
-			// attempts under this key opened, closed if none did, so a
-			// refused connection does not eat into the time for resends.
-			// Attempts under earlier key generations do not count: the
-			// window belongs to the key the provider would see now.
-			op.WindowStart = UTC(othersWindowStart)
-			op.KeyExpiresAt = keyExpiry(op)
-		}
 	}
+	if err := checkBackToPending(op, p); err != nil {
+		return Change{}, err
+	}
+	applyOutcome(&op, p, now)
+
+	evs := callerEvents(p.Events, p.Owner)
+	if r := p.Resolution; r != nil {
+		d := ResolutionDetail{Outcome: r.Outcome, Note: r.Note, ProviderRef: p.ProviderRef}
+		evs = append(evs, NewEvent{Kind: EventResolution, Actor: r.Actor, Detail: d.String()})
+	}
+	return Change{Op: op, Attempt: finished, Events: evs}, nil
+}
+
+// finishAttempt is the part of ApplyFinish that finishes out, the outcome
+// of op's attempt in flight: recorded is that attempt as stored. It returns
+// the finished attempt and, when the attempt proves never to have left,
+// moves op's key window (see ApplyFinish for othersWindowStart).
+func finishAttempt(op *Operation, out AttemptOutcome, recorded *Attempt, othersWindowStart, now time.Time) (Attempt, error) {
+	// Only the attempt now in flight can be finished, and only once: a
+	// late outcome of an older attempt must not rewrite history.
+	if out.Number != op.Attempts {
+		return Attempt{}, fmt.Errorf("%w: operation %q: attempt %d is not the latest (latest is %d)",
+			ErrStateConflict, op.ID, out.Number, op.Attempts)
+	}
+	if recorded == nil {
+		return Attempt{}, Corrupt(op.ID, "attempts", fmt.Errorf("attempt %d is counted but not recorded", out.Number))
+	}
+	if !recorded.FinishedAt.IsZero() {
+		return Attempt{}, fmt.Errorf("%w: operation %q: attempt %d is already finished as %s",
+			ErrStateConflict, op.ID, out.Number, recorded.Outcome)
+	}
+	a := *recorded
+	a.FinishedAt = now
+	a.MayHaveReached = out.Class.MayHaveReached()
+	a.Outcome = out.Class
+	a.HTTPStatus = out.HTTPStatus
+	a.ProviderRequestID = out.ProviderRequestID
+	a.Error = out.Error
+	a.Replayed = out.Replayed
+	if !a.MayHaveReached {
+		// Proven never to have left: the window is what the other
+		// attempts under this key opened, closed if none did, so a
+		// refused connection does not eat into the time for resends.
+		// Attempts under earlier key generations do not count: the
+		// window belongs to the key the provider would see now.
+		op.WindowStart = UTC(othersWindowStart)
+		op.KeyExpiresAt = keyExpiry(*op)
+	}
+	return a, nil
+}
+
+// checkBackToPending is the rule of ApplyFinish for in_flight → pending,
+// checked on op after its attempt is finished.
+func checkBackToPending(op Operation, p FinishParams) error {
 	if p.From == StatusInFlight && p.To == StatusPending {
 		// Pending means "nothing can have been sent: safe to send at any
 		// time". Only an attempt proven never to have left may return an
@@ -205,15 +233,20 @@ func ApplyFinish(op Operation, p FinishParams, recorded *Attempt, othersWindowSt
 		// have reached the provider; otherwise the operation is unknown,
 		// and the next sender must look up and respect the key window.
 		if p.Attempt.Class != OutcomeNotSent {
-			return Change{}, fmt.Errorf("%w: operation %q: a %s attempt may have reached the provider; record unknown, not pending",
+			return fmt.Errorf("%w: operation %q: a %s attempt may have reached the provider; record unknown, not pending",
 				ErrStateConflict, op.ID, p.Attempt.Class)
 		}
 		if !op.WindowStart.IsZero() {
-			return Change{}, fmt.Errorf("%w: operation %q: an earlier attempt may have reached the provider; record unknown, not pending",
+			return fmt.Errorf("%w: operation %q: an earlier attempt may have reached the provider; record unknown, not pending",
 				ErrStateConflict, op.ID)
 		}
 	}
+	return nil
+}
 
+// applyOutcome is the part of ApplyFinish that records p on op (status,
+// outcome fields, schedule, resolution, lease) at now.
+func applyOutcome(op *Operation, p FinishParams, now time.Time) {
 	op.Status = p.To
 	if p.ProviderRef != "" {
 		op.ProviderRef = p.ProviderRef
@@ -259,13 +292,6 @@ func ApplyFinish(op Operation, p FinishParams, recorded *Attempt, othersWindowSt
 		op.LeaseExpiresAt = time.Time{}
 	}
 	op.UpdatedAt = now
-
-	evs := callerEvents(p.Events, p.Owner)
-	if r := p.Resolution; r != nil {
-		d := ResolutionDetail{Outcome: r.Outcome, Note: r.Note, ProviderRef: p.ProviderRef}
-		evs = append(evs, NewEvent{Kind: EventResolution, Actor: r.Actor, Detail: d.String()})
-	}
-	return Change{Op: op, Attempt: finished, Events: evs}, nil
 }
 
 // ApplyResolve is Resolve on op read under the store's lock. The Change holds

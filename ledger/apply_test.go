@@ -299,14 +299,10 @@ func TestApplyClaim(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := c.op
-			got, err := ledger.ApplyClaim(c.op, p)
-			require.Equal(t, before, c.op, "the operation passed in is not modified")
+			got, _ := applyChecked(t, c.op, c.want, func(op ledger.Operation) (ledger.Operation, error) { return ledger.ApplyClaim(op, p) })
 			if c.want != nil {
-				require.ErrorIs(t, err, c.want)
-				require.Equal(t, ledger.Operation{}, got)
 				return
 			}
-			require.NoError(t, err)
 			require.Equal(t, c.wantNow, got.Status)
 			requireLease(t, got, owner, until)
 			require.Equal(t, now, got.UpdatedAt)
@@ -339,14 +335,10 @@ func TestApplyStartAttempt(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := c.op
-			ch, err := ledger.ApplyStartAttempt(c.op, p)
-			require.Equal(t, before, c.op, "the operation passed in is not modified")
+			ch, _ := applyChecked(t, c.op, c.want, func(op ledger.Operation) (ledger.Change, error) { return ledger.ApplyStartAttempt(op, p) })
 			if c.want != nil {
-				require.ErrorIs(t, err, c.want)
-				require.Equal(t, ledger.Change{}, ch)
 				return
 			}
-			require.NoError(t, err)
 			require.Equal(t, ledger.StatusInFlight, ch.Op.Status)
 			require.Equal(t, before.Attempts+1, ch.Op.Attempts)
 			require.Equal(t, &ledger.Attempt{OperationID: "op-1", Number: before.Attempts + 1, Key: before.Key, StartedAt: now, MayHaveReached: true}, ch.Attempt)
@@ -466,11 +458,9 @@ func TestApplyFinishPreconditions(t *testing.T) {
 		{"attempt already finished", inFlight, finishFrom(ledger.StatusInFlight, ledger.StatusSucceeded), finished, ledger.ErrStateConflict},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			before := c.op
-			ch, err := ledger.ApplyFinish(c.op, c.p, c.recorded, time.Time{})
-			require.ErrorIs(t, err, c.want)
-			require.Equal(t, ledger.Change{}, ch)
-			require.Equal(t, before, c.op)
+			applyChecked(t, c.op, c.want, func(op ledger.Operation) (ledger.Change, error) {
+				return ledger.ApplyFinish(op, c.p, c.recorded, time.Time{})
+			})
 		})
 	}
 	t.Run("own expired lease nobody took", func(t *testing.T) {
@@ -756,19 +746,15 @@ func TestApplyResolveResend(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := c.op
-			ch, err := ledger.ApplyResolve(c.op, c.p)
-			require.Equal(t, before, c.op, "the operation passed in is not modified")
+			ch, err := applyChecked(t, c.op, c.want, func(op ledger.Operation) (ledger.Change, error) { return ledger.ApplyResolve(op, c.p) })
 			if c.want != nil {
-				require.ErrorIs(t, err, c.want)
 				if c.field != "" {
 					var ve *ledger.ValidationError
 					require.ErrorAs(t, err, &ve)
 					require.Equal(t, c.field, ve.Field)
 				}
-				require.Equal(t, ledger.Change{}, ch)
 				return
 			}
-			require.NoError(t, err)
 			op := ch.Op
 			require.Equal(t, "op-1", op.ID, "the ID never changes")
 			require.Equal(t, c.p.NewKey, op.Key)
@@ -936,4 +922,22 @@ func TestTombstone(t *testing.T) {
 	begin.Op.Fingerprint = "fp-other"
 	_, err = ledger.ApplyBegin(tomb.Operation(), begin)
 	require.ErrorIs(t, err, ledger.ErrFingerprintMismatch)
+}
+
+// applyChecked runs apply on op and checks that op is not modified and that
+// apply refused with want, returning the zero value, or, when want is nil,
+// succeeded.
+func applyChecked[T any](t *testing.T, op ledger.Operation, want error, apply func(ledger.Operation) (T, error)) (T, error) {
+	t.Helper()
+	before := op
+	got, err := apply(op)
+	require.Equal(t, before, op, "the operation passed in is not modified")
+	if want == nil {
+		require.NoError(t, err)
+		return got, nil
+	}
+	require.ErrorIs(t, err, want)
+	var zero T
+	require.Equal(t, zero, got)
+	return got, err
 }

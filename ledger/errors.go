@@ -12,10 +12,12 @@ var (
 	ErrNotFound = errors.New("ledger: operation not found")
 	// ErrFingerprintMismatch: the ID exists with another request fingerprint:
 	// the same business identity was used for a different request. A caller
-	// bug; nothing was changed and nothing may be sent.
-	ErrFingerprintMismatch = errors.New("ledger: same operation identity with a different request (fingerprint mismatch)")
+	// bug; nothing was changed and nothing may be sent. payonce's
+	// ErrFingerprintMismatch is this error, so its text serves both layers.
+	ErrFingerprintMismatch = errors.New("payonce: same operation identity with a different request (fingerprint mismatch); nothing was sent")
 	// ErrInProgress: another worker holds a live lease on the operation.
-	ErrInProgress = errors.New("ledger: operation in progress under another worker's lease")
+	// payonce's ErrInProgress is this error.
+	ErrInProgress = errors.New("payonce: operation in progress under another worker's lease")
 	// ErrTerminal: the operation is succeeded, failed or in manual review;
 	// automation may not act on it.
 	ErrTerminal = errors.New("ledger: operation is terminal")
@@ -40,13 +42,16 @@ var (
 )
 
 // ValidationError names the parameter that is wrong and what is allowed.
+// payonce.ValidationError is this type: the ledger, the client and the
+// adapters report invalid arguments alike, as "payonce: invalid Field:
+// Problem".
 type ValidationError struct {
 	Field   string
 	Problem string
 }
 
 func (e *ValidationError) Error() string {
-	return fmt.Sprintf("ledger: invalid %s: %s", e.Field, e.Problem)
+	return fmt.Sprintf("payonce: invalid %s: %s", e.Field, e.Problem)
 }
 
 // Is makes errors.Is(err, ErrInvalid) true for every ValidationError.

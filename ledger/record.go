@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -32,14 +33,7 @@ var Statuses = []Status{StatusPending, StatusInFlight, StatusUnknown, StatusSucc
 
 // ParseStatus turns a stored or user-supplied string into a Status. An
 // unrecognised value returns an error naming the allowed values.
-func ParseStatus(s string) (Status, error) {
-	for _, st := range Statuses {
-		if string(st) == s {
-			return st, nil
-		}
-	}
-	return "", fmt.Errorf("ledger: unknown status %q (allowed: pending, in_flight, unknown, succeeded, failed, manual_review)", s)
-}
+func ParseStatus(s string) (Status, error) { return parseEnum("status", s, Statuses...) }
 
 // Terminal reports whether automation is done with an operation in this
 // status: succeeded, failed or manual_review.
@@ -79,12 +73,7 @@ var OutcomeClasses = []OutcomeClass{OutcomeSuccess, OutcomeRefused, OutcomeNotSe
 // ParseOutcomeClass turns a string into an OutcomeClass, or returns an error
 // naming the allowed values.
 func ParseOutcomeClass(s string) (OutcomeClass, error) {
-	for _, c := range OutcomeClasses {
-		if string(c) == s {
-			return c, nil
-		}
-	}
-	return "", fmt.Errorf("ledger: unknown outcome class %q (allowed: success, refused, not_sent, maybe_sent, key_in_use, key_mismatch)", s)
+	return parseEnum("outcome class", s, OutcomeClasses...)
 }
 
 // MayHaveReached reports whether an attempt that ended with this class may
@@ -109,11 +98,7 @@ const (
 // ParseResolutionOutcome turns a string into a ResolutionOutcome, or returns
 // an error naming the allowed values.
 func ParseResolutionOutcome(s string) (ResolutionOutcome, error) {
-	switch ResolutionOutcome(s) {
-	case ResolveSucceeded, ResolveFailed, ResolveResend:
-		return ResolutionOutcome(s), nil
-	}
-	return "", fmt.Errorf("ledger: unknown resolution outcome %q (allowed: succeeded, failed, resend)", s)
+	return parseEnum("resolution outcome", s, ResolveSucceeded, ResolveFailed, ResolveResend)
 }
 
 // Operation is one intended money movement as the ledger records it.
@@ -243,11 +228,20 @@ const (
 // ParseEventKind turns a string into an EventKind, or returns an error naming
 // the allowed values.
 func ParseEventKind(s string) (EventKind, error) {
-	switch EventKind(s) {
-	case EventLookup, EventResolution, EventNote:
-		return EventKind(s), nil
+	return parseEnum("event kind", s, EventLookup, EventResolution, EventNote)
+}
+
+// parseEnum returns the value of allowed that s spells, or an error naming
+// what s should be and the allowed values in order.
+func parseEnum[T ~string](what, s string, allowed ...T) (T, error) {
+	names := make([]string, len(allowed))
+	for i, v := range allowed {
+		if string(v) == s {
+			return v, nil
+		}
+		names[i] = string(v)
 	}
-	return "", fmt.Errorf("ledger: unknown event kind %q (allowed: lookup, resolution, note)", s)
+	return "", fmt.Errorf("ledger: unknown %s %q (allowed: %s)", what, s, strings.Join(names, ", "))
 }
 
 // NewEvent is an audit entry a caller records with a transition.

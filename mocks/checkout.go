@@ -72,14 +72,18 @@ type CheckoutOptions struct {
 
 // Validate reports the first option that cannot work, saying how to fix it.
 func (o CheckoutOptions) Validate() error {
-	if err := checkOptions("CheckoutOptions", o.FaultRates, namedDuration{"KeyTTL", o.KeyTTL},
-		namedDuration{"HangFor", o.HangFor}, namedDuration{"SlowFor", o.SlowFor}, namedDuration{"RetryAfter", o.RetryAfter}); err != nil {
+	if err := o.coreConfig(idemPolicy{}).check("CheckoutOptions", namedDuration{"KeyTTL", o.KeyTTL}); err != nil {
 		return err
 	}
 	if o.SecretKey != "" && !strings.HasPrefix(o.SecretKey, "sk_sbox_") && !strings.HasPrefix(o.SecretKey, "sk_test_") {
 		return fmt.Errorf("mocks: CheckoutOptions.SecretKey is not a sandbox key; use a value starting with sk_sbox_ or sk_test_")
 	}
 	return nil
+}
+
+// coreConfig is the core configuration of the fake, keeping keys by idem.
+func (o CheckoutOptions) coreConfig(idem idemPolicy) coreConfig {
+	return coreConfig{"checkout", o.Clock, o.Seed, idem, o.FaultRates, o.FaultGETs, o.HangFor, o.SlowFor, o.RetryAfter, o.Logger}
 }
 
 // CheckoutHandler is the fake Checkout.com as an http.Handler: it serves
@@ -122,22 +126,12 @@ func NewCheckoutHandler(opts CheckoutOptions) *CheckoutHandler {
 		panic(err)
 	}
 	h := &CheckoutHandler{payments: make(map[string]*ckoPayment)}
-	h.start(coreConfig{
-		name:  "checkout",
-		clock: opts.Clock,
-		seed:  opts.Seed,
-		// Checkout.com caches an answer under the key only when it was
-		// 2xx. After a 4xx or a 5xx (even one produced after the payment
-		// was made) the same key is processed anew: a blind resend after a
-		// 5xx can charge twice.
-		idem:       idemPolicy{ttl: cmp.Or(opts.KeyTTL, CheckoutKeyTTL), keep: func(status int) bool { return status >= 200 && status < 300 }},
-		faultRates: opts.FaultRates,
-		faultGETs:  opts.FaultGETs,
-		hangFor:    opts.HangFor,
-		slowFor:    opts.SlowFor,
-		retryAfter: opts.RetryAfter,
-		logger:     opts.Logger,
-	}, h, h.truthRecords)
+	// Checkout.com caches an answer under the key only when it was
+	// 2xx. After a 4xx or a 5xx (even one produced after the payment
+	// was made) the same key is processed anew: a blind resend after a
+	// 5xx can charge twice.
+	idem := idemPolicy{ttl: cmp.Or(opts.KeyTTL, CheckoutKeyTTL), keep: func(status int) bool { return status >= 200 && status < 300 }}
+	h.start(opts.coreConfig(idem), h, h.truthRecords)
 	h.secretKey = opts.SecretKey
 	if h.secretKey == "" {
 		h.secretKey = "sk_sbox_" + ckoID(h.core.ids, "")

@@ -43,6 +43,15 @@ type ckoActionRequest struct {
 	CaptureType string         `json:"capture_type"`
 }
 
+// amountUpTo is the amount the action asks for, all of available when it
+// names none; ok is false when it asks for more than available.
+func (req ckoActionRequest) amountUpTo(available int64) (amount int64, ok bool) {
+	if req.Amount == nil {
+		return available, true
+	}
+	return *req.Amount, *req.Amount <= available
+}
+
 // ckoTestSource is the behaviour of one of the fake's test sources.
 type ckoTestSource struct {
 	code, summary  string // response of the authorization
@@ -200,13 +209,15 @@ func (h *CheckoutHandler) createPayment(c *call) (*response, bool) {
 
 // getPayment is GET /payments/{id}.
 func (h *CheckoutHandler) getPayment(c *call) (*response, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	p, ok := h.payments[c.r.PathValue("id")]
-	if !ok {
-		return h.notFound(), true
-	}
-	return h.jsonResponse(http.StatusOK, p.p), true
+	return h.withPayment(c, func(p *ckoPayment) (*response, bool) {
+		return h.jsonResponse(http.StatusOK, p.p), true
+	})
+}
+
+// withPayment runs fn on the payment of a {id} route under the lock, or
+// answers 404.
+func (h *CheckoutHandler) withPayment(c *call, fn func(p *ckoPayment) (*response, bool)) (*response, bool) {
+	return withObject(&h.mu, h.payments, c, func(string) *response { return h.notFound() }, fn)
 }
 
 // listPayments is GET /payments?reference=...&limit=...&skip=..., newest
@@ -238,12 +249,9 @@ func (h *CheckoutHandler) listPayments(c *call) (*response, bool) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var all []*ckoPayment
-	for _, p := range h.paymentList {
-		if p.p.Reference == ref {
-			all = append(all, p)
-		}
-	}
+	all := matching(h.paymentList, func(p *ckoPayment) bool {
+		return p.p.Reference == ref
+	})
 	sort.Slice(all, func(i, j int) bool { return all[i].seq > all[j].seq })
 	out := CheckoutPaymentList{Limit: limit, Skip: skip, TotalCount: len(all), Data: []CheckoutPayment{}}
 	for i := skip; i < len(all) && i < skip+limit; i++ {
@@ -254,17 +262,13 @@ func (h *CheckoutHandler) listPayments(c *call) (*response, bool) {
 
 // getActions is GET /payments/{id}/actions: a bare array, newest first.
 func (h *CheckoutHandler) getActions(c *call) (*response, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	p, ok := h.payments[c.r.PathValue("id")]
-	if !ok {
-		return h.notFound(), true
-	}
-	out := make([]CheckoutAction, 0, len(p.actions))
-	for i := len(p.actions) - 1; i >= 0; i-- {
-		out = append(out, p.actions[i])
-	}
-	return h.jsonResponse(http.StatusOK, out), true
+	return h.withPayment(c, func(p *ckoPayment) (*response, bool) {
+		out := make([]CheckoutAction, 0, len(p.actions))
+		for i := len(p.actions) - 1; i >= 0; i-- {
+			out = append(out, p.actions[i])
+		}
+		return h.jsonResponse(http.StatusOK, out), true
+	})
 }
 
 // action runs a capture, void or refund on the payment of the route: it
@@ -278,26 +282,22 @@ func (h *CheckoutHandler) action(c *call, do func(p *ckoPayment, req ckoActionRe
 	if req.Amount != nil && *req.Amount < 1 {
 		return h.invalid(c, "amount_invalid"), false
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	p, ok := h.payments[c.r.PathValue("id")]
-	if !ok {
-		return h.notFound(), true
-	}
-	act, refusal := do(p, req)
-	if refusal != nil {
-		return refusal, true
-	}
-	act.ID = ckoID(h.core.ids, "act_")
-	act.ProcessedOn = ckoTime(c.now)
-	act.Reference = req.Reference
-	act.Metadata = stringMetadata(req.Metadata)
-	p.actions = append(p.actions, *act)
-	if act.Type == "Refund" {
-		h.refunds = append(h.refunds, &ckoRefund{createdAt: c.now, key: c.key, paymentID: p.p.ID, currency: p.p.Currency, action: *act})
-	}
-	return h.jsonResponse(http.StatusAccepted, CheckoutActionAccepted{ActionID: act.ID, Reference: req.Reference,
-		Links: map[string]CheckoutLink{"payment": {Href: "https://api.sandbox.checkout.com/payments/" + p.p.ID}}}), true
+	return h.withPayment(c, func(p *ckoPayment) (*response, bool) {
+		act, refusal := do(p, req)
+		if refusal != nil {
+			return refusal, true
+		}
+		act.ID = ckoID(h.core.ids, "act_")
+		act.ProcessedOn = ckoTime(c.now)
+		act.Reference = req.Reference
+		act.Metadata = stringMetadata(req.Metadata)
+		p.actions = append(p.actions, *act)
+		if act.Type == "Refund" {
+			h.refunds = append(h.refunds, &ckoRefund{createdAt: c.now, key: c.key, paymentID: p.p.ID, currency: p.p.Currency, action: *act})
+		}
+		return h.jsonResponse(http.StatusAccepted, CheckoutActionAccepted{ActionID: act.ID, Reference: req.Reference,
+			Links: map[string]CheckoutLink{"payment": {Href: "https://api.sandbox.checkout.com/payments/" + p.p.ID}}}), true
+	})
 }
 
 func (h *CheckoutHandler) notAllowed(c *call, what string) *response {
@@ -312,12 +312,9 @@ func (h *CheckoutHandler) capture(c *call) (*response, bool) {
 		if p.p.Status != "Authorized" || b.AvailableToCapture == 0 {
 			return nil, h.notAllowed(c, "capture")
 		}
-		amount := b.AvailableToCapture
-		if req.Amount != nil {
-			if *req.Amount > amount {
-				return nil, h.invalid(c, "capture_amount_exceeds_balance")
-			}
-			amount = *req.Amount
+		amount, ok := req.amountUpTo(b.AvailableToCapture)
+		if !ok {
+			return nil, h.invalid(c, "capture_amount_exceeds_balance")
 		}
 		b.TotalCaptured, b.AvailableToCapture, b.AvailableToVoid, b.AvailableToRefund = amount, 0, 0, amount
 		p.p.Status = "Captured"
@@ -354,12 +351,9 @@ func (h *CheckoutHandler) refund(c *call) (*response, bool) {
 		if b.AvailableToRefund == 0 {
 			return nil, h.notAllowed(c, "refund")
 		}
-		amount := b.AvailableToRefund
-		if req.Amount != nil {
-			if *req.Amount > amount {
-				return nil, h.invalid(c, "refund_amount_exceeds_balance")
-			}
-			amount = *req.Amount
+		amount, ok := req.amountUpTo(b.AvailableToRefund)
+		if !ok {
+			return nil, h.invalid(c, "refund_amount_exceeds_balance")
 		}
 		if s, _ := lookupCkoSource(p.source); s.refundDeclined {
 			return &CheckoutAction{Type: "Refund", Amount: amount, Approved: false, ResponseCode: "20005",

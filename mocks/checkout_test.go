@@ -12,23 +12,15 @@ import (
 	"github.com/payonce/payonce/mocks"
 )
 
-type ckoBundle struct {
-	f     *mocks.Checkout
-	clock *mocks.ManualClock
-	c     *jsonClient
-}
-
+// ckoSetup starts a Checkout.com fake on a manual clock; opts.Clock is
+// overridden.
 func ckoSetup(t *testing.T, opts mocks.CheckoutOptions) *ckoBundle {
 	t.Helper()
-	clock := mocks.NewManualClock(epoch)
-	opts.Clock = clock.Now
-	f := mocks.NewCheckout(opts)
-	t.Cleanup(f.Close)
-	return &ckoBundle{f: f, clock: clock, c: ckoClient(t, f, f.Client())}
+	return startFake(t, &opts.Clock, func() *mocks.Checkout { return mocks.NewCheckout(opts) }, ckoClient)
 }
 
-func ckoClient(t *testing.T, f *mocks.Checkout, hc *http.Client) *jsonClient {
-	return &jsonClient{t: t, base: f.URL(), keyHeader: "Cko-Idempotency-Key", hc: hc,
+func ckoClient(t *testing.T, f *mocks.Checkout, hc *http.Client) *client {
+	return &client{t: t, base: f.URL(), keyHeader: "Cko-Idempotency-Key", hc: hc,
 		auth: func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+f.SecretKey()) }}
 }
 
@@ -335,7 +327,4 @@ func TestCheckoutAuthAndRateLimit(t *testing.T) {
 	require.Equal(t, "2", r.header.Get("Retry-After"))
 	require.Empty(t, b.f.Truth().Payments)
 	require.Equal(t, 201, b.c.post("/payments", ckoPayment(1, mocks.CheckoutSourceApproved, "rl", true), "rl").status)
-
-	require.Panics(t, func() { mocks.NewCheckout(mocks.CheckoutOptions{SecretKey: "sk_live_x"}) })
-	require.ErrorContains(t, mocks.CheckoutOptions{SlowFor: -1}.Validate(), "SlowFor")
 }

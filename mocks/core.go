@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/payonce/payonce"
 )
 
 // This file is the provider-neutral half of every fake: the request pipeline
@@ -139,8 +141,6 @@ func (k *core) wait(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
-
-const maxBodyBytes = 1 << 20
 
 // handle builds the handler for one route: pattern is the ServeMux pattern
 // ("POST /v1/refunds"), or "" for the catch-all of unknown routes.
@@ -314,17 +314,27 @@ func (k *core) log(c *call, status int, replayed bool, fault FaultKind) {
 	)
 }
 
-// readForm parses an application/x-www-form-urlencoded body (any method).
-func readForm(r *http.Request) (url.Values, error) {
+// readBody reads a request body of at most payonce.MaxBodyBytes, the most
+// the client itself reads of an answer; a missing body reads as empty.
+func readBody(r *http.Request) ([]byte, error) {
 	if r.Body == nil {
-		return url.Values{}, nil
+		return nil, nil
 	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	b, err := io.ReadAll(io.LimitReader(r.Body, payonce.MaxBodyBytes+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > maxBodyBytes {
+	if len(b) > payonce.MaxBodyBytes {
 		return nil, errBodyTooLarge
+	}
+	return b, nil
+}
+
+// readForm parses an application/x-www-form-urlencoded body (any method).
+func readForm(r *http.Request) (url.Values, error) {
+	b, err := readBody(r)
+	if err != nil {
+		return nil, err
 	}
 	if len(b) == 0 {
 		return url.Values{}, nil
@@ -339,15 +349,9 @@ func readForm(r *http.Request) (url.Values, error) {
 // canonical form: the same object always gives the same canonical string,
 // whatever its key order or spacing. An empty body is no object ("", nil).
 func readJSON(r *http.Request) (body []byte, canon string, err error) {
-	if r.Body == nil {
-		return nil, "", nil
-	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	b, err := readBody(r)
 	if err != nil {
 		return nil, "", err
-	}
-	if len(b) > maxBodyBytes {
-		return nil, "", errBodyTooLarge
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, "", nil

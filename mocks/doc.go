@@ -56,7 +56,9 @@
 //	}
 //
 // The fault, idempotency and truth machinery (faults.go, idempotency.go,
-// truth.go, core.go, clock.go) and the handler and server every fake embeds
-// (fake.go) are provider-neutral; each provider's wire format lives in its
-// own files (stripe*.go, yookassa*.go, checkout*.go).
+// truth.go, core.go, clock.go), the handler and server every fake embeds
+// (fake.go) and the handling of stored objects (objects.go) are
+// provider-neutral; each provider's wire format lives in its own files
+// (stripe*.go, yookassa*.go, checkout*.go). httpmock responders in Stripe's
+// wire format live in the subpackage mockhttp, which only tests import.
 package mocks

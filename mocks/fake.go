@@ -136,6 +136,14 @@ func (cfg coreConfig) withDefaults() coreConfig {
 	return cfg
 }
 
+// check reports the first negative duration of an options type (typ, e.g.
+// "StripeOptions") whose core configuration is cfg, trying own (the type's
+// own durations) first, or the first unusable fault rate.
+func (cfg coreConfig) check(typ string, own ...namedDuration) error {
+	return checkOptions(typ, cfg.faultRates, append(own, namedDuration{"HangFor", cfg.hangFor},
+		namedDuration{"SlowFor", cfg.slowFor}, namedDuration{"RetryAfter", cfg.retryAfter})...)
+}
+
 // namedDuration is a duration option and its field name.
 type namedDuration struct {
 	name string

@@ -1,6 +1,7 @@
 package mocks_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -17,33 +18,57 @@ import (
 
 var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// bundle is one test's fake, clock and client.
-type bundle struct {
-	f     *mocks.Stripe
+// fakeBundle is one test's fake, clock and client.
+type fakeBundle[F any] struct {
+	f     F
 	clock *mocks.ManualClock
 	c     *client
 }
 
-// setup starts a fake on a manual clock; opts.Clock is overridden.
-func setup(t *testing.T, opts mocks.StripeOptions) *bundle {
+// The bundles of the three fakes.
+type (
+	bundle    = fakeBundle[*mocks.Stripe]
+	ykBundle  = fakeBundle[*mocks.YooKassa]
+	ckoBundle = fakeBundle[*mocks.Checkout]
+)
+
+// startFake starts the fake that start makes on a manual clock at epoch
+// (it sets *clockOption, the options' Clock, first), closes it when the test
+// ends, and talks to it with clientFor's client.
+func startFake[F interface {
+	Client() *http.Client
+	Close()
+}](t *testing.T, clockOption *func() time.Time, start func() F, clientFor func(*testing.T, F, *http.Client) *client) *fakeBundle[F] {
 	t.Helper()
 	clock := mocks.NewManualClock(epoch)
-	opts.Clock = clock.Now
-	f := mocks.NewStripe(opts)
+	*clockOption = clock.Now
+	f := start()
 	t.Cleanup(f.Close)
-	return &bundle{f: f, clock: clock, c: newClient(t, f, f.Client())}
+	return &fakeBundle[F]{f: f, clock: clock, c: clientFor(t, f, f.Client())}
 }
 
-// client is a bare Stripe client: the tests exercise the wire, not an SDK.
+// setup starts a Stripe fake on a manual clock; opts.Clock is overridden.
+func setup(t *testing.T, opts mocks.StripeOptions) *bundle {
+	t.Helper()
+	return startFake(t, &opts.Clock, func() *mocks.Stripe { return mocks.NewStripe(opts) }, newClient)
+}
+
+// client is a bare client of a fake: the tests exercise the wire, not an
+// SDK. Stripe's sends key as a Bearer token and form bodies; the JSON
+// fakes' (YooKassa, Checkout.com) set their credentials with auth and send
+// JSON bodies.
 type client struct {
-	t    *testing.T
-	base string
-	key  string
-	hc   *http.Client
+	t         *testing.T
+	base      string
+	key       string              // Stripe API key, "" for none
+	auth      func(*http.Request) // credentials of the JSON fakes
+	keyHeader string              // the idempotency key header
+	hc        *http.Client
 }
 
+// newClient is a Stripe client of f.
 func newClient(t *testing.T, f *mocks.Stripe, hc *http.Client) *client {
-	return &client{t: t, base: f.URL(), key: f.APIKey(), hc: hc}
+	return &client{t: t, base: f.URL(), key: f.APIKey(), keyHeader: "Idempotency-Key", hc: hc}
 }
 
 // noKeepAlive returns a client whose connections are never reused, so that
@@ -59,21 +84,38 @@ type result struct {
 	body   []byte
 }
 
-func (c *client) do(ctx context.Context, method, path string, form url.Values, idemKey string) (*result, error) {
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
+// do sends method path with body and the idempotency key, if any. A
+// url.Values body is sent as a form (none if it is nil), a string as it
+// is, anything else but nil marshalled to JSON.
+func (c *client) do(ctx context.Context, method, path string, body any, key string) (*result, error) {
+	var rd io.Reader
+	contentType := "application/json"
+	switch b := body.(type) {
+	case nil:
+	case url.Values:
+		if b != nil {
+			rd, contentType = strings.NewReader(b.Encode()), "application/x-www-form-urlencoded"
+		}
+	case string:
+		rd = bytes.NewReader([]byte(b))
+	default:
+		raw, err := json.Marshal(b)
+		require.NoError(c.t, err)
+		rd = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	require.NoError(c.t, err)
-	if c.key != "" {
+	switch {
+	case c.auth != nil:
+		c.auth(req)
+	case c.key != "":
 		req.Header.Set("Authorization", "Bearer "+c.key)
 	}
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if rd != nil {
+		req.Header.Set("Content-Type", contentType)
 	}
-	if idemKey != "" {
-		req.Header.Set("Idempotency-Key", idemKey)
+	if key != "" {
+		req.Header.Set(c.keyHeader, key)
 	}
 	return send(c.hc, req)
 }
@@ -92,9 +134,9 @@ func send(hc *http.Client, req *http.Request) (*result, error) {
 	return &result{status: resp.StatusCode, header: resp.Header, body: b}, nil
 }
 
-func (c *client) post(path string, form url.Values, idemKey string) *result {
+func (c *client) post(path string, body any, key string) *result {
 	c.t.Helper()
-	r, err := c.do(context.Background(), http.MethodPost, path, form, idemKey)
+	r, err := c.do(context.Background(), http.MethodPost, path, body, key)
 	require.NoError(c.t, err)
 	return r
 }
@@ -106,28 +148,28 @@ func (c *client) get(path string) *result {
 	return r
 }
 
+// decode decodes the body into v after checking the status.
+func decode[T any](t *testing.T, r *result, status int) T {
+	t.Helper()
+	require.Equal(t, status, r.status, string(r.body))
+	var v T
+	require.NoError(t, json.Unmarshal(r.body, &v), string(r.body))
+	return v
+}
+
 func (r *result) pi(t *testing.T) mocks.StripePaymentIntent {
 	t.Helper()
-	require.Equal(t, http.StatusOK, r.status, string(r.body))
-	var pi mocks.StripePaymentIntent
-	require.NoError(t, json.Unmarshal(r.body, &pi))
-	return pi
+	return decode[mocks.StripePaymentIntent](t, r, http.StatusOK)
 }
 
 func (r *result) refund(t *testing.T) mocks.StripeRefund {
 	t.Helper()
-	require.Equal(t, http.StatusOK, r.status, string(r.body))
-	var re mocks.StripeRefund
-	require.NoError(t, json.Unmarshal(r.body, &re))
-	return re
+	return decode[mocks.StripeRefund](t, r, http.StatusOK)
 }
 
 func (r *result) err(t *testing.T, status int) mocks.StripeError {
 	t.Helper()
-	require.Equal(t, status, r.status, string(r.body))
-	var e mocks.StripeErrorBody
-	require.NoError(t, json.Unmarshal(r.body, &e))
-	return e.Error
+	return decode[mocks.StripeErrorBody](t, r, status).Error
 }
 
 // raw decodes the body generically, to check nulls and field names.
@@ -136,6 +178,12 @@ func (r *result) raw(t *testing.T) map[string]any {
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(r.body, &m))
 	return m
+}
+
+// manual makes form a PaymentIntent captured later (capture_method manual).
+func manual(form url.Values) url.Values {
+	form.Set("capture_method", "manual")
+	return form
 }
 
 // charge is the form of a confirmed card PaymentIntent.

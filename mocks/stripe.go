@@ -64,8 +64,7 @@ type StripeOptions struct {
 
 // Validate reports the first option that cannot work, saying how to fix it.
 func (o StripeOptions) Validate() error {
-	if err := checkOptions("StripeOptions", o.FaultRates, namedDuration{"KeyTTL", o.KeyTTL}, namedDuration{"SearchLag", o.SearchLag},
-		namedDuration{"HangFor", o.HangFor}, namedDuration{"SlowFor", o.SlowFor}, namedDuration{"RetryAfter", o.RetryAfter}); err != nil {
+	if err := o.coreConfig(idemPolicy{}).check("StripeOptions", namedDuration{"KeyTTL", o.KeyTTL}, namedDuration{"SearchLag", o.SearchLag}); err != nil {
 		return err
 	}
 	for i, k := range o.APIKeys {
@@ -74,6 +73,11 @@ func (o StripeOptions) Validate() error {
 		}
 	}
 	return nil
+}
+
+// coreConfig is the core configuration of the fake, keeping keys by idem.
+func (o StripeOptions) coreConfig(idem idemPolicy) coreConfig {
+	return coreConfig{"stripe", o.Clock, o.Seed, idem, o.FaultRates, o.FaultGETs, o.HangFor, o.SlowFor, o.RetryAfter, o.Logger}
 }
 
 // StripeHandler is the fake Stripe as an http.Handler, for callers who mount
@@ -130,18 +134,7 @@ func NewStripeHandler(opts StripeOptions) *StripeHandler {
 		methods:    make(map[string]string),
 		refunds:    make(map[string]*stripeRefund),
 	}
-	s.start(coreConfig{
-		name:       "stripe",
-		clock:      opts.Clock,
-		seed:       opts.Seed,
-		idem:       idemPolicy{ttl: cmp.Or(opts.KeyTTL, StripeKeyTTL)},
-		faultRates: opts.FaultRates,
-		faultGETs:  opts.FaultGETs,
-		hangFor:    opts.HangFor,
-		slowFor:    opts.SlowFor,
-		retryAfter: opts.RetryAfter,
-		logger:     opts.Logger,
-	}, s, s.truthRecords)
+	s.start(opts.coreConfig(idemPolicy{ttl: cmp.Or(opts.KeyTTL, StripeKeyTTL)}), s, s.truthRecords)
 	s.apiKeys = append([]string(nil), opts.APIKeys...)
 	if len(s.apiKeys) == 0 {
 		s.apiKeys = []string{s.core.ids.next("sk_test_", 24)}

@@ -1,7 +1,6 @@
 package mocks_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"testing"
@@ -13,10 +12,7 @@ import (
 
 func (r *result) charge(t *testing.T) mocks.StripeCharge {
 	t.Helper()
-	require.Equal(t, http.StatusOK, r.status, string(r.body))
-	var ch mocks.StripeCharge
-	require.NoError(t, json.Unmarshal(r.body, &ch))
-	return ch
+	return decode[mocks.StripeCharge](t, r, http.StatusOK)
 }
 
 // Every confirmation creates a Charge that GET /v1/charges/{id} returns,
@@ -26,10 +22,14 @@ func (r *result) charge(t *testing.T) mocks.StripeCharge {
 func TestChargesFollowTheirPaymentIntent(t *testing.T) {
 	t.Parallel()
 	b := setup(t, mocks.StripeOptions{})
+	chargeOf := func(pi mocks.StripePaymentIntent) mocks.StripeCharge {
+		return b.c.get("/v1/charges/" + pi.LatestCharge).charge(t)
+	}
+	refund := func(form url.Values) { b.c.post("/v1/refunds", form, "").refund(t) }
 
 	// Captured at once.
 	pi := b.c.post("/v1/payment_intents", charge("1500", "pm_card_visa"), "").pi(t)
-	ch := b.c.get("/v1/charges/" + pi.LatestCharge).charge(t)
+	ch := chargeOf(pi)
 	require.Equal(t, "charge", ch.Object)
 	require.Equal(t, pi.ID, ch.PaymentIntent)
 	require.Equal(t, "succeeded", ch.Status)
@@ -39,21 +39,20 @@ func TestChargesFollowTheirPaymentIntent(t *testing.T) {
 	require.Equal(t, "usd", ch.Currency)
 
 	// Refunded in part, then in full.
-	b.c.post("/v1/refunds", url.Values{"payment_intent": {pi.ID}, "amount": {"500"}}, "").refund(t)
-	ch = b.c.get("/v1/charges/" + pi.LatestCharge).charge(t)
+	refund(url.Values{"payment_intent": {pi.ID}, "amount": {"500"}})
+	ch = chargeOf(pi)
 	require.Equal(t, int64(500), ch.AmountRefunded)
 	require.False(t, ch.Refunded)
-	b.c.post("/v1/refunds", url.Values{"payment_intent": {pi.ID}}, "").refund(t)
-	ch = b.c.get("/v1/charges/" + pi.LatestCharge).charge(t)
+	refund(url.Values{"payment_intent": {pi.ID}})
+	ch = chargeOf(pi)
 	require.Equal(t, int64(1500), ch.AmountRefunded)
 	require.True(t, ch.Refunded)
 
 	// Authorized, then canceled: the charge stays paid, uncaptured, and is
 	// refunded in full.
-	form := charge("2000", "pm_card_visa")
-	form.Set("capture_method", "manual")
+	form := manual(charge("2000", "pm_card_visa"))
 	auth := b.c.post("/v1/payment_intents", form, "").pi(t)
-	ch = b.c.get("/v1/charges/" + auth.LatestCharge).charge(t)
+	ch = chargeOf(auth)
 	require.True(t, ch.Paid)
 	require.False(t, ch.Captured)
 	require.Equal(t, "succeeded", ch.Status)
@@ -62,7 +61,7 @@ func TestChargesFollowTheirPaymentIntent(t *testing.T) {
 	require.Zero(t, canceled.AmountCapturable)
 	require.Zero(t, canceled.AmountReceived)
 	require.Equal(t, auth.LatestCharge, canceled.LatestCharge)
-	ch = b.c.get("/v1/charges/" + canceled.LatestCharge).charge(t)
+	ch = chargeOf(canceled)
 	require.True(t, ch.Paid)
 	require.False(t, ch.Captured)
 	require.True(t, ch.Refunded)
@@ -71,13 +70,13 @@ func TestChargesFollowTheirPaymentIntent(t *testing.T) {
 	// Authorized, then captured in part, then refunded in full.
 	auth = b.c.post("/v1/payment_intents", form, "").pi(t)
 	b.c.post("/v1/payment_intents/"+auth.ID+"/capture", url.Values{"amount_to_capture": {"1200"}}, "").pi(t)
-	ch = b.c.get("/v1/charges/" + auth.LatestCharge).charge(t)
+	ch = chargeOf(auth)
 	require.True(t, ch.Paid)
 	require.True(t, ch.Captured)
 	require.Equal(t, int64(1200), ch.AmountCaptured)
 	require.False(t, ch.Refunded)
-	b.c.post("/v1/refunds", url.Values{"payment_intent": {auth.ID}}, "").refund(t)
-	ch = b.c.get("/v1/charges/" + auth.LatestCharge).charge(t)
+	refund(url.Values{"payment_intent": {auth.ID}})
+	ch = chargeOf(auth)
 	require.Equal(t, int64(1200), ch.AmountRefunded)
 	require.True(t, ch.Refunded)
 
@@ -88,7 +87,7 @@ func TestChargesFollowTheirPaymentIntent(t *testing.T) {
 	require.NotNil(t, declined)
 	canceled = b.c.post("/v1/payment_intents/"+declined.ID+"/cancel", nil, "").pi(t)
 	require.Equal(t, "canceled", canceled.Status)
-	ch = b.c.get("/v1/charges/" + canceled.LatestCharge).charge(t)
+	ch = chargeOf(canceled)
 	require.Equal(t, "failed", ch.Status)
 	require.False(t, ch.Paid)
 	require.False(t, ch.Captured)

@@ -204,6 +204,33 @@ func (f createdFilter) matches(t int64) bool {
 		(f.lt == nil || t < *f.lt) && (f.lte == nil || t <= *f.lte)
 }
 
+// listParams reads the query of a list endpoint that also filters by the
+// parameters named in filters: paging and created filters.
+func (s *StripeHandler) listParams(c *call, filters ...string) (listPage, createdFilter, *response) {
+	allowed := listFilterParams
+	allowed.names = append(append([]string(nil), allowed.names...), filters...)
+	if r := s.checkParams(c, c.query, allowed); r != nil {
+		return listPage{}, createdFilter{}, r
+	}
+	p, r := s.listPageParams(c, c.query)
+	if r != nil {
+		return listPage{}, createdFilter{}, r
+	}
+	created, r := s.createdParams(c, c.query)
+	return p, created, r
+}
+
+// stripeList is the page p asks for of all (newest first), in Stripe's list
+// envelope for url, rendered by object.
+func stripeList[R, T any](url string, all []R, p listPage, id func(R) string, object func(R) T) StripeList[T] {
+	items, more := page(all, id, p)
+	out := StripeList[T]{Object: "list", URL: url, HasMore: more, Data: make([]T, 0, len(items))}
+	for _, it := range items {
+		out.Data = append(out.Data, object(it))
+	}
+	return out
+}
+
 var listFilterParams = paramSet{
 	names: []string{"limit", "starting_after", "ending_before", "created", "created[gt]", "created[gte]",
 		"created[lt]", "created[lte]", "expand[]"},

@@ -3,7 +3,6 @@ package mocks
 import (
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 )
 
@@ -194,80 +193,43 @@ func (s *StripeHandler) confirmLocked(c *call, in *stripeIntent, card stripeTest
 
 // getIntent is GET /v1/payment_intents/{id}.
 func (s *StripeHandler) getIntent(c *call) (*response, bool) {
-	id := c.r.PathValue("id")
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	in, ok := s.intents[id]
-	if !ok {
-		return s.notFound(c, "payment_intent", id, "intent"), true
-	}
-	return s.jsonResponse(c, http.StatusOK, in.pi), true
+	return s.withIntent(c, func(in *stripeIntent) (*response, bool) {
+		return s.jsonResponse(c, http.StatusOK, in.pi), true
+	})
 }
 
 // getCharge is GET /v1/charges/{id}.
 func (s *StripeHandler) getCharge(c *call) (*response, bool) {
-	id := c.r.PathValue("id")
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ch, ok := s.chargeObjs[id]
-	if !ok {
-		return s.notFound(c, "charge", id, "id"), true
-	}
-	return s.jsonResponse(c, http.StatusOK, *ch), true
+	missing := func(id string) *response { return s.notFound(c, "charge", id, "id") }
+	return withObject(&s.mu, s.chargeObjs, c, missing, func(ch *StripeCharge) (*response, bool) {
+		return s.jsonResponse(c, http.StatusOK, *ch), true
+	})
 }
 
 // listIntents is GET /v1/payment_intents: newest first, not delayed.
 func (s *StripeHandler) listIntents(c *call) (*response, bool) {
-	v := c.query
-	allowed := listFilterParams
-	allowed.names = append(append([]string(nil), allowed.names...), "customer")
-	if r := s.checkParams(c, v, allowed); r != nil {
-		return r, false
-	}
-	p, r := s.listPageParams(c, v)
+	p, created, r := s.listParams(c, "customer")
 	if r != nil {
 		return r, false
 	}
-	created, r := s.createdParams(c, v)
-	if r != nil {
-		return r, false
-	}
-	customer := v.Get("customer")
+	customer := c.query.Get("customer")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var all []*stripeIntent
-	for _, in := range s.intentOrder {
-		if (customer == "" || in.pi.Customer == customer) && (!created.set || created.matches(in.pi.Created)) {
-			all = append(all, in)
-		}
-	}
-	sortNewestFirst(all)
-	items, more := page(all, func(in *stripeIntent) string { return in.pi.ID }, p)
-	out := StripeList[StripePaymentIntent]{Object: "list", URL: "/v1/payment_intents", HasMore: more,
-		Data: make([]StripePaymentIntent, 0, len(items))}
-	for _, in := range items {
-		out.Data = append(out.Data, in.pi)
-	}
+	all := newestFirst(s.intentOrder, func(in *stripeIntent) bool {
+		return (customer == "" || in.pi.Customer == customer) && (!created.set || created.matches(in.pi.Created))
+	})
+	out := stripeList("/v1/payment_intents", all, p, func(in *stripeIntent) string { return in.pi.ID },
+		func(in *stripeIntent) StripePaymentIntent { return in.pi })
 	return s.jsonResponse(c, http.StatusOK, out), true
 }
 
-func sortNewestFirst(all []*stripeIntent) {
-	sort.Slice(all, func(i, j int) bool {
-		if all[i].pi.Created != all[j].pi.Created {
-			return all[i].pi.Created > all[j].pi.Created
-		}
-		return all[i].seq > all[j].seq
-	})
-}
+func (in *stripeIntent) order() (created, seq int64) { return in.pi.Created, in.seq }
 
-// lookupIntentLocked finds the intent of a {id} route or answers 404.
-func (s *StripeHandler) lookupIntentLocked(c *call) (*stripeIntent, *response) {
-	id := c.r.PathValue("id")
-	in, ok := s.intents[id]
-	if !ok {
-		return nil, s.notFound(c, "payment_intent", id, "intent")
-	}
-	return in, nil
+// withIntent runs fn on the intent of a {id} route under the lock, or
+// answers 404.
+func (s *StripeHandler) withIntent(c *call, fn func(in *stripeIntent) (*response, bool)) (*response, bool) {
+	missing := func(id string) *response { return s.notFound(c, "payment_intent", id, "intent") }
+	return withObject(&s.mu, s.intents, c, missing, fn)
 }
 
 // unexpectedState is Stripe's 400 payment_intent_unexpected_state, carrying
@@ -286,30 +248,26 @@ func (s *StripeHandler) confirmIntent(c *call) (*response, bool) {
 	if r := s.checkParams(c, v, intentConfirmParams); r != nil {
 		return r, false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	in, r := s.lookupIntentLocked(c)
-	if r != nil {
-		return r, true
-	}
-	if st := in.pi.Status; st != "requires_payment_method" && st != "requires_confirmation" {
-		return s.unexpectedState(c, in, fmt.Sprintf(
-			"You cannot confirm this PaymentIntent because it has a status of %s. Only a PaymentIntent with one of the following statuses may be confirmed: requires_confirmation, requires_payment_method.", st)), true
-	}
-	pm := v.Get("payment_method")
-	if pm == "" {
-		pm = in.pi.PaymentMethod
-	}
-	if pm == "" {
-		return s.invalid(c, "parameter_missing", "payment_method",
-			"You cannot confirm this PaymentIntent because it's missing a payment method. Specify a payment_method to confirm it."), false
-	}
-	card, pmID, r := s.resolveMethodLocked(c, pm)
-	if r != nil {
-		return r, false
-	}
-	in.pi.PaymentMethod = pmID
-	return s.confirmLocked(c, in, card), true
+	return s.withIntent(c, func(in *stripeIntent) (*response, bool) {
+		if st := in.pi.Status; st != "requires_payment_method" && st != "requires_confirmation" {
+			return s.unexpectedState(c, in, fmt.Sprintf(
+				"You cannot confirm this PaymentIntent because it has a status of %s. Only a PaymentIntent with one of the following statuses may be confirmed: requires_confirmation, requires_payment_method.", st)), true
+		}
+		pm := v.Get("payment_method")
+		if pm == "" {
+			pm = in.pi.PaymentMethod
+		}
+		if pm == "" {
+			return s.invalid(c, "parameter_missing", "payment_method",
+				"You cannot confirm this PaymentIntent because it's missing a payment method. Specify a payment_method to confirm it."), false
+		}
+		card, pmID, r := s.resolveMethodLocked(c, pm)
+		if r != nil {
+			return r, false
+		}
+		in.pi.PaymentMethod = pmID
+		return s.confirmLocked(c, in, card), true
+	})
 }
 
 // captureIntent is POST /v1/payment_intents/{id}/capture.
@@ -326,35 +284,31 @@ func (s *StripeHandler) captureIntent(c *call) (*response, bool) {
 	if r != nil {
 		return r, false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	in, r := s.lookupIntentLocked(c)
-	if r != nil {
-		return r, true
-	}
-	pi := &in.pi
-	if pi.Status != "requires_capture" {
-		return s.unexpectedState(c, in, fmt.Sprintf(
-			"This PaymentIntent could not be captured because it has a status of %s. Only a PaymentIntent with one of the following statuses may be captured: requires_capture.", pi.Status)), true
-	}
-	if !given {
-		atc = pi.AmountCapturable
-	}
-	if atc > pi.AmountCapturable {
-		return s.invalid(c, "amount_too_large", "amount_to_capture", fmt.Sprintf(
-			"The amount to capture (%s) is greater than the amount capturable (%s).",
-			formatMoney(atc, pi.Currency), formatMoney(pi.AmountCapturable, pi.Currency))), true
-	}
-	if ch := s.chargeObjs[in.chargeID]; ch != nil {
-		ch.Captured, ch.AmountCaptured = true, atc
-	}
-	pi.AmountReceived = atc
-	pi.AmountCapturable = 0
-	pi.Status = "succeeded"
-	for k, val := range md {
-		pi.Metadata[k] = val
-	}
-	return s.jsonResponse(c, http.StatusOK, *pi), true
+	return s.withIntent(c, func(in *stripeIntent) (*response, bool) {
+		pi := &in.pi
+		if pi.Status != "requires_capture" {
+			return s.unexpectedState(c, in, fmt.Sprintf(
+				"This PaymentIntent could not be captured because it has a status of %s. Only a PaymentIntent with one of the following statuses may be captured: requires_capture.", pi.Status)), true
+		}
+		if !given {
+			atc = pi.AmountCapturable
+		}
+		if atc > pi.AmountCapturable {
+			return s.invalid(c, "amount_too_large", "amount_to_capture", fmt.Sprintf(
+				"The amount to capture (%s) is greater than the amount capturable (%s).",
+				formatMoney(atc, pi.Currency), formatMoney(pi.AmountCapturable, pi.Currency))), true
+		}
+		if ch := s.chargeObjs[in.chargeID]; ch != nil {
+			ch.Captured, ch.AmountCaptured = true, atc
+		}
+		pi.AmountReceived = atc
+		pi.AmountCapturable = 0
+		pi.Status = "succeeded"
+		for k, val := range md {
+			pi.Metadata[k] = val
+		}
+		return s.jsonResponse(c, http.StatusOK, *pi), true
+	})
 }
 
 // cancelIntent is POST /v1/payment_intents/{id}/cancel.
@@ -367,30 +321,26 @@ func (s *StripeHandler) cancelIntent(c *call) (*response, bool) {
 	if r != nil {
 		return r, false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	in, r := s.lookupIntentLocked(c)
-	if r != nil {
-		return r, true
-	}
-	pi := &in.pi
-	switch pi.Status {
-	case "requires_payment_method", "requires_capture", "requires_confirmation", "requires_action", "processing":
-	default:
-		return s.unexpectedState(c, in, fmt.Sprintf(
-			"You cannot cancel this PaymentIntent because it has a status of %s. Only a PaymentIntent with one of the following statuses may be canceled: requires_payment_method, requires_capture, requires_confirmation, requires_action, processing.", pi.Status)), true
-	}
-	if ch := s.chargeObjs[in.chargeID]; ch != nil && pi.Status == "requires_capture" {
-		// "For PaymentIntents with a status of requires_capture, the
-		// remaining amount_capturable is automatically refunded" (API
-		// reference, Cancel a PaymentIntent): the authorized charge stays
-		// paid and uncaptured, and is refunded in full.
-		ch.AmountRefunded, ch.Refunded = ch.Amount, true
-	}
-	pi.Status = "canceled"
-	pi.CanceledAt = c.now.Unix()
-	pi.CancellationReason = reason
-	pi.AmountCapturable = 0
-	pi.NextAction = nil
-	return s.jsonResponse(c, http.StatusOK, *pi), true
+	return s.withIntent(c, func(in *stripeIntent) (*response, bool) {
+		pi := &in.pi
+		switch pi.Status {
+		case "requires_payment_method", "requires_capture", "requires_confirmation", "requires_action", "processing":
+		default:
+			return s.unexpectedState(c, in, fmt.Sprintf(
+				"You cannot cancel this PaymentIntent because it has a status of %s. Only a PaymentIntent with one of the following statuses may be canceled: requires_payment_method, requires_capture, requires_confirmation, requires_action, processing.", pi.Status)), true
+		}
+		if ch := s.chargeObjs[in.chargeID]; ch != nil && pi.Status == "requires_capture" {
+			// "For PaymentIntents with a status of requires_capture, the
+			// remaining amount_capturable is automatically refunded" (API
+			// reference, Cancel a PaymentIntent): the authorized charge stays
+			// paid and uncaptured, and is refunded in full.
+			ch.AmountRefunded, ch.Refunded = ch.Amount, true
+		}
+		pi.Status = "canceled"
+		pi.CanceledAt = c.now.Unix()
+		pi.CancellationReason = reason
+		pi.AmountCapturable = 0
+		pi.NextAction = nil
+		return s.jsonResponse(c, http.StatusOK, *pi), true
+	})
 }

@@ -3,7 +3,6 @@ package mocks
 import (
 	"fmt"
 	"net/http"
-	"sort"
 )
 
 var refundCreateParams = paramSet{
@@ -104,57 +103,32 @@ func (s *StripeHandler) createRefund(c *call) (*response, bool) {
 
 // getRefund is GET /v1/refunds/{id}.
 func (s *StripeHandler) getRefund(c *call) (*response, bool) {
-	id := c.r.PathValue("id")
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	re, ok := s.refunds[id]
-	if !ok {
-		return s.notFound(c, "refund", id, "id"), true
-	}
-	return s.jsonResponse(c, http.StatusOK, re.re), true
+	missing := func(id string) *response { return s.notFound(c, "refund", id, "id") }
+	return withObject(&s.mu, s.refunds, c, missing, func(re *stripeRefund) (*response, bool) {
+		return s.jsonResponse(c, http.StatusOK, re.re), true
+	})
 }
+
+func (re *stripeRefund) order() (created, seq int64) { return re.re.Created, re.seq }
 
 // listRefunds is GET /v1/refunds, optionally for one payment_intent or
 // charge, newest first.
 func (s *StripeHandler) listRefunds(c *call) (*response, bool) {
-	v := c.query
-	allowed := listFilterParams
-	allowed.names = append(append([]string(nil), allowed.names...), "payment_intent", "charge")
-	if r := s.checkParams(c, v, allowed); r != nil {
-		return r, false
-	}
-	p, r := s.listPageParams(c, v)
+	p, created, r := s.listParams(c, "payment_intent", "charge")
 	if r != nil {
 		return r, false
 	}
-	created, r := s.createdParams(c, v)
-	if r != nil {
-		return r, false
-	}
-	piID, chID := v.Get("payment_intent"), v.Get("charge")
+	piID, chID := c.query.Get("payment_intent"), c.query.Get("charge")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if piID != "" && s.intents[piID] == nil {
 		return s.notFound(c, "payment_intent", piID, "payment_intent"), true
 	}
-	var all []*stripeRefund
-	for _, re := range s.refundOrder {
-		if (piID == "" || re.re.PaymentIntent == piID) && (chID == "" || re.re.Charge == chID) &&
-			(!created.set || created.matches(re.re.Created)) {
-			all = append(all, re)
-		}
-	}
-	sort.Slice(all, func(i, j int) bool {
-		if all[i].re.Created != all[j].re.Created {
-			return all[i].re.Created > all[j].re.Created
-		}
-		return all[i].seq > all[j].seq
+	all := newestFirst(s.refundOrder, func(re *stripeRefund) bool {
+		return (piID == "" || re.re.PaymentIntent == piID) && (chID == "" || re.re.Charge == chID) &&
+			(!created.set || created.matches(re.re.Created))
 	})
-	items, more := page(all, func(re *stripeRefund) string { return re.re.ID }, p)
-	out := StripeList[StripeRefund]{Object: "list", URL: "/v1/refunds", HasMore: more,
-		Data: make([]StripeRefund, 0, len(items))}
-	for _, re := range items {
-		out.Data = append(out.Data, re.re)
-	}
+	out := stripeList("/v1/refunds", all, p, func(re *stripeRefund) string { return re.re.ID },
+		func(re *stripeRefund) StripeRefund { return re.re })
 	return s.jsonResponse(c, http.StatusOK, out), true
 }

@@ -246,13 +246,9 @@ func (s *StripeHandler) searchIntents(c *call) (*response, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	visibleBefore := c.now.Add(-s.searchLag)
-	var hits []*stripeIntent
-	for _, in := range s.intentOrder {
-		if !in.createdAt.After(visibleBefore) && q.matches(&in.pi) {
-			hits = append(hits, in)
-		}
-	}
-	sortNewestFirst(hits)
+	hits := newestFirst(s.intentOrder, func(in *stripeIntent) bool {
+		return !in.createdAt.After(visibleBefore) && q.matches(&in.pi)
+	})
 	out := StripeSearchResult[StripePaymentIntent]{Object: "search_result", URL: "/v1/payment_intents/search",
 		Data: []StripePaymentIntent{}}
 	if offset > len(hits) {

@@ -69,8 +69,7 @@ func TestCreateIntentAutomaticSucceeds(t *testing.T) {
 func TestCreateIntentManualCapture(t *testing.T) {
 	t.Parallel()
 	b := setup(t, mocks.StripeOptions{})
-	form := charge("2000", "pm_card_mastercard")
-	form.Set("capture_method", "manual")
+	form := manual(charge("2000", "pm_card_mastercard"))
 	pi := b.c.post("/v1/payment_intents", form, "").pi(t)
 	require.Equal(t, "requires_capture", pi.Status)
 	require.Equal(t, int64(2000), pi.AmountCapturable)
@@ -231,8 +230,7 @@ func TestGetIntentNotFound(t *testing.T) {
 func TestCancelIntent(t *testing.T) {
 	t.Parallel()
 	b := setup(t, mocks.StripeOptions{})
-	form := charge("500", "pm_card_visa")
-	form.Set("capture_method", "manual")
+	form := manual(charge("500", "pm_card_visa"))
 	held := b.c.post("/v1/payment_intents", form, "").pi(t)
 
 	e := b.c.post("/v1/payment_intents/"+held.ID+"/cancel", url.Values{"cancellation_reason": {"bored"}}, "").err(t, 400)
@@ -341,8 +339,7 @@ func TestRefunds(t *testing.T) {
 	e = b.c.post("/v1/refunds", url.Values{"payment_intent": {pi.ID}, "amount": {"0"}}, "").err(t, 400)
 	require.Equal(t, "amount", e.Param)
 
-	form := charge("1000", "pm_card_visa")
-	form.Set("capture_method", "manual")
+	form := manual(charge("1000", "pm_card_visa"))
 	held := b.c.post("/v1/payment_intents", form, "").pi(t)
 	e = b.c.post("/v1/refunds", url.Values{"payment_intent": {held.ID}}, "").err(t, 400)
 	require.Contains(t, e.Message, "does not have a successful charge to refund")
@@ -402,18 +399,6 @@ func TestUnknownRoute(t *testing.T) {
 	e = b.c.post("/v1/payment_intents/pi_1", url.Values{"amount": {"1"}}, "").err(t, 404)
 	require.Contains(t, e.Message, "Unrecognized request URL")
 	require.Equal(t, 2, b.f.Truth().Requests["unknown"])
-}
-
-func TestOptionsValidate(t *testing.T) {
-	t.Parallel()
-	require.NoError(t, mocks.StripeOptions{}.Validate())
-	require.ErrorContains(t, mocks.StripeOptions{KeyTTL: -time.Second}.Validate(), "KeyTTL")
-	require.ErrorContains(t, mocks.StripeOptions{FaultRates: map[mocks.FaultKind]float64{
-		mocks.FaultSlow: 0.6, mocks.FaultStored500: 0.6}}.Validate(), "at most 1")
-	require.ErrorContains(t, mocks.StripeOptions{FaultRates: map[mocks.FaultKind]float64{
-		mocks.FaultNone: 0.1}}.Validate(), "unknown fault kind")
-	require.ErrorContains(t, mocks.StripeOptions{APIKeys: []string{"sk_live_123"}}.Validate(), "test-mode")
-	require.Panics(t, func() { mocks.NewStripe(mocks.StripeOptions{SlowFor: -1}) })
 }
 
 func TestNewStripeHandlerMounted(t *testing.T) {

@@ -91,33 +91,29 @@ type TruthRefund struct {
 // (payments without k are left out). Any count above 1 is a reference that
 // was charged twice.
 func (t Truth) ChargesBy(k string) map[string]int {
-	m := make(map[string]int)
-	for _, p := range t.Payments {
-		if v, ok := p.Metadata[k]; ok && p.Authorized {
-			m[v]++
-		}
-	}
-	return m
+	return countBy(t.Payments, k, func(p TruthPayment) (map[string]string, bool) { return p.Metadata, p.Authorized })
 }
 
 // PaymentsBy counts payments per value of the metadata key k, declined and
 // canceled ones included.
 func (t Truth) PaymentsBy(k string) map[string]int {
-	m := make(map[string]int)
-	for _, p := range t.Payments {
-		if v, ok := p.Metadata[k]; ok {
-			m[v]++
-		}
-	}
-	return m
+	return countBy(t.Payments, k, func(p TruthPayment) (map[string]string, bool) { return p.Metadata, true })
 }
 
 // RefundsBy counts refunds per value of the refund's metadata key k.
 func (t Truth) RefundsBy(k string) map[string]int {
+	return countBy(t.Refunds, k, func(r TruthRefund) (map[string]string, bool) { return r.Metadata, true })
+}
+
+// countBy counts items per value of their metadata key k, leaving out the
+// items without k and those that metadata does not count.
+func countBy[T any](items []T, k string, metadata func(T) (md map[string]string, counts bool)) map[string]int {
 	m := make(map[string]int)
-	for _, r := range t.Refunds {
-		if v, ok := r.Metadata[k]; ok {
-			m[v]++
+	for _, it := range items {
+		if md, counts := metadata(it); counts {
+			if v, ok := md[k]; ok {
+				m[v]++
+			}
 		}
 	}
 	return m

@@ -83,8 +83,7 @@ type YooKassaOptions struct {
 
 // Validate reports the first option that cannot work, saying how to fix it.
 func (o YooKassaOptions) Validate() error {
-	if err := checkOptions("YooKassaOptions", o.FaultRates, namedDuration{"KeyTTL", o.KeyTTL},
-		namedDuration{"HangFor", o.HangFor}, namedDuration{"SlowFor", o.SlowFor}, namedDuration{"RetryAfter", o.RetryAfter}); err != nil {
+	if err := o.coreConfig(idemPolicy{}).check("YooKassaOptions", namedDuration{"KeyTTL", o.KeyTTL}); err != nil {
 		return err
 	}
 	if o.SecretKey != "" && !strings.HasPrefix(o.SecretKey, "test_") {
@@ -94,6 +93,11 @@ func (o YooKassaOptions) Validate() error {
 		return fmt.Errorf("mocks: YooKassaOptions.ShopID contains a colon or space; use the numeric shop id")
 	}
 	return nil
+}
+
+// coreConfig is the core configuration of the fake, keeping keys by idem.
+func (o YooKassaOptions) coreConfig(idem idemPolicy) coreConfig {
+	return coreConfig{"yookassa", o.Clock, o.Seed, idem, o.FaultRates, o.FaultGETs, o.HangFor, o.SlowFor, o.RetryAfter, o.Logger}
 }
 
 // YooKassaHandler is the fake YooKassa as an http.Handler: it serves
@@ -145,23 +149,13 @@ func NewYooKassaHandler(opts YooKassaOptions) *YooKassaHandler {
 		payments: make(map[string]*ykPayment),
 		refunds:  make(map[string]*ykRefund),
 	}
-	y.start(coreConfig{
-		name:  "yookassa",
-		clock: opts.Clock,
-		seed:  opts.Seed,
-		// A repeat inside the window is the same request, whatever its
-		// first answer was, except a 500: YooKassa says a 500 means the
-		// outcome is unknown and a repeat with the same key tells it. So
-		// 5xx answers are not replayed, and after a processed 500 the key
-		// keeps the real outcome.
-		idem:       idemPolicy{ttl: cmp.Or(opts.KeyTTL, YooKassaKeyTTL), keep: func(status int) bool { return status < 500 }, keepRealAfter500: true},
-		faultRates: opts.FaultRates,
-		faultGETs:  opts.FaultGETs,
-		hangFor:    opts.HangFor,
-		slowFor:    opts.SlowFor,
-		retryAfter: opts.RetryAfter,
-		logger:     opts.Logger,
-	}, y, y.truthRecords)
+	// A repeat inside the window is the same request, whatever its
+	// first answer was, except a 500: YooKassa says a 500 means the
+	// outcome is unknown and a repeat with the same key tells it. So
+	// 5xx answers are not replayed, and after a processed 500 the key
+	// keeps the real outcome.
+	idem := idemPolicy{ttl: cmp.Or(opts.KeyTTL, YooKassaKeyTTL), keep: func(status int) bool { return status < 500 }, keepRealAfter500: true}
+	y.start(opts.coreConfig(idem), y, y.truthRecords)
 	y.shopID, y.secretKey = opts.ShopID, opts.SecretKey
 	if y.shopID == "" {
 		y.shopID = "5" + strings.Map(digitOf, y.core.ids.next("", 5))
@@ -319,6 +313,15 @@ func (y *YooKassaHandler) requireKey(c *call) *response {
 		return y.invalid(c, "Idempotence-Key", fmt.Sprintf("Idempotence key is longer than %d characters", YooKassaMaxKeyLength))
 	}
 	return nil
+}
+
+// keyedBody refuses a POST without a usable Idempotence-Key (requireKey),
+// then decodes its body into v (decodeBody).
+func (y *YooKassaHandler) keyedBody(c *call, v any) *response {
+	if r := y.requireKey(c); r != nil {
+		return r
+	}
+	return y.decodeBody(c, v)
 }
 
 // decodeBody decodes the JSON body strictly into v; an empty body leaves v

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -138,11 +137,8 @@ func (y *YooKassaHandler) checkMetadata(c *call, md map[string]string) *response
 
 // createPayment is POST /v3/payments with a saved payment method.
 func (y *YooKassaHandler) createPayment(c *call) (*response, bool) {
-	if r := y.requireKey(c); r != nil {
-		return r, false
-	}
 	var req ykCreatePaymentRequest
-	if r := y.decodeBody(c, &req); r != nil {
+	if r := y.keyedBody(c, &req); r != nil {
 		return r, false
 	}
 	amount, scale, desc, param := ykParseAmount(req.Amount)
@@ -211,24 +207,25 @@ func ptr[T any](v T) *T { return &v }
 
 // getPayment is GET /v3/payments/{id}.
 func (y *YooKassaHandler) getPayment(c *call) (*response, bool) {
-	id := c.r.PathValue("id")
-	y.mu.Lock()
-	defer y.mu.Unlock()
-	p, ok := y.payments[id]
-	if !ok {
-		return y.notFound(c, "Payment", id), true
-	}
-	return y.jsonResponse(http.StatusOK, p.p), true
+	return y.withPayment(c, func(p *ykPayment) (*response, bool) {
+		return y.jsonResponse(http.StatusOK, p.p), true
+	})
 }
+
+// withPayment runs fn on the payment of a {id} route under the lock, or
+// answers 404.
+func (y *YooKassaHandler) withPayment(c *call, fn func(p *ykPayment) (*response, bool)) (*response, bool) {
+	missing := func(id string) *response { return y.notFound(c, "Payment", id) }
+	return withObject(&y.mu, y.payments, c, missing, fn)
+}
+
+func (p *ykPayment) order() (created, seq int64) { return p.createdAt.UnixNano(), p.seq }
 
 // capturePayment is POST /v3/payments/{id}/capture: all of the authorized
 // amount, or less.
 func (y *YooKassaHandler) capturePayment(c *call) (*response, bool) {
-	if r := y.requireKey(c); r != nil {
-		return r, false
-	}
 	var req ykCaptureRequest
-	if r := y.decodeBody(c, &req); r != nil {
+	if r := y.keyedBody(c, &req); r != nil {
 		return r, false
 	}
 	var amount int64
@@ -239,56 +236,45 @@ func (y *YooKassaHandler) capturePayment(c *call) (*response, bool) {
 		}
 		amount = a
 	}
-	y.mu.Lock()
-	defer y.mu.Unlock()
-	p, ok := y.payments[c.r.PathValue("id")]
-	if !ok {
-		return y.notFound(c, "Payment", c.r.PathValue("id")), true
-	}
-	if p.p.Status != "waiting_for_capture" {
-		return y.invalid(c, "", fmt.Sprintf("Payment has status %s; only a payment with status waiting_for_capture can be captured", p.p.Status)), true
-	}
-	if req.Amount != nil {
-		if req.Amount.Currency != p.p.Amount.Currency {
-			return y.invalid(c, "amount.currency", "Capture currency differs from the payment's"), true
+	return y.withPayment(c, func(p *ykPayment) (*response, bool) {
+		if p.p.Status != "waiting_for_capture" {
+			return y.invalid(c, "", fmt.Sprintf("Payment has status %s; only a payment with status waiting_for_capture can be captured", p.p.Status)), true
 		}
-		if amount > p.amount {
-			return y.invalid(c, "amount.value", "Capture amount is greater than the authorized amount"), true
+		if req.Amount != nil {
+			if req.Amount.Currency != p.p.Amount.Currency {
+				return y.invalid(c, "amount.currency", "Capture currency differs from the payment's"), true
+			}
+			if amount > p.amount {
+				return y.invalid(c, "amount.value", "Capture amount is greater than the authorized amount"), true
+			}
+			p.amount = amount
 		}
-		p.amount = amount
-	}
-	p.p.Amount = ykFormatAmount(p.amount, p.scale, p.p.Amount.Currency)
-	p.p.Status = "succeeded"
-	p.p.CapturedAt = ykTime(c.now)
-	p.p.ExpiresAt = ""
-	p.p.Refundable = true
-	p.p.RefundedAmount = ptr(ykFormatAmount(0, p.scale, p.p.Amount.Currency))
-	return y.jsonResponse(http.StatusOK, p.p), true
+		p.p.Amount = ykFormatAmount(p.amount, p.scale, p.p.Amount.Currency)
+		p.p.Status = "succeeded"
+		p.p.CapturedAt = ykTime(c.now)
+		p.p.ExpiresAt = ""
+		p.p.Refundable = true
+		p.p.RefundedAmount = ptr(ykFormatAmount(0, p.scale, p.p.Amount.Currency))
+		return y.jsonResponse(http.StatusOK, p.p), true
+	})
 }
 
 // cancelPayment is POST /v3/payments/{id}/cancel.
 func (y *YooKassaHandler) cancelPayment(c *call) (*response, bool) {
-	if r := y.requireKey(c); r != nil {
-		return r, false
-	}
 	var req struct{}
-	if r := y.decodeBody(c, &req); r != nil {
+	if r := y.keyedBody(c, &req); r != nil {
 		return r, false
 	}
-	y.mu.Lock()
-	defer y.mu.Unlock()
-	p, ok := y.payments[c.r.PathValue("id")]
-	if !ok {
-		return y.notFound(c, "Payment", c.r.PathValue("id")), true
-	}
-	if p.p.Status != "waiting_for_capture" {
-		return y.invalid(c, "", fmt.Sprintf("Payment has status %s; only a payment with status waiting_for_capture can be canceled", p.p.Status)), true
-	}
-	p.p.Status = "canceled"
-	p.p.Paid = false
-	p.p.ExpiresAt = ""
-	p.p.CancellationDetails = &YooKassaCancellationDetails{Party: "merchant", Reason: "canceled_by_merchant"}
-	return y.jsonResponse(http.StatusOK, p.p), true
+	return y.withPayment(c, func(p *ykPayment) (*response, bool) {
+		if p.p.Status != "waiting_for_capture" {
+			return y.invalid(c, "", fmt.Sprintf("Payment has status %s; only a payment with status waiting_for_capture can be canceled", p.p.Status)), true
+		}
+		p.p.Status = "canceled"
+		p.p.Paid = false
+		p.p.ExpiresAt = ""
+		p.p.CancellationDetails = &YooKassaCancellationDetails{Party: "merchant", Reason: "canceled_by_merchant"}
+		return y.jsonResponse(http.StatusOK, p.p), true
+	})
 }
 
 // ykListQuery is a list request: created_at filters, status, limit, cursor.
@@ -384,22 +370,21 @@ func (y *YooKassaHandler) listPayments(c *call) (*response, bool) {
 	method := c.query.Get("payment_method")
 	y.mu.Lock()
 	defer y.mu.Unlock()
-	var all []*ykPayment
-	for _, p := range y.paymentList {
-		if q.matches(p.createdAt, p.p.Status) && (method == "" || method == p.p.PaymentMethod.Type) {
-			all = append(all, p)
-		}
-	}
-	sort.Slice(all, func(i, j int) bool {
-		if !all[i].createdAt.Equal(all[j].createdAt) {
-			return all[i].createdAt.After(all[j].createdAt)
-		}
-		return all[i].seq > all[j].seq
+	all := newestFirst(y.paymentList, func(p *ykPayment) bool {
+		return q.matches(p.createdAt, p.p.Status) && (method == "" || method == p.p.PaymentMethod.Type)
 	})
-	page, next := ykPage(all, func(p *ykPayment) int64 { return p.seq }, q)
-	out := YooKassaList[YooKassaPayment]{Type: "list", Items: make([]YooKassaPayment, 0, len(page)), NextCursor: next}
-	for _, p := range page {
-		out.Items = append(out.Items, p.p)
+	return y.jsonResponse(http.StatusOK, ykList(all, q, func(p *ykPayment) YooKassaPayment { return p.p })), true
+}
+
+// ykList is the page q asks for of all (newest first), rendered by object.
+func ykList[R ordered, T any](all []R, q ykListQuery, object func(R) T) YooKassaList[T] {
+	page, next := ykPage(all, func(r R) int64 {
+		_, seq := r.order()
+		return seq
+	}, q)
+	out := YooKassaList[T]{Type: "list", Items: make([]T, 0, len(page)), NextCursor: next}
+	for _, r := range page {
+		out.Items = append(out.Items, object(r))
 	}
-	return y.jsonResponse(http.StatusOK, out), true
+	return out
 }

@@ -3,7 +3,6 @@ package mocks
 import (
 	"fmt"
 	"net/http"
-	"sort"
 	"unicode/utf8"
 )
 
@@ -16,11 +15,8 @@ type ykCreateRefundRequest struct {
 // createRefund is POST /v3/refunds: part or all of what remains of a
 // succeeded payment. The amount is required.
 func (y *YooKassaHandler) createRefund(c *call) (*response, bool) {
-	if r := y.requireKey(c); r != nil {
-		return r, false
-	}
 	var req ykCreateRefundRequest
-	if r := y.decodeBody(c, &req); r != nil {
+	if r := y.keyedBody(c, &req); r != nil {
 		return r, false
 	}
 	if req.PaymentID == "" {
@@ -73,15 +69,13 @@ func (y *YooKassaHandler) createRefund(c *call) (*response, bool) {
 
 // getRefund is GET /v3/refunds/{id}.
 func (y *YooKassaHandler) getRefund(c *call) (*response, bool) {
-	id := c.r.PathValue("id")
-	y.mu.Lock()
-	defer y.mu.Unlock()
-	rf, ok := y.refunds[id]
-	if !ok {
-		return y.notFound(c, "Refund", id), true
-	}
-	return y.jsonResponse(http.StatusOK, rf.r), true
+	missing := func(id string) *response { return y.notFound(c, "Refund", id) }
+	return withObject(&y.mu, y.refunds, c, missing, func(rf *ykRefund) (*response, bool) {
+		return y.jsonResponse(http.StatusOK, rf.r), true
+	})
 }
+
+func (rf *ykRefund) order() (created, seq int64) { return rf.createdAt.UnixNano(), rf.seq }
 
 // listRefunds is GET /v3/refunds, optionally for one payment_id, newest
 // first.
@@ -92,22 +86,8 @@ func (y *YooKassaHandler) listRefunds(c *call) (*response, bool) {
 	}
 	y.mu.Lock()
 	defer y.mu.Unlock()
-	var all []*ykRefund
-	for _, rf := range y.refundList {
-		if q.matches(rf.createdAt, rf.r.Status) && (q.paymentID == "" || rf.r.PaymentID == q.paymentID) {
-			all = append(all, rf)
-		}
-	}
-	sort.Slice(all, func(i, j int) bool {
-		if !all[i].createdAt.Equal(all[j].createdAt) {
-			return all[i].createdAt.After(all[j].createdAt)
-		}
-		return all[i].seq > all[j].seq
+	all := newestFirst(y.refundList, func(rf *ykRefund) bool {
+		return q.matches(rf.createdAt, rf.r.Status) && (q.paymentID == "" || rf.r.PaymentID == q.paymentID)
 	})
-	page, next := ykPage(all, func(rf *ykRefund) int64 { return rf.seq }, q)
-	out := YooKassaList[YooKassaRefund]{Type: "list", Items: make([]YooKassaRefund, 0, len(page)), NextCursor: next}
-	for _, rf := range page {
-		out.Items = append(out.Items, rf.r)
-	}
-	return y.jsonResponse(http.StatusOK, out), true
+	return y.jsonResponse(http.StatusOK, ykList(all, q, func(rf *ykRefund) YooKassaRefund { return rf.r })), true
 }

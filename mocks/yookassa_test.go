@@ -1,9 +1,7 @@
 package mocks_test
 
 import (
-	"bytes"
 	"context"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -16,23 +14,15 @@ import (
 	"github.com/payonce/payonce/mocks"
 )
 
-type ykBundle struct {
-	f     *mocks.YooKassa
-	clock *mocks.ManualClock
-	c     *jsonClient
-}
-
+// ykSetup starts a YooKassa fake on a manual clock; opts.Clock is
+// overridden.
 func ykSetup(t *testing.T, opts mocks.YooKassaOptions) *ykBundle {
 	t.Helper()
-	clock := mocks.NewManualClock(epoch)
-	opts.Clock = clock.Now
-	f := mocks.NewYooKassa(opts)
-	t.Cleanup(f.Close)
-	return &ykBundle{f: f, clock: clock, c: ykClient(t, f, f.Client())}
+	return startFake(t, &opts.Clock, func() *mocks.YooKassa { return mocks.NewYooKassa(opts) }, ykClient)
 }
 
-func ykClient(t *testing.T, f *mocks.YooKassa, hc *http.Client) *jsonClient {
-	return &jsonClient{t: t, base: f.URL(), keyHeader: "Idempotence-Key", hc: hc,
+func ykClient(t *testing.T, f *mocks.YooKassa, hc *http.Client) *client {
+	return &client{t: t, base: f.URL(), keyHeader: "Idempotence-Key", hc: hc,
 		auth: func(r *http.Request) { r.SetBasicAuth(f.ShopID(), f.SecretKey()) }}
 }
 
@@ -387,22 +377,4 @@ func TestYooKassaListPaging(t *testing.T) {
 	for _, bad := range []string{"limit=0", "limit=101", "cursor=zzz", "created_at.gte=yesterday", "foo=1"} {
 		decode[mocks.YooKassaError](t, b.c.get("/v3/payments?"+bad), 400)
 	}
-}
-
-func TestYooKassaLogsNoSecrets(t *testing.T) {
-	t.Parallel()
-	var buf bytes.Buffer
-	b := ykSetup(t, mocks.YooKassaOptions{Logger: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	b.c.post("/v3/payments", ykPayment("1.00", "RUB", mocks.YooKassaMethodSucceeds, true), "k")
-	require.Contains(t, buf.String(), `"provider":"yookassa"`)
-	require.NotContains(t, buf.String(), b.f.SecretKey())
-}
-
-func TestYooKassaOptionsValidate(t *testing.T) {
-	t.Parallel()
-	require.NoError(t, mocks.YooKassaOptions{}.Validate())
-	require.ErrorContains(t, mocks.YooKassaOptions{KeyTTL: -1}.Validate(), "KeyTTL")
-	require.ErrorContains(t, mocks.YooKassaOptions{SecretKey: "live_x"}.Validate(), "test_")
-	require.ErrorContains(t, mocks.YooKassaOptions{ShopID: "1:2"}.Validate(), "ShopID")
-	require.ErrorContains(t, mocks.YooKassaOptions{FaultRates: map[mocks.FaultKind]float64{mocks.FaultProcessed500: 2}}.Validate(), "probability")
 }

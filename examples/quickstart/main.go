@@ -33,7 +33,7 @@ func run() error {
 	}
 	defer os.RemoveAll(dir)
 
-	store, err := ledgersqlite.Open(filepath.Join(dir, "payonce.db"))
+	store, err := ledgersqlite.Open(filepath.Join(dir, "payonce.db"), ledgersqlite.Config{})
 	if err != nil {
 		return err
 	}

@@ -241,3 +241,32 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// subcommand is one subcommand of a command that has some (ops, review).
+type subcommand struct {
+	name string
+	run  func(ctx context.Context, a *App, args []string) error
+}
+
+// runSubcommand runs the subcommand of cmd that args name, answers -h with
+// usage and the subcommands' help commands, and refuses anything else.
+func runSubcommand(ctx context.Context, a *App, args []string, cmd, usage string, subs ...subcommand) error {
+	if len(args) == 0 {
+		return usageErrorf("%s needs a subcommand: %s", cmd, usage)
+	}
+	for _, s := range subs {
+		if args[0] == s.name {
+			return s.run(ctx, a, args[1:])
+		}
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		helps := make([]string, len(subs))
+		for i, s := range subs {
+			helps[i] = fmt.Sprintf("\"payonce %s %s -h\"", cmd, s.name)
+		}
+		fmt.Fprintf(a.Stdout, "Usage:\n  %s\n\nRun %s for their flags.\n", usage, strings.Join(helps, " or "))
+		return nil
+	}
+	return usageErrorf("unknown %s subcommand %q: %s", cmd, args[0], usage)
+}

@@ -15,20 +15,8 @@ import (
 )
 
 func runOps(ctx context.Context, a *App, args []string) error {
-	const usage = "payonce ops list [flags] | payonce ops show ID [flags]"
-	if len(args) == 0 {
-		return usageErrorf("ops needs a subcommand: %s", usage)
-	}
-	switch args[0] {
-	case "list":
-		return runOpsList(ctx, a, args[1:])
-	case "show":
-		return runOpsShow(ctx, a, args[1:])
-	case "-h", "-help", "--help":
-		fmt.Fprintf(a.Stdout, "Usage:\n  %s\n\nRun \"payonce ops list -h\" or \"payonce ops show -h\" for their flags.\n", usage)
-		return nil
-	}
-	return usageErrorf("unknown ops subcommand %q: %s", args[0], usage)
+	return runSubcommand(ctx, a, args, "ops", "payonce ops list [flags] | payonce ops show ID [flags]",
+		subcommand{"list", runOpsList}, subcommand{"show", runOpsShow})
 }
 
 func runOpsList(ctx context.Context, a *App, args []string) error {
@@ -74,31 +62,45 @@ func runOpsList(ctx context.Context, a *App, args []string) error {
 	if err != nil {
 		return withCode(ExitError, fmt.Errorf("listing operations: %w", err))
 	}
-	if asJSON {
-		for _, op := range ops {
-			if err := writeJSON(a.Stdout, listJSON(op)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if len(ops) == 0 {
-		fmt.Fprintln(a.Stdout, "no operations")
-		return nil
-	}
-	tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tPROVIDER\tKIND\tREFERENCES\tSTATUS\tPROVIDER REF\tATTEMPTS\tKEY EXPIRES\tNEXT CHECK")
-	for _, op := range ops {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", op.ID, op.Provider, op.Kind, strings.Join(op.References, "/"),
-			op.Status, dash(op.ProviderRef), op.Attempts, timeText(op.KeyExpiresAt), timeText(op.NextCheckAt))
-	}
-	if err := tw.Flush(); err != nil {
+	table, err := writeOps(a.Stdout, ops, asJSON, "no operations",
+		func(op ledger.Operation) any { return listJSON(op) },
+		"ID\tPROVIDER\tKIND\tREFERENCES\tSTATUS\tPROVIDER REF\tATTEMPTS\tKEY EXPIRES\tNEXT CHECK",
+		func(w io.Writer, op ledger.Operation) {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", op.ID, op.Provider, op.Kind, strings.Join(op.References, "/"),
+				op.Status, dash(op.ProviderRef), op.Attempts, timeText(op.KeyExpiresAt), timeText(op.NextCheckAt))
+		})
+	if err != nil || !table {
 		return err
 	}
 	if len(ops) == filter.Limit {
 		fmt.Fprintf(a.Stdout, "(%d shown, the --limit; the next page: --after %s)\n", len(ops), ops[len(ops)-1].ID)
 	}
 	return nil
+}
+
+// writeOps writes ops as one JSON object per line (line) with asJSON, as
+// none when there are none, or else as a table: header and one row per op.
+// table reports that the table was written.
+func writeOps(w io.Writer, ops []ledger.Operation, asJSON bool, none string, line func(ledger.Operation) any,
+	header string, row func(io.Writer, ledger.Operation)) (table bool, err error) {
+	if asJSON {
+		for _, op := range ops {
+			if err := writeJSON(w, line(op)); err != nil {
+				return false, err
+			}
+		}
+		return false, nil
+	}
+	if len(ops) == 0 {
+		fmt.Fprintln(w, none)
+		return false, nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, op := range ops {
+		row(tw, op)
+	}
+	return true, tw.Flush()
 }
 
 // opListJSON is one line of "ops list --json".
@@ -340,20 +342,9 @@ func oneLine(s string) string {
 }
 
 func runReview(ctx context.Context, a *App, args []string) error {
-	const usage = "payonce review list [flags] | payonce review resolve ID --outcome succeeded|failed|resend --actor NAME --note TEXT [--provider-ref ID] [flags]"
-	if len(args) == 0 {
-		return usageErrorf("review needs a subcommand: %s", usage)
-	}
-	switch args[0] {
-	case "list":
-		return runReviewList(ctx, a, args[1:])
-	case "resolve":
-		return runReviewResolve(ctx, a, args[1:])
-	case "-h", "-help", "--help":
-		fmt.Fprintf(a.Stdout, "Usage:\n  %s\n\nRun \"payonce review list -h\" or \"payonce review resolve -h\" for their flags.\n", usage)
-		return nil
-	}
-	return usageErrorf("unknown review subcommand %q: %s", args[0], usage)
+	return runSubcommand(ctx, a, args, "review",
+		"payonce review list [flags] | payonce review resolve ID --outcome succeeded|failed|resend --actor NAME --note TEXT [--provider-ref ID] [flags]",
+		subcommand{"list", runReviewList}, subcommand{"resolve", runReviewResolve})
 }
 
 func runReviewList(ctx context.Context, a *App, args []string) error {
@@ -389,30 +380,20 @@ the provider's dashboard and resolves each with "payonce review resolve".`)
 	if err != nil {
 		return fmt.Errorf("listing operations in review: %w", err)
 	}
-	if asJSON {
-		for _, op := range ops {
-			line := struct {
+	_, err = writeOps(a.Stdout, ops, asJSON, "no operations in review",
+		func(op ledger.Operation) any {
+			return struct {
 				opListJSON
 				ReviewReason string     `json:"review_reason"`
 				ReviewAt     *time.Time `json:"review_at"`
 			}{listJSON(op), op.ReviewReason, timeJSON(op.ReviewAt)}
-			if err := writeJSON(a.Stdout, line); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if len(ops) == 0 {
-		fmt.Fprintln(a.Stdout, "no operations in review")
-		return nil
-	}
-	tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tPROVIDER\tKIND\tREFERENCES\tIN REVIEW SINCE\tATTEMPTS\tPROVIDER REF\tREASON")
-	for _, op := range ops {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", op.ID, op.Provider, op.Kind, strings.Join(op.References, "/"),
-			timeText(op.ReviewAt), op.Attempts, dash(op.ProviderRef), op.ReviewReason)
-	}
-	return tw.Flush()
+		},
+		"ID\tPROVIDER\tKIND\tREFERENCES\tIN REVIEW SINCE\tATTEMPTS\tPROVIDER REF\tREASON",
+		func(w io.Writer, op ledger.Operation) {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", op.ID, op.Provider, op.Kind, strings.Join(op.References, "/"),
+				timeText(op.ReviewAt), op.Attempts, dash(op.ProviderRef), op.ReviewReason)
+		})
+	return err
 }
 
 func runReviewResolve(ctx context.Context, a *App, args []string) error {

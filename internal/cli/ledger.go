@@ -203,7 +203,7 @@ func openSQLite(path string, mode openMode) (*ledgerConn, error) {
 			return nil, usageErrorf("--ledger %s: the directory %s does not exist", desc, dir)
 		}
 	}
-	store, err := ledgersqlite.Open(path)
+	store, err := ledgersqlite.Open(path, ledgersqlite.Config{})
 	if err != nil {
 		return nil, usageErrorf("cannot open the SQLite ledger %s: %v", desc, err)
 	}

@@ -101,19 +101,14 @@ func runCapture(ctx context.Context, a *App, args []string) error {
 	if order == "" {
 		return usageErrorf("--order is required: the order whose authorization to capture")
 	}
-	amt, err := parseAmount(amount, false)
-	if err != nil {
-		return err
-	}
-	code, err := parseCurrency(cur, amt > 0)
+	amt, code, err := parseMoney(amount, cur)
 	if err != nil {
 		return err
 	}
 	return c.run(ctx, a, payonce.KindCapture, func(ctx context.Context, cl *payonce.Client, store ledger.Store) (payonce.Result, error) {
-		if code == "" {
-			if code, err = orderCurrency(ctx, cl, store, order); err != nil {
-				return payonce.Result{}, err
-			}
+		code, err := currencyOr(ctx, cl, store, order, code)
+		if err != nil {
+			return payonce.Result{}, err
 		}
 		return cl.Capture(ctx, payonce.CaptureParams{OrderID: order, Amount: amt, Currency: code, PaymentRef: ref})
 	})
@@ -155,22 +150,37 @@ func runRefund(ctx context.Context, a *App, args []string) error {
 	if seq < 1 {
 		return usageErrorf("--refund-seq must be 1 or more (the number of this refund within the order), got %d", seq)
 	}
-	amt, err := parseAmount(amount, false)
-	if err != nil {
-		return err
-	}
-	code, err := parseCurrency(cur, amt > 0)
+	amt, code, err := parseMoney(amount, cur)
 	if err != nil {
 		return err
 	}
 	return c.run(ctx, a, payonce.KindRefund, func(ctx context.Context, cl *payonce.Client, store ledger.Store) (payonce.Result, error) {
-		if code == "" {
-			if code, err = orderCurrency(ctx, cl, store, order); err != nil {
-				return payonce.Result{}, err
-			}
+		code, err := currencyOr(ctx, cl, store, order, code)
+		if err != nil {
+			return payonce.Result{}, err
 		}
 		return cl.Refund(ctx, payonce.RefundParams{OrderID: order, RefundSeq: seq, Amount: amt, Currency: code, PaymentRef: ref})
 	})
+}
+
+// parseMoney reads --amount (optional) and --currency, which an amount
+// requires.
+func parseMoney(amount, cur string) (int64, string, error) {
+	amt, err := parseAmount(amount, false)
+	if err != nil {
+		return 0, "", err
+	}
+	code, err := parseCurrency(cur, amt > 0)
+	return amt, code, err
+}
+
+// currencyOr is code, or when it is empty the currency of the order's
+// charge in the ledger (orderCurrency).
+func currencyOr(ctx context.Context, cl *payonce.Client, store ledger.Store, order, code string) (string, error) {
+	if code != "" {
+		return code, nil
+	}
+	return orderCurrency(ctx, cl, store, order)
 }
 
 // orderCurrency returns the currency of the order's charge in the ledger,

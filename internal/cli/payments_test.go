@@ -18,11 +18,29 @@ import (
 func fakeStripe(t *testing.T, tg target, opts mocks.StripeOptions) (*mocks.Stripe, map[string]string) {
 	t.Helper()
 	fake := mocks.NewStripe(opts)
-	t.Cleanup(fake.Close)
 	env := with(tg.env(), "STRIPE_API_KEY", fake.APIKey())
+	migrated(t, fake, env)
+	return fake, env
+}
+
+// migrated closes fake when the test ends, migrates the ledger of env and
+// returns the --base-url flag that points at fake.
+func migrated(t *testing.T, fake interface {
+	URL() string
+	Close()
+}, env map[string]string) string {
+	t.Helper()
+	t.Cleanup(fake.Close)
 	r := runBinary(t, env, "migrate")
 	require.Equal(t, 0, r.code, "%s", r)
-	return fake, env
+	return "--base-url=" + fake.URL()
+}
+
+// wantJSON checks r's exit code and returns its JSON object.
+func wantJSON(t *testing.T, r result, code int) map[string]any {
+	t.Helper()
+	require.Equal(t, code, r.code, "%s", r)
+	return r.jsonObject(t)
 }
 
 // requireNoSecret checks that no output shows the API key.
@@ -52,8 +70,7 @@ func TestChargeRefundCaptureCancel(t *testing.T) {
 
 		// A charge succeeds once; the same order again is a replay.
 		r := charge("order-1", "1999", "pm_card_visa")
-		require.Equal(t, 0, r.code, "%s", r)
-		res := r.jsonObject(t)
+		res := wantJSON(t, r, 0)
 		require.Equal(t, "succeeded", res["status"])
 		require.Equal(t, "charge", res["kind"])
 		require.Equal(t, "stripe", res["provider"])
@@ -67,8 +84,7 @@ func TestChargeRefundCaptureCancel(t *testing.T) {
 		}
 		posts := fake.Truth().Requests["POST /v1/payment_intents"]
 		again := charge("order-1", "1999", "pm_card_visa")
-		require.Equal(t, 0, again.code, "%s", again)
-		rep := again.jsonObject(t)
+		rep := wantJSON(t, again, 0)
 		require.Equal(t, true, rep["replayed"])
 		require.Equal(t, res["provider_ref"], rep["provider_ref"])
 		require.Equal(t, posts, fake.Truth().Requests["POST /v1/payment_intents"], "a replay does not call Stripe")
@@ -81,8 +97,7 @@ func TestChargeRefundCaptureCancel(t *testing.T) {
 
 		// A declined card: exit 3, and the same again is a replay.
 		d := charge("order-2", "500", "pm_card_chargeDeclined")
-		require.Equal(t, 3, d.code, "%s", d)
-		dres := d.jsonObject(t)
+		dres := wantJSON(t, d, 3)
 		require.Equal(t, "failed", dres["status"])
 		require.Equal(t, "card_declined", dres["code"])
 		require.Equal(t, "generic_decline", dres["decline_code"])
@@ -97,8 +112,7 @@ func TestChargeRefundCaptureCancel(t *testing.T) {
 
 		// Refund #1 of order-1, once.
 		rf := runBinary(t, env, "refund", base, "--order", "order-1", "--json")
-		require.Equal(t, 0, rf.code, "%s", rf)
-		rfRes := rf.jsonObject(t)
+		rfRes := wantJSON(t, rf, 0)
 		require.Equal(t, "refund", rfRes["kind"])
 		require.Equal(t, "succeeded", rfRes["status"])
 		require.True(t, strings.HasPrefix(rfRes["provider_ref"].(string), "re_"), "%s", rf)
@@ -171,8 +185,7 @@ func TestChargeRefundCaptureCancel(t *testing.T) {
 		require.Contains(t, show.stdout, "attempts (1)")
 		require.Contains(t, show.stdout, "success")
 		sj := runBinary(t, env, "ops", "show", id, "--json")
-		require.Equal(t, 0, sj.code, "%s", sj)
-		obj := sj.jsonObject(t)
+		obj := wantJSON(t, sj, 0)
 		require.Equal(t, "succeeded", obj["operation"].(map[string]any)["status"])
 		require.EqualValues(t, 1999, obj["operation"].(map[string]any)["request"].(map[string]any)["amount"])
 		require.Len(t, obj["attempts"], 1)
@@ -206,8 +219,7 @@ func TestProviderUnavailableThenReconcile(t *testing.T) {
 
 		// The base URL from the environment this time.
 		rec := runBinary(t, with(env, "PAYONCE_BASE_URL", fake.URL()), "reconcile", "--until-idle", "--json")
-		require.Equal(t, 0, rec.code, "%s", rec)
-		rep := rec.jsonObject(t)
+		rep := wantJSON(t, rec, 0)
 		require.EqualValues(t, 1, rep["settled"], "%s", rec)
 		require.EqualValues(t, 1, rep["transitions"].(map[string]any)["pending->succeeded"], "%s", rec)
 		require.GreaterOrEqual(t, rep["passes"], float64(2))

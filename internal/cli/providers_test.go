@@ -59,15 +59,12 @@ func TestYooKassaCommands(t *testing.T) {
 	t.Parallel()
 	eachLedger(t, func(t *testing.T, tg target) {
 		fake := mocks.NewYooKassa(mocks.YooKassaOptions{})
-		t.Cleanup(fake.Close)
 		env := with(tg.env(), "PAYONCE_PROVIDER", "yookassa", "YOOKASSA_SHOP_ID", fake.ShopID(), "YOOKASSA_SECRET_KEY", fake.SecretKey())
-		require.Equal(t, 0, runBinary(t, env, "migrate").code)
-		base := "--base-url=" + fake.URL()
+		base := migrated(t, fake, env)
 
 		r := runBinary(t, env, "charge", "--provider", "yookassa", base, "--order", "yk-1", "--amount", "120000", "--currency", "RUB",
 			"--payment-method", mocks.YooKassaMethodSucceeds, "--json")
-		require.Equal(t, 0, r.code, "%s", r)
-		res := r.jsonObject(t)
+		res := wantJSON(t, r, 0)
 		require.Equal(t, "succeeded", res["status"], "%s", r)
 		require.Equal(t, "yookassa", res["provider"])
 		require.Equal(t, providerOpID(t, "yookassa", payonce.KindCharge, "yk-1"), res["operation_id"])
@@ -109,15 +106,12 @@ func TestCheckoutCommands(t *testing.T) {
 	t.Parallel()
 	eachLedger(t, func(t *testing.T, tg target) {
 		fake := mocks.NewCheckout(mocks.CheckoutOptions{})
-		t.Cleanup(fake.Close)
 		env := with(tg.env(), "CHECKOUT_SECRET_KEY", fake.SecretKey())
-		require.Equal(t, 0, runBinary(t, env, "migrate").code)
-		base := "--base-url=" + fake.URL()
+		base := migrated(t, fake, env)
 
 		r := runBinary(t, env, "charge", "--provider", "checkout", base, "--order", "ck-1", "--amount", "1999", "--currency", "EUR",
 			"--payment-method", mocks.CheckoutSourceApproved, "--json")
-		require.Equal(t, 0, r.code, "%s", r)
-		res := r.jsonObject(t)
+		res := wantJSON(t, r, 0)
 		require.Equal(t, "succeeded", res["status"], "%s", r)
 		require.Equal(t, "checkout", res["provider"])
 		require.True(t, strings.HasPrefix(res["provider_ref"].(string), "pay_"), "%s", r)

@@ -67,6 +67,12 @@
 // faults injected per kind, duplicates, refunds over charge, reviews per
 // reason, calls made again during the outage and durations.
 //
+// TestCrashBetweenJournalAndSend, TestCrashBetweenSendAndRecord and
+// TestCrashConcurrentProcesses (crash_test.go) kill one charging process
+// (the test binary as a "charge" child, charger_test.go) at a chosen moment,
+// on SQLite and on the shared test PostgreSQL, and play the restarted
+// service. Every child process is run through internal/childproc.
+//
 // TestRegressionTransportResendMasksProcessedAttempt is a defect the suite
 // found, reproduced in-process and deterministically: an attempt the
 // provider processed is recorded not_sent when net/http's own resend of the

@@ -8,16 +8,18 @@ import (
 	"time"
 )
 
-// The test binary plays three roles. Run by `go test` it is the driver
-// (TestCrashSuite). Re-executed by the driver with envMode set, it is a
-// child process instead: the fake Stripe ("fake") or one worker ("worker"),
-// configured by the JSON in envConfig.
+// The test binary plays four roles. Run by `go test` it is the driver
+// (TestCrashSuite and the crash tests). Re-executed by a test with envMode
+// set, it is a child process instead: the fake Stripe ("fake"), one worker
+// ("worker"), or a crash test's charging process ("charge"), configured by
+// the JSON in envConfig.
 const (
 	envMode   = "PAYONCE_CRASHSUITE_MODE"
 	envConfig = "PAYONCE_CRASHSUITE_CONFIG"
 
-	modeFake   = "fake"
-	modeWorker = "worker"
+	modeFake    = "fake"
+	modeWorker  = "worker"
+	modeCharger = "charge"
 )
 
 // Lines children print on stdout for the driver.
@@ -44,18 +46,21 @@ func TestMain(m *testing.M) {
 	switch mode := os.Getenv(envMode); mode {
 	case "":
 		os.Exit(m.Run())
-	case modeFake, modeWorker:
+	case modeFake, modeWorker, modeCharger:
 		var cfg childConfig
 		if err := json.Unmarshal([]byte(os.Getenv(envConfig)), &cfg); err != nil {
 			fmt.Fprintf(os.Stderr, "crashsuite %s: reading %s: %v\n", mode, envConfig, err)
 			os.Exit(exitSetup)
 		}
-		if mode == modeFake {
+		switch mode {
+		case modeFake:
 			os.Exit(runFake(cfg))
+		case modeWorker:
+			os.Exit(runWorker(cfg))
 		}
-		os.Exit(runWorker(cfg))
+		os.Exit(runCharger(cfg))
 	default:
-		fmt.Fprintf(os.Stderr, "crashsuite: unknown %s=%q (want %s or %s)\n", envMode, mode, modeFake, modeWorker)
+		fmt.Fprintf(os.Stderr, "crashsuite: unknown %s=%q (want %s, %s or %s)\n", envMode, mode, modeFake, modeWorker, modeCharger)
 		os.Exit(exitSetup)
 	}
 }
@@ -75,7 +80,8 @@ type childConfig struct {
 	KeyTTL        time.Duration `json:"key_ttl"`
 	FakeSearchLag time.Duration `json:"fake_search_lag"`
 
-	// Worker.
+	// Worker and charger: the fake and the ledger (PGURL and Schema, or
+	// the charger's SQLite file).
 	Index          int           `json:"index"`
 	FakeURL        string        `json:"fake_url"`
 	APIKey         string        `json:"api_key"`
@@ -96,6 +102,14 @@ type childConfig struct {
 	// (see arrivals), as traffic would, rather than all at once.
 	Epoch  time.Time     `json:"epoch"`
 	Spread time.Duration `json:"spread"`
+
+	// Charger (charger_test.go): the order it charges, its SQLite ledger,
+	// whether its transport blocks instead of sending, and whether it
+	// waits for a go line on stdin.
+	Order          string `json:"order"`
+	SQLite         string `json:"sqlite"`
+	BlockTransport bool   `json:"block_transport"`
+	WaitGo         bool   `json:"wait_go"`
 }
 
 // faultRates is mocks.FaultRates keyed by the fault's name, for JSON.

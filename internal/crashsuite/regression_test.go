@@ -41,7 +41,7 @@ func TestRegressionTransportResendMasksProcessedAttempt(t *testing.T) {
 	clock := mocks.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 	fake := mocks.NewStripe(mocks.StripeOptions{Clock: clock.Now})
 	t.Cleanup(fake.Close)
-	store, err := ledgersqlite.Open(filepath.Join(t.TempDir(), "ledger.db"))
+	store, err := ledgersqlite.Open(filepath.Join(t.TempDir(), "ledger.db"), ledgersqlite.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -203,7 +203,7 @@ func TestCrashSuite(t *testing.T) {
 		end := time.Now().Add(d)
 		for {
 			for _, c := range append([]*child{fake}, workers...) {
-				if err := c.unexpectedExit(); err != nil {
+				if err := c.UnexpectedExit(); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -226,7 +226,7 @@ func TestCrashSuite(t *testing.T) {
 		watch(between(size.gapMin, size.gapMax))
 		charging := 0
 		for _, w := range workers {
-			if _, ok := w.stdout.line(markerWorkerCharged); !ok {
+			if _, ok := w.Stdout().Line(markerWorkerCharged); !ok {
 				charging++
 			}
 		}
@@ -243,7 +243,7 @@ func TestCrashSuite(t *testing.T) {
 				charging, down.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
 		}
 		i := rng.IntN(size.workers)
-		_, done := workers[i].stdout.line(markerWorkerDone)
+		_, done := workers[i].Stdout().Line(markerWorkerDone)
 		phase := "reconciling"
 		if !done {
 			phase = "working"
@@ -252,7 +252,7 @@ func TestCrashSuite(t *testing.T) {
 		workers[i].kill(t)
 		st.kills++
 		down := between(size.restartMin, size.restartMax)
-		t.Logf("+%s SIGKILL %s while %s; restarting in %s", time.Since(start).Round(time.Millisecond), workers[i].name, phase, down.Round(time.Millisecond))
+		t.Logf("+%s SIGKILL %s while %s; restarting in %s", time.Since(start).Round(time.Millisecond), workers[i].Name(), phase, down.Round(time.Millisecond))
 		watch(down)
 		startWorker(i)
 		st.restarts++
@@ -263,7 +263,7 @@ func TestCrashSuite(t *testing.T) {
 	for {
 		n := 0
 		for _, w := range workers {
-			if _, ok := w.stdout.line(markerWorkerDone); ok {
+			if _, ok := w.Stdout().Line(markerWorkerDone); ok {
 				n++
 			}
 		}
@@ -277,8 +277,8 @@ func TestCrashSuite(t *testing.T) {
 	}
 	st.workPhase = time.Since(start)
 	for _, w := range workers {
-		l, _ := w.stdout.line(markerWorkerDone)
-		t.Logf("%s done: %s", w.name, strings.TrimPrefix(l, markerWorkerDone+" "))
+		l, _ := w.Stdout().Line(markerWorkerDone)
+		t.Logf("%s done: %s", w.Name(), strings.TrimPrefix(l, markerWorkerDone+" "))
 	}
 
 	// The reconcilers run until nothing is due: every operation succeeded,
@@ -341,14 +341,14 @@ func TestCrashSuite(t *testing.T) {
 	logDir := os.Getenv(envLogDir)
 	for i, c := range children {
 		if logDir != "" {
-			name := filepath.Join(logDir, fmt.Sprintf("%02d-%s", i, strings.NewReplacer(" ", "-", "#", "-").Replace(c.name)))
-			_ = os.WriteFile(name+".stdout", []byte(c.stdout.String()), 0o644)
-			_ = os.WriteFile(name+".stderr", []byte(c.stderr.String()), 0o644)
+			name := filepath.Join(logDir, fmt.Sprintf("%02d-%s", i, strings.NewReplacer(" ", "-", "#", "-").Replace(c.Name())))
+			_ = os.WriteFile(name+".stdout", []byte(c.Stdout().String()), 0o644)
+			_ = os.WriteFile(name+".stderr", []byte(c.Stderr().String()), 0o644)
 		}
-		st.ledgerErrors += c.stderr.count(ledgerErrorMark)
-		st.callRetries += c.stdout.count(markerCallRetry)
-		if e := c.stderr.String(); strings.Contains(e, "WARNING: DATA RACE") || strings.Contains(e, "panic:") || strings.Contains(e, "fatal error:") {
-			t.Errorf("%s reported a race or a crash:\n%s", c.name, e)
+		st.ledgerErrors += c.Stderr().Count(ledgerErrorMark)
+		st.callRetries += c.Stdout().Count(markerCallRetry)
+		if e := c.Stderr().String(); strings.Contains(e, "WARNING: DATA RACE") || strings.Contains(e, "panic:") || strings.Contains(e, "fatal error:") {
+			t.Errorf("%s reported a race or a crash:\n%s", c.Name(), e)
 		}
 	}
 	view, err := readLedger(ctx, store)

@@ -11,11 +11,15 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"github.com/jarcoal/httpmock"
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
@@ -149,7 +153,7 @@ func RequireLookupTransport(t *testing.T, p payonce.Provider, failQ, q payonce.L
 // closed when the test ends.
 func NewClient(t *testing.T, psp payonce.Provider, now func() time.Time) (*payonce.Client, ledger.Store) {
 	t.Helper()
-	store, err := ledgersqlite.Open(filepath.Join(t.TempDir(), "ledger.db"))
+	store, err := ledgersqlite.Open(filepath.Join(t.TempDir(), "ledger.db"), ledgersqlite.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	require.NoError(t, store.Migrate(context.Background()))
@@ -163,4 +167,402 @@ func NewClient(t *testing.T, psp payonce.Provider, now func() time.Time) (*payon
 	})
 	require.NoError(t, err)
 	return client, store
+}
+
+// ---- shared checks of the provider adapters' tests ----
+//
+// Each adapter's tests keep their own tables (the provider's answers, its
+// Config fields, its request rules: provider facts); the code that walks
+// a table is here, once.
+
+// OpID is the operation id (and generation-0 key) of the charge every
+// adapter test starts from (ChargeRequest).
+const OpID = "0b6f3e1c-2c4d-5e6f-8a9b-0c1d2e3f4a5b"
+
+// ChargeRequest is the charge every adapter test starts from: operation
+// OpID under key OpID, references ["order", "42"], description "Order 42",
+// with the provider's amount, currency, payment method, customer and
+// caller metadata.
+func ChargeRequest(amount int64, currency, method, customer string, md map[string]string) payonce.SendRequest {
+	return payonce.SendRequest{
+		OperationID: OpID,
+		Key:         OpID,
+		Request: payonce.Request{
+			Kind:          payonce.KindCharge,
+			Amount:        amount,
+			Currency:      currency,
+			References:    []string{"order", "42"},
+			PaymentMethod: method,
+			Customer:      customer,
+			Description:   "Order 42",
+			Metadata:      md,
+		},
+	}
+}
+
+// Setup builds an adapter with newP from cfg changed by mod, and an
+// *http.Client whose own mock transport answers its requests (no global
+// transport is touched).
+func Setup[C, P any](t *testing.T, newP func(C) (P, error), cfg C, mod ...func(*C)) (P, *httpmock.MockTransport, *http.Client) {
+	t.Helper()
+	for _, m := range mod {
+		m(&cfg)
+	}
+	p, err := newP(cfg)
+	require.NoError(t, err)
+	mt := httpmock.NewMockTransport()
+	return p, mt, &http.Client{Transport: mt}
+}
+
+// ConfigCase is a Config that New must refuse: the ValidationError's
+// field, and a hint its text holds.
+type ConfigCase[C any] struct {
+	Name  string
+	Cfg   C
+	Field string
+	Hint  string
+}
+
+// RequireConfigErrors checks that newP refuses every case, with a
+// *payonce.ValidationError on the case's field, holding its hint and none
+// of secrets, and no Provider.
+func RequireConfigErrors[C, P any](t *testing.T, newP func(C) (*P, error), cases []ConfigCase[C], secrets ...string) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			t.Parallel()
+			p, err := newP(tc.Cfg)
+			require.Nil(t, p)
+			RequireInvalid(t, err, tc.Field, secrets...)
+			require.Contains(t, err.Error(), tc.Hint)
+		})
+	}
+}
+
+// RequestCase is a change to a valid request that NewRequest must refuse
+// on field.
+type RequestCase struct {
+	Name  string
+	Mod   func(*payonce.SendRequest)
+	Field string
+}
+
+// RequireRequestErrors checks that p.NewRequest refuses base() changed by
+// each case's Mod: no request, a *payonce.ValidationError on its field,
+// none of secrets in the text.
+func RequireRequestErrors(t *testing.T, p payonce.Provider, base func() payonce.SendRequest, cases []RequestCase, secrets ...string) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			t.Parallel()
+			r := base()
+			tc.Mod(&r)
+			hr, err := p.NewRequest(context.Background(), r)
+			require.Nil(t, hr)
+			RequireInvalid(t, err, tc.Field, secrets...)
+		})
+	}
+}
+
+// RequireLongReferences checks the payonce_refs value (read from a built
+// body by refsOf) of a request r carrying 16 references of 100 characters,
+// more than any provider's metadata value holds: at most limit long as
+// length measures it, a JSON array of the leading references, ended by
+// "...+N".
+func RequireLongReferences(t *testing.T, p payonce.Provider, r payonce.SendRequest, refsOf func(body string) string, limit int, length func(string) int) {
+	t.Helper()
+	refs := make([]string, 16)
+	for i := range refs {
+		refs[i] = strings.Repeat(string(rune('a'+i)), 100)
+	}
+	r.Request.References = refs
+	_, body := Build(t, p, r)
+	v := refsOf(body)
+	require.LessOrEqual(t, length(v), limit)
+	var got []string
+	require.NoError(t, json.Unmarshal([]byte(v), &got))
+	require.Equal(t, refs[:len(got)-1], got[:len(got)-1])
+	require.Regexp(t, `^\.\.\.\+\d+$`, got[len(got)-1])
+}
+
+// JSONRefs reads the payonce_refs metadata of a JSON request body.
+func JSONRefs(t *testing.T) func(string) string {
+	return func(body string) string {
+		return DecodeJSON(t, body)["metadata"].(map[string]any)["payonce_refs"].(string)
+	}
+}
+
+// ClassifyWant is what Classify must answer for one case.
+type ClassifyWant struct {
+	Class      ledger.OutcomeClass
+	Processing bool
+	Ref        string
+	Code       string // checked when set
+	Decline    string
+	Msg        string // a substring of Message, checked when set
+	RetryAfter time.Duration
+	Replayed   bool
+	RequestID  string // checked when set, or always with ExactRequestID
+}
+
+// ClassifyCase is one answer to an attempt r: status, header pairs, body.
+type ClassifyCase struct {
+	Name   string
+	R      payonce.SendRequest
+	Status int
+	Hdr    []string
+	Body   string
+	Want   ClassifyWant
+}
+
+// ClassifyChecks are what an adapter's Classify table adds to every case.
+type ClassifyChecks struct {
+	// ExactRequestID compares RequestID even when the case leaves it
+	// empty.
+	ExactRequestID bool
+	// Each checks what holds for every answer of the provider.
+	Each func(t *testing.T, o payonce.Outcome)
+}
+
+// RequireClassify checks p.Classify against every case: the class,
+// Processing, ProviderRef, HTTPStatus, RetryAfter, Replayed, DeclineCode,
+// and Code, RequestID and Message when the case sets them; every Message
+// is valid UTF-8 and bounded.
+func RequireClassify(t *testing.T, p payonce.Provider, cases []ClassifyCase, checks ClassifyChecks) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			t.Parallel()
+			o := p.Classify(tc.R, tc.Status, Header(tc.Hdr...), []byte(tc.Body))
+			w := tc.Want
+			require.Equal(t, w.Class, o.Class)
+			require.Equal(t, w.Processing, o.Processing, "Processing")
+			require.Equal(t, w.Ref, o.ProviderRef, "ProviderRef")
+			require.Equal(t, tc.Status, o.HTTPStatus)
+			require.Equal(t, w.RetryAfter, o.RetryAfter, "RetryAfter")
+			require.Equal(t, w.Replayed, o.Replayed, "Replayed")
+			if w.Code != "" {
+				require.Equal(t, w.Code, o.Code)
+			}
+			if w.RequestID != "" || checks.ExactRequestID {
+				require.Equal(t, w.RequestID, o.RequestID)
+			}
+			require.Equal(t, w.Decline, o.DeclineCode)
+			if w.Msg != "" {
+				require.Contains(t, o.Message, w.Msg)
+			}
+			require.LessOrEqual(t, len(o.Message), 1100)
+			require.True(t, utf8.ValidString(o.Message))
+			if checks.Each != nil {
+				checks.Each(t, o)
+			}
+		})
+	}
+}
+
+// LeakCheck is what an adapter's leak test feeds through the adapter, in
+// every way a secret could escape it.
+type LeakCheck struct {
+	// Secrets must appear in no text (each credential, and the part of a
+	// key after its public prefix).
+	Secrets []string
+	// Values are printed every way (Printed): Config, *Config, Provider,
+	// *Provider.
+	Values []any
+	// Errors are the adapter's errors (New, NewRequest, Lookup).
+	Errors []error
+	// Provider classifies Echo, a body repeating the secrets, under each
+	// of Statuses, for Request.
+	Provider payonce.Provider
+	Request  payonce.SendRequest
+	Statuses []int
+	Header   http.Header
+	Echo     string
+	// Texts are any other texts the adapter produced (a 2xx Outcome, a
+	// LookupResult), already formatted.
+	Texts []string
+}
+
+// RequireNoLeak checks that no secret appears anywhere the LeakCheck
+// reaches: printed values (Values must print "[REDACTED]" somewhere),
+// error texts (plain and %+v), Outcomes (%+v and JSON) and Texts.
+func RequireNoLeak(t *testing.T, c LeakCheck) {
+	t.Helper()
+	texts := append(Printed(c.Values...), c.Texts...)
+	for _, err := range c.Errors {
+		require.Error(t, err)
+		texts = append(texts, err.Error(), fmt.Sprintf("%+v", err))
+	}
+	for _, status := range c.Statuses {
+		o := c.Provider.Classify(c.Request, status, c.Header, []byte(c.Echo))
+		j, _ := json.Marshal(o)
+		texts = append(texts, fmt.Sprintf("%+v", o), string(j))
+	}
+	for _, s := range texts {
+		for _, secret := range c.Secrets {
+			require.NotContains(t, s, secret)
+		}
+	}
+	for _, v := range c.Values {
+		require.Contains(t, fmt.Sprintf("%v", v), "[REDACTED]")
+	}
+}
+
+// ByID indexes JSON objects by their "id".
+func ByID(items ...string) map[string]string {
+	out := map[string]string{}
+	for _, it := range items {
+		var v struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal([]byte(it), &v) == nil && v.ID != "" {
+			out[v.ID] = it
+		}
+	}
+	return out
+}
+
+// ServeByID answers every GET of base+prefix/{id} on mt with objs[id]
+// (respond(200, ...)), or missing for the others, counting the reads in
+// reads (when not nil).
+func ServeByID(mt *httpmock.MockTransport, urlPrefix string, objs map[string]string, reads map[string]int,
+	respond func(int, string) *http.Response, missing func() *http.Response) {
+	mt.RegisterRegexpResponder(http.MethodGet, regexp.MustCompile(`^`+regexp.QuoteMeta(urlPrefix)+`/[^/?]+$`), func(req *http.Request) (*http.Response, error) {
+		id := path.Base(req.URL.Path)
+		if reads != nil {
+			reads[id]++
+		}
+		body, ok := objs[id]
+		if !ok {
+			return missing(), nil
+		}
+		return respond(200, body), nil
+	})
+}
+
+// LookupErrorCase is a lookup that must fail when the GET of URL (a path
+// under the adapter's base URL) answers Status and Body, and whether its
+// error is temporary.
+type LookupErrorCase struct {
+	Name      string
+	Q         payonce.LookupQuery
+	URL       string
+	Status    int
+	Body      string
+	Temporary bool
+}
+
+// LookupFails is the LookupErrorCase name.
+func LookupFails(name string, q payonce.LookupQuery, u string, status int, body string, temporary bool) LookupErrorCase {
+	return LookupErrorCase{Name: name, Q: q, URL: u, Status: status, Body: body, Temporary: temporary}
+}
+
+// RequireLookupErrors checks that Lookup fails for every case on the
+// provider and client serve returns (a fresh adapter whose transport
+// answers the case), with an empty result and none of secrets in the
+// error; an error of the adapter's APIError type E says whether it is
+// Temporary as the case does (and passes each, when set), and any other
+// error is not temporary.
+func RequireLookupErrors[E interface {
+	error
+	Temporary() bool
+}](t *testing.T, serve func(*testing.T, LookupErrorCase) (payonce.Provider, payonce.HTTPDoer), cases []LookupErrorCase, each func(*testing.T, E), secrets ...string) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			t.Parallel()
+			p, hc := serve(t, tc)
+			res, err := p.Lookup(context.Background(), hc, tc.Q)
+			require.Error(t, err)
+			require.Equal(t, payonce.LookupResult{}, res)
+			for _, s := range secrets {
+				require.NotContains(t, err.Error(), s)
+			}
+			var ae E
+			if errors.As(err, &ae) {
+				require.Equal(t, tc.Temporary, ae.Temporary(), "Temporary: %v", err)
+				if each != nil {
+					each(t, ae)
+				}
+			} else {
+				require.False(t, tc.Temporary, "a temporary failure should be an *APIError: %v", err)
+			}
+		})
+	}
+}
+
+// Refuse is the ConfigCase name: New(cfg) fails on field, saying hint.
+func Refuse[C any](name string, cfg C, field, hint string) ConfigCase[C] {
+	return ConfigCase[C]{Name: name, Cfg: cfg, Field: field, Hint: hint}
+}
+
+// Classified is the ClassifyCase name: the answer (status, header pairs
+// hdr, body) to r must classify as want.
+func Classified(name string, r payonce.SendRequest, status int, hdr []string, body string, want ClassifyWant) ClassifyCase {
+	return ClassifyCase{Name: name, R: r, Status: status, Hdr: hdr, Body: body, Want: want}
+}
+
+// Invalid is the RequestCase name: base() changed by mod is refused on
+// field.
+func Invalid(name string, mod func(*payonce.SendRequest), field string) RequestCase {
+	return RequestCase{Name: name, Mod: mod, Field: field}
+}
+
+// ReadCase is an object a lookup reads by id, and what it must say.
+type ReadCase struct {
+	Name, Body    string
+	State         payonce.LookupState
+	Code, Decline string
+}
+
+// ReadAs is the ReadCase name: body read by id says state, code and
+// decline.
+func ReadAs(name, body string, state payonce.LookupState, code, decline string) ReadCase {
+	return ReadCase{Name: name, Body: body, State: state, Code: code, Decline: decline}
+}
+
+// RequireReadByID checks p.Lookup of q, whose q.ProviderRef the ledger
+// knows, for every case: serve returns a fresh adapter whose transport
+// answers the read of that id with the case's body. The answer is the
+// object's state and codes, with the id as ProviderRef and Refs, and Lag
+// 0 (a read by id is consistent); with calls > 0, exactly that many
+// requests were sent.
+func RequireReadByID(t *testing.T, serve func(*testing.T, string) (payonce.Provider, payonce.HTTPDoer, *httpmock.MockTransport),
+	q payonce.LookupQuery, cases []ReadCase, calls int) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			t.Parallel()
+			p, hc, mt := serve(t, tc.Body)
+			res, err := p.Lookup(context.Background(), hc, q)
+			require.NoError(t, err)
+			require.Equal(t, tc.State, res.State)
+			require.Equal(t, q.ProviderRef, res.ProviderRef)
+			require.Equal(t, []string{q.ProviderRef}, res.Refs)
+			require.Equal(t, tc.Code, res.Code)
+			require.Equal(t, tc.Decline, res.DeclineCode)
+			require.Zero(t, res.Lag, "a read by id is consistent")
+			if calls > 0 {
+				require.Equal(t, calls, mt.GetTotalCallCount())
+			}
+		})
+	}
+}
+
+// RequireSameBytes checks that p.NewRequest(r), which built hr with body,
+// is the same request on every attempt: 20 more builds give the same
+// bytes and URL, whatever the map order, and hr.GetBody (which an HTTP
+// layer uses to resend) and ContentLength give that body too.
+func RequireSameBytes(t *testing.T, p payonce.Provider, r payonce.SendRequest, hr *http.Request, body string) {
+	t.Helper()
+	for range 20 {
+		hr2, body2 := Build(t, p, r)
+		require.Equal(t, body, body2, "the same bytes on every attempt")
+		require.Equal(t, hr.URL.String(), hr2.URL.String())
+	}
+	rc, err := hr.GetBody()
+	require.NoError(t, err)
+	again, _ := io.ReadAll(rc)
+	require.Equal(t, body, string(again))
+	require.EqualValues(t, len(body), hr.ContentLength)
 }

@@ -112,3 +112,20 @@ func NewSchema(t testing.TB, pool *pgxpool.Pool) string {
 	})
 	return name
 }
+
+// EachStore runs fn as two parallel subtests, "sqlite" and "postgres", with
+// pg false and true: a test of either ledger (the postgres one skips
+// without PAYONCE_TEST_DATABASE_URL unless PAYONCE_REQUIRE_POSTGRES=1, when
+// it opens its database through URL).
+func EachStore(t *testing.T, fn func(t *testing.T, pg bool)) {
+	for _, pg := range []bool{false, true} {
+		name := "sqlite"
+		if pg {
+			name = "postgres"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, pg)
+		})
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
@@ -41,7 +40,7 @@ func benchmarkClaim(b *testing.B, rows int) {
 	}
 	ctx := context.Background()
 	s, pool := newStore(b)
-	ops := pgx.Identifier{s.Schema(), "payonce_operations"}.Sanitize()
+	ops := table(s.Schema(), "payonce_operations")
 	start := time.Now()
 	_, err := pool.Exec(ctx, `INSERT INTO `+ops+` (id, key, provider, kind, refs, generation, fingerprint, request,
 			status, attempts, key_ttl_ms, next_check_at, created_at, updated_at)

@@ -2,6 +2,7 @@ package ledgerpg_test
 
 import (
 	"context"
+	"crypto/rand"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -21,53 +22,86 @@ func TestConformance(t *testing.T) {
 	testkit.URL(t) // skip (or fail) once, up front, without a database
 	ledgertest.Run(t, func(t *testing.T) *ledgertest.Harness {
 		pool := testkit.NewPool(t)
-		schema := testkit.NewSchema(t, pool)
-		store := migratedStore(t, pool, schema)
-		open := func(t *testing.T) ledger.Store {
-			s, err := ledgerpg.New(testkit.NewPool(t), ledgerpg.Config{Schema: schema})
+		return harness(t, pool, testkit.NewSchema(t, pool))
+	})
+}
+
+// harness is the conformance harness of a migrated store on schema, created
+// with pool.
+func harness(t *testing.T, pool *pgxpool.Pool, schema string) *ledgertest.Harness {
+	store := migratedStore(t, pool, schema)
+	open := func(t *testing.T) ledger.Store {
+		s, err := ledgerpg.New(testkit.NewPool(t), ledgerpg.Config{Schema: schema})
+		require.NoError(t, err)
+		return s
+	}
+	return &ledgertest.Harness{
+		Store:       store,
+		OpenAnother: open,
+		Reopen: func(t *testing.T) ledger.Store {
+			pool.Close() // the old store's connections are gone; the data is not
+			pool = testkit.NewPool(t)
+			s, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema})
 			require.NoError(t, err)
 			return s
-		}
-		return &ledgertest.Harness{
-			Store:       store,
-			OpenAnother: open,
-			Reopen: func(t *testing.T) ledger.Store {
-				pool.Close() // the old store's connections are gone; the data is not
-				pool = testkit.NewPool(t)
-				s, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema})
-				require.NoError(t, err)
-				return s
-			},
-			SetRawStatus: func(t *testing.T, id, status string) {
-				tag, err := pool.Exec(context.Background(),
-					"UPDATE "+pgx.Identifier{schema, "payonce_operations"}.Sanitize()+" SET status = $2 WHERE id = $1", id, status)
-				require.NoError(t, err)
-				require.Equal(t, int64(1), tag.RowsAffected(), "no operation %q", id)
-			},
-			SetRawEventKind: func(t *testing.T, id string, seq int, kind string) {
-				tag, err := pool.Exec(context.Background(),
-					"UPDATE "+pgx.Identifier{schema, "payonce_events"}.Sanitize()+" SET kind = $3 WHERE operation_id = $1 AND seq = $2", id, seq, kind)
-				require.NoError(t, err)
-				require.Equal(t, int64(1), tag.RowsAffected(), "no event %d of %q", seq, id)
-			},
-			BlockWrites: func(t *testing.T) func() {
-				// What a caller's open transaction holding the table (or
-				// rows the call needs) does to the store's writes.
-				return lockTable(t, testkit.NewPool(t), schema, "payonce_operations")
-			},
-		}
-	})
+		},
+		SetRawStatus: func(t *testing.T, id, status string) {
+			tag, err := pool.Exec(context.Background(),
+				"UPDATE "+table(schema, "payonce_operations")+" SET status = $2 WHERE id = $1", id, status)
+			require.NoError(t, err)
+			require.Equal(t, int64(1), tag.RowsAffected(), "no operation %q", id)
+		},
+		SetRawEventKind: func(t *testing.T, id string, seq int, kind string) {
+			tag, err := pool.Exec(context.Background(),
+				"UPDATE "+table(schema, "payonce_events")+" SET kind = $3 WHERE operation_id = $1 AND seq = $2", id, seq, kind)
+			require.NoError(t, err)
+			require.Equal(t, int64(1), tag.RowsAffected(), "no event %d of %q", seq, id)
+		},
+		BlockWrites: func(t *testing.T) func() {
+			// What a caller's open transaction holding the table (or
+			// rows the call needs) does to the store's writes.
+			return lockTable(t, testkit.NewPool(t), schema, "payonce_operations")
+		},
+	}
 }
 
 // lockTable locks a table of schema against every write (EXCLUSIVE mode:
 // reads still run) in a transaction of its own, until the returned release
 // rolls it back.
-func lockTable(t *testing.T, pool *pgxpool.Pool, schema, table string) (release func()) {
+func lockTable(t *testing.T, pool *pgxpool.Pool, schema, name string) (release func()) {
 	t.Helper()
 	ctx := context.Background()
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
-	_, err = tx.Exec(ctx, "LOCK TABLE "+pgx.Identifier{schema, table}.Sanitize()+" IN EXCLUSIVE MODE")
+	_, err = tx.Exec(ctx, "LOCK TABLE "+table(schema, name)+" IN EXCLUSIVE MODE")
 	require.NoError(t, err)
 	return func() { _ = tx.Rollback(ctx) }
+}
+
+// useSchema drops schema if it exists (a previous run's leftover) and drops
+// it again when the test ends. The store creates it.
+func useSchema(t *testing.T, pool *pgxpool.Pool, schema string) {
+	t.Helper()
+	drop := func() {
+		_, err := pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+		require.NoError(t, err)
+	}
+	drop()
+	t.Cleanup(drop)
+}
+
+// The whole conformance suite in schemas whose names only work quoted: a
+// reserved word, upper case, a space and a double quote. A statement that
+// interpolates the schema without quoting it fails, or finds another
+// schema.
+func TestConformanceInQuotedSchemas(t *testing.T) {
+	t.Parallel()
+	testkit.URL(t)
+	ledgertest.Run(t, func(t *testing.T) *ledgertest.Harness {
+		pool := testkit.NewPool(t)
+		schema := `Order "Pay Once" ` + rand.Text()[:12]
+		// Its own pool: the harness's Reopen closes pool.
+		useSchema(t, testkit.NewPool(t), schema)
+		return harness(t, pool, schema)
+	})
 }

@@ -24,11 +24,9 @@ import (
 func TestLazyFinishDoesNotLeak(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(testkit.URL(t))
-	require.NoError(t, err)
-	cfg.MaxConns = 1 // the Finish and the checks share one connection
-	pool := testkit.NewPoolConfig(t, cfg)
-	s := migratedStore(t, pool, testkit.NewSchema(t, pool))
+	s, pool := storeWith(t, func(cfg *pgxpool.Config) {
+		cfg.MaxConns = 1 // the Finish and the checks share one connection
+	})
 
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	op := newOp("op-lazy")
@@ -67,14 +65,13 @@ func TestJournalIsDurableWhateverTheDefault(t *testing.T) {
 		t.Run(c.sessionDefault, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			cfg, err := pgxpool.ParseConfig(testkit.URL(t))
-			require.NoError(t, err)
-			cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
-				_, err := conn.Exec(ctx, "SET synchronous_commit = "+c.sessionDefault)
-				return err
-			}
-			pool := testkit.NewPoolConfig(t, cfg)
-			schema := testkit.NewSchema(t, pool)
+			s, pool := storeWith(t, func(cfg *pgxpool.Config) {
+				cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+					_, err := conn.Exec(ctx, "SET synchronous_commit = "+c.sessionDefault)
+					return err
+				}
+			})
+			schema := s.Schema()
 			var (
 				mu   sync.Mutex
 				seen = map[string][]string{}
@@ -84,7 +81,6 @@ func TestJournalIsDurableWhateverTheDefault(t *testing.T) {
 				defer mu.Unlock()
 				seen[method] = append(seen[method], value)
 			}
-			s := migratedStore(t, pool, schema)
 			ledgerpg.SetProbe(s, "SELECT current_setting('synchronous_commit')", probe)
 			durableOutcomes, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema, DurableOutcomes: true})
 			require.NoError(t, err)

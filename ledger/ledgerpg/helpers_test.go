@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/internal/testkit"
-	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/ledgerpg"
+	"github.com/payonce/payonce/ledger/ledgertest"
 )
 
 // newStore returns a migrated store in a fresh schema, with its pool.
@@ -24,6 +24,26 @@ func newStore(t testing.TB) (*ledgerpg.Store, *pgxpool.Pool) {
 	return migratedStore(t, pool, schema), pool
 }
 
+// storeWith is newStore on a pool that configure set up.
+func storeWith(t testing.TB, configure func(*pgxpool.Config)) (*ledgerpg.Store, *pgxpool.Pool) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(testkit.URL(t))
+	require.NoError(t, err)
+	configure(cfg)
+	pool := testkit.NewPoolConfig(t, cfg)
+	return migratedStore(t, pool, testkit.NewSchema(t, pool)), pool
+}
+
+// unmigratedStore returns a store in a fresh, empty schema (Migrate not
+// called), with its pool.
+func unmigratedStore(t testing.TB) (*ledgerpg.Store, *pgxpool.Pool) {
+	t.Helper()
+	pool := testkit.NewPool(t)
+	s, err := ledgerpg.New(pool, ledgerpg.Config{Schema: testkit.NewSchema(t, pool)})
+	require.NoError(t, err)
+	return s, pool
+}
+
 // migratedStore opens a store on schema and migrates it.
 func migratedStore(t testing.TB, pool *pgxpool.Pool, schema string) *ledgerpg.Store {
 	t.Helper()
@@ -31,22 +51,6 @@ func migratedStore(t testing.TB, pool *pgxpool.Pool, schema string) *ledgerpg.St
 	require.NoError(t, err)
 	require.NoError(t, s.Migrate(context.Background()))
 	return s
-}
-
-var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-
-// newOp is a valid NewOperation for id (at generation 0).
-func newOp(id string) ledger.NewOperation {
-	return ledger.NewOperation{
-		ID:          id,
-		Key:         id,
-		Provider:    "stripe",
-		Kind:        "charge",
-		References:  []string{"order", id},
-		Fingerprint: "fp-" + id,
-		Request:     []byte(`{"amount":1000,"currency":"EUR"}`),
-		KeyTTL:      24 * time.Hour,
-	}
 }
 
 // txCounter is a pgx tracer that counts, on the client side, what each
@@ -89,13 +93,31 @@ func (c *txCounter) ended(conn *pgx.Conn, err error, tag pgconn.CommandTag) {
 // round trips and commits.
 func countingStore(t testing.TB) (*ledgerpg.Store, *txCounter) {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(testkit.URL(t))
-	require.NoError(t, err)
 	counter := &txCounter{}
-	cfg.ConnConfig.Tracer = counter
-	pool := testkit.NewPoolConfig(t, cfg)
-	store := migratedStore(t, pool, testkit.NewSchema(t, pool))
+	store, _ := storeWith(t, func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = counter })
 	counter.roundTrips.Store(0)
 	counter.commits.Store(0)
 	return store, counter
 }
+
+// table is the quoted name of table in schema, as the store's statements
+// write it.
+func table(schema, name string) string { return pgx.Identifier{schema, name}.Sanitize() }
+
+// countRows counts the rows of a table, given by its quoted name (see table).
+func countRows(t testing.TB, pool *pgxpool.Pool, quoted string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM "+quoted).Scan(&n))
+	return n
+}
+
+var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// The conformance suite's fixtures: newOp is a valid NewOperation for id (at
+// generation 0); withOtherRequest is op with another request and
+// fingerprint.
+var (
+	newOp            = ledgertest.NewOp
+	withOtherRequest = ledgertest.OtherRequest
+)

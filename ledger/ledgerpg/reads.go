@@ -91,10 +91,7 @@ func (s *Store) List(ctx context.Context, f ledger.ListFilter) ([]ledger.Operati
 	if f.AfterID != "" {
 		w.add("id > ?", f.AfterID)
 	}
-	w.args = append(w.args, f.EffectiveLimit())
-	sql := fmt.Sprintf("%s%s ORDER BY id LIMIT $%d", s.q.listOps, w.String(), len(w.args))
-	ops, err := s.queryOps(ctx, sql, w.args)
-	return ops, translate("list", err)
+	return s.listOps(ctx, "list", w, "id", f.EffectiveLimit())
 }
 
 // ListReview implements ledger.Store: operations in manual_review, oldest
@@ -118,10 +115,16 @@ func (s *Store) ListReview(ctx context.Context, f ledger.ReviewFilter) ([]ledger
 	if !f.EnteredBefore.IsZero() {
 		w.add("review_at < ?", ledger.UTC(f.EnteredBefore))
 	}
-	w.args = append(w.args, f.EffectiveLimit())
-	sql := fmt.Sprintf("%s%s ORDER BY review_at, id LIMIT $%d", s.q.listOps, w.String(), len(w.args))
+	return s.listOps(ctx, "list review", w, "review_at, id", f.EffectiveLimit())
+}
+
+// listOps reads at most limit operations matching w, sorted by orderBy, for
+// method.
+func (s *Store) listOps(ctx context.Context, method string, w where, orderBy string, limit int) ([]ledger.Operation, error) {
+	w.args = append(w.args, limit)
+	sql := fmt.Sprintf("%s%s ORDER BY %s LIMIT $%d", s.q.listOps, w.String(), orderBy, len(w.args))
 	ops, err := s.queryOps(ctx, sql, w.args)
-	return ops, translate("list review", err)
+	return ops, translate(method, err)
 }
 
 func (s *Store) queryOps(ctx context.Context, sql string, args []any) ([]ledger.Operation, error) {
@@ -142,4 +145,18 @@ func (s *Store) queryOps(ctx context.Context, sql string, args []any) ([]ledger.
 		return nil, err
 	}
 	return ops, nil
+}
+
+// get reads one operation without its attempts.
+func (s *Store) get(ctx context.Context, db querier, id string) (ledger.Operation, error) {
+	op, err := scanOp(db.QueryRow(ctx, s.q.selectOp, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ledger.Operation{}, fmt.Errorf("%w: %q", ledger.ErrNotFound, id)
+	}
+	return op, err
+}
+
+// querier is what get and whyNotInserted need: a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/payonce/payonce/ledger"
@@ -283,4 +284,25 @@ func nullBytes(b []byte) any {
 		return nil
 	}
 	return string(b)
+}
+
+func scanOp(row pgx.Row, extra ...any) (ledger.Operation, error) {
+	var sc opScan
+	if err := row.Scan(append(sc.dest(), extra...)...); err != nil {
+		return ledger.Operation{}, err
+	}
+	return sc.operation()
+}
+
+// scanAttempt reads one attempt row (attemptColumns, then extra).
+func scanAttempt(row pgx.Row, extra ...any) (*ledger.Attempt, error) {
+	var as attemptScan
+	if err := row.Scan(append(as.dest(), extra...)...); err != nil {
+		return nil, err
+	}
+	a, _, err := as.attempt()
+	if err != nil {
+		return nil, err
+	}
+	return &a, nil
 }

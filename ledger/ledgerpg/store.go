@@ -209,3 +209,25 @@ func translate(method string, err error) error {
 	}
 	return fmt.Errorf("ledgerpg: %s: %w", method, err)
 }
+
+// lock reads the operation and locks its row until the transaction ends.
+func (s *Store) lock(ctx context.Context, tx pgx.Tx, id string) (ledger.Operation, error) {
+	op, err := scanOp(tx.QueryRow(ctx, s.q.lockOp, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ledger.Operation{}, fmt.Errorf("%w: %q", ledger.ErrNotFound, id)
+	}
+	return op, err
+}
+
+// save writes op's changed columns, inserts the attempt when a is set and
+// the events evs stamped at, in one round trip. The caller holds op's row
+// lock.
+func (s *Store) save(ctx context.Context, tx pgx.Tx, op ledger.Operation, a *ledger.Attempt, at time.Time, evs []ledger.NewEvent) error {
+	b := &pgx.Batch{}
+	b.Queue(s.q.save, saveArgs(op)...)
+	if a != nil {
+		b.Queue(s.q.insertAttempt, a.OperationID, a.Number, a.Key, a.StartedAt)
+	}
+	queueEvents(b, &s.q, op.ID, at, evs)
+	return tx.SendBatch(ctx, b).Close()
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/payonce/payonce/ledger"
 )
@@ -33,55 +34,9 @@ func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.Cle
 		}
 		var n int
 		err := s.write(ctx, func(c *sql.Conn) error {
-			// Rule 6: only final rows, kept at least Retention (>= key TTL)
-			// after they finished, and only once the provider has forgotten
-			// their key: a row deleted earlier would let a late retry with
-			// that key look new to the ledger.
-			ops, err := queryOps(ctx, c, `SELECT `+opColumns+` FROM payonce_operations
-				WHERE status IN ('succeeded', 'failed') AND finished_at < ?
-				AND (key_expires_at IS NULL OR key_expires_at <= ?)
-				ORDER BY finished_at, id LIMIT ?`,
-				micros(cutoff), micros(now), batch)
-			if err != nil || len(ops) == 0 {
-				return err
-			}
-			ids := make([]string, len(ops))
-			for i, op := range ops {
-				ids[i] = op.ID
-				// The tombstone commits with the delete: a late duplicate
-				// finds either the operation or its tombstone, never
-				// nothing.
-				if err := insertTombstone(ctx, c, ledger.TombstoneOf(op, now)); err != nil {
-					return err
-				}
-			}
-			idJSON, err := json.Marshal(ids)
-			if err != nil {
-				return err
-			}
-			// Attempts and events are deleted explicitly: with New the
-			// caller's connections may not enforce foreign keys (ON DELETE
-			// CASCADE).
-			for _, table := range []string{"payonce_attempts", "payonce_events"} {
-				if _, err := c.ExecContext(ctx, `DELETE FROM `+table+`
-					WHERE operation_id IN (SELECT value FROM json_each(?))`, string(idJSON)); err != nil {
-					return err
-				}
-			}
-			res, err := c.ExecContext(ctx, `DELETE FROM payonce_operations
-				WHERE id IN (SELECT value FROM json_each(?))`, string(idJSON))
-			if err != nil {
-				return err
-			}
-			deleted, err := res.RowsAffected()
-			if err != nil {
-				return err
-			}
-			if int(deleted) != len(ids) {
-				return fmt.Errorf("deleted %d operations, selected %d", deleted, len(ids))
-			}
-			n = len(ids)
-			return nil
+			var err error
+			n, err = deleteFinished(ctx, c, now, cutoff, batch)
+			return err
 		})
 		if err != nil {
 			return rep, fail("cleanup", err)
@@ -132,4 +87,59 @@ func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.Cle
 		return rep, fail("cleanup", err)
 	}
 	return rep, nil
+}
+
+// deleteFinished deletes, in the write transaction on c, up to batch final
+// operations that Cleanup may remove at now (finished before cutoff, key
+// window closed), leaving their tombstones, and returns how many it
+// deleted.
+func deleteFinished(ctx context.Context, c *sql.Conn, now, cutoff time.Time, batch int) (int, error) {
+	// Rule 6: only final rows, kept at least Retention (>= key TTL)
+	// after they finished, and only once the provider has forgotten
+	// their key: a row deleted earlier would let a late retry with
+	// that key look new to the ledger.
+	ops, err := queryOps(ctx, c, `SELECT `+opColumns+` FROM payonce_operations
+		WHERE status IN ('succeeded', 'failed') AND finished_at < ?
+		AND (key_expires_at IS NULL OR key_expires_at <= ?)
+		ORDER BY finished_at, id LIMIT ?`,
+		micros(cutoff), micros(now), batch)
+	if err != nil || len(ops) == 0 {
+		return 0, err
+	}
+	ids := make([]string, len(ops))
+	for i, op := range ops {
+		ids[i] = op.ID
+		// The tombstone commits with the delete: a late duplicate
+		// finds either the operation or its tombstone, never
+		// nothing.
+		if err := insertTombstone(ctx, c, ledger.TombstoneOf(op, now)); err != nil {
+			return 0, err
+		}
+	}
+	idJSON, err := json.Marshal(ids)
+	if err != nil {
+		return 0, err
+	}
+	// Attempts and events are deleted explicitly: with New the
+	// caller's connections may not enforce foreign keys (ON DELETE
+	// CASCADE).
+	for _, table := range []string{"payonce_attempts", "payonce_events"} {
+		if _, err := c.ExecContext(ctx, `DELETE FROM `+table+`
+			WHERE operation_id IN (SELECT value FROM json_each(?))`, string(idJSON)); err != nil {
+			return 0, err
+		}
+	}
+	res, err := c.ExecContext(ctx, `DELETE FROM payonce_operations
+		WHERE id IN (SELECT value FROM json_each(?))`, string(idJSON))
+	if err != nil {
+		return 0, err
+	}
+	deleted, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	if int(deleted) != len(ids) {
+		return 0, fmt.Errorf("deleted %d operations, selected %d", deleted, len(ids))
+	}
+	return len(ids), nil
 }

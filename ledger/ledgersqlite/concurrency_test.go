@@ -1,7 +1,6 @@
 package ledgersqlite_test
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -11,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/ledgersqlite"
 )
 
 // Many goroutines writing through one Store never see SQLITE_BUSY (or any
@@ -76,62 +74,4 @@ func TestConcurrentWritersNeverBusy(t *testing.T) {
 	ops, err := s.List(ctx, ledger.ListFilter{Limit: ledger.MaxLimit})
 	require.NoError(t, err)
 	require.Len(t, ops, workers*rounds)
-}
-
-// Two *sql.DB handles on one file (as two processes would) claiming the same
-// operation at the same moment: exactly one wins, the other sees
-// ErrInProgress, and neither sees SQLITE_BUSY.
-func TestTwoHandlesOneWinner(t *testing.T) {
-	t.Parallel()
-	const (
-		ops      = 20
-		claimers = 4 // per handle
-	)
-	path := dbPath(t)
-	a := openAt(t, path)
-	b, err := ledgersqlite.Open(path)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = b.Close() })
-	ctx := t.Context()
-
-	for i := range ops {
-		_, _, err := a.CreateOrGet(ctx, newOp(fmt.Sprintf("op-%02d", i)), t0)
-		require.NoError(t, err)
-	}
-	for i := range ops {
-		id := fmt.Sprintf("op-%02d", i)
-		var (
-			wg          sync.WaitGroup
-			wins, loses atomic.Int64
-			start       = make(chan struct{})
-			errs        = make(chan error, 2*claimers)
-		)
-		for c := range 2 * claimers {
-			s := a
-			if c%2 == 1 {
-				s = b
-			}
-			wg.Go(func() {
-				<-start
-				now := t0.Add(time.Second)
-				_, err := s.Claim(ctx, ledger.ClaimParams{ID: id, Owner: fmt.Sprintf("claimer-%d", c), Now: now, LeaseUntil: now.Add(leaseFor)})
-				switch {
-				case err == nil:
-					wins.Add(1)
-				case errors.Is(err, ledger.ErrInProgress):
-					loses.Add(1)
-				default:
-					errs <- err
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
-		require.EqualValues(t, 1, wins.Load(), "%s: exactly one claimer wins", id)
-		require.EqualValues(t, 2*claimers-1, loses.Load())
-	}
 }

@@ -20,7 +20,7 @@ func TestConformance(t *testing.T) {
 		return &ledgertest.Harness{
 			Store: current,
 			OpenAnother: func(t *testing.T) ledger.Store {
-				s, err := ledgersqlite.Open(path)
+				s, err := ledgersqlite.Open(path, ledgersqlite.Config{})
 				require.NoError(t, err)
 				t.Cleanup(func() { _ = s.Close() })
 				return s

@@ -5,7 +5,7 @@
 //
 // The smallest working use:
 //
-//	store, err := ledgersqlite.Open("payonce.db")
+//	store, err := ledgersqlite.Open("payonce.db", ledgersqlite.Config{})
 //	if err != nil {
 //		return err
 //	}

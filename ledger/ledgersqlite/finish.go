@@ -86,13 +86,6 @@ func finishAttempt(ctx context.Context, c querier, a ledger.Attempt) error {
 	return err
 }
 
-func nullInt(n int) any {
-	if n == 0 {
-		return nil
-	}
-	return n
-}
-
 // Resolve records an operator's decision on an operation in manual_review,
 // with an audit record of who decided, why and when (on the operation, and
 // as an EventResolution entry), and releases any lease

@@ -1,10 +1,7 @@
 package ledgersqlite_test
 
 import (
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,9 +10,8 @@ import (
 
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/ledgersqlite"
+	"github.com/payonce/payonce/ledger/ledgertest"
 )
-
-var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 const leaseFor = 5 * time.Minute
 
@@ -26,9 +22,13 @@ func dbPath(t testing.TB) string {
 }
 
 // openAt opens and migrates a store on path, closed when the test ends.
-func openAt(t testing.TB, path string, opts ...ledgersqlite.Option) *ledgersqlite.Store {
+func openAt(t testing.TB, path string, cfg ...ledgersqlite.Config) *ledgersqlite.Store {
 	t.Helper()
-	s, err := ledgersqlite.Open(path, opts...)
+	var c ledgersqlite.Config
+	if len(cfg) > 0 {
+		c = cfg[0]
+	}
+	s, err := ledgersqlite.Open(path, c)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	require.NoError(t, s.Migrate(t.Context()))
@@ -50,21 +50,6 @@ func rawDB(t testing.TB, path string) *sql.DB {
 	return db
 }
 
-func newOp(id string) ledger.NewOperation {
-	req := fmt.Appendf(nil, `{"amount":1000,"currency":"EUR","order":%q}`, id)
-	sum := sha256.Sum256(req)
-	return ledger.NewOperation{
-		ID:          id,
-		Key:         id,
-		Provider:    "stripe",
-		Kind:        "charge",
-		References:  []string{"order", id},
-		Fingerprint: hex.EncodeToString(sum[:]),
-		Request:     req,
-		KeyTTL:      24 * time.Hour,
-	}
-}
-
 func begin(op ledger.NewOperation, owner string, now time.Time, start bool) ledger.BeginParams {
 	return ledger.BeginParams{Op: op, Owner: owner, Now: now, LeaseUntil: now.Add(leaseFor), StartAttempt: start}
 }
@@ -78,3 +63,9 @@ func succeed(id, owner string, now time.Time, attempt int) ledger.FinishParams {
 		Result:      []byte(`{"status":"succeeded"}`),
 	}
 }
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// newOp is the conformance suite's valid NewOperation for id (at generation
+// 0).
+var newOp = ledgertest.NewOp

@@ -58,7 +58,7 @@ type Store struct {
 
 	synchronous Synchronous
 	// lazyOutcomes commits Finish with synchronous=NORMAL; see
-	// WithDurableOutcomes.
+	// Config.DurableOutcomes.
 	lazyOutcomes bool
 }
 
@@ -79,61 +79,60 @@ const (
 	SynchronousNormal Synchronous = "NORMAL"
 )
 
-type config struct {
-	busyTimeout     time.Duration
-	synchronous     Synchronous
-	durableOutcomes bool
+// Config configures Open and New. The zero value is valid and gives the
+// defaults: DefaultBusyTimeout, SynchronousFull and lazily durable outcomes.
+// There is no Logger (unlike ledgerpg.Config): the store has no warnings to
+// report; every problem is returned as an error.
+type Config struct {
+	// BusyTimeout is how long a connection waits for a lock held by another
+	// process before giving up. Zero means DefaultBusyTimeout; values below
+	// one millisecond (negative ones included) are raised to one
+	// millisecond. It cannot be switched off: with no wait at all, every
+	// write would fail with SQLITE_BUSY whenever another process sharing the
+	// file held the write lock even for a moment.
+	BusyTimeout time.Duration
+	// Synchronous sets PRAGMA synchronous for the Store's writes. Empty means
+	// SynchronousFull; see SynchronousNormal for the trade-off. OFF is not
+	// offered: rule 2 needs a started attempt on disk before its request is
+	// sent, which synchronous=OFF never guarantees.
+	Synchronous Synchronous
+	// DurableOutcomes makes Finish sync to disk like every other write. By
+	// default, with SynchronousFull, Finish commits with synchronous=NORMAL:
+	// the attempt journal is always synced before a request is sent, while
+	// an outcome lost to a power cut is recovered by a status lookup (see
+	// ledger.Store.Finish). That saves one fsync per operation on the
+	// caller's latency path; the outcome reaches the disk with the next
+	// synced commit.
+	DurableOutcomes bool
 }
 
-// Option configures Open and New.
-type Option func(*config)
-
-// WithBusyTimeout sets how long a connection waits for a lock held by
-// another process before giving up. Defaults to DefaultBusyTimeout. Values
-// below one millisecond are raised to one millisecond.
-func WithBusyTimeout(d time.Duration) Option {
-	return func(c *config) { c.busyTimeout = d }
-}
-
-// WithSynchronous sets PRAGMA synchronous for the Store's writes. Defaults to
-// SynchronousFull; see SynchronousNormal for the trade-off.
-func WithSynchronous(s Synchronous) Option {
-	return func(c *config) { c.synchronous = s }
-}
-
-// WithDurableOutcomes makes Finish sync to disk like every other write. By
-// default, with SynchronousFull, Finish commits with synchronous=NORMAL: the
-// attempt journal is always synced before a request is sent, while an
-// outcome lost to a power cut is recovered by a status lookup (see
-// ledger.Store.Finish). That saves one fsync per operation on the caller's
-// latency path; the outcome reaches the disk with the next synced commit.
-func WithDurableOutcomes() Option {
-	return func(c *config) { c.durableOutcomes = true }
-}
-
-func newConfig(opts []Option) (config, error) {
-	c := config{busyTimeout: DefaultBusyTimeout, synchronous: SynchronousFull}
-	for _, o := range opts {
-		o(&c)
+// withDefaults returns cfg with its zero fields set to the defaults, or an
+// error for a setting the store does not accept.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.BusyTimeout == 0 {
+		cfg.BusyTimeout = DefaultBusyTimeout
 	}
-	if c.busyTimeout < time.Millisecond {
-		c.busyTimeout = time.Millisecond
+	if cfg.BusyTimeout < time.Millisecond {
+		cfg.BusyTimeout = time.Millisecond
 	}
-	switch c.synchronous {
+	if cfg.Synchronous == "" {
+		cfg.Synchronous = SynchronousFull
+	}
+	switch cfg.Synchronous {
 	case SynchronousFull, SynchronousNormal:
 	default:
-		return c, &ledger.ValidationError{Field: "Synchronous", Problem: fmt.Sprintf("must be FULL or NORMAL, got %q", c.synchronous)}
+		return cfg, &ledger.ValidationError{Field: "Synchronous", Problem: fmt.Sprintf("must be FULL or NORMAL, got %q", cfg.Synchronous)}
 	}
-	return c, nil
+	return cfg, nil
 }
 
 // Open opens (creating if needed) the SQLite database file at path with the
 // settings the ledger relies on: WAL journal (readers do not block the
 // writer), a busy timeout for other processes, foreign keys on, and
-// synchronous=FULL unless an option says otherwise. It does not create the
+// synchronous=FULL unless cfg says otherwise. It does not create the
 // schema: call Migrate. Close closes the database.
-func Open(path string, opts ...Option) (*Store, error) {
-	cfg, err := newConfig(opts)
+func Open(path string, cfg Config) (*Store, error) {
+	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("ledgersqlite: open: %w", err)
 	}
@@ -164,7 +163,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	// synchronous is checked before every write (see conn): a lazy Finish
 	// lowers it on its connection for its own transaction only.
 	return &Store{db: db, ownsDB: true, writeSem: make(chan struct{}, 1),
-		synchronous: cfg.synchronous, lazyOutcomes: !cfg.durableOutcomes}, nil
+		synchronous: cfg.Synchronous, lazyOutcomes: !cfg.DurableOutcomes}, nil
 }
 
 // fileDSN builds a modernc.org/sqlite URI for path. Every connection of the
@@ -176,7 +175,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 //     commits on power loss, and rule 2 needs a started attempt to be on disk
 //     before its request leaves, or a restarted service would not know it
 //     may have been sent.
-func fileDSN(path string, cfg config) (string, error) {
+func fileDSN(path string, cfg Config) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", err
@@ -187,10 +186,10 @@ func fileDSN(path string, cfg config) (string, error) {
 	}
 	u := url.URL{Scheme: "file", Path: abs}
 	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.busyTimeout.Milliseconds()))
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous("+string(cfg.synchronous)+")")
+	q.Add("_pragma", "synchronous("+string(cfg.Synchronous)+")")
 	return u.String() + "?" + q.Encode(), nil
 }
 
@@ -205,20 +204,20 @@ func fileDSN(path string, cfg config) (string, error) {
 // the file in WAL mode (PRAGMA journal_mode=WAL) to let reads run while a
 // write is in progress. db must allow at least one open connection beyond
 // those the caller holds. Call Migrate to create the schema.
-func New(db *sql.DB, opts ...Option) (*Store, error) {
+func New(db *sql.DB, cfg Config) (*Store, error) {
 	if db == nil {
 		return nil, fmt.Errorf("ledgersqlite: new: %w", &ledger.ValidationError{Field: "db", Problem: "must not be nil"})
 	}
-	cfg, err := newConfig(opts)
+	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("ledgersqlite: new: %w", err)
 	}
 	return &Store{
 		db:            db,
 		writeSem:      make(chan struct{}, 1),
-		busyTimeoutMS: cfg.busyTimeout.Milliseconds(),
-		synchronous:   cfg.synchronous,
-		lazyOutcomes:  !cfg.durableOutcomes,
+		busyTimeoutMS: cfg.BusyTimeout.Milliseconds(),
+		synchronous:   cfg.Synchronous,
+		lazyOutcomes:  !cfg.DurableOutcomes,
 	}, nil
 }
 
@@ -323,7 +322,7 @@ func (s *Store) write(ctx context.Context, fn func(c *sql.Conn) error) error {
 
 // writeTx is write; lazy commits with synchronous=NORMAL (durable at the
 // next FULL commit, which flushes the whole WAL up to it) when the Store
-// keeps full durability for everything else. See WithDurableOutcomes.
+// keeps full durability for everything else. See Config.DurableOutcomes.
 func (s *Store) writeTx(ctx context.Context, lazy bool, fn func(c *sql.Conn) error) error {
 	select {
 	case s.writeSem <- struct{}{}:

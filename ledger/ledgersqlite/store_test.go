@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -47,7 +46,7 @@ func TestOpenUsesWALAndFullSync(t *testing.T) {
 
 func TestOpenWithSynchronousNormal(t *testing.T) {
 	t.Parallel()
-	s := openAt(t, dbPath(t), ledgersqlite.WithSynchronous(ledgersqlite.SynchronousNormal), ledgersqlite.WithBusyTimeout(time.Second))
+	s := openAt(t, dbPath(t), ledgersqlite.Config{Synchronous: ledgersqlite.SynchronousNormal, BusyTimeout: time.Second})
 	var sync, busy int
 	require.NoError(t, ledgersqlite.DB(s).QueryRow("PRAGMA synchronous").Scan(&sync))
 	require.NoError(t, ledgersqlite.DB(s).QueryRow("PRAGMA busy_timeout").Scan(&busy))
@@ -57,11 +56,11 @@ func TestOpenWithSynchronousNormal(t *testing.T) {
 
 func TestOpenRejectsBadArguments(t *testing.T) {
 	t.Parallel()
-	_, err := ledgersqlite.Open("")
+	_, err := ledgersqlite.Open("", ledgersqlite.Config{})
 	require.ErrorIs(t, err, ledger.ErrInvalid)
-	_, err = ledgersqlite.Open(dbPath(t), ledgersqlite.WithSynchronous("OFF"))
+	_, err = ledgersqlite.Open(dbPath(t), ledgersqlite.Config{Synchronous: "OFF"})
 	require.ErrorIs(t, err, ledger.ErrInvalid)
-	_, err = ledgersqlite.New(nil)
+	_, err = ledgersqlite.New(nil, ledgersqlite.Config{})
 	require.ErrorIs(t, err, ledger.ErrInvalid)
 }
 
@@ -75,91 +74,11 @@ func TestOpenPathWithURISpecialCharacters(t *testing.T) {
 	require.NoError(t, err, "the file is created under its literal name")
 }
 
-func TestMigrate(t *testing.T) {
-	t.Parallel()
-	ctx := t.Context()
-	path := dbPath(t)
-	s, err := ledgersqlite.Open(path)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-
-	v, err := s.SchemaVersion(ctx)
-	require.NoError(t, err)
-	require.Zero(t, v, "nothing applied before Migrate")
-
-	require.NoError(t, s.Migrate(ctx))
-	v, err = s.SchemaVersion(ctx)
-	require.NoError(t, err)
-	require.Equal(t, 3, v)
-
-	raw := rawDB(t, path)
-	var names []string
-	var appliedAt int64
-	rows, err := raw.Query("SELECT name, applied_at FROM payonce_schema_migrations ORDER BY version")
-	require.NoError(t, err)
-	for rows.Next() {
-		var name string
-		require.NoError(t, rows.Scan(&name, &appliedAt))
-		names = append(names, name)
-	}
-	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"initial", "events", "tombstones"}, names)
-	require.Positive(t, appliedAt)
-
-	t.Run("TwiceIsNoOp", func(t *testing.T) {
-		var before string
-		require.NoError(t, raw.QueryRow("SELECT group_concat(sql, ';') FROM sqlite_schema").Scan(&before))
-		require.NoError(t, s.Migrate(ctx))
-		var after string
-		require.NoError(t, raw.QueryRow("SELECT group_concat(sql, ';') FROM sqlite_schema").Scan(&after))
-		require.Equal(t, before, after)
-		var n, again int64
-		require.NoError(t, raw.QueryRow("SELECT count(*), max(applied_at) FROM payonce_schema_migrations").Scan(&n, &again))
-		require.EqualValues(t, 3, n)
-		require.Equal(t, appliedAt, again, "the recorded migrations are untouched")
-	})
-
-	t.Run("RefusesNewerSchema", func(t *testing.T) {
-		path := dbPath(t)
-		s := openAt(t, path)
-		_, err := rawDB(t, path).Exec("INSERT INTO payonce_schema_migrations VALUES (999, 'future', 1)")
-		require.NoError(t, err)
-		err = s.Migrate(ctx)
-		require.ErrorContains(t, err, "version 999")
-	})
-}
-
-// Two processes starting at once both migrate; one applies, the other finds
-// the schema current.
-func TestMigrateConcurrently(t *testing.T) {
-	t.Parallel()
-	path := dbPath(t)
-	var stores []*ledgersqlite.Store
-	for range 4 {
-		s, err := ledgersqlite.Open(path)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = s.Close() })
-		stores = append(stores, s)
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, len(stores))
-	for i, s := range stores {
-		wg.Go(func() { errs[i] = s.Migrate(t.Context()) })
-	}
-	wg.Wait()
-	for _, err := range errs {
-		require.NoError(t, err)
-	}
-	var n int
-	require.NoError(t, rawDB(t, path).QueryRow("SELECT count(*) FROM payonce_schema_migrations").Scan(&n))
-	require.Equal(t, 3, n, "each migration applied once")
-}
-
 func TestDataSurvivesCloseAndReopen(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	path := dbPath(t)
-	s, err := ledgersqlite.Open(path)
+	s, err := ledgersqlite.Open(path, ledgersqlite.Config{})
 	require.NoError(t, err)
 	require.NoError(t, s.Migrate(ctx))
 
@@ -190,7 +109,7 @@ func TestNewWithCallersDB(t *testing.T) {
 	t.Cleanup(func() { _ = db.Close() })
 	db.SetMaxOpenConns(2)
 
-	s, err := ledgersqlite.New(db)
+	s, err := ledgersqlite.New(db, ledgersqlite.Config{})
 	require.NoError(t, err)
 	require.NoError(t, s.Migrate(ctx))
 
@@ -250,4 +169,36 @@ func TestErrorsAreTranslated(t *testing.T) {
 	require.ErrorContains(t, err, "ledgersqlite: get")
 	var sqlErr interface{ Code() int }
 	require.False(t, errors.As(err, &sqlErr), "no driver error behind ErrNotFound")
+}
+
+// Values that cannot be read back are reported as ErrCorrupt, not panics,
+// and the row stays as it is.
+func TestCorruptValues(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := dbPath(t)
+	s := openAt(t, path)
+	raw := rawDB(t, path)
+	for _, id := range []string{"bad-refs", "bad-outcome", "bad-resolution"} {
+		_, err := s.Begin(ctx, begin(newOp(id), "w", t0, true))
+		require.NoError(t, err)
+	}
+	_, err := raw.Exec(`UPDATE payonce_operations SET refs = 'not json' WHERE id = 'bad-refs'`)
+	require.NoError(t, err)
+	_, err = raw.Exec(`UPDATE payonce_attempts SET outcome = 'teleported' WHERE operation_id = 'bad-outcome'`)
+	require.NoError(t, err)
+	_, err = raw.Exec(`UPDATE payonce_operations SET resolved_by = 'x', resolution_outcome = 'maybe' WHERE id = 'bad-resolution'`)
+	require.NoError(t, err)
+
+	for _, id := range []string{"bad-refs", "bad-outcome", "bad-resolution"} {
+		_, _, err := s.Get(ctx, id)
+		require.ErrorIs(t, err, ledger.ErrCorrupt, id)
+	}
+	_, err = s.Begin(ctx, begin(newOp("bad-refs"), "w", t0, true))
+	require.ErrorIs(t, err, ledger.ErrCorrupt)
+	_, err = s.Finish(ctx, ledger.FinishParams{
+		ID: "bad-outcome", Owner: "w", Now: t0.Add(time.Second), From: ledger.StatusInFlight, To: ledger.StatusUnknown,
+		Attempt: &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeMaybeSent},
+	})
+	require.ErrorIs(t, err, ledger.ErrCorrupt)
 }

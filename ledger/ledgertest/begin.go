@@ -11,7 +11,7 @@ import (
 
 func testBeginNewOperation(t *testing.T, h *Harness) {
 	s := h.Store
-	op := newOp("op-new")
+	op := NewOp("op-new")
 	res := mustBegin(t, s, beginParams(op, ownerA, base, false))
 
 	require.True(t, res.Created)
@@ -40,7 +40,7 @@ func testBeginNewOperation(t *testing.T, h *Harness) {
 
 func testBeginStartsAttempt(t *testing.T, h *Harness) {
 	s := h.Store
-	op := newOp("op-start")
+	op := NewOp("op-start")
 	res := mustBegin(t, s, beginParams(op, ownerA, base, true))
 
 	require.True(t, res.Created)
@@ -72,7 +72,7 @@ func testBeginStartsAttempt(t *testing.T, h *Harness) {
 
 func testBeginReentrant(t *testing.T, h *Harness) {
 	s := h.Store
-	op := newOp("op-reentrant")
+	op := NewOp("op-reentrant")
 	mustBegin(t, s, beginParams(op, ownerA, base, false))
 
 	// The same owner comes back while its lease is live, now to send.
@@ -90,7 +90,7 @@ func testBeginReentrant(t *testing.T, h *Harness) {
 
 func testBeginOwnInFlight(t *testing.T, h *Harness) {
 	s := h.Store
-	op := newOp("op-own-inflight")
+	op := NewOp("op-own-inflight")
 	mustStart(t, s, op, ownerA, base)
 
 	// The owner calls again while its attempt is in flight: that attempt may
@@ -110,7 +110,7 @@ func testBeginOwnInFlight(t *testing.T, h *Harness) {
 
 func testBeginUnknown(t *testing.T, h *Harness) {
 	s := h.Store
-	op := newOp("op-unknown")
+	op := NewOp("op-unknown")
 	mustStart(t, s, op, ownerA, base)
 	mustFinish(t, s, ledger.FinishParams{
 		ID: op.ID, Owner: ownerA, Now: at(time.Second), From: ledger.StatusInFlight, To: ledger.StatusUnknown,
@@ -156,7 +156,7 @@ func testTimesAreUTCMicroseconds(t *testing.T, h *Harness) {
 	// Nanoseconds and a non-UTC zone: the store keeps UTC microseconds,
 	// truncated (not rounded), as ledger.UTC does.
 	now := time.Date(2026, 11, 30, 13, 0, 0, 123456789, time.FixedZone("CET", 3600))
-	op := newOp("op-times")
+	op := NewOp("op-times")
 	res := mustBegin(t, s, beginParams(op, ownerA, now, true))
 	got, atts := mustGet(t, s, op.ID)
 	require.Len(t, atts, 1)
@@ -181,7 +181,7 @@ func testTimesAreUTCMicroseconds(t *testing.T, h *Harness) {
 
 func testCreateOrGetCreates(t *testing.T, h *Harness) {
 	s := h.Store
-	op := newOp("op-create")
+	op := NewOp("op-create")
 	got, created, err := s.CreateOrGet(t.Context(), op, base)
 	require.NoError(t, err)
 	require.True(t, created)
@@ -225,7 +225,7 @@ func testFingerprintMismatch(t *testing.T, h *Harness) {
 			op := newOpFor("op-mismatch-"+string(st), "psp-mismatch-"+string(st), "charge")
 			hd := reach(t, s, op, ownerA, st)
 			before, beforeAtts := mustGet(t, s, op.ID)
-			other := otherRequest(op)
+			other := OtherRequest(op)
 
 			// Checked before anything else: the lease holder, another
 			// worker, and a caller after every lease expired are all refused.

@@ -21,7 +21,7 @@ func BenchFastPath(b *testing.B, s ledger.Store) {
 	i := 0
 	for b.Loop() {
 		i++
-		op := newOp(fmt.Sprintf("%s-%09d", prefix, i))
+		op := NewOp(fmt.Sprintf("%s-%09d", prefix, i))
 		now := base.Add(time.Duration(i) * time.Millisecond)
 		res, err := s.Begin(ctx, beginParams(op, ownerA, now, true))
 		if err != nil {

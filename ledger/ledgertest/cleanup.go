@@ -26,10 +26,10 @@ func finished(t *testing.T, s ledger.Store, op ledger.NewOperation, to ledger.St
 	mustFinish(t, s, p)
 }
 
-// shortTTL returns newOp(id) with a key TTL of one hour, so that its key
+// shortTTL returns NewOp(id) with a key TTL of one hour, so that its key
 // window closes long before the cleanups below run.
 func shortTTL(id string) ledger.NewOperation {
-	op := newOp(id)
+	op := NewOp(id)
 	op.KeyTTL = time.Hour
 	return op
 }

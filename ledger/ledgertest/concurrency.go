@@ -50,7 +50,10 @@ func testConcurrentBegin(t *testing.T, h *Harness)          { concurrentBegin(t,
 func testConcurrentBeginTwoStores(t *testing.T, h *Harness) { concurrentBegin(t, storesOf(t, h, true)) }
 func testConcurrentClaim(t *testing.T, h *Harness)          { concurrentClaim(t, storesOf(t, h, false)) }
 func testConcurrentClaimTwoStores(t *testing.T, h *Harness) { concurrentClaim(t, storesOf(t, h, true)) }
-func testConcurrentClaimDue(t *testing.T, h *Harness)       { concurrentClaimDue(t, storesOf(t, h, false)) }
+func testConcurrentClaimPendingTwoStores(t *testing.T, h *Harness) {
+	concurrentClaimPending(t, storesOf(t, h, true))
+}
+func testConcurrentClaimDue(t *testing.T, h *Harness) { concurrentClaimDue(t, storesOf(t, h, false)) }
 func testConcurrentClaimDueTwoStores(t *testing.T, h *Harness) {
 	concurrentClaimDue(t, storesOf(t, h, true))
 }
@@ -79,18 +82,23 @@ func requireOneWinner(t *testing.T, won []bool, errs []error) int {
 }
 
 func concurrentBegin(t *testing.T, stores []ledger.Store) {
-	op := newOp("op-race-begin")
+	op := NewOp("op-race-begin")
 	results, errs := together(claimers, func(i int) (ledger.BeginResult, error) {
 		return stores[i%len(stores)].Begin(t.Context(), beginParams(op, racerOwner(i), base, true))
 	})
 	won := make([]bool, claimers)
+	created := 0
 	for i, r := range results {
 		won[i] = r.Claimed && r.Attempt != nil
 		if errs[i] != nil {
 			require.Equal(t, op.ID, r.Op.ID, "BeginResult.Op carries the operation with ErrInProgress")
 		}
+		if r.Created {
+			created++
+		}
 	}
 	winner := requireOneWinner(t, won, errs)
+	require.Equal(t, 1, created, "exactly one Begin creates the operation")
 
 	got, atts := mustGet(t, stores[0], op.ID)
 	require.Equal(t, ledger.StatusInFlight, got.Status)
@@ -100,7 +108,7 @@ func concurrentBegin(t *testing.T, stores []ledger.Store) {
 }
 
 func concurrentClaim(t *testing.T, stores []ledger.Store) {
-	op := newOp("op-race-claim")
+	op := NewOp("op-race-claim")
 	mustBegin(t, stores[0], ledger.BeginParams{Op: op, Owner: ownerA, Now: base, LeaseUntil: at(time.Minute), StartAttempt: true})
 
 	// Two rounds: the first races for an expired in_flight lease (the row
@@ -124,13 +132,40 @@ func concurrentClaim(t *testing.T, stores []ledger.Store) {
 	}
 }
 
+// pendingRaces is how many pending operations concurrentClaimPending races
+// for, one after the other.
+const pendingRaces = 20
+
+// concurrentClaimPending races claimers for each of pendingRaces pending
+// operations that nobody leased yet: exactly one wins each, every other one
+// gets ErrInProgress and nothing else (no busy or lock error).
+func concurrentClaimPending(t *testing.T, stores []ledger.Store) {
+	for i := range pendingRaces {
+		mustCreate(t, stores[0], NewOp(fmt.Sprintf("op-race-pending-%02d", i)), base)
+	}
+	now := at(time.Second)
+	for i := range pendingRaces {
+		id := fmt.Sprintf("op-race-pending-%02d", i)
+		results, errs := together(claimers, func(i int) (ledger.Operation, error) {
+			return stores[i%len(stores)].Claim(t.Context(), ledger.ClaimParams{ID: id, Owner: racerOwner(i), Now: now, LeaseUntil: now.Add(leaseFor)})
+		})
+		won := make([]bool, claimers)
+		for i, r := range results {
+			won[i] = errs[i] == nil && r.ID == id
+		}
+		winner := requireOneWinner(t, won, errs)
+		got, _ := mustGet(t, stores[0], id)
+		requireLease(t, got, racerOwner(winner), now.Add(leaseFor))
+	}
+}
+
 // scannersPerStore is how many goroutines scan each store at once.
 const scannersPerStore = 4
 
 func concurrentClaimDue(t *testing.T, stores []ledger.Store) {
 	const total = 500
 	for i := range total {
-		mustCreate(t, stores[0], newOp(fmt.Sprintf("op-due-%03d", i)), base)
+		mustCreate(t, stores[0], NewOp(fmt.Sprintf("op-due-%03d", i)), base)
 	}
 
 	type batch struct {

@@ -28,7 +28,7 @@ func testClaimDueBatches(t *testing.T, h *Harness) {
 	for i := range total {
 		id := fmt.Sprintf("op-batch-%02d", i)
 		want = append(want, id)
-		mustCreate(t, s, newOp(id), base)
+		mustCreate(t, s, NewOp(id), base)
 	}
 
 	var got []string
@@ -51,13 +51,13 @@ func testClaimDueBatches(t *testing.T, h *Harness) {
 
 func testClaimDueOrder(t *testing.T, h *Harness) {
 	s := h.Store
-	mustCreate(t, s, newOp("op-c"), at(3*time.Second))
-	mustCreate(t, s, newOp("op-b"), at(time.Second))
-	mustCreate(t, s, newOp("op-a"), at(2*time.Second))
-	mustCreate(t, s, newOp("op-d"), at(time.Second))
-	mustCreate(t, s, newOp("op-e"), at(10*time.Minute)) // not due yet
+	mustCreate(t, s, NewOp("op-c"), at(3*time.Second))
+	mustCreate(t, s, NewOp("op-b"), at(time.Second))
+	mustCreate(t, s, NewOp("op-a"), at(2*time.Second))
+	mustCreate(t, s, NewOp("op-d"), at(time.Second))
+	mustCreate(t, s, NewOp("op-e"), at(10*time.Minute)) // not due yet
 	// Due through Finish rather than creation.
-	mustBegin(t, s, beginParams(newOp("op-0"), ownerA, base, false))
+	mustBegin(t, s, beginParams(NewOp("op-0"), ownerA, base, false))
 	mustFinish(t, s, ledger.FinishParams{ID: "op-0", Owner: ownerA, Now: at(time.Second), From: ledger.StatusPending, To: ledger.StatusPending, NextCheckAt: at(2 * time.Second)})
 
 	// Limit takes the oldest due first.
@@ -97,11 +97,11 @@ func testClaimDueProvider(t *testing.T, h *Harness) {
 func testClaimDueSkipsLeased(t *testing.T, h *Harness) {
 	s := h.Store
 	// Due (NextCheckAt defaults to Now) but its owner kept the lease.
-	pending := newOp("op-kept-pending")
+	pending := NewOp("op-kept-pending")
 	mustBegin(t, s, beginParams(pending, ownerA, base, false))
 	mustFinish(t, s, ledger.FinishParams{ID: pending.ID, Owner: ownerA, Now: at(time.Second), From: ledger.StatusPending, To: ledger.StatusPending, KeepLease: true})
 	// Unknown, due at 1m, lease kept until 5m.
-	unknown := newOp("op-kept-unknown")
+	unknown := NewOp("op-kept-unknown")
 	reach(t, s, unknown, ownerA, ledger.StatusUnknown)
 	before := snapshot(t, s)
 
@@ -121,7 +121,7 @@ func testClaimDueSkipsLeased(t *testing.T, h *Harness) {
 
 func testClaimDueExpiredInFlight(t *testing.T, h *Harness) {
 	s := h.Store
-	op := newOp("op-due-inflight")
+	op := NewOp("op-due-inflight")
 	mustBegin(t, s, ledger.BeginParams{Op: op, Owner: ownerA, Now: base, LeaseUntil: at(time.Minute), StartAttempt: true})
 
 	require.Empty(t, mustClaimDue(t, s, claimDue(ownerB, at(30*time.Second), 10)))
@@ -140,7 +140,7 @@ func testClaimDueExpiredInFlight(t *testing.T, h *Harness) {
 func testClaimDueReview(t *testing.T, h *Harness) {
 	s := h.Store
 	toReview := func(id string, next time.Time) {
-		op := newOp(id)
+		op := NewOp(id)
 		mustStart(t, s, op, ownerA, base)
 		mustFinish(t, s, ledger.FinishParams{
 			ID: id, Owner: ownerA, Now: at(time.Second), From: ledger.StatusInFlight, To: ledger.StatusManualReview,
@@ -168,7 +168,7 @@ func testClaimDueSkipsFinal(t *testing.T, h *Harness) {
 	s := h.Store
 	reach(t, s, newOpFor("op-final-ok", "psp-final-ok", "charge"), ownerA, ledger.StatusSucceeded)
 	reach(t, s, newOpFor("op-final-ko", "psp-final-ko", "charge"), ownerA, ledger.StatusFailed)
-	mustCreate(t, s, newOp("op-later"), at(time.Hour))
+	mustCreate(t, s, NewOp("op-later"), at(time.Hour))
 	before := snapshot(t, s)
 
 	p := claimDue(ownerB, at(10*time.Minute), 10)

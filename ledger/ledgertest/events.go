@@ -66,7 +66,7 @@ func testEventsNone(t *testing.T, h *Harness) {
 	s := h.Store
 	// Every call but StartAttempt, Finish and Resolve records nothing, and
 	// those record nothing unless asked (or settling a review).
-	mustCreate(t, s, newOp("op-ev-none-created"), base)
+	mustCreate(t, s, NewOp("op-ev-none-created"), base)
 	for _, st := range ledger.Statuses {
 		reach(t, s, newOpFor("op-ev-none-"+string(st), "psp-ev-none-"+string(st), "charge"), ownerA, st)
 	}
@@ -81,7 +81,7 @@ func testEventsNone(t *testing.T, h *Harness) {
 
 func testEventsStartAttemptAndFinish(t *testing.T, h *Harness) {
 	s := h.Store
-	op := newOp("op-ev-flow")
+	op := NewOp("op-ev-flow")
 	mustBegin(t, s, beginParams(op, ownerA, base, false))
 
 	t1 := at(time.Second)
@@ -161,7 +161,7 @@ func testEventsResolve(t *testing.T, h *Harness) {
 	now := at(time.Hour)
 	t.Run("succeeded", func(t *testing.T) {
 		t.Parallel()
-		op := newOp("op-ev-res-ok")
+		op := NewOp("op-ev-res-ok")
 		toReview(t, s, op)
 		mustResolve(t, s, ledger.ResolveParams{ID: op.ID, Actor: "alice", Note: "found in the dashboard", Outcome: ledger.ResolveSucceeded, ProviderRef: "pi_manual", Now: now})
 		requireEvents(t, s, op.ID,
@@ -170,7 +170,7 @@ func testEventsResolve(t *testing.T, h *Harness) {
 	})
 	t.Run("failed", func(t *testing.T) {
 		t.Parallel()
-		op := newOp("op-ev-res-ko")
+		op := NewOp("op-ev-res-ko")
 		toReview(t, s, op)
 		mustResolve(t, s, ledger.ResolveParams{ID: op.ID, Actor: "bob", Note: "no such charge", Outcome: ledger.ResolveFailed, Now: now})
 		requireEvents(t, s, op.ID,
@@ -179,7 +179,7 @@ func testEventsResolve(t *testing.T, h *Harness) {
 	})
 	t.Run("resend_then_review_again", func(t *testing.T) {
 		t.Parallel()
-		op := newOp("op-ev-res-resend")
+		op := NewOp("op-ev-res-resend")
 		toReview(t, s, op)
 		newKey := op.ID + "-g1"
 		mustResolve(t, s, ledger.ResolveParams{ID: op.ID, Actor: "alice", Note: "provider never saw it", Outcome: ledger.ResolveResend, NewKey: newKey, NewGeneration: 1, Now: now})
@@ -214,15 +214,15 @@ func testEventsNotWrittenOnFailure(t *testing.T, h *Harness) {
 	resolution := &ledger.Resolution{Actor: "reconciler", Note: "must not be written", Outcome: ledger.ResolveSucceeded}
 
 	// In flight under ownerA, with one event already.
-	op := newOp("op-ev-fail")
+	op := NewOp("op-ev-fail")
 	mustBegin(t, s, beginParams(op, ownerA, base, false))
 	_, _, err := s.StartAttempt(t.Context(), ledger.StartAttemptParams{ID: op.ID, Owner: ownerA, Now: at(time.Second), LeaseUntil: at(leaseFor),
 		Events: []ledger.NewEvent{{Kind: ledger.EventNote, Detail: "first"}}})
 	require.NoError(t, err)
 	// In review, for the Resolve failures.
-	review := newOp("op-ev-fail-review")
+	review := NewOp("op-ev-fail-review")
 	toReview(t, s, review)
-	taken := newOp("op-ev-fail-taken")
+	taken := NewOp("op-ev-fail-taken")
 	mustCreate(t, s, taken, base)
 	before := snapshot(t, s)
 
@@ -317,7 +317,7 @@ func testEventsInvalid(t *testing.T, h *Harness) {
 
 func testEventsLimits(t *testing.T, h *Harness) {
 	s := h.Store
-	op := newOp("op-ev-limits")
+	op := NewOp("op-ev-limits")
 	mustBegin(t, s, beginParams(op, ownerA, base, false))
 	kinds := []ledger.EventKind{ledger.EventLookup, ledger.EventResolution, ledger.EventNote}
 	var evs []ledger.NewEvent
@@ -340,7 +340,7 @@ func testEventsLimits(t *testing.T, h *Harness) {
 
 func testEventsMissing(t *testing.T, h *Harness) {
 	s := h.Store
-	mustCreate(t, s, newOp("op-ev-present"), base)
+	mustCreate(t, s, NewOp("op-ev-present"), base)
 	_, err := s.Events(t.Context(), "op-ev-missing")
 	require.ErrorIs(t, err, ledger.ErrNotFound)
 	require.Empty(t, mustEvents(t, s, "op-ev-present"))
@@ -406,7 +406,7 @@ func testEventsConcurrentTwoStores(t *testing.T, h *Harness) {
 // numbered once, with no gap.
 func eventsConcurrent(t *testing.T, stores []ledger.Store) {
 	const racers = 20
-	op := newOp("op-ev-race")
+	op := NewOp("op-ev-race")
 	hd := reach(t, stores[0], op, ownerA, ledger.StatusUnknown)
 	_, errs := together(racers, func(i int) (ledger.Operation, error) {
 		return stores[i%len(stores)].Finish(t.Context(), ledger.FinishParams{
@@ -432,8 +432,8 @@ func testEventsCorrupt(t *testing.T, h *Harness) {
 		t.Skip("Harness.SetRawEventKind is nil")
 	}
 	s := h.Store
-	bad := newOp("op-ev-corrupt")
-	fine := newOp("op-ev-fine")
+	bad := NewOp("op-ev-corrupt")
+	fine := NewOp("op-ev-fine")
 	for _, op := range []ledger.NewOperation{bad, fine} {
 		mustBegin(t, s, beginParams(op, ownerA, base, false))
 		_, _, err := s.StartAttempt(t.Context(), ledger.StartAttemptParams{ID: op.ID, Owner: ownerA, Now: base, LeaseUntil: at(leaseFor),

@@ -46,7 +46,7 @@ func testFinishKeepLease(t *testing.T, h *Harness) {
 	s := h.Store
 	t.Run("kept_when_not_terminal", func(t *testing.T) {
 		t.Parallel()
-		op := newOp("op-keep")
+		op := NewOp("op-keep")
 		mustStart(t, s, op, ownerA, base)
 		now := at(time.Second)
 		got := mustFinish(t, s, ledger.FinishParams{
@@ -80,7 +80,7 @@ func testFinishStale(t *testing.T, h *Harness) {
 	s := h.Store
 	t.Run("status_is_not_From", func(t *testing.T) {
 		t.Parallel()
-		op := newOp("op-stale-status")
+		op := NewOp("op-stale-status")
 		mustBegin(t, s, beginParams(op, ownerA, base, false))
 		before, beforeAtts := mustGet(t, s, op.ID)
 		now := at(time.Second)
@@ -96,7 +96,7 @@ func testFinishStale(t *testing.T, h *Harness) {
 	})
 	t.Run("attempt_is_not_the_latest_unfinished", func(t *testing.T) {
 		t.Parallel()
-		op := newOp("op-stale-attempt")
+		op := NewOp("op-stale-attempt")
 		mustStart(t, s, op, ownerA, base)
 		mustFinish(t, s, ledger.FinishParams{
 			ID: op.ID, Owner: ownerA, Now: at(time.Second), From: ledger.StatusInFlight, To: ledger.StatusUnknown,
@@ -124,7 +124,7 @@ func testFinishStaleEarlierAttempt(t *testing.T, h *Harness) {
 	s := h.Store
 	// A's attempt 1 never got an outcome (A died); B took over and started
 	// attempt 2. Attempt 1 is unfinished but no longer the latest.
-	op := newOp("op-stale-earlier")
+	op := NewOp("op-stale-earlier")
 	mustBegin(t, s, ledger.BeginParams{Op: op, Owner: ownerA, Now: base, LeaseUntil: at(time.Minute), StartAttempt: true})
 	mustClaim(t, s, op.ID, ownerB, at(2*time.Minute))
 	mustStartAttempt(t, s, op.ID, ownerB, at(3*time.Minute))
@@ -139,30 +139,15 @@ func testFinishStaleEarlierAttempt(t *testing.T, h *Harness) {
 }
 
 func testFinishRequiresLease(t *testing.T, h *Harness) {
-	s := h.Store
-	never := newOp("op-fin-never-held")
-	mustCreate(t, s, never, base)
-	other := newOp("op-fin-other-owner")
-	mustBegin(t, s, beginParams(other, ownerA, base, false))
-	released := newOp("op-fin-released")
-	mustBegin(t, s, beginParams(released, ownerA, base, false))
-	mustFinish(t, s, ledger.FinishParams{ID: released.ID, Owner: ownerA, Now: at(time.Second), From: ledger.StatusPending, To: ledger.StatusPending, NextCheckAt: at(time.Hour)})
-
-	for _, c := range []struct{ id, owner string }{
-		{never.ID, ownerA},
-		{other.ID, ownerB},
-		{released.ID, ownerA},
-	} {
-		before, beforeAtts := mustGet(t, s, c.id)
-		_, err := s.Finish(t.Context(), ledger.FinishParams{ID: c.id, Owner: c.owner, Now: at(2 * time.Second), From: ledger.StatusPending, To: ledger.StatusFailed})
-		require.ErrorIs(t, err, ledger.ErrLeaseLost, "Finish on %s by %s", c.id, c.owner)
-		requireUnchanged(t, s, before, beforeAtts)
-	}
+	requireNeedsLease(t, h.Store, "op-fin", "Finish", func(id, owner string) error {
+		_, err := h.Store.Finish(t.Context(), ledger.FinishParams{ID: id, Owner: owner, Now: at(2 * time.Second), From: ledger.StatusPending, To: ledger.StatusFailed})
+		return err
+	})
 }
 
 func testFinishOwnExpiredLease(t *testing.T, h *Harness) {
 	s := h.Store
-	op := newOp("op-fin-expired")
+	op := NewOp("op-fin-expired")
 	mustBegin(t, s, ledger.BeginParams{Op: op, Owner: ownerA, Now: base, LeaseUntil: at(time.Minute), StartAttempt: true})
 
 	// The answer came after the lease expired, but nobody took over: the
@@ -177,7 +162,7 @@ func testFinishOwnExpiredLease(t *testing.T, h *Harness) {
 
 func testFinishProviderRefAndResult(t *testing.T, h *Harness) {
 	s := h.Store
-	op := newOp("op-ref")
+	op := NewOp("op-ref")
 	hd := reach(t, s, op, ownerA, ledger.StatusUnknown)
 	unknownToUnknown := func(now time.Time, ref string, result []byte) ledger.Operation {
 		return mustFinish(t, s, ledger.FinishParams{
@@ -254,7 +239,7 @@ func testFinishNotFound(t *testing.T, h *Harness) {
 
 func testKeyWindow(t *testing.T, h *Harness) {
 	s := h.Store
-	op := newOp("op-window")
+	op := NewOp("op-window")
 	requireWindow := func(got ledger.Operation, start time.Time, step string) {
 		t.Helper()
 		requireTime(t, start, got.WindowStart, step+": WindowStart")
@@ -313,7 +298,7 @@ func testKeyWindow(t *testing.T, h *Harness) {
 
 func testAttemptBookkeeping(t *testing.T, h *Harness) {
 	s := h.Store
-	op := newOp("op-attempts")
+	op := NewOp("op-attempts")
 	errText := "délai dépassé ✓ (read tcp 10.0.0.1:443: i/o timeout)"
 	maxText := strings.Repeat("e", ledger.MaxTextBytes) // the longest text allowed
 
@@ -353,7 +338,7 @@ func testAttemptBookkeeping(t *testing.T, h *Harness) {
 // answer for its key instead of processing it; Get returns it per attempt.
 func testAttemptReplayed(t *testing.T, h *Harness) {
 	s := h.Store
-	op := newOp("op-replayed")
+	op := NewOp("op-replayed")
 	mustStart(t, s, op, ownerA, base)
 	mustFinish(t, s, ledger.FinishParams{
 		ID: op.ID, Owner: ownerA, Now: at(time.Second), From: ledger.StatusInFlight, To: ledger.StatusUnknown,
@@ -376,4 +361,28 @@ func testAttemptReplayed(t *testing.T, h *Harness) {
 		_, atts = mustGet(t, h.Reopen(t), op.ID)
 		require.True(t, atts[1].Replayed, "stored, not only returned")
 	}
+}
+
+// Finish refuses an attempt that is not the latest, or the latest once it is
+// finished, even when the operation's status says in_flight again.
+func testFinishAttemptLatestAndOpen(t *testing.T, h *Harness) {
+	if h.SetRawStatus == nil {
+		t.Skip("Harness.SetRawStatus is nil")
+	}
+	s := h.Store
+	op := NewOp("op-fin-open")
+	mustStart(t, s, op, ownerA, base)
+	fin := ledger.FinishParams{
+		ID: op.ID, Owner: ownerA, Now: at(time.Second), From: ledger.StatusInFlight, To: ledger.StatusUnknown,
+		Attempt: &ledger.AttemptOutcome{Number: 2, Class: ledger.OutcomeMaybeSent}, KeepLease: true,
+	}
+	_, err := s.Finish(t.Context(), fin)
+	require.ErrorIs(t, err, ledger.ErrStateConflict, "attempt 2 does not exist")
+	fin.Attempt.Number = 1
+	mustFinish(t, s, fin)
+
+	// Force the status back by hand: the attempt is still finished.
+	h.SetRawStatus(t, op.ID, string(ledger.StatusInFlight))
+	_, err = s.Finish(t.Context(), fin)
+	require.ErrorIs(t, err, ledger.ErrStateConflict, "attempt 1 is already finished")
 }

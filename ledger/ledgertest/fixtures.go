@@ -26,8 +26,10 @@ const (
 // at returns base moved by d.
 func at(d time.Duration) time.Time { return base.Add(d) }
 
-// newOp returns a valid operation for id at generation 0.
-func newOp(id string) ledger.NewOperation {
+// NewOp returns a valid operation for id at generation 0: a charge of
+// 1000 EUR with stripe, whose key is its ID and whose key TTL is a day. The
+// stores' own tests use it too.
+func NewOp(id string) ledger.NewOperation {
 	req := fmt.Appendf(nil, `{"amount":1000,"currency":"EUR","order":%q}`, id)
 	return ledger.NewOperation{
 		ID:          id,
@@ -41,16 +43,16 @@ func newOp(id string) ledger.NewOperation {
 	}
 }
 
-// newOpFor returns newOp(id) for another provider and kind.
+// newOpFor returns NewOp(id) for another provider and kind.
 func newOpFor(id, provider, kind string) ledger.NewOperation {
-	op := newOp(id)
+	op := NewOp(id)
 	op.Provider, op.Kind = provider, kind
 	return op
 }
 
-// otherRequest returns op with a different request and fingerprint: the same
+// OtherRequest returns op with a different request and fingerprint: the same
 // identity used for another request.
-func otherRequest(op ledger.NewOperation) ledger.NewOperation {
+func OtherRequest(op ledger.NewOperation) ledger.NewOperation {
 	req := fmt.Appendf(nil, `{"amount":999999,"currency":"EUR","order":%q}`, op.ID)
 	op.Request, op.Fingerprint = req, fingerprintOf(req)
 	return op

@@ -22,10 +22,10 @@ const (
 
 func seedInvalid(t *testing.T, s ledger.Store) []record {
 	t.Helper()
-	mustStart(t, s, newOp(invInFlight), ownerA, base)
-	mustCreate(t, s, newOp(invDue), base)
+	mustStart(t, s, NewOp(invInFlight), ownerA, base)
+	mustCreate(t, s, NewOp(invDue), base)
 	finished(t, s, shortTTL(invDone), ledger.StatusSucceeded, at(time.Second))
-	toReview(t, s, newOp(invReview))
+	toReview(t, s, NewOp(invReview))
 	return snapshot(t, s)
 }
 
@@ -108,10 +108,10 @@ func testInvalidBegin(t *testing.T, h *Harness) {
 		func(p *ledger.BeginParams) *time.Time { return &p.Now },
 		func(p *ledger.BeginParams) *time.Time { return &p.LeaseUntil },
 	)...)
-	runInvalid(t, s, beginParams(newOp("op-inv-new"), ownerB, now, true), edits, begin)
+	runInvalid(t, s, beginParams(NewOp("op-inv-new"), ownerB, now, true), edits, begin)
 
 	// An existing operation is not claimed by an invalid call either.
-	runInvalid(t, s, beginParams(newOp(invDue), ownerB, now, true), leaseEdits(
+	runInvalid(t, s, beginParams(NewOp(invDue), ownerB, now, true), leaseEdits(
 		func(p *ledger.BeginParams) *string { return &p.Owner },
 		func(p *ledger.BeginParams) *time.Time { return &p.Now },
 		func(p *ledger.BeginParams) *time.Time { return &p.LeaseUntil },
@@ -121,10 +121,10 @@ func testInvalidBegin(t *testing.T, h *Harness) {
 func testInvalidCreateOrGet(t *testing.T, h *Harness) {
 	s := h.Store
 	before := seedInvalid(t, s)
-	_, _, err := s.CreateOrGet(t.Context(), newOp("op-inv-new"), time.Time{})
+	_, _, err := s.CreateOrGet(t.Context(), NewOp("op-inv-new"), time.Time{})
 	requireInvalid(t, s, before, "zero now", err)
 
-	runInvalid(t, s, newOp("op-inv-new"), opEdits(), func(op ledger.NewOperation) error {
+	runInvalid(t, s, NewOp("op-inv-new"), opEdits(), func(op ledger.NewOperation) error {
 		_, _, err := s.CreateOrGet(t.Context(), op, at(invNow))
 		return err
 	})

@@ -12,7 +12,7 @@ import (
 
 func testClaimPending(t *testing.T, h *Harness) {
 	s := h.Store
-	op := newOp("op-claim")
+	op := NewOp("op-claim")
 	mustCreate(t, s, op, base)
 
 	now := at(time.Second)
@@ -75,7 +75,7 @@ func testClaimNotFound(t *testing.T, h *Harness) {
 
 func testLeaseExpiry(t *testing.T, h *Harness) {
 	s := h.Store
-	op := newOp("op-expiry")
+	op := NewOp("op-expiry")
 	mustBegin(t, s, ledger.BeginParams{Op: op, Owner: ownerA, Now: base, LeaseUntil: at(time.Minute)})
 	before, beforeAtts := mustGet(t, s, op.ID)
 
@@ -117,7 +117,7 @@ func testLeaseExpiredInFlight(t *testing.T, h *Harness) {
 	for name, take := range takeOver {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			op := newOp("op-expired-inflight-" + name)
+			op := NewOp("op-expired-inflight-" + name)
 			mustBegin(t, s, ledger.BeginParams{Op: op, Owner: ownerA, Now: base, LeaseUntil: at(time.Minute), StartAttempt: true})
 
 			now := at(2 * time.Minute)
@@ -138,7 +138,7 @@ func testLeaseExpiredInFlight(t *testing.T, h *Harness) {
 
 func testStolenLease(t *testing.T, h *Harness) {
 	s := h.Store
-	op := newOp("op-stolen")
+	op := NewOp("op-stolen")
 	mustBegin(t, s, ledger.BeginParams{Op: op, Owner: ownerA, Now: base, LeaseUntil: at(time.Minute), StartAttempt: true})
 	mustClaim(t, s, op.ID, ownerB, at(2*time.Minute))
 	before, beforeAtts := mustGet(t, s, op.ID)
@@ -169,7 +169,7 @@ func testStartAttempt(t *testing.T, h *Harness) {
 	s := h.Store
 	t.Run("pending", func(t *testing.T) {
 		t.Parallel()
-		op := newOp("op-sa-pending")
+		op := NewOp("op-sa-pending")
 		mustCreate(t, s, op, base)
 		mustClaim(t, s, op.ID, ownerA, at(time.Second))
 
@@ -208,7 +208,7 @@ func testStartAttempt(t *testing.T, h *Harness) {
 
 func testStartAttemptOwnExpiredLease(t *testing.T, h *Harness) {
 	s := h.Store
-	op := newOp("op-sa-expired")
+	op := NewOp("op-sa-expired")
 	mustCreate(t, s, op, base)
 	mustClaim(t, s, op.ID, ownerA, at(time.Second))
 
@@ -220,12 +220,25 @@ func testStartAttemptOwnExpiredLease(t *testing.T, h *Harness) {
 }
 
 func testStartAttemptRequiresLease(t *testing.T, h *Harness) {
-	s := h.Store
-	never := newOp("op-sa-never-held")
+	requireNeedsLease(t, h.Store, "op-sa", "StartAttempt", func(id, owner string) error {
+		now := at(2 * time.Second)
+		_, _, err := h.Store.StartAttempt(t.Context(), ledger.StartAttemptParams{ID: id, Owner: owner, Now: now, LeaseUntil: now.Add(leaseFor)})
+		return err
+	})
+}
+
+// requireNeedsLease checks that call, made at 2s by a caller who does not
+// hold the lease (on an operation never leased, on one leased by another
+// owner, on one whose lease its owner released), fails with ErrLeaseLost and
+// changes nothing. The operations' IDs start with prefix; method names the
+// call in failure messages.
+func requireNeedsLease(t *testing.T, s ledger.Store, prefix, method string, call func(id, owner string) error) {
+	t.Helper()
+	never := NewOp(prefix + "-never-held")
 	mustCreate(t, s, never, base)
-	other := newOp("op-sa-other-owner")
+	other := NewOp(prefix + "-other-owner")
 	mustBegin(t, s, beginParams(other, ownerA, base, false))
-	released := newOp("op-sa-released")
+	released := NewOp(prefix + "-released")
 	mustBegin(t, s, beginParams(released, ownerA, base, false))
 	mustFinish(t, s, ledger.FinishParams{ID: released.ID, Owner: ownerA, Now: at(time.Second), From: ledger.StatusPending, To: ledger.StatusPending, NextCheckAt: at(time.Hour)})
 
@@ -235,9 +248,7 @@ func testStartAttemptRequiresLease(t *testing.T, h *Harness) {
 		{released.ID, ownerA},
 	} {
 		before, beforeAtts := mustGet(t, s, c.id)
-		now := at(2 * time.Second)
-		_, _, err := s.StartAttempt(t.Context(), ledger.StartAttemptParams{ID: c.id, Owner: c.owner, Now: now, LeaseUntil: now.Add(leaseFor)})
-		require.ErrorIs(t, err, ledger.ErrLeaseLost, "StartAttempt on %s by %s", c.id, c.owner)
+		require.ErrorIs(t, call(c.id, c.owner), ledger.ErrLeaseLost, "%s on %s by %s", method, c.id, c.owner)
 		requireUnchanged(t, s, before, beforeAtts)
 	}
 }

@@ -66,7 +66,7 @@ func testLeaseNotGrantedLapsed(t *testing.T, h *Harness) {
 	}
 
 	t.Run("Begin of a new operation", func(t *testing.T) {
-		op := newOp("op-lapse-new")
+		op := NewOp("op-lapse-new")
 		p := beginParams(op, ownerA, now, true)
 		p.LeaseUntil = now.Add(shortLease)
 		_, err := blocked(t, h, func() (ledger.BeginResult, error) { return s.Begin(t.Context(), p) })
@@ -75,9 +75,9 @@ func testLeaseNotGrantedLapsed(t *testing.T, h *Harness) {
 		require.ErrorIs(t, err, ledger.ErrNotFound, "nothing was recorded")
 	})
 
-	pending := newOp("op-lapse-pending")
+	pending := NewOp("op-lapse-pending")
 	mustCreate(t, s, pending, base)
-	due := newOp("op-lapse-due")
+	due := NewOp("op-lapse-due")
 	mustCreate(t, s, due, base)
 	before := snapshot(t, s)
 	t.Run("Begin of a pending operation", func(t *testing.T) {
@@ -117,7 +117,7 @@ func testLeaseNotGrantedLapsed(t *testing.T, h *Harness) {
 	// A lease long enough to outlast the wait is granted.
 	t.Run("long enough", func(t *testing.T) {
 		res, err := blocked(t, h, func() (ledger.BeginResult, error) {
-			return s.Begin(t.Context(), beginParams(newOp("op-lapse-long"), ownerA, now, true))
+			return s.Begin(t.Context(), beginParams(NewOp("op-lapse-long"), ownerA, now, true))
 		})
 		require.NoError(t, err)
 		require.NotNil(t, res.Attempt)

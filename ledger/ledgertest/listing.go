@@ -90,7 +90,7 @@ func testListDefaultLimit(t *testing.T, h *Harness) {
 	for i := range total {
 		id := fmt.Sprintf("op-%03d", i)
 		all = append(all, id)
-		mustCreate(t, s, newOp(id), base)
+		mustCreate(t, s, NewOp(id), base)
 	}
 
 	ops, err := s.List(t.Context(), ledger.ListFilter{})
@@ -123,7 +123,7 @@ func testListReview(t *testing.T, h *Harness) {
 	_, err := s.Resolve(t.Context(), ledger.ResolveParams{ID: "rv-5", Actor: "alice", Note: "refunded by hand", Outcome: ledger.ResolveFailed, Now: at(4 * time.Minute)})
 	require.NoError(t, err)
 	// Not in review at all.
-	mustCreate(t, s, newOp("rv-6"), base)
+	mustCreate(t, s, NewOp("rv-6"), base)
 	reach(t, s, newOpFor("rv-7", "psp-rv-7", "charge"), ownerA, ledger.StatusSucceeded)
 
 	for _, c := range []struct {

@@ -44,46 +44,48 @@ func requireResolution(t *testing.T, p ledger.ResolveParams, got ledger.Operatio
 
 func testResolveSucceeded(t *testing.T, h *Harness) {
 	s := h.Store
-	op := newOp("op-res-ok")
+	op := NewOp("op-res-ok")
 	toReview(t, s, op)
 	before, beforeAtts := mustGet(t, s, op.ID)
 
 	p := ledger.ResolveParams{ID: op.ID, Actor: "alice", Note: "charge found in the dashboard", Outcome: ledger.ResolveSucceeded, ProviderRef: "pi_manual", Now: at(time.Hour)}
-	got := mustResolve(t, s, p)
-	require.Equal(t, ledger.StatusSucceeded, got.Status)
+	got := requireSettled(t, s, p, ledger.StatusSucceeded, beforeAtts)
 	require.Equal(t, "pi_manual", got.ProviderRef)
-	requireTime(t, p.Now, got.FinishedAt, "FinishedAt")
-	requireTime(t, time.Time{}, got.NextCheckAt, "NextCheckAt of a final operation")
 	require.Equal(t, before.Key, got.Key)
 	require.Equal(t, before.Generation, got.Generation)
 	require.Equal(t, before.ReviewReason, got.ReviewReason, "the review stays as history")
 	requireTime(t, before.ReviewAt, got.ReviewAt, "ReviewAt stays as history")
-	requireResolution(t, p, got)
-	requireStored(t, s, got)
-	_, atts := mustGet(t, s, op.ID)
-	require.Equal(t, beforeAtts, atts)
 }
 
 func testResolveFailed(t *testing.T, h *Harness) {
 	s := h.Store
-	op := newOp("op-res-ko")
+	op := NewOp("op-res-ko")
 	toReview(t, s, op)
 	_, beforeAtts := mustGet(t, s, op.ID)
 
 	p := ledger.ResolveParams{ID: op.ID, Actor: "alice", Note: "provider has no such charge; customer informed", Outcome: ledger.ResolveFailed, Now: at(time.Hour)}
+	requireSettled(t, s, p, ledger.StatusFailed, beforeAtts)
+}
+
+// requireSettled resolves with p and checks that the operation is final
+// with status want at p.Now, carries the decision, reads back as returned
+// and kept its attempts (beforeAtts). It returns the resolved operation.
+func requireSettled(t *testing.T, s ledger.Store, p ledger.ResolveParams, want ledger.Status, beforeAtts []ledger.Attempt) ledger.Operation {
+	t.Helper()
 	got := mustResolve(t, s, p)
-	require.Equal(t, ledger.StatusFailed, got.Status)
+	require.Equal(t, want, got.Status)
 	requireTime(t, p.Now, got.FinishedAt, "FinishedAt")
 	requireTime(t, time.Time{}, got.NextCheckAt, "NextCheckAt of a final operation")
 	requireResolution(t, p, got)
 	requireStored(t, s, got)
-	_, atts := mustGet(t, s, op.ID)
+	_, atts := mustGet(t, s, p.ID)
 	require.Equal(t, beforeAtts, atts)
+	return got
 }
 
 func testResolveResend(t *testing.T, h *Harness) {
 	s := h.Store
-	op := newOp("op-res-resend")
+	op := NewOp("op-res-resend")
 	toReviewWith(t, s, op, "pi_seen", []byte(`{"status":"requires_payment_method"}`))
 	inReview, beforeAtts := mustGet(t, s, op.ID)
 	require.Equal(t, "pi_seen", inReview.ProviderRef)
@@ -133,7 +135,7 @@ func testResolveResend(t *testing.T, h *Harness) {
 
 func testResolveResendThenBegin(t *testing.T, h *Harness) {
 	s := h.Store
-	op := newOp("op-res-begin")
+	op := NewOp("op-res-begin")
 	toReviewWith(t, s, op, "pi_seen", []byte(`{"status":"canceled"}`))
 	newKey := op.ID + "-g1"
 	mustResolve(t, s, ledger.ResolveParams{ID: op.ID, Actor: "alice", Note: "resend", Outcome: ledger.ResolveResend, NewKey: newKey, NewGeneration: 1, Now: at(time.Hour)})
@@ -154,7 +156,7 @@ func testResolveResendThenBegin(t *testing.T, h *Harness) {
 
 func testResolveResendGeneration(t *testing.T, h *Harness) {
 	s := h.Store
-	op := newOp("op-res-gen")
+	op := NewOp("op-res-gen")
 	toReview(t, s, op)
 	resend := func(gen int, key string, now time.Time) ledger.ResolveParams {
 		return ledger.ResolveParams{ID: op.ID, Actor: "alice", Note: "resend", Outcome: ledger.ResolveResend, NewKey: key, NewGeneration: gen, Now: now}
@@ -188,11 +190,11 @@ func testResolveResendGeneration(t *testing.T, h *Harness) {
 
 func testResolveKeyConflict(t *testing.T, h *Harness) {
 	s := h.Store
-	a := newOp("op-kc-a")
+	a := NewOp("op-kc-a")
 	toReview(t, s, a)
-	b := newOp("op-kc-b")
+	b := NewOp("op-kc-b")
 	mustCreate(t, s, b, base)
-	c := newOp("op-kc-c")
+	c := NewOp("op-kc-c")
 	toReview(t, s, c)
 	mustResolve(t, s, ledger.ResolveParams{ID: c.ID, Actor: "alice", Note: "resend", Outcome: ledger.ResolveResend, NewKey: c.ID + "-g1", NewGeneration: 1, Now: at(time.Hour)})
 	before := snapshot(t, s)
@@ -228,4 +230,35 @@ func testResolveNotInReview(t *testing.T, h *Harness) {
 		_, err := s.Resolve(t.Context(), ledger.ResolveParams{ID: "op-missing", Actor: "alice", Note: "n", Outcome: ledger.ResolveFailed, Now: at(time.Hour)})
 		require.ErrorIs(t, err, ledger.ErrNotFound)
 	})
+}
+
+// After an operator approves a resend under a new key, the attempts made
+// with the old key no longer count for the key window: a not_sent outcome of
+// the first attempt with the new key closes the window again, even though
+// an attempt under the old key may have reached the provider.
+func testResolveResendWindow(t *testing.T, h *Harness) {
+	s := h.Store
+	op := NewOp("op-res-window")
+	toReview(t, s, op)
+	now := at(48 * time.Hour)
+	got := mustResolve(t, s, ledger.ResolveParams{
+		ID: op.ID, Actor: "ops@example.com", Note: "provider has no record", Outcome: ledger.ResolveResend,
+		NewKey: op.ID + ".g1", NewGeneration: 1, Now: now,
+	})
+	require.Equal(t, ledger.StatusPending, got.Status)
+	require.True(t, got.WindowStart.IsZero())
+
+	mustClaim(t, s, op.ID, ownerA, now)
+	got, att := mustStartAttempt(t, s, op.ID, ownerA, now)
+	require.Equal(t, 2, att.Number)
+	require.Equal(t, op.ID+".g1", att.Key)
+	requireTime(t, now, got.WindowStart, "WindowStart")
+	requireTime(t, now.Add(keyTTL), got.KeyExpiresAt, "KeyExpiresAt")
+
+	got = mustFinish(t, s, ledger.FinishParams{
+		ID: op.ID, Owner: ownerA, Now: now.Add(time.Second), From: ledger.StatusInFlight, To: ledger.StatusPending,
+		Attempt: &ledger.AttemptOutcome{Number: 2, Class: ledger.OutcomeNotSent, Error: "connection refused"},
+	})
+	require.True(t, got.WindowStart.IsZero(), "attempt 1 carried the old key: it does not hold the new window open: %v", got.WindowStart)
+	require.True(t, got.KeyExpiresAt.IsZero())
 }

@@ -17,10 +17,10 @@ func testDurability(t *testing.T, h *Harness) {
 	reach(t, s, newOpFor("op-dur-ok", "psp-dur-ok", "charge"), ownerA, ledger.StatusSucceeded)
 	reach(t, s, newOpFor("op-dur-unknown", "psp-dur-unknown", "refund"), ownerA, ledger.StatusUnknown)
 	reach(t, s, newOpFor("op-dur-inflight", "psp-dur-inflight", "capture"), ownerA, ledger.StatusInFlight)
-	mustCreate(t, s, newOp("op-dur-pending"), base)
-	toReview(t, s, newOp("op-dur-resent"))
+	mustCreate(t, s, NewOp("op-dur-pending"), base)
+	toReview(t, s, NewOp("op-dur-resent"))
 	mustResolve(t, s, ledger.ResolveParams{ID: "op-dur-resent", Actor: "alice", Note: "resend", Outcome: ledger.ResolveResend, NewKey: "op-dur-resent-g1", NewGeneration: 1, Now: at(time.Minute)})
-	toReview(t, s, newOp("op-dur-review"))
+	toReview(t, s, NewOp("op-dur-review"))
 	before := snapshot(t, s)
 	require.Len(t, before, 6)
 
@@ -31,7 +31,7 @@ func testDurability(t *testing.T, h *Harness) {
 	now := at(time.Hour)
 	got := mustClaim(t, s, "op-dur-inflight", ownerB, now)
 	require.Equal(t, ledger.StatusUnknown, got.Status)
-	_, att := mustStart(t, s, newOp("op-dur-new"), ownerB, now)
+	_, att := mustStart(t, s, NewOp("op-dur-new"), ownerB, now)
 	require.Equal(t, 1, att.Number)
 }
 
@@ -40,9 +40,9 @@ func testCorruption(t *testing.T, h *Harness) {
 		t.Skip("Harness.SetRawStatus is nil")
 	}
 	s := h.Store
-	bad := newOp("op-corrupt")
+	bad := NewOp("op-corrupt")
 	mustCreate(t, s, bad, base)
-	fine := newOp("op-fine")
+	fine := NewOp("op-fine")
 	mustCreate(t, s, fine, base)
 	h.SetRawStatus(t, bad.ID, "bogus")
 

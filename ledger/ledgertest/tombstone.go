@@ -144,7 +144,7 @@ func testTombstoneFingerprint(t *testing.T, h *Harness) {
 	_, err := s.Cleanup(t.Context(), cleanupAt(cleanedAt))
 	require.NoError(t, err)
 
-	other := otherRequest(shortTTL(was.ID))
+	other := OtherRequest(shortTTL(was.ID))
 	late := cleanedAt.Add(time.Hour)
 	for _, start := range []bool{true, false} {
 		_, err := s.Begin(t.Context(), beginParams(other, ownerB, late, start))

@@ -2,7 +2,6 @@ package checkout
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -99,17 +98,11 @@ func New(cfg Config) (*Provider, error) {
 	}
 	p.baseURL = base
 
-	switch {
-	case cfg.KeyTTL < 0:
-		return nil, invalidConfig("KeyTTL", "is negative (%s); leave it 0 for the default %s", cfg.KeyTTL, DefaultKeyTTL)
-	case cfg.KeyTTL == 0:
-		p.keyTTL = DefaultKeyTTL
-	}
-	switch {
-	case cfg.SettleLag < 0:
-		return nil, invalidConfig("SettleLag", "is negative (%s); leave it 0 for the default %s", cfg.SettleLag, DefaultSettleLag)
-	case cfg.SettleLag == 0:
-		p.settleLag = DefaultSettleLag
+	if err := adapterkit.SetDurations("checkout.Config.",
+		adapterkit.Duration{Field: "KeyTTL", Value: cfg.KeyTTL, Dst: &p.keyTTL, Default: DefaultKeyTTL},
+		adapterkit.Duration{Field: "SettleLag", Value: cfg.SettleLag, Dst: &p.settleLag, Default: DefaultSettleLag},
+	); err != nil {
+		return nil, err
 	}
 	if p.now == nil {
 		p.now = time.Now
@@ -118,7 +111,7 @@ func New(cfg Config) (*Provider, error) {
 }
 
 func invalidConfig(field, format string, args ...any) error {
-	return &payonce.ValidationError{Field: "checkout.Config." + field, Problem: fmt.Sprintf(format, args...)}
+	return adapterkit.Invalid("checkout.Config.", field, format, args...)
 }
 
 // Name returns "checkout".
@@ -135,7 +128,7 @@ func (p *Provider) SettleLag() time.Duration { return p.settleLag }
 
 // String describes the Provider without its secret key. String, GoString,
 // Format and LogValue have value receivers so that a copied Provider value
-// is redacted too.
+// is redacted too (adapterkit's Redaction: the other three print String).
 func (p Provider) String() string {
 	return fmt.Sprintf("checkout.Provider{SecretKey:%s BaseURL:%s ProcessingChannelID:%q KeyTTL:%s SettleLag:%s}",
 		p.secretKey, p.baseURL, p.channel, p.keyTTL, p.settleLag)
@@ -145,29 +138,25 @@ func (p Provider) String() string {
 func (p Provider) GoString() string { return p.String() }
 
 // Format writes String for every verb.
-func (p Provider) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, p.String()) }
+func (p Provider) Format(f fmt.State, verb rune) { adapterkit.Format(f, verb, p) }
 
 // LogValue makes slog log the Provider without its key.
-func (p Provider) LogValue() slog.Value { return slog.StringValue(p.String()) }
+func (p Provider) LogValue() slog.Value { return adapterkit.LogValue(p) }
 
 // String describes the Config with its secret key redacted.
 func (c Config) String() string {
-	now := "nil"
-	if c.Now != nil {
-		now = "set"
-	}
 	return fmt.Sprintf("checkout.Config{SecretKey:%s BaseURL:%q ProcessingChannelID:%q KeyTTL:%s SettleLag:%s Now:%s}",
-		adapterkit.Secret(c.SecretKey), adapterkit.DisplayURL(c.BaseURL, false), c.ProcessingChannelID, c.KeyTTL, c.SettleLag, now)
+		adapterkit.Secret(c.SecretKey), adapterkit.DisplayURL(c.BaseURL, false), c.ProcessingChannelID, c.KeyTTL, c.SettleLag, adapterkit.NowSet(c.Now))
 }
 
 // GoString is String: %#v never shows the key either.
 func (c Config) GoString() string { return c.String() }
 
 // Format writes String for every verb.
-func (c Config) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String()) }
+func (c Config) Format(f fmt.State, verb rune) { adapterkit.Format(f, verb, c) }
 
 // LogValue makes slog log the Config with its key redacted.
-func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
+func (c Config) LogValue() slog.Value { return adapterkit.LogValue(c) }
 
 // keyLike matches Checkout.com secret keys (sk_..., sk_sbox_..., sk_test_...),
 // whole or masked.

@@ -3,12 +3,89 @@ package checkout
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
+
+// classifySuccess reads a 2xx answer. Whatever cannot be understood is
+// maybe_sent: Checkout.com answered 2xx, so something may have happened.
+func (p *Provider) classifySuccess(r payonce.SendRequest, o payonce.Outcome, body []byte) payonce.Outcome {
+	rp := adapterkit.Reply{Provider: "checkout", Scrub: p.scrub, Mismatch: ledger.OutcomeKeyMismatch}
+	switch r.Request.Kind {
+	case payonce.KindCharge:
+		return adapterkit.Object(rp, o, body, decodePayment, func(pm payment) string { return pm.ID },
+			func(pm payment) (string, error) { return paymentContradiction(r.Request, r.OperationID, pm), nil },
+			func(pm payment, o payonce.Outcome) payonce.Outcome { return p.chargeState(pm).Outcome("checkout", o) })
+	case payonce.KindCapture, payonce.KindCancel, payonce.KindRefund:
+		a, err := decodeAccepted(body)
+		if err != nil {
+			return rp.Unreadable(o, err.Error())
+		}
+		if a.ID != "" || a.Status != "" {
+			// A payment (id, status) where an accepted action was expected:
+			// the key answered for another request.
+			o.ProviderRef = a.ID
+			return rp.Contradicted(o, fmt.Sprintf("the provider's answer is payment %q (status %q), not an accepted %s", a.ID, a.Status, r.Request.Kind))
+		}
+		o.ProviderRef = a.ActionID
+		if why := adapterkit.Belongs(payonce.Request{}, r.OperationID, a.Reference, 0, ""); why != "" {
+			return rp.Contradicted(o, why)
+		}
+		// 202 Accepted: Checkout.com has queued the action; it can still
+		// be declined. The operation stays unknown until a lookup of the
+		// payment's actions finds it approved or declined.
+		o.Class = ledger.OutcomeSuccess
+		o.Processing = true
+		return o
+	}
+	return rp.Unreadable(o, adapterkit.UnknownKind(r.Request.Kind))
+}
+
+// answers is how Checkout.com's answers classify: the Cko-Request-Id
+// header, no replay marker, and for answers that are not 2xx the table
+// below, first matching row first. Anything else (500, 502, 503, 504 and any
+// status not named here) is maybe_sent: the payment may have been made,
+// and Checkout.com did not keep the key. Look up before anything is sent
+// again.
+func (p *Provider) answers() adapterkit.Answer[apiError] {
+	retryAfter := adapterkit.RetryAfterHeader[apiError](p.now)
+	return adapterkit.Answer[apiError]{RequestID: "Cko-Request-Id", Success: p.classifySuccess, Error: p.readError,
+		Table: []adapterkit.Rule[apiError]{
+			// "Conflict with another request being processed": the first
+			// request with this key is still running; it may yet move money.
+			// (Checkout.com answered 429 in that case before; now 409:
+			// support.checkout.com "Why did I receive a 409 HTTP response to my
+			// idempotent API request instead of 429?".)
+			{When: adapterkit.Status[apiError](http.StatusConflict), Class: ledger.OutcomeKeyInUse, Then: retryAfter},
+			// Undocumented: see Classify. Review, not failed.
+			{When: func(status int, e *apiError) bool {
+				return status >= 400 && status < 500 && e != nil && e.namesIdempotencyKey()
+			},
+				Class: ledger.OutcomeKeyMismatch},
+			// 400, 401, 403, 404, 422: invalid request (422 request_invalid
+			// with error_codes), bad key, action not allowed (capture or void
+			// of a payment in the wrong state), no such payment. Nothing was
+			// done and, since Checkout.com does not cache 4xx, a resend would
+			// be judged anew and refused the same way: never retried.
+			{When: adapterkit.Refusal[apiError](http.StatusUnprocessableEntity), Class: ledger.OutcomeRefused},
+			// Checkout.com documents 429 as rate limiting, but it used to answer
+			// 429 to a request whose key was still being processed (now 409),
+			// and it does not document that the limiter runs before the request
+			// is processed. not_sent would let the next attempt go out without
+			// a lookup; if the first request then ended in a 5xx after the
+			// payment was made, that attempt would charge again. maybe_sent
+			// costs one lookup.
+			{When: adapterkit.Status[apiError](http.StatusTooManyRequests), Class: ledger.OutcomeMaybeSent,
+				Then: func(o *payonce.Outcome, header http.Header, e *apiError) {
+					if o.Code == "" {
+						o.Code = codeRateLimited
+					}
+					retryAfter(o, header, e)
+				}},
+		}}
+}
 
 // Classify reads Checkout.com's answer to one attempt:
 //
@@ -62,106 +139,5 @@ import (
 // "Duplicate payment request responses"), so Outcome.Replayed is never set
 // and the adapter does not implement payonce.ReplayDetector.
 func (p *Provider) Classify(r payonce.SendRequest, status int, header http.Header, body []byte) payonce.Outcome {
-	o := payonce.Outcome{HTTPStatus: status, RequestID: header.Get("Cko-Request-Id")}
-	if status >= 200 && status < 300 {
-		return p.classifySuccess(r, o, body)
-	}
-	e := decodeError(body)
-	if e != nil {
-		o.Code = p.scrub(e.ErrorType)
-		o.Message = p.scrub(e.message())
-		if o.RequestID == "" {
-			o.RequestID = e.RequestID
-		}
-	}
-	switch {
-	case status == http.StatusConflict:
-		// "Conflict with another request being processed": the first
-		// request with this key is still running; it may yet move money.
-		// (Checkout.com answered 429 in that case before; now 409:
-		// support.checkout.com "Why did I receive a 409 HTTP response to my
-		// idempotent API request instead of 429?".)
-		o.Class = ledger.OutcomeKeyInUse
-		o.RetryAfter = adapterkit.RetryAfter(header.Get("Retry-After"), p.now)
-	case status >= 400 && status < 500 && e != nil && e.namesIdempotencyKey():
-		// Undocumented: see above. Review, not failed.
-		o.Class = ledger.OutcomeKeyMismatch
-	case status == http.StatusBadRequest, status == http.StatusUnauthorized, status == http.StatusForbidden,
-		status == http.StatusNotFound, status == http.StatusUnprocessableEntity:
-		// Invalid request (422 request_invalid with error_codes), bad key,
-		// action not allowed (capture or void of a payment in the wrong
-		// state), no such payment. Nothing was done and, since Checkout.com
-		// does not cache 4xx, a resend would be judged anew and refused the
-		// same way: never retried.
-		o.Class = ledger.OutcomeRefused
-	case status == http.StatusTooManyRequests:
-		// Checkout.com documents 429 as rate limiting, but it used to answer
-		// 429 to a request whose key was still being processed (now 409),
-		// and it does not document that the limiter runs before the
-		// request is processed. not_sent would let the next attempt go out
-		// without a lookup; if the first request then ended in a 5xx after
-		// the payment was made, that attempt would charge again. maybe_sent
-		// costs one lookup.
-		o.Class = ledger.OutcomeMaybeSent
-		if o.Code == "" {
-			o.Code = codeRateLimited
-		}
-		o.RetryAfter = adapterkit.RetryAfter(header.Get("Retry-After"), p.now)
-	default:
-		// 500, 502, 503, 504 and anything not named above: the payment may
-		// have been made, and Checkout.com did not keep the key. Look up
-		// before anything is sent again.
-		o.Class = ledger.OutcomeMaybeSent
-	}
-	return o
-}
-
-// classifySuccess reads a 2xx answer. Whatever cannot be understood is
-// maybe_sent: Checkout.com answered 2xx, so something may have happened.
-func (p *Provider) classifySuccess(r payonce.SendRequest, o payonce.Outcome, body []byte) payonce.Outcome {
-	unreadable := func(what string) payonce.Outcome {
-		o.Class = ledger.OutcomeMaybeSent
-		o.Message = "checkout: unreadable 2xx answer: " + p.scrub(what)
-		return o
-	}
-	contradicted := func(why string) payonce.Outcome {
-		o.Class = ledger.OutcomeKeyMismatch
-		o.Contradiction = p.scrub(why)
-		o.Message = "checkout: " + o.Contradiction
-		return o
-	}
-	switch r.Request.Kind {
-	case payonce.KindCharge:
-		pm, err := decodePayment(body)
-		if err != nil {
-			return unreadable(err.Error())
-		}
-		o.ProviderRef = pm.ID
-		if why := paymentContradiction(r.Request, r.OperationID, pm); why != "" {
-			return contradicted(why)
-		}
-		return p.chargeState(pm).Outcome("checkout", o)
-	case payonce.KindCapture, payonce.KindCancel, payonce.KindRefund:
-		a, err := decodeAccepted(body)
-		if err != nil {
-			return unreadable(err.Error())
-		}
-		if a.ID != "" || a.Status != "" {
-			// A payment (id, status) where an accepted action was expected:
-			// the key answered for another request.
-			o.ProviderRef = a.ID
-			return contradicted(fmt.Sprintf("the provider's answer is payment %q (status %q), not an accepted %s", a.ID, a.Status, r.Request.Kind))
-		}
-		o.ProviderRef = a.ActionID
-		if why := adapterkit.Belongs(payonce.Request{}, r.OperationID, a.Reference, 0, ""); why != "" {
-			return contradicted(why)
-		}
-		// 202 Accepted: Checkout.com has queued the action; it can still
-		// be declined. The operation stays unknown until a lookup of the
-		// payment's actions finds it approved or declined.
-		o.Class = ledger.OutcomeSuccess
-		o.Processing = true
-		return o
-	}
-	return unreadable("answer to an unknown kind " + strconv.Quote(string(r.Request.Kind)))
+	return p.answers().Classify(r, status, header, body)
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jarcoal/httpmock"
-	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/internal/testkit"
@@ -27,34 +26,15 @@ type bundle struct {
 }
 
 // setup returns a Provider and an *http.Client whose own mock transport
-// answers its requests (no global transport is touched).
+// answers its requests (testkit.Setup).
 func setup(t *testing.T, mod ...func(*checkout.Config)) bundle {
 	t.Helper()
-	cfg := checkout.Config{SecretKey: testKey, Now: func() time.Time { return testNow }}
-	for _, m := range mod {
-		m(&cfg)
-	}
-	p, err := checkout.New(cfg)
-	require.NoError(t, err)
-	mt := httpmock.NewMockTransport()
-	return bundle{p: p, mt: mt, hc: &http.Client{Transport: mt}}
+	p, mt, hc := testkit.Setup(t, checkout.New, checkout.Config{SecretKey: testKey, Now: func() time.Time { return testNow }}, mod...)
+	return bundle{p: p, mt: mt, hc: hc}
 }
 
 func chargeReq() payonce.SendRequest {
-	return payonce.SendRequest{
-		OperationID: "0b6f3e1c-2c4d-5e6f-8a9b-0c1d2e3f4a5b",
-		Key:         "0b6f3e1c-2c4d-5e6f-8a9b-0c1d2e3f4a5b",
-		Request: payonce.Request{
-			Kind:          payonce.KindCharge,
-			Amount:        1999,
-			Currency:      "USD",
-			References:    []string{"order", "42"},
-			PaymentMethod: "src_nwd3m4in3hkuddfpjsaevunhdy",
-			Customer:      "cus_udst2tfldj6upmye2reztkmm4i",
-			Description:   "Order 42",
-			Metadata:      map[string]string{"order_id": "42"},
-		},
-	}
+	return testkit.ChargeRequest(1999, "USD", "src_nwd3m4in3hkuddfpjsaevunhdy", "cus_udst2tfldj6upmye2reztkmm4i", map[string]string{"order_id": "42"})
 }
 
 var withKind = testkit.WithKind

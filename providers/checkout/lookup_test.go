@@ -2,17 +2,15 @@ package checkout_test
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"path"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jarcoal/httpmock"
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
@@ -55,33 +53,21 @@ func getOK(t *testing.T, b bundle, u string, status int, body string) {
 
 func TestLookupChargeByID(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name, body string
-		state      payonce.LookupState
-		code       string
-	}{
-		{"captured", getPay("pay_1", "Captured", true, chargeReq().OperationID), payonce.LookupSucceeded, ""},
-		{"authorized", getPay("pay_1", "Authorized", true, chargeReq().OperationID), payonce.LookupSucceeded, ""},
-		{"voided after approval", getPay("pay_1", "Voided", true, chargeReq().OperationID), payonce.LookupSucceeded, ""},
-		{"refunded", getPay("pay_1", "Refunded", true, chargeReq().OperationID), payonce.LookupSucceeded, ""},
-		{"expired after approval", getPay("pay_1", "Expired", true, chargeReq().OperationID), payonce.LookupSucceeded, ""},
-		{"pending", getPay("pay_1", "Pending", false, chargeReq().OperationID), payonce.LookupProcessing, ""},
-		{"expired unapproved", getPay("pay_1", "Expired", false, chargeReq().OperationID), payonce.LookupFailed, "declined"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t)
-			getOK(t, b, base+"/payments/pay_1", 200, tc.body)
-			getOK(t, b, base+"/payments/pay_1/actions", 200, `[]`)
-			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pay_1"))
-			require.NoError(t, err)
-			require.Equal(t, tc.state, res.State)
-			require.Equal(t, "pay_1", res.ProviderRef)
-			require.Equal(t, []string{"pay_1"}, res.Refs)
-			require.Equal(t, tc.code, res.Code)
-			require.Zero(t, res.Lag, "a read by id is consistent")
-		})
+	serve := func(t *testing.T, body string) (payonce.Provider, payonce.HTTPDoer, *httpmock.MockTransport) {
+		b := setup(t)
+		getOK(t, b, base+"/payments/pay_1", 200, body)
+		getOK(t, b, base+"/payments/pay_1/actions", 200, `[]`)
+		return b.p, b.hc, b.mt
 	}
+	testkit.RequireReadByID(t, serve, lookupQuery(payonce.KindCharge, "", "pay_1"), []testkit.ReadCase{
+		testkit.ReadAs("captured", getPay("pay_1", "Captured", true, chargeReq().OperationID), payonce.LookupSucceeded, "", ""),
+		testkit.ReadAs("authorized", getPay("pay_1", "Authorized", true, chargeReq().OperationID), payonce.LookupSucceeded, "", ""),
+		testkit.ReadAs("voided after approval", getPay("pay_1", "Voided", true, chargeReq().OperationID), payonce.LookupSucceeded, "", ""),
+		testkit.ReadAs("refunded", getPay("pay_1", "Refunded", true, chargeReq().OperationID), payonce.LookupSucceeded, "", ""),
+		testkit.ReadAs("expired after approval", getPay("pay_1", "Expired", true, chargeReq().OperationID), payonce.LookupSucceeded, "", ""),
+		testkit.ReadAs("pending", getPay("pay_1", "Pending", false, chargeReq().OperationID), payonce.LookupProcessing, "", ""),
+		testkit.ReadAs("expired unapproved", getPay("pay_1", "Expired", false, chargeReq().OperationID), payonce.LookupFailed, "declined", ""),
+	}, 0)
 }
 
 func TestLookupChargeDeclinedReadsTheCode(t *testing.T) {
@@ -133,35 +119,12 @@ func TestLookupChargeByIDNotFound(t *testing.T) {
 // serveByID answers GET base+/payments/{id} with objs[id] (Checkout.com's
 // 404 for the others) and an empty actions list, and counts the reads.
 func serveByID(b bundle, objs map[string]string, reads map[string]int) {
-	b.mt.RegisterRegexpResponder(http.MethodGet, regexp.MustCompile(`^`+regexp.QuoteMeta(base)+`/payments/[^/?]+(/actions)?$`), func(req *http.Request) (*http.Response, error) {
-		if strings.HasSuffix(req.URL.Path, "/actions") {
-			return respond(200, `[]`), nil
-		}
-		id := path.Base(req.URL.Path)
-		if reads != nil {
-			reads[id]++
-		}
-		body, ok := objs[id]
-		if !ok {
-			return respond(404, ``), nil
-		}
-		return respond(200, body), nil
-	})
+	b.mt.RegisterRegexpResponder(http.MethodGet, regexp.MustCompile(`^`+regexp.QuoteMeta(base)+`/payments/[^/?]+/actions$`),
+		func(*http.Request) (*http.Response, error) { return respond(200, `[]`), nil })
+	testkit.ServeByID(b.mt, base+"/payments", objs, reads, respond, func() *http.Response { return respond(404, ``) })
 }
 
-// byID indexes payments by their id.
-func byID(items ...string) map[string]string {
-	out := map[string]string{}
-	for _, it := range items {
-		var v struct {
-			ID string `json:"id"`
-		}
-		if json.Unmarshal([]byte(it), &v) == nil && v.ID != "" {
-			out[v.ID] = it
-		}
-	}
-	return out
-}
+var byID = testkit.ByID
 
 func TestLookupChargeByReference(t *testing.T) {
 	t.Parallel()
@@ -262,43 +225,25 @@ func TestLookupActions(t *testing.T) {
 func TestLookupErrors(t *testing.T) {
 	t.Parallel()
 	echo := `{"request_id":"r","error_type":"` + testKey + `","error_codes":["` + testKey + `"]}`
-	for _, tc := range []struct {
-		name      string
-		q         payonce.LookupQuery
-		u         string
-		status    int
-		body      string
-		temporary bool
-	}{
-		{"500 by id", lookupQuery(payonce.KindCharge, "", "pay_1"), "/payments/pay_1", 500, ``, true},
-		{"429 list", lookupQuery(payonce.KindCharge, "", ""), "/payments", 429, ``, true},
-		{"401", lookupQuery(payonce.KindCharge, "", "pay_1"), "/payments/pay_1", 401, echo, false},
-		{"422 list", lookupQuery(payonce.KindCharge, "", ""), "/payments", 422, echo, false},
-		{"malformed payment", lookupQuery(payonce.KindCharge, "", "pay_1"), "/payments/pay_1", 200, `{"id":`, true},
-		{"list without total", lookupQuery(payonce.KindCharge, "", ""), "/payments", 200, `{"data":[]}`, true},
-		{"list item without id", lookupQuery(payonce.KindCharge, "", ""), "/payments", 200, list(1, `{"status":"Captured"}`), true},
-		{"list short", lookupQuery(payonce.KindCharge, "", ""), "/payments", 200, list(5), true},
-		{"actions not a list", lookupQuery(payonce.KindCapture, "pay_1", ""), "/payments/pay_1/actions", 200, `{"actions":[]}`, true},
-		{"actions null", lookupQuery(payonce.KindCapture, "pay_1", ""), "/payments/pay_1/actions", 200, `null`, true},
-		{"action without type", lookupQuery(payonce.KindCapture, "pay_1", ""), "/payments/pay_1/actions", 200, `[{"id":"act_1"}]`, true},
-		{"actions 503", lookupQuery(payonce.KindRefund, "pay_1", ""), "/payments/pay_1/actions", 503, ``, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t)
-			getOK(t, b, base+tc.u, tc.status, tc.body)
-			res, err := b.p.Lookup(context.Background(), b.hc, tc.q)
-			require.Error(t, err)
-			require.Equal(t, payonce.LookupResult{}, res)
-			require.NotContains(t, err.Error(), testKey)
-			var ae *checkout.APIError
-			if errors.As(err, &ae) {
-				require.Equal(t, tc.temporary, ae.Temporary(), "Temporary: %v", err)
-			} else {
-				require.False(t, tc.temporary, "a temporary failure should be an *APIError: %v", err)
-			}
-		})
+	serve := func(t *testing.T, tc testkit.LookupErrorCase) (payonce.Provider, payonce.HTTPDoer) {
+		b := setup(t)
+		getOK(t, b, base+tc.URL, tc.Status, tc.Body)
+		return b.p, b.hc
 	}
+	testkit.RequireLookupErrors[*checkout.APIError](t, serve, []testkit.LookupErrorCase{
+		testkit.LookupFails("500 by id", lookupQuery(payonce.KindCharge, "", "pay_1"), "/payments/pay_1", 500, ``, true),
+		testkit.LookupFails("429 list", lookupQuery(payonce.KindCharge, "", ""), "/payments", 429, ``, true),
+		testkit.LookupFails("401", lookupQuery(payonce.KindCharge, "", "pay_1"), "/payments/pay_1", 401, echo, false),
+		testkit.LookupFails("422 list", lookupQuery(payonce.KindCharge, "", ""), "/payments", 422, echo, false),
+		testkit.LookupFails("malformed payment", lookupQuery(payonce.KindCharge, "", "pay_1"), "/payments/pay_1", 200, `{"id":`, true),
+		testkit.LookupFails("list without total", lookupQuery(payonce.KindCharge, "", ""), "/payments", 200, `{"data":[]}`, true),
+		testkit.LookupFails("list item without id", lookupQuery(payonce.KindCharge, "", ""), "/payments", 200, list(1, `{"status":"Captured"}`), true),
+		testkit.LookupFails("list short", lookupQuery(payonce.KindCharge, "", ""), "/payments", 200, list(5), true),
+		testkit.LookupFails("actions not a list", lookupQuery(payonce.KindCapture, "pay_1", ""), "/payments/pay_1/actions", 200, `{"actions":[]}`, true),
+		testkit.LookupFails("actions null", lookupQuery(payonce.KindCapture, "pay_1", ""), "/payments/pay_1/actions", 200, `null`, true),
+		testkit.LookupFails("action without type", lookupQuery(payonce.KindCapture, "pay_1", ""), "/payments/pay_1/actions", 200, `[{"id":"act_1"}]`, true),
+		testkit.LookupFails("actions 503", lookupQuery(payonce.KindRefund, "pay_1", ""), "/payments/pay_1/actions", 503, ``, true),
+	}, nil, testKey)
 }
 
 func TestLookupTransportErrorAndBodyClosed(t *testing.T) {

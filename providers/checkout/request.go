@@ -1,9 +1,7 @@
 package checkout
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -123,18 +121,7 @@ func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http
 		return nil, invalidSend("Request.Kind", "is %q; the Checkout.com adapter sends charge, capture, cancel and refund", string(req.Kind))
 	}
 
-	raw, err := adapterkit.EncodeJSON(body)
-	if err != nil {
-		return nil, fmt.Errorf("checkout: encode %s request: %w", req.Kind, err)
-	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+path, bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("checkout: build %s request: %w", req.Kind, err)
-	}
-	p.setHeaders(hr.Header)
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Cko-Idempotency-Key", r.Key)
-	return hr, nil
+	return adapterkit.PostJSON(ctx, "checkout", req.Kind, p.baseURL+path, body, p.setHeaders, "Cko-Idempotency-Key", r.Key)
 }
 
 func (p *Provider) setHeaders(h http.Header) {
@@ -157,19 +144,15 @@ func sourceOf(pm string) (source, error) {
 }
 
 func checkKey(key string) error {
-	switch {
-	case key == "":
-		return invalidSend("Key", "is empty; every Checkout.com POST carries the operation's Cko-Idempotency-Key")
-	case len(key) > MaxKeyLength:
-		return invalidSend("Key", "is %d bytes; the adapter sends at most %d (a UUID)", len(key), MaxKeyLength)
-	case strings.ContainsFunc(key, adapterkit.NotToken):
-		return invalidSend("Key", "contains spaces, control or non-ASCII characters; it must be a printable ASCII header value")
+	if why := adapterkit.CheckKey(key, MaxKeyLength, "is empty; every Checkout.com POST carries the operation's Cko-Idempotency-Key",
+		"is %d bytes; the adapter sends at most %d (a UUID)"); why != "" {
+		return invalidSend("Key", "%s", why)
 	}
 	return nil
 }
 
 func invalidSend(field, format string, args ...any) error {
-	return &payonce.ValidationError{Field: "checkout " + field, Problem: fmt.Sprintf(format, args...)}
+	return adapterkit.Invalid("checkout ", field, format, args...)
 }
 
 // metadata is the caller's metadata plus payonce's own keys.

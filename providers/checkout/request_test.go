@@ -1,9 +1,7 @@
 package checkout_test
 
 import (
-	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -47,14 +45,7 @@ func TestNewRequestCharge(t *testing.T) {
 			"payonce_refs": `["order","42"]`,
 		},
 	}, testkit.DecodeJSON(t, body))
-	for range 20 {
-		_, again := testkit.Build(t, b.p, r)
-		require.Equal(t, body, again, "the same bytes on every attempt")
-	}
-	rc, err := hr.GetBody()
-	require.NoError(t, err)
-	again, _ := io.ReadAll(rc)
-	require.Equal(t, body, string(again))
+	testkit.RequireSameBytes(t, b.p, r, hr, body)
 }
 
 func TestNewRequestChargeTokenAuthorizeOnly(t *testing.T) {
@@ -110,48 +101,24 @@ func TestNewRequestActions(t *testing.T) {
 func TestNewRequestErrors(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	for _, tc := range []struct {
-		name  string
-		mod   func(*payonce.SendRequest)
-		field string
-	}{
-		{"capture without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCapture, 0, "") }, "checkout Request.PaymentRef"},
-		{"cancel without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCancel, 0, "") }, "checkout Request.PaymentRef"},
-		{"refund without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindRefund, 1, "") }, "checkout Request.PaymentRef"},
-		{"no key", func(r *payonce.SendRequest) { r.Key = "" }, "checkout Key"},
-		{"long key", func(r *payonce.SendRequest) { r.Key = strings.Repeat("a", 37) }, "checkout Key"},
-		{"key with newline", func(r *payonce.SendRequest) { r.Key = "abc\ndef" }, "checkout Key"},
-		{"no operation id", func(r *payonce.SendRequest) { r.OperationID = "" }, "checkout OperationID"},
-		{"no payment method", func(r *payonce.SendRequest) { r.Request.PaymentMethod = "" }, "checkout Request.PaymentMethod"},
-		{"card number", func(r *payonce.SendRequest) { r.Request.PaymentMethod = "4242424242424242" }, "checkout Request.PaymentMethod"},
-		{"zero amount", func(r *payonce.SendRequest) { r.Request.Amount = 0 }, "checkout Request.Amount"},
-		{"unknown kind", func(r *payonce.SendRequest) { r.Request.Kind = "payout" }, "checkout Request.Kind"},
-		{"reserved metadata", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"payonce_kind": "x"} }, "checkout Request.Metadata"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			r := chargeReq()
-			tc.mod(&r)
-			hr, err := b.p.NewRequest(context.Background(), r)
-			require.Nil(t, hr)
-			testkit.RequireInvalid(t, err, tc.field, testKey)
-		})
-	}
+	testkit.RequireRequestErrors(t, b.p, chargeReq, []testkit.RequestCase{
+		testkit.Invalid("capture without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCapture, 0, "") }, "checkout Request.PaymentRef"),
+		testkit.Invalid("cancel without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCancel, 0, "") }, "checkout Request.PaymentRef"),
+		testkit.Invalid("refund without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindRefund, 1, "") }, "checkout Request.PaymentRef"),
+		testkit.Invalid("no key", func(r *payonce.SendRequest) { r.Key = "" }, "checkout Key"),
+		testkit.Invalid("long key", func(r *payonce.SendRequest) { r.Key = strings.Repeat("a", 37) }, "checkout Key"),
+		testkit.Invalid("key with newline", func(r *payonce.SendRequest) { r.Key = "abc\ndef" }, "checkout Key"),
+		testkit.Invalid("no operation id", func(r *payonce.SendRequest) { r.OperationID = "" }, "checkout OperationID"),
+		testkit.Invalid("no payment method", func(r *payonce.SendRequest) { r.Request.PaymentMethod = "" }, "checkout Request.PaymentMethod"),
+		testkit.Invalid("card number", func(r *payonce.SendRequest) { r.Request.PaymentMethod = "4242424242424242" }, "checkout Request.PaymentMethod"),
+		testkit.Invalid("zero amount", func(r *payonce.SendRequest) { r.Request.Amount = 0 }, "checkout Request.Amount"),
+		testkit.Invalid("unknown kind", func(r *payonce.SendRequest) { r.Request.Kind = "payout" }, "checkout Request.Kind"),
+		testkit.Invalid("reserved metadata", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"payonce_kind": "x"} }, "checkout Request.Metadata"),
+	}, testKey)
 }
 
 func TestNewRequestLongReferences(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := chargeReq()
-	refs := make([]string, 16)
-	for i := range refs {
-		refs[i] = strings.Repeat(string(rune('a'+i)), 100)
-	}
-	r.Request.References = refs
-	_, body := testkit.Build(t, b.p, r)
-	v := testkit.DecodeJSON(t, body)["metadata"].(map[string]any)["payonce_refs"].(string)
-	require.LessOrEqual(t, len(v), 255)
-	var got []string
-	require.NoError(t, json.Unmarshal([]byte(v), &got))
-	require.Regexp(t, `^\.\.\.\+\d+$`, got[len(got)-1])
+	testkit.RequireLongReferences(t, b.p, chargeReq(), testkit.JSONRefs(t), 255, func(s string) int { return len(s) })
 }

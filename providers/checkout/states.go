@@ -11,19 +11,8 @@ import (
 // The functions of this file decide what a Checkout.com payment or action
 // says about an operation. Classify and Lookup both call them, so that an
 // object means the same thing whether it came back as the answer to a send
-// or was read by a lookup.
-
-// state is what one object says about the operation it is read for
-// (adapterkit.State: one mapping shared by Classify and Lookup).
-type state = adapterkit.State
-
-const (
-	stUnknown    = adapterkit.VerdictUnknown
-	stProcessing = adapterkit.VerdictProcessing
-	stSucceeded  = adapterkit.VerdictSucceeded
-	stFailed     = adapterkit.VerdictFailed
-	stNotYet     = adapterkit.VerdictNotYet
-)
+// or was read by a lookup. Each returns an adapterkit.State: one verdict
+// that State.Outcome (Classify) and State.Result (Lookup) both convert.
 
 // chargeState maps the payment a charge created, by its status and
 // approved flag (GET /payments/{id}: "approved: whether the authorization
@@ -46,22 +35,22 @@ const (
 //   - Card Verified: not a charge at all (a card verification): reported
 //     by the caller as a contradiction.
 //   - anything else: unknown.
-func (p *Provider) chargeState(pm payment) state {
+func (p *Provider) chargeState(pm payment) adapterkit.State {
 	switch pm.Status {
 	case statusPending, statusRetryScheduled:
-		return state{Verdict: stProcessing}
+		return adapterkit.State{Verdict: adapterkit.VerdictProcessing}
 	case statusDeclined:
 		return p.declined(pm)
 	case statusAuthorized, statusCaptured, statusPartiallyCaptured, statusPaid,
 		statusVoided, statusRefunded, statusPartiallyRefunded:
 		if pm.approved() {
-			return state{Verdict: stSucceeded}
+			return adapterkit.State{Verdict: adapterkit.VerdictSucceeded}
 		}
 	case statusCanceled, statusExpired:
 		switch {
 		case pm.Approved == nil:
 		case *pm.Approved:
-			return state{Verdict: stSucceeded}
+			return adapterkit.State{Verdict: adapterkit.VerdictSucceeded}
 		default:
 			return p.declined(pm)
 		}
@@ -70,11 +59,11 @@ func (p *Provider) chargeState(pm payment) state {
 	if pm.Approved != nil {
 		approved = strconv.FormatBool(*pm.Approved)
 	}
-	return state{Verdict: stUnknown, Message: fmt.Sprintf("payment status %q, approved %s", p.scrub(pm.Status), approved)}
+	return adapterkit.State{Verdict: adapterkit.VerdictUnknown, Message: fmt.Sprintf("payment status %q, approved %s", p.scrub(pm.Status), approved)}
 }
 
-func (p *Provider) declined(pm payment) state {
-	s := state{Verdict: stFailed, Code: codeDeclined, Decline: p.scrub(pm.ResponseCode), Message: p.scrub(pm.ResponseSummary)}
+func (p *Provider) declined(pm payment) adapterkit.State {
+	s := adapterkit.State{Verdict: adapterkit.VerdictFailed, Code: codeDeclined, Decline: p.scrub(pm.ResponseCode), Message: p.scrub(pm.ResponseSummary)}
 	if s.Message == "" {
 		s.Message = "checkout: payment " + p.scrub(pm.Status)
 	}
@@ -83,14 +72,14 @@ func (p *Provider) declined(pm payment) state {
 
 // actionState maps a Capture, Void or Refund action of
 // GET /payments/{id}/actions: approved absent means not decided yet.
-func (p *Provider) actionState(a action) state {
+func (p *Provider) actionState(a action) adapterkit.State {
 	switch {
 	case a.Approved == nil:
-		return state{Verdict: stProcessing}
+		return adapterkit.State{Verdict: adapterkit.VerdictProcessing}
 	case *a.Approved:
-		return state{Verdict: stSucceeded}
+		return adapterkit.State{Verdict: adapterkit.VerdictSucceeded}
 	}
-	s := state{Verdict: stFailed, Code: codeActionDeclined, Decline: p.scrub(a.ResponseCode), Message: p.scrub(a.ResponseSummary)}
+	s := adapterkit.State{Verdict: adapterkit.VerdictFailed, Code: codeActionDeclined, Decline: p.scrub(a.ResponseCode), Message: p.scrub(a.ResponseSummary)}
 	if s.Message == "" {
 		s.Message = "checkout: " + a.Type + " declined"
 	}

@@ -1,11 +1,11 @@
 package checkout
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
 
@@ -114,50 +114,52 @@ func (e *apiError) namesIdempotencyKey() bool {
 	return false
 }
 
-var errNoID = errors.New("object has no id")
-
 func decodePayment(body []byte) (payment, error) {
-	var p payment
-	if err := adapterkit.DecodeJSON(body, &p); err != nil {
-		return p, err
-	}
-	switch {
-	case p.ErrorType != "":
-		return p, fmt.Errorf("body is an error (%q), not a payment", p.ErrorType)
-	case p.ID == "":
-		return p, errNoID
-	case p.Status == "":
-		return p, errors.New("payment has no status")
-	}
-	return p, nil
+	return adapterkit.Decode(body, func(p *payment) error {
+		switch {
+		case p.ErrorType != "":
+			return fmt.Errorf("body is an error (%q), not a payment", p.ErrorType)
+		case p.ID == "":
+			return adapterkit.ErrNoID
+		case p.Status == "":
+			return errors.New("payment has no status")
+		}
+		return nil
+	})
 }
 
 func decodeAccepted(body []byte) (accepted, error) {
-	var a accepted
-	if err := adapterkit.DecodeJSON(body, &a); err != nil {
-		return a, err
+	return adapterkit.Decode(body, func(a *accepted) error {
+		switch {
+		case a.ErrorType != "":
+			return fmt.Errorf("body is an error (%q), not an accepted action", a.ErrorType)
+		case a.ID != "" || a.Status != "":
+			// A payment, not an accepted action: the caller reports it.
+			return nil
+		case a.ActionID == "":
+			return errors.New("answer has no action_id")
+		}
+		return nil
+	})
+}
+
+// readError reads Checkout.com's error JSON into o: error_type is the
+// code, error_codes the message, request_id the request id when the
+// Cko-Request-Id header is missing.
+func (p *Provider) readError(o *payonce.Outcome, body []byte) *apiError {
+	e := decodeError(body)
+	if e == nil {
+		return nil
 	}
-	switch {
-	case a.ErrorType != "":
-		return a, fmt.Errorf("body is an error (%q), not an accepted action", a.ErrorType)
-	case a.ID != "" || a.Status != "":
-		// A payment, not an accepted action: the caller reports it.
-		return a, nil
-	case a.ActionID == "":
-		return a, errors.New("answer has no action_id")
+	o.Code, o.Message = p.scrub(e.ErrorType), p.scrub(e.message())
+	if o.RequestID == "" {
+		o.RequestID = e.RequestID
 	}
-	return a, nil
+	return e
 }
 
 // decodeError parses an error answer; nil when the body holds none
 // (Checkout.com sends empty bodies for 401 and 404).
 func decodeError(body []byte) *apiError {
-	if len(body) == 0 || len(body) > adapterkit.MaxBodyBytes {
-		return nil
-	}
-	var e apiError
-	if json.Unmarshal(body, &e) != nil || (e.ErrorType == "" && len(e.ErrorCodes) == 0) {
-		return nil
-	}
-	return &e
+	return adapterkit.DecodeError(body, func(e *apiError) bool { return e.ErrorType != "" || len(e.ErrorCodes) > 0 })
 }

@@ -2,11 +2,9 @@ package providertest
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -36,10 +34,13 @@ type suite struct {
 	newEnv newEnvFunc
 	// name is the scenario's name, the key of Env.Skip.
 	name string
+	// newStore opens the scenario's ledger; nil: a fresh SQLite file.
+	newStore func(testing.TB) ledger.Store
 }
 
 // bench is what one scenario works with: the adapter and its fake, a fresh
-// SQLite ledger, and a client on the shared manual clock.
+// ledger (SQLite unless the suite says otherwise), and a client on the
+// shared manual clock.
 type bench struct {
 	t      *testing.T
 	env    *Env
@@ -92,10 +93,11 @@ func newBench(t *testing.T, sc *suite, s setup) *bench {
 	}
 	require.Equal(t, o.KeyTTL, env.Provider.Info().KeyTTL, "the environment must apply Options.KeyTTL to the adapter")
 
-	store, err := ledgersqlite.Open(filepath.Join(t.TempDir(), "ledger.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	require.NoError(t, store.Migrate(context.Background()))
+	newStore := sc.newStore
+	if newStore == nil {
+		newStore = NewSQLiteStore
+	}
+	store := newStore(t)
 	cfg := payonce.Config{
 		Provider: env.Provider, Store: store, Now: o.Clock.Now,
 		// Keep-alives off: a dropped answer must reach the client as a
@@ -116,51 +118,23 @@ func newBench(t *testing.T, sc *suite, s setup) *bench {
 	t.Cleanup(cancel)
 	b := &bench{t: t, env: env, opts: o, clock: o.Clock, store: store, client: client, cfg: cfg, ctx: ctx}
 	t.Cleanup(func() {
-		if problems := moneyProblems(env, env.Fake.Truth()); len(problems) > 0 {
+		if problems := moneyProblems(env.PaymentOperation, env.RefundOperation, env.Fake.Truth()); len(problems) > 0 {
 			t.Errorf("%s moved money more than once:\n  %s", env.Provider.Name(), strings.Join(problems, "\n  "))
 		}
 	})
 	return b
 }
 
-// moneyProblems lists what the fake's truth shows moved money twice: an
-// operation with two authorized payments or two refunds, a payment refunded
-// beyond what it captured.
-func moneyProblems(env *Env, truth mocks.Truth) []string {
-	var out []string
-	charges := map[string][]string{}
-	for _, p := range truth.Payments {
-		if op := env.PaymentOperation(p); op != "" && p.Authorized {
-			charges[op] = append(charges[op], p.ID)
-		}
-	}
-	refunds := map[string][]string{}
-	refunded := map[string]int64{}
-	for _, r := range truth.Refunds {
-		if op := env.RefundOperation(r); op != "" {
-			refunds[op] = append(refunds[op], r.ID)
-		}
-		if r.Status == "succeeded" {
-			refunded[r.PaymentID] += r.Amount
-		}
-	}
-	for op, ids := range charges {
-		if len(ids) > 1 {
-			out = append(out, fmt.Sprintf("operation %s charged %d times: %v", op, len(ids), ids))
-		}
-	}
-	for op, ids := range refunds {
-		if len(ids) > 1 {
-			out = append(out, fmt.Sprintf("operation %s refunded %d times: %v", op, len(ids), ids))
-		}
-	}
-	for _, p := range truth.Payments {
-		if p.AmountRefunded > p.AmountCaptured || refunded[p.ID] > p.AmountCaptured {
-			out = append(out, fmt.Sprintf("payment %s captured %d, refunded %d (refunds add up to %d)", p.ID, p.AmountCaptured, p.AmountRefunded, refunded[p.ID]))
-		}
-	}
-	sort.Strings(out)
-	return out
+// NewSQLiteStore opens a fresh, migrated SQLite ledger in t.TempDir,
+// closed when the test ends: the ledger of every scenario unless a soak
+// is given another (SoakConfig.NewStore).
+func NewSQLiteStore(t testing.TB) ledger.Store {
+	t.Helper()
+	store, err := ledgersqlite.Open(filepath.Join(t.TempDir(), "ledger.db"), ledgersqlite.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	require.NoError(t, store.Migrate(context.Background()))
+	return store
 }
 
 func (b *bench) truth() mocks.Truth { return b.env.Fake.Truth() }
@@ -296,16 +270,4 @@ func (b *bench) waitFor(what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-// describe renders an operation and its attempts for failure messages.
-func describe(op ledger.Operation, atts []ledger.Attempt) string {
-	var s strings.Builder
-	fmt.Fprintf(&s, "operation %s %s %v: %s, window %s..%s, ref %q, review %q", op.ID, op.Kind, op.References, op.Status,
-		op.WindowStart.Format(time.RFC3339), op.KeyExpiresAt.Format(time.RFC3339), op.ProviderRef, op.ReviewReason)
-	for _, a := range atts {
-		fmt.Fprintf(&s, "\n  attempt %d at %s: %s http %d may_have_reached=%v %s", a.Number, a.StartedAt.Format(time.RFC3339),
-			a.Outcome, a.HTTPStatus, a.MayHaveReached, a.Error)
-	}
-	return s.String()
 }

@@ -91,6 +91,11 @@
 //     the fake, no attempt sent after its key window. With -short it runs
 //     120 charges and 40 refunds.
 //
+// The soak also runs alone, at another size and on another ledger: Soak
+// with a SoakConfig (the root package runs it with StripeEnv on
+// PostgreSQL). Its checks of the ledger against the fake's truth are
+// CheckLedger, which other process-level tests share.
+//
 // A scenario an adapter cannot run at all is listed in Env.Skip with the
 // reason. Run one scenario with, for example,
 //

@@ -30,6 +30,9 @@ const (
 	soakAttemptTimeout = 2 * time.Second
 	soakHangFor        = 5 * time.Second
 	soakSlowFor        = 100 * time.Millisecond
+	// soakFakeLag is how far the fake's search lags behind (where it has
+	// one, Env.FakeLag): well inside the adapter's declared LookupLag.
+	soakFakeLag = 10 * time.Second
 	// soakEarlyRounds settle inside the key windows (past leases, lags and
 	// check intervals each); later rounds jump past the key windows, so
 	// what is still unknown goes to review.
@@ -42,8 +45,6 @@ const (
 	// review.
 	soakReviewPasses = 5
 )
-
-type soakSize struct{ charges, refunds, declines int }
 
 // soakOp is one operation of the soak and what its latest call said.
 type soakOp struct {
@@ -65,20 +66,49 @@ func soakRates() map[mocks.FaultKind]float64 {
 	return rates
 }
 
-// testSoak charges and refunds through a fake that fails a fifth of the
-// requests that move money, in every way mocks knows, then settles every
-// operation the way a caller without the background reconciler does
-// (calling again with the same identity while the clock moves past leases
-// and lags, then past the key windows), lets the reconciler look up what
-// went to review, and checks the fake's truth: no operation charged or
-// refunded twice, no refund beyond its charge, every operation succeeded,
-// failed or in review, no attempt sent after its key window, and the ledger
-// in agreement with what the provider did.
+// SoakConfig sizes a soak and says where its ledger lives.
+type SoakConfig struct {
+	// Name labels the run in the log line; empty: the provider's name.
+	Name string
+	// Charges, Refunds and Declines count the operations: Charges orders
+	// are charged, Declines of them (spread evenly) with a payment method
+	// that is declined, and Refunds of those that succeeded at once are
+	// refunded in full.
+	Charges, Refunds, Declines int
+	// NewStore opens a fresh, migrated ledger, closed when the test ends;
+	// nil: NewSQLiteStore.
+	NewStore func(testing.TB) ledger.Store
+}
+
+// testSoak is the suite's soak scenario: SQLite, 300 charges and 100
+// refunds (120 and 40 with -short).
 func testSoak(t *testing.T, s *suite) {
-	size := soakSize{charges: 300, refunds: 100, declines: 6}
+	size := SoakConfig{Charges: 300, Refunds: 100, Declines: 6}
 	if testing.Short() {
-		size = soakSize{charges: 120, refunds: 40, declines: 4}
+		size = SoakConfig{Charges: 120, Refunds: 40, Declines: 4}
 	}
+	soak(t, s, size)
+}
+
+// Soak runs the suite's soak scenario alone, sized by cfg and on its
+// ledger, against the environment newEnv builds (as for Run): the root
+// package runs it on PostgreSQL at a larger size. See soak.
+func Soak(t *testing.T, newEnv func(t *testing.T, o Options) *Env, cfg SoakConfig) {
+	t.Helper()
+	soak(t, &suite{newEnv: newEnv, name: ScenarioSoak, newStore: cfg.NewStore}, cfg)
+}
+
+// soak charges and refunds through a fake that fails a fifth of the
+// requests that move money, in every way mocks knows, with a lagging search
+// where the fake has one, then settles every operation the way a caller
+// without the background reconciler does (calling again with the same
+// identity while the clock moves past leases and lags, then past the key
+// windows), lets the reconciler look up what went to review, and checks the
+// fake's truth: no operation charged or refunded twice, no refund beyond
+// its charge, every operation succeeded, failed or in review, no attempt
+// sent after its key window, and the ledger in agreement with what the
+// provider did (CheckLedger).
+func soak(t *testing.T, s *suite, size SoakConfig) {
 	began := time.Now()
 	b := newBench(t, s, setup{
 		opts: func(o *Options) {
@@ -86,6 +116,7 @@ func testSoak(t *testing.T, s *suite) {
 			o.FaultRates = soakRates()
 			o.HangFor = soakHangFor
 			o.SlowFor = soakSlowFor
+			o.FakeLag = soakFakeLag
 		},
 		config: func(c *payonce.Config) {
 			c.AttemptTimeout = soakAttemptTimeout
@@ -99,12 +130,16 @@ func testSoak(t *testing.T, s *suite) {
 		},
 	})
 	ctx := b.ctx
+	name := size.Name
+	if name == "" {
+		name = b.env.Provider.Name()
+	}
 
 	// Phase 1: every charge once; a worker whose charge succeeded at once
 	// refunds it in full until the refund quota is reached, so charges and
 	// refunds run side by side.
-	charges := make([]*soakOp, size.charges)
-	every := size.charges / size.declines
+	charges := make([]*soakOp, size.Charges)
+	every := size.Charges / size.Declines
 	for i := range charges {
 		op := &soakOp{kind: payonce.KindCharge, order: fmt.Sprintf("soak-%05d", i), amount: int64(1000 + i), decline: i%every == every/2}
 		op.id = b.opID(payonce.KindCharge, op.order)
@@ -117,7 +152,7 @@ func testSoak(t *testing.T, s *suite) {
 	)
 	soakRun(ctx, charges, func(op *soakOp) {
 		b.soakCall(ctx, op)
-		if op.res.Status != payonce.ResultSucceeded || reserved.Add(1) > int64(size.refunds) {
+		if op.res.Status != payonce.ResultSucceeded || reserved.Add(1) > int64(size.Refunds) {
 			return
 		}
 		r := &soakOp{kind: payonce.KindRefund, order: op.order, amount: op.amount}
@@ -127,7 +162,7 @@ func testSoak(t *testing.T, s *suite) {
 		mu.Unlock()
 		b.soakCall(ctx, r)
 	})
-	require.Len(t, refunds, size.refunds, "enough charges succeeded at once to refund")
+	require.Len(t, refunds, size.Refunds, "enough charges succeeded at once to refund")
 	all := append(append([]*soakOp(nil), charges...), refunds...)
 	firstCall := soakCount(all)
 
@@ -144,7 +179,7 @@ func testSoak(t *testing.T, s *suite) {
 			msg := soakDescribe(open, 5)
 			for _, o := range open[:min(3, len(open))] {
 				if op, atts, err := b.store.Get(ctx, o.id); err == nil {
-					msg += "\n" + describe(op, atts)
+					msg += "\n" + Describe(op, atts)
 				}
 			}
 			require.FailNow(t, fmt.Sprintf("still open after %d rounds", rounds), msg)
@@ -193,98 +228,27 @@ func testSoak(t *testing.T, s *suite) {
 	}
 	require.Equal(t, posts, b.allPosts(), "review lookups never post")
 
-	// What the fake really did.
+	// The ledger, in agreement with what the fake really did.
 	truth := b.truth()
-	require.Empty(t, moneyProblems(b.env, truth), "money moved more than once")
-
-	// The ledger, in agreement with the fake.
-	ops, err := b.store.List(ctx, ledger.ListFilter{Limit: 10000})
-	require.NoError(t, err)
-	require.Len(t, ops, len(all), "one ledger row per operation")
-	byID := make(map[string]ledger.Operation, len(ops))
-	for _, op := range ops {
-		byID[op.ID] = op
-	}
-	for _, p := range truth.Payments {
-		if !p.Authorized {
-			continue
-		}
-		// Money moved only for an operation the ledger says succeeded with
-		// this very payment.
-		op, ok := byID[b.env.PaymentOperation(p)]
-		require.True(t, ok, "payment %s belongs to no operation", p.ID)
-		require.Equal(t, ledger.StatusSucceeded, op.Status, "payment %s authorized, but its operation is %s (%s)", p.ID, op.Status, op.ReviewReason)
-		require.Equal(t, p.ID, op.ProviderRef)
-	}
-	refundOf := map[string]mocks.TruthRefund{}
-	for _, r := range truth.Refunds {
-		refundOf[b.env.RefundOperation(r)] = r
-		if r.Status != "succeeded" {
-			continue
-		}
-		op, ok := byID[b.env.RefundOperation(r)]
-		require.True(t, ok, "refund %s belongs to no operation", r.ID)
-		require.Equal(t, ledger.StatusSucceeded, op.Status, "refund %s made, but its operation is %s (%s)", r.ID, op.Status, op.ReviewReason)
-		require.Equal(t, r.ID, op.ProviderRef)
-	}
-
-	chargeRef := map[string]string{} // order -> payment id
-	outcomes := map[string]int{}     // attempts per outcome class
-	var pastWindow []string
+	expect := make(map[string]Expected, len(all))
 	for _, o := range all {
-		op, ok := byID[o.id]
-		require.True(t, ok, "operation %s (%s %s) not in the ledger", o.id, o.kind, o.order)
-		_, atts, err := b.store.Get(ctx, op.ID)
-		require.NoError(t, err)
-		require.True(t, op.Status.Terminal(), "operation %s is %s: %s", o.id, op.Status, describe(op, atts))
-		switch op.Status {
-		case ledger.StatusSucceeded:
-			require.NotEmpty(t, op.ProviderRef)
-		case ledger.StatusManualReview:
-			require.NotEmpty(t, op.ReviewReason, "operation %s in review without a reason", op.ID)
-		}
-		switch o.kind {
-		case payonce.KindCharge:
-			switch op.Status {
-			case ledger.StatusSucceeded:
-				require.False(t, o.decline, "declined order %s succeeded", o.order)
-				p, ok := truth.Payment(op.ProviderRef)
-				require.True(t, ok, "charge %s: ledger ref %s is no payment", o.order, op.ProviderRef)
-				require.Equal(t, op.ID, b.env.PaymentOperation(p))
-				require.True(t, p.Authorized)
-				require.Equal(t, o.amount, p.AmountCaptured)
-				chargeRef[o.order] = p.ID
-			case ledger.StatusFailed:
-				require.True(t, o.decline, "charge %s failed but was not a decline: %s", o.order, op.Result)
-			}
-		case payonce.KindRefund:
-			switch op.Status {
-			case ledger.StatusSucceeded:
-				r, ok := refundOf[op.ID]
-				require.True(t, ok, "refund %s: the fake holds no refund for it", o.order)
-				require.Equal(t, op.ProviderRef, r.ID)
-				require.Equal(t, chargeRef[o.order], r.PaymentID, "refund %s is of its order's charge", o.order)
-				require.Equal(t, o.amount, r.Amount)
-			case ledger.StatusFailed:
-				require.Fail(t, "a full refund of a succeeded charge was refused", "%s: %s", o.order, describe(op, atts))
-			}
-		}
-		// Rule 5: every attempt that may have reached the provider started
-		// inside the key window, with the margin to spare.
-		require.Len(t, atts, op.Attempts)
-		for _, a := range atts {
+		expect[o.id] = Expected{Kind: o.kind, Order: o.order, Amount: o.amount, Decline: o.decline}
+	}
+	checked := CheckLedger(t, ctx, Check{
+		Store: b.store, Truth: truth, Expect: expect, Margin: b.cfg.SafetyMargin,
+		PaymentOperation: b.env.PaymentOperation, RefundOperation: b.env.RefundOperation,
+	})
+	outcomes := map[string]int{} // attempts per outcome class
+	final := map[string]int{}
+	for _, c := range checked {
+		final[c.Op.Kind+" "+string(c.Op.Status)]++
+		for _, a := range c.Attempts {
 			outcomes[string(a.Outcome)]++
-			require.Equal(t, op.Key, a.Key, "one key per operation")
-			if !a.MayHaveReached {
-				continue
-			}
-			require.False(t, a.StartedAt.Before(op.WindowStart), "attempt %d of %s started before its window", a.Number, op.ID)
-			if !a.StartedAt.Before(op.KeyExpiresAt.Add(-b.cfg.SafetyMargin)) {
-				pastWindow = append(pastWindow, describe(op, atts))
-			}
+		}
+		if c.Expected.Kind == payonce.KindRefund && c.Op.Status == ledger.StatusFailed {
+			require.Fail(t, "a full refund of a succeeded charge was refused", "%s: %s", c.Expected.Order, Describe(c.Op, c.Attempts))
 		}
 	}
-	require.Empty(t, pastWindow, "rule 5: attempts sent after their key window had passed")
 
 	var faults []string
 	total := 0
@@ -293,12 +257,8 @@ func testSoak(t *testing.T, s *suite) {
 		total += n
 	}
 	sort.Strings(faults)
-	final := map[string]int{}
-	for _, op := range ops {
-		final[op.Kind+" "+string(op.Status)]++
-	}
 	t.Logf("soak %s: %d charges, %d refunds in %s, %d settle rounds; first call %s; settled by calls %s; settled by the reconciler %d; final [%s]; faults %d [%s]; attempts [%s]; POSTs %d, replays %d, key in use %d; double charges 0, double refunds 0",
-		b.env.Provider.Name(), size.charges, size.refunds, time.Since(began).Round(time.Millisecond), rounds,
+		name, size.Charges, size.Refunds, time.Since(began).Round(time.Millisecond), rounds,
 		firstCall, settled, resolved, joinCounts(final), total, strings.Join(faults, " "), joinCounts(outcomes), posts, truth.Replays, truth.KeyInUse)
 }
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jarcoal/httpmock"
-	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/internal/testkit"
@@ -28,34 +27,15 @@ type bundle struct {
 }
 
 // setup returns a Provider and an *http.Client whose own mock transport
-// answers its requests (no global transport is touched).
+// answers its requests (testkit.Setup).
 func setup(t *testing.T, mod ...func(*stripe.Config)) bundle {
 	t.Helper()
-	cfg := stripe.Config{APIKey: testKey, Now: func() time.Time { return testNow }}
-	for _, m := range mod {
-		m(&cfg)
-	}
-	p, err := stripe.New(cfg)
-	require.NoError(t, err)
-	mt := httpmock.NewMockTransport()
-	return bundle{p: p, mt: mt, hc: &http.Client{Transport: mt}}
+	p, mt, hc := testkit.Setup(t, stripe.New, stripe.Config{APIKey: testKey, Now: func() time.Time { return testNow }}, mod...)
+	return bundle{p: p, mt: mt, hc: hc}
 }
 
 func chargeReq() payonce.SendRequest {
-	return payonce.SendRequest{
-		OperationID: "0b6f3e1c-2c4d-5e6f-8a9b-0c1d2e3f4a5b",
-		Key:         "0b6f3e1c-2c4d-5e6f-8a9b-0c1d2e3f4a5b",
-		Request: payonce.Request{
-			Kind:          payonce.KindCharge,
-			Amount:        1999,
-			Currency:      "EUR",
-			References:    []string{"order", "42"},
-			PaymentMethod: "pm_card_visa",
-			Customer:      "cus_123",
-			Description:   "Order 42",
-			Metadata:      map[string]string{"order_id": "42", "shop": "main"},
-		},
-	}
+	return testkit.ChargeRequest(1999, "EUR", "pm_card_visa", "cus_123", map[string]string{"order_id": "42", "shop": "main"})
 }
 
 var withKind = testkit.WithKind
@@ -64,7 +44,7 @@ var respond = testkit.Respond
 
 // opID and opKey are chargeReq's operation id and key (generation 0).
 const (
-	opID  = "0b6f3e1c-2c4d-5e6f-8a9b-0c1d2e3f4a5b"
+	opID  = testkit.OpID
 	opKey = opID
 )
 

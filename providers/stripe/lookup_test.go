@@ -3,7 +3,6 @@ package stripe_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -74,36 +73,22 @@ func getOK(t *testing.T, b bundle, u string, status int, body string) {
 
 func TestLookupChargeByID(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		status, body string
-		state        payonce.LookupState
-		code, decl   string
-	}{
-		{"succeeded", piJSON("pi_1", "succeeded", 1999, ""), payonce.LookupSucceeded, "", ""},
-		{"requires_capture", piJSON("pi_1", "requires_capture", 0, ""), payonce.LookupSucceeded, "", ""},
-		{"processing", piJSON("pi_1", "processing", 0, ""), payonce.LookupProcessing, "", ""},
-		{"requires_payment_method", piJSON("pi_1", "requires_payment_method", 0, declined), payonce.LookupFailed, "card_declined", "do_not_honor"},
-		{"requires_payment_method bare", piJSON("pi_1", "requires_payment_method", 0, ""), payonce.LookupFailed, "requires_payment_method", ""},
-		{"canceled", piJSON("pi_1", "canceled", 0, ""), payonce.LookupFailed, "canceled", ""},
-		{"canceled after decline", piJSON("pi_1", "canceled", 0, declined), payonce.LookupFailed, "card_declined", "do_not_honor"},
-		{"requires_action", piJSON("pi_1", "requires_action", 0, ""), payonce.LookupFailed, "requires_action", ""},
-		{"requires_confirmation", piJSON("pi_1", "requires_confirmation", 0, ""), payonce.LookupFailed, "requires_confirmation", ""},
-	} {
-		t.Run(tc.status, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t)
-			getOK(t, b, base+"/v1/payment_intents/pi_1", 200, tc.body)
-			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pi_1"))
-			require.NoError(t, err)
-			require.Equal(t, tc.state, res.State)
-			require.Equal(t, "pi_1", res.ProviderRef)
-			require.Equal(t, []string{"pi_1"}, res.Refs)
-			require.Equal(t, tc.code, res.Code)
-			require.Equal(t, tc.decl, res.DeclineCode)
-			require.Zero(t, res.Lag, "a read by id is consistent")
-			require.Equal(t, 1, b.mt.GetTotalCallCount())
-		})
+	serve := func(t *testing.T, body string) (payonce.Provider, payonce.HTTPDoer, *httpmock.MockTransport) {
+		b := setup(t)
+		getOK(t, b, base+"/v1/payment_intents/pi_1", 200, body)
+		return b.p, b.hc, b.mt
 	}
+	testkit.RequireReadByID(t, serve, lookupQuery(payonce.KindCharge, "", "pi_1"), []testkit.ReadCase{
+		testkit.ReadAs("succeeded", piJSON("pi_1", "succeeded", 1999, ""), payonce.LookupSucceeded, "", ""),
+		testkit.ReadAs("requires_capture", piJSON("pi_1", "requires_capture", 0, ""), payonce.LookupSucceeded, "", ""),
+		testkit.ReadAs("processing", piJSON("pi_1", "processing", 0, ""), payonce.LookupProcessing, "", ""),
+		testkit.ReadAs("requires_payment_method", piJSON("pi_1", "requires_payment_method", 0, declined), payonce.LookupFailed, "card_declined", "do_not_honor"),
+		testkit.ReadAs("requires_payment_method bare", piJSON("pi_1", "requires_payment_method", 0, ""), payonce.LookupFailed, "requires_payment_method", ""),
+		testkit.ReadAs("canceled", piJSON("pi_1", "canceled", 0, ""), payonce.LookupFailed, "canceled", ""),
+		testkit.ReadAs("canceled after decline", piJSON("pi_1", "canceled", 0, declined), payonce.LookupFailed, "card_declined", "do_not_honor"),
+		testkit.ReadAs("requires_action", piJSON("pi_1", "requires_action", 0, ""), payonce.LookupFailed, "requires_action", ""),
+		testkit.ReadAs("requires_confirmation", piJSON("pi_1", "requires_confirmation", 0, ""), payonce.LookupFailed, "requires_confirmation", ""),
+	}, 1)
 }
 
 func TestLookupChargeByIDNotFound(t *testing.T) {
@@ -346,51 +331,31 @@ func TestLookupRefundNeedsRefs(t *testing.T) {
 func TestLookupErrors(t *testing.T) {
 	t.Parallel()
 	huge := `{"object":"search_result","data":[],"pad":"` + strings.Repeat("x", 1<<20) + `"}`
-	for _, tc := range []struct {
-		name      string
-		q         payonce.LookupQuery
-		u         string
-		status    int
-		body      string
-		temporary bool
-	}{
-		{"500 by id", lookupQuery(payonce.KindCharge, "", "pi_1"), "/v1/payment_intents/pi_1", 500, `{"error":{"type":"api_error","message":"boom"}}`, true},
-		{"429 search", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 429, `{"error":{"type":"invalid_request_error","code":"rate_limit"}}`, true},
-		{"503 refunds", lookupQuery(payonce.KindRefund, "pi_1", ""), "/v1/refunds", 503, ``, true},
-		{"401", lookupQuery(payonce.KindCapture, "pi_1", ""), "/v1/payment_intents/pi_1", 401, `{"error":{"type":"invalid_request_error","message":"Invalid API Key provided: sk_test_****wxyz"}}`, false},
-		{"404 on search", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 404, `{"error":{"type":"invalid_request_error","code":"resource_missing"}}`, false},
-		{"404 not from Stripe", lookupQuery(payonce.KindCharge, "", "pi_1"), "/v1/payment_intents/pi_1", 404, `<html>Not Found</html>`, false},
-		{"malformed PI", lookupQuery(payonce.KindCharge, "", "pi_1"), "/v1/payment_intents/pi_1", 200, `{"id":"pi_1",`, true},
-		{"wrong object", lookupQuery(payonce.KindCancel, "pi_1", ""), "/v1/payment_intents/pi_1", 200, `{"id":"re_1","object":"refund","status":"succeeded"}`, true},
-		{"PI without id", lookupQuery(payonce.KindCancel, "pi_1", ""), "/v1/payment_intents/pi_1", 200, `{"object":"payment_intent","status":"canceled"}`, true},
-		{"unknown charge status", lookupQuery(payonce.KindCharge, "", "pi_1"), "/v1/payment_intents/pi_1", 200, piJSON("pi_1", "brand_new", 0, ""), false},
-		{"search wrong object", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 200, `{"object":"list","data":[]}`, true},
-		{"search bad item", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 200, searchJSON(false, `{"object":"payment_intent"}`), true},
-		{"search empty but more", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 200, searchJSON(true), true},
-		{"search oversized", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 200, huge, true},
-		{"refund list wrong object", lookupQuery(payonce.KindRefund, "pi_1", ""), "/v1/refunds", 200, searchJSON(false), true},
-		{"refund bad item", lookupQuery(payonce.KindRefund, "pi_1", ""), "/v1/refunds", 200, refundList(false, `{"id":"re_1","object":"charge"}`), true},
-		{"refund unknown status", lookupQuery(payonce.KindRefund, "pi_1", ""), "/v1/refunds", 200, refundList(false, refundJSON("re_1", chargeReq().OperationID, "weird", "")), false},
-		{"refund empty but more", lookupQuery(payonce.KindRefund, "pi_1", ""), "/v1/refunds", 200, refundList(true), true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t)
-			b.mt.RegisterResponder(http.MethodGet, base+tc.u, httpmock.NewStringResponder(tc.status, tc.body).HeaderSet(http.Header{"Request-Id": {"req_x"}}))
-			res, err := b.p.Lookup(context.Background(), b.hc, tc.q)
-			require.Error(t, err)
-			require.Equal(t, payonce.LookupResult{}, res)
-			require.NotContains(t, err.Error(), testKey)
-			require.NotContains(t, err.Error(), "Bearer")
-			var ae *stripe.APIError
-			if errors.As(err, &ae) {
-				require.Equal(t, tc.temporary, ae.Temporary(), "Temporary: %v", err)
-				require.Equal(t, "req_x", ae.RequestID)
-			} else {
-				require.False(t, tc.temporary, "a temporary failure should be an *APIError: %v", err)
-			}
-		})
+	serve := func(t *testing.T, tc testkit.LookupErrorCase) (payonce.Provider, payonce.HTTPDoer) {
+		b := setup(t)
+		b.mt.RegisterResponder(http.MethodGet, base+tc.URL, httpmock.NewStringResponder(tc.Status, tc.Body).HeaderSet(http.Header{"Request-Id": {"req_x"}}))
+		return b.p, b.hc
 	}
+	testkit.RequireLookupErrors(t, serve, []testkit.LookupErrorCase{
+		testkit.LookupFails("500 by id", lookupQuery(payonce.KindCharge, "", "pi_1"), "/v1/payment_intents/pi_1", 500, `{"error":{"type":"api_error","message":"boom"}}`, true),
+		testkit.LookupFails("429 search", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 429, `{"error":{"type":"invalid_request_error","code":"rate_limit"}}`, true),
+		testkit.LookupFails("503 refunds", lookupQuery(payonce.KindRefund, "pi_1", ""), "/v1/refunds", 503, ``, true),
+		testkit.LookupFails("401", lookupQuery(payonce.KindCapture, "pi_1", ""), "/v1/payment_intents/pi_1", 401, `{"error":{"type":"invalid_request_error","message":"Invalid API Key provided: sk_test_****wxyz"}}`, false),
+		testkit.LookupFails("404 on search", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 404, `{"error":{"type":"invalid_request_error","code":"resource_missing"}}`, false),
+		testkit.LookupFails("404 not from Stripe", lookupQuery(payonce.KindCharge, "", "pi_1"), "/v1/payment_intents/pi_1", 404, `<html>Not Found</html>`, false),
+		testkit.LookupFails("malformed PI", lookupQuery(payonce.KindCharge, "", "pi_1"), "/v1/payment_intents/pi_1", 200, `{"id":"pi_1",`, true),
+		testkit.LookupFails("wrong object", lookupQuery(payonce.KindCancel, "pi_1", ""), "/v1/payment_intents/pi_1", 200, `{"id":"re_1","object":"refund","status":"succeeded"}`, true),
+		testkit.LookupFails("PI without id", lookupQuery(payonce.KindCancel, "pi_1", ""), "/v1/payment_intents/pi_1", 200, `{"object":"payment_intent","status":"canceled"}`, true),
+		testkit.LookupFails("unknown charge status", lookupQuery(payonce.KindCharge, "", "pi_1"), "/v1/payment_intents/pi_1", 200, piJSON("pi_1", "brand_new", 0, ""), false),
+		testkit.LookupFails("search wrong object", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 200, `{"object":"list","data":[]}`, true),
+		testkit.LookupFails("search bad item", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 200, searchJSON(false, `{"object":"payment_intent"}`), true),
+		testkit.LookupFails("search empty but more", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 200, searchJSON(true), true),
+		testkit.LookupFails("search oversized", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 200, huge, true),
+		testkit.LookupFails("refund list wrong object", lookupQuery(payonce.KindRefund, "pi_1", ""), "/v1/refunds", 200, searchJSON(false), true),
+		testkit.LookupFails("refund bad item", lookupQuery(payonce.KindRefund, "pi_1", ""), "/v1/refunds", 200, refundList(false, `{"id":"re_1","object":"charge"}`), true),
+		testkit.LookupFails("refund unknown status", lookupQuery(payonce.KindRefund, "pi_1", ""), "/v1/refunds", 200, refundList(false, refundJSON("re_1", chargeReq().OperationID, "weird", "")), false),
+		testkit.LookupFails("refund empty but more", lookupQuery(payonce.KindRefund, "pi_1", ""), "/v1/refunds", 200, refundList(true), true),
+	}, func(t *testing.T, ae *stripe.APIError) { require.Equal(t, "req_x", ae.RequestID) }, testKey, "Bearer")
 }
 
 func TestLookupTransportErrorAndBodyClosed(t *testing.T) {

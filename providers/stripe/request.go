@@ -1,9 +1,7 @@
 package stripe
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -128,16 +126,7 @@ func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http
 	}
 
 	body := []byte(form.Encode()) // Encode sorts by key: the same bytes on every attempt
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+path, bytes.NewReader(body))
-	if err != nil {
-		// The only inputs are the validated base URL and escaped ids; the
-		// error names neither the key nor a header.
-		return nil, fmt.Errorf("stripe: build %s request: %w", req.Kind, err)
-	}
-	p.setHeaders(hr.Header)
-	hr.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	hr.Header.Set("Idempotency-Key", r.Key)
-	return hr, nil
+	return adapterkit.Post(ctx, "stripe", req.Kind, p.baseURL+path, body, p.setHeaders, "application/x-www-form-urlencoded", "Idempotency-Key", r.Key)
 }
 
 func (p *Provider) setHeaders(h http.Header) {
@@ -149,19 +138,15 @@ func (p *Provider) setHeaders(h http.Header) {
 }
 
 func checkKey(key string) error {
-	switch {
-	case key == "":
-		return invalidSend("Key", "is empty; every Stripe POST carries the operation's idempotency key")
-	case len(key) > MaxKeyLength:
-		return invalidSend("Key", "is %d bytes; Stripe accepts at most %d", len(key), MaxKeyLength)
-	case strings.ContainsFunc(key, adapterkit.NotToken):
-		return invalidSend("Key", "contains spaces, control or non-ASCII characters; it must be a printable ASCII header value")
+	if why := adapterkit.CheckKey(key, MaxKeyLength, "is empty; every Stripe POST carries the operation's idempotency key",
+		"is %d bytes; Stripe accepts at most %d"); why != "" {
+		return invalidSend("Key", "%s", why)
 	}
 	return nil
 }
 
 func invalidSend(field, format string, args ...any) error {
-	return &payonce.ValidationError{Field: "stripe " + field, Problem: fmt.Sprintf(format, args...)}
+	return adapterkit.Invalid("stripe ", field, format, args...)
 }
 
 func setIf(form url.Values, k, v string) {

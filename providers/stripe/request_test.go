@@ -2,7 +2,6 @@ package stripe_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -72,18 +71,7 @@ func TestNewRequestCharge(t *testing.T) {
 	}, form)
 	require.NotContains(t, form, "off_session")
 
-	// Every attempt sends the same bytes, whatever the map order.
-	for range 20 {
-		hr2, body2 := testkit.Build(t, b.p, r)
-		require.Equal(t, body, body2)
-		require.Equal(t, hr.URL.String(), hr2.URL.String())
-	}
-	// GetBody lets an HTTP layer resend the same body.
-	rc, err := hr.GetBody()
-	require.NoError(t, err)
-	again, _ := io.ReadAll(rc)
-	require.Equal(t, body, string(again))
-	require.EqualValues(t, len(body), hr.ContentLength)
+	testkit.RequireSameBytes(t, b.p, r, hr, body)
 }
 
 func TestNewRequestChargeManualMinimal(t *testing.T) {
@@ -172,36 +160,23 @@ func TestNewRequestErrors(t *testing.T) {
 	for i := range 47 {
 		tooMany[strings.Repeat("k", 1+i%40)+string(rune('a'+i%26))+string(rune('a'+i/26))] = "v"
 	}
-	for _, tc := range []struct {
-		name  string
-		mod   func(*payonce.SendRequest)
-		field string
-	}{
-		{"capture without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCapture, 0, "") }, "stripe Request.PaymentRef"},
-		{"cancel without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCancel, 0, "") }, "stripe Request.PaymentRef"},
-		{"refund without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindRefund, 1, "") }, "stripe Request.PaymentRef"},
-		{"no key", func(r *payonce.SendRequest) { r.Key = "" }, "stripe Key"},
-		{"long key", func(r *payonce.SendRequest) { r.Key = strings.Repeat("a", 256) }, "stripe Key"},
-		{"key with newline", func(r *payonce.SendRequest) { r.Key = "abc\ndef" }, "stripe Key"},
-		{"no operation id", func(r *payonce.SendRequest) { r.OperationID = "" }, "stripe OperationID"},
-		{"refund no operation id", func(r *payonce.SendRequest) {
+	testkit.RequireRequestErrors(t, b.p, chargeReq, []testkit.RequestCase{
+		testkit.Invalid("capture without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCapture, 0, "") }, "stripe Request.PaymentRef"),
+		testkit.Invalid("cancel without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCancel, 0, "") }, "stripe Request.PaymentRef"),
+		testkit.Invalid("refund without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindRefund, 1, "") }, "stripe Request.PaymentRef"),
+		testkit.Invalid("no key", func(r *payonce.SendRequest) { r.Key = "" }, "stripe Key"),
+		testkit.Invalid("long key", func(r *payonce.SendRequest) { r.Key = strings.Repeat("a", 256) }, "stripe Key"),
+		testkit.Invalid("key with newline", func(r *payonce.SendRequest) { r.Key = "abc\ndef" }, "stripe Key"),
+		testkit.Invalid("no operation id", func(r *payonce.SendRequest) { r.OperationID = "" }, "stripe OperationID"),
+		testkit.Invalid("refund no operation id", func(r *payonce.SendRequest) {
 			*r = withKind(*r, payonce.KindRefund, 1, "pi_1")
 			r.OperationID = ""
-		}, "stripe OperationID"},
-		{"unknown kind", func(r *payonce.SendRequest) { r.Request.Kind = "payout" }, "stripe Request.Kind"},
-		{"reserved metadata", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"payonce_op": "x"} }, "stripe Request.Metadata"},
-		{"bracket metadata", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"a[b]": "x"} }, "stripe Request.Metadata"},
-		{"too much metadata", func(r *payonce.SendRequest) { r.Request.Metadata = tooMany }, "stripe Request.Metadata"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			r := chargeReq()
-			tc.mod(&r)
-			hr, err := b.p.NewRequest(context.Background(), r)
-			require.Nil(t, hr)
-			testkit.RequireInvalid(t, err, tc.field, testKey)
-		})
-	}
+		}, "stripe OperationID"),
+		testkit.Invalid("unknown kind", func(r *payonce.SendRequest) { r.Request.Kind = "payout" }, "stripe Request.Kind"),
+		testkit.Invalid("reserved metadata", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"payonce_op": "x"} }, "stripe Request.Metadata"),
+		testkit.Invalid("bracket metadata", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"a[b]": "x"} }, "stripe Request.Metadata"),
+		testkit.Invalid("too much metadata", func(r *payonce.SendRequest) { r.Request.Metadata = tooMany }, "stripe Request.Metadata"),
+	}, testKey)
 }
 
 func TestNewRequestMetadataLimitEdge(t *testing.T) {
@@ -226,32 +201,22 @@ func TestNewRequestMetadataLimitEdge(t *testing.T) {
 func TestNewRequestLongReferences(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := chargeReq()
-	refs := make([]string, 16)
-	for i := range refs {
-		refs[i] = strings.Repeat(string(rune('a'+i)), 100)
+	formRefs := func(body string) string {
+		form, _ := url.ParseQuery(body)
+		return form.Get("metadata[payonce_refs]")
 	}
-	r.Request.References = refs
-	_, body := testkit.Build(t, b.p, r)
-	form, _ := url.ParseQuery(body)
-	v := form.Get("metadata[payonce_refs]")
-	require.LessOrEqual(t, len(v), 500)
-	var got []string
-	require.NoError(t, json.Unmarshal([]byte(v), &got))
-	require.Equal(t, refs[:len(got)-1], got[:len(got)-1])
-	require.Regexp(t, `^\.\.\.\+\d+$`, got[len(got)-1])
+	testkit.RequireLongReferences(t, b.p, chargeReq(), formRefs, 500, func(s string) int { return len(s) })
+	r := chargeReq()
 
 	// A single reference too long once escaped still gives valid JSON.
 	r.Request.References = []string{strings.Repeat(`"`, 256)}
-	_, body = testkit.Build(t, b.p, r)
-	form, _ = url.ParseQuery(body)
-	require.Equal(t, `["...+1"]`, form.Get("metadata[payonce_refs]"))
+	_, body := testkit.Build(t, b.p, r)
+	require.Equal(t, `["...+1"]`, formRefs(body))
 
 	// No HTML escaping: what the caller wrote is what an operator sees.
 	r.Request.References = []string{"a<b>&c"}
 	_, body = testkit.Build(t, b.p, r)
-	form, _ = url.ParseQuery(body)
-	require.Equal(t, `["a<b>&c"]`, form.Get("metadata[payonce_refs]"))
+	require.Equal(t, `["a<b>&c"]`, formRefs(body))
 }
 
 func TestNewRequestRoundTrip(t *testing.T) {

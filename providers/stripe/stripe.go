@@ -2,7 +2,6 @@ package stripe
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -96,17 +95,11 @@ func New(cfg Config) (*Provider, error) {
 	}
 	p.baseURL = base
 
-	switch {
-	case cfg.KeyTTL < 0:
-		return nil, invalidConfig("KeyTTL", "is negative (%s); leave it 0 for the default %s or set Stripe's key window", cfg.KeyTTL, DefaultKeyTTL)
-	case cfg.KeyTTL == 0:
-		p.keyTTL = DefaultKeyTTL
-	}
-	switch {
-	case cfg.SearchLag < 0:
-		return nil, invalidConfig("SearchLag", "is negative (%s); leave it 0 for the default %s", cfg.SearchLag, DefaultSearchLag)
-	case cfg.SearchLag == 0:
-		p.searchLag = DefaultSearchLag
+	if err := adapterkit.SetDurations("stripe.Config.",
+		adapterkit.Duration{Field: "KeyTTL", Value: cfg.KeyTTL, Dst: &p.keyTTL, Default: DefaultKeyTTL, Hint: " or set Stripe's key window"},
+		adapterkit.Duration{Field: "SearchLag", Value: cfg.SearchLag, Dst: &p.searchLag, Default: DefaultSearchLag},
+	); err != nil {
+		return nil, err
 	}
 	if strings.ContainsFunc(cfg.APIVersion, adapterkit.NotToken) {
 		return nil, invalidConfig("APIVersion", "contains spaces or control characters; use a Stripe API version such as \"2024-06-20\"")
@@ -118,7 +111,7 @@ func New(cfg Config) (*Provider, error) {
 }
 
 func invalidConfig(field, format string, args ...any) error {
-	return &payonce.ValidationError{Field: "stripe.Config." + field, Problem: fmt.Sprintf(format, args...)}
+	return adapterkit.Invalid("stripe.Config.", field, format, args...)
 }
 
 // Name returns "stripe".
@@ -134,7 +127,7 @@ func (p *Provider) SearchLag() time.Duration { return p.searchLag }
 
 // String describes the Provider without its API key. String, GoString,
 // Format and LogValue have value receivers so that a copied Provider value
-// is redacted too.
+// is redacted too (adapterkit's Redaction: the other three print String).
 func (p Provider) String() string {
 	return fmt.Sprintf("stripe.Provider{APIKey:%s BaseURL:%s KeyTTL:%s SearchLag:%s APIVersion:%q}",
 		p.apiKey, p.baseURL, p.keyTTL, p.searchLag, p.apiVersion)
@@ -145,20 +138,16 @@ func (p Provider) GoString() string { return p.String() }
 
 // Format writes String for every verb, so that no fmt verb (%v, %+v, %#v,
 // %s, %d, ...) can print the API key.
-func (p Provider) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, p.String()) }
+func (p Provider) Format(f fmt.State, verb rune) { adapterkit.Format(f, verb, p) }
 
 // LogValue makes slog log the Provider without its API key.
-func (p Provider) LogValue() slog.Value { return slog.StringValue(p.String()) }
+func (p Provider) LogValue() slog.Value { return adapterkit.LogValue(p) }
 
 // String describes the Config with its API key redacted. A BaseURL's user
 // info is dropped: Stripe accepts the key as a Basic-auth user name.
 func (c Config) String() string {
-	now := "nil"
-	if c.Now != nil {
-		now = "set"
-	}
 	return fmt.Sprintf("stripe.Config{APIKey:%s BaseURL:%q KeyTTL:%s SearchLag:%s APIVersion:%q Now:%s}",
-		adapterkit.Secret(c.APIKey), adapterkit.DisplayURL(c.BaseURL, false), c.KeyTTL, c.SearchLag, c.APIVersion, now)
+		adapterkit.Secret(c.APIKey), adapterkit.DisplayURL(c.BaseURL, false), c.KeyTTL, c.SearchLag, c.APIVersion, adapterkit.NowSet(c.Now))
 }
 
 // GoString is String: %#v never shows the API key either.
@@ -166,10 +155,10 @@ func (c Config) GoString() string { return c.String() }
 
 // Format writes String for every verb, so that no fmt verb can print the
 // API key.
-func (c Config) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String()) }
+func (c Config) Format(f fmt.State, verb rune) { adapterkit.Format(f, verb, c) }
 
 // LogValue makes slog log the Config with its API key redacted.
-func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
+func (c Config) LogValue() slog.Value { return adapterkit.LogValue(c) }
 
 // keyLike matches Stripe API keys, whole or masked ("sk_live_****abcd"), as
 // Stripe may echo a masked key in an authentication error message.

@@ -2,9 +2,9 @@ package stripe
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 
+	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
 
@@ -165,61 +165,61 @@ type apiErrorBody struct {
 	} `json:"payment_intent"`
 }
 
-var errNoID = errors.New("object has no id")
+// object is a Stripe object the adapter reads by id.
+type object interface {
+	paymentIntent | refund | charge
+	objectType() string
+	objectID() string
+}
 
-// decodePaymentIntent parses a PaymentIntent and checks that it is one.
+func (pi paymentIntent) objectType() string { return pi.Object }
+func (pi paymentIntent) objectID() string   { return pi.ID }
+func (rf refund) objectType() string        { return rf.Object }
+func (rf refund) objectID() string          { return rf.ID }
+func (ch charge) objectType() string        { return ch.Object }
+func (ch charge) objectID() string          { return ch.ID }
+
+// decodeObject parses an object and checks that it is one of type want
+// with an id.
+func decodeObject[T object](body []byte, want string) (T, error) {
+	return adapterkit.Decode(body, func(v *T) error {
+		switch {
+		case (*v).objectType() != want:
+			return fmt.Errorf("object is %q, want %q", (*v).objectType(), want)
+		case (*v).objectID() == "":
+			return adapterkit.ErrNoID
+		}
+		return nil
+	})
+}
+
 func decodePaymentIntent(body []byte) (paymentIntent, error) {
-	var pi paymentIntent
-	if err := adapterkit.DecodeJSON(body, &pi); err != nil {
-		return pi, err
-	}
-	if pi.Object != objPaymentIntent {
-		return pi, fmt.Errorf("object is %q, want %q", pi.Object, objPaymentIntent)
-	}
-	if pi.ID == "" {
-		return pi, errNoID
-	}
-	return pi, nil
+	return decodeObject[paymentIntent](body, objPaymentIntent)
 }
 
-// decodeRefund parses a Refund and checks that it is one.
-func decodeRefund(body []byte) (refund, error) {
-	var rf refund
-	if err := adapterkit.DecodeJSON(body, &rf); err != nil {
-		return rf, err
-	}
-	if rf.Object != objRefund {
-		return rf, fmt.Errorf("object is %q, want %q", rf.Object, objRefund)
-	}
-	if rf.ID == "" {
-		return rf, errNoID
-	}
-	return rf, nil
-}
+func decodeRefund(body []byte) (refund, error) { return decodeObject[refund](body, objRefund) }
 
-// decodeCharge parses a Charge and checks that it is one.
-func decodeCharge(body []byte) (charge, error) {
-	var ch charge
-	if err := adapterkit.DecodeJSON(body, &ch); err != nil {
-		return ch, err
+func decodeCharge(body []byte) (charge, error) { return decodeObject[charge](body, objCharge) }
+
+// readError reads Stripe's error JSON into o; error.payment_intent names
+// the PaymentIntent of a decline.
+func (p *Provider) readError(o *payonce.Outcome, body []byte) *apiErrorBody {
+	e := decodeError(body)
+	if e == nil {
+		return nil
 	}
-	if ch.Object != objCharge {
-		return ch, fmt.Errorf("object is %q, want %q", ch.Object, objCharge)
+	o.Code, o.DeclineCode, o.Message = e.Code, e.DeclineCode, p.scrub(e.Message)
+	if e.PaymentIntent != nil {
+		o.ProviderRef = e.PaymentIntent.ID
 	}
-	if ch.ID == "" {
-		return ch, errNoID
-	}
-	return ch, nil
+	return e
 }
 
 // decodeError parses an error answer; nil when the body holds no error
 // object (an HTML page from a proxy, an empty body, ...).
 func decodeError(body []byte) *apiErrorBody {
-	if len(body) == 0 || len(body) > adapterkit.MaxBodyBytes {
-		return nil
-	}
-	var env errorEnvelope
-	if json.Unmarshal(body, &env) != nil {
+	env := adapterkit.DecodeError(body, func(e *errorEnvelope) bool { return e.Error != nil })
+	if env == nil {
 		return nil
 	}
 	return env.Error

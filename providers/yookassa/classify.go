@@ -2,12 +2,73 @@ package yookassa
 
 import (
 	"net/http"
-	"strconv"
-	"strings"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
+
+// answers is how YooKassa's answers classify: no request id header, no
+// replay marker, and for answers that are not 2xx (nor 202) the table
+// below, first matching row first. Anything else is maybe_sent: 500 is
+// YooKassa's own "the result is unknown; repeat the request with the same
+// Idempotence-Key" (it may still cancel the operation on its side);
+// 502/503/504 may come from a proxy after YooKassa received the request;
+// anything else is not understood.
+func (p *Provider) answers() adapterkit.Answer[apiError] {
+	return adapterkit.Answer[apiError]{Success: p.classifySuccess, Error: p.readError, Table: []adapterkit.Rule[apiError]{
+		// YooKassa holds this key with another request body: the ledger and
+		// YooKassa disagree. Nothing was done by this request.
+		{When: func(status int, e *apiError) bool {
+			return status == http.StatusBadRequest && e != nil && keyDuplicated(e)
+		},
+			Class: ledger.OutcomeKeyMismatch},
+		// 400, 401, 403, 404: invalid_request / not_supported (bad parameters,
+		// wrong payment status, amount too large), invalid_credentials,
+		// forbidden, not_found. Nothing was done, and resending the same bytes
+		// gets the same answer: never retried.
+		{When: adapterkit.Refusal[apiError](), Class: ledger.OutcomeRefused},
+		// YooKassa documents 429 only as "the limit of requests per time unit
+		// has been exceeded"; it does not say that the limiter runs before the
+		// request is processed or before the key is recorded. not_sent would
+		// close the key window on a request that may have moved money, and a
+		// later resend could then fall outside the 24 h memory of the key. So:
+		// maybe_sent (it costs one lookup), and the client waits retry_after.
+		{When: adapterkit.Status[apiError](http.StatusTooManyRequests), Class: ledger.OutcomeMaybeSent,
+			Then: func(o *payonce.Outcome, _ http.Header, e *apiError) {
+				if o.Code == "" {
+					o.Code = codeTooManyRequests
+				}
+				o.RetryAfter = e.retryAfter()
+			}},
+	}}
+}
+
+// classifySuccess reads a 2xx answer. Whatever cannot be understood is
+// maybe_sent: YooKassa answered 2xx, so something may have happened. An
+// answer that names an object of another operation, amount, currency or
+// payment than this request's is key_mismatch with Contradiction set: the
+// operation goes to review and is never recorded as succeeded or failed on
+// it (YooKassa answers a key reused with another body with 400, so a 2xx
+// carrying someone else's object means the key and the ledger disagree).
+// The verdict on the object comes from states.go, which Lookup shares.
+func (p *Provider) classifySuccess(r payonce.SendRequest, o payonce.Outcome, body []byte) payonce.Outcome {
+	rp := adapterkit.Reply{Provider: "yookassa", Scrub: p.scrub, Mismatch: ledger.OutcomeKeyMismatch}
+
+	switch r.Request.Kind {
+	case payonce.KindRefund:
+		return adapterkit.Object(rp, o, body, decodeRefund, func(rf refund) string { return rf.ID },
+			func(rf refund) (string, error) { return refundContradiction(r.Request, r.OperationID, rf) },
+			func(rf refund, o payonce.Outcome) payonce.Outcome { return p.refundState(rf).Outcome("yookassa", o) })
+	case payonce.KindCharge, payonce.KindCapture, payonce.KindCancel:
+		return adapterkit.Object(rp, o, body, decodePayment, func(pm payment) string { return pm.ID },
+			func(pm payment) (string, error) { return paymentContradiction(r.Request, r.OperationID, pm) },
+			func(pm payment, o payonce.Outcome) payonce.Outcome {
+				return p.paymentState(r.Request.Kind, pm).Outcome("yookassa", o)
+			})
+	}
+	return rp.Unreadable(o, adapterkit.UnknownKind(r.Request.Kind))
+}
 
 // Classify reads YooKassa's answer to one attempt:
 //
@@ -47,117 +108,5 @@ func (p *Provider) Classify(r payonce.SendRequest, status int, header http.Heade
 		}
 		return o
 	}
-	if status >= 200 && status < 300 {
-		return p.classifySuccess(r, o, body)
-	}
-
-	e := decodeError(body)
-	if e != nil {
-		o.RequestID = e.ID
-		o.Code = e.Code
-		o.Message = p.scrub(e.Description)
-		if e.Parameter != "" && o.Message != "" {
-			o.Message += " (parameter " + e.Parameter + ")"
-		}
-	}
-	switch {
-	case status == http.StatusBadRequest && e != nil && keyDuplicated(e):
-		// YooKassa holds this key with another request body: the ledger and
-		// YooKassa disagree. Nothing was done by this request.
-		o.Class = ledger.OutcomeKeyMismatch
-	case status == http.StatusBadRequest, status == http.StatusUnauthorized,
-		status == http.StatusForbidden, status == http.StatusNotFound:
-		// invalid_request / not_supported (bad parameters, wrong payment
-		// status, amount too large), invalid_credentials, forbidden,
-		// not_found. Nothing was done, and resending the same bytes gets the
-		// same answer: never retried.
-		o.Class = ledger.OutcomeRefused
-	case status == http.StatusTooManyRequests:
-		// YooKassa documents 429 only as "the limit of requests per time
-		// unit has been exceeded"; it does not say that the limiter runs
-		// before the request is processed or before the key is recorded.
-		// not_sent would close the key window on a request that may have
-		// moved money, and a later resend could then fall outside the 24 h
-		// memory of the key. So: maybe_sent (it costs one lookup), and the
-		// client waits retry_after.
-		o.Class = ledger.OutcomeMaybeSent
-		if o.Code == "" {
-			o.Code = codeTooManyRequests
-		}
-		o.RetryAfter = e.retryAfter()
-	default:
-		// 500: YooKassa's own word is "the result is unknown; repeat the
-		// request with the same Idempotence-Key" (it may still cancel the
-		// operation on its side). 502/503/504 may come from a proxy after
-		// YooKassa received the request. Anything else is not understood.
-		o.Class = ledger.OutcomeMaybeSent
-	}
-	return o
-}
-
-// keyDuplicated recognises YooKassa's answer to a key reused with another
-// body: invalid_request, "Idempotence key duplicated", parameter
-// Idempotence-Key. Other errors about the header (missing, too long) are
-// ordinary refusals.
-func keyDuplicated(e *apiError) bool {
-	if e.Code != codeInvalidRequest {
-		return false
-	}
-	d := strings.ToLower(e.Description)
-	return strings.Contains(d, strings.ToLower(descKeyDuplicated)) ||
-		(strings.EqualFold(e.Parameter, paramIdempotenceKey) && strings.Contains(d, "duplicat"))
-}
-
-// classifySuccess reads a 2xx answer. Whatever cannot be understood is
-// maybe_sent: YooKassa answered 2xx, so something may have happened. An
-// answer that names an object of another operation, amount, currency or
-// payment than this request's is key_mismatch with Contradiction set: the
-// operation goes to review and is never recorded as succeeded or failed on
-// it (YooKassa answers a key reused with another body with 400, so a 2xx
-// carrying someone else's object means the key and the ledger disagree).
-// The verdict on the object comes from states.go, which Lookup shares.
-func (p *Provider) classifySuccess(r payonce.SendRequest, o payonce.Outcome, body []byte) payonce.Outcome {
-	unreadable := func(what string) payonce.Outcome {
-		o.Class = ledger.OutcomeMaybeSent
-		o.Message = "yookassa: unreadable 2xx answer: " + p.scrub(what)
-		return o
-	}
-	contradicted := func(why string) payonce.Outcome {
-		o.Class = ledger.OutcomeKeyMismatch
-		o.Contradiction = p.scrub(why)
-		o.Message = "yookassa: " + o.Contradiction
-		return o
-	}
-
-	switch r.Request.Kind {
-	case payonce.KindRefund:
-		rf, err := decodeRefund(body)
-		if err != nil {
-			return unreadable(err.Error())
-		}
-		o.ProviderRef = rf.ID
-		why, err := refundContradiction(r.Request, r.OperationID, rf)
-		switch {
-		case err != nil:
-			return unreadable(err.Error())
-		case why != "":
-			return contradicted(why)
-		}
-		return p.refundState(rf).Outcome("yookassa", o)
-	case payonce.KindCharge, payonce.KindCapture, payonce.KindCancel:
-		pm, err := decodePayment(body)
-		if err != nil {
-			return unreadable(err.Error())
-		}
-		o.ProviderRef = pm.ID
-		why, err := paymentContradiction(r.Request, r.OperationID, pm)
-		switch {
-		case err != nil:
-			return unreadable(err.Error())
-		case why != "":
-			return contradicted(why)
-		}
-		return p.paymentState(r.Request.Kind, pm).Outcome("yookassa", o)
-	}
-	return unreadable("answer to an unknown kind " + strconv.Quote(string(r.Request.Kind)))
+	return p.answers().Classify(r, status, header, body)
 }

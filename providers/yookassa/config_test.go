@@ -1,6 +1,10 @@
 package yookassa_test
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,32 +38,63 @@ func TestNewValidation(t *testing.T) {
 	t.Parallel()
 	ok := yookassa.Config{ShopID: testShopID, SecretKey: testSecret}
 	with := func(f func(*yookassa.Config)) yookassa.Config { c := ok; f(&c); return c }
-	for _, tc := range []struct {
-		name  string
-		cfg   yookassa.Config
-		field string
-		hint  string
-	}{
-		{"no shop", with(func(c *yookassa.Config) { c.ShopID = "" }), "yookassa.Config.ShopID", "shop id"},
-		{"shop with colon", with(func(c *yookassa.Config) { c.ShopID = "12:34" }), "yookassa.Config.ShopID", "colon"},
-		{"shop with space", with(func(c *yookassa.Config) { c.ShopID = "12 34" }), "yookassa.Config.ShopID", "exactly"},
-		{"no secret", with(func(c *yookassa.Config) { c.SecretKey = "" }), "yookassa.Config.SecretKey", "secret key"},
-		{"secret with newline", with(func(c *yookassa.Config) { c.SecretKey = testSecret + "\n" }), "yookassa.Config.SecretKey", "exactly"},
-		{"relative URL", with(func(c *yookassa.Config) { c.BaseURL = "api.yookassa.ru" }), "yookassa.Config.BaseURL", "https://"},
-		{"no host", with(func(c *yookassa.Config) { c.BaseURL = "https:///v3" }), "yookassa.Config.BaseURL", "host"},
-		{"unparsable", with(func(c *yookassa.Config) { c.BaseURL = "https://[::1" }), "yookassa.Config.BaseURL", "valid URL"},
-		{"user info", with(func(c *yookassa.Config) { c.BaseURL = "https://" + testShopID + ":" + testSecret + "@api.yookassa.ru" }), "yookassa.Config.BaseURL", "user info"},
-		{"query", with(func(c *yookassa.Config) { c.BaseURL = "https://api.yookassa.ru?x=1" }), "yookassa.Config.BaseURL", "query"},
-		{"negative TTL", with(func(c *yookassa.Config) { c.KeyTTL = -time.Second }), "yookassa.Config.KeyTTL", "negative"},
-		{"negative lag", with(func(c *yookassa.Config) { c.ListLag = -time.Second }), "yookassa.Config.ListLag", "negative"},
-		{"negative margin", with(func(c *yookassa.Config) { c.LookupMargin = -time.Second }), "yookassa.Config.LookupMargin", "negative"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			p, err := yookassa.New(tc.cfg)
-			require.Nil(t, p)
-			testkit.RequireInvalid(t, err, tc.field, testSecret)
-			require.Contains(t, err.Error(), tc.hint)
-		})
+	testkit.RequireConfigErrors(t, yookassa.New, []testkit.ConfigCase[yookassa.Config]{
+		testkit.Refuse("no shop", with(func(c *yookassa.Config) { c.ShopID = "" }), "yookassa.Config.ShopID", "shop id"),
+		testkit.Refuse("shop with colon", with(func(c *yookassa.Config) { c.ShopID = "12:34" }), "yookassa.Config.ShopID", "colon"),
+		testkit.Refuse("shop with space", with(func(c *yookassa.Config) { c.ShopID = "12 34" }), "yookassa.Config.ShopID", "exactly"),
+		testkit.Refuse("no secret", with(func(c *yookassa.Config) { c.SecretKey = "" }), "yookassa.Config.SecretKey", "secret key"),
+		testkit.Refuse("secret with newline", with(func(c *yookassa.Config) { c.SecretKey = testSecret + "\n" }), "yookassa.Config.SecretKey", "exactly"),
+		testkit.Refuse("relative URL", with(func(c *yookassa.Config) { c.BaseURL = "api.yookassa.ru" }), "yookassa.Config.BaseURL", "https://"),
+		testkit.Refuse("no host", with(func(c *yookassa.Config) { c.BaseURL = "https:///v3" }), "yookassa.Config.BaseURL", "host"),
+		testkit.Refuse("unparsable", with(func(c *yookassa.Config) { c.BaseURL = "https://[::1" }), "yookassa.Config.BaseURL", "valid URL"),
+		testkit.Refuse("user info", with(func(c *yookassa.Config) { c.BaseURL = "https://" + testShopID + ":" + testSecret + "@api.yookassa.ru" }), "yookassa.Config.BaseURL", "user info"),
+		testkit.Refuse("query", with(func(c *yookassa.Config) { c.BaseURL = "https://api.yookassa.ru?x=1" }), "yookassa.Config.BaseURL", "query"),
+		testkit.Refuse("negative TTL", with(func(c *yookassa.Config) { c.KeyTTL = -time.Second }), "yookassa.Config.KeyTTL", "negative"),
+		testkit.Refuse("negative lag", with(func(c *yookassa.Config) { c.ListLag = -time.Second }), "yookassa.Config.ListLag", "negative"),
+		testkit.Refuse("negative margin", with(func(c *yookassa.Config) { c.LookupMargin = -time.Second }), "yookassa.Config.LookupMargin", "negative"),
+	}, testSecret)
+}
+
+// TestCredentialsNeverLeak checks every place a credential could escape:
+// formatting of Config and Provider, slog, errors, Outcomes and
+// LookupResults, even when YooKassa echoes them.
+func TestCredentialsNeverLeak(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *yookassa.Config) { c.BaseURL = "https://api.yookassa.ru/" })
+	cfg := yookassa.Config{ShopID: testShopID, SecretKey: testSecret, BaseURL: "https://" + testShopID + ":" + testSecret + "@example.com"}
+
+	_, errURL := yookassa.New(yookassa.Config{ShopID: testShopID, SecretKey: testSecret, BaseURL: "ftp://" + testSecret})
+	_, errKey := yookassa.New(yookassa.Config{ShopID: testShopID, SecretKey: testSecret + " "})
+	_, errReq := b.p.NewRequest(context.Background(), withKind(chargeReq(), payonce.KindCapture, 0, ""))
+	errs := []error{errURL, errKey, errReq}
+
+	echo := `{"type":"error","id":"e1","code":"invalid_credentials","description":"shop ` + testShopID + ` secret ` + testSecret + `"}`
+	texts := []string{fmt.Sprintf("%+v", b.p.Classify(chargeReq(), 200, http.Header{}, []byte(`{"type":"`+testSecret+`"}`)))}
+
+	b.mt.RegisterResponder(http.MethodGet, base+"/v3/payments/p_err", func(*http.Request) (*http.Response, error) {
+		return respond(401, echo), nil
+	})
+	b.mt.RegisterResponder(http.MethodGet, base+"/v3/payments/p_bad", func(*http.Request) (*http.Response, error) {
+		return respond(200, `{"id":"p_bad","status":"`+testSecret+`"}`), nil
+	})
+	for _, ref := range []string{"p_err", "p_bad"} {
+		res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", ref))
+		errs = append(errs, err)
+		texts = append(texts, fmt.Sprintf("%+v", res))
 	}
+
+	testkit.RequireNoLeak(t, testkit.LeakCheck{
+		Secrets: []string{testSecret, strings.TrimPrefix(testSecret, "test_"), testShopID},
+		Values:  []any{cfg, &cfg, b.p, *b.p}, Errors: errs, Texts: texts,
+		Provider: b.p, Request: chargeReq(), Echo: echo, Header: http.Header{},
+		Statuses: []int{202, 400, 401, 403, 404, 429, 500, 503},
+	})
+
+	// The credentials do go where they must: the Authorization header.
+	hr, err := b.p.NewRequest(context.Background(), chargeReq())
+	require.NoError(t, err)
+	user, pass, ok := hr.BasicAuth()
+	require.True(t, ok)
+	require.Equal(t, testShopID, user)
+	require.Equal(t, testSecret, pass)
 }

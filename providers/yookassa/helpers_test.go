@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jarcoal/httpmock"
-	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/internal/testkit"
@@ -30,34 +29,16 @@ type bundle struct {
 }
 
 // setup returns a Provider and an *http.Client whose own mock transport
-// answers its requests (no global transport is touched).
+// answers its requests (testkit.Setup).
 func setup(t *testing.T, mod ...func(*yookassa.Config)) bundle {
 	t.Helper()
 	cfg := yookassa.Config{ShopID: testShopID, SecretKey: testSecret, Now: func() time.Time { return testNow }}
-	for _, m := range mod {
-		m(&cfg)
-	}
-	p, err := yookassa.New(cfg)
-	require.NoError(t, err)
-	mt := httpmock.NewMockTransport()
-	return bundle{p: p, mt: mt, hc: &http.Client{Transport: mt}}
+	p, mt, hc := testkit.Setup(t, yookassa.New, cfg, mod...)
+	return bundle{p: p, mt: mt, hc: hc}
 }
 
 func chargeReq() payonce.SendRequest {
-	return payonce.SendRequest{
-		OperationID: "0b6f3e1c-2c4d-5e6f-8a9b-0c1d2e3f4a5b",
-		Key:         "0b6f3e1c-2c4d-5e6f-8a9b-0c1d2e3f4a5b",
-		Request: payonce.Request{
-			Kind:          payonce.KindCharge,
-			Amount:        120000,
-			Currency:      "RUB",
-			References:    []string{"order", "42"},
-			PaymentMethod: "2a8c5f2b-000f-5000-9000-1c9d7b3e1a56",
-			Customer:      "cus_123",
-			Description:   "Order 42",
-			Metadata:      map[string]string{"order_id": "42", "shop": "main"},
-		},
-	}
+	return testkit.ChargeRequest(120000, "RUB", "2a8c5f2b-000f-5000-9000-1c9d7b3e1a56", "cus_123", map[string]string{"order_id": "42", "shop": "main"})
 }
 
 func withKind(r payonce.SendRequest, k payonce.Kind, amount int64, ref string) payonce.SendRequest {

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"path"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -46,32 +44,12 @@ func pmGen(id, status, op, key, value, cancel string) string {
 // serveObjects answers GET base+prefix/{id} with objs[id] (YooKassa's 404
 // not_found for the others) and counts the reads.
 func serveObjects(b bundle, prefix string, objs map[string]string, reads map[string]int) {
-	b.mt.RegisterRegexpResponder(http.MethodGet, regexp.MustCompile(`^`+regexp.QuoteMeta(base+prefix)+`/[^/?]+$`), func(req *http.Request) (*http.Response, error) {
-		id := path.Base(req.URL.Path)
-		if reads != nil {
-			reads[id]++
-		}
-		body, ok := objs[id]
-		if !ok {
-			return respond(404, `{"type":"error","id":"e404","code":"not_found","description":"not found"}`), nil
-		}
-		return respond(200, body), nil
+	testkit.ServeByID(b.mt, base+prefix, objs, reads, respond, func() *http.Response {
+		return respond(404, `{"type":"error","id":"e404","code":"not_found","description":"not found"}`)
 	})
 }
 
-// objectsOf indexes list items by their id.
-func objectsOf(items ...string) map[string]string {
-	out := map[string]string{}
-	for _, it := range items {
-		var v struct {
-			ID string `json:"id"`
-		}
-		if json.Unmarshal([]byte(it), &v) == nil && v.ID != "" {
-			out[v.ID] = it
-		}
-	}
-	return out
-}
+var objectsOf = testkit.ByID
 
 func ykList(next string, items ...string) string {
 	s := `{"type":"list","items":[` + strings.Join(items, ",") + `]`
@@ -100,34 +78,20 @@ func getOK(t *testing.T, b bundle, u string, status int, body string) {
 func TestLookupChargeByID(t *testing.T) {
 	t.Parallel()
 	op := chargeReq().OperationID
-	for _, tc := range []struct {
-		name, body string
-		state      payonce.LookupState
-		code, decl string
-	}{
-		{"succeeded", pmOp("p1", "succeeded", op), payonce.LookupSucceeded, "", ""},
-		{"waiting_for_capture", pmOp("p1", "waiting_for_capture", op), payonce.LookupSucceeded, "", ""},
-		{"pending", pmOp("p1", "pending", op), payonce.LookupProcessing, "", ""},
-		{"declined", pm("p1", "canceled", `{"party":"payment_network","reason":"card_expired"}`), payonce.LookupFailed, "canceled", "card_expired"},
-		{"canceled bare", pm("p1", "canceled", ""), payonce.LookupFailed, "canceled", ""},
-		{"canceled by merchant after authorization", pm("p1", "canceled", `{"party":"merchant","reason":"canceled_by_merchant"}`), payonce.LookupSucceeded, "", ""},
-		{"expired on capture", pm("p1", "canceled", `{"party":"yoo_money","reason":"expired_on_capture"}`), payonce.LookupSucceeded, "", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t)
-			getOK(t, b, base+"/v3/payments/p1", 200, tc.body)
-			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "p1"))
-			require.NoError(t, err)
-			require.Equal(t, tc.state, res.State)
-			require.Equal(t, "p1", res.ProviderRef)
-			require.Equal(t, []string{"p1"}, res.Refs)
-			require.Equal(t, tc.code, res.Code)
-			require.Equal(t, tc.decl, res.DeclineCode)
-			require.Zero(t, res.Lag, "a read by id is consistent")
-			require.Equal(t, 1, b.mt.GetTotalCallCount())
-		})
+	serve := func(t *testing.T, body string) (payonce.Provider, payonce.HTTPDoer, *httpmock.MockTransport) {
+		b := setup(t)
+		getOK(t, b, base+"/v3/payments/p1", 200, body)
+		return b.p, b.hc, b.mt
 	}
+	testkit.RequireReadByID(t, serve, lookupQuery(payonce.KindCharge, "", "p1"), []testkit.ReadCase{
+		testkit.ReadAs("succeeded", pmOp("p1", "succeeded", op), payonce.LookupSucceeded, "", ""),
+		testkit.ReadAs("waiting_for_capture", pmOp("p1", "waiting_for_capture", op), payonce.LookupSucceeded, "", ""),
+		testkit.ReadAs("pending", pmOp("p1", "pending", op), payonce.LookupProcessing, "", ""),
+		testkit.ReadAs("declined", pm("p1", "canceled", `{"party":"payment_network","reason":"card_expired"}`), payonce.LookupFailed, "canceled", "card_expired"),
+		testkit.ReadAs("canceled bare", pm("p1", "canceled", ""), payonce.LookupFailed, "canceled", ""),
+		testkit.ReadAs("canceled by merchant after authorization", pm("p1", "canceled", `{"party":"merchant","reason":"canceled_by_merchant"}`), payonce.LookupSucceeded, "", ""),
+		testkit.ReadAs("expired on capture", pm("p1", "canceled", `{"party":"yoo_money","reason":"expired_on_capture"}`), payonce.LookupSucceeded, "", ""),
+	}, 1)
 }
 
 func TestLookupChargeByIDNotFound(t *testing.T) {
@@ -316,44 +280,25 @@ func TestLookupErrors(t *testing.T) {
 	t.Parallel()
 	huge := ykList("", `{"id":"x","pad":"`+strings.Repeat("x", 1<<20)+`"}`)
 	echo := `{"type":"error","id":"e1","code":"invalid_credentials","description":"shop ` + testShopID + ` key ` + testSecret + `"}`
-	for _, tc := range []struct {
-		name      string
-		q         payonce.LookupQuery
-		u         string
-		status    int
-		body      string
-		temporary bool
-	}{
-		{"500 by id", lookupQuery(payonce.KindCharge, "", "p1"), "/v3/payments/p1", 500, `{"type":"error","code":"internal_server_error"}`, true},
-		{"429 list", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 429, `{"type":"error","code":"too_many_requests"}`, true},
-		{"503 refunds", lookupQuery(payonce.KindRefund, "p1", ""), "/v3/refunds", 503, ``, true},
-		{"401", lookupQuery(payonce.KindCapture, "p1", ""), "/v3/payments/p1", 401, echo, false},
-		{"malformed payment", lookupQuery(payonce.KindCharge, "", "p1"), "/v3/payments/p1", 200, `{"id":"p1",`, true},
-		{"error object in 200", lookupQuery(payonce.KindCancel, "p1", ""), "/v3/payments/p1", 200, `{"type":"error","code":"x"}`, true},
-		{"unknown status", lookupQuery(payonce.KindCharge, "", "p1"), "/v3/payments/p1", 200, pm("p1", "brand_new", ""), false},
-		{"list wrong type", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 200, `{"type":"payment","items":[]}`, true},
-		{"list bad item", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 200, ykList("", `{"status":"succeeded"}`), true},
-		{"list no progress", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 200, ykList("c1"), true},
-		{"list oversized", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 200, huge, true},
-		{"refund bad item", lookupQuery(payonce.KindRefund, "p1", ""), "/v3/refunds", 200, ykList("", `{"type":"error"}`), true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t)
-			b.mt.RegisterResponder(http.MethodGet, base+tc.u, httpmock.NewStringResponder(tc.status, tc.body))
-			res, err := b.p.Lookup(context.Background(), b.hc, tc.q)
-			require.Error(t, err)
-			require.Equal(t, payonce.LookupResult{}, res)
-			require.NotContains(t, err.Error(), testSecret)
-			require.NotContains(t, err.Error(), testShopID)
-			var ae *yookassa.APIError
-			if errors.As(err, &ae) {
-				require.Equal(t, tc.temporary, ae.Temporary(), "Temporary: %v", err)
-			} else {
-				require.False(t, tc.temporary, "a temporary failure should be an *APIError: %v", err)
-			}
-		})
+	serve := func(t *testing.T, tc testkit.LookupErrorCase) (payonce.Provider, payonce.HTTPDoer) {
+		b := setup(t)
+		b.mt.RegisterResponder(http.MethodGet, base+tc.URL, httpmock.NewStringResponder(tc.Status, tc.Body))
+		return b.p, b.hc
 	}
+	testkit.RequireLookupErrors[*yookassa.APIError](t, serve, []testkit.LookupErrorCase{
+		testkit.LookupFails("500 by id", lookupQuery(payonce.KindCharge, "", "p1"), "/v3/payments/p1", 500, `{"type":"error","code":"internal_server_error"}`, true),
+		testkit.LookupFails("429 list", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 429, `{"type":"error","code":"too_many_requests"}`, true),
+		testkit.LookupFails("503 refunds", lookupQuery(payonce.KindRefund, "p1", ""), "/v3/refunds", 503, ``, true),
+		testkit.LookupFails("401", lookupQuery(payonce.KindCapture, "p1", ""), "/v3/payments/p1", 401, echo, false),
+		testkit.LookupFails("malformed payment", lookupQuery(payonce.KindCharge, "", "p1"), "/v3/payments/p1", 200, `{"id":"p1",`, true),
+		testkit.LookupFails("error object in 200", lookupQuery(payonce.KindCancel, "p1", ""), "/v3/payments/p1", 200, `{"type":"error","code":"x"}`, true),
+		testkit.LookupFails("unknown status", lookupQuery(payonce.KindCharge, "", "p1"), "/v3/payments/p1", 200, pm("p1", "brand_new", ""), false),
+		testkit.LookupFails("list wrong type", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 200, `{"type":"payment","items":[]}`, true),
+		testkit.LookupFails("list bad item", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 200, ykList("", `{"status":"succeeded"}`), true),
+		testkit.LookupFails("list no progress", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 200, ykList("c1"), true),
+		testkit.LookupFails("list oversized", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 200, huge, true),
+		testkit.LookupFails("refund bad item", lookupQuery(payonce.KindRefund, "p1", ""), "/v3/refunds", 200, ykList("", `{"type":"error"}`), true),
+	}, nil, testSecret, testShopID)
 }
 
 func TestLookupRefundUnknownStatusIsAnError(t *testing.T) {

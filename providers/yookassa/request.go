@@ -1,13 +1,10 @@
 package yookassa
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
-	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/payonce/payonce"
@@ -160,20 +157,7 @@ func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http
 		return nil, invalidSend("Request.Kind", "is %q; the YooKassa adapter sends charge, capture, cancel and refund", string(req.Kind))
 	}
 
-	raw, err := adapterkit.EncodeJSON(body)
-	if err != nil {
-		return nil, fmt.Errorf("yookassa: encode %s request: %w", req.Kind, err)
-	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+path, bytes.NewReader(raw))
-	if err != nil {
-		// The only inputs are the validated base URL and escaped ids; the
-		// error names no credential.
-		return nil, fmt.Errorf("yookassa: build %s request: %w", req.Kind, err)
-	}
-	p.setHeaders(hr.Header)
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Idempotence-Key", r.Key)
-	return hr, nil
+	return adapterkit.PostJSON(ctx, "yookassa", req.Kind, p.baseURL+path, body, p.setHeaders, "Idempotence-Key", r.Key)
 }
 
 func (p *Provider) setHeaders(h http.Header) {
@@ -183,19 +167,15 @@ func (p *Provider) setHeaders(h http.Header) {
 }
 
 func checkKey(key string) error {
-	switch {
-	case key == "":
-		return invalidSend("Key", "is empty; every YooKassa POST carries the operation's Idempotence-Key")
-	case len(key) > MaxKeyLength:
-		return invalidSend("Key", "is %d bytes; YooKassa accepts at most %d", len(key), MaxKeyLength)
-	case strings.ContainsFunc(key, adapterkit.NotToken):
-		return invalidSend("Key", "contains spaces, control or non-ASCII characters; it must be a printable ASCII header value")
+	if why := adapterkit.CheckKey(key, MaxKeyLength, "is empty; every YooKassa POST carries the operation's Idempotence-Key",
+		"is %d bytes; YooKassa accepts at most %d"); why != "" {
+		return invalidSend("Key", "%s", why)
 	}
 	return nil
 }
 
 func invalidSend(field, format string, args ...any) error {
-	return &payonce.ValidationError{Field: "yookassa " + field, Problem: fmt.Sprintf(format, args...)}
+	return adapterkit.Invalid("yookassa ", field, format, args...)
 }
 
 // metadata is the caller's metadata plus payonce's own keys, under

@@ -3,7 +3,6 @@ package yookassa_test
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -52,17 +51,7 @@ func TestNewRequestCharge(t *testing.T) {
 	}, testkit.DecodeJSON(t, body))
 	require.NotContains(t, body, "cus_123", "the customer is not sent")
 
-	// Every attempt sends the same bytes, whatever the map order.
-	for range 20 {
-		hr2, body2 := testkit.Build(t, b.p, r)
-		require.Equal(t, body, body2)
-		require.Equal(t, hr.URL.String(), hr2.URL.String())
-	}
-	rc, err := hr.GetBody()
-	require.NoError(t, err)
-	again, _ := io.ReadAll(rc)
-	require.Equal(t, body, string(again))
-	require.EqualValues(t, len(body), hr.ContentLength)
+	testkit.RequireSameBytes(t, b.p, r, hr, body)
 }
 
 func TestNewRequestChargeTwoStageAndScales(t *testing.T) {
@@ -137,59 +126,34 @@ func TestNewRequestErrors(t *testing.T) {
 	for i := range 13 {
 		tooMany["k"+string(rune('a'+i))] = "v"
 	}
-	for _, tc := range []struct {
-		name  string
-		mod   func(*payonce.SendRequest)
-		field string
-	}{
-		{"capture without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCapture, 0, "") }, "yookassa Request.PaymentRef"},
-		{"cancel without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCancel, 0, "") }, "yookassa Request.PaymentRef"},
-		{"refund without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindRefund, 1, "") }, "yookassa Request.PaymentRef"},
-		{"refund without amount", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindRefund, 0, "p1") }, "yookassa Request.Amount"},
-		{"refund without operation", func(r *payonce.SendRequest) {
+	testkit.RequireRequestErrors(t, b.p, chargeReq, []testkit.RequestCase{
+		testkit.Invalid("capture without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCapture, 0, "") }, "yookassa Request.PaymentRef"),
+		testkit.Invalid("cancel without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCancel, 0, "") }, "yookassa Request.PaymentRef"),
+		testkit.Invalid("refund without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindRefund, 1, "") }, "yookassa Request.PaymentRef"),
+		testkit.Invalid("refund without amount", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindRefund, 0, "p1") }, "yookassa Request.Amount"),
+		testkit.Invalid("refund without operation", func(r *payonce.SendRequest) {
 			*r = withKind(*r, payonce.KindRefund, 1, "p1")
 			r.OperationID = ""
-		}, "yookassa OperationID"},
-		{"no key", func(r *payonce.SendRequest) { r.Key = "" }, "yookassa Key"},
-		{"long key", func(r *payonce.SendRequest) { r.Key = strings.Repeat("a", 65) }, "yookassa Key"},
-		{"key with newline", func(r *payonce.SendRequest) { r.Key = "abc\ndef" }, "yookassa Key"},
-		{"no operation id", func(r *payonce.SendRequest) { r.OperationID = "" }, "yookassa OperationID"},
-		{"no payment method", func(r *payonce.SendRequest) { r.Request.PaymentMethod = "" }, "yookassa Request.PaymentMethod"},
-		{"zero amount", func(r *payonce.SendRequest) { r.Request.Amount = 0 }, "yookassa Request.Amount"},
-		{"no currency", func(r *payonce.SendRequest) { r.Request.Currency = "" }, "yookassa Request.Amount"},
-		{"long description", func(r *payonce.SendRequest) { r.Request.Description = strings.Repeat("d", 129) }, "yookassa Request.Description"},
-		{"unknown kind", func(r *payonce.SendRequest) { r.Request.Kind = "payout" }, "yookassa Request.Kind"},
-		{"reserved metadata", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"payonce_op": "x"} }, "yookassa Request.Metadata"},
-		{"long metadata key", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{strings.Repeat("k", 33): "x"} }, "yookassa Request.Metadata"},
-		{"too much metadata", func(r *payonce.SendRequest) { r.Request.Metadata = tooMany }, "yookassa Request.Metadata"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			r := chargeReq()
-			tc.mod(&r)
-			hr, err := b.p.NewRequest(context.Background(), r)
-			require.Nil(t, hr)
-			testkit.RequireInvalid(t, err, tc.field, testSecret)
-		})
-	}
+		}, "yookassa OperationID"),
+		testkit.Invalid("no key", func(r *payonce.SendRequest) { r.Key = "" }, "yookassa Key"),
+		testkit.Invalid("long key", func(r *payonce.SendRequest) { r.Key = strings.Repeat("a", 65) }, "yookassa Key"),
+		testkit.Invalid("key with newline", func(r *payonce.SendRequest) { r.Key = "abc\ndef" }, "yookassa Key"),
+		testkit.Invalid("no operation id", func(r *payonce.SendRequest) { r.OperationID = "" }, "yookassa OperationID"),
+		testkit.Invalid("no payment method", func(r *payonce.SendRequest) { r.Request.PaymentMethod = "" }, "yookassa Request.PaymentMethod"),
+		testkit.Invalid("zero amount", func(r *payonce.SendRequest) { r.Request.Amount = 0 }, "yookassa Request.Amount"),
+		testkit.Invalid("no currency", func(r *payonce.SendRequest) { r.Request.Currency = "" }, "yookassa Request.Amount"),
+		testkit.Invalid("long description", func(r *payonce.SendRequest) { r.Request.Description = strings.Repeat("d", 129) }, "yookassa Request.Description"),
+		testkit.Invalid("unknown kind", func(r *payonce.SendRequest) { r.Request.Kind = "payout" }, "yookassa Request.Kind"),
+		testkit.Invalid("reserved metadata", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"payonce_op": "x"} }, "yookassa Request.Metadata"),
+		testkit.Invalid("long metadata key", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{strings.Repeat("k", 33): "x"} }, "yookassa Request.Metadata"),
+		testkit.Invalid("too much metadata", func(r *payonce.SendRequest) { r.Request.Metadata = tooMany }, "yookassa Request.Metadata"),
+	}, testSecret)
 }
 
 func TestNewRequestLongReferences(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := chargeReq()
-	refs := make([]string, 16)
-	for i := range refs {
-		refs[i] = strings.Repeat(string(rune('a'+i)), 100)
-	}
-	r.Request.References = refs
-	_, body := testkit.Build(t, b.p, r)
-	v := testkit.DecodeJSON(t, body)["metadata"].(map[string]any)["payonce_refs"].(string)
-	require.LessOrEqual(t, utf8.RuneCountInString(v), 512)
-	var got []string
-	require.NoError(t, json.Unmarshal([]byte(v), &got))
-	require.Equal(t, refs[:len(got)-1], got[:len(got)-1])
-	require.Regexp(t, `^\.\.\.\+\d+$`, got[len(got)-1])
+	testkit.RequireLongReferences(t, b.p, chargeReq(), testkit.JSONRefs(t), 512, utf8.RuneCountInString)
 }
 
 func TestNewRequestRoundTrip(t *testing.T) {

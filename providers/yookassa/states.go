@@ -11,45 +11,34 @@ import (
 // The functions of this file decide what a YooKassa object says about an
 // operation. Classify and Lookup both call them, so that a payment or
 // refund means the same thing whether it came back as the answer to a send
-// or was read by a lookup.
-
-// state is what one object says about the operation it is read for
-// (adapterkit.State: one mapping shared by Classify and Lookup).
-type state = adapterkit.State
-
-const (
-	stUnknown    = adapterkit.VerdictUnknown
-	stProcessing = adapterkit.VerdictProcessing
-	stSucceeded  = adapterkit.VerdictSucceeded
-	stFailed     = adapterkit.VerdictFailed
-	stNotYet     = adapterkit.VerdictNotYet
-)
+// or was read by a lookup. Each returns an adapterkit.State: one verdict
+// that State.Outcome (Classify) and State.Result (Lookup) both convert.
 
 // chargeState maps the payment a charge created. A payment canceled after
 // authorization (canceled_by_merchant, expired_on_capture: see the reasons
 // in wire.go) succeeded as a charge: the money was held, and what became of
 // the hold is a cancel's business (docs/ADAPTERS.md, Lookup rule 7). Any
 // other canceled payment is a decline.
-func (p *Provider) chargeState(pm payment) state {
+func (p *Provider) chargeState(pm payment) adapterkit.State {
 	switch {
 	case pm.Status == statusSucceeded, pm.Status == statusWaitingForCapture:
-		return state{Verdict: stSucceeded}
+		return adapterkit.State{Verdict: adapterkit.VerdictSucceeded}
 	case authorizedThenReleased(pm):
-		return state{Verdict: stSucceeded}
+		return adapterkit.State{Verdict: adapterkit.VerdictSucceeded}
 	case pm.Status == statusPending:
 		// Created, not finished (the bank has not answered, or the payment
 		// waits for a confirmation that a server-side charge cannot give
 		// and will expire into canceled).
-		return state{Verdict: stProcessing}
+		return adapterkit.State{Verdict: adapterkit.VerdictProcessing}
 	case pm.Status == statusCanceled:
-		s := state{Verdict: stFailed, Code: codeCanceled, Message: "yookassa: payment canceled"}
+		s := adapterkit.State{Verdict: adapterkit.VerdictFailed, Code: codeCanceled, Message: "yookassa: payment canceled"}
 		if cd := pm.CancellationDetails; cd != nil {
 			s.Decline = p.scrub(cd.Reason)
 			s.Message = p.scrub("yookassa: payment canceled by " + cd.Party + ": " + cd.Reason)
 		}
 		return s
 	}
-	return state{Verdict: stUnknown, Message: "payment status " + quote(p.scrub(pm.Status))}
+	return adapterkit.State{Verdict: adapterkit.VerdictUnknown, Message: "payment status " + quote(p.scrub(pm.Status))}
 }
 
 // authorizedThenReleased reports a canceled payment that had been
@@ -61,61 +50,61 @@ func authorizedThenReleased(pm payment) bool {
 }
 
 // captureState maps the payment a capture acted on.
-func (p *Provider) captureState(pm payment) state {
+func (p *Provider) captureState(pm payment) adapterkit.State {
 	switch pm.Status {
 	case statusSucceeded:
-		return state{Verdict: stSucceeded}
+		return adapterkit.State{Verdict: adapterkit.VerdictSucceeded}
 	case statusWaitingForCapture, statusPending:
 		// Not captured (yet): a resend with the same key completes it (or
 		// is refused, for a payment still pending).
-		return state{Verdict: stNotYet, Message: "captured payment has status " + pm.Status}
+		return adapterkit.State{Verdict: adapterkit.VerdictNotYet, Message: "captured payment has status " + pm.Status}
 	case statusCanceled:
 		// The authorization is gone (canceled or expired): nothing to
 		// capture, nothing captured.
-		s := state{Verdict: stFailed, Code: codeCanceled, Message: "yookassa: payment is canceled"}
+		s := adapterkit.State{Verdict: adapterkit.VerdictFailed, Code: codeCanceled, Message: "yookassa: payment is canceled"}
 		if cd := pm.CancellationDetails; cd != nil {
 			s.Decline = p.scrub(cd.Reason)
 			s.Message = p.scrub("yookassa: payment is canceled by " + cd.Party + ": " + cd.Reason)
 		}
 		return s
 	}
-	return state{Verdict: stUnknown, Message: "captured payment has status " + quote(p.scrub(pm.Status))}
+	return adapterkit.State{Verdict: adapterkit.VerdictUnknown, Message: "captured payment has status " + quote(p.scrub(pm.Status))}
 }
 
 // cancelState maps the payment a cancel acted on.
-func (p *Provider) cancelState(pm payment) state {
+func (p *Provider) cancelState(pm payment) adapterkit.State {
 	switch pm.Status {
 	case statusCanceled:
-		return state{Verdict: stSucceeded}
+		return adapterkit.State{Verdict: adapterkit.VerdictSucceeded}
 	case statusSucceeded:
 		// Captured: a payment that moved money can no longer be canceled.
-		return state{Verdict: stFailed, Code: codeUnexpectedStatus, Message: "yookassa: payment is succeeded and can no longer be canceled"}
+		return adapterkit.State{Verdict: adapterkit.VerdictFailed, Code: codeUnexpectedStatus, Message: "yookassa: payment is succeeded and can no longer be canceled"}
 	case statusWaitingForCapture, statusPending:
-		return state{Verdict: stNotYet, Message: "canceled payment has status " + pm.Status}
+		return adapterkit.State{Verdict: adapterkit.VerdictNotYet, Message: "canceled payment has status " + pm.Status}
 	}
-	return state{Verdict: stUnknown, Message: "canceled payment has status " + quote(p.scrub(pm.Status))}
+	return adapterkit.State{Verdict: adapterkit.VerdictUnknown, Message: "canceled payment has status " + quote(p.scrub(pm.Status))}
 }
 
 // refundState maps a refund.
-func (p *Provider) refundState(rf refund) state {
+func (p *Provider) refundState(rf refund) adapterkit.State {
 	switch rf.Status {
 	case statusSucceeded:
-		return state{Verdict: stSucceeded}
+		return adapterkit.State{Verdict: adapterkit.VerdictSucceeded}
 	case statusPending:
-		return state{Verdict: stProcessing}
+		return adapterkit.State{Verdict: adapterkit.VerdictProcessing}
 	case statusCanceled:
-		s := state{Verdict: stFailed, Code: codeRefundCanceled, Message: "yookassa: refund canceled"}
+		s := adapterkit.State{Verdict: adapterkit.VerdictFailed, Code: codeRefundCanceled, Message: "yookassa: refund canceled"}
 		if cd := rf.CancellationDetails; cd != nil {
 			s.Decline = p.scrub(cd.Reason)
 			s.Message = p.scrub("yookassa: refund canceled by " + cd.Party + ": " + cd.Reason)
 		}
 		return s
 	}
-	return state{Verdict: stUnknown, Message: "refund status " + quote(p.scrub(rf.Status))}
+	return adapterkit.State{Verdict: adapterkit.VerdictUnknown, Message: "refund status " + quote(p.scrub(rf.Status))}
 }
 
 // paymentState is the state of pm for an operation of kind k.
-func (p *Provider) paymentState(k payonce.Kind, pm payment) state {
+func (p *Provider) paymentState(k payonce.Kind, pm payment) adapterkit.State {
 	switch k {
 	case payonce.KindCharge:
 		return p.chargeState(pm)
@@ -124,7 +113,7 @@ func (p *Provider) paymentState(k payonce.Kind, pm payment) state {
 	case payonce.KindCancel:
 		return p.cancelState(pm)
 	}
-	return state{Verdict: stUnknown, Message: "a payment answers a " + quote(string(k))}
+	return adapterkit.State{Verdict: adapterkit.VerdictUnknown, Message: "a payment answers a " + quote(string(k))}
 }
 
 // ---- does the object belong to this request? ----

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
 
@@ -106,53 +108,68 @@ type apiError struct {
 	RetryAfter  json.RawMessage `json:"retry_after"`
 }
 
-var errNoID = errors.New("object has no id")
-
 func decodePayment(body []byte) (payment, error) {
-	var p payment
-	if err := adapterkit.DecodeJSON(body, &p); err != nil {
-		return p, err
-	}
-	switch {
-	case p.Type != "":
-		return p, fmt.Errorf("body is a %q, not a payment", p.Type)
-	case p.ID == "":
-		return p, errNoID
-	case p.Status == "":
-		return p, errors.New("payment has no status")
-	}
-	return p, nil
+	return adapterkit.Decode(body, func(p *payment) error {
+		switch {
+		case p.Type != "":
+			return fmt.Errorf("body is a %q, not a payment", p.Type)
+		case p.ID == "":
+			return adapterkit.ErrNoID
+		case p.Status == "":
+			return errors.New("payment has no status")
+		}
+		return nil
+	})
 }
 
 func decodeRefund(body []byte) (refund, error) {
-	var r refund
-	if err := adapterkit.DecodeJSON(body, &r); err != nil {
-		return r, err
+	return adapterkit.Decode(body, func(r *refund) error {
+		switch {
+		case r.Type != "":
+			return fmt.Errorf("body is a %q, not a refund", r.Type)
+		case r.ID == "":
+			return adapterkit.ErrNoID
+		case r.PaymentID == "":
+			return errors.New("object has no payment_id: not a refund")
+		case r.Status == "":
+			return errors.New("refund has no status")
+		}
+		return nil
+	})
+}
+
+// readError reads YooKassa's error JSON into o: its id is the request id
+// (YooKassa sends no request id header), the parameter it names ends the
+// message.
+func (p *Provider) readError(o *payonce.Outcome, body []byte) *apiError {
+	e := decodeError(body)
+	if e == nil {
+		return nil
 	}
-	switch {
-	case r.Type != "":
-		return r, fmt.Errorf("body is a %q, not a refund", r.Type)
-	case r.ID == "":
-		return r, errNoID
-	case r.PaymentID == "":
-		return r, errors.New("object has no payment_id: not a refund")
-	case r.Status == "":
-		return r, errors.New("refund has no status")
+	o.RequestID, o.Code, o.Message = e.ID, e.Code, p.scrub(e.Description)
+	if e.Parameter != "" && o.Message != "" {
+		o.Message += " (parameter " + e.Parameter + ")"
 	}
-	return r, nil
+	return e
 }
 
 // decodeError parses an error (or 202 processing) body; nil when the body
 // holds none (an HTML page from a proxy, an empty body, ...).
 func decodeError(body []byte) *apiError {
-	if len(body) == 0 || len(body) > adapterkit.MaxBodyBytes {
-		return nil
+	return adapterkit.DecodeError(body, func(e *apiError) bool { return e.Type != "" })
+}
+
+// keyDuplicated recognises YooKassa's answer to a key reused with another
+// body: invalid_request, "Idempotence key duplicated", parameter
+// Idempotence-Key. Other errors about the header (missing, too long) are
+// ordinary refusals.
+func keyDuplicated(e *apiError) bool {
+	if e.Code != codeInvalidRequest {
+		return false
 	}
-	var e apiError
-	if json.Unmarshal(body, &e) != nil || e.Type == "" {
-		return nil
-	}
-	return &e
+	d := strings.ToLower(e.Description)
+	return strings.Contains(d, strings.ToLower(descKeyDuplicated)) ||
+		(strings.EqualFold(e.Parameter, paramIdempotenceKey) && strings.Contains(d, "duplicat"))
 }
 
 // retryAfter reads retry_after, in milliseconds, bounded by

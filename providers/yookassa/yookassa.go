@@ -2,7 +2,6 @@ package yookassa
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -103,22 +102,12 @@ func New(cfg Config) (*Provider, error) {
 	}
 	p.baseURL = base
 
-	for _, d := range []struct {
-		field string
-		v     time.Duration
-		dst   *time.Duration
-		def   time.Duration
-	}{
-		{"KeyTTL", cfg.KeyTTL, &p.keyTTL, DefaultKeyTTL},
-		{"ListLag", cfg.ListLag, &p.listLag, DefaultListLag},
-		{"LookupMargin", cfg.LookupMargin, &p.lookupMargin, DefaultLookupMargin},
-	} {
-		switch {
-		case d.v < 0:
-			return nil, invalidConfig(d.field, "is negative (%s); leave it 0 for the default %s", d.v, d.def)
-		case d.v == 0:
-			*d.dst = d.def
-		}
+	if err := adapterkit.SetDurations("yookassa.Config.",
+		adapterkit.Duration{Field: "KeyTTL", Value: cfg.KeyTTL, Dst: &p.keyTTL, Default: DefaultKeyTTL},
+		adapterkit.Duration{Field: "ListLag", Value: cfg.ListLag, Dst: &p.listLag, Default: DefaultListLag},
+		adapterkit.Duration{Field: "LookupMargin", Value: cfg.LookupMargin, Dst: &p.lookupMargin, Default: DefaultLookupMargin},
+	); err != nil {
+		return nil, err
 	}
 	if p.now == nil {
 		p.now = time.Now
@@ -127,7 +116,7 @@ func New(cfg Config) (*Provider, error) {
 }
 
 func invalidConfig(field, format string, args ...any) error {
-	return &payonce.ValidationError{Field: "yookassa.Config." + field, Problem: fmt.Sprintf(format, args...)}
+	return adapterkit.Invalid("yookassa.Config.", field, format, args...)
 }
 
 // Name returns "yookassa".
@@ -143,7 +132,7 @@ func (p *Provider) ListLag() time.Duration { return p.listLag }
 
 // String describes the Provider without its credentials. String, GoString,
 // Format and LogValue have value receivers so that a copied Provider value
-// is redacted too.
+// is redacted too (adapterkit's Redaction: the other three print String).
 func (p Provider) String() string {
 	return fmt.Sprintf("yookassa.Provider{ShopID:%s SecretKey:%s BaseURL:%s KeyTTL:%s ListLag:%s LookupMargin:%s}",
 		p.shopID, p.secretKey, p.baseURL, p.keyTTL, p.listLag, p.lookupMargin)
@@ -154,32 +143,28 @@ func (p Provider) GoString() string { return p.String() }
 
 // Format writes String for every verb, so that no fmt verb can print a
 // credential.
-func (p Provider) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, p.String()) }
+func (p Provider) Format(f fmt.State, verb rune) { adapterkit.Format(f, verb, p) }
 
 // LogValue makes slog log the Provider without its credentials.
-func (p Provider) LogValue() slog.Value { return slog.StringValue(p.String()) }
+func (p Provider) LogValue() slog.Value { return adapterkit.LogValue(p) }
 
-// String describes the Config with its credentials redacted.
+// String describes the Config with its credentials redacted. The BaseURL's
+// user name could be the shop id: user info is dropped whole (keepUser
+// false).
 func (c Config) String() string {
-	now := "nil"
-	if c.Now != nil {
-		now = "set"
-	}
-	// The BaseURL's user name could be the shop id: user info is dropped
-	// whole (keepUser false).
 	return fmt.Sprintf("yookassa.Config{ShopID:%s SecretKey:%s BaseURL:%q KeyTTL:%s ListLag:%s LookupMargin:%s Now:%s}",
 		adapterkit.Secret(c.ShopID), adapterkit.Secret(c.SecretKey), adapterkit.DisplayURL(c.BaseURL, false),
-		c.KeyTTL, c.ListLag, c.LookupMargin, now)
+		c.KeyTTL, c.ListLag, c.LookupMargin, adapterkit.NowSet(c.Now))
 }
 
 // GoString is String: %#v never shows a credential either.
 func (c Config) GoString() string { return c.String() }
 
 // Format writes String for every verb.
-func (c Config) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String()) }
+func (c Config) Format(f fmt.State, verb rune) { adapterkit.Format(f, verb, c) }
 
 // LogValue makes slog log the Config with its credentials redacted.
-func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
+func (c Config) LogValue() slog.Value { return adapterkit.LogValue(c) }
 
 // keyLike matches YooKassa secret keys (live_... / test_...), whole or
 // masked, should YooKassa ever echo one.

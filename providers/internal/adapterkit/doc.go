@@ -1,9 +1,20 @@
 // Package adapterkit holds what payonce's provider adapters (providers/stripe,
-// providers/yookassa, providers/checkout) do the same way: keeping secrets
-// out of printed values and provider messages, checking a base URL, reading
-// a bounded GET answer, parsing Retry-After, and writing payonce's own
-// metadata. Each adapter keeps its own wire format, classification and
-// lookup rules; only code that is truly the same lives here.
+// providers/yookassa, providers/checkout) do the same way, so that each
+// adapter writes only its provider's facts: its request shapes, its
+// classification table and its lookup queries (docs/ADAPTERS.md walks
+// through a new adapter).
+//
+//   - Secrets: Secret, Format, LogValue, NowSet, DisplayURL, Scrub (redact.go).
+//   - Requests: CheckBaseURL, CheckKey, Invalid, Metadata, References,
+//     EncodeJSON, Post, PostJSON (http.go, metadata.go, request.go).
+//   - Answers: Answer, Rule, Status, Refusal, RetryAfterHeader, Reply,
+//     Object, Unreadable, Contradicted (classify.go); State and Verdict, one
+//     mapping of a provider object for Classify and Lookup (state.go).
+//   - Reading: API (bounded GETs, the provider's own 404), Decode,
+//     DecodeError, ErrorText, Temporary (api.go, http.go).
+//   - Lookups: Lookups, NeedsSearch, Objects, Combine, Belongs, IsEarlier
+//     (lookup.go, match.go): the one place where the objects a lookup found
+//     become a LookupResult.
 //
 // The package is internal to providers/: its API may change with the
 // adapters.

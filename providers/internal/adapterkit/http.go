@@ -15,8 +15,9 @@ import (
 	"github.com/payonce/payonce"
 )
 
-// MaxBodyBytes is the most of an answer an adapter reads (1 MiB).
-const MaxBodyBytes = 1 << 20
+// MaxBodyBytes is the most of an answer an adapter reads: the client's
+// own limit (payonce.MaxBodyBytes, defined once in transport.go).
+const MaxBodyBytes = payonce.MaxBodyBytes
 
 // MaxRetryAfter bounds a wait read from an answer (Retry-After or a body's
 // retry_after).
@@ -101,7 +102,7 @@ func Get(ctx context.Context, hc payonce.HTTPDoer, name, base, path string, quer
 }
 
 // DecodeJSON parses an answer's body into v; a body larger than
-// MaxBodyBytes is refused unread.
+// MaxBodyBytes is refused unread. See also Decode and DecodeError.
 func DecodeJSON(body []byte, v any) error {
 	if len(body) > MaxBodyBytes {
 		return fmt.Errorf("body is %d bytes, more than the %d the adapter reads", len(body), MaxBodyBytes)

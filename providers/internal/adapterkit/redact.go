@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -31,12 +32,33 @@ func (s Secret) String() string {
 // GoString is String: %#v never shows the secret either.
 func (s Secret) GoString() string { return s.String() }
 
-// Format writes String for every verb, so that no fmt verb (%v, %+v, %#v,
-// %s, %d, %x, ...) can print the secret.
-func (s Secret) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, s.String()) }
+// Format writes String for every verb (see Format).
+func (s Secret) Format(f fmt.State, verb rune) { Format(f, verb, s) }
 
 // LogValue makes slog log the secret redacted.
-func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+func (s Secret) LogValue() slog.Value { return LogValue(s) }
+
+// Redaction. A type that holds a secret (an adapter's Config and Provider,
+// Secret) writes one String that leaves the secret out, and its other
+// ways of being printed all call that String: GoString returns it, and
+// Format and LogValue are these two helpers. The methods have value
+// receivers, so that a copied value is redacted too. Nothing else prints
+// the type: no fmt verb (%v, %+v, %#v, %s, %d, %x, ...), no slog handler.
+
+// Format writes v.String() for every verb.
+func Format(f fmt.State, _ rune, v fmt.Stringer) { _, _ = io.WriteString(f, v.String()) }
+
+// LogValue is v.String() for slog.
+func LogValue(v fmt.Stringer) slog.Value { return slog.StringValue(v.String()) }
+
+// NowSet describes a Config's Now for its String: "set" or "nil" (a
+// func's address says nothing to a reader).
+func NowSet(now func() time.Time) string {
+	if now == nil {
+		return "nil"
+	}
+	return "set"
+}
 
 // DisplayURL renders a Config.BaseURL for a Config's String: "" stays "",
 // and an unparsable URL is "(invalid URL)" (its text could be anything,

@@ -52,8 +52,7 @@ func (s State) Outcome(provider string, o payonce.Outcome) payonce.Outcome {
 		o.Class = ledger.OutcomeRefused
 		o.Code, o.DeclineCode, o.Message = s.Code, s.Decline, s.Message
 	default: // VerdictNotYet, VerdictUnknown
-		o.Class = ledger.OutcomeMaybeSent
-		o.Message = provider + ": unreadable 2xx answer: " + s.Message
+		return Unreadable(provider, o, s.Message)
 	}
 	return o
 }

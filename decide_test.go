@@ -1,0 +1,164 @@
+package payonce
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// TestDecideSend covers every row of decideSend's table: the status an
+// answer to a send leads to.
+func TestDecideSend(t *testing.T) {
+	t.Parallel()
+	const contra = "amount 5, not 10"
+	rows := []struct {
+		name       string
+		out        Outcome
+		windowOpen bool // an earlier attempt may have reached the provider
+		want       sendDecision
+	}{
+		{"contradicts, success", Outcome{Class: ledger.OutcomeSuccess, Contradiction: contra}, false,
+			sendDecision{To: ledger.StatusManualReview, ReviewReason: ReasonContradicted, Release: true, Note: "answer contradicts the request: " + contra}},
+		{"contradicts, success processing", Outcome{Class: ledger.OutcomeSuccess, Processing: true, Contradiction: contra}, true,
+			sendDecision{To: ledger.StatusManualReview, ReviewReason: ReasonContradicted, Release: true, Note: "answer contradicts the request: " + contra}},
+		{"contradicts, refused", Outcome{Class: ledger.OutcomeRefused, Contradiction: contra}, false,
+			sendDecision{To: ledger.StatusManualReview, ReviewReason: ReasonContradicted, Release: true, Note: "answer contradicts the request: " + contra}},
+		{"contradicts, maybe sent", Outcome{Class: ledger.OutcomeMaybeSent, Contradiction: contra}, false,
+			sendDecision{To: ledger.StatusManualReview, ReviewReason: ReasonContradicted, Release: true, Note: "answer contradicts the request: " + contra}},
+		{"contradicts, not sent: nothing to contradict", Outcome{Class: ledger.OutcomeNotSent, Contradiction: contra}, false,
+			sendDecision{To: ledger.StatusPending}},
+		{"success", Outcome{Class: ledger.OutcomeSuccess}, false, sendDecision{To: ledger.StatusSucceeded}},
+		{"success, window open before", Outcome{Class: ledger.OutcomeSuccess}, true, sendDecision{To: ledger.StatusSucceeded}},
+		{"success, still processing", Outcome{Class: ledger.OutcomeSuccess, Processing: true}, false,
+			sendDecision{To: ledger.StatusUnknown, Release: true, CheckLater: true}},
+		{"refused", Outcome{Class: ledger.OutcomeRefused}, false, sendDecision{To: ledger.StatusFailed}},
+		{"refused, replayed", Outcome{Class: ledger.OutcomeRefused, Replayed: true}, true, sendDecision{To: ledger.StatusFailed}},
+		{"not sent, nothing out before", Outcome{Class: ledger.OutcomeNotSent}, false, sendDecision{To: ledger.StatusPending}},
+		{"not sent, an earlier attempt out", Outcome{Class: ledger.OutcomeNotSent}, true, sendDecision{To: ledger.StatusUnknown}},
+		{"key mismatch", Outcome{Class: ledger.OutcomeKeyMismatch}, false,
+			sendDecision{To: ledger.StatusManualReview, ReviewReason: ReasonKeyMismatch}},
+		{"maybe sent", Outcome{Class: ledger.OutcomeMaybeSent}, false, sendDecision{To: ledger.StatusUnknown}},
+		{"maybe sent, window open before", Outcome{Class: ledger.OutcomeMaybeSent}, true, sendDecision{To: ledger.StatusUnknown}},
+		{"key in use", Outcome{Class: ledger.OutcomeKeyInUse}, false, sendDecision{To: ledger.StatusUnknown}},
+		{"unknown class: the safe side", Outcome{Class: "weird"}, false, sendDecision{To: ledger.StatusUnknown}},
+	}
+	for _, r := range rows {
+		require.Equal(t, r.want, decideSend(r.out, r.windowOpen), r.name)
+	}
+}
+
+// TestDecide covers every row of the decision table in docs/ARCHITECTURE.md,
+// inside and outside the key window.
+func TestDecide(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	ttl := 24 * time.Hour
+	margin := 2 * time.Minute
+	op := ledger.Operation{Status: ledger.StatusUnknown, WindowStart: start, KeyExpiresAt: start.Add(ttl), KeyTTL: ttl}
+	inside := start.Add(time.Hour)
+	// Just inside the margin counts as passed: a resend started then could
+	// land after the provider forgot the key.
+	atMargin := start.Add(ttl - margin)
+	outside := start.Add(ttl + time.Hour)
+	lookupErr := errors.New("lookup: 503")
+	check := 30 * time.Second
+
+	type row struct {
+		name       string
+		now        time.Time
+		lookup     LookupResult
+		err        error
+		lastAt     time.Time
+		op         *ledger.Operation
+		want       Action
+		reason     string
+		keepsCheck bool      // NextCheckAt set
+		answered   bool      // KeyAnswered
+		notBefore  time.Time // ResendNotBefore
+		nextAt     time.Time // expected NextCheckAt, when set
+		// reviewAfter is ProcessingReviewAfter; zero means 72 h.
+		reviewAfter time.Duration
+	}
+	rows := []row{
+		{name: "succeeded inside", now: inside, lookup: LookupResult{State: LookupSucceeded}, want: ActRecordSucceeded},
+		{name: "succeeded outside", now: outside, lookup: LookupResult{State: LookupSucceeded}, want: ActRecordSucceeded},
+		{name: "failed inside", now: inside, lookup: LookupResult{State: LookupFailed}, want: ActRecordFailed},
+		{name: "failed outside", now: outside, lookup: LookupResult{State: LookupFailed}, want: ActRecordFailed},
+		{name: "processing inside", now: inside, lookup: LookupResult{State: LookupProcessing}, want: ActCheckLater, keepsCheck: true},
+		{name: "processing outside, young", now: outside, lookup: LookupResult{State: LookupProcessing}, want: ActCheckLater, keepsCheck: true},
+		{name: "processing outside, old", now: start.Add(73 * time.Hour), lookup: LookupResult{State: LookupProcessing}, want: ActReview, reason: ReasonProcessing, keepsCheck: true},
+		{name: "processing outside, old, review for age off", now: start.Add(1000 * time.Hour), lookup: LookupResult{State: LookupProcessing}, reviewAfter: off, want: ActCheckLater, keepsCheck: true},
+		{name: "multiple inside", now: inside, lookup: LookupResult{State: LookupMultiple}, want: ActReview, reason: ReasonDuplicated},
+		{name: "multiple outside", now: outside, lookup: LookupResult{State: LookupMultiple}, want: ActReview, reason: ReasonDuplicated},
+		{name: "not found inside", now: inside, lookup: LookupResult{State: LookupNotFound}, want: ActResend},
+		{name: "not found at margin", now: atMargin, lookup: LookupResult{State: LookupNotFound}, want: ActReview, reason: ReasonWindowPassed, keepsCheck: true},
+		{name: "not found outside", now: outside, lookup: LookupResult{State: LookupNotFound}, want: ActReview, reason: ReasonWindowPassed, keepsCheck: true},
+		{name: "not found within lag", now: inside, lastAt: inside.Add(-10 * time.Second), lookup: LookupResult{State: LookupNotFound, Lag: time.Minute}, want: ActCheckLater, keepsCheck: true},
+		{name: "not found after lag", now: inside, lastAt: inside.Add(-2 * time.Minute), lookup: LookupResult{State: LookupNotFound, Lag: time.Minute}, want: ActResend},
+		{name: "not found within lag outside", now: outside, lastAt: outside.Add(-10 * time.Second), lookup: LookupResult{State: LookupNotFound, Lag: time.Minute}, want: ActCheckLater, keepsCheck: true},
+		{name: "lookup failed inside", now: inside, err: lookupErr, want: ActCheckLater, keepsCheck: true},
+		{name: "lookup failed outside", now: outside, err: lookupErr, want: ActReview, reason: ReasonWindowPassed, keepsCheck: true},
+		{name: "window never opened", now: outside, op: &ledger.Operation{Status: ledger.StatusUnknown}, lookup: LookupResult{State: LookupNotFound}, want: ActResend},
+		{name: "unrecognised state", now: inside, lookup: LookupResult{State: "weird"}, want: ActCheckLater, keepsCheck: true},
+		{name: "contradiction inside", now: inside, lookup: LookupResult{State: LookupSucceeded, Contradiction: "amount 5, not 10"}, want: ActReview, reason: ReasonContradicted},
+		{name: "contradiction outside", now: outside, lookup: LookupResult{State: LookupFailed, Contradiction: "currency"}, want: ActReview, reason: ReasonContradicted},
+		{name: "not found, key answered by a replay", now: inside, answered: true, lookup: LookupResult{State: LookupNotFound}, want: ActCheckLater, keepsCheck: true},
+		{name: "not found, key answered, outside", now: outside, answered: true, lookup: LookupResult{State: LookupNotFound}, want: ActReview, reason: ReasonWindowPassed, keepsCheck: true},
+		{name: "succeeded, key answered", now: inside, answered: true, lookup: LookupResult{State: LookupSucceeded}, want: ActRecordSucceeded},
+		{name: "not found before the resend pacing", now: inside, notBefore: inside.Add(time.Minute), lookup: LookupResult{State: LookupNotFound}, want: ActCheckLater, keepsCheck: true},
+		{name: "resend pacing past the window waits for its close", now: inside, notBefore: outside, lookup: LookupResult{State: LookupNotFound}, want: ActCheckLater, keepsCheck: true, nextAt: start.Add(ttl - margin)},
+		{name: "not found after the resend pacing", now: inside, notBefore: inside, lookup: LookupResult{State: LookupNotFound}, want: ActResend},
+	}
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
+			o := op
+			if r.op != nil {
+				o = *r.op
+			}
+			lastAt := r.lastAt
+			if lastAt.IsZero() {
+				lastAt = start
+			}
+			reviewAfter := r.reviewAfter
+			if reviewAfter == 0 {
+				reviewAfter = 72 * time.Hour
+			}
+			d := Decide(DecideInput{
+				Op: o, LastAttemptAt: lastAt, Lookup: r.lookup, LookupErr: r.err, Now: r.now,
+				Margin: margin, CheckAfter: check, ProcessingReviewAfter: reviewAfter,
+				KeyAnswered: r.answered, ResendNotBefore: r.notBefore,
+			})
+			require.Equal(t, r.want, d.Action)
+			if r.reason != "" {
+				require.Equal(t, r.reason, d.Reason)
+			}
+			require.Equal(t, r.keepsCheck, !d.NextCheckAt.IsZero(), "NextCheckAt = %v", d.NextCheckAt)
+			if r.keepsCheck {
+				require.True(t, d.NextCheckAt.After(r.now), "next check must be in the future")
+			}
+			if !r.nextAt.IsZero() {
+				require.Equal(t, r.nextAt, d.NextCheckAt)
+			}
+			if r.want != ActResend {
+				require.Equal(t, map[Action]ledger.Status{ActRecordSucceeded: ledger.StatusSucceeded, ActRecordFailed: ledger.StatusFailed,
+					ActReview: ledger.StatusManualReview, ActCheckLater: ledger.StatusUnknown}[r.want], d.status(), "the status recorded")
+			}
+		})
+	}
+}
+
+func TestInsideWindow(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	op := ledger.Operation{WindowStart: start, KeyExpiresAt: start.Add(time.Hour)}
+	require.True(t, InsideWindow(op, start, time.Minute))
+	require.True(t, InsideWindow(op, start.Add(58*time.Minute), time.Minute))
+	require.False(t, InsideWindow(op, start.Add(59*time.Minute), time.Minute))
+	require.False(t, InsideWindow(op, start.Add(2*time.Hour), 0))
+	require.True(t, InsideWindow(ledger.Operation{}, start.Add(100*time.Hour), time.Minute), "no window open: nothing can have been sent")
+}

@@ -1,0 +1,137 @@
+package ledgerpg
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// ClaimDue implements ledger.Store. The selection and the lease update are
+// one statement (row locks taken with SKIP LOCKED), so concurrent callers in
+// any number of processes never lease the same operation; it runs inside a
+// transaction so that a row that cannot be read back undoes the leases, and
+// so that a call that took too long grants none: when the leases would have
+// lapsed before the commit, the whole batch is rolled back (every lease of
+// the batch ends at the same LeaseUntil, so none of them would be worth
+// anything) and the error wraps ledger.ErrLeaseLost.
+func (s *Store) ClaimDue(ctx context.Context, p ledger.ClaimDueParams) ([]ledger.Operation, error) {
+	start := time.Now()
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	now, until := ledger.UTC(p.Now), ledger.UTC(p.LeaseUntil)
+	statuses := []string{string(ledger.StatusPending), string(ledger.StatusUnknown), string(ledger.StatusInFlight)}
+	if p.IncludeReview {
+		// Read-only lookups only; Finish never lets manual_review go back
+		// to sending.
+		statuses = append(statuses, string(ledger.StatusManualReview))
+	}
+	type claimed struct {
+		op    ledger.Operation
+		dueAt time.Time
+	}
+	var got []claimed
+	err := s.durable(ctx, "claim due", func(tx pgx.Tx) error {
+		got = nil
+		// The UPDATE turns in_flight into unknown: an expired lease on an
+		// in_flight operation means its worker died after recording an
+		// attempt that may have been sent.
+		rows, err := tx.Query(ctx, s.q.claimDue, now, statuses, p.Provider, p.Limit, p.Owner, until)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var dueAt pgtype.Timestamptz
+			op, err := scanOp(rows, &dueAt)
+			if err != nil {
+				return err
+			}
+			got = append(got, claimed{op: op, dueAt: timeOf(dueAt)})
+		}
+		if err := rows.Err(); err != nil || len(got) == 0 {
+			return err
+		}
+		return ledger.CheckLeaseGranted(fmt.Sprintf("%d due operations for %q", len(got), p.Owner), p.Now, p.LeaseUntil, time.Since(start))
+	})
+	if err != nil {
+		return nil, translate("claim due", err)
+	}
+	// RETURNING has no order: restore the selection's (oldest due first).
+	slices.SortFunc(got, func(a, b claimed) int {
+		if c := a.dueAt.Compare(b.dueAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.op.ID, b.op.ID)
+	})
+	out := make([]ledger.Operation, len(got))
+	for i, c := range got {
+		out[i] = c.op
+	}
+	return out, nil
+}
+
+// Claim implements ledger.Store. The row lock makes the check and the lease
+// update one compare-and-set: concurrent claimers queue on the lock, and
+// each one after the winner sees the winner's live lease.
+func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operation, error) {
+	start := time.Now()
+	if err := p.Validate(); err != nil {
+		return ledger.Operation{}, err
+	}
+	var out ledger.Operation
+	err := s.durable(ctx, "claim", func(tx pgx.Tx) error {
+		op, err := s.lock(ctx, tx, p.ID)
+		if err != nil {
+			return err
+		}
+		if out, err = ledger.ApplyClaim(op, p); err != nil {
+			return err
+		}
+		if err := s.save(ctx, tx, out, nil, time.Time{}, nil); err != nil {
+			return err
+		}
+		return leaseGranted(p.ID, p.Now, p.LeaseUntil, start)
+	})
+	if err != nil {
+		return ledger.Operation{}, translate("claim", err)
+	}
+	return out, nil
+}
+
+// StartAttempt implements ledger.Store. When it returns nil the attempt is
+// committed, so a crash after sending still leaves a record that the
+// request may have left. p.Events are recorded in the same transaction.
+func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (ledger.Operation, ledger.Attempt, error) {
+	start := time.Now()
+	if err := p.Validate(); err != nil {
+		return ledger.Operation{}, ledger.Attempt{}, err
+	}
+	var ch ledger.Change
+	err := s.durable(ctx, "start attempt", func(tx pgx.Tx) error {
+		op, err := s.lock(ctx, tx, p.ID)
+		if err != nil {
+			return err
+		}
+		if ch, err = ledger.ApplyStartAttempt(op, p); err != nil {
+			return err
+		}
+		if err := s.save(ctx, tx, ch.Op, ch.Attempt, ledger.UTC(p.Now), ch.Events); err != nil {
+			return err
+		}
+		// The caller sends once this commits: the lease it extends must
+		// not have ended meanwhile.
+		return leaseGranted(p.ID, p.Now, p.LeaseUntil, start)
+	})
+	if err != nil {
+		return ledger.Operation{}, ledger.Attempt{}, translate("start attempt", err)
+	}
+	return ch.Op, *ch.Attempt, nil
+}

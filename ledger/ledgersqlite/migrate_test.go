@@ -1,0 +1,138 @@
+package ledgersqlite_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce/ledger/ledgersqlite"
+	"github.com/payonce/payonce/ledger/ledgertest"
+)
+
+// A database left at schema version 1 by an older build upgrades to the
+// current version with its data intact: the upgraded store reads the
+// operations it already had (their attempts not replayed), records events
+// for them, and finishes and cleans them up with tombstones.
+func TestUpgradeFromVersion1(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := dbPath(t)
+	old, err := ledgersqlite.Open(path, ledgersqlite.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = old.Close() })
+	require.NoError(t, ledgersqlite.MigrateTo(ctx, old, 1))
+	v, err := old.SchemaVersion(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, v)
+	require.NoError(t, old.Close())
+	raw := rawDB(t, path)
+	var tables int
+	require.NoError(t, raw.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name IN ('payonce_events', 'payonce_tombstones')`).Scan(&tables))
+	require.Zero(t, tables, "version 1 has no events or tombstones table")
+
+	// What a version 1 build wrote: an operation sent once, waiting for a
+	// lookup under a live lease, and one only recorded.
+	op1, op2 := newOp("op-1"), newOp("op-2")
+	us := func(d time.Duration) int64 { return t0.Add(d).UnixMicro() }
+	_, err = raw.Exec(`INSERT INTO payonce_operations (id, key, provider, kind, refs, generation, fingerprint, request, status, attempts,
+		key_ttl_ms, window_start, key_expires_at, lease_owner, lease_expires_at, next_check_at, created_at, updated_at)
+		VALUES (?, ?, 'stripe', 'charge', '["order","op-1"]', 0, ?, ?, 'unknown', 1, 86400000, ?, ?, 'w', ?, ?, ?, ?)`,
+		op1.ID, op1.ID, op1.Fingerprint, string(op1.Request), us(0), us(24*time.Hour), us(time.Minute), us(time.Minute), us(0), us(time.Second))
+	require.NoError(t, err)
+	_, err = raw.Exec(`INSERT INTO payonce_attempts (operation_id, number, key, started_at, finished_at, may_have_reached, outcome, error)
+		VALUES ('op-1', 1, 'op-1', ?, ?, 1, 'maybe_sent', 'timeout')`, us(0), us(time.Second))
+	require.NoError(t, err)
+	_, err = raw.Exec(`INSERT INTO payonce_operations (id, key, provider, kind, refs, generation, fingerprint, request, status, attempts,
+		key_ttl_ms, next_check_at, created_at, updated_at)
+		VALUES (?, ?, 'stripe', 'charge', '["order","op-2"]', 0, ?, ?, 'pending', 0, 86400000, ?, ?, ?)`,
+		op2.ID, op2.ID, op2.Fingerprint, string(op2.Request), us(0), us(0), us(0))
+	require.NoError(t, err)
+
+	s := openAt(t, path) // Migrate to the current version
+	v, err = s.SchemaVersion(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 3, v)
+	ledgertest.RequireUpgradedFromVersion1(t, s, op1, t0)
+}
+
+func TestMigrate(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := dbPath(t)
+	s, err := ledgersqlite.Open(path, ledgersqlite.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+
+	v, err := s.SchemaVersion(ctx)
+	require.NoError(t, err)
+	require.Zero(t, v, "nothing applied before Migrate")
+
+	require.NoError(t, s.Migrate(ctx))
+	v, err = s.SchemaVersion(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 3, v)
+
+	raw := rawDB(t, path)
+	var names []string
+	var appliedAt int64
+	rows, err := raw.Query("SELECT name, applied_at FROM payonce_schema_migrations ORDER BY version")
+	require.NoError(t, err)
+	for rows.Next() {
+		var name string
+		require.NoError(t, rows.Scan(&name, &appliedAt))
+		names = append(names, name)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"initial", "events", "tombstones"}, names)
+	require.Positive(t, appliedAt)
+
+	t.Run("TwiceIsNoOp", func(t *testing.T) {
+		var before string
+		require.NoError(t, raw.QueryRow("SELECT group_concat(sql, ';') FROM sqlite_schema").Scan(&before))
+		require.NoError(t, s.Migrate(ctx))
+		var after string
+		require.NoError(t, raw.QueryRow("SELECT group_concat(sql, ';') FROM sqlite_schema").Scan(&after))
+		require.Equal(t, before, after)
+		var n, again int64
+		require.NoError(t, raw.QueryRow("SELECT count(*), max(applied_at) FROM payonce_schema_migrations").Scan(&n, &again))
+		require.EqualValues(t, 3, n)
+		require.Equal(t, appliedAt, again, "the recorded migrations are untouched")
+	})
+
+	t.Run("RefusesNewerSchema", func(t *testing.T) {
+		path := dbPath(t)
+		s := openAt(t, path)
+		_, err := rawDB(t, path).Exec("INSERT INTO payonce_schema_migrations VALUES (999, 'future', 1)")
+		require.NoError(t, err)
+		err = s.Migrate(ctx)
+		require.ErrorContains(t, err, "version 999")
+	})
+}
+
+// Two processes starting at once both migrate; one applies, the other finds
+// the schema current.
+func TestMigrateConcurrently(t *testing.T) {
+	t.Parallel()
+	path := dbPath(t)
+	var stores []*ledgersqlite.Store
+	for range 4 {
+		s, err := ledgersqlite.Open(path, ledgersqlite.Config{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		stores = append(stores, s)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(stores))
+	for i, s := range stores {
+		wg.Go(func() { errs[i] = s.Migrate(t.Context()) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	var n int
+	require.NoError(t, rawDB(t, path).QueryRow("SELECT count(*) FROM payonce_schema_migrations").Scan(&n))
+	require.Equal(t, 3, n, "each migration applied once")
+}

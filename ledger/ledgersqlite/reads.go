@@ -1,0 +1,120 @@
+package ledgersqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// Get returns one operation and its attempts ordered by number, read from one
+// snapshot, the tombstone (Operation.Tombstone, no attempts) of an ID that
+// Cleanup removed, or an error wrapping ledger.ErrNotFound.
+func (s *Store) Get(ctx context.Context, id string) (ledger.Operation, []ledger.Attempt, error) {
+	if id == "" {
+		return ledger.Operation{}, nil, fail("get", &ledger.ValidationError{Field: "ID", Problem: "must not be empty"})
+	}
+	var (
+		op       ledger.Operation
+		attempts []ledger.Attempt
+	)
+	err := s.read(ctx, func(c *sql.Conn) error {
+		tx, err := c.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback() //nolint:errcheck // read-only snapshot
+		if op, err = getOp(ctx, tx, id); errors.Is(err, ledger.ErrNotFound) {
+			// Removed by Cleanup: its tombstone, without attempts.
+			tomb, found, terr := getTombstone(ctx, tx, id)
+			if terr != nil || !found {
+				return errors.Join(err, terr)
+			}
+			op = tomb.Operation()
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT `+attemptColumns+`
+			FROM payonce_attempts WHERE operation_id = ? ORDER BY number`, id)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			a, err := scanAttempt(rows)
+			if err != nil {
+				return err
+			}
+			attempts = append(attempts, a)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return ledger.Operation{}, nil, fail("get", err)
+	}
+	return op, attempts, nil
+}
+
+// List returns operations matching f ordered by ID, at most
+// f.EffectiveLimit() of them, starting after f.AfterID.
+func (s *Store) List(ctx context.Context, f ledger.ListFilter) ([]ledger.Operation, error) {
+	if err := f.Validate(); err != nil {
+		return nil, fail("list", err)
+	}
+	var w where
+	if f.Status != "" {
+		w.add("status = ?", string(f.Status))
+	}
+	if f.Provider != "" {
+		w.add("provider = ?", f.Provider)
+	}
+	if f.Kind != "" {
+		w.add("kind = ?", f.Kind)
+	}
+	if f.AfterID != "" {
+		w.add("id > ?", f.AfterID)
+	}
+	return s.listOps(ctx, "list", w, "id", f.EffectiveLimit())
+}
+
+// ListReview returns operations in manual_review matching f, oldest review
+// first (by review time, then ID), at most f.EffectiveLimit() of them.
+func (s *Store) ListReview(ctx context.Context, f ledger.ReviewFilter) ([]ledger.Operation, error) {
+	if err := f.Validate(); err != nil {
+		return nil, fail("list review", err)
+	}
+	w := where{conds: []string{"status = 'manual_review'"}}
+	if f.Provider != "" {
+		w.add("provider = ?", f.Provider)
+	}
+	if f.Kind != "" {
+		w.add("kind = ?", f.Kind)
+	}
+	if f.Reason != "" {
+		w.add("review_reason = ?", f.Reason)
+	}
+	if !f.EnteredBefore.IsZero() {
+		w.add("review_at < ?", micros(f.EnteredBefore))
+	}
+	return s.listOps(ctx, "list review", w, "review_at, id", f.EffectiveLimit())
+}
+
+// listOps reads at most limit operations matching w, sorted by orderBy, for
+// method op.
+func (s *Store) listOps(ctx context.Context, op string, w where, orderBy string, limit int) ([]ledger.Operation, error) {
+	query := `SELECT ` + opColumns + ` FROM payonce_operations` + w.String() + ` ORDER BY ` + orderBy + ` LIMIT ?`
+	args := append(w.args, limit)
+	var ops []ledger.Operation
+	err := s.read(ctx, func(c *sql.Conn) error {
+		var err error
+		ops, err = queryOps(ctx, c, query, args...)
+		return err
+	})
+	if err != nil {
+		return nil, fail(op, err)
+	}
+	return ops, nil
+}

@@ -1,0 +1,300 @@
+package ledgersqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// Encoding between Go values and columns. Times are INTEGER unix
+// microseconds in UTC (ledger.UTC precision), NULL for the zero time; optional
+// text is NULL when empty, so "not set" has one representation.
+
+func micros(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return ledger.UTC(t).UnixMicro()
+}
+
+func fromMicros(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.UnixMicro(n.Int64).UTC()
+}
+
+func text(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func blobText(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}
+
+func fromBlobText(ns sql.NullString) []byte {
+	if !ns.Valid || ns.String == "" {
+		return nil
+	}
+	return []byte(ns.String)
+}
+
+func nonEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ttlMillis stores a key TTL in whole milliseconds, rounding down: a
+// shorter recorded window can only send an operation to review sooner, never
+// allow a resend after the provider forgot the key.
+func ttlMillis(d time.Duration) int64 { return d.Milliseconds() }
+
+// opColumns lists payonce_operations in the order scanOp reads them.
+const opColumns = `id, key, provider, kind, refs, generation, fingerprint, request, status,
+	provider_ref, result, attempts, key_ttl_ms, window_start, key_expires_at,
+	lease_owner, lease_expires_at, next_check_at, review_reason, review_at,
+	resolved_by, resolution_note, resolution_outcome, resolved_at,
+	created_at, updated_at, finished_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+// withExtra scans a row holding more columns than a scan function reads:
+// the extra ones go to extra.
+type withExtra struct {
+	row   scanner
+	extra []any
+}
+
+func (w withExtra) Scan(dest ...any) error { return w.row.Scan(append(dest, w.extra...)...) }
+
+// scanOp reads one operation row. A value that cannot be read back (unknown
+// status, malformed references, ...) is reported with ledger.Corrupt and the
+// row is left untouched for an operator.
+func scanOp(sc scanner) (ledger.Operation, error) {
+	var (
+		op                                                     ledger.Operation
+		refs, request, status                                  string
+		generation, attempts, ttlMS                            int64
+		providerRef, result, leaseOwner, reviewReason          sql.NullString
+		resolvedBy, resolutionNote, resolutionOutcome          sql.NullString
+		windowStart, keyExpiresAt, leaseExpiresAt, nextCheckAt sql.NullInt64
+		reviewAt, resolvedAt, createdAt, updatedAt, finishedAt sql.NullInt64
+	)
+	err := sc.Scan(&op.ID, &op.Key, &op.Provider, &op.Kind, &refs, &generation, &op.Fingerprint, &request, &status,
+		&providerRef, &result, &attempts, &ttlMS, &windowStart, &keyExpiresAt,
+		&leaseOwner, &leaseExpiresAt, &nextCheckAt, &reviewReason, &reviewAt,
+		&resolvedBy, &resolutionNote, &resolutionOutcome, &resolvedAt,
+		&createdAt, &updatedAt, &finishedAt)
+	if err != nil {
+		return ledger.Operation{}, err
+	}
+	if op.Status, err = ledger.ParseStatus(status); err != nil {
+		return ledger.Operation{}, ledger.Corrupt(op.ID, "status", err)
+	}
+	if err := json.Unmarshal([]byte(refs), &op.References); err != nil {
+		return ledger.Operation{}, ledger.Corrupt(op.ID, "refs", err)
+	}
+	op.Generation = int(generation)
+	op.Request = []byte(request)
+	op.ProviderRef = providerRef.String
+	op.Result = fromBlobText(result)
+	op.Attempts = int(attempts)
+	op.KeyTTL = time.Duration(ttlMS) * time.Millisecond
+	op.WindowStart = fromMicros(windowStart)
+	op.KeyExpiresAt = fromMicros(keyExpiresAt)
+	op.LeaseOwner = leaseOwner.String
+	op.LeaseExpiresAt = fromMicros(leaseExpiresAt)
+	op.NextCheckAt = fromMicros(nextCheckAt)
+	op.ReviewReason = reviewReason.String
+	op.ReviewAt = fromMicros(reviewAt)
+	if resolvedBy.Valid || resolutionOutcome.Valid {
+		outcome, err := ledger.ParseResolutionOutcome(resolutionOutcome.String)
+		if err != nil {
+			return ledger.Operation{}, ledger.Corrupt(op.ID, "resolution_outcome", err)
+		}
+		op.Resolution = &ledger.Resolution{
+			Actor:   resolvedBy.String,
+			Note:    resolutionNote.String,
+			Outcome: outcome,
+			At:      fromMicros(resolvedAt),
+		}
+	}
+	op.CreatedAt = fromMicros(createdAt)
+	op.UpdatedAt = fromMicros(updatedAt)
+	op.FinishedAt = fromMicros(finishedAt)
+	return op, nil
+}
+
+// getOp reads one operation by ID, ErrNotFound when absent.
+func getOp(ctx context.Context, q querier, id string) (ledger.Operation, error) {
+	op, err := scanOp(q.QueryRowContext(ctx, `SELECT `+opColumns+` FROM payonce_operations WHERE id = ?`, id))
+	if err == sql.ErrNoRows {
+		return ledger.Operation{}, fmt.Errorf("operation %q: %w", id, ledger.ErrNotFound)
+	}
+	return op, err
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// queryOps runs a query selecting opColumns and reads every row.
+func queryOps(ctx context.Context, q querier, query string, args ...any) ([]ledger.Operation, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ops []ledger.Operation
+	for rows.Next() {
+		op, err := scanOp(rows)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, op)
+	}
+	return ops, rows.Err()
+}
+
+// saveOp writes every mutable column of op. Methods change an Operation in
+// Go and save it with one UPDATE, so what they return is what was written:
+// an empty result is kept as NULL, so op then holds nil, as Get reads it.
+func saveOp(ctx context.Context, q querier, op *ledger.Operation) error {
+	op.Result = nonEmpty(op.Result)
+	var resolvedBy, resolutionNote, resolutionOutcome, resolvedAt any
+	if r := op.Resolution; r != nil {
+		resolvedBy, resolutionNote, resolutionOutcome, resolvedAt = text(r.Actor), text(r.Note), text(string(r.Outcome)), micros(r.At)
+	}
+	_, err := q.ExecContext(ctx, `UPDATE payonce_operations SET
+		key = ?, generation = ?, status = ?, provider_ref = ?, result = ?, attempts = ?,
+		window_start = ?, key_expires_at = ?, lease_owner = ?, lease_expires_at = ?, next_check_at = ?,
+		review_reason = ?, review_at = ?, resolved_by = ?, resolution_note = ?, resolution_outcome = ?,
+		resolved_at = ?, updated_at = ?, finished_at = ?
+		WHERE id = ?`,
+		op.Key, op.Generation, string(op.Status), text(op.ProviderRef), blobText(op.Result), op.Attempts,
+		micros(op.WindowStart), micros(op.KeyExpiresAt), text(op.LeaseOwner), micros(op.LeaseExpiresAt), micros(op.NextCheckAt),
+		text(op.ReviewReason), micros(op.ReviewAt), resolvedBy, resolutionNote, resolutionOutcome,
+		resolvedAt, micros(op.UpdatedAt), micros(op.FinishedAt),
+		op.ID)
+	return err
+}
+
+const attemptColumns = `operation_id, number, key, started_at, finished_at, may_have_reached,
+	outcome, http_status, provider_request_id, error, replayed`
+
+func scanAttempt(sc scanner) (ledger.Attempt, error) {
+	var (
+		a                                 ledger.Attempt
+		number, mayHaveReached, replayed  int64
+		startedAt, finishedAt, httpStatus sql.NullInt64
+		outcome, providerRequestID, errs  sql.NullString
+	)
+	if err := sc.Scan(&a.OperationID, &number, &a.Key, &startedAt, &finishedAt, &mayHaveReached,
+		&outcome, &httpStatus, &providerRequestID, &errs, &replayed); err != nil {
+		return ledger.Attempt{}, err
+	}
+	a.Number = int(number)
+	a.StartedAt = fromMicros(startedAt)
+	a.FinishedAt = fromMicros(finishedAt)
+	a.MayHaveReached = mayHaveReached != 0
+	a.Replayed = replayed != 0
+	if outcome.Valid && outcome.String != "" {
+		c, err := ledger.ParseOutcomeClass(outcome.String)
+		if err != nil {
+			return ledger.Attempt{}, ledger.Corrupt(a.OperationID, fmt.Sprintf("attempts[%d].outcome", a.Number), err)
+		}
+		a.Outcome = c
+	}
+	a.HTTPStatus = int(httpStatus.Int64)
+	a.ProviderRequestID = providerRequestID.String
+	a.Error = errs.String
+	return a, nil
+}
+
+// tombstoneColumns lists payonce_tombstones in the order scanTombstone reads
+// them and insertTombstone writes them.
+const tombstoneColumns = `id, key, provider, kind, refs, generation, fingerprint, status,
+	provider_ref, result, amount, currency, key_ttl_ms, created_at, finished_at, tombstoned_at`
+
+// insertTombstone records t (ledger.TombstoneOf). A tombstone and a live row
+// of one ID never coexist, so the conflict cannot happen; should it, the
+// newest record of the ID wins.
+func insertTombstone(ctx context.Context, q querier, t ledger.Tombstone) error {
+	refs, err := json.Marshal(t.References)
+	if err != nil {
+		return err
+	}
+	_, err = q.ExecContext(ctx, `INSERT OR REPLACE INTO payonce_tombstones (`+tombstoneColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.ID, t.Key, t.Provider, t.Kind, string(refs), t.Generation, t.Fingerprint, string(t.Status),
+		text(t.ProviderRef), blobText(t.Result), t.Amount, t.Currency, ttlMillis(t.KeyTTL),
+		micros(t.CreatedAt), micros(t.FinishedAt), micros(t.TombstonedAt))
+	return err
+}
+
+// getTombstone reads the tombstone of id; found is false when there is none.
+func getTombstone(ctx context.Context, q querier, id string) (t ledger.Tombstone, found bool, err error) {
+	var (
+		refs, status                       string
+		generation, amount, ttlMS          int64
+		providerRef, result                sql.NullString
+		createdAt, finishedAt, tombstoneAt sql.NullInt64
+	)
+	err = q.QueryRowContext(ctx, `SELECT `+tombstoneColumns+` FROM payonce_tombstones WHERE id = ?`, id).Scan(
+		&t.ID, &t.Key, &t.Provider, &t.Kind, &refs, &generation, &t.Fingerprint, &status,
+		&providerRef, &result, &amount, &t.Currency, &ttlMS, &createdAt, &finishedAt, &tombstoneAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ledger.Tombstone{}, false, nil
+	}
+	if err != nil {
+		return ledger.Tombstone{}, false, err
+	}
+	if t.Status, err = ledger.ParseStatus(status); err != nil || !t.Status.Final() {
+		if err == nil {
+			err = fmt.Errorf("%s is not a final status", status)
+		}
+		return ledger.Tombstone{}, false, ledger.Corrupt(id, "tombstone status", err)
+	}
+	if err := json.Unmarshal([]byte(refs), &t.References); err != nil {
+		return ledger.Tombstone{}, false, ledger.Corrupt(id, "tombstone refs", err)
+	}
+	t.Generation = int(generation)
+	t.ProviderRef = providerRef.String
+	t.Result = fromBlobText(result)
+	t.Amount = amount
+	t.KeyTTL = time.Duration(ttlMS) * time.Millisecond
+	t.CreatedAt = fromMicros(createdAt)
+	t.FinishedAt = fromMicros(finishedAt)
+	t.TombstonedAt = fromMicros(tombstoneAt)
+	return t, true, nil
+}
+
+// nullInt stores 0 (not set) as NULL.
+func nullInt(n int) any {
+	if n == 0 {
+		return nil
+	}
+	return n
+}

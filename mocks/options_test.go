@@ -1,0 +1,91 @@
+package mocks_test
+
+import (
+	"bytes"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce/mocks"
+)
+
+// TestOptionsValidate checks every fake's options: the zero value works,
+// and each unusable option is named in the error.
+func TestOptionsValidate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string // a part of the error, "" for none
+	}{
+		{"stripe zero", mocks.StripeOptions{}.Validate(), ""},
+		{"stripe KeyTTL", mocks.StripeOptions{KeyTTL: -time.Second}.Validate(), "KeyTTL"},
+		{"stripe rates sum", mocks.StripeOptions{FaultRates: map[mocks.FaultKind]float64{
+			mocks.FaultSlow: 0.6, mocks.FaultStored500: 0.6}}.Validate(), "at most 1"},
+		{"stripe rate kind", mocks.StripeOptions{FaultRates: map[mocks.FaultKind]float64{
+			mocks.FaultNone: 0.1}}.Validate(), "unknown fault kind"},
+		{"stripe live key", mocks.StripeOptions{APIKeys: []string{"sk_live_123"}}.Validate(), "test-mode"},
+		{"yookassa zero", mocks.YooKassaOptions{}.Validate(), ""},
+		{"yookassa KeyTTL", mocks.YooKassaOptions{KeyTTL: -1}.Validate(), "KeyTTL"},
+		{"yookassa live key", mocks.YooKassaOptions{SecretKey: "live_x"}.Validate(), "test_"},
+		{"yookassa ShopID", mocks.YooKassaOptions{ShopID: "1:2"}.Validate(), "ShopID"},
+		{"yookassa rate", mocks.YooKassaOptions{FaultRates: map[mocks.FaultKind]float64{mocks.FaultProcessed500: 2}}.Validate(), "probability"},
+		{"checkout zero", mocks.CheckoutOptions{}.Validate(), ""},
+		{"checkout SlowFor", mocks.CheckoutOptions{SlowFor: -1}.Validate(), "SlowFor"},
+	} {
+		if tc.want == "" {
+			require.NoError(t, tc.err, tc.name)
+		} else {
+			require.ErrorContains(t, tc.err, tc.want, tc.name)
+		}
+	}
+	require.Panics(t, func() { mocks.NewStripe(mocks.StripeOptions{SlowFor: -1}) })
+	require.Panics(t, func() { mocks.NewCheckout(mocks.CheckoutOptions{SecretKey: "sk_live_x"}) })
+}
+
+func TestLoggerNeverSeesTheKey(t *testing.T) {
+	t.Parallel()
+	var buf safeBuffer
+	b := setup(t, mocks.StripeOptions{Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	b.f.Script(createPI, mocks.FaultGatewayAfter502)
+	b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "k")
+	b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "k")
+	wrong := newClient(t, b.f, b.f.Client())
+	wrong.key = "sk_test_not_the_right_key_1234"
+	wrong.get("/v1/payment_intents")
+	out := buf.String()
+	require.Contains(t, out, "fault=gateway_after_502")
+	require.Contains(t, out, "replayed=true")
+	require.Contains(t, out, "status=401")
+	require.NotContains(t, out, b.f.APIKey())
+	require.NotContains(t, out, "not_the_right_key")
+}
+
+func TestYooKassaLogsNoSecrets(t *testing.T) {
+	t.Parallel()
+	var buf safeBuffer
+	b := ykSetup(t, mocks.YooKassaOptions{Logger: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	b.c.post("/v3/payments", ykPayment("1.00", "RUB", mocks.YooKassaMethodSucceeds, true), "k")
+	require.Contains(t, buf.String(), `"provider":"yookassa"`)
+	require.NotContains(t, buf.String(), b.f.SecretKey())
+}
+
+type safeBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *safeBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *safeBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -1,0 +1,61 @@
+package checkout
+
+import (
+	"net/http"
+
+	"github.com/payonce/payonce/providers/internal/adapterkit"
+)
+
+// APIError is a Checkout.com answer that a lookup could not use (an error
+// status, or a body that is not what the endpoint returns). It never holds
+// request headers or the secret key.
+type APIError struct {
+	// Method and Path are the request's, without the query.
+	Method string
+	Path   string
+	// HTTPStatus is 0 when the status was 2xx but the body unusable.
+	HTTPStatus int
+	// RequestID is the Cko-Request-Id header (or the body's request_id).
+	RequestID string
+	// Code is the error_type and Message the error_codes, when Checkout.com
+	// sent them; Message may also describe an unusable body.
+	Code    string
+	Message string
+}
+
+// Error describes the failed lookup request.
+func (e *APIError) Error() string {
+	return adapterkit.ErrorText("checkout", e.Method, e.Path, e.HTTPStatus, "request", e.RequestID, e.Code, e.Message)
+}
+
+// Temporary reports whether asking again later may give an answer: a 429,
+// a 5xx, or an unusable 2xx body.
+func (e *APIError) Temporary() bool { return adapterkit.Temporary(e.HTTPStatus) }
+
+// api is how the lookups read Checkout.com: a 404 counts as "no such
+// payment" only when it is Checkout.com's own (ckoNotFound), and every
+// failure is an *APIError carrying the Cko-Request-Id.
+func (p *Provider) api() adapterkit.API {
+	return adapterkit.API{Name: p.Name(), BaseURL: p.baseURL, SetHeaders: p.setHeaders, NotFound: ckoNotFound,
+		TooLarge: func(path string, big *adapterkit.TooLargeError) error {
+			return &APIError{Method: http.MethodGet, Path: path, HTTPStatus: big.Status,
+				RequestID: big.Header.Get("Cko-Request-Id"), Message: big.Error()}
+		},
+		Failed: func(path string, status int, header http.Header, body []byte) error {
+			e := &APIError{Method: http.MethodGet, Path: path, HTTPStatus: status, RequestID: header.Get("Cko-Request-Id")}
+			if b := decodeError(body); b != nil {
+				e.Code, e.Message = p.scrub(b.ErrorType), p.scrub(b.message())
+				if e.RequestID == "" {
+					e.RequestID = b.RequestID
+				}
+			}
+			return e
+		},
+		Unusable: func(path string, header http.Header, err error) error { return p.unusable(path, header, err) },
+	}
+}
+
+func (p *Provider) unusable(path string, header http.Header, err error) *APIError {
+	return &APIError{Method: http.MethodGet, Path: path, RequestID: header.Get("Cko-Request-Id"),
+		Message: p.scrub("unusable answer: " + err.Error())}
+}

@@ -1,0 +1,149 @@
+package adapterkit_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/providers/internal/adapterkit"
+)
+
+func TestObjects(t *testing.T) {
+	t.Parallel()
+	store := map[string]payonce.LookupState{"a": payonce.LookupSucceeded, "b": payonce.LookupFailed}
+	var reads []string
+	newObjs := func() adapterkit.Objects[string] {
+		return adapterkit.Objects[string]{Provider: "x",
+			Get: func(id string) (string, bool, error) {
+				reads = append(reads, id)
+				_, ok := store[id]
+				return id, ok, nil
+			},
+			Missing: func(id string) error { return errors.New("missing " + id) },
+			Match: func(id string) (adapterkit.Match, error) {
+				return adapterkit.Match{Result: payonce.LookupResult{State: store[id], ProviderRef: id, Refs: []string{id}}}, nil
+			},
+		}
+	}
+
+	// Ledger ids that do not exist are no object; empty and repeated ids
+	// are read once at most.
+	o := newObjs()
+	require.NoError(t, o.Read(false, "", "gone", "a", "a"))
+	require.Equal(t, []string{"gone", "a"}, reads)
+	res := o.Result(time.Minute)
+	require.Equal(t, payonce.LookupSucceeded, res.State)
+	require.Equal(t, time.Minute, res.Lag, "the lag is set on every answer")
+
+	// A listed id the read by id does not find is an error, never "not found".
+	o = newObjs()
+	require.EqualError(t, o.ReadAll([]string{"gone"}, []string{"gone"}), "missing gone")
+	o = newObjs()
+	require.EqualError(t, o.Read(true, "gone"), "missing gone")
+
+	// 0 objects: not found; 2 that succeeded: multiple.
+	require.Equal(t, payonce.LookupResult{State: payonce.LookupNotFound}, (&adapterkit.Objects[string]{}).Result(0))
+	store["c"] = payonce.LookupSucceeded
+	o = newObjs()
+	require.NoError(t, o.Add("a", "a"))
+	require.NoError(t, o.Add("c", "c"))
+	require.Equal(t, payonce.LookupMultiple, o.Result(0).State)
+
+	// Charge: no search when the ledger knows the object of a never
+	// resent operation; an error when it must search without an operation
+	// id.
+	searched := false
+	search := func() ([]string, error) { searched = true; return []string{"b"}, nil }
+	o = newObjs()
+	res, err := o.Charge(payonce.LookupQuery{OperationID: "op", ProviderRef: "a"}, search, time.Minute)
+	require.NoError(t, err)
+	require.False(t, searched)
+	require.Zero(t, res.Lag, "reads by id only: Lag 0")
+	o = newObjs()
+	res, err = o.Charge(payonce.LookupQuery{OperationID: "op", ProviderRef: "a", Generation: 1}, search, time.Minute)
+	require.NoError(t, err)
+	require.True(t, searched)
+	require.Equal(t, time.Minute, res.Lag)
+	_, err = o.Charge(payonce.LookupQuery{}, search, 0)
+	require.ErrorContains(t, err, "x: lookup charge: OperationID is empty")
+}
+
+func TestLookups(t *testing.T) {
+	t.Parallel()
+	l := adapterkit.Lookups{Provider: "x", Charge: func(context.Context, payonce.HTTPDoer, payonce.LookupQuery) (payonce.LookupResult, error) {
+		return payonce.LookupResult{State: payonce.LookupSucceeded}, nil
+	}}
+	_, err := l.Lookup(context.Background(), nil, payonce.LookupQuery{})
+	require.EqualError(t, err, "x: lookup: nil HTTPDoer")
+	_, err = l.Lookup(context.Background(), http.DefaultClient, payonce.LookupQuery{Request: payonce.Request{Kind: payonce.KindRefund}})
+	require.EqualError(t, err, `x: lookup: unknown kind "refund"`)
+	res, err := l.Lookup(context.Background(), http.DefaultClient, payonce.LookupQuery{Request: payonce.Request{Kind: payonce.KindCharge}})
+	require.NoError(t, err)
+	require.Equal(t, payonce.LookupSucceeded, res.State)
+}
+
+func TestClassifyError(t *testing.T) {
+	t.Parallel()
+	type body struct{ Code string }
+	table := []adapterkit.Rule[body]{
+		{When: func(_ int, e *body) bool { return e != nil && e.Code == "busy" }, Class: ledger.OutcomeKeyInUse},
+		{When: adapterkit.Refusal[body](422), Class: ledger.OutcomeRefused},
+		{When: adapterkit.Status[body](429), Class: ledger.OutcomeMaybeSent,
+			Then: adapterkit.RetryAfterHeader[body](time.Now)},
+	}
+	for _, tc := range []struct {
+		status int
+		e      *body
+		want   ledger.OutcomeClass
+	}{
+		{409, &body{"busy"}, ledger.OutcomeKeyInUse},
+		{400, nil, ledger.OutcomeRefused},
+		{404, &body{"other"}, ledger.OutcomeRefused},
+		{422, nil, ledger.OutcomeRefused},
+		{429, nil, ledger.OutcomeMaybeSent},
+		{500, nil, ledger.OutcomeMaybeSent},
+		{503, nil, ledger.OutcomeMaybeSent},
+		{418, nil, ledger.OutcomeMaybeSent},
+	} {
+		o := adapterkit.ClassifyError(payonce.Outcome{}, tc.status, http.Header{"Retry-After": {"7"}}, tc.e, table)
+		require.Equal(t, tc.want, o.Class, tc.status)
+		if tc.status == 429 {
+			require.Equal(t, 7*time.Second, o.RetryAfter)
+		}
+	}
+}
+
+func TestRequestHelpers(t *testing.T) {
+	t.Parallel()
+	var ttl, lag time.Duration
+	require.NoError(t, adapterkit.SetDurations("x.Config.",
+		adapterkit.Duration{Field: "KeyTTL", Value: 0, Dst: &ttl, Default: time.Hour},
+		adapterkit.Duration{Field: "Lag", Value: time.Second, Dst: &lag, Default: time.Minute}))
+	require.Equal(t, time.Hour, ttl)
+	require.Equal(t, time.Second, lag)
+	err := adapterkit.SetDurations("x.Config.", adapterkit.Duration{Field: "Lag", Value: -1, Dst: &lag, Default: time.Minute, Hint: "!"})
+	var ve *payonce.ValidationError
+	require.ErrorAs(t, err, &ve)
+	require.Equal(t, "x.Config.Lag", ve.Field)
+	require.Equal(t, "is negative (-1ns); leave it 0 for the default 1m0s!", ve.Problem)
+
+	require.Equal(t, "empty", adapterkit.CheckKey("", 3, "empty", "%d > %d"))
+	require.Equal(t, "4 > 3", adapterkit.CheckKey("abcd", 3, "empty", "%d > %d"))
+	require.Contains(t, adapterkit.CheckKey("a b", 3, "empty", "%d > %d"), "printable ASCII")
+	require.Empty(t, adapterkit.CheckKey("abc", 3, "empty", "%d > %d"))
+
+	hr, err := adapterkit.PostJSON(context.Background(), "x", payonce.KindCharge, "http://127.0.0.1/p", map[string]string{"b": "<", "a": "1"},
+		func(h http.Header) { h.Set("Authorization", "Bearer k") }, "Idem-Key", "key1")
+	require.NoError(t, err)
+	require.Equal(t, http.MethodPost, hr.Method)
+	require.Equal(t, "application/json", hr.Header.Get("Content-Type"))
+	require.Equal(t, "key1", hr.Header.Get("Idem-Key"))
+	require.Equal(t, "Bearer k", hr.Header.Get("Authorization"))
+	require.EqualValues(t, len(`{"a":"1","b":"<"}`), hr.ContentLength)
+}
