@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
-	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/mocks"
 	"github.com/payonce/payonce/providers/stripe"
 )
@@ -59,12 +58,7 @@ func benchTransport() *http.Transport {
 func benchSetup(b *testing.B, o setupOpts) *bundle {
 	b.Helper()
 	// The store first: a PostgreSQL run skips before anything is started.
-	var store ledger.Store
-	if o.postgres {
-		store = newPGStore(b)
-	} else {
-		store = newSQLiteStore(b)
-	}
+	store := newStore(b, o.postgres)
 	fake := mocks.NewStripe(o.fake)
 	b.Cleanup(fake.Close)
 	psp, err := stripe.New(stripe.Config{APIKey: fake.APIKey(), BaseURL: fake.URL()})

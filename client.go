@@ -91,7 +91,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, invalid("Config.Provider", "required: a provider adapter such as stripe.New(...)")
 	}
 	if cfg.Store == nil {
-		return nil, invalid("Config.Store", "required: a ledger store such as ledgersqlite.Open(path) or ledgerpg.New(pool, ...)")
+		return nil, invalid("Config.Store", "required: a ledger store such as ledgersqlite.Open(path, ledgersqlite.Config{}) or ledgerpg.New(pool, ledgerpg.Config{})")
 	}
 	info := cfg.Provider.Info()
 	name := cfg.Provider.Name()
@@ -293,15 +293,21 @@ func chargeRequest(p ChargeParams) (Request, error) {
 }
 
 func (c *Client) captureRequest(ctx context.Context, p CaptureParams) (Request, error) {
-	if err := checkAmount(p.Amount, false); err != nil {
-		return Request{}, err
-	}
-	ref, err := c.paymentRef(ctx, p.OrderID, p.PaymentRef)
+	ref, err := c.amountAndPaymentRef(ctx, p.Amount, p.OrderID, p.PaymentRef)
 	if err != nil {
 		return Request{}, err
 	}
 	return Request{Kind: KindCapture, Amount: p.Amount, Currency: p.Currency,
 		References: []string{p.OrderID}, PaymentRef: ref, Metadata: p.Metadata}, nil
+}
+
+// amountAndPaymentRef checks the amount of a capture or refund (zero: the
+// whole payment) and then finds the payment it acts on.
+func (c *Client) amountAndPaymentRef(ctx context.Context, amount int64, orderID, paymentRef string) (string, error) {
+	if err := checkAmount(amount, false); err != nil {
+		return "", err
+	}
+	return c.paymentRef(ctx, orderID, paymentRef)
 }
 
 func (c *Client) cancelRequest(ctx context.Context, p CancelParams) (Request, error) {
@@ -316,10 +322,7 @@ func (c *Client) refundRequest(ctx context.Context, p RefundParams) (Request, er
 	if p.RefundSeq < 1 {
 		return Request{}, invalid("RefundSeq", "must be >= 1 (the number of this refund within the order), got %d", p.RefundSeq)
 	}
-	if err := checkAmount(p.Amount, false); err != nil {
-		return Request{}, err
-	}
-	ref, err := c.paymentRef(ctx, p.OrderID, p.PaymentRef)
+	ref, err := c.amountAndPaymentRef(ctx, p.Amount, p.OrderID, p.PaymentRef)
 	if err != nil {
 		return Request{}, err
 	}

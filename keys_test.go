@@ -64,12 +64,7 @@ func TestIdentityValidate(t *testing.T) {
 	for i := range many {
 		many[i] = strconv.Itoa(i)
 	}
-	for _, tc := range []struct {
-		name    string
-		change  func(*Identity)
-		field   string
-		problem string
-	}{
+	requireRejected(t, validIdentity, []rejectCase[Identity]{
 		{"empty provider", func(id *Identity) { id.Provider = "" }, "Provider", "is required"},
 		{"upper-case provider", func(id *Identity) { id.Provider = "Stripe" }, "Provider", `use "stripe"`},
 		{"provider starts with dash", func(id *Identity) { id.Provider = "-stripe" }, "Provider", "^[a-z0-9][a-z0-9_.-]{0,63}$"},
@@ -94,21 +89,16 @@ func TestIdentityValidate(t *testing.T) {
 		{"C1 control", func(id *Identity) { id.References = []string{"a\u0085"} }, "References[0]", "U+0085"},
 		{"C1 control U+009F", func(id *Identity) { id.References = []string{"\u009f"} }, "References[0]", "U+009F"},
 		{"negative generation", func(id *Identity) { id.Generation = -1 }, "Generation", "0 or more"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			id := validIdentity()
-			tc.change(&id)
-			requireInvalid(t, id.Validate(), tc.field, tc.problem)
-			_, err := id.Key()
-			requireInvalid(t, err, tc.field, tc.problem)
-			_, err = id.OperationID()
-			requireInvalid(t, err, tc.field, tc.problem)
-			c, err := id.Canonical()
-			require.Nil(t, c)
-			requireInvalid(t, err, tc.field, tc.problem)
-		})
-	}
+	}, func(t *testing.T, id Identity, invalid func(error)) {
+		invalid(id.Validate())
+		_, err := id.Key()
+		invalid(err)
+		_, err = id.OperationID()
+		invalid(err)
+		c, err := id.Canonical()
+		require.Nil(t, c)
+		invalid(err)
+	})
 }
 
 func TestIdentityValidateAcceptsLimits(t *testing.T) {
@@ -351,12 +341,7 @@ func TestRequestValidate(t *testing.T) {
 	for i := range 51 {
 		tooMany["k"+strconv.Itoa(i)] = "v"
 	}
-	for _, tc := range []struct {
-		name    string
-		change  func(*Request)
-		field   string
-		problem string
-	}{
+	requireRejected(t, validRequest, []rejectCase[Request]{
 		{"empty kind", func(r *Request) { r.Kind = "" }, "Kind", "is required"},
 		{"unknown kind", func(r *Request) { r.Kind = "payout" }, "Kind", "is not a kind"},
 		{"negative amount", func(r *Request) { r.Amount = -1 }, "Amount", "0 or more"},
@@ -389,19 +374,14 @@ func TestRequestValidate(t *testing.T) {
 		{"501-byte metadata value", func(r *Request) { r.Metadata = map[string]string{"k": strings.Repeat("v", 501)} }, "Metadata[\"k\"]", "at most 500"},
 		{"control in metadata value", func(r *Request) { r.Metadata = map[string]string{"k": "a\nb"} }, "Metadata[\"k\"]", "U+000A"},
 		{"C1 in metadata value", func(r *Request) { r.Metadata = map[string]string{"k": "\u0080"} }, "Metadata[\"k\"]", "U+0080"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			r := validRequest()
-			tc.change(&r)
-			requireInvalid(t, r.Validate(), tc.field, tc.problem)
-			c, err := r.Canonical()
-			require.Nil(t, c)
-			requireInvalid(t, err, tc.field, tc.problem)
-			_, err = r.Fingerprint()
-			requireInvalid(t, err, tc.field, tc.problem)
-		})
-	}
+	}, func(t *testing.T, r Request, invalid func(error)) {
+		invalid(r.Validate())
+		c, err := r.Canonical()
+		require.Nil(t, c)
+		invalid(err)
+		_, err = r.Fingerprint()
+		invalid(err)
+	})
 }
 
 func TestRequestValidateAccepts(t *testing.T) {
@@ -597,6 +577,31 @@ func TestParseRequestRejects(t *testing.T) {
 
 // requireInvalid checks that err is a *ValidationError for field whose
 // message contains problem, and that it matches ErrInvalid.
+// rejectCase is one row of a validation table: change makes an invalid
+// value out of a valid one, and every error it meets must be a
+// ValidationError naming field and problem.
+type rejectCase[T any] struct {
+	name    string
+	change  func(*T)
+	field   string
+	problem string
+}
+
+// requireRejected runs each case as a parallel subtest: check gets the
+// subtest, the changed value and invalid, which asserts that an error is the case's
+// ValidationError.
+func requireRejected[T any](t *testing.T, valid func() T, cases []rejectCase[T], check func(t *testing.T, v T, invalid func(error))) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			v := valid()
+			tc.change(&v)
+			check(t, v, func(err error) { requireInvalid(t, err, tc.field, tc.problem) })
+		})
+	}
+}
+
 func requireInvalid(t *testing.T, err error, field, problem string) {
 	t.Helper()
 	require.Error(t, err)
@@ -783,16 +788,10 @@ func missingVectors[I, V any](t *testing.T, kind string, inputs map[string]I, na
 }
 
 func deriveGoldenIdentity(name string, id Identity) (goldenIdentity, error) {
-	c, err := id.Canonical()
-	if err != nil {
-		return goldenIdentity{}, err
-	}
-	key, err := id.Key()
-	if err != nil {
-		return goldenIdentity{}, err
-	}
-	opID, err := id.OperationID()
-	if err != nil {
+	c, errC := id.Canonical()
+	key, errK := id.Key()
+	opID, errO := id.OperationID()
+	if err := errors.Join(errC, errK, errO); err != nil {
 		return goldenIdentity{}, err
 	}
 	return goldenIdentity{
@@ -802,12 +801,9 @@ func deriveGoldenIdentity(name string, id Identity) (goldenIdentity, error) {
 }
 
 func deriveGoldenRequest(name string, r Request) (goldenRequestV1, error) {
-	c, err := r.Canonical()
-	if err != nil {
-		return goldenRequestV1{}, err
-	}
-	fp, err := r.Fingerprint()
-	if err != nil {
+	c, errC := r.Canonical()
+	fp, errF := r.Fingerprint()
+	if err := errors.Join(errC, errF); err != nil {
 		return goldenRequestV1{}, err
 	}
 	return goldenRequestV1{Name: name, Request: json.RawMessage(c), Canonical: string(c), Fingerprint: fp}, nil

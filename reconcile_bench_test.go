@@ -192,11 +192,8 @@ type drainEnv struct {
 }
 
 func newDrainEnv(b *testing.B, kind ledger.Status, n int) *drainEnv {
-	pool := testkit.NewPool(b)
-	env := &drainEnv{pool: pool, schema: testkit.NewSchema(b, pool), ctx: b.Context()}
-	store, err := ledgerpg.New(pool, ledgerpg.Config{Schema: env.schema})
-	require.NoError(b, err)
-	require.NoError(b, store.Migrate(env.ctx))
+	pool, store := testkit.NewPGLedger(b, b.Context())
+	env := &drainEnv{pool: pool, schema: store.Schema(), ctx: b.Context()}
 	env.fake = mocks.NewStripe(mocks.StripeOptions{})
 	b.Cleanup(env.fake.Close)
 	psp, err := stripe.New(stripe.Config{APIKey: env.fake.APIKey(), BaseURL: env.fake.URL()})

@@ -22,7 +22,6 @@ import (
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/internal/childproc"
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/ledgerpg"
 	"github.com/payonce/payonce/providers/stripe"
 )
 
@@ -159,22 +158,15 @@ func reconcileChild() int {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Deadline+time.Minute)
 	defer cancel()
 
-	pcfg, err := pgxpool.ParseConfig(cfg.PGURL)
+	pool, store, err := childproc.OpenLedger(ctx, cfg.PGURL, cfg.PGSchema, func(pcfg *pgxpool.Config) {
+		if cfg.PoolConns > 0 {
+			pcfg.MaxConns = int32(cfg.PoolConns)
+		}
+	})
 	if err != nil {
-		return fail(reconExitSetup, "parsing the PostgreSQL URL: %v", err)
-	}
-	if cfg.PoolConns > 0 {
-		pcfg.MaxConns = int32(cfg.PoolConns)
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return fail(reconExitSetup, "opening the pool: %v", err)
+		return fail(reconExitSetup, "%v", err)
 	}
 	defer pool.Close()
-	store, err := ledgerpg.New(pool, ledgerpg.Config{Schema: cfg.PGSchema})
-	if err != nil {
-		return fail(reconExitSetup, "opening the ledger: %v", err)
-	}
 	if err := store.Migrate(ctx); err != nil {
 		return fail(reconExitSetup, "migrating: %v", err)
 	}

@@ -14,14 +14,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/internal/childproc"
 	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/ledgerpg"
 	"github.com/payonce/payonce/mocks"
 	"github.com/payonce/payonce/providers/providertest"
 	"github.com/payonce/payonce/providers/stripe"
@@ -32,37 +30,6 @@ import (
 // while the provider cannot answer, and a large backlog drained in bounded
 // memory. The process-level tests run reconcilers as child processes (see
 // reconcile_child_test.go).
-
-// setupPGPool is setup on a fresh PostgreSQL schema, with the pool and the
-// store exposed (a test that writes its own tables or transactions needs
-// them).
-func setupPGPool(t *testing.T, o setupOpts) (*bundle, *pgxpool.Pool, *ledgerpg.Store) {
-	t.Helper()
-	pool := testkit.NewPool(t)
-	store, err := ledgerpg.New(pool, ledgerpg.Config{Schema: testkit.NewSchema(t, pool)})
-	require.NoError(t, err)
-	require.NoError(t, store.Migrate(context.Background()))
-	clock := mocks.NewManualClock(t0)
-	o.fake.Clock = clock.Now
-	fake := mocks.NewStripe(o.fake)
-	t.Cleanup(fake.Close)
-	psp, err := stripe.New(stripe.Config{APIKey: fake.APIKey(), BaseURL: fake.URL(), Now: clock.Now})
-	require.NoError(t, err)
-	cfg := payonce.Config{
-		Provider: psp, Store: store, Now: clock.Now,
-		HTTPClient:     &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
-		AttemptTimeout: 2 * time.Second,
-		Retry:          payonce.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
-	}
-	if o.config != nil {
-		o.config(&cfg)
-	}
-	client, err := payonce.New(cfg)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return &bundle{fake: fake, clock: clock, store: store, psp: psp, client: client, ctx: ctx}, pool, store
-}
 
 // TestEnqueueTxRollback enqueues a charge with ledgerpg's CreateOrGetTx in
 // the transaction that writes the order it pays for. Rolled back, neither
@@ -285,13 +252,10 @@ func TestReconcilersInSeparateProcesses(t *testing.T) {
 		lease          = 2 * time.Second
 	)
 	start := time.Now()
-	pool := testkit.NewPool(t)
-	schema := testkit.NewSchema(t, pool)
-	store, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema})
-	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	require.NoError(t, store.Migrate(ctx))
+	pool, store := testkit.NewPGLedger(t, ctx)
+	schema := store.Schema()
 
 	// A fifth of the requests that move money meet a fault, of every kind.
 	rates := map[mocks.FaultKind]float64{
@@ -523,21 +487,13 @@ func TestLookupsFailThenRecover(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			eachStore(t, func(t *testing.T, pg bool) {
-				b := setup(t, setupOpts{postgres: pg, config: func(c *payonce.Config) {
-					c.CheckInterval = checkInterval
-					// The breaker runs on the real clock: keep it closed,
-					// this test is about the ledger's schedule.
-					c.Breaker.ConsecutiveFailures = 1000
-				}})
-				b.fake.Script(mocks.Match{Method: "POST", Path: chargePath}, mocks.FaultGatewayAfter502)
-				failing := make([]mocks.FaultKind, 1000)
-				for i := range failing {
-					failing[i] = mocks.FaultGatewayBefore502
-				}
-				b.fake.Script(mocks.Match{Method: "GET"}, failing...)
-				res, err := b.client.Charge(b.ctx, charge("order-lookups", 3100))
-				require.ErrorIs(t, err, payonce.ErrOutcomeUnknown)
+			eachSetup(t, setupOpts{config: func(c *payonce.Config) {
+				c.CheckInterval = checkInterval
+				// The breaker runs on the real clock: keep it closed,
+				// this test is about the ledger's schedule.
+				c.Breaker.ConsecutiveFailures = 1000
+			}}, func(t *testing.T, b *bundle) {
+				res := chargeLostWhileLookupsFail(t, b, charge("order-lookups", 3100), 1000)
 				require.Equal(t, 1, b.chargesOf(t, res.OperationID), "Stripe charged; the client does not know")
 				const searches = "GET /v1/payment_intents/search"
 				lookupsOf := func() []ledger.Event {
@@ -671,13 +627,10 @@ func TestBacklog100k(t *testing.T) {
 	drain := func(t *testing.T, n int) reconChildResult {
 		const notFound = 50
 		start := time.Now()
-		pool := testkit.NewPool(t)
-		schema := testkit.NewSchema(t, pool)
-		store, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema})
-		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		require.NoError(t, store.Migrate(ctx))
+		pool, store := testkit.NewPGLedger(t, ctx)
+		schema := store.Schema()
 		fake := mocks.NewStripe(mocks.StripeOptions{Seed: int64(n)})
 		t.Cleanup(fake.Close)
 		psp, err := stripe.New(stripe.Config{APIKey: fake.APIKey(), BaseURL: fake.URL()})

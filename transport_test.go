@@ -35,7 +35,7 @@ func setupMock(t *testing.T) *mockBundle {
 	clock := mocks.NewManualClock(t0)
 	psp, err := stripe.New(stripe.Config{APIKey: "sk_test_mock", BaseURL: mockBase, Now: clock.Now})
 	require.NoError(t, err)
-	store := newSQLiteStore(t)
+	store := newStore(t, false)
 	client, err := payonce.New(payonce.Config{Provider: psp, Store: store, Now: clock.Now,
 		HTTPClient: &http.Client{Transport: mt}, Retry: payonce.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond}})
 	require.NoError(t, err)

@@ -18,8 +18,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/childproc"
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/ledgerpg"
 	"github.com/payonce/payonce/ledger/ledgersqlite"
 	"github.com/payonce/payonce/mocks"
 	"github.com/payonce/payonce/providers/stripe"
@@ -205,25 +205,19 @@ func (b *bench) newPGChargeEnv(ctx context.Context, psp *stripe.Provider, client
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := pgxpool.ParseConfig(b.pgURL)
-	if err != nil {
-		return nil, err
-	}
 	rt := &roundTrips{}
-	cfg.MaxConns = int32(clients + 2)
-	cfg.MinConns = int32(clients + 2)
-	cfg.ConnConfig.Tracer = rt
 	app := b.appName(fmt.Sprintf("charge-c%d", clients))
-	cfg.ConnConfig.RuntimeParams["application_name"] = app
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	minConns := int32(clients + 2)
+	pool, store, err := childproc.OpenLedger(ctx, b.pgURL, schema, func(cfg *pgxpool.Config) {
+		cfg.MaxConns = minConns
+		cfg.MinConns = minConns
+		cfg.ConnConfig.Tracer = rt
+		cfg.ConnConfig.RuntimeParams["application_name"] = app
+	})
 	if err != nil {
 		return nil, err
 	}
-	store, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema})
-	if err == nil {
-		err = store.Migrate(ctx)
-	}
-	if err != nil {
+	if err := store.Migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -234,7 +228,7 @@ func (b *bench) newPGChargeEnv(ctx context.Context, psp *stripe.Provider, client
 		return nil, err
 	}
 	// Wait for MinConns: connection set-up is not what is measured.
-	for deadline := time.Now().Add(10 * time.Second); pool.Stat().TotalConns() < cfg.MinConns && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); pool.Stat().TotalConns() < minConns && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return &chargeEnv{client: client, store: ts, rt: rt, admin: b.admin, app: app, close: pool.Close}, nil

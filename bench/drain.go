@@ -166,25 +166,18 @@ func (b *bench) drain(ctx context.Context, n, reconcilers int) (drainResult, err
 	if err != nil {
 		return res, err
 	}
-	cfg, err := pgxpool.ParseConfig(b.pgURL)
-	if err != nil {
-		return res, err
-	}
-	cfg.MaxConns = int32(reconcilers * drainPoolConns)
 	app := b.appName(fmt.Sprintf("drain-r%d", reconcilers))
-	cfg.ConnConfig.RuntimeParams["application_name"] = app
 	rt := &roundTrips{}
-	cfg.ConnConfig.Tracer = rt
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, store, err := childproc.OpenLedger(ctx, b.pgURL, schema, func(cfg *pgxpool.Config) {
+		cfg.MaxConns = int32(reconcilers * drainPoolConns)
+		cfg.ConnConfig.RuntimeParams["application_name"] = app
+		cfg.ConnConfig.Tracer = rt
+	})
 	if err != nil {
 		return res, err
 	}
 	defer pool.Close()
-	store, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema})
-	if err == nil {
-		err = store.Migrate(ctx)
-	}
-	if err != nil {
+	if err := store.Migrate(ctx); err != nil {
 		return res, err
 	}
 	if err := b.fillBacklog(ctx, store, schema, newPSP, n); err != nil {

@@ -140,6 +140,25 @@ func TestApplyBegin(t *testing.T) {
 		require.Equal(t, now, res.Op.UpdatedAt)
 		require.Equal(t, before.Attempts+btoi(res.Attempt != nil), res.Op.Attempts)
 	}
+	// claims is the check of a Begin that succeeds and claims the operation
+	// into status, then runs then (when not nil) for what else a case checks.
+	claims := func(status ledger.Status, then func(t *testing.T, before ledger.Operation, res ledger.BeginResult)) func(t *testing.T, before ledger.Operation, res ledger.BeginResult, err error) {
+		return func(t *testing.T, before ledger.Operation, res ledger.BeginResult, err error) {
+			require.NoError(t, err)
+			claimed(t, before, res, status)
+			if then != nil {
+				then(t, before, res)
+			}
+		}
+	}
+	// The same call with another request: refused before anything else,
+	// with nothing returned.
+	otherFingerprint := begin(true)
+	otherFingerprint.Op.Fingerprint = "fp-other"
+	refusedMismatch := func(t *testing.T, _ ledger.Operation, res ledger.BeginResult, err error) {
+		require.ErrorIs(t, err, ledger.ErrFingerprintMismatch)
+		require.Equal(t, ledger.BeginResult{}, res)
+	}
 	for _, c := range []struct {
 		name  string
 		op    ledger.Operation
@@ -147,38 +166,18 @@ func TestApplyBegin(t *testing.T) {
 		check func(t *testing.T, before ledger.Operation, res ledger.BeginResult, err error)
 	}{
 		{"new operation, no attempt asked", ledger.ApplyCreate(newOp(), now), begin(false),
-			func(t *testing.T, before ledger.Operation, res ledger.BeginResult, err error) {
-				require.NoError(t, err)
-				claimed(t, before, res, ledger.StatusPending)
+			claims(ledger.StatusPending, func(t *testing.T, before ledger.Operation, res ledger.BeginResult) {
 				require.Nil(t, res.Attempt)
 				require.True(t, res.Op.WindowStart.IsZero(), "nothing sent: the window stays closed")
-			}},
+			})},
 		{"new operation, attempt started", ledger.ApplyCreate(newOp(), now), begin(true),
-			func(t *testing.T, before ledger.Operation, res ledger.BeginResult, err error) {
-				require.NoError(t, err)
-				claimed(t, before, res, ledger.StatusInFlight)
+			claims(ledger.StatusInFlight, func(t *testing.T, before ledger.Operation, res ledger.BeginResult) {
 				require.Equal(t, &ledger.Attempt{OperationID: "op-1", Number: 1, Key: "op-1", StartedAt: now, MayHaveReached: true}, res.Attempt)
 				require.Equal(t, now, res.Op.WindowStart, "the window opens at the first attempt")
 				require.Equal(t, now.Add(keyTTL), res.Op.KeyExpiresAt)
-			}},
-		{"fingerprint mismatch", stored(ledger.StatusPending), func() ledger.BeginParams {
-			p := begin(true)
-			p.Op.Fingerprint = "fp-other"
-			return p
-		}(),
-			func(t *testing.T, _ ledger.Operation, res ledger.BeginResult, err error) {
-				require.ErrorIs(t, err, ledger.ErrFingerprintMismatch)
-				require.Equal(t, ledger.BeginResult{}, res)
-			}},
-		{"fingerprint checked before the terminal replay", stored(ledger.StatusSucceeded), func() ledger.BeginParams {
-			p := begin(true)
-			p.Op.Fingerprint = "fp-other"
-			return p
-		}(),
-			func(t *testing.T, _ ledger.Operation, res ledger.BeginResult, err error) {
-				require.ErrorIs(t, err, ledger.ErrFingerprintMismatch)
-				require.Equal(t, ledger.BeginResult{}, res)
-			}},
+			})},
+		{"fingerprint mismatch", stored(ledger.StatusPending), otherFingerprint, refusedMismatch},
+		{"fingerprint checked before the terminal replay", stored(ledger.StatusSucceeded), otherFingerprint, refusedMismatch},
 		{"live lease of another owner", with(stored(ledger.StatusPending), func(op *ledger.Operation) { op.LeaseOwner = other }), begin(true),
 			func(t *testing.T, before ledger.Operation, res ledger.BeginResult, err error) {
 				require.ErrorIs(t, err, ledger.ErrInProgress)
@@ -194,47 +193,34 @@ func TestApplyBegin(t *testing.T) {
 		{"expired lease of another owner", with(stored(ledger.StatusPending), func(op *ledger.Operation) {
 			op.LeaseOwner, op.LeaseExpiresAt = other, now.Add(-time.Second)
 		}), begin(false),
-			func(t *testing.T, before ledger.Operation, res ledger.BeginResult, err error) {
-				require.NoError(t, err)
-				claimed(t, before, res, ledger.StatusPending)
-			}},
+			claims(ledger.StatusPending, nil)},
 		{"own live lease (reentrant)", stored(ledger.StatusPending), begin(true),
-			func(t *testing.T, before ledger.Operation, res ledger.BeginResult, err error) {
-				require.NoError(t, err)
-				claimed(t, before, res, ledger.StatusInFlight)
+			claims(ledger.StatusInFlight, func(t *testing.T, before ledger.Operation, res ledger.BeginResult) {
 				require.Equal(t, 1, res.Attempt.Number)
-			}},
+			})},
 		{"own in_flight becomes unknown, no attempt", stored(ledger.StatusInFlight), begin(true),
-			func(t *testing.T, before ledger.Operation, res ledger.BeginResult, err error) {
-				require.NoError(t, err)
-				claimed(t, before, res, ledger.StatusUnknown)
+			claims(ledger.StatusUnknown, func(t *testing.T, before ledger.Operation, res ledger.BeginResult) {
 				require.Nil(t, res.Attempt, "the attempt may have been sent: look it up first")
 				require.Equal(t, before.WindowStart, res.Op.WindowStart)
-			}},
+			})},
 		{"expired in_flight of another owner becomes unknown", with(stored(ledger.StatusInFlight), func(op *ledger.Operation) {
 			op.LeaseOwner, op.LeaseExpiresAt = other, now.Add(-time.Second)
 		}), begin(true),
-			func(t *testing.T, before ledger.Operation, res ledger.BeginResult, err error) {
-				require.NoError(t, err)
-				claimed(t, before, res, ledger.StatusUnknown)
+			claims(ledger.StatusUnknown, func(t *testing.T, before ledger.Operation, res ledger.BeginResult) {
 				require.Nil(t, res.Attempt)
-			}},
+			})},
 		{"unknown is claimed without an attempt", stored(ledger.StatusUnknown), begin(true),
-			func(t *testing.T, before ledger.Operation, res ledger.BeginResult, err error) {
-				require.NoError(t, err)
-				claimed(t, before, res, ledger.StatusUnknown)
+			claims(ledger.StatusUnknown, func(t *testing.T, before ledger.Operation, res ledger.BeginResult) {
 				require.Nil(t, res.Attempt)
-			}},
+			})},
 		{"pending with an open window keeps it", with(stored(ledger.StatusPending), func(op *ledger.Operation) {
 			op.Attempts, op.WindowStart, op.KeyExpiresAt = 1, t0, t0.Add(keyTTL)
 		}), begin(true),
-			func(t *testing.T, before ledger.Operation, res ledger.BeginResult, err error) {
-				require.NoError(t, err)
-				claimed(t, before, res, ledger.StatusInFlight)
+			claims(ledger.StatusInFlight, func(t *testing.T, before ledger.Operation, res ledger.BeginResult) {
 				require.Equal(t, 2, res.Attempt.Number)
 				require.Equal(t, t0, res.Op.WindowStart, "the window opened at the first attempt that may have reached")
 				require.Equal(t, t0.Add(keyTTL), res.Op.KeyExpiresAt)
-			}},
+			})},
 		{"the ledger's key wins after a resend", with(stored(ledger.StatusPending), func(op *ledger.Operation) {
 			op.Key, op.Generation, op.Attempts = "op-1-g1", 1, 1
 		}), begin(true),

@@ -1,7 +1,6 @@
 package mocks
 
 import (
-	"cmp"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -122,16 +121,13 @@ type ckoRefund struct {
 // NewCheckoutHandler returns a fake Checkout.com handler. It panics if opts
 // do not validate. Call Release before shutting its server down.
 func NewCheckoutHandler(opts CheckoutOptions) *CheckoutHandler {
-	if err := opts.Validate(); err != nil {
-		panic(err)
-	}
 	h := &CheckoutHandler{payments: make(map[string]*ckoPayment)}
 	// Checkout.com caches an answer under the key only when it was
 	// 2xx. After a 4xx or a 5xx (even one produced after the payment
 	// was made) the same key is processed anew: a blind resend after a
 	// 5xx can charge twice.
-	idem := idemPolicy{ttl: cmp.Or(opts.KeyTTL, CheckoutKeyTTL), keep: func(status int) bool { return status >= 200 && status < 300 }}
-	h.start(opts.coreConfig(idem), h, h.truthRecords)
+	idem := idemPolicy{keep: func(status int) bool { return status >= 200 && status < 300 }}
+	h.setUp(opts, opts.KeyTTL, CheckoutKeyTTL, idem, h, h.truthRecords)
 	h.secretKey = opts.SecretKey
 	if h.secretKey == "" {
 		h.secretKey = "sk_sbox_" + ckoID(h.core.ids, "")

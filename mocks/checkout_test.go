@@ -12,18 +12,6 @@ import (
 	"github.com/payonce/payonce/mocks"
 )
 
-// ckoSetup starts a Checkout.com fake on a manual clock; opts.Clock is
-// overridden.
-func ckoSetup(t *testing.T, opts mocks.CheckoutOptions) *ckoBundle {
-	t.Helper()
-	return startFake(t, &opts.Clock, func() *mocks.Checkout { return mocks.NewCheckout(opts) }, ckoClient)
-}
-
-func ckoClient(t *testing.T, f *mocks.Checkout, hc *http.Client) *client {
-	return &client{t: t, base: f.URL(), keyHeader: "Cko-Idempotency-Key", hc: hc,
-		auth: func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+f.SecretKey()) }}
-}
-
 func ckoPayment(amount int64, source, ref string, capture bool) map[string]any {
 	return map[string]any{"source": map[string]string{"type": "id", "id": source}, "amount": amount,
 		"currency": "USD", "reference": ref, "capture": capture, "metadata": map[string]string{"payonce_op": ref}}

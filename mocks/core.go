@@ -2,6 +2,7 @@ package mocks
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -34,6 +35,26 @@ type coreConfig struct {
 	slowFor    time.Duration
 	retryAfter time.Duration
 	logger     *slog.Logger
+}
+
+// fakeOptions is what every fake's exported options type gives the core:
+// its own validation and its provider-neutral half.
+type fakeOptions interface {
+	Validate() error
+	coreConfig(idem idemPolicy) coreConfig
+}
+
+// setUp is the setup every fake's handler constructor shares: it panics if
+// opts do not validate (a wrong option is a bug in the test), then starts
+// the core with the provider's idempotency rule, idem, whose key TTL is
+// ttl or, when ttl is 0, the provider's documented defaultTTL. Default
+// credentials and routes come after it (see fakeHandler.start).
+func (h *fakeHandler) setUp(opts fakeOptions, ttl, defaultTTL time.Duration, idem idemPolicy, d dialect, records func(*Truth)) {
+	if err := opts.Validate(); err != nil {
+		panic(err)
+	}
+	idem.ttl = cmp.Or(ttl, defaultTTL)
+	h.start(opts.coreConfig(idem), d, records)
 }
 
 // call is one request as it moves through the pipeline.

@@ -47,10 +47,21 @@ func startFake[F interface {
 	return &fakeBundle[F]{f: f, clock: clock, c: clientFor(t, f, f.Client())}
 }
 
-// setup starts a Stripe fake on a manual clock; opts.Clock is overridden.
+// setup, ykSetup and ckoSetup start a Stripe, YooKassa or Checkout.com fake
+// on a manual clock; opts.Clock is overridden.
 func setup(t *testing.T, opts mocks.StripeOptions) *bundle {
 	t.Helper()
 	return startFake(t, &opts.Clock, func() *mocks.Stripe { return mocks.NewStripe(opts) }, newClient)
+}
+
+func ykSetup(t *testing.T, opts mocks.YooKassaOptions) *ykBundle {
+	t.Helper()
+	return startFake(t, &opts.Clock, func() *mocks.YooKassa { return mocks.NewYooKassa(opts) }, ykClient)
+}
+
+func ckoSetup(t *testing.T, opts mocks.CheckoutOptions) *ckoBundle {
+	t.Helper()
+	return startFake(t, &opts.Clock, func() *mocks.Checkout { return mocks.NewCheckout(opts) }, ckoClient)
 }
 
 // client is a bare client of a fake: the tests exercise the wire, not an
@@ -69,6 +80,20 @@ type client struct {
 // newClient is a Stripe client of f.
 func newClient(t *testing.T, f *mocks.Stripe, hc *http.Client) *client {
 	return &client{t: t, base: f.URL(), key: f.APIKey(), keyHeader: "Idempotency-Key", hc: hc}
+}
+
+// ykClient is a YooKassa client of f: HTTP Basic auth with the shop id
+// and the secret key.
+func ykClient(t *testing.T, f *mocks.YooKassa, hc *http.Client) *client {
+	return &client{t: t, base: f.URL(), keyHeader: "Idempotence-Key", hc: hc,
+		auth: func(r *http.Request) { r.SetBasicAuth(f.ShopID(), f.SecretKey()) }}
+}
+
+// ckoClient is a Checkout.com client of f: the secret key as a Bearer
+// token.
+func ckoClient(t *testing.T, f *mocks.Checkout, hc *http.Client) *client {
+	return &client{t: t, base: f.URL(), keyHeader: "Cko-Idempotency-Key", hc: hc,
+		auth: func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+f.SecretKey()) }}
 }
 
 // noKeepAlive returns a client whose connections are never reused, so that
@@ -154,6 +179,24 @@ func decode[T any](t *testing.T, r *result, status int) T {
 	require.Equal(t, status, r.status, string(r.body))
 	var v T
 	require.NoError(t, json.Unmarshal(r.body, &v), string(r.body))
+	return v
+}
+
+// searchPath is the path of a PaymentIntent search for query.
+func searchPath(query string) string {
+	return "/v1/payment_intents/search?query=" + url.QueryEscape(query)
+}
+
+// refundForm is the form of a Refund of the PaymentIntent pi: amount ""
+// refunds what is left.
+func refundForm(pi, amount string, md ...string) url.Values {
+	v := url.Values{"payment_intent": {pi}}
+	if amount != "" {
+		v.Set("amount", amount)
+	}
+	for i := 0; i+1 < len(md); i += 2 {
+		v.Set("metadata["+md[i]+"]", md[i+1])
+	}
 	return v
 }
 

@@ -89,3 +89,18 @@ func (s *safeBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// The same Seed and the same request order give the same ids and keys.
+func TestSeededIDsRepeat(t *testing.T) {
+	t.Parallel()
+	ids := func() []string {
+		b := setup(t, mocks.StripeOptions{Seed: 5})
+		var out []string
+		for range 3 {
+			r := b.c.post("/v1/payment_intents", charge("100", "pm_card_visa"), "")
+			out = append(out, r.pi(t).ID, r.header.Get("Request-Id"))
+		}
+		return append(out, b.f.APIKey())
+	}
+	require.Equal(t, ids(), ids())
+}

@@ -34,7 +34,7 @@ func TestSearchLag(t *testing.T) {
 	res := search(t, b, "metadata['payonce_op']:'op-1'")
 	require.Empty(t, res.Data, "not searchable yet")
 	require.False(t, res.HasMore)
-	r := b.c.get("/v1/payment_intents/search?query=" + url.QueryEscape("metadata['payonce_op']:'op-1'"))
+	r := b.c.get(searchPath("metadata['payonce_op']:'op-1'"))
 	require.Nil(t, r.raw(t)["next_page"])
 
 	// Retrieval and lists are not delayed.
@@ -97,7 +97,7 @@ func TestSearchQueries(t *testing.T) {
 
 	for _, bad := range []string{"", "metadata:'x'", "status>'a'", "description:'x'", "amount:'x'",
 		"status:'a' AND currency:'b' OR amount:1", "status:'unterminated", "status:'a' status:'b'"} {
-		r := b.c.get("/v1/payment_intents/search?query=" + url.QueryEscape(bad))
+		r := b.c.get(searchPath(bad))
 		e := r.err(t, 400)
 		require.Equal(t, "invalid_request_error", e.Type, bad)
 		require.Equal(t, "query", e.Param, bad)

@@ -1,7 +1,6 @@
 package mocks
 
 import (
-	"cmp"
 	"encoding/base64"
 	"fmt"
 	"log/slog"
@@ -123,9 +122,6 @@ type stripeRefund struct {
 // Call Release before shutting its server down, so that requests held by
 // hang or slow faults end.
 func NewStripeHandler(opts StripeOptions) *StripeHandler {
-	if err := opts.Validate(); err != nil {
-		panic(err)
-	}
 	s := &StripeHandler{
 		searchLag:  opts.SearchLag,
 		intents:    make(map[string]*stripeIntent),
@@ -134,7 +130,8 @@ func NewStripeHandler(opts StripeOptions) *StripeHandler {
 		methods:    make(map[string]string),
 		refunds:    make(map[string]*stripeRefund),
 	}
-	s.start(opts.coreConfig(idemPolicy{ttl: cmp.Or(opts.KeyTTL, StripeKeyTTL)}), s, s.truthRecords)
+	// Stripe stores every executed answer, 500s included.
+	s.setUp(opts, opts.KeyTTL, StripeKeyTTL, idemPolicy{}, s, s.truthRecords)
 	s.apiKeys = append([]string(nil), opts.APIKeys...)
 	if len(s.apiKeys) == 0 {
 		s.apiKeys = []string{s.core.ids.next("sk_test_", 24)}
@@ -164,28 +161,15 @@ func (s *StripeHandler) truthRecords(t *Truth) {
 	defer s.mu.Unlock()
 	for _, in := range s.intentOrder {
 		t.Payments = append(t.Payments, TruthPayment{
-			ID:             in.pi.ID,
-			Status:         in.pi.Status,
-			Amount:         in.pi.Amount,
-			Currency:       in.pi.Currency,
-			Authorized:     in.authorized,
-			AmountCaptured: in.pi.AmountReceived,
-			AmountRefunded: in.refunded,
-			Metadata:       cloneMap(in.pi.Metadata),
-			IdempotencyKey: in.key,
-			Created:        in.createdAt,
+			ID: in.pi.ID, Status: in.pi.Status, Amount: in.pi.Amount, Currency: in.pi.Currency,
+			Authorized: in.authorized, AmountCaptured: in.pi.AmountReceived, AmountRefunded: in.refunded,
+			Metadata: cloneMap(in.pi.Metadata), IdempotencyKey: in.key, Created: in.createdAt,
 		})
 	}
 	for _, r := range s.refundOrder {
 		t.Refunds = append(t.Refunds, TruthRefund{
-			ID:             r.re.ID,
-			PaymentID:      r.re.PaymentIntent,
-			Status:         r.re.Status,
-			Amount:         r.re.Amount,
-			Currency:       r.re.Currency,
-			Metadata:       cloneMap(r.re.Metadata),
-			IdempotencyKey: r.key,
-			Created:        r.createdAt,
+			ID: r.re.ID, PaymentID: r.re.PaymentIntent, Status: r.re.Status, Amount: r.re.Amount, Currency: r.re.Currency,
+			Metadata: cloneMap(r.re.Metadata), IdempotencyKey: r.key, Created: r.createdAt,
 		})
 	}
 }

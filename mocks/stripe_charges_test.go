@@ -27,58 +27,51 @@ func TestChargesFollowTheirPaymentIntent(t *testing.T) {
 	}
 	refund := func(form url.Values) { b.c.post("/v1/refunds", form, "").refund(t) }
 
+	// chargeState is a charge's money: its status, whether it is paid,
+	// captured and refunded in full, and the amounts captured and refunded.
+	type chargeState struct {
+		status                         string
+		paid, captured, refunded       bool
+		amountCaptured, amountRefunded int64
+	}
+	requireCharge := func(pi mocks.StripePaymentIntent, want chargeState) mocks.StripeCharge {
+		t.Helper()
+		ch := chargeOf(pi)
+		require.Equal(t, want, chargeState{ch.Status, ch.Paid, ch.Captured, ch.Refunded, ch.AmountCaptured, ch.AmountRefunded})
+		return ch
+	}
+
 	// Captured at once.
 	pi := b.c.post("/v1/payment_intents", charge("1500", "pm_card_visa"), "").pi(t)
-	ch := chargeOf(pi)
+	ch := requireCharge(pi, chargeState{"succeeded", true, true, false, 1500, 0})
 	require.Equal(t, "charge", ch.Object)
 	require.Equal(t, pi.ID, ch.PaymentIntent)
-	require.Equal(t, "succeeded", ch.Status)
-	require.True(t, ch.Paid)
-	require.True(t, ch.Captured)
-	require.Equal(t, int64(1500), ch.AmountCaptured)
 	require.Equal(t, "usd", ch.Currency)
 
 	// Refunded in part, then in full.
-	refund(url.Values{"payment_intent": {pi.ID}, "amount": {"500"}})
-	ch = chargeOf(pi)
-	require.Equal(t, int64(500), ch.AmountRefunded)
-	require.False(t, ch.Refunded)
-	refund(url.Values{"payment_intent": {pi.ID}})
-	ch = chargeOf(pi)
-	require.Equal(t, int64(1500), ch.AmountRefunded)
-	require.True(t, ch.Refunded)
+	refund(refundForm(pi.ID, "500"))
+	requireCharge(pi, chargeState{"succeeded", true, true, false, 1500, 500})
+	refund(refundForm(pi.ID, ""))
+	requireCharge(pi, chargeState{"succeeded", true, true, true, 1500, 1500})
 
 	// Authorized, then canceled: the charge stays paid, uncaptured, and is
 	// refunded in full.
 	form := manual(charge("2000", "pm_card_visa"))
 	auth := b.c.post("/v1/payment_intents", form, "").pi(t)
-	ch = chargeOf(auth)
-	require.True(t, ch.Paid)
-	require.False(t, ch.Captured)
-	require.Equal(t, "succeeded", ch.Status)
+	requireCharge(auth, chargeState{"succeeded", true, false, false, 0, 0})
 	canceled := b.c.post("/v1/payment_intents/"+auth.ID+"/cancel", url.Values{"cancellation_reason": {"abandoned"}}, "").pi(t)
 	require.Equal(t, "canceled", canceled.Status)
 	require.Zero(t, canceled.AmountCapturable)
 	require.Zero(t, canceled.AmountReceived)
 	require.Equal(t, auth.LatestCharge, canceled.LatestCharge)
-	ch = chargeOf(canceled)
-	require.True(t, ch.Paid)
-	require.False(t, ch.Captured)
-	require.True(t, ch.Refunded)
-	require.Equal(t, int64(2000), ch.AmountRefunded)
+	requireCharge(canceled, chargeState{"succeeded", true, false, true, 0, 2000})
 
 	// Authorized, then captured in part, then refunded in full.
 	auth = b.c.post("/v1/payment_intents", form, "").pi(t)
 	b.c.post("/v1/payment_intents/"+auth.ID+"/capture", url.Values{"amount_to_capture": {"1200"}}, "").pi(t)
-	ch = chargeOf(auth)
-	require.True(t, ch.Paid)
-	require.True(t, ch.Captured)
-	require.Equal(t, int64(1200), ch.AmountCaptured)
-	require.False(t, ch.Refunded)
-	refund(url.Values{"payment_intent": {auth.ID}})
-	ch = chargeOf(auth)
-	require.Equal(t, int64(1200), ch.AmountRefunded)
-	require.True(t, ch.Refunded)
+	requireCharge(auth, chargeState{"succeeded", true, true, false, 1200, 0})
+	refund(refundForm(auth.ID, ""))
+	requireCharge(auth, chargeState{"succeeded", true, true, true, 1200, 1200})
 
 	// Declined, then canceled: the charge failed and was never paid.
 	r := b.c.post("/v1/payment_intents", charge("900", "pm_card_chargeDeclined"), "")
@@ -87,10 +80,7 @@ func TestChargesFollowTheirPaymentIntent(t *testing.T) {
 	require.NotNil(t, declined)
 	canceled = b.c.post("/v1/payment_intents/"+declined.ID+"/cancel", nil, "").pi(t)
 	require.Equal(t, "canceled", canceled.Status)
-	ch = chargeOf(canceled)
-	require.Equal(t, "failed", ch.Status)
-	require.False(t, ch.Paid)
-	require.False(t, ch.Captured)
+	ch = requireCharge(canceled, chargeState{"failed", false, false, false, 0, 0})
 	require.Equal(t, "card_declined", ch.FailureCode)
 	raw := b.c.get("/v1/charges/" + canceled.LatestCharge).raw(t)
 	require.Contains(t, raw, "failure_code")

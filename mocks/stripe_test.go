@@ -299,7 +299,7 @@ func TestRefunds(t *testing.T) {
 	b := setup(t, mocks.StripeOptions{})
 	pi := b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa", "order", "o-9"), "").pi(t)
 
-	re := b.c.post("/v1/refunds", url.Values{"payment_intent": {pi.ID}, "amount": {"300"}, "metadata[op]": {"r1"}}, "rk1").refund(t)
+	re := b.c.post("/v1/refunds", refundForm(pi.ID, "300", "op", "r1"), "rk1").refund(t)
 	require.True(t, strings.HasPrefix(re.ID, "re_"), re.ID)
 	require.Equal(t, "refund", re.Object)
 	require.Equal(t, int64(300), re.Amount)
@@ -309,7 +309,7 @@ func TestRefunds(t *testing.T) {
 	require.Equal(t, "succeeded", re.Status)
 	require.Equal(t, map[string]string{"op": "r1"}, re.Metadata)
 
-	e := b.c.post("/v1/refunds", url.Values{"payment_intent": {pi.ID}, "amount": {"800"}}, "").err(t, 400)
+	e := b.c.post("/v1/refunds", refundForm(pi.ID, "800"), "").err(t, 400)
 	require.Equal(t, "invalid_request_error", e.Type)
 	require.Equal(t, "amount_too_large", e.Code)
 	require.Equal(t, "amount", e.Param)
@@ -319,7 +319,7 @@ func TestRefunds(t *testing.T) {
 	rest := b.c.post("/v1/refunds", url.Values{"charge": {pi.LatestCharge}}, "").refund(t)
 	require.Equal(t, int64(700), rest.Amount)
 
-	e = b.c.post("/v1/refunds", url.Values{"payment_intent": {pi.ID}}, "").err(t, 400)
+	e = b.c.post("/v1/refunds", refundForm(pi.ID, ""), "").err(t, 400)
 	require.Equal(t, "charge_already_refunded", e.Code)
 
 	require.Equal(t, re, b.c.get("/v1/refunds/"+re.ID).refund(t))
@@ -332,16 +332,16 @@ func TestRefunds(t *testing.T) {
 	require.Len(t, l.Data, 2)
 	require.Equal(t, rest.ID, l.Data[0].ID, "newest first")
 
-	e = b.c.post("/v1/refunds", url.Values{"payment_intent": {"pi_missing"}}, "").err(t, 404)
+	e = b.c.post("/v1/refunds", refundForm("pi_missing", ""), "").err(t, 404)
 	require.Equal(t, "resource_missing", e.Code)
 	e = b.c.post("/v1/refunds", url.Values{}, "").err(t, 400)
 	require.Equal(t, "parameter_missing", e.Code)
-	e = b.c.post("/v1/refunds", url.Values{"payment_intent": {pi.ID}, "amount": {"0"}}, "").err(t, 400)
+	e = b.c.post("/v1/refunds", refundForm(pi.ID, "0"), "").err(t, 400)
 	require.Equal(t, "amount", e.Param)
 
 	form := manual(charge("1000", "pm_card_visa"))
 	held := b.c.post("/v1/payment_intents", form, "").pi(t)
-	e = b.c.post("/v1/refunds", url.Values{"payment_intent": {held.ID}}, "").err(t, 400)
+	e = b.c.post("/v1/refunds", refundForm(held.ID, ""), "").err(t, 400)
 	require.Contains(t, e.Message, "does not have a successful charge to refund")
 
 	truth := b.f.Truth()

@@ -1,7 +1,6 @@
 package mocks
 
 import (
-	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -142,9 +141,6 @@ type ykRefund struct {
 // not validate: a wrong option is a bug in the test. Call Release before
 // shutting its server down.
 func NewYooKassaHandler(opts YooKassaOptions) *YooKassaHandler {
-	if err := opts.Validate(); err != nil {
-		panic(err)
-	}
 	y := &YooKassaHandler{
 		payments: make(map[string]*ykPayment),
 		refunds:  make(map[string]*ykRefund),
@@ -154,8 +150,8 @@ func NewYooKassaHandler(opts YooKassaOptions) *YooKassaHandler {
 	// outcome is unknown and a repeat with the same key tells it. So
 	// 5xx answers are not replayed, and after a processed 500 the key
 	// keeps the real outcome.
-	idem := idemPolicy{ttl: cmp.Or(opts.KeyTTL, YooKassaKeyTTL), keep: func(status int) bool { return status < 500 }, keepRealAfter500: true}
-	y.start(opts.coreConfig(idem), y, y.truthRecords)
+	idem := idemPolicy{keep: func(status int) bool { return status < 500 }, keepRealAfter500: true}
+	y.setUp(opts, opts.KeyTTL, YooKassaKeyTTL, idem, y, y.truthRecords)
 	y.shopID, y.secretKey = opts.ShopID, opts.SecretKey
 	if y.shopID == "" {
 		y.shopID = "5" + strings.Map(digitOf, y.core.ids.next("", 5))

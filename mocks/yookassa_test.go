@@ -14,18 +14,6 @@ import (
 	"github.com/payonce/payonce/mocks"
 )
 
-// ykSetup starts a YooKassa fake on a manual clock; opts.Clock is
-// overridden.
-func ykSetup(t *testing.T, opts mocks.YooKassaOptions) *ykBundle {
-	t.Helper()
-	return startFake(t, &opts.Clock, func() *mocks.YooKassa { return mocks.NewYooKassa(opts) }, ykClient)
-}
-
-func ykClient(t *testing.T, f *mocks.YooKassa, hc *http.Client) *client {
-	return &client{t: t, base: f.URL(), keyHeader: "Idempotence-Key", hc: hc,
-		auth: func(r *http.Request) { r.SetBasicAuth(f.ShopID(), f.SecretKey()) }}
-}
-
 func ykPayment(value, cur, method string, capture bool, md ...string) map[string]any {
 	m := map[string]any{"amount": map[string]string{"value": value, "currency": cur},
 		"capture": capture, "payment_method_id": method}

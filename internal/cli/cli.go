@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -269,4 +270,11 @@ func runSubcommand(ctx context.Context, a *App, args []string, cmd, usage string
 		return nil
 	}
 	return usageErrorf("unknown %s subcommand %q: %s", cmd, args[0], usage)
+}
+
+// writeJSON writes v as one line of JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }

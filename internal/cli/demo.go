@@ -80,8 +80,8 @@ Exit code 0 when no reference was charged or refunded twice and every
 operation settled (succeeded, failed, or in manual review); 1 otherwise.
 Needs no credential and no setup: the ledger is a temporary SQLite file
 unless --ledger (or PAYONCE_LEDGER) names one.`)
-	lf := addLedgerFlags(f)
 	var asJSON bool
+	lf := addLedgerFlags(f, &asJSON, "print the report as one JSON object")
 	provider := "stripe"
 	f.StringVar(&provider, "provider", provider, "the fake to run against, `NAME`: "+demoProviderNames()+"; or PAYONCE_PROVIDER")
 	f.IntVar(&s.Orders, "orders", s.Orders, "`N` orders to charge")
@@ -92,7 +92,6 @@ unless --ledger (or PAYONCE_LEDGER) names one.`)
 	f.duration(&s.KeyTTL, "key-ttl", s.KeyTTL, "idempotency key TTL of the fake and the adapter (`D`); stored 500s reach\nreview once it has passed")
 	f.duration(&s.ClockSkew, "clock-skew", s.ClockSkew, "clock-skew allowance (`D`): resends stop the attempt timeout ("+s.AttemptTimeout.String()+") plus\n"+
 		"the larger of this and 1% of --key-ttl before the key expires; small by default,\nsince the fake runs on this machine's clock")
-	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	if _, err := f.parseArgs(a, args); err != nil {
 		return err
 	}

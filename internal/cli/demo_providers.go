@@ -16,6 +16,32 @@ type demoFault struct {
 	share float64
 }
 
+// faultShares gives each fault kind its share of a demo's total fault
+// rate; a kind with share 0 is left out of the mix.
+type faultShares struct {
+	drop, hang, gatewayBefore, gatewayAfter, rateLimit, slow, stored500, processed500 float64
+}
+
+// mix lists the kinds with a share, always in the same order.
+func (f faultShares) mix() []demoFault {
+	var out []demoFault
+	for _, m := range []demoFault{
+		{mocks.FaultDropAfterProcessing, f.drop},
+		{mocks.FaultHangAfterProcessing, f.hang},
+		{mocks.FaultGatewayBefore502, f.gatewayBefore},
+		{mocks.FaultGatewayAfter502, f.gatewayAfter},
+		{mocks.FaultRateLimit429, f.rateLimit},
+		{mocks.FaultSlow, f.slow},
+		{mocks.FaultStored500, f.stored500},
+		{mocks.FaultProcessed500, f.processed500},
+	} {
+		if m.share > 0 {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // demoFake is the part of a fake provider the demo uses.
 type demoFake interface {
 	URL() string
@@ -87,15 +113,7 @@ func adapterConfig(s demoSettings, url string, env map[string]string) AdapterCon
 func stripeDemo() demoProvider {
 	return demoProvider{
 		name: "stripe", title: "Stripe", currency: "USD", lagName: "search lag", fakeLag: true,
-		faultMix: []demoFault{
-			{mocks.FaultDropAfterProcessing, 0.15},
-			{mocks.FaultHangAfterProcessing, 0.15},
-			{mocks.FaultGatewayBefore502, 0.15},
-			{mocks.FaultGatewayAfter502, 0.15},
-			{mocks.FaultRateLimit429, 0.10},
-			{mocks.FaultSlow, 0.15},
-			{mocks.FaultStored500, 0.15},
-		},
+		faultMix: faultShares{drop: 0.15, hang: 0.15, gatewayBefore: 0.15, gatewayAfter: 0.15, rateLimit: 0.10, slow: 0.15, stored500: 0.15}.mix(),
 		good:     "pm_card_visa",
 		declines: []string{"pm_card_chargeDeclined"},
 		start: func(s demoSettings, rates map[mocks.FaultKind]float64) (demoFake, payonce.Provider, error) {
@@ -119,17 +137,8 @@ func stripeDemo() demoProvider {
 func yookassaDemo() demoProvider {
 	return demoProvider{
 		name: "yookassa", title: "YooKassa", currency: "RUB", lagName: "list lag",
-		faultMix: []demoFault{
-			{mocks.FaultDropAfterProcessing, 0.15},
-			{mocks.FaultHangAfterProcessing, 0.10},
-			{mocks.FaultGatewayBefore502, 0.10},
-			{mocks.FaultGatewayAfter502, 0.15},
-			{mocks.FaultRateLimit429, 0.10},
-			{mocks.FaultSlow, 0.10},
-			{mocks.FaultStored500, 0.10},
-			{mocks.FaultProcessed500, 0.20},
-		},
-		good: mocks.YooKassaMethodSucceeds,
+		faultMix: faultShares{drop: 0.15, hang: 0.10, gatewayBefore: 0.10, gatewayAfter: 0.15, rateLimit: 0.10, slow: 0.10, stored500: 0.10, processed500: 0.20}.mix(),
+		good:     mocks.YooKassaMethodSucceeds,
 		declines: []string{mocks.YooKassaMethodInsufficientFunds, mocks.YooKassaMethodGeneralDecline,
 			mocks.YooKassaMethodExpired, mocks.YooKassaMethodFraud},
 		start: func(s demoSettings, rates map[mocks.FaultKind]float64) (demoFake, payonce.Provider, error) {
@@ -177,16 +186,7 @@ func yookassaRefundOp(desc string) string {
 func checkoutDemo() demoProvider {
 	return demoProvider{
 		name: "checkout", title: "Checkout.com", currency: "EUR", lagName: "settle lag",
-		faultMix: []demoFault{
-			{mocks.FaultDropAfterProcessing, 0.15},
-			{mocks.FaultHangAfterProcessing, 0.10},
-			{mocks.FaultGatewayBefore502, 0.10},
-			{mocks.FaultGatewayAfter502, 0.10},
-			{mocks.FaultRateLimit429, 0.10},
-			{mocks.FaultSlow, 0.10},
-			{mocks.FaultStored500, 0.10},
-			{mocks.FaultProcessed500, 0.25},
-		},
+		faultMix: faultShares{drop: 0.15, hang: 0.10, gatewayBefore: 0.10, gatewayAfter: 0.10, rateLimit: 0.10, slow: 0.10, stored500: 0.10, processed500: 0.25}.mix(),
 		good:     mocks.CheckoutSourceApproved,
 		declines: []string{mocks.CheckoutSourceDoNotHonour, mocks.CheckoutSourceInsufficientFunds, mocks.CheckoutSourceExpiredCard},
 		start: func(s demoSettings, rates map[mocks.FaultKind]float64) (demoFake, payonce.Provider, error) {

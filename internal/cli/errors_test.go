@@ -1,21 +1,13 @@
 package cli_test
 
 import (
-	"bytes"
-	"context"
 	"database/sql"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/payonce/payonce"
-	"github.com/payonce/payonce/internal/cli"
-	"github.com/payonce/payonce/mocks"
-	"github.com/payonce/payonce/providers/stripe"
 )
 
 const testKey = "sk_test_DoNotPrintMe0123456789"
@@ -30,12 +22,7 @@ func TestActionableErrors(t *testing.T) {
 	env := map[string]string{"PAYONCE_LEDGER": migrated, "STRIPE_API_KEY": testKey}
 	charge := []string{"charge", "--order", "o1", "--amount", "100", "--currency", "USD"}
 
-	for _, tc := range []struct {
-		name string
-		env  map[string]string
-		args []string
-		want []string
-	}{
+	requireUsageErrors(t, []usageCase{
 		{"unknown command", nil, []string{"chrage"}, []string{`unknown command "chrage"`, `did you mean "charge"`, "payonce help"}},
 		{"unknown subcommand", env, []string{"ops", "delete"}, []string{`unknown ops subcommand "delete"`}},
 		{"no subcommand", env, []string{"review"}, []string{"review needs a subcommand"}},
@@ -69,18 +56,12 @@ func TestActionableErrors(t *testing.T) {
 		{"ledger not migrated", nil, []string{"review", "list", "--ledger", "sqlite:" + emptyFile(t, dir)}, []string{"no payonce tables", "payonce migrate"}},
 		{"ledger directory missing", nil, []string{"migrate", "--ledger", filepath.Join(dir, "nope", "x.db")}, []string{"does not exist"}},
 		{"bad demo size", env, []string{"demo", "--orders", "0"}, []string{"--orders must be"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			r := runMain(t, tc.env, tc.args...)
-			require.Equal(t, 2, r.code, "%s", r)
-			for _, w := range tc.want {
-				require.Contains(t, r.stderr, w, "%s", r)
-			}
-			require.NotContains(t, r.stdout+r.stderr, testKey)
-			require.NotContains(t, r.stdout+r.stderr, "s3cretpw", "a password was printed")
-		})
-	}
+	}, func(t *testing.T, tc usageCase) result {
+		r := runMain(t, tc.env, tc.args...)
+		require.NotContains(t, r.stdout+r.stderr, testKey)
+		require.NotContains(t, r.stdout+r.stderr, "s3cretpw", "a password was printed")
+		return r
+	})
 }
 
 // emptyFile creates an SQLite database without payonce's tables.
@@ -144,64 +125,6 @@ func TestHelp(t *testing.T) {
 	r = runMain(t, nil, "help", "nosuch")
 	require.Equal(t, 2, r.code, "%s", r)
 }
-
-// A second adapter is one registration: its credential variables are
-// checked and named, never read from flags.
-func TestRegistryAddsAProvider(t *testing.T) {
-	t.Parallel()
-	fake := mocks.NewStripe(mocks.StripeOptions{})
-	t.Cleanup(fake.Close)
-	reg, err := cli.NewRegistry(cli.StripeAdapter(), cli.Adapter{
-		Name:    "checkout",
-		EnvVars: []string{"CHECKOUT_SECRET_KEY", "CHECKOUT_PROCESSING_CHANNEL"},
-		New: func(c cli.AdapterConfig) (payonce.Provider, error) {
-			p, err := stripe.New(stripe.Config{APIKey: c.Env["CHECKOUT_SECRET_KEY"], BaseURL: c.BaseURL, KeyTTL: c.KeyTTL})
-			if err != nil {
-				return nil, err
-			}
-			return renamed{p, "checkout"}, nil
-		},
-	})
-	require.NoError(t, err)
-	require.Equal(t, []string{"checkout", "stripe"}, reg.Names())
-	require.Error(t, reg.Register(cli.StripeAdapter()), "a name registered twice")
-	require.Error(t, reg.Register(cli.Adapter{Name: "x"}), "an adapter without a constructor")
-
-	ledgerDSN := "sqlite:" + filepath.Join(t.TempDir(), "l.db")
-	run := func(env map[string]string, args ...string) result {
-		var out, errb bytes.Buffer
-		app := &cli.App{Env: func(k string) string { return env[k] }, Stdout: &out, Stderr: &errb, Providers: reg}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		code := app.Run(ctx, args)
-		return result{stdout: out.String(), stderr: errb.String(), code: code}
-	}
-	env := map[string]string{"PAYONCE_LEDGER": ledgerDSN}
-	require.Equal(t, 0, run(env, "migrate").code)
-	args := []string{"charge", "--provider", "checkout", "--base-url", fake.URL(), "--order", "o-1", "--amount", "100", "--currency", "GBP", "--payment-method", "pm_card_visa", "--json"}
-	r := run(env, args...)
-	require.Equal(t, 2, r.code, "%s", r)
-	require.Contains(t, r.stderr, "CHECKOUT_SECRET_KEY and CHECKOUT_PROCESSING_CHANNEL")
-	r = run(with(env, "CHECKOUT_SECRET_KEY", fake.APIKey()), args...)
-	require.Equal(t, 2, r.code, "%s", r)
-	require.Contains(t, r.stderr, "needs CHECKOUT_PROCESSING_CHANNEL set")
-	r = run(with(env, "CHECKOUT_SECRET_KEY", fake.APIKey(), "CHECKOUT_PROCESSING_CHANNEL", "pc_1"), args...)
-	require.Equal(t, 0, r.code, "%s", r)
-	require.Equal(t, "checkout", r.jsonObject(t)["provider"])
-	require.NotContains(t, r.stdout+r.stderr, fake.APIKey())
-	list := run(env, "ops", "list", "--provider", "checkout", "--json")
-	require.Len(t, list.jsonLines(t), 1)
-}
-
-// renamed is an adapter under another name (for the registry test only).
-type renamed struct {
-	*stripe.Provider
-	name string
-}
-
-func (r renamed) Name() string { return r.name }
-
-var _ payonce.Provider = renamed{}
 
 func TestPostgresSchemaErrors(t *testing.T) {
 	t.Parallel()

@@ -22,16 +22,15 @@ func runOps(ctx context.Context, a *App, args []string) error {
 func runOpsList(ctx context.Context, a *App, args []string) error {
 	f := newFlags("ops list", "payonce ops list [--status S] [--provider P] [--kind K] [--limit N] [--after ID] [--json]",
 		"Lists operations ordered by id: a table, or one JSON object per line with --json.")
-	lf := addLedgerFlags(f)
+	var asJSON bool
+	lf := addLedgerFlags(f, &asJSON, "print one JSON object per operation")
 	var status, provider, kind, after string
 	var limit int
-	var asJSON bool
 	f.StringVar(&status, "status", "", "only operations in status `S`: pending, in_flight, unknown, succeeded,\nfailed or manual_review")
 	f.StringVar(&provider, "provider", "", "only operations of provider `P`")
 	f.StringVar(&kind, "kind", "", "only operations of kind `K`: charge, capture, cancel or refund")
 	f.IntVar(&limit, "limit", 100, "at most `N` operations")
 	f.StringVar(&after, "after", "", "start after this operation `ID` (paging)")
-	f.BoolVar(&asJSON, "json", false, "print one JSON object per operation")
 	if _, err := f.parseArgs(a, args); err != nil {
 		return err
 	}
@@ -227,9 +226,8 @@ func dash(s string) string {
 func runOpsShow(ctx context.Context, a *App, args []string) error {
 	f := newFlags("ops show", "payonce ops show ID [--json]",
 		"Shows one operation with its attempts and its audit events (status lookups,\nresolutions).")
-	lf := addLedgerFlags(f)
 	var asJSON bool
-	f.BoolVar(&asJSON, "json", false, "print one JSON object: operation, attempts, events")
+	lf := addLedgerFlags(f, &asJSON, "print one JSON object: operation, attempts, events")
 	pos, err := f.parseArgs(a, args, "ID")
 	if err != nil {
 		return err
@@ -352,14 +350,13 @@ func runReviewList(ctx context.Context, a *App, args []string) error {
 		`Lists the operations in manual review, oldest first. Automation sends nothing
 more for them (it only keeps looking them up, read-only); an operator checks
 the provider's dashboard and resolves each with "payonce review resolve".`)
-	lf := addLedgerFlags(f)
+	var asJSON bool
+	lf := addLedgerFlags(f, &asJSON, "print one JSON object per operation")
 	var provider, kind string
 	var limit int
-	var asJSON bool
 	f.StringVar(&provider, "provider", "", "only operations of provider `P`")
 	f.StringVar(&kind, "kind", "", "only operations of kind `K`")
 	f.IntVar(&limit, "limit", 100, "at most `N` operations")
-	f.BoolVar(&asJSON, "json", false, "print one JSON object per operation")
 	if _, err := f.parseArgs(a, args); err != nil {
 		return err
 	}
@@ -411,15 +408,14 @@ recorded) when an earlier object succeeded or is still processing, when the
 review reason is "duplicated", or when the provider could not be asked. So it
 needs the provider's credentials, as the payment commands do; --provider
 defaults to the operation's own.`)
-	lf := addLedgerFlags(f)
+	var asJSON bool
+	lf := addLedgerFlags(f, &asJSON, "print the resolved operation as one JSON object")
 	pf := addProviderFlags(f)
 	var outcome, actor, note, ref string
-	var asJSON bool
 	f.StringVar(&outcome, "outcome", "", "`OUTCOME`: succeeded, failed or resend (required)")
 	f.StringVar(&actor, "actor", "", "`NAME` of who decides, e.g. yours (required)")
 	f.StringVar(&note, "note", "", "`TEXT`: why, e.g. what the provider's dashboard shows (required)")
 	f.StringVar(&ref, "provider-ref", "", "the provider's `ID` of the object (required with succeeded)")
-	f.BoolVar(&asJSON, "json", false, "print the resolved operation as one JSON object")
 	pos, err := f.parseArgs(a, args, "ID")
 	if err != nil {
 		return err

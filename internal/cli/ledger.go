@@ -36,7 +36,10 @@ type ledgerFlags struct {
 	dsn, schema string
 }
 
-func addLedgerFlags(f *cmdFlags) *ledgerFlags {
+// addLedgerFlags defines --ledger and --schema, and --json (help
+// jsonUsage) into asJSON: every command that opens the ledger has the three.
+func addLedgerFlags(f *cmdFlags, asJSON *bool, jsonUsage string) *ledgerFlags {
+	f.BoolVar(asJSON, "json", false, jsonUsage)
 	lf := &ledgerFlags{f: f}
 	f.StringVar(&lf.dsn, "ledger", DefaultLedger,
 		"the ledger `DSN`: postgres://... (PostgreSQL), sqlite:PATH or a file path (SQLite);\nor PAYONCE_LEDGER")

@@ -190,3 +190,29 @@ func with(env map[string]string, kv ...string) map[string]string {
 	}
 	return out
 }
+
+// usageCase is a command line (args, with env) that must exit 2 naming
+// every want on stderr.
+type usageCase struct {
+	name string
+	env  map[string]string
+	args []string
+	want []string
+}
+
+// requireUsageErrors runs each case in parallel with run, which checks
+// what the case's own test adds, and checks that it exits 2 with every want
+// on stderr.
+func requireUsageErrors(t *testing.T, cases []usageCase, run func(*testing.T, usageCase) result) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := run(t, tc)
+			require.Equal(t, 2, r.code, "%s", r)
+			for _, w := range tc.want {
+				require.Contains(t, r.stderr, w, "%s", r)
+			}
+		})
+	}
+}

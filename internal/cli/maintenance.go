@@ -16,9 +16,8 @@ import (
 func runMigrate(ctx context.Context, a *App, args []string) error {
 	f := newFlags("migrate", "payonce migrate [--ledger DSN] [--schema NAME] [--json]",
 		"Creates the ledger's tables, or applies the migrations it lacks. Safe to run\nagain, and from several processes at once.")
-	lf := addLedgerFlags(f)
 	var asJSON bool
-	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object")
+	lf := addLedgerFlags(f, &asJSON, "print the result as one JSON object")
 	if _, err := f.parseArgs(a, args); err != nil {
 		return err
 	}
@@ -58,9 +57,10 @@ reconcilers may share one PostgreSQL ledger.
   --once        one pass, then print its report
   --until-idle  passes until one claims nothing (for cron jobs)
   (default)     a pass every --interval until SIGINT or SIGTERM`)
-	lf := addLedgerFlags(f)
+	var asJSON bool
+	lf := addLedgerFlags(f, &asJSON, "print the report as one JSON object (--once, --until-idle)")
 	pf := addProviderFlags(f)
-	var once, idle, asJSON bool
+	var once, idle bool
 	var interval time.Duration
 	var batch, conc int
 	f.BoolVar(&once, "once", false, "run one pass and print its report")
@@ -68,7 +68,6 @@ reconcilers may share one PostgreSQL ledger.
 	f.duration(&interval, "interval", 10*time.Second, "wait `D` between passes when nothing is due")
 	f.IntVar(&batch, "batch", 100, "`N` operations claimed per pass")
 	f.IntVar(&conc, "concurrency", 4, "`N` operations settled at once")
-	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object (--once, --until-idle)")
 	if _, err := f.parseArgs(a, args); err != nil {
 		return err
 	}
@@ -182,16 +181,15 @@ func runCleanup(ctx context.Context, a *App, args []string) error {
 		`Deletes succeeded and failed operations that finished more than --retention
 ago. It refuses a retention shorter than the provider's key TTL, and never
 deletes an operation that is pending, unknown or in review.`)
-	lf := addLedgerFlags(f)
+	var asJSON bool
+	lf := addLedgerFlags(f, &asJSON, "print the report as one JSON object")
 	pf := addProviderFlags(f)
 	var retention, tombstones time.Duration
 	var batch int
-	var asJSON bool
 	f.duration(&retention, "retention", 0, "keep finished operations this long, `D` such as 30d (required)")
 	f.duration(&tombstones, "tombstone-retention", 0, "keep the tombstones of deleted operations this long, `D` (at least --retention);\n"+
 		"0 keeps them forever, so that a late duplicate call always gets the recorded outcome")
 	f.IntVar(&batch, "batch", 1000, "`N` operations deleted per transaction")
-	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	if _, err := f.parseArgs(a, args); err != nil {
 		return err
 	}

@@ -1,7 +1,10 @@
 package cli_test
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 	"github.com/payonce/payonce/internal/cli"
 	"github.com/payonce/payonce/mocks"
 	"github.com/payonce/payonce/providers/checkout"
+	"github.com/payonce/payonce/providers/stripe"
 	"github.com/payonce/payonce/providers/yookassa"
 )
 
@@ -62,10 +66,8 @@ func TestYooKassaCommands(t *testing.T) {
 		env := with(tg.env(), "PAYONCE_PROVIDER", "yookassa", "YOOKASSA_SHOP_ID", fake.ShopID(), "YOOKASSA_SECRET_KEY", fake.SecretKey())
 		base := migrated(t, fake, env)
 
-		r := runBinary(t, env, "charge", "--provider", "yookassa", base, "--order", "yk-1", "--amount", "120000", "--currency", "RUB",
-			"--payment-method", mocks.YooKassaMethodSucceeds, "--json")
-		res := wantJSON(t, r, 0)
-		require.Equal(t, "succeeded", res["status"], "%s", r)
+		r, res := runCharge(t, env, 0, "succeeded", "--provider", "yookassa", base, "--order", "yk-1", "--amount", "120000", "--currency", "RUB",
+			"--payment-method", mocks.YooKassaMethodSucceeds)
 		require.Equal(t, "yookassa", res["provider"])
 		require.Equal(t, providerOpID(t, "yookassa", payonce.KindCharge, "yk-1"), res["operation_id"])
 		require.NotEmpty(t, res["provider_ref"])
@@ -74,15 +76,12 @@ func TestYooKassaCommands(t *testing.T) {
 		require.EqualValues(t, 120000, p.AmountCaptured)
 		require.Equal(t, "RUB", p.Currency)
 
-		again := runBinary(t, env, "charge", base, "--order", "yk-1", "--amount", "120000", "--currency", "RUB",
-			"--payment-method", mocks.YooKassaMethodSucceeds, "--json")
-		require.Equal(t, 0, again.code, "%s", again)
-		require.Equal(t, true, again.jsonObject(t)["replayed"])
+		again, rep := runCharge(t, env, 0, "succeeded", base, "--order", "yk-1", "--amount", "120000", "--currency", "RUB",
+			"--payment-method", mocks.YooKassaMethodSucceeds)
+		require.Equal(t, true, rep["replayed"])
 
-		d := runBinary(t, env, "charge", base, "--order", "yk-2", "--amount", "5000", "--currency", "RUB",
-			"--payment-method", mocks.YooKassaMethodInsufficientFunds, "--json")
-		require.Equal(t, 3, d.code, "%s", d)
-		require.Equal(t, "failed", d.jsonObject(t)["status"])
+		d, _ := runCharge(t, env, 3, "failed", base, "--order", "yk-2", "--amount", "5000", "--currency", "RUB",
+			"--payment-method", mocks.YooKassaMethodInsufficientFunds)
 
 		// YooKassa refunds need an amount.
 		noAmt := runBinary(t, env, "refund", base, "--order", "yk-1", "--json")
@@ -109,20 +108,16 @@ func TestCheckoutCommands(t *testing.T) {
 		env := with(tg.env(), "CHECKOUT_SECRET_KEY", fake.SecretKey())
 		base := migrated(t, fake, env)
 
-		r := runBinary(t, env, "charge", "--provider", "checkout", base, "--order", "ck-1", "--amount", "1999", "--currency", "EUR",
-			"--payment-method", mocks.CheckoutSourceApproved, "--json")
-		res := wantJSON(t, r, 0)
-		require.Equal(t, "succeeded", res["status"], "%s", r)
+		r, res := runCharge(t, env, 0, "succeeded", "--provider", "checkout", base, "--order", "ck-1", "--amount", "1999", "--currency", "EUR",
+			"--payment-method", mocks.CheckoutSourceApproved)
 		require.Equal(t, "checkout", res["provider"])
 		require.True(t, strings.HasPrefix(res["provider_ref"].(string), "pay_"), "%s", r)
 		id := providerOpID(t, "checkout", payonce.KindCharge, "ck-1")
 		require.Equal(t, id, res["operation_id"])
 		require.Equal(t, map[string]int{id: 1}, fake.Truth().ChargesByReference())
 
-		d := runBinary(t, env, "charge", "--provider", "checkout", base, "--order", "ck-2", "--amount", "500", "--currency", "EUR",
-			"--payment-method", mocks.CheckoutSourceDoNotHonour, "--json")
-		require.Equal(t, 3, d.code, "%s", d)
-		require.Equal(t, "failed", d.jsonObject(t)["status"])
+		d, _ := runCharge(t, env, 3, "failed", "--provider", "checkout", base, "--order", "ck-2", "--amount", "500", "--currency", "EUR",
+			"--payment-method", mocks.CheckoutSourceDoNotHonour)
 
 		// Checkout.com accepts a refund with 202: the outcome is unknown until
 		// a lookup finds the action; the same command again looks it up.
@@ -155,12 +150,7 @@ func TestProviderCredentials(t *testing.T) {
 	tg := sqliteTarget(t)
 	require.Equal(t, 0, runBinary(t, tg.env(), "migrate").code)
 	charge := []string{"charge", "--order", "o1", "--amount", "100", "--currency", "EUR"}
-	for _, tc := range []struct {
-		name string
-		env  map[string]string
-		args []string
-		want []string
-	}{
+	requireUsageErrors(t, []usageCase{
 		{"stripe", nil, charge, []string{"provider stripe needs STRIPE_API_KEY set"}},
 		{"yookassa", nil, append(charge, "--provider", "yookassa"), []string{"provider yookassa needs YOOKASSA_SHOP_ID and YOOKASSA_SECRET_KEY set"}},
 		{"yookassa without key", map[string]string{"YOOKASSA_SHOP_ID": "123456"}, append(charge, "--provider", "yookassa"), []string{"needs YOOKASSA_SECRET_KEY set"}},
@@ -169,17 +159,11 @@ func TestProviderCredentials(t *testing.T) {
 		{"checkout from env", map[string]string{"PAYONCE_PROVIDER": "checkout", "STRIPE_API_KEY": "sk_test_x"}, charge, []string{"CHECKOUT_SECRET_KEY"}},
 		{"unknown provider", nil, append(charge, "--provider", "paypal"), []string{`unknown provider "paypal"`, "known providers are checkout, stripe, yookassa"}},
 		{"unknown demo provider", nil, []string{"demo", "--provider", "paypal"}, []string{`unknown provider "paypal"`, "stripe, yookassa, checkout"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			r := runBinary(t, with(tg.env(), flatten(tc.env)...), tc.args...)
-			require.Equal(t, 2, r.code, "%s", r)
-			for _, w := range tc.want {
-				require.Contains(t, r.stderr, w, "%s", r)
-			}
-			require.Empty(t, r.stdout)
-		})
-	}
+	}, func(t *testing.T, tc usageCase) result {
+		r := runBinary(t, with(tg.env(), flatten(tc.env)...), tc.args...)
+		require.Empty(t, r.stdout)
+		return r
+	})
 
 	// The help lists every provider's variables.
 	h := runBinary(t, nil, "help")
@@ -197,38 +181,112 @@ func TestProviderCredentials(t *testing.T) {
 	require.Contains(t, dh.stdout, "stripe, yookassa, checkout")
 }
 
+// A second adapter is one registration: its credential variables are
+// checked and named, never read from flags.
+func TestRegistryAddsAProvider(t *testing.T) {
+	t.Parallel()
+	fake := mocks.NewStripe(mocks.StripeOptions{})
+	t.Cleanup(fake.Close)
+	reg, err := cli.NewRegistry(cli.StripeAdapter(), cli.Adapter{
+		Name:    "checkout",
+		EnvVars: []string{"CHECKOUT_SECRET_KEY", "CHECKOUT_PROCESSING_CHANNEL"},
+		New: func(c cli.AdapterConfig) (payonce.Provider, error) {
+			p, err := stripe.New(stripe.Config{APIKey: c.Env["CHECKOUT_SECRET_KEY"], BaseURL: c.BaseURL, KeyTTL: c.KeyTTL})
+			if err != nil {
+				return nil, err
+			}
+			return renamed{p, "checkout"}, nil
+		},
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{"checkout", "stripe"}, reg.Names())
+	require.Error(t, reg.Register(cli.StripeAdapter()), "a name registered twice")
+	require.Error(t, reg.Register(cli.Adapter{Name: "x"}), "an adapter without a constructor")
+
+	ledgerDSN := "sqlite:" + filepath.Join(t.TempDir(), "l.db")
+	run := func(env map[string]string, args ...string) result {
+		var out, errb bytes.Buffer
+		app := &cli.App{Env: func(k string) string { return env[k] }, Stdout: &out, Stderr: &errb, Providers: reg}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		code := app.Run(ctx, args)
+		return result{stdout: out.String(), stderr: errb.String(), code: code}
+	}
+	env := map[string]string{"PAYONCE_LEDGER": ledgerDSN}
+	require.Equal(t, 0, run(env, "migrate").code)
+	args := []string{"charge", "--provider", "checkout", "--base-url", fake.URL(), "--order", "o-1", "--amount", "100", "--currency", "GBP", "--payment-method", "pm_card_visa", "--json"}
+	r := run(env, args...)
+	require.Equal(t, 2, r.code, "%s", r)
+	require.Contains(t, r.stderr, "CHECKOUT_SECRET_KEY and CHECKOUT_PROCESSING_CHANNEL")
+	r = run(with(env, "CHECKOUT_SECRET_KEY", fake.APIKey()), args...)
+	require.Equal(t, 2, r.code, "%s", r)
+	require.Contains(t, r.stderr, "needs CHECKOUT_PROCESSING_CHANNEL set")
+	r = run(with(env, "CHECKOUT_SECRET_KEY", fake.APIKey(), "CHECKOUT_PROCESSING_CHANNEL", "pc_1"), args...)
+	require.Equal(t, 0, r.code, "%s", r)
+	require.Equal(t, "checkout", r.jsonObject(t)["provider"])
+	require.NotContains(t, r.stdout+r.stderr, fake.APIKey())
+	list := run(env, "ops", "list", "--provider", "checkout", "--json")
+	require.Len(t, list.jsonLines(t), 1)
+}
+
+// renamed is an adapter under another name (for the registry test only).
+type renamed struct {
+	*stripe.Provider
+	name string
+}
+
+func (r renamed) Name() string { return r.name }
+
+var _ payonce.Provider = renamed{}
+
 // --base-url, --key-ttl and --search-lag reach each adapter's own config:
 // Stripe's SearchLag, YooKassa's ListLag, Checkout.com's SettleLag.
 func TestAdapterConfigMapping(t *testing.T) {
 	t.Parallel()
 	cfg := cli.AdapterConfig{BaseURL: "http://127.0.0.1:9", KeyTTL: 90 * time.Second, SearchLag: 7 * time.Second}
+	for _, tc := range []struct {
+		name    string
+		adapter cli.Adapter
+		env     map[string]string
+		// zeroEnv builds the adapter without flags, which keeps its
+		// defaults: defaultLag and defaultTTL.
+		zeroEnv                map[string]string
+		lag                    func(payonce.Provider) time.Duration
+		defaultLag, defaultTTL time.Duration
+	}{
+		{"yookassa", cli.YooKassaAdapter(), map[string]string{"YOOKASSA_SHOP_ID": "123456", "YOOKASSA_SECRET_KEY": "test_abcdefghijklmnopqrstuvwxyz"},
+			map[string]string{"YOOKASSA_SHOP_ID": "1", "YOOKASSA_SECRET_KEY": "k"},
+			func(p payonce.Provider) time.Duration { return p.(*yookassa.Provider).ListLag() }, yookassa.DefaultListLag, yookassa.DefaultKeyTTL},
+		{"checkout", cli.CheckoutAdapter(), map[string]string{"CHECKOUT_SECRET_KEY": "sk_sbox_abcdefghijklmnop"},
+			map[string]string{"CHECKOUT_SECRET_KEY": "sk_sbox_abcdefghijklmnop"},
+			func(p payonce.Provider) time.Duration { return p.(*checkout.Provider).SettleLag() }, checkout.DefaultSettleLag, checkout.DefaultKeyTTL},
+	} {
+		cfg.Env = tc.env
+		p, err := tc.adapter.New(cfg)
+		require.NoError(t, err)
+		require.Equal(t, tc.name, p.Name())
+		require.Equal(t, 90*time.Second, p.Info().KeyTTL)
+		require.Equal(t, 7*time.Second, tc.lag(p))
+		require.Contains(t, fmt.Sprint(p), "BaseURL:http://127.0.0.1:9")
 
-	cfg.Env = map[string]string{"YOOKASSA_SHOP_ID": "123456", "YOOKASSA_SECRET_KEY": "test_abcdefghijklmnopqrstuvwxyz"}
-	yk, err := cli.YooKassaAdapter().New(cfg)
-	require.NoError(t, err)
-	require.Equal(t, "yookassa", yk.Name())
-	require.Equal(t, 90*time.Second, yk.Info().KeyTTL)
-	require.Equal(t, 7*time.Second, yk.(*yookassa.Provider).ListLag())
-	require.Contains(t, fmt.Sprint(yk), "BaseURL:http://127.0.0.1:9")
-
-	cfg.Env = map[string]string{"CHECKOUT_SECRET_KEY": "sk_sbox_abcdefghijklmnop"}
-	ck, err := cli.CheckoutAdapter().New(cfg)
-	require.NoError(t, err)
-	require.Equal(t, "checkout", ck.Name())
-	require.Equal(t, 90*time.Second, ck.Info().KeyTTL)
-	require.Equal(t, 7*time.Second, ck.(*checkout.Provider).SettleLag())
-	require.Contains(t, fmt.Sprint(ck), "BaseURL:http://127.0.0.1:9")
-
-	// Zero flags keep the adapters' defaults.
-	ck, err = cli.CheckoutAdapter().New(cli.AdapterConfig{Env: cfg.Env})
-	require.NoError(t, err)
-	require.Equal(t, checkout.DefaultSettleLag, ck.(*checkout.Provider).SettleLag())
-	require.Equal(t, checkout.DefaultKeyTTL, ck.Info().KeyTTL)
-	yk, err = cli.YooKassaAdapter().New(cli.AdapterConfig{Env: map[string]string{"YOOKASSA_SHOP_ID": "1", "YOOKASSA_SECRET_KEY": "k"}})
-	require.NoError(t, err)
-	require.Equal(t, yookassa.DefaultListLag, yk.(*yookassa.Provider).ListLag())
+		// Zero flags keep the adapters' defaults.
+		p, err = tc.adapter.New(cli.AdapterConfig{Env: tc.zeroEnv})
+		require.NoError(t, err)
+		require.Equal(t, tc.defaultLag, tc.lag(p))
+		require.Equal(t, tc.defaultTTL, p.Info().KeyTTL)
+	}
 
 	require.Equal(t, []string{"checkout", "stripe", "yookassa"}, cli.DefaultRegistry().Names())
+}
+
+// runCharge runs "payonce charge ARGS --json", checks its exit code and
+// status, and returns the result with its JSON object.
+func runCharge(t *testing.T, env map[string]string, code int, status string, args ...string) (result, map[string]any) {
+	t.Helper()
+	r := runBinary(t, env, append(append([]string{"charge"}, args...), "--json")...)
+	res := wantJSON(t, r, code)
+	require.Equal(t, status, res["status"], "%s", r)
+	return r, res
 }
 
 func flatten(m map[string]string) []string {

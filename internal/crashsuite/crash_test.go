@@ -111,11 +111,8 @@ func newCrashEnv(t *testing.T, pg bool, opts mocks.StripeOptions) *crashEnv {
 	t.Cleanup(e.fake.Close)
 	e.child = childConfig{FakeURL: e.fake.URL(), APIKey: e.fake.APIKey()}
 	if pg {
-		pool := testkit.NewPool(t)
-		schema := testkit.NewSchema(t, pool)
-		s, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema})
-		require.NoError(t, err)
-		require.NoError(t, s.Migrate(context.Background()))
+		_, s := testkit.NewPGLedger(t, context.Background())
+		schema := s.Schema()
 		e.store = s
 		e.child.PGURL, e.child.Schema = testkit.URL(t), schema
 		e.reopen = func(t *testing.T) ledger.Store {

@@ -19,8 +19,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/childproc"
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/ledgerpg"
 	"github.com/payonce/payonce/providers/stripe"
 )
 
@@ -37,23 +37,24 @@ type workerStats struct {
 
 // classOf names the class of a call's error.
 func classOf(err error) string {
-	switch {
-	case err == nil:
+	if err == nil {
 		return "succeeded"
-	case errors.Is(err, payonce.ErrDeclined):
-		return "declined"
-	case errors.Is(err, payonce.ErrManualReview):
-		return "review"
-	case errors.Is(err, payonce.ErrInProgress):
-		return "in_progress"
-	case errors.Is(err, payonce.ErrProviderUnavailable):
-		return "unavailable"
-	case errors.Is(err, payonce.ErrOutcomeUnknown):
-		return "unknown"
-	case errors.Is(err, payonce.ErrFingerprintMismatch):
-		return "fingerprint_mismatch"
-	case errors.Is(err, payonce.ErrInvalid):
-		return "invalid"
+	}
+	for _, c := range []struct {
+		sentinel error
+		name     string
+	}{
+		{payonce.ErrDeclined, "declined"},
+		{payonce.ErrManualReview, "review"},
+		{payonce.ErrInProgress, "in_progress"},
+		{payonce.ErrProviderUnavailable, "unavailable"},
+		{payonce.ErrOutcomeUnknown, "unknown"},
+		{payonce.ErrFingerprintMismatch, "fingerprint_mismatch"},
+		{payonce.ErrInvalid, "invalid"},
+	} {
+		if errors.Is(err, c.sentinel) {
+			return c.name
+		}
 	}
 	return "error"
 }
@@ -111,21 +112,14 @@ func runWorker(cfg childConfig) int {
 	}
 	mine := cfg.Work.share(all, cfg.Index)
 
-	pcfg, err := pgxpool.ParseConfig(cfg.PGURL)
+	pool, store, err := childproc.OpenLedger(ctx, cfg.PGURL, cfg.Schema, func(pcfg *pgxpool.Config) {
+		pcfg.MaxConns = int32(cfg.Concurrency + 6)
+		pcfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	})
 	if err != nil {
-		return fail(exitSetup, "parsing the database URL: %v", err)
-	}
-	pcfg.MaxConns = int32(cfg.Concurrency + 6)
-	pcfg.ConnConfig.ConnectTimeout = 5 * time.Second
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return fail(exitSetup, "opening the pool: %v", err)
+		return fail(exitSetup, "%v", err)
 	}
 	defer pool.Close()
-	store, err := ledgerpg.New(pool, ledgerpg.Config{Schema: cfg.Schema})
-	if err != nil {
-		return fail(exitSetup, "ledger: %v", err)
-	}
 	// A service migrates at start-up (a no-op here). The database may be
 	// restarting right now: keep trying for a while, as a service would.
 	if err := retry(ctx, time.Minute, func() error { return store.Migrate(ctx) }); err != nil {

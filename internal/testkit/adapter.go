@@ -25,6 +25,8 @@ import (
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/ledgersqlite"
+	"github.com/payonce/payonce/mocks"
+	"github.com/payonce/payonce/providers/providertest"
 )
 
 // DoerFunc is a payonce.HTTPDoer made of a function.
@@ -168,6 +170,36 @@ func NewClient(t *testing.T, psp payonce.Provider, now func() time.Time) (*payon
 	require.NoError(t, err)
 	return client, store
 }
+
+// E2E drives a payonce.Client end to end against an adapter's fake, with
+// a SQLite ledger (NewClient) and one manual clock shared by the fake, the
+// adapter and the client.
+type E2E struct {
+	Fake   providertest.Fake
+	Clock  *mocks.ManualClock
+	Store  ledger.Store
+	Client *payonce.Client
+	// Ctx bounds every call of a test to 30 s.
+	Ctx context.Context
+}
+
+// NewE2E builds the adapter's environment (its fake and the adapter
+// pointed at it, with the defaults of both; the fake is closed when the
+// test ends) on a manual clock at 2026-11-30 12:00 UTC, and a Client on
+// the same clock.
+func NewE2E(t *testing.T, env func(*testing.T, providertest.Options) *providertest.Env) *E2E {
+	t.Helper()
+	clock := mocks.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	e := env(t, providertest.Options{Clock: clock})
+	client, store := NewClient(t, e.Provider, clock.Now)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return &E2E{Fake: e.Fake, Clock: clock, Store: store, Client: client, Ctx: ctx}
+}
+
+// Posts is how many POSTs the fake received on route (its route pattern,
+// e.g. "/payments/{id}/captures").
+func (e *E2E) Posts(route string) int { return e.Fake.Truth().Requests["POST "+route] }
 
 // ---- shared checks of the provider adapters' tests ----
 //

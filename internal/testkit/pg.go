@@ -27,6 +27,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce/ledger/ledgerpg"
 )
 
 const (
@@ -111,6 +114,18 @@ func NewSchema(t testing.TB, pool *pgxpool.Pool) string {
 		}
 	})
 	return name
+}
+
+// NewPGLedger opens a fresh PostgreSQL ledger in a schema of its own
+// (NewPool, NewSchema), migrated with ctx, and returns it with the pool it
+// runs on.
+func NewPGLedger(tb testing.TB, ctx context.Context) (*pgxpool.Pool, *ledgerpg.Store) {
+	tb.Helper()
+	pool := NewPool(tb)
+	store, err := ledgerpg.New(pool, ledgerpg.Config{Schema: NewSchema(tb, pool)})
+	require.NoError(tb, err)
+	require.NoError(tb, store.Migrate(ctx))
+	return pool, store
 }
 
 // EachStore runs fn as two parallel subtests, "sqlite" and "postgres", with

@@ -24,6 +24,17 @@ func ordersTable(t *testing.T, pool *pgxpool.Pool, schema string) string {
 	return name
 }
 
+// createOrGetInTx is CreateOrGetTx in a transaction of the caller's own,
+// begun on pool and committed unless the call fails.
+func createOrGetInTx(ctx context.Context, s *ledgerpg.Store, pool *pgxpool.Pool, op ledger.NewOperation, now time.Time) (got ledger.Operation, created bool, err error) {
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		var err error
+		got, created, err = s.CreateOrGetTx(ctx, tx, op, now)
+		return err
+	})
+	return got, created, err
+}
+
 // callerTx is the application's pgx.Tx as ledgertest.RunCreateOrGetTx
 // drives it.
 type callerTx struct {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -55,9 +54,7 @@ func TestLateCallsWaitingOnCleanupGetTheTombstone(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	const n = 6
-	s, pool := storeWith(t, func(cfg *pgxpool.Config) {
-		cfg.MaxConns = 2*n + 2 // every late call, and its CreateOrGetTx caller, holds one while it waits
-	})
+	s, pool := storeWith(t, maxConns(2*n+2)) // every late call, and its CreateOrGetTx caller, holds one while it waits
 	observer := testkit.NewPool(t)
 	var ops []ledger.NewOperation
 	for i := range n {
@@ -94,11 +91,7 @@ func TestLateCallsWaitingOnCleanupGetTheTombstone(t *testing.T) {
 			case 1:
 				results[i], created[i], errs[i] = s.CreateOrGet(ctx, op, late)
 			case 2:
-				errs[i] = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-					var err error
-					results[i], created[i], err = s.CreateOrGetTx(ctx, tx, op, late)
-					return err
-				})
+				results[i], created[i], errs[i] = createOrGetInTx(ctx, s, pool, op, late)
 			}
 		})
 	}
@@ -130,9 +123,7 @@ func TestCleanupAndLateBeginsConcurrently(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s, pool := newStore(t)
-	other, err := ledgerpg.New(testkit.NewPool(t), ledgerpg.Config{Schema: s.Schema()})
-	require.NoError(t, err)
-	stores := []*ledgerpg.Store{s, other}
+	stores := []*ledgerpg.Store{s, storeOn(t, s.Schema())}
 	const rounds, ops, callers = 40, 10, 12
 	for round := range rounds {
 		var ids []ledger.NewOperation

@@ -2,10 +2,8 @@ package ledgerpg_test
 
 import (
 	"context"
-	"crypto/rand"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -21,8 +19,8 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	testkit.URL(t) // skip (or fail) once, up front, without a database
 	ledgertest.Run(t, func(t *testing.T) *ledgertest.Harness {
-		pool := testkit.NewPool(t)
-		return harness(t, pool, testkit.NewSchema(t, pool))
+		pool, schema := freshSchema(t)
+		return harness(t, pool, schema)
 	})
 }
 
@@ -30,14 +28,9 @@ func TestConformance(t *testing.T) {
 // with pool.
 func harness(t *testing.T, pool *pgxpool.Pool, schema string) *ledgertest.Harness {
 	store := migratedStore(t, pool, schema)
-	open := func(t *testing.T) ledger.Store {
-		s, err := ledgerpg.New(testkit.NewPool(t), ledgerpg.Config{Schema: schema})
-		require.NoError(t, err)
-		return s
-	}
 	return &ledgertest.Harness{
 		Store:       store,
-		OpenAnother: open,
+		OpenAnother: func(t *testing.T) ledger.Store { return storeOn(t, schema) },
 		Reopen: func(t *testing.T) ledger.Store {
 			pool.Close() // the old store's connections are gone; the data is not
 			pool = testkit.NewPool(t)
@@ -76,32 +69,4 @@ func lockTable(t *testing.T, pool *pgxpool.Pool, schema, name string) (release f
 	_, err = tx.Exec(ctx, "LOCK TABLE "+table(schema, name)+" IN EXCLUSIVE MODE")
 	require.NoError(t, err)
 	return func() { _ = tx.Rollback(ctx) }
-}
-
-// useSchema drops schema if it exists (a previous run's leftover) and drops
-// it again when the test ends. The store creates it.
-func useSchema(t *testing.T, pool *pgxpool.Pool, schema string) {
-	t.Helper()
-	drop := func() {
-		_, err := pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-		require.NoError(t, err)
-	}
-	drop()
-	t.Cleanup(drop)
-}
-
-// The whole conformance suite in schemas whose names only work quoted: a
-// reserved word, upper case, a space and a double quote. A statement that
-// interpolates the schema without quoting it fails, or finds another
-// schema.
-func TestConformanceInQuotedSchemas(t *testing.T) {
-	t.Parallel()
-	testkit.URL(t)
-	ledgertest.Run(t, func(t *testing.T) *ledgertest.Harness {
-		pool := testkit.NewPool(t)
-		schema := `Order "Pay Once" ` + rand.Text()[:12]
-		// Its own pool: the harness's Reopen closes pool.
-		useSchema(t, testkit.NewPool(t), schema)
-		return harness(t, pool, schema)
-	})
 }

@@ -19,9 +19,41 @@ import (
 // newStore returns a migrated store in a fresh schema, with its pool.
 func newStore(t testing.TB) (*ledgerpg.Store, *pgxpool.Pool) {
 	t.Helper()
-	pool := testkit.NewPool(t)
-	schema := testkit.NewSchema(t, pool)
+	pool, schema := freshSchema(t)
 	return migratedStore(t, pool, schema), pool
+}
+
+// freshSchema is a new pool and a new, empty schema, both gone when the
+// test ends.
+func freshSchema(t testing.TB) (*pgxpool.Pool, string) {
+	t.Helper()
+	pool := testkit.NewPool(t)
+	return pool, testkit.NewSchema(t, pool)
+}
+
+// storeOn opens a store on schema with a pool of its own, as another
+// process would (Migrate not called).
+func storeOn(t testing.TB, schema string) *ledgerpg.Store {
+	t.Helper()
+	s, err := ledgerpg.New(testkit.NewPool(t), ledgerpg.Config{Schema: schema})
+	require.NoError(t, err)
+	return s
+}
+
+// maxConns is a storeWith configuration: at most n connections.
+func maxConns(n int32) func(*pgxpool.Config) {
+	return func(cfg *pgxpool.Config) { cfg.MaxConns = n }
+}
+
+// onConnect is a storeWith configuration: every new connection runs stmt
+// first (a session default, as an ALTER ROLE ... SET would give it).
+func onConnect(stmt string) func(*pgxpool.Config) {
+	return func(cfg *pgxpool.Config) {
+		cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+			_, err := conn.Exec(ctx, stmt)
+			return err
+		}
+	}
 }
 
 // storeWith is newStore on a pool that configure set up.
@@ -42,6 +74,15 @@ func unmigratedStore(t testing.TB) (*ledgerpg.Store, *pgxpool.Pool) {
 	s, err := ledgerpg.New(pool, ledgerpg.Config{Schema: testkit.NewSchema(t, pool)})
 	require.NoError(t, err)
 	return s, pool
+}
+
+// offlinePool is a pool that never connects: for what needs no database.
+func offlinePool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none")
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
 }
 
 // migratedStore opens a store on schema and migrates it.
@@ -98,6 +139,18 @@ func countingStore(t testing.TB) (*ledgerpg.Store, *txCounter) {
 	counter.roundTrips.Store(0)
 	counter.commits.Store(0)
 	return store, counter
+}
+
+// useSchema drops schema if it exists (a previous run's leftover) and drops
+// it again when the test ends. The store creates it.
+func useSchema(t *testing.T, pool *pgxpool.Pool, schema string) {
+	t.Helper()
+	drop := func() {
+		_, err := pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+		require.NoError(t, err)
+	}
+	drop()
+	t.Cleanup(drop)
 }
 
 // table is the quoted name of table in schema, as the store's statements

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/internal/listsql"
 )
 
 // Get implements ledger.Store: the operation and its attempts, read in one
@@ -79,18 +81,7 @@ func (s *Store) List(ctx context.Context, f ledger.ListFilter) ([]ledger.Operati
 		return nil, err
 	}
 	var w where
-	if f.Status != "" {
-		w.add("status = ?", string(f.Status))
-	}
-	if f.Provider != "" {
-		w.add("provider = ?", f.Provider)
-	}
-	if f.Kind != "" {
-		w.add("kind = ?", f.Kind)
-	}
-	if f.AfterID != "" {
-		w.add("id > ?", f.AfterID)
-	}
+	listsql.List(f, w.add)
 	return s.listOps(ctx, "list", w, "id", f.EffectiveLimit())
 }
 
@@ -103,18 +94,7 @@ func (s *Store) ListReview(ctx context.Context, f ledger.ReviewFilter) ([]ledger
 	var w where
 	// Literal, to match the review index's predicate.
 	w.conds = append(w.conds, "status = 'manual_review'")
-	if f.Provider != "" {
-		w.add("provider = ?", f.Provider)
-	}
-	if f.Kind != "" {
-		w.add("kind = ?", f.Kind)
-	}
-	if f.Reason != "" {
-		w.add("review_reason = ?", f.Reason)
-	}
-	if !f.EnteredBefore.IsZero() {
-		w.add("review_at < ?", ledger.UTC(f.EnteredBefore))
-	}
+	listsql.Review(f, func(t time.Time) any { return ledger.UTC(t) }, w.add)
 	return s.listOps(ctx, "list review", w, "review_at, id", f.EffectiveLimit())
 }
 

@@ -27,13 +27,6 @@ func callerDB(t *testing.T, path string) *sql.DB {
 	return db
 }
 
-func countOrders(t *testing.T, db *sql.DB) int {
-	t.Helper()
-	var n int
-	require.NoError(t, db.QueryRow(`SELECT count(*) FROM orders`).Scan(&n))
-	return n
-}
-
 // callerTx is the application's *sql.Tx as ledgertest.RunCreateOrGetTx
 // drives it.
 type callerTx struct {
@@ -75,12 +68,8 @@ func TestCreateOrGetTx(t *testing.T) {
 				_, _, err := s.CreateOrGetTx(ctx, nil, n, now)
 				return err
 			},
-			Orders: func(t *testing.T) int { return countOrders(t, db) },
-			Operations: func(t *testing.T) int {
-				var n int
-				require.NoError(t, db.QueryRow(`SELECT count(*) FROM payonce_operations`).Scan(&n))
-				return n
-			},
+			Orders:     func(t *testing.T) int { return countRows(t, db, "orders") },
+			Operations: func(t *testing.T) int { return countRows(t, db, "payonce_operations") },
 		}
 	})
 
@@ -114,6 +103,6 @@ func TestCreateOrGetTx(t *testing.T) {
 			_, _, err := s.Get(ctx, id)
 			require.NoError(t, err, id)
 		}
-		require.Equal(t, 1, countOrders(t, db))
+		require.Equal(t, 1, countRows(t, db, "orders"))
 	})
 }

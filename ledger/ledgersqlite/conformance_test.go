@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/ledgersqlite"
 	"github.com/payonce/payonce/ledger/ledgertest"
 )
 
@@ -18,13 +17,8 @@ func TestConformance(t *testing.T) {
 		path := dbPath(t)
 		current := openAt(t, path)
 		return &ledgertest.Harness{
-			Store: current,
-			OpenAnother: func(t *testing.T) ledger.Store {
-				s, err := ledgersqlite.Open(path, ledgersqlite.Config{})
-				require.NoError(t, err)
-				t.Cleanup(func() { _ = s.Close() })
-				return s
-			},
+			Store:       current,
+			OpenAnother: func(t *testing.T) ledger.Store { return openUnmigrated(t, path) },
 			Reopen: func(t *testing.T) ledger.Store {
 				require.NoError(t, current.Close())
 				current = openAt(t, path)

@@ -24,6 +24,15 @@ func dbPath(t testing.TB) string {
 // openAt opens and migrates a store on path, closed when the test ends.
 func openAt(t testing.TB, path string, cfg ...ledgersqlite.Config) *ledgersqlite.Store {
 	t.Helper()
+	s := openUnmigrated(t, path, cfg...)
+	require.NoError(t, s.Migrate(t.Context()))
+	return s
+}
+
+// openUnmigrated opens a store on path without migrating it, closed when
+// the test ends.
+func openUnmigrated(t testing.TB, path string, cfg ...ledgersqlite.Config) *ledgersqlite.Store {
+	t.Helper()
 	var c ledgersqlite.Config
 	if len(cfg) > 0 {
 		c = cfg[0]
@@ -31,7 +40,6 @@ func openAt(t testing.TB, path string, cfg ...ledgersqlite.Config) *ledgersqlite
 	s, err := ledgersqlite.Open(path, c)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	require.NoError(t, s.Migrate(t.Context()))
 	return s
 }
 
@@ -48,6 +56,14 @@ func rawDB(t testing.TB, path string) *sql.DB {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	return db
+}
+
+// countRows counts the rows of table through db.
+func countRows(t testing.TB, db *sql.DB, table string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, db.QueryRow("SELECT count(*) FROM "+table).Scan(&n))
+	return n
 }
 
 func begin(op ledger.NewOperation, owner string, now time.Time, start bool) ledger.BeginParams {

@@ -19,9 +19,7 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	path := dbPath(t)
-	old, err := ledgersqlite.Open(path, ledgersqlite.Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = old.Close() })
+	old := openUnmigrated(t, path)
 	require.NoError(t, ledgersqlite.MigrateTo(ctx, old, 1))
 	v, err := old.SchemaVersion(ctx)
 	require.NoError(t, err)
@@ -61,9 +59,7 @@ func TestMigrate(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	path := dbPath(t)
-	s, err := ledgersqlite.Open(path, ledgersqlite.Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
+	s := openUnmigrated(t, path)
 
 	v, err := s.SchemaVersion(ctx)
 	require.NoError(t, err)
@@ -118,10 +114,7 @@ func TestMigrateConcurrently(t *testing.T) {
 	path := dbPath(t)
 	var stores []*ledgersqlite.Store
 	for range 4 {
-		s, err := ledgersqlite.Open(path, ledgersqlite.Config{})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = s.Close() })
-		stores = append(stores, s)
+		stores = append(stores, openUnmigrated(t, path))
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(stores))
@@ -132,7 +125,5 @@ func TestMigrateConcurrently(t *testing.T) {
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
-	var n int
-	require.NoError(t, rawDB(t, path).QueryRow("SELECT count(*) FROM payonce_schema_migrations").Scan(&n))
-	require.Equal(t, 3, n, "each migration applied once")
+	require.Equal(t, 3, countRows(t, rawDB(t, path), "payonce_schema_migrations"), "each migration applied once")
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/internal/listsql"
 )
 
 // Get returns one operation and its attempts ordered by number, read from one
@@ -65,18 +66,7 @@ func (s *Store) List(ctx context.Context, f ledger.ListFilter) ([]ledger.Operati
 		return nil, fail("list", err)
 	}
 	var w where
-	if f.Status != "" {
-		w.add("status = ?", string(f.Status))
-	}
-	if f.Provider != "" {
-		w.add("provider = ?", f.Provider)
-	}
-	if f.Kind != "" {
-		w.add("kind = ?", f.Kind)
-	}
-	if f.AfterID != "" {
-		w.add("id > ?", f.AfterID)
-	}
+	listsql.List(f, w.add)
 	return s.listOps(ctx, "list", w, "id", f.EffectiveLimit())
 }
 
@@ -86,19 +76,9 @@ func (s *Store) ListReview(ctx context.Context, f ledger.ReviewFilter) ([]ledger
 	if err := f.Validate(); err != nil {
 		return nil, fail("list review", err)
 	}
+	// Literal, to match the review index's predicate.
 	w := where{conds: []string{"status = 'manual_review'"}}
-	if f.Provider != "" {
-		w.add("provider = ?", f.Provider)
-	}
-	if f.Kind != "" {
-		w.add("kind = ?", f.Kind)
-	}
-	if f.Reason != "" {
-		w.add("review_reason = ?", f.Reason)
-	}
-	if !f.EnteredBefore.IsZero() {
-		w.add("review_at < ?", micros(f.EnteredBefore))
-	}
+	listsql.Review(f, micros, w.add)
 	return s.listOps(ctx, "list review", w, "review_at, id", f.EffectiveLimit())
 }
 

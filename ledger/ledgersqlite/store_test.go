@@ -130,9 +130,7 @@ func TestNewWithCallersDB(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Deleted)
 	for _, table := range []string{"payonce_attempts", "payonce_events"} {
-		var n int
-		require.NoError(t, db.QueryRow("SELECT count(*) FROM "+table).Scan(&n))
-		require.Zero(t, n, table)
+		require.Zero(t, countRows(t, db, table), table)
 	}
 
 	// The store set busy_timeout on the connections while it used them,

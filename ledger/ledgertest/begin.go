@@ -9,20 +9,30 @@ import (
 	"github.com/payonce/payonce/ledger"
 )
 
+// requireCreatedLeased checks what a Begin by ownerA at base of a new ID
+// returns, with or without an attempt: op recorded with its identity and
+// leased for leaseFor, its next check at the lease expiry. It returns the
+// operation.
+func requireCreatedLeased(t *testing.T, op ledger.NewOperation, res ledger.BeginResult) ledger.Operation {
+	t.Helper()
+	require.True(t, res.Created)
+	require.True(t, res.Claimed)
+	got := res.Op
+	requireIdentity(t, op, got)
+	requireLease(t, got, ownerA, at(leaseFor))
+	requireTime(t, at(leaseFor), got.NextCheckAt, "NextCheckAt (the lease expiry)")
+	return got
+}
+
 func testBeginNewOperation(t *testing.T, h *Harness) {
 	s := h.Store
 	op := NewOp("op-new")
 	res := mustBegin(t, s, beginParams(op, ownerA, base, false))
 
-	require.True(t, res.Created)
-	require.True(t, res.Claimed)
+	got := requireCreatedLeased(t, op, res)
 	require.Nil(t, res.Attempt, "no attempt without StartAttempt")
-	got := res.Op
-	requireIdentity(t, op, got)
 	require.Equal(t, ledger.StatusPending, got.Status)
 	require.Zero(t, got.Attempts)
-	requireLease(t, got, ownerA, at(leaseFor))
-	requireTime(t, at(leaseFor), got.NextCheckAt, "NextCheckAt (the lease expiry)")
 	requireTime(t, time.Time{}, got.WindowStart, "WindowStart")
 	requireTime(t, time.Time{}, got.KeyExpiresAt, "KeyExpiresAt")
 	requireTime(t, base, got.CreatedAt, "CreatedAt")
@@ -43,15 +53,10 @@ func testBeginStartsAttempt(t *testing.T, h *Harness) {
 	op := NewOp("op-start")
 	res := mustBegin(t, s, beginParams(op, ownerA, base, true))
 
-	require.True(t, res.Created)
-	require.True(t, res.Claimed)
+	got := requireCreatedLeased(t, op, res)
 	require.NotNil(t, res.Attempt)
-	got := res.Op
-	requireIdentity(t, op, got)
 	require.Equal(t, ledger.StatusInFlight, got.Status)
 	require.Equal(t, 1, got.Attempts)
-	requireLease(t, got, ownerA, at(leaseFor))
-	requireTime(t, at(leaseFor), got.NextCheckAt, "NextCheckAt (the lease expiry)")
 	requireTime(t, base, got.WindowStart, "WindowStart")
 	requireTime(t, base.Add(keyTTL), got.KeyExpiresAt, "KeyExpiresAt")
 
@@ -133,22 +138,15 @@ func testBeginUnknown(t *testing.T, h *Harness) {
 
 func testBeginInProgress(t *testing.T, h *Harness) {
 	s := h.Store
-	for _, st := range []ledger.Status{ledger.StatusPending, ledger.StatusInFlight, ledger.StatusUnknown} {
-		t.Run(string(st), func(t *testing.T) {
-			t.Parallel()
-			op := newOpFor("op-busy-"+string(st), "psp-busy-"+string(st), "charge")
-			hd := reach(t, s, op, ownerA, st)
-			before, beforeAtts := mustGet(t, s, op.ID)
-
-			res, err := s.Begin(t.Context(), beginParams(op, ownerB, hd.now, true))
-			require.ErrorIs(t, err, ledger.ErrInProgress)
-			require.False(t, res.Claimed)
-			require.Nil(t, res.Attempt)
-			require.Equal(t, op.ID, res.Op.ID, "BeginResult.Op carries the operation with ErrInProgress")
-			require.Equal(t, ownerA, res.Op.LeaseOwner)
-			requireUnchanged(t, s, before, beforeAtts)
-		})
-	}
+	eachReached(t, s, "busy", []ledger.Status{ledger.StatusPending, ledger.StatusInFlight, ledger.StatusUnknown}, func(t *testing.T, st ledger.Status, op ledger.NewOperation, hd held, before ledger.Operation, beforeAtts []ledger.Attempt) {
+		res, err := s.Begin(t.Context(), beginParams(op, ownerB, hd.now, true))
+		require.ErrorIs(t, err, ledger.ErrInProgress)
+		require.False(t, res.Claimed)
+		require.Nil(t, res.Attempt)
+		require.Equal(t, op.ID, res.Op.ID, "BeginResult.Op carries the operation with ErrInProgress")
+		require.Equal(t, ownerA, res.Op.LeaseOwner)
+		requireUnchanged(t, s, before, beforeAtts)
+	})
 }
 
 func testTimesAreUTCMicroseconds(t *testing.T, h *Harness) {
@@ -201,69 +199,49 @@ func testCreateOrGetCreates(t *testing.T, h *Harness) {
 
 func testCreateOrGetExisting(t *testing.T, h *Harness) {
 	s := h.Store
-	for _, st := range ledger.Statuses {
-		t.Run(string(st), func(t *testing.T) {
-			t.Parallel()
-			op := newOpFor("op-existing-"+string(st), "psp-existing-"+string(st), "charge")
-			reach(t, s, op, ownerA, st)
-			before, beforeAtts := mustGet(t, s, op.ID)
-
-			got, created, err := s.CreateOrGet(t.Context(), op, at(time.Hour))
-			require.NoError(t, err)
-			require.False(t, created)
-			require.Equal(t, canon(before), canon(got))
-			requireUnchanged(t, s, before, beforeAtts)
-		})
-	}
+	eachReached(t, s, "existing", ledger.Statuses, func(t *testing.T, st ledger.Status, op ledger.NewOperation, hd held, before ledger.Operation, beforeAtts []ledger.Attempt) {
+		got, created, err := s.CreateOrGet(t.Context(), op, at(time.Hour))
+		require.NoError(t, err)
+		require.False(t, created)
+		require.Equal(t, canon(before), canon(got))
+		requireUnchanged(t, s, before, beforeAtts)
+	})
 }
 
 func testFingerprintMismatch(t *testing.T, h *Harness) {
 	s := h.Store
-	for _, st := range ledger.Statuses {
-		t.Run(string(st), func(t *testing.T) {
-			t.Parallel()
-			op := newOpFor("op-mismatch-"+string(st), "psp-mismatch-"+string(st), "charge")
-			hd := reach(t, s, op, ownerA, st)
-			before, beforeAtts := mustGet(t, s, op.ID)
-			other := OtherRequest(op)
+	eachReached(t, s, "mismatch", ledger.Statuses, func(t *testing.T, st ledger.Status, op ledger.NewOperation, hd held, before ledger.Operation, beforeAtts []ledger.Attempt) {
+		other := OtherRequest(op)
 
-			// Checked before anything else: the lease holder, another
-			// worker, and a caller after every lease expired are all refused.
-			for _, p := range []ledger.BeginParams{
-				beginParams(other, ownerA, hd.now, true),
-				beginParams(other, ownerB, hd.now, true),
-				beginParams(other, ownerB, at(24*time.Hour), true),
-			} {
-				_, err := s.Begin(t.Context(), p)
-				require.ErrorIs(t, err, ledger.ErrFingerprintMismatch, "Begin by %s at %v", p.Owner, p.Now)
-				requireUnchanged(t, s, before, beforeAtts)
-			}
-
-			_, _, err := s.CreateOrGet(t.Context(), other, hd.now)
-			require.ErrorIs(t, err, ledger.ErrFingerprintMismatch)
+		// Checked before anything else: the lease holder, another
+		// worker, and a caller after every lease expired are all refused.
+		for _, p := range []ledger.BeginParams{
+			beginParams(other, ownerA, hd.now, true),
+			beginParams(other, ownerB, hd.now, true),
+			beginParams(other, ownerB, at(24*time.Hour), true),
+		} {
+			_, err := s.Begin(t.Context(), p)
+			require.ErrorIs(t, err, ledger.ErrFingerprintMismatch, "Begin by %s at %v", p.Owner, p.Now)
 			requireUnchanged(t, s, before, beforeAtts)
-		})
-	}
+		}
+
+		_, _, err := s.CreateOrGet(t.Context(), other, hd.now)
+		require.ErrorIs(t, err, ledger.ErrFingerprintMismatch)
+		requireUnchanged(t, s, before, beforeAtts)
+	})
 }
 
 func testTerminalReplay(t *testing.T, h *Harness) {
 	s := h.Store
-	for _, st := range []ledger.Status{ledger.StatusSucceeded, ledger.StatusFailed, ledger.StatusManualReview} {
-		t.Run(string(st), func(t *testing.T) {
-			t.Parallel()
-			op := newOpFor("op-replay-"+string(st), "psp-replay-"+string(st), "charge")
-			reach(t, s, op, ownerA, st)
-			before, beforeAtts := mustGet(t, s, op.ID)
-
-			for _, owner := range []string{ownerA, ownerB} {
-				res, err := s.Begin(t.Context(), beginParams(op, owner, at(time.Hour), true))
-				require.NoError(t, err, "a terminal operation replays its result without error")
-				require.False(t, res.Claimed)
-				require.False(t, res.Created)
-				require.Nil(t, res.Attempt)
-				require.Equal(t, canon(before), canon(res.Op), "Begin returns the recorded operation")
-				requireUnchanged(t, s, before, beforeAtts)
-			}
-		})
-	}
+	eachReached(t, s, "replay", []ledger.Status{ledger.StatusSucceeded, ledger.StatusFailed, ledger.StatusManualReview}, func(t *testing.T, st ledger.Status, op ledger.NewOperation, hd held, before ledger.Operation, beforeAtts []ledger.Attempt) {
+		for _, owner := range []string{ownerA, ownerB} {
+			res, err := s.Begin(t.Context(), beginParams(op, owner, at(time.Hour), true))
+			require.NoError(t, err, "a terminal operation replays its result without error")
+			require.False(t, res.Claimed)
+			require.False(t, res.Created)
+			require.Nil(t, res.Attempt)
+			require.Equal(t, canon(before), canon(res.Op), "Begin returns the recorded operation")
+			requireUnchanged(t, s, before, beforeAtts)
+		}
+	})
 }

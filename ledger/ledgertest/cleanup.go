@@ -1,7 +1,6 @@
 package ledgertest
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -49,10 +48,8 @@ func testCleanupRetentionTooShort(t *testing.T, h *Harness) {
 func testCleanupBatches(t *testing.T, h *Harness) {
 	s := h.Store
 	const total = 25
-	var all []string
-	for i := range total {
-		id := fmt.Sprintf("op-clean-%02d", i)
-		all = append(all, id)
+	all := numberedIDs("op-clean", total)
+	for i, id := range all {
 		to := ledger.StatusSucceeded
 		if i%2 == 1 {
 			to = ledger.StatusFailed

@@ -24,10 +24,8 @@ func requireClaimedBy(t *testing.T, op ledger.Operation, p ledger.ClaimDueParams
 func testClaimDueBatches(t *testing.T, h *Harness) {
 	s := h.Store
 	const total = 25
-	var want []string
-	for i := range total {
-		id := fmt.Sprintf("op-batch-%02d", i)
-		want = append(want, id)
+	want := numberedIDs("op-batch", total)
+	for _, id := range want {
 		mustCreate(t, s, NewOp(id), base)
 	}
 

@@ -126,8 +126,7 @@ func testEventsFinishWithResolution(t *testing.T, h *Harness) {
 	s := h.Store
 	t.Run("succeeded_after_lookup", func(t *testing.T) {
 		t.Parallel()
-		op := newOpFor("op-ev-settled", "psp-ev-settled", "charge")
-		hd := reach(t, s, op, ownerA, ledger.StatusManualReview)
+		op, hd := reachOwn(t, s, "ev-settled", ledger.StatusManualReview)
 		note := `provider reports "succeeded" <after> the window & more`
 		got := mustFinish(t, s, ledger.FinishParams{
 			ID: op.ID, Owner: ownerA, Now: hd.now, From: ledger.StatusManualReview, To: ledger.StatusSucceeded,
@@ -144,8 +143,7 @@ func testEventsFinishWithResolution(t *testing.T, h *Harness) {
 	})
 	t.Run("failed_without_events", func(t *testing.T) {
 		t.Parallel()
-		op := newOpFor("op-ev-settled-ko", "psp-ev-settled-ko", "charge")
-		hd := reach(t, s, op, ownerA, ledger.StatusManualReview)
+		op, hd := reachOwn(t, s, "ev-settled-ko", ledger.StatusManualReview)
 		mustFinish(t, s, ledger.FinishParams{
 			ID: op.ID, Owner: ownerA, Now: hd.now, From: ledger.StatusManualReview, To: ledger.StatusFailed,
 			Resolution: &ledger.Resolution{Actor: "reconciler", Note: "provider reports the charge failed", Outcome: ledger.ResolveFailed},

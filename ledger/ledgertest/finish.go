@@ -26,8 +26,7 @@ func testFinishNextCheckAt(t *testing.T, h *Harness) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			op := newOpFor("op-next-"+c.name, "psp-next-"+c.name, "charge")
-			hd := reach(t, s, op, ownerA, c.from)
+			_, hd := reachOwn(t, s, "next-"+c.name, c.from)
 			p := transitionParams(hd, c.from, c.to)
 			p.NextCheckAt = time.Time{}
 
@@ -65,8 +64,7 @@ func testFinishKeepLease(t *testing.T, h *Harness) {
 	for _, to := range []ledger.Status{ledger.StatusSucceeded, ledger.StatusFailed, ledger.StatusManualReview} {
 		t.Run("released_when_"+string(to), func(t *testing.T) {
 			t.Parallel()
-			op := newOpFor("op-keep-"+string(to), "psp-keep-"+string(to), "charge")
-			hd := reach(t, s, op, ownerA, ledger.StatusInFlight)
+			_, hd := reachOwn(t, s, "keep-"+string(to), ledger.StatusInFlight)
 			p := transitionParams(hd, ledger.StatusInFlight, to)
 			p.KeepLease = true
 			got := mustFinish(t, s, p)
@@ -194,8 +192,7 @@ func testFinishReview(t *testing.T, h *Harness) {
 	s := h.Store
 	t.Run("entered_once_reason_updated", func(t *testing.T) {
 		t.Parallel()
-		op := newOpFor("op-review", "psp-review", "charge")
-		hd := reach(t, s, op, ownerA, ledger.StatusManualReview)
+		op, hd := reachOwn(t, s, "review", ledger.StatusManualReview)
 		entered, _ := mustGet(t, s, op.ID)
 		requireTime(t, at(time.Second), entered.ReviewAt, "ReviewAt is when the operation entered review")
 
@@ -216,8 +213,7 @@ func testFinishReview(t *testing.T, h *Harness) {
 	})
 	t.Run("settled_with_resolution", func(t *testing.T) {
 		t.Parallel()
-		op := newOpFor("op-review-settled", "psp-review-settled", "charge")
-		hd := reach(t, s, op, ownerA, ledger.StatusManualReview)
+		op, hd := reachOwn(t, s, "review-settled", ledger.StatusManualReview)
 		res := &ledger.Resolution{Actor: "reconciler", Note: "provider reports the charge succeeded", Outcome: ledger.ResolveSucceeded, At: hd.now}
 
 		got := mustFinish(t, s, ledger.FinishParams{

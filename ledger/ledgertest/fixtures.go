@@ -154,6 +154,31 @@ type held struct {
 	now   time.Time
 }
 
+// reachOwn is reach for a charge "op-"+name of a provider of its own
+// ("psp-"+name), held by ownerA: what a subtest running in parallel with
+// others on the same store needs (see reach).
+func reachOwn(t *testing.T, s ledger.Store, name string, st ledger.Status) (ledger.NewOperation, held) {
+	t.Helper()
+	op := newOpFor("op-"+name, "psp-"+name, "charge")
+	return op, reach(t, s, op, ownerA, st)
+}
+
+// eachReached runs check in a parallel subtest per status st of statuses,
+// named after it, on a charge of its own (reachOwn of name+"-"+st) brought
+// to st, with what Get returned for it once there (before, beforeAtts).
+func eachReached(t *testing.T, s ledger.Store, name string, statuses []ledger.Status,
+	check func(t *testing.T, st ledger.Status, op ledger.NewOperation, hd held, before ledger.Operation, beforeAtts []ledger.Attempt)) {
+	t.Helper()
+	for _, st := range statuses {
+		t.Run(string(st), func(t *testing.T) {
+			t.Parallel()
+			op, hd := reachOwn(t, s, name+"-"+string(st), st)
+			before, beforeAtts := mustGet(t, s, op.ID)
+			check(t, st, op, hd, before, beforeAtts)
+		})
+	}
+}
+
 // reach records op and brings it to status st through real calls, starting
 // at base. Every lease it takes lasts leaseFor; the returned now is a moment
 // where the lease is still live. A manual_review operation is re-claimed with
@@ -308,4 +333,14 @@ func ids(ops []ledger.Operation) []string {
 		out = append(out, op.ID)
 	}
 	return out
+}
+
+// numberedIDs is n operation IDs, prefix-00, prefix-01 and so on, which sort
+// in the order they were numbered (below 100).
+func numberedIDs(prefix string, n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s-%02d", prefix, i)
+	}
+	return ids
 }

@@ -1,6 +1,8 @@
 package ledgertest
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +81,23 @@ func leaseEdits[P any](owner func(*P) *string, now func(*P) *time.Time, until fu
 	}
 }
 
+// limitEdits break the Limit of a call or filter: negative, or above
+// MaxLimit.
+func limitEdits[P any](limit func(*P) *int) []edit[P] {
+	return []edit[P]{
+		{"negative Limit", func(p *P) { *limit(p) = -1 }},
+		{"Limit above MaxLimit", func(p *P) { *limit(p) = ledger.MaxLimit + 1 }},
+	}
+}
+
+// errOf is call as runInvalid makes it: only its error counts.
+func errOf[P, R any](ctx context.Context, call func(context.Context, P) (R, error)) func(P) error {
+	return func(p P) error {
+		_, err := call(ctx, p)
+		return err
+	}
+}
+
 // runInvalid makes one call per edit of valid and requires each to be
 // refused as invalid with nothing written; then the valid call succeeds, so
 // each refusal is down to its edit.
@@ -97,7 +116,7 @@ func testInvalidBegin(t *testing.T, h *Harness) {
 	s := h.Store
 	seedInvalid(t, s)
 	now := at(invNow)
-	begin := func(p ledger.BeginParams) error { _, err := s.Begin(t.Context(), p); return err }
+	begin := errOf(t.Context(), s.Begin)
 
 	var edits []edit[ledger.BeginParams]
 	for _, e := range opEdits() {
@@ -148,10 +167,7 @@ func testInvalidClaim(t *testing.T, h *Harness) {
 		func(p *ledger.ClaimParams) *time.Time { return &p.Now },
 		func(p *ledger.ClaimParams) *time.Time { return &p.LeaseUntil },
 	)...)
-	runInvalid(t, s, ledger.ClaimParams{ID: invDue, Owner: ownerB, Now: now, LeaseUntil: now.Add(leaseFor)}, edits, func(p ledger.ClaimParams) error {
-		_, err := s.Claim(t.Context(), p)
-		return err
-	})
+	runInvalid(t, s, ledger.ClaimParams{ID: invDue, Owner: ownerB, Now: now, LeaseUntil: now.Add(leaseFor)}, edits, errOf(t.Context(), s.Claim))
 }
 
 func testInvalidStartAttempt(t *testing.T, h *Harness) {
@@ -211,55 +227,36 @@ func testInvalidFinish(t *testing.T, h *Harness) {
 		{"Resolution without Note", func(p *ledger.FinishParams) { p.Resolution = resolution("reconciler", "", ledger.ResolveSucceeded) }},
 		{"Resolution with unknown Outcome", func(p *ledger.FinishParams) { p.Resolution = resolution("reconciler", "note", "maybe") }},
 	}
-	runInvalid(t, s, valid, edits, func(p ledger.FinishParams) error {
-		_, err := s.Finish(t.Context(), p)
-		return err
-	})
+	runInvalid(t, s, valid, edits, errOf(t.Context(), s.Finish))
 }
 
 func testInvalidClaimDue(t *testing.T, h *Harness) {
 	s := h.Store
 	seedInvalid(t, s)
-	edits := append([]edit[ledger.ClaimDueParams]{
+	edits := slices.Concat([]edit[ledger.ClaimDueParams]{
 		{"Limit 0", func(p *ledger.ClaimDueParams) { p.Limit = 0 }},
-		{"negative Limit", func(p *ledger.ClaimDueParams) { p.Limit = -1 }},
-		{"Limit above MaxLimit", func(p *ledger.ClaimDueParams) { p.Limit = ledger.MaxLimit + 1 }},
-	}, leaseEdits(
+	}, limitEdits(func(p *ledger.ClaimDueParams) *int { return &p.Limit }), leaseEdits(
 		func(p *ledger.ClaimDueParams) *string { return &p.Owner },
 		func(p *ledger.ClaimDueParams) *time.Time { return &p.Now },
 		func(p *ledger.ClaimDueParams) *time.Time { return &p.LeaseUntil },
-	)...)
+	))
 	valid := claimDue(ownerB, at(invNow), 10)
 	valid.IncludeReview = true
-	runInvalid(t, s, valid, edits, func(p ledger.ClaimDueParams) error {
-		_, err := s.ClaimDue(t.Context(), p)
-		return err
-	})
+	runInvalid(t, s, valid, edits, errOf(t.Context(), s.ClaimDue))
 }
 
 func testInvalidList(t *testing.T, h *Harness) {
 	s := h.Store
 	seedInvalid(t, s)
-	runInvalid(t, s, ledger.ListFilter{}, []edit[ledger.ListFilter]{
-		{"negative Limit", func(f *ledger.ListFilter) { f.Limit = -1 }},
-		{"Limit above MaxLimit", func(f *ledger.ListFilter) { f.Limit = ledger.MaxLimit + 1 }},
-		{"unknown Status", func(f *ledger.ListFilter) { f.Status = "bogus" }},
-	}, func(f ledger.ListFilter) error {
-		_, err := s.List(t.Context(), f)
-		return err
-	})
+	edits := append(limitEdits(func(f *ledger.ListFilter) *int { return &f.Limit }),
+		edit[ledger.ListFilter]{"unknown Status", func(f *ledger.ListFilter) { f.Status = "bogus" }})
+	runInvalid(t, s, ledger.ListFilter{}, edits, errOf(t.Context(), s.List))
 }
 
 func testInvalidListReview(t *testing.T, h *Harness) {
 	s := h.Store
 	seedInvalid(t, s)
-	runInvalid(t, s, ledger.ReviewFilter{}, []edit[ledger.ReviewFilter]{
-		{"negative Limit", func(f *ledger.ReviewFilter) { f.Limit = -1 }},
-		{"Limit above MaxLimit", func(f *ledger.ReviewFilter) { f.Limit = ledger.MaxLimit + 1 }},
-	}, func(f ledger.ReviewFilter) error {
-		_, err := s.ListReview(t.Context(), f)
-		return err
-	})
+	runInvalid(t, s, ledger.ReviewFilter{}, limitEdits(func(f *ledger.ReviewFilter) *int { return &f.Limit }), errOf(t.Context(), s.ListReview))
 }
 
 func testInvalidResolve(t *testing.T, h *Harness) {
@@ -280,10 +277,7 @@ func testInvalidResolve(t *testing.T, h *Harness) {
 		{"resend to a negative generation", func(p *ledger.ResolveParams) {
 			p.Outcome, p.NewKey, p.NewGeneration = ledger.ResolveResend, invReview+"-g1", -1
 		}},
-	}, func(p ledger.ResolveParams) error {
-		_, err := s.Resolve(t.Context(), p)
-		return err
-	})
+	}, errOf(t.Context(), s.Resolve))
 }
 
 func testInvalidCleanup(t *testing.T, h *Harness) {
@@ -298,10 +292,7 @@ func testInvalidCleanup(t *testing.T, h *Harness) {
 		{"BatchSize above the maximum", func(p *ledger.CleanupParams) { p.BatchSize = ledger.MaxCleanupBatch + 1 }},
 		{"negative TombstoneRetention", func(p *ledger.CleanupParams) { p.TombstoneRetention = -time.Hour }},
 		{"TombstoneRetention shorter than Retention", func(p *ledger.CleanupParams) { p.TombstoneRetention = p.Retention - time.Second }},
-	}, func(p ledger.CleanupParams) error {
-		_, err := s.Cleanup(t.Context(), p)
-		return err
-	})
+	}, errOf(t.Context(), s.Cleanup))
 	got, atts := mustGet(t, s, invDone)
 	require.True(t, got.Tombstone, "the valid cleanup deletes the finished operation, leaving its tombstone")
 	require.Empty(t, atts)

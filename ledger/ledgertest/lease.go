@@ -30,40 +30,27 @@ func testClaimPending(t *testing.T, h *Harness) {
 
 func testClaimReentrant(t *testing.T, h *Harness) {
 	s := h.Store
-	for _, st := range []ledger.Status{ledger.StatusPending, ledger.StatusUnknown} {
-		t.Run(string(st), func(t *testing.T) {
-			t.Parallel()
-			op := newOpFor("op-reclaim-"+string(st), "psp-reclaim-"+string(st), "charge")
-			hd := reach(t, s, op, ownerA, st)
-
-			now := hd.now.Add(time.Second)
-			got, err := s.Claim(t.Context(), ledger.ClaimParams{ID: op.ID, Owner: ownerA, Now: now, LeaseUntil: now.Add(time.Hour)})
-			require.NoError(t, err, "the lease holder may claim again")
-			require.Equal(t, st, got.Status)
-			requireLease(t, got, ownerA, now.Add(time.Hour))
-			requireTime(t, now.Add(time.Hour), got.NextCheckAt, "NextCheckAt (the lease expiry)")
-			requireStored(t, s, got)
-		})
-	}
+	eachReached(t, s, "reclaim", []ledger.Status{ledger.StatusPending, ledger.StatusUnknown}, func(t *testing.T, st ledger.Status, op ledger.NewOperation, hd held, before ledger.Operation, beforeAtts []ledger.Attempt) {
+		now := hd.now.Add(time.Second)
+		got, err := s.Claim(t.Context(), ledger.ClaimParams{ID: op.ID, Owner: ownerA, Now: now, LeaseUntil: now.Add(time.Hour)})
+		require.NoError(t, err, "the lease holder may claim again")
+		require.Equal(t, st, got.Status)
+		requireLease(t, got, ownerA, now.Add(time.Hour))
+		requireTime(t, now.Add(time.Hour), got.NextCheckAt, "NextCheckAt (the lease expiry)")
+		requireStored(t, s, got)
+	})
 }
 
 func testClaimTerminal(t *testing.T, h *Harness) {
 	s := h.Store
-	for _, st := range []ledger.Status{ledger.StatusSucceeded, ledger.StatusFailed, ledger.StatusManualReview} {
-		t.Run(string(st), func(t *testing.T) {
-			t.Parallel()
-			op := newOpFor("op-claim-terminal-"+string(st), "psp-claim-terminal-"+string(st), "charge")
-			reach(t, s, op, ownerA, st)
-			before, beforeAtts := mustGet(t, s, op.ID)
-
-			for _, owner := range []string{ownerA, ownerB} {
-				now := at(time.Hour)
-				_, err := s.Claim(t.Context(), ledger.ClaimParams{ID: op.ID, Owner: owner, Now: now, LeaseUntil: now.Add(leaseFor)})
-				require.ErrorIs(t, err, ledger.ErrTerminal, "Claim by %s", owner)
-				requireUnchanged(t, s, before, beforeAtts)
-			}
-		})
-	}
+	eachReached(t, s, "claim-terminal", []ledger.Status{ledger.StatusSucceeded, ledger.StatusFailed, ledger.StatusManualReview}, func(t *testing.T, st ledger.Status, op ledger.NewOperation, hd held, before ledger.Operation, beforeAtts []ledger.Attempt) {
+		for _, owner := range []string{ownerA, ownerB} {
+			now := at(time.Hour)
+			_, err := s.Claim(t.Context(), ledger.ClaimParams{ID: op.ID, Owner: owner, Now: now, LeaseUntil: now.Add(leaseFor)})
+			require.ErrorIs(t, err, ledger.ErrTerminal, "Claim by %s", owner)
+			requireUnchanged(t, s, before, beforeAtts)
+		}
+	})
 }
 
 func testClaimNotFound(t *testing.T, h *Harness) {
@@ -189,8 +176,7 @@ func testStartAttempt(t *testing.T, h *Harness) {
 	})
 	t.Run("unknown", func(t *testing.T) {
 		t.Parallel()
-		op := newOpFor("op-sa-unknown", "psp-sa-unknown", "charge")
-		hd := reach(t, s, op, ownerA, ledger.StatusUnknown)
+		op, hd := reachOwn(t, s, "sa-unknown", ledger.StatusUnknown)
 
 		now := hd.now.Add(time.Second)
 		got, att := mustStartAttempt(t, s, op.ID, ownerA, now)
@@ -255,25 +241,18 @@ func requireNeedsLease(t *testing.T, s ledger.Store, prefix, method string, call
 
 func testStartAttemptRefused(t *testing.T, h *Harness) {
 	s := h.Store
-	for _, st := range []ledger.Status{ledger.StatusInFlight, ledger.StatusManualReview, ledger.StatusSucceeded, ledger.StatusFailed} {
-		t.Run(string(st), func(t *testing.T) {
-			t.Parallel()
-			op := newOpFor("op-sa-refused-"+string(st), "psp-sa-refused-"+string(st), "charge")
-			hd := reach(t, s, op, ownerA, st)
-			before, beforeAtts := mustGet(t, s, op.ID)
-
-			_, _, err := s.StartAttempt(t.Context(), ledger.StartAttemptParams{ID: op.ID, Owner: ownerA, Now: hd.now, LeaseUntil: hd.now.Add(leaseFor)})
-			if st.Final() {
-				// Nobody can hold the lease of a final operation, so either
-				// refusal is right.
-				require.Truef(t, errors.Is(err, ledger.ErrStateConflict) || errors.Is(err, ledger.ErrLeaseLost),
-					"want ErrStateConflict or ErrLeaseLost, got %v", err)
-			} else {
-				require.ErrorIs(t, err, ledger.ErrStateConflict)
-			}
-			requireUnchanged(t, s, before, beforeAtts)
-		})
-	}
+	eachReached(t, s, "sa-refused", []ledger.Status{ledger.StatusInFlight, ledger.StatusManualReview, ledger.StatusSucceeded, ledger.StatusFailed}, func(t *testing.T, st ledger.Status, op ledger.NewOperation, hd held, before ledger.Operation, beforeAtts []ledger.Attempt) {
+		_, _, err := s.StartAttempt(t.Context(), ledger.StartAttemptParams{ID: op.ID, Owner: ownerA, Now: hd.now, LeaseUntil: hd.now.Add(leaseFor)})
+		if st.Final() {
+			// Nobody can hold the lease of a final operation, so either
+			// refusal is right.
+			require.Truef(t, errors.Is(err, ledger.ErrStateConflict) || errors.Is(err, ledger.ErrLeaseLost),
+				"want ErrStateConflict or ErrLeaseLost, got %v", err)
+		} else {
+			require.ErrorIs(t, err, ledger.ErrStateConflict)
+		}
+		requireUnchanged(t, s, before, beforeAtts)
+	})
 }
 
 func testStartAttemptNotFound(t *testing.T, h *Harness) {

@@ -208,23 +208,17 @@ func testResolveKeyConflict(t *testing.T, h *Harness) {
 
 func testResolveNotInReview(t *testing.T, h *Harness) {
 	s := h.Store
-	for _, st := range []ledger.Status{ledger.StatusPending, ledger.StatusInFlight, ledger.StatusUnknown, ledger.StatusSucceeded, ledger.StatusFailed} {
-		t.Run(string(st), func(t *testing.T) {
-			t.Parallel()
-			op := newOpFor("op-not-review-"+string(st), "psp-not-review-"+string(st), "charge")
-			reach(t, s, op, ownerA, st)
-			before, beforeAtts := mustGet(t, s, op.ID)
-			for _, p := range []ledger.ResolveParams{
-				{ID: op.ID, Actor: "alice", Note: "n", Outcome: ledger.ResolveSucceeded, ProviderRef: "pi_x", Now: at(time.Hour)},
-				{ID: op.ID, Actor: "alice", Note: "n", Outcome: ledger.ResolveFailed, Now: at(time.Hour)},
-				{ID: op.ID, Actor: "alice", Note: "n", Outcome: ledger.ResolveResend, NewKey: op.ID + "-g1", NewGeneration: 1, Now: at(time.Hour)},
-			} {
-				_, err := s.Resolve(t.Context(), p)
-				require.ErrorIs(t, err, ledger.ErrNotInReview, "Resolve as %s", p.Outcome)
-				requireUnchanged(t, s, before, beforeAtts)
-			}
-		})
-	}
+	eachReached(t, s, "not-review", []ledger.Status{ledger.StatusPending, ledger.StatusInFlight, ledger.StatusUnknown, ledger.StatusSucceeded, ledger.StatusFailed}, func(t *testing.T, st ledger.Status, op ledger.NewOperation, hd held, before ledger.Operation, beforeAtts []ledger.Attempt) {
+		for _, p := range []ledger.ResolveParams{
+			{ID: op.ID, Actor: "alice", Note: "n", Outcome: ledger.ResolveSucceeded, ProviderRef: "pi_x", Now: at(time.Hour)},
+			{ID: op.ID, Actor: "alice", Note: "n", Outcome: ledger.ResolveFailed, Now: at(time.Hour)},
+			{ID: op.ID, Actor: "alice", Note: "n", Outcome: ledger.ResolveResend, NewKey: op.ID + "-g1", NewGeneration: 1, Now: at(time.Hour)},
+		} {
+			_, err := s.Resolve(t.Context(), p)
+			require.ErrorIs(t, err, ledger.ErrNotInReview, "Resolve as %s", p.Outcome)
+			requireUnchanged(t, s, before, beforeAtts)
+		}
+	})
 	t.Run("missing", func(t *testing.T) {
 		t.Parallel()
 		_, err := s.Resolve(t.Context(), ledger.ResolveParams{ID: "op-missing", Actor: "alice", Note: "n", Outcome: ledger.ResolveFailed, Now: at(time.Hour)})

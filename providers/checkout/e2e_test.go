@@ -3,7 +3,6 @@ package checkout_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -11,7 +10,7 @@ import (
 	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/mocks"
-	"github.com/payonce/payonce/providers/checkout"
+	"github.com/payonce/payonce/providers/providertest"
 )
 
 // The end-to-end tests drive payonce.Client against the fake Checkout.com,
@@ -19,38 +18,18 @@ import (
 // client. The scenarios every adapter must pass (replay, lost answers, 500s
 // that free the key, key in use, declines, refunds, capture and void, lags,
 // the key window, the soak) are the provider suite's, run by
-// TestProviderSuite (providertest_test.go); the tests here are
-// Checkout.com's own.
+// TestProviderSuite; the tests here are Checkout.com's own.
 
-var e2eStart = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-
-type e2e struct {
-	fake   *mocks.Checkout
-	clock  *mocks.ManualClock
-	store  ledger.Store
-	client *payonce.Client
-	ctx    context.Context
-}
-
-func e2eSetup(t *testing.T, fo mocks.CheckoutOptions) *e2e {
-	t.Helper()
-	clock := mocks.NewManualClock(e2eStart)
-	fo.Clock = clock.Now
-	fake := mocks.NewCheckout(fo)
-	t.Cleanup(fake.Close)
-	psp, err := checkout.New(checkout.Config{SecretKey: fake.SecretKey(), BaseURL: fake.URL(), Now: clock.Now})
-	require.NoError(t, err)
-	client, store := testkit.NewClient(t, psp, clock.Now)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return &e2e{fake: fake, clock: clock, store: store, client: client, ctx: ctx}
+// TestProviderSuite runs the provider conformance suite against the fake
+// (providertest.CheckoutEnv).
+func TestProviderSuite(t *testing.T) {
+	t.Parallel()
+	providertest.Run(t, providertest.CheckoutEnv)
 }
 
 func usd(order string, amount int64) payonce.ChargeParams {
 	return payonce.ChargeParams{OrderID: order, Amount: amount, Currency: "USD", PaymentMethod: mocks.CheckoutSourceApproved}
 }
-
-func (e *e2e) posts(route string) int { return e.fake.Truth().Requests["POST "+route] }
 
 // settle asks again until the operation settles: Checkout.com accepts
 // captures, voids and refunds with 202 and finishes them later.
@@ -67,46 +46,46 @@ func settle[P any](t *testing.T, call func(context.Context, P) (payonce.Result, 
 // answers and an over-refund are the provider suite's Refunds scenario.
 func TestE2ERefundSpecifics(t *testing.T) {
 	t.Parallel()
-	e := e2eSetup(t, mocks.CheckoutOptions{})
-	ch, err := e.client.Charge(e.ctx, usd("order-r", 1000))
+	e := testkit.NewE2E(t, providertest.CheckoutEnv)
+	ch, err := e.Client.Charge(e.Ctx, usd("order-r", 1000))
 	require.NoError(t, err)
 
-	r1, err := settle(t, e.client.Refund, e.ctx, payonce.RefundParams{OrderID: "order-r", RefundSeq: 1, Amount: 300, Currency: "USD"})
+	r1, err := settle(t, e.Client.Refund, e.Ctx, payonce.RefundParams{OrderID: "order-r", RefundSeq: 1, Amount: 300, Currency: "USD"})
 	require.NoError(t, err)
 	require.Equal(t, payonce.ResultSucceeded, r1.Status)
 	require.Regexp(t, `^act_`, r1.ProviderRef)
 
 	// More than what is left: refused, with Checkout.com's error code.
-	r2, err := e.client.Refund(e.ctx, payonce.RefundParams{OrderID: "order-r", RefundSeq: 2, Amount: 900, Currency: "USD"})
+	r2, err := e.Client.Refund(e.Ctx, payonce.RefundParams{OrderID: "order-r", RefundSeq: 2, Amount: 900, Currency: "USD"})
 	require.ErrorIs(t, err, payonce.ErrDeclined)
 	require.Equal(t, payonce.ResultFailed, r2.Status)
 	require.Contains(t, r2.Message, "refund_amount_exceeds_balance")
 
 	// Amount 0 refunds what remains.
-	r3, err := settle(t, e.client.Refund, e.ctx, payonce.RefundParams{OrderID: "order-r", RefundSeq: 3, Currency: "USD"})
+	r3, err := settle(t, e.Client.Refund, e.Ctx, payonce.RefundParams{OrderID: "order-r", RefundSeq: 3, Currency: "USD"})
 	require.NoError(t, err)
 	require.Equal(t, payonce.ResultSucceeded, r3.Status)
 
-	truth := e.fake.Truth()
+	truth := e.Fake.Truth()
 	require.Equal(t, int64(1000), truth.TotalRefunded("USD"))
 	require.Equal(t, map[string]int{r1.OperationID: 1, r3.OperationID: 1}, truth.RefundsByReference())
 	p, _ := truth.Payment(ch.ProviderRef)
 	require.Equal(t, "Refunded", p.Status)
-	require.Equal(t, 3, e.posts("/payments/{id}/refunds"), "settling a 202 looks up; it never resends")
+	require.Equal(t, 3, e.Posts("/payments/{id}/refunds"), "settling a 202 looks up; it never resends")
 }
 
 func TestE2ERefundDeclined(t *testing.T) {
 	t.Parallel()
-	e := e2eSetup(t, mocks.CheckoutOptions{})
+	e := testkit.NewE2E(t, providertest.CheckoutEnv)
 	params := usd("order-rd", 1000)
 	params.PaymentMethod = mocks.CheckoutSourceRefundDeclined
-	_, err := e.client.Charge(e.ctx, params)
+	_, err := e.Client.Charge(e.Ctx, params)
 	require.NoError(t, err)
-	res, err := settle(t, e.client.Refund, e.ctx, payonce.RefundParams{OrderID: "order-rd", RefundSeq: 1, Amount: 100, Currency: "USD"})
+	res, err := settle(t, e.Client.Refund, e.Ctx, payonce.RefundParams{OrderID: "order-rd", RefundSeq: 1, Amount: 100, Currency: "USD"})
 	require.ErrorIs(t, err, payonce.ErrDeclined)
 	require.Equal(t, payonce.ResultFailed, res.Status)
 	require.Equal(t, "20005", res.DeclineCode)
-	require.Zero(t, e.fake.Truth().TotalRefunded("USD"))
+	require.Zero(t, e.Fake.Truth().TotalRefunded("USD"))
 }
 
 // Checkout.com documents no error for a key reused with another request;
@@ -116,7 +95,7 @@ func TestE2ERefundDeclined(t *testing.T) {
 // is never recorded as succeeded, and nothing is sent again.
 func TestE2ESameKeyOtherRequest(t *testing.T) {
 	t.Parallel()
-	e := e2eSetup(t, mocks.CheckoutOptions{})
+	e := testkit.NewE2E(t, providertest.CheckoutEnv)
 	opID := func(order string) string {
 		id, err := payonce.Identity{Provider: "checkout", Kind: payonce.KindCharge, References: []string{order}}.OperationID()
 		require.NoError(t, err)
@@ -127,23 +106,23 @@ func TestE2ESameKeyOtherRequest(t *testing.T) {
 	// Someone else sent another payment under this operation's key.
 	foreign := payonce.SendRequest{OperationID: theirs, Key: ours, Request: payonce.Request{Kind: payonce.KindCharge,
 		Amount: 999, Currency: "USD", References: []string{"order-someone-else"}, PaymentMethod: mocks.CheckoutSourceApproved}}
-	hr, err := e.client.Provider().NewRequest(e.ctx, foreign)
+	hr, err := e.Client.Provider().NewRequest(e.Ctx, foreign)
 	require.NoError(t, err)
-	resp, err := e.fake.Client().Do(hr)
+	resp, err := e.Fake.(*mocks.Checkout).Client().Do(hr)
 	require.NoError(t, err)
 	require.Equal(t, 201, resp.StatusCode)
 	require.NoError(t, resp.Body.Close())
 
-	res, err := e.client.Charge(e.ctx, usd("order-mismatch", 1500))
+	res, err := e.Client.Charge(e.Ctx, usd("order-mismatch", 1500))
 	require.ErrorIs(t, err, payonce.ErrManualReview)
 	require.Equal(t, payonce.ResultManualReview, res.Status)
 	require.Equal(t, payonce.ReasonContradicted, res.ReviewReason)
 
-	truth := e.fake.Truth()
+	truth := e.Fake.Truth()
 	require.Equal(t, map[string]int{theirs: 1}, truth.ChargesByReference(), "no payment for our operation, and ours is not taken for theirs")
 	require.Equal(t, 1, truth.KeyMismatch)
-	require.Equal(t, 2, e.posts("/payments"), "the foreign request and ours; no resend")
-	_, atts, err := e.store.Get(e.ctx, ours)
+	require.Equal(t, 2, e.Posts("/payments"), "the foreign request and ours; no resend")
+	_, atts, err := e.Store.Get(e.Ctx, ours)
 	require.NoError(t, err)
 	require.Len(t, atts, 1)
 	require.Equal(t, ledger.OutcomeKeyMismatch, atts[0].Outcome)

@@ -1,9 +1,7 @@
 package yookassa_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -11,6 +9,7 @@ import (
 	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/mocks"
+	"github.com/payonce/payonce/providers/providertest"
 	"github.com/payonce/payonce/providers/yookassa"
 )
 
@@ -18,70 +17,51 @@ import (
 // a SQLite ledger and one manual clock shared by the fake and the client.
 // The scenarios every adapter must pass (replay, lost answers, 500s, key in
 // use, key reused, declines, refunds, capture and cancel, lags, the key
-// window, the soak) are the provider suite's, run by TestProviderSuite
-// (providertest_test.go); the tests here are YooKassa's own.
+// window, the soak) are the provider suite's, run by
+// TestProviderSuite; the tests here are YooKassa's own.
 
-var e2eStart = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-
-type e2e struct {
-	fake   *mocks.YooKassa
-	clock  *mocks.ManualClock
-	store  ledger.Store
-	client *payonce.Client
-	ctx    context.Context
-}
-
-func e2eSetup(t *testing.T, fo mocks.YooKassaOptions) *e2e {
-	t.Helper()
-	clock := mocks.NewManualClock(e2eStart)
-	fo.Clock = clock.Now
-	fake := mocks.NewYooKassa(fo)
-	t.Cleanup(fake.Close)
-	psp, err := yookassa.New(yookassa.Config{ShopID: fake.ShopID(), SecretKey: fake.SecretKey(), BaseURL: fake.URL(), Now: clock.Now})
-	require.NoError(t, err)
-	client, store := testkit.NewClient(t, psp, clock.Now)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return &e2e{fake: fake, clock: clock, store: store, client: client, ctx: ctx}
+// TestProviderSuite runs the provider conformance suite against the fake
+// (providertest.YooKassaEnv).
+func TestProviderSuite(t *testing.T) {
+	t.Parallel()
+	providertest.Run(t, providertest.YooKassaEnv)
 }
 
 func rub(order string, amount int64) payonce.ChargeParams {
 	return payonce.ChargeParams{OrderID: order, Amount: amount, Currency: "RUB", PaymentMethod: mocks.YooKassaMethodSucceeds}
 }
 
-func (e *e2e) posts(path string) int { return e.fake.Truth().Requests["POST "+path] }
-
 // YooKassa's own refund rules. Partial refunds, a refund whose answer is
 // lost and an over-refund are the provider suite's Refunds scenario.
 func TestE2ERefundSpecifics(t *testing.T) {
 	t.Parallel()
-	e := e2eSetup(t, mocks.YooKassaOptions{})
-	_, err := e.client.Charge(e.ctx, rub("order-r", 100000))
+	e := testkit.NewE2E(t, providertest.YooKassaEnv)
+	_, err := e.Client.Charge(e.Ctx, rub("order-r", 100000))
 	require.NoError(t, err)
 
 	// Refunds carry no metadata: the operation id goes in the description,
 	// which is what a lookup matches.
-	r1, err := e.client.Refund(e.ctx, payonce.RefundParams{OrderID: "order-r", RefundSeq: 1, Amount: 30000, Currency: "RUB"})
+	r1, err := e.Client.Refund(e.Ctx, payonce.RefundParams{OrderID: "order-r", RefundSeq: 1, Amount: 30000, Currency: "RUB"})
 	require.NoError(t, err)
 	require.Equal(t, payonce.ResultSucceeded, r1.Status)
-	truth := e.fake.Truth()
+	truth := e.Fake.Truth()
 	require.Len(t, truth.Refunds, 1)
 	require.Equal(t, yookassa.RefundMarker+r1.OperationID, truth.Refunds[0].Description)
 
 	// More than what is left: YooKassa's invalid_request.
-	r2, err := e.client.Refund(e.ctx, payonce.RefundParams{OrderID: "order-r", RefundSeq: 2, Amount: 80000, Currency: "RUB"})
+	r2, err := e.Client.Refund(e.Ctx, payonce.RefundParams{OrderID: "order-r", RefundSeq: 2, Amount: 80000, Currency: "RUB"})
 	require.ErrorIs(t, err, payonce.ErrDeclined)
 	require.Equal(t, payonce.ResultFailed, r2.Status)
 	require.Equal(t, "invalid_request", r2.Code)
 
 	// YooKassa has no "refund what remains": the call is refused before
 	// anything is recorded.
-	_, err = e.client.Refund(e.ctx, payonce.RefundParams{OrderID: "order-r", RefundSeq: 3, Currency: "RUB"})
+	_, err = e.Client.Refund(e.Ctx, payonce.RefundParams{OrderID: "order-r", RefundSeq: 3, Currency: "RUB"})
 	require.ErrorIs(t, err, payonce.ErrInvalid)
 	id3, err := payonce.Identity{Provider: "yookassa", Kind: payonce.KindRefund, References: []string{"order-r", "3"}}.OperationID()
 	require.NoError(t, err)
-	_, _, err = e.store.Get(e.ctx, id3)
+	_, _, err = e.Store.Get(e.Ctx, id3)
 	require.ErrorIs(t, err, ledger.ErrNotFound)
-	require.Equal(t, 2, e.posts("/v3/refunds"))
-	require.Equal(t, int64(30000), e.fake.Truth().TotalRefunded("RUB"))
+	require.Equal(t, 2, e.Posts("/v3/refunds"))
+	require.Equal(t, int64(30000), e.Fake.Truth().TotalRefunded("RUB"))
 }

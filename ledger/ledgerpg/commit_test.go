@@ -3,19 +3,18 @@ package ledgerpg_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/ledgerpg"
+	"github.com/payonce/payonce/ledger/ledgertest"
 )
 
 // A lazily durable Finish (synchronous_commit off) must not leak into the
@@ -24,9 +23,7 @@ import (
 func TestLazyFinishDoesNotLeak(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, pool := storeWith(t, func(cfg *pgxpool.Config) {
-		cfg.MaxConns = 1 // the Finish and the checks share one connection
-	})
+	s, pool := storeWith(t, maxConns(1)) // the Finish and the checks share one connection
 
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	op := newOp("op-lazy")
@@ -65,12 +62,7 @@ func TestJournalIsDurableWhateverTheDefault(t *testing.T) {
 		t.Run(c.sessionDefault, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			s, pool := storeWith(t, func(cfg *pgxpool.Config) {
-				cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
-					_, err := conn.Exec(ctx, "SET synchronous_commit = "+c.sessionDefault)
-					return err
-				}
-			})
+			s, pool := storeWith(t, onConnect("SET synchronous_commit = "+c.sessionDefault))
 			schema := s.Schema()
 			var (
 				mu   sync.Mutex
@@ -135,8 +127,7 @@ func TestJournalIsDurableWhateverTheDefault(t *testing.T) {
 func TestFsyncOffIsWarnedOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testkit.NewPool(t)
-	schema := testkit.NewSchema(t, pool)
+	pool, schema := freshSchema(t)
 	var logs bytes.Buffer
 	s, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	require.NoError(t, err)
@@ -154,4 +145,135 @@ func TestFsyncOffIsWarnedOnce(t *testing.T) {
 	require.NoError(t, err)
 	ledgerpg.SetFsyncQuery(quiet, "SELECT 'off'")
 	require.NoError(t, quiet.Migrate(ctx))
+}
+
+// Events travel in the batches the calls already send: recording them costs
+// no round trip and no commit.
+func TestEventsCostNoRoundTrip(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s, counter := countingStore(t)
+	cost := func(call func()) (roundTrips, commits int64) {
+		r, c := counter.roundTrips.Load(), counter.commits.Load()
+		call()
+		return counter.roundTrips.Load() - r, counter.commits.Load() - c
+	}
+	flow := func(id string, evs []ledger.NewEvent) (start, finish [2]int64) {
+		_, err := s.Begin(ctx, ledger.BeginParams{Op: newOp(id), Owner: "w", Now: t0, LeaseUntil: t0.Add(time.Minute)})
+		require.NoError(t, err)
+		start[0], start[1] = cost(func() {
+			_, _, err := s.StartAttempt(ctx, ledger.StartAttemptParams{ID: id, Owner: "w", Now: t0, LeaseUntil: t0.Add(time.Minute), Events: evs})
+			require.NoError(t, err)
+		})
+		finish[0], finish[1] = cost(func() {
+			_, err := s.Finish(ctx, ledger.FinishParams{
+				ID: id, Owner: "w", Now: t0.Add(time.Second), From: ledger.StatusInFlight, To: ledger.StatusSucceeded,
+				Attempt: &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeSuccess}, Events: evs,
+			})
+			require.NoError(t, err)
+		})
+		return start, finish
+	}
+	plainStart, plainFinish := flow("op-plain", nil)
+	evs := []ledger.NewEvent{{Kind: ledger.EventLookup, Detail: "a"}, {Kind: ledger.EventNote, Detail: "b"}}
+	evStart, evFinish := flow("op-events", evs)
+	require.Equal(t, plainStart, evStart, "StartAttempt (round trips, commits)")
+	require.Equal(t, plainFinish, evFinish, "Finish (round trips, commits)")
+	got, err := s.Events(ctx, "op-events")
+	require.NoError(t, err)
+	require.Len(t, got, 4)
+}
+
+// The fast path costs two commits: Begin (a single statement for a new
+// operation) and Finish.
+func TestFastPathCommitsTwice(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s, counter := countingStore(t)
+
+	res, err := s.Begin(ctx, ledger.BeginParams{Op: newOp("op-1"), Owner: "w", Now: t0, LeaseUntil: t0.Add(time.Minute), StartAttempt: true})
+	require.NoError(t, err)
+	require.NotNil(t, res.Attempt)
+	require.Equal(t, int64(1), counter.commits.Load(), "Begin")
+	require.Equal(t, int64(1), counter.roundTrips.Load(), "Begin of a new operation is one statement")
+
+	_, err = s.Finish(ctx, ledger.FinishParams{
+		ID: "op-1", Owner: "w", Now: t0.Add(time.Second), From: ledger.StatusInFlight, To: ledger.StatusSucceeded,
+		Attempt: &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeSuccess, HTTPStatus: 200}, ProviderRef: "pi_1",
+	})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), counter.commits.Load(), "Begin + Finish")
+}
+
+// BenchmarkFastPath runs the suite's fast-path benchmark (Begin with
+// StartAttempt on a new ID, then Finish as succeeded) and reports what each
+// operation costs the database: commits/op and roundtrips/op are counted by a
+// tracer on the pool (see txCounter), not assumed.
+func BenchmarkFastPath(b *testing.B) {
+	s, counter := countingStore(b)
+	ledgertest.BenchFastPath(b, s)
+	b.ReportMetric(float64(counter.commits.Load())/float64(b.N), "commits/op")
+	b.ReportMetric(float64(counter.roundTrips.Load())/float64(b.N), "roundtrips/op")
+}
+
+// BenchmarkClaim10k measures Claim and ClaimDue(Limit 1) latency with
+// 10,000 operations in the ledger.
+func BenchmarkClaim10k(b *testing.B) { benchmarkClaim(b, 10_000) }
+
+// BenchmarkClaim1M is BenchmarkClaim10k with 1,000,000 operations; seeding
+// takes a while, so it is skipped in -short mode.
+func BenchmarkClaim1M(b *testing.B) { benchmarkClaim(b, 1_000_000) }
+
+// benchmarkClaim seeds rows pending operations once (this function body runs
+// once; the sub-benchmarks run with growing b.N) and then measures one
+// Claim, and one ClaimDue with Limit 1, at a time.
+func benchmarkClaim(b *testing.B, rows int) {
+	if testing.Short() {
+		b.Skip("seeds a large ledger; not in -short mode")
+	}
+	ctx := context.Background()
+	s, pool := newStore(b)
+	ops := table(s.Schema(), "payonce_operations")
+	start := time.Now()
+	_, err := pool.Exec(ctx, `INSERT INTO `+ops+` (id, key, provider, kind, refs, generation, fingerprint, request,
+			status, attempts, key_ttl_ms, next_check_at, created_at, updated_at)
+		SELECT 'op-' || lpad(i::text, 9, '0'), 'op-' || lpad(i::text, 9, '0'), 'stripe', 'charge',
+			ARRAY['order', i::text], 0, 'fp', '{"amount":1000,"currency":"EUR"}',
+			'pending', 0, 86400000, $1::timestamptz + i * interval '1 microsecond', $1, $1
+		FROM generate_series(1, $2::int) AS i`, t0, rows)
+	require.NoError(b, err)
+	_, err = pool.Exec(ctx, "ANALYZE "+ops)
+	require.NoError(b, err)
+	b.Logf("seeded %d operations in %v", rows, time.Since(start).Round(time.Millisecond))
+
+	// One clock for both sub-benchmarks and all their runs, moving 1ms per
+	// call: every lease taken has expired by the next call, so every call
+	// succeeds and does the same work.
+	clock := t0.Add(time.Hour)
+	tick := func() time.Time {
+		clock = clock.Add(time.Millisecond)
+		return clock
+	}
+	calls := 0
+	b.Run("Claim", func(b *testing.B) {
+		for b.Loop() {
+			calls++
+			id := fmt.Sprintf("op-%09d", 1+(calls*7919)%rows) // spread over the table
+			now := tick()
+			_, err := s.Claim(ctx, ledger.ClaimParams{ID: id, Owner: fmt.Sprintf("w-%d", calls), Now: now, LeaseUntil: now.Add(time.Millisecond)})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ClaimDueLimit1", func(b *testing.B) {
+		for b.Loop() {
+			calls++
+			now := tick()
+			got, err := s.ClaimDue(ctx, ledger.ClaimDueParams{Owner: fmt.Sprintf("w-%d", calls), Now: now, LeaseUntil: now.Add(time.Millisecond), Limit: 1})
+			if err != nil || len(got) != 1 {
+				b.Fatalf("claim due: %v (%d operations)", err, len(got))
+			}
+		}
+	})
 }

@@ -3,7 +3,9 @@ package ledgersqlite_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,10 +89,7 @@ func TestStoreLeavesCallersConnectionSettings(t *testing.T) {
 func TestLazyFinishLeavesJournalWritesFull(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := ledgersqlite.Open(filepath.Join(t.TempDir(), "l.db"), ledgersqlite.Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	require.NoError(t, s.Migrate(ctx))
+	s := openAt(t, filepath.Join(t.TempDir(), "l.db"))
 	// One connection only, so the Finish and the next write share it.
 	ledgersqlite.DB(s).SetMaxOpenConns(1)
 
@@ -106,4 +105,81 @@ func TestLazyFinishLeavesJournalWritesFull(t *testing.T) {
 	level, err := ledgersqlite.WriteSynchronous(ctx, s)
 	require.NoError(t, err)
 	require.Equal(t, 2, level, "durable writes run with synchronous=FULL after a lazy Finish")
+}
+
+// The fast path of a call that succeeds costs two commits: Begin (create,
+// lease, attempt) and Finish.
+func TestFastPathIsTwoCommits(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := openStore(t)
+	before := ledgersqlite.Commits(s)
+	res, err := s.Begin(ctx, begin(newOp("op-1"), "w", t0, true))
+	require.NoError(t, err)
+	require.True(t, res.Created)
+	require.True(t, res.Claimed)
+	require.NotNil(t, res.Attempt)
+	_, err = s.Finish(ctx, succeed("op-1", "w", t0.Add(time.Second), res.Attempt.Number))
+	require.NoError(t, err)
+	require.EqualValues(t, 2, ledgersqlite.Commits(s)-before)
+
+	// A replay of the finished call reads the recorded result and sends
+	// nothing.
+	res, err = s.Begin(ctx, begin(newOp("op-1"), "w2", t0.Add(time.Minute), true))
+	require.NoError(t, err)
+	require.False(t, res.Claimed)
+	require.Nil(t, res.Attempt)
+	require.Equal(t, ledger.StatusSucceeded, res.Op.Status)
+	require.Equal(t, "pi_op-1", res.Op.ProviderRef)
+}
+
+// BenchmarkFastPath measures one successful synchronous operation: Begin
+// (create, lease, start attempt) then Finish (succeeded), with
+// synchronous=FULL. commits/op counts the COMMITs the store issued.
+func BenchmarkFastPath(b *testing.B) {
+	s := openStore(b)
+	ctx := b.Context()
+	before := ledgersqlite.Commits(s)
+	n := 0
+	for b.Loop() {
+		id := fmt.Sprintf("op-%09d", n)
+		now := t0.Add(time.Duration(n) * time.Millisecond)
+		n++
+		res, err := s.Begin(ctx, begin(newOp(id), "w", now, true))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Finish(ctx, succeed(id, "w", now, res.Attempt.Number)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(ledgersqlite.Commits(s)-before)/float64(n), "commits/op")
+}
+
+// BenchmarkFastPathParallel runs the fast path from many goroutines on one
+// store: writes queue inside the store, so throughput is bounded by one
+// writer (and one fsync per commit).
+func BenchmarkFastPathParallel(b *testing.B) {
+	s := openStore(b)
+	ctx := b.Context()
+	before := ledgersqlite.Commits(s)
+	var seq, ops atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		owner := fmt.Sprintf("w-%d", seq.Add(1))
+		for pb.Next() {
+			n := ops.Add(1)
+			id := fmt.Sprintf("op-%09d", n)
+			now := t0.Add(time.Duration(n) * time.Millisecond)
+			res, err := s.Begin(ctx, begin(newOp(id), owner, now, true))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if _, err := s.Finish(ctx, succeed(id, owner, now, res.Attempt.Number)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(ledgersqlite.Commits(s)-before)/float64(ops.Load()), "commits/op")
 }

@@ -1,0 +1,54 @@
+// Package listsql is the one home of what the SQL stores (ledgerpg and
+// ledgersqlite) select for the ledger's list filters: each filter field
+// set becomes one condition of the WHERE clause, the same in both stores.
+// The stores keep their own placeholders and value encodings.
+package listsql
+
+import (
+	"time"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// Add appends a condition whose single "?" stands for arg.
+type Add func(cond string, arg any)
+
+// cond is one condition of a filter: added when its field is set.
+type cond struct {
+	set bool
+	sql string // with a single "?" standing for arg
+	arg any
+}
+
+// addSet adds the conditions that are set, in order.
+func addSet(add Add, conds ...cond) {
+	for _, c := range conds {
+		if c.set {
+			add(c.sql, c.arg)
+		}
+	}
+}
+
+// List adds the conditions of f, a filter that passed Validate: its
+// status, provider, kind and the ID to list after, each when set.
+func List(f ledger.ListFilter, add Add) {
+	addSet(add,
+		cond{f.Status != "", "status = ?", string(f.Status)},
+		cond{f.Provider != "", "provider = ?", f.Provider},
+		cond{f.Kind != "", "kind = ?", f.Kind},
+		cond{f.AfterID != "", "id > ?", f.AfterID},
+	)
+}
+
+// Review adds the conditions of f, a filter that passed Validate, beyond
+// the status (the stores write status = 'manual_review' as a literal, to
+// match the review index's predicate): its provider, kind, reason and
+// entry time, each when set. at is the store's encoding of a time.
+func Review(f ledger.ReviewFilter, at func(time.Time) any, add Add) {
+	addSet(add,
+		cond{f.Provider != "", "provider = ?", f.Provider},
+		cond{f.Kind != "", "kind = ?", f.Kind},
+		cond{f.Reason != "", "review_reason = ?", f.Reason},
+		cond{!f.EnteredBefore.IsZero(), "review_at < ?", at(f.EnteredBefore)},
+	)
+}
