@@ -482,26 +482,22 @@ func (c *Client) lookupInReview(ctx context.Context, op ledger.Operation, owner 
 	now = c.cfg.Now()
 	fp.NextCheckAt = now.Add(c.checkAfter(op, now))
 	fp.Events = []ledger.NewEvent{lookupEvent(lr, lerr)}
-	switch {
-	case lerr != nil:
-	case lr.Contradiction != "":
-		// Not this operation's object: nothing to settle, and nothing a
-		// later lookup is likely to change.
-		fp.ReviewReason = ReasonContradicted
+	d := decideInReview(lr, lerr)
+	if d.ReviewReason != "" {
+		fp.ReviewReason = d.ReviewReason
+	}
+	if d.StopChecking {
 		fp.NextCheckAt = time.Time{}
-	case lr.State == LookupSucceeded || lr.State == LookupFailed:
+	}
+	if d.Settle != "" {
 		fp.To = ledger.StatusSucceeded
-		outcome := ledger.ResolveSucceeded
-		if lr.State == LookupFailed {
-			fp.To, outcome = ledger.StatusFailed, ledger.ResolveFailed
+		if d.Settle == ledger.ResolveFailed {
+			fp.To = ledger.StatusFailed
 		}
 		fp.ProviderRef = lr.ProviderRef
 		fp.Result = encodeResult(Outcome{ProviderRef: lr.ProviderRef, Code: lr.Code, DeclineCode: lr.DeclineCode, Message: lr.Message})
-		fp.Resolution = &ledger.Resolution{Actor: "payonce-reconciler", Outcome: outcome, At: now,
+		fp.Resolution = &ledger.Resolution{Actor: "payonce-reconciler", Outcome: d.Settle, At: now,
 			Note: fmt.Sprintf("settled automatically: %s reports the operation %s", c.cfg.Provider.Name(), lr.State)}
-	case lr.State == LookupMultiple:
-		fp.ReviewReason = ReasonDuplicated
-		fp.NextCheckAt = time.Time{}
 	}
 	return c.finishQuiet(ctx, op, owner, fp)
 }

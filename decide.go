@@ -9,8 +9,10 @@ import (
 
 // The decision table, both halves, as pure functions: decideSend says what
 // the classified answer to a send means for the operation, Decide what a
-// status lookup's answer means after a "maybe sent" outcome. attempt.go
-// carries their decisions out; nothing here reads a clock or a ledger.
+// status lookup's answer means after a "maybe sent" outcome, and
+// decideInReview what a read-only lookup of an operation in review means.
+// attempt.go carries their decisions out; nothing here reads a clock or a
+// ledger.
 
 // sendDecision is what the answer to one send means for the operation.
 type sendDecision struct {
@@ -243,4 +245,45 @@ func Decide(in DecideInput) Decision {
 		return Decision{Action: ActReview, Reason: ReasonWindowPassed, NextCheckAt: later}
 	}
 	return Decision{Action: ActCheckLater, NextCheckAt: later, Reason: fmt.Sprintf("unrecognised lookup state %q", in.Lookup.State)}
+}
+
+// reviewDecision is what a read-only lookup of an operation in review means.
+type reviewDecision struct {
+	// Settle, when set, settles the operation with that outcome (a
+	// payonce-reconciler resolution); otherwise it stays in review.
+	Settle ledger.ResolutionOutcome
+	// ReviewReason, when set, replaces the operation's review reason.
+	ReviewReason string
+	// StopChecking ends the read-only lookups: a later one is not likely to
+	// change the answer.
+	StopChecking bool
+}
+
+// decideInReview is the table for operations in review. Automation never
+// sends for them; a lookup may only settle one the provider definitively
+// answers for, or sharpen why it needs a person.
+//
+//	lookup answer                        decision
+//	lookup failed                        stay in review, look again later
+//	object contradicts the operation     review (contradicted), stop looking
+//	succeeded / failed                   settle succeeded / failed
+//	more than one object                 review (duplicated), stop looking
+//	not found, processing                stay in review, look again later
+func decideInReview(lr LookupResult, lerr error) reviewDecision {
+	switch {
+	case lerr != nil:
+		return reviewDecision{}
+	case lr.Contradiction != "":
+		// Not this operation's object: nothing to settle, and nothing a
+		// later lookup is likely to change.
+		return reviewDecision{ReviewReason: ReasonContradicted, StopChecking: true}
+	case lr.State == LookupSucceeded:
+		return reviewDecision{Settle: ledger.ResolveSucceeded}
+	case lr.State == LookupFailed:
+		return reviewDecision{Settle: ledger.ResolveFailed}
+	case lr.State == LookupMultiple:
+		return reviewDecision{ReviewReason: ReasonDuplicated, StopChecking: true}
+	default:
+		return reviewDecision{}
+	}
 }

@@ -162,3 +162,29 @@ func TestInsideWindow(t *testing.T) {
 	require.False(t, InsideWindow(op, start.Add(2*time.Hour), 0))
 	require.True(t, InsideWindow(ledger.Operation{}, start.Add(100*time.Hour), time.Minute), "no window open: nothing can have been sent")
 }
+
+// TestDecideInReview covers every row of the table for operations in
+// review: a lookup settles only a definitive answer, never sends, and stops
+// looking only where a later lookup cannot change the answer.
+func TestDecideInReview(t *testing.T) {
+	cases := []struct {
+		name string
+		lr   LookupResult
+		lerr error
+		want reviewDecision
+	}{
+		{"lookup failed", LookupResult{State: LookupSucceeded}, errors.New("timeout"), reviewDecision{}},
+		{"contradiction wins over success", LookupResult{State: LookupSucceeded, Contradiction: "amount 500, want 1000"}, nil,
+			reviewDecision{ReviewReason: ReasonContradicted, StopChecking: true}},
+		{"succeeded", LookupResult{State: LookupSucceeded, ProviderRef: "pi_1"}, nil, reviewDecision{Settle: ledger.ResolveSucceeded}},
+		{"failed", LookupResult{State: LookupFailed, ProviderRef: "pi_1"}, nil, reviewDecision{Settle: ledger.ResolveFailed}},
+		{"multiple", LookupResult{State: LookupMultiple}, nil, reviewDecision{ReviewReason: ReasonDuplicated, StopChecking: true}},
+		{"not found", LookupResult{State: LookupNotFound}, nil, reviewDecision{}},
+		{"processing", LookupResult{State: LookupProcessing}, nil, reviewDecision{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, decideInReview(tc.lr, tc.lerr))
+		})
+	}
+}
