@@ -2,7 +2,6 @@ package payonce_test
 
 import (
 	"context"
-	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -90,15 +89,7 @@ func setupOn(t *testing.T, o setupOpts, store ledger.Store) *bundle {
 	}
 	psp, err := stripe.New(stripe.Config{APIKey: fake.APIKey(), BaseURL: base, Now: clock.Now})
 	require.NoError(t, err)
-	cfg := payonce.Config{
-		Provider: psp, Store: store, Now: clock.Now,
-		// Keep-alives off: a dropped answer must reach the client as a
-		// dropped answer, not as Go's transparent resend on a fresh
-		// connection.
-		HTTPClient:     &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
-		AttemptTimeout: 2 * time.Second,
-		Retry:          payonce.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
-	}
+	cfg := providertest.ClientConfig(psp, store, clock.Now)
 	if o.config != nil {
 		o.config(&cfg)
 	}

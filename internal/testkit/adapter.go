@@ -159,14 +159,7 @@ func NewClient(t *testing.T, psp payonce.Provider, now func() time.Time) (*payon
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	require.NoError(t, store.Migrate(context.Background()))
-	client, err := payonce.New(payonce.Config{
-		Provider: psp, Store: store, Now: now,
-		// Keep-alives off: a dropped answer must reach the client as a
-		// dropped answer.
-		HTTPClient:     &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
-		AttemptTimeout: 2 * time.Second,
-		Retry:          payonce.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
-	})
+	client, err := payonce.New(providertest.ClientConfig(psp, store, now))
 	require.NoError(t, err)
 	return client, store
 }

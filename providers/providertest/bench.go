@@ -98,17 +98,10 @@ func newBench(t *testing.T, sc *suite, s setup) *bench {
 		newStore = NewSQLiteStore
 	}
 	store := newStore(t)
-	cfg := payonce.Config{
-		Provider: env.Provider, Store: store, Now: o.Clock.Now,
-		// Keep-alives off: a dropped answer must reach the client as a
-		// dropped answer, not as Go's transparent resend on a new
-		// connection.
-		HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
-		// Attempts and lookups alike: generous, so that a lookup finishes
-		// on a loaded machine (-race, other tests); hangs last longer.
-		AttemptTimeout: 3 * time.Second,
-		Retry:          payonce.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
-	}
+	cfg := ClientConfig(env.Provider, store, o.Clock.Now)
+	// Attempts and lookups alike: generous, so that a lookup finishes on a
+	// loaded machine (-race, other tests); hangs last longer.
+	cfg.AttemptTimeout = 3 * time.Second
 	if s.config != nil {
 		s.config(&cfg)
 	}
@@ -269,5 +262,18 @@ func (b *bench) waitFor(what string, cond func() bool) {
 			b.t.Fatalf("providertest: timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// ClientConfig is the payonce.Config the suite's clients use against a fake:
+// keep-alives off, so that a dropped answer reaches the client as a dropped
+// answer, not as Go's transparent resend on a new connection; short
+// backoffs, so that tests do not wait; a 2 s attempt timeout.
+func ClientConfig(psp payonce.Provider, store ledger.Store, now func() time.Time) payonce.Config {
+	return payonce.Config{
+		Provider: psp, Store: store, Now: now,
+		HTTPClient:     &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
+		AttemptTimeout: 2 * time.Second,
+		Retry:          payonce.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
 	}
 }
