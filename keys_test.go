@@ -713,17 +713,12 @@ func TestKeyGoldenVectors(t *testing.T) {
 	for _, v := range golden.Identities {
 		names["identity "+v.Name] = true
 		id := Identity{Provider: v.Provider, Kind: v.Kind, References: v.References, Generation: v.Generation}
-		if inputs, ok := goldenIdentityInputs()[v.Name]; ok {
-			require.Equal(t, inputs, id, "identity %q: the input in code differs from the golden file; add a new vector instead of editing one", v.Name)
-		}
-		got, err := deriveGoldenIdentity(v.Name, id)
-		if err != nil {
-			t.Errorf("identity %q: %v", v.Name, err)
-			continue
-		}
-		if !reflect.DeepEqual(got, v) {
-			t.Errorf("identity %q: derived\n%+v\nwant (golden, must never change)\n%+v", v.Name, got, v)
-		}
+		checkGoldenVector(t, "identity", v.Name, id, goldenIdentityInputs(), deriveGoldenIdentity, func(got goldenIdentity) string {
+			if reflect.DeepEqual(got, v) {
+				return ""
+			}
+			return fmt.Sprintf("%+v\nwant (golden, must never change)\n%+v", got, v)
+		})
 	}
 	for _, v := range golden.Requests {
 		names["request "+v.Name] = true
@@ -732,17 +727,12 @@ func TestKeyGoldenVectors(t *testing.T) {
 			t.Errorf("request %q: %v", v.Name, err)
 			continue
 		}
-		if inputs, ok := goldenRequestInputs()[v.Name]; ok {
-			require.Equal(t, inputs, r, "request %q: the input in code differs from the golden file; add a new vector instead of editing one", v.Name)
-		}
-		got, err := deriveGoldenRequest(v.Name, r)
-		if err != nil {
-			t.Errorf("request %q: %v", v.Name, err)
-			continue
-		}
-		if got.Canonical != v.Canonical || got.Fingerprint != v.Fingerprint {
-			t.Errorf("request %q: derived\n%s %s\nwant (golden, must never change)\n%s %s", v.Name, got.Canonical, got.Fingerprint, v.Canonical, v.Fingerprint)
-		}
+		checkGoldenVector(t, "request", v.Name, r, goldenRequestInputs(), deriveGoldenRequest, func(got goldenRequestV1) string {
+			if got.Canonical == v.Canonical && got.Fingerprint == v.Fingerprint {
+				return ""
+			}
+			return fmt.Sprintf("%s %s\nwant (golden, must never change)\n%s %s", got.Canonical, got.Fingerprint, v.Canonical, v.Fingerprint)
+		})
 	}
 	if t.Failed() {
 		t.Fatalf("golden vectors differ: the key or fingerprint derivation changed; this would charge deployed operations again")
@@ -769,6 +759,26 @@ func TestKeyGoldenVectors(t *testing.T) {
 
 // missingVectors derives, with -update, the vector of every input that has
 // none in names (keyed "kind name"); without -update it fails for each.
+// checkGoldenVector checks the stored vector name of kind ("identity" or
+// "request"), whose input in is read from the golden file: an input in code
+// of the same name must be the same input, and in must derive what is
+// stored; diff describes how got differs from the stored vector, "" when it
+// does not.
+func checkGoldenVector[I, V any](t *testing.T, kind, name string, in I, inputs map[string]I, derive func(string, I) (V, error), diff func(got V) string) {
+	t.Helper()
+	if want, ok := inputs[name]; ok {
+		require.Equal(t, want, in, "%s %q: the input in code differs from the golden file; add a new vector instead of editing one", kind, name)
+	}
+	got, err := derive(name, in)
+	if err != nil {
+		t.Errorf("%s %q: %v", kind, name, err)
+		return
+	}
+	if d := diff(got); d != "" {
+		t.Errorf("%s %q: derived\n%s", kind, name, d)
+	}
+}
+
 func missingVectors[I, V any](t *testing.T, kind string, inputs map[string]I, names map[string]bool, derive func(string, I) (V, error)) []V {
 	t.Helper()
 	var added []V

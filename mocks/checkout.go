@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -71,7 +70,7 @@ type CheckoutOptions struct {
 
 // Validate reports the first option that cannot work, saying how to fix it.
 func (o CheckoutOptions) Validate() error {
-	if err := o.coreConfig(idemPolicy{}).check("CheckoutOptions", namedDuration{"KeyTTL", o.KeyTTL}); err != nil {
+	if err := o.coreConfig().check(); err != nil {
 		return err
 	}
 	if o.SecretKey != "" && !strings.HasPrefix(o.SecretKey, "sk_sbox_") && !strings.HasPrefix(o.SecretKey, "sk_test_") {
@@ -80,9 +79,9 @@ func (o CheckoutOptions) Validate() error {
 	return nil
 }
 
-// coreConfig is the core configuration of the fake, keeping keys by idem.
-func (o CheckoutOptions) coreConfig(idem idemPolicy) coreConfig {
-	return coreConfig{"checkout", o.Clock, o.Seed, idem, o.FaultRates, o.FaultGETs, o.HangFor, o.SlowFor, o.RetryAfter, o.Logger}
+// coreConfig is the provider-neutral half of the options.
+func (o CheckoutOptions) coreConfig() coreConfig {
+	return coreConfig{"checkout", "CheckoutOptions", o.Clock, o.KeyTTL, o.Seed, o.FaultRates, o.FaultGETs, o.HangFor, o.SlowFor, o.RetryAfter, o.Logger}
 }
 
 // CheckoutHandler is the fake Checkout.com as an http.Handler: it serves
@@ -94,25 +93,24 @@ type CheckoutHandler struct {
 	fakeHandler
 	secretKey string
 
-	mu          sync.Mutex
-	seq         int64
+	objectStore
 	payments    map[string]*ckoPayment
 	paymentList []*ckoPayment
 	refunds     []*ckoRefund
 }
 
 type ckoPayment struct {
-	seq       int64
-	createdAt time.Time
-	key       string
-	source    string // test source name (src_test_...)
-	p         CheckoutPayment
-	actions   []CheckoutAction // oldest first
+	stored
+	source  string // test source name (src_test_...)
+	p       CheckoutPayment
+	actions []CheckoutAction // oldest first
 }
 
+// ckoRefund is a Refund action. Refunds are not numbered (their seq stays
+// 0): the fake lists them only through their payment's actions, and a
+// payment's auth code follows the payment count.
 type ckoRefund struct {
-	createdAt time.Time
-	key       string
+	stored
 	paymentID string
 	currency  string
 	action    CheckoutAction
@@ -127,7 +125,7 @@ func NewCheckoutHandler(opts CheckoutOptions) *CheckoutHandler {
 	// was made) the same key is processed anew: a blind resend after a
 	// 5xx can charge twice.
 	idem := idemPolicy{keep: func(status int) bool { return status >= 200 && status < 300 }}
-	h.setUp(opts, opts.KeyTTL, CheckoutKeyTTL, idem, h, h.truthRecords)
+	h.setUp(opts, CheckoutKeyTTL, idem, h, h.truthRecords)
 	h.secretKey = opts.SecretKey
 	if h.secretKey == "" {
 		h.secretKey = "sk_sbox_" + ckoID(h.core.ids, "")

@@ -155,9 +155,8 @@ func (h *CheckoutHandler) createPayment(c *call) (*response, bool) {
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.seq++
 	amount := *req.Amount
-	p := &ckoPayment{seq: h.seq, createdAt: c.now, key: c.key, source: srcName}
+	p := &ckoPayment{stored: h.stamp(c), source: srcName}
 	p.p = CheckoutPayment{
 		ID:          ckoID(h.core.ids, "pay_"),
 		RequestedOn: ckoTime(c.now),
@@ -189,7 +188,7 @@ func (h *CheckoutHandler) createPayment(c *call) (*response, bool) {
 		p.p.Links = h.links(p.p.ID)
 		return h.jsonResponse(http.StatusCreated, p.p), true
 	}
-	p.p.AuthCode = strconv.Itoa(100000 + int(h.seq%900000))
+	p.p.AuthCode = strconv.Itoa(100000 + int(p.seq%900000))
 	b := p.p.Balances
 	b.TotalAuthorized = amount
 	if capture {
@@ -293,7 +292,7 @@ func (h *CheckoutHandler) action(c *call, do func(p *ckoPayment, req ckoActionRe
 		act.Metadata = stringMetadata(req.Metadata)
 		p.actions = append(p.actions, *act)
 		if act.Type == "Refund" {
-			h.refunds = append(h.refunds, &ckoRefund{createdAt: c.now, key: c.key, paymentID: p.p.ID, currency: p.p.Currency, action: *act})
+			h.refunds = append(h.refunds, &ckoRefund{stored: stored{createdAt: c.now, key: c.key}, paymentID: p.p.ID, currency: p.p.Currency, action: *act})
 		}
 		return h.jsonResponse(http.StatusAccepted, CheckoutActionAccepted{ActionID: act.ID, Reference: req.Reference,
 			Links: map[string]CheckoutLink{"payment": {Href: "https://api.sandbox.checkout.com/payments/" + p.p.ID}}}), true

@@ -1,9 +1,7 @@
 package mocks_test
 
 import (
-	"context"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -203,17 +201,10 @@ func TestCheckoutSameKeyOtherRequestReplays(t *testing.T) {
 	// While the first request under a key runs, another request with it
 	// gets the documented 409.
 	b.f.Script(ckoCreate, mocks.FaultSlow)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_, _ = b.c.do(context.Background(), http.MethodPost, "/payments", ckoPayment(100, mocks.CheckoutSourceApproved, "slow", true), "slow")
-	}()
-	require.Eventually(t, func() bool { return b.f.PendingFaults() == 0 }, 2*time.Second, time.Millisecond)
-	time.Sleep(20 * time.Millisecond)
+	done := holdKey(t, b.f, b.c, "/payments", ckoPayment(100, mocks.CheckoutSourceApproved, "slow", true), "slow")
 	e := decode[mocks.CheckoutError](t, b.c.post("/payments", ckoPayment(999, mocks.CheckoutSourceApproved, "other", true), "slow"), 409)
 	require.Equal(t, "request_in_progress", e.ErrorType)
-	wg.Wait()
+	<-done
 
 	// A key whose request failed is not stored: another request with it is
 	// processed as new (documented: "if the original request could not be
@@ -276,17 +267,10 @@ func TestCheckoutConflictWhileProcessing(t *testing.T) {
 	b := ckoSetup(t, mocks.CheckoutOptions{SlowFor: 300 * time.Millisecond})
 	b.f.Script(ckoCreate, mocks.FaultSlow)
 	body := ckoPayment(100, mocks.CheckoutSourceApproved, "slow", true)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_, _ = b.c.do(context.Background(), http.MethodPost, "/payments", body, "slow")
-	}()
-	require.Eventually(t, func() bool { return b.f.PendingFaults() == 0 }, 2*time.Second, time.Millisecond)
-	time.Sleep(20 * time.Millisecond)
+	done := holdKey(t, b.f, b.c, "/payments", body, "slow")
 	e := decode[mocks.CheckoutError](t, b.c.post("/payments", body, "slow"), 409)
 	require.Equal(t, "request_in_progress", e.ErrorType)
-	wg.Wait()
+	<-done
 	require.Equal(t, 1, b.f.Truth().KeyInUse)
 	require.Len(t, b.f.Truth().Payments, 1)
 }

@@ -23,12 +23,14 @@ import (
 // Stripe fake and by fakes of other providers. Provider wire formats live in
 // the provider's own files, behind the dialect interface.
 
-// coreConfig is the provider-neutral configuration of a fake.
+// coreConfig is the provider-neutral configuration of a fake: the options
+// every fake's exported options type has.
 type coreConfig struct {
 	name       string // provider name for logs, e.g. "stripe"
+	typ        string // the exported options type, e.g. "StripeOptions"
 	clock      func() time.Time
+	keyTTL     time.Duration
 	seed       int64
-	idem       idemPolicy
 	faultRates map[FaultKind]float64
 	faultGETs  bool
 	hangFor    time.Duration
@@ -41,20 +43,25 @@ type coreConfig struct {
 // its own validation and its provider-neutral half.
 type fakeOptions interface {
 	Validate() error
-	coreConfig(idem idemPolicy) coreConfig
+	coreConfig() coreConfig
 }
 
 // setUp is the setup every fake's handler constructor shares: it panics if
 // opts do not validate (a wrong option is a bug in the test), then starts
-// the core with the provider's idempotency rule, idem, whose key TTL is
-// ttl or, when ttl is 0, the provider's documented defaultTTL. Default
-// credentials and routes come after it (see fakeHandler.start).
-func (h *fakeHandler) setUp(opts fakeOptions, ttl, defaultTTL time.Duration, idem idemPolicy, d dialect, records func(*Truth)) {
+// the core speaking d's dialect, with the provider's idempotency rule,
+// idem, whose key TTL is the options' KeyTTL or, when that is 0, the
+// provider's documented defaultTTL. Default credentials drawn from the
+// core's ids come after it, and routes after those, so that a seed always
+// gives the same ids.
+func (h *fakeHandler) setUp(opts fakeOptions, defaultTTL time.Duration, idem idemPolicy, d dialect, records func(*Truth)) {
 	if err := opts.Validate(); err != nil {
 		panic(err)
 	}
-	idem.ttl = cmp.Or(ttl, defaultTTL)
-	h.start(opts.coreConfig(idem), d, records)
+	cfg := opts.coreConfig().withDefaults()
+	idem.ttl = cmp.Or(cfg.keyTTL, defaultTTL)
+	h.core = newCore(cfg, idem)
+	h.core.d = d
+	h.records = records
 }
 
 // call is one request as it moves through the pipeline.
@@ -126,7 +133,7 @@ type core struct {
 	doneOnce sync.Once
 }
 
-func newCore(cfg coreConfig) *core {
+func newCore(cfg coreConfig, idem idemPolicy) *core {
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.DiscardHandler)
 	}
@@ -134,7 +141,7 @@ func newCore(cfg coreConfig) *core {
 		cfg:      cfg,
 		ids:      newIDSource(cfg.seed),
 		faults:   newFaultPlan(cfg.seed, cfg.faultRates, cfg.faultGETs),
-		idem:     newIdemStore(cfg.idem),
+		idem:     newIdemStore(idem),
 		counters: newCounters(),
 		done:     make(chan struct{}),
 	}

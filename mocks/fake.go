@@ -31,15 +31,6 @@ type route struct {
 	ep      endpoint
 }
 
-// start creates the core, speaking d's dialect. Default credentials drawn
-// from the core's ids come after it, and routes after those, so that a seed
-// always gives the same ids.
-func (h *fakeHandler) start(cfg coreConfig, d dialect, records func(*Truth)) {
-	h.core = newCore(cfg.withDefaults())
-	h.core.d = d
-	h.records = records
-}
-
 // serve routes requests to routes, and every other request to unknown.
 func (h *fakeHandler) serve(routes []route, unknown endpoint) {
 	h.mux = http.NewServeMux()
@@ -136,29 +127,25 @@ func (cfg coreConfig) withDefaults() coreConfig {
 	return cfg
 }
 
-// check reports the first negative duration of an options type (typ, e.g.
-// "StripeOptions") whose core configuration is cfg, trying own (the type's
-// own durations) first, or the first unusable fault rate.
-func (cfg coreConfig) check(typ string, own ...namedDuration) error {
-	return checkOptions(typ, cfg.faultRates, append(own, namedDuration{"HangFor", cfg.hangFor},
-		namedDuration{"SlowFor", cfg.slowFor}, namedDuration{"RetryAfter", cfg.retryAfter})...)
+// check reports the first negative duration of the options whose core
+// configuration is cfg (KeyTTL, then own, the type's own durations, then the
+// fault delays), or the first unusable fault rate.
+func (cfg coreConfig) check(own ...namedDuration) error {
+	ds := append([]namedDuration{{"KeyTTL", cfg.keyTTL}}, own...)
+	ds = append(ds, namedDuration{"HangFor", cfg.hangFor}, namedDuration{"SlowFor", cfg.slowFor},
+		namedDuration{"RetryAfter", cfg.retryAfter})
+	for _, d := range ds {
+		if d.d < 0 {
+			return fmt.Errorf("mocks: %s.%s is %v; use 0 for the default or a positive duration", cfg.typ, d.name, d.d)
+		}
+	}
+	return validateFaultRates(cfg.faultRates)
 }
 
 // namedDuration is a duration option and its field name.
 type namedDuration struct {
 	name string
 	d    time.Duration
-}
-
-// checkOptions reports the first negative duration of an options type
-// (typ, e.g. "StripeOptions") or the first unusable fault rate.
-func checkOptions(typ string, rates map[FaultKind]float64, ds ...namedDuration) error {
-	for _, d := range ds {
-		if d.d < 0 {
-			return fmt.Errorf("mocks: %s.%s is %v; use 0 for the default or a positive duration", typ, d.name, d.d)
-		}
-	}
-	return validateFaultRates(rates)
 }
 
 // renderJSON renders v as the providers do (indented JSON ending in a

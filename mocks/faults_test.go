@@ -255,20 +255,12 @@ func TestReleaseEndsHeldRequests(t *testing.T) {
 	t.Parallel()
 	b := setup(t, mocks.StripeOptions{HangFor: time.Hour})
 	b.f.Script(createPI, mocks.FaultHangAfterProcessing)
-	done := make(chan int, 1)
-	go func() {
-		r, err := b.c.do(context.Background(), http.MethodPost, "/v1/payment_intents", charge("1000", "pm_card_visa"), "")
-		if err != nil {
-			done <- -1
-			return
-		}
-		done <- r.status
-	}()
+	done := b.c.postAsync("/v1/payment_intents", charge("1000", "pm_card_visa"), "")
 	require.Eventually(t, func() bool { return len(b.f.Truth().Payments) == 1 }, 5*time.Second, time.Millisecond)
 	b.f.Close()
 	select {
-	case status := <-done:
-		require.Equal(t, 200, status, "a released request is answered")
+	case r := <-done:
+		require.Equal(t, 200, r.status, "a released request is answered")
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not release the held request")
 	}

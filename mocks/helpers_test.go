@@ -166,6 +166,30 @@ func (c *client) post(path string, body any, key string) *result {
 	return r
 }
 
+// postAsync sends a POST in the background, as post does, and delivers its
+// answer on the returned channel. A request that got no answer is
+// delivered as status -1: a goroutine may not fail the test.
+func (c *client) postAsync(path string, body any, key string) <-chan *result {
+	done := make(chan *result, 1)
+	go func() {
+		r, err := c.do(context.Background(), http.MethodPost, path, body, key)
+		if err != nil {
+			r = &result{status: -1}
+		}
+		done <- r
+	}()
+	return done
+}
+
+// holdKey sends a POST that meets a scripted FaultSlow (postAsync) and
+// returns once f has consumed the fault and the request holds its key.
+func holdKey(t *testing.T, f interface{ PendingFaults() int }, c *client, path string, body any, key string) <-chan *result {
+	done := c.postAsync(path, body, key)
+	require.Eventually(t, func() bool { return f.PendingFaults() == 0 }, 2*time.Second, time.Millisecond)
+	time.Sleep(20 * time.Millisecond)
+	return done
+}
+
 func (c *client) get(path string) *result {
 	c.t.Helper()
 	r, err := c.do(context.Background(), http.MethodGet, path, nil, "")

@@ -95,14 +95,7 @@ func TestIdempotencyKeyInUse(t *testing.T) {
 	b := setup(t, mocks.StripeOptions{SlowFor: time.Minute})
 	b.f.Script(mocks.Match{Path: "/v1/payment_intents"}, mocks.FaultSlow)
 
-	done := make(chan *result, 1)
-	go func() {
-		r, err := b.c.do(context.Background(), http.MethodPost, "/v1/payment_intents", charge("1000", "pm_card_visa"), "busy")
-		if err != nil {
-			r = &result{status: -1}
-		}
-		done <- r
-	}()
+	done := b.c.postAsync("/v1/payment_intents", charge("1000", "pm_card_visa"), "busy")
 	require.Eventually(t, func() bool { return b.f.Truth().Faults[mocks.FaultSlow] == 1 },
 		5*time.Second, time.Millisecond, "the first request holds the key")
 
@@ -128,23 +121,13 @@ func TestIdempotencyConcurrentSameKey(t *testing.T) {
 	t.Parallel()
 	b := setup(t, mocks.StripeOptions{})
 	const n = 20
-	var wg sync.WaitGroup
-	statuses := make(chan int, n)
+	var answers []<-chan *result
 	for range n {
-		wg.Go(func() {
-			r, err := b.c.do(context.Background(), http.MethodPost, "/v1/payment_intents", charge("1000", "pm_card_visa"), "race")
-			if err != nil {
-				statuses <- -1
-				return
-			}
-			statuses <- r.status
-		})
+		answers = append(answers, b.c.postAsync("/v1/payment_intents", charge("1000", "pm_card_visa"), "race"))
 	}
-	wg.Wait()
-	close(statuses)
 	counts := map[int]int{}
-	for s := range statuses {
-		counts[s]++
+	for _, answer := range answers {
+		counts[(<-answer).status]++
 	}
 	require.Equal(t, n, counts[200]+counts[409], counts)
 	truth := b.f.Truth()

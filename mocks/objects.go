@@ -3,12 +3,36 @@ package mocks
 import (
 	"sort"
 	"sync"
+	"time"
 )
 
 // This file holds what every fake does with its stored objects (payments,
 // refunds, charges) the same way: find one by the route's {id} under the
 // fake's lock, and order a list newest first. What an object looks like and
 // what a missing one answers stay in the provider's own files.
+
+// objectStore is embedded in every fake's handler: the lock that guards the
+// provider's objects, and the counter that numbers them in the order the
+// fake made them.
+type objectStore struct {
+	mu  sync.Mutex
+	seq int64
+}
+
+// stored is what a fake remembers about an object besides the provider's
+// rendering of it: when it was made, under which idempotency key, and in
+// which order (seq, from objectStore.stamp).
+type stored struct {
+	seq       int64
+	createdAt time.Time
+	key       string
+}
+
+// stamp numbers a new object made by the request c. mu must be held.
+func (o *objectStore) stamp(c *call) stored {
+	o.seq++
+	return stored{seq: o.seq, createdAt: c.now, key: c.key}
+}
 
 // withObject runs fn on the object that m holds under the route's {id},
 // with mu held, and returns its answer. When m holds none it answers

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -63,7 +62,7 @@ type StripeOptions struct {
 
 // Validate reports the first option that cannot work, saying how to fix it.
 func (o StripeOptions) Validate() error {
-	if err := o.coreConfig(idemPolicy{}).check("StripeOptions", namedDuration{"KeyTTL", o.KeyTTL}, namedDuration{"SearchLag", o.SearchLag}); err != nil {
+	if err := o.coreConfig().check(namedDuration{"SearchLag", o.SearchLag}); err != nil {
 		return err
 	}
 	for i, k := range o.APIKeys {
@@ -74,9 +73,9 @@ func (o StripeOptions) Validate() error {
 	return nil
 }
 
-// coreConfig is the core configuration of the fake, keeping keys by idem.
-func (o StripeOptions) coreConfig(idem idemPolicy) coreConfig {
-	return coreConfig{"stripe", o.Clock, o.Seed, idem, o.FaultRates, o.FaultGETs, o.HangFor, o.SlowFor, o.RetryAfter, o.Logger}
+// coreConfig is the provider-neutral half of the options.
+func (o StripeOptions) coreConfig() coreConfig {
+	return coreConfig{"stripe", "StripeOptions", o.Clock, o.KeyTTL, o.Seed, o.FaultRates, o.FaultGETs, o.HangFor, o.SlowFor, o.RetryAfter, o.Logger}
 }
 
 // StripeHandler is the fake Stripe as an http.Handler, for callers who mount
@@ -88,8 +87,7 @@ type StripeHandler struct {
 	apiKeys   []string
 	searchLag time.Duration
 
-	mu          sync.Mutex
-	seq         int64
+	objectStore
 	intents     map[string]*stripeIntent
 	intentOrder []*stripeIntent
 	charges     map[string]*stripeIntent // successful charge id -> intent
@@ -101,9 +99,7 @@ type StripeHandler struct {
 
 // stripeIntent is the fake's record of one PaymentIntent.
 type stripeIntent struct {
-	seq        int64
-	createdAt  time.Time
-	key        string
+	stored
 	pi         StripePaymentIntent
 	authorized bool
 	chargeID   string // the successful charge, "" if none
@@ -111,10 +107,8 @@ type stripeIntent struct {
 }
 
 type stripeRefund struct {
-	seq       int64
-	createdAt time.Time
-	key       string
-	re        StripeRefund
+	stored
+	re StripeRefund
 }
 
 // NewStripeHandler returns a fake Stripe handler. It panics if opts do not
@@ -131,7 +125,7 @@ func NewStripeHandler(opts StripeOptions) *StripeHandler {
 		refunds:    make(map[string]*stripeRefund),
 	}
 	// Stripe stores every executed answer, 500s included.
-	s.setUp(opts, opts.KeyTTL, StripeKeyTTL, idemPolicy{}, s, s.truthRecords)
+	s.setUp(opts, StripeKeyTTL, idemPolicy{}, s, s.truthRecords)
 	s.apiKeys = append([]string(nil), opts.APIKeys...)
 	if len(s.apiKeys) == 0 {
 		s.apiKeys = []string{s.core.ids.next("sk_test_", 24)}

@@ -1,6 +1,11 @@
 package mocks
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+)
 
 // StripePaymentIntent is a PaymentIntent as Stripe's API v1 renders it (the
 // fields payonce reads). Empty nullable fields are rendered as JSON null, as
@@ -35,48 +40,17 @@ type StripePaymentIntent struct {
 // MarshalJSON renders the PaymentIntent with Stripe's nulls and defaults
 // ("object": "payment_intent", "metadata": {}).
 func (p StripePaymentIntent) MarshalJSON() ([]byte, error) {
-	type wire struct {
-		ID                 string            `json:"id"`
-		Object             string            `json:"object"`
-		Amount             int64             `json:"amount"`
-		AmountCapturable   int64             `json:"amount_capturable"`
-		AmountReceived     int64             `json:"amount_received"`
-		CanceledAt         *int64            `json:"canceled_at"`
-		CancellationReason *string           `json:"cancellation_reason"`
-		CaptureMethod      string            `json:"capture_method"`
-		ClientSecret       *string           `json:"client_secret"`
-		ConfirmationMethod string            `json:"confirmation_method"`
-		Created            int64             `json:"created"`
-		Currency           string            `json:"currency"`
-		Customer           *string           `json:"customer"`
-		Description        *string           `json:"description"`
-		LastPaymentError   *StripeError      `json:"last_payment_error"`
-		LatestCharge       *string           `json:"latest_charge"`
-		Livemode           bool              `json:"livemode"`
-		Metadata           map[string]string `json:"metadata"`
-		NextAction         map[string]any    `json:"next_action"`
-		PaymentMethod      *string           `json:"payment_method"`
-		PaymentMethodTypes []string          `json:"payment_method_types"`
-		Status             string            `json:"status"`
+	p.Object = orDefault(p.Object, "payment_intent")
+	p.CaptureMethod = orDefault(p.CaptureMethod, "automatic")
+	p.ConfirmationMethod = orDefault(p.ConfirmationMethod, "automatic")
+	if p.Metadata == nil {
+		p.Metadata = map[string]string{}
 	}
-	w := wire{
-		ID: p.ID, Object: orDefault(p.Object, "payment_intent"),
-		Amount: p.Amount, AmountCapturable: p.AmountCapturable, AmountReceived: p.AmountReceived,
-		CanceledAt: nullInt(p.CanceledAt), CancellationReason: nullString(p.CancellationReason),
-		CaptureMethod: orDefault(p.CaptureMethod, "automatic"), ClientSecret: nullString(p.ClientSecret),
-		ConfirmationMethod: orDefault(p.ConfirmationMethod, "automatic"), Created: p.Created,
-		Currency: p.Currency, Customer: nullString(p.Customer), Description: nullString(p.Description),
-		LastPaymentError: p.LastPaymentError, LatestCharge: nullString(p.LatestCharge), Livemode: p.Livemode,
-		Metadata: p.Metadata, NextAction: p.NextAction, PaymentMethod: nullString(p.PaymentMethod),
-		PaymentMethodTypes: p.PaymentMethodTypes, Status: p.Status,
+	if p.PaymentMethodTypes == nil {
+		p.PaymentMethodTypes = []string{"card"}
 	}
-	if w.Metadata == nil {
-		w.Metadata = map[string]string{}
-	}
-	if w.PaymentMethodTypes == nil {
-		w.PaymentMethodTypes = []string{"card"}
-	}
-	return json.Marshal(w)
+	return marshalWithNulls(p, "canceled_at", "cancellation_reason", "client_secret", "customer",
+		"description", "latest_charge", "payment_method")
 }
 
 // StripeRefund is a Refund as Stripe's API v1 renders it; field names follow
@@ -97,29 +71,11 @@ type StripeRefund struct {
 
 // MarshalJSON renders the Refund with Stripe's nulls and defaults.
 func (r StripeRefund) MarshalJSON() ([]byte, error) {
-	type wire struct {
-		ID                 string            `json:"id"`
-		Object             string            `json:"object"`
-		Amount             int64             `json:"amount"`
-		BalanceTransaction *string           `json:"balance_transaction"`
-		Charge             *string           `json:"charge"`
-		Created            int64             `json:"created"`
-		Currency           string            `json:"currency"`
-		Metadata           map[string]string `json:"metadata"`
-		PaymentIntent      *string           `json:"payment_intent"`
-		Reason             *string           `json:"reason"`
-		Status             string            `json:"status"`
+	r.Object = orDefault(r.Object, "refund")
+	if r.Metadata == nil {
+		r.Metadata = map[string]string{}
 	}
-	w := wire{
-		ID: r.ID, Object: orDefault(r.Object, "refund"), Amount: r.Amount,
-		BalanceTransaction: nullString(r.BalanceTransaction), Charge: nullString(r.Charge),
-		Created: r.Created, Currency: r.Currency, Metadata: r.Metadata,
-		PaymentIntent: nullString(r.PaymentIntent), Reason: nullString(r.Reason), Status: r.Status,
-	}
-	if w.Metadata == nil {
-		w.Metadata = map[string]string{}
-	}
-	return json.Marshal(w)
+	return marshalWithNulls(r, "balance_transaction", "charge", "payment_intent", "reason")
 }
 
 // StripeCharge is a Charge as Stripe's API v1 renders it (the fields
@@ -150,30 +106,8 @@ type StripeCharge struct {
 // MarshalJSON renders the Charge with Stripe's nulls and defaults
 // ("object": "charge").
 func (ch StripeCharge) MarshalJSON() ([]byte, error) {
-	type wire struct {
-		ID             string  `json:"id"`
-		Object         string  `json:"object"`
-		Amount         int64   `json:"amount"`
-		AmountCaptured int64   `json:"amount_captured"`
-		AmountRefunded int64   `json:"amount_refunded"`
-		Captured       bool    `json:"captured"`
-		Created        int64   `json:"created"`
-		Currency       string  `json:"currency"`
-		FailureCode    *string `json:"failure_code"`
-		FailureMessage *string `json:"failure_message"`
-		Paid           bool    `json:"paid"`
-		PaymentIntent  *string `json:"payment_intent"`
-		PaymentMethod  *string `json:"payment_method"`
-		Refunded       bool    `json:"refunded"`
-		Status         string  `json:"status"`
-	}
-	return json.Marshal(wire{
-		ID: ch.ID, Object: orDefault(ch.Object, "charge"), Amount: ch.Amount,
-		AmountCaptured: ch.AmountCaptured, AmountRefunded: ch.AmountRefunded, Captured: ch.Captured,
-		Created: ch.Created, Currency: ch.Currency, FailureCode: nullString(ch.FailureCode),
-		FailureMessage: nullString(ch.FailureMessage), Paid: ch.Paid, PaymentIntent: nullString(ch.PaymentIntent),
-		PaymentMethod: nullString(ch.PaymentMethod), Refunded: ch.Refunded, Status: ch.Status,
-	})
+	ch.Object = orDefault(ch.Object, "charge")
+	return marshalWithNulls(ch, "failure_code", "failure_message", "payment_intent", "payment_method")
 }
 
 // StripeError is the object under "error" in Stripe's error answers, and
@@ -218,19 +152,41 @@ type StripeSearchResult[T any] struct {
 
 // MarshalJSON renders next_page as null on the last page.
 func (s StripeSearchResult[T]) MarshalJSON() ([]byte, error) {
-	type wire struct {
-		Object   string  `json:"object"`
-		Data     []T     `json:"data"`
-		HasMore  bool    `json:"has_more"`
-		NextPage *string `json:"next_page"`
-		URL      string  `json:"url"`
+	s.Object = orDefault(s.Object, "search_result")
+	if s.Data == nil {
+		s.Data = []T{}
 	}
-	w := wire{Object: orDefault(s.Object, "search_result"), Data: s.Data, HasMore: s.HasMore,
-		NextPage: nullString(s.NextPage), URL: s.URL}
-	if w.Data == nil {
-		w.Data = []T{}
+	return marshalWithNulls(s, "next_page")
+}
+
+// marshalWithNulls renders v, a struct whose fields all carry a json name
+// tag, as encoding/json does, fields in order, except that the fields
+// named in nulls render as null while they hold their zero value: Stripe
+// says null for an unset nullable field, where Go's zero value would say ""
+// or 0. It is what a MarshalJSON method calls instead of a mirror struct of
+// pointers, so that each object's shape is written once.
+func marshalWithNulls(v any, nulls ...string) ([]byte, error) {
+	rv := reflect.ValueOf(v)
+	b := []byte{'{'}
+	for i := range rv.NumField() {
+		name, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("json"), ",")
+		if i > 0 {
+			b = append(b, ',')
+		}
+		key, _ := json.Marshal(name) // a string always marshals
+		b = append(append(b, key...), ':')
+		f := rv.Field(i)
+		if f.IsZero() && slices.Contains(nulls, name) {
+			b = append(b, "null"...)
+			continue
+		}
+		val, err := json.Marshal(f.Interface())
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, val...)
 	}
-	return json.Marshal(w)
+	return append(b, '}'), nil
 }
 
 func orDefault(s, def string) string {
@@ -238,18 +194,4 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-func nullString(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func nullInt(n int64) *int64 {
-	if n == 0 {
-		return nil
-	}
-	return &n
 }

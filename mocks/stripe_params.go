@@ -282,38 +282,43 @@ type stripeTestCard struct {
 // lookupTestCard maps Stripe's documented test PaymentMethods (pm_card_...)
 // to their behaviour.
 func lookupTestCard(pm string) (stripeTestCard, bool) {
+	card, ok := stripeTestCards[pm]
+	return card, ok
+}
+
+// stripeTestCards are Stripe's documented test PaymentMethods: the cards
+// that work, the ones that need authentication a server-side charge cannot
+// give, and the declines.
+var stripeTestCards = func() map[string]stripeTestCard {
 	declined := func(decline, msg string) stripeTestCard {
 		return stripeTestCard{code: "card_declined", declineCode: decline, message: msg}
 	}
-	switch pm {
-	case "pm_card_visa", "pm_card_visa_debit", "pm_card_mastercard", "pm_card_mastercard_debit",
-		"pm_card_mastercard_prepaid", "pm_card_amex", "pm_card_discover", "pm_card_diners",
-		"pm_card_jcb", "pm_card_unionpay", "pm_card_bypassPending", "pm_card_us":
-		return stripeTestCard{}, true
-	case "pm_card_chargeDeclined":
-		return declined("generic_decline", "Your card was declined."), true
-	case "pm_card_chargeDeclinedInsufficientFunds":
-		return declined("insufficient_funds", "Your card has insufficient funds."), true
-	case "pm_card_chargeDeclinedLostCard":
-		return declined("lost_card", "Your card was declined."), true
-	case "pm_card_chargeDeclinedStolenCard":
-		return declined("stolen_card", "Your card was declined."), true
-	case "pm_card_chargeDeclinedFraudulent":
-		return declined("fraudulent", "Your card was declined."), true
-	case "pm_card_chargeDeclinedVelocityLimitExceeded":
-		return declined("card_velocity_exceeded", "Your card was declined."), true
-	case "pm_card_chargeDeclinedExpiredCard":
-		return stripeTestCard{code: "expired_card", declineCode: "expired_card", message: "Your card has expired."}, true
-	case "pm_card_chargeDeclinedIncorrectCvc":
-		return stripeTestCard{code: "incorrect_cvc", declineCode: "incorrect_cvc", message: "Your card's security code is incorrect."}, true
-	case "pm_card_chargeDeclinedProcessingError":
-		return stripeTestCard{code: "processing_error", declineCode: "processing_error",
-			message: "An error occurred while processing your card. Try again in a little bit."}, true
-	case "pm_card_authenticationRequired", "pm_card_threeDSecure2Required", "pm_card_threeDSecureRequired":
-		return stripeTestCard{requiresAction: true}, true
+	// own is a decline with its own error code, the same as its decline code.
+	own := func(code, msg string) stripeTestCard {
+		return stripeTestCard{code: code, declineCode: code, message: msg}
 	}
-	return stripeTestCard{}, false
-}
+	cards := map[string]stripeTestCard{
+		"pm_card_chargeDeclined":                      declined("generic_decline", "Your card was declined."),
+		"pm_card_chargeDeclinedInsufficientFunds":     declined("insufficient_funds", "Your card has insufficient funds."),
+		"pm_card_chargeDeclinedLostCard":              declined("lost_card", "Your card was declined."),
+		"pm_card_chargeDeclinedStolenCard":            declined("stolen_card", "Your card was declined."),
+		"pm_card_chargeDeclinedFraudulent":            declined("fraudulent", "Your card was declined."),
+		"pm_card_chargeDeclinedVelocityLimitExceeded": declined("card_velocity_exceeded", "Your card was declined."),
+		"pm_card_chargeDeclinedExpiredCard":           own("expired_card", "Your card has expired."),
+		"pm_card_chargeDeclinedIncorrectCvc":          own("incorrect_cvc", "Your card's security code is incorrect."),
+		"pm_card_chargeDeclinedProcessingError": own("processing_error",
+			"An error occurred while processing your card. Try again in a little bit."),
+	}
+	for _, pm := range []string{"pm_card_visa", "pm_card_visa_debit", "pm_card_mastercard", "pm_card_mastercard_debit",
+		"pm_card_mastercard_prepaid", "pm_card_amex", "pm_card_discover", "pm_card_diners",
+		"pm_card_jcb", "pm_card_unionpay", "pm_card_bypassPending", "pm_card_us"} {
+		cards[pm] = stripeTestCard{}
+	}
+	for _, pm := range []string{"pm_card_authenticationRequired", "pm_card_threeDSecure2Required", "pm_card_threeDSecureRequired"} {
+		cards[pm] = stripeTestCard{requiresAction: true}
+	}
+	return cards
+}()
 
 // formatMoney renders minor units the way Stripe's messages do: "$5.00" for
 // usd, "5.00 eur" otherwise (zero-decimal currencies without decimals).

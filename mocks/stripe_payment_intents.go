@@ -79,12 +79,9 @@ func (s *StripeHandler) createIntent(c *call) (*response, bool) {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.seq++
 	id := s.core.ids.next("pi_", 24)
 	in := &stripeIntent{
-		seq:       s.seq,
-		createdAt: c.now,
-		key:       c.key,
+		stored: s.stamp(c),
 		pi: StripePaymentIntent{
 			ID:                 id,
 			Object:             "payment_intent",

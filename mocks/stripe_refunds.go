@@ -77,11 +77,8 @@ func (s *StripeHandler) createRefund(c *call) (*response, bool) {
 		// "Whether the charge has been fully refunded": of what it captured.
 		ch.Refunded = ch.AmountRefunded >= ch.AmountCaptured
 	}
-	s.seq++
 	re := &stripeRefund{
-		seq:       s.seq,
-		createdAt: c.now,
-		key:       c.key,
+		stored: s.stamp(c),
 		re: StripeRefund{
 			ID:                 s.core.ids.next("re_", 24),
 			Object:             "refund",

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -82,7 +81,7 @@ type YooKassaOptions struct {
 
 // Validate reports the first option that cannot work, saying how to fix it.
 func (o YooKassaOptions) Validate() error {
-	if err := o.coreConfig(idemPolicy{}).check("YooKassaOptions", namedDuration{"KeyTTL", o.KeyTTL}); err != nil {
+	if err := o.coreConfig().check(); err != nil {
 		return err
 	}
 	if o.SecretKey != "" && !strings.HasPrefix(o.SecretKey, "test_") {
@@ -94,9 +93,9 @@ func (o YooKassaOptions) Validate() error {
 	return nil
 }
 
-// coreConfig is the core configuration of the fake, keeping keys by idem.
-func (o YooKassaOptions) coreConfig(idem idemPolicy) coreConfig {
-	return coreConfig{"yookassa", o.Clock, o.Seed, idem, o.FaultRates, o.FaultGETs, o.HangFor, o.SlowFor, o.RetryAfter, o.Logger}
+// coreConfig is the provider-neutral half of the options.
+func (o YooKassaOptions) coreConfig() coreConfig {
+	return coreConfig{"yookassa", "YooKassaOptions", o.Clock, o.KeyTTL, o.Seed, o.FaultRates, o.FaultGETs, o.HangFor, o.SlowFor, o.RetryAfter, o.Logger}
 }
 
 // YooKassaHandler is the fake YooKassa as an http.Handler: it serves
@@ -108,8 +107,7 @@ type YooKassaHandler struct {
 	shopID    string
 	secretKey string
 
-	mu          sync.Mutex
-	seq         int64
+	objectStore
 	payments    map[string]*ykPayment
 	paymentList []*ykPayment
 	refunds     map[string]*ykRefund
@@ -117,9 +115,7 @@ type YooKassaHandler struct {
 }
 
 type ykPayment struct {
-	seq        int64
-	createdAt  time.Time
-	key        string
+	stored
 	method     string // test method name
 	requested  int64  // minor units asked for
 	amount     int64  // minor units authorized / captured
@@ -130,11 +126,9 @@ type ykPayment struct {
 }
 
 type ykRefund struct {
-	seq       int64
-	createdAt time.Time
-	key       string
-	amount    int64
-	r         YooKassaRefund
+	stored
+	amount int64
+	r      YooKassaRefund
 }
 
 // NewYooKassaHandler returns a fake YooKassa handler. It panics if opts do
@@ -151,7 +145,7 @@ func NewYooKassaHandler(opts YooKassaOptions) *YooKassaHandler {
 	// 5xx answers are not replayed, and after a processed 500 the key
 	// keeps the real outcome.
 	idem := idemPolicy{keep: func(status int) bool { return status < 500 }, keepRealAfter500: true}
-	y.setUp(opts, opts.KeyTTL, YooKassaKeyTTL, idem, y, y.truthRecords)
+	y.setUp(opts, YooKassaKeyTTL, idem, y, y.truthRecords)
 	y.shopID, y.secretKey = opts.ShopID, opts.SecretKey
 	if y.shopID == "" {
 		y.shopID = "5" + strings.Map(digitOf, y.core.ids.next("", 5))

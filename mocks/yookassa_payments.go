@@ -163,8 +163,7 @@ func (y *YooKassaHandler) createPayment(c *call) (*response, bool) {
 
 	y.mu.Lock()
 	defer y.mu.Unlock()
-	y.seq++
-	p := &ykPayment{seq: y.seq, createdAt: c.now, key: c.key, method: req.PaymentMethodID,
+	p := &ykPayment{stored: y.stamp(c), method: req.PaymentMethodID,
 		requested: amount, amount: amount, scale: scale}
 	p.p = YooKassaPayment{
 		ID:            ykUUID(y.core.ids, "5000", "9000"),

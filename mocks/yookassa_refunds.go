@@ -45,8 +45,7 @@ func (y *YooKassaHandler) createRefund(c *call) (*response, bool) {
 		return y.invalid(c, "amount.value", fmt.Sprintf("Refund amount %s is greater than the amount left to refund %s",
 			req.Amount.Value, ykFormatAmount(remaining, p.scale, p.p.Amount.Currency).Value)), true
 	}
-	y.seq++
-	rf := &ykRefund{seq: y.seq, createdAt: c.now, key: c.key, amount: amount, r: YooKassaRefund{
+	rf := &ykRefund{stored: y.stamp(c), amount: amount, r: YooKassaRefund{
 		ID:          ykUUID(y.core.ids, "0016", "b000"),
 		PaymentID:   p.p.ID,
 		CreatedAt:   ykTime(c.now),

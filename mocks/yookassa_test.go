@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -209,21 +208,10 @@ func TestYooKassaStillProcessing(t *testing.T) {
 	b := ykSetup(t, mocks.YooKassaOptions{SlowFor: 300 * time.Millisecond, RetryAfter: 1800 * time.Millisecond})
 	b.f.Script(ykCreate, mocks.FaultSlow)
 	body := ykPayment("10.00", "RUB", mocks.YooKassaMethodSucceeds, true)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	var first *result
-	go func() {
-		defer wg.Done()
-		r, err := b.c.do(context.Background(), http.MethodPost, "/v3/payments", body, "slow")
-		if err == nil {
-			first = r
-		}
-	}()
-	require.Eventually(t, func() bool { return b.f.PendingFaults() == 0 }, 2*time.Second, time.Millisecond)
-	time.Sleep(20 * time.Millisecond)
+	done := holdKey(t, b.f, b.c, "/v3/payments", body, "slow")
 	p := decode[mocks.YooKassaProcessing](t, b.c.post("/v3/payments", body, "slow"), 202)
 	require.Equal(t, mocks.YooKassaProcessing{Type: "processing", Description: "Request accepted", RetryAfter: 1800}, p)
-	wg.Wait()
+	first := <-done
 	require.NotNil(t, first)
 	require.Equal(t, 200, first.status)
 	require.Equal(t, first.body, b.c.post("/v3/payments", body, "slow").body)

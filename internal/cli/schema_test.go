@@ -24,26 +24,16 @@ func newDatabase(t *testing.T) string {
 	t.Helper()
 	base := testkit.URL(t)
 	name := "payonce_cli_" + strings.ToLower(rand.Text())
+	cfg, err := pgx.ParseConfig(base)
+	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	require.NoError(t, err)
 	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
 	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("connecting to drop database %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			t.Errorf("dropping database %s: %v", name, err)
-		}
-	})
+	testkit.DropOnCleanup(t, cfg, "database "+name, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 	u, err := url.Parse(base)
 	require.NoError(t, err)
 	u.Path = "/" + name

@@ -225,10 +225,18 @@ func ChargeRequest(amount int64, currency, method, customer string, md map[strin
 	}
 }
 
+// Adapter is an adapter under test, P, with the *http.Client HC whose own
+// mock transport MT answers its requests.
+type Adapter[P any] struct {
+	P  P
+	MT *httpmock.MockTransport
+	HC *http.Client
+}
+
 // Setup builds an adapter with newP from cfg changed by mod, and an
 // *http.Client whose own mock transport answers its requests (no global
 // transport is touched).
-func Setup[C, P any](t *testing.T, newP func(C) (P, error), cfg C, mod ...func(*C)) (P, *httpmock.MockTransport, *http.Client) {
+func Setup[C, P any](t *testing.T, newP func(C) (P, error), cfg C, mod ...func(*C)) Adapter[P] {
 	t.Helper()
 	for _, m := range mod {
 		m(&cfg)
@@ -236,7 +244,102 @@ func Setup[C, P any](t *testing.T, newP func(C) (P, error), cfg C, mod ...func(*
 	p, err := newP(cfg)
 	require.NoError(t, err)
 	mt := httpmock.NewMockTransport()
-	return p, mt, &http.Client{Transport: mt}
+	return Adapter[P]{P: p, MT: mt, HC: &http.Client{Transport: mt}}
+}
+
+// Wire is how an adapter's requests must look on the wire.
+type Wire struct {
+	// Authorization is the whole Authorization header every request
+	// carries.
+	Authorization string
+	// ContentType is the Content-Type of every POST.
+	ContentType string
+	// KeyHeader names the header that carries the idempotency key.
+	KeyHeader string
+	// Bad is the provider's answer to a lookup request that is not
+	// well-formed (ServeGET).
+	Bad func() *http.Response
+}
+
+// RequirePost checks that hr is a POST with the credentials, the content
+// type, and key in KeyHeader exactly once.
+func (w Wire) RequirePost(t testing.TB, hr *http.Request, key string) {
+	t.Helper()
+	require.Equal(t, http.MethodPost, hr.Method)
+	require.Equal(t, w.Authorization, hr.Header.Get("Authorization"))
+	require.Equal(t, w.ContentType, hr.Header.Get("Content-Type"))
+	require.Equal(t, key, hr.Header.Get(w.KeyHeader))
+	require.Equal(t, []string{key}, hr.Header.Values(w.KeyHeader))
+}
+
+// RequireBasicAuth checks that hr carries user and pass as HTTP Basic
+// credentials.
+func RequireBasicAuth(t testing.TB, hr *http.Request, user, pass string) {
+	t.Helper()
+	u, p, ok := hr.BasicAuth()
+	require.True(t, ok)
+	require.Equal(t, user, u)
+	require.Equal(t, pass, p)
+}
+
+// ServeGET answers every GET of u on mt with answer() when it is a
+// well-formed lookup: with the credentials, without an idempotency key (a
+// lookup changes nothing) and without a body; any other request gets
+// w.Bad(), which no lookup takes for the object.
+func (w Wire) ServeGET(mt *httpmock.MockTransport, u string, answer func() *http.Response) {
+	mt.RegisterResponder(http.MethodGet, u, func(req *http.Request) (*http.Response, error) {
+		if req.Header.Get("Authorization") != w.Authorization || req.Header.Get(w.KeyHeader) != "" || req.ContentLength > 0 {
+			return w.Bad(), nil
+		}
+		return answer(), nil
+	})
+}
+
+// RoundTrip sends a.P's request for r through a.HC to a POST of u that
+// answer answers (Send), and returns the request as the server received it, its
+// body, and a.P's Outcome of the answer as the client read it.
+func RoundTrip[P payonce.Provider](t *testing.T, a Adapter[P], u string, r payonce.SendRequest, answer *http.Response) (*http.Request, string, payonce.Outcome) {
+	t.Helper()
+	var got *http.Request
+	var gotBody string
+	a.MT.RegisterResponder(http.MethodPost, u, func(req *http.Request) (*http.Response, error) {
+		got = req
+		b, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		gotBody = string(b)
+		return answer, nil
+	})
+	o, _ := Send(t, a.P, a.HC, r)
+	require.NotNil(t, got, "the request reached the server")
+	return got, gotBody, o
+}
+
+// Send builds p's request for r, sends it with hc and classifies the
+// answer. It returns the Outcome and the answer, whose body it has read
+// and closed.
+func Send(t *testing.T, p payonce.Provider, hc payonce.HTTPDoer, r payonce.SendRequest) (payonce.Outcome, *http.Response) {
+	t.Helper()
+	hr, err := p.NewRequest(context.Background(), r)
+	require.NoError(t, err)
+	resp, err := hc.Do(hr)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return p.Classify(r, resp.StatusCode, resp.Header, body), resp
+}
+
+// RequireScrubbed checks that msg, a text the adapter built from what the
+// provider said, holds none of secrets and marks where it removed them
+// ("[REDACTED]").
+func RequireScrubbed(t testing.TB, msg string, secrets ...string) {
+	t.Helper()
+	for _, s := range secrets {
+		require.NotContains(t, msg, s)
+	}
+	require.Contains(t, msg, "[REDACTED]")
 }
 
 // ConfigCase is a Config that New must refuse: the ValidationError's
@@ -590,4 +693,92 @@ func RequireSameBytes(t *testing.T, p payonce.Provider, r payonce.SendRequest, h
 	again, _ := io.ReadAll(rc)
 	require.Equal(t, body, string(again))
 	require.EqualValues(t, len(body), hr.ContentLength)
+}
+
+// Agreement is what Classify (the object as the answer to a send) and
+// Lookup (the object read back) must both say of one object.
+type Agreement struct {
+	Class      ledger.OutcomeClass
+	Processing bool
+	State      payonce.LookupState // "" when the lookup is an error
+	Code       string
+	Decline    string
+	// Contradict: the object is not the request's. Both readings report
+	// a Contradiction, and the lookup decides nothing.
+	Contradict bool
+}
+
+// AgreeChecks are what an adapter's agreement table adds to every case.
+type AgreeChecks struct {
+	// SameMessage: a refusal's Message is the lookup's too.
+	SameMessage bool
+	// MaybeSentNotFound: an object Classify leaves maybe_sent reads as
+	// not found (a resend with the same key completes it).
+	MaybeSentNotFound bool
+}
+
+// RequireAgree checks that the Outcome o and the lookup's res (and err)
+// of one object say want, and agree with each other: a success is
+// "succeeded", a processing success "processing", a refusal "failed" with
+// the same codes. Neither is a replay, nor contradicted unless want is.
+func RequireAgree(t *testing.T, want Agreement, o payonce.Outcome, res payonce.LookupResult, err error, checks AgreeChecks) {
+	t.Helper()
+	require.Equal(t, want.Class, o.Class, "Classify: %s", o.Message)
+	require.Equal(t, want.Processing, o.Processing, "Classify Processing")
+	require.False(t, o.Replayed)
+	if want.Contradict {
+		require.NotEmpty(t, o.Contradiction)
+		require.NoError(t, err)
+		require.NotEmpty(t, res.Contradiction, "Lookup reports the same contradiction")
+		require.NotEqual(t, payonce.LookupSucceeded, res.State)
+		require.NotEqual(t, payonce.LookupFailed, res.State)
+		return
+	}
+	require.Empty(t, o.Contradiction)
+	if want.State == "" {
+		require.Error(t, err, "Lookup of a status the adapter cannot read")
+		return
+	}
+	require.NoError(t, err)
+	require.Equal(t, want.State, res.State, "Lookup: %s", res.Message)
+	require.Empty(t, res.Contradiction)
+	switch o.Class {
+	case ledger.OutcomeSuccess:
+		if o.Processing {
+			require.Equal(t, payonce.LookupProcessing, res.State)
+		} else {
+			require.Equal(t, payonce.LookupSucceeded, res.State)
+		}
+	case ledger.OutcomeRefused:
+		require.Equal(t, payonce.LookupFailed, res.State)
+		require.Equal(t, want.Code, o.Code)
+		require.Equal(t, o.Code, res.Code)
+		require.Equal(t, want.Decline, o.DeclineCode)
+		require.Equal(t, o.DeclineCode, res.DeclineCode)
+		if checks.SameMessage {
+			require.Equal(t, o.Message, res.Message)
+		}
+	case ledger.OutcomeMaybeSent:
+		if checks.MaybeSentNotFound {
+			require.Equal(t, payonce.LookupNotFound, res.State, "a resend with the same key completes it")
+		}
+	}
+}
+
+// CommonRequestErrors are the requests every adapter refuses, on fields
+// named after the adapter (name, as in "stripe Key"): a capture, cancel or
+// refund without the payment's reference (built by the adapter's
+// withKind), no key, a key longer than maxKey or with a newline, no
+// operation id, and an unknown kind.
+func CommonRequestErrors(name string, maxKey int, withKind func(payonce.SendRequest, payonce.Kind, int64, string) payonce.SendRequest) []RequestCase {
+	return []RequestCase{
+		Invalid("capture without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCapture, 0, "") }, name+" Request.PaymentRef"),
+		Invalid("cancel without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCancel, 0, "") }, name+" Request.PaymentRef"),
+		Invalid("refund without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindRefund, 1, "") }, name+" Request.PaymentRef"),
+		Invalid("no key", func(r *payonce.SendRequest) { r.Key = "" }, name+" Key"),
+		Invalid("long key", func(r *payonce.SendRequest) { r.Key = strings.Repeat("a", maxKey+1) }, name+" Key"),
+		Invalid("key with newline", func(r *payonce.SendRequest) { r.Key = "abc\ndef" }, name+" Key"),
+		Invalid("no operation id", func(r *payonce.SendRequest) { r.OperationID = "" }, name+" OperationID"),
+		Invalid("unknown kind", func(r *payonce.SendRequest) { r.Request.Kind = "payout" }, name+" Request.Kind"),
+	}
 }

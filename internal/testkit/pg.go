@@ -98,22 +98,28 @@ func NewSchema(t testing.TB, pool *pgxpool.Pool) string {
 	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize()); err != nil {
 		t.Fatalf("testkit: creating schema %s: %v", name, err)
 	}
-	// The drop uses its own connection: the test may close pool first.
-	connConfig := pool.Config().ConnConfig
+	DropOnCleanup(t, pool.Config().ConnConfig, "schema "+name, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE")
+	return name
+}
+
+// DropOnCleanup runs drop, the statement that drops what is named by what
+// (such as "schema x"), when the test ends. It uses a connection of its own
+// to cfg: the test may have closed its pools first. A failure is reported
+// with t.Errorf.
+func DropOnCleanup(t testing.TB, cfg *pgx.ConnConfig, what, drop string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		conn, err := pgx.ConnectConfig(ctx, connConfig)
+		conn, err := pgx.ConnectConfig(ctx, cfg)
 		if err != nil {
-			t.Errorf("testkit: connecting to drop schema %s: %v", name, err)
+			t.Errorf("testkit: connecting to drop %s: %v", what, err)
 			return
 		}
 		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("testkit: dropping schema %s: %v", name, err)
+		if _, err := conn.Exec(ctx, drop); err != nil {
+			t.Errorf("testkit: dropping %s: %v", what, err)
 		}
 	})
-	return name
 }
 
 // NewPGLedger opens a fresh PostgreSQL ledger in a schema of its own

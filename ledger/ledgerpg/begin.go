@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/internal/storeflow"
 )
 
 // maxVanish bounds how often Begin and CreateOrGet start over when the
@@ -78,7 +79,7 @@ func (s *Store) beginNew(ctx context.Context, p ledger.BeginParams, start time.T
 	err = s.oneTrip(ctx, "begin", []string{insert, s.q.undoCreated}, func(b *pgx.Batch) error {
 		remaining := p.LeaseUntil.Sub(p.Now) - time.Since(start)
 		if remaining <= 0 {
-			return leaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
+			return storeflow.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
 		}
 		if a := res.Attempt; a == nil {
 			b.Queue(s.q.insertOp, opArgs(res.Op)...).Exec(func(tag pgconn.CommandTag) error {
@@ -117,7 +118,7 @@ func (s *Store) beginNew(ctx context.Context, p ledger.BeginParams, start time.T
 		res, err = ledger.ApplyBegin(tomb.Operation(), p)
 		return res, true, err
 	}
-	return ledger.BeginResult{}, true, leaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
+	return ledger.BeginResult{}, true, storeflow.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
 }
 
 // beginExisting is Begin for an ID that is already recorded (or has a
@@ -148,7 +149,7 @@ func (s *Store) beginExisting(ctx context.Context, p ledger.BeginParams, start t
 		}
 		// The lock may have waited (a caller's open CreateOrGetTx, another
 		// writer) past the end of the lease it grants.
-		return leaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
+		return storeflow.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
 	})
 	switch {
 	case errors.Is(err, ledger.ErrInProgress):

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/internal/storeflow"
 )
 
 // ClaimDue implements ledger.Store. The selection and the lease update are
@@ -98,7 +99,7 @@ func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operati
 		if err := s.save(ctx, tx, out, nil, time.Time{}, nil); err != nil {
 			return err
 		}
-		return leaseGranted(p.ID, p.Now, p.LeaseUntil, start)
+		return storeflow.LeaseGranted(p.ID, p.Now, p.LeaseUntil, start)
 	})
 	if err != nil {
 		return ledger.Operation{}, translate("claim", err)
@@ -128,7 +129,7 @@ func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (
 		}
 		// The caller sends once this commits: the lease it extends must
 		// not have ended meanwhile.
-		return leaseGranted(p.ID, p.Now, p.LeaseUntil, start)
+		return storeflow.LeaseGranted(p.ID, p.Now, p.LeaseUntil, start)
 	})
 	if err != nil {
 		return ledger.Operation{}, ledger.Attempt{}, translate("start attempt", err)

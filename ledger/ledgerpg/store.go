@@ -173,12 +173,6 @@ func (s *Store) queueProbe(b *pgx.Batch, method string) {
 	})
 }
 
-// leaseGranted is ledger.CheckLeaseGranted with the real time since start,
-// measured on the monotonic clock.
-func leaseGranted(id string, now, until, start time.Time) error {
-	return ledger.CheckLeaseGranted(fmt.Sprintf("operation %q", id), now, until, time.Since(start))
-}
-
 // keyConstraint is the unique constraint on payonce_operations.key (named in
 // migrations/001_initial.up.sql).
 const keyConstraint = "payonce_operations_key_key"

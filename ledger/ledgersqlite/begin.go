@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/internal/storeflow"
 )
 
 // Begin creates the operation if its ID is new, refuses a different
@@ -44,7 +45,7 @@ func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginRe
 		}
 		// The write lock may have been waited for (another process, a
 		// caller's transaction) past the end of the lease granted here.
-		return leaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
+		return storeflow.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
 	})
 	if err != nil {
 		if errors.Is(err, ledger.ErrInProgress) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/internal/storeflow"
 )
 
 // Claim takes the lease on one operation by compare-and-set inside a write
@@ -30,7 +31,7 @@ func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operati
 		if err := saveOp(ctx, c, &op); err != nil {
 			return err
 		}
-		return leaseGranted(p.ID, p.Now, p.LeaseUntil, start)
+		return storeflow.LeaseGranted(p.ID, p.Now, p.LeaseUntil, start)
 	})
 	if err != nil {
 		return ledger.Operation{}, fail("claim", err)
@@ -67,7 +68,7 @@ func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (
 		}
 		// The caller sends once this commits: the lease it extends must not
 		// have ended meanwhile.
-		return leaseGranted(p.ID, p.Now, p.LeaseUntil, start)
+		return storeflow.LeaseGranted(p.ID, p.Now, p.LeaseUntil, start)
 	})
 	if err != nil {
 		return ledger.Operation{}, ledger.Attempt{}, fail("start attempt", err)
@@ -160,10 +161,4 @@ func queryIDs(ctx context.Context, q querier, query string, args ...any) ([]stri
 		ids = append(ids, id)
 	}
 	return ids, rows.Err()
-}
-
-// leaseGranted is ledger.CheckLeaseGranted with the real time since start,
-// measured on the monotonic clock.
-func leaseGranted(id string, now, until, start time.Time) error {
-	return ledger.CheckLeaseGranted(fmt.Sprintf("operation %q", id), now, until, time.Since(start))
 }

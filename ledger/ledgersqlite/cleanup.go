@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/internal/storeflow"
 )
 
 // Cleanup deletes succeeded and failed operations, with their attempts and
@@ -24,69 +25,54 @@ func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.Cle
 	if err := p.Validate(); err != nil {
 		return ledger.CleanupReport{}, fail("cleanup", err)
 	}
-	now := ledger.UTC(p.Now)
-	cutoff := ledger.UTC(now.Add(-p.Retention))
-	batch := p.EffectiveBatchSize()
-	var rep ledger.CleanupReport
-	for {
-		if err := ctx.Err(); err != nil {
-			return rep, fail("cleanup", err)
-		}
-		var n int
-		err := s.write(ctx, func(c *sql.Conn) error {
-			var err error
-			n, err = deleteFinished(ctx, c, now, cutoff, batch)
-			return err
-		})
-		if err != nil {
-			return rep, fail("cleanup", err)
-		}
-		if n > 0 {
-			rep.Deleted += n
-			rep.Tombstoned += n
-			rep.Batches++
-		}
-		if n < batch {
-			break
-		}
-	}
-	for p.TombstoneRetention > 0 {
-		if err := ctx.Err(); err != nil {
-			return rep, fail("cleanup", err)
-		}
-		var n int
-		err := s.write(ctx, func(c *sql.Conn) error {
-			res, err := c.ExecContext(ctx, `DELETE FROM payonce_tombstones WHERE id IN (
-				SELECT id FROM payonce_tombstones WHERE finished_at < ? ORDER BY finished_at LIMIT ?)`,
-				micros(now.Add(-p.TombstoneRetention)), batch)
-			if err != nil {
+	return storeflow.Cleanup(ctx, p, storeflow.CleanupSteps{
+		DeleteBatch: func(now, finishedBefore time.Time, batch int) (int, error) {
+			var n int
+			err := s.write(ctx, func(c *sql.Conn) error {
+				var err error
+				n, err = deleteFinished(ctx, c, now, ledger.UTC(finishedBefore), batch)
 				return err
+			})
+			if err != nil {
+				return 0, fail("cleanup", err)
 			}
-			purged, err := res.RowsAffected()
-			n = int(purged)
-			return err
-		})
-		if err != nil {
-			return rep, fail("cleanup", err)
-		}
-		rep.TombstonesPurged += n
-		if n < batch {
-			break
-		}
-	}
-	err := s.read(ctx, func(c *sql.Conn) error {
-		var oldest sql.NullInt64
-		if err := c.QueryRowContext(ctx, `SELECT (SELECT MIN(finished_at) FROM payonce_operations
+			return n, nil
+		},
+		PurgeTombstones: func(finishedBefore time.Time, batch int) (int, error) {
+			var n int
+			err := s.write(ctx, func(c *sql.Conn) error {
+				res, err := c.ExecContext(ctx, `DELETE FROM payonce_tombstones WHERE id IN (
+				SELECT id FROM payonce_tombstones WHERE finished_at < ? ORDER BY finished_at LIMIT ?)`,
+					micros(finishedBefore), batch)
+				if err != nil {
+					return err
+				}
+				purged, err := res.RowsAffected()
+				n = int(purged)
+				return err
+			})
+			if err != nil {
+				return 0, fail("cleanup", err)
+			}
+			return n, nil
+		},
+		Stats: func(rep *ledger.CleanupReport) error {
+			err := s.read(ctx, func(c *sql.Conn) error {
+				var oldest sql.NullInt64
+				if err := c.QueryRowContext(ctx, `SELECT (SELECT MIN(finished_at) FROM payonce_operations
 			WHERE status IN ('succeeded', 'failed')), (SELECT count(*) FROM payonce_tombstones)`).Scan(&oldest, &rep.Tombstones); err != nil {
-			return err
-		}
-		rep.OldestFinishedAt = fromMicros(oldest)
-		return nil
+					return err
+				}
+				rep.OldestFinishedAt = fromMicros(oldest)
+				return nil
+			})
+			if err != nil {
+				return fail("cleanup", err)
+			}
+			return nil
+		},
+		Stopped: func(err error) error { return fail("cleanup", err) },
 	})
-	if err != nil {
-		return rep, fail("cleanup", err)
-	}
-	return rep, nil
 }
 
 // deleteFinished deletes, in the write transaction on c, up to batch final

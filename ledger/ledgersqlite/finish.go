@@ -20,38 +20,55 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 	if err := p.Validate(); err != nil {
 		return ledger.Operation{}, fail("finish", err)
 	}
-	var out ledger.Operation
-	err := s.writeTx(ctx, s.lazyOutcomes, func(c *sql.Conn) error {
-		op, err := getOp(ctx, c, p.ID)
-		if err != nil {
-			return err
-		}
+	return s.transition(ctx, "finish", p.ID, s.lazyOutcomes, ledger.UTC(p.Now), func(c *sql.Conn, op ledger.Operation) (ledger.Change, error) {
 		var (
 			recorded    *ledger.Attempt
 			othersStart time.Time
+			err         error
 		)
 		if p.Attempt != nil {
 			if recorded, othersStart, err = attemptForFinish(ctx, c, op.ID, p.Attempt.Number); err != nil {
-				return err
+				return ledger.Change{}, err
 			}
 		}
 		ch, err := ledger.ApplyFinish(op, p, recorded, othersStart)
 		if err != nil {
-			return err
+			return ledger.Change{}, err
 		}
 		if ch.Attempt != nil {
 			if err := finishAttempt(ctx, c, *ch.Attempt); err != nil {
-				return err
+				return ledger.Change{}, err
 			}
 		}
-		if err := saveOp(ctx, c, &ch.Op); err != nil {
+		return ch, nil
+	})
+}
+
+// transition runs, in one write transaction (lazy: see writeTx), the steps
+// Finish and Resolve share: read operation id, compute the change from it
+// with apply (which reads and writes on c whatever else the change needs),
+// then write the changed operation and its events stamped now. It returns
+// the operation as written; errors are wrapped for method, and then nothing
+// has changed.
+func (s *Store) transition(ctx context.Context, method, id string, lazy bool, now time.Time, apply func(c *sql.Conn, op ledger.Operation) (ledger.Change, error)) (ledger.Operation, error) {
+	var out ledger.Operation
+	err := s.writeTx(ctx, lazy, func(c *sql.Conn) error {
+		op, err := getOp(ctx, c, id)
+		if err != nil {
+			return err
+		}
+		ch, err := apply(c, op)
+		if err != nil {
+			return err
+		}
+		if err := saveOp(ctx, c, &ch.Op); err != nil { // a resend's key taken by another operation fails here: ErrKeyConflict
 			return err
 		}
 		out = ch.Op
-		return insertEvents(ctx, c, op.ID, ledger.UTC(p.Now), ch.Events)
+		return insertEvents(ctx, c, op.ID, now, ch.Events)
 	})
 	if err != nil {
-		return ledger.Operation{}, fail("finish", err)
+		return ledger.Operation{}, fail(method, err)
 	}
 	return out, nil
 }
@@ -97,24 +114,7 @@ func (s *Store) Resolve(ctx context.Context, p ledger.ResolveParams) (ledger.Ope
 	if err := p.Validate(); err != nil {
 		return ledger.Operation{}, fail("resolve", err)
 	}
-	var out ledger.Operation
-	err := s.write(ctx, func(c *sql.Conn) error {
-		op, err := getOp(ctx, c, p.ID)
-		if err != nil {
-			return err
-		}
-		ch, err := ledger.ApplyResolve(op, p)
-		if err != nil {
-			return err
-		}
-		if err := saveOp(ctx, c, &ch.Op); err != nil { // a resend's key taken by another operation fails here: ErrKeyConflict
-			return err
-		}
-		out = ch.Op
-		return insertEvents(ctx, c, op.ID, ledger.UTC(p.Now), ch.Events)
+	return s.transition(ctx, "resolve", p.ID, false, ledger.UTC(p.Now), func(_ *sql.Conn, op ledger.Operation) (ledger.Change, error) {
+		return ledger.ApplyResolve(op, p)
 	})
-	if err != nil {
-		return ledger.Operation{}, fail("resolve", err)
-	}
-	return out, nil
 }

@@ -48,10 +48,7 @@ func testFinishKeepLease(t *testing.T, h *Harness) {
 		op := NewOp("op-keep")
 		mustStart(t, s, op, ownerA, base)
 		now := at(time.Second)
-		got := mustFinish(t, s, ledger.FinishParams{
-			ID: op.ID, Owner: ownerA, Now: now, From: ledger.StatusInFlight, To: ledger.StatusUnknown,
-			Attempt: attemptOutcome(1, ledger.StatusUnknown), KeepLease: true,
-		})
+		got := mustFinishUnknown(t, s, op.ID, ownerA, now, attemptOutcome(1, ledger.StatusUnknown))
 		requireLease(t, got, ownerA, at(leaseFor))
 		requireStored(t, s, got)
 
@@ -96,10 +93,7 @@ func testFinishStale(t *testing.T, h *Harness) {
 		t.Parallel()
 		op := NewOp("op-stale-attempt")
 		mustStart(t, s, op, ownerA, base)
-		mustFinish(t, s, ledger.FinishParams{
-			ID: op.ID, Owner: ownerA, Now: at(time.Second), From: ledger.StatusInFlight, To: ledger.StatusUnknown,
-			Attempt: attemptOutcome(1, ledger.StatusUnknown), KeepLease: true,
-		})
+		mustFinishUnknown(t, s, op.ID, ownerA, at(time.Second), attemptOutcome(1, ledger.StatusUnknown))
 		mustStartAttempt(t, s, op.ID, ownerA, at(2*time.Second))
 		before, beforeAtts := mustGet(t, s, op.ID)
 
@@ -261,10 +255,7 @@ func testKeyWindow(t *testing.T, h *Harness) {
 	got, _ = mustStartAttempt(t, s, op.ID, ownerA, t2)
 	requireWindow(got, t2, "the next attempt opens it")
 
-	got = mustFinish(t, s, ledger.FinishParams{
-		ID: op.ID, Owner: ownerA, Now: t2.Add(time.Second), From: ledger.StatusInFlight, To: ledger.StatusUnknown,
-		Attempt: attemptOutcome(2, ledger.StatusUnknown), KeepLease: true,
-	})
+	got = mustFinishUnknown(t, s, op.ID, ownerA, t2.Add(time.Second), attemptOutcome(2, ledger.StatusUnknown))
 	requireWindow(got, t2, "a maybe_sent attempt keeps it")
 
 	t3 := at(3 * time.Minute)
@@ -299,17 +290,11 @@ func testAttemptBookkeeping(t *testing.T, h *Harness) {
 	maxText := strings.Repeat("e", ledger.MaxTextBytes) // the longest text allowed
 
 	mustStart(t, s, op, ownerA, base)
-	mustFinish(t, s, ledger.FinishParams{
-		ID: op.ID, Owner: ownerA, Now: at(time.Second), From: ledger.StatusInFlight, To: ledger.StatusUnknown,
-		Attempt:   &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeMaybeSent, HTTPStatus: 502, ProviderRequestID: "req_1", Error: errText},
-		KeepLease: true,
-	})
+	mustFinishUnknown(t, s, op.ID, ownerA, at(time.Second),
+		&ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeMaybeSent, HTTPStatus: 502, ProviderRequestID: "req_1", Error: errText})
 	mustStartAttempt(t, s, op.ID, ownerA, at(time.Minute))
-	mustFinish(t, s, ledger.FinishParams{
-		ID: op.ID, Owner: ownerA, Now: at(time.Minute + time.Second), From: ledger.StatusInFlight, To: ledger.StatusUnknown,
-		Attempt:   &ledger.AttemptOutcome{Number: 2, Class: ledger.OutcomeKeyInUse, HTTPStatus: 409, ProviderRequestID: "req_2", Error: maxText},
-		KeepLease: true,
-	})
+	mustFinishUnknown(t, s, op.ID, ownerA, at(time.Minute+time.Second),
+		&ledger.AttemptOutcome{Number: 2, Class: ledger.OutcomeKeyInUse, HTTPStatus: 409, ProviderRequestID: "req_2", Error: maxText})
 	mustStartAttempt(t, s, op.ID, ownerA, at(2*time.Minute))
 	got := mustFinish(t, s, ledger.FinishParams{
 		ID: op.ID, Owner: ownerA, Now: at(2*time.Minute + time.Second), From: ledger.StatusInFlight, To: ledger.StatusSucceeded,
@@ -336,17 +321,11 @@ func testAttemptReplayed(t *testing.T, h *Harness) {
 	s := h.Store
 	op := NewOp("op-replayed")
 	mustStart(t, s, op, ownerA, base)
-	mustFinish(t, s, ledger.FinishParams{
-		ID: op.ID, Owner: ownerA, Now: at(time.Second), From: ledger.StatusInFlight, To: ledger.StatusUnknown,
-		Attempt:   &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeMaybeSent, HTTPStatus: 500, Error: "api_error"},
-		KeepLease: true,
-	})
+	mustFinishUnknown(t, s, op.ID, ownerA, at(time.Second),
+		&ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeMaybeSent, HTTPStatus: 500, Error: "api_error"})
 	mustStartAttempt(t, s, op.ID, ownerA, at(time.Minute))
-	mustFinish(t, s, ledger.FinishParams{
-		ID: op.ID, Owner: ownerA, Now: at(time.Minute + time.Second), From: ledger.StatusInFlight, To: ledger.StatusUnknown,
-		Attempt:   &ledger.AttemptOutcome{Number: 2, Class: ledger.OutcomeMaybeSent, HTTPStatus: 500, Error: "api_error", Replayed: true},
-		KeepLease: true,
-	})
+	mustFinishUnknown(t, s, op.ID, ownerA, at(time.Minute+time.Second),
+		&ledger.AttemptOutcome{Number: 2, Class: ledger.OutcomeMaybeSent, HTTPStatus: 500, Error: "api_error", Replayed: true})
 	_, open := mustStartAttempt(t, s, op.ID, ownerA, at(2*time.Minute))
 	require.False(t, open.Replayed, "an attempt in flight has no answer yet")
 

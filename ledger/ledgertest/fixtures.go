@@ -115,6 +115,17 @@ func mustFinish(t *testing.T, s ledger.Store, p ledger.FinishParams) ledger.Oper
 	return got
 }
 
+// mustFinishUnknown finishes attempt a.Number of operation id, held by
+// owner, in_flight -> unknown with outcome a, keeping the lease: the owner
+// goes on with the next attempt.
+func mustFinishUnknown(t *testing.T, s ledger.Store, id, owner string, now time.Time, a *ledger.AttemptOutcome) ledger.Operation {
+	t.Helper()
+	return mustFinish(t, s, ledger.FinishParams{
+		ID: id, Owner: owner, Now: now, From: ledger.StatusInFlight, To: ledger.StatusUnknown,
+		Attempt: a, KeepLease: true,
+	})
+}
+
 func mustGet(t *testing.T, s ledger.Store, id string) (ledger.Operation, []ledger.Attempt) {
 	t.Helper()
 	op, atts, err := s.Get(t.Context(), id)

@@ -34,15 +34,13 @@ func (e *APIError) Temporary() bool { return adapterkit.Temporary(e.HTTPStatus) 
 
 // api is how the lookups read Checkout.com: a 404 counts as "no such
 // payment" only when it is Checkout.com's own (ckoNotFound), and every
-// failure is an *APIError carrying the Cko-Request-Id.
+// failure is an *APIError carrying the Cko-Request-Id (or, when the header
+// is missing, the error body's request_id).
 func (p *Provider) api() adapterkit.API {
 	return adapterkit.API{Name: p.Name(), BaseURL: p.baseURL, SetHeaders: p.setHeaders, NotFound: ckoNotFound,
-		TooLarge: func(path string, big *adapterkit.TooLargeError) error {
-			return &APIError{Method: http.MethodGet, Path: path, HTTPStatus: big.Status,
-				RequestID: big.Header.Get("Cko-Request-Id"), Message: big.Error()}
-		},
-		Failed: func(path string, status int, header http.Header, body []byte) error {
-			e := &APIError{Method: http.MethodGet, Path: path, HTTPStatus: status, RequestID: header.Get("Cko-Request-Id")}
+		RequestIDHeader: "Cko-Request-Id", Scrub: p.scrub,
+		Error: func(f adapterkit.Failure, body []byte) error {
+			e := &APIError{Method: f.Method, Path: f.Path, HTTPStatus: f.HTTPStatus, RequestID: f.RequestID, Message: f.Message}
 			if b := decodeError(body); b != nil {
 				e.Code, e.Message = p.scrub(b.ErrorType), p.scrub(b.message())
 				if e.RequestID == "" {
@@ -51,11 +49,9 @@ func (p *Provider) api() adapterkit.API {
 			}
 			return e
 		},
-		Unusable: func(path string, header http.Header, err error) error { return p.unusable(path, header, err) },
 	}
 }
 
-func (p *Provider) unusable(path string, header http.Header, err error) *APIError {
-	return &APIError{Method: http.MethodGet, Path: path, RequestID: header.Get("Cko-Request-Id"),
-		Message: p.scrub("unusable answer: " + err.Error())}
+func (p *Provider) unusable(path string, header http.Header, err error) error {
+	return p.api().Unusable(path, header, err)
 }

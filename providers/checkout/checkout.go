@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/payonce/payonce"
@@ -81,37 +80,26 @@ var _ payonce.Provider = (*Provider)(nil)
 // *payonce.ValidationError (errors.Is(err, payonce.ErrInvalid)) naming the
 // Config field and how to fix it; it never contains the secret key.
 func New(cfg Config) (*Provider, error) {
-	p := &Provider{secretKey: adapterkit.Secret(cfg.SecretKey), channel: cfg.ProcessingChannelID, keyTTL: cfg.KeyTTL,
-		settleLag: cfg.SettleLag, now: cfg.Now}
-	switch {
-	case cfg.SecretKey == "":
-		return nil, invalidConfig("SecretKey", "is empty; set it to your Checkout.com secret key (sk_... or sk_sbox_...)")
-	case strings.ContainsFunc(cfg.SecretKey, adapterkit.NotToken):
-		return nil, invalidConfig("SecretKey", "contains spaces or control characters; copy the key exactly as the Dashboard shows it")
-	case strings.ContainsFunc(cfg.ProcessingChannelID, adapterkit.NotToken):
-		return nil, invalidConfig("ProcessingChannelID", "contains spaces or control characters; use the channel id (pc_...)")
-	}
-
-	base, err := adapterkit.CheckBaseURL(cfg.BaseURL, DefaultBaseURL, "the key goes in Config.SecretKey")
+	p := &Provider{secretKey: adapterkit.Secret(cfg.SecretKey), channel: cfg.ProcessingChannelID}
+	var err error
+	p.baseURL, p.now, err = adapterkit.Setup{Prefix: "checkout.Config.",
+		Headers: []adapterkit.Header{
+			{Field: "SecretKey", Value: cfg.SecretKey, Empty: "is empty; set it to your Checkout.com secret key (sk_... or sk_sbox_...)",
+				Bad: "contains spaces or control characters; copy the key exactly as the Dashboard shows it"},
+			{Field: "ProcessingChannelID", Value: cfg.ProcessingChannelID,
+				Bad: "contains spaces or control characters; use the channel id (pc_...)"},
+		},
+		BaseURL: cfg.BaseURL, DefaultBaseURL: DefaultBaseURL, Credentials: "the key goes in Config.SecretKey",
+		Durations: []adapterkit.Duration{
+			{Field: "KeyTTL", Value: cfg.KeyTTL, Dst: &p.keyTTL, Default: DefaultKeyTTL},
+			{Field: "SettleLag", Value: cfg.SettleLag, Dst: &p.settleLag, Default: DefaultSettleLag},
+		},
+		Now: cfg.Now,
+	}.Check()
 	if err != nil {
-		return nil, invalidConfig("BaseURL", "%v", err)
-	}
-	p.baseURL = base
-
-	if err := adapterkit.SetDurations("checkout.Config.",
-		adapterkit.Duration{Field: "KeyTTL", Value: cfg.KeyTTL, Dst: &p.keyTTL, Default: DefaultKeyTTL},
-		adapterkit.Duration{Field: "SettleLag", Value: cfg.SettleLag, Dst: &p.settleLag, Default: DefaultSettleLag},
-	); err != nil {
 		return nil, err
 	}
-	if p.now == nil {
-		p.now = time.Now
-	}
 	return p, nil
-}
-
-func invalidConfig(field, format string, args ...any) error {
-	return adapterkit.Invalid("checkout.Config.", field, format, args...)
 }
 
 // Name returns "checkout".

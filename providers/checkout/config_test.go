@@ -61,28 +61,28 @@ func TestSecretKeyNeverLeaks(t *testing.T) {
 
 	_, errURL := checkout.New(checkout.Config{SecretKey: testKey, BaseURL: "ftp://" + testKey})
 	_, errKey := checkout.New(checkout.Config{SecretKey: testKey + " "})
-	_, errReq := b.p.NewRequest(context.Background(), withKind(chargeReq(), payonce.KindCapture, 0, ""))
+	_, errReq := b.P.NewRequest(context.Background(), withKind(chargeReq(), payonce.KindCapture, 0, ""))
 	errs := []error{errURL, errKey, errReq}
 
 	echo := `{"request_id":"r","error_type":"` + testKey + `","error_codes":["invalid key ` + testKey + `"]}`
-	texts := []string{fmt.Sprintf("%+v", b.p.Classify(chargeReq(), 201, http.Header{}, []byte(`{"id":"pay_1","status":"`+testKey+`","approved":true}`)))}
+	texts := []string{fmt.Sprintf("%+v", b.P.Classify(chargeReq(), 201, http.Header{}, []byte(`{"id":"pay_1","status":"`+testKey+`","approved":true}`)))}
 
 	getOK(t, b, base+"/payments/pay_err", 401, echo)
 	getOK(t, b, base+"/payments/pay_bad", 200, `{"id":"pay_bad","status":"`+testKey+`","approved":true}`)
 	for _, ref := range []string{"pay_err", "pay_bad"} {
-		res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", ref))
+		res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", ref))
 		errs = append(errs, err)
 		texts = append(texts, fmt.Sprintf("%+v", res))
 	}
 
 	testkit.RequireNoLeak(t, testkit.LeakCheck{
 		Secrets: []string{testKey, strings.TrimPrefix(testKey, "sk_sbox_")},
-		Values:  []any{cfg, &cfg, b.p, *b.p}, Errors: errs, Texts: texts,
-		Provider: b.p, Request: chargeReq(), Echo: echo, Header: http.Header{},
+		Values:  []any{cfg, &cfg, b.P, *b.P}, Errors: errs, Texts: texts,
+		Provider: b.P, Request: chargeReq(), Echo: echo, Header: http.Header{},
 		Statuses: []int{400, 401, 403, 404, 409, 422, 429, 500, 503},
 	})
 
-	hr, err := b.p.NewRequest(context.Background(), chargeReq())
+	hr, err := b.P.NewRequest(context.Background(), chargeReq())
 	require.NoError(t, err)
 	require.Equal(t, "Bearer "+testKey, hr.Header.Get("Authorization"))
 }

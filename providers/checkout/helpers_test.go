@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jarcoal/httpmock"
-
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/providers/checkout"
@@ -19,18 +17,21 @@ const base = "https://api.checkout.com"
 
 var testNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-type bundle struct {
-	p  *checkout.Provider
-	mt *httpmock.MockTransport
-	hc *http.Client
-}
+type bundle = testkit.Adapter[*checkout.Provider]
 
 // setup returns a Provider and an *http.Client whose own mock transport
 // answers its requests (testkit.Setup).
 func setup(t *testing.T, mod ...func(*checkout.Config)) bundle {
 	t.Helper()
-	p, mt, hc := testkit.Setup(t, checkout.New, checkout.Config{SecretKey: testKey, Now: func() time.Time { return testNow }}, mod...)
-	return bundle{p: p, mt: mt, hc: hc}
+	return testkit.Setup(t, checkout.New, checkout.Config{SecretKey: testKey, Now: func() time.Time { return testNow }}, mod...)
+}
+
+// wire is how the adapter's requests look to Checkout.com.
+var wire = testkit.Wire{
+	Authorization: "Bearer " + testKey,
+	ContentType:   "application/json",
+	KeyHeader:     "Cko-Idempotency-Key",
+	Bad:           func() *http.Response { return respond(400, `{"error_type":"bad lookup request"}`) },
 }
 
 func chargeReq() payonce.SendRequest {

@@ -22,8 +22,7 @@ func (p *Provider) lookupCharge(ctx context.Context, hc payonce.HTTPDoer, q payo
 	objs := adapterkit.Objects[payment]{Provider: p.Name(),
 		Get: func(id string) (payment, bool, error) { return p.getPayment(ctx, hc, id) },
 		Missing: func(id string) error {
-			return &APIError{Method: http.MethodGet, Path: "/payments/{id}",
-				Message: p.scrub("payment " + id + " is listed by reference but GET by id answers 404")}
+			return p.api().Fail("/payments/{id}", 0, nil, p.scrub("payment "+id+" is listed by reference but GET by id answers 404"))
 		},
 		Match: func(pm payment) (adapterkit.Match, error) { return p.chargeMatch(ctx, hc, q, pm) },
 	}

@@ -43,12 +43,7 @@ func act(id, typ string, approved any, ref, code string) string {
 // getOK registers a GET answer and checks the request's headers.
 func getOK(t *testing.T, b bundle, u string, status int, body string) {
 	t.Helper()
-	b.mt.RegisterResponder(http.MethodGet, u, func(req *http.Request) (*http.Response, error) {
-		if req.Header.Get("Authorization") != "Bearer "+testKey || req.Header.Get("Cko-Idempotency-Key") != "" || req.ContentLength > 0 {
-			return respond(400, `{"error_type":"bad lookup request"}`), nil
-		}
-		return respond(status, body), nil
-	})
+	wire.ServeGET(b.MT, u, func() *http.Response { return respond(status, body) })
 }
 
 func TestLookupChargeByID(t *testing.T) {
@@ -57,7 +52,7 @@ func TestLookupChargeByID(t *testing.T) {
 		b := setup(t)
 		getOK(t, b, base+"/payments/pay_1", 200, body)
 		getOK(t, b, base+"/payments/pay_1/actions", 200, `[]`)
-		return b.p, b.hc, b.mt
+		return b.P, b.HC, b.MT
 	}
 	testkit.RequireReadByID(t, serve, lookupQuery(payonce.KindCharge, "", "pay_1"), []testkit.ReadCase{
 		testkit.ReadAs("captured", getPay("pay_1", "Captured", true, chargeReq().OperationID), payonce.LookupSucceeded, "", ""),
@@ -75,7 +70,7 @@ func TestLookupChargeDeclinedReadsTheCode(t *testing.T) {
 	b := setup(t)
 	getOK(t, b, base+"/payments/pay_1", 200, getPay("pay_1", "Declined", false, chargeReq().OperationID))
 	getOK(t, b, base+"/payments/pay_1/actions", 200, "["+act("act_1", "Authorization", false, "op", "20051")+"]")
-	res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pay_1"))
+	res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", "pay_1"))
 	require.NoError(t, err)
 	require.Equal(t, payonce.LookupFailed, res.State)
 	require.Equal(t, "declined", res.Code)
@@ -86,7 +81,7 @@ func TestLookupChargeDeclinedReadsTheCode(t *testing.T) {
 	b2 := setup(t)
 	getOK(t, b2, base+"/payments/pay_1", 200, getPay("pay_1", "Declined", false, chargeReq().OperationID))
 	getOK(t, b2, base+"/payments/pay_1/actions", 500, ``)
-	res, err = b2.p.Lookup(context.Background(), b2.hc, lookupQuery(payonce.KindCharge, "", "pay_1"))
+	res, err = b2.P.Lookup(context.Background(), b2.HC, lookupQuery(payonce.KindCharge, "", "pay_1"))
 	require.NoError(t, err)
 	require.Equal(t, payonce.LookupFailed, res.State)
 	require.Empty(t, res.DeclineCode)
@@ -96,32 +91,32 @@ func TestLookupChargeByIDNotFound(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	getOK(t, b, base+"/payments/pay_gone", 404, ``)
-	res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pay_gone"))
+	res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", "pay_gone"))
 	require.NoError(t, err)
 	require.Equal(t, payonce.LookupResult{State: payonce.LookupNotFound}, res)
 
 	// A 404 that is not Checkout.com's proves nothing.
-	b.mt.RegisterResponder(http.MethodGet, base+"/payments/pay_proxy", func(*http.Request) (*http.Response, error) {
+	b.MT.RegisterResponder(http.MethodGet, base+"/payments/pay_proxy", func(*http.Request) (*http.Response, error) {
 		r := respond(404, `<html>Not Found</html>`)
 		return r, nil
 	})
-	_, err = b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pay_proxy"))
+	_, err = b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", "pay_proxy"))
 	require.Error(t, err)
-	b.mt.RegisterResponder(http.MethodGet, base+"/payments/pay_noheader", func(*http.Request) (*http.Response, error) {
+	b.MT.RegisterResponder(http.MethodGet, base+"/payments/pay_noheader", func(*http.Request) (*http.Response, error) {
 		r := respond(404, ``)
 		r.Header.Del("Cko-Request-Id")
 		return r, nil
 	})
-	_, err = b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pay_noheader"))
+	_, err = b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", "pay_noheader"))
 	require.Error(t, err)
 }
 
 // serveByID answers GET base+/payments/{id} with objs[id] (Checkout.com's
 // 404 for the others) and an empty actions list, and counts the reads.
 func serveByID(b bundle, objs map[string]string, reads map[string]int) {
-	b.mt.RegisterRegexpResponder(http.MethodGet, regexp.MustCompile(`^`+regexp.QuoteMeta(base)+`/payments/[^/?]+/actions$`),
+	b.MT.RegisterRegexpResponder(http.MethodGet, regexp.MustCompile(`^`+regexp.QuoteMeta(base)+`/payments/[^/?]+/actions$`),
 		func(*http.Request) (*http.Response, error) { return respond(200, `[]`), nil })
-	testkit.ServeByID(b.mt, base+"/payments", objs, reads, respond, func() *http.Response { return respond(404, ``) })
+	testkit.ServeByID(b.MT, base+"/payments", objs, reads, respond, func() *http.Response { return respond(404, ``) })
 }
 
 var byID = testkit.ByID
@@ -153,13 +148,13 @@ func TestLookupChargeByReference(t *testing.T) {
 			t.Parallel()
 			b := setup(t, func(c *checkout.Config) { c.SettleLag = 90 * time.Second })
 			var queries []url.Values
-			b.mt.RegisterResponder(http.MethodGet, base+"/payments", func(req *http.Request) (*http.Response, error) {
+			b.MT.RegisterResponder(http.MethodGet, base+"/payments", func(req *http.Request) (*http.Response, error) {
 				queries = append(queries, req.URL.Query())
 				return respond(200, tc.pages[len(queries)-1]), nil
 			})
 			reads := map[string]int{}
 			serveByID(b, byID(tc.objects...), reads)
-			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", ""))
+			res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", ""))
 			require.NoError(t, err)
 			require.Equal(t, tc.state, res.State)
 			require.Equal(t, tc.ref, res.ProviderRef)
@@ -205,7 +200,7 @@ func TestLookupActions(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			getOK(t, b, base+"/payments/pay_1/actions", 200, "["+strings.Join(tc.actions, ",")+"]")
-			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(tc.kind, "pay_1", tc.ref))
+			res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(tc.kind, "pay_1", tc.ref))
 			require.NoError(t, err)
 			require.Equal(t, tc.state, res.State)
 			require.Equal(t, tc.refs, res.Refs)
@@ -215,10 +210,10 @@ func TestLookupActions(t *testing.T) {
 	}
 	b := setup(t)
 	getOK(t, b, base+"/payments/pay_gone/actions", 404, ``)
-	res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindRefund, "pay_gone", ""))
+	res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindRefund, "pay_gone", ""))
 	require.NoError(t, err)
 	require.Equal(t, payonce.LookupNotFound, res.State)
-	_, err = b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindRefund, "", ""))
+	_, err = b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindRefund, "", ""))
 	require.ErrorContains(t, err, "PaymentRef")
 }
 
@@ -228,7 +223,7 @@ func TestLookupErrors(t *testing.T) {
 	serve := func(t *testing.T, tc testkit.LookupErrorCase) (payonce.Provider, payonce.HTTPDoer) {
 		b := setup(t)
 		getOK(t, b, base+tc.URL, tc.Status, tc.Body)
-		return b.p, b.hc
+		return b.P, b.HC
 	}
 	testkit.RequireLookupErrors[*checkout.APIError](t, serve, []testkit.LookupErrorCase{
 		testkit.LookupFails("500 by id", lookupQuery(payonce.KindCharge, "", "pay_1"), "/payments/pay_1", 500, ``, true),
@@ -249,10 +244,10 @@ func TestLookupErrors(t *testing.T) {
 func TestLookupTransportErrorAndBodyClosed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	testkit.RequireLookupTransport(t, b.p, lookupQuery(payonce.KindCharge, "", "pay_1"),
+	testkit.RequireLookupTransport(t, b.P, lookupQuery(payonce.KindCharge, "", "pay_1"),
 		lookupQuery(payonce.KindRefund, "pay_1", ""), `[]`)
-	_, err := b.p.Lookup(context.Background(), nil, lookupQuery(payonce.KindCharge, "", "pay_1"))
+	_, err := b.P.Lookup(context.Background(), nil, lookupQuery(payonce.KindCharge, "", "pay_1"))
 	require.Error(t, err)
-	_, err = b.p.Lookup(context.Background(), b.hc, payonce.LookupQuery{Request: payonce.Request{Kind: "payout"}})
+	_, err = b.P.Lookup(context.Background(), b.HC, payonce.LookupQuery{Request: payonce.Request{Kind: "payout"}})
 	require.ErrorContains(t, err, "unknown kind")
 }

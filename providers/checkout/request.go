@@ -72,7 +72,8 @@ type actionBody struct {
 // the caller's. The body is the same bytes on every attempt. An error
 // (nothing to send) is a *payonce.ValidationError naming the field.
 func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http.Request, error) {
-	if err := checkKey(r.Key); err != nil {
+	if err := adapterkit.CheckKey("checkout ", r.Key, MaxKeyLength, "is empty; every Checkout.com POST carries the operation's Cko-Idempotency-Key",
+		"is %d bytes; the adapter sends at most %d (a UUID)"); err != nil {
 		return nil, err
 	}
 	if r.OperationID == "" {
@@ -141,14 +142,6 @@ func sourceOf(pm string) (source, error) {
 		return source{}, invalidSend("Request.PaymentMethod", "is empty; a Checkout.com charge needs a source id (src_...) or a token (tok_...)")
 	}
 	return source{}, invalidSend("Request.PaymentMethod", "is %q; use a Checkout.com source id (src_...) or token (tok_...)", pm)
-}
-
-func checkKey(key string) error {
-	if why := adapterkit.CheckKey(key, MaxKeyLength, "is empty; every Checkout.com POST carries the operation's Cko-Idempotency-Key",
-		"is %d bytes; the adapter sends at most %d (a UUID)"); why != "" {
-		return invalidSend("Key", "%s", why)
-	}
-	return nil
 }
 
 func invalidSend(field, format string, args ...any) error {

@@ -2,8 +2,6 @@ package checkout_test
 
 import (
 	"encoding/json"
-	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,20 +11,12 @@ import (
 	"github.com/payonce/payonce/providers/checkout"
 )
 
-func requireCommonHeaders(t *testing.T, hr *http.Request, key string) {
-	t.Helper()
-	require.Equal(t, http.MethodPost, hr.Method)
-	require.Equal(t, "Bearer "+testKey, hr.Header.Get("Authorization"))
-	require.Equal(t, "application/json", hr.Header.Get("Content-Type"))
-	require.Equal(t, []string{key}, hr.Header.Values("Cko-Idempotency-Key"))
-}
-
 func TestNewRequestCharge(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *checkout.Config) { c.ProcessingChannelID = "pc_channel1" })
 	r := chargeReq()
-	hr, body := testkit.Build(t, b.p, r)
-	requireCommonHeaders(t, hr, r.Key)
+	hr, body := testkit.Build(t, b.P, r)
+	wire.RequirePost(t, hr, r.Key)
 	require.Equal(t, base+"/payments", hr.URL.String())
 	require.Equal(t, map[string]any{
 		"source":                map[string]any{"type": "id", "id": "src_nwd3m4in3hkuddfpjsaevunhdy"},
@@ -45,7 +35,7 @@ func TestNewRequestCharge(t *testing.T) {
 			"payonce_refs": `["order","42"]`,
 		},
 	}, testkit.DecodeJSON(t, body))
-	testkit.RequireSameBytes(t, b.p, r, hr, body)
+	testkit.RequireSameBytes(t, b.P, r, hr, body)
 }
 
 func TestNewRequestChargeTokenAuthorizeOnly(t *testing.T) {
@@ -56,7 +46,7 @@ func TestNewRequestChargeTokenAuthorizeOnly(t *testing.T) {
 	r.Request.CaptureManual = true
 	r.Request.Customer, r.Request.Description, r.Request.Metadata = "", "", nil
 	r.Request.Amount, r.Request.Currency = 1500, "JPY"
-	_, body := testkit.Build(t, b.p, r)
+	_, body := testkit.Build(t, b.P, r)
 	m := testkit.DecodeJSON(t, body)
 	require.Equal(t, map[string]any{"type": "token", "token": "tok_4gzeau5o2uqubbk6fufs3m7p54"}, m["source"])
 	require.Equal(t, false, m["capture"])
@@ -82,8 +72,8 @@ func TestNewRequestActions(t *testing.T) {
 		{payonce.KindRefund, 0, "/payments/pay_1/refunds", map[string]any{}},
 	} {
 		r := withKind(chargeReq(), tc.kind, tc.amount, "pay_1")
-		hr, body := testkit.Build(t, b.p, r)
-		requireCommonHeaders(t, hr, r.Key)
+		hr, body := testkit.Build(t, b.P, r)
+		wire.RequirePost(t, hr, r.Key)
 		require.Equal(t, base+tc.path, hr.URL.String())
 		m := testkit.DecodeJSON(t, body)
 		require.Equal(t, r.OperationID, m["reference"])
@@ -94,31 +84,23 @@ func TestNewRequestActions(t *testing.T) {
 		delete(m, "metadata")
 		require.Equal(t, tc.want, m, "%s %d", tc.kind, tc.amount)
 	}
-	hr, _ := testkit.Build(t, b.p, withKind(chargeReq(), payonce.KindCapture, 0, "pay_1/../x?y"))
+	hr, _ := testkit.Build(t, b.P, withKind(chargeReq(), payonce.KindCapture, 0, "pay_1/../x?y"))
 	require.Equal(t, base+"/payments/pay_1%2F..%2Fx%3Fy/captures", hr.URL.String())
 }
 
 func TestNewRequestErrors(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	testkit.RequireRequestErrors(t, b.p, chargeReq, []testkit.RequestCase{
-		testkit.Invalid("capture without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCapture, 0, "") }, "checkout Request.PaymentRef"),
-		testkit.Invalid("cancel without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCancel, 0, "") }, "checkout Request.PaymentRef"),
-		testkit.Invalid("refund without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindRefund, 1, "") }, "checkout Request.PaymentRef"),
-		testkit.Invalid("no key", func(r *payonce.SendRequest) { r.Key = "" }, "checkout Key"),
-		testkit.Invalid("long key", func(r *payonce.SendRequest) { r.Key = strings.Repeat("a", 37) }, "checkout Key"),
-		testkit.Invalid("key with newline", func(r *payonce.SendRequest) { r.Key = "abc\ndef" }, "checkout Key"),
-		testkit.Invalid("no operation id", func(r *payonce.SendRequest) { r.OperationID = "" }, "checkout OperationID"),
+	testkit.RequireRequestErrors(t, b.P, chargeReq, append(testkit.CommonRequestErrors("checkout", 36, withKind),
 		testkit.Invalid("no payment method", func(r *payonce.SendRequest) { r.Request.PaymentMethod = "" }, "checkout Request.PaymentMethod"),
 		testkit.Invalid("card number", func(r *payonce.SendRequest) { r.Request.PaymentMethod = "4242424242424242" }, "checkout Request.PaymentMethod"),
 		testkit.Invalid("zero amount", func(r *payonce.SendRequest) { r.Request.Amount = 0 }, "checkout Request.Amount"),
-		testkit.Invalid("unknown kind", func(r *payonce.SendRequest) { r.Request.Kind = "payout" }, "checkout Request.Kind"),
 		testkit.Invalid("reserved metadata", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"payonce_kind": "x"} }, "checkout Request.Metadata"),
-	}, testKey)
+	), testKey)
 }
 
 func TestNewRequestLongReferences(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	testkit.RequireLongReferences(t, b.p, chargeReq(), testkit.JSONRefs(t), 255, func(s string) int { return len(s) })
+	testkit.RequireLongReferences(t, b.P, chargeReq(), testkit.JSONRefs(t), 255, func(s string) int { return len(s) })
 }

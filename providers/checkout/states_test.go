@@ -10,18 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 )
 
 // agreement is what Classify and Lookup must both say of one object.
-type agreement struct {
-	class      ledger.OutcomeClass
-	processing bool
-	state      payonce.LookupState // "" when the lookup is an error
-	contradict bool
-	code       string
-	decline    string
-}
+type agreement = testkit.Agreement
 
 // payOf renders a payment of the charge's operation; approved "" leaves the
 // field out.
@@ -41,11 +35,11 @@ func payOf(id, status, approved, key string) string {
 func TestStatesAgree(t *testing.T) {
 	t.Parallel()
 	op := chargeReq().OperationID
-	succeeded := agreement{class: ledger.OutcomeSuccess, state: payonce.LookupSucceeded}
-	processing := agreement{class: ledger.OutcomeSuccess, processing: true, state: payonce.LookupProcessing}
-	declined := agreement{class: ledger.OutcomeRefused, state: payonce.LookupFailed, code: "declined", decline: "20051"}
-	unknown := agreement{class: ledger.OutcomeMaybeSent}
-	notACharge := agreement{class: ledger.OutcomeKeyMismatch, contradict: true}
+	succeeded := agreement{Class: ledger.OutcomeSuccess, State: payonce.LookupSucceeded}
+	processing := agreement{Class: ledger.OutcomeSuccess, Processing: true, State: payonce.LookupProcessing}
+	declined := agreement{Class: ledger.OutcomeRefused, State: payonce.LookupFailed, Code: "declined", Decline: "20051"}
+	unknown := agreement{Class: ledger.OutcomeMaybeSent}
+	notACharge := agreement{Class: ledger.OutcomeKeyMismatch, Contradict: true}
 	for _, tc := range []struct {
 		name     string
 		status   string
@@ -77,9 +71,9 @@ func TestStatesAgree(t *testing.T) {
 			body := payOf("pay_1", tc.status, tc.approved, op)
 			getOK(t, b, base+"/payments/pay_1", 200, body)
 			getOK(t, b, base+"/payments/pay_1/actions", 200, "["+act("act_a", "Authorization", false, op, "20051")+"]")
-			o := b.p.Classify(chargeReq(), 201, http.Header{}, []byte(body))
-			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pay_1"))
-			requireAgree(t, tc.want, o, res, err)
+			o := b.P.Classify(chargeReq(), 201, http.Header{}, []byte(body))
+			res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", "pay_1"))
+			testkit.RequireAgree(t, tc.want, o, res, err, testkit.AgreeChecks{})
 		})
 	}
 
@@ -101,12 +95,12 @@ func TestStatesAgree(t *testing.T) {
 				t.Parallel()
 				b := setup(t)
 				r := withKind(chargeReq(), kind, 1999, "pay_1")
-				o := b.p.Classify(r, 202, http.Header{}, []byte(`{"action_id":"act_x","reference":"`+op+`"}`))
+				o := b.P.Classify(r, 202, http.Header{}, []byte(`{"action_id":"act_x","reference":"`+op+`"}`))
 				require.Equal(t, ledger.OutcomeSuccess, o.Class)
 				require.True(t, o.Processing, "accepted, not done")
 				require.Equal(t, "act_x", o.ProviderRef)
 				getOK(t, b, base+"/payments/pay_1/actions", 200, "["+act("act_x", typ, tc.approved, op, "20005")+"]")
-				res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(kind, "pay_1", "act_x"))
+				res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(kind, "pay_1", "act_x"))
 				require.NoError(t, err)
 				require.Equal(t, tc.want, res.State)
 				require.Empty(t, res.Contradiction)
@@ -116,43 +110,6 @@ func TestStatesAgree(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-func requireAgree(t *testing.T, want agreement, o payonce.Outcome, res payonce.LookupResult, err error) {
-	t.Helper()
-	require.Equal(t, want.class, o.Class, "Classify: %s", o.Message)
-	require.Equal(t, want.processing, o.Processing, "Classify Processing")
-	require.False(t, o.Replayed)
-	if want.contradict {
-		require.NotEmpty(t, o.Contradiction)
-		require.NoError(t, err)
-		require.NotEmpty(t, res.Contradiction, "Lookup reports the same contradiction")
-		require.NotEqual(t, payonce.LookupSucceeded, res.State)
-		require.NotEqual(t, payonce.LookupFailed, res.State)
-		return
-	}
-	require.Empty(t, o.Contradiction)
-	if want.state == "" {
-		require.Error(t, err, "Lookup of a status the adapter cannot read")
-		return
-	}
-	require.NoError(t, err)
-	require.Equal(t, want.state, res.State, "Lookup: %s", res.Message)
-	require.Empty(t, res.Contradiction)
-	switch o.Class {
-	case ledger.OutcomeSuccess:
-		if o.Processing {
-			require.Equal(t, payonce.LookupProcessing, res.State)
-		} else {
-			require.Equal(t, payonce.LookupSucceeded, res.State)
-		}
-	case ledger.OutcomeRefused:
-		require.Equal(t, payonce.LookupFailed, res.State)
-		require.Equal(t, want.code, o.Code)
-		require.Equal(t, o.Code, res.Code)
-		require.Equal(t, want.decline, o.DeclineCode)
-		require.Equal(t, o.DeclineCode, res.DeclineCode)
 	}
 }
 
@@ -171,10 +128,10 @@ func TestLookupCanceledWithoutApprovalReadsTheActions(t *testing.T) {
 	} {
 		b := setup(t)
 		body := payOf("pay_1", "Expired", "", op)
-		require.Equal(t, ledger.OutcomeMaybeSent, b.p.Classify(chargeReq(), 201, http.Header{}, []byte(body)).Class)
+		require.Equal(t, ledger.OutcomeMaybeSent, b.P.Classify(chargeReq(), 201, http.Header{}, []byte(body)).Class)
 		getOK(t, b, base+"/payments/pay_1", 200, body)
 		getOK(t, b, base+"/payments/pay_1/actions", 200, tc.actions)
-		res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pay_1"))
+		res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", "pay_1"))
 		require.NoError(t, err)
 		require.Equal(t, tc.state, res.State, tc.actions)
 	}
@@ -212,7 +169,7 @@ func TestClassifySameKeyOtherRequest(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			o := b.p.Classify(tc.r, tc.status, http.Header{}, []byte(tc.body))
+			o := b.P.Classify(tc.r, tc.status, http.Header{}, []byte(tc.body))
 			require.Equal(t, ledger.OutcomeKeyMismatch, o.Class, "review, never refused or succeeded: %s", o.Message)
 			require.False(t, o.Processing)
 			if tc.why != "" {
@@ -223,7 +180,7 @@ func TestClassifySameKeyOtherRequest(t *testing.T) {
 		})
 	}
 	// Other 4xx stay refusals.
-	o := b.p.Classify(charge, 422, http.Header{}, []byte(ckoErr("request_invalid", "amount_invalid")))
+	o := b.P.Classify(charge, 422, http.Header{}, []byte(ckoErr("request_invalid", "amount_invalid")))
 	require.Equal(t, ledger.OutcomeRefused, o.Class)
 }
 
@@ -235,7 +192,7 @@ func TestLookupContradiction(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		getOK(t, b, base+"/payments/pay_1", 200, strings.Replace(payOf("pay_1", "Captured", "true", op), `"amount":1999`, `"amount":19`, 1))
-		res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pay_1"))
+		res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", "pay_1"))
 		require.NoError(t, err)
 		require.Contains(t, res.Contradiction, "amount 19, not 1999")
 		require.Equal(t, []string{"pay_1"}, res.Refs)
@@ -245,7 +202,7 @@ func TestLookupContradiction(t *testing.T) {
 		b := setup(t)
 		getOK(t, b, base+"/payments", 200, list(1, getPay("pay_1", "Captured", true, op)))
 		serveByID(b, map[string]string{"pay_1": `{"id":"pay_1","amount":1999,"currency":"USD","approved":true,"status":"Captured","reference":"` + op + `","metadata":{"payonce_op":"someone-else"}}`}, nil)
-		res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", ""))
+		res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", ""))
 		require.NoError(t, err)
 		require.Contains(t, res.Contradiction, `operation id "someone-else"`)
 	})
@@ -253,7 +210,7 @@ func TestLookupContradiction(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		getOK(t, b, base+"/payments/pay_1/actions", 200, "["+act("act_r", "Refund", true, "someone-else", "10000")+"]")
-		res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindRefund, "pay_1", "act_r"))
+		res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindRefund, "pay_1", "act_r"))
 		require.NoError(t, err)
 		require.Contains(t, res.Contradiction, `operation id "someone-else"`)
 	})
@@ -263,7 +220,7 @@ func TestLookupContradiction(t *testing.T) {
 		q := lookupQuery(payonce.KindRefund, "pay_1", "")
 		q.Request.Amount = 500
 		getOK(t, b, base+"/payments/pay_1/actions", 200, "["+act("act_r", "Refund", true, op, "10000")+"]")
-		res, err := b.p.Lookup(context.Background(), b.hc, q)
+		res, err := b.P.Lookup(context.Background(), b.HC, q)
 		require.NoError(t, err)
 		require.Contains(t, res.Contradiction, "amount 1999, not 500")
 	})
@@ -272,7 +229,7 @@ func TestLookupContradiction(t *testing.T) {
 		b := setup(t)
 		getOK(t, b, base+"/payments", 200, list(1, getPay("pay_1", "Captured", true, op)))
 		serveByID(b, nil, nil)
-		_, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", ""))
+		_, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", ""))
 		require.ErrorContains(t, err, "listed by reference")
 	})
 }
@@ -313,7 +270,7 @@ func TestLookupGenerations(t *testing.T) {
 			b := setup(t)
 			getOK(t, b, base+"/payments", 200, list(len(tc.listed), tc.listed...))
 			serveByID(b, byID(append(tc.listed, tc.objects...)...), nil)
-			res, err := b.p.Lookup(context.Background(), b.hc, tc.q)
+			res, err := b.P.Lookup(context.Background(), b.HC, tc.q)
 			require.NoError(t, err)
 			require.Equal(t, tc.state, res.State, res.Message)
 			require.Equal(t, tc.ref, res.ProviderRef)
@@ -331,13 +288,13 @@ func TestLookupGenerations(t *testing.T) {
 		}
 		b := setup(t)
 		getOK(t, b, base+"/payments/pay_1/actions", 200, "["+refund("act_0", false, op)+"]")
-		res, err := b.p.Lookup(context.Background(), b.hc, gen1(payonce.KindRefund, "pay_1", ""))
+		res, err := b.P.Lookup(context.Background(), b.HC, gen1(payonce.KindRefund, "pay_1", ""))
 		require.NoError(t, err)
 		require.Equal(t, payonce.LookupNotFound, res.State, "the earlier key's declined refund does not answer for the new key")
 
 		b = setup(t)
 		getOK(t, b, base+"/payments/pay_1/actions", 200, "["+refund("act_1", true, key1)+","+act("act_0", "Refund", true, op, "10000")+"]")
-		res, err = b.p.Lookup(context.Background(), b.hc, gen1(payonce.KindRefund, "pay_1", "", "act_0"))
+		res, err = b.P.Lookup(context.Background(), b.HC, gen1(payonce.KindRefund, "pay_1", "", "act_0"))
 		require.NoError(t, err)
 		require.Equal(t, payonce.LookupMultiple, res.State, "refunded under both keys")
 		require.Equal(t, []string{"act_1", "act_0"}, res.Refs)
@@ -349,8 +306,8 @@ func TestLookupGenerations(t *testing.T) {
 func TestNoReplayMarker(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, ok := any(b.p).(payonce.ReplayDetector)
+	_, ok := any(b.P).(payonce.ReplayDetector)
 	require.False(t, ok, "Checkout.com documents no header that marks a replayed answer")
-	o := b.p.Classify(chargeReq(), 201, http.Header{"Cko-Idempotency-Replayed": {"true"}}, []byte(payOf("pay_1", "Captured", "true", chargeReq().Key)))
+	o := b.P.Classify(chargeReq(), 201, http.Header{"Cko-Idempotency-Replayed": {"true"}}, []byte(payOf("pay_1", "Captured", "true", chargeReq().Key)))
 	require.False(t, o.Replayed, "an undocumented header is not trusted")
 }

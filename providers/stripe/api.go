@@ -40,18 +40,14 @@ func (e *APIError) Temporary() bool { return adapterkit.Temporary(e.HTTPStatus) 
 // *APIError.
 func (p *Provider) api() adapterkit.API {
 	return adapterkit.API{Name: p.Name(), BaseURL: p.baseURL, SetHeaders: p.setHeaders,
-		TooLarge: func(path string, big *adapterkit.TooLargeError) error {
-			return &APIError{Method: http.MethodGet, Path: path, HTTPStatus: big.Status,
-				RequestID: big.Header.Get("Request-Id"), Message: big.Error()}
-		},
-		Failed: func(path string, status int, header http.Header, body []byte) error {
-			e := &APIError{Method: http.MethodGet, Path: path, HTTPStatus: status, RequestID: header.Get("Request-Id")}
+		RequestIDHeader: "Request-Id", Scrub: p.scrub,
+		Error: func(f adapterkit.Failure, body []byte) error {
+			e := &APIError{Method: f.Method, Path: f.Path, HTTPStatus: f.HTTPStatus, RequestID: f.RequestID, Message: f.Message}
 			if b := decodeError(body); b != nil {
 				e.Type, e.Code, e.DeclineCode, e.Message = b.Type, b.Code, b.DeclineCode, p.scrub(b.Message)
 			}
 			return e
 		},
-		Unusable: func(path string, header http.Header, err error) error { return p.unusable(path, header, err) },
 		NotFound: func(_ http.Header, body []byte) bool {
 			e := decodeError(body)
 			return e != nil && e.Code == codeResourceMissing
@@ -59,7 +55,6 @@ func (p *Provider) api() adapterkit.API {
 	}
 }
 
-func (p *Provider) unusable(path string, header http.Header, err error) *APIError {
-	return &APIError{Method: http.MethodGet, Path: path, RequestID: header.Get("Request-Id"),
-		Message: p.scrub("unusable answer: " + err.Error())}
+func (p *Provider) unusable(path string, header http.Header, err error) error {
+	return p.api().Unusable(path, header, err)
 }

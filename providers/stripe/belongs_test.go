@@ -55,7 +55,7 @@ func TestContradictions(t *testing.T) {
 				q = tc.mod(q)
 			}
 			send := payonce.SendRequest{OperationID: q.OperationID, Key: q.Key, Request: q.Request}
-			o := b.p.Classify(send, 200, testkit.Header(), []byte(tc.body))
+			o := b.P.Classify(send, 200, testkit.Header(), []byte(tc.body))
 			require.Equal(t, ledger.OutcomeMaybeSent, o.Class, "never success or refused on another request's object")
 			require.Contains(t, o.Contradiction, tc.why)
 			require.NotEmpty(t, o.ProviderRef)
@@ -73,7 +73,7 @@ func TestContradictions(t *testing.T) {
 			default:
 				getOK(t, b, base+"/v1/payment_intents/pi_1", 200, tc.body)
 			}
-			res, err := b.p.Lookup(context.Background(), b.hc, q)
+			res, err := b.P.Lookup(context.Background(), b.HC, q)
 			if tc.readErr {
 				require.ErrorContains(t, err, "unusable")
 				return
@@ -109,16 +109,16 @@ func TestLookupSearchHitsAreReadByID(t *testing.T) {
 			b := setup(t)
 			getOK(t, b, base+"/v1/payment_intents/search", 200, searchJSON(false, tc.hit))
 			getOK(t, b, base+"/v1/payment_intents/pi_1", 200, tc.byID)
-			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", ""))
+			res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", ""))
 			require.NoError(t, err)
 			require.Equal(t, tc.state, res.State)
-			require.Equal(t, b.p.SearchLag(), res.Lag, "a search-based answer carries the search's lag")
+			require.Equal(t, b.P.SearchLag(), res.Lag, "a search-based answer carries the search's lag")
 			if tc.contra != "" {
 				require.Contains(t, res.Contradiction, tc.contra)
 			} else {
 				require.Empty(t, res.Contradiction)
 			}
-			require.Equal(t, 2, b.mt.GetTotalCallCount(), "the search, then the read by id")
+			require.Equal(t, 2, b.MT.GetTotalCallCount(), "the search, then the read by id")
 		})
 	}
 
@@ -127,7 +127,7 @@ func TestLookupSearchHitsAreReadByID(t *testing.T) {
 		b := setup(t)
 		getOK(t, b, base+"/v1/payment_intents/search", 200, searchJSON(false, piObj("pi_1", "succeeded")))
 		getOK(t, b, base+"/v1/payment_intents/pi_1", 404, `{"error":{"type":"invalid_request_error","code":"resource_missing","message":"No such payment_intent: 'pi_1'"}}`)
-		_, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", ""))
+		_, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", ""))
 		require.Error(t, err, "a hit that cannot be read is no ground for \"not found\"")
 	})
 }

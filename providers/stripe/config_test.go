@@ -63,34 +63,34 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 	// Errors from New and NewRequest.
 	_, errURL := stripe.New(stripe.Config{APIKey: testKey, BaseURL: "ftp://" + testKey})
 	_, errKey := stripe.New(stripe.Config{APIKey: testKey + " "})
-	_, errReq := b.p.NewRequest(context.Background(), withKind(chargeReq(), payonce.KindCapture, 0, ""))
+	_, errReq := b.P.NewRequest(context.Background(), withKind(chargeReq(), payonce.KindCapture, 0, ""))
 
 	// Stripe echoing the key (whole or masked) in every kind of answer.
 	echo := `{"error":{"type":"invalid_request_error","code":"x","message":"Invalid API Key provided: ` + testKey + `"}}`
 	lpe := `{"id":"pi_1","object":"payment_intent","status":"requires_payment_method","last_payment_error":{"code":"x","message":"` + testKey + `"}}`
-	o := b.p.Classify(chargeReq(), 200, http.Header{}, []byte(lpe))
+	o := b.P.Classify(chargeReq(), 200, http.Header{}, []byte(lpe))
 
-	b.mt.RegisterResponder(http.MethodGet, base+"/v1/payment_intents/pi_1", func(*http.Request) (*http.Response, error) {
+	b.MT.RegisterResponder(http.MethodGet, base+"/v1/payment_intents/pi_1", func(*http.Request) (*http.Response, error) {
 		return respond(200, lpe), nil
 	})
-	b.mt.RegisterResponder(http.MethodGet, base+"/v1/payment_intents/pi_err", func(*http.Request) (*http.Response, error) {
+	b.MT.RegisterResponder(http.MethodGet, base+"/v1/payment_intents/pi_err", func(*http.Request) (*http.Response, error) {
 		return respond(500, echo), nil
 	})
-	res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pi_1"))
+	res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", "pi_1"))
 	require.NoError(t, err)
-	_, errLookup := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pi_err"))
+	_, errLookup := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", "pi_err"))
 
 	testkit.RequireNoLeak(t, testkit.LeakCheck{
 		Secrets:  []string{testKey, strings.TrimPrefix(testKey, "sk_test_")},
-		Values:   []any{cfg, &cfg, b.p, *b.p},
+		Values:   []any{cfg, &cfg, b.P, *b.P},
 		Errors:   []error{errURL, errKey, errReq, errLookup},
-		Provider: b.p, Request: chargeReq(), Echo: echo, Header: http.Header{"Request-Id": {"req_1"}},
+		Provider: b.P, Request: chargeReq(), Echo: echo, Header: http.Header{"Request-Id": {"req_1"}},
 		Statuses: []int{400, 401, 402, 403, 404, 409, 429, 500, 503},
 		Texts:    []string{fmt.Sprintf("%+v", o), fmt.Sprintf("%+v", res)},
 	})
 
 	// The key does go where it must: the Authorization header.
-	hr, err := b.p.NewRequest(context.Background(), chargeReq())
+	hr, err := b.P.NewRequest(context.Background(), chargeReq())
 	require.NoError(t, err)
 	require.Equal(t, "Bearer "+testKey, hr.Header.Get("Authorization"))
 }

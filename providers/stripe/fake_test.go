@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/mocks"
 	"github.com/payonce/payonce/providers/stripe"
@@ -19,8 +20,8 @@ import (
 // fakeBundle is the adapter pointed at a fresh fake Stripe.
 type fakeBundle struct {
 	f  *mocks.Stripe
-	p  *stripe.Provider
-	hc *http.Client
+	P  *stripe.Provider
+	HC *http.Client
 }
 
 func withFake(t *testing.T) fakeBundle {
@@ -29,21 +30,14 @@ func withFake(t *testing.T) fakeBundle {
 	t.Cleanup(f.Close)
 	p, err := stripe.New(stripe.Config{APIKey: f.APIKey(), BaseURL: f.URL()})
 	require.NoError(t, err)
-	return fakeBundle{f: f, p: p, hc: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
+	return fakeBundle{f: f, P: p, HC: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
 }
 
 // send builds the attempt's request with the adapter, sends it and
 // classifies the answer.
 func (b fakeBundle) send(t *testing.T, r payonce.SendRequest) (payonce.Outcome, *http.Response) {
 	t.Helper()
-	hr, err := b.p.NewRequest(context.Background(), r)
-	require.NoError(t, err)
-	resp, err := b.hc.Do(hr)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return b.p.Classify(r, resp.StatusCode, resp.Header, body), resp
+	return testkit.Send(t, b.P, b.HC, r)
 }
 
 var _ payonce.ReplayDetector = (*stripe.Provider)(nil)
@@ -67,8 +61,8 @@ func TestReplayed(t *testing.T) {
 			h.Set(tc.header[0], tc.header[1])
 		}
 		for _, status := range []int{200, 402, 500, 503} {
-			require.Equal(t, tc.want, b.p.Replayed(status, h), "%v %d", tc.header, status)
-			o := b.p.Classify(chargeReq(), status, h, []byte(`{"error":{"type":"api_error","message":"x"}}`))
+			require.Equal(t, tc.want, b.P.Replayed(status, h), "%v %d", tc.header, status)
+			o := b.P.Classify(chargeReq(), status, h, []byte(`{"error":{"type":"api_error","message":"x"}}`))
 			require.Equal(t, tc.want, o.Replayed, "Classify uses Replayed")
 		}
 	}
@@ -92,13 +86,13 @@ func TestReplayedStored500(t *testing.T) {
 			require.Equal(t, http.StatusInternalServerError, first.HTTPStatus)
 			require.Equal(t, ledger.OutcomeMaybeSent, first.Class)
 			require.False(t, first.Replayed)
-			require.False(t, b.p.Replayed(resp.StatusCode, resp.Header))
+			require.False(t, b.P.Replayed(resp.StatusCode, resp.Header))
 
 			again, resp := b.send(t, r)
 			require.Equal(t, http.StatusInternalServerError, again.HTTPStatus)
 			require.Equal(t, ledger.OutcomeMaybeSent, again.Class)
 			require.True(t, again.Replayed)
-			require.True(t, b.p.Replayed(resp.StatusCode, resp.Header))
+			require.True(t, b.P.Replayed(resp.StatusCode, resp.Header))
 			require.NotEqual(t, first.RequestID, again.RequestID)
 		})
 	}
@@ -130,7 +124,7 @@ func TestLookupCanceledChargesOnTheFake(t *testing.T) {
 	o, _ := b.send(t, auth)
 	require.Equal(t, ledger.OutcomeSuccess, o.Class)
 	cancel(o.ProviderRef)
-	res, err := b.p.Lookup(ctx, b.hc, payonce.LookupQuery{OperationID: auth.OperationID, Key: auth.Key, Request: auth.Request, ProviderRef: o.ProviderRef})
+	res, err := b.P.Lookup(ctx, b.HC, payonce.LookupQuery{OperationID: auth.OperationID, Key: auth.Key, Request: auth.Request, ProviderRef: o.ProviderRef})
 	require.NoError(t, err)
 	require.Equal(t, payonce.LookupSucceeded, res.State, "authorized, then released: the charge succeeded")
 	require.Empty(t, res.Contradiction)
@@ -139,7 +133,7 @@ func TestLookupCanceledChargesOnTheFake(t *testing.T) {
 	o, _ = b.send(t, declined)
 	require.Equal(t, ledger.OutcomeRefused, o.Class)
 	cancel(o.ProviderRef)
-	res, err = b.p.Lookup(ctx, b.hc, payonce.LookupQuery{OperationID: declined.OperationID, Key: declined.Key, Request: declined.Request, ProviderRef: o.ProviderRef})
+	res, err = b.P.Lookup(ctx, b.HC, payonce.LookupQuery{OperationID: declined.OperationID, Key: declined.Key, Request: declined.Request, ProviderRef: o.ProviderRef})
 	require.NoError(t, err)
 	require.Equal(t, payonce.LookupFailed, res.State, "never authorized")
 
@@ -150,15 +144,15 @@ func TestLookupCanceledChargesOnTheFake(t *testing.T) {
 	require.NoError(t, err)
 	hr.Header.Set("Authorization", "Bearer "+b.f.APIKey())
 	hr.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := b.hc.Do(hr)
+	resp, err := b.HC.Do(hr)
 	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	unconfirmed := charge("op-unconfirmed", "", false)
-	o = b.p.Classify(unconfirmed, resp.StatusCode, resp.Header, body)
+	o = b.P.Classify(unconfirmed, resp.StatusCode, resp.Header, body)
 	require.Equal(t, ledger.OutcomeRefused, o.Class, "requires_payment_method: it did not pay")
 	cancel(o.ProviderRef)
-	res, err = b.p.Lookup(ctx, b.hc, payonce.LookupQuery{OperationID: unconfirmed.OperationID, Key: unconfirmed.Key, Request: unconfirmed.Request, ProviderRef: o.ProviderRef})
+	res, err = b.P.Lookup(ctx, b.HC, payonce.LookupQuery{OperationID: unconfirmed.OperationID, Key: unconfirmed.Key, Request: unconfirmed.Request, ProviderRef: o.ProviderRef})
 	require.NoError(t, err)
 	require.Equal(t, payonce.LookupFailed, res.State)
 	require.Equal(t, "canceled", res.Code)

@@ -114,13 +114,13 @@ func TestLookupChargeGenerations(t *testing.T) {
 					getOK(t, b, base+"/v1/payment_intents/"+h.ID, 200, hit)
 				}
 			}
-			res, err := b.p.Lookup(context.Background(), b.hc, regenQuery(payonce.KindCharge, tc.providerRef, tc.earlierRefs...))
+			res, err := b.P.Lookup(context.Background(), b.HC, regenQuery(payonce.KindCharge, tc.providerRef, tc.earlierRefs...))
 			require.NoError(t, err)
 			require.Equal(t, tc.state, res.State, res.Message)
 			require.Equal(t, tc.ref, res.ProviderRef)
 			require.ElementsMatch(t, tc.refs, res.Refs)
 			require.Equal(t, 2*time.Minute, res.Lag, "search-based")
-			require.Equal(t, 1, b.mt.GetCallCountInfo()[http.MethodGet+" "+base+"/v1/payment_intents/search"])
+			require.Equal(t, 1, b.MT.GetCallCountInfo()[http.MethodGet+" "+base+"/v1/payment_intents/search"])
 		})
 	}
 }
@@ -131,11 +131,11 @@ func TestLookupChargeByIDNeedsNoSearch(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	getOK(t, b, base+"/v1/payment_intents/pi_1", 200, piObj("pi_1", "requires_payment_method"))
-	res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pi_1"))
+	res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", "pi_1"))
 	require.NoError(t, err)
 	require.Equal(t, payonce.LookupFailed, res.State)
 	require.Zero(t, res.Lag)
-	require.Equal(t, 1, b.mt.GetTotalCallCount())
+	require.Equal(t, 1, b.MT.GetTotalCallCount())
 }
 
 // Refunds of every generation are in the PaymentIntent's refund list under
@@ -168,7 +168,7 @@ func TestLookupRefundGenerations(t *testing.T) {
 			for id, body := range tc.byID {
 				getOK(t, b, base+"/v1/refunds/"+id, 200, body)
 			}
-			res, err := b.p.Lookup(context.Background(), b.hc, regenQuery(payonce.KindRefund, "", tc.earlierRefs...))
+			res, err := b.P.Lookup(context.Background(), b.HC, regenQuery(payonce.KindRefund, "", tc.earlierRefs...))
 			require.NoError(t, err)
 			require.Equal(t, tc.state, res.State, res.Message)
 			require.Equal(t, tc.ref, res.ProviderRef)
@@ -190,11 +190,11 @@ func TestLookupCaptureCancelGenerations(t *testing.T) {
 				body = piObj("pi_1", "succeeded", "amount_received", 1999)
 			}
 			getOK(t, b, base+"/v1/payment_intents/pi_1", 200, body)
-			res, err := b.p.Lookup(context.Background(), b.hc, regenQuery(kind, "", "pi_1"))
+			res, err := b.P.Lookup(context.Background(), b.HC, regenQuery(kind, "", "pi_1"))
 			require.NoError(t, err)
 			require.Equal(t, payonce.LookupSucceeded, res.State)
 			require.Zero(t, res.Lag)
-			require.Equal(t, 1, b.mt.GetTotalCallCount())
+			require.Equal(t, 1, b.MT.GetTotalCallCount())
 		})
 	}
 }

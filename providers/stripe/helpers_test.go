@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jarcoal/httpmock"
-
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/providers/stripe"
@@ -20,18 +18,23 @@ const base = "https://api.stripe.com"
 
 var testNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-type bundle struct {
-	p  *stripe.Provider
-	mt *httpmock.MockTransport
-	hc *http.Client
-}
+type bundle = testkit.Adapter[*stripe.Provider]
 
 // setup returns a Provider and an *http.Client whose own mock transport
 // answers its requests (testkit.Setup).
 func setup(t *testing.T, mod ...func(*stripe.Config)) bundle {
 	t.Helper()
-	p, mt, hc := testkit.Setup(t, stripe.New, stripe.Config{APIKey: testKey, Now: func() time.Time { return testNow }}, mod...)
-	return bundle{p: p, mt: mt, hc: hc}
+	return testkit.Setup(t, stripe.New, stripe.Config{APIKey: testKey, Now: func() time.Time { return testNow }}, mod...)
+}
+
+// wire is how the adapter's requests look to Stripe.
+var wire = testkit.Wire{
+	Authorization: "Bearer " + testKey,
+	ContentType:   "application/x-www-form-urlencoded",
+	KeyHeader:     "Idempotency-Key",
+	Bad: func() *http.Response {
+		return respond(400, `{"error":{"type":"invalid_request_error","message":"bad lookup request"}}`)
+	},
 }
 
 func chargeReq() payonce.SendRequest {

@@ -55,8 +55,8 @@ func (p *Provider) lookupCharge(ctx context.Context, hc payonce.HTTPDoer, q payo
 	objs := adapterkit.Objects[paymentIntent]{Provider: p.Name(),
 		Get: func(id string) (paymentIntent, bool, error) { return p.getPaymentIntent(ctx, hc, id) },
 		Missing: func(id string) error {
-			return &APIError{Method: http.MethodGet, Path: "/v1/payment_intents/" + url.PathEscape(id),
-				HTTPStatus: http.StatusNotFound, Message: "a PaymentIntent found by the search is missing when read by id"}
+			return p.api().Fail("/v1/payment_intents/"+url.PathEscape(id), http.StatusNotFound, nil,
+				"a PaymentIntent found by the search is missing when read by id")
 		},
 		Match: func(pi paymentIntent) (adapterkit.Match, error) { return p.chargeMatch(ctx, hc, q, pi) },
 	}
@@ -145,8 +145,7 @@ func (p *Provider) getCharge(ctx context.Context, hc payonce.HTTPDoer, id string
 		return charge{}, err
 	}
 	if !found {
-		return charge{}, &APIError{Method: http.MethodGet, Path: path, HTTPStatus: http.StatusNotFound, RequestID: header.Get("Request-Id"),
-			Message: "the latest charge of a canceled PaymentIntent is missing"}
+		return charge{}, p.api().Fail(path, http.StatusNotFound, header, "the latest charge of a canceled PaymentIntent is missing")
 	}
 	return checkID(p, path, id, status, header, body, decodeCharge)
 }
@@ -189,31 +188,44 @@ func searchQuery(op string) string {
 // searchCharges returns the ids of the PaymentIntents the search finds for
 // op (at most one page), and whether there are more.
 func (p *Provider) searchCharges(ctx context.Context, hc payonce.HTTPDoer, op string) ([]string, bool, error) {
-	const path = "/v1/payment_intents/search"
 	query := url.Values{"query": {searchQuery(op)}, "limit": {strconv.Itoa(searchLimit)}}
-	var res listOf[paymentIntent]
-	header, err := p.api().GetJSON(ctx, hc, path, query, &res)
+	res, err := getList[paymentIntent](ctx, p, hc, "/v1/payment_intents/search", query, objSearchResult, objPaymentIntent, "search")
 	if err != nil {
 		return nil, false, err
 	}
-	if res.Object != objSearchResult {
-		return nil, false, p.unusable(path, header, fmt.Errorf("object is %q, want %q", res.Object, objSearchResult))
-	}
 	found := make([]string, 0, len(res.Data))
 	for _, pi := range res.Data {
-		if pi.Object != objPaymentIntent || pi.ID == "" {
-			return nil, false, p.unusable(path, header, fmt.Errorf("search returned a %q without the expected id", pi.Object))
-		}
 		// Every hit counts, even one whose metadata does not echo the
 		// operation: a hit dropped here would turn into "not found", and
 		// "not found" is the answer that leads to a resend. Its read by id
 		// decides what it is.
 		found = append(found, pi.ID)
 	}
-	if len(found) == 0 && res.HasMore {
-		return nil, false, p.unusable(path, header, errors.New("search returned no objects but has_more"))
-	}
 	return found, res.HasMore, nil
+}
+
+// getList reads one page of a Stripe list or search: an object of type want
+// ("list", "search_result") whose items are objects of type item, each
+// with an id, and that holds some when it says it has more. what names
+// the endpoint in the error of an unusable answer ("search", "list").
+func getList[T object](ctx context.Context, p *Provider, hc payonce.HTTPDoer, path string, query url.Values, want, item, what string) (listOf[T], error) {
+	var res listOf[T]
+	header, err := p.api().GetJSON(ctx, hc, path, query, &res)
+	if err != nil {
+		return res, err
+	}
+	if res.Object != want {
+		return res, p.unusable(path, header, fmt.Errorf("object is %q, want %q", res.Object, want))
+	}
+	for _, v := range res.Data {
+		if v.objectType() != item || v.objectID() == "" {
+			return res, p.unusable(path, header, fmt.Errorf("%s returned a %q without the expected id", what, v.objectType()))
+		}
+	}
+	if len(res.Data) == 0 && res.HasMore {
+		return res, p.unusable(path, header, fmt.Errorf("%s returned no objects but has_more", what))
+	}
+	return res, nil
 }
 
 // lookupRefund finds the operation's refunds among the PaymentIntent's
@@ -274,7 +286,6 @@ func (p *Provider) lookupRefund(ctx context.Context, hc payonce.HTTPDoer, q payo
 // listRefunds pages through the refunds of PaymentIntent pi and returns
 // those whose payonce_op is op, and the ids of all refunds listed.
 func (p *Provider) listRefunds(ctx context.Context, hc payonce.HTTPDoer, pi, op string) ([]refund, map[string]bool, error) {
-	const path = "/v1/refunds"
 	var matches []refund
 	listed := map[string]bool{}
 	after := ""
@@ -286,18 +297,11 @@ func (p *Provider) listRefunds(ctx context.Context, hc payonce.HTTPDoer, pi, op 
 		if after != "" {
 			query.Set("starting_after", after)
 		}
-		var res listOf[refund]
-		header, err := p.api().GetJSON(ctx, hc, path, query, &res)
+		res, err := getList[refund](ctx, p, hc, "/v1/refunds", query, objList, objRefund, "list")
 		if err != nil {
 			return nil, nil, err
 		}
-		if res.Object != objList {
-			return nil, nil, p.unusable(path, header, fmt.Errorf("object is %q, want %q", res.Object, objList))
-		}
 		for _, rf := range res.Data {
-			if rf.Object != objRefund || rf.ID == "" {
-				return nil, nil, p.unusable(path, header, fmt.Errorf("list returned a %q without the expected id", rf.Object))
-			}
 			listed[rf.ID] = true
 			if rf.Metadata[MetaOperation] == op {
 				matches = append(matches, rf)
@@ -305,9 +309,6 @@ func (p *Provider) listRefunds(ctx context.Context, hc payonce.HTTPDoer, pi, op 
 		}
 		if !res.HasMore {
 			return matches, listed, nil
-		}
-		if len(res.Data) == 0 {
-			return nil, nil, p.unusable(path, header, errors.New("list returned no objects but has_more"))
 		}
 		after = res.Data[len(res.Data)-1].ID
 	}

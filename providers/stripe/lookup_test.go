@@ -63,12 +63,7 @@ const declined = `{"type":"card_error","code":"card_declined","decline_code":"do
 // getOK registers a GET answer and checks the request's headers.
 func getOK(t *testing.T, b bundle, u string, status int, body string) {
 	t.Helper()
-	b.mt.RegisterResponder(http.MethodGet, u, func(req *http.Request) (*http.Response, error) {
-		if req.Header.Get("Authorization") != "Bearer "+testKey || req.Header.Get("Idempotency-Key") != "" || req.Body != nil && req.ContentLength > 0 {
-			return respond(400, `{"error":{"type":"invalid_request_error","message":"bad lookup request"}}`), nil
-		}
-		return respond(status, body, "Request-Id", "req_lookup"), nil
-	})
+	wire.ServeGET(b.MT, u, func() *http.Response { return respond(status, body, "Request-Id", "req_lookup") })
 }
 
 func TestLookupChargeByID(t *testing.T) {
@@ -76,7 +71,7 @@ func TestLookupChargeByID(t *testing.T) {
 	serve := func(t *testing.T, body string) (payonce.Provider, payonce.HTTPDoer, *httpmock.MockTransport) {
 		b := setup(t)
 		getOK(t, b, base+"/v1/payment_intents/pi_1", 200, body)
-		return b.p, b.hc, b.mt
+		return b.P, b.HC, b.MT
 	}
 	testkit.RequireReadByID(t, serve, lookupQuery(payonce.KindCharge, "", "pi_1"), []testkit.ReadCase{
 		testkit.ReadAs("succeeded", piJSON("pi_1", "succeeded", 1999, ""), payonce.LookupSucceeded, "", ""),
@@ -95,7 +90,7 @@ func TestLookupChargeByIDNotFound(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	getOK(t, b, base+"/v1/payment_intents/pi_gone", 404, `{"error":{"type":"invalid_request_error","code":"resource_missing","message":"No such payment_intent: 'pi_gone'","param":"intent"}}`)
-	res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pi_gone"))
+	res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", "pi_gone"))
 	require.NoError(t, err)
 	require.Equal(t, payonce.LookupResult{State: payonce.LookupNotFound}, res)
 }
@@ -119,7 +114,7 @@ func TestLookupChargeSearch(t *testing.T) {
 			t.Parallel()
 			b := setup(t, func(c *stripe.Config) { c.SearchLag = 3 * time.Minute })
 			var gotQuery url.Values
-			b.mt.RegisterResponder(http.MethodGet, base+"/v1/payment_intents/search", func(req *http.Request) (*http.Response, error) {
+			b.MT.RegisterResponder(http.MethodGet, base+"/v1/payment_intents/search", func(req *http.Request) (*http.Response, error) {
 				gotQuery = req.URL.Query()
 				return respond(200, tc.body), nil
 			})
@@ -134,7 +129,7 @@ func TestLookupChargeSearch(t *testing.T) {
 				getOK(t, b, base+"/v1/payment_intents/"+h.ID, 200, string(hit))
 			}
 			q := lookupQuery(payonce.KindCharge, "", "")
-			res, err := b.p.Lookup(context.Background(), b.hc, q)
+			res, err := b.P.Lookup(context.Background(), b.HC, q)
 			require.NoError(t, err)
 			require.Equal(t, tc.state, res.State)
 			require.Equal(t, tc.refs, res.Refs)
@@ -152,14 +147,14 @@ func TestLookupSearchEscaping(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	var raw, got string
-	b.mt.RegisterResponder(http.MethodGet, base+"/v1/payment_intents/search", func(req *http.Request) (*http.Response, error) {
+	b.MT.RegisterResponder(http.MethodGet, base+"/v1/payment_intents/search", func(req *http.Request) (*http.Response, error) {
 		raw = req.URL.RawQuery
 		got = req.URL.Query().Get("query")
 		return respond(200, searchJSON(false)), nil
 	})
 	q := lookupQuery(payonce.KindCharge, "", "")
 	q.OperationID = `x' OR status:'succeeded\&limit=1`
-	_, err := b.p.Lookup(context.Background(), b.hc, q)
+	_, err := b.P.Lookup(context.Background(), b.HC, q)
 	require.NoError(t, err)
 	require.Equal(t, `metadata['payonce_op']:'x\' OR status:\'succeeded\\&limit=1'`, got)
 	require.NotContains(t, raw, "&limit=1&", "the value is URL-encoded, not spliced into the query string")
@@ -187,7 +182,7 @@ func TestLookupCapture(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			getOK(t, b, base+"/v1/payment_intents/pi_1", 200, tc.body)
-			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCapture, "pi_1", ""))
+			res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCapture, "pi_1", ""))
 			if tc.wantErr {
 				require.Error(t, err)
 				return
@@ -217,7 +212,7 @@ func TestLookupCancel(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			getOK(t, b, base+"/v1/payment_intents/pi_1", 200, tc.body)
-			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCancel, "pi_1", ""))
+			res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCancel, "pi_1", ""))
 			require.NoError(t, err)
 			require.Equal(t, tc.state, res.State)
 			require.Equal(t, tc.code, res.Code)
@@ -229,15 +224,15 @@ func TestLookupCaptureCancelFallbackAndMissing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	getOK(t, b, base+"/v1/payment_intents/pi_ref", 200, piJSON("pi_ref", "canceled", 0, ""))
-	res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCancel, "", "pi_ref"))
+	res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCancel, "", "pi_ref"))
 	require.NoError(t, err, "ProviderRef is used when PaymentRef is empty")
 	require.Equal(t, payonce.LookupSucceeded, res.State)
 
-	_, err = b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCapture, "", ""))
+	_, err = b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCapture, "", ""))
 	require.ErrorContains(t, err, "PaymentRef")
 
 	getOK(t, b, base+"/v1/payment_intents/pi_gone", 404, `{"error":{"type":"invalid_request_error","code":"resource_missing","message":"No such payment_intent"}}`)
-	res, err = b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCapture, "pi_gone", ""))
+	res, err = b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCapture, "pi_gone", ""))
 	require.NoError(t, err)
 	require.Equal(t, payonce.LookupNotFound, res.State)
 }
@@ -266,14 +261,14 @@ func TestLookupRefund(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			var gotQuery url.Values
-			b.mt.RegisterResponder(http.MethodGet, base+"/v1/refunds", func(req *http.Request) (*http.Response, error) {
+			b.MT.RegisterResponder(http.MethodGet, base+"/v1/refunds", func(req *http.Request) (*http.Response, error) {
 				gotQuery = req.URL.Query()
 				return respond(200, tc.body), nil
 			})
 			// The recorded refund, when the list does not show it, is read
 			// by id: here Stripe does not know it.
 			getOK(t, b, base+"/v1/refunds/re_1", 404, `{"error":{"type":"invalid_request_error","code":"resource_missing","message":"No such refund: 're_1'"}}`)
-			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindRefund, "pi_1", "re_1"))
+			res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindRefund, "pi_1", "re_1"))
 			require.NoError(t, err)
 			require.Equal(t, tc.state, res.State)
 			require.Equal(t, tc.refs, res.Refs)
@@ -292,7 +287,7 @@ func TestLookupRefundPaginates(t *testing.T) {
 	for i := range page1 {
 		page1[i] = refundJSON(fmt.Sprintf("re_a%03d", i), "other", "succeeded", "")
 	}
-	b.mt.RegisterResponder(http.MethodGet, base+"/v1/refunds", func(req *http.Request) (*http.Response, error) {
+	b.MT.RegisterResponder(http.MethodGet, base+"/v1/refunds", func(req *http.Request) (*http.Response, error) {
 		switch req.URL.Query().Get("starting_after") {
 		case "":
 			return respond(200, refundList(true, page1...)), nil
@@ -301,31 +296,31 @@ func TestLookupRefundPaginates(t *testing.T) {
 		}
 		return respond(400, `{"error":{"type":"invalid_request_error"}}`), nil
 	})
-	res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindRefund, "pi_1", ""))
+	res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindRefund, "pi_1", ""))
 	require.NoError(t, err)
 	require.Equal(t, payonce.LookupSucceeded, res.State)
 	require.Equal(t, "re_mine", res.ProviderRef)
-	require.Equal(t, 2, b.mt.GetTotalCallCount())
+	require.Equal(t, 2, b.MT.GetTotalCallCount())
 }
 
 func TestLookupRefundNeedsRefs(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindRefund, "", "re_1"))
+	_, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindRefund, "", "re_1"))
 	require.ErrorContains(t, err, "PaymentRef")
 	q := lookupQuery(payonce.KindRefund, "pi_1", "")
 	q.OperationID = ""
-	_, err = b.p.Lookup(context.Background(), b.hc, q)
+	_, err = b.P.Lookup(context.Background(), b.HC, q)
 	require.ErrorContains(t, err, "OperationID")
 	q = lookupQuery(payonce.KindCharge, "", "")
 	q.OperationID = ""
-	_, err = b.p.Lookup(context.Background(), b.hc, q)
+	_, err = b.P.Lookup(context.Background(), b.HC, q)
 	require.ErrorContains(t, err, "OperationID")
-	_, err = b.p.Lookup(context.Background(), nil, lookupQuery(payonce.KindCharge, "", "pi_1"))
+	_, err = b.P.Lookup(context.Background(), nil, lookupQuery(payonce.KindCharge, "", "pi_1"))
 	require.Error(t, err)
-	_, err = b.p.Lookup(context.Background(), b.hc, lookupQuery("payout", "", "pi_1"))
+	_, err = b.P.Lookup(context.Background(), b.HC, lookupQuery("payout", "", "pi_1"))
 	require.Error(t, err)
-	require.Zero(t, b.mt.GetTotalCallCount())
+	require.Zero(t, b.MT.GetTotalCallCount())
 }
 
 func TestLookupErrors(t *testing.T) {
@@ -333,8 +328,8 @@ func TestLookupErrors(t *testing.T) {
 	huge := `{"object":"search_result","data":[],"pad":"` + strings.Repeat("x", 1<<20) + `"}`
 	serve := func(t *testing.T, tc testkit.LookupErrorCase) (payonce.Provider, payonce.HTTPDoer) {
 		b := setup(t)
-		b.mt.RegisterResponder(http.MethodGet, base+tc.URL, httpmock.NewStringResponder(tc.Status, tc.Body).HeaderSet(http.Header{"Request-Id": {"req_x"}}))
-		return b.p, b.hc
+		b.MT.RegisterResponder(http.MethodGet, base+tc.URL, httpmock.NewStringResponder(tc.Status, tc.Body).HeaderSet(http.Header{"Request-Id": {"req_x"}}))
+		return b.P, b.HC
 	}
 	testkit.RequireLookupErrors(t, serve, []testkit.LookupErrorCase{
 		testkit.LookupFails("500 by id", lookupQuery(payonce.KindCharge, "", "pi_1"), "/v1/payment_intents/pi_1", 500, `{"error":{"type":"api_error","message":"boom"}}`, true),
@@ -361,7 +356,7 @@ func TestLookupErrors(t *testing.T) {
 func TestLookupTransportErrorAndBodyClosed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	testkit.RequireLookupTransport(t, b.p, lookupQuery(payonce.KindCharge, "", "pi_1"),
+	testkit.RequireLookupTransport(t, b.P, lookupQuery(payonce.KindCharge, "", "pi_1"),
 		lookupQuery(payonce.KindCapture, "pi_1", ""), piJSON("pi_1", "succeeded", 1, ""))
 }
 
@@ -369,11 +364,11 @@ func TestLookupStripeVersion(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *stripe.Config) { c.APIVersion = "2024-06-20" })
 	var version string
-	b.mt.RegisterResponder(http.MethodGet, base+"/v1/payment_intents/pi_1", func(req *http.Request) (*http.Response, error) {
+	b.MT.RegisterResponder(http.MethodGet, base+"/v1/payment_intents/pi_1", func(req *http.Request) (*http.Response, error) {
 		version = req.Header.Get("Stripe-Version")
 		return respond(200, piJSON("pi_1", "succeeded", 1, "")), nil
 	})
-	_, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pi_1"))
+	_, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", "pi_1"))
 	require.NoError(t, err)
 	require.Equal(t, "2024-06-20", version)
 }
@@ -399,8 +394,8 @@ func TestLookupUnknownStatusIsScrubbed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			b.mt.RegisterResponder(http.MethodGet, base+tc.u, httpmock.NewStringResponder(200, tc.body))
-			_, err := b.p.Lookup(context.Background(), b.hc, tc.q)
+			b.MT.RegisterResponder(http.MethodGet, base+tc.u, httpmock.NewStringResponder(200, tc.body))
+			_, err := b.P.Lookup(context.Background(), b.HC, tc.q)
 			require.Error(t, err)
 			require.NotContains(t, err.Error(), testKey)
 			require.NotContains(t, err.Error(), "sk_live_ZZZZ")

@@ -45,7 +45,8 @@ const (
 // operation sends the same bytes. An error (nothing to send) is a
 // *payonce.ValidationError naming the field.
 func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http.Request, error) {
-	if err := checkKey(r.Key); err != nil {
+	if err := adapterkit.CheckKey("stripe ", r.Key, MaxKeyLength, "is empty; every Stripe POST carries the operation's idempotency key",
+		"is %d bytes; Stripe accepts at most %d"); err != nil {
 		return nil, err
 	}
 	req := r.Request
@@ -135,14 +136,6 @@ func (p *Provider) setHeaders(h http.Header) {
 	if p.apiVersion != "" {
 		h.Set("Stripe-Version", p.apiVersion)
 	}
-}
-
-func checkKey(key string) error {
-	if why := adapterkit.CheckKey(key, MaxKeyLength, "is empty; every Stripe POST carries the operation's idempotency key",
-		"is %d bytes; Stripe accepts at most %d"); why != "" {
-		return invalidSend("Key", "%s", why)
-	}
-	return nil
 }
 
 func invalidSend(field, format string, args ...any) error {

@@ -1,9 +1,6 @@
 package stripe_test
 
 import (
-	"context"
-	"io"
-	"net/http"
 	"net/url"
 	"sort"
 	"strings"
@@ -15,15 +12,6 @@ import (
 	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/providers/stripe"
 )
-
-func requireCommonHeaders(t *testing.T, hr *http.Request, key string) {
-	t.Helper()
-	require.Equal(t, http.MethodPost, hr.Method)
-	require.Equal(t, "Bearer "+testKey, hr.Header.Get("Authorization"))
-	require.Equal(t, "application/x-www-form-urlencoded", hr.Header.Get("Content-Type"))
-	require.Equal(t, key, hr.Header.Get("Idempotency-Key"))
-	require.Equal(t, []string{key}, hr.Header.Values("Idempotency-Key"))
-}
 
 func requireSortedForm(t *testing.T, body string) {
 	t.Helper()
@@ -44,8 +32,8 @@ func TestNewRequestCharge(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := chargeReq()
-	hr, body := testkit.Build(t, b.p, r)
-	requireCommonHeaders(t, hr, r.Key)
+	hr, body := testkit.Build(t, b.P, r)
+	wire.RequirePost(t, hr, r.Key)
 	require.Equal(t, base+"/v1/payment_intents", hr.URL.String())
 	require.Empty(t, hr.Header.Get("Stripe-Version"))
 	requireSortedForm(t, body)
@@ -71,7 +59,7 @@ func TestNewRequestCharge(t *testing.T) {
 	}, form)
 	require.NotContains(t, form, "off_session")
 
-	testkit.RequireSameBytes(t, b.p, r, hr, body)
+	testkit.RequireSameBytes(t, b.P, r, hr, body)
 }
 
 func TestNewRequestChargeManualMinimal(t *testing.T) {
@@ -80,7 +68,7 @@ func TestNewRequestChargeManualMinimal(t *testing.T) {
 	r := chargeReq()
 	r.Request.CaptureManual = true
 	r.Request.Customer, r.Request.Description, r.Request.Metadata = "", "", nil
-	hr, body := testkit.Build(t, b.p, r)
+	hr, body := testkit.Build(t, b.P, r)
 	require.Equal(t, "http://127.0.0.1:12111/prefix/v1/payment_intents", hr.URL.String())
 	require.Equal(t, "2024-06-20", hr.Header.Get("Stripe-Version"))
 	form, err := url.ParseQuery(body)
@@ -96,13 +84,13 @@ func TestNewRequestCapture(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := withKind(chargeReq(), payonce.KindCapture, 500, "pi_123")
-	hr, body := testkit.Build(t, b.p, r)
-	requireCommonHeaders(t, hr, r.Key)
+	hr, body := testkit.Build(t, b.P, r)
+	wire.RequirePost(t, hr, r.Key)
 	require.Equal(t, base+"/v1/payment_intents/pi_123/capture", hr.URL.String())
 	require.Equal(t, "amount_to_capture=500", body)
 
 	r.Request.Amount = 0
-	_, body = testkit.Build(t, b.p, r)
+	_, body = testkit.Build(t, b.P, r)
 	require.Empty(t, body, "a full capture sends no amount")
 }
 
@@ -110,8 +98,8 @@ func TestNewRequestCancel(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := withKind(chargeReq(), payonce.KindCancel, 0, "pi_123")
-	hr, body := testkit.Build(t, b.p, r)
-	requireCommonHeaders(t, hr, r.Key)
+	hr, body := testkit.Build(t, b.P, r)
+	wire.RequirePost(t, hr, r.Key)
 	require.Equal(t, base+"/v1/payment_intents/pi_123/cancel", hr.URL.String())
 	require.Empty(t, body)
 }
@@ -121,8 +109,8 @@ func TestNewRequestRefund(t *testing.T) {
 	b := setup(t)
 	r := withKind(chargeReq(), payonce.KindRefund, 700, "pi_123")
 	r.Request.References = []string{"order", "42", "refund", "1"}
-	hr, body := testkit.Build(t, b.p, r)
-	requireCommonHeaders(t, hr, r.Key)
+	hr, body := testkit.Build(t, b.P, r)
+	wire.RequirePost(t, hr, r.Key)
 	require.Equal(t, base+"/v1/refunds", hr.URL.String())
 	requireSortedForm(t, body)
 	form, err := url.ParseQuery(body)
@@ -139,7 +127,7 @@ func TestNewRequestRefund(t *testing.T) {
 	}, form)
 
 	r.Request.Amount = 0
-	_, body = testkit.Build(t, b.p, r)
+	_, body = testkit.Build(t, b.P, r)
 	form, _ = url.ParseQuery(body)
 	require.NotContains(t, form, "amount", "a full refund sends no amount")
 }
@@ -148,7 +136,7 @@ func TestNewRequestPathEscape(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := withKind(chargeReq(), payonce.KindCapture, 0, "pi_1/../refunds?x=1#y")
-	hr, _ := testkit.Build(t, b.p, r)
+	hr, _ := testkit.Build(t, b.P, r)
 	require.Equal(t, base+"/v1/payment_intents/pi_1%2F..%2Frefunds%3Fx=1%23y/capture", hr.URL.String())
 	require.Empty(t, hr.URL.RawQuery)
 }
@@ -160,23 +148,15 @@ func TestNewRequestErrors(t *testing.T) {
 	for i := range 47 {
 		tooMany[strings.Repeat("k", 1+i%40)+string(rune('a'+i%26))+string(rune('a'+i/26))] = "v"
 	}
-	testkit.RequireRequestErrors(t, b.p, chargeReq, []testkit.RequestCase{
-		testkit.Invalid("capture without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCapture, 0, "") }, "stripe Request.PaymentRef"),
-		testkit.Invalid("cancel without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCancel, 0, "") }, "stripe Request.PaymentRef"),
-		testkit.Invalid("refund without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindRefund, 1, "") }, "stripe Request.PaymentRef"),
-		testkit.Invalid("no key", func(r *payonce.SendRequest) { r.Key = "" }, "stripe Key"),
-		testkit.Invalid("long key", func(r *payonce.SendRequest) { r.Key = strings.Repeat("a", 256) }, "stripe Key"),
-		testkit.Invalid("key with newline", func(r *payonce.SendRequest) { r.Key = "abc\ndef" }, "stripe Key"),
-		testkit.Invalid("no operation id", func(r *payonce.SendRequest) { r.OperationID = "" }, "stripe OperationID"),
+	testkit.RequireRequestErrors(t, b.P, chargeReq, append(testkit.CommonRequestErrors("stripe", 255, withKind),
 		testkit.Invalid("refund no operation id", func(r *payonce.SendRequest) {
 			*r = withKind(*r, payonce.KindRefund, 1, "pi_1")
 			r.OperationID = ""
 		}, "stripe OperationID"),
-		testkit.Invalid("unknown kind", func(r *payonce.SendRequest) { r.Request.Kind = "payout" }, "stripe Request.Kind"),
 		testkit.Invalid("reserved metadata", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"payonce_op": "x"} }, "stripe Request.Metadata"),
 		testkit.Invalid("bracket metadata", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"a[b]": "x"} }, "stripe Request.Metadata"),
 		testkit.Invalid("too much metadata", func(r *payonce.SendRequest) { r.Request.Metadata = tooMany }, "stripe Request.Metadata"),
-	}, testKey)
+	), testKey)
 }
 
 func TestNewRequestMetadataLimitEdge(t *testing.T) {
@@ -187,7 +167,7 @@ func TestNewRequestMetadataLimitEdge(t *testing.T) {
 	for i := range 46 {
 		r.Request.Metadata["k"+string(rune('a'+i%26))+string(rune('a'+i/26))] = "v"
 	}
-	_, body := testkit.Build(t, b.p, r)
+	_, body := testkit.Build(t, b.P, r)
 	form, _ := url.ParseQuery(body)
 	n := 0
 	for k := range form {
@@ -205,37 +185,25 @@ func TestNewRequestLongReferences(t *testing.T) {
 		form, _ := url.ParseQuery(body)
 		return form.Get("metadata[payonce_refs]")
 	}
-	testkit.RequireLongReferences(t, b.p, chargeReq(), formRefs, 500, func(s string) int { return len(s) })
+	testkit.RequireLongReferences(t, b.P, chargeReq(), formRefs, 500, func(s string) int { return len(s) })
 	r := chargeReq()
 
 	// A single reference too long once escaped still gives valid JSON.
 	r.Request.References = []string{strings.Repeat(`"`, 256)}
-	_, body := testkit.Build(t, b.p, r)
+	_, body := testkit.Build(t, b.P, r)
 	require.Equal(t, `["...+1"]`, formRefs(body))
 
 	// No HTML escaping: what the caller wrote is what an operator sees.
 	r.Request.References = []string{"a<b>&c"}
-	_, body = testkit.Build(t, b.p, r)
+	_, body = testkit.Build(t, b.P, r)
 	require.Equal(t, `["a<b>&c"]`, formRefs(body))
 }
 
 func TestNewRequestRoundTrip(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	var got *http.Request
-	var gotBody string
-	b.mt.RegisterResponder(http.MethodPost, base+"/v1/payment_intents", func(req *http.Request) (*http.Response, error) {
-		got = req
-		bb, _ := io.ReadAll(req.Body)
-		gotBody = string(bb)
-		return respond(200, `{"id":"pi_1","object":"payment_intent","status":"succeeded"}`), nil
-	})
 	r := chargeReq()
-	hr, err := b.p.NewRequest(context.Background(), r)
-	require.NoError(t, err)
-	resp, err := b.hc.Do(hr)
-	require.NoError(t, err)
-	resp.Body.Close()
+	got, gotBody, _ := testkit.RoundTrip(t, b, base+"/v1/payment_intents", r, respond(200, `{"id":"pi_1","object":"payment_intent","status":"succeeded"}`))
 	require.Equal(t, r.Key, got.Header.Get("Idempotency-Key"))
 	require.Contains(t, gotBody, "confirm=true")
 }

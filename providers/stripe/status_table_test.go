@@ -131,7 +131,7 @@ func TestEveryStatus(t *testing.T) {
 				q := lookupQuery(kind.kind, "pi_1", "")
 				send := payonce.SendRequest{OperationID: q.OperationID, Key: q.Key, Request: q.Request}
 
-				o := b.p.Classify(send, 200, testkit.Header("Request-Id", "req_1"), []byte(tc.body))
+				o := b.P.Classify(send, 200, testkit.Header("Request-Id", "req_1"), []byte(tc.body))
 				require.Equal(t, tc.class, o.Class, "Classify: %s", o.Message)
 				require.Equal(t, tc.proc, o.Processing, "Processing")
 				require.Empty(t, o.Contradiction)
@@ -151,7 +151,7 @@ func TestEveryStatus(t *testing.T) {
 				if tc.charge != "" {
 					getOK(t, b, base+"/v1/charges/"+ch, 200, tc.charge)
 				}
-				res, err := b.p.Lookup(context.Background(), b.hc, q)
+				res, err := b.P.Lookup(context.Background(), b.HC, q)
 				if tc.state == lookupErr {
 					require.Error(t, err)
 					return
@@ -205,11 +205,11 @@ func TestLookupCanceledChargeUnreadable(t *testing.T) {
 			b := setup(t)
 			getOK(t, b, base+"/v1/payment_intents/pi_1", 200, piObj("pi_1", "canceled", "latest_charge", "ch_1"))
 			getOK(t, b, base+"/v1/charges/ch_1", tc.status, tc.body)
-			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "pi_1"))
+			res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", "pi_1"))
 			require.Error(t, err)
 			require.Equal(t, payonce.LookupResult{}, res)
-			require.Equal(t, 2, b.mt.GetTotalCallCount())
-			require.Equal(t, 1, b.mt.GetCallCountInfo()[http.MethodGet+" "+base+"/v1/charges/ch_1"])
+			require.Equal(t, 2, b.MT.GetTotalCallCount())
+			require.Equal(t, 1, b.MT.GetCallCountInfo()[http.MethodGet+" "+base+"/v1/charges/ch_1"])
 		})
 	}
 }

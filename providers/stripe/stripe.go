@@ -75,43 +75,28 @@ var _ payonce.Provider = (*Provider)(nil)
 // *payonce.ValidationError (errors.Is(err, payonce.ErrInvalid)) naming the
 // Config field and how to fix it; it never contains the API key.
 func New(cfg Config) (*Provider, error) {
-	p := &Provider{
-		apiKey:     adapterkit.Secret(cfg.APIKey),
-		keyTTL:     cfg.KeyTTL,
-		searchLag:  cfg.SearchLag,
-		apiVersion: cfg.APIVersion,
-		now:        cfg.Now,
-	}
-	if cfg.APIKey == "" {
-		return nil, invalidConfig("APIKey", "is empty; set it to your Stripe secret key (sk_live_... / sk_test_...) or a restricted key (rk_...)")
-	}
-	if strings.ContainsFunc(cfg.APIKey, adapterkit.NotToken) {
-		return nil, invalidConfig("APIKey", "contains spaces or control characters; copy the key exactly as the Stripe Dashboard shows it")
-	}
-
-	base, err := adapterkit.CheckBaseURL(cfg.BaseURL, DefaultBaseURL, "the API key goes in Config.APIKey")
+	p := &Provider{apiKey: adapterkit.Secret(cfg.APIKey), apiVersion: cfg.APIVersion}
+	var err error
+	p.baseURL, p.now, err = adapterkit.Setup{Prefix: "stripe.Config.",
+		Headers: []adapterkit.Header{{Field: "APIKey", Value: cfg.APIKey,
+			Empty: "is empty; set it to your Stripe secret key (sk_live_... / sk_test_...) or a restricted key (rk_...)",
+			Bad:   "contains spaces or control characters; copy the key exactly as the Stripe Dashboard shows it"}},
+		BaseURL: cfg.BaseURL, DefaultBaseURL: DefaultBaseURL, Credentials: "the API key goes in Config.APIKey",
+		Durations: []adapterkit.Duration{
+			{Field: "KeyTTL", Value: cfg.KeyTTL, Dst: &p.keyTTL, Default: DefaultKeyTTL, Hint: " or set Stripe's key window"},
+			{Field: "SearchLag", Value: cfg.SearchLag, Dst: &p.searchLag, Default: DefaultSearchLag},
+		},
+		Now: cfg.Now,
+	}.Check()
 	if err != nil {
-		return nil, invalidConfig("BaseURL", "%v", err)
-	}
-	p.baseURL = base
-
-	if err := adapterkit.SetDurations("stripe.Config.",
-		adapterkit.Duration{Field: "KeyTTL", Value: cfg.KeyTTL, Dst: &p.keyTTL, Default: DefaultKeyTTL, Hint: " or set Stripe's key window"},
-		adapterkit.Duration{Field: "SearchLag", Value: cfg.SearchLag, Dst: &p.searchLag, Default: DefaultSearchLag},
-	); err != nil {
 		return nil, err
 	}
+	// APIVersion, optional, is checked last, so that a Config with several
+	// problems keeps reporting the same first one.
 	if strings.ContainsFunc(cfg.APIVersion, adapterkit.NotToken) {
-		return nil, invalidConfig("APIVersion", "contains spaces or control characters; use a Stripe API version such as \"2024-06-20\"")
-	}
-	if p.now == nil {
-		p.now = time.Now
+		return nil, adapterkit.Invalid("stripe.Config.", "APIVersion", "contains spaces or control characters; use a Stripe API version such as \"2024-06-20\"")
 	}
 	return p, nil
-}
-
-func invalidConfig(field, format string, args ...any) error {
-	return adapterkit.Invalid("stripe.Config.", field, format, args...)
 }
 
 // Name returns "stripe".

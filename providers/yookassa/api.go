@@ -87,18 +87,14 @@ func pageList[T any](ctx context.Context, p *Provider, hc payonce.HTTPDoer, path
 // BaseURL says nothing), and every failure is an *APIError. YooKassa
 // sends no request id header; an error body's id is the RequestID.
 func (p *Provider) api() adapterkit.API {
-	return adapterkit.API{Name: p.Name(), BaseURL: p.baseURL, SetHeaders: p.setHeaders,
-		TooLarge: func(path string, big *adapterkit.TooLargeError) error {
-			return &APIError{Method: http.MethodGet, Path: path, HTTPStatus: big.Status, Message: big.Error()}
-		},
-		Failed: func(path string, status int, _ http.Header, body []byte) error {
-			e := &APIError{Method: http.MethodGet, Path: path, HTTPStatus: status}
+	return adapterkit.API{Name: p.Name(), BaseURL: p.baseURL, SetHeaders: p.setHeaders, Scrub: p.scrub,
+		Error: func(f adapterkit.Failure, body []byte) error {
+			e := &APIError{Method: f.Method, Path: f.Path, HTTPStatus: f.HTTPStatus, Message: f.Message}
 			if b := decodeError(body); b != nil {
 				e.RequestID, e.Code, e.Message = b.ID, b.Code, p.scrub(b.Description)
 			}
 			return e
 		},
-		Unusable: func(path string, _ http.Header, err error) error { return p.unusable(path, err) },
 		NotFound: func(_ http.Header, body []byte) bool {
 			e := decodeError(body)
 			return e != nil && e.Code == codeNotFound
@@ -106,6 +102,4 @@ func (p *Provider) api() adapterkit.API {
 	}
 }
 
-func (p *Provider) unusable(path string, err error) *APIError {
-	return &APIError{Method: http.MethodGet, Path: path, Message: p.scrub("unusable answer: " + err.Error())}
-}
+func (p *Provider) unusable(path string, err error) error { return p.api().Unusable(path, nil, err) }

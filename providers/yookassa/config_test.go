@@ -65,36 +65,33 @@ func TestCredentialsNeverLeak(t *testing.T) {
 
 	_, errURL := yookassa.New(yookassa.Config{ShopID: testShopID, SecretKey: testSecret, BaseURL: "ftp://" + testSecret})
 	_, errKey := yookassa.New(yookassa.Config{ShopID: testShopID, SecretKey: testSecret + " "})
-	_, errReq := b.p.NewRequest(context.Background(), withKind(chargeReq(), payonce.KindCapture, 0, ""))
+	_, errReq := b.P.NewRequest(context.Background(), withKind(chargeReq(), payonce.KindCapture, 0, ""))
 	errs := []error{errURL, errKey, errReq}
 
 	echo := `{"type":"error","id":"e1","code":"invalid_credentials","description":"shop ` + testShopID + ` secret ` + testSecret + `"}`
-	texts := []string{fmt.Sprintf("%+v", b.p.Classify(chargeReq(), 200, http.Header{}, []byte(`{"type":"`+testSecret+`"}`)))}
+	texts := []string{fmt.Sprintf("%+v", b.P.Classify(chargeReq(), 200, http.Header{}, []byte(`{"type":"`+testSecret+`"}`)))}
 
-	b.mt.RegisterResponder(http.MethodGet, base+"/v3/payments/p_err", func(*http.Request) (*http.Response, error) {
+	b.MT.RegisterResponder(http.MethodGet, base+"/v3/payments/p_err", func(*http.Request) (*http.Response, error) {
 		return respond(401, echo), nil
 	})
-	b.mt.RegisterResponder(http.MethodGet, base+"/v3/payments/p_bad", func(*http.Request) (*http.Response, error) {
+	b.MT.RegisterResponder(http.MethodGet, base+"/v3/payments/p_bad", func(*http.Request) (*http.Response, error) {
 		return respond(200, `{"id":"p_bad","status":"`+testSecret+`"}`), nil
 	})
 	for _, ref := range []string{"p_err", "p_bad"} {
-		res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", ref))
+		res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", ref))
 		errs = append(errs, err)
 		texts = append(texts, fmt.Sprintf("%+v", res))
 	}
 
 	testkit.RequireNoLeak(t, testkit.LeakCheck{
 		Secrets: []string{testSecret, strings.TrimPrefix(testSecret, "test_"), testShopID},
-		Values:  []any{cfg, &cfg, b.p, *b.p}, Errors: errs, Texts: texts,
-		Provider: b.p, Request: chargeReq(), Echo: echo, Header: http.Header{},
+		Values:  []any{cfg, &cfg, b.P, *b.P}, Errors: errs, Texts: texts,
+		Provider: b.P, Request: chargeReq(), Echo: echo, Header: http.Header{},
 		Statuses: []int{202, 400, 401, 403, 404, 429, 500, 503},
 	})
 
 	// The credentials do go where they must: the Authorization header.
-	hr, err := b.p.NewRequest(context.Background(), chargeReq())
+	hr, err := b.P.NewRequest(context.Background(), chargeReq())
 	require.NoError(t, err)
-	user, pass, ok := hr.BasicAuth()
-	require.True(t, ok)
-	require.Equal(t, testShopID, user)
-	require.Equal(t, testSecret, pass)
+	testkit.RequireBasicAuth(t, hr, testShopID, testSecret)
 }

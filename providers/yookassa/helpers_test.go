@@ -1,11 +1,10 @@
 package yookassa_test
 
 import (
+	"encoding/base64"
 	"net/http"
 	"testing"
 	"time"
-
-	"github.com/jarcoal/httpmock"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/internal/testkit"
@@ -22,19 +21,25 @@ const base = "https://api.yookassa.ru"
 
 var testNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-type bundle struct {
-	p  *yookassa.Provider
-	mt *httpmock.MockTransport
-	hc *http.Client
-}
+type bundle = testkit.Adapter[*yookassa.Provider]
 
 // setup returns a Provider and an *http.Client whose own mock transport
 // answers its requests (testkit.Setup).
 func setup(t *testing.T, mod ...func(*yookassa.Config)) bundle {
 	t.Helper()
 	cfg := yookassa.Config{ShopID: testShopID, SecretKey: testSecret, Now: func() time.Time { return testNow }}
-	p, mt, hc := testkit.Setup(t, yookassa.New, cfg, mod...)
-	return bundle{p: p, mt: mt, hc: hc}
+	return testkit.Setup(t, yookassa.New, cfg, mod...)
+}
+
+// wire is how the adapter's requests look to YooKassa: HTTP Basic
+// authentication with the shop id and the secret key.
+var wire = testkit.Wire{
+	Authorization: "Basic " + base64.StdEncoding.EncodeToString([]byte(testShopID+":"+testSecret)),
+	ContentType:   "application/json",
+	KeyHeader:     "Idempotence-Key",
+	Bad: func() *http.Response {
+		return respond(400, `{"type":"error","code":"invalid_request","description":"bad lookup request"}`)
+	},
 }
 
 func chargeReq() payonce.SendRequest {

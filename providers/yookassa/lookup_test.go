@@ -44,7 +44,7 @@ func pmGen(id, status, op, key, value, cancel string) string {
 // serveObjects answers GET base+prefix/{id} with objs[id] (YooKassa's 404
 // not_found for the others) and counts the reads.
 func serveObjects(b bundle, prefix string, objs map[string]string, reads map[string]int) {
-	testkit.ServeByID(b.mt, base+prefix, objs, reads, respond, func() *http.Response {
+	testkit.ServeByID(b.MT, base+prefix, objs, reads, respond, func() *http.Response {
 		return respond(404, `{"type":"error","id":"e404","code":"not_found","description":"not found"}`)
 	})
 }
@@ -66,13 +66,7 @@ func refundJSON(id, status, desc string) string {
 // getOK registers a GET answer and checks the request's headers.
 func getOK(t *testing.T, b bundle, u string, status int, body string) {
 	t.Helper()
-	b.mt.RegisterResponder(http.MethodGet, u, func(req *http.Request) (*http.Response, error) {
-		user, pass, ok := req.BasicAuth()
-		if !ok || user != testShopID || pass != testSecret || req.Header.Get("Idempotence-Key") != "" || req.Body != nil && req.ContentLength > 0 {
-			return respond(400, `{"type":"error","code":"invalid_request","description":"bad lookup request"}`), nil
-		}
-		return respond(status, body), nil
-	})
+	wire.ServeGET(b.MT, u, func() *http.Response { return respond(status, body) })
 }
 
 func TestLookupChargeByID(t *testing.T) {
@@ -81,7 +75,7 @@ func TestLookupChargeByID(t *testing.T) {
 	serve := func(t *testing.T, body string) (payonce.Provider, payonce.HTTPDoer, *httpmock.MockTransport) {
 		b := setup(t)
 		getOK(t, b, base+"/v3/payments/p1", 200, body)
-		return b.p, b.hc, b.mt
+		return b.P, b.HC, b.MT
 	}
 	testkit.RequireReadByID(t, serve, lookupQuery(payonce.KindCharge, "", "p1"), []testkit.ReadCase{
 		testkit.ReadAs("succeeded", pmOp("p1", "succeeded", op), payonce.LookupSucceeded, "", ""),
@@ -98,12 +92,12 @@ func TestLookupChargeByIDNotFound(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	getOK(t, b, base+"/v3/payments/gone", 404, `{"type":"error","id":"e1","code":"not_found","description":"Payment not found"}`)
-	res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "gone"))
+	res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", "gone"))
 	require.NoError(t, err)
 	require.Equal(t, payonce.LookupResult{State: payonce.LookupNotFound}, res)
 
 	getOK(t, b, base+"/v3/payments/proxy", 404, `<html>Not Found</html>`)
-	_, err = b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "proxy"))
+	_, err = b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", "proxy"))
 	require.Error(t, err, "a 404 that is not YooKassa's proves nothing")
 }
 
@@ -132,13 +126,13 @@ func TestLookupChargeSearch(t *testing.T) {
 			t.Parallel()
 			b := setup(t, func(c *yookassa.Config) { c.ListLag = 3 * time.Minute; c.LookupMargin = 5 * time.Minute })
 			var queries []url.Values
-			b.mt.RegisterResponder(http.MethodGet, base+"/v3/payments", func(req *http.Request) (*http.Response, error) {
+			b.MT.RegisterResponder(http.MethodGet, base+"/v3/payments", func(req *http.Request) (*http.Response, error) {
 				queries = append(queries, req.URL.Query())
 				return respond(200, tc.pages[len(queries)-1]), nil
 			})
 			reads := map[string]int{}
 			serveObjects(b, "/v3/payments", objectsOf(tc.objects...), reads)
-			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", ""))
+			res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", ""))
 			require.NoError(t, err)
 			require.Equal(t, tc.state, res.State)
 			require.Equal(t, tc.refs, res.Refs)
@@ -168,13 +162,13 @@ func TestLookupChargeSearchNeedsSinceAndOperation(t *testing.T) {
 	b := setup(t)
 	q := lookupQuery(payonce.KindCharge, "", "")
 	q.Since = time.Time{}
-	_, err := b.p.Lookup(context.Background(), b.hc, q)
+	_, err := b.P.Lookup(context.Background(), b.HC, q)
 	require.ErrorContains(t, err, "Since")
 	q = lookupQuery(payonce.KindCharge, "", "")
 	q.OperationID = ""
-	_, err = b.p.Lookup(context.Background(), b.hc, q)
+	_, err = b.P.Lookup(context.Background(), b.HC, q)
 	require.ErrorContains(t, err, "OperationID")
-	require.Zero(t, b.mt.GetTotalCallCount())
+	require.Zero(t, b.MT.GetTotalCallCount())
 }
 
 func TestLookupCaptureCancel(t *testing.T) {
@@ -198,7 +192,7 @@ func TestLookupCaptureCancel(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			getOK(t, b, base+"/v3/payments/p1", 200, tc.body)
-			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(tc.kind, "p1", ""))
+			res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(tc.kind, "p1", ""))
 			require.NoError(t, err)
 			require.Equal(t, tc.state, res.State)
 			require.Equal(t, tc.code, res.Code)
@@ -207,13 +201,13 @@ func TestLookupCaptureCancel(t *testing.T) {
 	}
 	b := setup(t)
 	getOK(t, b, base+"/v3/payments/ref", 200, pm("ref", "canceled", ""))
-	res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCancel, "", "ref"))
+	res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCancel, "", "ref"))
 	require.NoError(t, err, "ProviderRef is used when PaymentRef is empty")
 	require.Equal(t, payonce.LookupSucceeded, res.State)
-	_, err = b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCapture, "", ""))
+	_, err = b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCapture, "", ""))
 	require.ErrorContains(t, err, "PaymentRef")
 	getOK(t, b, base+"/v3/payments/gone", 404, `{"type":"error","code":"not_found"}`)
-	res, err = b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCapture, "gone", ""))
+	res, err = b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCapture, "gone", ""))
 	require.NoError(t, err)
 	require.Equal(t, payonce.LookupNotFound, res.State)
 }
@@ -243,7 +237,7 @@ func TestLookupRefund(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			var queries []url.Values
-			b.mt.RegisterResponder(http.MethodGet, base+"/v3/refunds", func(req *http.Request) (*http.Response, error) {
+			b.MT.RegisterResponder(http.MethodGet, base+"/v3/refunds", func(req *http.Request) (*http.Response, error) {
 				queries = append(queries, req.URL.Query())
 				return respond(200, tc.pages[len(queries)-1]), nil
 			})
@@ -257,7 +251,7 @@ func TestLookupRefund(t *testing.T) {
 			}
 			reads := map[string]int{}
 			serveObjects(b, "/v3/refunds", objectsOf(items...), reads)
-			res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindRefund, "p1", ""))
+			res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindRefund, "p1", ""))
 			require.NoError(t, err)
 			require.Equal(t, tc.state, res.State)
 			require.Equal(t, tc.refs, res.Refs)
@@ -272,7 +266,7 @@ func TestLookupRefund(t *testing.T) {
 		})
 	}
 	b := setup(t)
-	_, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindRefund, "", ""))
+	_, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindRefund, "", ""))
 	require.ErrorContains(t, err, "PaymentRef")
 }
 
@@ -282,8 +276,8 @@ func TestLookupErrors(t *testing.T) {
 	echo := `{"type":"error","id":"e1","code":"invalid_credentials","description":"shop ` + testShopID + ` key ` + testSecret + `"}`
 	serve := func(t *testing.T, tc testkit.LookupErrorCase) (payonce.Provider, payonce.HTTPDoer) {
 		b := setup(t)
-		b.mt.RegisterResponder(http.MethodGet, base+tc.URL, httpmock.NewStringResponder(tc.Status, tc.Body))
-		return b.p, b.hc
+		b.MT.RegisterResponder(http.MethodGet, base+tc.URL, httpmock.NewStringResponder(tc.Status, tc.Body))
+		return b.P, b.HC
 	}
 	testkit.RequireLookupErrors[*yookassa.APIError](t, serve, []testkit.LookupErrorCase{
 		testkit.LookupFails("500 by id", lookupQuery(payonce.KindCharge, "", "p1"), "/v3/payments/p1", 500, `{"type":"error","code":"internal_server_error"}`, true),
@@ -307,7 +301,7 @@ func TestLookupRefundUnknownStatusIsAnError(t *testing.T) {
 	rf := refundJSON("r1", "weird", "payonce_op:"+chargeReq().OperationID)
 	getOK(t, b, base+"/v3/refunds", 200, ykList("", refundJSON("r1", "succeeded", "payonce_op:"+chargeReq().OperationID)))
 	serveObjects(b, "/v3/refunds", objectsOf(rf), nil)
-	res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindRefund, "p1", ""))
+	res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindRefund, "p1", ""))
 	require.ErrorContains(t, err, "weird", "the status read by id counts, not the list's")
 	require.Equal(t, payonce.LookupResult{}, res)
 	var ae *yookassa.APIError
@@ -318,11 +312,11 @@ func TestLookupTooManyPages(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	n := 0
-	b.mt.RegisterResponder(http.MethodGet, base+"/v3/payments", func(*http.Request) (*http.Response, error) {
+	b.MT.RegisterResponder(http.MethodGet, base+"/v3/payments", func(*http.Request) (*http.Response, error) {
 		n++
 		return respond(200, ykList(fmt.Sprintf("c%d", n), pmOp("p", "succeeded", "other"))), nil
 	})
-	_, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", ""))
+	_, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", ""))
 	require.ErrorContains(t, err, "by hand")
 	require.Equal(t, 100, n)
 }
@@ -330,10 +324,10 @@ func TestLookupTooManyPages(t *testing.T) {
 func TestLookupTransportErrorAndBodyClosed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	testkit.RequireLookupTransport(t, b.p, lookupQuery(payonce.KindCharge, "", "p1"),
+	testkit.RequireLookupTransport(t, b.P, lookupQuery(payonce.KindCharge, "", "p1"),
 		lookupQuery(payonce.KindCapture, "p1", ""), pm("p1", "succeeded", ""))
-	_, err := b.p.Lookup(context.Background(), nil, lookupQuery(payonce.KindCharge, "", "p1"))
+	_, err := b.P.Lookup(context.Background(), nil, lookupQuery(payonce.KindCharge, "", "p1"))
 	require.Error(t, err)
-	_, err = b.p.Lookup(context.Background(), b.hc, payonce.LookupQuery{Request: payonce.Request{Kind: "payout"}})
+	_, err = b.P.Lookup(context.Background(), b.HC, payonce.LookupQuery{Request: payonce.Request{Kind: "payout"}})
 	require.ErrorContains(t, err, "unknown kind")
 }

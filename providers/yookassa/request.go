@@ -87,7 +87,8 @@ type refundBody struct {
 // customer); Request.Metadata is sent on charges only: YooKassa's capture,
 // cancel and refund requests carry none.
 func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http.Request, error) {
-	if err := checkKey(r.Key); err != nil {
+	if err := adapterkit.CheckKey("yookassa ", r.Key, MaxKeyLength, "is empty; every YooKassa POST carries the operation's Idempotence-Key",
+		"is %d bytes; YooKassa accepts at most %d"); err != nil {
 		return nil, err
 	}
 	req := r.Request
@@ -164,14 +165,6 @@ func (p *Provider) setHeaders(h http.Header) {
 	cred := base64.StdEncoding.EncodeToString([]byte(string(p.shopID) + ":" + string(p.secretKey)))
 	h.Set("Authorization", "Basic "+cred)
 	h.Set("Accept", "application/json")
-}
-
-func checkKey(key string) error {
-	if why := adapterkit.CheckKey(key, MaxKeyLength, "is empty; every YooKassa POST carries the operation's Idempotence-Key",
-		"is %d bytes; YooKassa accepts at most %d"); why != "" {
-		return invalidSend("Key", "%s", why)
-	}
-	return nil
 }
 
 func invalidSend(field, format string, args ...any) error {

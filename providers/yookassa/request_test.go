@@ -1,9 +1,6 @@
 package yookassa_test
 
 import (
-	"context"
-	"encoding/base64"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,21 +15,15 @@ import (
 
 func requireCommonHeaders(t *testing.T, hr *http.Request, key string) {
 	t.Helper()
-	require.Equal(t, http.MethodPost, hr.Method)
-	require.Equal(t, "Basic "+base64.StdEncoding.EncodeToString([]byte(testShopID+":"+testSecret)), hr.Header.Get("Authorization"))
-	user, pass, ok := hr.BasicAuth()
-	require.True(t, ok)
-	require.Equal(t, testShopID, user)
-	require.Equal(t, testSecret, pass)
-	require.Equal(t, "application/json", hr.Header.Get("Content-Type"))
-	require.Equal(t, []string{key}, hr.Header.Values("Idempotence-Key"))
+	wire.RequirePost(t, hr, key)
+	testkit.RequireBasicAuth(t, hr, testShopID, testSecret)
 }
 
 func TestNewRequestCharge(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := chargeReq()
-	hr, body := testkit.Build(t, b.p, r)
+	hr, body := testkit.Build(t, b.P, r)
 	requireCommonHeaders(t, hr, r.Key)
 	require.Equal(t, base+"/v3/payments", hr.URL.String())
 	require.Equal(t, map[string]any{
@@ -51,7 +42,7 @@ func TestNewRequestCharge(t *testing.T) {
 	}, testkit.DecodeJSON(t, body))
 	require.NotContains(t, body, "cus_123", "the customer is not sent")
 
-	testkit.RequireSameBytes(t, b.p, r, hr, body)
+	testkit.RequireSameBytes(t, b.P, r, hr, body)
 }
 
 func TestNewRequestChargeTwoStageAndScales(t *testing.T) {
@@ -61,7 +52,7 @@ func TestNewRequestChargeTwoStageAndScales(t *testing.T) {
 	r.Request.CaptureManual = true
 	r.Request.Amount, r.Request.Currency = 1500, "JPY"
 	r.Request.Description, r.Request.Metadata = "", nil
-	hr, body := testkit.Build(t, b.p, r)
+	hr, body := testkit.Build(t, b.P, r)
 	require.Equal(t, "http://127.0.0.1:12111/prefix/v3/payments", hr.URL.String())
 	m := testkit.DecodeJSON(t, body)
 	require.Equal(t, false, m["capture"])
@@ -70,7 +61,7 @@ func TestNewRequestChargeTwoStageAndScales(t *testing.T) {
 	require.Len(t, m["metadata"], 4)
 
 	r.Request.Amount, r.Request.Currency = 1, "KWD"
-	_, body = testkit.Build(t, b.p, r)
+	_, body = testkit.Build(t, b.P, r)
 	require.Equal(t, map[string]any{"value": "0.001", "currency": "KWD"}, testkit.DecodeJSON(t, body)["amount"])
 }
 
@@ -78,16 +69,16 @@ func TestNewRequestCaptureCancel(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := withKind(chargeReq(), payonce.KindCapture, 50050, "2d5c5e8a-000f-5000-9000-1b2c3d4e5f60")
-	hr, body := testkit.Build(t, b.p, r)
+	hr, body := testkit.Build(t, b.P, r)
 	requireCommonHeaders(t, hr, r.Key)
 	require.Equal(t, base+"/v3/payments/2d5c5e8a-000f-5000-9000-1b2c3d4e5f60/capture", hr.URL.String())
 	require.JSONEq(t, `{"amount":{"value":"500.50","currency":"RUB"}}`, body)
 	r.Request.Amount = 0
-	_, body = testkit.Build(t, b.p, r)
+	_, body = testkit.Build(t, b.P, r)
 	require.Equal(t, `{}`, body, "a full capture sends no amount")
 
 	c := withKind(chargeReq(), payonce.KindCancel, 0, "pay/../x")
-	hr, body = testkit.Build(t, b.p, c)
+	hr, body = testkit.Build(t, b.P, c)
 	requireCommonHeaders(t, hr, c.Key)
 	require.Equal(t, base+"/v3/payments/pay%2F..%2Fx/cancel", hr.URL.String())
 	require.Equal(t, `{}`, body)
@@ -98,7 +89,7 @@ func TestNewRequestRefund(t *testing.T) {
 	b := setup(t)
 	r := withKind(chargeReq(), payonce.KindRefund, 70000, "2d5c5e8a-000f-5000-9000-1b2c3d4e5f60")
 	r.Request.References = []string{"order", "42", "1"}
-	hr, body := testkit.Build(t, b.p, r)
+	hr, body := testkit.Build(t, b.P, r)
 	requireCommonHeaders(t, hr, r.Key)
 	require.Equal(t, base+"/v3/refunds", hr.URL.String())
 	require.Equal(t, map[string]any{
@@ -110,12 +101,12 @@ func TestNewRequestRefund(t *testing.T) {
 
 	// A caller description is kept, cut so that the marker fits in 250.
 	r.Request.Description = strings.Repeat("ж", 300)
-	_, body = testkit.Build(t, b.p, r)
+	_, body = testkit.Build(t, b.P, r)
 	desc := testkit.DecodeJSON(t, body)["description"].(string)
 	require.Equal(t, 250, utf8.RuneCountInString(desc))
 	require.True(t, strings.HasSuffix(desc, " payonce_op:"+r.OperationID))
 	r.Request.Description = "Returned goods"
-	_, body = testkit.Build(t, b.p, r)
+	_, body = testkit.Build(t, b.P, r)
 	require.Equal(t, "Returned goods payonce_op:"+r.OperationID, testkit.DecodeJSON(t, body)["description"])
 }
 
@@ -126,52 +117,33 @@ func TestNewRequestErrors(t *testing.T) {
 	for i := range 13 {
 		tooMany["k"+string(rune('a'+i))] = "v"
 	}
-	testkit.RequireRequestErrors(t, b.p, chargeReq, []testkit.RequestCase{
-		testkit.Invalid("capture without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCapture, 0, "") }, "yookassa Request.PaymentRef"),
-		testkit.Invalid("cancel without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCancel, 0, "") }, "yookassa Request.PaymentRef"),
-		testkit.Invalid("refund without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindRefund, 1, "") }, "yookassa Request.PaymentRef"),
+	testkit.RequireRequestErrors(t, b.P, chargeReq, append(testkit.CommonRequestErrors("yookassa", 64, withKind),
 		testkit.Invalid("refund without amount", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindRefund, 0, "p1") }, "yookassa Request.Amount"),
 		testkit.Invalid("refund without operation", func(r *payonce.SendRequest) {
 			*r = withKind(*r, payonce.KindRefund, 1, "p1")
 			r.OperationID = ""
 		}, "yookassa OperationID"),
-		testkit.Invalid("no key", func(r *payonce.SendRequest) { r.Key = "" }, "yookassa Key"),
-		testkit.Invalid("long key", func(r *payonce.SendRequest) { r.Key = strings.Repeat("a", 65) }, "yookassa Key"),
-		testkit.Invalid("key with newline", func(r *payonce.SendRequest) { r.Key = "abc\ndef" }, "yookassa Key"),
-		testkit.Invalid("no operation id", func(r *payonce.SendRequest) { r.OperationID = "" }, "yookassa OperationID"),
 		testkit.Invalid("no payment method", func(r *payonce.SendRequest) { r.Request.PaymentMethod = "" }, "yookassa Request.PaymentMethod"),
 		testkit.Invalid("zero amount", func(r *payonce.SendRequest) { r.Request.Amount = 0 }, "yookassa Request.Amount"),
 		testkit.Invalid("no currency", func(r *payonce.SendRequest) { r.Request.Currency = "" }, "yookassa Request.Amount"),
 		testkit.Invalid("long description", func(r *payonce.SendRequest) { r.Request.Description = strings.Repeat("d", 129) }, "yookassa Request.Description"),
-		testkit.Invalid("unknown kind", func(r *payonce.SendRequest) { r.Request.Kind = "payout" }, "yookassa Request.Kind"),
 		testkit.Invalid("reserved metadata", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"payonce_op": "x"} }, "yookassa Request.Metadata"),
 		testkit.Invalid("long metadata key", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{strings.Repeat("k", 33): "x"} }, "yookassa Request.Metadata"),
 		testkit.Invalid("too much metadata", func(r *payonce.SendRequest) { r.Request.Metadata = tooMany }, "yookassa Request.Metadata"),
-	}, testSecret)
+	), testSecret)
 }
 
 func TestNewRequestLongReferences(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	testkit.RequireLongReferences(t, b.p, chargeReq(), testkit.JSONRefs(t), 512, utf8.RuneCountInString)
+	testkit.RequireLongReferences(t, b.P, chargeReq(), testkit.JSONRefs(t), 512, utf8.RuneCountInString)
 }
 
 func TestNewRequestRoundTrip(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	var got *http.Request
-	b.mt.RegisterResponder(http.MethodPost, base+"/v3/payments", func(req *http.Request) (*http.Response, error) {
-		got = req
-		return respond(200, `{"id":"p1","status":"succeeded","amount":{"value":"1200.00","currency":"RUB"}}`), nil
-	})
 	r := chargeReq()
-	hr, err := b.p.NewRequest(context.Background(), r)
-	require.NoError(t, err)
-	resp, err := b.hc.Do(hr)
-	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	got, _, o := testkit.RoundTrip(t, b, base+"/v3/payments", r, respond(200, `{"id":"p1","status":"succeeded","amount":{"value":"1200.00","currency":"RUB"}}`))
 	require.Equal(t, r.Key, got.Header.Get("Idempotence-Key"))
-	o := b.p.Classify(r, resp.StatusCode, resp.Header, body)
 	require.Equal(t, "p1", o.ProviderRef)
 }

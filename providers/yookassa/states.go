@@ -31,12 +31,7 @@ func (p *Provider) chargeState(pm payment) adapterkit.State {
 		// and will expire into canceled).
 		return adapterkit.State{Verdict: adapterkit.VerdictProcessing}
 	case pm.Status == statusCanceled:
-		s := adapterkit.State{Verdict: adapterkit.VerdictFailed, Code: codeCanceled, Message: "yookassa: payment canceled"}
-		if cd := pm.CancellationDetails; cd != nil {
-			s.Decline = p.scrub(cd.Reason)
-			s.Message = p.scrub("yookassa: payment canceled by " + cd.Party + ": " + cd.Reason)
-		}
-		return s
+		return p.canceled(codeCanceled, "payment canceled", pm.CancellationDetails)
 	}
 	return adapterkit.State{Verdict: adapterkit.VerdictUnknown, Message: "payment status " + quote(p.scrub(pm.Status))}
 }
@@ -61,12 +56,7 @@ func (p *Provider) captureState(pm payment) adapterkit.State {
 	case statusCanceled:
 		// The authorization is gone (canceled or expired): nothing to
 		// capture, nothing captured.
-		s := adapterkit.State{Verdict: adapterkit.VerdictFailed, Code: codeCanceled, Message: "yookassa: payment is canceled"}
-		if cd := pm.CancellationDetails; cd != nil {
-			s.Decline = p.scrub(cd.Reason)
-			s.Message = p.scrub("yookassa: payment is canceled by " + cd.Party + ": " + cd.Reason)
-		}
-		return s
+		return p.canceled(codeCanceled, "payment is canceled", pm.CancellationDetails)
 	}
 	return adapterkit.State{Verdict: adapterkit.VerdictUnknown, Message: "captured payment has status " + quote(p.scrub(pm.Status))}
 }
@@ -93,14 +83,21 @@ func (p *Provider) refundState(rf refund) adapterkit.State {
 	case statusPending:
 		return adapterkit.State{Verdict: adapterkit.VerdictProcessing}
 	case statusCanceled:
-		s := adapterkit.State{Verdict: adapterkit.VerdictFailed, Code: codeRefundCanceled, Message: "yookassa: refund canceled"}
-		if cd := rf.CancellationDetails; cd != nil {
-			s.Decline = p.scrub(cd.Reason)
-			s.Message = p.scrub("yookassa: refund canceled by " + cd.Party + ": " + cd.Reason)
-		}
-		return s
+		return p.canceled(codeRefundCanceled, "refund canceled", rf.CancellationDetails)
 	}
 	return adapterkit.State{Verdict: adapterkit.VerdictUnknown, Message: "refund status " + quote(p.scrub(rf.Status))}
+}
+
+// canceled is the failed state of an object YooKassa canceled: code, the
+// reason as the decline code, and the message "yookassa: <what>", ending
+// with who canceled it and why when cancellation_details says.
+func (p *Provider) canceled(code, what string, cd *cancellationDetails) adapterkit.State {
+	s := adapterkit.State{Verdict: adapterkit.VerdictFailed, Code: code, Message: "yookassa: " + what}
+	if cd != nil {
+		s.Decline = p.scrub(cd.Reason)
+		s.Message = p.scrub("yookassa: " + what + " by " + cd.Party + ": " + cd.Reason)
+	}
+	return s
 }
 
 // paymentState is the state of pm for an operation of kind k.

@@ -16,13 +16,7 @@ import (
 )
 
 // agreement is what Classify and Lookup must both say of one object.
-type agreement struct {
-	class      ledger.OutcomeClass
-	processing bool
-	state      payonce.LookupState // "" when the lookup is an error
-	code       string
-	decline    string
-}
+type agreement = testkit.Agreement
 
 // Every YooKassa status of every kind, read by Classify as the answer to a
 // send and by Lookup as the object read by id: the two must agree (a
@@ -42,12 +36,12 @@ func TestStatesAgree(t *testing.T) {
 		}
 		return s + "}"
 	}
-	succeeded := agreement{class: ledger.OutcomeSuccess, state: payonce.LookupSucceeded}
-	processing := agreement{class: ledger.OutcomeSuccess, processing: true, state: payonce.LookupProcessing}
-	notYet := agreement{class: ledger.OutcomeMaybeSent, state: payonce.LookupNotFound}
-	unknown := agreement{class: ledger.OutcomeMaybeSent}
+	succeeded := agreement{Class: ledger.OutcomeSuccess, State: payonce.LookupSucceeded}
+	processing := agreement{Class: ledger.OutcomeSuccess, Processing: true, State: payonce.LookupProcessing}
+	notYet := agreement{Class: ledger.OutcomeMaybeSent, State: payonce.LookupNotFound}
+	unknown := agreement{Class: ledger.OutcomeMaybeSent}
 	declined := func(reason string) agreement {
-		return agreement{class: ledger.OutcomeRefused, state: payonce.LookupFailed, code: "canceled", decline: reason}
+		return agreement{Class: ledger.OutcomeRefused, State: payonce.LookupFailed, Code: "canceled", Decline: reason}
 	}
 
 	for _, tc := range []struct {
@@ -82,7 +76,7 @@ func TestStatesAgree(t *testing.T) {
 		// Cancels: the payment the cancel acted on.
 		{payonce.KindCancel, "pending", payment("pending", ""), notYet},
 		{payonce.KindCancel, "waiting_for_capture", payment("waiting_for_capture", ""), notYet},
-		{payonce.KindCancel, "succeeded (captured)", payment("succeeded", ""), agreement{class: ledger.OutcomeRefused, state: payonce.LookupFailed, code: "unexpected_status"}},
+		{payonce.KindCancel, "succeeded (captured)", payment("succeeded", ""), agreement{Class: ledger.OutcomeRefused, State: payonce.LookupFailed, Code: "unexpected_status"}},
 		{payonce.KindCancel, "canceled by the merchant", payment("canceled", cd("merchant", "canceled_by_merchant")), succeeded},
 		{payonce.KindCancel, "canceled, capture period expired", payment("canceled", cd("yoo_money", "expired_on_capture")), succeeded},
 		{payonce.KindCancel, "unknown status", payment("brand_new", ""), unknown},
@@ -91,7 +85,7 @@ func TestStatesAgree(t *testing.T) {
 		{payonce.KindRefund, "pending", refund("pending", ""), processing},
 		{payonce.KindRefund, "succeeded", refund("succeeded", ""), succeeded},
 		{payonce.KindRefund, "canceled", refund("canceled", cd("payment_network", "general_decline")),
-			agreement{class: ledger.OutcomeRefused, state: payonce.LookupFailed, code: "refund_canceled", decline: "general_decline"}},
+			agreement{Class: ledger.OutcomeRefused, State: payonce.LookupFailed, Code: "refund_canceled", Decline: "general_decline"}},
 		{payonce.KindRefund, "unknown status", refund("weird", ""), unknown},
 	} {
 		t.Run(string(tc.kind)+"/"+tc.name, func(t *testing.T) {
@@ -114,39 +108,9 @@ func TestStatesAgree(t *testing.T) {
 				getOK(t, b, base+"/v3/payments/p1", 200, tc.body)
 			}
 
-			o := b.p.Classify(r, 200, http.Header{}, []byte(tc.body))
-			require.Equal(t, tc.want.class, o.Class, "Classify: %s", o.Message)
-			require.Equal(t, tc.want.processing, o.Processing, "Classify Processing")
-			require.Empty(t, o.Contradiction)
-			require.False(t, o.Replayed)
-
-			res, err := b.p.Lookup(context.Background(), b.hc, q)
-			if tc.want.state == "" {
-				require.Error(t, err, "Lookup of an unknown status")
-				return
-			}
-			require.NoError(t, err)
-			require.Equal(t, tc.want.state, res.State, "Lookup: %s", res.Message)
-			require.Empty(t, res.Contradiction)
-
-			// The two agree, codes included.
-			switch o.Class {
-			case ledger.OutcomeSuccess:
-				if o.Processing {
-					require.Equal(t, payonce.LookupProcessing, res.State)
-				} else {
-					require.Equal(t, payonce.LookupSucceeded, res.State)
-				}
-			case ledger.OutcomeRefused:
-				require.Equal(t, payonce.LookupFailed, res.State)
-				require.Equal(t, tc.want.code, o.Code)
-				require.Equal(t, o.Code, res.Code)
-				require.Equal(t, tc.want.decline, o.DeclineCode)
-				require.Equal(t, o.DeclineCode, res.DeclineCode)
-				require.Equal(t, o.Message, res.Message)
-			case ledger.OutcomeMaybeSent:
-				require.Equal(t, payonce.LookupNotFound, res.State, "a resend with the same key completes it")
-			}
+			o := b.P.Classify(r, 200, http.Header{}, []byte(tc.body))
+			res, err := b.P.Lookup(context.Background(), b.HC, q)
+			testkit.RequireAgree(t, tc.want, o, res, err, testkit.AgreeChecks{SameMessage: true, MaybeSentNotFound: true})
 		})
 	}
 }
@@ -182,7 +146,7 @@ func TestClassifyContradiction(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			o := b.p.Classify(tc.r, 200, http.Header{}, []byte(tc.body))
+			o := b.P.Classify(tc.r, 200, http.Header{}, []byte(tc.body))
 			require.Equal(t, ledger.OutcomeKeyMismatch, o.Class, "never success or refused: %s", o.Message)
 			require.Contains(t, o.Contradiction, tc.why)
 			require.False(t, o.Processing)
@@ -191,11 +155,11 @@ func TestClassifyContradiction(t *testing.T) {
 	}
 	// The charge's own payment in the amount asked for, written with fewer
 	// decimal digits, belongs.
-	o := b.p.Classify(charge, 200, http.Header{}, []byte(pmGen("p1", "succeeded", op, key, "1200", "")))
+	o := b.P.Classify(charge, 200, http.Header{}, []byte(pmGen("p1", "succeeded", op, key, "1200", "")))
 	require.Equal(t, ledger.OutcomeSuccess, o.Class)
 	require.Empty(t, o.Contradiction)
 	// An amount that cannot be read is not understood: maybe_sent.
-	o = b.p.Classify(charge, 200, http.Header{}, []byte(pmGen("p1", "succeeded", op, key, "12,00", "")))
+	o = b.P.Classify(charge, 200, http.Header{}, []byte(pmGen("p1", "succeeded", op, key, "12,00", "")))
 	require.Equal(t, ledger.OutcomeMaybeSent, o.Class)
 }
 
@@ -210,7 +174,7 @@ func TestLookupContradiction(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		getOK(t, b, base+"/v3/payments/p1", 200, pmGen("p1", "succeeded", op, key, "1.00", ""))
-		res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", "p1"))
+		res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", "p1"))
 		require.NoError(t, err)
 		require.Contains(t, res.Contradiction, "amount 100, not 120000")
 		require.Equal(t, "p1", res.ProviderRef)
@@ -222,7 +186,7 @@ func TestLookupContradiction(t *testing.T) {
 		b := setup(t)
 		getOK(t, b, base+"/v3/payments", 200, ykList("", pmOp("p1", "succeeded", op)))
 		serveObjects(b, "/v3/payments", objectsOf(pmGen("p1", "succeeded", "someone-else", key, "1200.00", "")), nil)
-		res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", ""))
+		res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", ""))
 		require.NoError(t, err)
 		require.Contains(t, res.Contradiction, `operation id "someone-else"`)
 	})
@@ -230,7 +194,7 @@ func TestLookupContradiction(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		getOK(t, b, base+"/v3/payments/p1", 200, `{"id":"p1","status":"succeeded","amount":{"value":"1200.00","currency":"EUR"}}`)
-		res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCapture, "p1", ""))
+		res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCapture, "p1", ""))
 		require.NoError(t, err)
 		require.Contains(t, res.Contradiction, `currency "EUR"`)
 	})
@@ -240,7 +204,7 @@ func TestLookupContradiction(t *testing.T) {
 		mine := `{"id":"r1","payment_id":"p1","status":"succeeded","amount":{"value":"%s","currency":"RUB"},"description":"payonce_op:` + op + `"}`
 		getOK(t, b, base+"/v3/refunds", 200, ykList("", fmt.Sprintf(mine, "1200.00")))
 		serveObjects(b, "/v3/refunds", map[string]string{"r1": fmt.Sprintf(mine, "600.00")}, nil)
-		res, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindRefund, "p1", ""))
+		res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindRefund, "p1", ""))
 		require.NoError(t, err)
 		require.Contains(t, res.Contradiction, "amount 60000, not 120000")
 		require.Equal(t, []string{"r1"}, res.Refs)
@@ -250,7 +214,7 @@ func TestLookupContradiction(t *testing.T) {
 		b := setup(t)
 		getOK(t, b, base+"/v3/payments", 200, ykList("", pmOp("p1", "succeeded", op)))
 		serveObjects(b, "/v3/payments", nil, nil)
-		_, err := b.p.Lookup(context.Background(), b.hc, lookupQuery(payonce.KindCharge, "", ""))
+		_, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", ""))
 		require.ErrorContains(t, err, "in the list")
 	})
 }
@@ -301,7 +265,7 @@ func TestLookupGenerations(t *testing.T) {
 			b := setup(t)
 			getOK(t, b, base+"/v3/payments", 200, ykList("", tc.listed...))
 			serveObjects(b, "/v3/payments", objectsOf(append(tc.listed, tc.objects...)...), nil)
-			res, err := b.p.Lookup(context.Background(), b.hc, tc.q)
+			res, err := b.P.Lookup(context.Background(), b.HC, tc.q)
 			require.NoError(t, err)
 			require.Equal(t, tc.state, res.State, res.Message)
 			require.Equal(t, tc.ref, res.ProviderRef)
@@ -327,7 +291,7 @@ func TestLookupGenerations(t *testing.T) {
 		b := setup(t)
 		getOK(t, b, base+"/v3/refunds", 200, ykList("", earlier))
 		serveObjects(b, "/v3/refunds", objectsOf(earlier), nil)
-		res, err := b.p.Lookup(context.Background(), b.hc, q)
+		res, err := b.P.Lookup(context.Background(), b.HC, q)
 		require.NoError(t, err)
 		require.Equal(t, payonce.LookupNotFound, res.State, "the earlier key's failure does not answer for the new key")
 
@@ -335,7 +299,7 @@ func TestLookupGenerations(t *testing.T) {
 		b = setup(t)
 		getOK(t, b, base+"/v3/refunds", 200, ykList("", current, earlier))
 		serveObjects(b, "/v3/refunds", objectsOf(current, earlier), nil)
-		res, err = b.p.Lookup(context.Background(), b.hc, q)
+		res, err = b.P.Lookup(context.Background(), b.HC, q)
 		require.NoError(t, err)
 		require.Equal(t, payonce.LookupSucceeded, res.State)
 		require.Equal(t, "r1", res.ProviderRef)
@@ -350,12 +314,12 @@ func TestRefundDescriptionCarriesTheKeyOfLaterGenerations(t *testing.T) {
 	b := setup(t)
 	r := withKind(chargeReq(), payonce.KindRefund, 100, "p1")
 	r.Request.Description = "Returned goods"
-	_, body := testkit.Build(t, b.p, r)
+	_, body := testkit.Build(t, b.P, r)
 	require.Equal(t, "Returned goods payonce_op:"+r.OperationID, testkit.DecodeJSON(t, body)["description"])
 
 	r.Key = "5d1c7e0a-0000-5000-8000-00000000g001"
 	r.Request.Description = strings.Repeat("ж", 300)
-	_, body = testkit.Build(t, b.p, r)
+	_, body = testkit.Build(t, b.P, r)
 	desc := testkit.DecodeJSON(t, body)["description"].(string)
 	require.True(t, strings.HasSuffix(desc, " payonce_op:"+r.OperationID+" payonce_key:"+r.Key), desc)
 	require.LessOrEqual(t, len([]rune(desc)), 250)
@@ -365,8 +329,8 @@ func TestRefundDescriptionCarriesTheKeyOfLaterGenerations(t *testing.T) {
 func TestNoReplayMarker(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, ok := any(b.p).(payonce.ReplayDetector)
+	_, ok := any(b.P).(payonce.ReplayDetector)
 	require.False(t, ok, "YooKassa documents no header or field that marks a replayed answer")
-	o := b.p.Classify(chargeReq(), 200, http.Header{"Idempotent-Replayed": {"true"}}, []byte(pm("p1", "succeeded", "")))
+	o := b.P.Classify(chargeReq(), 200, http.Header{"Idempotent-Replayed": {"true"}}, []byte(pm("p1", "succeeded", "")))
 	require.False(t, o.Replayed)
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/payonce/payonce"
@@ -83,40 +82,29 @@ var _ payonce.Provider = (*Provider)(nil)
 // *payonce.ValidationError (errors.Is(err, payonce.ErrInvalid)) naming the
 // Config field and how to fix it; it never contains a credential.
 func New(cfg Config) (*Provider, error) {
-	p := &Provider{shopID: adapterkit.Secret(cfg.ShopID), secretKey: adapterkit.Secret(cfg.SecretKey), keyTTL: cfg.KeyTTL,
-		listLag: cfg.ListLag, lookupMargin: cfg.LookupMargin, now: cfg.Now}
-	switch {
-	case cfg.ShopID == "":
-		return nil, invalidConfig("ShopID", "is empty; set it to your shop id (Integration > API keys in the YooKassa Merchant Profile)")
-	case strings.ContainsFunc(cfg.ShopID, adapterkit.NotToken) || strings.Contains(cfg.ShopID, ":"):
-		return nil, invalidConfig("ShopID", "contains spaces, a colon or control characters; copy the shop id exactly as the Merchant Profile shows it")
-	case cfg.SecretKey == "":
-		return nil, invalidConfig("SecretKey", "is empty; set it to your shop's secret key (live_... or test_...)")
-	case strings.ContainsFunc(cfg.SecretKey, adapterkit.NotToken):
-		return nil, invalidConfig("SecretKey", "contains spaces or control characters; copy the key exactly as the Merchant Profile shows it")
-	}
-
-	base, err := adapterkit.CheckBaseURL(cfg.BaseURL, DefaultBaseURL, "the credentials go in Config.ShopID and Config.SecretKey")
+	p := &Provider{shopID: adapterkit.Secret(cfg.ShopID), secretKey: adapterkit.Secret(cfg.SecretKey)}
+	var err error
+	p.baseURL, p.now, err = adapterkit.Setup{Prefix: "yookassa.Config.",
+		Headers: []adapterkit.Header{
+			{Field: "ShopID", Value: cfg.ShopID, Forbid: ":",
+				Empty: "is empty; set it to your shop id (Integration > API keys in the YooKassa Merchant Profile)",
+				Bad:   "contains spaces, a colon or control characters; copy the shop id exactly as the Merchant Profile shows it"},
+			{Field: "SecretKey", Value: cfg.SecretKey,
+				Empty: "is empty; set it to your shop's secret key (live_... or test_...)",
+				Bad:   "contains spaces or control characters; copy the key exactly as the Merchant Profile shows it"},
+		},
+		BaseURL: cfg.BaseURL, DefaultBaseURL: DefaultBaseURL, Credentials: "the credentials go in Config.ShopID and Config.SecretKey",
+		Durations: []adapterkit.Duration{
+			{Field: "KeyTTL", Value: cfg.KeyTTL, Dst: &p.keyTTL, Default: DefaultKeyTTL},
+			{Field: "ListLag", Value: cfg.ListLag, Dst: &p.listLag, Default: DefaultListLag},
+			{Field: "LookupMargin", Value: cfg.LookupMargin, Dst: &p.lookupMargin, Default: DefaultLookupMargin},
+		},
+		Now: cfg.Now,
+	}.Check()
 	if err != nil {
-		return nil, invalidConfig("BaseURL", "%v", err)
-	}
-	p.baseURL = base
-
-	if err := adapterkit.SetDurations("yookassa.Config.",
-		adapterkit.Duration{Field: "KeyTTL", Value: cfg.KeyTTL, Dst: &p.keyTTL, Default: DefaultKeyTTL},
-		adapterkit.Duration{Field: "ListLag", Value: cfg.ListLag, Dst: &p.listLag, Default: DefaultListLag},
-		adapterkit.Duration{Field: "LookupMargin", Value: cfg.LookupMargin, Dst: &p.lookupMargin, Default: DefaultLookupMargin},
-	); err != nil {
 		return nil, err
 	}
-	if p.now == nil {
-		p.now = time.Now
-	}
 	return p, nil
-}
-
-func invalidConfig(field, format string, args ...any) error {
-	return adapterkit.Invalid("yookassa.Config.", field, format, args...)
 }
 
 // Name returns "yookassa".

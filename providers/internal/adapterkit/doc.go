@@ -5,13 +5,17 @@
 // through a new adapter).
 //
 //   - Secrets: Secret, Format, LogValue, NowSet, DisplayURL, Scrub (redact.go).
-//   - Requests: CheckBaseURL, CheckKey, Invalid, Metadata, References,
-//     EncodeJSON, Post, PostJSON (http.go, metadata.go, request.go).
+//   - Configs: Setup (header values, base URL, durations, clock: the
+//     checks of every adapter's New), CheckBaseURL, SetDurations
+//     (config.go, http.go).
+//   - Requests: CheckKey, Invalid, Metadata, References, EncodeJSON, Post,
+//     PostJSON (metadata.go, request.go).
 //   - Answers: Answer, Rule, Status, Refusal, RetryAfterHeader, Reply,
 //     Object, Unreadable, Contradicted (classify.go); State and Verdict, one
 //     mapping of a provider object for Classify and Lookup (state.go).
-//   - Reading: API (bounded GETs, the provider's own 404), Decode,
-//     DecodeError, ErrorText, Temporary (api.go, http.go).
+//   - Reading: API (bounded GETs, the provider's own 404, every failure a
+//     Failure the adapter copies into its APIError), Decode, DecodeError,
+//     ErrorText, Temporary (api.go, http.go).
 //   - Lookups: Lookups, NeedsSearch, Objects, Combine, Belongs, IsEarlier
 //     (lookup.go, match.go): the one place where the objects a lookup found
 //     become a LookupResult.

@@ -133,10 +133,19 @@ func TestRequestHelpers(t *testing.T) {
 	require.Equal(t, "x.Config.Lag", ve.Field)
 	require.Equal(t, "is negative (-1ns); leave it 0 for the default 1m0s!", ve.Problem)
 
-	require.Equal(t, "empty", adapterkit.CheckKey("", 3, "empty", "%d > %d"))
-	require.Equal(t, "4 > 3", adapterkit.CheckKey("abcd", 3, "empty", "%d > %d"))
-	require.Contains(t, adapterkit.CheckKey("a b", 3, "empty", "%d > %d"), "printable ASCII")
-	require.Empty(t, adapterkit.CheckKey("abc", 3, "empty", "%d > %d"))
+	keyProblem := func(key string) string {
+		err := adapterkit.CheckKey("x ", key, 3, "empty", "%d > %d")
+		if err == nil {
+			return ""
+		}
+		require.ErrorAs(t, err, &ve)
+		require.Equal(t, "x Key", ve.Field)
+		return ve.Problem
+	}
+	require.Equal(t, "empty", keyProblem(""))
+	require.Equal(t, "4 > 3", keyProblem("abcd"))
+	require.Contains(t, keyProblem("a b"), "printable ASCII")
+	require.Empty(t, keyProblem("abc"))
 
 	hr, err := adapterkit.PostJSON(context.Background(), "x", payonce.KindCharge, "http://127.0.0.1/p", map[string]string{"b": "<", "a": "1"},
 		func(h http.Header) { h.Set("Authorization", "Bearer k") }, "Idem-Key", "key1")

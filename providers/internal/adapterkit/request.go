@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/payonce/payonce"
 )
@@ -18,10 +17,18 @@ func Invalid(prefix, field, format string, args ...any) error {
 }
 
 // CheckKey checks an attempt's idempotency key before anything is sent:
-// set, at most max bytes, and a printable ASCII header value. It returns
-// the problem, "" when the key is fit: empty for a missing key, tooLong
-// (a format given the key's length and max) for a longer one.
-func CheckKey(key string, max int, empty, tooLong string) string {
+// set, at most max bytes, and a printable ASCII header value. A key that is
+// not fit is a ValidationError on prefix+"Key" ("stripe Key") whose problem
+// is empty for a missing key, tooLong (a format given the key's length and
+// max) for a longer one.
+func CheckKey(prefix, key string, max int, empty, tooLong string) error {
+	if why := keyProblem(key, max, empty, tooLong); why != "" {
+		return Invalid(prefix, "Key", "%s", why)
+	}
+	return nil
+}
+
+func keyProblem(key string, max int, empty, tooLong string) string {
 	switch {
 	case key == "":
 		return empty
@@ -56,32 +63,4 @@ func PostJSON(ctx context.Context, name string, kind payonce.Kind, u string, v a
 		return nil, fmt.Errorf("%s: encode %s request: %w", name, kind, err)
 	}
 	return Post(ctx, name, kind, u, raw, setHeaders, "application/json", keyHeader, key)
-}
-
-// Duration is one duration field of an adapter's Config: zero takes
-// Default, a negative value is refused.
-type Duration struct {
-	Field   string
-	Value   time.Duration
-	Dst     *time.Duration
-	Default time.Duration
-	// Hint ends the problem of a negative value (" or set the key window").
-	Hint string
-}
-
-// SetDurations sets each *Dst to its Value, or to its Default when Value
-// is 0; a negative Value is a ValidationError on prefix+Field that names
-// the default.
-func SetDurations(prefix string, ds ...Duration) error {
-	for _, d := range ds {
-		switch {
-		case d.Value < 0:
-			return Invalid(prefix, d.Field, "is negative (%s); leave it 0 for the default %s%s", d.Value, d.Default, d.Hint)
-		case d.Value == 0:
-			*d.Dst = d.Default
-		default:
-			*d.Dst = d.Value
-		}
-	}
-	return nil
 }
