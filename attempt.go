@@ -67,7 +67,7 @@ func (c *Client) drive(ctx context.Context, r *run) (Result, error) {
 					return c.release(ctx, r, ErrProviderUnavailable)
 				}
 				if err := c.startAttempt(ctx, r); err != nil {
-					return c.leaseError(r, err)
+					return c.leaseError(ctx, r, err)
 				}
 			}
 			if done, err := c.sendAttempt(ctx, r); done {
@@ -123,6 +123,9 @@ func (c *Client) sendAttempt(ctx context.Context, r *run) (done bool, err error)
 	defer cancel()
 	fp.Now = c.cfg.Now()
 	op, err := c.cfg.Store.Finish(rctx, fp)
+	if settled, ok := c.settledMeanwhile(rctx, r, err); ok {
+		return true, errorOf(settled, c.cfg.Provider.Name())
+	}
 	if err != nil {
 		// The request may have moved money and the ledger does not say so
 		// yet. The lease will expire, the operation will read as unknown,
@@ -240,7 +243,7 @@ func (c *Client) lookupAndDecide(ctx context.Context, r *run, mayResend bool) (d
 	event := lookupEvent(lr, lerr)
 	if d.Action == ActResend {
 		if err := c.startAttempt(ctx, r, event); err != nil {
-			res, err := c.leaseError(r, err)
+			res, err := c.leaseError(ctx, r, err)
 			return true, res, err
 		}
 		return false, Result{}, nil
@@ -258,6 +261,9 @@ func (c *Client) lookupAndDecide(ctx context.Context, r *run, mayResend bool) (d
 	rctx, rcancel := recordCtx(ctx)
 	defer rcancel()
 	op, err := c.cfg.Store.Finish(rctx, fp)
+	if settled, ok := c.settledMeanwhile(rctx, r, err); ok {
+		return true, resultOf(settled), errorOf(settled, c.cfg.Provider.Name())
+	}
 	if err != nil {
 		return true, resultOf(r.op), &recordError{what: "the lookup's decision", err: err}
 	}
@@ -417,9 +423,32 @@ func (c *Client) release(ctx context.Context, r *run, why error) (Result, error)
 	return res, why
 }
 
+// settledMeanwhile reports whether a write that lost the lease or found the
+// state changed (err) lost it because the operation was settled meanwhile:
+// a provider's webhook settles an operation whatever lease it is under, so
+// the answer this call was about to record may arrive after the
+// provider's own account of it. The ledger's settled state then answers the
+// call, as a repeat of the call would.
+func (c *Client) settledMeanwhile(ctx context.Context, r *run, err error) (ledger.Operation, bool) {
+	if err == nil || !(errors.Is(err, ledger.ErrLeaseLost) || errors.Is(err, ledger.ErrStateConflict)) {
+		return ledger.Operation{}, false
+	}
+	op, _, gerr := c.cfg.Store.Get(ctx, r.op.ID)
+	if gerr != nil || !op.Status.Terminal() {
+		return ledger.Operation{}, false
+	}
+	r.op = op
+	return op, true
+}
+
 // leaseError reports a lost lease or changed state: another worker took
 // the operation over.
-func (c *Client) leaseError(r *run, err error) (Result, error) {
+func (c *Client) leaseError(ctx context.Context, r *run, err error) (Result, error) {
+	rctx, cancel := recordCtx(ctx)
+	defer cancel()
+	if op, ok := c.settledMeanwhile(rctx, r, err); ok {
+		return resultOf(op), errorOf(op, c.cfg.Provider.Name())
+	}
 	res := resultOf(r.op)
 	if errors.Is(err, ledger.ErrLeaseLost) || errors.Is(err, ledger.ErrStateConflict) {
 		res.Status = ResultInProgress

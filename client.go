@@ -444,6 +444,7 @@ func (c *Client) newOperation(p prepared) ledger.NewOperation {
 	return ledger.NewOperation{
 		ID: p.opID, Key: p.opID, Provider: p.id.Provider, Kind: string(p.id.Kind),
 		References: p.id.References, Fingerprint: p.fp, Request: p.canonical, KeyTTL: c.info.KeyTTL,
+		PaymentRef: p.req.PaymentRef,
 	}
 }
 

@@ -49,6 +49,7 @@ func ApplyCreate(n NewOperation, now time.Time) Operation {
 		Request:     bytes.Clone(n.Request),
 		Status:      StatusPending,
 		KeyTTL:      n.KeyTTL,
+		PaymentRef:  n.PaymentRef,
 		NextCheckAt: now,
 		CreatedAt:   now,
 		UpdatedAt:   now,

@@ -129,6 +129,9 @@ type Operation struct {
 	// ProviderRef is the provider's identifier of the object the operation
 	// created or acted on (e.g. a PaymentIntent id), once known.
 	ProviderRef string
+	// PaymentRef is the provider's id of the payment a capture, cancel or
+	// refund acts on, as recorded at creation (NewOperation.PaymentRef).
+	PaymentRef string
 	// Result is the normalized result (JSON) written with the last transition.
 	Result []byte
 	// Attempts counts the attempts started so far.
@@ -223,12 +226,15 @@ const (
 	EventResolution EventKind = "resolution"
 	// EventNote records anything else worth keeping (e.g. a lease taken over).
 	EventNote EventKind = "note"
+	// EventWebhook records a provider event applied to the operation and
+	// what it did (WebhookDetail, as JSON).
+	EventWebhook EventKind = "webhook"
 )
 
 // ParseEventKind turns a string into an EventKind, or returns an error naming
 // the allowed values.
 func ParseEventKind(s string) (EventKind, error) {
-	return parseEnum("event kind", s, EventLookup, EventResolution, EventNote)
+	return parseEnum("event kind", s, EventLookup, EventResolution, EventNote, EventWebhook)
 }
 
 // parseEnum returns the value of allowed that s spells, or an error naming

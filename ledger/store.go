@@ -130,6 +130,24 @@ type Store interface {
 	// unless TombstoneRetention is set; see CleanupParams.
 	Cleanup(ctx context.Context, p CleanupParams) (CleanupReport, error)
 
+	// RecordWebhook records a verified provider event in the inbox, once,
+	// and applies it to the operations it names, in one durable
+	// transaction: insert-or-nothing on (Event.Provider, Event.ID); when the
+	// event is new, each target's operation is found (see WebhookTarget),
+	// locked, changed as ApplyWebhook says and given its EventWebhook
+	// entry, and the outcomes are stored with the entry. An event already
+	// recorded changes nothing and returns Duplicate with the first
+	// delivery's outcomes: redeliveries and replays are harmless. A target
+	// that finds several operations (only its payment matched) settles
+	// none: each unsettled one is made due for a lookup (WebhookAmbiguous).
+	// Concurrent deliveries of one event record it exactly once. Errors:
+	// validation errors naming the field; anything else means nothing was
+	// recorded (the caller answers 5xx so the provider delivers again).
+	RecordWebhook(ctx context.Context, p RecordWebhookParams) (WebhookReport, error)
+
+	// ListWebhooks returns inbox entries matching the filter, newest first.
+	ListWebhooks(ctx context.Context, f InboxFilter) ([]InboxEntry, error)
+
 	// Migrate brings the store's schema up to date. It is safe to call from
 	// several processes at once and is a no-op when the schema is current.
 	Migrate(ctx context.Context) error
@@ -147,6 +165,10 @@ type NewOperation struct {
 	Request     []byte   // required: canonical request JSON
 	// KeyTTL is how long the provider remembers the key. Required, > 0.
 	KeyTTL time.Duration
+	// PaymentRef is the provider's id of the payment a capture, cancel or
+	// refund acts on (empty for a charge): a webhook that names only the
+	// payment finds the operation by it.
+	PaymentRef string
 }
 
 // BeginParams are the arguments of Store.Begin.
@@ -320,6 +342,12 @@ type CleanupParams struct {
 	// arrive at any time (a retried job queue, a replayed event log) should
 	// keep them forever: a duplicate that finds no tombstone is sent again.
 	TombstoneRetention time.Duration
+	// InboxRetention is how long webhook inbox entries are kept, counted
+	// from when they were received. Zero means DefaultInboxRetention (31
+	// days). It must outlast the provider's redelivery (Adyen: 30 days,
+	// Stripe: 3 days, Checkout.com: about 30 hours): an entry deleted while
+	// its event may still be delivered would let the redelivery apply again.
+	InboxRetention time.Duration
 }
 
 // CleanupReport says what Cleanup did, so that a cleanup that stopped
@@ -338,4 +366,6 @@ type CleanupReport struct {
 	TombstonesPurged int
 	// Tombstones is the number of tombstones left after the call.
 	Tombstones int
+	// InboxPurged counts the webhook inbox entries this call deleted.
+	InboxPurged int
 }

@@ -83,7 +83,7 @@ func (op NewOperation) Validate() error {
 		}
 	}
 	return checkAllStored("ID", op.ID, "Key", op.Key, "Provider", op.Provider, "Kind", op.Kind,
-		"Fingerprint", op.Fingerprint, "Request", string(op.Request))
+		"Fingerprint", op.Fingerprint, "Request", string(op.Request), "PaymentRef", op.PaymentRef)
 }
 
 // ValidateCreate checks the arguments of Store.CreateOrGet (and of a store's
@@ -335,8 +335,19 @@ func (p CleanupParams) Validate() error {
 		// is gone; purging it before its operation could even be deleted
 		// would make the tombstone pointless.
 		return invalid("TombstoneRetention", "%v must not be shorter than Retention %v (or 0 to keep tombstones forever)", p.TombstoneRetention, p.Retention)
+	case p.InboxRetention < 0:
+		return invalid("InboxRetention", "must be >= 0 (0 means %v), got %v", DefaultInboxRetention, p.InboxRetention)
 	}
 	return nil
+}
+
+// EffectiveInboxRetention is InboxRetention, or DefaultInboxRetention when it
+// is zero.
+func (p CleanupParams) EffectiveInboxRetention() time.Duration {
+	if p.InboxRetention == 0 {
+		return DefaultInboxRetention
+	}
+	return p.InboxRetention
 }
 
 // EffectiveBatchSize is BatchSize, or DefaultCleanupBatch when it is zero.

@@ -66,12 +66,27 @@ type CheckoutOptions struct {
 	// Logger receives one record per request; keys and headers are never
 	// logged. Defaults to discarding.
 	Logger *slog.Logger
+	// Webhooks delivers Checkout.com payment events (payment_approved,
+	// payment_captured, payment_refunded, ...) whenever a payment or one
+	// of its actions changes, with Cko-Signature keyed by Webhooks.Secret
+	// (the webhook's signature key) and, when Webhooks.Authorization is
+	// set, that Authorization header; see CheckoutEvent. Defaults to none.
+	Webhooks WebhookDelivery
 }
 
 // Validate reports the first option that cannot work, saying how to fix it.
 func (o CheckoutOptions) Validate() error {
 	if err := o.coreConfig().check(); err != nil {
 		return err
+	}
+	if err := o.Webhooks.check("CheckoutOptions.Webhooks"); err != nil {
+		return err
+	}
+	if o.Webhooks.enabled() && o.Webhooks.Secret == "" {
+		return fmt.Errorf("mocks: CheckoutOptions.Webhooks.Secret is empty; set the webhook's signature key, which the receiver verifies Cko-Signature with")
+	}
+	if o.Webhooks.Username != "" {
+		return fmt.Errorf("mocks: CheckoutOptions.Webhooks.Username is set, but Checkout.com sends no Basic credentials; put the header value in Webhooks.Authorization")
 	}
 	if o.SecretKey != "" && !strings.HasPrefix(o.SecretKey, "sk_sbox_") && !strings.HasPrefix(o.SecretKey, "sk_test_") {
 		return fmt.Errorf("mocks: CheckoutOptions.SecretKey is not a sandbox key; use a value starting with sk_sbox_ or sk_test_")
@@ -130,6 +145,7 @@ func NewCheckoutHandler(opts CheckoutOptions) *CheckoutHandler {
 	if h.secretKey == "" {
 		h.secretKey = "sk_sbox_" + ckoID(h.core.ids, "")
 	}
+	h.startWebhooks(opts.Webhooks, ckoSignWebhook(opts.Webhooks.Secret))
 	h.serve([]route{
 		{"POST /payments", h.createPayment},
 		{"GET /payments", h.listPayments},

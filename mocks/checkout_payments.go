@@ -174,6 +174,7 @@ func (h *CheckoutHandler) createPayment(c *call) (*response, bool) {
 	if src.pending {
 		p.p.Status = "Pending"
 		p.p.Links = h.links(p.p.ID, "redirect")
+		h.emitLocked(c.now, ckoEvtPending, p, nil)
 		return h.jsonResponse(http.StatusAccepted, p.p), true
 	}
 	auth := CheckoutAction{ID: ckoID(h.core.ids, "act_"), Type: "Authorization", ProcessedOn: ckoTime(c.now),
@@ -186,6 +187,7 @@ func (h *CheckoutHandler) createPayment(c *call) (*response, bool) {
 	if !src.approved {
 		p.p.Status = "Declined"
 		p.p.Links = h.links(p.p.ID)
+		h.emitLocked(c.now, ckoEvtDeclined, p, nil)
 		return h.jsonResponse(http.StatusCreated, p.p), true
 	}
 	p.p.AuthCode = strconv.Itoa(100000 + int(p.seq%900000))
@@ -198,10 +200,14 @@ func (h *CheckoutHandler) createPayment(c *call) (*response, bool) {
 		p.p.Status = "Captured"
 		b.TotalCaptured, b.AvailableToRefund = amount, amount
 		p.p.Links = h.links(p.p.ID, "refund")
+		// Approved and captured: both events, the capture's last.
+		h.emitLocked(c.now, ckoEvtApproved, p, nil)
+		h.emitActionLocked(c.now, p)
 	} else {
 		p.p.Status = "Authorized"
 		b.AvailableToCapture, b.AvailableToVoid = amount, amount
 		p.p.Links = h.links(p.p.ID, "capture", "void")
+		h.emitLocked(c.now, ckoEvtApproved, p, nil)
 	}
 	return h.jsonResponse(http.StatusCreated, p.p), true
 }
@@ -294,6 +300,7 @@ func (h *CheckoutHandler) action(c *call, do func(p *ckoPayment, req ckoActionRe
 		if act.Type == "Refund" {
 			h.refunds = append(h.refunds, &ckoRefund{stored: stored{createdAt: c.now, key: c.key}, paymentID: p.p.ID, currency: p.p.Currency, action: *act})
 		}
+		h.emitActionLocked(c.now, p)
 		return h.jsonResponse(http.StatusAccepted, CheckoutActionAccepted{ActionID: act.ID, Reference: req.Reference,
 			Links: map[string]CheckoutLink{"payment": {Href: "https://api.sandbox.checkout.com/payments/" + p.p.ID}}}), true
 	})

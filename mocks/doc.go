@@ -35,6 +35,20 @@
 // CheckoutSourceDoNotHonour, ...; Truth().ChargesByReference counts
 // payments per reference.
 //
+// Every fake can deliver webhooks as its provider does (Options.Webhooks, a
+// WebhookDelivery): to a loopback URL only, at least once, possibly late
+// (Delay), twice (DuplicateRate), out of order (ReorderRate), with attempts
+// failing on the way (FailRate) and retried with backoff up to
+// MaxAttempts. The events are the provider's own: Stripe Events signed
+// with Stripe-Signature (StripeEvent), Checkout.com notifications signed
+// with Cko-Signature (CheckoutEvent), YooKassa notifications, unsigned
+// (YooKassaNotification); each carries the object as the fake's GET
+// returns it at the moment of the change. FlushWebhooks waits for the
+// queue, WebhookStats counts what happened, Close stops the sender. Test
+// hooks change money after the fact: Stripe's FailRefund (a refund fails
+// after it succeeded: refund.failed) and Checkout.com's DeclineCapture (an
+// accepted capture is declined: payment_capture_declined).
+//
 // The smallest use:
 //
 //	f := mocks.NewStripe(mocks.StripeOptions{})
@@ -57,8 +71,8 @@
 //
 // The fault, idempotency and truth machinery (faults.go, idempotency.go,
 // truth.go, core.go, clock.go), the handler and server every fake embeds
-// (fake.go) and the handling of stored objects (objects.go) are
-// provider-neutral; each provider's wire format lives in its own files
+// (fake.go), the handling of stored objects (objects.go) and the webhook
+// sender (webhooks.go) are provider-neutral; each provider's wire format lives in its own files
 // (stripe*.go, yookassa*.go, checkout*.go). httpmock responders in Stripe's
 // wire format live in the subpackage mockhttp, which only tests import.
 package mocks

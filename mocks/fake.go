@@ -23,6 +23,10 @@ type fakeHandler struct {
 	// records writes the provider's payments and refunds into a Truth,
 	// under the provider's own lock.
 	records func(*Truth)
+	// webhooks delivers the fake's events (nil until startWebhooks, which
+	// acts like a sender that sends nothing); eventIDs names them.
+	webhooks *webhookSender
+	eventIDs *idSource
 }
 
 // route is one route of a fake: a ServeMux pattern and its endpoint.
@@ -71,18 +75,22 @@ func (h *fakeHandler) Truth() Truth {
 // fakeServer is embedded in Stripe, YooKassa and Checkout: the fake's
 // handler served by an httptest.Server on 127.0.0.1.
 type fakeServer struct {
-	srv       *httptest.Server
-	release   func()
-	closeOnce sync.Once
+	srv          *httptest.Server
+	release      func()
+	stopWebhooks func()
+	closeOnce    sync.Once
 }
 
-// listen serves h on a new httptest.Server; Close releases h first.
+// listen serves h on a new httptest.Server; Close releases h first and
+// stops its webhooks last.
 func (s *fakeServer) listen(h interface {
 	http.Handler
 	Release()
+	StopWebhooks()
 }) {
 	s.srv = httptest.NewServer(h)
 	s.release = h.Release
+	s.stopWebhooks = h.StopWebhooks
 }
 
 // URL returns the server's base URL, e.g. "http://127.0.0.1:41234".
@@ -93,11 +101,16 @@ func (s *fakeServer) URL() string { return s.srv.URL }
 func (s *fakeServer) Client() *http.Client { return s.srv.Client() }
 
 // Close releases held requests (they are answered), waits for requests in
-// progress, then shuts the server down. Calling it again does nothing.
+// progress, shuts the server down, then stops the webhook sender: queued
+// deliveries are dropped (call FlushWebhooks first to deliver them), and
+// Close returns once the sender's goroutine has exited. Calling it again
+// does nothing.
 func (s *fakeServer) Close() {
 	s.closeOnce.Do(func() {
 		s.release()
 		s.srv.Close()
+		// After the server: requests in progress may still emit events.
+		s.stopWebhooks()
 	})
 }
 

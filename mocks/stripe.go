@@ -58,12 +58,25 @@ type StripeOptions struct {
 	// Logger receives one record per request (Debug; Info when a fault was
 	// injected). Keys and headers are never logged. Defaults to discarding.
 	Logger *slog.Logger
+	// Webhooks delivers Stripe events (payment_intent.*, refund.*,
+	// charge.refunded) signed with Webhooks.Secret, the endpoint's signing
+	// secret (whsec_...), whenever an object changes; see StripeEvent.
+	// The signature's timestamp is read from Clock at each attempt, so a
+	// receiver that checks its age must read the same clock. Defaults to
+	// none.
+	Webhooks WebhookDelivery
 }
 
 // Validate reports the first option that cannot work, saying how to fix it.
 func (o StripeOptions) Validate() error {
 	if err := o.coreConfig().check(namedDuration{"SearchLag", o.SearchLag}); err != nil {
 		return err
+	}
+	if err := o.Webhooks.check("StripeOptions.Webhooks"); err != nil {
+		return err
+	}
+	if o.Webhooks.enabled() && !strings.HasPrefix(o.Webhooks.Secret, "whsec_") {
+		return fmt.Errorf("mocks: StripeOptions.Webhooks.Secret is not an endpoint signing secret; set the value the receiver verifies with, starting with whsec_")
 	}
 	for i, k := range o.APIKeys {
 		if !strings.HasPrefix(k, "sk_test_") && !strings.HasPrefix(k, "rk_test_") {
@@ -130,6 +143,7 @@ func NewStripeHandler(opts StripeOptions) *StripeHandler {
 	if len(s.apiKeys) == 0 {
 		s.apiKeys = []string{s.core.ids.next("sk_test_", 24)}
 	}
+	s.startWebhooks(opts.Webhooks, s.signWebhook(opts.Webhooks.Secret))
 	s.serve([]route{
 		{"POST /v1/payment_intents", s.createIntent},
 		{"GET /v1/payment_intents", s.listIntents},

@@ -56,17 +56,23 @@ func (p StripePaymentIntent) MarshalJSON() ([]byte, error) {
 // StripeRefund is a Refund as Stripe's API v1 renders it; field names follow
 // Stripe's JSON names (https://docs.stripe.com/api/refunds/object).
 type StripeRefund struct {
-	ID                 string            `json:"id"`
-	Object             string            `json:"object"`
-	Amount             int64             `json:"amount"`
-	BalanceTransaction string            `json:"balance_transaction"`
-	Charge             string            `json:"charge"`
-	Created            int64             `json:"created"`
-	Currency           string            `json:"currency"`
-	Metadata           map[string]string `json:"metadata"`
-	PaymentIntent      string            `json:"payment_intent"`
-	Reason             string            `json:"reason"`
-	Status             string            `json:"status"`
+	ID                 string `json:"id"`
+	Object             string `json:"object"`
+	Amount             int64  `json:"amount"`
+	BalanceTransaction string `json:"balance_transaction"`
+	Charge             string `json:"charge"`
+	Created            int64  `json:"created"`
+	Currency           string `json:"currency"`
+	// FailureBalanceTransaction and FailureReason are set once a refund
+	// failed: the balance transaction that reverses the refund's, and why
+	// (lost_or_stolen_card, expired_or_canceled_card, unknown, ...;
+	// stripe-go refund.go, Refund.FailureReason).
+	FailureBalanceTransaction string            `json:"failure_balance_transaction"`
+	FailureReason             string            `json:"failure_reason"`
+	Metadata                  map[string]string `json:"metadata"`
+	PaymentIntent             string            `json:"payment_intent"`
+	Reason                    string            `json:"reason"`
+	Status                    string            `json:"status"`
 }
 
 // MarshalJSON renders the Refund with Stripe's nulls and defaults.
@@ -75,7 +81,8 @@ func (r StripeRefund) MarshalJSON() ([]byte, error) {
 	if r.Metadata == nil {
 		r.Metadata = map[string]string{}
 	}
-	return marshalWithNulls(r, "balance_transaction", "charge", "payment_intent", "reason")
+	return marshalWithNulls(r, "balance_transaction", "charge", "failure_balance_transaction", "failure_reason",
+		"payment_intent", "reason")
 }
 
 // StripeCharge is a Charge as Stripe's API v1 renders it (the fields

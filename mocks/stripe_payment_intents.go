@@ -159,6 +159,7 @@ func (s *StripeHandler) confirmLocked(c *call, in *stripeIntent, card stripeTest
 			FailureCode: card.code, FailureMessage: card.message, PaymentIntent: pi.ID, PaymentMethod: pi.PaymentMethod,
 			Status: "failed",
 		}
+		s.emitIntentLocked(c, in, stripeEvtIntentFailed)
 		e := lpe
 		snapshot := *pi
 		e.PaymentIntent = &snapshot
@@ -180,10 +181,12 @@ func (s *StripeHandler) confirmLocked(c *call, in *stripeIntent, card stripeTest
 		// later capture") but not captured.
 		pi.Status = "requires_capture"
 		pi.AmountCapturable = pi.Amount
+		s.emitIntentLocked(c, in, stripeEvtIntentCapturable)
 	} else {
 		pi.Status = "succeeded"
 		pi.AmountReceived = pi.Amount
 		ch.Captured, ch.AmountCaptured = true, pi.Amount
+		s.emitIntentLocked(c, in, stripeEvtIntentSucceeded)
 	}
 	return s.jsonResponse(c, http.StatusOK, *pi)
 }
@@ -304,6 +307,7 @@ func (s *StripeHandler) captureIntent(c *call) (*response, bool) {
 		for k, val := range md {
 			pi.Metadata[k] = val
 		}
+		s.emitIntentLocked(c, in, stripeEvtIntentSucceeded)
 		return s.jsonResponse(c, http.StatusOK, *pi), true
 	})
 }
@@ -338,6 +342,7 @@ func (s *StripeHandler) cancelIntent(c *call) (*response, bool) {
 		pi.CancellationReason = reason
 		pi.AmountCapturable = 0
 		pi.NextAction = nil
+		s.emitIntentLocked(c, in, stripeEvtIntentCanceled)
 		return s.jsonResponse(c, http.StatusOK, *pi), true
 	})
 }

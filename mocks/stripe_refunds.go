@@ -95,6 +95,14 @@ func (s *StripeHandler) createRefund(c *call) (*response, bool) {
 	}
 	s.refunds[re.re.ID] = re
 	s.refundOrder = append(s.refundOrder, re)
+	// A card refund that succeeds at once: the charge's charge.refunded
+	// and the refund's refund.created (sent for every refund since API
+	// version 2024-10-28.acacia:
+	// https://docs.stripe.com/changelog/acacia/2024-10-28/refund-webhook-update).
+	if ch := s.chargeObjs[in.chargeID]; ch != nil {
+		s.emitLocked(c, c.now, stripeEvtChargeRefunded, *ch, nil)
+	}
+	s.emitLocked(c, c.now, stripeEvtRefundCreated, re.re, nil)
 	return s.jsonResponse(c, http.StatusOK, re.re), true
 }
 

@@ -77,12 +77,25 @@ type YooKassaOptions struct {
 	// Logger receives one record per request. Credentials and headers are
 	// never logged. Defaults to discarding.
 	Logger *slog.Logger
+	// Webhooks delivers YooKassa notifications (payment.succeeded,
+	// payment.waiting_for_capture, payment.canceled, refund.succeeded)
+	// whenever a payment or refund changes; see YooKassaNotification.
+	// YooKassa signs nothing and sends no credentials (a receiver checks
+	// the source address, and the fake posts from loopback), so Secret,
+	// Username and Authorization must stay empty. Defaults to none.
+	Webhooks WebhookDelivery
 }
 
 // Validate reports the first option that cannot work, saying how to fix it.
 func (o YooKassaOptions) Validate() error {
 	if err := o.coreConfig().check(); err != nil {
 		return err
+	}
+	if err := o.Webhooks.check("YooKassaOptions.Webhooks"); err != nil {
+		return err
+	}
+	if o.Webhooks.Secret != "" || o.Webhooks.Username != "" || o.Webhooks.Authorization != "" {
+		return fmt.Errorf("mocks: YooKassaOptions.Webhooks sets Secret, Username or Authorization, but YooKassa neither signs notifications nor sends credentials; leave them empty (receivers check the source address)")
 	}
 	if o.SecretKey != "" && !strings.HasPrefix(o.SecretKey, "test_") {
 		return fmt.Errorf("mocks: YooKassaOptions.SecretKey is not a test key; use a value starting with test_")
@@ -153,6 +166,7 @@ func NewYooKassaHandler(opts YooKassaOptions) *YooKassaHandler {
 	if y.secretKey == "" {
 		y.secretKey = y.core.ids.next("test_", 43)
 	}
+	y.startWebhooks(opts.Webhooks, nil)
 	y.serve([]route{
 		{"POST /v3/payments", y.createPayment},
 		{"GET /v3/payments", y.listPayments},

@@ -199,6 +199,7 @@ func (y *YooKassaHandler) createPayment(c *call) (*response, bool) {
 	}
 	y.payments[p.p.ID] = p
 	y.paymentList = append(y.paymentList, p)
+	y.emitPaymentLocked(p)
 	return y.jsonResponse(http.StatusOK, p.p), true
 }
 
@@ -254,6 +255,7 @@ func (y *YooKassaHandler) capturePayment(c *call) (*response, bool) {
 		p.p.ExpiresAt = ""
 		p.p.Refundable = true
 		p.p.RefundedAmount = ptr(ykFormatAmount(0, p.scale, p.p.Amount.Currency))
+		y.emitPaymentLocked(p)
 		return y.jsonResponse(http.StatusOK, p.p), true
 	})
 }
@@ -272,6 +274,7 @@ func (y *YooKassaHandler) cancelPayment(c *call) (*response, bool) {
 		p.p.Paid = false
 		p.p.ExpiresAt = ""
 		p.p.CancellationDetails = &YooKassaCancellationDetails{Party: "merchant", Reason: "canceled_by_merchant"}
+		y.emitPaymentLocked(p)
 		return y.jsonResponse(http.StatusOK, p.p), true
 	})
 }

@@ -63,6 +63,9 @@ func (y *YooKassaHandler) createRefund(c *call) (*response, bool) {
 	}
 	y.refunds[rf.r.ID] = rf
 	y.refundList = append(y.refundList, rf)
+	if rf.r.Status == "succeeded" {
+		y.emitLocked(ykEvtRefundSucceeded, rf.r)
+	}
 	return y.jsonResponse(http.StatusOK, rf.r), true
 }
 

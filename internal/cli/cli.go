@@ -137,6 +137,7 @@ func commands() []command {
 		{"ops", "list and show operations (ops list, ops show ID)", runOps},
 		{"review", "list and resolve operations in manual review", runReview},
 		{"cleanup", "delete finished operations older than the retention", runCleanup},
+		{"webhooks", "receive providers' webhooks (webhooks serve) and list recorded events", runWebhooks},
 		{"help", "show help for a command", runHelp},
 	}
 }

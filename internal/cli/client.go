@@ -20,6 +20,9 @@ type providerFlags struct {
 	timeout   time.Duration
 	clockSkew time.Duration
 	verbose   bool
+	// fixed: the command chose the provider itself (webhooks serve builds
+	// one client per provider); --provider and PAYONCE_PROVIDER do not apply.
+	fixed bool
 }
 
 // Defaults of the provider flags, as the library has them.
@@ -30,9 +33,9 @@ const (
 
 func addProviderFlags(f *cmdFlags) *providerFlags {
 	pf := &providerFlags{f: f}
-	f.StringVar(&pf.provider, "provider", "stripe", "payment provider `NAME`: stripe, yookassa or checkout; or PAYONCE_PROVIDER")
+	f.StringVar(&pf.provider, "provider", "stripe", "payment provider `NAME`: stripe, yookassa, checkout or adyen; or\nPAYONCE_PROVIDER")
 	f.StringVar(&pf.baseURL, "base-url", "", "send the provider's requests to this `URL` instead (a fake, a proxy);\nor PAYONCE_BASE_URL")
-	f.duration(&pf.keyTTL, "key-ttl", 0, "how long the provider keeps idempotency keys; `D` replaces the adapter's\ndefault (24h for stripe, yookassa and checkout) and must never exceed the\n"+
+	f.duration(&pf.keyTTL, "key-ttl", 0, "how long the provider keeps idempotency keys; `D` replaces the adapter's\ndefault (24h for stripe, yookassa and checkout, 744h for adyen) and must\nnever exceed the "+
 		"provider's real one")
 	f.duration(&pf.searchLag, "search-lag", 0, "how long before a lookup that found nothing is believed; `D` replaces\n"+
 		"the adapter's default: stripe's search lag (1m), yookassa's list lag (1m),\n"+
@@ -48,7 +51,7 @@ func addProviderFlags(f *cmdFlags) *providerFlags {
 // client on store.
 func (a *App) newClient(pf *providerFlags, store ledger.Store, logLevel slog.Level) (*payonce.Client, error) {
 	name := pf.provider
-	if !pf.f.wasSet("provider") {
+	if !pf.fixed && !pf.f.wasSet("provider") {
 		if v := a.Env("PAYONCE_PROVIDER"); v != "" {
 			name = v
 		}

@@ -37,9 +37,12 @@ type ledgerFlags struct {
 }
 
 // addLedgerFlags defines --ledger and --schema, and --json (help
-// jsonUsage) into asJSON: every command that opens the ledger has the three.
+// jsonUsage) into asJSON: every command that opens the ledger has the three,
+// but a server, which prints no report, passes a nil asJSON.
 func addLedgerFlags(f *cmdFlags, asJSON *bool, jsonUsage string) *ledgerFlags {
-	f.BoolVar(asJSON, "json", false, jsonUsage)
+	if asJSON != nil {
+		f.BoolVar(asJSON, "json", false, jsonUsage)
+	}
 	lf := &ledgerFlags{f: f}
 	f.StringVar(&lf.dsn, "ledger", DefaultLedger,
 		"the ledger `DSN`: postgres://... (PostgreSQL), sqlite:PATH or a file path (SQLite);\nor PAYONCE_LEDGER")

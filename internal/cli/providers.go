@@ -2,11 +2,13 @@ package cli
 
 import (
 	"fmt"
+	"net/netip"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/adyen"
 	"github.com/payonce/payonce/providers/checkout"
 	"github.com/payonce/payonce/providers/stripe"
 	"github.com/payonce/payonce/providers/yookassa"
@@ -22,6 +24,11 @@ type Adapter struct {
 	// EnvVars name the environment variables holding the adapter's
 	// credentials, e.g. STRIPE_API_KEY. Every one must be set and non-empty.
 	EnvVars []string
+	// WebhookEnvVars name the environment variables that configure
+	// receiving the provider's webhooks (signing secrets, credentials,
+	// allowed addresses). They are optional for every other command;
+	// "webhooks serve" serves the provider only when every one is set.
+	WebhookEnvVars []string
 	// KeyTTL is how long the provider documents that it keeps an
 	// idempotency key (the adapter's default). A --key-ttl above it is
 	// refused: past it the provider has forgotten the key, and a resend
@@ -34,7 +41,8 @@ type Adapter struct {
 
 // AdapterConfig is what an Adapter's New receives.
 type AdapterConfig struct {
-	// Env holds the value of each of the Adapter's EnvVars (all non-empty).
+	// Env holds the value of each of the Adapter's EnvVars (all non-empty),
+	// and of each of its WebhookEnvVars that is set.
 	Env map[string]string
 	// BaseURL points the adapter at another endpoint (a fake, a proxy);
 	// empty means the provider's own.
@@ -90,26 +98,30 @@ func (r *Registry) Names() []string {
 	return names
 }
 
-// DefaultRegistry returns the adapters the payonce binary knows: checkout,
-// stripe and yookassa. A new adapter is added here with its constructor and
+// DefaultRegistry returns the adapters the payonce binary knows: adyen,
+// checkout, stripe and yookassa. A new adapter is added here with its constructor and
 // credential variables.
 func DefaultRegistry() *Registry {
-	r, err := NewRegistry(StripeAdapter(), YooKassaAdapter(), CheckoutAdapter())
+	r, err := NewRegistry(StripeAdapter(), YooKassaAdapter(), CheckoutAdapter(), AdyenAdapter())
 	if err != nil {
 		panic(err) // a programming error in this file
 	}
 	return r
 }
 
-// StripeAdapter builds the Stripe adapter from STRIPE_API_KEY.
+// StripeAdapter builds the Stripe adapter from STRIPE_API_KEY, and its
+// webhook verification from STRIPE_WEBHOOK_SECRET (the endpoint's signing
+// secret, whsec_...).
 func StripeAdapter() Adapter {
 	return Adapter{
-		Name:    "stripe",
-		EnvVars: []string{"STRIPE_API_KEY"},
-		KeyTTL:  stripe.DefaultKeyTTL,
+		Name:           "stripe",
+		EnvVars:        []string{"STRIPE_API_KEY"},
+		WebhookEnvVars: []string{"STRIPE_WEBHOOK_SECRET"},
+		KeyTTL:         stripe.DefaultKeyTTL,
 		New: func(c AdapterConfig) (payonce.Provider, error) {
 			return stripe.New(stripe.Config{
 				APIKey: c.Env["STRIPE_API_KEY"], BaseURL: c.BaseURL, KeyTTL: c.KeyTTL, SearchLag: c.SearchLag,
+				WebhookSecret: c.Env["STRIPE_WEBHOOK_SECRET"],
 			})
 		},
 	}
@@ -117,32 +129,87 @@ func StripeAdapter() Adapter {
 
 // YooKassaAdapter builds the YooKassa adapter from YOOKASSA_SHOP_ID and
 // YOOKASSA_SECRET_KEY. --search-lag sets its ListLag: how far behind the
-// payments and refunds lists may be.
+// payments and refunds lists may be. YOOKASSA_WEBHOOK_ALLOW lists the
+// addresses (CIDRs or IPs, comma-separated) webhooks are accepted from:
+// YooKassa signs nothing, so its notifications are trusted only as far as
+// to look the object up.
 func YooKassaAdapter() Adapter {
 	return Adapter{
-		Name:    "yookassa",
-		EnvVars: []string{"YOOKASSA_SHOP_ID", "YOOKASSA_SECRET_KEY"},
-		KeyTTL:  yookassa.DefaultKeyTTL,
+		Name:           "yookassa",
+		EnvVars:        []string{"YOOKASSA_SHOP_ID", "YOOKASSA_SECRET_KEY"},
+		WebhookEnvVars: []string{"YOOKASSA_WEBHOOK_ALLOW"},
+		KeyTTL:         yookassa.DefaultKeyTTL,
 		New: func(c AdapterConfig) (payonce.Provider, error) {
+			allow, err := parsePrefixes("YOOKASSA_WEBHOOK_ALLOW", c.Env["YOOKASSA_WEBHOOK_ALLOW"])
+			if err != nil {
+				return nil, err
+			}
 			return yookassa.New(yookassa.Config{
 				ShopID: c.Env["YOOKASSA_SHOP_ID"], SecretKey: c.Env["YOOKASSA_SECRET_KEY"],
-				BaseURL: c.BaseURL, KeyTTL: c.KeyTTL, ListLag: c.SearchLag,
+				BaseURL: c.BaseURL, KeyTTL: c.KeyTTL, ListLag: c.SearchLag, WebhookAllow: allow,
 			})
 		},
 	}
 }
 
+// parsePrefixes reads a comma-separated list of CIDRs or single addresses;
+// empty is nil (the adapter's default).
+func parsePrefixes(name, s string) ([]netip.Prefix, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []netip.Prefix
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if p, err := netip.ParsePrefix(part); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		addr, err := netip.ParseAddr(part)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is neither a CIDR (185.71.76.0/27) nor an address (77.75.156.11)", name, part)
+		}
+		out = append(out, netip.PrefixFrom(addr, addr.BitLen()))
+	}
+	return out, nil
+}
+
 // CheckoutAdapter builds the Checkout.com adapter from CHECKOUT_SECRET_KEY.
 // --search-lag sets its SettleLag: how long after the last attempt a lookup
-// that found nothing is believed.
+// that found nothing is believed. CHECKOUT_WEBHOOK_SECRET is the webhook's
+// signature key (Cko-Signature).
 func CheckoutAdapter() Adapter {
 	return Adapter{
-		Name:    "checkout",
-		EnvVars: []string{"CHECKOUT_SECRET_KEY"},
-		KeyTTL:  checkout.DefaultKeyTTL,
+		Name:           "checkout",
+		EnvVars:        []string{"CHECKOUT_SECRET_KEY"},
+		WebhookEnvVars: []string{"CHECKOUT_WEBHOOK_SECRET"},
+		KeyTTL:         checkout.DefaultKeyTTL,
 		New: func(c AdapterConfig) (payonce.Provider, error) {
 			return checkout.New(checkout.Config{
 				SecretKey: c.Env["CHECKOUT_SECRET_KEY"], BaseURL: c.BaseURL, KeyTTL: c.KeyTTL, SettleLag: c.SearchLag,
+				WebhookSecret: c.Env["CHECKOUT_WEBHOOK_SECRET"],
+			})
+		},
+	}
+}
+
+// AdyenAdapter builds the Adyen adapter from ADYEN_API_KEY and
+// ADYEN_MERCHANT_ACCOUNT; its webhooks need ADYEN_HMAC_KEY (hex) and the
+// basic-auth pair ADYEN_WEBHOOK_USERNAME / ADYEN_WEBHOOK_PASSWORD. Adyen has
+// no status endpoint: without webhooks its captures, cancels and refunds
+// settle only by a same-key resend or an operator.
+func AdyenAdapter() Adapter {
+	return Adapter{
+		Name:           "adyen",
+		EnvVars:        []string{"ADYEN_API_KEY", "ADYEN_MERCHANT_ACCOUNT"},
+		WebhookEnvVars: []string{"ADYEN_HMAC_KEY", "ADYEN_WEBHOOK_USERNAME", "ADYEN_WEBHOOK_PASSWORD"},
+		KeyTTL:         adyen.DefaultKeyTTL,
+		New: func(c AdapterConfig) (payonce.Provider, error) {
+			return adyen.New(adyen.Config{
+				APIKey: c.Env["ADYEN_API_KEY"], MerchantAccount: c.Env["ADYEN_MERCHANT_ACCOUNT"],
+				BaseURL: c.BaseURL, KeyTTL: c.KeyTTL,
+				HMACKey: c.Env["ADYEN_HMAC_KEY"], WebhookUsername: c.Env["ADYEN_WEBHOOK_USERNAME"],
+				WebhookPassword: c.Env["ADYEN_WEBHOOK_PASSWORD"],
 			})
 		},
 	}
@@ -178,6 +245,11 @@ func (r *Registry) build(name string, env func(string) string, c AdapterConfig) 
 	if len(missing) > 0 {
 		return nil, usageErrorf("provider %s needs %s set in the environment (credentials are never taken from flags)",
 			name, strings.Join(missing, " and "))
+	}
+	for _, v := range a.WebhookEnvVars {
+		if val := env(v); val != "" {
+			c.Env[v] = val
+		}
 	}
 	if c.KeyTTL > 0 {
 		documented := a.KeyTTL

@@ -157,7 +157,7 @@ func TestProviderCredentials(t *testing.T) {
 		{"yookassa without shop", map[string]string{"YOOKASSA_SECRET_KEY": "test_abcdefghijklmnopqrstuvwxyz"}, append(charge, "--provider", "yookassa"), []string{"needs YOOKASSA_SHOP_ID set"}},
 		{"checkout", nil, append(charge, "--provider", "checkout"), []string{"provider checkout needs CHECKOUT_SECRET_KEY set"}},
 		{"checkout from env", map[string]string{"PAYONCE_PROVIDER": "checkout", "STRIPE_API_KEY": "sk_test_x"}, charge, []string{"CHECKOUT_SECRET_KEY"}},
-		{"unknown provider", nil, append(charge, "--provider", "paypal"), []string{`unknown provider "paypal"`, "known providers are checkout, stripe, yookassa"}},
+		{"unknown provider", nil, append(charge, "--provider", "paypal"), []string{`unknown provider "paypal"`, "known providers are adyen, checkout, stripe, yookassa"}},
 		{"unknown demo provider", nil, []string{"demo", "--provider", "paypal"}, []string{`unknown provider "paypal"`, "stripe, yookassa, checkout"}},
 	}, func(t *testing.T, tc usageCase) result {
 		r := runBinary(t, with(tg.env(), flatten(tc.env)...), tc.args...)
@@ -173,7 +173,7 @@ func TestProviderCredentials(t *testing.T) {
 	}
 	c := runBinary(t, nil, "charge", "-h")
 	require.Equal(t, 0, c.code, "%s", c)
-	for _, w := range []string{"stripe, yookassa or checkout", "yookassa's list lag", "checkout's settle lag"} {
+	for _, w := range []string{"stripe, yookassa, checkout or adyen", "yookassa's list lag", "checkout's settle lag"} {
 		require.Contains(t, c.stdout, w)
 	}
 	dh := runBinary(t, nil, "demo", "-h")
@@ -276,7 +276,7 @@ func TestAdapterConfigMapping(t *testing.T) {
 		require.Equal(t, tc.defaultTTL, p.Info().KeyTTL)
 	}
 
-	require.Equal(t, []string{"checkout", "stripe", "yookassa"}, cli.DefaultRegistry().Names())
+	require.Equal(t, []string{"adyen", "checkout", "stripe", "yookassa"}, cli.DefaultRegistry().Names())
 }
 
 // runCharge runs "payonce charge ARGS --json", checks its exit code and

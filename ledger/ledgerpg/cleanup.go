@@ -15,7 +15,10 @@ import (
 // Cleanup implements ledger.Store. Each batch is one transaction: one
 // DELETE statement returning the deleted operations (attempts and events go
 // with them by ON DELETE CASCADE), then their tombstones. Then, with a
-// TombstoneRetention, tombstones old enough are deleted in batches too.
+// TombstoneRetention, tombstones old enough are deleted in batches too;
+// then webhook inbox entries received before p.Now -
+// p.EffectiveInboxRetention() (their outcomes go with them by ON DELETE
+// CASCADE), likewise.
 // When ctx is cancelled between batches, Cleanup stops and returns what it
 // did so far with the context's error.
 func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.CleanupReport, error) {
@@ -59,6 +62,15 @@ func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.Cle
 			// Not forced durable: a purge lost in a crash only keeps
 			// tombstones longer.
 			tag, err := s.pool.Exec(ctx, s.q.purgeTombstones, finishedBefore, batch)
+			if err != nil {
+				return 0, translate("cleanup", err)
+			}
+			return int(tag.RowsAffected()), nil
+		},
+		PurgeInbox: func(receivedBefore time.Time, batch int) (int, error) {
+			// Not forced durable either: a purge lost in a crash only keeps
+			// entries longer.
+			tag, err := s.pool.Exec(ctx, s.q.purgeInbox, receivedBefore, batch)
 			if err != nil {
 				return 0, translate("cleanup", err)
 			}

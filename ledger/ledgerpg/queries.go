@@ -16,6 +16,8 @@ type queries struct {
 	attempts        string
 	events          string
 	tombstones      string
+	webhooks        string
+	outcomes        string
 
 	insertOp            string
 	insertOpWithAttempt string
@@ -40,6 +42,15 @@ type queries struct {
 	cleanupStats        string
 	insertEvents        string
 	eventsOf            string
+	insertWebhook       string
+	webhookOutcomes     string
+	lockOpOfKind        string
+	lockByProviderRef   string
+	lockByPaymentRef    string
+	latestAttempt       string
+	insertOutcomes      string
+	listWebhooks        string
+	purgeInbox          string
 }
 
 func newQueries(schema string) queries {
@@ -50,6 +61,8 @@ func newQueries(schema string) queries {
 		attempts:        pgx.Identifier{schema, "payonce_attempts"}.Sanitize(),
 		events:          pgx.Identifier{schema, "payonce_events"}.Sanitize(),
 		tombstones:      pgx.Identifier{schema, "payonce_tombstones"}.Sanitize(),
+		webhooks:        pgx.Identifier{schema, "payonce_webhooks"}.Sanitize(),
+		outcomes:        pgx.Identifier{schema, "payonce_webhook_outcomes"}.Sanitize(),
 	}
 	cols := strings.Join(opColumns, ", ")
 	oCols := prefixed("o.", opColumns)
@@ -68,6 +81,7 @@ func newQueries(schema string) queries {
 		}
 	}
 	r := strings.NewReplacer("{{ops}}", q.ops, "{{attempts}}", q.attempts, "{{events}}", q.events, "{{tombstones}}", q.tombstones,
+		"{{webhooks}}", q.webhooks, "{{outcomes}}", q.outcomes,
 		"{{cols}}", cols, "{{o.cols}}", oCols, "{{a.cols}}", aCols, "{{t.cols}}", tCols, "{{tomb.cols}}", strings.Join(tombstoneColumns, ", "))
 
 	// No conflict target: a new ID whose key is another operation's key is
@@ -197,6 +211,48 @@ func newQueries(schema string) queries {
 	q.eventsOf = r.Replace(`SELECT e.seq, e.at, e.kind, e.actor, e.detail
 		FROM {{ops}} o LEFT JOIN {{events}} e ON e.operation_id = o.id
 		WHERE o.id = $1 ORDER BY e.seq`)
+
+	// The inbox. Under READ COMMITTED, an insert that meets a row of the
+	// same event inserted by a transaction still open waits for it: when
+	// that one commits, this insert does nothing and the next statement
+	// (webhookOutcomes, a new snapshot) reads the outcomes it committed;
+	// when it rolls back, this one inserts. So concurrent deliveries of one
+	// event apply it exactly once, and the others report a duplicate.
+	q.insertWebhook = r.Replace(`INSERT INTO {{webhooks}} (provider, event_id, type, occurred_at, received_at, targets)
+		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (provider, event_id) DO NOTHING`)
+	q.webhookOutcomes = r.Replace(`SELECT target, operation_id, disposition, from_status, to_status
+		FROM {{outcomes}} WHERE provider = $1 AND event_id = $2 ORDER BY seq`)
+	// The candidates of a target, locked until the transaction ends, so
+	// that no Finish, Resolve or ClaimDue changes them between the read and
+	// the write. Several are locked in ID order, so that two events on the
+	// same operations queue rather than deadlock; across the targets of one
+	// event the order is the targets', and a rare deadlock between two
+	// events is broken by PostgreSQL failing one of them, which then
+	// records nothing (the provider delivers it again). Literal column
+	// names, so that each query matches its partial index.
+	q.lockOpOfKind = r.Replace(`SELECT {{cols}} FROM {{ops}} WHERE id = $1 AND provider = $2 AND kind = $3 FOR UPDATE`)
+	q.lockByProviderRef = r.Replace(`SELECT {{cols}} FROM {{ops}}
+		WHERE provider = $1 AND kind = $2 AND provider_ref = $3 ORDER BY id FOR UPDATE`)
+	q.lockByPaymentRef = r.Replace(`SELECT {{cols}} FROM {{ops}}
+		WHERE provider = $1 AND kind = $2 AND payment_ref = $3 ORDER BY id FOR UPDATE`)
+	q.latestAttempt = r.Replace(`SELECT {{a.cols}} FROM {{attempts}} a WHERE a.operation_id = $1 ORDER BY a.number DESC LIMIT 1`)
+	q.insertOutcomes = r.Replace(`INSERT INTO {{outcomes}} (provider, event_id, seq, target, operation_id, disposition, from_status, to_status)
+		SELECT $1::text, $2::text, o.ord - 1, o.target, NULLIF(o.op, ''), o.disp, NULLIF(o.from_s, ''), NULLIF(o.to_s, '')
+		FROM unnest($3::int[], $4::text[], $5::text[], $6::text[], $7::text[])
+			WITH ORDINALITY AS o(target, op, disp, from_s, to_s, ord)`)
+	// One statement, so that an entry and its outcomes come from one
+	// snapshot (an entry Cleanup deletes meanwhile is listed whole or not
+	// at all). Filters, order and limit are appended by ListWebhooks.
+	q.listWebhooks = r.Replace(`SELECT w.provider, w.event_id, w.type, w.occurred_at, w.received_at, w.targets,
+		coalesce((SELECT json_agg(json_build_object('target', o.target, 'operation_id', o.operation_id,
+			'disposition', o.disposition, 'from_status', o.from_status, 'to_status', o.to_status) ORDER BY o.seq)
+		 FROM {{outcomes}} o WHERE o.provider = w.provider AND o.event_id = w.event_id), '[]')::text
+		FROM {{webhooks}} w`)
+	// Outcomes go with their entry by ON DELETE CASCADE.
+	q.purgeInbox = r.Replace(`DELETE FROM {{webhooks}} WHERE (provider, event_id) IN (
+			SELECT provider, event_id FROM {{webhooks}} WHERE received_at < $1
+			ORDER BY received_at LIMIT $2
+			FOR UPDATE SKIP LOCKED)`)
 	return q
 }
 

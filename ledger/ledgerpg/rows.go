@@ -17,7 +17,7 @@ var opColumns = []string{
 	"provider_ref", "result", "attempts", "key_ttl_ms", "window_start", "key_expires_at",
 	"lease_owner", "lease_expires_at", "next_check_at", "review_reason", "review_at",
 	"resolved_by", "resolution_note", "resolution_outcome", "resolved_at",
-	"created_at", "updated_at", "finished_at",
+	"created_at", "updated_at", "finished_at", "payment_ref",
 }
 
 // opArgs are the values of every column of op, in opColumns order, for INSERT.
@@ -28,7 +28,7 @@ func opArgs(op ledger.Operation) []any {
 		nullText(op.ProviderRef), nullBytes(op.Result), op.Attempts, op.KeyTTL.Milliseconds(), nullTime(op.WindowStart), nullTime(op.KeyExpiresAt),
 		nullText(op.LeaseOwner), nullTime(op.LeaseExpiresAt), nullTime(op.NextCheckAt), nullText(op.ReviewReason), nullTime(op.ReviewAt),
 		r[0], r[1], r[2], r[3],
-		op.CreatedAt, op.UpdatedAt, nullTime(op.FinishedAt),
+		op.CreatedAt, op.UpdatedAt, nullTime(op.FinishedAt), nullText(op.PaymentRef),
 	}
 }
 
@@ -59,6 +59,7 @@ type opScan struct {
 	op                                                     ledger.Operation
 	request, status                                        string
 	providerRef, result, leaseOwner, reviewReason          pgtype.Text
+	paymentRef                                             pgtype.Text
 	resolvedBy, resolutionNote, resolutionOutcome          pgtype.Text
 	keyTTLms                                               int64
 	windowStart, keyExpiresAt, leaseExpiresAt, nextCheckAt pgtype.Timestamptz
@@ -73,7 +74,7 @@ func (s *opScan) dest() []any {
 		&s.providerRef, &s.result, &o.Attempts, &s.keyTTLms, &s.windowStart, &s.keyExpiresAt,
 		&s.leaseOwner, &s.leaseExpiresAt, &s.nextCheckAt, &s.reviewReason, &s.reviewAt,
 		&s.resolvedBy, &s.resolutionNote, &s.resolutionOutcome, &s.resolvedAt,
-		&s.createdAt, &s.updatedAt, &s.finishedAt,
+		&s.createdAt, &s.updatedAt, &s.finishedAt, &s.paymentRef,
 	}
 }
 
@@ -91,6 +92,7 @@ func (s *opScan) operation() (ledger.Operation, error) {
 	op.Status = status
 	op.Request = []byte(s.request)
 	op.ProviderRef = s.providerRef.String
+	op.PaymentRef = s.paymentRef.String
 	if s.result.Valid {
 		op.Result = []byte(s.result.String)
 	}

@@ -291,3 +291,46 @@ func TestCorruptOutcomeIsReported(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, "SELECT outcome FROM "+table(s.Schema(), "payonce_attempts")).Scan(&outcome))
 	require.Equal(t, "exploded", outcome)
 }
+
+// A schema left at version 3 upgrades to the webhook inbox with its data
+// intact: its operations and tombstones are read as they were and webhooks
+// settle them or find their tombstones.
+func TestUpgradeFromVersion3(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	old, pool := unmigratedStore(t)
+	schema := old.Schema()
+	ledgerpg.KeepMigrationsUpTo(old, 3)
+	applied, err := old.MigrateReport(ctx)
+	require.NoError(t, err)
+	require.Len(t, applied, 3)
+	var reg *string
+	require.NoError(t, pool.QueryRow(ctx, "SELECT to_regclass($1)::text", table(schema, "payonce_webhooks")).Scan(&reg))
+	require.Nil(t, reg, "version 3 has no inbox")
+
+	// What a version 3 build wrote: an operation waiting for a lookup, and
+	// the tombstone of one Cleanup removed.
+	ops, atts, tombs := table(schema, "payonce_operations"), table(schema, "payonce_attempts"), table(schema, "payonce_tombstones")
+	op1, gone := newOp("op-1"), newOp("op-old")
+	_, err = pool.Exec(ctx, `INSERT INTO `+ops+` (id, key, provider, kind, refs, generation, fingerprint, request, status, attempts,
+		key_ttl_ms, window_start, key_expires_at, lease_owner, lease_expires_at, next_check_at, created_at, updated_at)
+		VALUES ($1, $1, 'stripe', 'charge', $2, 0, $3, $4, 'unknown', 1, 86400000, $5, $6, 'w', $7, $7, $5, $8)`,
+		op1.ID, op1.References, op1.Fingerprint, string(op1.Request), t0, t0.Add(24*time.Hour), t0.Add(time.Minute), t0.Add(time.Second))
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO `+atts+` (operation_id, number, key, started_at, finished_at, may_have_reached, outcome, error, replayed)
+		VALUES ('op-1', 1, 'op-1', $1, $2, true, 'maybe_sent', 'timeout', false)`, t0, t0.Add(time.Second))
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO `+tombs+` (id, key, provider, kind, refs, generation, fingerprint, status, provider_ref,
+		key_ttl_ms, created_at, finished_at, tombstoned_at)
+		VALUES ($1, $1, 'stripe', 'charge', $2, 0, $3, 'succeeded', 'pi_old', 86400000, $4, $4, $5)`,
+		gone.ID, gone.References, gone.Fingerprint, t0.Add(-30*24*time.Hour), t0.Add(-time.Hour))
+	require.NoError(t, err)
+
+	s, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema})
+	require.NoError(t, err)
+	applied, err = s.MigrateReport(ctx)
+	require.NoError(t, err)
+	require.Equal(t, s.Migrations()[3:], applied, "every version after 3")
+	require.Equal(t, "webhooks", applied[0].Name)
+	ledgertest.RequireUpgradedFromVersion3(t, s, op1, t0)
+}

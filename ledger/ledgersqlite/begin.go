@@ -198,11 +198,11 @@ func insertOp(ctx context.Context, c querier, op ledger.Operation) (bool, error)
 	}
 	res, err := c.ExecContext(ctx, `INSERT INTO payonce_operations
 		(id, key, provider, kind, refs, generation, fingerprint, request, status, attempts,
-		 key_ttl_ms, next_check_at, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		 key_ttl_ms, next_check_at, created_at, updated_at, payment_ref)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO NOTHING`,
 		op.ID, op.Key, op.Provider, op.Kind, string(refs), op.Generation, op.Fingerprint, string(op.Request), string(op.Status), op.Attempts,
-		ttlMillis(op.KeyTTL), micros(op.NextCheckAt), micros(op.CreatedAt), micros(op.UpdatedAt))
+		ttlMillis(op.KeyTTL), micros(op.NextCheckAt), micros(op.CreatedAt), micros(op.UpdatedAt), text(op.PaymentRef))
 	if err != nil {
 		return false, err
 	}

@@ -18,7 +18,8 @@ import (
 // leaves a tombstone (ledger.TombstoneOf), written in the transaction of its
 // delete. It never deletes an operation that is not final. With
 // p.TombstoneRetention, tombstones whose operation finished longer ago than
-// that are then deleted, in batches too. When ctx ends between batches, the
+// that are then deleted, in batches too; then webhook inbox entries received
+// before p.Now - p.EffectiveInboxRetention(), with their outcomes, likewise. When ctx ends between batches, the
 // report counts the batches already committed and the error wraps
 // ctx.Err().
 func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.CleanupReport, error) {
@@ -49,6 +50,18 @@ func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.Cle
 				}
 				purged, err := res.RowsAffected()
 				n = int(purged)
+				return err
+			})
+			if err != nil {
+				return 0, fail("cleanup", err)
+			}
+			return n, nil
+		},
+		PurgeInbox: func(receivedBefore time.Time, batch int) (int, error) {
+			var n int
+			err := s.write(ctx, func(c *sql.Conn) error {
+				var err error
+				n, err = purgeInbox(ctx, c, ledger.UTC(receivedBefore), batch)
 				return err
 			})
 			if err != nil {

@@ -51,7 +51,7 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	s := openAt(t, path) // Migrate to the current version
 	v, err = s.SchemaVersion(ctx)
 	require.NoError(t, err)
-	require.Equal(t, 3, v)
+	require.Equal(t, 4, v)
 	ledgertest.RequireUpgradedFromVersion1(t, s, op1, t0)
 }
 
@@ -68,7 +68,7 @@ func TestMigrate(t *testing.T) {
 	require.NoError(t, s.Migrate(ctx))
 	v, err = s.SchemaVersion(ctx)
 	require.NoError(t, err)
-	require.Equal(t, 3, v)
+	require.Equal(t, 4, v)
 
 	raw := rawDB(t, path)
 	var names []string
@@ -81,7 +81,7 @@ func TestMigrate(t *testing.T) {
 		names = append(names, name)
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"initial", "events", "tombstones"}, names)
+	require.Equal(t, []string{"initial", "events", "tombstones", "webhooks"}, names)
 	require.Positive(t, appliedAt)
 
 	t.Run("TwiceIsNoOp", func(t *testing.T) {
@@ -93,7 +93,7 @@ func TestMigrate(t *testing.T) {
 		require.Equal(t, before, after)
 		var n, again int64
 		require.NoError(t, raw.QueryRow("SELECT count(*), max(applied_at) FROM payonce_schema_migrations").Scan(&n, &again))
-		require.EqualValues(t, 3, n)
+		require.EqualValues(t, 4, n)
 		require.Equal(t, appliedAt, again, "the recorded migrations are untouched")
 	})
 
@@ -125,5 +125,45 @@ func TestMigrateConcurrently(t *testing.T) {
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
-	require.Equal(t, 3, countRows(t, rawDB(t, path), "payonce_schema_migrations"), "each migration applied once")
+	require.Equal(t, 4, countRows(t, rawDB(t, path), "payonce_schema_migrations"), "each migration applied once")
+}
+
+// A database left at schema version 3 upgrades to the webhook inbox with its
+// data intact: its operations and tombstones are read as they were and
+// webhooks settle them or find their tombstones.
+func TestUpgradeFromVersion3(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := dbPath(t)
+	old := openUnmigrated(t, path)
+	require.NoError(t, ledgersqlite.MigrateTo(ctx, old, 3))
+	require.NoError(t, old.Close())
+	raw := rawDB(t, path)
+	var tables int
+	require.NoError(t, raw.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name IN ('payonce_webhooks', 'payonce_webhook_outcomes')`).Scan(&tables))
+	require.Zero(t, tables, "version 3 has no inbox")
+
+	// What a version 3 build wrote: an operation waiting for a lookup, and
+	// the tombstone of one Cleanup removed.
+	op1, gone := newOp("op-1"), newOp("op-old")
+	us := func(d time.Duration) int64 { return t0.Add(d).UnixMicro() }
+	_, err := raw.Exec(`INSERT INTO payonce_operations (id, key, provider, kind, refs, generation, fingerprint, request, status, attempts,
+		key_ttl_ms, window_start, key_expires_at, lease_owner, lease_expires_at, next_check_at, created_at, updated_at)
+		VALUES (?, ?, 'stripe', 'charge', '["order","op-1"]', 0, ?, ?, 'unknown', 1, 86400000, ?, ?, 'w', ?, ?, ?, ?)`,
+		op1.ID, op1.ID, op1.Fingerprint, string(op1.Request), us(0), us(24*time.Hour), us(time.Minute), us(time.Minute), us(0), us(time.Second))
+	require.NoError(t, err)
+	_, err = raw.Exec(`INSERT INTO payonce_attempts (operation_id, number, key, started_at, finished_at, may_have_reached, outcome, error, replayed)
+		VALUES ('op-1', 1, 'op-1', ?, ?, 1, 'maybe_sent', 'timeout', 0)`, us(0), us(time.Second))
+	require.NoError(t, err)
+	_, err = raw.Exec(`INSERT INTO payonce_tombstones (id, key, provider, kind, refs, generation, fingerprint, status, provider_ref,
+		key_ttl_ms, created_at, finished_at, tombstoned_at)
+		VALUES (?, ?, 'stripe', 'charge', '["order","op-old"]', 0, ?, 'succeeded', 'pi_old', 86400000, ?, ?, ?)`,
+		gone.ID, gone.ID, gone.Fingerprint, us(-30*24*time.Hour), us(-30*24*time.Hour), us(-time.Hour))
+	require.NoError(t, err)
+
+	s := openAt(t, path)
+	v, err := s.SchemaVersion(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 4, v)
+	ledgertest.RequireUpgradedFromVersion3(t, s, op1, t0)
 }

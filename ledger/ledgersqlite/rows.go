@@ -74,7 +74,7 @@ const opColumns = `id, key, provider, kind, refs, generation, fingerprint, reque
 	provider_ref, result, attempts, key_ttl_ms, window_start, key_expires_at,
 	lease_owner, lease_expires_at, next_check_at, review_reason, review_at,
 	resolved_by, resolution_note, resolution_outcome, resolved_at,
-	created_at, updated_at, finished_at`
+	created_at, updated_at, finished_at, payment_ref`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -96,6 +96,7 @@ func scanOp(sc scanner) (ledger.Operation, error) {
 		refs, request, status                                  string
 		generation, attempts, ttlMS                            int64
 		providerRef, result, leaseOwner, reviewReason          sql.NullString
+		paymentRef                                             sql.NullString
 		resolvedBy, resolutionNote, resolutionOutcome          sql.NullString
 		windowStart, keyExpiresAt, leaseExpiresAt, nextCheckAt sql.NullInt64
 		reviewAt, resolvedAt, createdAt, updatedAt, finishedAt sql.NullInt64
@@ -104,7 +105,7 @@ func scanOp(sc scanner) (ledger.Operation, error) {
 		&providerRef, &result, &attempts, &ttlMS, &windowStart, &keyExpiresAt,
 		&leaseOwner, &leaseExpiresAt, &nextCheckAt, &reviewReason, &reviewAt,
 		&resolvedBy, &resolutionNote, &resolutionOutcome, &resolvedAt,
-		&createdAt, &updatedAt, &finishedAt)
+		&createdAt, &updatedAt, &finishedAt, &paymentRef)
 	if err != nil {
 		return ledger.Operation{}, err
 	}
@@ -117,6 +118,7 @@ func scanOp(sc scanner) (ledger.Operation, error) {
 	op.Generation = int(generation)
 	op.Request = []byte(request)
 	op.ProviderRef = providerRef.String
+	op.PaymentRef = paymentRef.String
 	op.Result = fromBlobText(result)
 	op.Attempts = int(attempts)
 	op.KeyTTL = time.Duration(ttlMS) * time.Millisecond

@@ -60,6 +60,7 @@ func RunCreateOrGetTx(t *testing.T, newHarness func(t *testing.T) *TxHarness) {
 		{"RollbackRecordsNothing", testTxRollback},
 		{"MismatchLeavesTxUsable", testTxMismatch},
 		{"TombstoneAnswers", testTxTombstone},
+		{"RecordsPaymentRef", testTxPaymentRef},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -193,4 +194,22 @@ func testTxTombstone(t *testing.T, h *TxHarness) {
 
 	require.Zero(t, h.Operations(t), "nothing was recreated")
 	require.Equal(t, 1, h.Orders(t))
+}
+
+// The payment reference of an operation recorded in the caller's
+// transaction is kept, so that a webhook naming only the payment finds it.
+func testTxPaymentRef(t *testing.T, h *TxHarness) {
+	ctx, s := t.Context(), h.Store
+	op := refundOf("op-refund", "pi_1")
+	tx := h.Begin(t)
+	defer tx.Rollback(ctx) //nolint:errcheck // committed below
+	got, created, err := tx.CreateOrGet(ctx, op, base)
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Equal(t, "pi_1", got.PaymentRef)
+	require.NoError(t, tx.Commit(ctx))
+	stored, _ := mustGet(t, s, op.ID)
+	require.Equal(t, "pi_1", stored.PaymentRef)
+	mustRecordNew(t, s, evt("evt_1", "refund.updated", ledger.WebhookTarget{Kind: "refund", PaymentRef: "pi_1", Effect: ledger.EffectSucceeded}),
+		at(time.Minute), outcome(0, op.ID, ledger.WebhookNudged, ledger.StatusPending, ledger.StatusPending))
 }

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/internal/adapterkit"
@@ -32,7 +34,7 @@ const MaxKeyLength = 36
 // Config configures a Provider. Zero fields take the documented defaults.
 //
 // Config formats itself (fmt verbs, String, GoString, slog) with the secret
-// key redacted.
+// key and the webhook credentials redacted.
 type Config struct {
 	// SecretKey is the secret API key (sk_... / sk_sbox_...), sent as
 	// "Authorization: Bearer <key>". Required. It never appears in an
@@ -57,6 +59,15 @@ type Config struct {
 	// also asks to wait at least 30 s before reattempting). Defaults to
 	// DefaultSettleLag (2 minutes).
 	SettleLag time.Duration
+	// WebhookSecret is the signature key of the webhook (the key given in
+	// the workflow's webhook action): ParseWebhook checks each delivery's
+	// Cko-Signature with it. Optional: without it ParseWebhook refuses
+	// every delivery. It never appears in an error or a log value.
+	WebhookSecret string
+	// WebhookAuthorization, when set, is the Authorization header value
+	// configured on the webhook: a delivery must carry exactly it, or it
+	// is refused as unauthenticated (401). Redacted like the keys.
+	WebhookAuthorization string
 	// Now returns the current time; it turns a Retry-After date into a
 	// wait. Defaults to time.Now.
 	Now func() time.Time
@@ -72,6 +83,9 @@ type Provider struct {
 	keyTTL    time.Duration
 	settleLag time.Duration
 	now       func() time.Time
+
+	webhookSecret adapterkit.Secret
+	webhookAuth   adapterkit.Secret
 }
 
 var _ payonce.Provider = (*Provider)(nil)
@@ -99,6 +113,16 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The webhook credentials, optional, are checked last, so that a Config
+	// with several problems keeps reporting the same first one. They are
+	// the merchant's own strings (an Authorization value may hold a
+	// space, "Bearer ..."): only control characters are refused.
+	for _, f := range []struct{ field, value string }{{"WebhookSecret", cfg.WebhookSecret}, {"WebhookAuthorization", cfg.WebhookAuthorization}} {
+		if strings.ContainsFunc(f.value, unicode.IsControl) {
+			return nil, adapterkit.Invalid("checkout.Config.", f.field, "contains control characters (a newline?); copy the value exactly as configured on the webhook")
+		}
+	}
+	p.webhookSecret, p.webhookAuth = adapterkit.Secret(cfg.WebhookSecret), adapterkit.Secret(cfg.WebhookAuthorization)
 	return p, nil
 }
 
@@ -114,12 +138,18 @@ func (p *Provider) Info() payonce.ProviderInfo {
 // SettleLag returns how long after an attempt a "not found" is believed.
 func (p *Provider) SettleLag() time.Duration { return p.settleLag }
 
-// String describes the Provider without its secret key. String, GoString,
-// Format and LogValue have value receivers so that a copied Provider value
-// is redacted too (adapterkit's Redaction: the other three print String).
+// String describes the Provider without its secret key and webhook
+// credentials (the webhook fields are shown only when one is set). String,
+// GoString, Format and LogValue have value receivers so that a copied
+// Provider value is redacted too (adapterkit's Redaction: the other three
+// print String).
 func (p Provider) String() string {
-	return fmt.Sprintf("checkout.Provider{SecretKey:%s BaseURL:%s ProcessingChannelID:%q KeyTTL:%s SettleLag:%s}",
-		p.secretKey, p.baseURL, p.channel, p.keyTTL, p.settleLag)
+	webhook := ""
+	if p.webhookSecret != "" || p.webhookAuth != "" {
+		webhook = fmt.Sprintf(" WebhookSecret:%s WebhookAuthorization:%s", p.webhookSecret, p.webhookAuth)
+	}
+	return fmt.Sprintf("checkout.Provider{SecretKey:%s BaseURL:%s ProcessingChannelID:%q KeyTTL:%s SettleLag:%s%s}",
+		p.secretKey, p.baseURL, p.channel, p.keyTTL, p.settleLag, webhook)
 }
 
 // GoString is String: %#v never shows the key either.
@@ -131,10 +161,12 @@ func (p Provider) Format(f fmt.State, verb rune) { adapterkit.Format(f, verb, p)
 // LogValue makes slog log the Provider without its key.
 func (p Provider) LogValue() slog.Value { return adapterkit.LogValue(p) }
 
-// String describes the Config with its secret key redacted.
+// String describes the Config with its secret key and webhook credentials
+// redacted.
 func (c Config) String() string {
-	return fmt.Sprintf("checkout.Config{SecretKey:%s BaseURL:%q ProcessingChannelID:%q KeyTTL:%s SettleLag:%s Now:%s}",
-		adapterkit.Secret(c.SecretKey), adapterkit.DisplayURL(c.BaseURL, false), c.ProcessingChannelID, c.KeyTTL, c.SettleLag, adapterkit.NowSet(c.Now))
+	return fmt.Sprintf("checkout.Config{SecretKey:%s BaseURL:%q ProcessingChannelID:%q KeyTTL:%s SettleLag:%s WebhookSecret:%s WebhookAuthorization:%s Now:%s}",
+		adapterkit.Secret(c.SecretKey), adapterkit.DisplayURL(c.BaseURL, false), c.ProcessingChannelID, c.KeyTTL, c.SettleLag,
+		adapterkit.Secret(c.WebhookSecret), adapterkit.Secret(c.WebhookAuthorization), adapterkit.NowSet(c.Now))
 }
 
 // GoString is String: %#v never shows the key either.
@@ -152,4 +184,18 @@ var keyLike = regexp.MustCompile(`\bsk_(?:sbox_|test_)?[0-9A-Za-z*\-]{8,}`)
 
 // scrub removes the secret key and anything that looks like one from a
 // provider message and bounds its length.
-func (p *Provider) scrub(s string) string { return adapterkit.Scrub(s, keyLike, string(p.secretKey)) }
+func (p *Provider) scrub(s string) string {
+	return adapterkit.Scrub(s, keyLike, string(p.secretKey), scrubbable(p.webhookSecret), scrubbable(p.webhookAuth))
+}
+
+// minScrub is the shortest webhook credential scrubbed from messages: the
+// merchant chooses these, and a short one ("1234") would also erase
+// unrelated digits (amounts, codes).
+const minScrub = 8
+
+func scrubbable(s adapterkit.Secret) string {
+	if len(s) < minScrub {
+		return ""
+	}
+	return string(s)
+}

@@ -23,6 +23,10 @@ const (
 	// much longer (Stripe mentions up to an hour); raise it if you prefer a
 	// later "not found" to an earlier one.
 	DefaultSearchLag = time.Minute
+	// DefaultWebhookTolerance is how old a webhook's signed timestamp may
+	// be: stripe-go's webhook.DefaultTolerance (300 s, webhook/client.go in
+	// github.com/stripe/stripe-go).
+	DefaultWebhookTolerance = 5 * time.Minute
 )
 
 // MaxKeyLength is the longest idempotency key Stripe accepts.
@@ -31,7 +35,7 @@ const MaxKeyLength = 255
 // Config configures a Provider. Zero fields take the documented defaults.
 //
 // Config formats itself (fmt verbs, String, GoString, slog) with the API key
-// redacted.
+// and the webhook signing secret redacted.
 type Config struct {
 	// APIKey is the Stripe secret or restricted key (sk_... or rk_...).
 	// Required. It is sent only in the Authorization header and never
@@ -52,8 +56,17 @@ type Config struct {
 	// APIVersion, when set, is sent as the Stripe-Version header on every
 	// request, e.g. "2024-06-20". Empty uses the account's default version.
 	APIVersion string
+	// WebhookSecret is the signing secret of the webhook endpoint
+	// (whsec_..., shown by the Dashboard for each endpoint). Optional:
+	// without it ParseWebhook refuses every delivery. Like APIKey it never
+	// appears in an error or a log value.
+	WebhookSecret string
+	// WebhookTolerance is how old a webhook's signed timestamp may be
+	// before the delivery is refused as a replay. Defaults to
+	// DefaultWebhookTolerance (5 minutes); keep the host's clock in sync.
+	WebhookTolerance time.Duration
 	// Now returns the current time; it turns a Retry-After date into a
-	// wait. Defaults to time.Now; tests set it.
+	// wait and dates webhook signatures. Defaults to time.Now; tests set it.
 	Now func() time.Time
 }
 
@@ -67,6 +80,9 @@ type Provider struct {
 	searchLag  time.Duration
 	apiVersion string
 	now        func() time.Time
+
+	webhookSecret    adapterkit.Secret
+	webhookTolerance time.Duration
 }
 
 var _ payonce.Provider = (*Provider)(nil)
@@ -75,16 +91,19 @@ var _ payonce.Provider = (*Provider)(nil)
 // *payonce.ValidationError (errors.Is(err, payonce.ErrInvalid)) naming the
 // Config field and how to fix it; it never contains the API key.
 func New(cfg Config) (*Provider, error) {
-	p := &Provider{apiKey: adapterkit.Secret(cfg.APIKey), apiVersion: cfg.APIVersion}
+	p := &Provider{apiKey: adapterkit.Secret(cfg.APIKey), apiVersion: cfg.APIVersion, webhookSecret: adapterkit.Secret(cfg.WebhookSecret)}
 	var err error
 	p.baseURL, p.now, err = adapterkit.Setup{Prefix: "stripe.Config.",
 		Headers: []adapterkit.Header{{Field: "APIKey", Value: cfg.APIKey,
 			Empty: "is empty; set it to your Stripe secret key (sk_live_... / sk_test_...) or a restricted key (rk_...)",
-			Bad:   "contains spaces or control characters; copy the key exactly as the Stripe Dashboard shows it"}},
+			Bad:   "contains spaces or control characters; copy the key exactly as the Stripe Dashboard shows it"},
+			{Field: "WebhookSecret", Value: cfg.WebhookSecret,
+				Bad: "contains spaces or control characters; copy the endpoint's signing secret (whsec_...) exactly as the Stripe Dashboard shows it"}},
 		BaseURL: cfg.BaseURL, DefaultBaseURL: DefaultBaseURL, Credentials: "the API key goes in Config.APIKey",
 		Durations: []adapterkit.Duration{
 			{Field: "KeyTTL", Value: cfg.KeyTTL, Dst: &p.keyTTL, Default: DefaultKeyTTL, Hint: " or set Stripe's key window"},
 			{Field: "SearchLag", Value: cfg.SearchLag, Dst: &p.searchLag, Default: DefaultSearchLag},
+			{Field: "WebhookTolerance", Value: cfg.WebhookTolerance, Dst: &p.webhookTolerance, Default: DefaultWebhookTolerance},
 		},
 		Now: cfg.Now,
 	}.Check()
@@ -110,12 +129,18 @@ func (p *Provider) Info() payonce.ProviderInfo {
 // SearchLag returns how far behind Stripe's search is assumed to be.
 func (p *Provider) SearchLag() time.Duration { return p.searchLag }
 
-// String describes the Provider without its API key. String, GoString,
-// Format and LogValue have value receivers so that a copied Provider value
-// is redacted too (adapterkit's Redaction: the other three print String).
+// String describes the Provider without its API key and webhook secret
+// (the webhook fields are shown only when a WebhookSecret is set). String,
+// GoString, Format and LogValue have value receivers so that a copied
+// Provider value is redacted too (adapterkit's Redaction: the other three
+// print String).
 func (p Provider) String() string {
-	return fmt.Sprintf("stripe.Provider{APIKey:%s BaseURL:%s KeyTTL:%s SearchLag:%s APIVersion:%q}",
-		p.apiKey, p.baseURL, p.keyTTL, p.searchLag, p.apiVersion)
+	webhook := ""
+	if p.webhookSecret != "" {
+		webhook = fmt.Sprintf(" WebhookSecret:%s WebhookTolerance:%s", p.webhookSecret, p.webhookTolerance)
+	}
+	return fmt.Sprintf("stripe.Provider{APIKey:%s BaseURL:%s KeyTTL:%s SearchLag:%s APIVersion:%q%s}",
+		p.apiKey, p.baseURL, p.keyTTL, p.searchLag, p.apiVersion, webhook)
 }
 
 // GoString is String: %#v never shows the API key either.
@@ -128,11 +153,13 @@ func (p Provider) Format(f fmt.State, verb rune) { adapterkit.Format(f, verb, p)
 // LogValue makes slog log the Provider without its API key.
 func (p Provider) LogValue() slog.Value { return adapterkit.LogValue(p) }
 
-// String describes the Config with its API key redacted. A BaseURL's user
+// String describes the Config with its API key and webhook secret
+// redacted. A BaseURL's user
 // info is dropped: Stripe accepts the key as a Basic-auth user name.
 func (c Config) String() string {
-	return fmt.Sprintf("stripe.Config{APIKey:%s BaseURL:%q KeyTTL:%s SearchLag:%s APIVersion:%q Now:%s}",
-		adapterkit.Secret(c.APIKey), adapterkit.DisplayURL(c.BaseURL, false), c.KeyTTL, c.SearchLag, c.APIVersion, adapterkit.NowSet(c.Now))
+	return fmt.Sprintf("stripe.Config{APIKey:%s BaseURL:%q KeyTTL:%s SearchLag:%s APIVersion:%q WebhookSecret:%s WebhookTolerance:%s Now:%s}",
+		adapterkit.Secret(c.APIKey), adapterkit.DisplayURL(c.BaseURL, false), c.KeyTTL, c.SearchLag, c.APIVersion,
+		adapterkit.Secret(c.WebhookSecret), c.WebhookTolerance, adapterkit.NowSet(c.Now))
 }
 
 // GoString is String: %#v never shows the API key either.
@@ -151,4 +178,6 @@ var keyLike = regexp.MustCompile(`\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z*]+`)
 
 // scrub removes anything that looks like an API key from a provider message
 // and bounds its length, so that it may be stored and logged.
-func (p *Provider) scrub(s string) string { return adapterkit.Scrub(s, keyLike, string(p.apiKey)) }
+func (p *Provider) scrub(s string) string {
+	return adapterkit.Scrub(s, keyLike, string(p.apiKey), string(p.webhookSecret))
+}

@@ -3,6 +3,7 @@ package yookassa
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"regexp"
 	"time"
 
@@ -58,6 +59,17 @@ type Config struct {
 	// LookupMargin widens the creation-time window of a payments list
 	// search, for clock skew. Defaults to DefaultLookupMargin (10 minutes).
 	LookupMargin time.Duration
+	// WebhookAllow lists the networks YooKassa's notifications may come
+	// from; ParseWebhook refuses (403) a delivery from any other address.
+	// YooKassa signs nothing, so the source address is all there is, and
+	// even an allowed notice only makes the operation due for a lookup.
+	// Empty means DefaultWebhookAllow(), YooKassa's published ranges. The
+	// address checked is the connection's (http.Request.RemoteAddr): behind
+	// a reverse proxy, either have the proxy preserve the client address
+	// (e.g. PROXY protocol, so RemoteAddr is YooKassa's), or set
+	// WebhookAllow to the proxy's own address and filter YooKassa's
+	// ranges at the proxy.
+	WebhookAllow []netip.Prefix
 	// Now returns the current time. Defaults to time.Now.
 	Now func() time.Time
 }
@@ -74,6 +86,9 @@ type Provider struct {
 	listLag      time.Duration
 	lookupMargin time.Duration
 	now          func() time.Time
+
+	webhookAllow  []netip.Prefix // never empty
+	customAllowed bool           // Config.WebhookAllow was set
 }
 
 var _ payonce.Provider = (*Provider)(nil)
@@ -104,6 +119,20 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
+	// WebhookAllow, optional, is checked last, so that a Config with
+	// several problems keeps reporting the same first one.
+	p.webhookAllow = DefaultWebhookAllow()
+	if len(cfg.WebhookAllow) > 0 {
+		p.webhookAllow, p.customAllowed = make([]netip.Prefix, 0, len(cfg.WebhookAllow)), true
+		for i, pf := range cfg.WebhookAllow {
+			if !pf.IsValid() {
+				return nil, adapterkit.Invalid("yookassa.Config.", fmt.Sprintf("WebhookAllow[%d]", i),
+					"is not a valid network; use netip.MustParsePrefix(\"185.71.76.0/27\") or leave WebhookAllow empty for YooKassa's published ranges")
+			}
+			// Copied (and masked): the Config's slice stays the caller's.
+			p.webhookAllow = append(p.webhookAllow, pf.Masked())
+		}
+	}
 	return p, nil
 }
 
@@ -121,9 +150,15 @@ func (p *Provider) ListLag() time.Duration { return p.listLag }
 // String describes the Provider without its credentials. String, GoString,
 // Format and LogValue have value receivers so that a copied Provider value
 // is redacted too (adapterkit's Redaction: the other three print String).
+//
+// WebhookAllow is shown only when the Config set it.
 func (p Provider) String() string {
-	return fmt.Sprintf("yookassa.Provider{ShopID:%s SecretKey:%s BaseURL:%s KeyTTL:%s ListLag:%s LookupMargin:%s}",
-		p.shopID, p.secretKey, p.baseURL, p.keyTTL, p.listLag, p.lookupMargin)
+	allow := ""
+	if p.customAllowed {
+		allow = fmt.Sprintf(" WebhookAllow:%v", p.webhookAllow)
+	}
+	return fmt.Sprintf("yookassa.Provider{ShopID:%s SecretKey:%s BaseURL:%s KeyTTL:%s ListLag:%s LookupMargin:%s%s}",
+		p.shopID, p.secretKey, p.baseURL, p.keyTTL, p.listLag, p.lookupMargin, allow)
 }
 
 // GoString is String: %#v never shows a credential either.
@@ -140,9 +175,9 @@ func (p Provider) LogValue() slog.Value { return adapterkit.LogValue(p) }
 // user name could be the shop id: user info is dropped whole (keepUser
 // false).
 func (c Config) String() string {
-	return fmt.Sprintf("yookassa.Config{ShopID:%s SecretKey:%s BaseURL:%q KeyTTL:%s ListLag:%s LookupMargin:%s Now:%s}",
+	return fmt.Sprintf("yookassa.Config{ShopID:%s SecretKey:%s BaseURL:%q KeyTTL:%s ListLag:%s LookupMargin:%s WebhookAllow:%v Now:%s}",
 		adapterkit.Secret(c.ShopID), adapterkit.Secret(c.SecretKey), adapterkit.DisplayURL(c.BaseURL, false),
-		c.KeyTTL, c.ListLag, c.LookupMargin, adapterkit.NowSet(c.Now))
+		c.KeyTTL, c.ListLag, c.LookupMargin, c.WebhookAllow, adapterkit.NowSet(c.Now))
 }
 
 // GoString is String: %#v never shows a credential either.

@@ -52,3 +52,18 @@ func Review(f ledger.ReviewFilter, at func(time.Time) any, add Add) {
 		cond{!f.EnteredBefore.IsZero(), "review_at < ?", at(f.EnteredBefore)},
 	)
 }
+
+// Inbox adds the conditions of f, a filter that passed Validate, on the
+// inbox table aliased w, whose outcomes are in the table outcomes (the
+// store's name for payonce_webhook_outcomes): its provider, and entries
+// with an outcome of its disposition or on its operation, each when set.
+func Inbox(f ledger.InboxFilter, outcomes string, add Add) {
+	has := func(col string) string {
+		return "EXISTS (SELECT 1 FROM " + outcomes + " o WHERE o.provider = w.provider AND o.event_id = w.event_id AND o." + col + " = ?)"
+	}
+	addSet(add,
+		cond{f.Provider != "", "w.provider = ?", f.Provider},
+		cond{f.Disposition != "", has("disposition"), string(f.Disposition)},
+		cond{f.OperationID != "", has("operation_id"), f.OperationID},
+	)
+}

@@ -29,6 +29,10 @@ type CleanupSteps struct {
 	// PurgeTombstones deletes up to batch tombstones of operations that
 	// finished before finishedBefore and returns how many it deleted.
 	PurgeTombstones func(finishedBefore time.Time, batch int) (int, error)
+	// PurgeInbox deletes up to batch webhook inbox entries (with their
+	// outcomes) received before receivedBefore and returns how many it
+	// deleted.
+	PurgeInbox func(receivedBefore time.Time, batch int) (int, error)
 	// Stats sets rep.OldestFinishedAt and rep.Tombstones.
 	Stats func(rep *ledger.CleanupReport) error
 	// Stopped wraps ctx.Err() when ctx ends between batches.
@@ -37,7 +41,8 @@ type CleanupSteps struct {
 
 // Cleanup runs ledger.Store.Cleanup for validated p: batches of deletes
 // until one comes back short, then, with a TombstoneRetention, batches of
-// tombstone purges likewise, then the stats. When ctx ends between batches
+// tombstone purges likewise, then batches of inbox purges (entries older
+// than p.EffectiveInboxRetention()), then the stats. When ctx ends between batches
 // it stops and returns what it did so far with steps.Stopped(ctx.Err()).
 func Cleanup(ctx context.Context, p ledger.CleanupParams, steps CleanupSteps) (ledger.CleanupReport, error) {
 	now := ledger.UTC(p.Now)
@@ -69,6 +74,22 @@ func Cleanup(ctx context.Context, p ledger.CleanupParams, steps CleanupSteps) (l
 			return rep, err
 		}
 		rep.TombstonesPurged += n
+		if n < batch {
+			break
+		}
+	}
+	// The inbox outlives the provider's redelivery window (see
+	// ledger.CleanupParams.InboxRetention): an entry deleted while its
+	// event may still arrive would let the redelivery apply a second time.
+	for {
+		if err := ctx.Err(); err != nil {
+			return rep, steps.Stopped(err)
+		}
+		n, err := steps.PurgeInbox(now.Add(-p.EffectiveInboxRetention()), batch)
+		if err != nil {
+			return rep, err
+		}
+		rep.InboxPurged += n
 		if n < batch {
 			break
 		}

@@ -1,0 +1,248 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/ledger"
+)
+
+func runWebhooks(ctx context.Context, a *App, args []string) error {
+	return runSubcommand(ctx, a, args, "webhooks", "payonce webhooks serve [--addr HOST:PORT] [flags] | payonce webhooks list [flags]",
+		subcommand{"serve", runWebhooksServe}, subcommand{"list", runWebhooksList})
+}
+
+// Limits of the webhook server: it faces the internet, so every phase of a
+// request is bounded. Providers' events are a few kilobytes and every
+// provider waits at least 10 s for an answer.
+const (
+	webhookReadHeaderTimeout = 5 * time.Second
+	webhookReadTimeout       = 10 * time.Second
+	webhookWriteTimeout      = 15 * time.Second
+	webhookIdleTimeout       = 60 * time.Second
+	webhookMaxHeaderBytes    = 64 << 10
+	webhookShutdownTimeout   = 10 * time.Second
+)
+
+func runWebhooksServe(ctx context.Context, a *App, args []string) error {
+	f := newFlags("webhooks serve", "payonce webhooks serve [--addr HOST:PORT] [flags]",
+		`Receives the providers' webhooks and settles the ledger with them: every event
+is verified, recorded once and applied by the same state rules as lookups;
+it never sends a request. Serves POST /webhooks/stripe, /webhooks/checkout,
+/webhooks/adyen and /webhooks/yookassa for each provider whose credentials and
+webhook settings are all set in the environment, plus GET /healthz.
+SIGINT or SIGTERM stops it gracefully.
+
+Webhook settings (environment only):
+  stripe    STRIPE_WEBHOOK_SECRET (the endpoint's signing secret, whsec_...)
+  checkout  CHECKOUT_WEBHOOK_SECRET (the webhook's signature key)
+  adyen     ADYEN_HMAC_KEY (hex), ADYEN_WEBHOOK_USERNAME, ADYEN_WEBHOOK_PASSWORD
+  yookassa  YOOKASSA_WEBHOOK_ALLOW (CIDRs or addresses, comma-separated, that
+            notifications are accepted from; YooKassa signs nothing, so each
+            notification only triggers a lookup)`)
+	lf := addLedgerFlags(f, nil, "")
+	pf := addProviderFlags(f)
+	var addr string
+	f.StringVar(&addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT`")
+	if _, err := f.parseArgs(a, args); err != nil {
+		return err
+	}
+	if f.wasSet("provider") {
+		return usageErrorf("webhooks serve serves every provider whose settings are set; --provider does not apply")
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return usageErrorf("--addr %q is not HOST:PORT: %v", addr, err)
+	}
+	l, err := a.openLedger(ctx, lf, openExisting)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+
+	mux := http.NewServeMux()
+	var served []string
+	for _, name := range a.Providers.Names() {
+		ad := a.Providers.adapters[name]
+		if len(ad.WebhookEnvVars) == 0 || !allSet(a.Env, ad.EnvVars) || !allSet(a.Env, ad.WebhookEnvVars) {
+			continue
+		}
+		p := *pf
+		p.provider, p.fixed = name, true
+		client, err := a.newClient(&p, l.store, slog.LevelInfo)
+		if err != nil {
+			return err
+		}
+		h, err := client.WebhookHandler(payonce.WebhookOptions{})
+		if err != nil {
+			return withCode(ExitUsage, err)
+		}
+		mux.Handle("POST /webhooks/"+name, h)
+		served = append(served, name)
+	}
+	if len(served) == 0 {
+		return usageErrorf("no provider has its webhook settings set: %s", a.Providers.webhookHelp())
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return usageErrorf("--addr %s: %v", addr, err)
+	}
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: webhookReadHeaderTimeout,
+		ReadTimeout:       webhookReadTimeout,
+		WriteTimeout:      webhookWriteTimeout,
+		IdleTimeout:       webhookIdleTimeout,
+		MaxHeaderBytes:    webhookMaxHeaderBytes,
+	}
+	fmt.Fprintf(a.Stderr, "payonce: receiving webhooks for %s on http://%s (ledger %s); SIGINT or SIGTERM stops\n",
+		strings.Join(served, ", "), ln.Addr(), l.desc)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("webhook server: %w", err)
+	case <-ctx.Done():
+	}
+	// Graceful: deliveries being recorded finish (and are acknowledged);
+	// new ones are refused, and the provider delivers them again later.
+	sctx, cancel := context.WithTimeout(context.Background(), webhookShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("webhook server shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("webhook server: %w", err)
+	}
+	fmt.Fprintln(a.Stderr, "payonce: webhook server stopped")
+	return nil
+}
+
+func allSet(env func(string) string, vars []string) bool {
+	for _, v := range vars {
+		if env(v) == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// webhookHelp lists each provider's credential and webhook variables.
+func (r *Registry) webhookHelp() string {
+	var parts []string
+	for _, n := range r.Names() {
+		a := r.adapters[n]
+		if len(a.WebhookEnvVars) == 0 {
+			continue
+		}
+		parts = append(parts, strings.Join(append(append([]string{}, a.EnvVars...), a.WebhookEnvVars...), ", ")+" for "+n)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func runWebhooksList(ctx context.Context, a *App, args []string) error {
+	f := newFlags("webhooks list", "payonce webhooks list [--provider P] [--disposition D] [--operation ID] [--limit N] [--json]",
+		`Lists the recorded webhook events, newest first, with what each did to the
+operations it names. --disposition contradiction lists the events that
+contradicted a settled outcome (those operations are in review); unmatched
+lists events for objects payonce did not create.`)
+	var asJSON bool
+	lf := addLedgerFlags(f, &asJSON, "print one JSON object per event")
+	var provider, disp, opID string
+	var limit int
+	f.StringVar(&provider, "provider", "", "only events of provider `P`")
+	f.StringVar(&disp, "disposition", "", "only events with an outcome `D`: "+dispositionNames())
+	f.StringVar(&opID, "operation", "", "only events applied to operation `ID`")
+	f.IntVar(&limit, "limit", 100, "at most `N` events")
+	if _, err := f.parseArgs(a, args); err != nil {
+		return err
+	}
+	filter := ledger.InboxFilter{Provider: provider, OperationID: opID, Limit: limit}
+	if disp != "" {
+		d, err := ledger.ParseWebhookDisposition(disp)
+		if err != nil {
+			return usageErrorf("--disposition %q is not a disposition: use %s", disp, dispositionNames())
+		}
+		filter.Disposition = d
+	}
+	if limit < 1 || limit > ledger.MaxLimit {
+		return usageErrorf("--limit must be between 1 and %d, got %d", ledger.MaxLimit, limit)
+	}
+	l, err := a.openLedger(ctx, lf, openExisting)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	entries, err := l.store.ListWebhooks(ctx, filter)
+	if err != nil {
+		return fmt.Errorf("listing webhook events: %w", err)
+	}
+	if asJSON {
+		enc := json.NewEncoder(a.Stdout)
+		for _, e := range entries {
+			if err := enc.Encode(inboxJSON(e)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(entries) == 0 {
+		fmt.Fprintln(a.Stderr, "no webhook events")
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RECEIVED\tPROVIDER\tEVENT\tTYPE\tOPERATION\tDISPOSITION\tFROM -> TO")
+	for _, e := range entries {
+		if len(e.Outcomes) == 0 {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t-\t-\t-\n", timeText(e.ReceivedAt), e.Provider, e.ID, e.Type)
+		}
+		for _, o := range e.Outcomes {
+			move := "-"
+			if o.From != "" {
+				move = string(o.From) + " -> " + string(o.To)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", timeText(e.ReceivedAt), e.Provider, e.ID, e.Type,
+				dash(o.OperationID), o.Disposition, move)
+		}
+	}
+	return tw.Flush()
+}
+
+func dispositionNames() string {
+	names := make([]string, len(ledger.WebhookDispositions))
+	for i, d := range ledger.WebhookDispositions {
+		names[i] = string(d)
+	}
+	return strings.Join(names, ", ")
+}
+
+type inboxEntryJSON struct {
+	Provider   string                  `json:"provider"`
+	ID         string                  `json:"id"`
+	Type       string                  `json:"type"`
+	OccurredAt *time.Time              `json:"occurred_at"`
+	ReceivedAt *time.Time              `json:"received_at"`
+	Outcomes   []ledger.WebhookOutcome `json:"outcomes"`
+}
+
+func inboxJSON(e ledger.InboxEntry) inboxEntryJSON {
+	out := e.Outcomes
+	if out == nil {
+		out = []ledger.WebhookOutcome{}
+	}
+	return inboxEntryJSON{Provider: e.Provider, ID: e.ID, Type: e.Type, OccurredAt: timeJSON(e.OccurredAt),
+		ReceivedAt: timeJSON(e.ReceivedAt), Outcomes: out}
+}

@@ -1,0 +1,154 @@
+package cli_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/mocks"
+)
+
+const testWebhookSecret = "whsec_test_cli"
+
+// stripeEvent is a payment_intent.succeeded event for operation opID,
+// signed at t with the test secret.
+func stripeEvent(eventID, opID string, t time.Time) (body, signature string) {
+	body = fmt.Sprintf(`{"id":%q,"object":"event","type":"payment_intent.succeeded","created":%d,"livemode":false,`+
+		`"data":{"object":{"id":"pi_cli_lost","object":"payment_intent","status":"succeeded","amount":700,"currency":"usd",`+
+		`"capture_method":"automatic","metadata":{"payonce_op":%q,"payonce_kind":"charge"}}}}`, eventID, t.Unix(), opID)
+	mac := hmac.New(sha256.New, []byte(testWebhookSecret))
+	fmt.Fprintf(mac, "%d.%s", t.Unix(), body)
+	return body, fmt.Sprintf("t=%d,v1=%s", t.Unix(), hex.EncodeToString(mac.Sum(nil)))
+}
+
+// serveWebhooks starts "payonce webhooks serve" on a free port and returns
+// its base URL and a stop function that sends SIGTERM and returns what it
+// printed after it.
+func serveWebhooks(t *testing.T, env map[string]string, args ...string) (string, func() string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, binary, append([]string{"webhooks", "serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = scrubbedEnv()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(stderr)
+	require.True(t, sc.Scan(), "no output from the webhook server")
+	m := regexp.MustCompile(`on (http://\S+)`).FindStringSubmatch(sc.Text())
+	require.NotNil(t, m, "first line: %s", sc.Text())
+	rest := make(chan string, 1)
+	go func() {
+		var b strings.Builder
+		for sc.Scan() {
+			b.WriteString(sc.Text() + "\n")
+		}
+		rest <- b.String()
+	}()
+	stop := func() string {
+		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+		out := <-rest
+		require.NoError(t, cmd.Wait(), "stderr:\n%s", out)
+		return out
+	}
+	return m[1], stop
+}
+
+func postWebhook(t *testing.T, url, body, signature string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Stripe-Signature", signature)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestWebhooksServeSettlesLostAnswer: a charge whose answer was lost and
+// whose lookups fail is settled by Stripe's signed event alone, through
+// "payonce webhooks serve", with the audit trail naming the event; a
+// forged event and a replay change nothing.
+func TestWebhooksServeSettlesLostAnswer(t *testing.T) {
+	t.Parallel()
+	eachLedger(t, func(t *testing.T, tg target) {
+		fake, env := fakeStripe(t, tg, mocks.StripeOptions{})
+		env = with(env, "STRIPE_WEBHOOK_SECRET", testWebhookSecret)
+		order := "order-hooked"
+		id := opID(t, payonce.KindCharge, order)
+		fake.Script(mocks.Match{Path: "/v1/payment_intents", IdempotencyKey: id}, mocks.FaultGatewayAfter502)
+		faults := make([]mocks.FaultKind, 500)
+		for i := range faults {
+			faults[i] = mocks.FaultGatewayBefore502
+		}
+		fake.Script(mocks.Match{Method: "GET"}, faults...)
+		r := runBinary(t, env, "charge", "--order", order, "--amount", "700", "--currency", "USD",
+			"--payment-method", "pm_card_visa", "--base-url", fake.URL(), "--timeout", "1s", "--json")
+		require.Equal(t, 4, r.code, "the answer is lost and lookups fail: unknown\n%s", r)
+
+		base, stop := serveWebhooks(t, env, "--base-url", fake.URL())
+		resp, err := http.Get(base + "/healthz")
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+
+		url := base + "/webhooks/stripe"
+		body, sig := stripeEvent("evt_cli_1", id, time.Now())
+		forged := strings.Replace(body, `"status":"succeeded"`, `"status":"canceled"`, 1)
+		require.Equal(t, http.StatusBadRequest, postWebhook(t, url, forged, sig), "a body that does not match its signature")
+		require.Equal(t, http.StatusOK, postWebhook(t, url, body, sig))
+		require.Equal(t, http.StatusOK, postWebhook(t, url, body, sig), "a redelivery is acknowledged")
+		out := stop()
+		require.Contains(t, out, "webhook server stopped")
+
+		show := runBinary(t, env, "ops", "show", id, "--json")
+		require.Equal(t, 0, show.code, "%s", show)
+		require.Contains(t, show.stdout, `"status":"succeeded"`)
+		require.Contains(t, show.stdout, "evt_cli_1", "the audit trail names the event")
+		require.Equal(t, 1, strings.Count(show.stdout, `"kind":"webhook"`), "applied once")
+
+		list := runBinary(t, env, "webhooks", "list", "--json")
+		require.Equal(t, 0, list.code, "%s", list)
+		require.Len(t, list.jsonLines(t), 1)
+		require.Contains(t, list.stdout, `"disposition":"settled"`)
+	})
+}
+
+// TestWebhooksServeUsage: the server refuses what it cannot serve, saying
+// what to set.
+func TestWebhooksServeUsage(t *testing.T) {
+	t.Parallel()
+	tg := sqliteTarget(t)
+	fake, env := fakeStripe(t, tg, mocks.StripeOptions{})
+	_ = fake
+	requireUsageErrors(t, []usageCase{
+		{name: "no webhook settings", env: env, args: []string{"webhooks", "serve", "--addr", "127.0.0.1:0"},
+			want: []string{"STRIPE_WEBHOOK_SECRET", "ADYEN_HMAC_KEY", "YOOKASSA_WEBHOOK_ALLOW"}},
+		{name: "provider flag", env: with(env, "STRIPE_WEBHOOK_SECRET", testWebhookSecret),
+			args: []string{"webhooks", "serve", "--provider", "stripe"}, want: []string{"--provider does not apply"}},
+		{name: "bad addr", env: with(env, "STRIPE_WEBHOOK_SECRET", testWebhookSecret),
+			args: []string{"webhooks", "serve", "--addr", "nowhere"}, want: []string{"--addr"}},
+		{name: "bad allowlist", env: with(env, "YOOKASSA_SHOP_ID", "1", "YOOKASSA_SECRET_KEY", "k", "YOOKASSA_WEBHOOK_ALLOW", "10.0.0.0/8,bogus"),
+			args: []string{"webhooks", "serve", "--addr", "127.0.0.1:0"}, want: []string{"YOOKASSA_WEBHOOK_ALLOW", "bogus"}},
+		{name: "bad disposition", env: env, args: []string{"webhooks", "list", "--disposition", "maybe"},
+			want: []string{"--disposition", "contradiction"}},
+	}, func(t *testing.T, c usageCase) result { return runMain(t, c.env, c.args...) })
+}

@@ -1,0 +1,285 @@
+package storeflow
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// WebhookSteps are one store's statements for RecordWebhook. Every step
+// runs inside the one durable write transaction the store opened for the
+// call, and returns its errors unwrapped: the store wraps what
+// RecordWebhook returns.
+type WebhookSteps struct {
+	// Insert records the inbox entry of the event (received at now, its
+	// targets encoded with EncodeTargets) unless (provider, event id) is
+	// recorded; inserted reports which. When another transaction is
+	// recording the same event, Insert waits for it to end.
+	Insert func() (inserted bool, err error)
+	// Outcomes reads the stored outcomes of the event, in order.
+	Outcomes func() ([]ledger.WebhookOutcome, error)
+	// ByID reads and locks operation id if its provider and kind are the
+	// given ones; found is false when there is no such operation.
+	ByID func(id, provider, kind string) (op ledger.Operation, found bool, err error)
+	// Tombstone reads the tombstone of id; found is false when there is
+	// none.
+	Tombstone func(id string) (t ledger.Tombstone, found bool, err error)
+	// ByRef reads and locks, in ID order, the operations of provider and
+	// kind whose provider reference (byPayment false) or payment reference
+	// (byPayment true) is ref.
+	ByRef func(byPayment bool, provider, kind, ref string) ([]ledger.Operation, error)
+	// LatestAttempt reads the latest attempt of operation id; nil when it
+	// has none.
+	LatestAttempt func(id string) (*ledger.Attempt, error)
+	// Write saves ch.Op's mutable columns, updates the attempt row of
+	// ch.Attempt when it is set, and appends ch.Events stamped now,
+	// numbered after the operation's last one. The caller holds the row
+	// lock (ByID, ByRef).
+	Write func(ch ledger.Change, now time.Time) error
+	// SaveOutcomes stores outs with the inbox entry, in order.
+	SaveOutcomes func(outs []ledger.WebhookOutcome) error
+}
+
+// RecordWebhook runs ledger.Store.RecordWebhook for validated p with the
+// store's steps, inside its transaction.
+//
+// Why the inbox row comes first: its primary key (provider, event id) is
+// what makes the event apply once. The insert-or-nothing decides, under
+// the database's own uniqueness check, which of any number of concurrent
+// deliveries applies the event; every other one (and every later
+// redelivery or replay) finds it recorded and changes nothing.
+func RecordWebhook(p ledger.RecordWebhookParams, steps WebhookSteps) (ledger.WebhookReport, error) {
+	inserted, err := steps.Insert()
+	if err != nil {
+		return ledger.WebhookReport{}, err
+	}
+	if !inserted {
+		outs, err := steps.Outcomes()
+		if err != nil {
+			return ledger.WebhookReport{}, err
+		}
+		return ledger.WebhookReport{Duplicate: true, Outcomes: outs}, nil
+	}
+	now := ledger.UTC(p.Now)
+	e := p.Event
+	var outs []ledger.WebhookOutcome
+	for i, t := range e.Targets {
+		cands, byPayment, err := candidates(e.Provider, t, steps)
+		if err != nil {
+			return ledger.WebhookReport{}, err
+		}
+		switch {
+		case len(cands) == 0:
+			outs = append(outs, ledger.WebhookOutcome{Target: i, Disposition: ledger.WebhookUnmatched})
+		case len(cands) == 1 && !byPayment:
+			out, err := applyOne(cands[0], e, t, now, steps)
+			if err != nil {
+				return ledger.WebhookReport{}, err
+			}
+			out.Target = i
+			outs = append(outs, out)
+		default:
+			// Only the payment matched (or a reference several operations
+			// share): settling one of them on a guess could record money on
+			// the wrong operation, even when it is the only one payonce
+			// knows, because a payment may also have refunds or captures
+			// made outside payonce (the provider's dashboard). Each
+			// unsettled one is made due for a status lookup instead, which
+			// asks the provider about that operation's own object.
+			disp := ledger.WebhookAmbiguous
+			if len(cands) == 1 {
+				disp = ledger.WebhookNudged
+			}
+			lookup := t
+			lookup.Effect = ledger.EffectLookup
+			for _, op := range cands {
+				to, got := op.Status, ledger.WebhookNoted
+				if !op.Tombstone && !op.Status.Final() {
+					var ch ledger.Change
+					ch, got = ledger.ApplyWebhook(op, e, lookup, nil, now)
+					if got == ledger.WebhookNudged {
+						if err := steps.Write(ch, now); err != nil {
+							return ledger.WebhookReport{}, err
+						}
+						to = ch.Op.Status
+					}
+				}
+				if len(cands) == 1 {
+					disp = got
+				}
+				outs = append(outs, ledger.WebhookOutcome{Target: i, OperationID: op.ID,
+					Disposition: disp, From: op.Status, To: to})
+			}
+		}
+	}
+	if len(outs) > 0 {
+		if err := steps.SaveOutcomes(outs); err != nil {
+			return ledger.WebhookReport{}, err
+		}
+	}
+	return ledger.WebhookReport{Outcomes: outs}, nil
+}
+
+// candidates finds the operations target t of an event of provider may
+// speak of (see ledger.WebhookTarget): by operation id (the live operation,
+// or else its tombstone), else by provider reference, else by payment
+// reference, each only among operations of the event's provider and the
+// target's kind, locked.
+//
+// byPayment reports that only the payment reference matched.
+func candidates(provider string, t ledger.WebhookTarget, steps WebhookSteps) (ops []ledger.Operation, byPayment bool, err error) {
+	if t.OperationID != "" {
+		op, found, err := steps.ByID(t.OperationID, provider, t.Kind)
+		if err != nil {
+			return nil, false, err
+		}
+		if found {
+			return []ledger.Operation{op}, false, nil
+		}
+		tomb, found, err := steps.Tombstone(t.OperationID)
+		if err != nil {
+			return nil, false, err
+		}
+		if found && tomb.Provider == provider && tomb.Kind == t.Kind {
+			return []ledger.Operation{tomb.Operation()}, false, nil
+		}
+	}
+	for _, ref := range []struct {
+		byPayment bool
+		value     string
+	}{{false, t.ProviderRef}, {true, t.PaymentRef}} {
+		if ref.value == "" {
+			continue
+		}
+		ops, err := steps.ByRef(ref.byPayment, provider, t.Kind, ref.value)
+		if err != nil || len(ops) > 0 {
+			return ops, ref.byPayment, err
+		}
+	}
+	return nil, false, nil
+}
+
+// applyOne applies target t of event e to op, the one operation it
+// matched, and writes the change (nothing for a tombstone: it is never
+// changed, the inbox entry is its record).
+func applyOne(op ledger.Operation, e ledger.WebhookEvent, t ledger.WebhookTarget, now time.Time, steps WebhookSteps) (ledger.WebhookOutcome, error) {
+	var recorded *ledger.Attempt
+	if !op.Tombstone && op.Status == ledger.StatusInFlight {
+		var err error
+		if recorded, err = steps.LatestAttempt(op.ID); err != nil {
+			return ledger.WebhookOutcome{}, err
+		}
+	}
+	ch, disp := ledger.ApplyWebhook(op, e, t, recorded, now)
+	if !op.Tombstone {
+		if err := steps.Write(ch, now); err != nil {
+			return ledger.WebhookOutcome{}, err
+		}
+	}
+	return ledger.WebhookOutcome{OperationID: op.ID, Disposition: disp, From: op.Status, To: ch.Op.Status}, nil
+}
+
+// storedTarget is the JSON form of a ledger.WebhookTarget in the inbox
+// (payonce_webhooks.targets). Result is kept as base64 bytes so that it
+// reads back byte for byte.
+type storedTarget struct {
+	Kind        string               `json:"kind"`
+	OperationID string               `json:"operation_id,omitempty"`
+	ProviderRef string               `json:"provider_ref,omitempty"`
+	PaymentRef  string               `json:"payment_ref,omitempty"`
+	Effect      ledger.WebhookEffect `json:"effect"`
+	Result      []byte               `json:"result,omitempty"`
+	Detail      string               `json:"detail,omitempty"`
+}
+
+// EncodeTargets is the JSON text the stores keep for an event's targets.
+func EncodeTargets(ts []ledger.WebhookTarget) (string, error) {
+	out := make([]storedTarget, len(ts))
+	for i, t := range ts {
+		out[i] = storedTarget(t)
+	}
+	b, err := json.Marshal(out)
+	return string(b), err
+}
+
+// DecodeTargets reads what EncodeTargets wrote; nil for an event without
+// targets. A value the store cannot have written is reported as corrupt.
+func DecodeTargets(provider, eventID, text string) ([]ledger.WebhookTarget, error) {
+	var in []storedTarget
+	if err := json.Unmarshal([]byte(text), &in); err != nil {
+		return nil, corruptEntry(provider, eventID, "targets", err)
+	}
+	var out []ledger.WebhookTarget
+	for i, t := range in {
+		if _, err := ledger.ParseWebhookEffect(string(t.Effect)); err != nil {
+			return nil, corruptEntry(provider, eventID, fmt.Sprintf("targets[%d].effect", i), err)
+		}
+		out = append(out, ledger.WebhookTarget(t))
+	}
+	return out, nil
+}
+
+// storedOutcome is one outcome as the stores' list queries aggregate them
+// (a JSON array of objects with the outcome table's column names).
+type storedOutcome struct {
+	Target      int    `json:"target"`
+	OperationID string `json:"operation_id"`
+	Disposition string `json:"disposition"`
+	From        string `json:"from_status"`
+	To          string `json:"to_status"`
+}
+
+// DecodeOutcomes reads a JSON array of outcome rows (keys target,
+// operation_id, disposition, from_status, to_status; null for NULL) in
+// order.
+func DecodeOutcomes(provider, eventID, text string) ([]ledger.WebhookOutcome, error) {
+	var in []storedOutcome
+	if err := json.Unmarshal([]byte(text), &in); err != nil {
+		return nil, corruptEntry(provider, eventID, "outcomes", err)
+	}
+	var out []ledger.WebhookOutcome
+	for _, o := range in {
+		got, err := Outcome(provider, eventID, o.Target, o.OperationID, o.Disposition, o.From, o.To)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got)
+	}
+	return out, nil
+}
+
+// Outcome converts one stored outcome row (empty strings for NULL),
+// reporting a value the store cannot have written as corrupt.
+func Outcome(provider, eventID string, target int, operationID, disposition, from, to string) (ledger.WebhookOutcome, error) {
+	d, err := ledger.ParseWebhookDisposition(disposition)
+	if err != nil {
+		return ledger.WebhookOutcome{}, corruptEntry(provider, eventID, fmt.Sprintf("outcomes[target %d].disposition", target), err)
+	}
+	o := ledger.WebhookOutcome{Target: target, OperationID: operationID, Disposition: d}
+	for _, s := range []struct {
+		text string
+		dst  *ledger.Status
+	}{{from, &o.From}, {to, &o.To}} {
+		if s.text == "" {
+			continue
+		}
+		if *s.dst, err = ledger.ParseStatus(s.text); err != nil {
+			return ledger.WebhookOutcome{}, corruptEntry(provider, eventID, fmt.Sprintf("outcomes[target %d].status", target), err)
+		}
+	}
+	return o, nil
+}
+
+func corruptEntry(provider, eventID, field string, err error) error {
+	return fmt.Errorf("%w: webhook %s/%q field %s: %v", ledger.ErrCorrupt, provider, eventID, field, err)
+}
+
+// InboxLimit is f.Limit, or ledger.DefaultListLimit when it is zero.
+func InboxLimit(f ledger.InboxFilter) int {
+	if f.Limit == 0 {
+		return ledger.DefaultListLimit
+	}
+	return f.Limit
+}

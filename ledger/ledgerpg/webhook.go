@@ -1,0 +1,180 @@
+package ledgerpg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/internal/listsql"
+	"github.com/payonce/payonce/ledger/internal/storeflow"
+)
+
+// RecordWebhook implements ledger.Store: the inbox entry, the changes the
+// event makes (ledger.ApplyWebhook), their audit entries and the outcomes
+// commit in one durable transaction, with the operations it changes locked
+// (SELECT ... FOR UPDATE) from their read to the commit. An event already
+// recorded changes nothing and returns Duplicate with the first delivery's
+// outcomes; a concurrent delivery of the same event waits for the first to
+// commit and then reports a duplicate (see queries.insertWebhook).
+//
+// Why never the lazy commit Finish may use: the provider is told the event
+// was received once this returns, and it does not deliver it again; a
+// commit lost in a crash would lose the event for good, where a lost Finish
+// is recovered by a status lookup.
+func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams) (ledger.WebhookReport, error) {
+	if err := p.Validate(); err != nil {
+		return ledger.WebhookReport{}, err
+	}
+	targets, err := storeflow.EncodeTargets(p.Event.Targets)
+	if err != nil {
+		return ledger.WebhookReport{}, translate("record webhook", err)
+	}
+	e := p.Event
+	var rep ledger.WebhookReport
+	err = s.durable(ctx, "record webhook", func(tx pgx.Tx) error {
+		var err error
+		rep, err = storeflow.RecordWebhook(p, storeflow.WebhookSteps{
+			Insert: func() (bool, error) {
+				tag, err := tx.Exec(ctx, s.q.insertWebhook, e.Provider, e.ID, e.Type, nullTime(ledger.UTC(e.OccurredAt)), ledger.UTC(p.Now), targets)
+				return tag.RowsAffected() == 1, err
+			},
+			Outcomes: func() ([]ledger.WebhookOutcome, error) {
+				return s.outcomesOf(ctx, tx, e.Provider, e.ID)
+			},
+			ByID: func(id, provider, kind string) (ledger.Operation, bool, error) {
+				op, err := scanOp(tx.QueryRow(ctx, s.q.lockOpOfKind, id, provider, kind))
+				if errors.Is(err, pgx.ErrNoRows) {
+					return ledger.Operation{}, false, nil
+				}
+				return op, err == nil, err
+			},
+			Tombstone: func(id string) (ledger.Tombstone, bool, error) {
+				// A later statement than the lock: a Cleanup the lock
+				// waited for has its tombstone committed with its delete.
+				var ts tombstoneScan
+				err := tx.QueryRow(ctx, s.q.selectTombstone, id).Scan(ts.dest()...)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return ledger.Tombstone{}, false, nil
+				}
+				if err != nil {
+					return ledger.Tombstone{}, false, err
+				}
+				return ts.tombstone()
+			},
+			ByRef: func(byPayment bool, provider, kind, ref string) ([]ledger.Operation, error) {
+				query := s.q.lockByProviderRef
+				if byPayment {
+					query = s.q.lockByPaymentRef
+				}
+				rows, err := tx.Query(ctx, query, provider, kind, ref)
+				if err != nil {
+					return nil, err
+				}
+				return pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.Operation, error) { return scanOp(row) })
+			},
+			LatestAttempt: func(id string) (*ledger.Attempt, error) {
+				a, err := scanAttempt(tx.QueryRow(ctx, s.q.latestAttempt, id))
+				if errors.Is(err, pgx.ErrNoRows) {
+					return nil, nil
+				}
+				return a, err
+			},
+			Write: func(ch ledger.Change, now time.Time) error {
+				b := &pgx.Batch{}
+				b.Queue(s.q.save, saveArgs(ch.Op)...)
+				if a := ch.Attempt; a != nil {
+					b.Queue(s.q.finishAttempt, a.OperationID, a.Number, a.FinishedAt, a.MayHaveReached, string(a.Outcome),
+						nullInt(a.HTTPStatus), nullText(a.ProviderRequestID), nullText(a.Error), a.Replayed)
+				}
+				queueEvents(b, &s.q, ch.Op.ID, now, ch.Events)
+				return tx.SendBatch(ctx, b).Close()
+			},
+			SaveOutcomes: func(outs []ledger.WebhookOutcome) error {
+				n := len(outs)
+				targets, opIDs, disps, froms, tos := make([]int32, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+				for i, o := range outs {
+					targets[i], opIDs[i], disps[i], froms[i], tos[i] = int32(o.Target), o.OperationID, string(o.Disposition), string(o.From), string(o.To)
+				}
+				_, err := tx.Exec(ctx, s.q.insertOutcomes, e.Provider, e.ID, targets, opIDs, disps, froms, tos)
+				return err
+			},
+		})
+		return err
+	})
+	if err != nil {
+		return ledger.WebhookReport{}, translate("record webhook", err)
+	}
+	return rep, nil
+}
+
+// outcomesOf reads the stored outcomes of one event in order.
+func (s *Store) outcomesOf(ctx context.Context, tx pgx.Tx, provider, eventID string) ([]ledger.WebhookOutcome, error) {
+	rows, err := tx.Query(ctx, s.q.webhookOutcomes, provider, eventID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ledger.WebhookOutcome
+	for rows.Next() {
+		var (
+			target               int
+			opID, disp, from, to pgtype.Text
+		)
+		if err := rows.Scan(&target, &opID, &disp, &from, &to); err != nil {
+			return nil, err
+		}
+		o, err := storeflow.Outcome(provider, eventID, target, opID.String, disp.String, from.String, to.String)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// ListWebhooks implements ledger.Store: inbox entries newest received
+// first (then by provider and event id), each with its targets and
+// outcomes, read in one statement.
+func (s *Store) ListWebhooks(ctx context.Context, f ledger.InboxFilter) ([]ledger.InboxEntry, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	var w where
+	listsql.Inbox(f, s.q.outcomes, w.add)
+	w.args = append(w.args, storeflow.InboxLimit(f))
+	sql := fmt.Sprintf("%s%s ORDER BY w.received_at DESC, w.provider, w.event_id LIMIT $%d", s.q.listWebhooks, w.String(), len(w.args))
+	rows, err := s.pool.Query(ctx, sql, w.args...)
+	if err != nil {
+		return nil, translate("list webhooks", err)
+	}
+	defer rows.Close()
+	out := []ledger.InboxEntry{}
+	for rows.Next() {
+		var (
+			e                 ledger.InboxEntry
+			occurred          pgtype.Timestamptz
+			received          time.Time
+			targets, outcomes string
+		)
+		if err := rows.Scan(&e.Provider, &e.ID, &e.Type, &occurred, &received, &targets, &outcomes); err != nil {
+			return nil, translate("list webhooks", err)
+		}
+		e.OccurredAt, e.ReceivedAt = timeOf(occurred), received.UTC()
+		if e.Targets, err = storeflow.DecodeTargets(e.Provider, e.ID, targets); err != nil {
+			return nil, translate("list webhooks", err)
+		}
+		if e.Outcomes, err = storeflow.DecodeOutcomes(e.Provider, e.ID, outcomes); err != nil {
+			return nil, translate("list webhooks", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate("list webhooks", err)
+	}
+	return out, nil
+}

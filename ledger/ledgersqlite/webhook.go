@@ -1,0 +1,215 @@
+package ledgersqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/internal/listsql"
+	"github.com/payonce/payonce/ledger/internal/storeflow"
+)
+
+// RecordWebhook records a verified provider event in the inbox once and
+// applies it to the operations it names (ledger.ApplyWebhook), in one
+// durable write transaction: the inbox row, the operations' changes, their
+// audit entries and the outcomes commit together or not at all. An event
+// already recorded changes nothing and returns Duplicate with the first
+// delivery's outcomes. Concurrent deliveries (in any process) take turns on
+// SQLite's write lock: the first records the event, the others find it.
+//
+// Why never the lazy path of Finish: the provider is told the event was
+// received once this returns, and it does not deliver it again; a commit
+// lost to a power cut would lose the event for good, where a lost Finish is
+// recovered by a status lookup.
+func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams) (ledger.WebhookReport, error) {
+	if err := p.Validate(); err != nil {
+		return ledger.WebhookReport{}, fail("record webhook", err)
+	}
+	targets, err := storeflow.EncodeTargets(p.Event.Targets)
+	if err != nil {
+		return ledger.WebhookReport{}, fail("record webhook", err)
+	}
+	e := p.Event
+	var rep ledger.WebhookReport
+	err = s.write(ctx, func(c *sql.Conn) error {
+		var err error
+		rep, err = storeflow.RecordWebhook(p, storeflow.WebhookSteps{
+			Insert: func() (bool, error) {
+				res, err := c.ExecContext(ctx, `INSERT INTO payonce_webhooks
+					(provider, event_id, type, occurred_at, received_at, targets) VALUES (?, ?, ?, ?, ?, ?)
+					ON CONFLICT (provider, event_id) DO NOTHING`,
+					e.Provider, e.ID, e.Type, micros(e.OccurredAt), micros(p.Now), targets)
+				if err != nil {
+					return false, err
+				}
+				n, err := res.RowsAffected()
+				return n == 1, err
+			},
+			Outcomes: func() ([]ledger.WebhookOutcome, error) {
+				return outcomesOf(ctx, c, e.Provider, e.ID)
+			},
+			ByID: func(id, provider, kind string) (ledger.Operation, bool, error) {
+				op, err := scanOp(c.QueryRowContext(ctx, `SELECT `+opColumns+` FROM payonce_operations
+					WHERE id = ? AND provider = ? AND kind = ?`, id, provider, kind))
+				if errors.Is(err, sql.ErrNoRows) {
+					return ledger.Operation{}, false, nil
+				}
+				return op, err == nil, err
+			},
+			Tombstone: func(id string) (ledger.Tombstone, bool, error) {
+				return getTombstone(ctx, c, id)
+			},
+			ByRef: func(byPayment bool, provider, kind, ref string) ([]ledger.Operation, error) {
+				// Literal column names, so that each query matches its
+				// partial index (migrations/004_webhooks.up.sql).
+				query := `SELECT ` + opColumns + ` FROM payonce_operations
+					WHERE provider = ? AND kind = ? AND provider_ref = ? ORDER BY id`
+				if byPayment {
+					query = `SELECT ` + opColumns + ` FROM payonce_operations
+					WHERE provider = ? AND kind = ? AND payment_ref = ? ORDER BY id`
+				}
+				return queryOps(ctx, c, query, provider, kind, ref)
+			},
+			LatestAttempt: func(id string) (*ledger.Attempt, error) {
+				a, err := scanAttempt(c.QueryRowContext(ctx, `SELECT `+attemptColumns+`
+					FROM payonce_attempts WHERE operation_id = ? ORDER BY number DESC LIMIT 1`, id))
+				if errors.Is(err, sql.ErrNoRows) {
+					return nil, nil
+				}
+				if err != nil {
+					return nil, err
+				}
+				return &a, nil
+			},
+			Write: func(ch ledger.Change, now time.Time) error {
+				if err := saveOp(ctx, c, &ch.Op); err != nil {
+					return err
+				}
+				if ch.Attempt != nil {
+					if err := finishAttempt(ctx, c, *ch.Attempt); err != nil {
+						return err
+					}
+				}
+				return insertEvents(ctx, c, ch.Op.ID, now, ch.Events)
+			},
+			SaveOutcomes: func(outs []ledger.WebhookOutcome) error {
+				for i, o := range outs {
+					if _, err := c.ExecContext(ctx, `INSERT INTO payonce_webhook_outcomes
+						(provider, event_id, seq, target, operation_id, disposition, from_status, to_status)
+						VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+						e.Provider, e.ID, i, o.Target, text(o.OperationID), string(o.Disposition),
+						text(string(o.From)), text(string(o.To))); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+		})
+		return err
+	})
+	if err != nil {
+		return ledger.WebhookReport{}, fail("record webhook", err)
+	}
+	return rep, nil
+}
+
+// outcomesOf reads the stored outcomes of one event in order.
+func outcomesOf(ctx context.Context, q querier, provider, eventID string) ([]ledger.WebhookOutcome, error) {
+	rows, err := q.QueryContext(ctx, `SELECT target, operation_id, disposition, from_status, to_status
+		FROM payonce_webhook_outcomes WHERE provider = ? AND event_id = ? ORDER BY seq`, provider, eventID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ledger.WebhookOutcome
+	for rows.Next() {
+		var (
+			target               int
+			opID, disp, from, to sql.NullString
+		)
+		if err := rows.Scan(&target, &opID, &disp, &from, &to); err != nil {
+			return nil, err
+		}
+		o, err := storeflow.Outcome(provider, eventID, target, opID.String, disp.String, from.String, to.String)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// ListWebhooks returns inbox entries matching f, newest received first
+// (then by provider and event id), at most f.Limit (default
+// ledger.DefaultListLimit), each with its targets and outcomes, read in
+// one statement.
+func (s *Store) ListWebhooks(ctx context.Context, f ledger.InboxFilter) ([]ledger.InboxEntry, error) {
+	if err := f.Validate(); err != nil {
+		return nil, fail("list webhooks", err)
+	}
+	var w where
+	listsql.Inbox(f, "payonce_webhook_outcomes", w.add)
+	query := `SELECT w.provider, w.event_id, w.type, w.occurred_at, w.received_at, w.targets,
+		(SELECT json_group_array(json_object('target', o.target, 'operation_id', o.operation_id,
+			'disposition', o.disposition, 'from_status', o.from_status, 'to_status', o.to_status) ORDER BY o.seq)
+		 FROM payonce_webhook_outcomes o WHERE o.provider = w.provider AND o.event_id = w.event_id)
+		FROM payonce_webhooks w` + w.String() + `
+		ORDER BY w.received_at DESC, w.provider, w.event_id LIMIT ?`
+	args := append(w.args, storeflow.InboxLimit(f))
+	out := []ledger.InboxEntry{}
+	err := s.read(ctx, func(c *sql.Conn) error {
+		rows, err := c.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				e                  ledger.InboxEntry
+				occurred, received sql.NullInt64
+				targets, outcomes  string
+			)
+			if err := rows.Scan(&e.Provider, &e.ID, &e.Type, &occurred, &received, &targets, &outcomes); err != nil {
+				return err
+			}
+			e.OccurredAt, e.ReceivedAt = fromMicros(occurred), fromMicros(received)
+			if e.Targets, err = storeflow.DecodeTargets(e.Provider, e.ID, targets); err != nil {
+				return err
+			}
+			if e.Outcomes, err = storeflow.DecodeOutcomes(e.Provider, e.ID, outcomes); err != nil {
+				return err
+			}
+			out = append(out, e)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fail("list webhooks", err)
+	}
+	return out, nil
+}
+
+// purgeInbox deletes, in the write transaction on c, up to batch inbox
+// entries received before cutoff, oldest first, with their outcomes, and
+// returns how many entries it deleted. The outcomes are deleted explicitly:
+// with New the caller's connections may not enforce foreign keys.
+func purgeInbox(ctx context.Context, c *sql.Conn, cutoff time.Time, batch int) (int, error) {
+	// The same ordered selection in both statements (one write
+	// transaction, so nothing changes in between): the outcomes of exactly
+	// the entries deleted.
+	const doomed = `SELECT provider, event_id FROM payonce_webhooks
+		WHERE received_at < ? ORDER BY received_at, provider, event_id LIMIT ?`
+	if _, err := c.ExecContext(ctx, `DELETE FROM payonce_webhook_outcomes
+		WHERE (provider, event_id) IN (`+doomed+`)`, micros(cutoff), batch); err != nil {
+		return 0, err
+	}
+	res, err := c.ExecContext(ctx, `DELETE FROM payonce_webhooks
+		WHERE (provider, event_id) IN (`+doomed+`)`, micros(cutoff), batch)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}

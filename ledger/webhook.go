@@ -1,0 +1,286 @@
+package ledger
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+)
+
+// Webhooks: the inbox of provider events. An event is recorded once,
+// insert-or-nothing on (Provider, ID), in the same transaction that applies
+// it to the operations it names (Store.RecordWebhook), so that a redelivered
+// or replayed event changes nothing and a crash between "recorded" and
+// "applied" cannot happen. The rules of what an event does are ApplyWebhook,
+// the one copy every store uses.
+
+// WebhookEffect is what a provider event says about one operation.
+type WebhookEffect string
+
+const (
+	// EffectSucceeded: the operation took effect at the provider.
+	EffectSucceeded WebhookEffect = "succeeded"
+	// EffectFailed: the operation definitively failed.
+	EffectFailed WebhookEffect = "failed"
+	// EffectProcessing: the provider is still working on it. Changes
+	// nothing; it is recorded for the audit trail.
+	EffectProcessing WebhookEffect = "processing"
+	// EffectReversed: an outcome the provider had reported as a success was
+	// undone later (a refund that failed after it succeeded, a failed
+	// capture, a reversed refund, a chargeback). On an operation that is not
+	// settled yet it means failed; on a succeeded one it is a contradiction.
+	EffectReversed WebhookEffect = "reversed"
+	// EffectLookup: an unauthenticated notice (YooKassa signs nothing): it is
+	// never trusted by itself, it only makes the operation due for a status
+	// lookup now.
+	EffectLookup WebhookEffect = "lookup"
+)
+
+// WebhookEffects lists every effect in a stable order.
+var WebhookEffects = []WebhookEffect{EffectSucceeded, EffectFailed, EffectProcessing, EffectReversed, EffectLookup}
+
+// ParseWebhookEffect turns a string into a WebhookEffect, or returns an error
+// naming the allowed values.
+func ParseWebhookEffect(s string) (WebhookEffect, error) {
+	return parseEnum("webhook effect", s, WebhookEffects...)
+}
+
+// WebhookDisposition is what recording an event did to one operation.
+type WebhookDisposition string
+
+const (
+	// WebhookSettled: the event moved the operation to succeeded or failed.
+	WebhookSettled WebhookDisposition = "settled"
+	// WebhookConfirmed: the operation was already in the state the event
+	// reports.
+	WebhookConfirmed WebhookDisposition = "confirmed"
+	// WebhookStale: the event is older or weaker than what the ledger holds
+	// (processing after succeeded): ignored.
+	WebhookStale WebhookDisposition = "stale"
+	// WebhookContradiction: the event contradicts a settled outcome. The
+	// operation went to manual_review with the event as its reason (or,
+	// for a tombstone, the inbox entry is all that records it): an operator
+	// must look.
+	WebhookContradiction WebhookDisposition = "contradiction"
+	// WebhookNoted: recorded on the operation, nothing changed (processing
+	// on an operation not settled yet).
+	WebhookNoted WebhookDisposition = "noted"
+	// WebhookNudged: the operation is due for a status lookup now.
+	WebhookNudged WebhookDisposition = "nudged"
+	// WebhookUnmatched: no operation of payonce's is the event's object
+	// (created elsewhere, or already cleaned up with no tombstone).
+	WebhookUnmatched WebhookDisposition = "unmatched"
+	// WebhookAmbiguous: several operations may be the event's object (only
+	// the payment was named): none is settled by it; each unsettled one is
+	// made due for a lookup.
+	WebhookAmbiguous WebhookDisposition = "ambiguous"
+	// WebhookTombstoned: the operation was cleaned up; its tombstone is not
+	// changed.
+	WebhookTombstoned WebhookDisposition = "tombstoned"
+)
+
+// WebhookDispositions lists every disposition in a stable order.
+var WebhookDispositions = []WebhookDisposition{WebhookSettled, WebhookConfirmed, WebhookStale,
+	WebhookContradiction, WebhookNoted, WebhookNudged, WebhookUnmatched, WebhookAmbiguous, WebhookTombstoned}
+
+// ParseWebhookDisposition turns a string into a WebhookDisposition, or
+// returns an error naming the allowed values.
+func ParseWebhookDisposition(s string) (WebhookDisposition, error) {
+	return parseEnum("webhook disposition", s, WebhookDispositions...)
+}
+
+// WebhookTarget is what an event says about one object, and how to find the
+// operation behind it.
+//
+// The store looks the operation up by OperationID when it is set (the
+// provider echoes payonce's operation id in metadata or a reference), else
+// by (Provider, Kind, ProviderRef) among the operations' recorded provider
+// references, else by (Provider, Kind, PaymentRef) among the operations'
+// payment references. A match by id must have the same Provider and Kind.
+type WebhookTarget struct {
+	// Kind is the kind of operation the target speaks of (charge, capture,
+	// cancel, refund). Required.
+	Kind string
+	// OperationID is payonce's operation id, when the object carries it.
+	OperationID string
+	// ProviderRef is the provider's id of the object (a PaymentIntent, a
+	// refund, a modification's pspReference).
+	ProviderRef string
+	// PaymentRef is the provider's id of the payment the object belongs to,
+	// for capture, cancel and refund targets.
+	PaymentRef string
+	// Effect is what the event says. Required.
+	Effect WebhookEffect
+	// Result is the normalized result to record when the effect settles the
+	// operation (the caller's format, as FinishParams.Result).
+	Result []byte
+	// Detail is a short description for the audit entry and a review
+	// reason: the provider's code and message, secrets scrubbed.
+	Detail string
+}
+
+// WebhookEvent is one provider event, verified by the caller.
+type WebhookEvent struct {
+	// Provider is the provider's name. Required.
+	Provider string
+	// ID is the event's identity at the provider: its event id (Stripe and
+	// Checkout.com evt_...), or an identity derived from the event where
+	// the provider gives none (documented by each adapter). Required; at
+	// most MaxWebhookIDBytes.
+	ID string
+	// Type is the provider's event type (payment_intent.succeeded,
+	// REFUND_FAILED...). Required.
+	Type string
+	// OccurredAt is when the provider says the event happened; zero when it
+	// does not say.
+	OccurredAt time.Time
+	// Targets are the objects the event speaks of; none for an event that
+	// only informs (it is still recorded, so a redelivery is a duplicate).
+	Targets []WebhookTarget
+}
+
+// MaxWebhookIDBytes bounds WebhookEvent.ID.
+const MaxWebhookIDBytes = 512
+
+// MaxWebhookTargets bounds WebhookEvent.Targets.
+const MaxWebhookTargets = 16
+
+// DefaultInboxRetention is how long Cleanup keeps inbox entries when
+// CleanupParams.InboxRetention is zero: the longest redelivery a provider
+// documents (Adyen retries for up to 30 days) plus a day. An entry deleted
+// while the provider may still redeliver its event would let the
+// redelivery apply again.
+const DefaultInboxRetention = 31 * 24 * time.Hour
+
+// RecordWebhookParams are the arguments of Store.RecordWebhook.
+type RecordWebhookParams struct {
+	Event WebhookEvent
+	Now   time.Time // required
+}
+
+// WebhookOutcome is what an event did to one target.
+type WebhookOutcome struct {
+	// Target is the target's index in the event's Targets.
+	Target int `json:"target"`
+	// OperationID is the operation found; empty when none was.
+	OperationID string             `json:"operation_id,omitempty"`
+	Disposition WebhookDisposition `json:"disposition"`
+	// From and To are the operation's status before and after; equal when
+	// nothing changed.
+	From Status `json:"from,omitempty"`
+	To   Status `json:"to,omitempty"`
+}
+
+// WebhookReport is what Store.RecordWebhook did.
+type WebhookReport struct {
+	// Duplicate reports that the event was already in the inbox: nothing
+	// changed, Outcomes is what the first delivery did.
+	Duplicate bool
+	// Outcomes holds one entry per target, in order; more than one for an
+	// ambiguous target (one per operation nudged).
+	Outcomes []WebhookOutcome
+}
+
+// InboxEntry is a recorded event.
+type InboxEntry struct {
+	Provider   string
+	ID         string
+	Type       string
+	OccurredAt time.Time
+	ReceivedAt time.Time
+	Targets    []WebhookTarget
+	Outcomes   []WebhookOutcome
+}
+
+// InboxFilter selects inbox entries for ListWebhooks. Zero fields do not
+// filter.
+type InboxFilter struct {
+	Provider string
+	// Disposition keeps entries with at least one outcome of this
+	// disposition (e.g. contradiction, unmatched).
+	Disposition WebhookDisposition
+	// OperationID keeps entries with an outcome on this operation.
+	OperationID string
+	// Limit defaults to 100; at most 10000.
+	Limit int
+}
+
+// Validate checks InboxFilter.
+func (f InboxFilter) Validate() error {
+	if f.Disposition != "" {
+		if _, err := ParseWebhookDisposition(string(f.Disposition)); err != nil {
+			return invalid("Disposition", "%v", err)
+		}
+	}
+	return checkListLimit(f.Limit)
+}
+
+// Validate checks RecordWebhookParams: the event's fields name what to fix.
+func (p RecordWebhookParams) Validate() error {
+	e := p.Event
+	switch {
+	case p.Now.IsZero():
+		return invalid("Now", "is zero; pass the current time")
+	case e.Provider == "":
+		return invalid("Event.Provider", "is empty; set the provider's name")
+	case e.ID == "":
+		return invalid("Event.ID", "is empty; set the provider's event id (or the adapter's derived identity)")
+	case len(e.ID) > MaxWebhookIDBytes:
+		return invalid("Event.ID", "is %d bytes; at most %d", len(e.ID), MaxWebhookIDBytes)
+	case e.Type == "":
+		return invalid("Event.Type", "is empty; set the provider's event type")
+	case len(e.Targets) > MaxWebhookTargets:
+		return invalid("Event.Targets", "has %d targets; at most %d", len(e.Targets), MaxWebhookTargets)
+	}
+	if err := checkAllStored("Event.Provider", e.Provider, "Event.ID", e.ID, "Event.Type", e.Type); err != nil {
+		return err
+	}
+	for i, t := range e.Targets {
+		f := func(name string) string { return "Event.Targets[" + strconv.Itoa(i) + "]." + name }
+		if t.Kind == "" {
+			return invalid(f("Kind"), "is empty; set the kind of operation the target speaks of")
+		}
+		if _, err := ParseWebhookEffect(string(t.Effect)); err != nil {
+			return invalid(f("Effect"), "%v", err)
+		}
+		if t.OperationID == "" && t.ProviderRef == "" && t.PaymentRef == "" {
+			return invalid(f("OperationID"), "is empty, and so are ProviderRef and PaymentRef; a target needs one of them")
+		}
+		if len(t.Detail) > MaxTextBytes {
+			return invalid(f("Detail"), "is %d bytes; at most %d", len(t.Detail), MaxTextBytes)
+		}
+		if err := checkAllStored(f("Kind"), t.Kind, f("OperationID"), t.OperationID, f("ProviderRef"), t.ProviderRef,
+			f("PaymentRef"), t.PaymentRef, f("Detail"), t.Detail); err != nil {
+			return err
+		}
+		if t.Result != nil && !json.Valid(t.Result) {
+			return invalid(f("Result"), "is not valid JSON")
+		}
+	}
+	return nil
+}
+
+// WebhookDetail is the JSON detail of an EventWebhook audit entry.
+type WebhookDetail struct {
+	Provider    string             `json:"provider"`
+	EventID     string             `json:"event_id"`
+	Type        string             `json:"type"`
+	Effect      WebhookEffect      `json:"effect"`
+	Disposition WebhookDisposition `json:"disposition"`
+	ProviderRef string             `json:"provider_ref,omitempty"`
+	Detail      string             `json:"detail,omitempty"`
+}
+
+// String is the detail as stored.
+func (d WebhookDetail) String() string {
+	b, _ := json.Marshal(d)
+	return string(b)
+}
+
+// WebhookActor is the actor of the audit entries an event writes.
+func WebhookActor(provider string) string { return "webhook:" + provider }
+
+// ReasonWebhookContradiction starts the review reason of an operation that an
+// event contradicted after it was settled. Background lookups do not settle
+// such an operation again: only an operator does, because the lookup that
+// settled it is what the provider now says was wrong.
+const ReasonWebhookContradiction = "provider reported a change after settlement"

@@ -1,0 +1,181 @@
+package mocks
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Stripe events the fake emits (EventType constants in event.go of
+// github.com/stripe/stripe-go; https://docs.stripe.com/api/events/types):
+//
+//	payment_intent.succeeded                  a confirmation or capture took the money
+//	payment_intent.amount_capturable_updated  a manual-capture confirmation authorized it
+//	payment_intent.payment_failed             a confirmation was declined
+//	payment_intent.canceled                   a cancel
+//	charge.refunded, refund.created           a refund
+//	refund.updated, refund.failed             FailRefund: a refund failed after it succeeded
+//
+// The fake has no flow that leaves a PaymentIntent processing (its test
+// cards answer at once), so it never emits payment_intent.processing.
+const (
+	stripeEvtIntentSucceeded   = "payment_intent.succeeded"
+	stripeEvtIntentCapturable  = "payment_intent.amount_capturable_updated"
+	stripeEvtIntentFailed      = "payment_intent.payment_failed"
+	stripeEvtIntentCanceled    = "payment_intent.canceled"
+	stripeEvtChargeRefunded    = "charge.refunded"
+	stripeEvtRefundCreated     = "refund.created"
+	stripeEvtRefundUpdated     = "refund.updated"
+	stripeEvtRefundFailed      = "refund.failed"
+	stripeSignatureHeader      = "Stripe-Signature"
+	stripeWebhookPendingCount  = 1
+	stripeEventIDLength        = 24
+	stripeFailureTxnIDLength   = 24
+	stripeRefundStatusFailed   = "failed"
+	stripeRefundStatusPending  = "pending"
+	stripeRefundStatusSucceded = "succeeded"
+)
+
+// StripeRefundFailureReasons are the failure_reason values FailRefund
+// accepts: the values Stripe documents for Refund.failure_reason
+// (stripe-go refund.go, Refund.FailureReason).
+var StripeRefundFailureReasons = []string{
+	"lost_or_stolen_card", "expired_or_canceled_card", "charge_for_pending_refund_disputed",
+	"insufficient_funds", "declined", "merchant_request", "unknown",
+}
+
+// StripeEvent is a Stripe Event as a webhook delivers it
+// (https://docs.stripe.com/api/events/object; stripe-go event.go, Event):
+// Data.Object is the object the event is about, rendered exactly as the
+// fake's GET of it answers at the moment of the change.
+type StripeEvent struct {
+	ID              string              `json:"id"`
+	Object          string              `json:"object"`
+	APIVersion      string              `json:"api_version"`
+	Created         int64               `json:"created"`
+	Data            StripeEventData     `json:"data"`
+	Livemode        bool                `json:"livemode"`
+	PendingWebhooks int64               `json:"pending_webhooks"`
+	Request         *StripeEventRequest `json:"request"`
+	Type            string              `json:"type"`
+}
+
+// StripeEventData is an event's data: the object, and for *.updated
+// events the attributes it had before.
+type StripeEventData struct {
+	Object             json.RawMessage `json:"object"`
+	PreviousAttributes map[string]any  `json:"previous_attributes,omitempty"`
+}
+
+// StripeEventRequest names the API request that caused an event; both
+// fields are null for an event nobody's request caused (a refund failing
+// later).
+type StripeEventRequest struct {
+	ID             string `json:"id"`
+	IdempotencyKey string `json:"idempotency_key"`
+}
+
+// MarshalJSON renders the empty fields as null, as Stripe does.
+func (r StripeEventRequest) MarshalJSON() ([]byte, error) {
+	return marshalWithNulls(r, "id", "idempotency_key")
+}
+
+// signWebhook returns the signing of every delivery attempt: Stripe's v1
+// scheme, "Stripe-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret,
+// "<t>.<body>")>" (https://docs.stripe.com/webhooks#verify-manually;
+// stripe-go webhook/client.go, ComputeSignature and generateHeader). t is
+// the fake's clock at the attempt, so a retry carries a new timestamp, as
+// at Stripe.
+func (s *StripeHandler) signWebhook(secret string) func(body []byte, h http.Header) {
+	return func(body []byte, h http.Header) {
+		t := strconv.FormatInt(s.core.now().Unix(), 10)
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write([]byte(t + "."))
+		mac.Write(body)
+		h.Set(stripeSignatureHeader, "t="+t+",v1="+hex.EncodeToString(mac.Sum(nil)))
+		h.Set("Content-Type", "application/json; charset=utf-8")
+	}
+}
+
+// emitLocked queues the event typ about obj, caused by the request c (nil
+// for none), created at now. s.mu must be held, so that events queue in
+// the order the changes were made.
+func (s *StripeHandler) emitLocked(c *call, now time.Time, typ string, obj any, previous map[string]any) {
+	if !s.webhooksOn() {
+		return
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		panic(fmt.Sprintf("mocks: cannot render %T: %v", obj, err))
+	}
+	ev := StripeEvent{
+		ID:              s.eventID("evt_", stripeEventIDLength),
+		Object:          "event",
+		APIVersion:      StripeAPIVersion,
+		Created:         now.Unix(),
+		Data:            StripeEventData{Object: raw, PreviousAttributes: previous},
+		PendingWebhooks: stripeWebhookPendingCount,
+		Request:         &StripeEventRequest{},
+		Type:            typ,
+	}
+	if c != nil {
+		ev.Request.ID = c.requestID
+		if c.method == http.MethodPost {
+			ev.Request.IdempotencyKey = c.key
+		}
+	}
+	body, err := json.MarshalIndent(ev, "", "  ")
+	if err != nil {
+		panic(fmt.Sprintf("mocks: cannot render a Stripe event: %v", err))
+	}
+	s.emitWebhook(body)
+}
+
+// emitIntentLocked queues the event typ about the intent's current state.
+func (s *StripeHandler) emitIntentLocked(c *call, in *stripeIntent, typ string) {
+	s.emitLocked(c, c.now, typ, in.pi, nil)
+}
+
+// FailRefund makes the refund id fail after it succeeded, as a card refund
+// can at Stripe days later (the card was closed, lost or stolen;
+// https://docs.stripe.com/refunds#failed-refunds): its status becomes
+// failed with failure_reason reason (one of StripeRefundFailureReasons) and
+// a failure_balance_transaction, the amount counts as unrefunded again on
+// its charge and PaymentIntent, and refund.updated then refund.failed are
+// emitted. Only a succeeded or pending refund can fail.
+func (s *StripeHandler) FailRefund(id, reason string) error {
+	if !slices.Contains(StripeRefundFailureReasons, reason) {
+		return fmt.Errorf("mocks: FailRefund reason %q is not a Stripe refund failure_reason; use one of %v", reason, StripeRefundFailureReasons)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	re := s.refunds[id]
+	if re == nil {
+		return fmt.Errorf("mocks: FailRefund: no refund %q; pass the re_ id the fake answered", id)
+	}
+	prev := re.re.Status
+	if prev != stripeRefundStatusSucceded && prev != stripeRefundStatusPending {
+		return fmt.Errorf("mocks: FailRefund: refund %s has status %s; only a succeeded or pending refund can fail", id, prev)
+	}
+	re.re.Status = stripeRefundStatusFailed
+	re.re.FailureReason = reason
+	re.re.FailureBalanceTransaction = s.core.ids.next("txn_", stripeFailureTxnIDLength)
+	if in := s.intents[re.re.PaymentIntent]; in != nil {
+		in.refunded -= re.re.Amount
+	}
+	if ch := s.chargeObjs[re.re.Charge]; ch != nil {
+		ch.AmountRefunded -= re.re.Amount
+		ch.Refunded = ch.AmountRefunded >= ch.AmountCaptured
+	}
+	now := s.core.now()
+	s.emitLocked(nil, now, stripeEvtRefundUpdated, re.re, map[string]any{
+		"status": prev, "failure_reason": nil, "failure_balance_transaction": nil})
+	s.emitLocked(nil, now, stripeEvtRefundFailed, re.re, nil)
+	return nil
+}

@@ -1,0 +1,232 @@
+package adyen
+
+import (
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/internal/adapterkit"
+)
+
+// Endpoints and defaults applied by New to the zero fields of a Config.
+const (
+	// TestBaseURL is Adyen's Checkout API v71 test endpoint, the default
+	// (CheckoutService-v71.json, servers: https://checkout-test.adyen.com/v71,
+	// github.com/Adyen/adyen-openapi). Live accounts have their own
+	// endpoint with the account's live URL prefix,
+	// https://{PREFIX}-checkout-live.adyenpayments.com/checkout/v71 (Customer
+	// Area > Developers > API URLs): set it in Config.BaseURL.
+	TestBaseURL = "https://checkout-test.adyen.com/v71"
+	// DefaultKeyTTL is how long Adyen keeps an Idempotency-Key: "Idempotency
+	// keys are valid for a minimum period of 31 days after first submission
+	// (but may be retained for longer)"
+	// (https://docs.adyen.com/development-resources/api-idempotency, "Key
+	// scope and validity time").
+	DefaultKeyTTL = 31 * 24 * time.Hour
+	// DefaultWebhookLag is how long after the last attempt a lookup's "not
+	// found" is believed. See Config.WebhookLag.
+	DefaultWebhookLag = 10 * time.Minute
+)
+
+// MaxKeyLength is the longest Idempotency-Key Adyen accepts: "a unique
+// identifier for the message with a maximum of 64 characters"
+// (https://docs.adyen.com/development-resources/api-idempotency). payonce's
+// keys are 36.
+const MaxKeyLength = 64
+
+// Config configures a Provider. Zero fields take the documented defaults.
+//
+// Config formats itself (fmt verbs, String, GoString, slog) with the API
+// key, the HMAC keys and the webhook password redacted.
+type Config struct {
+	// APIKey is the API key of the web service user, sent as the X-API-Key
+	// header (CheckoutService-v71.json, securitySchemes.ApiKeyAuth).
+	// Required. It never appears in an error, a log value, an Outcome or a
+	// LookupResult.
+	APIKey string
+	// MerchantAccount is the merchant account every request is made for
+	// (merchantAccount, required by Adyen on payments and modifications).
+	// Required. Webhook events of other merchant accounts are recorded
+	// without targets.
+	MerchantAccount string
+	// BaseURL is the Checkout API endpoint with its version, without user
+	// info, query or fragment. Defaults to TestBaseURL. Live accounts must
+	// set their own live endpoint, which carries the account's prefix:
+	// https://{PREFIX}-checkout-live.adyenpayments.com/checkout/v71.
+	BaseURL string
+	// ReturnURL, when set, is sent as returnUrl on every payment. Adyen's
+	// API reference marks it required; payonce makes only non-interactive
+	// payments (stored payment methods, ContAuth) and never redirects a
+	// shopper, so any URL of your site will do. An account that refuses a
+	// payment without it answers 422, which is a refusal: nothing is paid.
+	ReturnURL string
+	// KeyTTL is how long Adyen keeps an idempotency key. Defaults to
+	// DefaultKeyTTL (31 days).
+	KeyTTL time.Duration
+	// WebhookLag is how long after the last attempt a lookup's "not found"
+	// is believed. Adyen has no API that reads a payment's status: the
+	// adapter's Lookup only says "not found", and the outcome comes by
+	// webhook (recorded in the ledger directly). After WebhookLag the client
+	// resends with the same key, which Adyen answers from its idempotency
+	// store with the first request's stored answer: that resend is the
+	// status read. Defaults to DefaultWebhookLag (10 minutes): Adyen
+	// delivers webhooks within seconds, and retries failed deliveries.
+	WebhookLag time.Duration
+	// HMACKey is the webhook endpoint's HMAC key, as the Customer Area
+	// shows it (hex). Required for ParseWebhook: without it every delivery
+	// is refused. PreviousHMACKey, when set, is accepted too, while a new
+	// key propagates ("make sure that you can still accept notifications
+	// signed with your previous HMAC key for some time":
+	// https://docs.adyen.com/development-resources/notifications/best-practices).
+	HMACKey         string
+	PreviousHMACKey string
+	// WebhookUsername and WebhookPassword are the basic-auth credentials
+	// configured on the webhook endpoint. When WebhookUsername is set, every
+	// delivery must carry them; set both or neither.
+	WebhookUsername string
+	WebhookPassword string
+	// Now returns the current time; it turns a Retry-After date into a
+	// wait. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Provider is the Adyen adapter: it implements payonce.Provider against
+// Adyen's Checkout API v71 (POST /payments, and captures, cancels and
+// refunds by the payment's pspReference) and payonce.WebhookParser for
+// Adyen's standard notification webhooks. It is safe for concurrent use
+// and holds no mutable state.
+type Provider struct {
+	apiKey     adapterkit.Secret
+	merchant   string
+	baseURL    string // without a trailing slash
+	returnURL  string
+	keyTTL     time.Duration
+	webhookLag time.Duration
+	hmacKeys   [][]byte // decoded; HMACKey first
+	hmacText   []string // the keys as configured, for scrub
+	user       adapterkit.Secret
+	pass       adapterkit.Secret
+	now        func() time.Time
+}
+
+var (
+	_ payonce.Provider      = (*Provider)(nil)
+	_ payonce.WebhookParser = (*Provider)(nil)
+)
+
+// New checks cfg, applies its defaults and returns a Provider. An error is a
+// *payonce.ValidationError (errors.Is(err, payonce.ErrInvalid)) naming the
+// Config field and how to fix it; it never contains a secret.
+func New(cfg Config) (*Provider, error) {
+	p := &Provider{apiKey: adapterkit.Secret(cfg.APIKey), merchant: cfg.MerchantAccount, returnURL: cfg.ReturnURL,
+		user: adapterkit.Secret(cfg.WebhookUsername), pass: adapterkit.Secret(cfg.WebhookPassword)}
+	var err error
+	p.baseURL, p.now, err = adapterkit.Setup{Prefix: "adyen.Config.",
+		Headers: []adapterkit.Header{
+			{Field: "APIKey", Value: cfg.APIKey, Empty: "is empty; set it to the API key of your Adyen web service user (Customer Area > Developers > API credentials)",
+				Bad: "contains spaces or control characters; copy the key exactly as the Customer Area shows it"},
+			{Field: "MerchantAccount", Value: cfg.MerchantAccount, Empty: "is empty; set it to your Adyen merchant account name",
+				Bad: "contains spaces or control characters; use the merchant account name exactly as the Customer Area shows it"},
+			{Field: "WebhookUsername", Value: cfg.WebhookUsername, Forbid: ":",
+				Bad: "contains spaces, control characters or ':'; use the user name configured on the webhook"},
+			{Field: "WebhookPassword", Value: cfg.WebhookPassword,
+				Bad: "contains spaces or control characters; use the password configured on the webhook"},
+		},
+		BaseURL: cfg.BaseURL, DefaultBaseURL: TestBaseURL,
+		Credentials: "the API key goes in Config.APIKey (live accounts use https://{PREFIX}-checkout-live.adyenpayments.com/checkout/v71)",
+		Durations: []adapterkit.Duration{
+			{Field: "KeyTTL", Value: cfg.KeyTTL, Dst: &p.keyTTL, Default: DefaultKeyTTL},
+			{Field: "WebhookLag", Value: cfg.WebhookLag, Dst: &p.webhookLag, Default: DefaultWebhookLag},
+		},
+		Now: cfg.Now,
+	}.Check()
+	if err != nil {
+		return nil, err
+	}
+	if (cfg.WebhookUsername == "") != (cfg.WebhookPassword == "") {
+		return nil, adapterkit.Invalid("adyen.Config.", "WebhookPassword", "and WebhookUsername must be set together (both, for basic auth on the webhook endpoint, or neither)")
+	}
+	if len(cfg.ReturnURL) > 8000 {
+		return nil, adapterkit.Invalid("adyen.Config.", "ReturnURL", "is %d bytes; Adyen accepts at most 8000", len(cfg.ReturnURL))
+	}
+	for _, k := range []struct{ field, value string }{{"HMACKey", cfg.HMACKey}, {"PreviousHMACKey", cfg.PreviousHMACKey}} {
+		if k.value == "" {
+			continue
+		}
+		raw, err := hex.DecodeString(k.value)
+		if err != nil || len(raw) == 0 {
+			return nil, adapterkit.Invalid("adyen.Config.", k.field, "is not a hex string; copy the HMAC key exactly as the Customer Area shows it (64 hex digits)")
+		}
+		p.hmacKeys = append(p.hmacKeys, raw)
+		p.hmacText = append(p.hmacText, k.value)
+	}
+	if cfg.PreviousHMACKey != "" && cfg.HMACKey == "" {
+		return nil, adapterkit.Invalid("adyen.Config.", "HMACKey", "is empty but PreviousHMACKey is set; set HMACKey to the current key")
+	}
+	return p, nil
+}
+
+// Name returns "adyen".
+func (p *Provider) Name() string { return "adyen" }
+
+// Info returns the configured key TTL (31 days by default) and the longest
+// key Adyen accepts (64).
+func (p *Provider) Info() payonce.ProviderInfo {
+	return payonce.ProviderInfo{KeyTTL: p.keyTTL, MaxKeyLength: MaxKeyLength}
+}
+
+// WebhookLag returns how long after an attempt a "not found" is believed.
+func (p *Provider) WebhookLag() time.Duration { return p.webhookLag }
+
+// String describes the Provider without its secrets. String, GoString,
+// Format and LogValue have value receivers so that a copied Provider value
+// is redacted too.
+func (p Provider) String() string {
+	hmacKey := adapterkit.Secret("")
+	if len(p.hmacKeys) > 0 {
+		hmacKey = adapterkit.Secret("set")
+	}
+	return fmt.Sprintf("adyen.Provider{APIKey:%s MerchantAccount:%q BaseURL:%s KeyTTL:%s WebhookLag:%s HMACKeys:%d(%s) WebhookUsername:%s WebhookPassword:%s}",
+		p.apiKey, p.merchant, p.baseURL, p.keyTTL, p.webhookLag, len(p.hmacKeys), hmacKey, p.user, p.pass)
+}
+
+// GoString is String: %#v never shows a secret either.
+func (p Provider) GoString() string { return p.String() }
+
+// Format writes String for every verb.
+func (p Provider) Format(f fmt.State, verb rune) { adapterkit.Format(f, verb, p) }
+
+// LogValue makes slog log the Provider without its secrets.
+func (p Provider) LogValue() slog.Value { return adapterkit.LogValue(p) }
+
+// String describes the Config with its secrets redacted.
+func (c Config) String() string {
+	return fmt.Sprintf("adyen.Config{APIKey:%s MerchantAccount:%q BaseURL:%q ReturnURL:%q KeyTTL:%s WebhookLag:%s HMACKey:%s PreviousHMACKey:%s WebhookUsername:%s WebhookPassword:%s Now:%s}",
+		adapterkit.Secret(c.APIKey), c.MerchantAccount, adapterkit.DisplayURL(c.BaseURL, false), adapterkit.DisplayURL(c.ReturnURL, false),
+		c.KeyTTL, c.WebhookLag, adapterkit.Secret(c.HMACKey), adapterkit.Secret(c.PreviousHMACKey),
+		adapterkit.Secret(c.WebhookUsername), adapterkit.Secret(c.WebhookPassword), adapterkit.NowSet(c.Now))
+}
+
+// GoString is String: %#v never shows a secret either.
+func (c Config) GoString() string { return c.String() }
+
+// Format writes String for every verb.
+func (c Config) Format(f fmt.State, verb rune) { adapterkit.Format(f, verb, c) }
+
+// LogValue makes slog log the Config with its secrets redacted.
+func (c Config) LogValue() slog.Value { return adapterkit.LogValue(c) }
+
+// keyLike matches Adyen API keys (they start with "AQE" and run to over a
+// hundred characters of base64 and punctuation), whole or masked, and
+// 64-digit hex strings (HMAC keys).
+var keyLike = regexp.MustCompile(`\bAQE[0-9A-Za-z+/=_\-.~*]{16,}|\b[0-9A-Fa-f]{64}\b`)
+
+// scrub removes the secrets and anything that looks like one from a
+// provider message and bounds its length.
+func (p *Provider) scrub(s string) string {
+	secrets := append([]string{string(p.apiKey), string(p.pass)}, p.hmacText...)
+	return adapterkit.Scrub(s, keyLike, secrets...)
+}

@@ -1,0 +1,45 @@
+package checkout_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/payonce/payonce"
+)
+
+// FuzzParseWebhook: on any body and Cko-Signature, ParseWebhook never
+// panics and never accepts a delivery not signed with the key; signed with
+// it, a body parses into storable events or is Malformed.
+func FuzzParseWebhook(f *testing.F) {
+	for _, body := range []string{
+		ckoEvent("payment_approved", `{"id":"pay_1","reference":"op","metadata":{"payonce_op":"op","payonce_kind":"charge"}}`),
+		ckoEvent("payment_capture_declined", `{"id":"pay_1","action_id":"act_1","response_code":"x"}`),
+		ckoEvent("payment_refunded", `{"id":"pay_1","action_id":"act_1","metadata":{"payonce_kind":["x"]}}`),
+		`{}`, ``, `[`, `{"id":"\u0000","type":"x"}`,
+	} {
+		f.Add([]byte(body), ckoSig("wrong", []byte(body)), true)
+		f.Add([]byte(body), "", true)
+		f.Add([]byte(body), "00", false)
+	}
+	p := webhookProvider(f)
+	f.Fuzz(func(t *testing.T, body []byte, sig string, sign bool) {
+		if evs, err := p.ParseWebhook(delivery(body, sig, ""), body); err == nil || evs != nil {
+			t.Fatalf("unsigned delivery accepted: %v %v", evs, err)
+		}
+		if !sign {
+			return
+		}
+		evs, err := p.ParseWebhook(delivery(body, ckoSig(whSecret, body), ""), body)
+		if err != nil {
+			if !errors.Is(err, payonce.ErrWebhookMalformed) {
+				t.Fatalf("signed delivery refused for its signature: %v", err)
+			}
+			return
+		}
+		for _, ev := range evs {
+			if ev.ID == "" || ev.Type == "" || len(ev.Targets) > 16 {
+				t.Fatalf("event not storable: %+v", ev)
+			}
+		}
+	})
+}

@@ -1,0 +1,375 @@
+package stripe
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/internal/adapterkit"
+)
+
+var _ payonce.WebhookParser = (*Provider)(nil)
+
+// Event types the adapter reads (EventType constants in event.go of
+// github.com/stripe/stripe-go; https://docs.stripe.com/api/events/types).
+const (
+	evtIntentSucceeded          = "payment_intent.succeeded"
+	evtIntentPaymentFailed      = "payment_intent.payment_failed"
+	evtIntentCanceled           = "payment_intent.canceled"
+	evtIntentProcessing         = "payment_intent.processing"
+	evtIntentCapturableUpdated  = "payment_intent.amount_capturable_updated"
+	evtRefundCreated            = "refund.created"
+	evtRefundUpdated            = "refund.updated"
+	evtRefundFailed             = "refund.failed"
+	evtChargeRefunded           = "charge.refunded"
+	evtChargeDisputeCreated     = "charge.dispute.created"
+	objEvent                    = "event"
+	objDispute                  = "dispute"
+	signatureHeader             = "Stripe-Signature"
+	signatureScheme             = "v1"
+	codeDispute                 = "dispute"
+	captureMethodManual         = "manual"
+	maxSignatureHeaderBytes     = 8 << 10
+	maxSignaturesInHeader       = 16
+	webhookSecretMissingProblem = "no signing secret is configured; set stripe.Config.WebhookSecret to the endpoint's signing secret (whsec_...)"
+)
+
+// event is a Stripe Event (https://docs.stripe.com/api/events/object):
+// only what the adapter reads.
+type event struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Type    string `json:"type"`
+	Created int64  `json:"created"`
+	Data    struct {
+		Object json.RawMessage `json:"object"`
+	} `json:"data"`
+}
+
+// webhookCharge is the Charge of charge.refunded, with its refunds: API
+// versions before 2022-11-15 embed them as a list (stripe-go charge.go,
+// Charge.Refunds); later ones leave them out unless expanded, and each
+// refund then arrives as its own refund.* event.
+type webhookCharge struct {
+	charge
+	Refunds *listOf[refund] `json:"refunds"`
+}
+
+// dispute is a Dispute (stripe-go dispute.go: id, object, payment_intent,
+// reason, status).
+type dispute struct {
+	ID            string     `json:"id"`
+	Object        string     `json:"object"`
+	Reason        string     `json:"reason"`
+	Status        string     `json:"status"`
+	PaymentIntent expandable `json:"payment_intent"`
+}
+
+// ParseWebhook verifies a delivery's Stripe-Signature and reads its event
+// (payonce.WebhookParser).
+//
+// Verification follows Stripe (https://docs.stripe.com/webhooks#verify-manually)
+// and stripe-go's webhook.ValidatePayload (webhook/client.go): the header is
+// "t=<unix seconds>,v1=<hex>[,v1=<hex>...]"; the signature is the hex
+// HMAC-SHA256, keyed with the endpoint secret, of "<t>.<raw body>"; any
+// one v1 may match (Stripe sends several while a secret is being rolled),
+// other schemes (v0) are ignored; a timestamp older than
+// Config.WebhookTolerance is refused, so that a captured delivery cannot
+// be replayed later. A timestamp in the future is accepted, as stripe-go
+// does (it checks only time.Since(t) > tolerance): only Stripe can sign
+// one, and the event id makes a second delivery a duplicate anyway.
+//
+// The event's id (evt_...) is its identity. What each type says:
+//
+//   - payment_intent.succeeded, .payment_failed, .canceled, .processing,
+//     .amount_capturable_updated: the PaymentIntent, read by the same
+//     rules as a lookup (chargeVerdict, captureVerdict, cancelVerdict in
+//     states.go): a charge target (payonce_op when payonce_kind is
+//     charge; ProviderRef the pi_ id), and capture and cancel targets
+//     (PaymentRef the pi_ id) when the PaymentIntent's state decides them.
+//   - refund.created, .updated, .failed, and charge.refunded's embedded
+//     refunds: a refund target per Refund (refundVerdict). A refund that
+//     failed on refund.failed, or failed with a failure_reason, is a
+//     Reversal: Stripe refunds can fail after they succeeded
+//     (failure_reason expired_or_canceled_card, lost_or_stolen_card,
+//     unknown, ...: stripe-go refund.go, RefundFailureReason).
+//   - charge.dispute.created: a Reversal of the charge (Code "dispute").
+//   - anything else: an event with no targets (recorded, acknowledged).
+func (p *Provider) ParseWebhook(r *http.Request, body []byte) ([]payonce.WebhookEvent, error) {
+	if p.webhookSecret == "" {
+		return nil, adapterkit.Unauthenticated(p.Name(), webhookSecretMissingProblem)
+	}
+	if err := p.verifySignature(r.Header.Get(signatureHeader), body); err != nil {
+		return nil, err
+	}
+	var e event
+	if err := adapterkit.DecodeWebhook(p.Name(), body, &e); err != nil {
+		return nil, err
+	}
+	switch {
+	case e.ID == "":
+		return nil, adapterkit.Malformed(p.Name(), "event has no id")
+	case e.Type == "":
+		return nil, adapterkit.Malformed(p.Name(), "event has no type")
+	case e.Object != "" && e.Object != objEvent:
+		// A thin event (v2 event notification) or another object: the
+		// adapter reads only v1 snapshot events.
+		return nil, adapterkit.Malformed(p.Name(), "body is a %q, not an event", e.Object)
+	}
+	ev := payonce.WebhookEvent{ID: e.ID, Type: e.Type}
+	if e.Created > 0 {
+		ev.OccurredAt = time.Unix(e.Created, 0).UTC()
+	}
+	targets, err := p.eventTargets(e)
+	if err != nil {
+		return nil, adapterkit.Malformed(p.Name(), "event %s (%s): %s", p.scrub(e.ID), p.scrub(e.Type), p.scrub(err.Error()))
+	}
+	ev.Targets = targets
+	ev, err = adapterkit.CheckEvent(p.Name(), ev, p.scrub)
+	if err != nil {
+		return nil, err
+	}
+	return []payonce.WebhookEvent{ev}, nil
+}
+
+// verifySignature checks the Stripe-Signature header against body. Its
+// errors say what is wrong, never the signature or the secret.
+func (p *Provider) verifySignature(header string, body []byte) error {
+	if header == "" {
+		return adapterkit.Unauthenticated(p.Name(), "no %s header", signatureHeader)
+	}
+	if len(header) > maxSignatureHeaderBytes {
+		return adapterkit.Unauthenticated(p.Name(), "%s header is %d bytes", signatureHeader, len(header))
+	}
+	var (
+		ts     string
+		tsSeen bool
+		sigs   []string
+	)
+	for _, pair := range strings.Split(header, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if !ok {
+			return adapterkit.Unauthenticated(p.Name(), "%s header is not t=...,v1=...", signatureHeader)
+		}
+		switch k {
+		case "t":
+			if tsSeen {
+				return adapterkit.Unauthenticated(p.Name(), "%s header has more than one timestamp", signatureHeader)
+			}
+			ts, tsSeen = v, true
+		case signatureScheme:
+			if len(sigs) == maxSignaturesInHeader {
+				return adapterkit.Unauthenticated(p.Name(), "%s header has more than %d signatures", signatureHeader, maxSignaturesInHeader)
+			}
+			sigs = append(sigs, v)
+		}
+		// Other schemes (v0, test-mode extras) are ignored, as stripe-go does.
+	}
+	if !tsSeen || ts == "" || strings.Trim(ts, "0123456789") != "" {
+		return adapterkit.Unauthenticated(p.Name(), "%s header has no valid timestamp t", signatureHeader)
+	}
+	unix, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return adapterkit.Unauthenticated(p.Name(), "%s header has no valid timestamp t", signatureHeader)
+	}
+	if len(sigs) == 0 {
+		return adapterkit.Unauthenticated(p.Name(), "%s header has no %s signature", signatureHeader, signatureScheme)
+	}
+	// The timestamp is signed as stripe-go formats it (%d of the parsed
+	// seconds, webhook.ComputeSignature), so that "t=0123" cannot sign
+	// differently from "t=123".
+	mac := adapterkit.HMACSHA256([]byte(p.webhookSecret), []byte(strconv.FormatInt(unix, 10)), []byte("."), body)
+	matched := false
+	for _, sig := range sigs {
+		// Every candidate is compared, in constant time: which one matched
+		// (or how nearly) must not show in the timing.
+		if adapterkit.EqualHex(mac, sig) {
+			matched = true
+		}
+	}
+	if !matched {
+		return adapterkit.Unauthenticated(p.Name(), "no %s signature matches the body (wrong WebhookSecret, or the body was changed)", signatureScheme)
+	}
+	// Checked after the signature, so that an unsigned request learns
+	// nothing about the clock; a signed one older than the tolerance is a
+	// replay (or a clock that is off).
+	if age := p.now().Sub(time.Unix(unix, 0)); age > p.webhookTolerance {
+		return adapterkit.Unauthenticated(p.Name(), "signature timestamp is %s old, more than the tolerance %s (a replay, or this host's clock is off)",
+			age.Round(time.Second), p.webhookTolerance)
+	}
+	return nil
+}
+
+// eventTargets reads the event's object into targets; an error says why
+// the object is not what the event type carries.
+func (p *Provider) eventTargets(e event) ([]payonce.WebhookTarget, error) {
+	obj := []byte(e.Data.Object)
+	switch e.Type {
+	case evtIntentSucceeded, evtIntentPaymentFailed, evtIntentCanceled, evtIntentProcessing, evtIntentCapturableUpdated:
+		pi, err := decodePaymentIntent(obj)
+		if err != nil {
+			return nil, err
+		}
+		var extra struct {
+			CaptureMethod string `json:"capture_method"`
+		}
+		_ = json.Unmarshal(obj, &extra) // decodePaymentIntent parsed it already
+		return intentTargets(pi, extra.CaptureMethod), nil
+	case evtRefundCreated, evtRefundUpdated, evtRefundFailed:
+		rf, err := decodeRefund(obj)
+		if err != nil {
+			return nil, err
+		}
+		return []payonce.WebhookTarget{refundTarget(rf, e.Type == evtRefundFailed, "")}, nil
+	case evtChargeRefunded:
+		ch, err := adapterkit.Decode(obj, func(c *webhookCharge) error {
+			switch {
+			case c.Object != objCharge:
+				return errWrongObject(c.Object, objCharge)
+			case c.ID == "":
+				return adapterkit.ErrNoID
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		var ts []payonce.WebhookTarget
+		if ch.Refunds != nil {
+			for _, rf := range ch.Refunds.Data {
+				if rf.ID == "" || rf.Object != objRefund {
+					return nil, errWrongObject(rf.Object, objRefund)
+				}
+				ts = append(ts, refundTarget(rf, false, ch.PaymentIntent.ID))
+			}
+		}
+		return ts, nil
+	case evtChargeDisputeCreated:
+		d, err := adapterkit.Decode(obj, func(d *dispute) error {
+			switch {
+			case d.Object != objDispute:
+				return errWrongObject(d.Object, objDispute)
+			case d.ID == "":
+				return adapterkit.ErrNoID
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if d.PaymentIntent.ID == "" {
+			// A dispute of a charge without a PaymentIntent: not one payonce
+			// created (it creates every charge as a PaymentIntent).
+			return nil, nil
+		}
+		return []payonce.WebhookTarget{{Kind: payonce.KindCharge, ProviderRef: d.PaymentIntent.ID, State: payonce.LookupFailed,
+			Reversal: true, Code: codeDispute,
+			Message: "stripe: dispute " + d.ID + " opened (reason " + d.Reason + ", status " + d.Status + ")"}}, nil
+	}
+	return nil, nil
+}
+
+func errWrongObject(got, want string) error {
+	return &wrongObject{got: got, want: want}
+}
+
+type wrongObject struct{ got, want string }
+
+func (e *wrongObject) Error() string {
+	return strconv.Quote(e.got) + " is not a " + strconv.Quote(e.want)
+}
+
+// ownOp is the operation id payonce wrote on an object it created for an
+// operation of kind k: payonce_op, when payonce_kind is k. An object
+// created for another kind (or by someone else) names no operation of k.
+func ownOp(md map[string]string, k payonce.Kind) string {
+	if md[MetaKind] != string(k) {
+		return ""
+	}
+	return md[MetaOperation]
+}
+
+// verdictTarget is a target of kind k saying what v says. A verdict that
+// does not decide (not found yet, unknown status, a charge that must be
+// read first) is processing: an event changes nothing it does not
+// understand; the operation's lookups decide.
+func verdictTarget(k payonce.Kind, v verdict) payonce.WebhookTarget {
+	t := payonce.WebhookTarget{Kind: k, State: v.state, Code: v.code, DeclineCode: v.decline, Message: v.message}
+	if !v.settles() {
+		t.State = payonce.LookupProcessing
+		t.Code, t.DeclineCode = "", ""
+		switch {
+		case v.unknown != "":
+			t.Message = "stripe: " + v.unknown
+		case v.state == payonce.LookupNotFound:
+			t.Message = ""
+		}
+	}
+	return t
+}
+
+// settles reports a verdict that decides the operation.
+func (v verdict) settles() bool {
+	return v.unknown == "" && v.needCharge == "" && (v.state == payonce.LookupSucceeded || v.state == payonce.LookupFailed)
+}
+
+// intentTargets is what a PaymentIntent in an event says: about the charge
+// that created it, always; about a capture or cancel of it, only when its
+// state decides them (captureVerdict, cancelVerdict), so that every
+// payment_intent event does not name captures and cancels that do not
+// exist. A capture is named only for a PaymentIntent with manual capture
+// (capture_method "manual"; absent counts as maybe): an automatic one has
+// no capture operation.
+func intentTargets(pi paymentIntent, captureMethod string) []payonce.WebhookTarget {
+	charge := verdictTarget(payonce.KindCharge, chargeVerdict(pi, nil))
+	charge.OperationID, charge.ProviderRef = ownOp(pi.Metadata, payonce.KindCharge), pi.ID
+	ts := []payonce.WebhookTarget{charge}
+	if cv := captureVerdict(pi); cv.settles() && (captureMethod == "" || captureMethod == captureMethodManual) {
+		t := verdictTarget(payonce.KindCapture, cv)
+		// A capture's ProviderRef is the PaymentIntent it captured (lookups
+		// and Classify record the pi_ id), and so is its PaymentRef.
+		t.ProviderRef, t.PaymentRef = pi.ID, pi.ID
+		ts = append(ts, t)
+	}
+	if cv := cancelVerdict(pi); cv.settles() {
+		t := verdictTarget(payonce.KindCancel, cv)
+		t.ProviderRef, t.PaymentRef = pi.ID, pi.ID
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// refundTarget is what a Refund says about the refund operation that
+// created it. failedEvent is true for refund.failed. pi is the
+// PaymentIntent to use when the refund does not name one (a refund
+// embedded in its charge).
+//
+// PaymentRef is set only for a refund payonce created (payonce_op with
+// payonce_kind refund): a payment can have several refunds, and a refund
+// made elsewhere (the Dashboard) must not be matched by its payment alone
+// to a refund operation of payonce's whose answer was lost.
+func refundTarget(rf refund, failedEvent bool, pi string) payonce.WebhookTarget {
+	v := refundVerdict(rf)
+	t := verdictTarget(payonce.KindRefund, v)
+	t.ProviderRef = rf.ID
+	if op := ownOp(rf.Metadata, payonce.KindRefund); op != "" {
+		t.OperationID = op
+		t.PaymentRef = rf.PaymentIntent.ID
+		if t.PaymentRef == "" {
+			t.PaymentRef = pi
+		}
+	}
+	if t.State == payonce.LookupFailed {
+		if rf.FailureReason != "" {
+			t.Message = "stripe: refund " + rf.Status + " (" + rf.FailureReason + ")"
+		}
+		// A refund can fail after it succeeded (Stripe sends refund.failed;
+		// failure_reason says why): that undoes a success, so it is a
+		// reversal. A refund that never succeeded is failed either way.
+		t.Reversal = failedEvent || (rf.Status == refundFailed && rf.FailureReason != "")
+	}
+	return t
+}

@@ -1,0 +1,302 @@
+package stripe_test
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/stripe"
+)
+
+const whSecret = "whsec_test_0123456789abcdefFAKEsecretForPayonce"
+
+// stripeSig is the v1 signature Stripe computes: hex HMAC-SHA256 of
+// "<t>.<body>" keyed with the endpoint secret.
+func stripeSig(secret string, t time.Time, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(mac, "%d.", t.Unix())
+	mac.Write(body)
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
+func sigHeader(secret string, t time.Time, body []byte) string {
+	return "t=" + strconv.FormatInt(t.Unix(), 10) + ",v1=" + stripeSig(secret, t, body)
+}
+
+func webhookProvider(t testing.TB, mod ...func(*stripe.Config)) *stripe.Provider {
+	t.Helper()
+	cfg := stripe.Config{APIKey: testKey, WebhookSecret: whSecret, Now: func() time.Time { return testNow }}
+	for _, m := range mod {
+		m(&cfg)
+	}
+	p, err := stripe.New(cfg)
+	require.NoError(t, err)
+	return p
+}
+
+func delivery(body []byte, header string) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/webhooks/stripe", bytes.NewReader(body))
+	if header != "" {
+		r.Header.Set("Stripe-Signature", header)
+	}
+	return r
+}
+
+func parseSigned(t *testing.T, p *stripe.Provider, body string) ([]payonce.WebhookEvent, error) {
+	t.Helper()
+	return p.ParseWebhook(delivery([]byte(body), sigHeader(whSecret, testNow, []byte(body))), []byte(body))
+}
+
+func evtBody(id, typ, object string) string {
+	return `{"id":"` + id + `","object":"event","type":"` + typ + `","created":1772366400,"data":{"object":` + object + `}}`
+}
+
+const piMeta = `"metadata":{"payonce_op":"op-1","payonce_kind":"charge","payonce_key":"op-1"}`
+
+func TestWebhookSignature(t *testing.T) {
+	t.Parallel()
+	p := webhookProvider(t)
+	body := []byte(evtBody("evt_1", "customer.created", `{"id":"cus_1","object":"customer"}`))
+	good := sigHeader(whSecret, testNow, body)
+
+	evs, err := p.ParseWebhook(delivery(body, good), body)
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	require.Equal(t, "evt_1", evs[0].ID)
+	require.Equal(t, "customer.created", evs[0].Type)
+	require.Equal(t, time.Unix(1772366400, 0).UTC(), evs[0].OccurredAt)
+	require.Empty(t, evs[0].Targets, "an event about nothing payonce sends has no targets")
+
+	ts := strconv.FormatInt(testNow.Unix(), 10)
+	for name, tc := range map[string]struct {
+		header string
+		body   []byte
+		want   string
+	}{
+		"missing header":   {"", body, "no Stripe-Signature header"},
+		"wrong secret":     {sigHeader("whsec_other", testNow, body), body, "no v1 signature matches"},
+		"tampered body":    {good, bytes.Replace(body, []byte("cus_1"), []byte("cus_2"), 1), "no v1 signature matches"},
+		"no v1":            {"t=" + ts, body, "no v1 signature"},
+		"only v0":          {"t=" + ts + ",v0=" + stripeSig(whSecret, testNow, body), body, "no v1 signature"},
+		"no timestamp":     {"v1=" + stripeSig(whSecret, testNow, body), body, "no valid timestamp"},
+		"bad timestamp":    {"t=abc,v1=" + stripeSig(whSecret, testNow, body), body, "no valid timestamp"},
+		"signed t changed": {"t=" + strconv.FormatInt(testNow.Unix()+1, 10) + ",v1=" + stripeSig(whSecret, testNow, body), body, "no v1 signature matches"},
+		"two timestamps":   {good + ",t=" + ts, body, "more than one timestamp"},
+		"not pairs":        {"garbage", body, "not t=...,v1=..."},
+		"not hex":          {"t=" + ts + ",v1=zz", body, "no v1 signature matches"},
+		"expired": {sigHeader(whSecret, testNow.Add(-5*time.Minute-time.Second), body), body,
+			"more than the tolerance 5m0s"},
+	} {
+		_, err := p.ParseWebhook(delivery(tc.body, tc.header), tc.body)
+		require.ErrorIs(t, err, payonce.ErrWebhookUnauthenticated, name)
+		require.NotErrorIs(t, err, payonce.ErrWebhookCredentials, name)
+		require.ErrorContains(t, err, tc.want, name)
+		require.NotContains(t, err.Error(), whSecret, name)
+		require.NotContains(t, err.Error(), stripeSig(whSecret, testNow, body), name)
+	}
+
+	// Within the tolerance, at its edge, and in the future (stripe-go
+	// accepts future timestamps: it checks only their age).
+	for _, at := range []time.Time{testNow.Add(-5 * time.Minute), testNow.Add(-time.Minute), testNow.Add(time.Hour)} {
+		_, err := p.ParseWebhook(delivery(body, sigHeader(whSecret, at, body)), body)
+		require.NoError(t, err, at)
+	}
+
+	// Rotation: Stripe sends a v1 per secret; any one may match, in any
+	// place, next to other schemes.
+	rotated := "t=" + ts + ",v1=" + stripeSig("whsec_old", testNow, body) + ", v0=abcd,v1=" + stripeSig(whSecret, testNow, body) + ",v1=00"
+	_, err = p.ParseWebhook(delivery(body, rotated), body)
+	require.NoError(t, err)
+
+	// A longer tolerance accepts what the default refused.
+	long := webhookProvider(t, func(c *stripe.Config) { c.WebhookTolerance = time.Hour })
+	_, err = long.ParseWebhook(delivery(body, sigHeader(whSecret, testNow.Add(-30*time.Minute), body)), body)
+	require.NoError(t, err)
+
+	// No secret configured: refused with what to set.
+	none, err := stripe.New(stripe.Config{APIKey: testKey})
+	require.NoError(t, err)
+	_, err = none.ParseWebhook(delivery(body, good), body)
+	require.ErrorIs(t, err, payonce.ErrWebhookUnauthenticated)
+	require.ErrorContains(t, err, "stripe.Config.WebhookSecret")
+}
+
+func TestWebhookMalformed(t *testing.T) {
+	t.Parallel()
+	p := webhookProvider(t)
+	for name, body := range map[string]string{
+		"empty":           ``,
+		"not json":        `{"id":`,
+		"array":           `[1,2]`,
+		"no id":           `{"object":"event","type":"payment_intent.succeeded","data":{"object":{}}}`,
+		"no type":         `{"id":"evt_1","object":"event","data":{"object":{}}}`,
+		"thin event":      `{"id":"evt_1","object":"v2.core.event","type":"x"}`,
+		"wrong object":    evtBody("evt_1", "payment_intent.succeeded", `{"id":"re_1","object":"refund"}`),
+		"pi without id":   evtBody("evt_1", "payment_intent.succeeded", `{"object":"payment_intent","status":"succeeded"}`),
+		"refund not one":  evtBody("evt_1", "refund.updated", `{"id":"pi_1","object":"payment_intent"}`),
+		"charge not one":  evtBody("evt_1", "charge.refunded", `{"id":"re_1","object":"refund"}`),
+		"dispute not one": evtBody("evt_1", "charge.dispute.created", `{"id":"ch_1","object":"charge"}`),
+		"nul in id":       evtBody(`evt_\u0000`, "customer.created", `{}`),
+		"no data":         `{"id":"evt_1","object":"event","type":"refund.created"}`,
+	} {
+		_, err := parseSigned(t, p, body)
+		require.ErrorIs(t, err, payonce.ErrWebhookMalformed, name)
+		require.NotErrorIs(t, err, payonce.ErrWebhookUnauthenticated, name)
+	}
+}
+
+func TestWebhookTargets(t *testing.T) {
+	t.Parallel()
+	p := webhookProvider(t)
+	charge := func(state payonce.LookupState) payonce.WebhookTarget {
+		return payonce.WebhookTarget{Kind: payonce.KindCharge, OperationID: "op-1", ProviderRef: "pi_1", State: state}
+	}
+	onPI := func(k payonce.Kind, state payonce.LookupState, code, msg string) payonce.WebhookTarget {
+		return payonce.WebhookTarget{Kind: k, ProviderRef: "pi_1", PaymentRef: "pi_1", State: state, Code: code, Message: msg}
+	}
+	refundT := func(state payonce.LookupState, reversal bool, code, msg string) payonce.WebhookTarget {
+		return payonce.WebhookTarget{Kind: payonce.KindRefund, OperationID: "op-r", ProviderRef: "re_1", PaymentRef: "pi_1",
+			State: state, Reversal: reversal, Code: code, Message: msg}
+	}
+	refundObj := func(status, reason string) string {
+		return `{"id":"re_1","object":"refund","status":"` + status + `","failure_reason":"` + reason +
+			`","payment_intent":"pi_1","amount":500,"currency":"usd","metadata":{"payonce_op":"op-r","payonce_kind":"refund"}}`
+	}
+	cannotCancel := "stripe: PaymentIntent is succeeded and can no longer be canceled"
+
+	for _, tc := range []struct {
+		name, typ, object string
+		want              []payonce.WebhookTarget
+	}{
+		{"succeeded, automatic capture", "payment_intent.succeeded",
+			`{"id":"pi_1","object":"payment_intent","status":"succeeded","amount_received":500,"capture_method":"automatic",` + piMeta + `}`,
+			[]payonce.WebhookTarget{charge(payonce.LookupSucceeded), onPI(payonce.KindCancel, payonce.LookupFailed, "payment_intent_unexpected_state", cannotCancel)}},
+		{"succeeded, manual capture: the capture too", "payment_intent.succeeded",
+			`{"id":"pi_1","object":"payment_intent","status":"succeeded","amount_received":500,"capture_method":"manual",` + piMeta + `}`,
+			[]payonce.WebhookTarget{charge(payonce.LookupSucceeded), onPI(payonce.KindCapture, payonce.LookupSucceeded, "", ""),
+				onPI(payonce.KindCancel, payonce.LookupFailed, "payment_intent_unexpected_state", cannotCancel)}},
+		{"authorized", "payment_intent.amount_capturable_updated",
+			`{"id":"pi_1","object":"payment_intent","status":"requires_capture","amount_capturable":500,"capture_method":"manual",` + piMeta + `}`,
+			[]payonce.WebhookTarget{charge(payonce.LookupSucceeded)}},
+		{"processing", "payment_intent.processing",
+			`{"id":"pi_1","object":"payment_intent","status":"processing",` + piMeta + `}`,
+			[]payonce.WebhookTarget{charge(payonce.LookupProcessing)}},
+		{"payment failed", "payment_intent.payment_failed",
+			`{"id":"pi_1","object":"payment_intent","status":"requires_payment_method","capture_method":"automatic",` + piMeta +
+				`,"last_payment_error":{"code":"card_declined","decline_code":"insufficient_funds","message":"Your card has insufficient funds."}}`,
+			[]payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: "op-1", ProviderRef: "pi_1", State: payonce.LookupFailed,
+				Code: "card_declined", DeclineCode: "insufficient_funds", Message: "Your card has insufficient funds."}}},
+		{"canceled before any charge", "payment_intent.canceled",
+			`{"id":"pi_1","object":"payment_intent","status":"canceled","cancellation_reason":"abandoned","latest_charge":null,"capture_method":"manual",` + piMeta + `}`,
+			[]payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: "op-1", ProviderRef: "pi_1", State: payonce.LookupFailed,
+				Code: "canceled", Message: "stripe: PaymentIntent was canceled (abandoned) before any authorization"},
+				onPI(payonce.KindCapture, payonce.LookupFailed, "payment_intent_unexpected_state", "stripe: PaymentIntent is canceled"),
+				onPI(payonce.KindCancel, payonce.LookupSucceeded, "", "")}},
+		{"canceled after a charge: the charge is left to its lookup", "payment_intent.canceled",
+			`{"id":"pi_1","object":"payment_intent","status":"canceled","cancellation_reason":"requested_by_customer","latest_charge":"ch_1","capture_method":"manual",` + piMeta + `}`,
+			[]payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: "op-1", ProviderRef: "pi_1", State: payonce.LookupProcessing,
+				Message: "stripe: PaymentIntent is canceled (requested_by_customer); whether it was authorized first is known from its charge ch_1"},
+				onPI(payonce.KindCapture, payonce.LookupFailed, "payment_intent_unexpected_state", "stripe: PaymentIntent is canceled"),
+				onPI(payonce.KindCancel, payonce.LookupSucceeded, "", "")}},
+		{"unknown status changes nothing", "payment_intent.processing",
+			`{"id":"pi_1","object":"payment_intent","status":"brand_new",` + piMeta + `}`,
+			[]payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: "op-1", ProviderRef: "pi_1", State: payonce.LookupProcessing,
+				Message: `stripe: PaymentIntent status "brand_new"`}}},
+		{"not payonce's: no operation id", "payment_intent.succeeded",
+			`{"id":"pi_1","object":"payment_intent","status":"succeeded","amount_received":5,"capture_method":"automatic","metadata":{"order":"x"}}`,
+			[]payonce.WebhookTarget{{Kind: payonce.KindCharge, ProviderRef: "pi_1", State: payonce.LookupSucceeded},
+				onPI(payonce.KindCancel, payonce.LookupFailed, "payment_intent_unexpected_state", cannotCancel)}},
+
+		{"refund created pending", "refund.created", refundObj("pending", ""),
+			[]payonce.WebhookTarget{refundT(payonce.LookupProcessing, false, "", "")}},
+		{"refund succeeded", "refund.updated", refundObj("succeeded", ""),
+			[]payonce.WebhookTarget{refundT(payonce.LookupSucceeded, false, "", "")}},
+		{"refund failed after success", "refund.failed", refundObj("failed", "lost_or_stolen_card"),
+			[]payonce.WebhookTarget{refundT(payonce.LookupFailed, true, "lost_or_stolen_card", "stripe: refund failed (lost_or_stolen_card)")}},
+		{"refund.updated to failed with a reason", "refund.updated", refundObj("failed", "expired_or_canceled_card"),
+			[]payonce.WebhookTarget{refundT(payonce.LookupFailed, true, "expired_or_canceled_card", "stripe: refund failed (expired_or_canceled_card)")}},
+		{"refund canceled", "refund.updated", refundObj("canceled", ""),
+			[]payonce.WebhookTarget{refundT(payonce.LookupFailed, false, "refund_canceled", "stripe: refund canceled")}},
+		{"refund not payonce's: matched by its id only", "refund.updated",
+			`{"id":"re_9","object":"refund","status":"succeeded","payment_intent":"pi_1","metadata":{}}`,
+			[]payonce.WebhookTarget{{Kind: payonce.KindRefund, ProviderRef: "re_9", State: payonce.LookupSucceeded}}},
+		{"charge.refunded with embedded refunds", "charge.refunded",
+			`{"id":"ch_1","object":"charge","payment_intent":"pi_1","refunds":{"object":"list","data":[` + refundObj("succeeded", "") + `,` +
+				`{"id":"re_2","object":"refund","status":"pending","metadata":{"payonce_op":"op-r2","payonce_kind":"refund"}}]}}`,
+			[]payonce.WebhookTarget{refundT(payonce.LookupSucceeded, false, "", ""),
+				{Kind: payonce.KindRefund, OperationID: "op-r2", ProviderRef: "re_2", PaymentRef: "pi_1", State: payonce.LookupProcessing}}},
+		{"charge.refunded without refunds", "charge.refunded", `{"id":"ch_1","object":"charge","payment_intent":"pi_1"}`, nil},
+		{"dispute", "charge.dispute.created",
+			`{"id":"du_1","object":"dispute","reason":"fraudulent","status":"needs_response","payment_intent":"pi_1","charge":"ch_1"}`,
+			[]payonce.WebhookTarget{{Kind: payonce.KindCharge, ProviderRef: "pi_1", State: payonce.LookupFailed, Reversal: true,
+				Code: "dispute", Message: "stripe: dispute du_1 opened (reason fraudulent, status needs_response)"}}},
+		{"dispute without a PaymentIntent", "charge.dispute.created", `{"id":"du_1","object":"dispute","charge":"ch_1"}`, nil},
+		{"unknown type", "invoice.paid", `{"id":"in_1","object":"invoice"}`, nil},
+	} {
+		evs, err := parseSigned(t, p, evtBody("evt_x", tc.typ, tc.object))
+		require.NoError(t, err, tc.name)
+		require.Len(t, evs, 1, tc.name)
+		require.Equal(t, tc.want, evs[0].Targets, tc.name)
+		require.Equal(t, tc.typ, evs[0].Type)
+	}
+}
+
+func TestWebhookScrubsMessages(t *testing.T) {
+	t.Parallel()
+	p := webhookProvider(t)
+	obj := `{"id":"pi_1","object":"payment_intent","status":"requires_payment_method",` + piMeta +
+		`,"last_payment_error":{"code":"x\u0000y","message":"key ` + testKey + ` secret ` + whSecret + `"}}`
+	evs, err := parseSigned(t, p, evtBody("evt_1", "payment_intent.payment_failed", obj))
+	require.NoError(t, err)
+	got := evs[0].Targets[0]
+	require.Equal(t, "xy", got.Code)
+	require.NotContains(t, got.Message, testKey)
+	require.NotContains(t, got.Message, whSecret)
+}
+
+func TestWebhookConfig(t *testing.T) {
+	t.Parallel()
+	_, err := stripe.New(stripe.Config{APIKey: testKey, WebhookTolerance: -time.Second})
+	require.ErrorIs(t, err, payonce.ErrInvalid)
+	require.ErrorContains(t, err, "stripe.Config.WebhookTolerance")
+	_, err = stripe.New(stripe.Config{APIKey: testKey, WebhookSecret: "whsec_a b"})
+	require.ErrorIs(t, err, payonce.ErrInvalid)
+	require.ErrorContains(t, err, "stripe.Config.WebhookSecret")
+	require.NotContains(t, err.Error(), "whsec_a b")
+
+	cfg := stripe.Config{APIKey: testKey, WebhookSecret: whSecret}
+	p, err := stripe.New(cfg)
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	log.Info("x", "cfg", cfg, "p", p, "pv", *p)
+	for _, s := range []string{fmt.Sprintf("%v %+v %#v %s", cfg, cfg, cfg, cfg), fmt.Sprintf("%v %+v %#v %s", p, p, p, *p), buf.String()} {
+		require.NotContains(t, s, whSecret)
+		require.NotContains(t, s, testKey)
+	}
+	require.Contains(t, cfg.String(), "WebhookSecret:[REDACTED] WebhookTolerance:0s")
+	require.Contains(t, p.String(), "WebhookSecret:[REDACTED] WebhookTolerance:5m0s")
+}
+
+// TestWebhookErrorsAreTyped: a rejected delivery is a typed error that
+// never quotes the body.
+func TestWebhookErrorsAreTyped(t *testing.T) {
+	t.Parallel()
+	p := webhookProvider(t)
+	_, err := p.ParseWebhook(delivery([]byte(`{}`), "t=1,v1=00"), []byte(`{}`))
+	require.True(t, errors.Is(err, payonce.ErrWebhookUnauthenticated))
+	require.False(t, strings.Contains(err.Error(), "{}"), "the body is never quoted")
+}

@@ -1,0 +1,140 @@
+package yookassa_test
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/yookassa"
+)
+
+func webhookProvider(t testing.TB, allow ...netip.Prefix) *yookassa.Provider {
+	t.Helper()
+	p, err := yookassa.New(yookassa.Config{ShopID: testShopID, SecretKey: testSecret, WebhookAllow: allow})
+	require.NoError(t, err)
+	return p
+}
+
+func delivery(remote string, body []byte) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/webhooks/yookassa", bytes.NewReader(body))
+	r.RemoteAddr = remote
+	return r
+}
+
+// yooKassaAddr is an address in YooKassa's published 185.71.76.0/27.
+const yooKassaAddr = "185.71.76.7:443"
+
+func notice(event, object string) []byte {
+	return []byte(`{"type":"notification","event":"` + event + `","object":` + object + `}`)
+}
+
+func TestWebhookAllowlist(t *testing.T) {
+	t.Parallel()
+	p := webhookProvider(t)
+	body := notice("payment.succeeded", `{"id":"2c1d","status":"succeeded","amount":{"value":"1.00","currency":"RUB"}}`)
+	for _, remote := range []string{
+		"185.71.76.0:1", "185.71.76.31:1", "185.71.77.1:1", "77.75.153.127:1", "77.75.154.128:1", "77.75.154.255:1",
+		"77.75.156.11:1", "77.75.156.35:1", "[::ffff:185.71.76.7]:1", "[2a02:5180:0:1509::1]:1",
+		"[2a02:5180:0:2655:ffff::1]:1", "[2a02:5180:0:1533::9]:1", "[2a02:5180:0:2669::1%eth0]:1", "77.75.156.11",
+	} {
+		_, err := p.ParseWebhook(delivery(remote, body), body)
+		require.NoError(t, err, remote)
+	}
+	for _, remote := range []string{
+		"185.71.76.32:1", "77.75.153.128:1", "77.75.156.12:1", "127.0.0.1:1", "[::1]:1", "[2a02:5180:0:1510::1]:1",
+		"[2a02:5180:1:1509::1]:1", "", "not-an-address", "[::ffff:127.0.0.1]:1",
+	} {
+		_, err := p.ParseWebhook(delivery(remote, body), body)
+		require.ErrorIs(t, err, payonce.ErrWebhookForbidden, remote)
+	}
+
+	// A custom list replaces the default (a proxy's address, IPv6 too).
+	custom := webhookProvider(t, netip.MustParsePrefix("10.0.0.1/32"), netip.MustParsePrefix("fd00::/8"))
+	for remote, ok := range map[string]bool{"10.0.0.1:5": true, "[fd12::1]:5": true, yooKassaAddr: false} {
+		_, err := custom.ParseWebhook(delivery(remote, body), body)
+		if ok {
+			require.NoError(t, err, remote)
+		} else {
+			require.ErrorIs(t, err, payonce.ErrWebhookForbidden, remote)
+		}
+	}
+	require.Len(t, yookassa.DefaultWebhookAllow(), 10)
+}
+
+func TestWebhookTargets(t *testing.T) {
+	t.Parallel()
+	p := webhookProvider(t)
+	meta := `"metadata":{"payonce_op":"op-1","payonce_kind":"charge"}`
+	note := func(ev string) string { return "yookassa: unverified notification " + ev + "; a lookup decides" }
+	lookup := func(k payonce.Kind, op, ref, pay string, st payonce.LookupState, ev string) payonce.WebhookTarget {
+		return payonce.WebhookTarget{Kind: k, OperationID: op, ProviderRef: ref, PaymentRef: pay, State: st, LookupOnly: true, Message: note(ev)}
+	}
+	for _, tc := range []struct {
+		name, event, object, id string
+		want                    []payonce.WebhookTarget
+	}{
+		{"waiting for capture", "payment.waiting_for_capture", `{"id":"pm1","status":"waiting_for_capture",` + meta + `}`, "pm1:payment.waiting_for_capture",
+			[]payonce.WebhookTarget{lookup(payonce.KindCharge, "op-1", "pm1", "", payonce.LookupSucceeded, "payment.waiting_for_capture")}},
+		{"succeeded", "payment.succeeded", `{"id":"pm1","status":"succeeded",` + meta + `}`, "pm1:payment.succeeded",
+			[]payonce.WebhookTarget{lookup(payonce.KindCharge, "op-1", "pm1", "", payonce.LookupSucceeded, "payment.succeeded"),
+				lookup(payonce.KindCapture, "", "pm1", "pm1", payonce.LookupSucceeded, "payment.succeeded"),
+				lookup(payonce.KindCancel, "", "pm1", "pm1", payonce.LookupFailed, "payment.succeeded")}},
+		{"canceled", "payment.canceled", `{"id":"pm1","status":"canceled","cancellation_details":{"party":"merchant","reason":"canceled_by_merchant"}}`, "pm1:payment.canceled",
+			[]payonce.WebhookTarget{lookup(payonce.KindCharge, "", "pm1", "", payonce.LookupSucceeded, "payment.canceled"),
+				lookup(payonce.KindCapture, "", "pm1", "pm1", payonce.LookupFailed, "payment.canceled"),
+				lookup(payonce.KindCancel, "", "pm1", "pm1", payonce.LookupSucceeded, "payment.canceled")}},
+		{"refund", "refund.succeeded", `{"id":"rf1","payment_id":"pm1","status":"succeeded","description":"x payonce_op:op-r"}`, "rf1:refund.succeeded",
+			[]payonce.WebhookTarget{lookup(payonce.KindRefund, "op-r", "rf1", "pm1", payonce.LookupSucceeded, "refund.succeeded")}},
+		{"other event", "deal.closed", `{"id":"dl1"}`, "dl1:deal.closed", nil},
+	} {
+		body := notice(tc.event, tc.object)
+		evs, err := p.ParseWebhook(delivery(yooKassaAddr, body), body)
+		require.NoError(t, err, tc.name)
+		require.Equal(t, []payonce.WebhookEvent{{ID: tc.id, Type: tc.event, Targets: tc.want}}, evs, tc.name)
+	}
+}
+
+func TestWebhookMalformed(t *testing.T) {
+	t.Parallel()
+	p := webhookProvider(t)
+	for name, body := range map[string]string{
+		"empty":          ``,
+		"not json":       `{`,
+		"not a notice":   `{"type":"payment","event":"payment.succeeded","object":{"id":"pm1","status":"succeeded"}}`,
+		"no event":       `{"type":"notification","object":{"id":"pm1"}}`,
+		"no object":      `{"type":"notification","event":"payment.succeeded"}`,
+		"no object id":   `{"type":"notification","event":"payment.succeeded","object":{"status":"succeeded"}}`,
+		"object not obj": `{"type":"notification","event":"payment.succeeded","object":"pm1"}`,
+		"no status":      `{"type":"notification","event":"payment.succeeded","object":{"id":"pm1"}}`,
+		"refund no pay":  `{"type":"notification","event":"refund.succeeded","object":{"id":"rf1","status":"succeeded"}}`,
+		"nul id":         `{"type":"notification","event":"deal.closed","object":{"id":"a\u0000"}}`,
+	} {
+		_, err := p.ParseWebhook(delivery(yooKassaAddr, []byte(body)), []byte(body))
+		require.ErrorIs(t, err, payonce.ErrWebhookMalformed, name)
+	}
+}
+
+func TestWebhookAllowConfig(t *testing.T) {
+	t.Parallel()
+	_, err := yookassa.New(yookassa.Config{ShopID: testShopID, SecretKey: testSecret, WebhookAllow: []netip.Prefix{{}}})
+	require.ErrorIs(t, err, payonce.ErrInvalid)
+	require.ErrorContains(t, err, "yookassa.Config.WebhookAllow[0]")
+
+	allow := []netip.Prefix{netip.MustParsePrefix("10.0.0.7/8")}
+	cfg := yookassa.Config{ShopID: testShopID, SecretKey: testSecret, WebhookAllow: allow}
+	p, err := yookassa.New(cfg)
+	require.NoError(t, err)
+	allow[0] = netip.MustParsePrefix("0.0.0.0/0") // the Provider keeps its own copy
+	_, err = p.ParseWebhook(delivery("192.0.2.1:1", []byte(`{}`)), []byte(`{}`))
+	require.ErrorIs(t, err, payonce.ErrWebhookForbidden)
+	require.Contains(t, p.String(), "WebhookAllow:[10.0.0.0/8]")
+	for _, s := range []string{fmt.Sprintf("%v %+v %#v", cfg, cfg, cfg), fmt.Sprintf("%v %+v %#v", p, p, *p)} {
+		require.NotContains(t, s, testSecret)
+	}
+}

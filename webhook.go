@@ -1,0 +1,296 @@
+package payonce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// Webhooks are the provider's own account of what happened: the receiving
+// half of the idempotency pattern. Every event is verified by the adapter,
+// recorded once in the ledger's inbox (insert-or-nothing on the provider's
+// event identity) in the same transaction that applies it, and applied by
+// the ledger's state rules (ledger.ApplyWebhook). An event never causes a
+// request to be sent.
+
+// WebhookParser is implemented by adapters whose provider pushes events.
+// ParseWebhook verifies one delivery (signature, credentials or source
+// address) and returns its events. It must not accept anything it cannot
+// verify: an error wrapping ErrWebhookUnauthenticated (bad or missing
+// signature or credentials) or ErrWebhookMalformed (a body that is not the
+// provider's event format) makes the handler answer 4xx and record nothing.
+// body is the raw request body, already read (at most MaxWebhookBytes); r is
+// the request, for its headers and remote address (its Body is consumed).
+// A delivery may hold several events (Adyen sends batches).
+type WebhookParser interface {
+	ParseWebhook(r *http.Request, body []byte) ([]WebhookEvent, error)
+}
+
+// Errors a WebhookParser returns (wrapped, with what was wrong).
+var (
+	// ErrWebhookUnauthenticated: the signature, credentials or source
+	// address do not verify. The handler answers 401 for credentials (HTTP
+	// basic auth) and 400 otherwise, and records nothing.
+	ErrWebhookUnauthenticated = errors.New("payonce: webhook not authenticated")
+	// ErrWebhookForbidden: the delivery comes from an address the provider
+	// does not send from. The handler answers 403 and records nothing.
+	ErrWebhookForbidden = errors.New("payonce: webhook source not allowed")
+	// ErrWebhookCredentials: HTTP basic auth is missing or wrong. The handler
+	// answers 401. It wraps ErrWebhookUnauthenticated.
+	ErrWebhookCredentials = fmt.Errorf("%w: credentials", ErrWebhookUnauthenticated)
+	// ErrWebhookMalformed: the body is not an event of the provider's. The
+	// handler answers 400 and records nothing.
+	ErrWebhookMalformed = errors.New("payonce: webhook malformed")
+)
+
+// WebhookEvent is one verified provider event, as an adapter reads it.
+type WebhookEvent struct {
+	// ID is the provider's event identity: its event id (Stripe and
+	// Checkout.com evt_...), or, where the provider has none, an identity
+	// the adapter derives from the event and documents. Redeliveries and
+	// replays of one event carry the same ID, so they are recorded once.
+	ID string
+	// Type is the provider's event type.
+	Type string
+	// OccurredAt is when the provider says it happened; zero when unknown.
+	OccurredAt time.Time
+	// Targets are the operations the event speaks of. An event about
+	// nothing payonce sends (e.g. a customer update) has none; it is still
+	// recorded and acknowledged.
+	Targets []WebhookTarget
+}
+
+// WebhookTarget is what an event says about one object.
+type WebhookTarget struct {
+	// Kind is the operation kind the object belongs to.
+	Kind Kind
+	// OperationID is payonce's operation id when the object carries it
+	// (metadata, reference); ProviderRef the object's id at the provider;
+	// PaymentRef the payment it belongs to (capture, cancel, refund). The
+	// ledger finds the operation by the first of them that is set and
+	// matches.
+	OperationID string
+	ProviderRef string
+	PaymentRef  string
+	// State is what the event says: LookupSucceeded, LookupFailed or
+	// LookupProcessing, read by the adapter's state rules (the same table
+	// its lookups use).
+	State LookupState
+	// Reversal marks an event that undoes an outcome reported as a success
+	// before: a refund that failed after it succeeded, a failed capture, a
+	// reversed refund, a chargeback.
+	Reversal bool
+	// LookupOnly marks a notice the adapter cannot verify (YooKassa signs
+	// nothing): it only makes the operation due for a status lookup.
+	LookupOnly bool
+	// Code, DeclineCode and Message are the provider's, secrets scrubbed.
+	Code        string
+	DeclineCode string
+	Message     string
+}
+
+// MaxWebhookBytes bounds a webhook delivery's body. Providers' events are a
+// few kilobytes; Adyen batches at most a few items.
+const MaxWebhookBytes = 1 << 20
+
+// WebhookOptions configure Client.WebhookHandler. Zero values take the
+// defaults.
+type WebhookOptions struct {
+	// MaxConcurrent bounds deliveries handled at once (default 32); more
+	// wait up to Timeout for a slot, then get 503 so the provider delivers
+	// again later.
+	MaxConcurrent int
+	// Timeout bounds one delivery, reading the body and recording its
+	// events (default 8 s: Adyen waits 10 s for an answer).
+	Timeout time.Duration
+	// OnEvent, when set, is called after each event is recorded, with what
+	// recording it did (best-effort: for metrics and alerts; it must not
+	// block).
+	OnEvent func(WebhookEvent, ledger.WebhookReport)
+}
+
+// WebhookHandler returns the http.Handler that receives the provider's
+// webhooks (mount it on any router, POST only). It answers:
+//   - 200 once every event of the delivery is durably recorded (or was
+//     already: duplicates are acknowledged and change nothing);
+//   - 400 for a body that does not verify or parse, 401 for wrong
+//     credentials, 403 for a source the provider does not send from; nothing
+//     is recorded;
+//   - 503 when the ledger is unavailable or the handler is saturated, so
+//     that the provider delivers again;
+//   - 405 for anything but POST, 413 for a body over MaxWebhookBytes.
+//
+// It fails when the client's adapter does not implement WebhookParser. It
+// logs event ids and types, never bodies or headers.
+func (c *Client) WebhookHandler(opts WebhookOptions) (http.Handler, error) {
+	parser, ok := c.cfg.Provider.(WebhookParser)
+	if !ok {
+		return nil, invalid("Provider", "%s's adapter does not receive webhooks (it does not implement payonce.WebhookParser)", c.cfg.Provider.Name())
+	}
+	if opts.MaxConcurrent < 0 {
+		return nil, invalid("MaxConcurrent", "must be >= 0 (0 means 32), got %d", opts.MaxConcurrent)
+	}
+	if opts.Timeout < 0 {
+		return nil, invalid("Timeout", "must be >= 0 (0 means 8s), got %s", opts.Timeout)
+	}
+	if opts.MaxConcurrent == 0 {
+		opts.MaxConcurrent = 32
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = 8 * time.Second
+	}
+	return &webhookHandler{c: c, parser: parser, opts: opts, slots: make(chan struct{}, opts.MaxConcurrent)}, nil
+}
+
+type webhookHandler struct {
+	c      *Client
+	parser WebhookParser
+	opts   WebhookOptions
+	slots  chan struct{}
+}
+
+func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "webhooks are POSTed", http.StatusMethodNotAllowed)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.opts.Timeout)
+	defer cancel()
+	// Bounded concurrency: the endpoint faces the internet, and a flood must
+	// not exhaust the ledger's connections. A provider whose delivery gets
+	// 503 delivers again.
+	select {
+	case h.slots <- struct{}{}:
+		defer func() { <-h.slots }()
+	case <-ctx.Done():
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxWebhookBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "could not read the body", http.StatusBadRequest)
+		return
+	}
+	log := h.c.cfg.Logger.With("provider", h.c.cfg.Provider.Name())
+	events, err := h.parser.ParseWebhook(r, body)
+	if err != nil {
+		status := webhookRejectStatus(err)
+		log.Warn("payonce: webhook rejected", "status", status, "err", err)
+		http.Error(w, http.StatusText(status), status)
+		return
+	}
+	for _, ev := range events {
+		rep, err := h.c.RecordWebhook(ctx, ev)
+		if err != nil {
+			// Not recorded: the provider must deliver again. The events
+			// recorded before this one are duplicates next time.
+			log.Error("payonce: webhook not recorded; the provider will deliver it again",
+				"event_id", ev.ID, "type", ev.Type, "err", err)
+			w.Header().Set("Retry-After", "5")
+			http.Error(w, "ledger unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		logWebhook(log, ev, rep)
+		if h.opts.OnEvent != nil {
+			h.opts.OnEvent(ev, rep)
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	// Any 2xx accepts a delivery; "[accepted]" is what Adyen's older
+	// integrations expect and harmless for the others.
+	_, _ = io.WriteString(w, "[accepted]")
+}
+
+func webhookRejectStatus(err error) int {
+	switch {
+	case errors.Is(err, ErrWebhookCredentials):
+		return http.StatusUnauthorized
+	case errors.Is(err, ErrWebhookForbidden):
+		return http.StatusForbidden
+	default:
+		return http.StatusBadRequest
+	}
+}
+
+func logWebhook(log *slog.Logger, ev WebhookEvent, rep ledger.WebhookReport) {
+	if rep.Duplicate {
+		log.Debug("payonce: webhook duplicate", "event_id", ev.ID, "type", ev.Type)
+		return
+	}
+	for _, o := range rep.Outcomes {
+		level := slog.LevelInfo
+		if o.Disposition == ledger.WebhookContradiction {
+			level = slog.LevelWarn
+		}
+		log.Log(context.Background(), level, "payonce: webhook", "event_id", ev.ID, "type", ev.Type,
+			"operation_id", o.OperationID, "disposition", o.Disposition, "from", o.From, "to", o.To)
+	}
+}
+
+// RecordWebhook records one verified event in the ledger's inbox and applies
+// it, in one transaction (ledger.Store.RecordWebhook). It is what the
+// handler does for each event; call it yourself when events reach the
+// service another way (a queue, the provider's event list after an outage).
+// The event must have been verified: RecordWebhook trusts it.
+func (c *Client) RecordWebhook(ctx context.Context, ev WebhookEvent) (ledger.WebhookReport, error) {
+	le := ledger.WebhookEvent{Provider: c.cfg.Provider.Name(), ID: ev.ID, Type: ev.Type, OccurredAt: ev.OccurredAt}
+	for _, t := range ev.Targets {
+		le.Targets = append(le.Targets, c.webhookTarget(ev, t))
+	}
+	rctx, cancel := recordCtx(ctx)
+	defer cancel()
+	return c.cfg.Store.RecordWebhook(rctx, ledger.RecordWebhookParams{Event: le, Now: c.cfg.Now()})
+}
+
+// webhookTarget turns an adapter's target into the ledger's: the effect by
+// the same reading a lookup gets, and the result recorded if it settles.
+func (c *Client) webhookTarget(ev WebhookEvent, t WebhookTarget) ledger.WebhookTarget {
+	lt := ledger.WebhookTarget{Kind: string(t.Kind), OperationID: t.OperationID, ProviderRef: t.ProviderRef,
+		PaymentRef: t.PaymentRef, Effect: webhookEffect(t)}
+	if lt.Effect == ledger.EffectSucceeded || lt.Effect == ledger.EffectFailed || lt.Effect == ledger.EffectReversed {
+		lt.Result = encodeResult(Outcome{ProviderRef: t.ProviderRef, Code: t.Code, DeclineCode: t.DeclineCode, Message: t.Message})
+	}
+	detail := t.Code
+	if t.DeclineCode != "" {
+		detail += "/" + t.DeclineCode
+	}
+	if t.Message != "" {
+		if detail != "" {
+			detail += ": "
+		}
+		detail += t.Message
+	}
+	lt.Detail = truncate(detail, 500)
+	return lt
+}
+
+// webhookEffect maps what an adapter read to the ledger's effect. A state
+// it does not know changes nothing (processing), so a new provider state
+// can never settle an operation by accident.
+func webhookEffect(t WebhookTarget) ledger.WebhookEffect {
+	switch {
+	case t.LookupOnly:
+		return ledger.EffectLookup
+	case t.Reversal:
+		return ledger.EffectReversed
+	case t.State == LookupSucceeded:
+		return ledger.EffectSucceeded
+	case t.State == LookupFailed:
+		return ledger.EffectFailed
+	default:
+		return ledger.EffectProcessing
+	}
+}

@@ -1,0 +1,313 @@
+package payonce_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/testkit"
+	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/mocks"
+	"github.com/payonce/payonce/providers/providertest"
+)
+
+// hookPSP is the Stripe adapter with a stand-in webhook parser and,
+// optionally, lookups that always fail: the handler's contract is tested
+// apart from any provider's signature scheme (each adapter tests its own).
+type hookPSP struct {
+	payonce.Provider
+	parse      func(r *http.Request, body []byte) ([]payonce.WebhookEvent, error)
+	lookupDown bool
+}
+
+func (p *hookPSP) ParseWebhook(r *http.Request, body []byte) ([]payonce.WebhookEvent, error) {
+	return p.parse(r, body)
+}
+
+func (p *hookPSP) Lookup(ctx context.Context, hc payonce.HTTPDoer, q payonce.LookupQuery) (payonce.LookupResult, error) {
+	if p.lookupDown {
+		return payonce.LookupResult{}, errors.New("lookups are down")
+	}
+	return p.Provider.Lookup(ctx, hc, q)
+}
+
+// hookBundle is a client whose adapter is a hookPSP, and its handler served
+// on a real HTTP server. The stand-in parser reads the body as
+// "<event id> <type> <operation id> <state> [reversal]".
+type hookBundle struct {
+	*bundle
+	psp *hookPSP
+	srv *httptest.Server
+}
+
+func setupHooks(t *testing.T, pg bool, o setupOpts, lookupDown bool) *hookBundle {
+	t.Helper()
+	b := setup(t, o)
+	b.store = newStore(t, pg)
+	psp := &hookPSP{Provider: b.psp, lookupDown: lookupDown, parse: parseStandIn}
+	cfg := providertest.ClientConfig(psp, b.store, b.clock.Now)
+	if o.config != nil {
+		o.config(&cfg)
+	}
+	client, err := payonce.New(cfg)
+	require.NoError(t, err)
+	b.client = client
+	h, err := client.WebhookHandler(payonce.WebhookOptions{})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &hookBundle{bundle: b, psp: psp, srv: srv}
+}
+
+func parseStandIn(r *http.Request, body []byte) ([]payonce.WebhookEvent, error) {
+	switch r.Header.Get("X-Test") {
+	case "forged":
+		return nil, fmt.Errorf("%w: signature does not match", payonce.ErrWebhookUnauthenticated)
+	case "credentials":
+		return nil, fmt.Errorf("%w: wrong password", payonce.ErrWebhookCredentials)
+	case "address":
+		return nil, fmt.Errorf("%w: 203.0.113.9", payonce.ErrWebhookForbidden)
+	}
+	f := strings.Fields(string(body))
+	if len(f) < 4 {
+		return nil, fmt.Errorf("%w: want 4 fields", payonce.ErrWebhookMalformed)
+	}
+	t := payonce.WebhookTarget{Kind: payonce.KindCharge, OperationID: f[2], ProviderRef: "pi_hook",
+		State: payonce.LookupState(f[3]), Reversal: len(f) > 4 && f[4] == "reversal", Code: "code_" + f[3]}
+	return []payonce.WebhookEvent{{ID: f[0], Type: f[1], Targets: []payonce.WebhookTarget{t}}}, nil
+}
+
+func (hb *hookBundle) post(t *testing.T, header, body string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(hb.ctx, http.MethodPost, hb.srv.URL, strings.NewReader(body))
+	require.NoError(t, err)
+	if header != "" {
+		req.Header.Set("X-Test", header)
+	}
+	resp, err := hb.srv.Client().Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp
+}
+
+func (hb *hookBundle) inbox(t *testing.T) []ledger.InboxEntry {
+	t.Helper()
+	got, err := hb.store.ListWebhooks(hb.ctx, ledger.InboxFilter{})
+	require.NoError(t, err)
+	return got
+}
+
+// TestWebhookSettlesLostAnswer: the answer to the charge was lost and every
+// lookup fails; the provider's signed event alone settles the operation,
+// with an audit entry naming it, and a replay of it changes nothing.
+func TestWebhookSettlesLostAnswer(t *testing.T) {
+	t.Parallel()
+	testkit.EachStore(t, func(t *testing.T, pg bool) {
+		hb := setupHooks(t, pg, setupOpts{config: func(c *payonce.Config) { c.AttemptTimeout = 300 * time.Millisecond }}, true)
+		hb.fake.Script(mocks.Match{Method: "POST", Path: chargePath}, mocks.FaultDropAfterProcessing)
+		res, err := hb.client.Charge(hb.ctx, charge("order-hook", 1500))
+		require.ErrorIs(t, err, payonce.ErrOutcomeUnknown)
+
+		resp := hb.post(t, "", "evt_1 payment_intent.succeeded "+res.OperationID+" succeeded")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		op, _, err := hb.store.Get(hb.ctx, res.OperationID)
+		require.NoError(t, err)
+		require.Equal(t, ledger.StatusSucceeded, op.Status)
+		require.Equal(t, "pi_hook", op.ProviderRef)
+		evs, err := hb.store.Events(hb.ctx, res.OperationID)
+		require.NoError(t, err)
+		last := evs[len(evs)-1]
+		require.Equal(t, ledger.EventWebhook, last.Kind)
+		require.Contains(t, last.Detail, `"event_id":"evt_1"`)
+
+		// A replay (same event id) is acknowledged and changes nothing, even
+		// if its content was altered to say otherwise.
+		resp = hb.post(t, "", "evt_1 payment_intent.payment_failed "+res.OperationID+" failed")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		again, _, err := hb.store.Get(hb.ctx, res.OperationID)
+		require.NoError(t, err)
+		require.Equal(t, op, again)
+		require.Len(t, hb.inbox(t), 1)
+
+		// The caller's repeat is answered from the ledger, nothing sent.
+		res2, err := hb.client.Charge(hb.ctx, charge("order-hook", 1500))
+		require.NoError(t, err)
+		require.Equal(t, payonce.ResultSucceeded, res2.Status)
+		require.Equal(t, 1, postsOf(hb.bundle))
+	})
+}
+
+// TestWebhookRejects: what does not verify or parse is refused with the
+// status the provider (and an operator) can act on, and nothing is recorded.
+func TestWebhookRejects(t *testing.T) {
+	t.Parallel()
+	hb := setupHooks(t, false, setupOpts{}, false)
+	for _, c := range []struct {
+		header, body string
+		status       int
+	}{
+		{"forged", "evt_x payment_intent.succeeded op succeeded", http.StatusBadRequest},
+		{"credentials", "evt_x payment_intent.succeeded op succeeded", http.StatusUnauthorized},
+		{"address", "evt_x payment_intent.succeeded op succeeded", http.StatusForbidden},
+		{"", "not an event", http.StatusBadRequest},
+		{"", strings.Repeat("x", payonce.MaxWebhookBytes+1), http.StatusRequestEntityTooLarge},
+	} {
+		resp := hb.post(t, c.header, c.body)
+		require.Equal(t, c.status, resp.StatusCode, "%s %.20q", c.header, c.body)
+	}
+	resp, err := hb.srv.Client().Get(hb.srv.URL)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	require.Empty(t, hb.inbox(t))
+}
+
+// failingStore is a ledger whose webhook writes fail, as when the database
+// is unreachable.
+type failingStore struct {
+	ledger.Store
+	fail atomic.Bool
+}
+
+func (s *failingStore) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams) (ledger.WebhookReport, error) {
+	if s.fail.Load() {
+		return ledger.WebhookReport{}, errors.New("connection refused")
+	}
+	return s.Store.RecordWebhook(ctx, p)
+}
+
+// TestWebhookLedgerDown: an event the ledger could not record is answered
+// 503, so the provider delivers it again; the redelivery settles it.
+func TestWebhookLedgerDown(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	store := &failingStore{Store: b.store}
+	psp := &hookPSP{Provider: b.psp, parse: parseStandIn}
+	client, err := payonce.New(providertest.ClientConfig(psp, store, b.clock.Now))
+	require.NoError(t, err)
+	op, err := client.PrepareCharge(charge("order-down", 700))
+	require.NoError(t, err)
+	_, _, err = store.CreateOrGet(b.ctx, op, b.clock.Now())
+	require.NoError(t, err)
+	h, err := client.WebhookHandler(payonce.WebhookOptions{})
+	require.NoError(t, err)
+
+	body := "evt_d payment_intent.payment_failed " + op.ID + " failed"
+	store.fail.Store(true)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body)))
+	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	got, _, err := store.Get(b.ctx, op.ID)
+	require.NoError(t, err)
+	require.Equal(t, ledger.StatusPending, got.Status)
+
+	store.fail.Store(false)
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body)))
+	require.Equal(t, http.StatusOK, rec.Code)
+	got, _, err = store.Get(b.ctx, op.ID)
+	require.NoError(t, err)
+	require.Equal(t, ledger.StatusFailed, got.Status)
+	require.Equal(t, "pi_hook", got.ProviderRef)
+	require.Contains(t, string(got.Result), "code_failed", "the event's code is the recorded result")
+	require.True(t, got.NextCheckAt.IsZero(), "settled: no background work left")
+	require.Empty(t, got.LeaseOwner)
+	require.Zero(t, got.Attempts, "an event never causes a request to be sent")
+	require.Zero(t, postsOf(b))
+}
+
+// TestWebhookBeforeAnswer: the provider's event arrives while the charge's
+// answer is still on its way. The event settles the operation; the call,
+// whose answer then finds the lease gone, reports the settled result
+// instead of "in progress", and nothing is sent twice.
+func TestWebhookBeforeAnswer(t *testing.T) {
+	t.Parallel()
+	hb := setupHooks(t, false, setupOpts{fake: mocks.StripeOptions{SlowFor: 1500 * time.Millisecond}}, false)
+	hb.fake.Script(mocks.Match{Method: "POST", Path: chargePath}, mocks.FaultSlow)
+	p := charge("order-race", 900)
+	op, err := hb.client.PrepareCharge(p)
+	require.NoError(t, err)
+	type answer struct {
+		res payonce.Result
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := hb.client.Charge(hb.ctx, p)
+		done <- answer{res, err}
+	}()
+	require.Eventually(t, func() bool {
+		got, _, err := hb.store.Get(hb.ctx, op.ID)
+		return err == nil && got.Status == ledger.StatusInFlight
+	}, 5*time.Second, 5*time.Millisecond)
+	resp := hb.post(t, "", "evt_r payment_intent.succeeded "+op.ID+" succeeded")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	a := <-done
+	require.NoError(t, a.err)
+	require.Equal(t, payonce.ResultSucceeded, a.res.Status)
+	require.Equal(t, 1, postsOf(hb.bundle))
+	_, atts, err := hb.store.Get(hb.ctx, op.ID)
+	require.NoError(t, err)
+	require.Len(t, atts, 1)
+	require.Equal(t, ledger.OutcomeMaybeSent, atts[0].Outcome, "the attempt is closed by the event")
+}
+
+// TestWebhookContradiction: a settled charge that the provider later
+// reverses goes where an operator sees it; the ledger never silently
+// disagrees, and an older success arriving late does not undo that.
+func TestWebhookContradiction(t *testing.T) {
+	t.Parallel()
+	hb := setupHooks(t, false, setupOpts{}, false)
+	res, err := hb.client.Charge(hb.ctx, charge("order-rev", 1200))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, hb.post(t, "", "evt_c1 charge.dispute.created "+res.OperationID+" failed reversal").StatusCode)
+	got, err := hb.client.Charge(hb.ctx, charge("order-rev", 1200))
+	require.ErrorIs(t, err, payonce.ErrManualReview)
+	require.Equal(t, payonce.ResultManualReview, got.Status)
+	require.True(t, strings.HasPrefix(got.ReviewReason, ledger.ReasonWebhookContradiction), got.ReviewReason)
+
+	require.Equal(t, http.StatusOK, hb.post(t, "", "evt_c0 payment_intent.succeeded "+res.OperationID+" succeeded").StatusCode)
+	op, _, err := hb.store.Get(hb.ctx, res.OperationID)
+	require.NoError(t, err)
+	require.Equal(t, ledger.StatusManualReview, op.Status, "an older success does not settle a contradiction")
+	list, err := hb.store.ListWebhooks(hb.ctx, ledger.InboxFilter{Disposition: ledger.WebhookContradiction})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, "evt_c1", list[0].ID)
+}
+
+// TestWebhookUnmatched: an event for an object payonce did not create is
+// acknowledged and kept in the inbox, not applied.
+func TestWebhookUnmatched(t *testing.T) {
+	t.Parallel()
+	hb := setupHooks(t, false, setupOpts{}, false)
+	require.Equal(t, http.StatusOK, hb.post(t, "", "evt_u payment_intent.succeeded someone-elses succeeded").StatusCode)
+	list, err := hb.store.ListWebhooks(hb.ctx, ledger.InboxFilter{Disposition: ledger.WebhookUnmatched})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+}
+
+// TestWebhookHandlerNeedsParser: a client whose adapter receives no
+// webhooks has no handler, and says why.
+func TestWebhookHandlerNeedsParser(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	type plain struct{ payonce.Provider }
+	client, err := payonce.New(providertest.ClientConfig(plain{b.psp}, b.store, b.clock.Now))
+	require.NoError(t, err)
+	_, err = client.WebhookHandler(payonce.WebhookOptions{})
+	require.ErrorIs(t, err, payonce.ErrInvalid)
+	require.ErrorContains(t, err, "WebhookParser")
+	_, err = b.client.WebhookHandler(payonce.WebhookOptions{MaxConcurrent: -1})
+	require.ErrorIs(t, err, payonce.ErrInvalid)
+}
