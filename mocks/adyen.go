@@ -1,20 +1,10 @@
 package mocks
 
 import (
-	"bytes"
-	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
-	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -73,16 +63,19 @@ type AdyenOptions struct {
 	// MerchantAccount is the only merchant account requests may name.
 	// Defaults to AdyenMerchantAccount.
 	MerchantAccount string
-	// HMACKey is the hex key webhooks are signed with. Defaults to one
-	// derived from Seed, returned by HMACKey.
-	HMACKey string
-	// WebhookUsername and WebhookPassword are the basic-auth credentials
-	// every webhook delivery carries. Default to values derived from Seed
-	// (WebhookCredentials); set both or neither.
-	WebhookUsername, WebhookPassword string
 	// Logger receives one record per request; keys and headers are never
 	// logged. Defaults to discarding.
 	Logger *slog.Logger
+	// Webhooks delivers Adyen's standard notifications (AUTHORISATION,
+	// CAPTURE, CANCELLATION, REFUND, and CAPTURE_FAILED / REFUND_FAILED
+	// through FailCapture and FailRefund) whenever a payment or one of its
+	// modifications changes, one notification item per delivery (see
+	// AdyenNotification). Each item is signed in
+	// additionalData.hmacSignature with Webhooks.Secret, the endpoint's
+	// HMAC key in hex as the Customer Area shows it (required when URL is
+	// set), and every delivery carries HTTP Basic auth when
+	// Webhooks.Username and Password are set. Defaults to none.
+	Webhooks WebhookDelivery
 }
 
 // Validate reports the first option that cannot work, saying how to fix it.
@@ -90,15 +83,10 @@ func (o AdyenOptions) Validate() error {
 	if err := o.coreConfig().check(); err != nil {
 		return err
 	}
-	if o.HMACKey != "" {
-		if b, err := hex.DecodeString(o.HMACKey); err != nil || len(b) == 0 {
-			return fmt.Errorf("mocks: AdyenOptions.HMACKey is not a hex string; use 64 hex digits")
-		}
+	if err := o.Webhooks.check("AdyenOptions.Webhooks"); err != nil {
+		return err
 	}
-	if (o.WebhookUsername == "") != (o.WebhookPassword == "") {
-		return fmt.Errorf("mocks: AdyenOptions.WebhookUsername and WebhookPassword must be set together")
-	}
-	return nil
+	return checkAdyenWebhooks(o.Webhooks)
 }
 
 func (o AdyenOptions) coreConfig() coreConfig {
@@ -110,23 +98,24 @@ func (o AdyenOptions) coreConfig() coreConfig {
 // pspReference, with Adyen's idempotency (every executed answer stored
 // under its key for KeyTTL and replayed; 409 errorCode 704 while the first
 // request runs). Outcomes of modifications come only by webhook, as at
-// Adyen: the handler queues signed notifications (AUTHORISATION, CAPTURE,
-// CANCELLATION, REFUND, and CAPTURE_FAILED / REFUND_FAILED through
-// FailCapture and FailRefund), delivered by DeliverWebhooks.
+// Adyen: with AdyenOptions.Webhooks set, the handler delivers signed
+// notifications (AUTHORISATION, CAPTURE, CANCELLATION, REFUND, and
+// CAPTURE_FAILED / REFUND_FAILED through FailCapture and FailRefund) in
+// the order the changes happen; FlushWebhooks waits for them.
 //
 // It is safe for concurrent use. In its Truth, payments carry their
 // reference and metadata; refunds are the refund modifications (Status
 // "succeeded", "failed" or "received" until processed).
 type AdyenHandler struct {
 	fakeHandler
-	apiKey, merchant, hmacKey, whUser, whPass string
+	apiKey, merchant string
+	hmacKey          []byte // Webhooks.Secret, hex-decoded; nil without webhooks
 
 	objectStore
 	payments    map[string]*adyPayment
 	paymentList []*adyPayment
 	mods        map[string]*adyModification
 	refunds     []*adyModification
-	outbox      []adyNotificationItem
 }
 
 type adyPayment struct {
@@ -152,21 +141,17 @@ func NewAdyenHandler(opts AdyenOptions) *AdyenHandler {
 	// executed answer is kept, errors included (the fake marks none of its
 	// errors Transient-Error: true).
 	h.setUp(opts, AdyenKeyTTL, idemPolicy{}, h, h.truthRecords)
-	h.apiKey, h.merchant, h.hmacKey = opts.APIKey, opts.MerchantAccount, opts.HMACKey
-	h.whUser, h.whPass = opts.WebhookUsername, opts.WebhookPassword
+	h.apiKey, h.merchant = opts.APIKey, opts.MerchantAccount
 	if h.apiKey == "" {
 		h.apiKey = "AQE" + h.core.ids.next("", 40) + "==-test"
 	}
 	if h.merchant == "" {
 		h.merchant = AdyenMerchantAccount
 	}
-	if h.hmacKey == "" {
-		sum := sha256.Sum256([]byte(h.core.ids.next("hmac", 32)))
-		h.hmacKey = strings.ToUpper(hex.EncodeToString(sum[:]))
+	if opts.Webhooks.enabled() {
+		h.hmacKey, _ = hex.DecodeString(opts.Webhooks.Secret) // checked by Validate
 	}
-	if h.whUser == "" {
-		h.whUser, h.whPass = "ws_webhook_"+h.core.ids.next("", 6), h.core.ids.next("", 24)
-	}
+	h.startWebhooks(opts.Webhooks, adySignWebhook)
 	h.serve([]route{
 		{"POST /payments", h.createPayment},
 		{"POST /payments/{id}/captures", h.capture},
@@ -181,13 +166,6 @@ func (h *AdyenHandler) APIKey() string { return h.apiKey }
 
 // MerchantAccount returns the merchant account requests must name.
 func (h *AdyenHandler) MerchantAccount() string { return h.merchant }
-
-// HMACKey returns the hex key webhooks are signed with.
-func (h *AdyenHandler) HMACKey() string { return h.hmacKey }
-
-// WebhookCredentials returns the basic-auth user and password of webhook
-// deliveries.
-func (h *AdyenHandler) WebhookCredentials() (user, pass string) { return h.whUser, h.whPass }
 
 // Adyen is a fake Adyen Checkout API served by an httptest.Server on
 // 127.0.0.1. Point an adapter at URL() (the base URL with its version
@@ -317,149 +295,4 @@ func adyPSP(ids *idSource) string {
 		b[i] = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"[b[i]%32]
 	}
 	return string(b)
-}
-
-// ---- webhooks ----
-
-type adyNotificationItem struct {
-	AdditionalData      map[string]string `json:"additionalData"`
-	Amount              AdyenAmount       `json:"amount"`
-	EventCode           string            `json:"eventCode"`
-	EventDate           string            `json:"eventDate"`
-	MerchantAccountCode string            `json:"merchantAccountCode"`
-	MerchantReference   string            `json:"merchantReference"`
-	OriginalReference   string            `json:"originalReference,omitempty"`
-	PaymentMethod       string            `json:"paymentMethod"`
-	PspReference        string            `json:"pspReference"`
-	Reason              string            `json:"reason"`
-	Success             string            `json:"success"`
-}
-
-// AdyenAmount is Adyen's Amount.
-type AdyenAmount struct {
-	Currency string `json:"currency"`
-	Value    int64  `json:"value"`
-}
-
-// notify queues a signed notification item. mu must be held.
-func (h *AdyenHandler) notify(now time.Time, event, psp, orig, ref string, amt AdyenAmount, success bool, reason string) {
-	s := strconv.FormatBool(success)
-	// The signed text, as Adyen's SDKs compute it
-	// (Adyen/adyen-go-api-library src/hmacvalidator: pspReference,
-	// originalReference, merchantAccountCode, merchantReference, value,
-	// currency, eventCode, success, joined by ':').
-	data := strings.Join([]string{psp, orig, h.merchant, ref, strconv.FormatInt(amt.Value, 10), amt.Currency, event, s}, ":")
-	key, _ := hex.DecodeString(h.hmacKey)
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(data))
-	h.outbox = append(h.outbox, adyNotificationItem{
-		AdditionalData: map[string]string{"hmacSignature": base64.StdEncoding.EncodeToString(m.Sum(nil))},
-		Amount:         amt, EventCode: event, EventDate: now.Format(time.RFC3339), MerchantAccountCode: h.merchant,
-		MerchantReference: ref, OriginalReference: orig, PaymentMethod: "visa", PspReference: psp, Reason: reason, Success: s,
-	})
-}
-
-// PendingWebhooks returns the queued notifications, each as the body of
-// one delivery ({"live":"false","notificationItems":[...]}), oldest first.
-func (h *AdyenHandler) PendingWebhooks() [][]byte {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := make([][]byte, len(h.outbox))
-	for i, it := range h.outbox {
-		out[i] = adyDelivery(it)
-	}
-	return out
-}
-
-func adyDelivery(items ...adyNotificationItem) []byte {
-	type wrapped struct {
-		Item adyNotificationItem `json:"NotificationRequestItem"`
-	}
-	n := struct {
-		Live  string    `json:"live"`
-		Items []wrapped `json:"notificationItems"`
-	}{Live: "false"}
-	for _, it := range items {
-		n.Items = append(n.Items, wrapped{it})
-	}
-	b, err := json.Marshal(n)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
-// DeliverWebhooks POSTs every queued notification to url, one delivery
-// each, oldest first, with the basic-auth credentials. A delivery answered
-// 2xx leaves the queue; any other answer or a transport error keeps it (and
-// the ones after it) queued for the next call, as Adyen retries. It
-// returns how many were delivered and the first failure.
-func (h *AdyenHandler) DeliverWebhooks(ctx context.Context, url string, hc *http.Client) (int, error) {
-	delivered := 0
-	for {
-		h.mu.Lock()
-		if len(h.outbox) == 0 {
-			h.mu.Unlock()
-			return delivered, nil
-		}
-		it := h.outbox[0]
-		h.mu.Unlock()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(adyDelivery(it)))
-		if err != nil {
-			return delivered, err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.SetBasicAuth(h.whUser, h.whPass)
-		resp, err := hc.Do(req)
-		if err != nil {
-			return delivered, err
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		_ = resp.Body.Close()
-		if resp.StatusCode < 200 || resp.StatusCode >= 300 {
-			return delivered, fmt.Errorf("mocks: adyen webhook %s %s answered %d; it stays queued", it.EventCode, it.PspReference, resp.StatusCode)
-		}
-		h.mu.Lock()
-		if len(h.outbox) > 0 {
-			h.outbox = h.outbox[1:]
-		}
-		h.mu.Unlock()
-		delivered++
-	}
-}
-
-// FailCapture makes the capture modification psp fail after it succeeded
-// (the scheme rejected it): the payment's captured amount goes back and a
-// CAPTURE_FAILED notification is queued. It reports whether psp is a
-// capture that had succeeded.
-func (h *AdyenHandler) FailCapture(psp string) bool {
-	return h.failLater(psp, "capture", "CAPTURE_FAILED", "Capture Failed")
-}
-
-// FailRefund makes the refund modification psp fail after it succeeded: the
-// payment's refunded amount goes back, the refund's status becomes
-// "failed" and a REFUND_FAILED notification is queued. It reports whether
-// psp is a refund that had succeeded.
-func (h *AdyenHandler) FailRefund(psp string) bool {
-	return h.failLater(psp, "refund", "REFUND_FAILED", "Refund Failed")
-}
-
-func (h *AdyenHandler) failLater(psp, kind, event, reason string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	m, ok := h.mods[psp]
-	if !ok || m.kind != kind || m.status != "succeeded" {
-		return false
-	}
-	p := h.payments[m.payment]
-	m.status = "failed"
-	if kind == "capture" {
-		p.captured -= m.amount
-	} else {
-		p.refunded -= m.amount
-	}
-	// As in Adyen's examples, the failure event reports success "true": the
-	// event (the failure) happened.
-	h.notify(h.core.now(), event, m.psp, m.payment, m.reference, AdyenAmount{Currency: m.currency, Value: m.amount}, true, reason)
-	return true
 }

@@ -22,6 +22,12 @@ type adyPaymentRequest struct {
 	Metadata                 map[string]string `json:"metadata"`
 }
 
+// AdyenAmount is Adyen's Amount: a value in minor units and its currency.
+type AdyenAmount struct {
+	Currency string `json:"currency"`
+	Value    int64  `json:"value"`
+}
+
 type adyModificationRequest struct {
 	Merchant  string       `json:"merchantAccount"`
 	Amount    *AdyenAmount `json:"amount"`
@@ -111,7 +117,7 @@ func (h *AdyenHandler) createPayment(c *call) (*response, bool) {
 		resp.PspReference, resp.Amount = "", nil
 		resp.Action = map[string]string{"type": "redirect", "method": "GET", "url": "https://checkoutshopper-test.adyen.com/redirect"}
 	} else {
-		h.notify(c.now, "AUTHORISATION", pay.psp, "", pay.reference, *amt, pay.authorised, p.reason)
+		h.emitLocked(c.now, "AUTHORISATION", pay.psp, "", pay.reference, *amt, pay.authorised, p.reason)
 	}
 	return h.jsonResponse(http.StatusOK, resp), true
 }
@@ -198,7 +204,7 @@ func (h *AdyenHandler) modify(c *call, kind string) (*response, bool) {
 	if ok {
 		m.status = "succeeded"
 	}
-	h.notify(c.now, event, m.psp, pay.psp, m.reference, AdyenAmount{Currency: pay.currency, Value: m.amount}, ok, reason)
+	h.emitLocked(c.now, event, m.psp, pay.psp, m.reference, AdyenAmount{Currency: pay.currency, Value: m.amount}, ok, reason)
 	resp := adyModificationResponse{MerchantAccount: h.merchant, PaymentPspReference: pay.psp, PspReference: m.psp,
 		Reference: m.reference, Status: "received"}
 	if req.Amount != nil {

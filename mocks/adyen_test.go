@@ -3,8 +3,16 @@ package mocks_test
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -49,24 +57,78 @@ func adyMod(f *mocks.Adyen, amount int64, ref string) map[string]any {
 	return m
 }
 
-// adapter is the Adyen adapter configured for f's webhooks.
+// The endpoint's webhook settings of the tests: Adyen's hex HMAC key and
+// Basic credentials.
+const (
+	testAdyHMAC = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
+	testAdyUser = "ws_webhook_test"
+	testAdyPass = "adyen-webhook-password-for-tests"
+)
+
+// adyHooks starts an Adyen fake delivering to a receiver that checks every
+// item's hmacSignature and the Basic credentials (adyVerifier).
+func adyHooks(t *testing.T, d mocks.WebhookDelivery) (*adyBundle, *hookReceiver) {
+	t.Helper()
+	rec := newHookReceiver(t, adyVerifier(testAdyHMAC, testAdyUser, testAdyPass))
+	d.URL, d.Secret, d.Username, d.Password = rec.URL(), testAdyHMAC, testAdyUser, testAdyPass
+	if d.RetryAfter == 0 {
+		d.RetryAfter = time.Millisecond
+	}
+	return adySetup(t, mocks.AdyenOptions{Webhooks: d}), rec
+}
+
+// adyVerifier checks a delivery as Adyen documents it, with the test's
+// own code: Basic credentials, and every item (one or a batch) signed with
+// base64(HMAC-SHA256(hex-decoded key, pspReference:originalReference:
+// merchantAccountCode:merchantReference:value:currency:eventCode:success))
+// (https://docs.adyen.com/development-resources/webhooks/verify-hmac-signatures;
+// Adyen/adyen-go-api-library src/hmacvalidator).
+func adyVerifier(hexKey, user, pass string) func(r *http.Request, body []byte) bool {
+	key, err := hex.DecodeString(hexKey)
+	if err != nil {
+		panic(err)
+	}
+	return func(r *http.Request, body []byte) bool {
+		if u, p, ok := r.BasicAuth(); !ok || u != user || p != pass {
+			return false
+		}
+		var n mocks.AdyenNotification
+		if json.Unmarshal(body, &n) != nil || n.Live != "false" || len(n.NotificationItems) == 0 {
+			return false
+		}
+		for _, it := range n.Items() {
+			data := strings.Join([]string{it.PspReference, it.OriginalReference, it.MerchantAccountCode, it.MerchantReference,
+				strconv.FormatInt(it.Amount.Value, 10), it.Amount.Currency, it.EventCode, it.Success}, ":")
+			m := hmac.New(sha256.New, key)
+			m.Write([]byte(data))
+			if !hmac.Equal([]byte(it.AdditionalData["hmacSignature"]), []byte(base64.StdEncoding.EncodeToString(m.Sum(nil)))) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// adyAdapter is the Adyen adapter configured for the test endpoint.
 func adyAdapter(t *testing.T, f *mocks.Adyen) *adyen.Provider {
-	user, pass := f.WebhookCredentials()
 	p, err := adyen.New(adyen.Config{APIKey: f.APIKey(), MerchantAccount: f.MerchantAccount(), BaseURL: f.URL(),
-		HMACKey: f.HMACKey(), WebhookUsername: user, WebhookPassword: pass})
+		HMACKey: testAdyHMAC, WebhookUsername: testAdyUser, WebhookPassword: testAdyPass})
 	require.NoError(t, err)
 	return p
 }
 
-// parsed reads every queued webhook with the adapter (signature and basic
-// auth checked), oldest first.
-func parsed(t *testing.T, f *mocks.Adyen) []payonce.WebhookEvent {
+// parsed waits for f's webhooks and reads every delivery rec accepted with
+// the adapter (signature and Basic auth checked again), in arrival order.
+func parsed(t *testing.T, f *mocks.Adyen, rec *hookReceiver) []payonce.WebhookEvent {
 	t.Helper()
+	flush(t, f)
 	p := adyAdapter(t, f)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
 	var out []payonce.WebhookEvent
-	for _, body := range f.PendingWebhooks() {
-		r := httptest.NewRequest(http.MethodPost, "/webhooks/adyen", bytes.NewReader(body))
-		r.SetBasicAuth(f.WebhookCredentials())
+	for i, body := range rec.bodies {
+		r := httptest.NewRequest(http.MethodPost, "/webhooks", bytes.NewReader(body))
+		r.Header = rec.headers[i].Clone()
 		evs, err := p.ParseWebhook(r, body)
 		require.NoError(t, err)
 		out = append(out, evs...)
@@ -76,7 +138,7 @@ func parsed(t *testing.T, f *mocks.Adyen) []payonce.WebhookEvent {
 
 func TestAdyenPaymentLifecycle(t *testing.T) {
 	t.Parallel()
-	b := adySetup(t, mocks.AdyenOptions{})
+	b, rec := adyHooks(t, mocks.WebhookDelivery{})
 	r := b.c.post("/payments", adyPayment(b.f, 1000, mocks.AdyenMethodAuthorised, "op-1", true), "k1")
 	pay := decode[map[string]any](t, r, 200)
 	require.Equal(t, "Authorised", pay["resultCode"])
@@ -94,7 +156,7 @@ func TestAdyenPaymentLifecycle(t *testing.T) {
 	refund := decode[map[string]any](t, b.c.post("/payments/"+psp+"/refunds", adyMod(b.f, 400, "op-4"), "k4"), 201)
 	cancel := decode[map[string]any](t, b.c.post("/payments/"+psp+"/cancels", adyMod(b.f, 0, "op-5"), "k5"), 201)
 
-	evs := parsed(t, b.f)
+	evs := parsed(t, b.f, rec)
 	type got struct {
 		typ, ref string
 		state    payonce.LookupState
@@ -114,28 +176,42 @@ func TestAdyenPaymentLifecycle(t *testing.T) {
 	// The refund fails later at the scheme.
 	require.True(t, b.f.FailRefund(refund["pspReference"].(string)))
 	require.False(t, b.f.FailRefund(over["pspReference"].(string)), "a refund that failed cannot fail again")
-	evs = parsed(t, b.f)
+	require.False(t, b.f.FailRefund(capture["pspReference"].(string)), "a capture is not a refund")
+	evs = parsed(t, b.f, rec)
+	require.Len(t, evs, 6)
 	last := evs[len(evs)-1]
 	require.Equal(t, "REFUND_FAILED", last.Type)
+	require.Equal(t, refund["pspReference"], last.Targets[0].ProviderRef)
 	require.True(t, last.Targets[0].Reversal)
+
+	// So does the capture.
+	require.True(t, b.f.FailCapture(capture["pspReference"].(string)))
+	require.False(t, b.f.FailCapture(capture["pspReference"].(string)), "a failed capture cannot fail again")
+	evs = parsed(t, b.f, rec)
+	require.Len(t, evs, 7)
+	last = evs[len(evs)-1]
+	require.Equal(t, "CAPTURE_FAILED", last.Type)
+	require.Equal(t, payonce.KindCapture, last.Targets[0].Kind)
+	require.True(t, last.Targets[0].Reversal)
+	require.Zero(t, rec.rejects())
 
 	tr := b.f.Truth()
 	require.Len(t, tr.Payments, 1)
-	require.Equal(t, int64(1000), tr.Payments[0].AmountCaptured)
+	require.Equal(t, int64(0), tr.Payments[0].AmountCaptured, "the failed capture went back")
 	require.Equal(t, int64(0), tr.Payments[0].AmountRefunded)
 	require.Len(t, tr.Refunds, 2)
 }
 
 func TestAdyenDeclinesAndRedirect(t *testing.T) {
 	t.Parallel()
-	b := adySetup(t, mocks.AdyenOptions{})
+	b, rec := adyHooks(t, mocks.WebhookDelivery{})
 	pay := decode[map[string]any](t, b.c.post("/payments", adyPayment(b.f, 100, mocks.AdyenMethodNotEnoughBalance, "op-d", false), "kd"), 200)
 	require.Equal(t, "Refused", pay["resultCode"])
 	require.Equal(t, "12", pay["refusalReasonCode"])
 	redirect := decode[map[string]any](t, b.c.post("/payments", adyPayment(b.f, 100, mocks.AdyenMethodRedirect, "op-r", false), "kr"), 200)
 	require.Equal(t, "RedirectShopper", redirect["resultCode"])
 	require.NotContains(t, redirect, "pspReference")
-	evs := parsed(t, b.f)
+	evs := parsed(t, b.f, rec)
 	require.Len(t, evs, 1, "no webhook for a redirect")
 	require.Equal(t, payonce.LookupFailed, evs[0].Targets[0].State)
 
@@ -184,45 +260,119 @@ func TestAdyenIdempotency(t *testing.T) {
 	require.Len(t, b.f.Truth().Payments, 3)
 }
 
-func TestAdyenDeliverWebhooksRetries(t *testing.T) {
+// TestAdyenWebhooksUnderFaults: every event arrives, signed and with its
+// credentials, through failed attempts and duplicates; each delivery holds
+// one item, and the items batched in one body verify as well.
+func TestAdyenWebhooksUnderFaults(t *testing.T) {
 	t.Parallel()
-	b := adySetup(t, mocks.AdyenOptions{})
-	p := adyAdapter(t, b.f)
-	decode[map[string]any](t, b.c.post("/payments", adyPayment(b.f, 100, mocks.AdyenMethodAuthorised, "op-w", false), "kw"), 200)
+	b, rec := adyHooks(t, mocks.WebhookDelivery{FailRate: 0.5, DuplicateRate: 0.3, MaxAttempts: 40})
+	var psps []string
+	for i, method := range []string{mocks.AdyenMethodAuthorised, mocks.AdyenMethodPending, mocks.AdyenMethodRefused} {
+		ref := fmt.Sprintf("op-f%d", i)
+		pay := decode[map[string]any](t, b.c.post("/payments", adyPayment(b.f, 500, method, ref, false), "kf"+ref), 200)
+		psps = append(psps, pay["pspReference"].(string))
+	}
+	refund := decode[map[string]any](t, b.c.post("/payments/"+psps[0]+"/refunds", adyMod(b.f, 200, "op-fr"), "kfr"), 201)
+	flush(t, b.f)
+
+	st := b.f.WebhookStats()
+	require.Equal(t, 4, st.Queued)
+	require.Zero(t, st.GaveUp)
+	require.Positive(t, st.Failed)
+	require.Equal(t, st.Queued+st.Duplicated, st.Delivered)
+	require.Zero(t, rec.rejects(), "every delivery carries valid signatures and the Basic credentials")
+
+	seen := map[string]bool{}
+	var items []mocks.AdyenNotificationItem
+	for i, n := range events[mocks.AdyenNotification](t, rec) {
+		require.Len(t, n.NotificationItems, 1, "one item per delivery")
+		it := n.Items()[0]
+		require.Equal(t, b.f.MerchantAccount(), it.MerchantAccountCode)
+		require.Equal(t, "application/json", rec.headers[i].Get("Content-Type"))
+		require.NotEmpty(t, rec.headers[i].Get("User-Agent"))
+		if key := it.PspReference + ":" + it.EventCode; !seen[key] {
+			seen[key] = true
+			items = append(items, it)
+		}
+	}
+	require.Equal(t, map[string]bool{psps[0] + ":AUTHORISATION": true, psps[1] + ":AUTHORISATION": true,
+		psps[2] + ":AUTHORISATION": true, refund["pspReference"].(string) + ":REFUND": true}, seen)
+
+	// Adyen may batch: the same items in one body verify item by item.
+	batch, err := json.Marshal(mocks.NewAdyenNotification(items...))
+	require.NoError(t, err)
+	r := httptest.NewRequest(http.MethodPost, "/webhooks", bytes.NewReader(batch))
+	r.SetBasicAuth(testAdyUser, testAdyPass)
+	require.True(t, adyVerifier(testAdyHMAC, testAdyUser, testAdyPass)(r, batch))
+	evs, err := adyAdapter(t, b.f).ParseWebhook(r, batch)
+	require.NoError(t, err)
+	require.Len(t, evs, len(items))
+}
+
+// TestAdyenWebhookRefusedIsRetried: a delivery the receiver refuses is
+// attempted again, the same body, until it is accepted.
+func TestAdyenWebhookRefusedIsRetried(t *testing.T) {
+	t.Parallel()
+	verify := adyVerifier(testAdyHMAC, testAdyUser, testAdyPass)
 	var mu sync.Mutex
-	fail := true
-	var got []payonce.WebhookEvent
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var attempts [][]byte
+	rec := newHookReceiver(t, func(r *http.Request, body []byte) bool {
 		mu.Lock()
 		defer mu.Unlock()
-		var body bytes.Buffer
-		_, _ = body.ReadFrom(r.Body)
-		evs, err := p.ParseWebhook(r, body.Bytes())
-		if err != nil || fail {
-			fail = false
-			http.Error(w, "no", http.StatusServiceUnavailable)
-			return
-		}
-		got = append(got, evs...)
-		_, _ = w.Write([]byte("[accepted]"))
-	}))
-	t.Cleanup(srv.Close)
-	n, err := b.f.DeliverWebhooks(context.Background(), srv.URL, srv.Client())
-	require.Error(t, err)
-	require.Zero(t, n)
-	require.Len(t, b.f.PendingWebhooks(), 1, "a failed delivery stays queued")
-	n, err = b.f.DeliverWebhooks(context.Background(), srv.URL, srv.Client())
-	require.NoError(t, err)
-	require.Equal(t, 1, n)
-	require.Empty(t, b.f.PendingWebhooks())
-	require.Len(t, got, 1)
-	require.Equal(t, "AUTHORISATION", got[0].Type)
+		attempts = append(attempts, body)
+		return len(attempts) > 1 && verify(r, body)
+	})
+	b := adySetup(t, mocks.AdyenOptions{Webhooks: mocks.WebhookDelivery{URL: rec.URL(), Secret: testAdyHMAC,
+		Username: testAdyUser, Password: testAdyPass, RetryAfter: time.Millisecond}})
+	decode[map[string]any](t, b.c.post("/payments", adyPayment(b.f, 100, mocks.AdyenMethodAuthorised, "op-w", false), "kw"), 200)
+	flush(t, b.f)
+	require.Equal(t, mocks.WebhookStats{Queued: 1, Delivered: 1, Failed: 1}, b.f.WebhookStats())
+	require.Equal(t, 1, rec.rejects())
+	mu.Lock()
+	require.Len(t, attempts, 2)
+	require.Equal(t, attempts[0], attempts[1], "a retry is the same signed body")
+	mu.Unlock()
+	evs := parsed(t, b.f, rec)
+	require.Len(t, evs, 1)
+	require.Equal(t, "AUTHORISATION", evs[0].Type)
+}
+
+// TestAdyenWebhooksOff: without Webhooks nothing is queued.
+func TestAdyenWebhooksOff(t *testing.T) {
+	t.Parallel()
+	b := adySetup(t, mocks.AdyenOptions{})
+	decode[map[string]any](t, b.c.post("/payments", adyPayment(b.f, 100, mocks.AdyenMethodAuthorised, "op-n", false), "kn"), 200)
+	require.NoError(t, b.f.FlushWebhooks(context.Background()))
+	require.Equal(t, mocks.WebhookStats{}, b.f.WebhookStats())
 }
 
 func TestAdyenOptionsValidate(t *testing.T) {
 	t.Parallel()
-	require.ErrorContains(t, mocks.AdyenOptions{HMACKey: "zz"}.Validate(), "hex")
-	require.ErrorContains(t, mocks.AdyenOptions{WebhookUsername: "u"}.Validate(), "together")
-	require.ErrorContains(t, mocks.AdyenOptions{KeyTTL: -1}.Validate(), "KeyTTL")
+	hooks := func(mod func(*mocks.WebhookDelivery)) mocks.AdyenOptions {
+		d := mocks.WebhookDelivery{URL: "http://127.0.0.1:9/webhooks", Secret: testAdyHMAC, Username: testAdyUser, Password: testAdyPass}
+		mod(&d)
+		return mocks.AdyenOptions{Webhooks: d}
+	}
+	for _, tc := range []struct {
+		name string
+		opts mocks.AdyenOptions
+		want string
+	}{
+		{"key not hex", hooks(func(d *mocks.WebhookDelivery) { d.Secret = "zz" }), "Webhooks.Secret is not a hex HMAC key"},
+		{"no key", hooks(func(d *mocks.WebhookDelivery) { d.Secret = "" }), "Webhooks.Secret is not a hex HMAC key"},
+		{"key not hex, webhooks off", mocks.AdyenOptions{Webhooks: mocks.WebhookDelivery{Secret: "not-hex"}}, "hex"},
+		{"user without password", hooks(func(d *mocks.WebhookDelivery) { d.Password = "" }), "set both or neither"},
+		{"colon in user", hooks(func(d *mocks.WebhookDelivery) { d.Username = "a:b" }), "Username contains ':'"},
+		{"authorization header", hooks(func(d *mocks.WebhookDelivery) { d.Username, d.Password, d.Authorization = "", "", "Bearer x" }), "only HTTP Basic"},
+		{"not loopback", hooks(func(d *mocks.WebhookDelivery) { d.URL = "https://example.com/webhooks" }), "loopback"},
+		{"key ttl", mocks.AdyenOptions{KeyTTL: -1}, "KeyTTL"},
+	} {
+		err := tc.opts.Validate()
+		require.ErrorContains(t, err, tc.want, tc.name)
+		require.ErrorContains(t, err, "AdyenOptions", tc.name)
+		require.Panics(t, func() { mocks.NewAdyenHandler(tc.opts) }, tc.name)
+	}
 	require.NoError(t, mocks.AdyenOptions{}.Validate())
+	require.NoError(t, hooks(func(*mocks.WebhookDelivery) {}).Validate())
+	require.NoError(t, hooks(func(d *mocks.WebhookDelivery) { d.Username, d.Password = "", "" }).Validate(), "Basic auth is optional")
 }

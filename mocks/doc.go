@@ -35,6 +35,12 @@
 // CheckoutSourceDoNotHonour, ...; Truth().ChargesByReference counts
 // payments per reference.
 //
+// The Adyen fake (NewAdyen) serves POST /payments (Checkout API v71) and
+// captures, cancels and refunds by pspReference, which answer 201
+// "received": their outcomes come only by webhook. Its Idempotency-Key
+// replays the first answer; a repeat while the first runs gets 409 with
+// errorCode 704.
+//
 // Every fake can deliver webhooks as its provider does (Options.Webhooks, a
 // WebhookDelivery): to a loopback URL only, at least once, possibly late
 // (Delay), twice (DuplicateRate), out of order (ReorderRate), with attempts
@@ -42,12 +48,16 @@
 // MaxAttempts. The events are the provider's own: Stripe Events signed
 // with Stripe-Signature (StripeEvent), Checkout.com notifications signed
 // with Cko-Signature (CheckoutEvent), YooKassa notifications, unsigned
-// (YooKassaNotification); each carries the object as the fake's GET
+// (YooKassaNotification), Adyen standard notifications (AdyenNotification,
+// one item per delivery, each signed in additionalData.hmacSignature with
+// the hex key Webhooks.Secret, with Basic auth from Webhooks.Username and
+// Password); each carries the object as the fake's GET
 // returns it at the moment of the change. FlushWebhooks waits for the
 // queue, WebhookStats counts what happened, Close stops the sender. Test
 // hooks change money after the fact: Stripe's FailRefund (a refund fails
 // after it succeeded: refund.failed) and Checkout.com's DeclineCapture (an
-// accepted capture is declined: payment_capture_declined).
+// accepted capture is declined: payment_capture_declined), Adyen's
+// FailCapture and FailRefund (CAPTURE_FAILED, REFUND_FAILED).
 //
 // The smallest use:
 //

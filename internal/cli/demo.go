@@ -41,6 +41,28 @@ type demoSettings struct {
 	Ledger          string
 	TemporaryLedger bool
 	FakeURL         string
+	// Webhooks turns the fake's webhooks on, delivered to a receiver in
+	// this process with the faults below.
+	Webhooks bool
+	Hooks    demoHookFaults
+}
+
+// demoHookFaults are the faults of the fake's webhook deliveries: as
+// providers deliver, late, at least once (some twice), not in order, and
+// again after a failed attempt.
+type demoHookFaults struct {
+	Delay                                time.Duration
+	DuplicateRate, ReorderRate, FailRate float64
+	RetryAfter                           time.Duration
+}
+
+// delivery is the fake's WebhookDelivery to url with creds' secret or
+// credentials and these faults.
+func (f demoHookFaults) delivery(url string, creds mocks.WebhookDelivery) mocks.WebhookDelivery {
+	d := creds
+	d.URL, d.Delay, d.RetryAfter = url, f.Delay, f.RetryAfter
+	d.DuplicateRate, d.ReorderRate, d.FailRate = f.DuplicateRate, f.ReorderRate, f.FailRate
+	return d
 }
 
 func defaultDemoSettings() demoSettings {
@@ -58,23 +80,38 @@ func defaultDemoSettings() demoSettings {
 		Retry:            payonce.RetryPolicy{MaxAttempts: 3, BaseDelay: 50 * time.Millisecond, MaxDelay: 500 * time.Millisecond, MaxRetryAfter: 2 * time.Second},
 		Breaker:          payonce.BreakerSettings{ConsecutiveFailures: 8, OpenFor: 500 * time.Millisecond},
 		DeclineEvery:     40,
+		// The delay lets a webhook race the call it reports: it arrives
+		// while a hung answer is still awaited, or before the lookup of a
+		// lost one.
+		Webhooks: true,
+		Hooks: demoHookFaults{Delay: 200 * time.Millisecond, DuplicateRate: 0.10, ReorderRate: 0.10, FailRate: 0.10,
+			RetryAfter: 50 * time.Millisecond},
 	}
 }
 
 func runDemo(ctx context.Context, a *App, args []string) error {
 	s := defaultDemoSettings()
-	f := newFlags("demo", "payonce demo [--provider stripe|yookassa|checkout] [--orders N] [--refunds M] [--concurrency C] [--seed S] [--ledger DSN] [--json]",
-		`Starts a fake provider in this process (Stripe, YooKassa or Checkout.com, with
-its own test credentials) that fails about a fifth of the requests that move
-money in the ways that matter there (answers lost after the money moved,
-hangs, proxy 502s before and after processing, rate limits, slow answers,
-500s stored or produced after the money moved), charges --orders orders with
-the provider's test payment methods (a few of them declined) and refunds
---refunds of them at --concurrency through payonce, runs the reconciler until
-nothing is left to settle, and compares the ledger with what the fake really
-did. Its timings are short (a key TTL of 20s instead of 24h, lookup lags of
-seconds) so that it settles in about half a minute; they are printed with the
-report. Amounts are in USD for stripe, RUB for yookassa, EUR for checkout.
+	f := newFlags("demo", "payonce demo [--provider stripe|yookassa|checkout|adyen] [--orders N] [--refunds M] [--concurrency C] [--seed S] [--webhooks=false] [--ledger DSN] [--json]",
+		`Starts a fake provider in this process (Stripe, YooKassa, Checkout.com or
+Adyen, with its own test credentials) that fails about a fifth of the
+requests that move money in the ways that matter there (answers lost after
+the money moved, hangs, proxy 502s before and after processing, rate limits,
+slow answers, 500s stored or produced after the money moved), charges
+--orders orders with the provider's test payment methods (a few of them
+declined) and refunds --refunds of them at --concurrency through payonce,
+runs the reconciler until nothing is left to settle, and compares the ledger
+with what the fake really did. Its timings are short (a key TTL of 20s
+instead of 24h, lookup lags of seconds) so that it settles in about half a
+minute; they are printed with the report. Amounts are in USD for stripe, RUB
+for yookassa, EUR for checkout and adyen.
+
+The fake also sends its signed webhooks to a receiver the demo runs on
+127.0.0.1 (payonce's webhook handler on a free port), late, some twice, some
+out of order, some only after failed attempts; the report counts the
+deliveries, what each event did, and how many operations were settled by the
+call itself, by a status lookup and by a webhook. --webhooks=false shows the
+same run settled by calls and lookups alone (not with adyen: Adyen has no
+status lookup, its outcomes come only by webhook).
 
 Exit code 0 when no reference was charged or refunded twice and every
 operation settled (succeeded, failed, or in manual review); 1 otherwise.
@@ -90,6 +127,7 @@ unless --ledger (or PAYONCE_LEDGER) names one.`)
 	f.Int64Var(&s.Seed, "seed", s.Seed, "`S` seeds amounts, declines and the fake's faults")
 	f.Float64Var(&s.FaultRate, "fault-rate", s.FaultRate, "`RATE` of the requests that move money the fake fails, 0 to 1")
 	f.duration(&s.KeyTTL, "key-ttl", s.KeyTTL, "idempotency key TTL of the fake and the adapter (`D`); stored 500s reach\nreview once it has passed")
+	f.BoolVar(&s.Webhooks, "webhooks", s.Webhooks, "have the fake deliver webhooks to a receiver on 127.0.0.1 (--webhooks=false: lookups only)")
 	f.duration(&s.ClockSkew, "clock-skew", s.ClockSkew, "clock-skew allowance (`D`): resends stop the attempt timeout ("+s.AttemptTimeout.String()+") plus\n"+
 		"the larger of this and 1% of --key-ttl before the key expires; small by default,\nsince the fake runs on this machine's clock")
 	if _, err := f.parseArgs(a, args); err != nil {
@@ -105,6 +143,9 @@ unless --ledger (or PAYONCE_LEDGER) names one.`)
 		return usageErrorf("unknown provider %q: the demo has fakes of %s", provider, demoProviderNames())
 	}
 	s.Provider = p
+	if !s.Webhooks && p.webhookOnly {
+		return usageErrorf("--provider %s needs webhooks: %s has no status lookup, so its outcomes arrive only by webhook; drop --webhooks=false", p.name, p.title)
+	}
 	if !p.fakeLag {
 		s.FakeSearchLag = 0
 	}
@@ -166,6 +207,7 @@ type demo struct {
 	s        demoSettings
 	fake     demoFake
 	ledger   *ledgerConn
+	recv     *demoReceiver // nil without webhooks
 	tempDir  string
 	client   *payonce.Client
 	rec      *payonce.Reconciler
@@ -201,7 +243,7 @@ type demoOrder struct {
 }
 
 func newDemo(ctx context.Context, a *App, s demoSettings, lf *ledgerFlags) (*demo, error) {
-	d := &demo{a: a, s: s, prog: newProgress(a.Stderr)}
+	d := &demo{a: a, s: s, prog: a.newProgress(a.Stderr)}
 	ok := false
 	defer func() {
 		if !ok {
@@ -233,8 +275,18 @@ func newDemo(ctx context.Context, a *App, s demoSettings, lf *ledgerFlags) (*dem
 			rates[m.kind] = s.FaultRate * m.share
 		}
 	}
+	var wh demoHooks
+	if s.Webhooks {
+		if d.recv, err = listenWebhooks(s.Provider.name); err != nil {
+			return nil, err
+		}
+		if wh, err = s.Provider.webhookCreds(); err != nil {
+			return nil, err
+		}
+		wh.Delivery = s.Hooks.delivery(d.recv.URL(), wh.Delivery)
+	}
 	var psp payonce.Provider
-	d.fake, psp, err = s.Provider.start(s, rates)
+	d.fake, psp, err = s.Provider.start(s, rates, wh)
 	if err != nil {
 		return nil, fmt.Errorf("building the %s adapter for the fake: %w", s.Provider.name, err)
 	}
@@ -252,6 +304,11 @@ func newDemo(ctx context.Context, a *App, s demoSettings, lf *ledgerFlags) (*dem
 	})
 	if err != nil {
 		return nil, err
+	}
+	if d.recv != nil {
+		if err := d.recv.serve(d.client); err != nil {
+			return nil, fmt.Errorf("starting the demo's webhook receiver: %w", err)
+		}
 	}
 	d.rec, err = payonce.NewReconciler(payonce.ReconcilerConfig{
 		Store: d.ledger.store, Clients: []*payonce.Client{d.client}, BatchSize: 500, Concurrency: s.Concurrency,
@@ -284,9 +341,12 @@ func newDemo(ctx context.Context, a *App, s demoSettings, lf *ledgerFlags) (*dem
 
 func (d *demo) close() {
 	d.prog.stop()
+	// The fake first: closing it stops its webhook sender, so that no
+	// delivery is cut half-way by the receiver closing.
 	if d.fake != nil {
 		d.fake.Close()
 	}
+	d.recv.close()
 	if d.ledger != nil {
 		d.ledger.Close()
 	}
@@ -335,7 +395,7 @@ func (d *demo) run(ctx context.Context) error {
 			return err
 		}
 		if len(todo) == 0 || round == 3 {
-			return nil
+			return d.flushWebhooks(ctx)
 		}
 		d.prog.start("refunding", len(todo))
 		d.parallel(ctx, len(todo), func(j int) {
@@ -349,7 +409,7 @@ func (d *demo) run(ctx context.Context) error {
 }
 
 func (d *demo) chargeParams(o *demoOrder) payonce.ChargeParams {
-	return payonce.ChargeParams{OrderID: o.id, Amount: o.amount, Currency: d.s.Provider.currency, PaymentMethod: o.method}
+	return payonce.ChargeParams{OrderID: o.id, Amount: o.amount, Currency: d.s.Provider.currency, PaymentMethod: o.method, Customer: d.s.Provider.customer}
 }
 
 // refundParams refunds the whole charge, with its amount given: YooKassa
@@ -379,6 +439,26 @@ func (d *demo) parallel(ctx context.Context, n int, fn func(int)) {
 	}
 	close(jobs)
 	wg.Wait()
+}
+
+// flushWebhooks waits until the fake has delivered (or given up on) every
+// webhook it queued, so that the report counts all of them: the ones that
+// arrive after everything settled only confirm, or settle an operation in
+// review.
+func (d *demo) flushWebhooks(ctx context.Context) error {
+	if d.recv == nil {
+		return nil
+	}
+	d.prog.start("delivering webhooks", 0)
+	fctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	err := d.fake.FlushWebhooks(fctx)
+	st := d.fake.WebhookStats()
+	d.prog.done(fmt.Sprintf("webhooks: %d events sent, %d deliveries", st.Queued, st.Delivered))
+	if err != nil {
+		return fmt.Errorf("waiting for the fake's webhooks: %w", err)
+	}
+	return nil
 }
 
 // moreRefunds picks orders whose charge the reconciler settled as
@@ -447,7 +527,13 @@ func (d *demo) settle(ctx context.Context, deadline time.Time) error {
 		if rep.Claimed > 0 && wait <= 0 {
 			continue
 		}
-		wait = min(max(wait, 20*time.Millisecond), time.Second)
+		// With webhooks an operation may settle at any moment, not only
+		// when it comes due: look again sooner.
+		most := time.Second
+		if d.recv != nil {
+			most = 250 * time.Millisecond
+		}
+		wait = min(max(wait, 20*time.Millisecond), most)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

@@ -1,10 +1,16 @@
 package cli
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/mocks"
+	"github.com/payonce/payonce/providers/adyen"
 	"github.com/payonce/payonce/providers/stripe"
 	"github.com/payonce/payonce/providers/yookassa"
 )
@@ -46,7 +52,33 @@ func (f faultShares) mix() []demoFault {
 type demoFake interface {
 	URL() string
 	Truth() mocks.Truth
+	// FlushWebhooks waits until every event queued so far was delivered
+	// or given up on; WebhookStats counts what the sender did.
+	FlushWebhooks(ctx context.Context) error
+	WebhookStats() mocks.WebhookStats
 	Close()
+}
+
+// demoHooks is how one run's fake delivers webhooks and how its adapter
+// verifies them; the zero value is a run without webhooks.
+type demoHooks struct {
+	// Delivery is the fake's: the receiver's URL, the signing secret or
+	// credentials, and the delivery faults.
+	Delivery mocks.WebhookDelivery
+	// Env holds the adapter's webhook settings (its WebhookEnvVars) that
+	// verify what the fake signs.
+	Env map[string]string
+}
+
+// hexSecret returns n random bytes in hex, from crypto/rand: the
+// receiver listens on a real port, so its secret must not be guessable
+// from the demo's seed by another process on the machine.
+func hexSecret(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("making a webhook secret: %w", err)
+	}
+	return hex.EncodeToString(b), nil
 }
 
 // demoProvider is what the demo knows about one provider: its fake, the
@@ -61,13 +93,25 @@ type demoProvider struct {
 	lagName string
 	// fakeLag: the fake's own lookups run behind (Stripe's search); the
 	// other fakes answer lists and reads at once.
-	fakeLag  bool
-	faultMix []demoFault
-	good     string   // a payment method that pays
-	declines []string // payment methods the provider declines
-	// start starts the fake with its own credentials and builds the
-	// adapter that talks to it, through the adapter's registry entry.
-	start func(s demoSettings, rates map[mocks.FaultKind]float64) (demoFake, payonce.Provider, error)
+	fakeLag bool
+	// webhookOnly: the adapter has no status lookup (Adyen), so outcomes
+	// the calls did not bring arrive only by webhook; the demo refuses to
+	// run it without webhooks.
+	webhookOnly bool
+	faultMix    []demoFault
+	good        string   // a payment method that pays
+	declines    []string // payment methods the provider declines
+	// customer is the customer every charge names, where the provider
+	// needs one (Adyen's shopperReference of a stored card).
+	customer string
+	// webhookCreds makes fresh webhook credentials: the fake's signing
+	// secret (or basic-auth pair) in wh.Delivery, and the adapter's
+	// settings that verify them in wh.Env.
+	webhookCreds func() (demoHooks, error)
+	// start starts the fake with its own credentials (and, when
+	// wh.Delivery has a URL, its webhooks) and builds the adapter that
+	// talks to it, through the adapter's registry entry.
+	start func(s demoSettings, rates map[mocks.FaultKind]float64, wh demoHooks) (demoFake, payonce.Provider, error)
 	// chargeOp and refundOp name the operation that created a payment or a
 	// refund, as the adapter marks it.
 	chargeOp func(mocks.TruthPayment) string
@@ -80,7 +124,7 @@ type demoProvider struct {
 
 // demoProviders are the providers "payonce demo --provider" runs against.
 func demoProviders() []demoProvider {
-	return []demoProvider{stripeDemo(), yookassaDemo(), checkoutDemo()}
+	return []demoProvider{stripeDemo(), yookassaDemo(), checkoutDemo(), adyenDemo()}
 }
 
 func findDemoProvider(name string) (demoProvider, bool) {
@@ -101,9 +145,25 @@ func demoProviderNames() string {
 }
 
 // adapterConfig is what every demo adapter is built with: the fake's
-// address and credentials, the demo's key TTL and lookup lag.
-func adapterConfig(s demoSettings, url string, env map[string]string) AdapterConfig {
+// address and credentials, its webhook settings, the demo's key TTL and
+// lookup lag.
+func adapterConfig(s demoSettings, url string, env map[string]string, wh demoHooks) AdapterConfig {
+	maps.Copy(env, wh.Env)
 	return AdapterConfig{Env: env, BaseURL: url, KeyTTL: s.KeyTTL, SearchLag: s.AdapterSearchLag}
+}
+
+// hexWebhookSecret is webhookCreds for a provider that signs with one
+// secret: prefix plus 32 random bytes in hex, in the fake's Secret and in
+// the adapter's variable envVar.
+func hexWebhookSecret(prefix, envVar string) func() (demoHooks, error) {
+	return func() (demoHooks, error) {
+		secret, err := hexSecret(32)
+		if err != nil {
+			return demoHooks{}, err
+		}
+		secret = prefix + secret
+		return demoHooks{Delivery: mocks.WebhookDelivery{Secret: secret}, Env: map[string]string{envVar: secret}}, nil
+	}
 }
 
 // stripeDemo: stored 500s are Stripe's own trap (the 500 is replayed for
@@ -116,12 +176,15 @@ func stripeDemo() demoProvider {
 		faultMix: faultShares{drop: 0.15, hang: 0.15, gatewayBefore: 0.15, gatewayAfter: 0.15, rateLimit: 0.10, slow: 0.15, stored500: 0.15}.mix(),
 		good:     "pm_card_visa",
 		declines: []string{"pm_card_chargeDeclined"},
-		start: func(s demoSettings, rates map[mocks.FaultKind]float64) (demoFake, payonce.Provider, error) {
+		// Stripe's endpoint secrets start with whsec_, and the fake
+		// refuses any other.
+		webhookCreds: hexWebhookSecret("whsec_", "STRIPE_WEBHOOK_SECRET"),
+		start: func(s demoSettings, rates map[mocks.FaultKind]float64, wh demoHooks) (demoFake, payonce.Provider, error) {
 			f := mocks.NewStripe(mocks.StripeOptions{
 				Seed: s.Seed, KeyTTL: s.KeyTTL, SearchLag: s.FakeSearchLag, FaultRates: rates,
-				HangFor: s.HangFor, SlowFor: s.SlowFor, RetryAfter: s.RetryAfter,
+				HangFor: s.HangFor, SlowFor: s.SlowFor, RetryAfter: s.RetryAfter, Webhooks: wh.Delivery,
 			})
-			p, err := StripeAdapter().New(adapterConfig(s, f.URL(), map[string]string{"STRIPE_API_KEY": f.APIKey()}))
+			p, err := StripeAdapter().New(adapterConfig(s, f.URL(), map[string]string{"STRIPE_API_KEY": f.APIKey()}, wh))
 			return f, p, err
 		},
 		chargeOp: func(p mocks.TruthPayment) string { return p.Metadata[stripe.MetaOperation] },
@@ -141,13 +204,19 @@ func yookassaDemo() demoProvider {
 		good:     mocks.YooKassaMethodSucceeds,
 		declines: []string{mocks.YooKassaMethodInsufficientFunds, mocks.YooKassaMethodGeneralDecline,
 			mocks.YooKassaMethodExpired, mocks.YooKassaMethodFraud},
-		start: func(s demoSettings, rates map[mocks.FaultKind]float64) (demoFake, payonce.Provider, error) {
+		// YooKassa signs nothing: the adapter accepts notifications by
+		// source address only, here the loopback the fake sends from, and
+		// each one only makes the operation due for a lookup.
+		webhookCreds: func() (demoHooks, error) {
+			return demoHooks{Env: map[string]string{"YOOKASSA_WEBHOOK_ALLOW": "127.0.0.1/32"}}, nil
+		},
+		start: func(s demoSettings, rates map[mocks.FaultKind]float64, wh demoHooks) (demoFake, payonce.Provider, error) {
 			f := mocks.NewYooKassa(mocks.YooKassaOptions{
 				Seed: s.Seed, KeyTTL: s.KeyTTL, FaultRates: rates,
-				HangFor: s.HangFor, SlowFor: s.SlowFor, RetryAfter: s.RetryAfter,
+				HangFor: s.HangFor, SlowFor: s.SlowFor, RetryAfter: s.RetryAfter, Webhooks: wh.Delivery,
 			})
 			p, err := YooKassaAdapter().New(adapterConfig(s, f.URL(), map[string]string{
-				"YOOKASSA_SHOP_ID": f.ShopID(), "YOOKASSA_SECRET_KEY": f.SecretKey()}))
+				"YOOKASSA_SHOP_ID": f.ShopID(), "YOOKASSA_SECRET_KEY": f.SecretKey()}, wh))
 			return f, p, err
 		},
 		chargeOp: func(p mocks.TruthPayment) string { return p.Metadata[yookassa.MetaOperation] },
@@ -189,12 +258,74 @@ func checkoutDemo() demoProvider {
 		faultMix: faultShares{drop: 0.15, hang: 0.10, gatewayBefore: 0.10, gatewayAfter: 0.10, rateLimit: 0.10, slow: 0.10, stored500: 0.10, processed500: 0.25}.mix(),
 		good:     mocks.CheckoutSourceApproved,
 		declines: []string{mocks.CheckoutSourceDoNotHonour, mocks.CheckoutSourceInsufficientFunds, mocks.CheckoutSourceExpiredCard},
-		start: func(s demoSettings, rates map[mocks.FaultKind]float64) (demoFake, payonce.Provider, error) {
+		// The signature key of Cko-Signature (HMAC-SHA256 of the body).
+		webhookCreds: hexWebhookSecret("", "CHECKOUT_WEBHOOK_SECRET"),
+		start: func(s demoSettings, rates map[mocks.FaultKind]float64, wh demoHooks) (demoFake, payonce.Provider, error) {
 			f := mocks.NewCheckout(mocks.CheckoutOptions{
 				Seed: s.Seed, KeyTTL: s.KeyTTL, FaultRates: rates,
-				HangFor: s.HangFor, SlowFor: s.SlowFor, RetryAfter: s.RetryAfter,
+				HangFor: s.HangFor, SlowFor: s.SlowFor, RetryAfter: s.RetryAfter, Webhooks: wh.Delivery,
 			})
-			p, err := CheckoutAdapter().New(adapterConfig(s, f.URL(), map[string]string{"CHECKOUT_SECRET_KEY": f.SecretKey()}))
+			p, err := CheckoutAdapter().New(adapterConfig(s, f.URL(), map[string]string{"CHECKOUT_SECRET_KEY": f.SecretKey()}, wh))
+			return f, p, err
+		},
+		chargeOp: func(p mocks.TruthPayment) string { return p.Reference },
+		refundOp: func(r mocks.TruthRefund) string { return r.Reference },
+		charges:  func(t mocks.Truth) map[string]int { return t.ChargesByReference() },
+		refunds:  func(t mocks.Truth) map[string]int { return t.RefundsByReference() },
+	}
+}
+
+// adyenDemo: Adyen has no status endpoint (the adapter's Lookup answers
+// "not found" without a request), its refunds are answered "received" and
+// settle only by their REFUND webhook, and it stores every executed answer
+// under its key, errors too: a processed 500 (the payment made, then a
+// 500) is replayed to every resend, so only the AUTHORISATION webhook tells
+// that the money moved. The adapter sends the operation id as the
+// reference of every payment and modification.
+func adyenDemo() demoProvider {
+	return demoProvider{
+		name: "adyen", title: "Adyen", currency: "EUR", lagName: "webhook lag", webhookOnly: true,
+		faultMix: faultShares{drop: 0.15, hang: 0.10, gatewayBefore: 0.10, gatewayAfter: 0.10, rateLimit: 0.10, slow: 0.10, stored500: 0.10, processed500: 0.25}.mix(),
+		good:     mocks.AdyenMethodAuthorised,
+		declines: []string{mocks.AdyenMethodRefused, mocks.AdyenMethodNotEnoughBalance},
+		customer: "demo-shopper",
+		webhookCreds: func() (demoHooks, error) {
+			key, err := hexSecret(32)
+			if err != nil {
+				return demoHooks{}, err
+			}
+			user, err := hexSecret(8)
+			if err != nil {
+				return demoHooks{}, err
+			}
+			pass, err := hexSecret(16)
+			if err != nil {
+				return demoHooks{}, err
+			}
+			user = "demo-" + user
+			return demoHooks{
+				Delivery: mocks.WebhookDelivery{Secret: key, Username: user, Password: pass},
+				Env:      map[string]string{"ADYEN_HMAC_KEY": key, "ADYEN_WEBHOOK_USERNAME": user, "ADYEN_WEBHOOK_PASSWORD": pass},
+			}, nil
+		},
+		start: func(s demoSettings, rates map[mocks.FaultKind]float64, wh demoHooks) (demoFake, payonce.Provider, error) {
+			f := mocks.NewAdyen(mocks.AdyenOptions{
+				Seed: s.Seed, KeyTTL: s.KeyTTL, FaultRates: rates,
+				HangFor: s.HangFor, SlowFor: s.SlowFor, RetryAfter: s.RetryAfter, Webhooks: wh.Delivery,
+			})
+			c := adapterConfig(s, f.URL(), map[string]string{"ADYEN_API_KEY": f.APIKey(), "ADYEN_MERCHANT_ACCOUNT": f.MerchantAccount()}, wh)
+			// Built here rather than through AdyenAdapter, whose New does
+			// not take the lookup lag: the demo's short WebhookLag is how
+			// long a "not found" waits for the webhook before the client
+			// resends with the same key (Adyen answers a processed key
+			// with its stored first answer, so the resend cannot pay
+			// twice); the default 10 minutes would outlast the demo.
+			p, err := adyen.New(adyen.Config{
+				APIKey: c.Env["ADYEN_API_KEY"], MerchantAccount: c.Env["ADYEN_MERCHANT_ACCOUNT"],
+				BaseURL: c.BaseURL, KeyTTL: c.KeyTTL, WebhookLag: c.SearchLag,
+				HMACKey: c.Env["ADYEN_HMAC_KEY"], WebhookUsername: c.Env["ADYEN_WEBHOOK_USERNAME"],
+				WebhookPassword: c.Env["ADYEN_WEBHOOK_PASSWORD"],
+			})
 			return f, p, err
 		},
 		chargeOp: func(p mocks.TruthPayment) string { return p.Reference },

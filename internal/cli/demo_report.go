@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -26,6 +27,24 @@ type kindStats struct {
 	Failed    int `json:"failed"`
 	InReview  int `json:"in_review"`
 	Unsettled int `json:"unsettled"`
+	// WebhookEvents counts webhook events recorded on the operations
+	// (ledger.EventWebhook audit entries, duplicates excluded).
+	WebhookEvents int `json:"webhook_events"`
+	// SettledBy counts the succeeded and failed operations by what
+	// settled them, read from their audit entries; the three add up to
+	// Succeeded + Failed.
+	SettledBy settledBy `json:"settled_by"`
+}
+
+// settledBy counts operations by what settled them.
+type settledBy struct {
+	// Call: the call's own answer (a first answer, or a same-key resend).
+	Call int `json:"call"`
+	// Lookup: a status lookup, by the call itself or by the reconciler
+	// (after a webhook nudge too).
+	Lookup int `json:"lookup"`
+	// Webhook: a provider event recorded by the webhook receiver.
+	Webhook int `json:"webhook"`
 }
 
 func (k *kindStats) add(o kindStats) {
@@ -37,6 +56,43 @@ func (k *kindStats) add(o kindStats) {
 	k.Failed += o.Failed
 	k.InReview += o.InReview
 	k.Unsettled += o.Unsettled
+	k.WebhookEvents += o.WebhookEvents
+	k.SettledBy.Call += o.SettledBy.Call
+	k.SettledBy.Lookup += o.SettledBy.Lookup
+	k.SettledBy.Webhook += o.SettledBy.Webhook
+}
+
+// settler names what settled a succeeded or failed operation, from its
+// audit entries: "webhook" when an EventWebhook entry has the disposition
+// settled (ledger.ApplyWebhook), "lookup" when a status lookup found the
+// outcome (the EventLookup entry lookupEvent writes, "state=succeeded" or
+// "state=failed" without a contradiction, is recorded in the transition
+// it decides), else "call". It returns "" for an operation not settled.
+// An operation is settled once, so at most one of them applies.
+func settler(op ledger.Operation, events []ledger.Event) (string, error) {
+	if op.Status != ledger.StatusSucceeded && op.Status != ledger.StatusFailed {
+		return "", nil
+	}
+	by := "call"
+	for _, e := range events {
+		switch e.Kind {
+		case ledger.EventWebhook:
+			var wd ledger.WebhookDetail
+			if err := json.Unmarshal([]byte(e.Detail), &wd); err != nil {
+				return "", fmt.Errorf("reading webhook entry %d of %s: %w", e.Seq, op.ID, err)
+			}
+			if wd.Disposition == ledger.WebhookSettled {
+				return "webhook", nil
+			}
+		case ledger.EventLookup:
+			found := strings.HasPrefix(e.Detail, "state="+string(payonce.LookupSucceeded)) ||
+				strings.HasPrefix(e.Detail, "state="+string(payonce.LookupFailed))
+			if found && !strings.Contains(e.Detail, " contradiction=") {
+				by = "lookup"
+			}
+		}
+	}
+	return by, nil
 }
 
 // attemptBuckets are the ranges of attempts per operation the report
@@ -127,6 +183,11 @@ type demoReport struct {
 		Ledger           string             `json:"ledger"`
 		TemporaryLedger  bool               `json:"temporary_ledger"`
 		FakeURL          string             `json:"fake_url"`
+		Webhooks         bool               `json:"webhooks"`
+		WebhookDelay     string             `json:"webhook_delay"`
+		WebhookDuplicate float64            `json:"webhook_duplicate_rate"`
+		WebhookReorder   float64            `json:"webhook_reorder_rate"`
+		WebhookFail      float64            `json:"webhook_fail_rate"`
 	} `json:"settings"`
 	Charges kindStats `json:"charges"`
 	Refunds kindStats `json:"refunds"`
@@ -134,6 +195,9 @@ type demoReport struct {
 	// AttemptsPerOperation is how many attempts single operations needed:
 	// the most any one made, which one, and how many needed how many.
 	AttemptsPerOperation attemptsPerOp `json:"attempts_per_operation"`
+	// Webhooks counts the fake's webhook deliveries and what the receiver
+	// did with them.
+	Webhooks webhookCounts `json:"webhooks"`
 	// ProviderReplays counts answers the fake replayed for a repeated key.
 	ProviderReplays  int            `json:"provider_replays"`
 	ProviderKeyInUse int            `json:"provider_key_in_use"`
@@ -187,6 +251,10 @@ func (d *demo) report(ctx context.Context, elapsed time.Duration) (*demoReport, 
 	st.CheckInterval, st.ClockSkew, st.SafetyMargin = s.CheckInterval.String(), s.ClockSkew.String(), s.SafetyMargin.String()
 	st.MaxAttempts, st.BreakerFailures, st.BreakerOpenFor = s.Retry.MaxAttempts, s.Breaker.ConsecutiveFailures, s.Breaker.OpenFor.String()
 	st.Ledger, st.TemporaryLedger, st.FakeURL = s.Ledger, s.TemporaryLedger, s.FakeURL
+	st.Webhooks = s.Webhooks
+	if s.Webhooks {
+		st.WebhookDelay, st.WebhookDuplicate, st.WebhookReorder, st.WebhookFail = s.Hooks.Delay.String(), s.Hooks.DuplicateRate, s.Hooks.ReorderRate, s.Hooks.FailRate
+	}
 	r.Reconciler.Passes, r.Reconciler.Claimed, r.Reconciler.Settled = d.passes, d.claimed, d.settled
 
 	ops, err := d.listAll(ctx, ledger.ListFilter{Provider: p.name})
@@ -205,9 +273,24 @@ func (d *demo) report(ctx context.Context, elapsed time.Duration) (*demoReport, 
 			return nil, fmt.Errorf("reading the events of %s: %w", op.ID, err)
 		}
 		for _, e := range events {
-			if e.Kind == ledger.EventLookup {
+			switch e.Kind {
+			case ledger.EventLookup:
 				k.Lookups++
+			case ledger.EventWebhook:
+				k.WebhookEvents++
 			}
+		}
+		by, err := settler(op, events)
+		if err != nil {
+			return nil, err
+		}
+		switch by {
+		case "call":
+			k.SettledBy.Call++
+		case "lookup":
+			k.SettledBy.Lookup++
+		case "webhook":
+			k.SettledBy.Webhook++
 		}
 		switch op.Status {
 		case ledger.StatusSucceeded:
@@ -239,6 +322,7 @@ func (d *demo) report(ctx context.Context, elapsed time.Duration) (*demoReport, 
 	}
 
 	t := d.fake.Truth()
+	r.Webhooks = d.recv.webhookCounts(d.fake.WebhookStats())
 	r.ProviderReplays, r.ProviderKeyInUse = t.Replays, t.KeyInUse
 	for route, n := range t.Requests {
 		if strings.HasPrefix(route, "POST ") {
@@ -347,6 +431,12 @@ func (r *demoReport) print(w io.Writer) {
 	row("failed (declined)", func(k kindStats) int { return k.Failed })
 	row("in manual review", func(k kindStats) int { return k.InReview })
 	row("unsettled", func(k kindStats) int { return k.Unsettled })
+	row("settled by the call", func(k kindStats) int { return k.SettledBy.Call })
+	row("  by a lookup", func(k kindStats) int { return k.SettledBy.Lookup })
+	row("  by a webhook", func(k kindStats) int { return k.SettledBy.Webhook })
+	if s.Webhooks {
+		row("webhook events", func(k kindStats) int { return k.WebhookEvents })
+	}
 	fmt.Fprintln(w)
 	if ap := r.AttemptsPerOperation; ap.MaxOperation != nil {
 		m := ap.MaxOperation
@@ -362,7 +452,9 @@ func (r *demoReport) print(w io.Writer) {
 	fmt.Fprintf(w, "faults injected: %d (%s)\n", r.FaultsInjected, strings.Join(faults, ", "))
 	fmt.Fprintf(w, "provider: %d POSTs, %d answers replayed for a repeated idempotency key, %d refused as key in use\n",
 		r.ProviderPOSTs, r.ProviderReplays, r.ProviderKeyInUse)
-	fmt.Fprintf(w, "reconciler: %d passes claimed %d operations and settled %d\n\n", r.Reconciler.Passes, r.Reconciler.Claimed, r.Reconciler.Settled)
+	fmt.Fprintf(w, "reconciler: %d passes claimed %d operations and settled %d\n", r.Reconciler.Passes, r.Reconciler.Claimed, r.Reconciler.Settled)
+	r.Webhooks.print(w, s.WebhookDelay, s.WebhookDuplicate, s.WebhookReorder, s.WebhookFail)
+	fmt.Fprintln(w)
 
 	fmt.Fprintf(w, "%-20s %14s %14s\n", "money ("+r.Money.Currency+")", "ledger", "provider")
 	fmt.Fprintf(w, "%-20s %14s %14s   %s\n", "charged", money(r.Money.LedgerCharged), money(r.Money.ProviderCharged), agree(r.Money.LedgerCharged, r.Money.ProviderCharged))
@@ -400,6 +492,44 @@ func (r *demoReport) print(w io.Writer) {
 		fmt.Fprintf(w, "%d operations are in manual review: their key window passed with the outcome unknown (%s)\n", r.Total.InReview, hint)
 	}
 	fmt.Fprintf(w, "finished in %.1fs\n", r.ElapsedSeconds)
+}
+
+// print writes the webhook lines of the summary.
+func (c webhookCounts) print(w io.Writer, delay string, dup, reorder, fail float64) {
+	if !c.Enabled {
+		fmt.Fprintln(w, "webhooks: off (--webhooks=false): operations settle by their calls and status lookups only")
+		return
+	}
+	fmt.Fprintf(w, "webhooks: the fake sends each event %s late to %s, %s twice, %s out of order, %s of attempts fail\n",
+		delay, c.URL, pct(dup), pct(reorder), pct(fail))
+	fmt.Fprintf(w, "  fake: %d events, %d sent twice, %d failed attempts retried, %d given up, %d not delivered at exit\n",
+		c.Sent, c.SentTwice, c.FailedAttempts, c.GaveUp, c.Dropped)
+	rejected := ""
+	if c.Rejected > 0 {
+		var by []string
+		for status, n := range c.RejectedBy {
+			by = append(by, fmt.Sprintf("%d answered %s", n, status))
+		}
+		sort.Strings(by)
+		rejected = " (" + strings.Join(by, ", ") + ")"
+	}
+	fmt.Fprintf(w, "  received: %d deliveries, %d accepted, %d rejected%s; %d events, %d recorded, %d duplicates (acknowledged, nothing changed)\n",
+		c.Deliveries, c.Accepted, c.Rejected, rejected, c.Events, c.Recorded, c.Duplicates)
+	var disp []string
+	for _, d := range ledger.WebhookDispositions {
+		if n := c.Dispositions[string(d)]; n > 0 {
+			disp = append(disp, fmt.Sprintf("%s %d", d, n))
+		}
+	}
+	if len(disp) == 0 {
+		disp = []string{"none"}
+	}
+	fmt.Fprintf(w, "  what the recorded events did: %s\n", strings.Join(disp, ", "))
+	if c.Dispositions[string(ledger.WebhookUnmatched)] > 0 {
+		// Events also speak of objects the demo never made an operation
+		// for (a payment event names the cancel or capture it rules out).
+		fmt.Fprintln(w, "  (unmatched: a target the event names that no operation of payonce's is, e.g. the cancel a payment event rules out)")
+	}
 }
 
 func pct(f float64) string {

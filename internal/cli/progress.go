@@ -10,11 +10,16 @@ import (
 	"golang.org/x/term"
 )
 
-// progress shows how far a phase of the demo is: a line redrawn in place on
-// a terminal, one plain line per finished phase otherwise.
+// progress shows how far a phase of a command is (the demo's phases,
+// reconcile's passes): a line redrawn in place on a terminal, plain lines
+// otherwise (one per finished phase, and the notes given to report).
 type progress struct {
 	w   io.Writer
 	tty bool
+	// plainRedraw redraws with a carriage return and spaces instead of the
+	// ANSI erase-line sequence, for NO_COLOR (no escape sequences at all).
+	plainRedraw bool
+	drawn       int // length of the line last drawn, for plainRedraw
 
 	mu      sync.Mutex
 	label   string
@@ -36,6 +41,19 @@ func isTerminal(w io.Writer) bool {
 
 func newProgress(w io.Writer) *progress {
 	return &progress{w: w, tty: isTerminal(w)}
+}
+
+// App.newProgress is newProgress honouring the environment: TERM=dumb (a
+// terminal that cannot move the cursor) gets plain lines, and NO_COLOR (any
+// non-empty value, https://no-color.org) a line redrawn without escape
+// sequences.
+func (a *App) newProgress(w io.Writer) *progress {
+	p := newProgress(w)
+	if a.Env("TERM") == "dumb" {
+		p.tty = false
+	}
+	p.plainRedraw = a.Env("NO_COLOR") != ""
+	return p
 }
 
 // start begins a phase of total steps (0: no bar, only the note).
@@ -77,11 +95,38 @@ func (p *progress) status(note string, due time.Time) {
 	p.mu.Unlock()
 }
 
+// report is status on a terminal; elsewhere, where nothing is redrawn, it
+// prints the note (and when due is) as a plain line of its own.
+func (p *progress) report(note string, due time.Time) {
+	if p.tty {
+		p.status(note, due)
+		return
+	}
+	if !due.IsZero() {
+		note += fmt.Sprintf(", next check in %s", max(time.Until(due), 0).Round(100*time.Millisecond))
+	}
+	fmt.Fprintf(p.w, "payonce: %s\n", note)
+}
+
 func (p *progress) draw() {
 	p.mu.Lock()
-	line := p.line()
-	p.mu.Unlock()
-	fmt.Fprintf(p.w, "\r\033[K%s", line)
+	defer p.mu.Unlock()
+	p.redraw(p.line())
+}
+
+// redraw replaces the line on the terminal with line ("" clears it).
+// Called with mu held.
+func (p *progress) redraw(line string) {
+	if !p.plainRedraw {
+		fmt.Fprintf(p.w, "\r\033[K%s", line)
+		return
+	}
+	pad := max(p.drawn-len(line), 0)
+	fmt.Fprintf(p.w, "\r%s%s", line, strings.Repeat(" ", pad))
+	if line == "" {
+		fmt.Fprint(p.w, "\r")
+	}
+	p.drawn = len(line)
 }
 
 func (p *progress) line() string {
@@ -107,10 +152,10 @@ func (p *progress) done(summary string) {
 	p.stop()
 	p.mu.Lock()
 	el := time.Since(p.started).Round(100 * time.Millisecond)
-	p.mu.Unlock()
 	if p.tty {
-		fmt.Fprint(p.w, "\r\033[K")
+		p.redraw("")
 	}
+	p.mu.Unlock()
 	if summary != "" {
 		fmt.Fprintf(p.w, "%s (%s)\n", summary, el)
 	}

@@ -52,7 +52,7 @@ type AdapterConfig struct {
 	KeyTTL time.Duration
 	// SearchLag, when > 0, replaces how long the adapter waits before it
 	// believes a lookup that found nothing: Stripe's SearchLag, YooKassa's
-	// ListLag, Checkout.com's SettleLag.
+	// ListLag, Checkout.com's SettleLag, Adyen's WebhookLag.
 	SearchLag time.Duration
 }
 
@@ -207,7 +207,7 @@ func AdyenAdapter() Adapter {
 		New: func(c AdapterConfig) (payonce.Provider, error) {
 			return adyen.New(adyen.Config{
 				APIKey: c.Env["ADYEN_API_KEY"], MerchantAccount: c.Env["ADYEN_MERCHANT_ACCOUNT"],
-				BaseURL: c.BaseURL, KeyTTL: c.KeyTTL,
+				BaseURL: c.BaseURL, KeyTTL: c.KeyTTL, WebhookLag: c.SearchLag,
 				HMACKey: c.Env["ADYEN_HMAC_KEY"], WebhookUsername: c.Env["ADYEN_WEBHOOK_USERNAME"],
 				WebhookPassword: c.Env["ADYEN_WEBHOOK_PASSWORD"],
 			})

@@ -17,6 +17,18 @@
 //     answers, stored and processed 500s, lookups included), with a lagging
 //     search and a 20 s key TTL so that key windows pass during the run,
 //     plus GET /__truth returning what it really did (mocks.Truth) as JSON;
+//     it delivers every event as a signed webhook (StripeOptions.Webhooks:
+//     100 ms late, 5 % twice, 5 % out of order, 5 % of the attempts failing
+//     on the way, 40 attempts with backoff up to 1.6 s, so that a delivery
+//     outlasts every receiver being down for seconds), and GET /__observed
+//     returns each delivery attempt with its answer, the sender's counts
+//     and the POSTs it received per Idempotency-Key;
+//   - a webhook front in the driver (webhook_test.go): the one URL the
+//     fake delivers to. It forwards each delivery to the receiver of one
+//     live worker and answers 502 when none is up or the receiver gave no
+//     answer (the fake delivers again); for 2 % of the deliveries it also
+//     sends a forged copy (another event id under the original signature),
+//     which must be refused;
 //   - several worker processes, each a payonce.Client (300 ms attempt
 //     timeout, the adapter's key TTL equal to the fake's, a 2 s safety
 //     margin, a 1 s clock-skew allowance) and a payonce.Reconciler on the PostgreSQL ledger. Orders
@@ -24,6 +36,10 @@
 //     its share and, for some, refunds it once the charge succeeded
 //     (RefundSeq 1, partial amounts, some deliberately above the charge so
 //     that the provider refuses them); then it reconciles until stopped.
+//     Each worker also serves client.WebhookHandler on its own 127.0.0.1
+//     port: the receivers die and come back with their workers, answer 503
+//     while PostgreSQL is down, and print each event they record (new or
+//     duplicate) after the commit and before the reply.
 //
 // The fake and the workers are the test binary itself, re-executed with
 // PAYONCE_CRASHSUITE_MODE=fake or worker (see TestMain). The driver kills
@@ -31,12 +47,16 @@
 // restarted worker goes through the same work list again: calling again
 // with the same identity is safe), takes PostgreSQL down once for a few
 // seconds while the workers are calling (their calls fail and are made
-// again; operations stay pending or unknown; nobody exits), waits until
-// every worker finished its list and until no operation is pending, in
-// flight or unknown (those whose key window passed go to manual review by
-// the decision table), lets the reconcilers' read-only lookups settle
-// reviews the provider can answer, stops everything and checks, against the
-// fake's truth and the ledger:
+// again; operations stay pending or unknown; nobody exits; webhook
+// deliveries get 503 and are delivered again). Every third kill (the 2nd,
+// the 5th, ...) falls between a receiver's commit of an event and its reply:
+// the front holds the receiver's 2xx, the driver kills that worker, and the
+// front drops the answer, so the fake delivers the event again. The driver
+// waits until every worker finished its list, until no operation is
+// pending, in flight or unknown (those whose key window passed go to manual
+// review by the decision table) and until every webhook got a 2xx, lets the
+// reconcilers' read-only lookups settle reviews the provider can answer,
+// stops everything and checks, against the fake's truth and the ledger:
 //
 //   - no reference charged twice (Truth.Duplicates is empty), at most one
 //     PaymentIntent and one refund per operation, and no key reused with
@@ -58,14 +78,36 @@
 //     after the window opened and before the key's TTL ran out;
 //   - no operation made more than 12 attempts (maxAttemptsPerOp): a resend
 //     loop that does not stop, or resends without growing intervals, break
-//     it.
+//     it;
+//   - webhooks, received exactly once (checkWebhooks, reading the inbox
+//     from the ledger's tables and the audit events of every operation):
+//     every event id is in the inbox once; every event the fake counts as
+//     delivered (2xx) is in the inbox, and every event it emitted was
+//     delivered (none given up); receivers recorded each event as new at
+//     most once, and each (event, operation) has one audit entry matching
+//     an inbox outcome; no event moved a settled operation (from succeeded
+//     or failed to anything else) or contradicted it (nothing in the run
+//     reverses an outcome); an operation a webhook settled is still in that
+//     status and started no attempt after it; every event whose reply was
+//     lost in a kill after its commit was delivered again and acknowledged
+//     as a duplicate; no forged delivery was acknowledged or recorded, and
+//     no genuine one refused; and the POSTs the fake received per key stay
+//     within two per journaled attempt (net/http may transmit a keyed
+//     request once more by itself), every one with an operation's key: an
+//     event never makes anything send.
 //
 // It ends with a one-line summary (t.Log and stdout): operations per kind
 // and status, attempts per outcome, the most attempts one operation made
 // (max_attempts, naming the operation, with the bound) and how many
 // operations made 0, 1, 2, 3-5 and 6+ attempts (attempts_per_op), kills, restarts, PostgreSQL restarts,
 // faults injected per kind, duplicates, refunds over charge, reviews per
-// reason, calls made again during the outage and durations.
+// reason, calls made again during the outage, the webhooks (events queued,
+// the sender's duplicates, attempts, acknowledged, failed, given up, 5xx
+// answers and those during the outage, attempts with no answer; events the
+// receivers recorded, duplicates they acknowledged, forged deliveries sent
+// and rejected; dispositions; operations settled by webhook and by a call
+// or lookup; the most POSTs for one operation; receiver kills, and those
+// after a commit) and durations.
 //
 // TestCrashBetweenJournalAndSend, TestCrashBetweenSendAndRecord and
 // TestCrashConcurrentProcesses (crash_test.go) kill one charging process
@@ -83,8 +125,9 @@
 //
 // # Running it
 //
-// The CI-sized run (about 1,500 operations, 4 workers, 8 kills, 1
-// PostgreSQL restart; a couple of minutes on 2 cores under -race) is part
+// The CI-sized run (about 1,500 operations and 2,000 webhooks, 4 workers,
+// 8 kills of which 3 after a commit, 1 PostgreSQL restart; a couple of
+// minutes on 2 cores under -race) is part
 // of the normal test run:
 //
 //	go test -race -count=1 ./internal/crashsuite/
@@ -95,7 +138,8 @@
 //	go test -count=1 -timeout 30m -v ./internal/crashsuite/ -long
 //
 // With -short the run is smaller (about 400 operations, 4 kills). The seed
-// of the work list, the kill schedule and the fake's faults is logged;
+// of the work list, the kill schedule, the fake's faults and its webhook
+// deliveries is logged;
 // PAYONCE_CRASH_SEED=<seed> repeats a schedule (timing still varies).
 // PAYONCE_CRASH_LOGDIR=<dir> saves every child's output there.
 //

@@ -39,13 +39,21 @@ func (r faultRates) kinds() (map[mocks.FaultKind]float64, error) {
 
 // runFake is the "fake" child: a fake Stripe in its own process on
 // 127.0.0.1, on the real clock, with random faults, a short key TTL and a
-// lagging search. It prints markerFakeReady with its URL and API key, and
+// lagging search, delivering its events as webhooks when cfg.Webhooks has
+// a URL. It prints markerFakeReady with its URL and API key, and
 // serves until SIGTERM or until its stdin closes (the driver is gone).
 func runFake(cfg childConfig) int {
 	rates, err := cfg.FaultRates.kinds()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "crashsuite fake: %v\n", err)
 		return exitSetup
+	}
+	// The webhook sender delivers through the observer's client, so that
+	// the driver learns which attempt of which event got which answer.
+	obs := newFakeObserver()
+	webhooks := cfg.Webhooks
+	if webhooks.URL != "" {
+		webhooks.Client = obs.client()
 	}
 	h := mocks.NewStripeHandler(mocks.StripeOptions{
 		KeyTTL:     cfg.KeyTTL,
@@ -56,6 +64,7 @@ func runFake(cfg childConfig) int {
 		HangFor:    cfg.HangFor,
 		SlowFor:    cfg.SlowFor,
 		RetryAfter: cfg.RetryAfter,
+		Webhooks:   webhooks,
 	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+truthPath, func(w http.ResponseWriter, r *http.Request) {
@@ -64,7 +73,13 @@ func runFake(cfg childConfig) int {
 			fmt.Fprintf(os.Stderr, "crashsuite fake: writing the truth: %v\n", err)
 		}
 	})
-	mux.Handle("/", h)
+	mux.HandleFunc("GET "+observedPath, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if err := json.NewEncoder(w).Encode(obs.snapshot(h.WebhookStats())); err != nil {
+			fmt.Fprintf(os.Stderr, "crashsuite fake: writing the observations: %v\n", err)
+		}
+	})
+	mux.Handle("/", obs.countPOSTs(h))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "crashsuite fake: listening: %v\n", err)
@@ -88,6 +103,7 @@ func runFake(cfg childConfig) int {
 		return exitRun
 	}
 	h.Release()
+	h.StopWebhooks()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
@@ -99,21 +115,6 @@ func runFake(cfg childConfig) int {
 // fetchTruth reads the fake's truth.
 func fetchTruth(ctx context.Context, base string) (mocks.Truth, error) {
 	var t mocks.Truth
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+truthPath, nil)
-	if err != nil {
-		return t, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return t, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1000))
-		return t, fmt.Errorf("GET %s: %d %s", truthPath, resp.StatusCode, b)
-	}
-	err = json.NewDecoder(resp.Body).Decode(&t)
+	err := getJSON(ctx, base+truthPath, &t)
 	return t, err
 }

@@ -2,6 +2,7 @@ package crashsuite
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -9,16 +10,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/mocks"
 	"github.com/payonce/payonce/providers/stripe"
 )
 
-// ledgerView is the whole ledger: every operation with its attempts.
+// ledgerView is the whole ledger: every operation with its attempts, and
+// the webhooks' part (readWebhooks): the inbox and the operations' webhook
+// audit entries.
 type ledgerView struct {
 	ops  map[string]ledger.Operation
 	atts map[string][]ledger.Attempt
+	// events holds the EventWebhook entries only, by operation.
+	events map[string][]ledger.Event
+	inbox  []ledger.InboxEntry
 }
 
 func readLedger(ctx context.Context, store ledger.Store) (ledgerView, error) {
@@ -76,6 +85,77 @@ func readLedger(ctx context.Context, store ledger.Store) (ledgerView, error) {
 	return v, firstErr
 }
 
+// readWebhooks reads into v, from the tables of the ledger in schema, the
+// whole webhook inbox, each entry with its outcomes in order, and every
+// EventWebhook audit entry. The tables rather than Store.ListWebhooks and
+// Store.Events: a list reads at most ledger.MaxLimit entries and the long
+// run records more, and one statement reads the audit entries of every
+// operation. A second row of one event, which the primary key on
+// (provider, event id) forbids, would be a second entry here.
+func readWebhooks(ctx context.Context, pool *pgxpool.Pool, schema string, v *ledgerView) error {
+	webhooks := pgx.Identifier{schema, "payonce_webhooks"}.Sanitize()
+	outcomes := pgx.Identifier{schema, "payonce_webhook_outcomes"}.Sanitize()
+	events := pgx.Identifier{schema, "payonce_events"}.Sanitize()
+	return retry(ctx, 30*time.Second, func() error {
+		v.events = map[string][]ledger.Event{}
+		rows, err := pool.Query(ctx, `SELECT operation_id, seq, at, actor, coalesce(detail, '') FROM `+events+
+			` WHERE kind = $1 ORDER BY operation_id, seq`, string(ledger.EventWebhook))
+		if err != nil {
+			return err
+		}
+		evs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.Event, error) {
+			e := ledger.Event{Kind: ledger.EventWebhook}
+			err := row.Scan(&e.OperationID, &e.Seq, &e.At, &e.Actor, &e.Detail)
+			return e, err
+		})
+		if err != nil {
+			return err
+		}
+		for _, e := range evs {
+			v.events[e.OperationID] = append(v.events[e.OperationID], e)
+		}
+
+		var out []ledger.InboxEntry
+		rows, err = pool.Query(ctx, `SELECT provider, event_id, type, received_at FROM `+webhooks+` ORDER BY provider, event_id`)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.InboxEntry, error) {
+			var e ledger.InboxEntry
+			err := row.Scan(&e.Provider, &e.ID, &e.Type, &e.ReceivedAt)
+			return e, err
+		})
+		if err != nil {
+			return err
+		}
+		at := map[[2]string]int{}
+		for i, e := range out {
+			at[[2]string{e.Provider, e.ID}] = i
+		}
+		rows, err = pool.Query(ctx, `SELECT provider, event_id, target, coalesce(operation_id, ''), disposition,
+			coalesce(from_status, ''), coalesce(to_status, '') FROM `+outcomes+` ORDER BY provider, event_id, seq`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var provider, id, disp, from, to string
+			var o ledger.WebhookOutcome
+			if err := rows.Scan(&provider, &id, &o.Target, &o.OperationID, &disp, &from, &to); err != nil {
+				return err
+			}
+			o.Disposition, o.From, o.To = ledger.WebhookDisposition(disp), ledger.Status(from), ledger.Status(to)
+			i, ok := at[[2]string{provider, id}]
+			if !ok {
+				return fmt.Errorf("outcome of event %s/%s, which is not in the inbox", provider, id)
+			}
+			out[i].Outcomes = append(out[i].Outcomes, o)
+		}
+		v.inbox = out
+		return rows.Err()
+	})
+}
+
 // violations collects broken invariants by kind, so that every check runs
 // and the report names each kind once with examples.
 type violations struct {
@@ -123,6 +203,7 @@ type summary struct {
 	maxAttempts   int
 	maxAttemptsOp string
 	attemptsPerOp map[string]int
+	webhooks      webhookSummary
 }
 
 // maxAttemptsPerOp bounds the attempts one operation may make in a run: a
@@ -183,7 +264,7 @@ func reviewReasonShort(r string) string {
 
 // check verifies the invariants against the fake's truth and the ledger,
 // reports every broken one as a test error, and returns the summary.
-func check(t *testing.T, jobs []job, truth mocks.Truth, v ledgerView) summary {
+func check(t *testing.T, jobs []job, truth mocks.Truth, v ledgerView, wh webhookInput) summary {
 	t.Helper()
 	var bad violations
 	s := summary{status: map[ledger.Status]int{}, outcomes: map[string]int{}, faults: map[string]int{}, reviews: map[string]int{}}
@@ -446,6 +527,7 @@ func check(t *testing.T, jobs []job, truth mocks.Truth, v ledgerView) summary {
 			}
 		}
 	}
+	s.webhooks = checkWebhooks(&bad, v, wh)
 	for kind, ex := range bad.byKind {
 		if !strings.HasPrefix(kind, "review: ") {
 			s.broken += len(ex)
@@ -508,10 +590,264 @@ func (s summary) line(size string, seed int64, st suiteStats, took time.Duration
 		"max_attempts=%d (%s; bound %d) attempts_per_op%s unfinished=%d "+
 		"kills=%d (working=%d) restarts=%d pg_restarts=%d faults=%d%s requests=%d replays=%d key_in_use=%d "+
 		"duplicates=%d refunds_over_charge=%d over_refunds_refused=%d reviews%s settled_from_review=%d review_with_object=%d "+
-		"call_retries=%d ledger_error_logs=%d broken=%d work=%s settle=%s duration=%s",
+		"call_retries=%d ledger_error_logs=%d %s broken=%d work=%s settle=%s duration=%s",
 		size, seed, s.ops, s.charges, s.refunds, kv(status), s.attempts, kv(s.outcomes),
 		s.maxAttempts, s.maxAttemptsOp, maxAttemptsPerOp, kv(s.attemptsPerOp), s.unfinished,
 		st.kills, st.killsWorking, st.restarts, st.pgRestarts, s.faultTotal, kv(s.faults), s.requests, s.replays, s.keyInUse,
 		s.duplicates, s.refundsOverCharge, s.overRefused, kv(s.reviews), s.settledFromReview, st.reviewsLeftWithObject,
-		st.callRetries, st.ledgerErrors, s.broken, st.workPhase.Round(time.Second), st.settlePhase.Round(time.Second), took.Round(time.Second))
+		st.callRetries, st.ledgerErrors, s.webhooks.line(st, kv), s.broken, st.workPhase.Round(time.Second), st.settlePhase.Round(time.Second), took.Round(time.Second))
+}
+
+// webhookInput is what the driver gathered about the webhooks besides the
+// ledger: the fake's observations, the front's counts, what the receivers
+// printed per event, and when PostgreSQL was down.
+type webhookInput struct {
+	observed             fakeObserved
+	front                frontStats
+	receivers            map[string]*receiverEvents
+	outageFrom, outageTo time.Time
+}
+
+// webhookSummary is the webhooks' part of the summary line.
+type webhookSummary struct {
+	// The sender's side (mocks.WebhookStats and its attempts on the wire).
+	queued, senderDuplicates, attempts, acknowledged, failed, gaveUp int
+	// Answers the sender got: 5xx (during the outage), none at all.
+	status5xx, outage5xx, unanswered int
+	// The receivers' side: events recorded, duplicates acknowledged,
+	// forged deliveries sent and rejected.
+	recorded, duplicates, forged, rejected int
+	dispositions                           map[string]int
+	settledByWebhook, settledByCall        int
+	// maxPosts is the most POSTs the fake received for one operation.
+	maxPosts int
+}
+
+func (w webhookSummary) line(st suiteStats, kv func(map[string]int) string) string {
+	return fmt.Sprintf("webhooks{queued=%d sender_duplicates=%d attempts=%d acknowledged=%d failed=%d gave_up=%d 5xx=%d outage_5xx=%d no_answer=%d} "+
+		"receivers{recorded=%d duplicates=%d forged=%d rejected=%d} dispositions%s settled_by_webhook=%d settled_by_call_or_lookup=%d "+
+		"max_posts_per_op=%d receiver_kills=%d (after_commit=%d)",
+		w.queued, w.senderDuplicates, w.attempts, w.acknowledged, w.failed, w.gaveUp, w.status5xx, w.outage5xx, w.unanswered,
+		w.recorded, w.duplicates, w.forged, w.rejected, kv(w.dispositions), w.settledByWebhook, w.settledByCall,
+		w.maxPosts, st.kills, st.killsAfterCommit)
+}
+
+// maxPostsPerAttempt bounds the POSTs the fake may see per attempt the
+// ledger journaled: one transmission, plus the ones net/http makes by
+// itself on reused connections that failed before any answer. It resends
+// requests carrying an Idempotency-Key header, once per such connection,
+// with no limit of its own (net/http's Transport.roundTrip loop), so two
+// dropped connections in a row give three POSTs; all carry the attempt's
+// key, and the attempt is never recorded not_sent (see
+// TestRegressionTransportResendMasksProcessedAttempt). Four leaves room for
+// three such failures in a row; the money itself is held by the other
+// invariants (one object per operation, no duplicates).
+const maxPostsPerAttempt = 4
+
+// webhookClockGrace: see "attempt after a webhook settled the operation".
+const webhookClockGrace = time.Second
+
+// checkWebhooks verifies the receiving half, exactly once: every event the
+// fake counts as delivered is in the inbox once and was applied once; a
+// redelivery (the fake's duplicates, retries after a lost reply, the
+// redelivery after a kill between commit and reply) is acknowledged as a
+// duplicate and changes nothing; no event moved a settled operation; a
+// forged delivery is refused; and nothing was sent because of an event.
+func checkWebhooks(bad *violations, v ledgerView, in webhookInput) webhookSummary {
+	obs := in.observed
+	w := webhookSummary{dispositions: map[string]int{},
+		queued: obs.Webhooks.Queued, senderDuplicates: obs.Webhooks.Duplicated, acknowledged: obs.Webhooks.Delivered,
+		failed: obs.Webhooks.Failed, gaveUp: obs.Webhooks.GaveUp + obs.Webhooks.Dropped,
+		forged: in.front.forged, rejected: in.front.forgedRejected}
+	if w.gaveUp > 0 {
+		bad.add("webhook never delivered", "the sender gave up on %d deliveries and dropped %d", obs.Webhooks.GaveUp, obs.Webhooks.Dropped)
+	}
+
+	// The inbox: one entry per event, none forged.
+	inbox := map[string]ledger.InboxEntry{}
+	for _, e := range v.inbox {
+		if _, seen := inbox[e.ID]; seen {
+			bad.add("event recorded twice in the inbox", "%s %s", e.Provider, e.ID)
+		}
+		inbox[e.ID] = e
+		if strings.HasSuffix(e.ID, forgedSuffix) {
+			bad.add("forged event recorded", "%s %s", e.ID, e.Type)
+		}
+	}
+	for _, id := range in.front.forgedAccepted {
+		bad.add("forged delivery acknowledged", "%s", id)
+	}
+
+	// What the sender counts as delivered is in the inbox, and every event
+	// it emitted was delivered (each has an id of its own).
+	acked := map[string]time.Time{} // event id -> its last 2xx
+	twoXX := 0
+	for _, d := range obs.Deliveries {
+		w.attempts++
+		switch {
+		case d.ok():
+			twoXX++
+			acked[d.EventID] = d.At
+		case d.Status == 0:
+			w.unanswered++
+		case d.Status >= 500:
+			w.status5xx++
+			if !d.At.Before(in.outageFrom) && !d.At.After(in.outageTo) {
+				w.outage5xx++
+			}
+		default:
+			bad.add("genuine webhook refused", "event %s (%s): %d", d.EventID, d.Type, d.Status)
+		}
+	}
+	if twoXX != obs.Webhooks.Delivered {
+		bad.add("webhook counts disagree", "the sender counts %d deliveries, its transport saw %d 2xx", obs.Webhooks.Delivered, twoXX)
+	}
+	if len(acked) != obs.Webhooks.Queued && w.gaveUp == 0 {
+		bad.add("webhook counts disagree", "%d events emitted, %d acknowledged", obs.Webhooks.Queued, len(acked))
+	}
+	for id := range acked {
+		if _, ok := inbox[id]; !ok {
+			bad.add("acknowledged webhook not in the inbox", "%s", id)
+		}
+	}
+	for id, e := range inbox {
+		if _, ok := acked[id]; !ok {
+			bad.add("inbox holds an event never acknowledged", "%s %s", id, e.Type)
+		}
+	}
+
+	// Receivers: at most one "recorded" per event over every incarnation;
+	// every recorded event is in the inbox.
+	for id, r := range in.receivers {
+		w.recorded += r.recorded
+		w.duplicates += r.duplicates
+		if r.recorded > 1 {
+			bad.add("event applied twice (recorded as new by receivers more than once)", "%s: %d times", id, r.recorded)
+		}
+		if _, ok := inbox[id]; !ok {
+			bad.add("event a receiver recorded is not in the inbox", "%s", id)
+		}
+	}
+
+	// Each event applied once per operation: one audit entry per (event,
+	// operation), matching an outcome in the inbox.
+	type application struct {
+		n  int
+		at time.Time
+	}
+	applied := map[[2]string]*application{}
+	for opID, evs := range v.events {
+		for _, e := range evs {
+			if e.Kind != ledger.EventWebhook {
+				continue
+			}
+			var d ledger.WebhookDetail
+			if err := json.Unmarshal([]byte(e.Detail), &d); err != nil {
+				bad.add("webhook audit entry unreadable", "operation %s event %d: %v", opID, e.Seq, err)
+				continue
+			}
+			k := [2]string{d.EventID, opID}
+			if applied[k] == nil {
+				applied[k] = &application{at: e.At}
+			}
+			applied[k].n++
+		}
+	}
+	for k, a := range applied {
+		if a.n > 1 {
+			bad.add("event applied twice to one operation", "event %s on %s: %d audit entries", k[0], k[1], a.n)
+		}
+		if _, ok := inbox[k[0]]; !ok {
+			bad.add("webhook audit entry without its inbox entry", "event %s on %s", k[0], k[1])
+		}
+	}
+
+	// No event moved an operation back; nothing in this run reverses an
+	// outcome (no refund fails later, no dispute), so a contradiction is
+	// the ledger disagreeing with the provider.
+	type settlement struct {
+		eventID string
+		to      ledger.Status
+	}
+	settledBy := map[string]settlement{}
+	for _, e := range v.inbox {
+		for _, o := range e.Outcomes {
+			w.dispositions[string(o.Disposition)]++
+			if o.OperationID != "" && (applied[[2]string{e.ID, o.OperationID}] == nil) {
+				bad.add("inbox outcome without its audit entry", "event %s on %s: %s", e.ID, o.OperationID, o.Disposition)
+			}
+			if o.From.Final() && o.To != o.From {
+				bad.add("event moved a settled operation", "event %s (%s) on %s: %s -> %s", e.ID, e.Type, o.OperationID, o.From, o.To)
+			}
+			switch o.Disposition {
+			case ledger.WebhookContradiction:
+				bad.add("webhook contradicted the ledger", "event %s (%s) on %s: %s", e.ID, e.Type, o.OperationID, o.From)
+			case ledger.WebhookSettled:
+				if prev, ok := settledBy[o.OperationID]; ok {
+					bad.add("operation settled by two events", "%s: %s by %s, %s by %s", o.OperationID, prev.to, prev.eventID, o.To, e.ID)
+				}
+				settledBy[o.OperationID] = settlement{eventID: e.ID, to: o.To}
+			}
+		}
+	}
+	for id, op := range v.ops {
+		if !op.Status.Final() {
+			continue
+		}
+		by, byWebhook := settledBy[id]
+		if !byWebhook {
+			w.settledByCall++
+			continue
+		}
+		w.settledByWebhook++
+		if op.Status != by.to {
+			bad.add("operation left the status a webhook settled it in", "%s: settled %s by %s, now %s", describeOp(op, v.atts[id]), by.to, by.eventID, op.Status)
+		}
+		// An event never makes anything send: no attempt of an operation
+		// starts after an event settled it. The grace covers the one race
+		// that is no violation: the receiver reads its clock before it
+		// locks the operation, and an attempt may start and commit in
+		// between (it is then closed as maybe_sent by the event).
+		if a := applied[[2]string{by.eventID, id}]; a != nil {
+			for _, att := range v.atts[id] {
+				if att.StartedAt.After(a.at.Add(webhookClockGrace)) {
+					bad.add("attempt after a webhook settled the operation", "attempt %d at %s, settled at %s: %s",
+						att.Number, att.StartedAt.Format(tsFormat), a.at.Format(tsFormat), describeOp(op, v.atts[id]))
+				}
+			}
+		}
+	}
+
+	// A kill between commit and reply: the event is in the inbox, recorded
+	// once, and its redelivery was acknowledged as a duplicate.
+	for _, h := range in.front.held {
+		r := in.receivers[h.eventID]
+		switch last, ok := acked[h.eventID]; {
+		case !ok || !last.After(h.at):
+			bad.add("event whose reply was lost in a kill not delivered again", "%s (receiver of worker %d)", h.eventID, h.worker)
+		case r == nil || r.duplicates == 0:
+			bad.add("redelivery after a kill between commit and reply not a duplicate", "%s (receiver of worker %d): %+v", h.eventID, h.worker, r)
+		}
+	}
+
+	// Nothing sent outside the attempts the ledger journaled: per key, the
+	// POSTs the fake received stay within maxPostsPerAttempt per attempt
+	// (so also within maxAttemptsPerOp), and every POST carries the key of
+	// an operation.
+	byKey := map[string]ledger.Operation{}
+	for _, op := range v.ops {
+		byKey[op.Key] = op
+	}
+	for key, n := range obs.PostsByKey {
+		w.maxPosts = max(w.maxPosts, n)
+		op, ok := byKey[key]
+		if !ok {
+			bad.add("POST with the key of no operation", "key %q: %d POSTs", key, n)
+			continue
+		}
+		if n > maxPostsPerAttempt*op.Attempts {
+			bad.add("more POSTs than the attempts allow", "%d POSTs for %d attempts: %s", n, op.Attempts, describeOp(op, v.atts[op.ID]))
+		}
+	}
+	return w
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/payonce/payonce/mocks"
 )
 
 // The test binary plays four roles. Run by `go test` it is the driver
@@ -31,6 +33,11 @@ const (
 	// markerCallRetry: a call failed without an outcome (its ledger write
 	// failed, PostgreSQL being down) and is made again.
 	markerCallRetry = "CRASHSUITE_CALL_RETRY"
+	// markerWorkerWebhooks + URL: the worker's webhook receiver listens.
+	markerWorkerWebhooks = "CRASHSUITE_WORKER_WEBHOOKS"
+	// markerWebhookEvent + event id + "new" or "duplicate": a receiver
+	// recorded an event (printed after the commit, before the reply).
+	markerWebhookEvent = "CRASHSUITE_WEBHOOK_EVENT"
 )
 
 // Exit codes of children. They avoid 1 and 2 (the test binary's own) and 66
@@ -79,6 +86,10 @@ type childConfig struct {
 	RetryAfter    time.Duration `json:"retry_after"`
 	KeyTTL        time.Duration `json:"key_ttl"`
 	FakeSearchLag time.Duration `json:"fake_search_lag"`
+	// Webhooks is how the fake delivers its events (to the driver's
+	// front, see webhookFront); its Secret is also what the workers'
+	// receivers verify the signatures with. Client is set by the fake.
+	Webhooks mocks.WebhookDelivery `json:"webhooks"`
 
 	// Worker and charger: the fake and the ledger (PGURL and Schema, or
 	// the charger's SQLite file).

@@ -2,6 +2,7 @@ package crashsuite
 
 import (
 	"context"
+	cryptorand "crypto/rand"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -50,6 +51,10 @@ type suiteSize struct {
 	// budget bounds the work phase (all workers done after the last kill);
 	// settle bounds the wait until every operation is terminal.
 	budget, settle time.Duration
+	// Every webhookKillEvery-th kill (the 2nd, the 5th, ...) is a kill
+	// between a receiver's commit of an event and its reply (see
+	// killAfterCommit); 0: none.
+	webhookKillEvery int
 }
 
 func pickSize() suiteSize {
@@ -58,6 +63,7 @@ func pickSize() suiteSize {
 		gapMin: 2 * time.Second, gapMax: 5 * time.Second,
 		restartMin: 200 * time.Millisecond, restartMax: 2 * time.Second,
 		spread: 30 * time.Second, budget: 5 * time.Minute, settle: 3 * time.Minute,
+		webhookKillEvery: 3,
 	}
 	switch {
 	case *longFlag || os.Getenv(envLong) == "1":
@@ -104,9 +110,34 @@ func suiteFaults() faultRates {
 	}
 }
 
+// suiteWebhooks is how the fake delivers its events: a little late, some
+// twice, some out of order, some attempts failing on the way, and retried
+// for long enough (40 attempts, backoff from 100 ms up to 1.6 s: about a
+// minute) to outlast every receiver being down during the PostgreSQL
+// outage. Stripe itself retries for up to three days
+// (https://docs.stripe.com/webhooks#retries); the fake must give up
+// within a test.
+func suiteWebhooks(url, secret string) mocks.WebhookDelivery {
+	return mocks.WebhookDelivery{
+		URL: url, Secret: secret,
+		Delay:         100 * time.Millisecond,
+		DuplicateRate: 0.05, FailRate: 0.05, ReorderRate: 0.05,
+		MaxAttempts: 40, RetryAfter: 100 * time.Millisecond,
+	}
+}
+
+// webhookForgeRate is the share of deliveries the front also sends forged
+// (see webhookFront).
+const webhookForgeRate = 0.02
+
 // suiteStats counts what the driver did.
 type suiteStats struct {
 	kills, killsWorking, restarts, pgRestarts int
+	// killsAfterCommit counts the kills between a receiver's commit and
+	// its reply (every kill kills a receiver: they run in the workers).
+	killsAfterCommit int
+	// outageFrom..outageTo is when PostgreSQL was down (stop to start).
+	outageFrom, outageTo time.Time
 	// callRetries counts calls the workers made again because they failed
 	// without an outcome (markerCallRetry), in every incarnation.
 	callRetries int
@@ -157,6 +188,12 @@ func TestCrashSuite(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	front, err := startWebhookFront(seed, webhookForgeRate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(front.close)
+
 	work := workConfig{Seed: seed, Orders: size.orders, Workers: size.workers, DeclineEvery: 40, RefundShare: 0.3, OverShare: 0.1}
 	jobs, err := work.jobs()
 	if err != nil {
@@ -173,6 +210,9 @@ func TestCrashSuite(t *testing.T) {
 		AttemptTimeout: attemptTimeout, SafetyMargin: safetyMargin, ClockSkew: clockSkew, SearchLag: searchLag,
 		CheckInterval: checkInterval, LeaseDuration: leaseDuration, ReconcileEvery: reconcileEvery,
 		ChargeWait: 2 * keyTTL,
+		// A signing secret of this run only (Stripe's are whsec_ plus
+		// random text): the fake signs with it, the receivers verify.
+		Webhooks: suiteWebhooks(front.url, "whsec_"+cryptorand.Text()),
 	}
 
 	fake := startChild(t, "fake", modeFake, cfg)
@@ -197,7 +237,8 @@ func TestCrashSuite(t *testing.T) {
 		startWorker(i)
 	}
 	// watch fails the test at once if a child died on its own (a panic, a
-	// race report, a setup failure), and otherwise waits d.
+	// race report, a setup failure), makes the receivers that came up
+	// since known to the webhook front, and otherwise waits d.
 	watch := func(d time.Duration) {
 		t.Helper()
 		end := time.Now().Add(d)
@@ -206,6 +247,9 @@ func TestCrashSuite(t *testing.T) {
 				if err := c.UnexpectedExit(); err != nil {
 					t.Fatal(err)
 				}
+			}
+			for i, w := range workers {
+				front.register(i, w)
 			}
 			if !time.Now().Before(end) {
 				return
@@ -238,11 +282,23 @@ func TestCrashSuite(t *testing.T) {
 			if err := pg.Restart(func() { watch(down) }); err != nil {
 				t.Fatal(err)
 			}
+			st.outageFrom, st.outageTo = t0, time.Now()
 			st.pgRestarts++
 			t.Logf("+%s PostgreSQL restarted (%d workers were charging): down %s, %s in all", time.Since(start).Round(time.Millisecond),
 				charging, down.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
 		}
 		i := rng.IntN(size.workers)
+		moment := "at random"
+		var held *frontHold
+		if size.webhookKillEvery > 0 && k%size.webhookKillEvery == 1 {
+			// The receiver that answers the next delivery with a 2xx is
+			// killed before its answer leaves the front.
+			if h, hd, ok := killAfterCommit(front, watch); ok {
+				held, i = h, hd.worker
+				moment = fmt.Sprintf("after its receiver committed webhook %s, before the reply", hd.eventID)
+				st.killsAfterCommit++
+			}
+		}
 		_, done := workers[i].Stdout().Line(markerWorkerDone)
 		phase := "reconciling"
 		if !done {
@@ -250,9 +306,13 @@ func TestCrashSuite(t *testing.T) {
 			st.killsWorking++
 		}
 		workers[i].kill(t)
+		front.remove(i)
+		if held != nil {
+			close(held.release) // the front drops the answer
+		}
 		st.kills++
 		down := between(size.restartMin, size.restartMax)
-		t.Logf("+%s SIGKILL %s while %s; restarting in %s", time.Since(start).Round(time.Millisecond), workers[i].Name(), phase, down.Round(time.Millisecond))
+		t.Logf("+%s SIGKILL %s while %s, %s; restarting in %s", time.Since(start).Round(time.Millisecond), workers[i].Name(), phase, moment, down.Round(time.Millisecond))
 		watch(down)
 		startWorker(i)
 		st.restarts++
@@ -297,6 +357,20 @@ func TestCrashSuite(t *testing.T) {
 		}
 		watch(200 * time.Millisecond)
 	}
+	// Every webhook is delivered: a 2xx for each event and each duplicate
+	// (or the sender gave up, which the invariants report).
+	deadline = time.Now().Add(time.Minute)
+	for {
+		obs, err := fetchObserved(ctx, cfg.FakeURL)
+		if err == nil && webhooksSettled(obs.Webhooks) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("webhooks still being delivered a minute after the work: %+v (%v)", obs.Webhooks, err)
+			break
+		}
+		watch(100 * time.Millisecond)
+	}
 	// Operations in review whose object the provider does hold are settled
 	// by the reconcilers' read-only lookups; give them a little time. What
 	// is left stays in review, which is allowed (and reported).
@@ -335,7 +409,12 @@ func TestCrashSuite(t *testing.T) {
 	if err != nil {
 		t.Fatalf("fetching the truth: %v", err)
 	}
+	wh := webhookInput{front: front.stats(), receivers: map[string]*receiverEvents{}, outageFrom: st.outageFrom, outageTo: st.outageTo}
+	if wh.observed, err = fetchObserved(ctx, cfg.FakeURL); err != nil {
+		t.Fatalf("fetching the fake's observations: %v", err)
+	}
 	fake.terminate(t, 30*time.Second)
+	front.close()
 	// A killed child's exit status says nothing: look for what the race
 	// detector or the runtime wrote.
 	logDir := os.Getenv(envLogDir)
@@ -347,6 +426,7 @@ func TestCrashSuite(t *testing.T) {
 		}
 		st.ledgerErrors += c.Stderr().Count(ledgerErrorMark)
 		st.callRetries += c.Stdout().Count(markerCallRetry)
+		parseReceiverEvents(c.Stdout().Lines(), wh.receivers)
 		if e := c.Stderr().String(); strings.Contains(e, "WARNING: DATA RACE") || strings.Contains(e, "panic:") || strings.Contains(e, "fatal error:") {
 			t.Errorf("%s reported a race or a crash:\n%s", c.Name(), e)
 		}
@@ -355,7 +435,10 @@ func TestCrashSuite(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading the ledger: %v", err)
 	}
-	sum := check(t, jobs, truth, view)
+	if err := readWebhooks(ctx, pool, schema, &view); err != nil {
+		t.Fatalf("reading the webhook inbox: %v", err)
+	}
+	sum := check(t, jobs, truth, view, wh)
 	line := sum.line(size.name, seed, st, time.Since(start))
 	t.Log(line)
 	fmt.Println(line)
@@ -388,4 +471,32 @@ func objectsByOp(t mocks.Truth) map[string]bool {
 		}
 	}
 	return m
+}
+
+// killAfterCommit arms the webhook front and waits up to 1 s for a
+// receiver to answer a delivery with a 2xx, which means it has committed
+// the event (the handler answers after the commit). It returns the hold and
+// the delivery; the caller kills the receiver's worker, then releases the
+// hold, and the front drops the answer: the sender sees no reply and
+// delivers the event again. ok is false when no delivery came (no events
+// flowing; while orders arrive, several a second do): the caller kills at
+// random instead.
+func killAfterCommit(front *webhookFront, watch func(time.Duration)) (*frontHold, heldDelivery, bool) {
+	h := front.arm()
+	deadline := time.Now().Add(time.Second)
+	for {
+		select {
+		case hd := <-h.held:
+			return h, hd, true
+		default:
+		}
+		if time.Now().After(deadline) {
+			if front.disarm(h) {
+				return nil, heldDelivery{}, false
+			}
+			// The front took the hold meanwhile: its delivery is coming.
+			return h, <-h.held, true
+		}
+		watch(5 * time.Millisecond)
+	}
 }

@@ -85,7 +85,8 @@ func (c *counters) snapshot() map[string]int64 {
 }
 
 // runWorker is the "worker" child: a payonce.Client and a Reconciler on
-// the PostgreSQL ledger, calling the fake Stripe. It charges its share of
+// the PostgreSQL ledger, calling the fake Stripe, and the client's webhook
+// receiver on its own port (serveWebhooks). It charges its share of
 // the work list, then refunds the charged orders its list refunds, prints
 // markerWorkerDone, and keeps reconciling until SIGTERM (or until its stdin
 // closes: the driver is gone). A worker killed at any moment and started
@@ -126,7 +127,8 @@ func runWorker(cfg childConfig) int {
 		return fail(exitSetup, "migrating: %v", err)
 	}
 
-	psp, err := stripe.New(stripe.Config{APIKey: cfg.APIKey, BaseURL: cfg.FakeURL, KeyTTL: cfg.KeyTTL, SearchLag: cfg.SearchLag})
+	psp, err := stripe.New(stripe.Config{APIKey: cfg.APIKey, BaseURL: cfg.FakeURL, KeyTTL: cfg.KeyTTL, SearchLag: cfg.SearchLag,
+		WebhookSecret: cfg.Webhooks.Secret})
 	if err != nil {
 		return fail(exitSetup, "stripe adapter: %v", err)
 	}
@@ -168,6 +170,15 @@ func runWorker(cfg childConfig) int {
 	})
 	if err != nil {
 		return fail(exitSetup, "reconciler: %v", err)
+	}
+	// The receiver of the provider's webhooks: it dies with the worker,
+	// and a delivery it did not answer is delivered again.
+	if cfg.Webhooks.URL != "" {
+		stopWebhooks, err := serveWebhooks(client)
+		if err != nil {
+			return fail(exitSetup, "webhooks: %v", err)
+		}
+		defer stopWebhooks()
 	}
 	var recWG sync.WaitGroup
 	recWG.Add(1)

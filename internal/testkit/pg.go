@@ -51,7 +51,7 @@ func URL(t testing.TB) string {
 	if url != "" {
 		return url
 	}
-	msg := "needs PostgreSQL: set " + EnvURL + ", e.g. " + EnvURL + "=" + ExampleURL + " go test ./ledger/ledgerpg/"
+	msg := "needs PostgreSQL: set " + EnvURL + ", e.g. " + EnvURL + "=" + ExampleURL + " go test ./..."
 	if os.Getenv(EnvRequire) == "1" {
 		t.Fatal(msg + "; " + EnvRequire + "=1 makes a missing database a failure")
 	}

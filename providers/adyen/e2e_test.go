@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,40 +19,53 @@ import (
 
 // e2e is a payonce.Client on a SQLite ledger in t.TempDir(), the Adyen
 // adapter pointed at the fake, the client's webhook handler served on
-// loopback, and one manual clock for all of them.
+// loopback behind a door (the fake's Webhooks deliver there), and one
+// manual clock for all of them.
 type e2e struct {
-	fake   *mocks.Adyen
-	clock  *mocks.ManualClock
-	client *payonce.Client
-	store  ledger.Store
-	hooks  *httptest.Server
-	ctx    context.Context
+	fake      *mocks.Adyen
+	clock     *mocks.ManualClock
+	client    *payonce.Client
+	store     ledger.Store
+	hooks     *door
+	ctx       context.Context
+	delivered int // WebhookStats().Delivered after the last deliver
 }
 
 func newE2E(t *testing.T) *e2e {
 	t.Helper()
 	clock := mocks.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	fake := mocks.NewAdyen(mocks.AdyenOptions{Clock: clock.Now, Seed: 7})
-	t.Cleanup(fake.Close)
-	user, pass := fake.WebhookCredentials()
+	// The receiver starts first, so that the fake knows where to deliver;
+	// its handler is the client's, set once the client exists, before any
+	// event.
+	hooks := newDoor(t)
+	fake := mocks.NewAdyen(mocks.AdyenOptions{Clock: clock.Now, Seed: 7, Webhooks: mocks.WebhookDelivery{
+		URL: hooks.URL(), Secret: testHMAC, Username: whUser, Password: whPass,
+		// An attempt waiting at the closed door times out after 5s and is
+		// made again: never give up within a test.
+		RetryAfter: time.Millisecond, MaxAttempts: 1000,
+	}})
+	t.Cleanup(fake.Close) // before hooks' Close: it aborts a delivery waiting at the door
 	p, err := adyen.New(adyen.Config{APIKey: fake.APIKey(), MerchantAccount: fake.MerchantAccount(), BaseURL: fake.URL(),
-		HMACKey: fake.HMACKey(), WebhookUsername: user, WebhookPassword: pass, Now: clock.Now})
+		HMACKey: testHMAC, WebhookUsername: whUser, WebhookPassword: whPass, Now: clock.Now})
 	require.NoError(t, err)
 	client, store := testkit.NewClient(t, p, clock.Now)
 	h, err := client.WebhookHandler(payonce.WebhookOptions{})
 	require.NoError(t, err)
-	hooks := httptest.NewServer(h)
-	t.Cleanup(hooks.Close)
+	hooks.serve(h)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return &e2e{fake: fake, clock: clock, client: client, store: store, hooks: hooks, ctx: ctx}
 }
 
-// deliver delivers every queued webhook to the client's handler.
+// deliver lets every webhook queued so far through to the client's
+// handler and returns how many deliveries it accepted (2xx).
 func (e *e2e) deliver(t *testing.T) int {
 	t.Helper()
-	n, err := e.fake.DeliverWebhooks(e.ctx, e.hooks.URL, e.hooks.Client())
-	require.NoError(t, err)
+	e.hooks.openWhile(func() { require.NoError(t, e.fake.FlushWebhooks(e.ctx)) })
+	st := e.fake.WebhookStats()
+	require.Zero(t, st.GaveUp, "every delivery was accepted")
+	n := st.Delivered - e.delivered
+	e.delivered = st.Delivered
 	return n
 }
 
@@ -125,27 +138,22 @@ func TestE2EDeclineAndForgery(t *testing.T) {
 	require.ErrorAs(t, err, &de)
 	require.Equal(t, "12", de.DeclineCode)
 
-	// A forged delivery (right credentials, wrong signature) is refused and
-	// records nothing.
-	bodies := e.fake.PendingWebhooks()
+	// The genuine AUTHORISATION (success false) is accepted.
+	require.Equal(t, 1, e.deliver(t))
+	bodies := e.hooks.received()
 	require.Len(t, bodies, 1)
+
+	// A forged delivery (right credentials, wrong signature) is refused and
+	// records nothing: its event would be another one (success true).
 	forged := bytes.Replace(bodies[0], []byte(`"success":"false"`), []byte(`"success":"true"`), 1)
-	req, err := http.NewRequestWithContext(e.ctx, http.MethodPost, e.hooks.URL, bytes.NewReader(forged))
-	require.NoError(t, err)
-	req.SetBasicAuth(e.fake.WebhookCredentials())
-	resp, err := e.hooks.Client().Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.NotEqual(t, bodies[0], forged)
+	require.Equal(t, http.StatusBadRequest, e.hooks.post(t, forged, true))
 	// Without credentials: 401.
-	resp, err = e.hooks.Client().Post(e.hooks.URL, "application/json", bytes.NewReader(bodies[0]))
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	require.Equal(t, http.StatusUnauthorized, e.hooks.post(t, bodies[0], false))
 	entries, err := e.store.ListWebhooks(e.ctx, ledger.InboxFilter{Provider: "adyen"})
 	require.NoError(t, err)
-	require.Empty(t, entries)
-	require.Equal(t, 1, e.deliver(t), "the genuine one is accepted")
+	require.Len(t, entries, 1, "only the genuine delivery is recorded")
+	require.True(t, strings.HasSuffix(entries[0].ID, ":AUTHORISATION:false"), entries[0].ID)
 }
 
 // TestE2EResendIsTheStatusRead: with no webhook, the client believes

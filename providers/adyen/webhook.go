@@ -2,9 +2,6 @@ package adyen
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -17,6 +14,7 @@ import (
 	"time"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
 
 // Adyen's standard notification webhook (Webhooks-v1.json,
@@ -96,8 +94,8 @@ const maxField = 128
 //     GetDataToSign and encode; Adyen/adyen-java-api-library
 //     src/main/java/com/adyen/util/HMACValidator.java getDataToSign, whose
 //     test testValidateHMACWithoutEscaping signs a merchantReference
-//     holding ':' and '\' as it is). Compared in constant time
-//     (hmac.Equal).
+//     holding ':' and '\' as it is). Compared in constant time, as the
+//     exact base64 text Adyen sends (adapterkit.EqualBase64).
 //
 // One item that does not verify rejects the whole delivery
 // (payonce.ErrWebhookUnauthenticated; the handler answers 400 and records
@@ -106,8 +104,10 @@ const maxField = 128
 // nothing in it can be trusted to be the batch Adyen sent; and if the fault
 // is ours (a rotated key not configured yet), refusing makes Adyen deliver
 // the batch again, for up to 30 days, while acknowledging part of it would
-// lose the rest for good. A body that is not Adyen's notification JSON is
-// payonce.ErrWebhookMalformed.
+// lose the rest for good. A body that is not Adyen's notification JSON
+// (adapterkit.DecodeWebhook), or a verified item whose identity the ledger
+// could not store (adapterkit.CheckEvent: a NUL byte or invalid UTF-8 in
+// pspReference or eventCode), is payonce.ErrWebhookMalformed.
 //
 // Event identity: Adyen gives no event id. Each item's ID is
 // pspReference + ":" + eventCode + ":" + success: a redelivery repeats all
@@ -148,42 +148,44 @@ func (p *Provider) ParseWebhook(r *http.Request, body []byte) ([]payonce.Webhook
 		return nil, err
 	}
 	if len(p.hmacKeys) == 0 {
-		return nil, fmt.Errorf("%w: adyen: no HMAC key is configured (set adyen.Config.HMACKey); every delivery is refused", payonce.ErrWebhookUnauthenticated)
+		return nil, adapterkit.Unauthenticated(p.Name(), "no HMAC key is configured (set adyen.Config.HMACKey); every delivery is refused")
 	}
 	var n notification
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&n); err != nil {
-		return nil, fmt.Errorf("%w: adyen: body is not a notification: %v", payonce.ErrWebhookMalformed, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: adyen: data after the notification", payonce.ErrWebhookMalformed)
+	if err := adapterkit.DecodeWebhook(p.Name(), body, &n); err != nil {
+		return nil, err
 	}
 	switch {
 	case len(n.NotificationItems) == 0:
-		return nil, fmt.Errorf("%w: adyen: notification has no notificationItems", payonce.ErrWebhookMalformed)
+		return nil, adapterkit.Malformed(p.Name(), "notification has no notificationItems")
 	case len(n.NotificationItems) > maxItems:
-		return nil, fmt.Errorf("%w: adyen: notification has %d items; at most %d are read", payonce.ErrWebhookMalformed, len(n.NotificationItems), maxItems)
+		return nil, adapterkit.Malformed(p.Name(), "notification has %d items; at most %d are read", len(n.NotificationItems), maxItems)
 	}
 	events := make([]payonce.WebhookEvent, 0, len(n.NotificationItems))
 	for i, ni := range n.NotificationItems {
 		it := ni.Item
 		if it == nil {
-			return nil, fmt.Errorf("%w: adyen: item %d has no NotificationRequestItem", payonce.ErrWebhookMalformed, i)
+			return nil, adapterkit.Malformed(p.Name(), "item %d has no NotificationRequestItem", i)
 		}
 		data, err := signedData(it)
 		if err != nil {
-			return nil, fmt.Errorf("%w: adyen: item %d: %v", payonce.ErrWebhookMalformed, i, err)
+			return nil, adapterkit.Malformed(p.Name(), "item %d: %v", i, err)
 		}
 		sig, _ := it.AdditionalData["hmacSignature"].(string)
 		if sig == "" {
-			return nil, fmt.Errorf("%w: adyen: item %d has no additionalData.hmacSignature", payonce.ErrWebhookUnauthenticated, i)
+			return nil, adapterkit.Unauthenticated(p.Name(), "item %d has no additionalData.hmacSignature", i)
 		}
 		if !p.verify(data, sig) {
-			return nil, fmt.Errorf("%w: adyen: item %d: the HMAC signature does not verify (check adyen.Config.HMACKey)", payonce.ErrWebhookUnauthenticated, i)
+			return nil, adapterkit.Unauthenticated(p.Name(), "item %d: the HMAC signature does not verify (check adyen.Config.HMACKey)", i)
 		}
 		ev, err := p.event(it)
 		if err != nil {
-			return nil, fmt.Errorf("%w: adyen: item %d: %v", payonce.ErrWebhookMalformed, i, err)
+			return nil, adapterkit.Malformed(p.Name(), "item %d: %v", i, err)
+		}
+		// The ledger refuses an id it cannot store with an error that
+		// makes Adyen deliver again for 30 days; refused here, it is a 400
+		// once.
+		if ev, err = adapterkit.CheckEvent(p.Name(), ev, p.scrub); err != nil {
+			return nil, err
 		}
 		events = append(events, ev)
 	}
@@ -191,28 +193,29 @@ func (p *Provider) ParseWebhook(r *http.Request, body []byte) ([]payonce.Webhook
 }
 
 // checkBasicAuth compares the delivery's basic-auth credentials with the
-// configured ones in constant time (over their SHA-256, so that the length
-// of neither leaks either).
+// configured ones in constant time; both are compared, so that the timing
+// does not say which of the two was wrong.
 func (p *Provider) checkBasicAuth(r *http.Request) error {
 	if p.user == "" {
 		return nil
 	}
 	user, pass, ok := r.BasicAuth()
 	if !ok {
-		return fmt.Errorf("%w: adyen: the delivery carries no basic-auth credentials", payonce.ErrWebhookCredentials)
+		return adapterkit.Credentials(p.Name(), "the delivery carries no basic-auth credentials (set them on the webhook in the Customer Area, or clear adyen.Config.WebhookUsername)")
 	}
-	uw, ug := sha256.Sum256([]byte(p.user)), sha256.Sum256([]byte(user))
-	pw, pg := sha256.Sum256([]byte(p.pass)), sha256.Sum256([]byte(pass))
-	if subtle.ConstantTimeCompare(uw[:], ug[:])&subtle.ConstantTimeCompare(pw[:], pg[:]) != 1 {
-		return fmt.Errorf("%w: adyen: wrong basic-auth credentials", payonce.ErrWebhookCredentials)
+	userOK := adapterkit.EqualSecret(user, string(p.user))
+	passOK := adapterkit.EqualSecret(pass, string(p.pass))
+	if !userOK || !passOK {
+		return adapterkit.Credentials(p.Name(), "wrong basic-auth credentials (check adyen.Config.WebhookUsername and WebhookPassword)")
 	}
 	return nil
 }
 
 // SignedData returns the text Adyen signs for a notification item:
 // pspReference:originalReference:merchantAccountCode:merchantReference:
-// value:currency:eventCode:success. Exported for the fake provider
-// (mocks) and tests, which sign what they deliver with it.
+// value:currency:eventCode:success. Exported for tests, which sign what
+// they deliver with it (the fake provider in mocks signs with its own
+// copy, so that a mistake in one is caught by the other).
 func SignedData(pspReference, originalReference, merchantAccount, merchantReference string, value int64, currency, eventCode, success string) string {
 	return strings.Join([]string{pspReference, originalReference, merchantAccount, merchantReference,
 		strconv.FormatInt(value, 10), currency, eventCode, success}, ":")
@@ -221,25 +224,20 @@ func SignedData(pspReference, originalReference, merchantAccount, merchantRefere
 // Sign returns base64(HMAC-SHA256(key, data)), Adyen's hmacSignature, for a
 // hex key as the Customer Area shows it.
 func Sign(hexKey, data string) (string, error) {
-	key, err := hexDecode(hexKey)
-	if err != nil {
-		return "", err
+	key, err := hex.DecodeString(hexKey)
+	if err != nil || len(key) == 0 {
+		return "", errors.New("adyen: the HMAC key is not a hex string")
 	}
-	return sign(key, data), nil
+	return base64.StdEncoding.EncodeToString(adapterkit.HMACSHA256(key, []byte(data))), nil
 }
 
-func sign(key []byte, data string) string {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(data))
-	return base64.StdEncoding.EncodeToString(m.Sum(nil))
-}
-
+// verify reports whether sig is data's signature under one of the keys.
 func (p *Provider) verify(data, sig string) bool {
 	ok := false
 	for _, k := range p.hmacKeys {
 		// Every key is tried, so that the time taken does not say which
 		// one matched.
-		if hmac.Equal([]byte(sign(k, data)), []byte(sig)) {
+		if adapterkit.EqualBase64(adapterkit.HMACSHA256(k, []byte(data)), sig) {
 			ok = true
 		}
 	}
@@ -301,18 +299,25 @@ func (p *Provider) event(it *notificationRequestItem) (payonce.WebhookEvent, err
 	if opIDLike.MatchString(it.MerchantReference) {
 		op = it.MerchantReference
 	}
-	state := payonce.LookupFailed
-	if it.Success == "true" {
-		state = payonce.LookupSucceeded
+	// What the item says of its operation, by success; the reversals
+	// below say it failed after all.
+	st := adapterkit.State{Verdict: adapterkit.VerdictSucceeded}
+	if !it.isSuccess() {
+		st = adapterkit.State{Verdict: adapterkit.VerdictFailed, Code: codeRefused, Message: p.scrub(it.Reason)}
 	}
-	t := payonce.WebhookTarget{OperationID: op, ProviderRef: it.PspReference, PaymentRef: it.OriginalReference, State: state}
-	if state == payonce.LookupFailed {
-		t.Code, t.Message = codeRefused, p.scrub(it.Reason)
-	}
+	t := payonce.WebhookTarget{OperationID: op, ProviderRef: it.PspReference, PaymentRef: it.OriginalReference}
 	// A reversal that did not happen (success false) undoes nothing.
 	reversal := func(code string) bool {
-		t.Reversal, t.State, t.Code, t.Message = true, payonce.LookupFailed, code, p.scrub(it.Reason)
+		t.Reversal = true
+		st = adapterkit.State{Verdict: adapterkit.VerdictFailed, Code: code, Message: p.scrub(it.Reason)}
 		return it.isSuccess()
+	}
+	// A modification that did not happen is one that failed, not a
+	// refusal of the payment.
+	modification := func() {
+		if st.Verdict == adapterkit.VerdictFailed {
+			st.Code = codeModificationNot
+		}
 	}
 	keep := true
 	switch it.EventCode {
@@ -320,22 +325,16 @@ func (p *Provider) event(it *notificationRequestItem) (payonce.WebhookEvent, err
 		t.Kind, t.PaymentRef = payonce.KindCharge, ""
 	case eventCapture:
 		t.Kind = payonce.KindCapture
-		if state == payonce.LookupFailed {
-			t.Code = codeModificationNot
-		}
+		modification()
 	case eventCaptureFailed:
 		t.Kind = payonce.KindCapture
 		keep = reversal(codeCaptureFailed)
 	case eventCancellation:
 		t.Kind = payonce.KindCancel
-		if state == payonce.LookupFailed {
-			t.Code = codeModificationNot
-		}
+		modification()
 	case eventRefund:
 		t.Kind = payonce.KindRefund
-		if state == payonce.LookupFailed {
-			t.Code = codeModificationNot
-		}
+		modification()
 	case eventRefundFailed:
 		t.Kind = payonce.KindRefund
 		keep = reversal(codeRefundFailed)
@@ -355,19 +354,15 @@ func (p *Provider) event(it *notificationRequestItem) (payonce.WebhookEvent, err
 	if !keep || (t.OperationID == "" && t.ProviderRef == "" && t.PaymentRef == "") {
 		return ev, nil
 	}
+	t.State = adapterkit.WebhookState(st)
+	if t.State == payonce.LookupFailed {
+		t.Code, t.Message = st.Code, st.Message
+	}
 	ev.Targets = []payonce.WebhookTarget{t}
 	return ev, nil
 }
 
 func (it *notificationRequestItem) isSuccess() bool { return it.Success == "true" }
-
-func hexDecode(s string) ([]byte, error) {
-	b, err := hex.DecodeString(s)
-	if err != nil || len(b) == 0 {
-		return nil, errors.New("adyen: the HMAC key is not a hex string")
-	}
-	return b, nil
-}
 
 func truncate(s string) string {
 	if len(s) > 40 {

@@ -149,6 +149,10 @@ func TestParseWebhookAuthentication(t *testing.T) {
 		{"not json", whUser, whPass, []byte(`<xml/>`), payonce.ErrWebhookMalformed},
 		{"no items", whUser, whPass, []byte(`{"live":"false","notificationItems":[]}`), payonce.ErrWebhookMalformed},
 		{"bad success", whUser, whPass, deliveryJSON(t, signedItem(item{psp: "PSP1", event: "AUTHORISATION", success: "yes"})), payonce.ErrWebhookMalformed},
+		{"data after the notification", whUser, whPass, append(append([]byte(nil), good...), ']'), payonce.ErrWebhookMalformed},
+		// Signed, but an id the ledger cannot store: refused once with 400
+		// rather than failing to record it at every redelivery.
+		{"NUL in pspReference", whUser, whPass, deliveryJSON(t, signedItem(item{psp: "PSP\x00", event: "AUTHORISATION"})), payonce.ErrWebhookMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

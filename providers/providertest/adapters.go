@@ -1,32 +1,57 @@
 package providertest
 
 import (
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/mocks"
+	"github.com/payonce/payonce/providers/adyen"
 	"github.com/payonce/payonce/providers/checkout"
 	"github.com/payonce/payonce/providers/stripe"
 	"github.com/payonce/payonce/providers/yookassa"
 )
 
-// The environments of the three adapters: a fresh fake built from the
+// The environments of the four adapters: a fresh fake built from the
 // Options and the adapter pointed at it. Each adapter's package runs the
 // suite with its own; the root package runs its soak on PostgreSQL with
 // StripeEnv (Soak).
 
+// The webhook credentials of the environments: test values, shared by
+// each fake (which signs or sends them) and its adapter (which verifies).
+const (
+	stripeWebhookSecret          = "whsec_providertest_endpoint"
+	checkoutWebhookSecret        = "providertest-cko-signature-key"
+	checkoutWebhookAuthorization = "providertest-cko-authorization"
+	// adyenHMACKey is hex, as Adyen's Customer Area shows an HMAC key.
+	adyenHMACKey        = "5D2F8A61C0E94B7385AF1D0C6E2B9A4F7C31E8D05B6A92F4E1C7D83A0B5F6E29"
+	adyenWebhookUser    = "providertest-adyen"
+	adyenWebhookPass    = "providertest-adyen-password"
+	adyenShopper        = "providertest-shopper"
+	adyenAnotherHMACKey = "0A1B2C3D4E5F60718293A4B5C6D7E8F90A1B2C3D4E5F60718293A4B5C6D7E8F9"
+)
+
 // StripeEnv is the environment of the Stripe adapter.
 func StripeEnv(t *testing.T, o Options) *Env {
+	hooks := o.WebhookDelivery(false)
+	hooks.Secret = stripeWebhookSecret
 	fake := mocks.NewStripe(mocks.StripeOptions{
 		Clock: o.Clock.Now, KeyTTL: o.KeyTTL, SearchLag: o.FakeLag, Seed: o.Seed,
 		FaultRates: o.FaultRates, FaultGETs: o.FaultGETs,
 		HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.RetryAfter,
+		Webhooks: hooks,
 	})
 	psp, err := stripe.New(stripe.Config{APIKey: fake.APIKey(), BaseURL: fake.URL(),
-		KeyTTL: o.KeyTTL, SearchLag: o.LookupLag, Now: o.Clock.Now})
+		KeyTTL: o.KeyTTL, SearchLag: o.LookupLag, Now: o.Clock.Now, WebhookSecret: stripeWebhookSecret})
 	return adapterEnv(t, fake, fake.Close, psp, err, "/v1/payment_intents", "/v1/payment_intents/{id}/capture",
 		"/v1/payment_intents/{id}/cancel", "/v1/refunds", Env{
 			Currency:         "USD",
@@ -44,7 +69,36 @@ func StripeEnv(t *testing.T, o Options) *Env {
 			TwoStage:           true,
 			// The fake's search lags behind creation by SearchLag.
 			FakeLag: true,
+
+			// Stripe-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret,
+			// "<t>.<body>")>, refused once older than the tolerance
+			// (https://docs.stripe.com/webhooks#verify-manually).
+			WebhookForgeries: []Forgery{
+				dropHeader("Stripe-Signature"),
+				changedBody(),
+				{Name: "signed with another endpoint's secret", Status: http.StatusBadRequest, Forge: func(d *Delivery) {
+					d.Header.Set("Stripe-Signature", stripeSignature("whsec_another_endpoint", o.Clock.Now().Unix(), d.Body))
+				}},
+				{Name: "signed longer ago than the tolerance (a captured delivery replayed later)", Status: http.StatusBadRequest, Forge: func(d *Delivery) {
+					old := o.Clock.Now().Add(-2 * stripe.DefaultWebhookTolerance).Unix()
+					d.Header.Set("Stripe-Signature", stripeSignature(stripeWebhookSecret, old, d.Body))
+				}},
+			},
+			// A card refund can fail days after it succeeded: refund.updated
+			// (status failed, failure_reason) then refund.failed
+			// (https://docs.stripe.com/refunds#failed-refunds). The first
+			// is the contradiction; the second finds the operation in
+			// review already.
+			Reversal: &Reversal{Kind: payonce.KindRefund, EventType: "refund.updated",
+				Reverse: func(ref string) error { return fake.FailRefund(ref, "expired_or_canceled_card") }},
 		})
+}
+
+// stripeSignature is a Stripe-Signature header for body, signed at unix
+// with secret (https://docs.stripe.com/webhooks#verify-manually).
+func stripeSignature(secret string, unix int64, body []byte) string {
+	t := strconv.FormatInt(unix, 10)
+	return "t=" + t + ",v1=" + hmacHex(secret, []byte(t+"."), body)
 }
 
 // YooKassaEnv is the environment of the YooKassa adapter.
@@ -53,9 +107,14 @@ func YooKassaEnv(t *testing.T, o Options) *Env {
 		Clock: o.Clock.Now, KeyTTL: o.KeyTTL, Seed: o.Seed,
 		FaultRates: o.FaultRates, FaultGETs: o.FaultGETs,
 		HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.RetryAfter,
+		// YooKassa signs nothing and sends no credentials.
+		Webhooks: o.WebhookDelivery(false),
 	})
 	psp, err := yookassa.New(yookassa.Config{ShopID: fake.ShopID(), SecretKey: fake.SecretKey(), BaseURL: fake.URL(),
-		KeyTTL: o.KeyTTL, ListLag: o.LookupLag, Now: o.Clock.Now})
+		KeyTTL: o.KeyTTL, ListLag: o.LookupLag, Now: o.Clock.Now,
+		// The fake delivers from loopback; exactly these two addresses,
+		// so that a neighbour (127.0.0.2) is refused as any other source.
+		WebhookAllow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("::1/128")}})
 	return adapterEnv(t, fake, fake.Close, psp, err, "/v3/payments", "/v3/payments/{id}/capture",
 		"/v3/payments/{id}/cancel", "/v3/refunds", Env{
 			Currency:         "RUB",
@@ -71,18 +130,35 @@ func YooKassaEnv(t *testing.T, o Options) *Env {
 			KeyInUseStatus:     http.StatusAccepted,
 			ReportsKeyMismatch: true,
 			TwoStage:           true,
+
+			// Notifications are neither signed nor authenticated: only the
+			// source address is checked (403), and each one only makes the
+			// operation due for a lookup (yookassa.Provider.ParseWebhook).
+			WebhooksLookupOnly: true,
+			WebhookForgeries: []Forgery{
+				fromAddress("203.0.113.9:443"), fromAddress("[2001:db8::1]:443"), fromAddress("127.0.0.2:40000"),
+			},
+			Skip: map[string]string{
+				ScenarioWebhookContradiction: "YooKassa sends no event that undoes a settled outcome (its notifications are " +
+					"payment.waiting_for_capture, payment.succeeded, payment.canceled and refund.succeeded), and a notification " +
+					"is never trusted by itself: only the lookup it prompts decides",
+			},
 		})
 }
 
 // CheckoutEnv is the environment of the Checkout.com adapter.
 func CheckoutEnv(t *testing.T, o Options) *Env {
+	hooks := o.WebhookDelivery(false)
+	hooks.Secret, hooks.Authorization = checkoutWebhookSecret, checkoutWebhookAuthorization
 	fake := mocks.NewCheckout(mocks.CheckoutOptions{
 		Clock: o.Clock.Now, KeyTTL: o.KeyTTL, Seed: o.Seed,
 		FaultRates: o.FaultRates, FaultGETs: o.FaultGETs,
 		HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.RetryAfter,
+		Webhooks: hooks,
 	})
 	psp, err := checkout.New(checkout.Config{SecretKey: fake.SecretKey(), BaseURL: fake.URL(),
-		KeyTTL: o.KeyTTL, SettleLag: o.LookupLag, Now: o.Clock.Now})
+		KeyTTL: o.KeyTTL, SettleLag: o.LookupLag, Now: o.Clock.Now,
+		WebhookSecret: checkoutWebhookSecret, WebhookAuthorization: checkoutWebhookAuthorization})
 	return adapterEnv(t, fake, fake.Close, psp, err, "/payments", "/payments/{id}/captures",
 		"/payments/{id}/voids", "/payments/{id}/refunds", Env{
 			Currency:         "USD",
@@ -107,7 +183,131 @@ func CheckoutEnv(t *testing.T, o Options) *Env {
 			TwoStage:           true,
 			// Captures, voids and refunds: 202 Accepted, finished later.
 			AcceptsActions: true,
+
+			// The webhook's Authorization header (401 when wrong) and
+			// Cko-Signature, the hex HMAC-SHA256 of the raw body keyed with
+			// the signature key
+			// (https://www.checkout.com/docs/developer-resources/webhooks/manage-webhooks/set-up-your-webhook-receiver).
+			WebhookForgeries: []Forgery{
+				dropHeader("Cko-Signature"),
+				changedBody(),
+				{Name: "signed with another signature key", Status: http.StatusBadRequest, Forge: func(d *Delivery) {
+					d.Header.Set("Cko-Signature", hmacHex("another-signature-key", d.Body))
+				}},
+				{Name: "no Authorization header", Status: http.StatusUnauthorized, Forge: func(d *Delivery) { d.Header.Del("Authorization") }},
+				{Name: "wrong Authorization header", Status: http.StatusUnauthorized, Forge: func(d *Delivery) {
+					d.Header.Set("Authorization", checkoutWebhookAuthorization+"x")
+				}},
+			},
+			// A capture answered 202 Accepted may be declined afterwards:
+			// payment_capture_declined
+			// (https://www.checkout.com/docs/workflows/webhook-event-types/payment_capture_declined).
+			Reversal: &Reversal{Kind: payonce.KindCapture, EventType: "payment_capture_declined",
+				Reverse: fake.DeclineCapture},
 		})
+}
+
+// AdyenEnv is the environment of the Adyen adapter. Adyen has no status
+// lookup and reports the outcome of captures, cancels and refunds only by
+// webhook, so its fake delivers webhooks in every scenario (Env.WebhookOnly).
+func AdyenEnv(t *testing.T, o Options) *Env {
+	hooks := o.WebhookDelivery(true)
+	hooks.Secret, hooks.Username, hooks.Password = adyenHMACKey, adyenWebhookUser, adyenWebhookPass
+	fake := mocks.NewAdyen(mocks.AdyenOptions{
+		Clock: o.Clock.Now, KeyTTL: o.KeyTTL, Seed: o.Seed,
+		FaultRates: o.FaultRates, FaultGETs: o.FaultGETs,
+		HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.RetryAfter,
+		Webhooks: hooks,
+	})
+	psp, err := adyen.New(adyen.Config{APIKey: fake.APIKey(), MerchantAccount: fake.MerchantAccount(), BaseURL: fake.URL(),
+		KeyTTL: o.KeyTTL, WebhookLag: o.LookupLag, Now: o.Clock.Now,
+		HMACKey: adyenHMACKey, WebhookUsername: adyenWebhookUser, WebhookPassword: adyenWebhookPass})
+	return adapterEnv(t, fake, fake.Close, psp, err, "/payments", "/payments/{id}/captures",
+		"/payments/{id}/cancels", "/payments/{id}/refunds", Env{
+			Currency:       "EUR",
+			GoodMethod:     mocks.AdyenMethodAuthorised,
+			DeclinedMethod: mocks.AdyenMethodNotEnoughBalance,
+			// A refusal: resultCode Refused, refusalReasonCode 12, "Not
+			// enough balance" (providers/adyen/classify.go).
+			DeclineCode: "12",
+			// Stored payment methods belong to a shopper (shopperReference).
+			Customer: adyenShopper,
+			// Captures and refunds name their amount: Adyen has no "the
+			// whole payment" form.
+			NoFullCapture: true,
+
+			// "If the Adyen payments platform already processed the
+			// request, the response to the first attempt will be returned"
+			// (https://docs.adyen.com/development-resources/api-idempotency):
+			// every executed answer is kept, errors included.
+			StoredErrors: StoredErrorsReplayed,
+			// 409, errorCode 704: "request already processed or in progress".
+			KeyInUseStatus: http.StatusConflict,
+			// A key reused with another request is answered with the first
+			// request's stored answer, which the adapter reads as
+			// key_mismatch with a Contradiction: review with
+			// ReasonContradicted, as for Checkout.com.
+			ReportsKeyMismatch: false,
+			TwoStage:           true,
+			WebhookOnly:        true,
+
+			// Basic auth on the endpoint (401), and every item's
+			// additionalData.hmacSignature: base64 HMAC-SHA256 of
+			// pspReference:originalReference:merchantAccountCode:
+			// merchantReference:value:currency:eventCode:success
+			// (providers/adyen/webhook.go; Adyen's HMACValidator).
+			WebhookForgeries: []Forgery{
+				{Name: "no basic auth", Status: http.StatusUnauthorized, Forge: func(d *Delivery) { d.Header.Del("Authorization") }},
+				{Name: "wrong basic-auth password", Status: http.StatusUnauthorized, Forge: func(d *Delivery) {
+					d.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(adyenWebhookUser+":wrong")))
+				}},
+				{Name: "amount changed after signing", Status: http.StatusBadRequest, Forge: func(d *Delivery) {
+					adyenItems(t, d, func(it *mocks.AdyenNotificationItem) { it.Amount.Value++ })
+				}},
+				{Name: "signed with another HMAC key", Status: http.StatusBadRequest, Forge: func(d *Delivery) {
+					adyenItems(t, d, func(it *mocks.AdyenNotificationItem) {
+						it.AdditionalData = map[string]string{"hmacSignature": adyenSignature(adyenAnotherHMACKey, *it)}
+					})
+				}},
+				{Name: "no hmacSignature", Status: http.StatusBadRequest, Forge: func(d *Delivery) {
+					adyenItems(t, d, func(it *mocks.AdyenNotificationItem) { it.AdditionalData = nil })
+				}},
+			},
+			// A capture can be rejected by the card scheme after Adyen
+			// reported it: CAPTURE_FAILED
+			// (https://docs.adyen.com/online-payments/capture/failure-reasons).
+			Reversal: &Reversal{Kind: payonce.KindCapture, EventType: "CAPTURE_FAILED", Reverse: func(ref string) error {
+				if !fake.FailCapture(ref) {
+					return errors.New("providertest: " + ref + " is no succeeded capture of the fake Adyen")
+				}
+				return nil
+			}},
+		})
+}
+
+// adyenItems rewrites every notification item of d's body with change.
+func adyenItems(t *testing.T, d *Delivery, change func(*mocks.AdyenNotificationItem)) {
+	var n mocks.AdyenNotification
+	require.NoError(t, json.Unmarshal(d.Body, &n))
+	items := n.Items()
+	for i := range items {
+		change(&items[i])
+	}
+	body, err := json.Marshal(mocks.NewAdyenNotification(items...))
+	require.NoError(t, err)
+	d.Body = body
+}
+
+// adyenSignature is an item's hmacSignature under the hex key.
+func adyenSignature(hexKey string, it mocks.AdyenNotificationItem) string {
+	key, err := hex.DecodeString(hexKey)
+	if err != nil {
+		panic(err)
+	}
+	data := strings.Join([]string{it.PspReference, it.OriginalReference, it.MerchantAccountCode, it.MerchantReference,
+		strconv.FormatInt(it.Amount.Value, 10), it.Amount.Currency, it.EventCode, it.Success}, ":")
+	raw, _ := hex.DecodeString(hmacHex(string(key), []byte(data)))
+	return base64.StdEncoding.EncodeToString(raw)
 }
 
 // adapterEnv completes e, the adapter's traits, with its provider, its

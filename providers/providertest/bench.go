@@ -2,6 +2,7 @@ package providertest
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -50,12 +51,18 @@ type bench struct {
 	client *payonce.Client
 	cfg    payonce.Config
 	ctx    context.Context
+	// hooks is the webhook receiver of the subtest, serving the client's
+	// WebhookHandler (when the adapter implements payonce.WebhookParser).
+	hooks *receiver
 }
 
 // setup changes a scenario's Options and client Config.
 type setup struct {
 	opts   func(*Options)
 	config func(*payonce.Config)
+	// webhooks, when set, turns the fake's webhooks on, pointed at the
+	// receiver, and may set their faults of delivery.
+	webhooks func(*mocks.WebhookDelivery)
 }
 
 func defaultOptions() Options {
@@ -78,6 +85,18 @@ func defaultOptions() Options {
 func newBench(t *testing.T, sc *suite, s setup) *bench {
 	t.Helper()
 	o := defaultOptions()
+	// The receiver starts before the fake, which needs its URL; it
+	// answers 503 until the client's handler is set below, and nothing
+	// happens at the fake before that.
+	hooks := startReceiver(t)
+	o.WebhookReceiver = hooks.url()
+	if s.webhooks != nil {
+		o.Webhooks = mocks.WebhookDelivery{URL: o.WebhookReceiver,
+			// Deliveries the receiver holds back are retried until it
+			// lets them through, soon after.
+			MaxAttempts: webhookMaxAttempts, RetryAfter: webhookRetryAfter}
+		s.webhooks(&o.Webhooks)
+	}
 	if s.opts != nil {
 		s.opts(&o)
 	}
@@ -107,9 +126,14 @@ func newBench(t *testing.T, sc *suite, s setup) *bench {
 	}
 	client, err := payonce.New(cfg)
 	require.NoError(t, err)
+	if _, ok := env.Provider.(payonce.WebhookParser); ok {
+		h, err := client.WebhookHandler(payonce.WebhookOptions{})
+		require.NoError(t, err)
+		hooks.serve(h)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
-	b := &bench{t: t, env: env, opts: o, clock: o.Clock, store: store, client: client, cfg: cfg, ctx: ctx}
+	b := &bench{t: t, env: env, opts: o, clock: o.Clock, store: store, client: client, cfg: cfg, ctx: ctx, hooks: hooks}
 	t.Cleanup(func() {
 		if problems := moneyProblems(env.PaymentOperation, env.RefundOperation, env.Fake.Truth()); len(problems) > 0 {
 			t.Errorf("%s moved money more than once:\n  %s", env.Provider.Name(), strings.Join(problems, "\n  "))
@@ -200,7 +224,8 @@ func (b *bench) opID(kind payonce.Kind, refs ...string) string {
 }
 
 func (b *bench) charge(order string, amount int64) payonce.ChargeParams {
-	return payonce.ChargeParams{OrderID: order, Amount: amount, Currency: b.env.Currency, PaymentMethod: b.env.GoodMethod}
+	return payonce.ChargeParams{OrderID: order, Amount: amount, Currency: b.env.Currency, PaymentMethod: b.env.GoodMethod,
+		Customer: b.env.Customer}
 }
 
 func (b *bench) refund(order string, seq int, amount int64) payonce.RefundParams {
@@ -214,6 +239,9 @@ func (b *bench) refund(order string, seq int, amount int64) payonce.RefundParams
 // first call settles it.
 func (b *bench) act(m mocks.Match, call func() (payonce.Result, error)) (payonce.Result, error) {
 	b.t.Helper()
+	if b.env.WebhookOnly {
+		return b.found(m, call)
+	}
 	res, err := call()
 	if !b.env.AcceptsActions {
 		return res, err
@@ -224,6 +252,31 @@ func (b *bench) act(m mocks.Match, call func() (payonce.Result, error)) (payonce
 	res, err = call()
 	require.Equal(b.t, posts, b.posts(m), "an accepted action is looked up, never sent again")
 	return res, err
+}
+
+// found makes a call whose outcome a lookup finds elsewhere (an answer
+// lost, an action accepted). Where outcomes arrive only by webhook
+// (Env.WebhookOnly) and the call could not tell, it waits for the fake's
+// webhooks and calls again, which must send nothing: the webhook told.
+func (b *bench) found(m mocks.Match, call func() (payonce.Result, error)) (payonce.Result, error) {
+	b.t.Helper()
+	res, err := call()
+	if !b.env.WebhookOnly || !errors.Is(err, payonce.ErrOutcomeUnknown) {
+		return res, err
+	}
+	b.flush()
+	posts := b.posts(m)
+	res, err = call()
+	require.Equal(b.t, posts, b.posts(m), "settled by the webhook, never sent again")
+	return res, err
+}
+
+// awaitWebhooks waits for the fake's webhooks where outcomes arrive only
+// that way (Env.WebhookOnly), before a call that expects them known.
+func (b *bench) awaitWebhooks() {
+	if b.env.WebhookOnly {
+		b.flush()
+	}
 }
 
 // repeat sends the operation's request again, directly with the adapter

@@ -91,10 +91,50 @@
 //     the fake, no attempt sent after its key window. With -short it runs
 //     120 charges and 40 refunds.
 //
+// The webhook scenarios run every adapter that implements
+// payonce.WebhookParser against its fake's signed deliveries (Options.Webhooks,
+// delivered to a loopback receiver serving the client's WebhookHandler; the
+// environment adds the provider's credentials and configures its adapter to
+// verify them):
+//
+//   - WebhookForged: Env.WebhookForgeries (another secret, a changed body,
+//     wrong credentials, a source not allowed) are refused with 400, 401 or
+//     403; nothing is recorded and the operation does not move.
+//   - WebhookReplay: every event delivered twice, then each delivery posted
+//     again byte for byte: acknowledged, recorded once, nothing changed.
+//   - WebhookOutOfOrder (Env.TwoStage): a capture's event before its
+//     authorization's; the older one never moves anything back.
+//   - WebhookBeforeAnswer: the event arrives while the answer hangs (it
+//     settles the operation in flight, the call reports the settled
+//     result) or after the answer was lost and the lookups failed (it
+//     settles it, an audit entry naming the event); nothing sent twice.
+//   - WebhookInReview: an operation in review because the key window passed
+//     is settled by the event, with a resolution naming it.
+//   - WebhookContradiction: Env.Reversal undoes a settled operation; it
+//     goes to review with ledger.ReasonWebhookContradiction and the event's
+//     type, and no lookup settles it again. Providers without such an
+//     event list it in Env.Skip (YooKassa).
+//   - WebhookUnmatched: events about a payment payonce did not make are
+//     acknowledged and kept as unmatched; no operation is created.
+//   - WebhookDeliveryFaults: deliveries duplicated, failed and reordered
+//     while answers are lost: every operation settled, one provider object
+//     each, no duplicates (Truth.Duplicates), no resend, CheckLedger.
+//
+// Where events are not signed (Env.WebhooksLookupOnly, YooKassa) an event
+// must only make the operation due for a lookup ("nudged"), and the lookup
+// settles it; so must an event that names only the payment (a capture or
+// refund whose answer was lost). A provider without a status lookup
+// (Env.WebhookOnly, Adyen) gets webhooks in every scenario, and where the
+// suite expects a lookup to find what a lost answer did, the webhook tells
+// instead; the two subtests about lookups that fail are skipped for it.
+//
 // The soak also runs alone, at another size and on another ledger: Soak
 // with a SoakConfig (the root package runs it with StripeEnv on
 // PostgreSQL). Its checks of the ledger against the fake's truth are
 // CheckLedger, which other process-level tests share.
+//
+// The environments of the adapters in this repository are StripeEnv,
+// YooKassaEnv, CheckoutEnv and AdyenEnv.
 //
 // A scenario an adapter cannot run at all is listed in Env.Skip with the
 // reason. Run one scenario with, for example,

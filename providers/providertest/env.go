@@ -1,6 +1,8 @@
 package providertest
 
 import (
+	"context"
+	"net/http"
 	"strings"
 	"time"
 
@@ -35,6 +37,33 @@ type Options struct {
 	HangFor    time.Duration
 	SlowFor    time.Duration
 	RetryAfter time.Duration
+
+	// WebhookReceiver is the URL of the receiver Run starts for every
+	// subtest: the client's WebhookHandler on a loopback httptest server.
+	// Empty outside Run (e.g. an adapter's own end-to-end tests).
+	WebhookReceiver string
+	// Webhooks is how the fake delivers webhooks in this subtest, to be
+	// passed to the fake's options (its Webhooks field) with the
+	// provider's credentials added: Secret, Username and Password or
+	// Authorization, the values the environment configures its adapter to
+	// verify, so that the suite never needs to know a provider's secret
+	// format. The webhook scenarios set URL (to WebhookReceiver) and the
+	// faults of delivery; the other scenarios leave URL empty, so that
+	// their outcomes come from the adapter's calls and lookups alone,
+	// unless Env.WebhookOnly (use WebhookDelivery for both cases).
+	Webhooks mocks.WebhookDelivery
+}
+
+// WebhookDelivery is o.Webhooks for a provider whose fake must deliver in
+// every scenario (webhookOnly: Env.WebhookOnly) pointed at the receiver
+// when the scenario did not ask for webhooks itself, and o.Webhooks
+// otherwise. The caller adds the credentials.
+func (o Options) WebhookDelivery(webhookOnly bool) mocks.WebhookDelivery {
+	d := o.Webhooks
+	if d.URL == "" && webhookOnly {
+		d.URL = o.WebhookReceiver
+	}
+	return d
 }
 
 // Fake is what the suite needs of a fake provider. *mocks.Stripe,
@@ -48,6 +77,51 @@ type Fake interface {
 	Truth() mocks.Truth
 	// Release ends every hang and slow delay, current and future.
 	Release()
+	// FlushWebhooks waits until every webhook queued so far was delivered
+	// or given up on; WebhookStats counts what the sender did.
+	FlushWebhooks(ctx context.Context) error
+	WebhookStats() mocks.WebhookStats
+}
+
+// Delivery is one webhook delivery as the receiver got it: a template for
+// a replay and for a forgery.
+type Delivery struct {
+	Body   []byte
+	Header http.Header
+	// RemoteAddr is the connection's address, "ip:port".
+	RemoteAddr string
+}
+
+// clone returns a copy of d that can be changed without changing d.
+func (d Delivery) clone() Delivery {
+	return Delivery{Body: append([]byte(nil), d.Body...), Header: d.Header.Clone(), RemoteAddr: d.RemoteAddr}
+}
+
+// Forgery is a delivery the adapter must refuse, made from a genuine one.
+type Forgery struct {
+	// Name describes it, e.g. "signed with another secret".
+	Name string
+	// Status is what the client's WebhookHandler must answer: 400 for a
+	// signature that does not verify, 401 for wrong credentials, 403 for
+	// a source the provider does not send from.
+	Status int
+	// Forge changes a copy of a genuine delivery (body, headers, source).
+	Forge func(d *Delivery)
+}
+
+// Reversal is how a fake undoes, later, an operation it reported as
+// succeeded, with the event the provider sends for it.
+type Reversal struct {
+	// Kind is the kind of operation it undoes: payonce.KindCapture or
+	// payonce.KindRefund.
+	Kind payonce.Kind
+	// Reverse undoes the operation whose ProviderRef is ref (Stripe
+	// FailRefund, Checkout.com DeclineCapture, Adyen FailCapture and
+	// FailRefund); the fake emits the event.
+	Reverse func(ref string) error
+	// EventType is the type of the event that says so (refund.failed,
+	// payment_capture_declined, ...); the review reason names it.
+	EventType string
 }
 
 // StoredErrors says what a provider keeps under an idempotency key after a
@@ -114,6 +188,14 @@ type Env struct {
 	GoodMethod string
 	// DeclinedMethod is a payment method the provider declines. Required.
 	DeclinedMethod string
+	// Customer is the customer every charge names (ChargeParams.Customer),
+	// for a provider whose stored payment methods belong to one (Adyen's
+	// shopperReference). Empty: none.
+	Customer string
+	// NoFullCapture is true when a capture must name its amount: the
+	// provider has no "capture the whole authorization" form (Adyen). The
+	// suite then names the authorized amount where it would send 0.
+	NoFullCapture bool
 	// DeclineErrorCode, DeclineCode and DeclineMessage, when set, are the
 	// Code, DeclineCode and Message of the *payonce.DeclinedError a charge
 	// with DeclinedMethod must return; empty accepts any non-empty value.
@@ -153,6 +235,25 @@ type Env struct {
 	// Defaults to its metadata payonce_op, else its Reference, else the id
 	// after "payonce_op:" in its Description.
 	RefundOperation func(mocks.TruthRefund) string
+
+	// WebhookForgeries are deliveries the adapter must refuse, each made
+	// from a genuine one of its fake (at least one for every adapter that
+	// implements payonce.WebhookParser).
+	WebhookForgeries []Forgery
+	// WebhooksLookupOnly is true when the provider signs nothing and its
+	// events only make the operation due for a lookup (YooKassa): the
+	// suite expects "nudged" where others settle, and a lookup to settle.
+	WebhooksLookupOnly bool
+	// WebhookOnly is true when some outcomes arrive only by webhook: the
+	// provider has no status lookup (Adyen). Its environment delivers
+	// webhooks in every scenario (Options.WebhookDelivery), and where the
+	// suite expects a lookup to find what a lost answer did, it waits for
+	// the webhook to settle it instead.
+	WebhookOnly bool
+	// Reversal undoes a settled operation at the fake. Nil when the
+	// provider has no event that does (then list ScenarioWebhookContradiction
+	// in Skip with the reason).
+	Reversal *Reversal
 
 	// Skip names scenarios (top-level subtest names of Run) that this
 	// adapter cannot run, each with the reason printed when it is skipped.

@@ -49,6 +49,15 @@ const (
 	ScenarioLookupLag        = "LookupLag"
 	ScenarioKeyWindowPassed  = "KeyWindowPassed"
 	ScenarioSoak             = "Soak"
+
+	ScenarioWebhookForged         = "WebhookForged"
+	ScenarioWebhookReplay         = "WebhookReplay"
+	ScenarioWebhookOutOfOrder     = "WebhookOutOfOrder"
+	ScenarioWebhookBeforeAnswer   = "WebhookBeforeAnswer"
+	ScenarioWebhookInReview       = "WebhookInReview"
+	ScenarioWebhookContradiction  = "WebhookContradiction"
+	ScenarioWebhookUnmatched      = "WebhookUnmatched"
+	ScenarioWebhookDeliveryFaults = "WebhookDeliveryFaults"
 )
 
 // lookupFaults is more failing lookup requests than one call makes.
@@ -70,6 +79,14 @@ func scenarios() []scenario {
 		{ScenarioLookupLag, testLookupLag},
 		{ScenarioKeyWindowPassed, testKeyWindowPassed},
 		{ScenarioSoak, testSoak},
+		{ScenarioWebhookForged, testWebhookForged},
+		{ScenarioWebhookReplay, testWebhookReplay},
+		{ScenarioWebhookOutOfOrder, testWebhookOutOfOrder},
+		{ScenarioWebhookBeforeAnswer, testWebhookBeforeAnswer},
+		{ScenarioWebhookInReview, testWebhookInReview},
+		{ScenarioWebhookContradiction, testWebhookContradiction},
+		{ScenarioWebhookUnmatched, testWebhookUnmatched},
+		{ScenarioWebhookDeliveryFaults, testWebhookDeliveryFaults},
 	}
 }
 
@@ -105,7 +122,13 @@ func testSuccessAndReplay(t *testing.T, s *suite) {
 	op, atts := b.get(res.OperationID)
 	require.Equal(t, ledger.StatusSucceeded, op.Status)
 	require.Len(t, atts, 1)
-	require.Equal(t, ledger.OutcomeSuccess, atts[0].Outcome)
+	if b.env.WebhookOnly && atts[0].Outcome == ledger.OutcomeMaybeSent {
+		// The provider's webhook settled the operation before the answer
+		// was recorded, and closed the attempt.
+		require.Contains(t, atts[0].Error, "superseded by webhook", Describe(op, atts))
+	} else {
+		require.Equal(t, ledger.OutcomeSuccess, atts[0].Outcome)
+	}
 	require.Equal(t, start, op.WindowStart)
 	require.Equal(t, start.Add(b.opts.KeyTTL), op.KeyExpiresAt)
 }
@@ -117,7 +140,7 @@ func testLostAnswer(t *testing.T, s *suite, f mocks.FaultKind) {
 	b := newBench(t, s, setup{})
 	b.env.Fake.Script(b.env.Charge, f)
 	began := time.Now()
-	res, err := b.client.Charge(b.ctx, b.charge("order-"+f.String(), 2500))
+	res, err := b.found(b.env.Charge, func() (payonce.Result, error) { return b.client.Charge(b.ctx, b.charge("order-"+f.String(), 2500)) })
 	require.NoError(t, err, "the lookup finds the payment")
 	require.Equal(t, payonce.ResultSucceeded, res.Status)
 	if f == mocks.FaultHangAfterProcessing {
@@ -216,7 +239,7 @@ func testStoredErrors(t *testing.T, s *suite) {
 		t.Parallel()
 		b := newBench(t, s, setup{})
 		b.env.Fake.Script(b.env.Charge, mocks.FaultProcessed500)
-		res, err := b.client.Charge(b.ctx, b.charge("order-processed-500", 2500))
+		res, err := b.found(b.env.Charge, func() (payonce.Result, error) { return b.client.Charge(b.ctx, b.charge("order-processed-500", 2500)) })
 		require.NoError(t, err, "the lookup finds the payment")
 		require.Equal(t, payonce.ResultSucceeded, res.Status)
 		require.Equal(t, 1, b.charges(res.OperationID))
@@ -225,7 +248,12 @@ func testStoredErrors(t *testing.T, s *suite) {
 		op, atts := b.get(res.OperationID)
 		require.Len(t, atts, 1, Describe(op, atts))
 		require.Equal(t, ledger.OutcomeMaybeSent, atts[0].Outcome)
-		require.Equal(t, http.StatusInternalServerError, atts[0].HTTPStatus)
+		if b.env.WebhookOnly && atts[0].HTTPStatus == 0 {
+			// The webhook settled it before the 500 was recorded.
+			require.Contains(t, atts[0].Error, "superseded by webhook", Describe(op, atts))
+		} else {
+			require.Equal(t, http.StatusInternalServerError, atts[0].HTTPStatus)
+		}
 
 		// What a same-key repeat gets, which is why the client looks up
 		// before it resends.
@@ -252,6 +280,9 @@ func testStoredErrors(t *testing.T, s *suite) {
 	t.Run("processed_500_lookup_fails_first", func(t *testing.T) {
 		t.Parallel()
 		b := newBench(t, s, setup{config: noBreaker})
+		if b.env.WebhookOnly {
+			t.Skipf("%s has no status lookup that could fail (Env.WebhookOnly): its webhook settles the payment, as processed_500 shows", b.env.Provider.Name())
+		}
 		b.env.Fake.Script(b.env.Charge, mocks.FaultProcessed500)
 		b.env.Fake.Script(b.env.Lookup, repeated(mocks.FaultGatewayBefore502, lookupFaults)...)
 		p := b.charge("order-processed-500-lookup", 2500)
@@ -306,6 +337,7 @@ func testKeyInUse(t *testing.T, s *suite) {
 
 	b.env.Fake.Release() // the first request now runs
 	b.waitFor("the slow request to be processed", func() bool { return b.charges(id) == 1 })
+	b.awaitWebhooks()
 	posts := b.posts(b.env.Charge)
 	res, err = b.client.Charge(b.ctx, p)
 	require.NoError(t, err)
@@ -326,7 +358,7 @@ func testKeyMismatch(t *testing.T, s *suite) {
 	id := b.opID(payonce.KindCharge, mismatchOrder)
 	// Someone else sent another payment under this operation's key.
 	foreign := payonce.Request{Kind: payonce.KindCharge, Amount: 999, Currency: b.env.Currency,
-		References: []string{otherOrder}, PaymentMethod: b.env.GoodMethod}
+		References: []string{otherOrder}, PaymentMethod: b.env.GoodMethod, Customer: b.env.Customer}
 	out := b.send(payonce.SendRequest{OperationID: b.opID(payonce.KindCharge, otherOrder), Key: id, Request: foreign})
 	require.Equal(t, ledger.OutcomeSuccess, out.Class)
 
@@ -406,14 +438,14 @@ func testRefunds(t *testing.T, s *suite) {
 
 	// The answer of refund #2 is lost; the lookup finds the refund.
 	b.env.Fake.Script(b.env.Refund, mocks.FaultDropAfterProcessing)
-	r2, err := refund(2, 2000)()
+	r2, err := b.found(b.env.Refund, refund(2, 2000))
 	require.NoError(t, err, "the lookup finds the refund")
 	require.Equal(t, payonce.ResultSucceeded, r2.Status)
 	require.Equal(t, 2, b.posts(b.env.Refund), "found by lookup: never sent again")
 
 	// More than what remains (5000): refused by the provider, recorded as
 	// failed, replayed.
-	r3, err := refund(3, 6000)()
+	r3, err := b.found(b.env.Refund, refund(3, 6000))
 	require.ErrorIs(t, err, payonce.ErrDeclined, "an over-refund is the provider's refusal")
 	require.Equal(t, payonce.ResultFailed, r3.Status)
 	op, _ := b.get(r3.OperationID)
@@ -438,7 +470,15 @@ func testRefunds(t *testing.T, s *suite) {
 		require.Equal(t, ch.ProviderRef, got[0].PaymentID)
 		require.Equal(t, "succeeded", got[0].Status)
 	}
-	require.Empty(t, b.refundsOf(r3.OperationID), "the refused over-refund moved nothing")
+	if b.env.WebhookOnly {
+		// Accepted ("received"), then reported failed by webhook: the
+		// provider holds a failed refund, which moved nothing.
+		for _, r := range b.refundsOf(r3.OperationID) {
+			require.Equal(t, "failed", r.Status, "the refused over-refund moved nothing")
+		}
+	} else {
+		require.Empty(t, b.refundsOf(r3.OperationID), "the refused over-refund moved nothing")
+	}
 }
 
 // testCaptureAndCancel: captures and cancels of authorizations, each plain
@@ -449,8 +489,10 @@ func testCaptureAndCancel(t *testing.T, s *suite) {
 	if !b.env.TwoStage {
 		t.Skipf("%s: no capture and cancel (Env.TwoStage is false)", b.env.Provider.Name())
 	}
+	authorized := map[string]int64{}
 	authorize := func(order string, amount int64) string {
 		t.Helper()
+		authorized[order] = amount
 		p := b.charge(order, amount)
 		p.CaptureManual = true
 		res, err := b.client.Charge(b.ctx, p)
@@ -461,6 +503,9 @@ func testCaptureAndCancel(t *testing.T, s *suite) {
 		return res.ProviderRef
 	}
 	capture := func(order string, amount int64) func() (payonce.Result, error) {
+		if amount == 0 && b.env.NoFullCapture {
+			amount = authorized[order]
+		}
 		return func() (payonce.Result, error) {
 			return b.client.Capture(b.ctx, payonce.CaptureParams{OrderID: order, Amount: amount, Currency: b.env.Currency})
 		}
@@ -480,13 +525,13 @@ func testCaptureAndCancel(t *testing.T, s *suite) {
 	require.NoError(t, err)
 	require.True(t, again.Replayed)
 	require.Equal(t, requests, b.truth().Requests)
-	_, err = cancel("order-capture")()
+	_, err = b.found(b.env.Cancel, cancel("order-capture"))
 	require.ErrorIs(t, err, payonce.ErrDeclined, "a captured payment cannot be canceled")
 
 	// A full capture answered 500 after it was made: found by lookup.
 	lost := authorize("order-capture-500", 700)
 	b.env.Fake.Script(b.env.Capture, mocks.FaultProcessed500)
-	c, err = capture("order-capture-500", 0)()
+	c, err = b.found(b.env.Capture, capture("order-capture-500", 0))
 	require.NoError(t, err, "the lookup finds the capture")
 	require.Equal(t, payonce.ResultSucceeded, c.Status)
 	require.Equal(t, int64(700), b.payment(lost).AmountCaptured)
@@ -497,14 +542,14 @@ func testCaptureAndCancel(t *testing.T, s *suite) {
 	x, err := b.act(b.env.Cancel, cancel("order-cancel"))
 	require.NoError(t, err)
 	require.Equal(t, payonce.ResultSucceeded, x.Status)
-	_, err = capture("order-cancel", 0)()
+	_, err = b.found(b.env.Capture, capture("order-cancel", 0))
 	require.ErrorIs(t, err, payonce.ErrDeclined, "a canceled authorization cannot be captured")
 	require.Zero(t, b.payment(held).AmountCaptured)
 
 	// A cancel whose answer is dropped: found by lookup.
 	dropped := authorize("order-cancel-drop", 900)
 	b.env.Fake.Script(b.env.Cancel, mocks.FaultDropAfterProcessing)
-	x, err = cancel("order-cancel-drop")()
+	x, err = b.found(b.env.Cancel, cancel("order-cancel-drop"))
 	require.NoError(t, err, "the lookup finds the cancel")
 	require.Equal(t, payonce.ResultSucceeded, x.Status)
 	require.Zero(t, b.payment(dropped).AmountCaptured)
@@ -591,6 +636,9 @@ func testKeyWindowPassed(t *testing.T, s *suite) {
 	t.Run("lookup_fails", func(t *testing.T) {
 		t.Parallel()
 		b := newBench(t, s, setup{config: noBreaker})
+		if b.env.WebhookOnly {
+			t.Skipf("%s has no status lookup that could fail (Env.WebhookOnly), and its webhook settles the charge before the window passes; WebhookInReview covers an event settling a review", b.env.Provider.Name())
+		}
 		b.env.Fake.Script(b.env.Charge, mocks.FaultGatewayAfter502)
 		b.env.Fake.Script(b.env.Lookup, repeated(mocks.FaultGatewayBefore502, lookupFaults)...)
 		p := b.charge("order-window-lookup", 1500)

@@ -192,6 +192,7 @@ func soak(t *testing.T, s *suite, size SoakConfig) {
 			// The breaker runs on the real clock: let it close.
 			time.Sleep(60 * time.Millisecond)
 		}
+		b.awaitWebhooks()
 		soakRun(ctx, open, func(op *soakOp) { b.soakCall(ctx, op) })
 	}
 	var unexpected []*soakOp

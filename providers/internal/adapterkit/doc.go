@@ -1,7 +1,8 @@
-// Package adapterkit holds what payonce's provider adapters (providers/stripe,
-// providers/yookassa, providers/checkout) do the same way, so that each
-// adapter writes only its provider's facts: its request shapes, its
-// classification table and its lookup queries (docs/ADAPTERS.md walks
+// Package adapterkit holds what payonce's provider adapters
+// (providers/stripe, providers/yookassa, providers/checkout,
+// providers/adyen) do the same way, so that each adapter writes only its
+// provider's facts: its request shapes, its classification table, its
+// lookup queries and what its webhooks sign (docs/ADAPTERS.md walks
 // through a new adapter).
 //
 //   - Secrets: Secret, Format, LogValue, NowSet, DisplayURL, Scrub (redact.go).
@@ -19,6 +20,12 @@
 //   - Lookups: Lookups, NeedsSearch, Objects, Combine, Belongs, IsEarlier
 //     (lookup.go, match.go): the one place where the objects a lookup found
 //     become a LookupResult.
+//   - Webhooks: HMACSHA256, EqualHex, EqualBase64, EqualSecret (constant-time
+//     signature and credential checks); Unauthenticated, Credentials,
+//     Forbidden, Malformed (errors wrapping payonce's ErrWebhook*, which
+//     pick the handler's status); DecodeWebhook (a bounded body);
+//     CheckEvent (an event the ledger can store); WebhookState (a State
+//     as a LookupState) (webhook.go).
 //
 // The package is internal to providers/: its API may change with the
 // adapters.

@@ -31,8 +31,19 @@ func TestHMAC(t *testing.T) {
 	for _, bad := range []string{"", "zz", hex.EncodeToString(want[:31]), hex.EncodeToString(append(want[:31:31], 0))} {
 		require.False(t, adapterkit.EqualHex(got, bad), bad)
 	}
-	require.False(t, adapterkit.EqualBase64(got, "!!"))
-	require.False(t, adapterkit.EqualBase64(got, base64.StdEncoding.EncodeToString(want[:16])))
+	b64 := base64.StdEncoding.EncodeToString(want)
+	require.Equal(t, byte('='), b64[len(b64)-1], "32 bytes end in padding")
+	// The same bytes spelt otherwise: only the standard text is a match.
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	last := strings.IndexByte(alphabet, b64[len(b64)-2]) // its low 2 bits are padding
+	otherBits := b64[:len(b64)-2] + string(alphabet[last^1]) + "="
+	d, err := base64.StdEncoding.DecodeString(otherBits)
+	require.NoError(t, err)
+	require.Equal(t, want, d, "non-zero padding bits decode to the same MAC")
+	for _, bad := range []string{"", "!!", base64.StdEncoding.EncodeToString(want[:16]), " " + b64, b64 + "\n",
+		b64[:20] + "\n" + b64[20:], base64.RawStdEncoding.EncodeToString(want), base64.URLEncoding.EncodeToString(want), otherBits} {
+		require.False(t, adapterkit.EqualBase64(got, bad), bad)
+	}
 
 	require.True(t, adapterkit.EqualSecret("Bearer x", "Bearer x"))
 	require.False(t, adapterkit.EqualSecret("Bearer x", "Bearer y"))
