@@ -97,6 +97,7 @@ func (c *Client) startAttempt(ctx context.Context, r *run, events ...ledger.NewE
 	if err != nil {
 		return err
 	}
+	c.tel.moved(ctx, op.Kind, r.op.Status, op.Status, "")
 	r.op, r.att = op, &att
 	return nil
 }
@@ -109,7 +110,13 @@ func (c *Client) sendAttempt(ctx context.Context, r *run) (done bool, err error)
 	att := r.att
 	r.att = nil
 	r.sent++
-	out, errText := c.sendJournaled(ctx, r, att)
+	// The attempt's span is in the context the adapter builds its request
+	// with: otelhttp on the transport makes the HTTP span its child and
+	// sends its traceparent to the provider.
+	actx, span := c.tel.startAttempt(ctx, r.op.Kind, att.Number)
+	out, errText := c.sendJournaled(actx, r, att)
+	defer func() { span.end(out, errText) }()
+	span.sent(ctx, out.Class)
 	if out.Class.MayHaveReached() {
 		// Only a request that may have reached the provider can make an
 		// object appear late in an eventually consistent search.
@@ -133,6 +140,7 @@ func (c *Client) sendAttempt(ctx context.Context, r *run) (done bool, err error)
 		c.cfg.Logger.Error("payonce: recording an attempt outcome failed", "operation", r.op.ID, "attempt", att.Number, "class", string(out.Class), "error", err)
 		return true, &recordError{what: "the attempt's outcome", err: err}
 	}
+	c.tel.moved(actx, op.Kind, fp.From, op.Status, op.ReviewReason)
 	r.op = op
 	if op.Status.Terminal() {
 		return true, errorOf(op, c.cfg.Provider.Name())
@@ -143,6 +151,7 @@ func (c *Client) sendAttempt(ctx context.Context, r *run) (done bool, err error)
 		return true, ErrOutcomeUnknown
 	}
 	c.cfg.Logger.Debug("payonce: attempt recorded", "operation", op.ID, "kind", op.Kind, "attempt", att.Number, "class", string(out.Class), "status", string(op.Status))
+	span.end(out, errText) // the backoff is not part of the attempt
 	c.pauseBeforeNext(ctx, r, out.RetryAfter)
 	return false, nil
 }
@@ -163,6 +172,8 @@ func (c *Client) sendJournaled(ctx context.Context, r *run, att *ledger.Attempt)
 		// before the attempt could; another worker could then take the
 		// operation over and send while this request is still out.
 		return Outcome{Class: ledger.OutcomeNotSent}, "not sent: the lease would end before the attempt could (the journal write took " + now.Sub(att.StartedAt).String() + ")"
+	case r.windowOpenBefore:
+		c.tel.resend(ctx, r.op.Kind, r.op.KeyExpiresAt.Add(-c.cfg.SafetyMargin).Sub(now))
 	}
 	return c.transmit(ctx, SendRequest{OperationID: r.op.ID, Key: att.Key, Request: r.req})
 }
@@ -217,7 +228,8 @@ func (c *Client) lookupAndDecide(ctx context.Context, r *run, mayResend bool) (d
 		res, err := c.release(ctx, r, ErrOutcomeUnknown)
 		return true, res, err
 	}
-	lr, lerr := c.lookup(ctx, h.query)
+	lctx, span := c.tel.startLookup(ctx, r.op.Kind)
+	lr, lerr := c.lookup(lctx, h.query)
 	if lerr != nil {
 		c.cfg.Logger.Warn("payonce: status lookup failed", "operation", r.op.ID, "error", lerr)
 	}
@@ -236,6 +248,7 @@ func (c *Client) lookupAndDecide(ctx context.Context, r *run, mayResend bool) (d
 		in.ResendNotBefore = h.lastEnd.Add(c.resendDelay(r.op.Attempts))
 	}
 	d := Decide(in)
+	span.end(ctx, lr, lerr, d.Action)
 	if d.Action == ActResend && !mayResend {
 		res, err := c.release(ctx, r, ErrOutcomeUnknown)
 		return true, res, err
@@ -267,6 +280,7 @@ func (c *Client) lookupAndDecide(ctx context.Context, r *run, mayResend bool) (d
 	if err != nil {
 		return true, resultOf(r.op), &recordError{what: "the lookup's decision", err: err}
 	}
+	c.tel.moved(ctx, op.Kind, fp.From, op.Status, op.ReviewReason)
 	r.op = op
 	if fp.To == ledger.StatusUnknown {
 		return true, resultOf(op), ErrOutcomeUnknown
@@ -466,7 +480,7 @@ func (c *Client) settle(ctx context.Context, op ledger.Operation, owner string) 
 		// The ledger holds a request this version cannot read: sending a
 		// guess could move the wrong amount, so a person must look.
 		return c.finishQuiet(ctx, op, owner, ledger.FinishParams{To: ledger.StatusManualReview,
-			ReviewReason: "stored request unreadable: " + truncate(err.Error(), 500)})
+			ReviewReason: reasonUnreadable + ": " + truncate(err.Error(), 500)})
 	}
 	if op.Status == ledger.StatusManualReview {
 		return c.lookupInReview(ctx, op, owner, req)
@@ -507,11 +521,13 @@ func (c *Client) lookupInReview(ctx context.Context, op ledger.Operation, owner 
 		fp.Events = []ledger.NewEvent{lookupEvent(LookupResult{}, qerr)}
 		return c.finishQuiet(ctx, op, owner, fp)
 	}
-	lr, lerr := c.lookup(ctx, q)
+	lctx, span := c.tel.startLookup(ctx, op.Kind)
+	lr, lerr := c.lookup(lctx, q)
 	now = c.cfg.Now()
 	fp.NextCheckAt = now.Add(c.checkAfter(op, now))
 	fp.Events = []ledger.NewEvent{lookupEvent(lr, lerr)}
 	d := decideInReview(lr, lerr)
+	span.end(ctx, lr, lerr, d.action())
 	if d.ReviewReason != "" {
 		fp.ReviewReason = d.ReviewReason
 	}
@@ -543,6 +559,7 @@ func (c *Client) finishQuiet(ctx context.Context, op ledger.Operation, owner str
 	if err != nil {
 		return op, err
 	}
+	c.tel.moved(ctx, got.Kind, op.Status, got.Status, got.ReviewReason)
 	return got, nil
 }
 

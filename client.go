@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payonce/payonce/ledger"
 )
@@ -71,6 +73,15 @@ type Config struct {
 	// ClockSkew is how far the clocks of this process and the provider may
 	// disagree. It is part of the safety margin. Defaults to 1 minute.
 	ClockSkew time.Duration
+	// MeterProvider receives the client's metrics (payonce.call.duration,
+	// payonce.attempts, ...: MetricNames). Defaults to otel.GetMeterProvider().
+	MeterProvider metric.MeterProvider
+	// TracerProvider receives the client's spans: one per call
+	// ("payonce.charge", ...), with a child per attempt and per lookup.
+	// Defaults to otel.GetTracerProvider(). The attempt's context reaches
+	// the adapter's request, so otelhttp on HTTPClient.Transport puts the
+	// provider's HTTP span, and its traceparent header, under the attempt.
+	TracerProvider trace.TracerProvider
 }
 
 // Client charges, captures, cancels and refunds through one provider so that
@@ -80,6 +91,7 @@ type Client struct {
 	cfg  Config
 	http *httpLayer
 	info ProviderInfo
+	tel  *telemetry
 	// ownerBase is Config.Owner plus a random part unique to this Client.
 	ownerBase string
 	seq       atomic.Uint64
@@ -162,8 +174,12 @@ func New(cfg Config) (*Client, error) {
 	if err := cfg.Retry.validate(); err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, info: info, ownerBase: cfg.Owner + "/" + randomTag()}
-	c.http = newHTTPLayer(&c.cfg)
+	tel, err := newTelemetry(cfg.MeterProvider, cfg.TracerProvider, name)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: cfg, info: info, tel: tel, ownerBase: cfg.Owner + "/" + randomTag()}
+	c.http = newHTTPLayer(&c.cfg, tel)
 	return c, nil
 }
 
@@ -263,22 +279,22 @@ func checkAmount(a int64, required bool) error {
 // Charge moves money from the customer once per (provider, OrderID): every
 // later call with the same OrderID and request returns the recorded result.
 func (c *Client) Charge(ctx context.Context, p ChargeParams) (Result, error) {
-	return c.do(ctx, func() (Request, error) { return chargeRequest(p) })
+	return c.do(ctx, KindCharge, func(context.Context) (Request, error) { return chargeRequest(p) })
 }
 
 // Capture captures an authorized charge once per order.
 func (c *Client) Capture(ctx context.Context, p CaptureParams) (Result, error) {
-	return c.do(ctx, func() (Request, error) { return c.captureRequest(ctx, p) })
+	return c.do(ctx, KindCapture, func(ctx context.Context) (Request, error) { return c.captureRequest(ctx, p) })
 }
 
 // Cancel cancels an authorized, uncaptured charge once per order.
 func (c *Client) Cancel(ctx context.Context, p CancelParams) (Result, error) {
-	return c.do(ctx, func() (Request, error) { return c.cancelRequest(ctx, p) })
+	return c.do(ctx, KindCancel, func(ctx context.Context) (Request, error) { return c.cancelRequest(ctx, p) })
 }
 
 // Refund refunds once per (OrderID, RefundSeq).
 func (c *Client) Refund(ctx context.Context, p RefundParams) (Result, error) {
-	return c.do(ctx, func() (Request, error) { return c.refundRequest(ctx, p) })
+	return c.do(ctx, KindRefund, func(ctx context.Context) (Request, error) { return c.refundRequest(ctx, p) })
 }
 
 func chargeRequest(p ChargeParams) (Request, error) {
@@ -334,27 +350,27 @@ func (c *Client) refundRequest(ctx context.Context, p RefundParams) (Request, er
 // sending anything: keyed, fingerprinted, validated. Record it with Enqueue,
 // or inside your own transaction with the store's CreateOrGetTx.
 func (c *Client) PrepareCharge(p ChargeParams) (ledger.NewOperation, error) {
-	return c.prepareOp(func() (Request, error) { return chargeRequest(p) })
+	return c.prepareOp(context.Background(), func(context.Context) (Request, error) { return chargeRequest(p) })
 }
 
 // PrepareCapture is PrepareCharge for a capture.
 func (c *Client) PrepareCapture(ctx context.Context, p CaptureParams) (ledger.NewOperation, error) {
-	return c.prepareOp(func() (Request, error) { return c.captureRequest(ctx, p) })
+	return c.prepareOp(ctx, func(ctx context.Context) (Request, error) { return c.captureRequest(ctx, p) })
 }
 
 // PrepareCancel is PrepareCharge for a cancel.
 func (c *Client) PrepareCancel(ctx context.Context, p CancelParams) (ledger.NewOperation, error) {
-	return c.prepareOp(func() (Request, error) { return c.cancelRequest(ctx, p) })
+	return c.prepareOp(ctx, func(ctx context.Context) (Request, error) { return c.cancelRequest(ctx, p) })
 }
 
 // PrepareRefund is PrepareCharge for a refund.
 func (c *Client) PrepareRefund(ctx context.Context, p RefundParams) (ledger.NewOperation, error) {
-	return c.prepareOp(func() (Request, error) { return c.refundRequest(ctx, p) })
+	return c.prepareOp(ctx, func(ctx context.Context) (Request, error) { return c.refundRequest(ctx, p) })
 }
 
 // prepareOp builds a request and returns its ledger record.
-func (c *Client) prepareOp(build func() (Request, error)) (ledger.NewOperation, error) {
-	p, err := c.prepare(build)
+func (c *Client) prepareOp(ctx context.Context, build func(context.Context) (Request, error)) (ledger.NewOperation, error) {
+	p, err := c.prepare(ctx, build)
 	if err != nil {
 		return ledger.NewOperation{}, err
 	}
@@ -414,8 +430,8 @@ type prepared struct {
 }
 
 // prepare builds a call's request and checks, keys and fingerprints it.
-func (c *Client) prepare(build func() (Request, error)) (prepared, error) {
-	req, err := build()
+func (c *Client) prepare(ctx context.Context, build func(context.Context) (Request, error)) (prepared, error) {
+	req, err := build(ctx)
 	if err != nil {
 		return prepared{}, err
 	}
@@ -448,10 +464,17 @@ func (c *Client) newOperation(p prepared) ledger.NewOperation {
 	}
 }
 
-// do runs one synchronous call: build its request, record, send, and
-// settle as far as the retry policy allows.
-func (c *Client) do(ctx context.Context, build func() (Request, error)) (Result, error) {
-	p, err := c.prepare(build)
+// do runs one synchronous call of kind under its span: build its request,
+// record, send, and settle as far as the retry policy allows.
+func (c *Client) do(ctx context.Context, kind Kind, build func(context.Context) (Request, error)) (res Result, err error) {
+	ctx, call := c.tel.startCall(ctx, kind, c.cfg.Now())
+	defer func() { call.end(ctx, c.cfg.Now(), res, err) }()
+	return c.call(ctx, build)
+}
+
+// call is do without its span.
+func (c *Client) call(ctx context.Context, build func(context.Context) (Request, error)) (Result, error) {
+	p, err := c.prepare(ctx, build)
 	if err != nil {
 		return Result{}, err
 	}
@@ -476,6 +499,15 @@ func (c *Client) do(ctx context.Context, build func() (Request, error)) (Result,
 		r := resultOf(br.Op)
 		r.Replayed = true
 		return r, errorOf(br.Op, c.cfg.Provider.Name())
+	}
+	if br.Attempt != nil {
+		// An attempt is started only for an operation that was new or
+		// pending (an unknown one must be looked up first).
+		from := ledger.StatusPending
+		if br.Created {
+			from = "" // counted as "new"
+		}
+		c.tel.moved(ctx, br.Op.Kind, from, br.Op.Status, "")
 	}
 	return c.drive(ctx, &run{op: br.Op, att: br.Attempt, owner: owner, req: p.req})
 }

@@ -259,6 +259,18 @@ type reviewDecision struct {
 	StopChecking bool
 }
 
+// action is the review decision as the Action its lookup is counted under
+// (payonce.lookups): settled succeeded or failed, or kept in review.
+func (d reviewDecision) action() Action {
+	switch d.Settle {
+	case ledger.ResolveSucceeded:
+		return ActRecordSucceeded
+	case ledger.ResolveFailed:
+		return ActRecordFailed
+	}
+	return ActReview
+}
+
 // decideInReview is the table for operations in review. Automation never
 // sends for them; a lookup may only settle one the provider definitively
 // answers for, or sharpen why it needs a person.

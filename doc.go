@@ -30,4 +30,52 @@
 //
 // docs/ARCHITECTURE.md holds the states, the decision table and the rules
 // that keep money safe.
+//
+// # Observability
+//
+// payonce is instrumented with the OpenTelemetry API (never the SDK):
+// Config.MeterProvider and Config.TracerProvider, and the same fields of
+// ReconcilerConfig, default to otel.GetMeterProvider() and
+// otel.GetTracerProvider(); the instrumentation scope is ScopeName, the
+// import path. With no provider registered, instrumentation costs no
+// allocation.
+//
+// Metrics (MetricNames lists them; attributes are enums only, never ids,
+// keys, references or amounts):
+//
+//	payonce.call.duration              histogram s       provider, kind, result (the call's status, invalid, error)
+//	payonce.attempts                   counter           provider, kind, outcome (success, refused, not_sent, maybe_sent, key_in_use, key_mismatch)
+//	payonce.lookups                    counter           provider, kind, lookup.answer, decision (the decision table's action)
+//	payonce.transitions                counter           provider, kind, from, to
+//	payonce.reviews                    counter           provider, kind, reason (ReviewReasonCode)
+//	payonce.resend.key_window_remaining histogram s      provider, kind: key window left, less the safety margin, at each resend
+//	payonce.breaker.state_changes      counter           provider, breaker.state (the state entered)
+//	payonce.webhooks                   counter           provider, result (WebhookResult*), webhook.disposition
+//	payonce.reconcile.pass.duration    histogram s       provider, result
+//	payonce.reconcile.operations       counter           provider, what (claimed, settled, skipped, failed)
+//	payonce.operations.open            gauge             provider, kind, status
+//	payonce.operations.oldest_age      gauge s           provider, kind, status
+//	payonce.operations.in_review       gauge             provider, kind, reason
+//
+// Attribute keys carry the payonce. prefix (AttrProvider...); failures
+// carry error.type. Per-operation metrics come from the Client that acts
+// (the Reconciler's work included); the Reconciler reports its passes. The
+// ledger gauges read Store.Stats when collected, at most once per
+// StatsInterval (15 s), and are reported by each Reconciler (StatsInterval
+// -1: not) or by RegisterLedgerMetrics, never by a Client, so that clients
+// sharing a ledger do not repeat them. Replicas report the same ledger, so
+// aggregate those gauges with max.
+//
+// Spans: one per call ("payonce.charge", "payonce.capture",
+// "payonce.cancel", "payonce.refund"), with a child per attempt
+// ("payonce.attempt": attempt number, outcome) and per lookup
+// ("payonce.lookup": answer, decision), status transitions as events, and
+// one per reconciler pass and provider ("payonce.reconcile"). A decline, an
+// unknown outcome or a review is a result, not an error; a failed attempt,
+// a failed lookup, invalid arguments and ledger failures set status Error.
+// The attempt's span is in the context the adapter builds its request
+// with, so otelhttp on Config.HTTPClient's transport adds the HTTP span and
+// sends the traceparent header to the provider; otelpgx on the ledger's
+// pool adds the SQL spans. payonce records no HTTP or SQL telemetry of its
+// own.
 package payonce

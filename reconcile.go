@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 
 	"github.com/payonce/payonce/ledger"
@@ -51,6 +53,21 @@ type ReconcilerConfig struct {
 	// call is a new operation, sent under a key the provider forgot. When
 	// set, it must be at least the retention Cleanup is given.
 	TombstoneRetention time.Duration
+	// MeterProvider receives the reconciler's own metrics (pass durations,
+	// operations claimed, settled, skipped) and the ledger gauges.
+	// Defaults to otel.GetMeterProvider(). What happens to each operation
+	// (attempts, lookups, transitions) is recorded by the Client that
+	// settles it, on that Client's Config.MeterProvider and TracerProvider.
+	MeterProvider metric.MeterProvider
+	// TracerProvider receives one span per pass and provider
+	// ("payonce.reconcile"), parent of the attempts and lookups of that
+	// pass. Defaults to otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
+	// StatsInterval is how often, at most, the reconciler reads the
+	// ledger's Stats for the ledger gauges (payonce.operations.*;
+	// RegisterLedgerMetrics). Defaults to 15 s; -1 reports no ledger
+	// gauges (another reconciler, or RegisterLedgerMetrics, does).
+	StatsInterval time.Duration
 }
 
 // Reconciler drives unfinished operations to a terminal state in the
@@ -67,6 +84,9 @@ type Reconciler struct {
 	clients   map[string]*Client
 	limiters  map[string]*rate.Limiter
 	order     []string
+	tel       *telemetry
+	// stats is the ledger gauges' registration; nil when not reported.
+	stats metric.Registration
 }
 
 // ReconcileReport says what one RunOnce did.
@@ -118,8 +138,14 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 		return nil, invalid("ReconcilerConfig.TombstoneRetention", "must be >= 0 (0 keeps tombstones forever), got %v", cfg.TombstoneRetention)
 	case len(cfg.Owner) > 200:
 		return nil, invalid("ReconcilerConfig.Owner", "at most 200 bytes, got %d", len(cfg.Owner))
+	case cfg.StatsInterval < 0 && cfg.StatsInterval != off:
+		return nil, invalid("ReconcilerConfig.StatsInterval", "must be > 0, or -1 to report no ledger gauges, got %v", cfg.StatsInterval)
 	}
-	r := &Reconciler{cfg: cfg, ownerBase: cfg.Owner + "/" + randomTag(), clients: map[string]*Client{}, limiters: map[string]*rate.Limiter{}}
+	tel, err := newTelemetry(cfg.MeterProvider, cfg.TracerProvider, "")
+	if err != nil {
+		return nil, err
+	}
+	r := &Reconciler{tel: tel, cfg: cfg, ownerBase: cfg.Owner + "/" + randomTag(), clients: map[string]*Client{}, limiters: map[string]*rate.Limiter{}}
 	for i, c := range cfg.Clients {
 		if c == nil {
 			return nil, invalid(fmt.Sprintf("ReconcilerConfig.Clients[%d]", i), "is nil")
@@ -140,7 +166,23 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 		}
 		r.limiters[name] = rate.NewLimiter(rate.Limit(rps), max(1, int(rps)))
 	}
+	if cfg.StatsInterval != off {
+		r.stats, err = RegisterLedgerMetrics(cfg.Store, LedgerMetricsConfig{MeterProvider: cfg.MeterProvider, Interval: cfg.StatsInterval, Now: cfg.Now})
+		if err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
+}
+
+// Close stops reporting the ledger gauges. The reconciler remains usable.
+func (r *Reconciler) Close() error {
+	if r.stats == nil {
+		return nil
+	}
+	err := r.stats.Unregister()
+	r.stats = nil
+	return err
 }
 
 // RunOnce claims one batch of due operations per provider and settles them.
@@ -181,7 +223,19 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	}
 }
 
-func (r *Reconciler) runProvider(ctx context.Context, name, owner string, rep *ReconcileReport) error {
+func (r *Reconciler) runProvider(ctx context.Context, name, owner string, total *ReconcileReport) (err error) {
+	// Counted per provider and pass, so that what a pass did is recorded
+	// even when a later provider's claim fails.
+	rep := &ReconcileReport{Transitions: total.Transitions}
+	ctx, pass := r.tel.startPass(ctx, name, r.cfg.Now())
+	defer func() {
+		pass.end(ctx, r.cfg.Now(), rep.Claimed, rep.Settled, rep.Skipped, rep.ErrorCount, err)
+		total.Claimed += rep.Claimed
+		total.Settled += rep.Settled
+		total.Skipped += rep.Skipped
+		total.ErrorCount += rep.ErrorCount
+		total.Errors = append(total.Errors, rep.Errors[:min(len(rep.Errors), 20-len(total.Errors))]...)
+	}()
 	c := r.clients[name]
 	now := r.cfg.Now()
 	ops, err := r.cfg.Store.ClaimDue(ctx, ledger.ClaimDueParams{

@@ -74,6 +74,12 @@ func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 }
 
 func newBreaker(name string, s BreakerSettings, log *slog.Logger) *gobreaker.CircuitBreaker[*http.Response] {
+	return newCountedBreaker(name, s, log, nil)
+}
+
+// newCountedBreaker is newBreaker counting its state changes in tel
+// (payonce.breaker.state_changes).
+func newCountedBreaker(name string, s BreakerSettings, log *slog.Logger, tel *telemetry) *gobreaker.CircuitBreaker[*http.Response] {
 	if s.ConsecutiveFailures == 0 {
 		s.ConsecutiveFailures = 5
 	}
@@ -92,6 +98,7 @@ func newBreaker(name string, s BreakerSettings, log *slog.Logger) *gobreaker.Cir
 		IsExcluded: func(err error) bool { return errors.Is(err, context.Canceled) },
 		OnStateChange: func(name string, from, to gobreaker.State) {
 			log.Warn("payonce: circuit breaker state changed", "provider", name, "from", from.String(), "to", to.String())
+			tel.breakerChanged(to.String())
 		},
 	})
 }
@@ -105,12 +112,12 @@ type httpLayer struct {
 	breaker *gobreaker.CircuitBreaker[*http.Response]
 }
 
-func newHTTPLayer(cfg *Config) *httpLayer {
+func newHTTPLayer(cfg *Config, tel *telemetry) *httpLayer {
 	base := cfg.HTTPClient.Transport
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	cb := newBreaker(cfg.Provider.Name(), cfg.Breaker, cfg.Logger)
+	cb := newCountedBreaker(cfg.Provider.Name(), cfg.Breaker, cfg.Logger, tel)
 	replay, _ := cfg.Provider.(ReplayDetector)
 	hc := &http.Client{
 		Transport:     &breakerTransport{base: base, cb: cb, replay: replay},

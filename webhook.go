@@ -170,6 +170,7 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case h.slots <- struct{}{}:
 		defer func() { <-h.slots }()
 	case <-ctx.Done():
+		h.c.tel.webhook(ctx, WebhookResultBusy, ledger.WebhookReport{})
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, "busy", http.StatusServiceUnavailable)
 		return
@@ -178,9 +179,11 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
+			h.c.tel.webhook(ctx, WebhookResultTooLarge, ledger.WebhookReport{})
 			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 			return
 		}
+		h.c.tel.webhook(ctx, WebhookResultUnreadable, ledger.WebhookReport{})
 		http.Error(w, "could not read the body", http.StatusBadRequest)
 		return
 	}
@@ -188,6 +191,7 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	events, err := h.parser.ParseWebhook(r, body)
 	if err != nil {
 		status := webhookRejectStatus(err)
+		h.c.tel.webhook(ctx, webhookRejectResult(status), ledger.WebhookReport{})
 		log.Warn("payonce: webhook rejected", "status", status, "err", err)
 		http.Error(w, http.StatusText(status), status)
 		return
@@ -225,6 +229,18 @@ func webhookRejectStatus(err error) int {
 	}
 }
 
+// webhookRejectResult is the payonce.webhooks result of a delivery
+// rejected with status.
+func webhookRejectResult(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return WebhookResultUnauthorized
+	case http.StatusForbidden:
+		return WebhookResultForbidden
+	}
+	return WebhookResultInvalid
+}
+
 func logWebhook(log *slog.Logger, ev WebhookEvent, rep ledger.WebhookReport) {
 	if rep.Duplicate {
 		log.Debug("payonce: webhook duplicate", "event_id", ev.ID, "type", ev.Type)
@@ -252,7 +268,28 @@ func (c *Client) RecordWebhook(ctx context.Context, ev WebhookEvent) (ledger.Web
 	}
 	rctx, cancel := recordCtx(ctx)
 	defer cancel()
-	return c.cfg.Store.RecordWebhook(rctx, ledger.RecordWebhookParams{Event: le, Now: c.cfg.Now()})
+	rep, err := c.cfg.Store.RecordWebhook(rctx, ledger.RecordWebhookParams{Event: le, Now: c.cfg.Now()})
+	c.webhookRecorded(ctx, le, rep, err)
+	return rep, err
+}
+
+// webhookRecorded counts one event RecordWebhook handled and the status
+// changes it made (a duplicate made none).
+func (c *Client) webhookRecorded(ctx context.Context, le ledger.WebhookEvent, rep ledger.WebhookReport, err error) {
+	switch {
+	case err != nil:
+		c.tel.webhook(ctx, WebhookResultUnavailable, ledger.WebhookReport{})
+		return
+	case rep.Duplicate:
+		c.tel.webhook(ctx, WebhookResultDuplicate, rep)
+		return
+	}
+	c.tel.webhook(ctx, WebhookResultRecorded, rep)
+	for _, o := range rep.Outcomes {
+		if o.Target >= 0 && o.Target < len(le.Targets) {
+			c.tel.moved(ctx, le.Targets[o.Target].Kind, o.From, o.To, ledger.ReasonWebhookContradiction)
+		}
+	}
 }
 
 // webhookTarget turns an adapter's target into the ledger's: the effect by

@@ -148,6 +148,19 @@ type Store interface {
 	// ListWebhooks returns inbox entries matching the filter, newest first.
 	ListWebhooks(ctx context.Context, f InboxFilter) ([]InboxEntry, error)
 
+	// Stats summarizes the ledger for dashboards and operators (see Stats):
+	// the open operations (pending, in_flight, unknown, manual_review)
+	// counted by provider, kind and status, the oldest of each with its ID,
+	// and the review reasons, all from one snapshot. It is read-only: it
+	// writes nothing and takes no lock a writer waits for (nor waits for
+	// one), so it may run every few seconds while payments flow. Its cost is
+	// bounded by the number of open operations, which an index keeps apart
+	// from the settled history, unless p.IncludeSettled also counts the
+	// succeeded and failed ones: that reads every settled row. Tombstones
+	// are not counted. A context that ends returns an error wrapping
+	// ctx.Err().
+	Stats(ctx context.Context, p StatsParams) (Stats, error)
+
 	// Migrate brings the store's schema up to date. It is safe to call from
 	// several processes at once and is a no-op when the schema is current.
 	Migrate(ctx context.Context) error

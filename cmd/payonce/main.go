@@ -6,7 +6,9 @@
 // flags. Exit codes: 0 succeeded; 1 any other error; 2 usage or
 // configuration error; 3 failed (declined or refused); 4 outcome unknown;
 // 5 in progress; 6 manual review; 7 provider unavailable (nothing sent,
-// pending). See package internal/cli.
+// pending); 8 ledger unavailable (nothing sent; retry later); 9 not settled
+// (reconcile --until-settled stopped with work left). See package
+// internal/cli.
 package main
 
 import (

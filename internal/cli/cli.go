@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Exit codes of every command; see the package documentation.
@@ -23,6 +24,14 @@ const (
 	ExitInProgress  = 5
 	ExitReview      = 6
 	ExitUnavailable = 7
+	// ExitLedgerUnavailable: the ledger's database could not be reached or
+	// went away before the call could have sent anything. A passing
+	// condition, not a usage error: run the same command again later.
+	ExitLedgerUnavailable = 8
+	// ExitNotSettled: "reconcile --until-settled" stopped (its --settle-timeout
+	// passed, or a signal) while operations were still pending, in flight
+	// or unknown; its report says which and when they are next checked.
+	ExitNotSettled = 9
 )
 
 // exitCodesHelp is the exit code table printed by help.
@@ -30,7 +39,7 @@ const exitCodesHelp = `Exit codes:
   0  succeeded
   1  any other error
   2  usage or configuration error (bad flag, amount, currency, unknown command,
-     provider or status, bad ledger URL, unreachable database, missing
+     provider or status, bad ledger URL, wrong database credentials, missing
      credential variable, unknown operation id)
   3  failed: declined or refused by the provider (final)
   4  outcome unknown: the request may have reached the provider; run
@@ -38,6 +47,11 @@ const exitCodesHelp = `Exit codes:
   5  in progress: another process holds the operation right now
   6  manual review: an operator decides ("payonce review list")
   7  provider unavailable: nothing was sent; recorded as pending
+  8  ledger unavailable: the ledger's database could not be reached (or went
+     away) before anything was sent; run the same command again later. A call
+     that may already have sent its request exits 4 instead
+  9  not settled: "reconcile --until-settled" stopped (--settle-timeout, or a
+     signal) with operations still pending, in flight or unknown
 `
 
 // App runs commands with its own environment and output, so that tests can
@@ -49,6 +63,16 @@ type App struct {
 	Stdout, Stderr io.Writer
 	// Providers are the adapters --provider may name.
 	Providers *Registry
+	// Now is the clock of what the commands print (ages, countdowns);
+	// nil is time.Now.
+	Now func() time.Time
+}
+
+func (a *App) now() time.Time {
+	if a.Now == nil {
+		return time.Now()
+	}
+	return a.Now()
 }
 
 // Main runs the payonce command line given in args (without the program
@@ -109,6 +133,12 @@ func (a *App) report(err error) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code = ee.code
+	} else if ledgerUnavailable(err) {
+		// A command's own read or write of the ledger (ops, stats, a
+		// reconcile pass) failed for want of the database. Payment calls
+		// never get here with such an error: printResult gives them their
+		// code, ExitUnknown first when the request may have left.
+		code = ExitLedgerUnavailable
 	}
 	msg := err.Error()
 	if !strings.HasPrefix(msg, "payonce: ") {
@@ -137,6 +167,7 @@ func commands() []command {
 		{"ops", "list and show operations (ops list, ops show ID)", runOps},
 		{"review", "list and resolve operations in manual review", runReview},
 		{"cleanup", "delete finished operations older than the retention", runCleanup},
+		{"stats", "count operations by provider, kind and status; the oldest open ones; review reasons", runStats},
 		{"webhooks", "receive providers' webhooks (webhooks serve) and list recorded events", runWebhooks},
 		{"help", "show help for a command", runHelp},
 	}

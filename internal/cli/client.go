@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
 )
@@ -50,6 +52,13 @@ func addProviderFlags(f *cmdFlags) *providerFlags {
 // newClient builds the adapter (credentials from the environment) and a
 // client on store.
 func (a *App) newClient(pf *providerFlags, store ledger.Store, logLevel slog.Level) (*payonce.Client, error) {
+	return a.newClientMetered(pf, store, logLevel, nil)
+}
+
+// newClientMetered is newClient recording the client's metrics into mp
+// (nil: OpenTelemetry's global provider, a no-op unless a program
+// registers one; the binary never does).
+func (a *App) newClientMetered(pf *providerFlags, store ledger.Store, logLevel slog.Level, mp metric.MeterProvider) (*payonce.Client, error) {
 	name := pf.provider
 	if !pf.fixed && !pf.f.wasSet("provider") {
 		if v := a.Env("PAYONCE_PROVIDER"); v != "" {
@@ -91,6 +100,7 @@ func (a *App) newClient(pf *providerFlags, store ledger.Store, logLevel slog.Lev
 		AttemptTimeout: pf.timeout,
 		ClockSkew:      pf.clockSkew,
 		Logger:         a.logger(logLevel),
+		MeterProvider:  mp,
 	}
 	c, err := payonce.New(cfg)
 	if err != nil {

@@ -3,7 +3,8 @@
 //
 // Commands:
 //
-//	payonce demo      charge and refund through a fake Stripe, YooKassa or Checkout.com with injected faults
+//	payonce demo      charge and refund through a fake Stripe, YooKassa, Checkout.com or Adyen with injected
+//	                  faults, its webhooks received on 127.0.0.1 (late, duplicated, reordered; --webhooks=false: off)
 //	payonce migrate   create or upgrade the ledger's schema
 //	payonce charge    charge (or authorize) one order
 //	payonce capture   capture an authorized charge
@@ -13,6 +14,8 @@
 //	payonce ops       list and show operations
 //	payonce review    list and resolve operations in manual review
 //	payonce cleanup   delete finished operations past the retention
+//	payonce stats     count operations by provider, kind and status; the oldest open ones; review reasons
+//	payonce webhooks  receive providers' webhooks (webhooks serve) and list recorded events
 //
 // The ledger is chosen with --ledger (or PAYONCE_LEDGER): a postgres:// or
 // postgresql:// URL selects PostgreSQL (with --schema or PAYONCE_SCHEMA,
@@ -22,16 +25,38 @@
 // YOOKASSA_SHOP_ID and YOOKASSA_SECRET_KEY for --provider yookassa,
 // CHECKOUT_SECRET_KEY for --provider checkout.
 //
+// Reconcile modes: --once (one pass), --until-idle (passes until one
+// claims nothing), --until-settled (passes, sleeping until the earliest next
+// check, until nothing of the provider is pending, in flight or unknown;
+// --settle-timeout bounds it, exit 9), or by default a loop every --interval.
+// --until-idle and --until-settled show progress on stderr: redrawn in place
+// on a terminal (without escape sequences when NO_COLOR is set), one plain
+// line per pass otherwise or with TERM=dumb.
+//
+// Observability: the long-running commands, the reconcile loop and
+// "webhooks serve", take --metrics-addr HOST:PORT (e.g. 127.0.0.1:9464; off by
+// default) and serve the library's OpenTelemetry metrics there as Prometheus
+// GET /metrics: an OpenTelemetry SDK MeterProvider exporting to a registry of
+// its own (not Prometheus's global one), shut down with the command. The
+// ledger gauges (payonce.operations.open, .oldest_age, .in_review) count the
+// same open operations as "payonce stats". The dashboard in docs/grafana
+// queries only metrics payonce exports (a test checks it against a scrape).
+//
 // Exit codes, the same for every command:
 //
 //	0  succeeded
 //	1  any other error (a ledger write failed, the demo found money moved twice, ...)
 //	2  usage or configuration error: a bad flag, amount or currency, an unknown
-//	   command, provider or status, an unparseable ledger URL, an unreachable
-//	   database, a missing credential variable, an operation id that does not exist
+//	   command, provider or status, an unparseable ledger URL, wrong database
+//	   credentials, a missing credential variable, an operation id that does not exist
 //	3  failed: the provider declined or refused the operation (final)
 //	4  outcome unknown: the request may have reached the provider; reconciliation settles it
 //	5  in progress: another process holds the operation right now
 //	6  manual review: an operator must decide; automation sends nothing more
 //	7  provider unavailable: nothing was sent; the operation is pending and is sent later
+//	8  ledger unavailable: the ledger's database could not be reached or went away
+//	   before anything was sent; run the command again later. A call whose request
+//	   may already have left when the ledger went away exits 4, never 8
+//	9  not settled: reconcile --until-settled stopped (--settle-timeout passed, or a
+//	   signal) while operations were still pending, in flight or unknown
 package cli

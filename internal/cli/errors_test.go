@@ -51,7 +51,16 @@ func TestActionableErrors(t *testing.T) {
 		{"ledger scheme", env, []string{"ops", "list", "--ledger", "mysql://root@db/payonce"}, []string{`unsupported scheme "mysql"`, "postgres://"}},
 		{"ledger sqlite without path", env, []string{"ops", "list", "--ledger", "sqlite:"}, []string{"names no file"}},
 		{"ledger URL does not parse", env, []string{"ops", "list", "--ledger", "postgres://alice:s3cretpw@db:notaport/x"}, []string{"cannot parse the PostgreSQL URL"}},
-		{"database unreachable", env, []string{"ops", "list", "--ledger", "postgres://alice:s3cretpw@127.0.0.1:1/payonce?sslmode=disable&connect_timeout=2"}, []string{"is PostgreSQL running at 127.0.0.1:1?"}},
+		{"exclusive settle modes", env, []string{"reconcile", "--until-idle", "--until-settled"}, []string{"--until-idle and --until-settled exclude each other"}},
+		{"settle timeout without until-settled", env, []string{"reconcile", "--until-idle", "--settle-timeout", "1m"}, []string{"--settle-timeout applies only with --until-settled"}},
+		{"metrics with once", env, []string{"reconcile", "--once", "--metrics-addr", "127.0.0.1:0"}, []string{"--metrics-addr applies only to the loop"}},
+		{"metrics addr without port", env, []string{"reconcile", "--metrics-addr", "127.0.0.1"}, []string{"--metrics-addr", "HOST:PORT", "127.0.0.1:9464"}},
+		{"metrics addr bad port", env, []string{"reconcile", "--metrics-addr", "127.0.0.1:http"}, []string{"--metrics-addr", "not a number from 0 to 65535"}},
+		{"metrics addr port too big", env, []string{"reconcile", "--metrics-addr", "127.0.0.1:70000"}, []string{"not a number from 0 to 65535"}},
+		{"webhook metrics addr", with(env, "STRIPE_WEBHOOK_SECRET", "whsec_x"), []string{"webhooks", "serve", "--addr", "127.0.0.1:8080", "--metrics-addr", "nowhere"},
+			[]string{"--metrics-addr", "HOST:PORT"}},
+		{"webhook metrics on the webhook listener", with(env, "STRIPE_WEBHOOK_SECRET", "whsec_x"),
+			[]string{"webhooks", "serve", "--addr", "127.0.0.1:8080", "--metrics-addr", "127.0.0.1:8080"}, []string{"--metrics-addr must differ from --addr"}},
 		{"no ledger file", map[string]string{"STRIPE_API_KEY": testKey}, []string{"ops", "list", "--ledger", filepath.Join(dir, "missing.db")}, []string{"no ledger at", "payonce migrate"}},
 		{"ledger not migrated", nil, []string{"review", "list", "--ledger", "sqlite:" + emptyFile(t, dir)}, []string{"no payonce tables", "payonce migrate"}},
 		{"ledger directory missing", nil, []string{"migrate", "--ledger", filepath.Join(dir, "nope", "x.db")}, []string{"does not exist"}},
@@ -83,10 +92,14 @@ func TestErrorsFromTheBinary(t *testing.T) {
 	require.Equal(t, 2, r.code, "%s", r)
 	require.Contains(t, r.stderr, `unknown command "nosuch"`)
 
-	r = runBinary(t, map[string]string{"PAYONCE_LEDGER": "postgres://u:pw-not-shown@127.0.0.1:1/db?sslmode=disable&connect_timeout=2"}, "ops", "list")
-	require.Equal(t, 2, r.code, "%s", r)
-	require.Contains(t, r.stderr, "is PostgreSQL running at 127.0.0.1:1?")
-	require.NotContains(t, r.stderr, "pw-not-shown")
+	// An unreachable database is not a usage error: it has its own code.
+	for _, cmd := range [][]string{{"ops", "list"}, {"stats"}, {"reconcile", "--until-idle"}} {
+		r = runBinary(t, map[string]string{"PAYONCE_LEDGER": "postgres://u:pw-not-shown@127.0.0.1:1/db?sslmode=disable&connect_timeout=2"}, cmd...)
+		require.Equal(t, 8, r.code, "%s", r)
+		require.Contains(t, r.stderr, "ledger unavailable")
+		require.Contains(t, r.stderr, "is PostgreSQL running at 127.0.0.1:1?")
+		require.NotContains(t, r.stderr, "pw-not-shown")
+	}
 
 	tg := sqliteTarget(t)
 	m := runBinary(t, tg.env(), "migrate")
@@ -111,7 +124,7 @@ func TestHelp(t *testing.T) {
 	for _, args := range [][]string{{"charge", "-h"}, {"help", "charge"}, {"charge", "--help"}} {
 		r := runBinary(t, nil, args...)
 		require.Equal(t, 0, r.code, "%v: %s", args, r)
-		for _, w := range []string{"Usage:", "--order ID", "--amount", "--ledger", "Exit codes", "4  outcome unknown", "7  provider unavailable"} {
+		for _, w := range []string{"Usage:", "--order ID", "--amount", "--ledger", "Exit codes", "4  outcome unknown", "7  provider unavailable", "8  ledger unavailable", "9  not settled"} {
 			require.Contains(t, r.stdout, w, "%v", args)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -183,11 +185,13 @@ func openPostgres(ctx context.Context, rawURL, schema string) (*ledgerConn, erro
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) {
-			return nil, usageErrorf("cannot use the ledger database %s: %v: check the user, password and database name in --ledger", desc, err)
+		if ledgerUnavailable(err) {
+			return nil, unavailableErrorf("ledger unavailable: cannot reach the database %s: %v (is PostgreSQL running at %s?); nothing was sent or changed",
+				desc, err, hostPort)
 		}
-		return nil, usageErrorf("cannot reach the ledger database %s: %v: is PostgreSQL running at %s?", desc, err, hostPort)
+		// The server answered and refused: a wrong user, password or
+		// database name, which only the configuration can fix.
+		return nil, usageErrorf("cannot use the ledger database %s: %v: check the user, password and database name in --ledger", desc, err)
 	}
 	store, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema})
 	if err != nil {
@@ -214,6 +218,45 @@ func openSQLite(path string, mode openMode) (*ledgerConn, error) {
 		return nil, usageErrorf("cannot open the SQLite ledger %s: %v", desc, err)
 	}
 	return &ledgerConn{store: store, desc: desc, lite: store, path: path}, nil
+}
+
+// ledgerUnavailable reports whether err says that the ledger's database
+// could not be reached or went away: no connection, a connection that broke
+// or timed out, a server shutting down or not yet accepting connections.
+// Such an error is a passing condition of the infrastructure, not a mistake
+// in the command line: it gets its own exit code (ExitLedgerUnavailable), so
+// that a job retries later instead of an operator hunting for a bad flag.
+// A refused statement or a wrong password is not unavailability.
+//
+// Only PostgreSQL's driver errors and network errors are recognised; the
+// caller decides what the call may have sent (see callExit: an outcome that
+// may have reached the provider is ExitUnknown first).
+func ledgerUnavailable(err error) bool {
+	var urlErr *url.Error
+	if err == nil || errors.As(err, &urlErr) {
+		// An HTTP request's error: the provider's network, not the
+		// ledger's (a *url.Error is a net.Error too).
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// SQLSTATE class 08 is "connection exception"; 57P01 to 57P03 are
+		// admin_shutdown, crash_shutdown and cannot_connect_now (the
+		// server is starting or stopping). Every other code is an answer.
+		// https://www.postgresql.org/docs/current/errcodes-appendix.html
+		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) || pgconn.Timeout(err) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// unavailableErrorf is an error of a ledger that cannot be reached:
+// ExitLedgerUnavailable.
+func unavailableErrorf(format string, args ...any) error {
+	return &exitError{code: ExitLedgerUnavailable, err: fmt.Errorf(format, args...)}
 }
 
 // schemaVersion returns the highest migration applied and the highest this
@@ -243,6 +286,9 @@ func (l *ledgerConn) schemaVersion(ctx context.Context) (have, want int, err err
 func (l *ledgerConn) checkSchema(ctx context.Context) error {
 	have, want, err := l.schemaVersion(ctx)
 	if err != nil {
+		if l.pg != nil && ledgerUnavailable(err) {
+			return unavailableErrorf("reading the schema version of the ledger %s: %w", l.desc, err)
+		}
 		return fmt.Errorf("reading the schema version of the ledger %s: %w", l.desc, err)
 	}
 	switch {

@@ -48,7 +48,15 @@ func callExit(err error) (code int, outcome bool) {
 	case errors.Is(err, payonce.ErrInProgress):
 		return ExitInProgress, true
 	case errors.Is(err, payonce.ErrOutcomeUnknown):
+		// Before ledger unavailability: a ledger lost after the request
+		// left wraps the database's error in ErrOutcomeUnknown, and that
+		// call may have moved money; only a lookup can say.
 		return ExitUnknown, true
+	case ledgerUnavailable(err):
+		// The library reports every ledger failure after the first attempt
+		// was journaled as ErrOutcomeUnknown; any other one happened
+		// before a request could leave.
+		return ExitLedgerUnavailable, false
 	}
 	return ExitError, false
 }
@@ -62,6 +70,9 @@ func (a *App) printResult(kind payonce.Kind, res payonce.Result, err error, asJS
 	}
 	code, outcome := callExit(err)
 	if !outcome {
+		if code == ExitLedgerUnavailable {
+			return unavailableErrorf("the ledger is unavailable, nothing was sent: %w; run the same command again once the database is back", err)
+		}
 		if errors.Is(err, payonce.ErrFingerprintMismatch) {
 			return usageErrorf("this %s (operation %s) was already recorded with a different request (amount, currency, "+
 				"payment method...); nothing was sent. One order is charged once: a different request needs another --order "+

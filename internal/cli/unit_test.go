@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/url"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
@@ -235,4 +240,80 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// The progress display honours TERM=dumb (plain lines, no redrawing) and
+// NO_COLOR (redrawn without escape sequences).
+func TestProgressEnvironment(t *testing.T) {
+	t.Parallel()
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	var buf syncBuffer
+	dumb := (&App{Env: env("TERM", "dumb")}).newProgress(&buf)
+	require.False(t, dumb.tty, "TERM=dumb is no terminal to redraw on")
+	dumb.start("reconcile", 0)
+	dumb.report("after pass 1: claimed 2", time.Time{})
+	dumb.done("")
+	require.Equal(t, "payonce: after pass 1: claimed 2\n", buf.String())
+
+	var nc syncBuffer
+	p := (&App{Env: env("NO_COLOR", "1")}).newProgress(&nc)
+	require.True(t, p.plainRedraw)
+	p.tty = true // as on a terminal
+	p.start("reconcile", 0)
+	p.report("after pass 1: claimed 12, settled 10", time.Time{})
+	p.draw()
+	p.report("short", time.Time{})
+	p.draw()
+	p.done("")
+	out := nc.String()
+	require.NotContains(t, out, "\033", "NO_COLOR: no escape sequences")
+	require.Contains(t, out, "\rreconcile")
+	// The shorter line is padded over the longer one it replaces.
+	require.Regexp(t, `short +\r`, out)
+
+	var color syncBuffer
+	q := (&App{Env: env()}).newProgress(&color)
+	require.False(t, q.plainRedraw)
+	q.tty = true
+	q.start("reconcile", 0)
+	q.draw()
+	q.done("")
+	require.Contains(t, color.String(), "\r\033[K")
+}
+
+// callExit: a ledger lost before a request could leave is
+// ExitLedgerUnavailable; the same loss after it may have left (the library
+// wraps it in ErrOutcomeUnknown) is ExitUnknown; a provider's network
+// error or a refused statement is neither.
+func TestCallExitLedgerUnavailable(t *testing.T) {
+	t.Parallel()
+	connErr := &pgconn.ConnectError{}
+	reset := fmt.Errorf("ledgerpg: finish: %w", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET})
+	for _, tc := range []struct {
+		name string
+		err  error
+		code int
+	}{
+		{"connect", fmt.Errorf("ledgerpg: begin: %w", connErr), ExitLedgerUnavailable},
+		{"reset", reset, ExitLedgerUnavailable},
+		{"eof", fmt.Errorf("ledgerpg: begin: %w", io.ErrUnexpectedEOF), ExitLedgerUnavailable},
+		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, ExitLedgerUnavailable},
+		{"connection failure", &pgconn.PgError{Code: "08006"}, ExitLedgerUnavailable},
+		{"after sending", fmt.Errorf("%w: recording failed: %w", payonce.ErrOutcomeUnknown, reset), ExitUnknown},
+		{"refused statement", &pgconn.PgError{Code: "23514"}, ExitError},
+		{"provider network", &url.Error{Op: "Post", URL: "https://api.stripe.com", Err: syscall.ECONNREFUSED}, ExitError},
+		{"other", errors.New("boom"), ExitError},
+	} {
+		code, _ := callExit(tc.err)
+		require.Equal(t, tc.code, code, tc.name)
+	}
 }

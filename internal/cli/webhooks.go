@@ -41,7 +41,9 @@ is verified, recorded once and applied by the same state rules as lookups;
 it never sends a request. Serves POST /webhooks/stripe, /webhooks/checkout,
 /webhooks/adyen and /webhooks/yookassa for each provider whose credentials and
 webhook settings are all set in the environment, plus GET /healthz.
-SIGINT or SIGTERM stops it gracefully.
+SIGINT or SIGTERM stops it gracefully. With --metrics-addr it also serves
+Prometheus metrics (webhook events, transitions, the ledger's open
+operations) on a separate listener, which should not face the internet.
 
 Webhook settings (environment only):
   stripe    STRIPE_WEBHOOK_SECRET (the endpoint's signing secret, whsec_...)
@@ -52,8 +54,9 @@ Webhook settings (environment only):
             notification only triggers a lookup)`)
 	lf := addLedgerFlags(f, nil, "")
 	pf := addProviderFlags(f)
-	var addr string
+	var addr, metricsAddr string
 	f.StringVar(&addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT`")
+	f.StringVar(&metricsAddr, "metrics-addr", "", metricsAddrUsage)
 	if _, err := f.parseArgs(a, args); err != nil {
 		return err
 	}
@@ -63,11 +66,35 @@ Webhook settings (environment only):
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return usageErrorf("--addr %q is not HOST:PORT: %v", addr, err)
 	}
+	if metricsAddr != "" {
+		if err := checkMetricsAddr(metricsAddr); err != nil {
+			return err
+		}
+		// Metrics are served apart from the webhooks: the webhook listener
+		// faces the providers (the internet), the metrics one should not.
+		if _, port, _ := net.SplitHostPort(addr); metricsAddr == addr && port != "0" {
+			return usageErrorf("--metrics-addr must differ from --addr %s: metrics are served on a listener of their own", addr)
+		}
+	}
 	l, err := a.openLedger(ctx, lf, openExisting)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
+	m, stopMetrics, err := a.startMetrics(metricsAddr)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	if m != nil {
+		// The ledger gauges, once for the ledger (not once per provider's
+		// client): no Reconciler runs here to register them.
+		reg, err := payonce.RegisterLedgerMetrics(l.store, payonce.LedgerMetricsConfig{MeterProvider: m.MeterProvider()})
+		if err != nil {
+			return err
+		}
+		defer func() { _ = reg.Unregister() }()
+	}
 
 	mux := http.NewServeMux()
 	var served []string
@@ -78,7 +105,7 @@ Webhook settings (environment only):
 		}
 		p := *pf
 		p.provider, p.fixed = name, true
-		client, err := a.newClient(&p, l.store, slog.LevelInfo)
+		client, err := a.newClientMetered(&p, l.store, slog.LevelInfo, m.MeterProvider())
 		if err != nil {
 			return err
 		}
@@ -108,13 +135,20 @@ Webhook settings (environment only):
 		IdleTimeout:       webhookIdleTimeout,
 		MaxHeaderBytes:    webhookMaxHeaderBytes,
 	}
-	fmt.Fprintf(a.Stderr, "payonce: receiving webhooks for %s on http://%s (ledger %s); SIGINT or SIGTERM stops\n",
-		strings.Join(served, ", "), ln.Addr(), l.desc)
+	metricsMsg := ""
+	if m != nil {
+		metricsMsg = "; metrics on " + m.URL()
+	}
+	fmt.Fprintf(a.Stderr, "payonce: receiving webhooks for %s on http://%s (ledger %s)%s; SIGINT or SIGTERM stops\n",
+		strings.Join(served, ", "), ln.Addr(), l.desc, metricsMsg)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("webhook server: %w", err)
+	case <-m.Done():
+		_ = srv.Close()
+		return m.Failure()
 	case <-ctx.Done():
 	}
 	// Graceful: deliveries being recorded finish (and are acknowledged);

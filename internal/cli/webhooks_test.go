@@ -40,20 +40,17 @@ func stripeEvent(eventID, opID string, t time.Time) (body, signature string) {
 // printed after it.
 func serveWebhooks(t *testing.T, env map[string]string, args ...string) (string, func() string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, binary, append([]string{"webhooks", "serve", "--addr", "127.0.0.1:0"}, args...)...)
-	cmd.Env = scrubbedEnv()
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	sc := bufio.NewScanner(stderr)
-	require.True(t, sc.Scan(), "no output from the webhook server")
-	m := regexp.MustCompile(`on (http://\S+)`).FindStringSubmatch(sc.Text())
-	require.NotNil(t, m, "first line: %s", sc.Text())
+	first, stop := serveWebhooksLine(t, env, args...)
+	m := regexp.MustCompile(`on (http://\S+)`).FindStringSubmatch(first)
+	require.NotNil(t, m, "first line: %s", first)
+	return m[1], stop
+}
+
+// serveWebhooksLine is serveWebhooks returning the server's first line.
+func serveWebhooksLine(t *testing.T, env map[string]string, args ...string) (string, func() string) {
+	t.Helper()
+	cmd, sc := startBinary(t, env, append([]string{"webhooks", "serve", "--addr", "127.0.0.1:0"}, args...)...)
+	first := sc.Text()
 	rest := make(chan string, 1)
 	go func() {
 		var b strings.Builder
@@ -68,7 +65,26 @@ func serveWebhooks(t *testing.T, env map[string]string, args ...string) (string,
 		require.NoError(t, cmd.Wait(), "stderr:\n%s", out)
 		return out
 	}
-	return m[1], stop
+	return first, stop
+}
+
+// startBinary starts the payonce binary (killed when the test ends) and
+// returns it with a scanner of its stderr, past its first line.
+func startBinary(t *testing.T, env map[string]string, args ...string) (*exec.Cmd, *bufio.Scanner) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = scrubbedEnv()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(stderr)
+	require.True(t, sc.Scan(), "no output from payonce %v", args)
+	return cmd, sc
 }
 
 func postWebhook(t *testing.T, url, body, signature string) int {

@@ -228,23 +228,13 @@ func BenchmarkClaim1M(b *testing.B) { benchmarkClaim(b, 1_000_000) }
 // once; the sub-benchmarks run with growing b.N) and then measures one
 // Claim, and one ClaimDue with Limit 1, at a time.
 func benchmarkClaim(b *testing.B, rows int) {
-	if testing.Short() {
-		b.Skip("seeds a large ledger; not in -short mode")
-	}
 	ctx := context.Background()
-	s, pool := newStore(b)
-	ops := table(s.Schema(), "payonce_operations")
-	start := time.Now()
-	_, err := pool.Exec(ctx, `INSERT INTO `+ops+` (id, key, provider, kind, refs, generation, fingerprint, request,
+	s, _ := seededStore(b, rows, `(id, key, provider, kind, refs, generation, fingerprint, request,
 			status, attempts, key_ttl_ms, next_check_at, created_at, updated_at)
 		SELECT 'op-' || lpad(i::text, 9, '0'), 'op-' || lpad(i::text, 9, '0'), 'stripe', 'charge',
 			ARRAY['order', i::text], 0, 'fp', '{"amount":1000,"currency":"EUR"}',
 			'pending', 0, 86400000, $1::timestamptz + i * interval '1 microsecond', $1, $1
 		FROM generate_series(1, $2::int) AS i`, t0, rows)
-	require.NoError(b, err)
-	_, err = pool.Exec(ctx, "ANALYZE "+ops)
-	require.NoError(b, err)
-	b.Logf("seeded %d operations in %v", rows, time.Since(start).Round(time.Millisecond))
 
 	// One clock for both sub-benchmarks and all their runs, moving 1ms per
 	// call: every lease taken has expired by the next call, so every call

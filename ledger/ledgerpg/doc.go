@@ -41,6 +41,13 @@
 // Every transaction the store opens runs under READ COMMITTED, whatever the
 // server's default isolation, and the arguments above assume it.
 //
+// Stats is one read-only statement (one snapshot, no row locks): the
+// pending, in_flight and unknown operations are read from the partial
+// open-work index of migration 005, the ones in review from the review
+// index, so a dashboard's scrape costs what the open work costs, not the
+// settled history. StatsParams.IncludeSettled adds a scan of the settled
+// rows, for operators.
+//
 // # Tombstones
 //
 // Cleanup deletes an operation and writes its tombstone in one transaction;

@@ -27,3 +27,11 @@ func SetProbe(s *Store, query string, fn func(method, value string)) {
 // AfterCleanupBatch makes Cleanup call fn inside each batch transaction,
 // after its deletes and tombstones are written and before its COMMIT.
 func AfterCleanupBatch(s *Store, fn func()) { s.afterCleanupBatch = fn }
+
+// StatsSQL is the statement Stats runs on s.
+func StatsSQL(s *Store, includeSettled bool) string {
+	if includeSettled {
+		return s.q.statsSettled
+	}
+	return s.q.stats
+}

@@ -85,6 +85,28 @@ func offlinePool(t testing.TB) *pgxpool.Pool {
 	return pool
 }
 
+// seededStore is a migrated store in a fresh schema, with its pool, whose
+// operations table one statement filled with rows operations: INSERT INTO
+// the table followed by insert (its columns and a SELECT), with args. The
+// table is then vacuumed and analyzed, as autovacuum would leave it. Large
+// ledgers take a while to seed, so the benchmark is skipped in -short mode.
+func seededStore(b *testing.B, rows int, insert string, args ...any) (*ledgerpg.Store, *pgxpool.Pool) {
+	b.Helper()
+	if testing.Short() {
+		b.Skip("seeds a large ledger; not in -short mode")
+	}
+	ctx := context.Background()
+	s, pool := newStore(b)
+	ops := table(s.Schema(), "payonce_operations")
+	start := time.Now()
+	_, err := pool.Exec(ctx, "INSERT INTO "+ops+" "+insert, args...)
+	require.NoError(b, err)
+	_, err = pool.Exec(ctx, "VACUUM (ANALYZE) "+ops)
+	require.NoError(b, err)
+	b.Logf("seeded %d operations in %v", rows, time.Since(start).Round(time.Millisecond))
+	return s, pool
+}
+
 // migratedStore opens a store on schema and migrates it.
 func migratedStore(t testing.TB, pool *pgxpool.Pool, schema string) *ledgerpg.Store {
 	t.Helper()

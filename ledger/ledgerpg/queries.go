@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/payonce/payonce/ledger/internal/statsql"
 )
 
 // queries holds the SQL of one Store with its schema's quoted table names
@@ -51,6 +53,8 @@ type queries struct {
 	insertOutcomes      string
 	listWebhooks        string
 	purgeInbox          string
+	stats               string
+	statsSettled        string
 }
 
 func newQueries(schema string) queries {
@@ -253,6 +257,8 @@ func newQueries(schema string) queries {
 			SELECT provider, event_id FROM {{webhooks}} WHERE received_at < $1
 			ORDER BY received_at LIMIT $2
 			FOR UPDATE SKIP LOCKED)`)
+	q.stats = statsql.Statement(q.ops, false)
+	q.statsSettled = statsql.Statement(q.ops, true)
 	return q
 }
 

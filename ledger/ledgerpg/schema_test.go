@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/internal/testkit"
@@ -298,21 +299,14 @@ func TestCorruptOutcomeIsReported(t *testing.T) {
 func TestUpgradeFromVersion3(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	old, pool := unmigratedStore(t)
-	schema := old.Schema()
-	ledgerpg.KeepMigrationsUpTo(old, 3)
-	applied, err := old.MigrateReport(ctx)
-	require.NoError(t, err)
-	require.Len(t, applied, 3)
-	var reg *string
-	require.NoError(t, pool.QueryRow(ctx, "SELECT to_regclass($1)::text", table(schema, "payonce_webhooks")).Scan(&reg))
-	require.Nil(t, reg, "version 3 has no inbox")
+	pool, schema := schemaAtVersion(t, 3)
+	require.False(t, exists(t, pool, schema, "payonce_webhooks"), "version 3 has no inbox")
 
 	// What a version 3 build wrote: an operation waiting for a lookup, and
 	// the tombstone of one Cleanup removed.
 	ops, atts, tombs := table(schema, "payonce_operations"), table(schema, "payonce_attempts"), table(schema, "payonce_tombstones")
 	op1, gone := newOp("op-1"), newOp("op-old")
-	_, err = pool.Exec(ctx, `INSERT INTO `+ops+` (id, key, provider, kind, refs, generation, fingerprint, request, status, attempts,
+	_, err := pool.Exec(ctx, `INSERT INTO `+ops+` (id, key, provider, kind, refs, generation, fingerprint, request, status, attempts,
 		key_ttl_ms, window_start, key_expires_at, lease_owner, lease_expires_at, next_check_at, created_at, updated_at)
 		VALUES ($1, $1, 'stripe', 'charge', $2, 0, $3, $4, 'unknown', 1, 86400000, $5, $6, 'w', $7, $7, $5, $8)`,
 		op1.ID, op1.References, op1.Fingerprint, string(op1.Request), t0, t0.Add(24*time.Hour), t0.Add(time.Minute), t0.Add(time.Second))
@@ -326,11 +320,82 @@ func TestUpgradeFromVersion3(t *testing.T) {
 		gone.ID, gone.References, gone.Fingerprint, t0.Add(-30*24*time.Hour), t0.Add(-time.Hour))
 	require.NoError(t, err)
 
+	s := upgradeFrom(t, pool, schema, 3, "webhooks")
+	ledgertest.RequireUpgradedFromVersion3(t, s, op1, t0)
+}
+
+// A schema left at version 4 upgrades to the open-work index with its data
+// intact: the index is built over the rows already there, and Stats counts
+// them.
+func TestUpgradeFromVersion4(t *testing.T) {
+	t.Parallel()
+	pool, schema := schemaAtVersion(t, 4)
+	require.False(t, exists(t, pool, schema, "payonce_operations_open_idx"), "version 4 has no open-work index")
+	insertRawOps(t, pool, schema, ledgertest.Version4Operations(t0))
+	s := upgradeFrom(t, pool, schema, 4, "stats")
+	require.True(t, exists(t, pool, schema, "payonce_operations_open_idx"), "version 5 has the open-work index")
+	ledgertest.RequireUpgradedFromVersion4(t, s, t0)
+}
+
+// schemaAtVersion is a fresh schema migrated up to version only, as a build
+// of that version left it, and its pool.
+func schemaAtVersion(t *testing.T, version int) (*pgxpool.Pool, string) {
+	t.Helper()
+	old, pool := unmigratedStore(t)
+	ledgerpg.KeepMigrationsUpTo(old, version)
+	applied, err := old.MigrateReport(t.Context())
+	require.NoError(t, err)
+	require.Len(t, applied, version)
+	return pool, old.Schema()
+}
+
+// upgradeFrom opens a store of this build on schema, left at version from,
+// and migrates it: every later version is applied, the first named first.
+func upgradeFrom(t *testing.T, pool *pgxpool.Pool, schema string, from int, first string) *ledgerpg.Store {
+	t.Helper()
 	s, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema})
 	require.NoError(t, err)
-	applied, err = s.MigrateReport(ctx)
+	applied, err := s.MigrateReport(t.Context())
 	require.NoError(t, err)
-	require.Equal(t, s.Migrations()[3:], applied, "every version after 3")
-	require.Equal(t, "webhooks", applied[0].Name)
-	ledgertest.RequireUpgradedFromVersion3(t, s, op1, t0)
+	require.Equal(t, s.Migrations()[from:], applied, "every version after %d", from)
+	require.Equal(t, first, applied[0].Name)
+	return s
+}
+
+// exists reports whether schema has a table or index called name.
+func exists(t *testing.T, pool *pgxpool.Pool, schema, name string) bool {
+	t.Helper()
+	var reg *string
+	require.NoError(t, pool.QueryRow(t.Context(), "SELECT to_regclass($1)::text", table(schema, name)).Scan(&reg))
+	return reg != nil
+}
+
+// insertRawOps writes ops into the operations table of schema with plain
+// SQL, as an older build did: every field in its column, NULL for a zero
+// or empty one.
+func insertRawOps(t *testing.T, pool *pgxpool.Pool, schema string, ops []ledger.Operation) {
+	t.Helper()
+	at := func(v time.Time) any {
+		if v.IsZero() {
+			return nil
+		}
+		return v
+	}
+	text := func(v string) any {
+		if v == "" {
+			return nil
+		}
+		return v
+	}
+	for _, op := range ops {
+		_, err := pool.Exec(t.Context(), `INSERT INTO `+table(schema, "payonce_operations")+` (id, key, provider, kind, refs, generation,
+			fingerprint, request, status, provider_ref, attempts, key_ttl_ms, window_start, key_expires_at, lease_owner,
+			lease_expires_at, next_check_at, review_reason, review_at, created_at, updated_at, finished_at, payment_ref)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
+			op.ID, op.Key, op.Provider, op.Kind, op.References, op.Generation, op.Fingerprint, string(op.Request), string(op.Status),
+			text(op.ProviderRef), op.Attempts, op.KeyTTL.Milliseconds(), at(op.WindowStart), at(op.KeyExpiresAt), text(op.LeaseOwner),
+			at(op.LeaseExpiresAt), at(op.NextCheckAt), text(op.ReviewReason), at(op.ReviewAt), op.CreatedAt, op.UpdatedAt,
+			at(op.FinishedAt), text(op.PaymentRef))
+		require.NoError(t, err, "insert %s", op.ID)
+	}
 }

@@ -35,6 +35,12 @@
 // with a tombstone with the recorded outcome and create nothing. SQLite's
 // single writer means no Cleanup runs between that check and an insert.
 //
+// Stats is one read-only statement on a read connection, which under WAL
+// neither waits for the writer nor holds it up; the open operations are
+// read from the partial open-work index of migration 005 and the review
+// index, never by a scan of the settled history (unless
+// StatsParams.IncludeSettled asks for the settled counts).
+//
 // CreateOrGetTx records an operation inside the caller's own *sql.Tx on the
 // same file, so that a payment is enqueued if and only if the caller's
 // business data commits with it (transactional outbox); see its

@@ -38,3 +38,11 @@ func WriteSynchronous(ctx context.Context, s *Store) (int, error) {
 	})
 	return level, err
 }
+
+// StatsSQL is the statement Stats runs.
+func StatsSQL(includeSettled bool) string {
+	if includeSettled {
+		return statsSettledQuery
+	}
+	return statsQuery
+}

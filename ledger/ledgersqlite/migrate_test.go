@@ -1,6 +1,8 @@
 package ledgersqlite_test
 
 import (
+	"database/sql"
+	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +12,9 @@ import (
 	"github.com/payonce/payonce/ledger/ledgersqlite"
 	"github.com/payonce/payonce/ledger/ledgertest"
 )
+
+// currentVersion is the schema version of the embedded migrations.
+const currentVersion = 5
 
 // A database left at schema version 1 by an older build upgrades to the
 // current version with its data intact: the upgraded store reads the
@@ -51,7 +56,7 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	s := openAt(t, path) // Migrate to the current version
 	v, err = s.SchemaVersion(ctx)
 	require.NoError(t, err)
-	require.Equal(t, 4, v)
+	require.Equal(t, currentVersion, v)
 	ledgertest.RequireUpgradedFromVersion1(t, s, op1, t0)
 }
 
@@ -68,7 +73,7 @@ func TestMigrate(t *testing.T) {
 	require.NoError(t, s.Migrate(ctx))
 	v, err = s.SchemaVersion(ctx)
 	require.NoError(t, err)
-	require.Equal(t, 4, v)
+	require.Equal(t, currentVersion, v)
 
 	raw := rawDB(t, path)
 	var names []string
@@ -81,7 +86,7 @@ func TestMigrate(t *testing.T) {
 		names = append(names, name)
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"initial", "events", "tombstones", "webhooks"}, names)
+	require.Equal(t, []string{"initial", "events", "tombstones", "webhooks", "stats"}, names)
 	require.Positive(t, appliedAt)
 
 	t.Run("TwiceIsNoOp", func(t *testing.T) {
@@ -93,7 +98,7 @@ func TestMigrate(t *testing.T) {
 		require.Equal(t, before, after)
 		var n, again int64
 		require.NoError(t, raw.QueryRow("SELECT count(*), max(applied_at) FROM payonce_schema_migrations").Scan(&n, &again))
-		require.EqualValues(t, 4, n)
+		require.EqualValues(t, currentVersion, n)
 		require.Equal(t, appliedAt, again, "the recorded migrations are untouched")
 	})
 
@@ -125,7 +130,7 @@ func TestMigrateConcurrently(t *testing.T) {
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
-	require.Equal(t, 4, countRows(t, rawDB(t, path), "payonce_schema_migrations"), "each migration applied once")
+	require.Equal(t, currentVersion, countRows(t, rawDB(t, path), "payonce_schema_migrations"), "each migration applied once")
 }
 
 // A database left at schema version 3 upgrades to the webhook inbox with its
@@ -134,14 +139,8 @@ func TestMigrateConcurrently(t *testing.T) {
 func TestUpgradeFromVersion3(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	path := dbPath(t)
-	old := openUnmigrated(t, path)
-	require.NoError(t, ledgersqlite.MigrateTo(ctx, old, 3))
-	require.NoError(t, old.Close())
-	raw := rawDB(t, path)
-	var tables int
-	require.NoError(t, raw.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name IN ('payonce_webhooks', 'payonce_webhook_outcomes')`).Scan(&tables))
-	require.Zero(t, tables, "version 3 has no inbox")
+	path, raw := fileAtVersion(t, 3)
+	require.Zero(t, schemaObjects(t, raw, "payonce_webhooks", "payonce_webhook_outcomes"), "version 3 has no inbox")
 
 	// What a version 3 build wrote: an operation waiting for a lookup, and
 	// the tombstone of one Cleanup removed.
@@ -164,6 +163,74 @@ func TestUpgradeFromVersion3(t *testing.T) {
 	s := openAt(t, path)
 	v, err := s.SchemaVersion(ctx)
 	require.NoError(t, err)
-	require.Equal(t, 4, v)
+	require.Equal(t, currentVersion, v)
 	ledgertest.RequireUpgradedFromVersion3(t, s, op1, t0)
+}
+
+// A database left at schema version 4 upgrades to the open-work index with
+// its data intact: the index is built over the rows already there, and
+// Stats counts them.
+func TestUpgradeFromVersion4(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path, raw := fileAtVersion(t, 4)
+	require.Zero(t, schemaObjects(t, raw, "payonce_operations_open"), "version 4 has no open-work index")
+	for _, op := range ledgertest.Version4Operations(t0) {
+		refs, err := json.Marshal(op.References)
+		require.NoError(t, err)
+		_, err = raw.Exec(`INSERT INTO payonce_operations (id, key, provider, kind, refs, generation, fingerprint, request, status,
+			provider_ref, attempts, key_ttl_ms, window_start, key_expires_at, lease_owner, lease_expires_at, next_check_at,
+			review_reason, review_at, created_at, updated_at, finished_at, payment_ref)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			op.ID, op.Key, op.Provider, op.Kind, string(refs), op.Generation, op.Fingerprint, string(op.Request), string(op.Status),
+			nullText(op.ProviderRef), op.Attempts, op.KeyTTL.Milliseconds(), nullMicros(op.WindowStart), nullMicros(op.KeyExpiresAt),
+			nullText(op.LeaseOwner), nullMicros(op.LeaseExpiresAt), nullMicros(op.NextCheckAt), nullText(op.ReviewReason),
+			nullMicros(op.ReviewAt), op.CreatedAt.UnixMicro(), op.UpdatedAt.UnixMicro(), nullMicros(op.FinishedAt), nullText(op.PaymentRef))
+		require.NoError(t, err, "insert %s", op.ID)
+	}
+
+	s := openAt(t, path)
+	v, err := s.SchemaVersion(ctx)
+	require.NoError(t, err)
+	require.Equal(t, currentVersion, v)
+	require.Equal(t, 1, schemaObjects(t, raw, "payonce_operations_open"), "version 5 has the open-work index")
+	ledgertest.RequireUpgradedFromVersion4(t, s, t0)
+}
+
+// fileAtVersion is a fresh database file migrated up to version only, as a
+// build of that version left it (closed), and another handle on it.
+func fileAtVersion(t *testing.T, version int) (string, *sql.DB) {
+	t.Helper()
+	path := dbPath(t)
+	old := openUnmigrated(t, path)
+	require.NoError(t, ledgersqlite.MigrateTo(t.Context(), old, version))
+	require.NoError(t, old.Close())
+	return path, rawDB(t, path)
+}
+
+// schemaObjects counts the tables and indexes of names in db.
+func schemaObjects(t *testing.T, db *sql.DB, names ...string) int {
+	t.Helper()
+	list, err := json.Marshal(names)
+	require.NoError(t, err)
+	var n int
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name IN (SELECT value FROM json_each(?))`, string(list)).Scan(&n))
+	return n
+}
+
+// nullMicros is a time as the store writes it: unix microseconds, NULL for
+// the zero time.
+func nullMicros(v time.Time) any {
+	if v.IsZero() {
+		return nil
+	}
+	return v.UnixMicro()
+}
+
+// nullText is optional text as the store writes it: NULL when empty.
+func nullText(v string) any {
+	if v == "" {
+		return nil
+	}
+	return v
 }

@@ -187,6 +187,14 @@ func suite() []group {
 			{"ListDefaultLimit", testWebhookListDefaultLimit},
 			{"CleanupKeepsRedeliveryWindow", testWebhookCleanup},
 		}},
+		{"Stats", []testCase{
+			{"Empty", testStatsEmpty},
+			{"CountsOldestAndReviews", testStatsCounts},
+			{"TombstonesNotCounted", testStatsTombstones},
+			{"ReadOnly", testStatsReadOnly},
+			{"OneSnapshotBesideWriters", testStatsConcurrentWriters},
+			{"CancelledContext", testStatsCancelled},
+		}},
 		{"Durability", []testCase{
 			{"SurvivesReopen", testDurability},
 		}},

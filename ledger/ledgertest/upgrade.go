@@ -54,3 +54,68 @@ func RequireUpgradedFromVersion1(t *testing.T, s ledger.Store, op1 ledger.NewOpe
 	require.True(t, tomb.Tombstone)
 	require.Equal(t, "pi_1", tomb.ProviderRef)
 }
+
+// Version4Operations are the operations a version 4 build left in the
+// ledger, for a store's upgrade test to write with raw SQL, every field
+// shown in its column (NULL for a zero or empty one): op-1, a stripe
+// charge sent once and waiting for a lookup (unknown, leased to "w" until
+// t0+1m); op-2, a stripe refund of payment pi_0 recorded at t0+1s
+// (pending); op-3, a stripe charge in manual_review since t0+2s ("amount
+// mismatch"); op-4, a stripe charge that succeeded at t0+1s.
+func Version4Operations(t0 time.Time) []ledger.Operation {
+	row := func(op ledger.NewOperation, status ledger.Status, created time.Time) ledger.Operation {
+		return ledger.Operation{
+			ID: op.ID, Key: op.Key, Provider: op.Provider, Kind: op.Kind, References: op.References, Fingerprint: op.Fingerprint,
+			Request: op.Request, PaymentRef: op.PaymentRef, Status: status, KeyTTL: op.KeyTTL, CreatedAt: created, UpdatedAt: created,
+		}
+	}
+	refund := newOpFor("op-2", "stripe", "refund")
+	refund.PaymentRef = "pi_0"
+	op1 := row(NewOp("op-1"), ledger.StatusUnknown, t0)
+	op1.Attempts, op1.WindowStart, op1.KeyExpiresAt = 1, t0, t0.Add(keyTTL)
+	op1.LeaseOwner, op1.LeaseExpiresAt, op1.NextCheckAt, op1.UpdatedAt = "w", t0.Add(time.Minute), t0.Add(time.Minute), t0.Add(time.Second)
+	op2 := row(refund, ledger.StatusPending, t0.Add(time.Second))
+	op2.NextCheckAt = op2.CreatedAt
+	op3 := row(NewOp("op-3"), ledger.StatusManualReview, t0)
+	op3.ReviewReason, op3.ReviewAt, op3.UpdatedAt = "amount mismatch", t0.Add(2*time.Second), t0.Add(2*time.Second)
+	op4 := row(NewOp("op-4"), ledger.StatusSucceeded, t0)
+	op4.Attempts, op4.WindowStart, op4.KeyExpiresAt = 1, t0, t0.Add(keyTTL)
+	op4.ProviderRef, op4.FinishedAt, op4.UpdatedAt = "pi_4", t0.Add(time.Second), t0.Add(time.Second)
+	return []ledger.Operation{op1, op2, op3, op4}
+}
+
+// RequireUpgradedFromVersion4 checks a store just migrated from schema
+// version 4 that held Version4Operations(t0): it reads them as they were,
+// Stats counts them (the open-work index of version 5 was built over the
+// rows already there), and the writes that follow keep Stats right.
+func RequireUpgradedFromVersion4(t *testing.T, s ledger.Store, t0 time.Time) {
+	t.Helper()
+	for _, want := range Version4Operations(t0) {
+		got, _ := mustGet(t, s, want.ID)
+		require.Equal(t, canon(want), canon(got), "operation %s of version 4", want.ID)
+	}
+	charge := func(st ledger.Status, n int64) ledger.StatusCount {
+		return ledger.StatusCount{Provider: "stripe", Kind: "charge", Status: st, Count: n}
+	}
+	// want is the ledger's Stats with one open charge besides the one in
+	// review (count and oldest) and succeeded charges.
+	want := func(open ledger.StatusCount, since time.Time, id string, succeeded int64) ledger.Stats {
+		return ledger.Stats{
+			Open: []ledger.StatusCount{open, charge(ledger.StatusManualReview, 1),
+				{Provider: "stripe", Kind: "refund", Status: ledger.StatusPending, Count: 1}},
+			Oldest: []ledger.OldestOpen{
+				{Provider: "stripe", Kind: "charge", Status: open.Status, Since: since, OperationID: id},
+				{Provider: "stripe", Kind: "charge", Status: ledger.StatusManualReview, Since: t0.Add(2 * time.Second), OperationID: "op-3"},
+				{Provider: "stripe", Kind: "refund", Status: ledger.StatusPending, Since: t0.Add(time.Second), OperationID: "op-2"},
+			},
+			Reviews: []ledger.ReasonCount{{Provider: "stripe", Kind: "charge", Reason: "amount mismatch", Count: 1}},
+			Settled: []ledger.StatusCount{charge(ledger.StatusSucceeded, succeeded)},
+		}
+	}
+	require.Equal(t, want(charge(ledger.StatusUnknown, 1), t0, "op-1", 1), mustStats(t, s, true))
+
+	now := t0.Add(30 * time.Second)
+	mustFinish(t, s, ledger.FinishParams{ID: "op-1", Owner: "w", Now: now, From: ledger.StatusUnknown, To: ledger.StatusSucceeded, ProviderRef: "pi_1"})
+	mustCreate(t, s, NewOp("op-5"), now)
+	require.Equal(t, want(charge(ledger.StatusPending, 1), now, "op-5", 2), mustStats(t, s, true))
+}

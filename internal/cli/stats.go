@@ -1,0 +1,190 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/ledger"
+)
+
+// statusColumns are the statuses of the stats table, in its column order:
+// the open ones first (what needs work), then the settled ones.
+var statusColumns = []ledger.Status{
+	ledger.StatusPending, ledger.StatusInFlight, ledger.StatusUnknown, ledger.StatusManualReview,
+	ledger.StatusSucceeded, ledger.StatusFailed,
+}
+
+func runStats(ctx context.Context, a *App, args []string) error {
+	f := newFlags("stats", "payonce stats [--json] [--ledger DSN] [--schema NAME]",
+		`Counts the ledger's operations by provider, kind and status, names the oldest
+pending, in-flight, unknown and in-review operation of each provider and kind
+(with its age), and counts why operations are in manual review. The open
+counts, ages and review reasons are the numbers of the payonce.operations.*
+metrics; the settled counts (succeeded, failed) read the whole history, which
+a metrics scrape does not do. It only reads: no lock, no write.`)
+	var asJSON bool
+	lf := addLedgerFlags(f, &asJSON, "print the statistics as one JSON object")
+	if _, err := f.parseArgs(a, args); err != nil {
+		return err
+	}
+	l, err := a.openLedger(ctx, lf, openExisting)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	st, err := l.store.Stats(ctx, ledger.StatsParams{IncludeSettled: true})
+	if err != nil {
+		return fmt.Errorf("reading the statistics of the ledger %s: %w", l.desc, err)
+	}
+	now := a.now()
+	if asJSON {
+		return writeJSON(a.Stdout, statsToJSON(l.desc, st, now))
+	}
+	printStats(a.Stdout, st, now)
+	return nil
+}
+
+// statsJSON is the --json form of stats.
+type statsJSON struct {
+	Ledger     string             `json:"ledger"`
+	At         time.Time          `json:"at"`
+	Operations []statusCountJSON  `json:"operations"`
+	Totals     map[string]int64   `json:"totals"`
+	Oldest     []oldestOpenJSON   `json:"oldest"`
+	Reviews    []reviewReasonJSON `json:"reviews"`
+}
+
+type statusCountJSON struct {
+	Provider string `json:"provider"`
+	Kind     string `json:"kind"`
+	Status   string `json:"status"`
+	Count    int64  `json:"count"`
+}
+
+type oldestOpenJSON struct {
+	Provider    string    `json:"provider"`
+	Kind        string    `json:"kind"`
+	Status      string    `json:"status"`
+	Since       time.Time `json:"since"`
+	AgeSeconds  float64   `json:"age_seconds"`
+	OperationID string    `json:"operation_id"`
+}
+
+type reviewReasonJSON struct {
+	Provider string `json:"provider"`
+	Kind     string `json:"kind"`
+	// ReasonCode is the reason's payonce.reason attribute on the metrics.
+	ReasonCode string `json:"reason_code"`
+	Reason     string `json:"reason"`
+	Count      int64  `json:"count"`
+}
+
+func statsToJSON(desc string, st ledger.Stats, now time.Time) statsJSON {
+	out := statsJSON{Ledger: desc, At: now.UTC(), Operations: []statusCountJSON{}, Totals: map[string]int64{},
+		Oldest: []oldestOpenJSON{}, Reviews: []reviewReasonJSON{}}
+	for _, s := range statusColumns {
+		out.Totals[string(s)] = 0
+	}
+	for _, c := range append(append([]ledger.StatusCount{}, st.Open...), st.Settled...) {
+		out.Operations = append(out.Operations, statusCountJSON{Provider: c.Provider, Kind: c.Kind, Status: string(c.Status), Count: c.Count})
+		out.Totals[string(c.Status)] += c.Count
+	}
+	for _, o := range st.Oldest {
+		out.Oldest = append(out.Oldest, oldestOpenJSON{Provider: o.Provider, Kind: o.Kind, Status: string(o.Status),
+			Since: o.Since.UTC(), AgeSeconds: age(o.Since, now).Seconds(), OperationID: o.OperationID})
+	}
+	for _, r := range st.Reviews {
+		out.Reviews = append(out.Reviews, reviewReasonJSON{Provider: r.Provider, Kind: r.Kind,
+			ReasonCode: payonce.ReviewReasonCode(r.Reason), Reason: r.Reason, Count: r.Count})
+	}
+	return out
+}
+
+// age is how long ago since was, never negative (clocks of the database
+// and this machine may disagree by a little).
+func age(since, now time.Time) time.Duration {
+	return max(now.Sub(since), 0)
+}
+
+// printStats prints the three tables of stats.
+func printStats(w io.Writer, st ledger.Stats, now time.Time) {
+	type row struct{ provider, kind string }
+	var rows []row
+	counts := map[row]map[ledger.Status]int64{}
+	totals := map[ledger.Status]int64{}
+	for _, c := range append(append([]ledger.StatusCount{}, st.Open...), st.Settled...) {
+		r := row{c.Provider, c.Kind}
+		if counts[r] == nil {
+			counts[r] = map[ledger.Status]int64{}
+			rows = append(rows, r)
+		}
+		counts[r][c.Status] += c.Count
+		totals[c.Status] += c.Count
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "the ledger has no operations")
+		return
+	}
+	// Open and settled are each ordered; merged, the rows are sorted again.
+	slices.SortFunc(rows, func(a, b row) int { return cmp.Or(cmp.Compare(a.provider, b.provider), cmp.Compare(a.kind, b.kind)) })
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprint(tw, "PROVIDER\tKIND")
+	for _, s := range statusColumns {
+		fmt.Fprintf(tw, "\t%s", statusHeader(s))
+	}
+	fmt.Fprintln(tw, "\tTOTAL")
+	line := func(provider, kind string, c map[ledger.Status]int64) {
+		fmt.Fprintf(tw, "%s\t%s", provider, dash(kind))
+		var sum int64
+		for _, s := range statusColumns {
+			fmt.Fprintf(tw, "\t%d", c[s])
+			sum += c[s]
+		}
+		fmt.Fprintf(tw, "\t%d\n", sum)
+	}
+	for _, r := range rows {
+		line(r.provider, r.kind, counts[r])
+	}
+	if len(rows) > 1 {
+		line("all", "", totals)
+	}
+	_ = tw.Flush()
+
+	fmt.Fprintln(w)
+	if len(st.Oldest) == 0 {
+		fmt.Fprintln(w, "no open operation: nothing pending, in flight, unknown or in review")
+	} else {
+		fmt.Fprintln(w, "oldest open operations:")
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  PROVIDER\tKIND\tSTATUS\tAGE\tSINCE\tOPERATION")
+		for _, o := range st.Oldest {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", o.Provider, o.Kind, o.Status,
+				fmtDuration(age(o.Since, now).Round(time.Second)), timeText(o.Since), o.OperationID)
+		}
+		_ = tw.Flush()
+	}
+	if len(st.Reviews) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nmanual review reasons (see \"payonce review list\"):")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  PROVIDER\tKIND\tCOUNT\tCODE\tREASON")
+	for _, r := range st.Reviews {
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\n", r.Provider, r.Kind, r.Count, payonce.ReviewReasonCode(r.Reason), r.Reason)
+	}
+	_ = tw.Flush()
+}
+
+func statusHeader(s ledger.Status) string {
+	if s == ledger.StatusManualReview {
+		return "IN_REVIEW"
+	}
+	return strings.ToUpper(string(s))
+}

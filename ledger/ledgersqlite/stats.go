@@ -1,0 +1,55 @@
+package ledgersqlite
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/internal/statsql"
+)
+
+// The statements of Stats, built once (see package statsql).
+var (
+	statsQuery        = statsql.Statement("payonce_operations", false)
+	statsSettledQuery = statsql.Statement("payonce_operations", true)
+)
+
+// Stats implements ledger.Store with one statement (see package statsql)
+// on a read connection: in autocommit, one snapshot. Under WAL a reader
+// neither waits for the writer nor holds it up, and Stats never queues for
+// the Store's write lock.
+func (s *Store) Stats(ctx context.Context, p ledger.StatsParams) (ledger.Stats, error) {
+	query := statsQuery
+	if p.IncludeSettled {
+		query = statsSettledQuery
+	}
+	var got []statsql.Row
+	err := s.read(ctx, func(c *sql.Conn) error {
+		rows, err := c.QueryContext(ctx, query)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				r     statsql.Row
+				since sql.NullInt64
+				id    sql.NullString
+			)
+			if err := rows.Scan(&r.Part, &r.Status, &r.Provider, &r.Kind, &r.Reason, &r.Count, &since, &id); err != nil {
+				return err
+			}
+			r.Since, r.ID = fromMicros(since), id.String
+			got = append(got, r)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return ledger.Stats{}, fail("stats", err)
+	}
+	st, err := statsql.Assemble(got, p.IncludeSettled)
+	if err != nil {
+		return ledger.Stats{}, fail("stats", err)
+	}
+	return st, nil
+}

@@ -1,0 +1,695 @@
+package payonce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// OpenTelemetry instrumentation, following OpenTelemetry's rules for
+// instrumentation libraries: payonce depends on the OTel API only, takes
+// its providers from Config (the globals when nil), names its scope by its
+// import path, and records nothing that otelhttp (on Config.HTTPClient's
+// transport) or otelpgx (on the ledger's pool) already records: no HTTP or
+// SQL metrics or spans of its own. Every instrument lives here; call sites
+// are one line each.
+//
+// Attributes are low-cardinality enums only: provider, kind, outcome,
+// status, reason codes. Operation ids, keys, references, amounts and
+// anything a provider sent back are never attributes: they would make a
+// series per payment, and some of them identify a customer's payment.
+
+// ScopeName is the instrumentation scope of payonce's meters and tracers:
+// its import path.
+const ScopeName = "github.com/payonce/payonce"
+
+// Metric names, exported for dashboards and alerts. MetricNames lists them.
+const (
+	MetricCallDuration          = "payonce.call.duration"
+	MetricAttempts              = "payonce.attempts"
+	MetricLookups               = "payonce.lookups"
+	MetricTransitions           = "payonce.transitions"
+	MetricReviews               = "payonce.reviews"
+	MetricResendWindowRemaining = "payonce.resend.key_window_remaining"
+	MetricBreakerStateChanges   = "payonce.breaker.state_changes"
+	MetricReconcilePassDuration = "payonce.reconcile.pass.duration"
+	MetricReconcileOperations   = "payonce.reconcile.operations"
+	MetricWebhooks              = "payonce.webhooks"
+	MetricOperationsOpen        = "payonce.operations.open"
+	MetricOperationsOldestAge   = "payonce.operations.oldest_age"
+	MetricOperationsInReview    = "payonce.operations.in_review"
+)
+
+// spanPrefix starts the name of every span payonce starts.
+const spanPrefix = "payonce."
+
+// MetricNames returns the name of every metric payonce records, in a
+// stable order: what a dashboard or alert may query. The ledger gauges
+// (payonce.operations.*) are reported only where RegisterLedgerMetrics was
+// called (a Reconciler does it unless ReconcilerConfig.StatsInterval is -1).
+// The returned slice is a copy.
+func MetricNames() []string {
+	return []string{
+		MetricCallDuration, MetricAttempts, MetricLookups, MetricTransitions, MetricReviews,
+		MetricResendWindowRemaining, MetricBreakerStateChanges, MetricReconcilePassDuration,
+		MetricReconcileOperations, MetricWebhooks, MetricOperationsOpen, MetricOperationsOldestAge,
+		MetricOperationsInReview,
+	}
+}
+
+// Attribute keys. OpenTelemetry asks a library's own attributes to carry
+// its namespace; error.type is the semantic conventions' attribute for the
+// class of a failure.
+const (
+	AttrProvider    = attribute.Key("payonce.provider")
+	AttrKind        = attribute.Key("payonce.kind")
+	AttrResult      = attribute.Key("payonce.result")
+	AttrOutcome     = attribute.Key("payonce.outcome")
+	AttrAnswer      = attribute.Key("payonce.lookup.answer")
+	AttrDecision    = attribute.Key("payonce.decision")
+	AttrFrom        = attribute.Key("payonce.from")
+	AttrTo          = attribute.Key("payonce.to")
+	AttrStatus      = attribute.Key("payonce.status")
+	AttrReason      = attribute.Key("payonce.reason")
+	AttrState       = attribute.Key("payonce.breaker.state")
+	AttrWhat        = attribute.Key("payonce.what")
+	AttrDisposition = attribute.Key("payonce.webhook.disposition")
+	AttrAttempt     = attribute.Key("payonce.attempt")
+	AttrReplayed    = attribute.Key("payonce.replayed")
+	AttrErrorType   = attribute.Key("error.type")
+)
+
+// Review reason codes: the value of AttrReason on payonce.reviews and
+// payonce.operations.in_review. Review reasons themselves are sentences
+// (some carry a provider's detail), so each maps to one of these.
+const (
+	ReviewCodeWindowPassed         = "window_passed"
+	ReviewCodeDuplicated           = "duplicated"
+	ReviewCodeProcessing           = "processing"
+	ReviewCodeKeyMismatch          = "key_mismatch"
+	ReviewCodeContradicted         = "contradicted"
+	ReviewCodeWebhookContradiction = "webhook_contradiction"
+	ReviewCodeRequestUnreadable    = "request_unreadable"
+	ReviewCodeOther                = "other"
+)
+
+// reasonUnreadable starts the review reason of an operation whose stored
+// request this version cannot read.
+const reasonUnreadable = "stored request unreadable"
+
+// ReviewReasonCode maps a review reason (the Reason* constants,
+// ledger.ReasonWebhookContradiction, or an operator's text) to its
+// low-cardinality code.
+func ReviewReasonCode(reason string) string {
+	switch {
+	case reason == ReasonWindowPassed:
+		return ReviewCodeWindowPassed
+	case reason == ReasonDuplicated:
+		return ReviewCodeDuplicated
+	case reason == ReasonProcessing:
+		return ReviewCodeProcessing
+	case reason == ReasonKeyMismatch:
+		return ReviewCodeKeyMismatch
+	case reason == ReasonContradicted:
+		return ReviewCodeContradicted
+	case strings.HasPrefix(reason, ledger.ReasonWebhookContradiction):
+		return ReviewCodeWebhookContradiction
+	case strings.HasPrefix(reason, reasonUnreadable):
+		return ReviewCodeRequestUnreadable
+	}
+	return ReviewCodeOther
+}
+
+// telemetry holds one Client's or Reconciler's instruments and tracer,
+// built by newTelemetry. On no-op providers (the default globals before the
+// application registers any) it records nothing and allocates nothing.
+type telemetry struct {
+	tracer trace.Tracer
+	// spansOff is set for a no-op TracerProvider: starting a span, even a
+	// no-op one, allocates a context per span, and the hot path of a call
+	// must cost nothing when nobody traces.
+	spansOff bool
+	// unsetGlobal, when set, is OpenTelemetry's global TracerProvider as it
+	// was at New: the delegate that hands out non-recording spans until the
+	// application registers a provider. Spans are started only once
+	// otel.GetTracerProvider() returns something else (the tracer then
+	// forwards to it).
+	unsetGlobal trace.TracerProvider
+	provider    attribute.KeyValue
+
+	callDuration    metric.Float64Histogram
+	attempts        metric.Int64Counter
+	lookups         metric.Int64Counter
+	transitions     metric.Int64Counter
+	reviews         metric.Int64Counter
+	resendRemaining metric.Float64Histogram
+	breakerChanges  metric.Int64Counter
+	passDuration    metric.Float64Histogram
+	reconcileOps    metric.Int64Counter
+	webhooks        metric.Int64Counter
+}
+
+// newTelemetry builds the instruments from mp and tp (the globals when
+// nil). provider is the provider's name, or "" for a Reconciler.
+func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, provider string) (*telemetry, error) {
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	t := &telemetry{tracer: tp.Tracer(ScopeName), provider: AttrProvider.String(provider)}
+	switch {
+	case isNoopTracerProvider(tp):
+		t.spansOff = true
+	case isUnsetGlobal(tp):
+		t.unsetGlobal = tp
+	}
+	m := mp.Meter(ScopeName)
+	var err error
+	hist := func(name, unit, desc string, bounds ...float64) metric.Float64Histogram {
+		h, e := m.Float64Histogram(name, metric.WithUnit(unit), metric.WithDescription(desc), metric.WithExplicitBucketBoundaries(bounds...))
+		err = firstErr(err, e)
+		return h
+	}
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, e := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		err = firstErr(err, e)
+		return c
+	}
+	// Call and pass durations span a zero-latency fake to a call that
+	// waits out retries and Retry-After: milliseconds to minutes.
+	durations := []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+	t.callDuration = hist(MetricCallDuration, "s", "Duration of a Charge, Capture, Cancel or Refund call, by the status it reported.", durations...)
+	t.attempts = counter(MetricAttempts, "{attempt}", "Attempts sent (or refused before sending), by outcome class.")
+	t.lookups = counter(MetricLookups, "{lookup}", "Status lookups, by what the provider answered and what was decided.")
+	t.transitions = counter(MetricTransitions, "{transition}", "Status changes of operations recorded in the ledger.")
+	t.reviews = counter(MetricReviews, "{operation}", "Operations sent to manual review, by reason code.")
+	// A key window is hours (Stripe 24 h): resolution near its end matters.
+	t.resendRemaining = hist(MetricResendWindowRemaining, "s", "Time left of the key window (less the safety margin) when a resend was sent.",
+		60, 300, 900, 1800, 3600, 7200, 14400, 28800, 43200, 86400, 172800, 604800)
+	t.breakerChanges = counter(MetricBreakerStateChanges, "{change}", "Circuit breaker state changes, by the state entered.")
+	t.passDuration = hist(MetricReconcilePassDuration, "s", "Duration of one reconciler pass over one provider's due operations.", durations...)
+	t.reconcileOps = counter(MetricReconcileOperations, "{operation}", "Operations a reconciler claimed, settled, skipped or failed on.")
+	t.webhooks = counter(MetricWebhooks, "{event}", "Webhook events and rejected deliveries, by result and disposition.")
+	if err != nil {
+		return nil, invalid("Config.MeterProvider", "creating payonce's instruments failed: %v", err)
+	}
+	return t, nil
+}
+
+func firstErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func isNoopTracerProvider(tp trace.TracerProvider) bool {
+	switch tp.(type) {
+	case tracenoop.TracerProvider, *tracenoop.TracerProvider:
+		return true
+	}
+	return false
+}
+
+// isUnsetGlobal reports whether tp is OpenTelemetry's global delegate,
+// which otel.GetTracerProvider returns until the application registers a
+// provider. It lives in otel's internal/global package; once a provider is
+// registered, otel.GetTracerProvider returns that provider instead.
+func isUnsetGlobal(tp trace.TracerProvider) bool {
+	rt := reflect.TypeOf(tp)
+	if rt.Kind() == reflect.Pointer {
+		rt = rt.Elem()
+	}
+	return rt.PkgPath() == "go.opentelemetry.io/otel/internal/global"
+}
+
+// tracing reports whether spans are worth starting.
+func (t *telemetry) tracing() bool {
+	if t == nil || t.spansOff {
+		return false
+	}
+	return t.unsetGlobal == nil || otel.GetTracerProvider() != t.unsetGlobal
+}
+
+// start starts a span when tracing is on; otherwise it returns ctx and a
+// nil span, which every method of the span helpers below accepts.
+func (t *telemetry) start(ctx context.Context, name string, kind trace.SpanKind) (context.Context, trace.Span) {
+	if !t.tracing() {
+		return ctx, nil
+	}
+	return t.tracer.Start(ctx, name, trace.WithSpanKind(kind))
+}
+
+// add and record guard every measurement with Enabled, so that building
+// its attribute set costs nothing when no SDK is registered.
+func (t *telemetry) add(ctx context.Context, c metric.Int64Counter, attrs ...attribute.KeyValue) {
+	if t == nil || c == nil || !c.Enabled(ctx) {
+		return
+	}
+	c.Add(ctx, 1, metric.WithAttributes(attrs...))
+}
+
+func (t *telemetry) record(ctx context.Context, h metric.Float64Histogram, v float64, attrs ...attribute.KeyValue) {
+	if t == nil || h == nil || !h.Enabled(ctx) {
+		return
+	}
+	h.Record(ctx, v, metric.WithAttributes(attrs...))
+}
+
+// failSpan marks a span failed: the error recorded, status Error, and
+// error.type set to errType.
+func failSpan(s trace.Span, err error, errType string) {
+	if s == nil || !s.IsRecording() {
+		return
+	}
+	s.RecordError(err)
+	s.SetStatus(codes.Error, err.Error())
+	s.SetAttributes(AttrErrorType.String(errType))
+}
+
+// callSpan is one Charge, Capture, Cancel or Refund in flight.
+type callSpan struct {
+	t     *telemetry
+	span  trace.Span
+	kind  Kind
+	start time.Time
+}
+
+// startCall starts the span of one call ("payonce.charge", ...).
+func (t *telemetry) startCall(ctx context.Context, kind Kind, now time.Time) (context.Context, callSpan) {
+	ctx, s := t.start(ctx, callSpanName(kind), trace.SpanKindInternal)
+	if s != nil && s.IsRecording() {
+		s.SetAttributes(t.provider, AttrKind.String(string(kind)))
+	}
+	return ctx, callSpan{t: t, span: s, kind: kind, start: now}
+}
+
+func callSpanName(kind Kind) string {
+	switch kind {
+	case KindCharge:
+		return "payonce.charge"
+	case KindCapture:
+		return "payonce.capture"
+	case KindCancel:
+		return "payonce.cancel"
+	case KindRefund:
+		return "payonce.refund"
+	}
+	return spanPrefix + "call"
+}
+
+// callResult is the value of AttrResult for a call: the status it
+// reported, "invalid" for arguments refused before anything was recorded,
+// "error" for a failure to record (the ledger, a fingerprint mismatch).
+func callResult(res Result, err error) (result string, failed bool) {
+	switch {
+	case err == nil:
+		return string(res.Status), false
+	case errors.Is(err, ErrInvalid):
+		return "invalid", true
+	case res.Status == "" || isRecordError(err):
+		// Nothing recorded (the journal write failed, or the request does
+		// not match the recorded one), or an outcome left unrecorded.
+		return "error", true
+	}
+	return string(res.Status), false
+}
+
+// isRecordError reports whether err wraps a *recordError. Unlike
+// errors.As it does not allocate, which keeps an unknown outcome's call as
+// cheap to instrument as a success.
+func isRecordError(err error) bool {
+	for err != nil {
+		if _, ok := err.(*recordError); ok {
+			return true
+		}
+		err = errors.Unwrap(err)
+	}
+	return false
+}
+
+// end ends the call: its duration by result, and its span, failed only
+// when the call failed to act. A decline, an unknown outcome or a review is
+// the result of a call that worked, not a failure of it.
+func (c callSpan) end(ctx context.Context, now time.Time, res Result, err error) {
+	result, failed := callResult(res, err)
+	c.t.record(ctx, c.t.callDuration, now.Sub(c.start).Seconds(), c.t.provider, AttrKind.String(string(c.kind)), AttrResult.String(result))
+	if c.span == nil {
+		return
+	}
+	if c.span.IsRecording() {
+		c.span.SetAttributes(AttrResult.String(result), AttrReplayed.Bool(res.Replayed))
+		if failed {
+			failSpan(c.span, err, result)
+		}
+	}
+	c.span.End()
+}
+
+// attemptSpan is one journaled attempt being sent.
+type attemptSpan struct {
+	t    *telemetry
+	span trace.Span
+	kind string
+}
+
+// startAttempt starts the span of attempt number n of an operation of kind.
+func (t *telemetry) startAttempt(ctx context.Context, kind string, n int) (context.Context, attemptSpan) {
+	ctx, s := t.start(ctx, spanPrefix+"attempt", trace.SpanKindClient)
+	if s != nil && s.IsRecording() {
+		s.SetAttributes(t.provider, AttrKind.String(kind), AttrAttempt.Int(n))
+	}
+	return ctx, attemptSpan{t: t, span: s, kind: kind}
+}
+
+// sent counts an attempt by outcome class.
+func (a attemptSpan) sent(ctx context.Context, class ledger.OutcomeClass) {
+	a.t.add(ctx, a.t.attempts, a.t.provider, AttrKind.String(a.kind), AttrOutcome.String(string(class)))
+}
+
+// resend records, for a resend about to leave (an earlier attempt may have
+// reached the provider), how much of the key window, less the safety
+// margin, is left: how close resends come to the point where only a person
+// may decide.
+func (t *telemetry) resend(ctx context.Context, kind string, remaining time.Duration) {
+	t.record(ctx, t.resendRemaining, remaining.Seconds(), t.provider, AttrKind.String(kind))
+}
+
+// end ends the attempt's span; a second call does nothing. An attempt
+// that succeeded or was refused (a decline is an answer) is not failed; one
+// whose outcome is unknown, that never left or that the provider rejected
+// for its key is.
+func (a *attemptSpan) end(out Outcome, errText string) {
+	if a.span == nil {
+		return
+	}
+	if a.span.IsRecording() {
+		a.span.SetAttributes(AttrOutcome.String(string(out.Class)), AttrReplayed.Bool(out.Replayed))
+		if out.Class != ledger.OutcomeSuccess && out.Class != ledger.OutcomeRefused {
+			failSpan(a.span, textError(errText), string(out.Class))
+		}
+	}
+	a.span.End()
+	a.span = nil
+}
+
+// textError is an error with a given text, for spans.
+type textError string
+
+func (e textError) Error() string { return string(e) }
+
+// lookupSpan is one status lookup and the decision that follows it.
+type lookupSpan struct {
+	t    *telemetry
+	span trace.Span
+	kind string
+}
+
+func (t *telemetry) startLookup(ctx context.Context, kind string) (context.Context, lookupSpan) {
+	ctx, s := t.start(ctx, spanPrefix+"lookup", trace.SpanKindClient)
+	if s != nil && s.IsRecording() {
+		s.SetAttributes(t.provider, AttrKind.String(kind))
+	}
+	return ctx, lookupSpan{t: t, span: s, kind: kind}
+}
+
+// lookupAnswer is the value of AttrAnswer: the state found, "contradiction"
+// for an object that is not the operation's, "error" for a failed lookup.
+func lookupAnswer(lr LookupResult, lerr error) string {
+	switch {
+	case lerr != nil:
+		return "error"
+	case lr.Contradiction != "":
+		return "contradiction"
+	case lr.State == "":
+		return "none"
+	}
+	return string(lr.State)
+}
+
+// end counts the lookup by answer and decision and ends its span. A
+// failed lookup fails the span; what it found, whatever it was, does not.
+func (l lookupSpan) end(ctx context.Context, lr LookupResult, lerr error, decision Action) {
+	answer := lookupAnswer(lr, lerr)
+	l.t.add(ctx, l.t.lookups, l.t.provider, AttrKind.String(l.kind), AttrAnswer.String(answer), AttrDecision.String(string(decision)))
+	if l.span == nil {
+		return
+	}
+	if l.span.IsRecording() {
+		l.span.SetAttributes(AttrAnswer.String(answer), AttrDecision.String(string(decision)))
+		if lerr != nil {
+			failSpan(l.span, lerr, "lookup_failed")
+		}
+	}
+	l.span.End()
+}
+
+// moved counts a status change recorded in the ledger and, when it sends
+// the operation to review, the review by reason code. from == to counts
+// nothing.
+func (t *telemetry) moved(ctx context.Context, kind string, from, to ledger.Status, reason string) {
+	if t == nil || from == to || to == "" {
+		return
+	}
+	if from == "" {
+		from = "new"
+	}
+	t.add(ctx, t.transitions, t.provider, AttrKind.String(kind), AttrFrom.String(string(from)), AttrTo.String(string(to)))
+	if to == ledger.StatusManualReview {
+		t.add(ctx, t.reviews, t.provider, AttrKind.String(kind), AttrReason.String(ReviewReasonCode(reason)))
+	}
+	if s := trace.SpanFromContext(ctx); s.IsRecording() {
+		s.AddEvent("payonce.transition", trace.WithAttributes(AttrFrom.String(string(from)), AttrTo.String(string(to))))
+	}
+}
+
+// breakerChanged counts a circuit breaker entering state to.
+func (t *telemetry) breakerChanged(to string) {
+	if t == nil {
+		return
+	}
+	t.add(context.Background(), t.breakerChanges, t.provider, AttrState.String(to))
+}
+
+// Webhook results: the value of AttrResult on payonce.webhooks.
+const (
+	WebhookResultRecorded     = "recorded"
+	WebhookResultDuplicate    = "duplicate"
+	WebhookResultUnavailable  = "unavailable"
+	WebhookResultUnauthorized = "rejected_credentials"
+	WebhookResultForbidden    = "rejected_forbidden"
+	WebhookResultInvalid      = "rejected_invalid"
+	WebhookResultTooLarge     = "rejected_too_large"
+	WebhookResultUnreadable   = "rejected_unreadable"
+	WebhookResultBusy         = "busy"
+)
+
+// webhookDispositionNone is the disposition of a rejected delivery and of
+// an event about nothing payonce sent.
+const webhookDispositionNone = "none"
+
+// webhook counts one webhook event (result recorded, duplicate or
+// unavailable, with the disposition of its first target) or one rejected
+// delivery (disposition "none").
+func (t *telemetry) webhook(ctx context.Context, result string, rep ledger.WebhookReport) {
+	if t == nil {
+		return
+	}
+	disp := webhookDispositionNone
+	if len(rep.Outcomes) > 0 {
+		disp = string(rep.Outcomes[0].Disposition)
+	}
+	t.add(ctx, t.webhooks, t.provider, AttrResult.String(result), AttrDisposition.String(disp))
+}
+
+// passSpan is one reconciler pass over one provider.
+type passSpan struct {
+	t        *telemetry
+	span     trace.Span
+	provider attribute.KeyValue
+	start    time.Time
+}
+
+func (t *telemetry) startPass(ctx context.Context, provider string, now time.Time) (context.Context, passSpan) {
+	p := AttrProvider.String(provider)
+	ctx, s := t.start(ctx, spanPrefix+"reconcile", trace.SpanKindInternal)
+	if s != nil && s.IsRecording() {
+		s.SetAttributes(p)
+	}
+	return ctx, passSpan{t: t, span: s, provider: p, start: now}
+}
+
+// end records the pass's duration and what it did with the operations it
+// claimed; err is a failure to claim.
+func (p passSpan) end(ctx context.Context, now time.Time, claimed, settled, skipped, failed int, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	p.t.record(ctx, p.t.passDuration, now.Sub(p.start).Seconds(), p.provider, AttrResult.String(result))
+	for _, w := range []struct {
+		what string
+		n    int
+	}{{"claimed", claimed}, {"settled", settled}, {"skipped", skipped}, {"failed", failed}} {
+		if w.n > 0 && p.t.reconcileOps.Enabled(ctx) {
+			p.t.reconcileOps.Add(ctx, int64(w.n), metric.WithAttributes(p.provider, AttrWhat.String(w.what)))
+		}
+	}
+	if p.span == nil {
+		return
+	}
+	if p.span.IsRecording() {
+		p.span.SetAttributes(attribute.Int("payonce.claimed", claimed), attribute.Int("payonce.settled", settled),
+			attribute.Int("payonce.skipped", skipped), attribute.Int("payonce.failed", failed))
+		if err != nil {
+			failSpan(p.span, err, "claim_failed")
+		}
+	}
+	p.span.End()
+}
+
+// StatsSource is what the ledger gauges read: a ledger.Store (its Stats
+// method).
+type StatsSource interface {
+	Stats(ctx context.Context, p ledger.StatsParams) (ledger.Stats, error)
+}
+
+// LedgerMetricsConfig configures RegisterLedgerMetrics. Zero fields take the
+// defaults named on each.
+type LedgerMetricsConfig struct {
+	// MeterProvider receives the gauges. Defaults to otel.GetMeterProvider().
+	MeterProvider metric.MeterProvider
+	// Interval is the least time between two reads of the ledger: a scrape
+	// within it reports the previous read. Defaults to 15 s. Stats counts
+	// every open operation, and many scrapers (or a short scrape interval)
+	// must not turn that into load on the ledger.
+	Interval time.Duration
+	// Timeout bounds one read of the ledger. Defaults to 5 s: a scrape that
+	// waits on a slow ledger is itself dropped by the collector.
+	Timeout time.Duration
+	// Now is the clock, for the cache and the ages. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// RegisterLedgerMetrics reports what the ledger holds, read from
+// src.Stats when metrics are collected (at most once per Interval):
+//
+//	payonce.operations.open        gauge {operation}, by provider, kind, status
+//	payonce.operations.oldest_age  gauge s, age of the oldest open operation, by provider, kind, status
+//	payonce.operations.in_review   gauge {operation}, by provider, kind, reason code
+//
+// The ledger is shared, so these are the same numbers wherever they are
+// read: register them once per ledger and process, not once per Client. A
+// Reconciler registers them unless ReconcilerConfig.StatsInterval is -1;
+// call this in a service that runs no Reconciler. Several replicas report
+// the same values: aggregate them with max, not sum. Unregister the
+// returned registration when done with src.
+func RegisterLedgerMetrics(src StatsSource, cfg LedgerMetricsConfig) (metric.Registration, error) {
+	if src == nil {
+		return nil, invalid("src", "required: the ledger store to read")
+	}
+	if cfg.MeterProvider == nil {
+		cfg.MeterProvider = otel.GetMeterProvider()
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = 15 * time.Second
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	switch {
+	case cfg.Interval < 0:
+		return nil, invalid("LedgerMetricsConfig.Interval", "must be > 0 (0 for the default 15s), got %v", cfg.Interval)
+	case cfg.Timeout < 0:
+		return nil, invalid("LedgerMetricsConfig.Timeout", "must be > 0 (0 for the default 5s), got %v", cfg.Timeout)
+	}
+	m := cfg.MeterProvider.Meter(ScopeName)
+	open, err1 := m.Int64ObservableGauge(MetricOperationsOpen, metric.WithUnit("{operation}"),
+		metric.WithDescription("Operations not settled (pending, in flight, unknown, in review), by provider, kind and status."))
+	oldest, err2 := m.Float64ObservableGauge(MetricOperationsOldestAge, metric.WithUnit("s"),
+		metric.WithDescription("Age of the oldest open operation (in review: since it entered review), by provider, kind and status."))
+	review, err3 := m.Int64ObservableGauge(MetricOperationsInReview, metric.WithUnit("{operation}"),
+		metric.WithDescription("Operations in manual review, by provider, kind and reason code."))
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, invalid("LedgerMetricsConfig.MeterProvider", "creating the ledger gauges failed: %v", err)
+	}
+	c := &statsCache{src: src, cfg: cfg}
+	return m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		st, now, err := c.read(ctx)
+		if err != nil {
+			return err
+		}
+		for _, sc := range st.Open {
+			o.ObserveInt64(open, sc.Count, metric.WithAttributes(AttrProvider.String(sc.Provider), AttrKind.String(sc.Kind), AttrStatus.String(string(sc.Status))))
+		}
+		for _, old := range st.Oldest {
+			o.ObserveFloat64(oldest, max(0, now.Sub(old.Since).Seconds()), metric.WithAttributes(AttrProvider.String(old.Provider), AttrKind.String(old.Kind), AttrStatus.String(string(old.Status))))
+		}
+		// Reasons are sentences, some with a provider's detail: one series
+		// per reason code, summed.
+		type reviewKey struct{ provider, kind, code string }
+		byCode := map[reviewKey]int64{}
+		var order []reviewKey
+		for _, rc := range st.Reviews {
+			k := reviewKey{rc.Provider, rc.Kind, ReviewReasonCode(rc.Reason)}
+			if _, seen := byCode[k]; !seen {
+				order = append(order, k)
+			}
+			byCode[k] += rc.Count
+		}
+		for _, k := range order {
+			o.ObserveInt64(review, byCode[k], metric.WithAttributes(AttrProvider.String(k.provider), AttrKind.String(k.kind), AttrReason.String(k.code)))
+		}
+		return nil
+	}, open, oldest, review)
+}
+
+// statsCache reads the ledger's Stats at most once per Interval.
+type statsCache struct {
+	src StatsSource
+	cfg LedgerMetricsConfig
+
+	mu  sync.Mutex
+	at  time.Time // of the last read, successful or not
+	st  ledger.Stats
+	err error
+}
+
+// read returns the ledger's Stats, from the cache when the last read is
+// younger than Interval (a failed read too: a failing ledger is not asked
+// again at every scrape), and the time to count ages from.
+func (c *statsCache) read(ctx context.Context) (ledger.Stats, time.Time, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.cfg.Now()
+	if !c.at.IsZero() && now.Sub(c.at) < c.cfg.Interval {
+		return c.st, now, c.err
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	st, err := c.src.Stats(rctx, ledger.StatsParams{})
+	c.at, c.st, c.err = now, st, err
+	if err != nil {
+		c.st = ledger.Stats{}
+		c.err = fmt.Errorf("payonce: reading the ledger's stats for metrics: %w", err)
+	}
+	return c.st, now, c.err
+}
