@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"time"
@@ -97,7 +98,7 @@ func (c *Client) startAttempt(ctx context.Context, r *run, events ...ledger.NewE
 	if err != nil {
 		return err
 	}
-	c.tel.moved(ctx, op.Kind, r.op.Status, op.Status, "")
+	c.recorded(ctx, r.op.Status, op)
 	r.op, r.att = op, &att
 	return nil
 }
@@ -137,10 +138,12 @@ func (c *Client) sendAttempt(ctx context.Context, r *run) (done bool, err error)
 		// The request may have moved money and the ledger does not say so
 		// yet. The lease will expire, the operation will read as unknown,
 		// and reconciliation will look it up: never a blind resend.
-		c.cfg.Logger.Error("payonce: recording an attempt outcome failed", "operation", r.op.ID, "attempt", att.Number, "class", string(out.Class), "error", err)
+		// Warn, not Error: the design expects a ledger to fail now and
+		// then, and recovers from it by itself (the lookup above).
+		c.cfg.Logger.Warn("payonce: recording an attempt outcome failed", LogKeyOperation, r.op.ID, "attempt", att.Number, "class", string(out.Class), "error", err)
 		return true, &recordError{what: "the attempt's outcome", err: err}
 	}
-	c.tel.moved(actx, op.Kind, fp.From, op.Status, op.ReviewReason)
+	c.recorded(actx, fp.From, op)
 	r.op = op
 	if op.Status.Terminal() {
 		return true, errorOf(op, c.cfg.Provider.Name())
@@ -150,7 +153,7 @@ func (c *Client) sendAttempt(ctx context.Context, r *run) (done bool, err error)
 		// looks it up later.
 		return true, ErrOutcomeUnknown
 	}
-	c.cfg.Logger.Debug("payonce: attempt recorded", "operation", op.ID, "kind", op.Kind, "attempt", att.Number, "class", string(out.Class), "status", string(op.Status))
+	c.cfg.Logger.Debug("payonce: attempt recorded", LogKeyOperation, op.ID, "kind", op.Kind, "attempt", att.Number, "class", string(out.Class), "status", string(op.Status))
 	span.end(out, errText) // the backoff is not part of the attempt
 	c.pauseBeforeNext(ctx, r, out.RetryAfter)
 	return false, nil
@@ -231,7 +234,7 @@ func (c *Client) lookupAndDecide(ctx context.Context, r *run, mayResend bool) (d
 	lctx, span := c.tel.startLookup(ctx, r.op.Kind)
 	lr, lerr := c.lookup(lctx, h.query)
 	if lerr != nil {
-		c.cfg.Logger.Warn("payonce: status lookup failed", "operation", r.op.ID, "error", lerr)
+		c.lookupFailed(ctx, r.op.ID, lerr)
 	}
 	now := c.cfg.Now()
 	in := DecideInput{
@@ -280,7 +283,7 @@ func (c *Client) lookupAndDecide(ctx context.Context, r *run, mayResend bool) (d
 	if err != nil {
 		return true, resultOf(r.op), &recordError{what: "the lookup's decision", err: err}
 	}
-	c.tel.moved(ctx, op.Kind, fp.From, op.Status, op.ReviewReason)
+	c.recorded(ctx, fp.From, op)
 	r.op = op
 	if fp.To == ledger.StatusUnknown {
 		return true, resultOf(op), ErrOutcomeUnknown
@@ -354,7 +357,7 @@ func (c *Client) lastAttemptEnd(atts []ledger.Attempt) time.Time {
 func (c *Client) lookup(ctx context.Context, q LookupQuery) (LookupResult, error) {
 	lctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
 	defer cancel()
-	return c.cfg.Provider.Lookup(lctx, lookupDoer{c.http.read}, q)
+	return c.cfg.Provider.Lookup(lctx, lookupDoer{c: c.http.read, opID: q.OperationID}, q)
 }
 
 // lookupQuery is the lookup of op: its current key and reference, and the
@@ -559,8 +562,39 @@ func (c *Client) finishQuiet(ctx context.Context, op ledger.Operation, owner str
 	if err != nil {
 		return op, err
 	}
-	c.tel.moved(ctx, got.Kind, op.Status, got.Status, got.ReviewReason)
+	c.recorded(ctx, op.Status, got)
 	return got, nil
+}
+
+// recorded follows a transition the ledger has just committed, from status
+// from to op: it is counted, logged (entering review at Warn, since a
+// person must act; every other change at Debug) and handed to the hooks.
+// Every caller has given up the lease when the change is terminal or a
+// review, so a hook never holds one.
+func (c *Client) recorded(ctx context.Context, from ledger.Status, op ledger.Operation) {
+	c.tel.moved(ctx, op.Kind, from, op.Status, op.ReviewReason)
+	if from == op.Status {
+		return
+	}
+	if op.Status == ledger.StatusManualReview {
+		c.cfg.Logger.Warn("payonce: operation sent to manual review", LogKeyOperation, op.ID, "kind", op.Kind,
+			"from", string(from), "reason", op.ReviewReason, "reason_code", ReviewReasonCode(op.ReviewReason))
+	} else {
+		c.cfg.Logger.Debug("payonce: operation state changed", LogKeyOperation, op.ID, "kind", op.Kind,
+			"from", string(from), "to", string(op.Status))
+	}
+	c.cfg.Hooks.fire(ctx, c.cfg.Logger, from, op)
+}
+
+// lookupFailed logs a failed status lookup: at Warn, since the provider
+// or the network is failing, unless the lookup failed because the caller
+// stopped (a deadline, a shutdown), which is no fault at all.
+func (c *Client) lookupFailed(ctx context.Context, opID string, err error) {
+	level := slog.LevelWarn
+	if ctx.Err() != nil {
+		level = slog.LevelDebug
+	}
+	c.cfg.Logger.Log(ctx, level, "payonce: status lookup failed", LogKeyOperation, opID, "error", err)
 }
 
 // checkAfter spaces lookups of an operation out as it ages: a tenth of its

@@ -82,6 +82,11 @@ type Config struct {
 	// the adapter's request, so otelhttp on HTTPClient.Transport puts the
 	// provider's HTTP span, and its traceparent header, under the attempt.
 	TracerProvider trace.TracerProvider
+	// Hooks are in-process callbacks on operations this Client settles or
+	// sends to review: its own calls and the background work a Reconciler
+	// does through it. Best-effort, after the ledger commit, bounded by
+	// Hooks.Timeout (see Hooks); the ledger's feed is the durable account.
+	Hooks Hooks
 }
 
 // Client charges, captures, cancels and refunds through one provider so that
@@ -150,6 +155,11 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Owner == "" {
 		cfg.Owner = defaultOwner()
 	}
+	hooks, err := cfg.Hooks.withDefaults("Config.Hooks")
+	if err != nil {
+		return nil, err
+	}
+	cfg.Hooks = hooks
 	switch {
 	case cfg.AttemptTimeout < 0:
 		return nil, invalid("Config.AttemptTimeout", "must be > 0, got %v", cfg.AttemptTimeout)
@@ -200,6 +210,38 @@ func randomTag() string {
 
 // Provider returns the adapter the client calls.
 func (c *Client) Provider() Provider { return c.cfg.Provider }
+
+// Request-path bounds of RequestPath.
+const (
+	requestPathAttemptTimeout = 2 * time.Second
+	requestPathMaxAttempts    = 1
+)
+
+// RequestPath returns cfg set up for calls made while a customer waits (an
+// HTTP handler): a Charge returns within about two AttemptTimeouts (one
+// attempt and one lookup of 2 s each) plus its ledger writes, and leaves
+// whatever it could not settle to the Reconciler, which must run. It overwrites AttemptTimeout
+// (2 s) and, in Retry, MaxAttempts (1), MaxRetryAfter (-1: a Retry-After
+// ends the call instead of waiting) and LookupRetries (-1); every other
+// field is kept, and New applies its defaults as usual (LeaseDuration and
+// SafetyMargin follow the shorter AttemptTimeout).
+//
+// What the customer hears is then one of: succeeded, declined, or
+// "processing" (ErrOutcomeUnknown, ErrProviderUnavailable: recorded, the
+// Reconciler settles it; answer 202 and poll Client.Status). A second
+// attempt is not made in the request path because a resend after a
+// timeout must first look the operation up, which doubles the wait. Also
+// bound the handler's context (e.g. 5 s): a call whose context ends stops
+// at the next step and leaves the operation to the Reconciler, never
+// lost. The Reconciler may use the same Client; one built from the default
+// policy gives a slow provider more room, as nobody waits on its attempts.
+func RequestPath(cfg Config) Config {
+	cfg.AttemptTimeout = requestPathAttemptTimeout
+	cfg.Retry.MaxAttempts = requestPathMaxAttempts
+	cfg.Retry.MaxRetryAfter = off
+	cfg.Retry.LookupRetries = off
+	return cfg
+}
 
 // nextOwner returns a lease owner unique to one call: two calls must never
 // share a lease, or both would be allowed to send. The sequence alone is
@@ -343,14 +385,23 @@ func (c *Client) refundRequest(ctx context.Context, p RefundParams) (Request, er
 		return Request{}, err
 	}
 	return Request{Kind: KindRefund, Amount: p.Amount, Currency: p.Currency,
-		References: []string{p.OrderID, strconv.Itoa(p.RefundSeq)}, PaymentRef: ref, Metadata: p.Metadata}, nil
+		References: refundReferences(p.OrderID, p.RefundSeq), PaymentRef: ref, Metadata: p.Metadata}, nil
+}
+
+// refundReferences are the References of refund number seq of an order:
+// {OrderID, decimal RefundSeq}, such as {"order-42", "2"}. They are part of
+// the refund's key: never change them.
+func refundReferences(orderID string, seq int) []string {
+	return []string{orderID, strconv.Itoa(seq)}
 }
 
 // PrepareCharge returns the ledger record of a charge without recording or
 // sending anything: keyed, fingerprinted, validated. Record it with Enqueue,
-// or inside your own transaction with the store's CreateOrGetTx.
-func (c *Client) PrepareCharge(p ChargeParams) (ledger.NewOperation, error) {
-	return c.prepareOp(context.Background(), func(context.Context) (Request, error) { return chargeRequest(p) })
+// or inside your own transaction with the store's CreateOrGetTx. It takes a
+// context like the other Prepare methods; a charge reads nothing today, but
+// every Prepare method may read the ledger.
+func (c *Client) PrepareCharge(ctx context.Context, p ChargeParams) (ledger.NewOperation, error) {
+	return c.prepareOp(ctx, func(context.Context) (Request, error) { return chargeRequest(p) })
 }
 
 // PrepareCapture is PrepareCharge for a capture.
@@ -394,7 +445,7 @@ func (c *Client) Enqueue(ctx context.Context, op ledger.NewOperation) (Result, e
 	if err != nil {
 		return Result{}, fmt.Errorf("payonce: enqueueing: %w", err)
 	}
-	return resultOf(got), nil
+	return ResultOf(got), nil
 }
 
 // paymentRef returns the provider's id of the order's payment: the one the
@@ -406,18 +457,89 @@ func (c *Client) paymentRef(ctx context.Context, orderID, given string) (string,
 	if orderID == "" {
 		return "", invalid("OrderID", "must not be empty")
 	}
-	id, err := Identity{Provider: c.cfg.Provider.Name(), Kind: KindCharge, References: []string{orderID}}.OperationID()
-	if err != nil {
-		return "", err
-	}
-	op, _, err := c.cfg.Store.Get(ctx, id)
-	if errors.Is(err, ledger.ErrNotFound) || (err == nil && op.ProviderRef == "") {
-		return "", invalid("PaymentRef", "the ledger has no charge with a provider reference for order %q; pass the provider's payment id", orderID)
-	}
-	if err != nil {
+	op, err := c.operation(ctx, KindCharge, []string{orderID})
+	switch {
+	case errors.Is(err, ErrNotFound):
+		// Both: the caller may fix it by passing PaymentRef (invalid), and a
+		// handler may answer "no such order" (not found).
+		return "", fmt.Errorf("%w (%w)", invalid("PaymentRef", "the ledger has no charge for order %q; charge it first or pass the provider's payment id", orderID), ErrNotFound)
+	case err != nil:
 		return "", fmt.Errorf("payonce: reading the order's charge: %w", err)
+	case !op.Status.Final():
+		// Not settled: a capture or refund of a payment whose outcome is
+		// unknown would be refused by the provider and that refusal
+		// recorded for good under this operation's identity. Nothing is
+		// recorded; the caller asks again once the charge has settled.
+		return "", fmt.Errorf("%w: the charge of order %q is %s; call again once it has settled, or pass PaymentRef",
+			ErrNotSettled, orderID, ResultOf(op).Status)
+	case op.ProviderRef == "":
+		return "", invalid("PaymentRef", "the charge of order %q %s without a provider reference; pass the provider's payment id", orderID, op.Status)
 	}
 	return op.ProviderRef, nil
+}
+
+// operation reads the operation of kind with references of this client's
+// provider from the ledger. Its error wraps ErrNotFound when the ledger has
+// no record of it (nor a tombstone).
+func (c *Client) operation(ctx context.Context, kind Kind, refs []string) (ledger.Operation, error) {
+	id, err := Identity{Provider: c.cfg.Provider.Name(), Kind: kind, References: refs}.OperationID()
+	if err != nil {
+		return ledger.Operation{}, err
+	}
+	op, _, err := c.cfg.Store.Get(ctx, id)
+	return op, err
+}
+
+// StatusQuery names an operation by its business identity, as the call
+// that made it did.
+type StatusQuery struct {
+	// Kind is the operation's kind. Required.
+	Kind Kind
+	// OrderID is the OrderID the call was made with. Required.
+	OrderID string
+	// RefundSeq is the refund's number (>= 1); required for KindRefund and
+	// zero for the other kinds.
+	RefundSeq int
+}
+
+// Status answers "what happened to the charge (capture, cancel, refund N)
+// of this order?" from the ledger alone: it never calls the provider and
+// never changes the operation. It returns the Result and error a call with
+// the same identity returns once it can do no more: nil for succeeded, a
+// *DeclinedError (ErrDeclined) for failed, ErrOutcomeUnknown for unknown,
+// ErrInProgress for in flight, ErrProviderUnavailable for pending (nothing
+// sent yet), ErrManualReview for manual review (ResultStatus documents the
+// mapping). Result.Replayed is true: the answer came from the ledger.
+//
+// An operation the ledger has no record of returns an error wrapping
+// ErrNotFound; a malformed query a *ValidationError (ErrInvalid). A deleted
+// operation is answered from its tombstone.
+func (c *Client) Status(ctx context.Context, q StatusQuery) (Result, error) {
+	if err := q.Kind.Validate(); err != nil {
+		return Result{}, err
+	}
+	if q.OrderID == "" {
+		return Result{}, invalid("OrderID", "must not be empty")
+	}
+	refs := []string{q.OrderID}
+	switch {
+	case q.Kind == KindRefund && q.RefundSeq < 1:
+		return Result{}, invalid("RefundSeq", "must be >= 1 for a refund (the number of the refund within the order), got %d", q.RefundSeq)
+	case q.Kind == KindRefund:
+		refs = refundReferences(q.OrderID, q.RefundSeq)
+	case q.RefundSeq != 0:
+		return Result{}, invalid("RefundSeq", "must be 0 for a %s (only refunds are numbered), got %d", q.Kind, q.RefundSeq)
+	}
+	op, err := c.operation(ctx, q.Kind, refs)
+	if errors.Is(err, ErrNotFound) {
+		return Result{}, fmt.Errorf("%w: no %s of order %q is recorded", ErrNotFound, q.Kind, q.OrderID)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("payonce: reading the %s of order %q: %w", q.Kind, q.OrderID, err)
+	}
+	r := ResultOf(op)
+	r.Replayed = true
+	return r, errorOf(op, op.Provider)
 }
 
 // prepared is an operation ready to be recorded.
@@ -488,7 +610,7 @@ func (c *Client) call(ctx context.Context, build func(context.Context) (Request,
 		// The ledger's error is ErrFingerprintMismatch and says it all.
 		return Result{OperationID: p.opID, Provider: p.id.Provider, Kind: p.id.Kind}, err
 	case errors.Is(err, ErrInProgress):
-		r := resultOf(br.Op)
+		r := ResultOf(br.Op)
 		r.Status = ResultInProgress
 		return r, ErrInProgress
 	case err != nil:
@@ -496,7 +618,7 @@ func (c *Client) call(ctx context.Context, build func(context.Context) (Request,
 		return Result{}, fmt.Errorf("payonce: recording the operation failed, nothing was sent: %w", err)
 	}
 	if !br.Claimed {
-		r := resultOf(br.Op)
+		r := ResultOf(br.Op)
 		r.Replayed = true
 		return r, errorOf(br.Op, c.cfg.Provider.Name())
 	}

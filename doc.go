@@ -31,6 +31,57 @@
 // docs/ARCHITECTURE.md holds the states, the decision table and the rules
 // that keep money safe.
 //
+// # Lifecycle
+//
+// Build one Client per provider and one Reconciler at start-up, share them
+// for the life of the process, and run Reconciler.Run in a goroutine under
+// a context the service cancels when it stops. Shut down in this order:
+//
+//  1. Stop accepting requests (http.Server.Shutdown, or stop consuming the
+//     queue), so that no new call starts.
+//  2. Drain the calls in flight: wait for the handlers that are inside
+//     Charge, Capture, Cancel or Refund to return, bounded by your
+//     deadline. A call whose context is cancelled mid-attempt records the
+//     attempt "maybe sent" and background work looks it up: safe, but
+//     slower to settle than a call allowed to finish.
+//  3. Stop the reconciler: cancel Run's context and wait for Run to
+//     return. It starts nothing more, lets the operations it is settling
+//     end as their context allows, and gives up the leases of those it had
+//     claimed but not started (bounded by 5 s), so that another replica
+//     takes them at once rather than when their leases end. Run returns nil
+//     for this normal stop, whether the context was cancelled or its
+//     deadline passed.
+//  4. Close the Reconciler (it stops reporting the ledger gauges), then the
+//     ledger.
+//
+// A failing pass (the ledger down) is logged at Warn and retried after
+// ReconcilerConfig.Interval; Run never returns it.
+//
+// # Hooks
+//
+// Config.Hooks and ReconcilerConfig.Hooks are in-process callbacks:
+// OnSettled when an operation reaches succeeded or failed, OnReview when it
+// enters manual_review (with the reason), and, on the Reconciler, OnPass
+// with each pass's report. They are called after the ledger committed the
+// change and the lease was given up, on the goroutine that recorded it, for
+// at most Hooks.Timeout (1 s): the call or worker then goes on and the
+// hook's context is cancelled. A panic in a hook is recovered and logged.
+// Hooks are best-effort (a crash or a deploy between the commit and the
+// hook loses the notification, and a webhook that settles an operation
+// fires none): use them for caches, metrics and nudges. Work that must see
+// every settled operation reads the ledger's durable feed instead.
+//
+// # Logs
+//
+// Config.Logger and ReconcilerConfig.Logger (log/slog) get: entering
+// manual review at Warn, with the operation id (LogKeyOperation) and the
+// reason, since a person must act; failed lookups, failed ledger writes and
+// failed passes at Warn, since the design recovers from them; state changes
+// and retries, including the HTTP layer's own retransmissions, at Debug,
+// each with the operation id. Calls and reconciler passes log nothing at
+// Error for a fault the design expects; Error is for bugs, such as a hook
+// that panicked. Credentials and request bodies are never logged.
+//
 // # Observability
 //
 // payonce is instrumented with the OpenTelemetry API (never the SDK):

@@ -3,13 +3,17 @@ package payonce
 import (
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/payonce/payonce/ledger"
 )
 
 // Sentinel errors returned by Client calls; test them with errors.Is.
-// ErrInvalid, ErrInProgress and ErrFingerprintMismatch are the ledger's own
-// sentinels, so that one errors.Is covers an error from either layer.
+// ErrInvalid, ErrInProgress, ErrFingerprintMismatch and ErrNotFound are the
+// ledger's own sentinels (the same values, not copies), so that one
+// errors.Is covers an error from either layer: from a Client call, from a
+// ledger.Store, or from a store's CreateOrGetTx in your own transaction.
+// HTTPStatus maps them to the status codes of a typical API.
 var (
 	// ErrOutcomeUnknown: a request may have reached the provider and its
 	// outcome is not known yet. Do not retry with other identifiers and do not
@@ -44,6 +48,19 @@ var (
 	// and nothing was recorded or sent. It is ledger.ErrInvalid, so one test
 	// covers both.
 	ErrInvalid = ledger.ErrInvalid
+	// ErrNotFound: the ledger has no record of the operation asked about
+	// (Client.Status), or of the charge a capture, cancel or refund acts on
+	// (that error is also a *ValidationError of PaymentRef: pass the
+	// provider's payment id, or charge first). It is ledger.ErrNotFound.
+	ErrNotFound = ledger.ErrNotFound
+	// ErrNotSettled: a capture, cancel or refund was asked for an order
+	// whose charge is recorded but not settled yet (pending, in flight,
+	// unknown or in manual review), and no PaymentRef was given. Nothing was
+	// recorded or sent: call again once Client.Status reports the charge
+	// succeeded. Acting on a payment whose outcome is unknown would have the
+	// provider refuse it, and the refusal would be recorded as the final
+	// result of that refund number.
+	ErrNotSettled = errors.New("payonce: the order's charge has not settled yet")
 )
 
 // ValidationError names the argument that is wrong and what is allowed. It
@@ -101,3 +118,55 @@ func (e *recordError) Unwrap() error { return e.err }
 
 // Is makes errors.Is(err, ErrOutcomeUnknown) true.
 func (e *recordError) Is(target error) bool { return target == ErrOutcomeUnknown }
+
+// HTTPStatus is the HTTP status a typical JSON API answers a Charge,
+// Capture, Cancel or Refund with, given the call's error (nil: 200 OK). The
+// first row that matches (errors.Is) wins:
+//
+//	nil                         200 OK                    succeeded
+//	ErrNotFound                 404 Not Found             no such order (or charge) in the ledger
+//	ErrInvalid                  400 Bad Request           the *ValidationError names the field; nothing recorded
+//	ErrFingerprintMismatch      422 Unprocessable Content the same identity with another request; nothing sent
+//	ErrInProgress               409 Conflict              another request for it is being processed; retry later
+//	ErrNotSettled               409 Conflict              the order's charge has not settled; retry once it has
+//	ErrResendRefused            409 Conflict              the provider's records forbid a resend
+//	ErrDeclined                 402 Payment Required      final refusal; 502 when the provider refused our credentials (401, 403)
+//	ErrOutcomeUnknown           202 Accepted              recorded; reconciliation settles it: poll Client.Status
+//	ErrProviderUnavailable      202 Accepted              recorded as pending; background work sends it
+//	ErrManualReview             202 Accepted              recorded; an operator settles it
+//	anything else               500 Internal Server Error the ledger or the context failed
+//
+// 202 is honest only while a Reconciler runs: it promises the client that
+// the operation will settle without its help. 409 and 422 follow the IETF
+// Idempotency-Key draft (draft-ietf-httpapi-idempotency-key-header,
+// "Error Scenarios": a retry while the first request is processed is 409, a
+// key reused with another payload is 422). ErrDeclined is 402 as in
+// Stripe's own API ("Request Failed": valid parameters, refused), except
+// that a provider's 401 or 403 says that this service's credentials are
+// wrong, which is not the customer's doing. A status endpoint built on
+// Client.Status answers 200 with the Result for every recorded operation,
+// whatever its status, and 404 for ErrNotFound.
+func HTTPStatus(err error) int {
+	var d *DeclinedError
+	switch {
+	case err == nil:
+		return http.StatusOK
+	// ErrNotFound before ErrInvalid: a capture or refund of an order with
+	// no charge is both, and "no such order" is what the client must hear.
+	case errors.Is(err, ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, ErrInvalid):
+		return http.StatusBadRequest
+	case errors.Is(err, ErrFingerprintMismatch):
+		return http.StatusUnprocessableEntity
+	case errors.Is(err, ErrInProgress), errors.Is(err, ErrNotSettled), errors.Is(err, ErrResendRefused):
+		return http.StatusConflict
+	case errors.As(err, &d) && (d.HTTPStatus == http.StatusUnauthorized || d.HTTPStatus == http.StatusForbidden):
+		return http.StatusBadGateway
+	case errors.Is(err, ErrDeclined):
+		return http.StatusPaymentRequired
+	case errors.Is(err, ErrOutcomeUnknown), errors.Is(err, ErrProviderUnavailable), errors.Is(err, ErrManualReview):
+		return http.StatusAccepted
+	}
+	return http.StatusInternalServerError
+}

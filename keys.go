@@ -110,10 +110,13 @@ type Identity struct {
 	Provider string
 	// Kind is the kind of money movement.
 	Kind Kind
-	// References are the ordered business identifiers of the operation,
-	// such as {"order-42"} for a charge or {"order-42", "refund-2"} for the
-	// second refund of that order: 1 to 16 parts, each 1 to 256 bytes of
-	// UTF-8 without control characters.
+	// References are the ordered business identifiers of the operation: 1
+	// to 16 parts, each 1 to 256 bytes of UTF-8 without control characters.
+	// A Client derives them from its call's parameters: {OrderID} for a
+	// charge, a capture and a cancel (the Kind tells them apart), and
+	// {OrderID, RefundSeq in decimal} for a refund, such as {"order-42"}
+	// for the charge of order 42 and {"order-42", "2"} for its second
+	// refund. An Identity built another way names another operation.
 	References []string
 	// Generation is 0 unless an operator, after review, approved sending
 	// the operation again under a new key; each approval adds one.

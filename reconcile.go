@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -68,6 +70,22 @@ type ReconcilerConfig struct {
 	// RegisterLedgerMetrics). Defaults to 15 s; -1 reports no ledger
 	// gauges (another reconciler, or RegisterLedgerMetrics, does).
 	StatsInterval time.Duration
+	// Hooks are in-process callbacks on what the reconciler's passes do:
+	// OnSettled and OnReview for the operations a pass settled or sent to
+	// review, OnPass after every pass. Best-effort, after the ledger
+	// commit, bounded by Hooks.Timeout (see Hooks). The Clients' own
+	// Config.Hooks fire for the same operations too: set one or the other.
+	Hooks ReconcilerHooks
+}
+
+// ReconcilerHooks are the Reconciler's in-process callbacks: the Hooks of
+// the operations its passes move, and OnPass.
+type ReconcilerHooks struct {
+	Hooks
+	// OnPass is called after every pass (RunOnce, and each pass of Run)
+	// with its report, also when claiming failed (the report so far). It
+	// gets its own copy of the report.
+	OnPass func(rep ReconcileReport)
 }
 
 // Reconciler drives unfinished operations to a terminal state in the
@@ -94,6 +112,9 @@ type ReconcileReport struct {
 	// Claimed counts operations claimed, Settled those that reached a
 	// terminal state, Skipped those left for later (lease too short).
 	Claimed, Settled, Skipped int
+	// Released counts operations claimed and never started because ctx
+	// ended, whose leases were given up: due again at once.
+	Released int
 	// Transitions counts status changes, keyed "from->to".
 	Transitions map[string]int
 	// Errors holds the first errors met (at most 20); ErrorCount counts all.
@@ -127,6 +148,11 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	hooks, err := cfg.Hooks.withDefaults("ReconcilerConfig.Hooks")
+	if err != nil {
+		return nil, err
+	}
+	cfg.Hooks.Hooks = hooks
 	switch {
 	case cfg.BatchSize < 1 || cfg.BatchSize > ledger.MaxLimit:
 		return nil, invalid("ReconcilerConfig.BatchSize", "must be between 1 and %d, got %d", ledger.MaxLimit, cfg.BatchSize)
@@ -187,15 +213,26 @@ func (r *Reconciler) Close() error {
 
 // RunOnce claims one batch of due operations per provider and settles them.
 // It returns when the batch is done; the error is set only when claiming
-// failed (errors settling single operations are in the report).
-func (r *Reconciler) RunOnce(ctx context.Context) (ReconcileReport, error) {
-	rep := ReconcileReport{Transitions: map[string]int{}}
+// failed, or ctx ended before every provider was claimed for (errors
+// settling single operations are in the report). When ctx ends mid-batch,
+// the operations already being settled finish as their context allows (an
+// attempt cut short is recorded maybe-sent, and looked up later), and the
+// leases of those claimed but not started are given up, so that another
+// reconciler can take them at once.
+func (r *Reconciler) RunOnce(ctx context.Context) (rep ReconcileReport, err error) {
+	rep = ReconcileReport{Transitions: map[string]int{}}
+	if r.cfg.Hooks.OnPass != nil {
+		defer func() { r.onPass(ctx, rep) }()
+	}
 	// One owner per pass: a lease held by this owner is this pass's own, and
 	// checkNoLiveLease lets an owner re-take its own lease. Two passes sharing
 	// one owner (Run beside a manual RunOnce, or one Reconciler used from
 	// two goroutines) would both claim, and both send, the same operation.
 	owner := r.ownerBase + "#" + strconv.FormatUint(r.passes.Add(1), 10)
 	for _, name := range r.order {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
 		if err := r.runProvider(ctx, name, owner, &rep); err != nil {
 			return rep, err
 		}
@@ -203,23 +240,59 @@ func (r *Reconciler) RunOnce(ctx context.Context) (ReconcileReport, error) {
 	return rep, nil
 }
 
+// onPass hands a copy of rep to the OnPass hook: a hook that outlives its
+// timeout must not share the maps the caller of RunOnce gets.
+func (r *Reconciler) onPass(ctx context.Context, rep ReconcileReport) {
+	rep.Transitions = maps.Clone(rep.Transitions)
+	rep.Errors = slices.Clone(rep.Errors)
+	runHook(ctx, r.cfg.Logger, r.cfg.Hooks.Timeout, "OnPass", "", func(context.Context) { r.cfg.Hooks.OnPass(rep) })
+}
+
 // Run calls RunOnce until ctx ends: at once again while batches come back
-// full, after Interval otherwise. It returns ctx's error.
+// full, after Interval otherwise.
+//
+// Cancelling ctx, or its deadline passing, is how a caller stops Run, so
+// both are a normal stop and Run then returns nil: whatever the cause
+// (context.Canceled, context.DeadlineExceeded, or the cause given to
+// context.WithCancelCause, such as a signal). A pass that fails, the ledger
+// being down for one, is logged at Warn and tried again after Interval; it
+// is never returned, because waiting is the remedy. In this version Run
+// returns nil whenever it returns; the error is kept for a stop that is not
+// normal.
+//
+// On stopping, Run gives up the leases of the operations its last pass had
+// claimed but not started (RunOnce), so that a deploy does not leave them
+// waiting for their leases to end. Stop Run after the service's own calls
+// have drained (doc.go, "Lifecycle").
 func (r *Reconciler) Run(ctx context.Context) error {
 	for {
 		rep, err := r.RunOnce(ctx)
-		if err != nil {
-			r.cfg.Logger.Error("payonce: reconcile pass failed", "error", err)
-		} else if rep.Claimed > 0 {
-			r.cfg.Logger.Info("payonce: reconcile pass", "claimed", rep.Claimed, "settled", rep.Settled, "errors", rep.ErrorCount)
+		switch {
+		case ctx.Err() != nil:
+			// Stopping: a claim cut short by the stop is no failure.
+			r.logPass(rep)
+			return nil
+		case err != nil:
+			// Warn, not Error: a ledger that is briefly unavailable is a
+			// fault the design expects, and the next pass retries.
+			r.cfg.Logger.Warn("payonce: reconcile pass failed; retrying after the interval", "error", err, "interval", r.cfg.Interval)
+		default:
+			r.logPass(rep)
 		}
 		wait := r.cfg.Interval
 		if err == nil && rep.Claimed >= r.cfg.BatchSize {
 			wait = 0
 		}
-		if serr := sleep(ctx, wait); serr != nil {
-			return serr
+		if sleep(ctx, wait) != nil {
+			return nil
 		}
+	}
+}
+
+func (r *Reconciler) logPass(rep ReconcileReport) {
+	if rep.Claimed > 0 {
+		r.cfg.Logger.Info("payonce: reconcile pass", "claimed", rep.Claimed, "settled", rep.Settled, "skipped", rep.Skipped,
+			"released", rep.Released, "errors", rep.ErrorCount)
 	}
 }
 
@@ -233,6 +306,7 @@ func (r *Reconciler) runProvider(ctx context.Context, name, owner string, total 
 		total.Claimed += rep.Claimed
 		total.Settled += rep.Settled
 		total.Skipped += rep.Skipped
+		total.Released += rep.Released
 		total.ErrorCount += rep.ErrorCount
 		total.Errors = append(total.Errors, rep.Errors[:min(len(rep.Errors), 20-len(total.Errors))]...)
 	}()
@@ -249,16 +323,13 @@ func (r *Reconciler) runProvider(ctx context.Context, name, owner string, total 
 	var mu sync.Mutex
 	sem := make(chan struct{}, r.cfg.Concurrency)
 	var wg sync.WaitGroup
-	for _, op := range ops {
-		if ctx.Err() != nil {
+	var unstarted []ledger.Operation
+	for i, op := range ops {
+		if !r.takeTurn(ctx, name, sem) {
+			// Stopping: nothing more of this batch is started.
+			unstarted = ops[i:]
 			break
 		}
-		if lim := r.limiters[name]; lim != nil {
-			if err := lim.Wait(ctx); err != nil {
-				break
-			}
-		}
-		sem <- struct{}{}
 		// Checked after waiting for a slot and the rate limiter, since the
 		// batch's lease runs while the operation waits: a lease about to end
 		// would let another worker take the operation mid-settlement. Leave
@@ -275,6 +346,9 @@ func (r *Reconciler) runProvider(ctx context.Context, name, owner string, total 
 			defer func() { <-sem; wg.Done() }()
 			from := op.Status
 			got, err := c.settle(ctx, op, owner)
+			// After the commit, with the lease given up, and outside mu:
+			// a slow hook holds up this worker only.
+			r.cfg.Hooks.fire(ctx, r.cfg.Logger, from, got)
 			mu.Lock()
 			defer mu.Unlock()
 			if got.Status != from {
@@ -292,7 +366,74 @@ func (r *Reconciler) runProvider(ctx context.Context, name, owner string, total 
 		}()
 	}
 	wg.Wait()
+	rep.Released = r.releaseUnstarted(ctx, owner, unstarted)
 	return nil
+}
+
+// takeTurn waits until the next operation of provider name may start (its
+// rate, a free slot in sem) and takes the slot. It reports false, holding
+// no slot, once ctx has ended: a stopping pass starts nothing more.
+func (r *Reconciler) takeTurn(ctx context.Context, name string, sem chan struct{}) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	if lim := r.limiters[name]; lim != nil {
+		if lim.Wait(ctx) != nil {
+			return false
+		}
+	}
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
+	if ctx.Err() != nil {
+		// Both were ready and select chose the slot.
+		<-sem
+		return false
+	}
+	return true
+}
+
+// releaseTimeout bounds giving up the leases of a stopping pass.
+const releaseTimeout = 5 * time.Second
+
+// releaseUnstarted gives up the leases of operations a pass claimed and
+// never started, due again at once: left alone they would wait for their
+// leases to end (LeaseDuration, 95 s by default) after every deploy. Each
+// goes back unchanged in status, so nothing about what may have been sent
+// changes: a pending one was never sent, and an unknown one is still looked
+// up before anything is sent again.
+//
+// ctx has usually ended by now, so the writes get a fresh context of their
+// own, short so that a ledger that hangs does not hold up the shutdown. A
+// release that fails costs only time: the lease still ends by itself. It
+// returns how many leases it gave up.
+func (r *Reconciler) releaseUnstarted(ctx context.Context, owner string, ops []ledger.Operation) (released int) {
+	if len(ops) == 0 {
+		return 0
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	now := r.cfg.Now()
+	for _, op := range ops {
+		fp := ledger.FinishParams{ID: op.ID, Owner: owner, Now: now, From: op.Status, To: op.Status, NextCheckAt: now}
+		if op.Status == ledger.StatusManualReview {
+			// Still in review, still wanting its read-only lookups.
+			fp.ReviewReason = op.ReviewReason
+		}
+		if _, err := r.cfg.Store.Finish(rctx, fp); err != nil {
+			r.cfg.Logger.Warn("payonce: giving up a claimed operation's lease failed; it is due again when the lease ends",
+				LogKeyOperation, op.ID, "lease_until", op.LeaseExpiresAt, "error", err)
+			if rctx.Err() != nil {
+				return released
+			}
+			continue
+		}
+		released++
+	}
+	r.cfg.Logger.Debug("payonce: gave up the leases of claimed operations not started", "released", released, "claimed_not_started", len(ops))
+	return released
 }
 
 // CleanupReport says what Cleanup did.

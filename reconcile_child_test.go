@@ -374,7 +374,7 @@ func prepareBacklog(tb testing.TB, c *payonce.Client, prefix string, n int, st l
 	tb.Helper()
 	rows := make([]backlogRow, n)
 	for i := range rows {
-		op, err := c.PrepareCharge(charge(prefix+"-"+strconv.Itoa(i), 1000+int64(i%9000)))
+		op, err := c.PrepareCharge(context.Background(), charge(prefix+"-"+strconv.Itoa(i), 1000+int64(i%9000)))
 		require.NoError(tb, err)
 		req, err := payonce.ParseRequest(op.Request)
 		require.NoError(tb, err)

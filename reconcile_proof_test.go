@@ -49,7 +49,7 @@ func TestEnqueueTxRollback(t *testing.T) {
 	}
 	r := newReconciler(t, b, nil)
 	params := charge("order-tx", 4200)
-	op, err := b.client.PrepareCharge(params)
+	op, err := b.client.PrepareCharge(b.ctx, params)
 	require.NoError(t, err)
 
 	// enqueue writes the order and its charge in one transaction; while it
@@ -142,7 +142,7 @@ func TestEnqueueTxRollback(t *testing.T) {
 	// transaction without aborting it: the business logic decides.
 	changed := params
 	changed.Amount++
-	other, err := b.client.PrepareCharge(changed)
+	other, err := b.client.PrepareCharge(b.ctx, changed)
 	require.NoError(t, err)
 	tx, err = pool.Begin(b.ctx)
 	require.NoError(t, err)
@@ -324,7 +324,7 @@ func TestReconcilersInSeparateProcesses(t *testing.T) {
 		if decline {
 			p.PaymentMethod = "pm_card_chargeDeclined"
 		}
-		op, err := client.PrepareCharge(p)
+		op, err := client.PrepareCharge(ctx, p)
 		require.NoError(t, err)
 		_, created, err := store.CreateOrGetTx(ctx, tx, op, time.Now())
 		require.NoError(t, err)
@@ -760,7 +760,7 @@ func TestReconcilerSkipsLeaseEndedWhileWaiting(t *testing.T) {
 	first, second := charge("order-lease-first", 1100), charge("order-lease-second", 2200)
 	for i, p := range []payonce.ChargeParams{first, second} {
 		b.clock.Set(t0.Add(time.Duration(i) * time.Second)) // first is due first
-		op, err := b.client.PrepareCharge(p)
+		op, err := b.client.PrepareCharge(b.ctx, p)
 		require.NoError(t, err)
 		_, err = b.client.Enqueue(b.ctx, op)
 		require.NoError(t, err)

@@ -22,7 +22,7 @@ func TestEnqueueThenReconcile(t *testing.T) {
 	eachSetup(t, setupOpts{}, func(t *testing.T, b *bundle) {
 		r := newReconciler(t, b, nil)
 		for i := range 30 {
-			op, err := b.client.PrepareCharge(charge(orderID("enq", i), 1000+int64(i)))
+			op, err := b.client.PrepareCharge(b.ctx, charge(orderID("enq", i), 1000+int64(i)))
 			require.NoError(t, err)
 			res, err := b.client.Enqueue(b.ctx, op)
 			require.NoError(t, err)
@@ -48,7 +48,7 @@ func TestEnqueueThenReconcile(t *testing.T) {
 func TestReconcilerTakesOverAfterExpiredLease(t *testing.T) {
 	t.Parallel()
 	eachSetup(t, setupOpts{}, func(t *testing.T, b *bundle) {
-		op, err := b.client.PrepareCharge(charge("order-dead", 4200))
+		op, err := b.client.PrepareCharge(b.ctx, charge("order-dead", 4200))
 		require.NoError(t, err)
 		br, err := b.store.Begin(b.ctx, ledger.BeginParams{Op: op, Owner: "dead-worker", Now: t0, LeaseUntil: t0.Add(time.Minute), StartAttempt: true})
 		require.NoError(t, err)
@@ -286,7 +286,7 @@ func sendAs(t *testing.T, b *bundle, opID, key string, req payonce.Request) {
 // provider reference, as if an earlier answer had named that object.
 func inReview(t *testing.T, b *bundle, p payonce.ChargeParams, ref, reason string) ledger.Operation {
 	t.Helper()
-	n, err := b.client.PrepareCharge(p)
+	n, err := b.client.PrepareCharge(b.ctx, p)
 	require.NoError(t, err)
 	now := b.clock.Now()
 	br, err := b.store.Begin(b.ctx, ledger.BeginParams{Op: n, Owner: "test", Now: now, LeaseUntil: now.Add(time.Minute), StartAttempt: true})
@@ -306,7 +306,7 @@ func TestResendAfterReviewSeesEveryGeneration(t *testing.T) {
 	eachSetup(t, setupOpts{fake: mocks.StripeOptions{HangFor: 10 * time.Second},
 		config: func(c *payonce.Config) { c.AttemptTimeout = 300 * time.Millisecond }}, func(t *testing.T, b *bundle) {
 		p := charge("order-gen", 2500)
-		n, err := b.client.PrepareCharge(p)
+		n, err := b.client.PrepareCharge(b.ctx, p)
 		require.NoError(t, err)
 		// Generation 0's request reached Stripe and was declined.
 		declined, err := payonce.ParseRequest(n.Request)
@@ -348,7 +348,7 @@ func TestResolveResendRefusedWhenAnEarlierObjectSucceeded(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
 	p := charge("order-paid", 1200)
-	n, err := b.client.PrepareCharge(p)
+	n, err := b.client.PrepareCharge(b.ctx, p)
 	require.NoError(t, err)
 	req, err := payonce.ParseRequest(n.Request)
 	require.NoError(t, err)
@@ -429,7 +429,7 @@ func TestLateCallAfterCleanupSendsNothing(t *testing.T) {
 		require.Equal(t, posts, postsOf(b), "the tombstone answers; nothing is sent")
 		require.Equal(t, 1, b.chargesOf(t, first.OperationID))
 
-		n, err := b.client.PrepareCharge(charge("order-late", 4200))
+		n, err := b.client.PrepareCharge(b.ctx, charge("order-late", 4200))
 		require.NoError(t, err)
 		got, err := b.client.Enqueue(b.ctx, n)
 		require.NoError(t, err)

@@ -9,7 +9,24 @@ import (
 	"github.com/payonce/payonce/ledger"
 )
 
-// ResultStatus is the status a call reports.
+// ResultStatus is the status a call reports. It is the ledger's status
+// (ledger.Status) of the operation, under one name that differs, and comes
+// with the error every call and Client.Status return for it:
+//
+//	ledger.Status   ResultStatus    error                         meaning
+//	pending         pending         ErrProviderUnavailable        recorded, nothing sent yet; background work sends it
+//	in_flight       in_progress     ErrInProgress                 a worker holds the lease and is sending an attempt
+//	unknown         unknown         ErrOutcomeUnknown             an attempt may have reached the provider; reconciliation settles it
+//	succeeded       succeeded       nil                           the provider confirmed it (final)
+//	failed          failed          *DeclinedError (ErrDeclined)  the provider refused it (final)
+//	manual_review   manual_review   ErrManualReview               an operator decides; automation sends nothing more
+//
+// in_flight is reported as in_progress because a caller cannot tell an
+// attempt on the wire from any other work under another worker's lease: a
+// call that finds the lease held reports in_progress (ErrInProgress)
+// whatever the ledger's status. A status the ledger does not know is
+// reported as unknown (ErrOutcomeUnknown), never as settled. ResultOf does
+// the mapping.
 type ResultStatus string
 
 const (
@@ -69,8 +86,14 @@ func decodeResult(b []byte) storedResult {
 	return s
 }
 
-// resultOf reports an operation as a Result.
-func resultOf(op ledger.Operation) Result {
+// resultOf is ResultOf.
+func resultOf(op ledger.Operation) Result { return ResultOf(op) }
+
+// ResultOf reports a ledger record as the Result a call returns for it,
+// with the status mapping documented on ResultStatus. It reads nothing but
+// op: use it on operations from a ledger.Store (Get, a store's
+// CreateOrGetTx, ListReview...). Replayed is false; Client.Status sets it.
+func ResultOf(op ledger.Operation) Result {
 	s := decodeResult(op.Result)
 	r := Result{
 		OperationID: op.ID, Key: op.Key, Provider: op.Provider, Kind: Kind(op.Kind),

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -692,4 +694,93 @@ func (c *statsCache) read(ctx context.Context) (ledger.Stats, time.Time, error) 
 		c.err = fmt.Errorf("payonce: reading the ledger's stats for metrics: %w", err)
 	}
 	return c.st, now, c.err
+}
+
+// LogKeyOperation is the log attribute that carries an operation's id in
+// every record about one operation (state changes, reviews, retries), so
+// that one grep follows a payment through the logs.
+const LogKeyOperation = "operation_id"
+
+// Hooks are in-process callbacks on what happened to an operation. They are
+// best-effort: they run in this process only, after the ledger committed
+// the change, and a crash, a deploy or a timed-out hook loses the
+// notification while the ledger keeps the fact. They are not a durable
+// feed: anything that must see every settled operation (fulfilment,
+// accounting) reads the ledger's feed, which survives restarts and is
+// shared by every replica.
+//
+// A hook runs on the goroutine that recorded the change, after the lease
+// on the operation was given up, for at most Timeout: the call (or the
+// reconciler's worker) waits that long and then goes on, cancelling the
+// hook's context, while a hook that ignores the cancellation runs on in
+// its own goroutine. Keep hooks short: hand the Result to a channel or a
+// queue. A panicking hook is recovered and logged at Error; the ledger is
+// unaffected. A hook must not call the Client for the same operation (the
+// call would only replay the recorded result).
+type Hooks struct {
+	// OnSettled is called when an operation reaches succeeded or failed.
+	OnSettled func(ctx context.Context, res Result)
+	// OnReview is called when an operation enters manual_review, with the
+	// reason recorded (ReviewReasonCode gives its code).
+	OnReview func(ctx context.Context, res Result, reason string)
+	// Timeout is how long a hook may hold up the goroutine that calls it.
+	// Defaults to 1 s.
+	Timeout time.Duration
+}
+
+// withDefaults fills the defaults of h and validates it; field names it in
+// errors ("Config.Hooks").
+func (h Hooks) withDefaults(field string) (Hooks, error) {
+	if h.Timeout == 0 {
+		h.Timeout = time.Second
+	}
+	if h.Timeout < 0 {
+		return h, invalid(field+".Timeout", "must be > 0 (0 for the default 1s), got %v", h.Timeout)
+	}
+	return h, nil
+}
+
+// fire calls the hook that fits op's change from status from, if any: op
+// is the operation as the ledger recorded it.
+func (h Hooks) fire(ctx context.Context, log *slog.Logger, from ledger.Status, op ledger.Operation) {
+	if op.Status == from {
+		return
+	}
+	switch {
+	case op.Status == ledger.StatusSucceeded || op.Status == ledger.StatusFailed:
+		if h.OnSettled != nil {
+			runHook(ctx, log, h.Timeout, "OnSettled", op.ID, func(ctx context.Context) { h.OnSettled(ctx, resultOf(op)) })
+		}
+	case op.Status == ledger.StatusManualReview:
+		if h.OnReview != nil {
+			runHook(ctx, log, h.Timeout, "OnReview", op.ID, func(ctx context.Context) { h.OnReview(ctx, resultOf(op), op.ReviewReason) })
+		}
+	}
+}
+
+// runHook runs fn for at most timeout, recovering a panic. fn's context
+// keeps ctx's values (the span) but not its cancellation: a caller that has
+// just given up must not cut the notification of what its call recorded.
+// When the timeout passes, runHook stops waiting and cancels fn's context:
+// the money path never waits on a hook for longer.
+func runHook(ctx context.Context, log *slog.Logger, timeout time.Duration, name, opID string, fn func(context.Context)) {
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if p := recover(); p != nil {
+				// A bug in the hook, not a fault of the payment: the ledger
+				// has the change, and nothing else depends on the hook.
+				log.Error("payonce: hook panicked", "hook", name, LogKeyOperation, opID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			}
+		}()
+		fn(hctx)
+	}()
+	select {
+	case <-done:
+	case <-hctx.Done():
+		log.Warn("payonce: hook still running after its timeout; no longer waiting for it", "hook", name, LogKeyOperation, opID, "timeout", timeout)
+	}
 }

@@ -131,14 +131,23 @@ func newHTTPLayer(cfg *Config, tel *telemetry) *httpLayer {
 	}
 	logHook := func(_ retryablehttp.Logger, req *http.Request, n int) {
 		if n > 0 {
-			// Method and path only: headers carry the credentials.
-			cfg.Logger.Debug("payonce: retrying transmission", "method", req.Method, "path", req.URL.Path, "retry", n)
+			// Debug: a retry inside one attempt or lookup is the design at
+			// work, and what it led to is recorded (and logged) by the
+			// attempt loop. Method and path only: headers carry the
+			// credentials.
+			cfg.Logger.DebugContext(req.Context(), "payonce: retrying transmission", LogKeyOperation, operationOf(req.Context()),
+				"method", req.Method, "path", req.URL.Path, "retry", n)
 		}
 	}
 	mk := func(retries int, check retryablehttp.CheckRetry) *retryablehttp.Client {
 		return &retryablehttp.Client{
-			HTTPClient:     hc,
-			Logger:         cfg.Logger,
+			HTTPClient: hc,
+			// No logger of its own: go-retryablehttp logs every failed
+			// transmission at ERROR, without the operation, while each is
+			// a fault the design expects (a refused dial, a 502 on a
+			// lookup). logHook logs its retries instead, and the attempt
+			// loop what came of them.
+			Logger:         nil,
 			RetryWaitMin:   cfg.Retry.BaseDelay,
 			RetryWaitMax:   cfg.Retry.MaxDelay,
 			RetryMax:       retries,
@@ -278,7 +287,7 @@ func (c *Client) transmit(ctx context.Context, sr SendRequest) (Outcome, string)
 		// journaled, so this is an adapter bug or a cancelled context.
 		return Outcome{Class: ledger.OutcomeNotSent}, "building request: " + err.Error()
 	}
-	rreq, err := retryablehttp.FromRequest(req)
+	rreq, err := retryablehttp.FromRequest(withOperation(req, sr.OperationID))
 	if err != nil {
 		return Outcome{Class: ledger.OutcomeNotSent}, "building request: " + err.Error()
 	}
@@ -332,13 +341,33 @@ func (c *Client) transmit(ctx context.Context, sr SendRequest) (Outcome, string)
 	return out, text
 }
 
-// lookupDoer sends a lookup's GETs through the read policy.
-type lookupDoer struct{ c *retryablehttp.Client }
+// lookupDoer sends the GETs of the lookup of operation opID through the
+// read policy.
+type lookupDoer struct {
+	c    *retryablehttp.Client
+	opID string
+}
 
 func (d lookupDoer) Do(req *http.Request) (*http.Response, error) {
-	rreq, err := retryablehttp.FromRequest(req)
+	rreq, err := retryablehttp.FromRequest(withOperation(req, d.opID))
 	if err != nil {
 		return nil, err
 	}
 	return d.c.Do(rreq)
+}
+
+type operationKey struct{}
+
+// withOperation returns req with the id of the operation it serves in its
+// context, for the HTTP layer's log records. It is set on the request the
+// adapter built rather than on the context handed to the adapter, so that
+// it holds whatever context the adapter used.
+func withOperation(req *http.Request, opID string) *http.Request {
+	return req.WithContext(context.WithValue(req.Context(), operationKey{}, opID))
+}
+
+// operationOf is the operation id withOperation put in ctx, or "".
+func operationOf(ctx context.Context) string {
+	id, _ := ctx.Value(operationKey{}).(string)
+	return id
 }

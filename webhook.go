@@ -200,8 +200,10 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rep, err := h.c.RecordWebhook(ctx, ev)
 		if err != nil {
 			// Not recorded: the provider must deliver again. The events
-			// recorded before this one are duplicates next time.
-			log.Error("payonce: webhook not recorded; the provider will deliver it again",
+			// recorded before this one are duplicates next time. Warn, not
+			// Error: a ledger restart is a fault the design expects, and the
+			// redelivery is the recovery.
+			log.Warn("payonce: webhook not recorded; the provider will deliver it again",
 				"event_id", ev.ID, "type", ev.Type, "err", err)
 			w.Header().Set("Retry-After", "5")
 			http.Error(w, "ledger unavailable", http.StatusServiceUnavailable)

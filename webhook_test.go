@@ -194,7 +194,7 @@ func TestWebhookLedgerDown(t *testing.T) {
 	psp := &hookPSP{Provider: b.psp, parse: parseStandIn}
 	client, err := payonce.New(providertest.ClientConfig(psp, store, b.clock.Now))
 	require.NoError(t, err)
-	op, err := client.PrepareCharge(charge("order-down", 700))
+	op, err := client.PrepareCharge(b.ctx, charge("order-down", 700))
 	require.NoError(t, err)
 	_, _, err = store.CreateOrGet(b.ctx, op, b.clock.Now())
 	require.NoError(t, err)
@@ -234,7 +234,7 @@ func TestWebhookBeforeAnswer(t *testing.T) {
 	hb := setupHooks(t, false, setupOpts{fake: mocks.StripeOptions{SlowFor: 1500 * time.Millisecond}}, false)
 	hb.fake.Script(mocks.Match{Method: "POST", Path: chargePath}, mocks.FaultSlow)
 	p := charge("order-race", 900)
-	op, err := hb.client.PrepareCharge(p)
+	op, err := hb.client.PrepareCharge(hb.ctx, p)
 	require.NoError(t, err)
 	type answer struct {
 		res payonce.Result

@@ -296,7 +296,7 @@ func (b *bench) fillBacklog(ctx context.Context, store *ledgerpg.Store, schema s
 	prefix := runPrefix("drain")
 	rows := make([][]any, n)
 	for i := range rows {
-		op, err := client.PrepareCharge(payonce.ChargeParams{
+		op, err := client.PrepareCharge(ctx, payonce.ChargeParams{
 			OrderID: prefix + strconv.Itoa(i), Amount: 1000 + int64(i%9000), Currency: "USD", PaymentMethod: "pm_card_visa",
 		})
 		if err != nil {

@@ -33,6 +33,15 @@
 //     lock) until Now plus the time it took reaches LeaseUntil writes
 //     nothing and fails with ErrLeaseLost (CheckLeaseGranted).
 //
+// Store.Feed is the settlement feed: a cursor-ordered, gap-safe list of
+// every operation's creation and of every change into succeeded, failed or
+// manual review (and out of review), written in the transaction of the
+// change. A consumer marks its order and stores the entry's cursor in one
+// transaction of its own, so it learns each settlement exactly once, after
+// any crash (feed.go). Store.Stats is a read-only summary of open work for
+// dashboards, one statement whose cost is bounded by the open operations
+// (stats.go).
+//
 // # Implementing a store
 //
 // A store keeps records and makes each method one transaction. It does not

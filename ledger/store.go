@@ -127,7 +127,8 @@ type Store interface {
 	// duplicate call (Begin, CreateOrGet) finds it and gets the recorded
 	// outcome, where a new operation would be sent again under a key the
 	// provider has forgotten: a second charge. Tombstones are kept forever
-	// unless TombstoneRetention is set; see CleanupParams.
+	// unless TombstoneRetention is set; see CleanupParams. Feed entries are
+	// not deleted with their operations: they are kept FeedRetention.
 	Cleanup(ctx context.Context, p CleanupParams) (CleanupReport, error)
 
 	// RecordWebhook records a verified provider event in the inbox, once,
@@ -160,6 +161,18 @@ type Store interface {
 	// are not counted. A context that ends returns an error wrapping
 	// ctx.Err().
 	Stats(ctx context.Context, p StatsParams) (Stats, error)
+
+	// Feed returns up to p.Limit entries of the settlement feed after
+	// p.After, in cursor order (see FeedEntry and the feed's description in
+	// feed.go): every operation's creation, and each change of status into
+	// succeeded, failed or manual_review or out of manual_review, written in
+	// the transaction of the change. An entry is returned only once no
+	// transaction still running can commit one before it, so a reader that
+	// stores the last Cursor and passes it back never skips an entry. It is
+	// read-only. Errors: validation errors naming the field (a negative or
+	// too large Limit, an unknown status, a cursor that is malformed or
+	// beyond the end of the feed).
+	Feed(ctx context.Context, p FeedParams) ([]FeedEntry, error)
 
 	// Migrate brings the store's schema up to date. It is safe to call from
 	// several processes at once and is a no-op when the schema is current.
@@ -361,6 +374,14 @@ type CleanupParams struct {
 	// Stripe: 3 days, Checkout.com: about 30 hours): an entry deleted while
 	// its event may still be delivered would let the redelivery apply again.
 	InboxRetention time.Duration
+	// FeedRetention is how long settlement feed entries are kept, counted
+	// from their At. Zero means DefaultFeedRetention (31 days); negative is
+	// refused. Entries are purged from the oldest end of the feed only: a
+	// newer entry ahead of an old one keeps the old one longer, never the
+	// other way round. It must outlast the longest time a feed consumer may
+	// be down: a consumer whose next entries were purged never learns of
+	// them.
+	FeedRetention time.Duration
 }
 
 // CleanupReport says what Cleanup did, so that a cleanup that stopped
@@ -381,4 +402,6 @@ type CleanupReport struct {
 	Tombstones int
 	// InboxPurged counts the webhook inbox entries this call deleted.
 	InboxPurged int
+	// FeedPurged counts the settlement feed entries this call deleted.
+	FeedPurged int
 }

@@ -328,6 +328,8 @@ func (p CleanupParams) Validate() error {
 		// Rule 6: a row deleted while the provider still remembers its key
 		// would let a late retry look new to the ledger and be sent again.
 		return fmt.Errorf("%w: retention %v < key TTL %v; keep finished operations at least as long as the provider remembers their keys", ErrRetentionTooShort, p.Retention, p.KeyTTL)
+	case p.FeedRetention < 0:
+		return invalid("FeedRetention", "must be >= 0 (0 means %v), got %v", DefaultFeedRetention, p.FeedRetention)
 	case p.TombstoneRetention < 0:
 		return invalid("TombstoneRetention", "must be >= 0 (0 keeps tombstones forever), got %v", p.TombstoneRetention)
 	case p.TombstoneRetention > 0 && p.TombstoneRetention < p.Retention:

@@ -30,7 +30,7 @@
 //
 // Placing an order:
 //
-//	op, err := client.PrepareCharge(payonce.ChargeParams{OrderID: id, Amount: 1999, Currency: "USD", PaymentMethod: pm})
+//	op, err := client.PrepareCharge(ctx, payonce.ChargeParams{OrderID: id, Amount: 1999, Currency: "USD", PaymentMethod: pm})
 //	tx, err := pool.Begin(ctx)
 //	// ... insert the order ...
 //	_, _, err = store.CreateOrGetTx(ctx, tx, op, time.Now())

@@ -91,7 +91,7 @@ func Example() {
 	defer riverClient.Stop(ctx) //nolint:errcheck // the example ends here
 
 	// An order and its charge commit together, with the nudge.
-	op, err := client.PrepareCharge(payonce.ChargeParams{OrderID: "order-42", Amount: 1999, Currency: "USD", PaymentMethod: "pm_card_visa"})
+	op, err := client.PrepareCharge(ctx, payonce.ChargeParams{OrderID: "order-42", Amount: 1999, Currency: "USD", PaymentMethod: "pm_card_visa"})
 	if err != nil {
 		log.Fatal(err)
 	}

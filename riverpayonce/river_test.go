@@ -107,7 +107,7 @@ func (e *pgEnv) worker(t *testing.T, cfg river.Config, w river.Worker[riverpayon
 // order prepares the charge of an order.
 func (e *pgEnv) order(t *testing.T, id string) ledger.NewOperation {
 	t.Helper()
-	op, err := e.client.PrepareCharge(payonce.ChargeParams{OrderID: id, Amount: 1999, Currency: "USD", PaymentMethod: "pm_card_visa"})
+	op, err := e.client.PrepareCharge(e.ctx, payonce.ChargeParams{OrderID: id, Amount: 1999, Currency: "USD", PaymentMethod: "pm_card_visa"})
 	require.NoError(t, err)
 	return op
 }

@@ -211,7 +211,9 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[ReconcileArgs]) error 
 	_ = river.RecordOutput(ctx, sum)
 	log := w.cfg.Logger.With("job_id", job.ID, "attempt", job.Attempt)
 	if err != nil {
-		log.Error("payonce: reconcile job failed", "passes", sum.Passes, "claimed", sum.Claimed, "error", err)
+		// Warn: River retries the job, and a ledger that is briefly away is
+		// a fault the design expects.
+		log.Warn("payonce: reconcile job failed", "passes", sum.Passes, "claimed", sum.Claimed, "error", err)
 		return err
 	}
 	if sum.Claimed > 0 {

@@ -33,7 +33,7 @@ func newLoopEnv(t *testing.T, n, batch int, wrap func(ledger.Store) ledger.Store
 	t.Helper()
 	e := &loopEnv{E2E: testkit.NewE2E(t, providertest.StripeEnv)}
 	for i := range n {
-		op, err := e.Client.PrepareCharge(payonce.ChargeParams{
+		op, err := e.Client.PrepareCharge(e.Ctx, payonce.ChargeParams{
 			OrderID: fmt.Sprintf("order-%d", i), Amount: 1999, Currency: "USD", PaymentMethod: "pm_card_visa"})
 		require.NoError(t, err)
 		_, err = e.Client.Enqueue(e.Ctx, op)

@@ -158,6 +158,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"demo", "charge and refund through an in-process fake provider with injected faults, then reconcile", runDemo},
+		{"fake", "serve a fake provider on 127.0.0.1 in its own process, for tests of a service that may crash", runFake},
 		{"migrate", "create or upgrade the ledger's schema", runMigrate},
 		{"charge", "charge (or authorize) one order", runCharge},
 		{"capture", "capture an authorized charge", runCapture},

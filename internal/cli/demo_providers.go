@@ -6,7 +6,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/mocks"
@@ -59,6 +62,75 @@ type demoFake interface {
 	Close()
 }
 
+// fakeOptions are what every fake is built with, by the demo and by
+// "payonce fake": the fake's seed, key TTL, lookup lag, faults and webhook
+// delivery.
+type fakeOptions struct {
+	Seed                                       int64
+	KeyTTL, SearchLag, HangFor, SlowFor, Retry time.Duration
+	FaultRates                                 map[mocks.FaultKind]float64
+	Webhooks                                   mocks.WebhookDelivery
+}
+
+// fakeHandler is a fake provider's handler, to be served on any listener.
+type fakeHandler interface {
+	http.Handler
+	Truth() mocks.Truth
+	FlushWebhooks(ctx context.Context) error
+	WebhookStats() mocks.WebhookStats
+	// Release ends held requests (hangs, slow answers); StopWebhooks
+	// stops the sender.
+	Release()
+	StopWebhooks()
+}
+
+// newFake builds a fake's handler and the adapter's credential variables
+// that authenticate to it (STRIPE_API_KEY, ...). It refuses options the
+// fake would panic on.
+type newFake func(o fakeOptions) (fakeHandler, map[string]string, error)
+
+// servedFake is a fakeHandler on an httptest.Server on 127.0.0.1, closed
+// in the order mocks' own servers close: held requests released first (so
+// that Close does not wait out a hang), the webhook sender stopped last
+// (requests in progress may still emit events).
+type servedFake struct {
+	fakeHandler
+	srv *httptest.Server
+}
+
+func (f *servedFake) URL() string { return f.srv.URL }
+
+func (f *servedFake) Close() {
+	f.Release()
+	f.srv.Close()
+	f.StopWebhooks()
+}
+
+// startDemoFake serves the fake nf builds with the demo's settings, rates
+// and webhooks, and returns it with its credential variables.
+func startDemoFake(nf newFake, s demoSettings, rates map[mocks.FaultKind]float64, wh demoHooks) (*servedFake, map[string]string, error) {
+	h, env, err := nf(fakeOptions{
+		Seed: s.Seed, KeyTTL: s.KeyTTL, SearchLag: s.FakeSearchLag, FaultRates: rates,
+		HangFor: s.HangFor, SlowFor: s.SlowFor, Retry: s.RetryAfter, Webhooks: wh.Delivery,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return &servedFake{fakeHandler: h, srv: httptest.NewServer(h)}, env, nil
+}
+
+// faultRates splits rate over the provider's fault mix: the fault kinds
+// that matter there, in their shares.
+func (p demoProvider) faultRates(rate float64) map[mocks.FaultKind]float64 {
+	rates := map[mocks.FaultKind]float64{}
+	for _, m := range p.faultMix {
+		if rate > 0 {
+			rates[m.kind] = rate * m.share
+		}
+	}
+	return rates
+}
+
 // demoHooks is how one run's fake delivers webhooks and how its adapter
 // verifies them; the zero value is a run without webhooks.
 type demoHooks struct {
@@ -108,6 +180,8 @@ type demoProvider struct {
 	// secret (or basic-auth pair) in wh.Delivery, and the adapter's
 	// settings that verify them in wh.Env.
 	webhookCreds func() (demoHooks, error)
+	// fake builds the provider's fake handler; "payonce fake" serves it.
+	fake newFake
 	// start starts the fake with its own credentials (and, when
 	// wh.Delivery has a URL, its webhooks) and builds the adapter that
 	// talks to it, through the adapter's registry entry.
@@ -179,12 +253,13 @@ func stripeDemo() demoProvider {
 		// Stripe's endpoint secrets start with whsec_, and the fake
 		// refuses any other.
 		webhookCreds: hexWebhookSecret("whsec_", "STRIPE_WEBHOOK_SECRET"),
+		fake:         stripeFake,
 		start: func(s demoSettings, rates map[mocks.FaultKind]float64, wh demoHooks) (demoFake, payonce.Provider, error) {
-			f := mocks.NewStripe(mocks.StripeOptions{
-				Seed: s.Seed, KeyTTL: s.KeyTTL, SearchLag: s.FakeSearchLag, FaultRates: rates,
-				HangFor: s.HangFor, SlowFor: s.SlowFor, RetryAfter: s.RetryAfter, Webhooks: wh.Delivery,
-			})
-			p, err := StripeAdapter().New(adapterConfig(s, f.URL(), map[string]string{"STRIPE_API_KEY": f.APIKey()}, wh))
+			f, env, err := startDemoFake(stripeFake, s, rates, wh)
+			if err != nil {
+				return nil, nil, err
+			}
+			p, err := StripeAdapter().New(adapterConfig(s, f.URL(), env, wh))
 			return f, p, err
 		},
 		chargeOp: func(p mocks.TruthPayment) string { return p.Metadata[stripe.MetaOperation] },
@@ -192,6 +267,20 @@ func stripeDemo() demoProvider {
 		charges:  func(t mocks.Truth) map[string]int { return t.ChargesBy(stripe.MetaOperation) },
 		refunds:  func(t mocks.Truth) map[string]int { return t.RefundsBy(stripe.MetaOperation) },
 	}
+}
+
+// stripeFake builds a fake Stripe; its adapter authenticates with
+// STRIPE_API_KEY.
+func stripeFake(o fakeOptions) (fakeHandler, map[string]string, error) {
+	opts := mocks.StripeOptions{
+		Seed: o.Seed, KeyTTL: o.KeyTTL, SearchLag: o.SearchLag, FaultRates: o.FaultRates,
+		HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.Retry, Webhooks: o.Webhooks,
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, nil, err
+	}
+	h := mocks.NewStripeHandler(opts)
+	return h, map[string]string{"STRIPE_API_KEY": h.APIKey()}, nil
 }
 
 // yookassaDemo: YooKassa never replays a 500 (a processed 500 keeps the
@@ -210,13 +299,13 @@ func yookassaDemo() demoProvider {
 		webhookCreds: func() (demoHooks, error) {
 			return demoHooks{Env: map[string]string{"YOOKASSA_WEBHOOK_ALLOW": "127.0.0.1/32"}}, nil
 		},
+		fake: yookassaFake,
 		start: func(s demoSettings, rates map[mocks.FaultKind]float64, wh demoHooks) (demoFake, payonce.Provider, error) {
-			f := mocks.NewYooKassa(mocks.YooKassaOptions{
-				Seed: s.Seed, KeyTTL: s.KeyTTL, FaultRates: rates,
-				HangFor: s.HangFor, SlowFor: s.SlowFor, RetryAfter: s.RetryAfter, Webhooks: wh.Delivery,
-			})
-			p, err := YooKassaAdapter().New(adapterConfig(s, f.URL(), map[string]string{
-				"YOOKASSA_SHOP_ID": f.ShopID(), "YOOKASSA_SECRET_KEY": f.SecretKey()}, wh))
+			f, env, err := startDemoFake(yookassaFake, s, rates, wh)
+			if err != nil {
+				return nil, nil, err
+			}
+			p, err := YooKassaAdapter().New(adapterConfig(s, f.URL(), env, wh))
 			return f, p, err
 		},
 		chargeOp: func(p mocks.TruthPayment) string { return p.Metadata[yookassa.MetaOperation] },
@@ -232,6 +321,20 @@ func yookassaDemo() demoProvider {
 			return m
 		},
 	}
+}
+
+// yookassaFake builds a fake YooKassa; its adapter authenticates with
+// YOOKASSA_SHOP_ID and YOOKASSA_SECRET_KEY (HTTP Basic).
+func yookassaFake(o fakeOptions) (fakeHandler, map[string]string, error) {
+	opts := mocks.YooKassaOptions{
+		Seed: o.Seed, KeyTTL: o.KeyTTL, FaultRates: o.FaultRates,
+		HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.Retry, Webhooks: o.Webhooks,
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, nil, err
+	}
+	h := mocks.NewYooKassaHandler(opts)
+	return h, map[string]string{"YOOKASSA_SHOP_ID": h.ShopID(), "YOOKASSA_SECRET_KEY": h.SecretKey()}, nil
 }
 
 // yookassaRefundOp returns the operation id the adapter wrote in a refund's
@@ -260,12 +363,13 @@ func checkoutDemo() demoProvider {
 		declines: []string{mocks.CheckoutSourceDoNotHonour, mocks.CheckoutSourceInsufficientFunds, mocks.CheckoutSourceExpiredCard},
 		// The signature key of Cko-Signature (HMAC-SHA256 of the body).
 		webhookCreds: hexWebhookSecret("", "CHECKOUT_WEBHOOK_SECRET"),
+		fake:         checkoutFake,
 		start: func(s demoSettings, rates map[mocks.FaultKind]float64, wh demoHooks) (demoFake, payonce.Provider, error) {
-			f := mocks.NewCheckout(mocks.CheckoutOptions{
-				Seed: s.Seed, KeyTTL: s.KeyTTL, FaultRates: rates,
-				HangFor: s.HangFor, SlowFor: s.SlowFor, RetryAfter: s.RetryAfter, Webhooks: wh.Delivery,
-			})
-			p, err := CheckoutAdapter().New(adapterConfig(s, f.URL(), map[string]string{"CHECKOUT_SECRET_KEY": f.SecretKey()}, wh))
+			f, env, err := startDemoFake(checkoutFake, s, rates, wh)
+			if err != nil {
+				return nil, nil, err
+			}
+			p, err := CheckoutAdapter().New(adapterConfig(s, f.URL(), env, wh))
 			return f, p, err
 		},
 		chargeOp: func(p mocks.TruthPayment) string { return p.Reference },
@@ -273,6 +377,34 @@ func checkoutDemo() demoProvider {
 		charges:  func(t mocks.Truth) map[string]int { return t.ChargesByReference() },
 		refunds:  func(t mocks.Truth) map[string]int { return t.RefundsByReference() },
 	}
+}
+
+// checkoutFake builds a fake Checkout.com; its adapter authenticates with
+// CHECKOUT_SECRET_KEY.
+func checkoutFake(o fakeOptions) (fakeHandler, map[string]string, error) {
+	opts := mocks.CheckoutOptions{
+		Seed: o.Seed, KeyTTL: o.KeyTTL, FaultRates: o.FaultRates,
+		HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.Retry, Webhooks: o.Webhooks,
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, nil, err
+	}
+	h := mocks.NewCheckoutHandler(opts)
+	return h, map[string]string{"CHECKOUT_SECRET_KEY": h.SecretKey()}, nil
+}
+
+// adyenFake builds a fake Adyen; its adapter authenticates with
+// ADYEN_API_KEY and names ADYEN_MERCHANT_ACCOUNT.
+func adyenFake(o fakeOptions) (fakeHandler, map[string]string, error) {
+	opts := mocks.AdyenOptions{
+		Seed: o.Seed, KeyTTL: o.KeyTTL, FaultRates: o.FaultRates,
+		HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.Retry, Webhooks: o.Webhooks,
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, nil, err
+	}
+	h := mocks.NewAdyenHandler(opts)
+	return h, map[string]string{"ADYEN_API_KEY": h.APIKey(), "ADYEN_MERCHANT_ACCOUNT": h.MerchantAccount()}, nil
 }
 
 // adyenDemo: Adyen has no status endpoint (the adapter's Lookup answers
@@ -308,12 +440,13 @@ func adyenDemo() demoProvider {
 				Env:      map[string]string{"ADYEN_HMAC_KEY": key, "ADYEN_WEBHOOK_USERNAME": user, "ADYEN_WEBHOOK_PASSWORD": pass},
 			}, nil
 		},
+		fake: adyenFake,
 		start: func(s demoSettings, rates map[mocks.FaultKind]float64, wh demoHooks) (demoFake, payonce.Provider, error) {
-			f := mocks.NewAdyen(mocks.AdyenOptions{
-				Seed: s.Seed, KeyTTL: s.KeyTTL, FaultRates: rates,
-				HangFor: s.HangFor, SlowFor: s.SlowFor, RetryAfter: s.RetryAfter, Webhooks: wh.Delivery,
-			})
-			c := adapterConfig(s, f.URL(), map[string]string{"ADYEN_API_KEY": f.APIKey(), "ADYEN_MERCHANT_ACCOUNT": f.MerchantAccount()}, wh)
+			f, env, err := startDemoFake(adyenFake, s, rates, wh)
+			if err != nil {
+				return nil, nil, err
+			}
+			c := adapterConfig(s, f.URL(), env, wh)
 			// Built here rather than through AdyenAdapter, whose New does
 			// not take the lookup lag: the demo's short WebhookLag is how
 			// long a "not found" waits for the webhook before the client

@@ -5,6 +5,9 @@
 //
 //	payonce demo      charge and refund through a fake Stripe, YooKassa, Checkout.com or Adyen with injected
 //	                  faults, its webhooks received on 127.0.0.1 (late, duplicated, reordered; --webhooks=false: off)
+//	payonce fake      serve a fake provider (the demo's fakes, with faults and webhooks) on a loopback
+//	                  address in its own process, printing one JSON ready line with its URL and fake
+//	                  test credentials; GET /__truth tells what it really did
 //	payonce migrate   create or upgrade the ledger's schema
 //	payonce charge    charge (or authorize) one order
 //	payonce capture   capture an authorized charge

@@ -18,7 +18,7 @@ import (
 // TombstoneRetention, tombstones old enough are deleted in batches too;
 // then webhook inbox entries received before p.Now -
 // p.EffectiveInboxRetention() (their outcomes go with them by ON DELETE
-// CASCADE), likewise.
+// CASCADE), likewise; then the settlement feed's old entries (purgeFeed).
 // When ctx is cancelled between batches, Cleanup stops and returns what it
 // did so far with the context's error.
 func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.CleanupReport, error) {
@@ -75,6 +75,9 @@ func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.Cle
 				return 0, translate("cleanup", err)
 			}
 			return int(tag.RowsAffected()), nil
+		},
+		PurgeFeed: func(madeBefore time.Time, batch int) (int, error) {
+			return s.purgeFeed(ctx, madeBefore, batch)
 		},
 		Stats: func(rep *ledger.CleanupReport) error {
 			var (

@@ -48,6 +48,21 @@
 // settled history. StatsParams.IncludeSettled adds a scan of the settled
 // rows, for operators.
 //
+// # Settlement feed
+//
+// Feed reads the payonce_feed table of migration 006, whose rows triggers
+// on payonce_operations write in the transaction of each creation and each
+// change into or out of a terminal status (one insert each; none for the
+// sending in between). Sequence numbers are taken at insert time, and
+// concurrent transactions commit out of that order, so the feed is ordered
+// by (transaction id, seq) and Feed returns only rows of transactions older
+// than the xmin of its snapshot: no entry can later commit before one a
+// reader has passed. A transaction that stays open anywhere in the cluster
+// (xids are cluster-wide; also an idle-in-transaction session, or a
+// prepared transaction) holds the feed back until it ends: monitor and
+// bound them (idle_in_transaction_session_timeout). Cursors are
+// "txid.seq".
+//
 // # Tombstones
 //
 // Cleanup deletes an operation and writes its tombstone in one transaction;

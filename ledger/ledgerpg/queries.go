@@ -20,6 +20,7 @@ type queries struct {
 	tombstones      string
 	webhooks        string
 	outcomes        string
+	feed            string
 
 	insertOp            string
 	insertOpWithAttempt string
@@ -55,6 +56,9 @@ type queries struct {
 	purgeInbox          string
 	stats               string
 	statsSettled        string
+	feedPage            string
+	feedBeyond          string
+	purgeFeed           string
 }
 
 func newQueries(schema string) queries {
@@ -67,6 +71,7 @@ func newQueries(schema string) queries {
 		tombstones:      pgx.Identifier{schema, "payonce_tombstones"}.Sanitize(),
 		webhooks:        pgx.Identifier{schema, "payonce_webhooks"}.Sanitize(),
 		outcomes:        pgx.Identifier{schema, "payonce_webhook_outcomes"}.Sanitize(),
+		feed:            pgx.Identifier{schema, "payonce_feed"}.Sanitize(),
 	}
 	cols := strings.Join(opColumns, ", ")
 	oCols := prefixed("o.", opColumns)
@@ -85,7 +90,8 @@ func newQueries(schema string) queries {
 		}
 	}
 	r := strings.NewReplacer("{{ops}}", q.ops, "{{attempts}}", q.attempts, "{{events}}", q.events, "{{tombstones}}", q.tombstones,
-		"{{webhooks}}", q.webhooks, "{{outcomes}}", q.outcomes,
+		"{{webhooks}}", q.webhooks, "{{outcomes}}", q.outcomes, "{{feed}}", q.feed,
+		"{{feedseq}}", pgx.Identifier{schema, "payonce_feed_seq"}.Sanitize(),
 		"{{cols}}", cols, "{{o.cols}}", oCols, "{{a.cols}}", aCols, "{{t.cols}}", tCols, "{{tomb.cols}}", strings.Join(tombstoneColumns, ", "))
 
 	// No conflict target: a new ID whose key is another operation's key is
@@ -116,6 +122,12 @@ func newQueries(schema string) queries {
 			  AND (EXISTS (SELECT 1 FROM {{tombstones}} t WHERE t.id = $1)
 			       OR clock_timestamp() >= transaction_timestamp() + $2::bigint * interval '1 microsecond')
 			RETURNING 1
+		),
+		-- The feed entry of the undone insert goes with it (this
+		-- transaction's rows, found by the feed's primary key).
+		unfed AS (
+			DELETE FROM {{feed}} f
+			WHERE f.txid = pg_current_xact_id() AND f.operation_id = $1 AND EXISTS (SELECT 1 FROM undone)
 		)
 		SELECT EXISTS (SELECT 1 FROM undone), {{t.cols}}
 		FROM (SELECT 1) AS one LEFT JOIN {{tombstones}} t ON t.id = $1`)
@@ -127,7 +139,9 @@ func newQueries(schema string) queries {
 	// tombstone this snapshot cannot see: REPEATABLE READ or SERIALIZABLE.
 	q.createdCheck = r.Replace(`SELECT (SELECT count(*) FROM {{ops}} WHERE id = $1), {{t.cols}}
 		FROM (SELECT 1) AS one LEFT JOIN {{tombstones}} t ON t.id = $1`)
-	q.deleteCreated = r.Replace(`DELETE FROM {{ops}} WHERE id = $1`)
+	// With the feed entry the insert wrote in this transaction.
+	q.deleteCreated = r.Replace(`WITH undone AS (DELETE FROM {{ops}} WHERE id = $1)
+		DELETE FROM {{feed}} WHERE txid = pg_current_xact_id() AND operation_id = $1`)
 	q.selectOp = r.Replace(`SELECT {{cols}} FROM {{ops}} WHERE id = $1`)
 	q.lockOp = q.selectOp + ` FOR UPDATE`
 	// Why an insert did nothing though the ID has no row: a tombstone, the
@@ -257,6 +271,7 @@ func newQueries(schema string) queries {
 			SELECT provider, event_id FROM {{webhooks}} WHERE received_at < $1
 			ORDER BY received_at LIMIT $2
 			FOR UPDATE SKIP LOCKED)`)
+	q.feedPage, q.feedBeyond, q.purgeFeed = feedQueries(r)
 	q.stats = statsql.Statement(q.ops, false)
 	q.statsSettled = statsql.Statement(q.ops, true)
 	return q

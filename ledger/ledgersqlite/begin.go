@@ -177,6 +177,9 @@ func recordOrFind(ctx context.Context, q querier, n ledger.NewOperation, now tim
 				if _, err := q.ExecContext(ctx, `DELETE FROM payonce_operations WHERE id = ?`, n.ID); err != nil {
 					return ledger.Operation{}, false, err
 				}
+				if err := unfeedCreated(ctx, q, n.ID); err != nil {
+					return ledger.Operation{}, false, err
+				}
 			}
 			return tomb.Operation(), false, nil
 		}

@@ -57,18 +57,8 @@ func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.Cle
 			}
 			return n, nil
 		},
-		PurgeInbox: func(receivedBefore time.Time, batch int) (int, error) {
-			var n int
-			err := s.write(ctx, func(c *sql.Conn) error {
-				var err error
-				n, err = purgeInbox(ctx, c, ledger.UTC(receivedBefore), batch)
-				return err
-			})
-			if err != nil {
-				return 0, fail("cleanup", err)
-			}
-			return n, nil
-		},
+		PurgeInbox: s.purgeStep(ctx, purgeInbox),
+		PurgeFeed:  s.purgeStep(ctx, purgeFeed),
 		Stats: func(rep *ledger.CleanupReport) error {
 			err := s.read(ctx, func(c *sql.Conn) error {
 				var oldest sql.NullInt64
@@ -141,4 +131,21 @@ func deleteFinished(ctx context.Context, c *sql.Conn, now, cutoff time.Time, bat
 		return 0, fmt.Errorf("deleted %d operations, selected %d", deleted, len(ids))
 	}
 	return len(ids), nil
+}
+
+// purgeStep runs purge (purgeInbox, purgeFeed) as one Cleanup step: one
+// write transaction per batch.
+func (s *Store) purgeStep(ctx context.Context, purge func(context.Context, *sql.Conn, time.Time, int) (int, error)) func(time.Time, int) (int, error) {
+	return func(before time.Time, batch int) (int, error) {
+		var n int
+		err := s.write(ctx, func(c *sql.Conn) error {
+			var err error
+			n, err = purge(ctx, c, ledger.UTC(before), batch)
+			return err
+		})
+		if err != nil {
+			return 0, fail("cleanup", err)
+		}
+		return n, nil
+	}
 }

@@ -41,6 +41,12 @@
 // index, never by a scan of the settled history (unless
 // StatsParams.IncludeSettled asks for the settled counts).
 //
+// Feed reads the payonce_feed table of migration 006, whose rows triggers
+// on payonce_operations write in the transaction of each creation and each
+// change into or out of a terminal status (one insert each). SQLite's one
+// writer at a time makes seq commit order, so reading in seq order never
+// skips an entry that commits later. Cursors are "0.seq".
+//
 // CreateOrGetTx records an operation inside the caller's own *sql.Tx on the
 // same file, so that a payment is enqueued if and only if the caller's
 // business data commits with it (transactional outbox); see its

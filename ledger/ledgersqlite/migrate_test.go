@@ -14,7 +14,7 @@ import (
 )
 
 // currentVersion is the schema version of the embedded migrations.
-const currentVersion = 5
+const currentVersion = 6
 
 // A database left at schema version 1 by an older build upgrades to the
 // current version with its data intact: the upgraded store reads the
@@ -86,7 +86,7 @@ func TestMigrate(t *testing.T) {
 		names = append(names, name)
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"initial", "events", "tombstones", "webhooks", "stats"}, names)
+	require.Equal(t, []string{"initial", "events", "tombstones", "webhooks", "stats", "feed"}, names)
 	require.Positive(t, appliedAt)
 
 	t.Run("TwiceIsNoOp", func(t *testing.T) {
@@ -194,6 +194,7 @@ func TestUpgradeFromVersion4(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, currentVersion, v)
 	require.Equal(t, 1, schemaObjects(t, raw, "payonce_operations_open"), "version 5 has the open-work index")
+	require.Equal(t, 3, schemaObjects(t, raw, "payonce_feed", "payonce_feed_created", "payonce_feed_changed"), "version 6 has the feed and its triggers")
 	ledgertest.RequireUpgradedFromVersion4(t, s, t0)
 }
 

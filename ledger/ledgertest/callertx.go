@@ -61,6 +61,8 @@ func RunCreateOrGetTx(t *testing.T, newHarness func(t *testing.T) *TxHarness) {
 		{"MismatchLeavesTxUsable", testTxMismatch},
 		{"TombstoneAnswers", testTxTombstone},
 		{"RecordsPaymentRef", testTxPaymentRef},
+		{"FeedAfterCommit", testFeedTxCommit},
+		{"FeedNotSkippedPastOpenTx", testFeedNotSkipped},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -195,6 +195,13 @@ func suite() []group {
 			{"OneSnapshotBesideWriters", testStatsConcurrentWriters},
 			{"CancelledContext", testStatsCancelled},
 		}},
+		{"Feed", []testCase{
+			{"Empty", testFeedEmpty},
+			{"Transitions", testFeedTransitions},
+			{"Paging", testFeedPaging},
+			{"InvalidParams", testFeedInvalid},
+			{"Cleanup", testFeedCleanup},
+		}},
 		{"Durability", []testCase{
 			{"SurvivesReopen", testDurability},
 		}},

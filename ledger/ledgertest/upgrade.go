@@ -118,4 +118,9 @@ func RequireUpgradedFromVersion4(t *testing.T, s ledger.Store, t0 time.Time) {
 	mustFinish(t, s, ledger.FinishParams{ID: "op-1", Owner: "w", Now: now, From: ledger.StatusUnknown, To: ledger.StatusSucceeded, ProviderRef: "pi_1"})
 	mustCreate(t, s, NewOp("op-5"), now)
 	require.Equal(t, want(charge(ledger.StatusPending, 1), now, "op-5", 2), mustStats(t, s, true))
+
+	// The settlement feed (version 6) starts at the upgrade: what happened
+	// before has no entries, what happens after has.
+	require.Equal(t, []feedStep{{"op-1", ledger.StatusUnknown, ledger.StatusSucceeded}, {"op-5", "", ledger.StatusPending}},
+		stepsOf(feedWait(t, s, "", 10, 2)))
 }

@@ -10,7 +10,7 @@
 //
 // The smallest use: build the adapter and hand it to a payonce client.
 //
-//	p, err := stripe.New(stripe.Config{APIKey: os.Getenv("STRIPE_SECRET_KEY")})
+//	p, err := stripe.New(stripe.Config{APIKey: os.Getenv("STRIPE_API_KEY")})
 //	if err != nil {
 //		return err // names the Config field and how to fix it
 //	}

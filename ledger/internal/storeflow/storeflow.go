@@ -33,6 +33,10 @@ type CleanupSteps struct {
 	// outcomes) received before receivedBefore and returns how many it
 	// deleted.
 	PurgeInbox func(receivedBefore time.Time, batch int) (int, error)
+	// PurgeFeed deletes, from the oldest end of the settlement feed (cursor
+	// order), those of the first batch entries made before madeBefore, and
+	// returns how many it deleted.
+	PurgeFeed func(madeBefore time.Time, batch int) (int, error)
 	// Stats sets rep.OldestFinishedAt and rep.Tombstones.
 	Stats func(rep *ledger.CleanupReport) error
 	// Stopped wraps ctx.Err() when ctx ends between batches.
@@ -42,7 +46,8 @@ type CleanupSteps struct {
 // Cleanup runs ledger.Store.Cleanup for validated p: batches of deletes
 // until one comes back short, then, with a TombstoneRetention, batches of
 // tombstone purges likewise, then batches of inbox purges (entries older
-// than p.EffectiveInboxRetention()), then the stats. When ctx ends between batches
+// than p.EffectiveInboxRetention()), then batches of feed purges
+// (p.EffectiveFeedRetention()), then the stats. When ctx ends between batches
 // it stops and returns what it did so far with steps.Stopped(ctx.Err()).
 func Cleanup(ctx context.Context, p ledger.CleanupParams, steps CleanupSteps) (ledger.CleanupReport, error) {
 	now := ledger.UTC(p.Now)
@@ -65,34 +70,41 @@ func Cleanup(ctx context.Context, p ledger.CleanupParams, steps CleanupSteps) (l
 			break
 		}
 	}
-	for p.TombstoneRetention > 0 {
-		if err := ctx.Err(); err != nil {
-			return rep, steps.Stopped(err)
+	// purge runs batches of one purge until one comes back short, adding
+	// what it deleted to *count.
+	purge := func(count *int, step func(before time.Time, batch int) (int, error), before time.Time) error {
+		for {
+			if err := ctx.Err(); err != nil {
+				return steps.Stopped(err)
+			}
+			n, err := step(before, batch)
+			if err != nil {
+				return err
+			}
+			*count += n
+			if n < batch {
+				return nil
+			}
 		}
-		n, err := steps.PurgeTombstones(now.Add(-p.TombstoneRetention), batch)
-		if err != nil {
+	}
+	if p.TombstoneRetention > 0 {
+		if err := purge(&rep.TombstonesPurged, steps.PurgeTombstones, now.Add(-p.TombstoneRetention)); err != nil {
 			return rep, err
-		}
-		rep.TombstonesPurged += n
-		if n < batch {
-			break
 		}
 	}
 	// The inbox outlives the provider's redelivery window (see
 	// ledger.CleanupParams.InboxRetention): an entry deleted while its
 	// event may still arrive would let the redelivery apply a second time.
-	for {
-		if err := ctx.Err(); err != nil {
-			return rep, steps.Stopped(err)
-		}
-		n, err := steps.PurgeInbox(now.Add(-p.EffectiveInboxRetention()), batch)
-		if err != nil {
-			return rep, err
-		}
-		rep.InboxPurged += n
-		if n < batch {
-			break
-		}
+	if err := purge(&rep.InboxPurged, steps.PurgeInbox, now.Add(-p.EffectiveInboxRetention())); err != nil {
+		return rep, err
+	}
+	// Feed entries are purged by age from the oldest end only, and a batch
+	// that is not all old stops the purge: an entry a consumer may still
+	// need (younger than the retention) is never deleted, and the entries
+	// left are always a suffix of the feed, so no consumer sees a hole in
+	// the middle of it.
+	if err := purge(&rep.FeedPurged, steps.PurgeFeed, now.Add(-p.EffectiveFeedRetention())); err != nil {
+		return rep, err
 	}
 	if err := steps.Stats(&rep); err != nil {
 		return rep, err

@@ -1,0 +1,96 @@
+// Package feedsql is the one home of what the SQL stores (ledgerpg and
+// ledgersqlite) share for the settlement feed (ledger.Store.Feed): the flow
+// of a read (validate, check the cursor against the end of the feed, read a
+// page) and the turning of a stored row into a ledger.FeedEntry. What each
+// store says to its database, and how it keeps the feed gap-safe, stays in
+// the store.
+package feedsql
+
+import (
+	"fmt"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// Row is one stored feed row as a store read it: Entry holds every field
+// but Cursor, From and To, which Entry() fills from the rest.
+type Row struct {
+	Epoch, Seq int64
+	From, To   string // From is empty for a creation
+	Entry      ledger.FeedEntry
+}
+
+// Dest returns the scan destinations of the row's operation columns, in
+// the order both stores select them: operation_id, key, generation,
+// provider, kind, then (after refs, which each store decodes its own way)
+// from_status, to_status, provider_ref, review_reason.
+func (r *Row) Dest() (head, tail []any) {
+	e := &r.Entry
+	return []any{&e.OperationID, &e.Key, &e.Generation, &e.Provider, &e.Kind},
+		[]any{&r.From, &r.To, &e.ProviderRef, &e.ReviewReason}
+}
+
+// FeedEntry turns r into a FeedEntry; a status the ledger does not know is
+// reported as ledger.ErrCorrupt naming the row.
+func (r Row) FeedEntry() (ledger.FeedEntry, error) {
+	e := r.Entry
+	to, err := ledger.ParseStatus(r.To)
+	if err != nil {
+		return ledger.FeedEntry{}, ledger.Corrupt(e.OperationID, fmt.Sprintf("feed[%d].to_status", r.Seq), err)
+	}
+	var from ledger.Status
+	if r.From != "" {
+		if from, err = ledger.ParseStatus(r.From); err != nil {
+			return ledger.FeedEntry{}, ledger.Corrupt(e.OperationID, fmt.Sprintf("feed[%d].from_status", r.Seq), err)
+		}
+	}
+	e.Cursor, e.From, e.To = ledger.MakeFeedCursor(r.Epoch, r.Seq), from, to
+	return e, nil
+}
+
+// Steps are one store's statements for a Feed read. Each returns its
+// errors unwrapped; Read wraps them with wrap.
+type Steps struct {
+	// Beyond reports whether the position (epoch, seq) is past anything the
+	// store can have handed out.
+	Beyond func(epoch, seq int64) (bool, error)
+	// Page reads up to limit rows after (epoch, seq) in feed order, of the
+	// provider (when not empty) and with To in statuses (when not empty).
+	Page func(epoch, seq int64, limit int, provider string, statuses []string) ([]Row, error)
+}
+
+// Read runs ledger.Store.Feed: validation errors are returned as they are,
+// store errors wrapped by wrap. The result is empty, never nil.
+func Read(p ledger.FeedParams, steps Steps, wrap func(error) error) ([]ledger.FeedEntry, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	epoch, seq, err := p.After.Parse()
+	if err != nil {
+		return nil, err
+	}
+	if p.After != "" {
+		// A cursor of another ledger would silently skip or repeat entries
+		// here; past the end of this feed, it can be told and refused.
+		beyond, err := steps.Beyond(epoch, seq)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		if beyond {
+			return nil, ledger.FeedCursorBeyondEnd(p.After)
+		}
+	}
+	rows, err := steps.Page(epoch, seq, p.EffectiveLimit(), p.Provider, p.StatusNames())
+	if err != nil {
+		return nil, wrap(err)
+	}
+	out := make([]ledger.FeedEntry, 0, len(rows))
+	for _, r := range rows {
+		e, err := r.FeedEntry()
+		if err != nil {
+			return nil, wrap(err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}

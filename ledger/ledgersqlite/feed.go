@@ -1,0 +1,98 @@
+package ledgersqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"time"
+
+	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/internal/feedsql"
+)
+
+// Feed implements ledger.Store: one read of the page in seq order. SQLite
+// commits one writer at a time, so seq is commit order and every committed
+// row is at or below the largest seq a reader can see: ordering by seq is
+// gap-safe without further conditions (see migration 006). Cursors carry
+// epoch 0.
+func (s *Store) Feed(ctx context.Context, p ledger.FeedParams) ([]ledger.FeedEntry, error) {
+	wrap := func(err error) error { return fail("feed", err) }
+	return feedsql.Read(p, feedsql.Steps{
+		Beyond: func(epoch, seq int64) (bool, error) {
+			if epoch != 0 {
+				return true, nil // a PostgreSQL ledger's cursor
+			}
+			// sqlite_sequence keeps the largest seq ever handed out, also
+			// once the rows are purged.
+			var last int64
+			err := s.read(ctx, func(c *sql.Conn) error {
+				return c.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'payonce_feed'), 0)`).Scan(&last)
+			})
+			return seq > last, err
+		},
+		Page: func(_, seq int64, limit int, provider string, statuses []string) ([]feedsql.Row, error) {
+			statusJSON, err := json.Marshal(statuses)
+			if err != nil {
+				return nil, err
+			}
+			var out []feedsql.Row
+			err = s.read(ctx, func(c *sql.Conn) error {
+				rows, err := c.QueryContext(ctx, `SELECT seq, operation_id, key, generation, provider, kind, refs,
+						coalesce(from_status, ''), to_status, coalesce(provider_ref, ''), coalesce(review_reason, ''), at
+					FROM payonce_feed
+					WHERE seq > ?1
+					  AND (?2 = '' OR provider = ?2)
+					  AND (?3 = '[]' OR to_status IN (SELECT value FROM json_each(?3)))
+					ORDER BY seq LIMIT ?4`, seq, provider, string(statusJSON), limit)
+				if err != nil {
+					return err
+				}
+				defer rows.Close()
+				for rows.Next() {
+					var (
+						r    feedsql.Row
+						refs string
+						at   sql.NullInt64
+					)
+					head, tail := r.Dest()
+					dest := append(append(append([]any{&r.Seq}, head...), &refs), tail...)
+					if err := rows.Scan(append(dest, &at)...); err != nil {
+						return err
+					}
+					if err := json.Unmarshal([]byte(refs), &r.Entry.References); err != nil {
+						return ledger.Corrupt(r.Entry.OperationID, "feed.refs", err)
+					}
+					r.Entry.At = fromMicros(at)
+					out = append(out, r)
+				}
+				return rows.Err()
+			})
+			return out, err
+		},
+	}, wrap)
+}
+
+// purgeFeed deletes, of the feed's first batch rows, those before the
+// first one made at or after madeBefore (a running min over seq order): the
+// purge only ever removes a prefix of the feed (see storeflow.Cleanup).
+func purgeFeed(ctx context.Context, c *sql.Conn, madeBefore time.Time, batch int) (int, error) {
+	res, err := c.ExecContext(ctx, `DELETE FROM payonce_feed WHERE seq IN (
+			SELECT seq FROM (
+				SELECT seq, min(at < ?1) OVER (ORDER BY seq) AS old
+				FROM (SELECT seq, at FROM payonce_feed ORDER BY seq LIMIT ?2))
+			WHERE old)`, micros(madeBefore), batch)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// unfeedCreated deletes the feed entry of operation id that this write
+// transaction's insert just made (the newest row: SQLite's one writer
+// cannot have written another since), when the insert is undone.
+func unfeedCreated(ctx context.Context, q querier, id string) error {
+	_, err := q.ExecContext(ctx, `DELETE FROM payonce_feed
+		WHERE seq = (SELECT max(seq) FROM payonce_feed) AND operation_id = ?`, id)
+	return err
+}
