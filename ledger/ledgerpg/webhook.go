@@ -119,22 +119,7 @@ func (s *Store) outcomesOf(ctx context.Context, tx pgx.Tx, provider, eventID str
 		return nil, err
 	}
 	defer rows.Close()
-	var out []ledger.WebhookOutcome
-	for rows.Next() {
-		var (
-			target               int
-			opID, disp, from, to pgtype.Text
-		)
-		if err := rows.Scan(&target, &opID, &disp, &from, &to); err != nil {
-			return nil, err
-		}
-		o, err := storeflow.Outcome(provider, eventID, target, opID.String, disp.String, from.String, to.String)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	return out, rows.Err()
+	return storeflow.ScanOutcomes(rows, provider, eventID)
 }
 
 // ListWebhooks implements ledger.Store: inbox entries newest received

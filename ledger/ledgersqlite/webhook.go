@@ -123,22 +123,7 @@ func outcomesOf(ctx context.Context, q querier, provider, eventID string) ([]led
 		return nil, err
 	}
 	defer rows.Close()
-	var out []ledger.WebhookOutcome
-	for rows.Next() {
-		var (
-			target               int
-			opID, disp, from, to sql.NullString
-		)
-		if err := rows.Scan(&target, &opID, &disp, &from, &to); err != nil {
-			return nil, err
-		}
-		o, err := storeflow.Outcome(provider, eventID, target, opID.String, disp.String, from.String, to.String)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	return out, rows.Err()
+	return storeflow.ScanOutcomes(rows, provider, eventID)
 }
 
 // ListWebhooks returns inbox entries matching f, newest received first

@@ -1,6 +1,7 @@
 package storeflow
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -248,6 +249,36 @@ func DecodeOutcomes(provider, eventID, text string) ([]ledger.WebhookOutcome, er
 		out = append(out, got)
 	}
 	return out, nil
+}
+
+// Rows is what ScanOutcomes reads: *sql.Rows and pgx.Rows both are.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// ScanOutcomes reads the rows of a "target, operation_id, disposition,
+// from_status, to_status" query of one event's stored outcomes, in order.
+// The caller closes rows. (pgx scans into sql.NullString as database/sql
+// does, so both stores share this loop.)
+func ScanOutcomes(rows Rows, provider, eventID string) ([]ledger.WebhookOutcome, error) {
+	var out []ledger.WebhookOutcome
+	for rows.Next() {
+		var (
+			target               int
+			opID, disp, from, to sql.NullString
+		)
+		if err := rows.Scan(&target, &opID, &disp, &from, &to); err != nil {
+			return nil, err
+		}
+		o, err := Outcome(provider, eventID, target, opID.String, disp.String, from.String, to.String)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
 }
 
 // Outcome converts one stored outcome row (empty strings for NULL),
