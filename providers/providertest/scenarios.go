@@ -381,7 +381,15 @@ func testDecline(t *testing.T, s *suite) {
 	b := newBench(t, s, setup{})
 	p := b.charge(declinedOrder, 1500)
 	p.PaymentMethod = b.env.DeclinedMethod
+	// The call's own answer is what carries the provider's decline codes;
+	// an event that settles the operation first (Adyen's AUTHORISATION
+	// with success false, sent as soon as the payment is refused) carries
+	// no refusal code, and the call then reports the failure the ledger
+	// recorded. Webhooks wait until the call has answered: this scenario
+	// checks the answer, WebhookBeforeAnswer the event.
+	b.hooks.hold()
 	res, err := b.client.Charge(b.ctx, p)
+	b.hooks.release()
 	require.ErrorIs(t, err, payonce.ErrDeclined)
 	var de *payonce.DeclinedError
 	require.True(t, errors.As(err, &de), "%T", err)
