@@ -75,8 +75,9 @@ func (s *Store) beginNew(ctx context.Context, p ledger.BeginParams, start time.T
 		inserted bool
 		undone   bool
 		ts       tombstoneScan
+		xmin     int64
 	)
-	err = s.oneTrip(ctx, "begin", []string{insert, s.q.undoCreated}, func(b *pgx.Batch) error {
+	err = s.oneTrip(ctx, "begin", syncOn, []string{insert, s.q.undoCreated}, func(b *pgx.Batch) error {
 		remaining := p.LeaseUntil.Sub(p.Now) - time.Since(start)
 		if remaining <= 0 {
 			return storeflow.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
@@ -90,7 +91,7 @@ func (s *Store) beginNew(ctx context.Context, p ledger.BeginParams, start time.T
 			args := append(opArgs(res.Op), a.Number, a.Key, a.StartedAt)
 			b.Queue(s.q.insertOpWithAttempt, args...).QueryRow(func(row pgx.Row) error {
 				var n int
-				err := row.Scan(&n)
+				err := row.Scan(&n, &xmin)
 				inserted = n == 1
 				return err
 			})
@@ -106,6 +107,10 @@ func (s *Store) beginNew(ctx context.Context, p ledger.BeginParams, start time.T
 	case !inserted:
 		return ledger.BeginResult{}, false, nil
 	case !undone:
+		if res.Attempt != nil {
+			// Finish records this attempt's outcome in one statement.
+			s.revs.put(revision{op: asStored(res.Op), att: attemptAsStored(*res.Attempt), xmin: uint32(xmin)})
+		}
 		return res, true, nil
 	}
 	tomb, found, err := ts.tombstone()
@@ -184,8 +189,10 @@ func (s *Store) whyNotInserted(ctx context.Context, db querier, op ledger.NewOpe
 	return ledger.Operation{}, errVanished
 }
 
-// oneTrip runs BEGIN, synchronous_commit at least on, what queue adds (with
-// result callbacks) and COMMIT as one batch: one round trip, one commit. On
+// oneTrip runs BEGIN, sync (the synchronous_commit setting of the
+// transaction: syncOn, or syncOff for a lazily durable Finish), what queue
+// adds (with result callbacks) and COMMIT as one batch: one round trip, one
+// commit. On
 // an error the transaction is rolled back (and a connection whose rollback
 // fails is closed rather than returned to the pool mid-transaction); an
 // error from queue sends nothing.
@@ -195,7 +202,7 @@ func (s *Store) whyNotInserted(ctx context.Context, db querier, op ledger.NewOpe
 // the round trip in which pgx would prepare them anyway, but here before
 // queue runs, so that a wait in it (parse analysis takes table locks) is
 // seen by what queue measures rather than hidden before BEGIN.
-func (s *Store) oneTrip(ctx context.Context, method string, stmts []string, queue func(*pgx.Batch) error) error {
+func (s *Store) oneTrip(ctx context.Context, method, sync string, stmts []string, queue func(*pgx.Batch) error) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -210,7 +217,7 @@ func (s *Store) oneTrip(ctx context.Context, method string, stmts []string, queu
 	}
 	b := &pgx.Batch{}
 	b.Queue(beginTx)
-	b.Queue(syncOn)
+	b.Queue(sync)
 	if err := queue(b); err != nil {
 		return err
 	}

@@ -184,8 +184,9 @@ func TestEventsCostNoRoundTrip(t *testing.T) {
 	require.Len(t, got, 4)
 }
 
-// The fast path costs two commits: Begin (a single statement for a new
-// operation) and Finish.
+// The fast path costs two commits and two round trips: Begin (a single
+// statement for a new operation) and Finish (a single statement on the
+// store's copy of the row, revision.go).
 func TestFastPathCommitsTwice(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -203,6 +204,7 @@ func TestFastPathCommitsTwice(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, int64(2), counter.commits.Load(), "Begin + Finish")
+	require.Equal(t, int64(2), counter.roundTrips.Load(), "Begin + Finish: one statement each")
 }
 
 // BenchmarkFastPath runs the suite's fast-path benchmark (Begin with

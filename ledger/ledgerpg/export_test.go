@@ -35,3 +35,7 @@ func StatsSQL(s *Store, includeSettled bool) string {
 	}
 	return s.q.stats
 }
+
+// SetLongWayOnly turns s's one-statement writes off: every write then reads
+// its row under the lock first.
+func SetLongWayOnly(s *Store) { s.longWayOnly = true }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/payonce/payonce/ledger"
@@ -31,6 +33,9 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 		// Config.DurableOutcomes); the journal written before the request
 		// was sent is durable whatever this says.
 		sync = syncOff
+	}
+	if out, ok, err := s.finishFast(ctx, p, now, sync); ok || err != nil {
+		return out, translate("finish", err)
 	}
 	err := s.twoTrips(ctx, "finish", sync, func(b *pgx.Batch) {
 		// Lock the row, then (a later statement, so it sees everything
@@ -78,6 +83,95 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 		return ledger.Operation{}, translate("finish", err)
 	}
 	return out, nil
+}
+
+// finishFast is Finish as one statement on the store's copy of the
+// operation (revision.go): one round trip instead of two. ok is false when
+// it wrote nothing (no copy, the rules refused the copy, the row had moved
+// on): Finish then reads the row under its lock and decides again.
+func (s *Store) finishFast(ctx context.Context, p ledger.FinishParams, now time.Time, sync string) (ledger.Operation, bool, error) {
+	rev, ok := s.revs.take(p.ID)
+	if !ok || s.longWayOnly {
+		return ledger.Operation{}, false, nil
+	}
+	var recorded *ledger.Attempt
+	if p.Attempt != nil {
+		// The copy holds the attempt it journaled, not the operation's
+		// other attempts, so it knows where the key window starts without
+		// this one (ApplyFinish's othersWindowStart) only when there are no
+		// others; an attempt that may have reached the provider leaves the
+		// window as it is and needs no such start.
+		if rev.att == nil || rev.att.Number != p.Attempt.Number || (rev.att.Number != 1 && !p.Attempt.Class.MayHaveReached()) {
+			return ledger.Operation{}, false, nil
+		}
+		recorded = rev.att
+	}
+	ch, err := ledger.ApplyFinish(rev.op, p, recorded, time.Time{})
+	if err != nil {
+		// Only the row read under the lock may refuse the caller.
+		return ledger.Operation{}, false, nil
+	}
+	sql := s.q.finishFastNoAttempt
+	args := append(saveArgs(ch.Op), rev.xmin, p.Owner, string(p.From))
+	if a := ch.Attempt; a != nil {
+		sql = s.q.finishFast
+		args = append(args, a.Number, a.FinishedAt, a.MayHaveReached, string(a.Outcome),
+			nullInt(a.HTTPStatus), nullText(a.ProviderRequestID), nullText(a.Error), a.Replayed)
+	}
+	args = appendEvents(args, now, ch.Events)
+	xmin, wrote, err := s.writeIfUnchanged(ctx, "finish", sync, sql, args)
+	if err != nil || !wrote {
+		return ledger.Operation{}, false, err
+	}
+	if !ch.Op.Status.Terminal() && ch.Op.LeaseOwner != "" {
+		// Kept lease: the next attempt of this call starts in one statement too.
+		s.revs.put(revision{op: asStored(ch.Op), xmin: xmin})
+	}
+	return ch.Op, true, nil
+}
+
+// writeIfUnchanged runs one of the one-statement writes (queries.finishFast,
+// finishFastNoAttempt, startAttemptFast) in a transaction of its own, in one
+// round trip. wrote is false when the row was not the copy's version (the
+// statement returned no row), and also when the statement failed because
+// the events it numbered collided with ones another writer inserted
+// meanwhile or the attempt row had changed: in every case nothing was
+// written and the caller takes the long way.
+func (s *Store) writeIfUnchanged(ctx context.Context, method, sync, sql string, args []any) (xmin uint32, wrote bool, err error) {
+	err = s.oneTrip(ctx, method, sync, []string{sql}, func(b *pgx.Batch) error {
+		b.Queue(sql, args...).QueryRow(func(row pgx.Row) error {
+			var dest []any
+			if sql == s.q.finishFast {
+				var one int64
+				dest = []any{&xmin, &one}
+			} else {
+				dest = []any{&xmin}
+			}
+			err := row.Scan(dest...)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			wrote = err == nil
+			return err
+		})
+		return nil
+	})
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "23505" && pgErr.ConstraintName == eventsKeyConstraint ||
+		pgErr.Code == "22012") { // queries.finishFast's guard on the attempt row
+		return 0, false, nil
+	}
+	return xmin, wrote, err
+}
+
+// appendEvents adds the events parameters of the one-statement writes to
+// args: the time, then kinds, actors and details as arrays.
+func appendEvents(args []any, at time.Time, evs []ledger.NewEvent) []any {
+	kinds, actors, details := make([]string, len(evs)), make([]string, len(evs)), make([]string, len(evs))
+	for i, e := range evs {
+		kinds[i], actors[i], details[i] = string(e.Kind), e.Actor, e.Detail
+	}
+	return append(args, at, kinds, actors, details)
 }
 
 // twoTrips runs a read-then-write transaction in two round trips: the

@@ -37,6 +37,9 @@ type queries struct {
 	insertAttempt       string
 	attemptForFinish    string
 	finishAttempt       string
+	finishFast          string
+	finishFastNoAttempt string
+	startAttemptFast    string
 	claimDue            string
 	getWithAttempts     string
 	listOps             string
@@ -100,12 +103,14 @@ func newQueries(schema string) queries {
 	// can fail on the key index instead of doing nothing.)
 	q.insertOp = r.Replace(`INSERT INTO {{ops}} ({{cols}}) VALUES (` + strings.Join(placeholders, ", ") + `) ON CONFLICT DO NOTHING`)
 	n := len(opColumns)
-	q.insertOpWithAttempt = r.Replace(fmt.Sprintf(`WITH op AS (%s RETURNING id),
+	// With the row version of the insert (see revision.go; 0 when nothing
+	// was inserted).
+	q.insertOpWithAttempt = r.Replace(fmt.Sprintf(`WITH op AS (%s RETURNING id, xmin),
 		attempt AS (
 			INSERT INTO {{attempts}} (operation_id, number, key, started_at, may_have_reached)
 			SELECT id, $%d, $%d, $%d, true FROM op
 		)
-		SELECT count(*) FROM op`, q.insertOp, n+1, n+2, n+3))
+		SELECT count(*), coalesce(max(xmin::text::bigint), 0) FROM op`, q.insertOp, n+1, n+2, n+3))
 	// Begin's one-trip path runs this in its transaction right after the
 	// insert, before COMMIT, and undoes the insert (the attempt goes with it
 	// by ON DELETE CASCADE) when the ID has a tombstone or the lease would
@@ -175,6 +180,58 @@ func newQueries(schema string) queries {
 		finished_at = $3, may_have_reached = $4, outcome = $5, http_status = $6, provider_request_id = $7, error = $8,
 		replayed = $9
 		WHERE operation_id = $1 AND number = $2`)
+	// The one-statement writes (revision.go). The operation's update is
+	// conditional on the row version the decision was taken on, the owner
+	// and the status; the attempt and the events are written only when it
+	// is (they read its RETURNING), and the statement returns the new row
+	// version, or no row when it wrote nothing. Events are numbered as in
+	// insertEvents.
+	fastSave := strings.Replace(q.save, "WHERE id = $1", "WHERE id = $1 AND xmin = $21 AND lease_owner = $22 AND status = $23", 1)
+	fastEvents := func(first int) string {
+		return fmt.Sprintf(`ev AS (
+			INSERT INTO {{events}} (operation_id, seq, at, kind, actor, detail)
+			SELECT $1::text, last.seq + e.ord, $%d::timestamptz, e.kind, e.actor, NULLIF(e.detail, '')
+			FROM op, (SELECT coalesce(max(seq), 0) AS seq FROM {{events}} WHERE operation_id = $1::text) AS last,
+				unnest($%d::text[], $%d::text[], $%d::text[]) WITH ORDINALITY AS e(kind, actor, detail, ord)
+		)`, first, first+1, first+2, first+3)
+	}
+	// Finish of the attempt in flight. The attempt row must be the version
+	// the copy holds too: it was written by the same transaction as the
+	// operation's row ($21 is both rows' xmin), and nothing else may have
+	// touched it (a hand edit would otherwise go unread). Should the
+	// attempt's update find it changed after all (a writer that committed
+	// between the statement's snapshot and its row lock), the division by
+	// zero fails the statement, so that the operation's update is not
+	// committed without it; the store then takes the long way.
+	q.finishFast = r.Replace(`WITH op AS (` + fastSave + `
+			AND EXISTS (SELECT 1 FROM {{attempts}} WHERE operation_id = $1 AND number = $24 AND xmin = $21)
+			RETURNING xmin
+		),
+		att AS (
+			UPDATE {{attempts}} a SET
+				finished_at = $25, may_have_reached = $26, outcome = $27, http_status = $28, provider_request_id = $29,
+				error = $30, replayed = $31
+			FROM op WHERE a.operation_id = $1 AND a.number = $24 AND a.xmin = $21
+			RETURNING 1
+		),
+		` + fastEvents(32) + `
+		SELECT xmin, 1 / (SELECT count(*) FROM att) FROM op`)
+	q.finishFastNoAttempt = r.Replace(`WITH op AS (` + fastSave + ` RETURNING xmin),
+		` + fastEvents(24) + `
+		SELECT xmin FROM op`)
+	// StartAttempt: the lease it extends must not have ended before the
+	// write ($24: the microseconds it had left when the trip was sent,
+	// against the time the transaction has been open; as undoCreated).
+	q.startAttemptFast = r.Replace(`WITH op AS (` + fastSave + `
+			AND clock_timestamp() < transaction_timestamp() + $24::bigint * interval '1 microsecond'
+			RETURNING xmin
+		),
+		att AS (
+			INSERT INTO {{attempts}} (operation_id, number, key, started_at, may_have_reached)
+			SELECT $1, $25, $26, $27, true FROM op
+		),
+		` + fastEvents(28) + `
+		SELECT xmin FROM op`)
 	// SKIP LOCKED lets concurrent reconcilers share the due rows without
 	// waiting on each other; the lock and the lease update are one
 	// statement, so no two callers can lease the same row.
@@ -192,7 +249,7 @@ func newQueries(schema string) queries {
 			status = CASE WHEN o.status = 'in_flight' THEN 'unknown' ELSE o.status END,
 			lease_owner = $5, lease_expires_at = $6, next_check_at = $6, updated_at = $1
 		FROM due WHERE o.id = due.id
-		RETURNING {{o.cols}}, due.next_check_at`)
+		RETURNING {{o.cols}}, due.next_check_at, o.xmin`)
 	// One statement, so the operation and its attempts come from one snapshot.
 	q.getWithAttempts = r.Replace(`SELECT {{o.cols}}, {{a.cols}}
 		FROM {{ops}} o LEFT JOIN {{attempts}} a ON a.operation_id = o.id

@@ -51,6 +51,9 @@ type Store struct {
 	logger       *slog.Logger
 	// fsyncWarned makes the fsync=off warning appear once per Store.
 	fsyncWarned sync.Once
+	// revs are the store's last writes, for the one-statement writes
+	// (revision.go).
+	revs revisions
 
 	// Test hooks (export_test.go); nil or empty in production.
 	//
@@ -64,6 +67,9 @@ type Store struct {
 	// afterCleanupBatch runs inside each Cleanup batch transaction after its
 	// deletes and tombstones are written, before its COMMIT.
 	afterCleanupBatch func()
+	// longWayOnly turns the one-statement writes off, so that tests can
+	// compare what both ways write.
+	longWayOnly bool
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -176,6 +182,10 @@ func (s *Store) queueProbe(b *pgx.Batch, method string) {
 // keyConstraint is the unique constraint on payonce_operations.key (named in
 // migrations/001_initial.up.sql).
 const keyConstraint = "payonce_operations_key_key"
+
+// eventsKeyConstraint is the primary key of payonce_events (named in
+// migrations/002_events.up.sql).
+const eventsKeyConstraint = "payonce_events_pkey"
 
 // translate turns driver errors into the ledger's sentinels where one
 // applies and adds the method name. Other database errors stay wrapped so
