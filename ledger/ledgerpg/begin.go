@@ -77,7 +77,9 @@ func (s *Store) beginNew(ctx context.Context, p ledger.BeginParams, start time.T
 		ts       tombstoneScan
 		xmin     int64
 	)
-	err = s.oneTrip(ctx, "begin", syncOn, []string{insert, s.q.undoCreated}, func(b *pgx.Batch) error {
+	explicit := s.explicitTx.Load()
+	err = s.oneTrip(ctx, "begin", explicit, []string{insert, s.q.undoCreated}, func(b *pgx.Batch) error {
+		inserted, undone, ts, xmin = false, false, tombstoneScan{}, 0
 		remaining := p.LeaseUntil.Sub(p.Now) - time.Since(start)
 		if remaining <= 0 {
 			return storeflow.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
@@ -97,10 +99,24 @@ func (s *Store) beginNew(ctx context.Context, p ledger.BeginParams, start time.T
 			})
 		}
 		b.Queue(s.q.undoCreated, p.Op.ID, remaining.Microseconds()).QueryRow(func(row pgx.Row) error {
-			return row.Scan(append([]any{&undone}, ts.dest()...)...)
+			var (
+				sync  string
+				guard int
+			)
+			return row.Scan(append(append([]any{&undone}, ts.dest()...), &sync, &guard)...)
 		})
 		return nil
 	})
+	if !explicit && (isGuardFailure(err) || isSerializationFailure(err)) {
+		// The server's default isolation is not READ COMMITTED (the
+		// guard in undoCreated, or the insert met a row committed after
+		// its snapshot, which READ COMMITTED never reports), and nothing
+		// was written: from now on this store opens the transaction
+		// itself.
+		s.explicitTx.Store(true)
+		s.logger.Info("ledgerpg: the server's default_transaction_isolation is not read committed; Begin opens its own transactions (one round trip still, three statements more)")
+		return s.beginNew(ctx, p, start)
+	}
 	switch {
 	case err != nil:
 		return ledger.BeginResult{}, true, err
@@ -189,20 +205,23 @@ func (s *Store) whyNotInserted(ctx context.Context, db querier, op ledger.NewOpe
 	return ledger.Operation{}, errVanished
 }
 
-// oneTrip runs BEGIN, sync (the synchronous_commit setting of the
-// transaction: syncOn, or syncOff for a lazily durable Finish), what queue
-// adds (with result callbacks) and COMMIT as one batch: one round trip, one
-// commit. On
-// an error the transaction is rolled back (and a connection whose rollback
-// fails is closed rather than returned to the pool mid-transaction); an
-// error from queue sends nothing.
+// oneTrip runs what queue adds (with result callbacks) as one pipeline:
+// one round trip, one commit. Without explicit, the pipeline is sent
+// without BEGIN and COMMIT: PostgreSQL runs the statements before its Sync
+// as one implicit transaction (all or nothing, committed at the Sync), and
+// each statement sets what the transaction needs itself (synchronous_commit,
+// a guard on the isolation level); three statements fewer per write. With
+// explicit, it is BEGIN ISOLATION LEVEL READ COMMITTED, synchronous_commit
+// at least on, the statements, COMMIT. On an error the transaction is
+// rolled back (and a connection whose rollback fails is closed rather than
+// returned to the pool mid-transaction); an error from queue sends nothing.
 //
 // With pgx's default statement cache, stmts (what queue will add) are
 // prepared on the connection first: a no-op once they are, and otherwise
 // the round trip in which pgx would prepare them anyway, but here before
 // queue runs, so that a wait in it (parse analysis takes table locks) is
-// seen by what queue measures rather than hidden before BEGIN.
-func (s *Store) oneTrip(ctx context.Context, method, sync string, stmts []string, queue func(*pgx.Batch) error) error {
+// seen by what queue measures rather than hidden before the transaction.
+func (s *Store) oneTrip(ctx context.Context, method string, explicit bool, stmts []string, queue func(*pgx.Batch) error) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -216,13 +235,17 @@ func (s *Store) oneTrip(ctx context.Context, method, sync string, stmts []string
 		}
 	}
 	b := &pgx.Batch{}
-	b.Queue(beginTx)
-	b.Queue(sync)
+	if explicit {
+		b.Queue(beginTx)
+		b.Queue(syncOn)
+	}
 	if err := queue(b); err != nil {
 		return err
 	}
 	s.queueProbe(b, method)
-	b.Queue("COMMIT")
+	if explicit {
+		b.Queue("COMMIT")
+	}
 	err = conn.SendBatch(ctx, b).Close() // runs the callbacks in order
 	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
 		if _, rbErr := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rbErr != nil {

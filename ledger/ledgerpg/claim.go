@@ -177,7 +177,7 @@ func (s *Store) startAttemptFast(ctx context.Context, p ledger.StartAttemptParam
 	args := append(saveArgs(ch.Op), rev.xmin, p.Owner, string(rev.op.Status), remaining.Microseconds(),
 		a.Number, a.Key, a.StartedAt)
 	args = appendEvents(args, ledger.UTC(p.Now), ch.Events)
-	xmin, wrote, err := s.writeIfUnchanged(ctx, "start attempt", syncOn, s.q.startAttemptFast, args)
+	xmin, wrote, err := s.writeIfUnchanged(ctx, "start attempt", s.q.startAttemptFast, args)
 	if err != nil || !wrote {
 		return ledger.Change{}, false, err
 	}

@@ -15,10 +15,16 @@
 // read under a row lock (SELECT ... FOR UPDATE), the rules of package ledger
 // (ledger.ApplyFinish and its siblings) are applied to them, and the result
 // is written back in the same transaction, so leases are compare-and-set
-// across processes. A new operation
-// is recorded by Begin in a single round trip, so a successful payment costs
-// two commits: Begin, then Finish. Audit entries (Events) are written in the
-// transaction of the change they document, numbered under the same row lock.
+// across processes. A new operation is recorded by Begin in a single round
+// trip, and the store keeps what it wrote with the row's version (xmin): the
+// next Finish or StartAttempt of that operation applies the same rules to
+// that copy and writes in one conditional statement (UPDATE ... WHERE id AND
+// xmin AND lease_owner AND status), which changes nothing if the row moved
+// on, in which case the method takes the locked way. So a successful
+// payment costs two round trips and two commits: Begin, then Finish; an
+// operation claimed by ClaimDue, one statement for its attempt and one for
+// its outcome. Audit entries (Events) are written in the transaction of the
+// change they document, numbered under the same row lock.
 //
 // CreateOrGetTx is the exception to "one method, one transaction": it
 // records an operation inside the caller's pgx.Tx, so that a payment is

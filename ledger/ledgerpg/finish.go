@@ -23,19 +23,20 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 		return ledger.Operation{}, err
 	}
 	now := ledger.UTC(p.Now)
+	// One statement when the store wrote the row last (revision.go).
+	if out, ok, err := s.finishFast(ctx, p, now); ok || err != nil {
+		return out, translate("finish", err)
+	}
+	// Otherwise two round trips: the transaction opens in the batch that
+	// locks and reads, and commits in the batch that writes.
 	var out ledger.Operation
-	// Two round trips (this is the second write of every operation): the
-	// transaction opens in the batch that locks and reads, and commits in
-	// the batch that writes.
 	sync := syncOn
 	if s.lazyOutcomes {
 		// An outcome lost in a crash is recovered by a lookup (see
 		// Config.DurableOutcomes); the journal written before the request
-		// was sent is durable whatever this says.
+		// was sent is durable whatever this says. (The one-statement
+		// Finish sets the same: queries.finishFast.)
 		sync = syncOff
-	}
-	if out, ok, err := s.finishFast(ctx, p, now, sync); ok || err != nil {
-		return out, translate("finish", err)
 	}
 	err := s.twoTrips(ctx, "finish", sync, func(b *pgx.Batch) {
 		// Lock the row, then (a later statement, so it sees everything
@@ -89,7 +90,7 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 // operation (revision.go): one round trip instead of two. ok is false when
 // it wrote nothing (no copy, the rules refused the copy, the row had moved
 // on): Finish then reads the row under its lock and decides again.
-func (s *Store) finishFast(ctx context.Context, p ledger.FinishParams, now time.Time, sync string) (ledger.Operation, bool, error) {
+func (s *Store) finishFast(ctx context.Context, p ledger.FinishParams, now time.Time) (ledger.Operation, bool, error) {
 	rev, ok := s.revs.take(p.ID)
 	if !ok || s.longWayOnly {
 		return ledger.Operation{}, false, nil
@@ -119,7 +120,7 @@ func (s *Store) finishFast(ctx context.Context, p ledger.FinishParams, now time.
 			nullInt(a.HTTPStatus), nullText(a.ProviderRequestID), nullText(a.Error), a.Replayed)
 	}
 	args = appendEvents(args, now, ch.Events)
-	xmin, wrote, err := s.writeIfUnchanged(ctx, "finish", sync, sql, args)
+	xmin, wrote, err := s.writeIfUnchanged(ctx, "finish", sql, args)
 	if err != nil || !wrote {
 		return ledger.Operation{}, false, err
 	}
@@ -131,37 +132,56 @@ func (s *Store) finishFast(ctx context.Context, p ledger.FinishParams, now time.
 }
 
 // writeIfUnchanged runs one of the one-statement writes (queries.finishFast,
-// finishFastNoAttempt, startAttemptFast) in a transaction of its own, in one
-// round trip. wrote is false when the row was not the copy's version (the
-// statement returned no row), and also when the statement failed because
-// the events it numbered collided with ones another writer inserted
-// meanwhile or the attempt row had changed: in every case nothing was
-// written and the caller takes the long way.
-func (s *Store) writeIfUnchanged(ctx context.Context, method, sync, sql string, args []any) (xmin uint32, wrote bool, err error) {
-	err = s.oneTrip(ctx, method, sync, []string{sql}, func(b *pgx.Batch) error {
+// finishFastNoAttempt, startAttemptFast) as a transaction of its own: no
+// BEGIN or COMMIT, the statement alone in its pipeline (see oneTrip), one
+// round trip. It returns the new row version; wrote is false when the row
+// was not the copy's version (the statement returned NULL), and also when
+// the statement failed because the events it numbered collided with ones
+// another writer inserted meanwhile, the attempt row had changed (its
+// guard), or, under a server default of REPEATABLE READ or SERIALIZABLE,
+// the row changed after the statement's snapshot: in every case nothing
+// was written and the caller takes the long way.
+func (s *Store) writeIfUnchanged(ctx context.Context, method, sql string, args []any) (xmin uint32, wrote bool, err error) {
+	err = s.oneTrip(ctx, method, false, []string{sql}, func(b *pgx.Batch) error {
 		b.Queue(sql, args...).QueryRow(func(row pgx.Row) error {
-			var dest []any
-			if sql == s.q.finishFast {
-				var one int64
-				dest = []any{&xmin, &one}
-			} else {
-				dest = []any{&xmin}
+			var (
+				version pgtype.Uint32
+				guard   pgtype.Int8
+				sync    string
+			)
+			if err := row.Scan(&version, &guard, &sync); err != nil {
+				return err
 			}
-			err := row.Scan(dest...)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
-			wrote = err == nil
-			return err
+			xmin, wrote = version.Uint32, version.Valid
+			return nil
 		})
 		return nil
 	})
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "23505" && pgErr.ConstraintName == eventsKeyConstraint ||
-		pgErr.Code == "22012") { // queries.finishFast's guard on the attempt row
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == eventsKeyConstraint ||
+		isGuardFailure(err) || isSerializationFailure(err) {
 		return 0, false, nil
 	}
-	return xmin, wrote, err
+	if err != nil {
+		return 0, false, err
+	}
+	return xmin, wrote, nil
+}
+
+// isSerializationFailure reports SQLSTATE 40001, which only a transaction
+// above READ COMMITTED gets for a row another transaction changed: it wrote
+// nothing.
+func isSerializationFailure(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40001"
+}
+
+// isGuardFailure reports the division by zero with which a statement's
+// guard refuses to go on (queries.finishFast, readCommittedGuard): the
+// statement and its transaction wrote nothing.
+func isGuardFailure(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "22012"
 }
 
 // appendEvents adds the events parameters of the one-statement writes to

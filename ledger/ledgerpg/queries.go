@@ -64,7 +64,9 @@ type queries struct {
 	purgeFeed           string
 }
 
-func newQueries(schema string) queries {
+// newQueries builds the SQL of a store on schema; lazyOutcomes is
+// Config.DurableOutcomes reversed (the synchronous_commit of Finish).
+func newQueries(schema string, lazyOutcomes bool) queries {
 	q := queries{
 		schema:          pgx.Identifier{schema}.Sanitize(),
 		migrationsTable: pgx.Identifier{schema, "payonce_schema_migrations"}.Sanitize(),
@@ -112,7 +114,9 @@ func newQueries(schema string) queries {
 		)
 		SELECT count(*), coalesce(max(xmin::text::bigint), 0) FROM op`, q.insertOp, n+1, n+2, n+3))
 	// Begin's one-trip path runs this in its transaction right after the
-	// insert, before COMMIT, and undoes the insert (the attempt goes with it
+	// insert, with the transaction's synchronous_commit (rule 2: durable
+	// before the send) and its guard on the isolation level (see oneTrip).
+	// It undoes the insert (the attempt goes with it
 	// by ON DELETE CASCADE) when the ID has a tombstone or the lease would
 	// have lapsed. A later statement: under READ COMMITTED its snapshot
 	// sees a Cleanup that the insert waited for (the insert's own snapshot,
@@ -134,7 +138,7 @@ func newQueries(schema string) queries {
 			DELETE FROM {{feed}} f
 			WHERE f.txid = pg_current_xact_id() AND f.operation_id = $1 AND EXISTS (SELECT 1 FROM undone)
 		)
-		SELECT EXISTS (SELECT 1 FROM undone), {{t.cols}}
+		SELECT EXISTS (SELECT 1 FROM undone), {{t.cols}}, ` + syncOnExpr + `, ` + readCommittedGuard + `
 		FROM (SELECT 1) AS one LEFT JOIN {{tombstones}} t ON t.id = $1`)
 	// CreateOrGet's check, sent with its insert (a later statement of the
 	// same transaction, as above): the tombstone of the ID, if any, and how
@@ -184,8 +188,14 @@ func newQueries(schema string) queries {
 	// conditional on the row version the decision was taken on, the owner
 	// and the status; the attempt and the events are written only when it
 	// is (they read its RETURNING), and the statement returns the new row
-	// version, or no row when it wrote nothing. Events are numbered as in
-	// insertEvents.
+	// version (NULL when it wrote nothing), a guard column, and the
+	// transaction's synchronous_commit, set by the statement itself: these
+	// run as an implicit transaction of their own (see writeIfUnchanged).
+	// Events are numbered as in insertEvents.
+	finishSync := syncOnExpr
+	if lazyOutcomes {
+		finishSync = syncOffExpr
+	}
 	fastSave := strings.Replace(q.save, "WHERE id = $1", "WHERE id = $1 AND xmin = $21 AND lease_owner = $22 AND status = $23", 1)
 	fastEvents := func(first int) string {
 		return fmt.Sprintf(`ev AS (
@@ -215,10 +225,10 @@ func newQueries(schema string) queries {
 			RETURNING 1
 		),
 		` + fastEvents(32) + `
-		SELECT xmin, 1 / (SELECT count(*) FROM att) FROM op`)
+		SELECT (SELECT xmin FROM op), CASE WHEN EXISTS (SELECT 1 FROM op) THEN 1 / (SELECT count(*) FROM att) END, ` + finishSync + ``)
 	q.finishFastNoAttempt = r.Replace(`WITH op AS (` + fastSave + ` RETURNING xmin),
 		` + fastEvents(24) + `
-		SELECT xmin FROM op`)
+		SELECT (SELECT xmin FROM op), 1, ` + finishSync + ``)
 	// StartAttempt: the lease it extends must not have ended before the
 	// write ($24: the microseconds it had left when the trip was sent,
 	// against the time the transaction has been open; as undoCreated).
@@ -231,7 +241,7 @@ func newQueries(schema string) queries {
 			SELECT $1, $25, $26, $27, true FROM op
 		),
 		` + fastEvents(28) + `
-		SELECT xmin FROM op`)
+		SELECT (SELECT xmin FROM op), 1, ` + syncOnExpr + ``)
 	// SKIP LOCKED lets concurrent reconcilers share the due rows without
 	// waiting on each other; the lock and the lease update are one
 	// statement, so no two callers can lease the same row.

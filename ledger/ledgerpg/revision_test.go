@@ -9,8 +9,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/ledgerpg"
+	"github.com/payonce/payonce/ledger/ledgertest"
 )
 
 // A flow of writes on one operation, run on a store with the one-statement
@@ -304,4 +306,69 @@ func waitForLockWait(t *testing.T, pool *pgxpool.Pool, schema string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Begin's one-trip path and the one-statement writes run as implicit
+// transactions, whose isolation is the server's default. With another
+// default, Begin's guard sees it, nothing is written, and the store opens
+// READ COMMITTED transactions itself from then on; the one-statement
+// writes, which need no particular level, stay one statement.
+func TestOneTripUnderAnotherDefaultIsolation(t *testing.T) {
+	t.Parallel()
+	for _, level := range []string{"repeatable read", "serializable"} {
+		t.Run(level, func(t *testing.T) {
+			t.Parallel()
+			counter := &txCounter{}
+			s, pool := storeWith(t, func(cfg *pgxpool.Config) {
+				cfg.ConnConfig.Tracer = counter
+				onConnect("SET default_transaction_isolation = '" + level + "'")(cfg)
+			})
+			var got string
+			require.NoError(t, pool.QueryRow(t.Context(), "SHOW transaction_isolation").Scan(&got))
+			require.Equal(t, level, got)
+
+			beginWithAttempt(t, s, "op-1") // the guard refuses; then BEGIN ... READ COMMITTED
+			before := counter.roundTrips.Load()
+			beginWithAttempt(t, s, "op-2")
+			require.Equal(t, int64(1), counter.roundTrips.Load()-before, "Begin: one round trip")
+			for _, id := range []string{"op-1", "op-2"} {
+				before = counter.roundTrips.Load()
+				finishWith(ledger.FinishParams{
+					Now: t1, From: ledger.StatusInFlight, To: ledger.StatusSucceeded, ProviderRef: "pi_" + id,
+					Attempt: &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeSuccess},
+				})(t, s, id)
+				require.Equal(t, int64(1), counter.roundTrips.Load()-before, "Finish: one statement")
+				op, attempts, err := s.Get(t.Context(), id)
+				require.NoError(t, err)
+				require.Equal(t, ledger.StatusSucceeded, op.Status)
+				require.Len(t, attempts, 1)
+				require.Equal(t, ledger.OutcomeSuccess, attempts[0].Outcome)
+			}
+		})
+	}
+}
+
+// The conformance suite on a server whose default isolation is REPEATABLE
+// READ: every write path keeps its rules whichever way it runs.
+func TestConformanceUnderRepeatableReadDefault(t *testing.T) {
+	t.Parallel()
+	testkit.URL(t)
+	rr := onConnect("SET default_transaction_isolation = 'repeatable read'")
+	newRRPool := func(t *testing.T) *pgxpool.Pool {
+		cfg, err := pgxpool.ParseConfig(testkit.URL(t))
+		require.NoError(t, err)
+		rr(cfg)
+		return testkit.NewPoolConfig(t, cfg)
+	}
+	ledgertest.Run(t, func(t *testing.T) *ledgertest.Harness {
+		pool := newRRPool(t)
+		h := harness(t, pool, testkit.NewSchema(t, pool))
+		schema := h.Store.(*ledgerpg.Store).Schema()
+		h.OpenAnother = func(t *testing.T) ledger.Store {
+			s, err := ledgerpg.New(newRRPool(t), ledgerpg.Config{Schema: schema})
+			require.NoError(t, err)
+			return s
+		}
+		return h
+	})
 }

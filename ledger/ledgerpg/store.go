@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -54,6 +55,10 @@ type Store struct {
 	// revs are the store's last writes, for the one-statement writes
 	// (revision.go).
 	revs revisions
+	// explicitTx makes Begin's one-trip path open its transaction with
+	// BEGIN ISOLATION LEVEL READ COMMITTED, once the server was seen to
+	// default to another level (see oneTrip).
+	explicitTx atomic.Bool
 
 	// Test hooks (export_test.go); nil or empty in production.
 	//
@@ -95,7 +100,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Store{pool: pool, schema: cfg.Schema, q: newQueries(cfg.Schema), migrations: migrations,
+	return &Store{pool: pool, schema: cfg.Schema, q: newQueries(cfg.Schema, !cfg.DurableOutcomes), migrations: migrations,
 		lazyOutcomes: !cfg.DurableOutcomes, logger: logger}, nil
 }
 
@@ -140,6 +145,25 @@ const syncOn = `SELECT set_config('synchronous_commit',
 
 // syncOff is the lazily durable Finish's setting (Config.DurableOutcomes).
 const syncOff = `SELECT set_config('synchronous_commit', 'off', true)`
+
+// syncOnExpr and syncOffExpr are syncOn and syncOff as expressions, for the
+// statements that set their implicit transaction's synchronous_commit
+// themselves. A local setting lasts until the transaction ends and is read
+// when it commits, so it holds for the statement's own commit and leaves
+// the session as it was.
+var (
+	syncOnExpr  = strings.TrimPrefix(syncOn, "SELECT ")
+	syncOffExpr = strings.TrimPrefix(syncOff, "SELECT ")
+)
+
+// readCommittedGuard fails the statement (division by zero, SQLSTATE 22012)
+// when its transaction is not READ COMMITTED: Begin's one-trip path runs
+// without BEGIN, in the implicit transaction of its pipeline, whose level
+// is the server's default_transaction_isolation, and its undo check is
+// only right under READ COMMITTED (see queries.undoCreated). The
+// expression reads a stable function, so the planner cannot fold it into
+// an error at plan time.
+const readCommittedGuard = `1 / (CASE WHEN current_setting('transaction_isolation') = 'read committed' THEN 1 ELSE 0 END)`
 
 // durableTx opens the store's durable write transactions in one round trip
 // (a simple-protocol query of two statements).
