@@ -25,7 +25,8 @@ func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginRe
 		return ledger.BeginResult{}, fail("begin", err)
 	}
 	var res ledger.BeginResult
-	err := s.write(ctx, func(c *sql.Conn) error {
+	err := s.write(ctx, func(conn *sql.Conn) error {
+		c := quietTx(ctx, conn)
 		op, created, err := recordOrFind(ctx, c, p.Op, p.Now)
 		if err != nil {
 			return err
@@ -155,45 +156,55 @@ func createOrGet(ctx context.Context, q querier, op ledger.NewOperation, now tim
 //
 // Why the tombstone is checked: an ID that Cleanup removed is not new. A
 // late duplicate recorded afresh would be sent again under a key the
-// provider has forgotten: a second charge. The write transaction holds
-// SQLite's one write lock, so no Cleanup can run between the check and the
-// insert.
+// provider has forgotten: a second charge. insertOp checks it in the
+// statement that inserts, so nothing can come between the check and the
+// insert (and the write transaction holds SQLite's one write lock anyway).
 func recordOrFind(ctx context.Context, q querier, n ledger.NewOperation, now time.Time) (ledger.Operation, bool, error) {
-	created, err := insertOp(ctx, q, ledger.ApplyCreate(n, now))
-	if err != nil && !isKeyConflict(err) {
+	fresh := ledger.ApplyCreate(n, now)
+	created, err := insertOp(ctx, q, fresh)
+	if err != nil {
+		// A key another operation holds (the statement alone failed), or a
+		// failure. A tombstoned ID inserts nothing, so it cannot conflict.
 		return ledger.Operation{}, false, err
 	}
-	if err != nil || created {
-		// A new ID (or one whose key another operation holds): only a
-		// tombstone can say it is not new.
-		tomb, found, terr := getTombstone(ctx, q, n.ID)
-		if terr != nil {
-			return ledger.Operation{}, false, terr
-		}
-		if found {
-			if created {
-				// Undo the insert: the caller's transaction keeps nothing of
-				// this call.
-				if _, err := q.ExecContext(ctx, `DELETE FROM payonce_operations WHERE id = ?`, n.ID); err != nil {
-					return ledger.Operation{}, false, err
-				}
-				if err := unfeedCreated(ctx, q, n.ID); err != nil {
-					return ledger.Operation{}, false, err
-				}
-			}
-			return tomb.Operation(), false, nil
-		}
-		if err != nil {
-			return ledger.Operation{}, false, err // the key conflict
-		}
+	if created {
+		// The row just inserted holds fresh, as getOp would read it back:
+		// one read fewer on every new operation.
+		return asStored(fresh), true, nil
 	}
 	op, err := getOp(ctx, q, n.ID)
-	return op, created, err
+	if errors.Is(err, ledger.ErrNotFound) {
+		// Not inserted and no row: the ID's tombstone stopped the insert.
+		tomb, found, terr := getTombstone(ctx, q, n.ID)
+		if terr != nil || !found {
+			if terr == nil {
+				terr = err
+			}
+			return ledger.Operation{}, false, terr
+		}
+		return tomb.Operation(), false, nil
+	}
+	return op, false, err
+}
+
+// asStored returns op, a new operation that insertOp wrote, as scanOp reads
+// its row back. The only lossy column is key_ttl_ms (whole milliseconds).
+// Every other one holds its value exactly: the text was validated as UTF-8
+// without NUL bytes (ledger.NewOperation.Validate), which SQLite's STRICT
+// TEXT columns and the refs JSON keep byte for byte; References and Request
+// are non-empty, so none reads back as nil where op holds an empty value;
+// times are already at microsecond precision in UTC (ledger.UTC); and the
+// columns insertOp leaves out have no default, so they read back NULL, that
+// is the zero value op holds.
+func asStored(op ledger.Operation) ledger.Operation {
+	op.KeyTTL = time.Duration(ttlMillis(op.KeyTTL)) * time.Millisecond
+	return op
 }
 
 // insertOp records op, a new operation (ledger.ApplyCreate), unless its ID
-// exists. A key already used by another operation fails with a unique
-// violation, which fail turns into ledger.ErrKeyConflict.
+// exists or has a tombstone (created false, nothing written). A key already
+// used by another operation fails with a unique violation, which fail turns
+// into ledger.ErrKeyConflict.
 func insertOp(ctx context.Context, c querier, op ledger.Operation) (bool, error) {
 	refs, err := json.Marshal(op.References)
 	if err != nil {
@@ -202,10 +213,12 @@ func insertOp(ctx context.Context, c querier, op ledger.Operation) (bool, error)
 	res, err := c.ExecContext(ctx, `INSERT INTO payonce_operations
 		(id, key, provider, kind, refs, generation, fingerprint, request, status, attempts,
 		 key_ttl_ms, next_check_at, created_at, updated_at, payment_ref)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+		WHERE NOT EXISTS (SELECT 1 FROM payonce_tombstones WHERE id = ?)
 		ON CONFLICT (id) DO NOTHING`,
-		op.ID, op.Key, op.Provider, op.Kind, string(refs), op.Generation, op.Fingerprint, string(op.Request), string(op.Status), op.Attempts,
-		ttlMillis(op.KeyTTL), micros(op.NextCheckAt), micros(op.CreatedAt), micros(op.UpdatedAt), text(op.PaymentRef))
+		op.ID, op.Key, op.Provider, op.Kind, string(refs), int64(op.Generation), op.Fingerprint, string(op.Request), string(op.Status), int64(op.Attempts),
+		ttlMillis(op.KeyTTL), micros(op.NextCheckAt), micros(op.CreatedAt), micros(op.UpdatedAt), text(op.PaymentRef),
+		op.ID)
 	if err != nil {
 		return false, err
 	}
@@ -218,6 +231,6 @@ func insertOp(ctx context.Context, c querier, op ledger.Operation) (bool, error)
 func insertAttempt(ctx context.Context, c querier, a ledger.Attempt) error {
 	_, err := c.ExecContext(ctx, `INSERT INTO payonce_attempts
 		(operation_id, number, key, started_at, may_have_reached) VALUES (?, ?, ?, ?, ?)`,
-		a.OperationID, a.Number, a.Key, micros(a.StartedAt), boolInt(a.MayHaveReached))
+		a.OperationID, int64(a.Number), a.Key, micros(a.StartedAt), boolInt(a.MayHaveReached))
 	return err
 }

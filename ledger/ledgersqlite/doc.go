@@ -24,6 +24,12 @@
 // writes the result back. Audit entries (Events) are written in the write
 // transaction of the change they document.
 //
+// Statements: the pool Open creates keeps every statement the Store runs
+// prepared on each connection (finalized when the connection closes), so a
+// write does not parse and plan its SQL again; the statements inside a
+// write transaction run without the driver's per-statement interrupt
+// watch, and stop at the next statement once the caller's context ends.
+//
 // With New, the Store shares the caller's *sql.DB: it sets busy_timeout and
 // synchronous on a connection only while it uses it, and puts the caller's
 // values back before the connection returns to the pool, so a lazily

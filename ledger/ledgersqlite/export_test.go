@@ -46,3 +46,12 @@ func StatsSQL(includeSettled bool) string {
 	}
 	return statsQuery
 }
+
+// QuietTx is quietTx, for tests.
+func QuietTx(ctx context.Context, c *sql.Conn) interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+} {
+	return quietTx(ctx, c)
+}

@@ -87,12 +87,3 @@ func purgeFeed(ctx context.Context, c *sql.Conn, madeBefore time.Time, batch int
 	n, err := res.RowsAffected()
 	return int(n), err
 }
-
-// unfeedCreated deletes the feed entry of operation id that this write
-// transaction's insert just made (the newest row: SQLite's one writer
-// cannot have written another since), when the insert is undone.
-func unfeedCreated(ctx context.Context, q querier, id string) error {
-	_, err := q.ExecContext(ctx, `DELETE FROM payonce_feed
-		WHERE seq = (SELECT max(seq) FROM payonce_feed) AND operation_id = ?`, id)
-	return err
-}

@@ -20,7 +20,7 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 	if err := p.Validate(); err != nil {
 		return ledger.Operation{}, fail("finish", err)
 	}
-	return s.transition(ctx, "finish", p.ID, s.lazyOutcomes, ledger.UTC(p.Now), func(c *sql.Conn, op ledger.Operation) (ledger.Change, error) {
+	return s.transition(ctx, "finish", p.ID, s.lazyOutcomes, ledger.UTC(p.Now), func(c querier, op ledger.Operation) (ledger.Change, error) {
 		var (
 			recorded    *ledger.Attempt
 			othersStart time.Time
@@ -50,9 +50,10 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 // then write the changed operation and its events stamped now. It returns
 // the operation as written; errors are wrapped for method, and then nothing
 // has changed.
-func (s *Store) transition(ctx context.Context, method, id string, lazy bool, now time.Time, apply func(c *sql.Conn, op ledger.Operation) (ledger.Change, error)) (ledger.Operation, error) {
+func (s *Store) transition(ctx context.Context, method, id string, lazy bool, now time.Time, apply func(c querier, op ledger.Operation) (ledger.Change, error)) (ledger.Operation, error) {
 	var out ledger.Operation
-	err := s.writeTx(ctx, lazy, func(c *sql.Conn) error {
+	err := s.writeTx(ctx, lazy, func(conn *sql.Conn) error {
+		c := quietTx(ctx, conn)
 		op, err := getOp(ctx, c, id)
 		if err != nil {
 			return err
@@ -79,11 +80,10 @@ func (s *Store) transition(ctx context.Context, method, id string, lazy bool, no
 // window starts if this attempt turns out never to have left. These are the
 // facts ledger.ApplyFinish needs.
 func attemptForFinish(ctx context.Context, c querier, id string, number int) (*ledger.Attempt, time.Time, error) {
-	var othersStart sql.NullInt64
-	a, err := scanAttempt(withExtra{c.QueryRowContext(ctx, `SELECT `+attemptColumns+`,
+	a, othersStart, err := scanAttemptExtra(c.QueryRowContext(ctx, `SELECT `+attemptColumns+`,
 		(SELECT MIN(e.started_at) FROM payonce_attempts e
 		  WHERE e.operation_id = a.operation_id AND e.key = a.key AND e.may_have_reached = 1 AND e.number <> a.number)
-		FROM payonce_attempts a WHERE a.operation_id = ? AND a.number = ?`, id, number), []any{&othersStart}})
+		FROM payonce_attempts a WHERE a.operation_id = ? AND a.number = ?`, id, int64(number)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, time.Time{}, nil
 	}
@@ -99,7 +99,7 @@ func finishAttempt(ctx context.Context, c querier, a ledger.Attempt) error {
 		finished_at = ?, outcome = ?, http_status = ?, provider_request_id = ?, error = ?, may_have_reached = ?, replayed = ?
 		WHERE operation_id = ? AND number = ?`,
 		micros(a.FinishedAt), string(a.Outcome), nullInt(a.HTTPStatus), text(a.ProviderRequestID), text(a.Error), boolInt(a.MayHaveReached),
-		boolInt(a.Replayed), a.OperationID, a.Number)
+		boolInt(a.Replayed), a.OperationID, int64(a.Number))
 	return err
 }
 
@@ -114,7 +114,7 @@ func (s *Store) Resolve(ctx context.Context, p ledger.ResolveParams) (ledger.Ope
 	if err := p.Validate(); err != nil {
 		return ledger.Operation{}, fail("resolve", err)
 	}
-	return s.transition(ctx, "resolve", p.ID, false, ledger.UTC(p.Now), func(_ *sql.Conn, op ledger.Operation) (ledger.Change, error) {
+	return s.transition(ctx, "resolve", p.ID, false, ledger.UTC(p.Now), func(_ querier, op ledger.Operation) (ledger.Change, error) {
 		return ledger.ApplyResolve(op, p)
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/payonce/payonce/ledger"
@@ -57,7 +58,7 @@ func nonEmpty(b []byte) []byte {
 	return b
 }
 
-func boolInt(b bool) int {
+func boolInt(b bool) int64 {
 	if b {
 		return 1
 	}
@@ -78,72 +79,83 @@ const opColumns = `id, key, provider, kind, refs, generation, fingerprint, reque
 
 type scanner interface{ Scan(dest ...any) error }
 
-// withExtra scans a row holding more columns than a scan function reads:
-// the extra ones go to extra.
-type withExtra struct {
-	row   scanner
-	extra []any
+// opRow holds the scan targets of one operation row, and the list of
+// pointers to them that Scan takes. Scanning into locals would move every
+// one of them to the heap (they reach Scan through an interface), some
+// thirty allocations per row; one pooled opRow costs none.
+type opRow struct {
+	id, key, provider, kind, fingerprint                   string
+	refs, request, status                                  string
+	generation, attempts, ttlMS                            int64
+	providerRef, result, leaseOwner, reviewReason          sql.NullString
+	paymentRef                                             sql.NullString
+	resolvedBy, resolutionNote, resolutionOutcome          sql.NullString
+	windowStart, keyExpiresAt, leaseExpiresAt, nextCheckAt sql.NullInt64
+	reviewAt, resolvedAt, createdAt, updatedAt, finishedAt sql.NullInt64
+	dest                                                   []any
 }
 
-func (w withExtra) Scan(dest ...any) error { return w.row.Scan(append(dest, w.extra...)...) }
+var opRows = sync.Pool{New: func() any {
+	r := new(opRow)
+	r.dest = []any{&r.id, &r.key, &r.provider, &r.kind, &r.refs, &r.generation, &r.fingerprint, &r.request, &r.status,
+		&r.providerRef, &r.result, &r.attempts, &r.ttlMS, &r.windowStart, &r.keyExpiresAt,
+		&r.leaseOwner, &r.leaseExpiresAt, &r.nextCheckAt, &r.reviewReason, &r.reviewAt,
+		&r.resolvedBy, &r.resolutionNote, &r.resolutionOutcome, &r.resolvedAt,
+		&r.createdAt, &r.updatedAt, &r.finishedAt, &r.paymentRef}
+	return r
+}}
 
 // scanOp reads one operation row. A value that cannot be read back (unknown
 // status, malformed references, ...) is reported with ledger.Corrupt and the
 // row is left untouched for an operator.
 func scanOp(sc scanner) (ledger.Operation, error) {
-	var (
-		op                                                     ledger.Operation
-		refs, request, status                                  string
-		generation, attempts, ttlMS                            int64
-		providerRef, result, leaseOwner, reviewReason          sql.NullString
-		paymentRef                                             sql.NullString
-		resolvedBy, resolutionNote, resolutionOutcome          sql.NullString
-		windowStart, keyExpiresAt, leaseExpiresAt, nextCheckAt sql.NullInt64
-		reviewAt, resolvedAt, createdAt, updatedAt, finishedAt sql.NullInt64
-	)
-	err := sc.Scan(&op.ID, &op.Key, &op.Provider, &op.Kind, &refs, &generation, &op.Fingerprint, &request, &status,
-		&providerRef, &result, &attempts, &ttlMS, &windowStart, &keyExpiresAt,
-		&leaseOwner, &leaseExpiresAt, &nextCheckAt, &reviewReason, &reviewAt,
-		&resolvedBy, &resolutionNote, &resolutionOutcome, &resolvedAt,
-		&createdAt, &updatedAt, &finishedAt, &paymentRef)
-	if err != nil {
+	r := opRows.Get().(*opRow)
+	defer func() {
+		*r = opRow{dest: r.dest} // keep no row's text alive in the pool
+		opRows.Put(r)
+	}()
+	// Scan sets every target (NULL included) before it returns nil: nothing
+	// of the previous row read into r survives.
+	if err := sc.Scan(r.dest...); err != nil {
 		return ledger.Operation{}, err
 	}
-	if op.Status, err = ledger.ParseStatus(status); err != nil {
+	op := ledger.Operation{ID: r.id, Key: r.key, Provider: r.provider, Kind: r.kind, Fingerprint: r.fingerprint}
+	var err error
+	if op.Status, err = ledger.ParseStatus(r.status); err != nil {
 		return ledger.Operation{}, ledger.Corrupt(op.ID, "status", err)
 	}
-	if err := json.Unmarshal([]byte(refs), &op.References); err != nil {
+	if err := json.Unmarshal([]byte(r.refs), &op.References); err != nil {
 		return ledger.Operation{}, ledger.Corrupt(op.ID, "refs", err)
 	}
-	op.Generation = int(generation)
-	op.Request = []byte(request)
-	op.ProviderRef = providerRef.String
-	op.PaymentRef = paymentRef.String
-	op.Result = fromBlobText(result)
-	op.Attempts = int(attempts)
-	op.KeyTTL = time.Duration(ttlMS) * time.Millisecond
-	op.WindowStart = fromMicros(windowStart)
-	op.KeyExpiresAt = fromMicros(keyExpiresAt)
-	op.LeaseOwner = leaseOwner.String
-	op.LeaseExpiresAt = fromMicros(leaseExpiresAt)
-	op.NextCheckAt = fromMicros(nextCheckAt)
-	op.ReviewReason = reviewReason.String
-	op.ReviewAt = fromMicros(reviewAt)
-	if resolvedBy.Valid || resolutionOutcome.Valid {
-		outcome, err := ledger.ParseResolutionOutcome(resolutionOutcome.String)
+	op.Generation = int(r.generation)
+	op.Request = []byte(r.request)
+	op.ProviderRef = r.providerRef.String
+	op.PaymentRef = r.paymentRef.String
+	op.Result = fromBlobText(r.result)
+	op.Attempts = int(r.attempts)
+	op.KeyTTL = time.Duration(r.ttlMS) * time.Millisecond
+	op.WindowStart = fromMicros(r.windowStart)
+	op.KeyExpiresAt = fromMicros(r.keyExpiresAt)
+	op.LeaseOwner = r.leaseOwner.String
+	op.LeaseExpiresAt = fromMicros(r.leaseExpiresAt)
+	op.NextCheckAt = fromMicros(r.nextCheckAt)
+	op.ReviewReason = r.reviewReason.String
+	op.ReviewAt = fromMicros(r.reviewAt)
+	if r.resolvedBy.Valid || r.resolutionOutcome.Valid {
+		outcome, err := ledger.ParseResolutionOutcome(r.resolutionOutcome.String)
 		if err != nil {
 			return ledger.Operation{}, ledger.Corrupt(op.ID, "resolution_outcome", err)
 		}
 		op.Resolution = &ledger.Resolution{
-			Actor:   resolvedBy.String,
-			Note:    resolutionNote.String,
+			Actor:   r.resolvedBy.String,
+			Note:    r.resolutionNote.String,
 			Outcome: outcome,
-			At:      fromMicros(resolvedAt),
+			At:      fromMicros(r.resolvedAt),
 		}
 	}
-	op.CreatedAt = fromMicros(createdAt)
-	op.UpdatedAt = fromMicros(updatedAt)
-	op.FinishedAt = fromMicros(finishedAt)
+	op.CreatedAt = fromMicros(r.createdAt)
+	op.UpdatedAt = fromMicros(r.updatedAt)
+	op.FinishedAt = fromMicros(r.finishedAt)
 	return op, nil
 }
 
@@ -195,7 +207,7 @@ func saveOp(ctx context.Context, q querier, op *ledger.Operation) error {
 		review_reason = ?, review_at = ?, resolved_by = ?, resolution_note = ?, resolution_outcome = ?,
 		resolved_at = ?, updated_at = ?, finished_at = ?
 		WHERE id = ?`,
-		op.Key, op.Generation, string(op.Status), text(op.ProviderRef), blobText(op.Result), op.Attempts,
+		op.Key, int64(op.Generation), string(op.Status), text(op.ProviderRef), blobText(op.Result), int64(op.Attempts),
 		micros(op.WindowStart), micros(op.KeyExpiresAt), text(op.LeaseOwner), micros(op.LeaseExpiresAt), micros(op.NextCheckAt),
 		text(op.ReviewReason), micros(op.ReviewAt), resolvedBy, resolutionNote, resolutionOutcome,
 		resolvedAt, micros(op.UpdatedAt), micros(op.FinishedAt),
@@ -206,32 +218,67 @@ func saveOp(ctx context.Context, q querier, op *ledger.Operation) error {
 const attemptColumns = `operation_id, number, key, started_at, finished_at, may_have_reached,
 	outcome, http_status, provider_request_id, error, replayed`
 
+// attemptRow is opRow for an attempt row, with room for the one extra
+// column attemptForFinish reads after attemptColumns.
+type attemptRow struct {
+	operationID, key                    string
+	number, mayHaveReached, replayed    int64
+	startedAt, finishedAt, httpStatus   sql.NullInt64
+	outcome, providerRequestID, errText sql.NullString
+	extra                               sql.NullInt64
+	dest                                []any // attemptColumns, then extra
+}
+
+var attemptRows = sync.Pool{New: func() any {
+	r := new(attemptRow)
+	r.dest = []any{&r.operationID, &r.number, &r.key, &r.startedAt, &r.finishedAt, &r.mayHaveReached,
+		&r.outcome, &r.httpStatus, &r.providerRequestID, &r.errText, &r.replayed, &r.extra}
+	return r
+}}
+
+func putAttemptRow(r *attemptRow) {
+	*r = attemptRow{dest: r.dest}
+	attemptRows.Put(r)
+}
+
 func scanAttempt(sc scanner) (ledger.Attempt, error) {
-	var (
-		a                                 ledger.Attempt
-		number, mayHaveReached, replayed  int64
-		startedAt, finishedAt, httpStatus sql.NullInt64
-		outcome, providerRequestID, errs  sql.NullString
-	)
-	if err := sc.Scan(&a.OperationID, &number, &a.Key, &startedAt, &finishedAt, &mayHaveReached,
-		&outcome, &httpStatus, &providerRequestID, &errs, &replayed); err != nil {
+	r := attemptRows.Get().(*attemptRow)
+	defer putAttemptRow(r)
+	if err := sc.Scan(r.dest[:len(r.dest)-1]...); err != nil {
 		return ledger.Attempt{}, err
 	}
-	a.Number = int(number)
-	a.StartedAt = fromMicros(startedAt)
-	a.FinishedAt = fromMicros(finishedAt)
-	a.MayHaveReached = mayHaveReached != 0
-	a.Replayed = replayed != 0
-	if outcome.Valid && outcome.String != "" {
-		c, err := ledger.ParseOutcomeClass(outcome.String)
+	return r.attempt()
+}
+
+// scanAttemptExtra is scanAttempt for a row with one more integer column,
+// returned as extra.
+func scanAttemptExtra(sc scanner) (a ledger.Attempt, extra sql.NullInt64, err error) {
+	r := attemptRows.Get().(*attemptRow)
+	defer putAttemptRow(r)
+	if err := sc.Scan(r.dest...); err != nil {
+		return ledger.Attempt{}, sql.NullInt64{}, err
+	}
+	a, err = r.attempt()
+	return a, r.extra, err
+}
+
+func (r *attemptRow) attempt() (ledger.Attempt, error) {
+	a := ledger.Attempt{OperationID: r.operationID, Key: r.key}
+	a.Number = int(r.number)
+	a.StartedAt = fromMicros(r.startedAt)
+	a.FinishedAt = fromMicros(r.finishedAt)
+	a.MayHaveReached = r.mayHaveReached != 0
+	a.Replayed = r.replayed != 0
+	if r.outcome.Valid && r.outcome.String != "" {
+		c, err := ledger.ParseOutcomeClass(r.outcome.String)
 		if err != nil {
 			return ledger.Attempt{}, ledger.Corrupt(a.OperationID, fmt.Sprintf("attempts[%d].outcome", a.Number), err)
 		}
 		a.Outcome = c
 	}
-	a.HTTPStatus = int(httpStatus.Int64)
-	a.ProviderRequestID = providerRequestID.String
-	a.Error = errs.String
+	a.HTTPStatus = int(r.httpStatus.Int64)
+	a.ProviderRequestID = r.providerRequestID.String
+	a.Error = r.errText.String
 	return a, nil
 }
 
@@ -298,5 +345,5 @@ func nullInt(n int) any {
 	if n == 0 {
 		return nil
 	}
-	return n
+	return int64(n)
 }

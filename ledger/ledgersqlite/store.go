@@ -52,6 +52,8 @@ type Store struct {
 	// connection while the Store uses it, when the Store did not open the
 	// pool itself (New): the caller's DSN may lack a busy timeout.
 	busyTimeoutMS int64
+	// busyTimeoutSQL sets busyTimeoutMS, built once in New.
+	busyTimeoutSQL string
 
 	// commits counts the COMMITs this Store issued (for tests and benchmarks).
 	commits atomic.Int64
@@ -143,10 +145,13 @@ func Open(path string, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledgersqlite: open %s: %w", path, err)
 	}
-	db, err := sql.Open("sqlite", dsn)
+	connector, err := sqlite.NewConnector(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("ledgersqlite: open %s: %w", path, err)
 	}
+	// The pool is the Store's own: its connections keep their prepared
+	// statements (see cachingConn).
+	db := sql.OpenDB(cachingConnector{inner: connector})
 	db.SetMaxOpenConns(defaultMaxOpenConns)
 	db.SetMaxIdleConns(defaultMaxOpenConns)
 	// One connection first: it switches the file to WAL before a pool of
@@ -160,8 +165,9 @@ func Open(path string, cfg Config) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("ledgersqlite: open %s: journal mode is %q, want wal (is the file on a filesystem without shared memory?)", path, mode)
 	}
-	// synchronous is checked before every write (see conn): a lazy Finish
-	// lowers it on its connection for its own transaction only.
+	// synchronous is set by the DSN on every connection and kept there
+	// while idle (see conn): a lazy Finish lowers it on its connection for
+	// its own transaction only.
 	return &Store{db: db, ownsDB: true, writeSem: make(chan struct{}, 1),
 		synchronous: cfg.Synchronous, lazyOutcomes: !cfg.DurableOutcomes}, nil
 }
@@ -203,7 +209,9 @@ func fileDSN(path string, cfg Config) (string, error) {
 // settings the caller chose. It does not change the journal mode, so open
 // the file in WAL mode (PRAGMA journal_mode=WAL) to let reads run while a
 // write is in progress. db must allow at least one open connection beyond
-// those the caller holds. Call Migrate to create the schema.
+// those the caller holds. The Store's statements are not kept prepared on
+// the caller's connections (see cachingConn): they run as with Open, only
+// parsed again each time. Call Migrate to create the schema.
 func New(db *sql.DB, cfg Config) (*Store, error) {
 	if db == nil {
 		return nil, fmt.Errorf("ledgersqlite: new: %w", &ledger.ValidationError{Field: "db", Problem: "must not be nil"})
@@ -213,11 +221,12 @@ func New(db *sql.DB, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("ledgersqlite: new: %w", err)
 	}
 	return &Store{
-		db:            db,
-		writeSem:      make(chan struct{}, 1),
-		busyTimeoutMS: cfg.BusyTimeout.Milliseconds(),
-		synchronous:   cfg.Synchronous,
-		lazyOutcomes:  !cfg.DurableOutcomes,
+		db:             db,
+		writeSem:       make(chan struct{}, 1),
+		busyTimeoutMS:  cfg.BusyTimeout.Milliseconds(),
+		busyTimeoutSQL: pragmaSet("busy_timeout", cfg.BusyTimeout.Milliseconds()),
+		synchronous:    cfg.Synchronous,
+		lazyOutcomes:   !cfg.DurableOutcomes,
 	}, nil
 }
 
@@ -238,73 +247,162 @@ var synchronousLevels = map[Synchronous]int64{SynchronousNormal: 1, SynchronousF
 
 // conn takes a connection from the pool, ready for a read or a write: the
 // busy timeout (New) and, for a write, synchronous at the Store's level, or
-// NORMAL for a lazy one (when the Store's level is FULL). release puts back
-// every setting conn changed and returns the connection to the pool; call it
-// on every path (defer it) once the connection is outside any transaction.
+// NORMAL for a lazy one (when the Store's level is FULL). Its release puts
+// back every setting conn changed and returns the connection to the pool;
+// call it on every path (defer it) once the connection is outside any
+// transaction.
 //
 // Why settings are put back: the pool is shared with the caller under New.
 // A connection left with synchronous=NORMAL by a lazy Finish (or with the
 // Store's level instead of the caller's EXTRA) would run the caller's own
 // transactions (its CreateOrGetTx transaction, its business data) with less
 // durability than the caller configured.
-func (s *Store) conn(ctx context.Context, write, lazy bool) (c *sql.Conn, release func(), err error) {
-	c, err = s.db.Conn(ctx)
+//
+// Under Open the pool is the Store's own and every connection of it is at
+// the Store's level while idle: the DSN sets it when the connection opens,
+// and release puts back any change (or discards the connection). conn then
+// knows the level without asking, and a write at the Store's level runs no
+// PRAGMA at all. Under New the caller may have changed it, so it is read.
+func (s *Store) conn(ctx context.Context, write, lazy bool) (*leasedConn, error) {
+	c, err := s.db.Conn(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	var restore []string
-	release = func() {
-		ctx := context.WithoutCancel(ctx)
-		for i := len(restore) - 1; i >= 0; i-- {
-			if _, err := c.ExecContext(ctx, restore[i]); err != nil {
-				// Never hand the pool a connection with settings its owner
-				// did not choose: discard it.
-				_ = c.Raw(func(any) error { return driver.ErrBadConn })
-				break
-			}
-		}
-		_ = c.Close()
-	}
-	set := func(pragma string, want int64) error {
-		var have int64
-		if err := c.QueryRowContext(ctx, "PRAGMA "+pragma).Scan(&have); err != nil {
-			return err
-		}
-		if have == want {
-			return nil
-		}
-		if _, err := c.ExecContext(ctx, fmt.Sprintf("PRAGMA %s = %d", pragma, want)); err != nil {
-			return err
-		}
-		restore = append(restore, fmt.Sprintf("PRAGMA %s = %d", pragma, have))
-		return nil
-	}
+	l := &leasedConn{Conn: c, ctx: ctx}
 	if s.busyTimeoutMS > 0 {
-		err = set("busy_timeout", s.busyTimeoutMS)
+		err = l.set("busy_timeout", -1, s.busyTimeoutMS, s.busyTimeoutSQL)
 	}
 	if err == nil && write {
 		level := synchronousLevels[s.synchronous]
 		if lazy && s.synchronous == SynchronousFull {
 			level = synchronousLevels[SynchronousNormal]
 		}
-		err = set("synchronous", level)
+		have := int64(-1)
+		if s.ownsDB {
+			have = synchronousLevels[s.synchronous]
+		}
+		err = l.set("synchronous", have, level, pragmaSet("synchronous", level))
 	}
 	if err != nil {
-		release()
-		return nil, nil, err
+		l.release()
+		return nil, err
 	}
-	return c, release, nil
+	return l, nil
+}
+
+// leasedConn is a connection conn took from the pool, with the statements
+// that put back what conn changed on it.
+type leasedConn struct {
+	*sql.Conn
+	ctx     context.Context
+	restore [2]string // at most busy_timeout and synchronous
+	n       int
+}
+
+// set makes pragma want on the connection with setSQL; have is its current
+// value, or -1 to read it.
+func (l *leasedConn) set(pragma string, have, want int64, setSQL string) error {
+	if have < 0 {
+		if err := l.QueryRowContext(l.ctx, "PRAGMA "+pragma).Scan(&have); err != nil {
+			return err
+		}
+	}
+	if have == want {
+		return nil
+	}
+	if _, err := l.ExecContext(l.ctx, setSQL); err != nil {
+		return err
+	}
+	l.restore[l.n] = pragmaSet(pragma, have)
+	l.n++
+	return nil
+}
+
+// release puts back every setting conn changed and returns the connection
+// to the pool.
+func (l *leasedConn) release() {
+	if l.n > 0 {
+		ctx := context.WithoutCancel(l.ctx)
+		for i := l.n - 1; i >= 0; i-- {
+			if _, err := l.ExecContext(ctx, l.restore[i]); err != nil {
+				// Never hand the pool a connection with settings its owner
+				// did not choose: discard it.
+				_ = l.Raw(func(any) error { return driver.ErrBadConn })
+				break
+			}
+		}
+	}
+	_ = l.Close()
+}
+
+// pragmaSet is the statement setting pragma to v. The ones a lazy Finish
+// runs are constants, and New builds its busy_timeout statement once, so
+// the hot path builds no SQL text.
+func pragmaSet(pragma string, v int64) string {
+	if pragma == "synchronous" {
+		switch v {
+		case 1:
+			return "PRAGMA synchronous = 1"
+		case 2:
+			return "PRAGMA synchronous = 2"
+		}
+	}
+	return fmt.Sprintf("PRAGMA %s = %d", pragma, v)
+}
+
+// quietTx returns the querier for the statements of a write transaction on
+// c, after its BEGIN IMMEDIATE: each statement runs only while ctx is live
+// (once ctx has ended, the next statement fails with ctx's error, and the
+// transaction is rolled back, as before), but the driver is handed ctx
+// without its cancellation.
+//
+// Why: for a cancellable context the driver starts a goroutine per
+// statement to interrupt it, and database/sql one per row set, several
+// allocations and a goroutine for each statement of the fast path. Inside
+// the transaction nothing waits (the write lock is held; under WAL reads
+// never wait), and these statements read or write a few rows by key, so
+// there is nothing to interrupt. The waits (BEGIN IMMEDIATE, for the lock;
+// the connection from the pool) keep ctx.
+//
+// The ctx argument of its methods is ignored: every statement of the
+// transaction runs under the transaction's ctx.
+func quietTx(ctx context.Context, c *sql.Conn) querier {
+	return &txQuerier{c: c, ctx: ctx, quiet: context.WithoutCancel(ctx)}
+}
+
+type txQuerier struct {
+	c          *sql.Conn
+	ctx, quiet context.Context
+}
+
+func (t *txQuerier) use() context.Context {
+	if t.ctx.Err() != nil {
+		return t.ctx // the driver fails the statement with ctx's error
+	}
+	return t.quiet
+}
+
+func (t *txQuerier) QueryRowContext(_ context.Context, query string, args ...any) *sql.Row {
+	return t.c.QueryRowContext(t.use(), query, args...)
+}
+
+func (t *txQuerier) QueryContext(_ context.Context, query string, args ...any) (*sql.Rows, error) {
+	return t.c.QueryContext(t.use(), query, args...)
+}
+
+func (t *txQuerier) ExecContext(_ context.Context, query string, args ...any) (sql.Result, error) {
+	return t.c.ExecContext(t.use(), query, args...)
 }
 
 // read runs fn on one connection of the pool. Under WAL, reads run
 // concurrently with each other and with the one writer.
 func (s *Store) read(ctx context.Context, fn func(c *sql.Conn) error) error {
-	c, release, err := s.conn(ctx, false, false)
+	l, err := s.conn(ctx, false, false)
 	if err != nil {
 		return err
 	}
-	defer release()
-	return fn(c)
+	defer l.release()
+	return fn(l.Conn)
 }
 
 // write runs fn in one write transaction and commits it, or rolls it back
@@ -331,13 +429,14 @@ func (s *Store) writeTx(ctx context.Context, lazy bool, fn func(c *sql.Conn) err
 	}
 	defer func() { <-s.writeSem }()
 
-	c, release, err := s.conn(ctx, true, lazy)
+	l, err := s.conn(ctx, true, lazy)
 	if err != nil {
 		return err
 	}
+	c := l.Conn
 	// Deferred first, so it runs last: the settings are put back once the
 	// transaction has ended (committed, or rolled back by the defer below).
-	defer release()
+	defer l.release()
 	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return err
 	}
