@@ -1,6 +1,7 @@
 package payonce
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -73,11 +74,40 @@ type storedResult struct {
 }
 
 func encodeResult(o Outcome) []byte {
-	b, _ := json.Marshal(storedResult{
+	b, _ := json.Marshal(storedOf(o))
+	return b
+}
+
+// storedOf is the stored result of an outcome, as encodeResult encodes it.
+func storedOf(o Outcome) storedResult {
+	return storedResult{
 		ProviderRef: o.ProviderRef, Code: o.Code, DeclineCode: o.DeclineCode, Message: truncate(o.Message, 1000),
 		HTTPStatus: o.HTTPStatus, RequestID: o.RequestID, Replayed: o.Replayed,
-	})
-	return b
+	}
+}
+
+// roundTrips reports whether decodeResult(encodeResult(...)) of s gives s
+// back. It does when every string is valid UTF-8: JSON encoding replaces
+// invalid bytes, and is otherwise undone exactly by decoding.
+func (s storedResult) roundTrips() bool {
+	return utf8.ValidString(s.ProviderRef) && utf8.ValidString(s.Code) && utf8.ValidString(s.DeclineCode) &&
+		utf8.ValidString(s.Message) && utf8.ValidString(s.RequestID)
+}
+
+// knownResult is an encoded result with its decoding, so that a result the
+// client has just written need not be decoded again to be reported.
+type knownResult struct {
+	raw []byte
+	s   storedResult
+}
+
+// resultOfKnown is ResultOf(op), without decoding op.Result when k holds
+// the same bytes (decoding is a function of the bytes alone).
+func resultOfKnown(op ledger.Operation, k *knownResult) Result {
+	if k != nil && k.raw != nil && bytes.Equal(op.Result, k.raw) {
+		return resultWith(op, k.s)
+	}
+	return ResultOf(op)
 }
 
 func decodeResult(b []byte) storedResult {
@@ -94,7 +124,11 @@ func resultOf(op ledger.Operation) Result { return ResultOf(op) }
 // op: use it on operations from a ledger.Store (Get, a store's
 // CreateOrGetTx, ListReview...). Replayed is false; Client.Status sets it.
 func ResultOf(op ledger.Operation) Result {
-	s := decodeResult(op.Result)
+	return resultWith(op, decodeResult(op.Result))
+}
+
+// resultWith is ResultOf with op.Result already decoded into s.
+func resultWith(op ledger.Operation, s storedResult) Result {
 	r := Result{
 		OperationID: op.ID, Key: op.Key, Provider: op.Provider, Kind: Kind(op.Kind),
 		ProviderRef: op.ProviderRef, Code: s.Code, DeclineCode: s.DeclineCode, Message: s.Message,

@@ -749,13 +749,24 @@ func (h Hooks) fire(ctx context.Context, log *slog.Logger, from ledger.Status, o
 	switch {
 	case op.Status == ledger.StatusSucceeded || op.Status == ledger.StatusFailed:
 		if h.OnSettled != nil {
-			runHook(ctx, log, h.Timeout, "OnSettled", op.ID, func(ctx context.Context) { h.OnSettled(ctx, resultOf(op)) })
+			h.fireSettled(ctx, log, op)
 		}
 	case op.Status == ledger.StatusManualReview:
 		if h.OnReview != nil {
-			runHook(ctx, log, h.Timeout, "OnReview", op.ID, func(ctx context.Context) { h.OnReview(ctx, resultOf(op), op.ReviewReason) })
+			h.fireReview(ctx, log, op)
 		}
 	}
+}
+
+// fireSettled and fireReview run a hook on op. They are apart from fire
+// because the closure captures op: in fire, op would move to the heap on
+// every call, hooks set or not.
+func (h Hooks) fireSettled(ctx context.Context, log *slog.Logger, op ledger.Operation) {
+	runHook(ctx, log, h.Timeout, "OnSettled", op.ID, func(ctx context.Context) { h.OnSettled(ctx, resultOf(op)) })
+}
+
+func (h Hooks) fireReview(ctx context.Context, log *slog.Logger, op ledger.Operation) {
+	runHook(ctx, log, h.Timeout, "OnReview", op.ID, func(ctx context.Context) { h.OnReview(ctx, resultOf(op), op.ReviewReason) })
 }
 
 // runHook runs fn for at most timeout, recovering a panic. fn's context

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -66,9 +67,12 @@ func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		}
 		return resp, err
 	})
-	var bf *breakerFailure
-	if errors.As(err, &bf) {
-		return bf.resp, nil
+	if err != nil {
+		// Only here: bf escapes through errors.As.
+		var bf *breakerFailure
+		if errors.As(err, &bf) {
+			return bf.resp, nil
+		}
 	}
 	return resp, err
 }
@@ -185,22 +189,29 @@ func sendRetryPolicy(ctx context.Context, resp *http.Response, err error) (bool,
 
 // sendTrace counts, for one attempt, what the transport reported through
 // httptrace: requests for a connection, connections obtained, and
-// transmissions whose headers were written.
+// transmissions whose headers were written. It also carries the id of the
+// operation the attempt serves, for the HTTP layer's log records
+// (operationOf), so that one context value holds both.
 type sendTrace struct {
 	getConns, gotConns, wrote atomic.Int32
+	opID                      string
+	// ct is the trace handed to httptrace, in the same allocation.
+	ct httptrace.ClientTrace
 }
 
 type sendTraceKey struct{}
 
-// withSendTrace attaches a fresh trace to ctx.
-func withSendTrace(ctx context.Context) (context.Context, *sendTrace) {
-	st := &sendTrace{}
-	ctx = context.WithValue(ctx, sendTraceKey{}, st)
-	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+// withSendTrace attaches a fresh trace of an attempt of operation opID to
+// ctx.
+func withSendTrace(ctx context.Context, opID string) (context.Context, *sendTrace) {
+	st := &sendTrace{opID: opID}
+	st.ct = httptrace.ClientTrace{
 		GetConn:      func(string) { st.getConns.Add(1) },
 		GotConn:      func(httptrace.GotConnInfo) { st.gotConns.Add(1) },
 		WroteHeaders: func() { st.wrote.Add(1) },
-	}), st
+	}
+	ctx = context.WithValue(ctx, sendTraceKey{}, st)
+	return httptrace.WithClientTrace(ctx, &st.ct), st
 }
 
 func traceOf(ctx context.Context) *sendTrace {
@@ -280,7 +291,7 @@ func (c *Client) transmit(ctx context.Context, sr SendRequest) (Outcome, string)
 	// own transmission was not processed (a 429) then proves nothing about
 	// the attempt. A transport error proves "not sent" only if no
 	// connection was ever obtained.
-	actx, st := withSendTrace(actx)
+	actx, st := withSendTrace(actx, sr.OperationID)
 	req, err := c.cfg.Provider.NewRequest(actx, sr)
 	if err != nil {
 		// Nothing left the process; the request was validated before it was
@@ -316,7 +327,9 @@ func (c *Client) transmit(ctx context.Context, sr SendRequest) (Outcome, string)
 	if out.HTTPStatus == 0 {
 		out.HTTPStatus = resp.StatusCode
 	}
-	if _, err := ledger.ParseOutcomeClass(string(out.Class)); err != nil ||
+	// slices.Contains is ledger.ParseOutcomeClass's test without the error
+	// it builds.
+	if !slices.Contains(ledger.OutcomeClasses, out.Class) ||
 		(out.Class == ledger.OutcomeNotSent && resp.StatusCode >= 200 && resp.StatusCode < 300) {
 		// A 2xx is never "not sent", and an unknown class is not understood:
 		// both fall back to the safe side.
@@ -361,13 +374,25 @@ type operationKey struct{}
 // withOperation returns req with the id of the operation it serves in its
 // context, for the HTTP layer's log records. It is set on the request the
 // adapter built rather than on the context handed to the adapter, so that
-// it holds whatever context the adapter used.
+// it holds whatever context the adapter used. A request whose context
+// already names opID (an attempt's: its send trace carries the id, and the
+// adapter built the request on that context) is returned as it is: copying
+// it would change nothing operationOf reads.
 func withOperation(req *http.Request, opID string) *http.Request {
+	if operationOf(req.Context()) == opID {
+		return req
+	}
 	return req.WithContext(context.WithValue(req.Context(), operationKey{}, opID))
 }
 
-// operationOf is the operation id withOperation put in ctx, or "".
+// operationOf is the operation id withOperation put in ctx or, without
+// one, the id of the attempt's send trace (withSendTrace), or "".
 func operationOf(ctx context.Context) string {
-	id, _ := ctx.Value(operationKey{}).(string)
-	return id
+	if id, ok := ctx.Value(operationKey{}).(string); ok {
+		return id
+	}
+	if st := traceOf(ctx); st != nil {
+		return st.opID
+	}
+	return ""
 }

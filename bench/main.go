@@ -15,7 +15,12 @@
 //     The raw POST, the commit loop and both Charges are measured in turns
 //     of 250 ms, so that a change in the machine's background load touches
 //     them alike.
-//  4. The reconciler's drain rate for a backlog of pending operations on
+//  4. The CPU floor at each level: two pgbench commits (server + client
+//     CPU per commit) plus one raw POST at the same concurrency (its own
+//     run after Charge's, against the same fake), all measured in the
+//     run, and Charge's CPU per operation over it (goal <= 1.5 at
+//     concurrency above 1).
+//  5. The reconciler's drain rate for a backlog of pending operations on
 //     PostgreSQL with 1 and 4 reconcilers, and their peak memory.
 //
 // Run it with bench/run.sh, or:
@@ -64,7 +69,7 @@ type options struct {
 func parseFlags(args []string) (options, error) {
 	o := options{}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long each pgbench run and each Charge measurement lasts (pgbench rounds it to whole seconds)")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long each pgbench run, each Charge measurement and each raw POST run lasts (pgbench rounds it to whole seconds)")
 	conc := fs.String("concurrency", "1,8,32", "comma-separated numbers of concurrent callers (pgbench clients)")
 	fs.IntVar(&o.backlog, "backlog", 20_000, "pending operations in the drain backlog (100000 for the full size)")
 	recs := fs.String("reconcilers", "1,4", "comma-separated numbers of reconcilers draining the backlog (0 skips the drain)")
@@ -355,7 +360,9 @@ func (b *bench) latency(ctx context.Context, rep *report, ceilSchema, tmp string
 	return nil
 }
 
-// throughput measures Charge on PostgreSQL with c callers for the duration.
+// throughput measures Charge on PostgreSQL with c callers for the duration,
+// then a raw POST with c callers for as long against the same fake: the
+// client side of the CPU floor at that level (see report.floor).
 func (b *bench) throughput(ctx context.Context, rep *report, c int) error {
 	logf("Charge on PostgreSQL: %d callers, %v", c, b.o.duration)
 	fake, psp, err := newFake()
@@ -375,12 +382,24 @@ func (b *bench) throughput(ctx context.Context, rep *report, c int) error {
 	if err := in.measure(ctx, c, b.o.duration); err != nil {
 		return err
 	}
-	if err := checkPayments(fake, in.w.started()); err != nil {
-		return err
-	}
 	r := in.result(c)
 	rep.Charge = append(rep.Charge, r)
 	logf("  %.0f ops/s  p50 %.3f ms  p99 %.3f ms", r.OpsPerSec, r.P50MS, r.P99MS)
+
+	logf("raw POST: %d callers, %v", c, b.o.duration)
+	raw := &instrumented{w: rawWorkload(psp, c)}
+	if err := raw.w.warm(ctx, c, max(200, 4*c)); err != nil {
+		return err
+	}
+	if err := raw.measure(ctx, c, b.o.duration); err != nil {
+		return err
+	}
+	if err := checkPayments(fake, in.w.started()+raw.w.started()); err != nil {
+		return err
+	}
+	rr := raw.result(c)
+	rep.RawAt = append(rep.RawAt, rr)
+	logf("  %.0f ops/s  p50 %.3f ms  p99 %.3f ms  CPU %.0f µs per POST", rr.OpsPerSec, rr.P50MS, rr.P99MS, rr.SelfCPUPerOpUS)
 	return nil
 }
 

@@ -12,6 +12,7 @@ const (
 	goalRatio         = 0.7 // Charge ops/s over the ceiling
 	goalCommits       = 1.2 // latency added on PostgreSQL, in commits
 	goalSQLiteAddedMS = 0.3 // latency added on SQLite
+	goalCPUFloor      = 1.5 // Charge CPU per op over the floor, at c > 1
 )
 
 // report is everything measured, and the table built from it.
@@ -23,12 +24,15 @@ type report struct {
 	Ceiling []pgbenchResult `json:"ceiling"`
 	Pair    []pgbenchResult `json:"pair,omitempty"`
 	// Charge holds Charge on PostgreSQL per concurrency level (c=1 from the
-	// interleaved latency run); SQLite, Raw and Commit are at c=1.
+	// interleaved latency run); SQLite, Raw and Commit are at c=1. RawAt
+	// holds the raw POST at each level above 1 (run after Charge's).
 	Charge []loadResult   `json:"charge"`
 	SQLite loadResult     `json:"sqlite"`
 	Raw    loadResult     `json:"raw_post"`
+	RawAt  []loadResult   `json:"raw_post_by_level,omitempty"`
 	Commit loadResult     `json:"pg_commit"`
 	Drain  []drainResult  `json:"drain"`
+	Floor  []cpuFloor     `json:"cpu_floor,omitempty"`
 	Rows   []row          `json:"rows"`
 	Notes  []string       `json:"notes"`
 	Goals  map[string]any `json:"goals"`
@@ -71,12 +75,66 @@ func (r *report) ceiling(c int) (pgbenchResult, bool) {
 	return pgbenchResult{}, false
 }
 
+// cpuFloor is the least CPU one Charge can cost at a concurrency level, from
+// figures measured in the same run: two pgbench one-row commits (the
+// backends' CPU and pgbench's, per commit) and one raw POST to the fake
+// (this process's CPU per POST: net/http client and the in-process fake).
+// Charge's CPU per op is its backends' plus this process's.
+type cpuFloor struct {
+	Clients int `json:"clients"`
+	// Per pgbench commit, and per raw POST, in µs.
+	CommitPGUS     float64 `json:"commit_pg_cpu_us"`
+	CommitClientUS float64 `json:"commit_client_cpu_us"`
+	RawPOSTUS      float64 `json:"raw_post_cpu_us"`
+	// FloorUS = 2 × (CommitPGUS + CommitClientUS) + RawPOSTUS.
+	FloorUS float64 `json:"floor_us"`
+	// Charge's CPU per op (PostgreSQL backends + this process) and its
+	// ratio to FloorUS.
+	ChargePGUS   float64 `json:"charge_pg_cpu_us"`
+	ChargeSelfUS float64 `json:"charge_self_cpu_us"`
+	Ratio        float64 `json:"ratio"`
+}
+
+// rawAt is the raw POST measured at concurrency c: the latency run's at 1.
+func (r *report) rawAt(c int) (loadResult, bool) {
+	if c == 1 {
+		return r.Raw, r.Raw.Ops > 0
+	}
+	for _, x := range r.RawAt {
+		if x.Clients == c {
+			return x, x.Ops > 0
+		}
+	}
+	return loadResult{}, false
+}
+
+// floor computes the CPU floor at c, when pgbench, the raw POST and Charge
+// were all measured there and the backends' CPU could be read.
+func (r *report) floor(c int) (cpuFloor, bool) {
+	ceil, ok1 := r.ceiling(c)
+	raw, ok2 := r.rawAt(c)
+	ch, ok3 := r.chargeAt(c)
+	if !ok1 || !ok2 || !ok3 || ceil.PGCPUPerTxUS == 0 || ch.PGCPUPerOpUS == 0 {
+		return cpuFloor{}, false
+	}
+	f := cpuFloor{
+		Clients: c, CommitPGUS: ceil.PGCPUPerTxUS, CommitClientUS: ceil.ClientCPUPerTxUS, RawPOSTUS: raw.SelfCPUPerOpUS,
+		ChargePGUS: ch.PGCPUPerOpUS, ChargeSelfUS: ch.SelfCPUPerOpUS,
+	}
+	f.FloorUS = 2*(f.CommitPGUS+f.CommitClientUS) + f.RawPOSTUS
+	if f.FloorUS > 0 {
+		f.Ratio = (f.ChargePGUS + f.ChargeSelfUS) / f.FloorUS
+	}
+	return f, f.FloorUS > 0
+}
+
 // build fills Rows and Notes from the measurements.
 func (r *report) build() {
 	r.Goals = map[string]any{
-		"charge_over_ceiling_min":  goalRatio,
-		"pg_added_latency_commits": goalCommits,
-		"sqlite_added_latency_ms":  goalSQLiteAddedMS,
+		"charge_over_ceiling_min":   goalRatio,
+		"pg_added_latency_commits":  goalCommits,
+		"sqlite_added_latency_ms":   goalSQLiteAddedMS,
+		"charge_cpu_over_floor_max": goalCPUFloor,
 	}
 	for _, c := range r.Ceiling {
 		r.add(fmt.Sprintf("ceiling c=%d: pgbench one-row commits / 2", c.Clients),
@@ -138,10 +196,32 @@ func (r *report) build() {
 			v += fmt.Sprintf("; Charge %s + %s", us(ch.PGCPUPerOpUS), us(ch.SelfCPUPerOpUS))
 			busy += " / " + pct(ch.CPU.MachineBusy)
 		}
-		if c.Clients == 1 && r.Raw.Ops > 0 {
-			v += fmt.Sprintf("; raw POST 0 + %s", us(r.Raw.SelfCPUPerOpUS))
+		if raw, ok := r.rawAt(c.Clients); ok {
+			v += fmt.Sprintf("; raw POST 0 + %s", us(raw.SelfCPUPerOpUS))
 		}
 		r.add(fmt.Sprintf("CPU per op c=%d: PostgreSQL backends + client process", c.Clients), v+"; machine busy "+busy)
+	}
+	r.Floor = nil
+	for _, c := range r.Ceiling {
+		f, ok := r.floor(c.Clients)
+		if !ok {
+			continue
+		}
+		r.Floor = append(r.Floor, f)
+		r.add(fmt.Sprintf("CPU floor c=%d: 2 pgbench commits + 1 raw POST", f.Clients),
+			fmt.Sprintf("2 × (%s + %s) + %s = %s (PostgreSQL %s + client %s)", strings.TrimSuffix(us(f.CommitPGUS), " µs"),
+				us(f.CommitClientUS), us(f.RawPOSTUS), us(f.FloorUS), us(2*f.CommitPGUS), us(2*f.CommitClientUS+f.RawPOSTUS)))
+		metric := fmt.Sprintf("Charge CPU per op c=%d: PostgreSQL + client", f.Clients)
+		value := fmt.Sprintf("%s + %s = %s = %.1f × floor", strings.TrimSuffix(us(f.ChargePGUS), " µs"), us(f.ChargeSelfUS),
+			us(f.ChargePGUS+f.ChargeSelfUS), f.Ratio)
+		if f.Clients == 1 {
+			// The goal is for concurrent callers: at c=1 the figures carry
+			// each process's wake-up per request, which batching cannot
+			// share.
+			r.add(metric, value)
+			continue
+		}
+		r.addGoal(metric, value, fmt.Sprintf("≤ %.1f × floor (%s)", goalCPUFloor, us(goalCPUFloor*f.FloorUS)), f.Ratio <= goalCPUFloor)
 	}
 
 	for _, d := range r.Drain {
@@ -168,6 +248,9 @@ func (r *report) build() {
 		"CPU per op: CPU time of the PostgreSQL backends serving the run (from /proc, found by application_name) + of the client process " +
 			"(pgbench; or this program: payonce, pgx, net/http and the in-process fake, whose share the raw POST row shows), per operation; " +
 			"machine busy is all cores, other work included (pgbench / Charge).",
+		"CPU floor = 2 × a pgbench one-row commit's CPU (backends + pgbench, per commit) + a raw POST's CPU (this process: net/http and the in-process fake, " +
+			"whose share Charge carries too), at the same concurrency and in the same run (the raw POST at c > 1 runs right after Charge, " +
+			"against the same fake): the least CPU an operation of two commits and one request can cost. The goal (≤ 1.5 × floor) applies at c > 1 (at c=1 each request also pays the wake-ups of idle processes).",
 		"every run checks that each operation succeeded with one attempt and that the fake holds exactly one payment per operation.",
 	}
 	if r.Machine.Load1AtStart > float64(r.Machine.Cores) || r.Machine.Load1AtEnd > float64(r.Machine.Cores) {

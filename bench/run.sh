@@ -5,14 +5,18 @@
 # It runs pgbench (one-row insert-or-nothing commits: the ceiling, pgbench's
 # tps / 2 since an operation needs two commits) and payonce's Charge on a
 # PostgreSQL ledger at the same concurrency levels against a zero-latency
-# fake Stripe; the latency Charge adds over a raw net/http POST at
-# concurrency 1 on PostgreSQL and SQLite; and the reconciler's drain of a
-# backlog of pending operations. Takes about
-# (3 x levels + 4) x --duration plus the drains: ~2.5 minutes by default.
+# fake Stripe, then a raw net/http POST to the same fake at each level; the
+# CPU floor per level (2 x a pgbench commit's CPU, backends + pgbench, plus
+# a raw POST's CPU, all from the same run) and Charge's CPU per op over it
+# (goal <= 1.5 x floor at concurrency above 1); the latency Charge adds
+# over a raw POST at concurrency 1 on PostgreSQL and SQLite; and the
+# reconciler's drain of a backlog of pending operations. Takes about
+# (3 x levels + 2) x --duration (+ levels x --duration with --pair) plus
+# the drains: ~2.5 minutes by default.
 #
 # Usage: bash bench/run.sh [flags]
 #
-#   --duration D        each pgbench run and each Charge measurement (default 10s)
+#   --duration D        each pgbench run, Charge measurement and raw POST run (default 10s)
 #   --concurrency LIST  callers / pgbench clients (default 1,8,32)
 #   --backlog N         pending operations to drain (default 20000; 100000 for the full size)
 #   --reconcilers LIST  reconcilers draining the backlog (default 1,4; 0 skips the drain)

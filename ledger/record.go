@@ -240,11 +240,13 @@ func ParseEventKind(s string) (EventKind, error) {
 // parseEnum returns the value of allowed that s spells, or an error naming
 // what s should be and the allowed values in order.
 func parseEnum[T ~string](what, s string, allowed ...T) (T, error) {
-	names := make([]string, len(allowed))
-	for i, v := range allowed {
+	for _, v := range allowed {
 		if string(v) == s {
 			return v, nil
 		}
+	}
+	names := make([]string, len(allowed))
+	for i, v := range allowed {
 		names[i] = string(v)
 	}
 	return "", fmt.Errorf("ledger: unknown %s %q (allowed: %s)", what, s, strings.Join(names, ", "))

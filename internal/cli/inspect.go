@@ -35,24 +35,17 @@ func runOpsList(ctx context.Context, a *App, args []string) error {
 		return err
 	}
 	filter := ledger.ListFilter{Provider: provider, AfterID: after, Limit: limit}
-	if status != "" {
-		st, err := ledger.ParseStatus(status)
-		if err != nil {
-			return usageErrorf("--status %q is not a status: use pending, in_flight, unknown, succeeded, failed or manual_review", status)
-		}
-		filter.Status = st
+	st, err := parseOptional("status", status, ledger.ParseStatus, "pending, in_flight, unknown, succeeded, failed or manual_review")
+	if err != nil {
+		return err
 	}
-	if kind != "" {
-		k, err := payonce.ParseKind(kind)
-		if err != nil {
-			return usageErrorf("--kind %q is not a kind: use charge, capture, cancel or refund", kind)
-		}
-		filter.Kind = string(k)
+	filter.Status = st
+	k, err := parseKindFlag(kind)
+	if err != nil {
+		return err
 	}
-	if limit < 1 || limit > ledger.MaxLimit {
-		return usageErrorf("--limit must be between 1 and %d, got %d", ledger.MaxLimit, limit)
-	}
-	l, err := a.openLedger(ctx, lf, openExisting)
+	filter.Kind = string(k)
+	l, err := a.openListing(ctx, lf, limit)
 	if err != nil {
 		return err
 	}
@@ -360,13 +353,11 @@ the provider's dashboard and resolves each with "payonce review resolve".`)
 	if _, err := f.parseArgs(a, args); err != nil {
 		return err
 	}
-	if limit < 1 || limit > ledger.MaxLimit {
-		return usageErrorf("--limit must be between 1 and %d, got %d", ledger.MaxLimit, limit)
+	if err := checkLimit(limit); err != nil {
+		return err
 	}
-	if kind != "" {
-		if _, err := payonce.ParseKind(kind); err != nil {
-			return usageErrorf("--kind %q is not a kind: use charge, capture, cancel or refund", kind)
-		}
+	if _, err := parseKindFlag(kind); err != nil {
+		return err
 	}
 	l, err := a.openLedger(ctx, lf, openExisting)
 	if err != nil {
@@ -486,4 +477,41 @@ defaults to the operation's own.`)
 			op.Key, op.Generation)
 	}
 	return nil
+}
+
+// parseOptional parses the value of flag --name with parse, unless it is
+// empty (the zero T: no filter). A value parse refuses is a usage error
+// that lists the valid ones (use).
+func parseOptional[T any](name, value string, parse func(string) (T, error), use string) (T, error) {
+	var zero T
+	if value == "" {
+		return zero, nil
+	}
+	v, err := parse(value)
+	if err != nil {
+		return zero, usageErrorf("--%s %q is not a %s: use %s", name, value, name, use)
+	}
+	return v, nil
+}
+
+// parseKindFlag parses --kind, "" being every kind.
+func parseKindFlag(kind string) (payonce.Kind, error) {
+	return parseOptional("kind", kind, payonce.ParseKind, "charge, capture, cancel or refund")
+}
+
+// checkLimit refuses a --limit the ledger cannot list in one page.
+func checkLimit(limit int) error {
+	if limit < 1 || limit > ledger.MaxLimit {
+		return usageErrorf("--limit must be between 1 and %d, got %d", ledger.MaxLimit, limit)
+	}
+	return nil
+}
+
+// openListing checks --limit, then opens the existing ledger for a
+// listing.
+func (a *App) openListing(ctx context.Context, lf *ledgerFlags, limit int) (*ledgerConn, error) {
+	if err := checkLimit(limit); err != nil {
+		return nil, err
+	}
+	return a.openLedger(ctx, lf, openExisting)
 }

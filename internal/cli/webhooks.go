@@ -205,17 +205,12 @@ lists events for objects payonce did not create.`)
 		return err
 	}
 	filter := ledger.InboxFilter{Provider: provider, OperationID: opID, Limit: limit}
-	if disp != "" {
-		d, err := ledger.ParseWebhookDisposition(disp)
-		if err != nil {
-			return usageErrorf("--disposition %q is not a disposition: use %s", disp, dispositionNames())
-		}
-		filter.Disposition = d
+	d, err := parseOptional("disposition", disp, ledger.ParseWebhookDisposition, dispositionNames())
+	if err != nil {
+		return err
 	}
-	if limit < 1 || limit > ledger.MaxLimit {
-		return usageErrorf("--limit must be between 1 and %d, got %d", ledger.MaxLimit, limit)
-	}
-	l, err := a.openLedger(ctx, lf, openExisting)
+	filter.Disposition = d
+	l, err := a.openListing(ctx, lf, limit)
 	if err != nil {
 		return err
 	}

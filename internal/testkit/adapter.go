@@ -238,13 +238,20 @@ type Adapter[P any] struct {
 // transport is touched).
 func Setup[C, P any](t *testing.T, newP func(C) (P, error), cfg C, mod ...func(*C)) Adapter[P] {
 	t.Helper()
+	mt := httpmock.NewMockTransport()
+	return Adapter[P]{P: New(t, newP, cfg, mod...), MT: mt, HC: &http.Client{Transport: mt}}
+}
+
+// New builds an adapter with newP from cfg changed by mod, which must
+// succeed.
+func New[C, P any](t testing.TB, newP func(C) (P, error), cfg C, mod ...func(*C)) P {
+	t.Helper()
 	for _, m := range mod {
 		m(&cfg)
 	}
 	p, err := newP(cfg)
 	require.NoError(t, err)
-	mt := httpmock.NewMockTransport()
-	return Adapter[P]{P: p, MT: mt, HC: &http.Client{Transport: mt}}
+	return p
 }
 
 // Wire is how an adapter's requests must look on the wire.
@@ -780,5 +787,154 @@ func CommonRequestErrors(name string, maxKey int, withKind func(payonce.SendRequ
 		Invalid("key with newline", func(r *payonce.SendRequest) { r.Key = "abc\ndef" }, name+" Key"),
 		Invalid("no operation id", func(r *payonce.SendRequest) { r.OperationID = "" }, name+" OperationID"),
 		Invalid("unknown kind", func(r *payonce.SendRequest) { r.Request.Kind = "payout" }, name+" Request.Kind"),
+	}
+}
+
+// LookupCase is a lookup of Q on a fresh adapter whose transport Serve
+// answers: it finds an object that is not the operation's (Contradiction
+// names the difference), or fails (Err, part of the error).
+type LookupCase[P any] struct {
+	Name  string
+	Q     payonce.LookupQuery
+	Serve func(*testing.T, Adapter[P])
+	// Contradiction is part of the result's Contradiction; "" when Err is
+	// set.
+	Contradiction string
+	// Err is part of the error the lookup must fail with; "" when it must
+	// succeed.
+	Err string
+	// Check, when set, checks more of the result.
+	Check func(*testing.T, payonce.LookupResult)
+}
+
+// RequireLookups runs every case on an adapter from setup.
+func RequireLookups[P payonce.Provider](t *testing.T, setup func(*testing.T) Adapter[P], cases []LookupCase[P]) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			t.Parallel()
+			a := setup(t)
+			tc.Serve(t, a)
+			res, err := a.P.Lookup(context.Background(), a.HC, tc.Q)
+			if tc.Err != "" {
+				require.ErrorContains(t, err, tc.Err)
+				return
+			}
+			require.NoError(t, err)
+			require.Contains(t, res.Contradiction, tc.Contradiction)
+			if tc.Check != nil {
+				tc.Check(t, res)
+			}
+		})
+	}
+}
+
+// NewCase is a Config that New must accept, and what the provider it
+// builds says of itself.
+type NewCase[C any] struct {
+	Name string
+	Cfg  C
+	Info payonce.ProviderInfo
+	// Lag is what the adapter's lag (its search, list, settle or webhook
+	// lag) is.
+	Lag time.Duration
+	// BaseURL, when set, is the base URL its String shows.
+	BaseURL string
+}
+
+// RequireNew checks every case: newP accepts its Config, and the provider
+// is named name, has the case's Info and lag (read with lag), and shows
+// its BaseURL.
+func RequireNew[C any, P interface {
+	payonce.Provider
+	String() string
+}](t *testing.T, newP func(C) (P, error), name string, lag func(P) time.Duration, cases ...NewCase[C]) {
+	t.Helper()
+	// Building a provider takes no time: the cases run one after another.
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			p, err := newP(tc.Cfg)
+			require.NoError(t, err)
+			require.Equal(t, name, p.Name())
+			require.Equal(t, tc.Info, p.Info())
+			require.Equal(t, tc.Lag, lag(p))
+			if tc.BaseURL != "" {
+				require.Contains(t, p.String(), "BaseURL:"+tc.BaseURL+" ")
+			}
+		})
+	}
+}
+
+// Actions returns the capture (of amount capture), cancel and refund (of
+// amount refund) of charge's payment ref, made with the adapter's
+// withKind.
+func Actions(withKind func(payonce.SendRequest, payonce.Kind, int64, string) payonce.SendRequest,
+	charge payonce.SendRequest, ref string, capture, refund int64) (payonce.SendRequest, payonce.SendRequest, payonce.SendRequest) {
+	return withKind(charge, payonce.KindCapture, capture, ref), withKind(charge, payonce.KindCancel, 0, ref),
+		withKind(charge, payonce.KindRefund, refund, ref)
+}
+
+// StateCase is an object a lookup reads, and the state and code it must
+// give; with Err, the lookup must fail instead.
+type StateCase struct {
+	Name, Body string
+	Q          payonce.LookupQuery
+	State      payonce.LookupState
+	Code       string
+	Err        bool
+}
+
+// RequireStates checks p.Lookup of every case's Q, on the provider and
+// client serve returns (a fresh adapter whose transport answers the read
+// with the case's body). A read by id is consistent: its Lag is 0.
+func RequireStates(t *testing.T, serve func(*testing.T, string) (payonce.Provider, payonce.HTTPDoer), cases []StateCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			t.Parallel()
+			p, hc := serve(t, tc.Body)
+			res, err := p.Lookup(context.Background(), hc, tc.Q)
+			if tc.Err {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.State, res.State)
+			require.Equal(t, tc.Code, res.Code)
+			require.Zero(t, res.Lag, "a read by id is consistent")
+		})
+	}
+}
+
+// RequireActionFallback checks the lookups of a capture or cancel by its
+// payment on p, whose transport answers the read of payment ref with a
+// canceled payment and of payment gone with a 404: a cancel with no
+// PaymentRef reads its ProviderRef, a capture with neither fails naming
+// PaymentRef, and one of a payment that is gone is not found. query
+// builds the adapter's lookup of kind with a payment and provider
+// reference.
+func RequireActionFallback(t *testing.T, p payonce.Provider, hc payonce.HTTPDoer, query func(payonce.Kind, string, string) payonce.LookupQuery, ref, gone string) {
+	t.Helper()
+	res, err := p.Lookup(context.Background(), hc, query(payonce.KindCancel, "", ref))
+	require.NoError(t, err, "ProviderRef is used when PaymentRef is empty")
+	require.Equal(t, payonce.LookupSucceeded, res.State)
+	_, err = p.Lookup(context.Background(), hc, query(payonce.KindCapture, "", ""))
+	require.ErrorContains(t, err, "PaymentRef")
+	res, err = p.Lookup(context.Background(), hc, query(payonce.KindCapture, gone, ""))
+	require.NoError(t, err)
+	require.Equal(t, payonce.LookupNotFound, res.State)
+}
+
+// RequireMalformed checks that parse (an adapter's ParseWebhook of a
+// genuine delivery of body) refuses every body as ErrWebhookMalformed,
+// never as unauthenticated: the bodies given, an empty one and one that is
+// not JSON.
+func RequireMalformed(t *testing.T, parse func(body string) error, bodies map[string]string) {
+	t.Helper()
+	bodies["empty"], bodies["not json"] = ``, `{"id":`
+	for name, body := range bodies {
+		err := parse(body)
+		require.ErrorIs(t, err, payonce.ErrWebhookMalformed, name)
+		require.NotErrorIs(t, err, payonce.ErrWebhookUnauthenticated, name)
 	}
 }

@@ -36,10 +36,8 @@ func TestClassify(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	charge := chargeReq()
-	capture := withKind(charge, payonce.KindCapture, 1999, "PAY1")
-	cancel := withKind(charge, payonce.KindCancel, 0, "PAY1")
+	capture, cancel, refund := testkit.Actions(withKind, charge, "PAY1", 1999, 500)
 	cancel.Request.Currency = ""
-	refund := withKind(charge, payonce.KindRefund, 500, "PAY1")
 	huge := `{"pspReference":"P","resultCode":"Authorised","pad":"` + strings.Repeat("x", 1<<20) + `"}`
 
 	type want = testkit.ClassifyWant

@@ -14,24 +14,15 @@ import (
 	"github.com/payonce/payonce/providers/adyen"
 )
 
-func TestNewDefaults(t *testing.T) {
+func TestNew(t *testing.T) {
 	t.Parallel()
-	p, err := adyen.New(adyen.Config{APIKey: testKey, MerchantAccount: merchant})
-	require.NoError(t, err)
-	require.Equal(t, "adyen", p.Name())
-	require.Equal(t, payonce.ProviderInfo{KeyTTL: 31 * 24 * time.Hour, MaxKeyLength: 64}, p.Info())
-	require.Equal(t, 10*time.Minute, p.WebhookLag())
-	require.Contains(t, p.String(), "BaseURL:https://checkout-test.adyen.com/v71 ")
-}
-
-func TestNewOverrides(t *testing.T) {
-	t.Parallel()
-	live := "https://1797a841fbb37ca7-AdyenDemo-checkout-live.adyenpayments.com/checkout/v71/"
-	p, err := adyen.New(adyen.Config{APIKey: testKey, MerchantAccount: merchant, BaseURL: live, KeyTTL: 40 * 24 * time.Hour, WebhookLag: time.Minute})
-	require.NoError(t, err)
-	require.Equal(t, 40*24*time.Hour, p.Info().KeyTTL)
-	require.Equal(t, time.Minute, p.WebhookLag())
-	require.Contains(t, p.String(), "BaseURL:https://1797a841fbb37ca7-AdyenDemo-checkout-live.adyenpayments.com/checkout/v71 ")
+	live := "https://1797a841fbb37ca7-AdyenDemo-checkout-live.adyenpayments.com/checkout/v71"
+	testkit.RequireNew(t, adyen.New, "adyen", (*adyen.Provider).WebhookLag,
+		testkit.NewCase[adyen.Config]{Name: "defaults", Cfg: adyen.Config{APIKey: testKey, MerchantAccount: merchant},
+			Info: payonce.ProviderInfo{KeyTTL: 31 * 24 * time.Hour, MaxKeyLength: 64}, Lag: 10 * time.Minute, BaseURL: "https://checkout-test.adyen.com/v71"},
+		testkit.NewCase[adyen.Config]{Name: "overrides", Cfg: adyen.Config{APIKey: testKey, MerchantAccount: merchant, BaseURL: live + "/", KeyTTL: 40 * 24 * time.Hour, WebhookLag: time.Minute},
+			Info: payonce.ProviderInfo{KeyTTL: 40 * 24 * time.Hour, MaxKeyLength: 64}, Lag: time.Minute, BaseURL: live},
+	)
 }
 
 func TestNewValidation(t *testing.T) {

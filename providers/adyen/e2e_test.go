@@ -15,18 +15,19 @@ import (
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/mocks"
 	"github.com/payonce/payonce/providers/adyen"
+	"github.com/payonce/payonce/providers/providertest"
 )
 
 // e2e is a payonce.Client on a SQLite ledger in t.TempDir(), the Adyen
 // adapter pointed at the fake, the client's webhook handler served on
-// loopback behind a door (the fake's Webhooks deliver there), and one
-// manual clock for all of them.
+// a providertest.Receiver that holds the fake's deliveries back until
+// deliver, and one manual clock for all of them.
 type e2e struct {
 	fake      *mocks.Adyen
 	clock     *mocks.ManualClock
 	client    *payonce.Client
 	store     ledger.Store
-	hooks     *door
+	hooks     *providertest.Receiver
 	ctx       context.Context
 	delivered int // WebhookStats().Delivered after the last deliver
 }
@@ -37,21 +38,19 @@ func newE2E(t *testing.T) *e2e {
 	// The receiver starts first, so that the fake knows where to deliver;
 	// its handler is the client's, set once the client exists, before any
 	// event.
-	hooks := newDoor(t)
-	fake := mocks.NewAdyen(mocks.AdyenOptions{Clock: clock.Now, Seed: 7, Webhooks: mocks.WebhookDelivery{
-		URL: hooks.URL(), Secret: testHMAC, Username: whUser, Password: whPass,
-		// An attempt waiting at the closed door times out after 5s and is
-		// made again: never give up within a test.
-		RetryAfter: time.Millisecond, MaxAttempts: 1000,
-	}})
-	t.Cleanup(fake.Close) // before hooks' Close: it aborts a delivery waiting at the door
+	hooks := providertest.StartReceiver(t)
+	hooks.Hold()
+	wh := hooks.Delivery()
+	wh.Secret, wh.Username, wh.Password = testHMAC, whUser, whPass
+	fake := mocks.NewAdyen(mocks.AdyenOptions{Clock: clock.Now, Seed: 7, Webhooks: wh})
+	t.Cleanup(fake.Close)
 	p, err := adyen.New(adyen.Config{APIKey: fake.APIKey(), MerchantAccount: fake.MerchantAccount(), BaseURL: fake.URL(),
 		HMACKey: testHMAC, WebhookUsername: whUser, WebhookPassword: whPass, Now: clock.Now})
 	require.NoError(t, err)
 	client, store := testkit.NewClient(t, p, clock.Now)
 	h, err := client.WebhookHandler(payonce.WebhookOptions{})
 	require.NoError(t, err)
-	hooks.serve(h)
+	hooks.Serve(h)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return &e2e{fake: fake, clock: clock, client: client, store: store, hooks: hooks, ctx: ctx}
@@ -61,7 +60,9 @@ func newE2E(t *testing.T) *e2e {
 // handler and returns how many deliveries it accepted (2xx).
 func (e *e2e) deliver(t *testing.T) int {
 	t.Helper()
-	e.hooks.openWhile(func() { require.NoError(t, e.fake.FlushWebhooks(e.ctx)) })
+	e.hooks.Release()
+	defer e.hooks.Hold()
+	require.NoError(t, e.fake.FlushWebhooks(e.ctx))
 	st := e.fake.WebhookStats()
 	require.Zero(t, st.GaveUp, "every delivery was accepted")
 	n := st.Delivered - e.delivered
@@ -140,16 +141,21 @@ func TestE2EDeclineAndForgery(t *testing.T) {
 
 	// The genuine AUTHORISATION (success false) is accepted.
 	require.Equal(t, 1, e.deliver(t))
-	bodies := e.hooks.received()
-	require.Len(t, bodies, 1)
+	accepted := e.hooks.Accepted()
+	require.Len(t, accepted, 1)
+	genuine := accepted[0]
+	require.NotEmpty(t, genuine.Header.Get("Authorization"), "the fake sends the endpoint's Basic credentials")
 
 	// A forged delivery (right credentials, wrong signature) is refused and
 	// records nothing: its event would be another one (success true).
-	forged := bytes.Replace(bodies[0], []byte(`"success":"false"`), []byte(`"success":"true"`), 1)
-	require.NotEqual(t, bodies[0], forged)
-	require.Equal(t, http.StatusBadRequest, e.hooks.post(t, forged, true))
+	forged := providertest.Delivery{Header: genuine.Header.Clone(), RemoteAddr: genuine.RemoteAddr,
+		Body: bytes.Replace(genuine.Body, []byte(`"success":"false"`), []byte(`"success":"true"`), 1)}
+	require.NotEqual(t, genuine.Body, forged.Body)
+	require.Equal(t, http.StatusBadRequest, e.hooks.Direct(forged))
 	// Without credentials: 401.
-	require.Equal(t, http.StatusUnauthorized, e.hooks.post(t, bodies[0], false))
+	anonymous := providertest.Delivery{Body: genuine.Body, Header: genuine.Header.Clone(), RemoteAddr: genuine.RemoteAddr}
+	anonymous.Header.Del("Authorization")
+	require.Equal(t, http.StatusUnauthorized, e.hooks.Direct(anonymous))
 	entries, err := e.store.ListWebhooks(e.ctx, ledger.InboxFilter{Provider: "adyen"})
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "only the genuine delivery is recorded")

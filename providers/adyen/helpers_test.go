@@ -1,11 +1,7 @@
 package adyen_test
 
 import (
-	"bytes"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -56,98 +52,4 @@ func respond(status int, body string) *http.Response {
 		r.Header.Set("Content-Type", "application/json")
 	}
 	return r
-}
-
-// door is a loopback webhook receiver that serves a handler (the client's
-// WebhookHandler) but holds every delivery at the door until openWhile
-// opens it. The fake's sender delivers on its own, as Adyen does; without
-// the door a webhook could reach the ledger in the middle of the call
-// whose outcome it reports, and a test could not say what the client knew
-// when. It keeps the bodies it let in.
-type door struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	next   http.Handler
-	open   chan struct{} // closed while the door is open
-	bodies [][]byte
-}
-
-func newDoor(t *testing.T) *door {
-	d := &door{open: make(chan struct{})}
-	d.srv = httptest.NewServer(d)
-	t.Cleanup(d.srv.Close)
-	return d
-}
-
-// URL is the receiver's endpoint.
-func (d *door) URL() string { return d.srv.URL + "/webhooks/adyen" }
-
-// serve sets the handler behind the door; call it before any delivery.
-func (d *door) serve(h http.Handler) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.next = h
-}
-
-func (d *door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// The body is read before waiting: only then does the server notice a
-	// sender that gives up (its Close), which ends r's context.
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, "unreadable body", http.StatusBadRequest)
-		return
-	}
-	d.mu.Lock()
-	open := d.open
-	d.mu.Unlock()
-	select {
-	case <-open:
-	case <-r.Context().Done():
-		http.Error(w, "the door stayed closed", http.StatusServiceUnavailable)
-		return
-	}
-	d.mu.Lock()
-	d.bodies = append(d.bodies, body)
-	next := d.next
-	d.mu.Unlock()
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	next.ServeHTTP(w, r)
-}
-
-// openWhile opens the door, runs f (which waits for the deliveries), and
-// closes it again.
-func (d *door) openWhile(f func()) {
-	d.mu.Lock()
-	close(d.open)
-	d.mu.Unlock()
-	defer func() {
-		d.mu.Lock()
-		d.open = make(chan struct{})
-		d.mu.Unlock()
-	}()
-	f()
-}
-
-// received returns the bodies let in so far, in order.
-func (d *door) received() [][]byte {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return append([][]byte(nil), d.bodies...)
-}
-
-// post hands body to the handler behind the door directly, with the test
-// endpoint's Basic credentials when auth is set, and returns its status.
-func (d *door) post(t *testing.T, body []byte, auth bool) int {
-	t.Helper()
-	r := httptest.NewRequest(http.MethodPost, "/webhooks/adyen", bytes.NewReader(body))
-	r.Header.Set("Content-Type", "application/json")
-	if auth {
-		r.SetBasicAuth(whUser, whPass)
-	}
-	w := httptest.NewRecorder()
-	d.mu.Lock()
-	next := d.next
-	d.mu.Unlock()
-	next.ServeHTTP(w, r)
-	return w.Code
 }

@@ -30,9 +30,7 @@ func TestClassify(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	charge := chargeReq()
-	capture := withKind(charge, payonce.KindCapture, 0, "pay_1")
-	cancel := withKind(charge, payonce.KindCancel, 0, "pay_1")
-	refundR := withKind(charge, payonce.KindRefund, 100, "pay_1")
+	capture, cancel, refundR := testkit.Actions(withKind, charge, "pay_1", 0, 100)
 	accepted := `{"action_id":"act_9","reference":"` + charge.OperationID + `","_links":{"payment":{"href":"x"}}}`
 	huge := `{"id":"pay_1","status":"Captured","approved":true,"pad":"` + strings.Repeat("x", 1<<20) + `"}`
 	httpDate := testNow.Add(30 * time.Second).Format(http.TimeFormat)

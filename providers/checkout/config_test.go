@@ -15,24 +15,15 @@ import (
 	"github.com/payonce/payonce/providers/checkout"
 )
 
-func TestNewDefaults(t *testing.T) {
+func TestNew(t *testing.T) {
 	t.Parallel()
-	p, err := checkout.New(checkout.Config{SecretKey: testKey})
-	require.NoError(t, err)
-	require.Equal(t, "checkout", p.Name())
-	require.Equal(t, payonce.ProviderInfo{KeyTTL: 24 * time.Hour, MaxKeyLength: 36}, p.Info())
-	require.Equal(t, 2*time.Minute, p.SettleLag())
-	require.Contains(t, p.String(), "BaseURL:https://api.checkout.com ")
-}
-
-func TestNewOverrides(t *testing.T) {
-	t.Parallel()
-	p, err := checkout.New(checkout.Config{SecretKey: testKey, BaseURL: checkout.SandboxBaseURL + "/",
-		KeyTTL: 48 * time.Hour, SettleLag: time.Minute, ProcessingChannelID: "pc_abc"})
-	require.NoError(t, err)
-	require.Equal(t, 48*time.Hour, p.Info().KeyTTL)
-	require.Equal(t, time.Minute, p.SettleLag())
-	require.Contains(t, p.String(), "BaseURL:https://api.sandbox.checkout.com ")
+	testkit.RequireNew(t, checkout.New, "checkout", (*checkout.Provider).SettleLag,
+		testkit.NewCase[checkout.Config]{Name: "defaults", Cfg: checkout.Config{SecretKey: testKey},
+			Info: payonce.ProviderInfo{KeyTTL: 24 * time.Hour, MaxKeyLength: 36}, Lag: 2 * time.Minute, BaseURL: "https://api.checkout.com"},
+		testkit.NewCase[checkout.Config]{Name: "overrides", Cfg: checkout.Config{SecretKey: testKey, BaseURL: checkout.SandboxBaseURL + "/",
+			KeyTTL: 48 * time.Hour, SettleLag: time.Minute, ProcessingChannelID: "pc_abc"},
+			Info: payonce.ProviderInfo{KeyTTL: 48 * time.Hour, MaxKeyLength: 36}, Lag: time.Minute, BaseURL: "https://api.sandbox.checkout.com"},
+	)
 }
 
 func TestNewValidation(t *testing.T) {

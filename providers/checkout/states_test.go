@@ -12,6 +12,7 @@ import (
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/providers/checkout"
 )
 
 // agreement is what Classify and Lookup must both say of one object.
@@ -188,49 +189,37 @@ func TestClassifySameKeyOtherRequest(t *testing.T) {
 func TestLookupContradiction(t *testing.T) {
 	t.Parallel()
 	op := chargeReq().OperationID
-	t.Run("charge by id of another amount", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		getOK(t, b, base+"/payments/pay_1", 200, strings.Replace(payOf("pay_1", "Captured", "true", op), `"amount":1999`, `"amount":19`, 1))
-		res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", "pay_1"))
-		require.NoError(t, err)
-		require.Contains(t, res.Contradiction, "amount 19, not 1999")
-		require.Equal(t, []string{"pay_1"}, res.Refs)
-	})
-	t.Run("list hit whose payment carries another operation", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		getOK(t, b, base+"/payments", 200, list(1, getPay("pay_1", "Captured", true, op)))
-		serveByID(b, map[string]string{"pay_1": `{"id":"pay_1","amount":1999,"currency":"USD","approved":true,"status":"Captured","reference":"` + op + `","metadata":{"payonce_op":"someone-else"}}`}, nil)
-		res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", ""))
-		require.NoError(t, err)
-		require.Contains(t, res.Contradiction, `operation id "someone-else"`)
-	})
-	t.Run("refund action found by id with another reference", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		getOK(t, b, base+"/payments/pay_1/actions", 200, "["+act("act_r", "Refund", true, "someone-else", "10000")+"]")
-		res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindRefund, "pay_1", "act_r"))
-		require.NoError(t, err)
-		require.Contains(t, res.Contradiction, `operation id "someone-else"`)
-	})
-	t.Run("partial refund action of another amount", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		q := lookupQuery(payonce.KindRefund, "pay_1", "")
-		q.Request.Amount = 500
-		getOK(t, b, base+"/payments/pay_1/actions", 200, "["+act("act_r", "Refund", true, op, "10000")+"]")
-		res, err := b.P.Lookup(context.Background(), b.HC, q)
-		require.NoError(t, err)
-		require.Contains(t, res.Contradiction, "amount 1999, not 500")
-	})
-	t.Run("listed but gone when read by id", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		getOK(t, b, base+"/payments", 200, list(1, getPay("pay_1", "Captured", true, op)))
-		serveByID(b, nil, nil)
-		_, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", ""))
-		require.ErrorContains(t, err, "listed by reference")
+	partial := lookupQuery(payonce.KindRefund, "pay_1", "")
+	partial.Request.Amount = 500
+	testkit.RequireLookups(t, func(t *testing.T) bundle { return setup(t) }, []testkit.LookupCase[*checkout.Provider]{
+		{Name: "charge by id of another amount", Q: lookupQuery(payonce.KindCharge, "", "pay_1"),
+			Serve: func(t *testing.T, b bundle) {
+				getOK(t, b, base+"/payments/pay_1", 200, strings.Replace(payOf("pay_1", "Captured", "true", op), `"amount":1999`, `"amount":19`, 1))
+			},
+			Contradiction: "amount 19, not 1999",
+			Check:         func(t *testing.T, res payonce.LookupResult) { require.Equal(t, []string{"pay_1"}, res.Refs) }},
+		{Name: "list hit whose payment carries another operation", Q: lookupQuery(payonce.KindCharge, "", ""),
+			Serve: func(t *testing.T, b bundle) {
+				getOK(t, b, base+"/payments", 200, list(1, getPay("pay_1", "Captured", true, op)))
+				serveByID(b, map[string]string{"pay_1": `{"id":"pay_1","amount":1999,"currency":"USD","approved":true,"status":"Captured","reference":"` + op + `","metadata":{"payonce_op":"someone-else"}}`}, nil)
+			},
+			Contradiction: `operation id "someone-else"`},
+		{Name: "refund action found by id with another reference", Q: lookupQuery(payonce.KindRefund, "pay_1", "act_r"),
+			Serve: func(t *testing.T, b bundle) {
+				getOK(t, b, base+"/payments/pay_1/actions", 200, "["+act("act_r", "Refund", true, "someone-else", "10000")+"]")
+			},
+			Contradiction: `operation id "someone-else"`},
+		{Name: "partial refund action of another amount", Q: partial,
+			Serve: func(t *testing.T, b bundle) {
+				getOK(t, b, base+"/payments/pay_1/actions", 200, "["+act("act_r", "Refund", true, op, "10000")+"]")
+			},
+			Contradiction: "amount 1999, not 500"},
+		{Name: "listed but gone when read by id", Q: lookupQuery(payonce.KindCharge, "", ""),
+			Serve: func(t *testing.T, b bundle) {
+				getOK(t, b, base+"/payments", 200, list(1, getPay("pay_1", "Captured", true, op)))
+				serveByID(b, nil, nil)
+			},
+			Err: "listed by reference"},
 	})
 }
 

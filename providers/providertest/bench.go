@@ -53,7 +53,7 @@ type bench struct {
 	ctx    context.Context
 	// hooks is the webhook receiver of the subtest, serving the client's
 	// WebhookHandler (when the adapter implements payonce.WebhookParser).
-	hooks *receiver
+	hooks *Receiver
 }
 
 // setup changes a scenario's Options and client Config.
@@ -88,13 +88,10 @@ func newBench(t *testing.T, sc *suite, s setup) *bench {
 	// The receiver starts before the fake, which needs its URL; it
 	// answers 503 until the client's handler is set below, and nothing
 	// happens at the fake before that.
-	hooks := startReceiver(t)
-	o.WebhookReceiver = hooks.url()
+	hooks := StartReceiver(t)
+	o.WebhookReceiver = hooks.URL()
 	if s.webhooks != nil {
-		o.Webhooks = mocks.WebhookDelivery{URL: o.WebhookReceiver,
-			// Deliveries the receiver holds back are retried until it
-			// lets them through, soon after.
-			MaxAttempts: webhookMaxAttempts, RetryAfter: webhookRetryAfter}
+		o.Webhooks = hooks.Delivery()
 		s.webhooks(&o.Webhooks)
 	}
 	if s.opts != nil {
@@ -129,7 +126,7 @@ func newBench(t *testing.T, sc *suite, s setup) *bench {
 	if _, ok := env.Provider.(payonce.WebhookParser); ok {
 		h, err := client.WebhookHandler(payonce.WebhookOptions{})
 		require.NoError(t, err)
-		hooks.serve(h)
+		hooks.Serve(h)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
@@ -226,6 +223,46 @@ func (b *bench) opID(kind payonce.Kind, refs ...string) string {
 func (b *bench) charge(order string, amount int64) payonce.ChargeParams {
 	return payonce.ChargeParams{OrderID: order, Amount: amount, Currency: b.env.Currency, PaymentMethod: b.env.GoodMethod,
 		Customer: b.env.Customer}
+}
+
+// chargeAfter scripts fault f on the charge endpoint and charges order
+// once.
+func (b *bench) chargeAfter(f mocks.FaultKind, order string, amount int64) (payonce.ChargeParams, payonce.Result, error) {
+	b.env.Fake.Script(b.env.Charge, f)
+	p := b.charge(order, amount)
+	res, err := b.client.Charge(b.ctx, p)
+	return p, res, err
+}
+
+// skipWebhookOnly skips a scenario about failing lookups where the adapter
+// has none (Env.WebhookOnly), saying why the scenario is not needed there.
+func (b *bench) skipWebhookOnly(why string) {
+	if b.env.WebhookOnly {
+		b.t.Skipf("%s has no status lookup that could fail (Env.WebhookOnly): %s", b.env.Provider.Name(), why)
+	}
+}
+
+// chargeBlind is chargeAfter with the status lookups failing (with a 502,
+// more of them than one call makes), so that the client cannot tell what
+// the charge did.
+func (b *bench) chargeBlind(f mocks.FaultKind, order string, amount int64) (payonce.ChargeParams, payonce.Result, error) {
+	b.env.Fake.Script(b.env.Lookup, repeated(mocks.FaultGatewayBefore502, lookupFaults)...)
+	return b.chargeAfter(f, order, amount)
+}
+
+// reviewPastWindow moves past the key window and charges p again: with the
+// outcome still unknown the operation goes to review, and rule 5 holds (no
+// POST outside the key window). It returns the review and the POST count.
+func (b *bench) reviewPastWindow(p payonce.ChargeParams, why string) (payonce.Result, int) {
+	b.t.Helper()
+	b.pastWindow()
+	posts := b.allPosts()
+	res, err := b.client.Charge(b.ctx, p)
+	require.ErrorIs(b.t, err, payonce.ErrManualReview, why)
+	require.Equal(b.t, payonce.ResultManualReview, res.Status)
+	require.Equal(b.t, payonce.ReasonWindowPassed, res.ReviewReason)
+	require.Equal(b.t, posts, b.allPosts(), "rule 5: no POST outside the key window")
+	return res, posts
 }
 
 func (b *bench) refund(order string, seq int, amount int64) payonce.RefundParams {

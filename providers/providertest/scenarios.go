@@ -162,9 +162,7 @@ func testLostAnswer(t *testing.T, s *suite, f mocks.FaultKind) {
 // again and the charge is made once.
 func testGatewayBefore(t *testing.T, s *suite) {
 	b := newBench(t, s, setup{})
-	b.env.Fake.Script(b.env.Charge, mocks.FaultGatewayBefore502)
-	p := b.charge("order-gw-before", 1500)
-	res, err := b.client.Charge(b.ctx, p)
+	p, res, err := b.chargeAfter(mocks.FaultGatewayBefore502, "order-gw-before", 1500)
 	require.ErrorIs(t, err, payonce.ErrOutcomeUnknown, "not found proves nothing before the lookup lag")
 	require.Equal(t, payonce.ResultUnknown, res.Status)
 	require.Zero(t, b.charges(res.OperationID))
@@ -192,9 +190,7 @@ func testStoredErrors(t *testing.T, s *suite) {
 	t.Run("stored_500", func(t *testing.T) {
 		t.Parallel()
 		b := newBench(t, s, setup{})
-		b.env.Fake.Script(b.env.Charge, mocks.FaultStored500)
-		p := b.charge("order-stored-500", 1500)
-		res, err := b.client.Charge(b.ctx, p)
+		p, res, err := b.chargeAfter(mocks.FaultStored500, "order-stored-500", 1500)
 		require.ErrorIs(t, err, payonce.ErrOutcomeUnknown, "not found proves nothing before the lookup lag")
 		require.Zero(t, b.charges(res.OperationID))
 		b.clock.Advance(b.opts.LookupLag / 2)
@@ -222,13 +218,7 @@ func testStoredErrors(t *testing.T, s *suite) {
 		require.GreaterOrEqual(t, b.truth().Replays, 1)
 		require.Zero(t, b.charges(res.OperationID))
 
-		b.pastWindow()
-		posts := b.allPosts()
-		res, err = b.client.Charge(b.ctx, p)
-		require.ErrorIs(t, err, payonce.ErrManualReview)
-		require.Equal(t, payonce.ResultManualReview, res.Status)
-		require.Equal(t, payonce.ReasonWindowPassed, res.ReviewReason)
-		require.Equal(t, posts, b.allPosts(), "outside the key window nothing is ever posted")
+		res, _ = b.reviewPastWindow(p, "the stored 500 is replayed up to the end of the window")
 		require.Zero(t, b.charges(res.OperationID))
 		op, _ := b.get(res.OperationID)
 		require.False(t, op.NextCheckAt.IsZero(), "review keeps read-only lookups going")
@@ -280,13 +270,8 @@ func testStoredErrors(t *testing.T, s *suite) {
 	t.Run("processed_500_lookup_fails_first", func(t *testing.T) {
 		t.Parallel()
 		b := newBench(t, s, setup{config: noBreaker})
-		if b.env.WebhookOnly {
-			t.Skipf("%s has no status lookup that could fail (Env.WebhookOnly): its webhook settles the payment, as processed_500 shows", b.env.Provider.Name())
-		}
-		b.env.Fake.Script(b.env.Charge, mocks.FaultProcessed500)
-		b.env.Fake.Script(b.env.Lookup, repeated(mocks.FaultGatewayBefore502, lookupFaults)...)
-		p := b.charge("order-processed-500-lookup", 2500)
-		res, err := b.client.Charge(b.ctx, p)
+		b.skipWebhookOnly("its webhook settles the payment, as processed_500 shows")
+		p, res, err := b.chargeBlind(mocks.FaultProcessed500, "order-processed-500-lookup", 2500)
 		require.ErrorIs(t, err, payonce.ErrOutcomeUnknown, "the lookup failed: check later")
 		require.Equal(t, 1, b.posts(b.env.Charge), "no resend while the lookup cannot answer")
 		op, _ := b.get(res.OperationID)
@@ -317,9 +302,7 @@ func repeated(f mocks.FaultKind, n int) []mocks.FaultKind {
 func testKeyInUse(t *testing.T, s *suite) {
 	// The slow request ends when the test releases it.
 	b := newBench(t, s, setup{opts: func(o *Options) { o.SlowFor = 10 * time.Minute }})
-	b.env.Fake.Script(b.env.Charge, mocks.FaultSlow)
-	p := b.charge("order-key-in-use", 3100)
-	res, err := b.client.Charge(b.ctx, p)
+	p, res, err := b.chargeAfter(mocks.FaultSlow, "order-key-in-use", 3100)
 	require.ErrorIs(t, err, payonce.ErrOutcomeUnknown, "the attempt timed out and nothing is visible yet")
 	id := res.OperationID
 	require.Zero(t, b.charges(id))
@@ -387,9 +370,9 @@ func testDecline(t *testing.T, s *suite) {
 	// no refusal code, and the call then reports the failure the ledger
 	// recorded. Webhooks wait until the call has answered: this scenario
 	// checks the answer, WebhookBeforeAnswer the event.
-	b.hooks.hold()
+	b.hooks.Hold()
 	res, err := b.client.Charge(b.ctx, p)
-	b.hooks.release()
+	b.hooks.Release()
 	require.ErrorIs(t, err, payonce.ErrDeclined)
 	var de *payonce.DeclinedError
 	require.True(t, errors.As(err, &de), "%T", err)
@@ -595,9 +578,7 @@ func testLookupLag(t *testing.T, s *suite) {
 		if !b.env.FakeLag {
 			t.Skipf("%s: the fake's lookups do not lag (Env.FakeLag is false)", b.env.Provider.Name())
 		}
-		b.env.Fake.Script(b.env.Charge, mocks.FaultDropAfterProcessing)
-		p := b.charge("order-invisible", 1300)
-		res, err := b.client.Charge(b.ctx, p)
+		p, res, err := b.chargeAfter(mocks.FaultDropAfterProcessing, "order-invisible", 1300)
 		require.ErrorIs(t, err, payonce.ErrOutcomeUnknown, "the payment is not visible yet")
 		require.Equal(t, 1, b.charges(res.OperationID))
 		b.clock.Advance(b.opts.FakeLag / 2)
@@ -620,18 +601,10 @@ func testKeyWindowPassed(t *testing.T, s *suite) {
 	t.Run("not_found", func(t *testing.T) {
 		t.Parallel()
 		b := newBench(t, s, setup{})
-		b.env.Fake.Script(b.env.Charge, mocks.FaultGatewayBefore502)
-		p := b.charge("order-window", 1500)
-		_, err := b.client.Charge(b.ctx, p)
+		p, _, err := b.chargeAfter(mocks.FaultGatewayBefore502, "order-window", 1500)
 		require.ErrorIs(t, err, payonce.ErrOutcomeUnknown)
 
-		b.pastWindow()
-		posts := b.allPosts()
-		res, err := b.client.Charge(b.ctx, p)
-		require.ErrorIs(t, err, payonce.ErrManualReview)
-		require.Equal(t, payonce.ResultManualReview, res.Status)
-		require.Equal(t, payonce.ReasonWindowPassed, res.ReviewReason)
-		require.Equal(t, posts, b.allPosts(), "rule 5: no POST outside the key window")
+		res, posts := b.reviewPastWindow(p, "the window passed and nothing was found")
 		require.Zero(t, b.charges(res.OperationID))
 		op, _ := b.get(res.OperationID)
 		require.False(t, op.NextCheckAt.IsZero(), "review keeps read-only lookups going")
@@ -644,23 +617,13 @@ func testKeyWindowPassed(t *testing.T, s *suite) {
 	t.Run("lookup_fails", func(t *testing.T) {
 		t.Parallel()
 		b := newBench(t, s, setup{config: noBreaker})
-		if b.env.WebhookOnly {
-			t.Skipf("%s has no status lookup that could fail (Env.WebhookOnly), and its webhook settles the charge before the window passes; WebhookInReview covers an event settling a review", b.env.Provider.Name())
-		}
-		b.env.Fake.Script(b.env.Charge, mocks.FaultGatewayAfter502)
-		b.env.Fake.Script(b.env.Lookup, repeated(mocks.FaultGatewayBefore502, lookupFaults)...)
-		p := b.charge("order-window-lookup", 1500)
-		res, err := b.client.Charge(b.ctx, p)
+		b.skipWebhookOnly("its webhook settles the charge before the window passes; WebhookInReview covers an event settling a review")
+		p, res, err := b.chargeBlind(mocks.FaultGatewayAfter502, "order-window-lookup", 1500)
 		require.ErrorIs(t, err, payonce.ErrOutcomeUnknown)
 		id := res.OperationID
 		require.Equal(t, 1, b.charges(id))
 
-		b.pastWindow()
-		posts := b.allPosts()
-		res, err = b.client.Charge(b.ctx, p)
-		require.ErrorIs(t, err, payonce.ErrManualReview, "the window passed and the lookup cannot answer")
-		require.Equal(t, payonce.ReasonWindowPassed, res.ReviewReason)
-		require.Equal(t, posts, b.allPosts(), "rule 5: no POST outside the key window")
+		_, posts := b.reviewPastWindow(p, "the window passed and the lookup cannot answer")
 
 		// The provider answers again: the reconciler's read-only lookup
 		// settles the review with the payment.

@@ -10,10 +10,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,113 +36,10 @@ const (
 	webhookFlushFor = time.Minute
 )
 
-// receiver is the subtest's webhook endpoint: the client's handler behind
-// a loopback httptest server, which keeps what arrives (templates for
-// replays and forgeries) and can hold deliveries back (answering 503, so
-// that the fake retries them), as a network or an outage would.
-type receiver struct {
-	srv *httptest.Server
-
-	mu       sync.Mutex
-	handler  http.Handler // nil until the client is built: 503
-	holding  bool
-	held     []Delivery // held back, latest attempt of each body, in order of arrival
-	accepted []Delivery // answered 2xx by the handler, in order
-}
-
-func startReceiver(t *testing.T) *receiver {
-	r := &receiver{}
-	r.srv = httptest.NewServer(http.HandlerFunc(r.serveHTTP))
-	t.Cleanup(r.srv.Close)
-	return r
-}
-
-func (r *receiver) url() string { return r.srv.URL + "/webhooks" }
-
-func (r *receiver) serve(h http.Handler) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.handler = h
-}
-
-func (r *receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(req.Body, payonce.MaxWebhookBytes+1))
-	if err != nil {
-		http.Error(w, "could not read the body", http.StatusBadRequest)
-		return
-	}
-	d := Delivery{Body: body, Header: req.Header.Clone(), RemoteAddr: req.RemoteAddr}
-	r.mu.Lock()
-	h := r.handler
-	if r.holding || h == nil {
-		if i := slices.IndexFunc(r.held, func(x Delivery) bool { return bytes.Equal(x.Body, body) }); i >= 0 {
-			r.held[i] = d // a retry: signed anew
-		} else {
-			r.held = append(r.held, d)
-		}
-		r.mu.Unlock()
-		http.Error(w, "held back", http.StatusServiceUnavailable)
-		return
-	}
-	r.mu.Unlock()
-	status := deliver(h, d)
-	w.WriteHeader(status)
-	if status/100 == 2 {
-		r.mu.Lock()
-		r.accepted = append(r.accepted, d)
-		r.mu.Unlock()
-	}
-}
-
-// deliver hands d to h as a request from d.RemoteAddr and returns h's
-// status.
-func deliver(h http.Handler, d Delivery) int {
-	req := httptest.NewRequest(http.MethodPost, "/webhooks", bytes.NewReader(d.Body))
-	req.Header = d.Header.Clone()
-	req.RemoteAddr = d.RemoteAddr
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	return rec.Code
-}
-
-// hold makes the receiver hold every delivery back until release.
-func (r *receiver) hold() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.holding = true
-}
-
-func (r *receiver) release() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.holding = false
-}
-
-func (r *receiver) heldBack() []Delivery {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.held)
-}
-
-func (r *receiver) acceptedSoFar() []Delivery {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.accepted)
-}
-
-// direct hands d straight to the client's handler (bypassing holding), as
-// a delivery from d.RemoteAddr.
-func (r *receiver) direct(d Delivery) int {
-	r.mu.Lock()
-	h := r.handler
-	r.mu.Unlock()
-	return deliver(h, d)
-}
-
 // post sends d again over HTTP, byte for byte: a replay.
-func (r *receiver) post(b *bench, d Delivery) int {
+func (r *Receiver) post(b *bench, d Delivery) int {
 	b.t.Helper()
-	req, err := http.NewRequestWithContext(b.ctx, http.MethodPost, r.url(), bytes.NewReader(d.Body))
+	req, err := http.NewRequestWithContext(b.ctx, http.MethodPost, r.URL(), bytes.NewReader(d.Body))
 	require.NoError(b.t, err)
 	req.Header = d.Header.Clone()
 	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}).Do(req)
@@ -207,9 +102,9 @@ func (b *bench) flush() {
 func (b *bench) waitHeld() []Delivery {
 	b.t.Helper()
 	b.waitFor("the fake's webhooks to arrive", func() bool {
-		return len(b.hooks.heldBack()) >= b.env.Fake.WebhookStats().Queued
+		return len(b.hooks.Held()) >= b.env.Fake.WebhookStats().Queued
 	})
-	held := b.hooks.heldBack()
+	held := b.hooks.Held()
 	require.NotEmpty(b.t, held, "the fake sent no webhook")
 	return held
 }
@@ -265,9 +160,7 @@ func (b *bench) reconcile() {
 // holding), so that none settles the operation before the call returns.
 func (b *bench) lostCharge(order string, amount int64) payonce.Result {
 	b.t.Helper()
-	b.env.Fake.Script(b.env.Charge, mocks.FaultDropAfterProcessing)
-	b.env.Fake.Script(b.env.Lookup, repeated(mocks.FaultGatewayBefore502, lookupFaults)...)
-	res, err := b.client.Charge(b.ctx, b.charge(order, amount))
+	_, res, err := b.chargeBlind(mocks.FaultDropAfterProcessing, order, amount)
 	require.ErrorIs(b.t, err, payonce.ErrOutcomeUnknown, "the answer was lost and the lookup cannot answer")
 	require.Equal(b.t, 1, b.charges(res.OperationID), "the charge was made")
 	op, _ := b.get(res.OperationID)
@@ -329,7 +222,7 @@ func testWebhookForged(t *testing.T, s *suite) {
 	b := newBench(t, s, setup{config: noBreaker, webhooks: func(*mocks.WebhookDelivery) {}})
 	b.webhooksOn()
 	require.NotEmpty(t, b.env.WebhookForgeries, "Env.WebhookForgeries: list the deliveries %s's adapter must refuse", b.env.Provider.Name())
-	b.hooks.hold()
+	b.hooks.Hold()
 	res := b.lostCharge("order-forged", 1700)
 	held := b.waitHeld()
 	before, beforeAtts := b.get(res.OperationID)
@@ -339,7 +232,7 @@ func testWebhookForged(t *testing.T, s *suite) {
 		for _, d := range held {
 			forged := d.clone()
 			f.Forge(&forged)
-			require.Equal(t, f.Status, b.hooks.direct(forged), "%s: %s", f.Name, forged.Body)
+			require.Equal(t, f.Status, b.hooks.Direct(forged), "%s: %s", f.Name, forged.Body)
 		}
 	}
 	require.Empty(t, b.inbox(ledger.InboxFilter{}), "a refused delivery records nothing")
@@ -351,7 +244,7 @@ func testWebhookForged(t *testing.T, s *suite) {
 
 	// The same deliveries, genuine, are accepted: what was refused was the
 	// forgery, not the event.
-	b.hooks.release()
+	b.hooks.Release()
 	b.flush()
 	b.settledByWebhook(res.OperationID, ledger.StatusSucceeded)
 	require.Equal(t, 1, b.posts(b.env.Charge))
@@ -363,9 +256,9 @@ func testWebhookForged(t *testing.T, s *suite) {
 func testWebhookReplay(t *testing.T, s *suite) {
 	b := newBench(t, s, setup{config: noBreaker, webhooks: func(d *mocks.WebhookDelivery) { d.DuplicateRate = 1 }})
 	b.webhooksOn()
-	b.hooks.hold()
+	b.hooks.Hold()
 	res := b.lostCharge("order-replay", 1800)
-	b.hooks.release()
+	b.hooks.Release()
 	b.flush()
 	st := b.env.Fake.WebhookStats()
 	require.Equal(t, st.Queued, st.Duplicated, "DuplicateRate 1: every event twice")
@@ -376,7 +269,7 @@ func testWebhookReplay(t *testing.T, s *suite) {
 	_, atts := b.get(res.OperationID)
 	requests := b.truth().Requests
 
-	accepted := b.hooks.acceptedSoFar()
+	accepted := b.hooks.Accepted()
 	require.GreaterOrEqual(t, len(accepted), st.Delivered)
 	for _, d := range accepted {
 		require.Equal(t, http.StatusOK, b.hooks.post(b, d), "a replay is acknowledged")
@@ -405,13 +298,13 @@ func testWebhookOutOfOrder(t *testing.T, s *suite) {
 		t.Skipf("%s: no capture (Env.TwoStage is false)", b.env.Provider.Name())
 	}
 	const order = "order-out-of-order"
-	b.hooks.hold()
+	b.hooks.Hold()
 	p := b.charge(order, 2600)
 	p.CaptureManual = true
 	auth, err := b.client.Charge(b.ctx, p)
 	require.NoError(t, err)
 	b.waitHeld()
-	authEvents := len(b.hooks.heldBack())
+	authEvents := len(b.hooks.Held())
 
 	b.env.Fake.Script(b.env.Capture, mocks.FaultDropAfterProcessing)
 	b.env.Fake.Script(b.env.Lookup, repeated(mocks.FaultGatewayBefore502, lookupFaults)...)
@@ -425,7 +318,7 @@ func testWebhookOutOfOrder(t *testing.T, s *suite) {
 	// it, nor the authorization.
 	settled := false
 	for i := len(held) - 1; i >= 0; i-- {
-		require.Equal(t, http.StatusOK, b.hooks.direct(held[i]))
+		require.Equal(t, http.StatusOK, b.hooks.Direct(held[i]))
 		op, atts := b.get(c.OperationID)
 		if settled {
 			require.Equal(t, ledger.StatusSucceeded, op.Status, "an older event moved the capture back: %s", Describe(op, atts))
@@ -435,7 +328,7 @@ func testWebhookOutOfOrder(t *testing.T, s *suite) {
 		require.Equal(t, ledger.StatusSucceeded, a.Status, "the authorization stays settled")
 	}
 	b.settledByWebhook(c.OperationID, ledger.StatusSucceeded)
-	b.hooks.release()
+	b.hooks.Release()
 	b.flush() // the fake's own retries: duplicates now
 	for _, id := range []string{auth.OperationID, c.OperationID} {
 		require.NotContains(t, b.dispositions(id), ledger.WebhookContradiction)
@@ -501,9 +394,9 @@ func testWebhookBeforeAnswer(t *testing.T, s *suite) {
 		t.Parallel()
 		b := newBench(t, s, setup{config: noBreaker, webhooks: func(*mocks.WebhookDelivery) {}})
 		b.webhooksOn()
-		b.hooks.hold()
+		b.hooks.Hold()
 		res := b.lostCharge("order-event-only", 2100)
-		b.hooks.release()
+		b.hooks.Release()
 		b.flush()
 		op := b.settledByWebhook(res.OperationID, ledger.StatusSucceeded)
 		require.Equal(t, b.truth().Payments[0].ID, op.ProviderRef)
@@ -521,22 +414,16 @@ func testWebhookBeforeAnswer(t *testing.T, s *suite) {
 func testWebhookInReview(t *testing.T, s *suite) {
 	b := newBench(t, s, setup{config: noBreaker, webhooks: func(*mocks.WebhookDelivery) {}})
 	b.webhooksOn()
-	b.hooks.hold()
-	b.env.Fake.Script(b.env.Charge, mocks.FaultGatewayAfter502)
-	b.env.Fake.Script(b.env.Lookup, repeated(mocks.FaultGatewayBefore502, lookupFaults)...)
-	p := b.charge("order-review-event", 2200)
-	res, err := b.client.Charge(b.ctx, p)
+	b.hooks.Hold()
+	p, _, err := b.chargeBlind(mocks.FaultGatewayAfter502, "order-review-event", 2200)
 	require.ErrorIs(t, err, payonce.ErrOutcomeUnknown)
 	b.waitHeld()
-	b.pastWindow()
-	res, err = b.client.Charge(b.ctx, p)
-	require.ErrorIs(t, err, payonce.ErrManualReview)
-	require.Equal(t, payonce.ReasonWindowPassed, res.ReviewReason)
+	res, _ := b.reviewPastWindow(p, "the window passed with the outcome unknown")
 	op, _ := b.get(res.OperationID)
 	require.False(t, op.NextCheckAt.IsZero(), "this review still wants lookups")
 
 	// The fake's retries, signed anew now, get through.
-	b.hooks.release()
+	b.hooks.Release()
 	b.flush()
 	op = b.settledByWebhook(res.OperationID, ledger.StatusSucceeded)
 	if !b.env.WebhooksLookupOnly {

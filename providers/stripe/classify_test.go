@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 )
@@ -35,9 +34,7 @@ func TestClassify(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	charge := chargeReq()
-	capture := withKind(charge, payonce.KindCapture, 0, "pi_1")
-	cancel := withKind(charge, payonce.KindCancel, 0, "pi_1")
-	refundR := withKind(charge, payonce.KindRefund, 100, "pi_1")
+	capture, cancel, refundR := testkit.Actions(withKind, charge, "pi_1", 0, 100)
 	huge := `{"id":"pi_1","object":"payment_intent","status":"succeeded","pad":"` + strings.Repeat("x", 1<<20) + `"}`
 	httpDate := testNow.Add(30 * time.Second).Format(http.TimeFormat)
 

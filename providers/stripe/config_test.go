@@ -15,22 +15,15 @@ import (
 	"github.com/payonce/payonce/providers/stripe"
 )
 
-func TestNewDefaults(t *testing.T) {
+func TestNew(t *testing.T) {
 	t.Parallel()
-	p, err := stripe.New(stripe.Config{APIKey: testKey})
-	require.NoError(t, err)
-	require.Equal(t, "stripe", p.Name())
-	require.Equal(t, payonce.ProviderInfo{KeyTTL: 24 * time.Hour, MaxKeyLength: 255}, p.Info())
-	require.Equal(t, time.Minute, p.SearchLag())
-}
-
-func TestNewOverrides(t *testing.T) {
-	t.Parallel()
-	p, err := stripe.New(stripe.Config{APIKey: testKey, KeyTTL: 30 * 24 * time.Hour, SearchLag: 5 * time.Minute,
-		BaseURL: "http://127.0.0.1:12111/"})
-	require.NoError(t, err)
-	require.Equal(t, 30*24*time.Hour, p.Info().KeyTTL)
-	require.Equal(t, 5*time.Minute, p.SearchLag())
+	testkit.RequireNew(t, stripe.New, "stripe", (*stripe.Provider).SearchLag,
+		testkit.NewCase[stripe.Config]{Name: "defaults", Cfg: stripe.Config{APIKey: testKey},
+			Info: payonce.ProviderInfo{KeyTTL: 24 * time.Hour, MaxKeyLength: 255}, Lag: time.Minute},
+		testkit.NewCase[stripe.Config]{Name: "overrides", Cfg: stripe.Config{APIKey: testKey, KeyTTL: 30 * 24 * time.Hour, SearchLag: 5 * time.Minute,
+			BaseURL: "http://127.0.0.1:12111/"},
+			Info: payonce.ProviderInfo{KeyTTL: 30 * 24 * time.Hour, MaxKeyLength: 255}, Lag: 5 * time.Minute},
+	)
 }
 
 func TestNewValidation(t *testing.T) {

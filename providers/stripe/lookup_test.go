@@ -162,79 +162,36 @@ func TestLookupSearchEscaping(t *testing.T) {
 	require.Equal(t, []string{"10"}, vals["limit"])
 }
 
-func TestLookupCapture(t *testing.T) {
+// A capture or cancel is read from its PaymentIntent by id.
+func TestLookupCaptureCancel(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name, body string
-		state      payonce.LookupState
-		code       string
-		wantErr    bool
-	}{
-		{"succeeded", piJSON("pi_1", "succeeded", 1999, ""), payonce.LookupSucceeded, "", false},
-		{"succeeded nothing received", piJSON("pi_1", "succeeded", 0, ""), "", "", true},
-		{"processing", piJSON("pi_1", "processing", 0, ""), payonce.LookupProcessing, "", false},
-		{"requires_capture", piJSON("pi_1", "requires_capture", 0, ""), payonce.LookupNotFound, "", false},
-		{"canceled", piJSON("pi_1", "canceled", 0, ""), payonce.LookupFailed, "payment_intent_unexpected_state", false},
-		{"requires_payment_method", piJSON("pi_1", "requires_payment_method", 0, ""), payonce.LookupFailed, "payment_intent_unexpected_state", false},
-		{"unknown", piJSON("pi_1", "brand_new", 0, ""), "", "", true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t)
-			getOK(t, b, base+"/v1/payment_intents/pi_1", 200, tc.body)
-			res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCapture, "pi_1", ""))
-			if tc.wantErr {
-				require.Error(t, err)
-				return
-			}
-			require.NoError(t, err)
-			require.Equal(t, tc.state, res.State)
-			require.Equal(t, tc.code, res.Code)
-			require.Zero(t, res.Lag)
-		})
-	}
-}
-
-func TestLookupCancel(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name, body string
-		state      payonce.LookupState
-		code       string
-	}{
-		{"canceled", piJSON("pi_1", "canceled", 0, ""), payonce.LookupSucceeded, ""},
-		{"succeeded", piJSON("pi_1", "succeeded", 1999, ""), payonce.LookupFailed, "payment_intent_unexpected_state"},
-		{"requires_capture", piJSON("pi_1", "requires_capture", 0, ""), payonce.LookupNotFound, ""},
-		{"requires_payment_method", piJSON("pi_1", "requires_payment_method", 0, ""), payonce.LookupNotFound, ""},
-		{"processing", piJSON("pi_1", "processing", 0, ""), payonce.LookupNotFound, ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t)
-			getOK(t, b, base+"/v1/payment_intents/pi_1", 200, tc.body)
-			res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCancel, "pi_1", ""))
-			require.NoError(t, err)
-			require.Equal(t, tc.state, res.State)
-			require.Equal(t, tc.code, res.Code)
-		})
-	}
+	capture, cancel := lookupQuery(payonce.KindCapture, "pi_1", ""), lookupQuery(payonce.KindCancel, "pi_1", "")
+	testkit.RequireStates(t, func(t *testing.T, body string) (payonce.Provider, payonce.HTTPDoer) {
+		b := setup(t)
+		getOK(t, b, base+"/v1/payment_intents/pi_1", 200, body)
+		return b.P, b.HC
+	}, []testkit.StateCase{
+		{Name: "capture succeeded", Q: capture, Body: piJSON("pi_1", "succeeded", 1999, ""), State: payonce.LookupSucceeded},
+		{Name: "capture succeeded nothing received", Q: capture, Body: piJSON("pi_1", "succeeded", 0, ""), Err: true},
+		{Name: "capture processing", Q: capture, Body: piJSON("pi_1", "processing", 0, ""), State: payonce.LookupProcessing},
+		{Name: "capture requires_capture", Q: capture, Body: piJSON("pi_1", "requires_capture", 0, ""), State: payonce.LookupNotFound},
+		{Name: "capture canceled", Q: capture, Body: piJSON("pi_1", "canceled", 0, ""), State: payonce.LookupFailed, Code: "payment_intent_unexpected_state"},
+		{Name: "capture requires_payment_method", Q: capture, Body: piJSON("pi_1", "requires_payment_method", 0, ""), State: payonce.LookupFailed, Code: "payment_intent_unexpected_state"},
+		{Name: "capture unknown", Q: capture, Body: piJSON("pi_1", "brand_new", 0, ""), Err: true},
+		{Name: "cancel canceled", Q: cancel, Body: piJSON("pi_1", "canceled", 0, ""), State: payonce.LookupSucceeded},
+		{Name: "cancel succeeded", Q: cancel, Body: piJSON("pi_1", "succeeded", 1999, ""), State: payonce.LookupFailed, Code: "payment_intent_unexpected_state"},
+		{Name: "cancel requires_capture", Q: cancel, Body: piJSON("pi_1", "requires_capture", 0, ""), State: payonce.LookupNotFound},
+		{Name: "cancel requires_payment_method", Q: cancel, Body: piJSON("pi_1", "requires_payment_method", 0, ""), State: payonce.LookupNotFound},
+		{Name: "cancel processing", Q: cancel, Body: piJSON("pi_1", "processing", 0, ""), State: payonce.LookupNotFound},
+	})
 }
 
 func TestLookupCaptureCancelFallbackAndMissing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	getOK(t, b, base+"/v1/payment_intents/pi_ref", 200, piJSON("pi_ref", "canceled", 0, ""))
-	res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCancel, "", "pi_ref"))
-	require.NoError(t, err, "ProviderRef is used when PaymentRef is empty")
-	require.Equal(t, payonce.LookupSucceeded, res.State)
-
-	_, err = b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCapture, "", ""))
-	require.ErrorContains(t, err, "PaymentRef")
-
 	getOK(t, b, base+"/v1/payment_intents/pi_gone", 404, `{"error":{"type":"invalid_request_error","code":"resource_missing","message":"No such payment_intent"}}`)
-	res, err = b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCapture, "pi_gone", ""))
-	require.NoError(t, err)
-	require.Equal(t, payonce.LookupNotFound, res.State)
+	testkit.RequireActionFallback(t, b.P, b.HC, lookupQuery, "pi_ref", "pi_gone")
 }
 
 func TestLookupRefund(t *testing.T) {

@@ -74,7 +74,10 @@ type Config struct {
 // Stripe's v1 API (PaymentIntents and Refunds). It is safe for concurrent
 // use and holds no mutable state.
 type Provider struct {
-	apiKey     adapterkit.Secret
+	apiKey adapterkit.Secret
+	// bearer is the Authorization header's value, "Bearer " + apiKey, made
+	// once by New rather than on every request.
+	bearer     adapterkit.Secret
 	baseURL    string // without a trailing slash
 	keyTTL     time.Duration
 	searchLag  time.Duration
@@ -83,6 +86,10 @@ type Provider struct {
 
 	webhookSecret    adapterkit.Secret
 	webhookTolerance time.Duration
+
+	// answer is answers(), built once by New: the table depends only on
+	// the Provider's fixed fields, and building it allocates every rule.
+	answer *adapterkit.Answer[apiErrorBody]
 }
 
 var _ payonce.Provider = (*Provider)(nil)
@@ -110,6 +117,9 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.bearer = adapterkit.Secret("Bearer " + cfg.APIKey)
+	answer := p.answers()
+	p.answer = &answer
 	// APIVersion, optional, is checked last, so that a Config with several
 	// problems keeps reporting the same first one.
 	if strings.ContainsFunc(cfg.APIVersion, adapterkit.NotToken) {

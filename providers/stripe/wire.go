@@ -3,6 +3,7 @@ package stripe
 import (
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/internal/adapterkit"
@@ -130,6 +131,10 @@ func (e *expandable) UnmarshalJSON(b []byte) error {
 	case string(b) == "null":
 		return nil
 	case len(b) > 0 && b[0] == '"':
+		if id, ok := plainJSONString(b); ok {
+			e.ID = id
+			return nil
+		}
 		return json.Unmarshal(b, &e.ID)
 	}
 	var o struct {
@@ -140,6 +145,27 @@ func (e *expandable) UnmarshalJSON(b []byte) error {
 	}
 	e.ID, e.Object = o.ID, append(json.RawMessage(nil), b...)
 	return nil
+}
+
+// plainJSONString is the value of b, a JSON string literal (as a decoder
+// hands it to UnmarshalJSON), when it holds no escape, no control
+// character and only valid UTF-8: encoding/json then decodes it as the
+// bytes between the quotes, and ok is true. Anything else is left to
+// json.Unmarshal.
+func plainJSONString(b []byte) (string, bool) {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return "", false
+	}
+	in := b[1 : len(b)-1]
+	for _, c := range in {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	if !utf8.Valid(in) {
+		return "", false
+	}
+	return string(in), true
 }
 
 type listOf[T any] struct {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 )
@@ -29,9 +28,7 @@ func TestClassify(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	charge := chargeReq()
-	capture := withKind(charge, payonce.KindCapture, 0, "p1")
-	cancel := withKind(charge, payonce.KindCancel, 0, "p1")
-	refundR := withKind(charge, payonce.KindRefund, 100, "p1")
+	capture, cancel, refundR := testkit.Actions(withKind, charge, "p1", 0, 100)
 	declined := `{"party":"payment_network","reason":"insufficient_funds"}`
 	huge := `{"id":"p1","status":"succeeded","pad":"` + strings.Repeat("x", 1<<20) + `"}`
 

@@ -15,23 +15,15 @@ import (
 	"github.com/payonce/payonce/providers/yookassa"
 )
 
-func TestNewDefaults(t *testing.T) {
+func TestNew(t *testing.T) {
 	t.Parallel()
-	p, err := yookassa.New(yookassa.Config{ShopID: testShopID, SecretKey: testSecret})
-	require.NoError(t, err)
-	require.Equal(t, "yookassa", p.Name())
-	require.Equal(t, payonce.ProviderInfo{KeyTTL: 24 * time.Hour, MaxKeyLength: 64}, p.Info())
-	require.Equal(t, time.Minute, p.ListLag())
-}
-
-func TestNewOverrides(t *testing.T) {
-	t.Parallel()
-	p, err := yookassa.New(yookassa.Config{ShopID: testShopID, SecretKey: testSecret, KeyTTL: 12 * time.Hour,
-		ListLag: 5 * time.Second, LookupMargin: time.Minute, BaseURL: "http://127.0.0.1:1/"})
-	require.NoError(t, err)
-	require.Equal(t, 12*time.Hour, p.Info().KeyTTL)
-	require.Equal(t, 5*time.Second, p.ListLag())
-	require.Contains(t, p.String(), "BaseURL:http://127.0.0.1:1 ")
+	testkit.RequireNew(t, yookassa.New, "yookassa", (*yookassa.Provider).ListLag,
+		testkit.NewCase[yookassa.Config]{Name: "defaults", Cfg: yookassa.Config{ShopID: testShopID, SecretKey: testSecret},
+			Info: payonce.ProviderInfo{KeyTTL: 24 * time.Hour, MaxKeyLength: 64}, Lag: time.Minute},
+		testkit.NewCase[yookassa.Config]{Name: "overrides", Cfg: yookassa.Config{ShopID: testShopID, SecretKey: testSecret, KeyTTL: 12 * time.Hour,
+			ListLag: 5 * time.Second, LookupMargin: time.Minute, BaseURL: "http://127.0.0.1:1/"},
+			Info: payonce.ProviderInfo{KeyTTL: 12 * time.Hour, MaxKeyLength: 64}, Lag: 5 * time.Second, BaseURL: "http://127.0.0.1:1"},
+	)
 }
 
 func TestNewValidation(t *testing.T) {

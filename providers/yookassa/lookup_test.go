@@ -173,43 +173,24 @@ func TestLookupChargeSearchNeedsSinceAndOperation(t *testing.T) {
 
 func TestLookupCaptureCancel(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name  string
-		kind  payonce.Kind
-		body  string
-		state payonce.LookupState
-		code  string
-	}{
-		{"capture succeeded", payonce.KindCapture, pm("p1", "succeeded", ""), payonce.LookupSucceeded, ""},
-		{"capture waiting", payonce.KindCapture, pm("p1", "waiting_for_capture", ""), payonce.LookupNotFound, ""},
-		{"capture pending", payonce.KindCapture, pm("p1", "pending", ""), payonce.LookupNotFound, ""},
-		{"capture canceled", payonce.KindCapture, pm("p1", "canceled", `{"party":"yoo_money","reason":"expired_on_capture"}`), payonce.LookupFailed, "canceled"},
-		{"cancel canceled", payonce.KindCancel, pm("p1", "canceled", `{"party":"merchant","reason":"canceled_by_merchant"}`), payonce.LookupSucceeded, ""},
-		{"cancel succeeded", payonce.KindCancel, pm("p1", "succeeded", ""), payonce.LookupFailed, "unexpected_status"},
-		{"cancel waiting", payonce.KindCancel, pm("p1", "waiting_for_capture", ""), payonce.LookupNotFound, ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t)
-			getOK(t, b, base+"/v3/payments/p1", 200, tc.body)
-			res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(tc.kind, "p1", ""))
-			require.NoError(t, err)
-			require.Equal(t, tc.state, res.State)
-			require.Equal(t, tc.code, res.Code)
-			require.Zero(t, res.Lag)
-		})
-	}
+	capture, cancel := lookupQuery(payonce.KindCapture, "p1", ""), lookupQuery(payonce.KindCancel, "p1", "")
+	testkit.RequireStates(t, func(t *testing.T, body string) (payonce.Provider, payonce.HTTPDoer) {
+		b := setup(t)
+		getOK(t, b, base+"/v3/payments/p1", 200, body)
+		return b.P, b.HC
+	}, []testkit.StateCase{
+		{Name: "capture succeeded", Q: capture, Body: pm("p1", "succeeded", ""), State: payonce.LookupSucceeded},
+		{Name: "capture waiting", Q: capture, Body: pm("p1", "waiting_for_capture", ""), State: payonce.LookupNotFound},
+		{Name: "capture pending", Q: capture, Body: pm("p1", "pending", ""), State: payonce.LookupNotFound},
+		{Name: "capture canceled", Q: capture, Body: pm("p1", "canceled", `{"party":"yoo_money","reason":"expired_on_capture"}`), State: payonce.LookupFailed, Code: "canceled"},
+		{Name: "cancel canceled", Q: cancel, Body: pm("p1", "canceled", `{"party":"merchant","reason":"canceled_by_merchant"}`), State: payonce.LookupSucceeded},
+		{Name: "cancel succeeded", Q: cancel, Body: pm("p1", "succeeded", ""), State: payonce.LookupFailed, Code: "unexpected_status"},
+		{Name: "cancel waiting", Q: cancel, Body: pm("p1", "waiting_for_capture", ""), State: payonce.LookupNotFound},
+	})
 	b := setup(t)
 	getOK(t, b, base+"/v3/payments/ref", 200, pm("ref", "canceled", ""))
-	res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCancel, "", "ref"))
-	require.NoError(t, err, "ProviderRef is used when PaymentRef is empty")
-	require.Equal(t, payonce.LookupSucceeded, res.State)
-	_, err = b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCapture, "", ""))
-	require.ErrorContains(t, err, "PaymentRef")
 	getOK(t, b, base+"/v3/payments/gone", 404, `{"type":"error","code":"not_found"}`)
-	res, err = b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCapture, "gone", ""))
-	require.NoError(t, err)
-	require.Equal(t, payonce.LookupNotFound, res.State)
+	testkit.RequireActionFallback(t, b.P, b.HC, lookupQuery, "ref", "gone")
 }
 
 func TestLookupRefund(t *testing.T) {

@@ -122,9 +122,7 @@ func TestClassifyContradiction(t *testing.T) {
 	b := setup(t)
 	charge := chargeReq()
 	op, key := charge.OperationID, charge.Key
-	capture := withKind(charge, payonce.KindCapture, 0, "p1")
-	cancel := withKind(charge, payonce.KindCancel, 0, "p1")
-	refundR := withKind(charge, payonce.KindRefund, 100, "p1")
+	capture, cancel, refundR := testkit.Actions(withKind, charge, "p1", 0, 100)
 	rf := func(payment, value, cur, desc string) string {
 		return fmt.Sprintf(`{"id":"r1","payment_id":%q,"status":"succeeded","amount":{"value":%q,"currency":%q},"description":%q}`, payment, value, cur, desc)
 	}
@@ -169,53 +167,42 @@ func TestLookupContradiction(t *testing.T) {
 	t.Parallel()
 	op := chargeReq().OperationID
 	key := chargeReq().Key
-
-	t.Run("charge by id of another amount", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		getOK(t, b, base+"/v3/payments/p1", 200, pmGen("p1", "succeeded", op, key, "1.00", ""))
-		res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", "p1"))
-		require.NoError(t, err)
-		require.Contains(t, res.Contradiction, "amount 100, not 120000")
-		require.Equal(t, "p1", res.ProviderRef)
-		require.NotEqual(t, payonce.LookupSucceeded, res.State)
-		require.NotEqual(t, payonce.LookupFailed, res.State)
-	})
-	t.Run("list hit whose object carries another operation", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		getOK(t, b, base+"/v3/payments", 200, ykList("", pmOp("p1", "succeeded", op)))
-		serveObjects(b, "/v3/payments", objectsOf(pmGen("p1", "succeeded", "someone-else", key, "1200.00", "")), nil)
-		res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", ""))
-		require.NoError(t, err)
-		require.Contains(t, res.Contradiction, `operation id "someone-else"`)
-	})
-	t.Run("capture of a payment in another currency", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		getOK(t, b, base+"/v3/payments/p1", 200, `{"id":"p1","status":"succeeded","amount":{"value":"1200.00","currency":"EUR"}}`)
-		res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCapture, "p1", ""))
-		require.NoError(t, err)
-		require.Contains(t, res.Contradiction, `currency "EUR"`)
-	})
-	t.Run("refund of another amount", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		mine := `{"id":"r1","payment_id":"p1","status":"succeeded","amount":{"value":"%s","currency":"RUB"},"description":"payonce_op:` + op + `"}`
-		getOK(t, b, base+"/v3/refunds", 200, ykList("", fmt.Sprintf(mine, "1200.00")))
-		serveObjects(b, "/v3/refunds", map[string]string{"r1": fmt.Sprintf(mine, "600.00")}, nil)
-		res, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindRefund, "p1", ""))
-		require.NoError(t, err)
-		require.Contains(t, res.Contradiction, "amount 60000, not 120000")
-		require.Equal(t, []string{"r1"}, res.Refs)
-	})
-	t.Run("listed but gone when read by id", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		getOK(t, b, base+"/v3/payments", 200, ykList("", pmOp("p1", "succeeded", op)))
-		serveObjects(b, "/v3/payments", nil, nil)
-		_, err := b.P.Lookup(context.Background(), b.HC, lookupQuery(payonce.KindCharge, "", ""))
-		require.ErrorContains(t, err, "in the list")
+	mine := `{"id":"r1","payment_id":"p1","status":"succeeded","amount":{"value":"%s","currency":"RUB"},"description":"payonce_op:` + op + `"}`
+	testkit.RequireLookups(t, func(t *testing.T) bundle { return setup(t) }, []testkit.LookupCase[*yookassa.Provider]{
+		{Name: "charge by id of another amount", Q: lookupQuery(payonce.KindCharge, "", "p1"),
+			Serve: func(t *testing.T, b bundle) {
+				getOK(t, b, base+"/v3/payments/p1", 200, pmGen("p1", "succeeded", op, key, "1.00", ""))
+			},
+			Contradiction: "amount 100, not 120000",
+			Check: func(t *testing.T, res payonce.LookupResult) {
+				require.Equal(t, "p1", res.ProviderRef)
+				require.NotEqual(t, payonce.LookupSucceeded, res.State)
+				require.NotEqual(t, payonce.LookupFailed, res.State)
+			}},
+		{Name: "list hit whose object carries another operation", Q: lookupQuery(payonce.KindCharge, "", ""),
+			Serve: func(t *testing.T, b bundle) {
+				getOK(t, b, base+"/v3/payments", 200, ykList("", pmOp("p1", "succeeded", op)))
+				serveObjects(b, "/v3/payments", objectsOf(pmGen("p1", "succeeded", "someone-else", key, "1200.00", "")), nil)
+			},
+			Contradiction: `operation id "someone-else"`},
+		{Name: "capture of a payment in another currency", Q: lookupQuery(payonce.KindCapture, "p1", ""),
+			Serve: func(t *testing.T, b bundle) {
+				getOK(t, b, base+"/v3/payments/p1", 200, `{"id":"p1","status":"succeeded","amount":{"value":"1200.00","currency":"EUR"}}`)
+			},
+			Contradiction: `currency "EUR"`},
+		{Name: "refund of another amount", Q: lookupQuery(payonce.KindRefund, "p1", ""),
+			Serve: func(t *testing.T, b bundle) {
+				getOK(t, b, base+"/v3/refunds", 200, ykList("", fmt.Sprintf(mine, "1200.00")))
+				serveObjects(b, "/v3/refunds", map[string]string{"r1": fmt.Sprintf(mine, "600.00")}, nil)
+			},
+			Contradiction: "amount 60000, not 120000",
+			Check:         func(t *testing.T, res payonce.LookupResult) { require.Equal(t, []string{"r1"}, res.Refs) }},
+		{Name: "listed but gone when read by id", Q: lookupQuery(payonce.KindCharge, "", ""),
+			Serve: func(t *testing.T, b bundle) {
+				getOK(t, b, base+"/v3/payments", 200, ykList("", pmOp("p1", "succeeded", op)))
+				serveObjects(b, "/v3/payments", nil, nil)
+			},
+			Err: "in the list"},
 	})
 }
 

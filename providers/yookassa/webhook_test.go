@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/providers/yookassa"
 )
 
@@ -103,9 +104,11 @@ func TestWebhookTargets(t *testing.T) {
 func TestWebhookMalformed(t *testing.T) {
 	t.Parallel()
 	p := webhookProvider(t)
-	for name, body := range map[string]string{
-		"empty":          ``,
-		"not json":       `{`,
+	testkit.RequireMalformed(t, func(body string) error {
+		_, err := p.ParseWebhook(delivery(yooKassaAddr, []byte(body)), []byte(body))
+		return err
+	}, map[string]string{
+		"a lone brace":   `{`,
 		"not a notice":   `{"type":"payment","event":"payment.succeeded","object":{"id":"pm1","status":"succeeded"}}`,
 		"no event":       `{"type":"notification","object":{"id":"pm1"}}`,
 		"no object":      `{"type":"notification","event":"payment.succeeded"}`,
@@ -114,10 +117,7 @@ func TestWebhookMalformed(t *testing.T) {
 		"no status":      `{"type":"notification","event":"payment.succeeded","object":{"id":"pm1"}}`,
 		"refund no pay":  `{"type":"notification","event":"refund.succeeded","object":{"id":"rf1","status":"succeeded"}}`,
 		"nul id":         `{"type":"notification","event":"deal.closed","object":{"id":"a\u0000"}}`,
-	} {
-		_, err := p.ParseWebhook(delivery(yooKassaAddr, []byte(body)), []byte(body))
-		require.ErrorIs(t, err, payonce.ErrWebhookMalformed, name)
-	}
+	})
 }
 
 func TestWebhookAllowConfig(t *testing.T) {

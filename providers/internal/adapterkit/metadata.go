@@ -76,8 +76,43 @@ func References(refs []string, limit int, length func(string) int) string {
 }
 
 func jsonStrings(s []string) string {
+	if v, ok := plainJSONStrings(s); ok {
+		return v
+	}
 	b, _ := EncodeJSON(s) // a []string always encodes
 	return string(b)
+}
+
+// plainJSONStrings is EncodeJSON(s) for a non-nil s whose strings hold
+// only printable ASCII other than '"' and '\\': those encode as
+// themselves between quotes, whatever the escaping settings. ok is false
+// for anything else, which EncodeJSON encodes.
+func plainJSONStrings(s []string) (string, bool) {
+	if s == nil {
+		return "", false
+	}
+	n := 2 + max(len(s)-1, 0)
+	for _, v := range s {
+		for i := 0; i < len(v); i++ {
+			if c := v[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+				return "", false
+			}
+		}
+		n += len(v) + 2
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteByte('[')
+	for i, v := range s {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('"')
+		b.WriteString(v)
+		b.WriteByte('"')
+	}
+	b.WriteByte(']')
+	return b.String(), true
 }
 
 // EncodeJSON encodes v without HTML escaping and without the trailing
