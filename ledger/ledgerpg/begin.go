@@ -45,12 +45,13 @@ func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginRe
 }
 
 // beginNew inserts the operation in the state Begin leaves a new one in,
-// unless its ID (or key) is taken, in one round trip: BEGIN, the insert, the
-// undo check (queries.undoCreated), COMMIT. done is false when nothing was
-// inserted (Begin goes on with beginExisting); true with the result when
-// the operation was created, or when the insert was undone because the ID
-// has a tombstone (res is the tombstone, unclaimed, or a fingerprint
-// mismatch) or because the lease would have lapsed (ErrLeaseLost).
+// unless its ID (or key) is taken, in one round trip: the insert and the
+// check after it (queries.createdGuard), committed together. done is false
+// when nothing was inserted (Begin goes on with beginExisting); true with
+// the result when the operation was created, or when the check refused the
+// insert because the ID has a tombstone (res is the tombstone, unclaimed, or
+// a fingerprint mismatch) or because the lease would have lapsed
+// (ErrLeaseLost).
 //
 // The insert can wait: on a caller's open CreateOrGetTx transaction that
 // recorded the same ID and then rolls back, on a Cleanup deleting the ID, on
@@ -73,13 +74,11 @@ func (s *Store) beginNew(ctx context.Context, p ledger.BeginParams, start time.T
 	}
 	var (
 		inserted bool
-		undone   bool
-		ts       tombstoneScan
 		xmin     int64
 	)
 	explicit := s.explicitTx.Load()
-	err = s.oneTrip(ctx, "begin", explicit, []string{insert, s.q.undoCreated}, func(b *pgx.Batch) error {
-		inserted, undone, ts, xmin = false, false, tombstoneScan{}, 0
+	err = s.oneTrip(ctx, "begin", explicit, []string{insert, s.q.createdGuard}, func(b *pgx.Batch) error {
+		inserted, xmin = false, 0
 		remaining := p.LeaseUntil.Sub(p.Now) - time.Since(start)
 		if remaining <= 0 {
 			return storeflow.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
@@ -98,48 +97,65 @@ func (s *Store) beginNew(ctx context.Context, p ledger.BeginParams, start time.T
 				return err
 			})
 		}
-		b.Queue(s.q.undoCreated, p.Op.ID, remaining.Microseconds()).QueryRow(func(row pgx.Row) error {
+		b.Queue(s.q.createdGuard, p.Op.ID, remaining.Microseconds()).QueryRow(func(row pgx.Row) error {
 			var (
-				sync  string
-				guard int
+				sync          string
+				isolation, ok int
 			)
-			return row.Scan(append(append([]any{&undone}, ts.dest()...), &sync, &guard)...)
+			return row.Scan(&sync, &isolation, &ok)
 		})
 		return nil
 	})
-	if !explicit && (isGuardFailure(err) || isSerializationFailure(err)) {
-		// The server's default isolation is not READ COMMITTED (the
-		// guard in undoCreated, or the insert met a row committed after
-		// its snapshot, which READ COMMITTED never reports), and nothing
-		// was written: from now on this store opens the transaction
-		// itself.
-		s.explicitTx.Store(true)
-		s.logger.Info("ledgerpg: the server's default_transaction_isolation is not read committed; Begin opens its own transactions (one round trip still, three statements more)")
-		return s.beginNew(ctx, p, start)
-	}
 	switch {
+	case isGuardFailure(err), !explicit && isSerializationFailure(err):
+		return s.refused(ctx, p, start, explicit, err)
 	case err != nil:
 		return ledger.BeginResult{}, true, err
 	case !inserted:
 		return ledger.BeginResult{}, false, nil
-	case !undone:
-		if res.Attempt != nil {
-			// Finish records this attempt's outcome in one statement.
-			s.revs.put(revision{op: asStored(res.Op), att: attemptAsStored(*res.Attempt), xmin: uint32(xmin)})
-		}
-		return res, true, nil
 	}
-	tomb, found, err := ts.tombstone()
-	if err != nil {
+	if res.Attempt != nil {
+		// Finish records this attempt's outcome in one statement.
+		s.revs.put(revision{op: asStored(res.Op), att: attemptAsStored(*res.Attempt), xmin: uint32(xmin)})
+	}
+	return res, true, nil
+}
+
+// refused is beginNew after its trip was refused (err): nothing was
+// written, and one read tells which guard refused it.
+func (s *Store) refused(ctx context.Context, p ledger.BeginParams, start time.Time, explicit bool, err error) (ledger.BeginResult, bool, error) {
+	var (
+		isolation string
+		ts        tombstoneScan
+	)
+	if err := s.pool.QueryRow(ctx, s.q.refusedInsert, p.Op.ID).Scan(append([]any{&isolation}, ts.dest()...)...); err != nil {
 		return ledger.BeginResult{}, true, err
 	}
-	if found {
+	if !explicit && (isSerializationFailure(err) || isolation != "read committed") {
+		// The server's default isolation is not READ COMMITTED (the
+		// guard in createdGuard, or the insert met a row committed after
+		// its snapshot, which READ COMMITTED never reports): from now on
+		// this store opens the transaction itself.
+		s.explicitTx.Store(true)
+		s.logger.Info("ledgerpg: the server's default_transaction_isolation is not read committed; Begin opens its own transactions (one round trip still, three statements more)")
+		return s.beginNew(ctx, p, start)
+	}
+	tomb, found, err := ts.tombstone()
+	switch {
+	case err != nil:
+		return ledger.BeginResult{}, true, err
+	case found:
 		// Cleanup removed this ID while the insert waited for it: answer
 		// with the recorded outcome, as for any terminal operation.
-		res, err = ledger.ApplyBegin(tomb.Operation(), p)
+		res, err := ledger.ApplyBegin(tomb.Operation(), p)
 		return res, true, err
 	}
-	return ledger.BeginResult{}, true, storeflow.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
+	if err := storeflow.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start); err != nil {
+		return ledger.BeginResult{}, true, err
+	}
+	// Neither holds any longer (a tombstone purged since, say): the ID has
+	// no row, and Begin starts over (beginExisting finds it vanished).
+	return ledger.BeginResult{}, false, nil
 }
 
 // beginExisting is Begin for an ID that is already recorded (or has a

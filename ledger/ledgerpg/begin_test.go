@@ -130,17 +130,22 @@ func TestCreateOrGetTx(t *testing.T) {
 // before the call: when the wait outlasts it, Begin must not hand back a
 // lease that has already lapsed (a reconciler could take the operation over
 // while the caller sends). Begin fails with ErrLeaseLost and journals
-// nothing.
+// nothing. When the caller's transaction rolls back, Begin's own insert goes
+// ahead after the wait, and the check after it refuses the whole trip: no
+// row, no attempt and no feed entry is left.
 func TestBeginWaitingOnCallersTransactionGrantsNoLapsedLease(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	for _, c := range []struct {
-		name  string
-		lease time.Duration
-		ok    bool
+		name     string
+		lease    time.Duration
+		rollback bool
+		ok       bool
 	}{
-		{"lease shorter than the wait", 300 * time.Millisecond, false},
-		{"lease longer than the wait", time.Minute, true},
+		{"lease shorter than the wait", 300 * time.Millisecond, false, false},
+		{"lease longer than the wait", time.Minute, false, true},
+		{"caller rolls back, lease shorter than the wait", 300 * time.Millisecond, true, false},
+		{"caller rolls back, lease longer than the wait", time.Minute, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -166,19 +171,32 @@ func TestBeginWaitingOnCallersTransactionGrantsNoLapsedLease(t *testing.T) {
 				res, err := s.Begin(ctx, ledger.BeginParams{Op: op, Owner: "caller", Now: t0, LeaseUntil: t0.Add(c.lease), StartAttempt: true})
 				done <- result{res, err}
 			}()
+			end := holder.Commit
+			if c.rollback {
+				end = holder.Rollback
+			}
 			var r result
 			select {
 			case r = <-done:
 				// Only a lease that lapsed before Begin reached the lock (a
 				// loaded machine) may end the call before the holder does.
 				require.False(t, c.ok, "Begin did not wait for the open transaction: %+v, %v", r.res, r.err)
-				require.NoError(t, holder.Commit(ctx))
+				require.NoError(t, end(ctx))
 			case <-time.After(600 * time.Millisecond):
-				require.NoError(t, holder.Commit(ctx))
+				require.NoError(t, end(ctx))
 				r = <-done
 			}
 
 			got, atts, err := s.Get(ctx, op.ID)
+			if c.rollback && !c.ok {
+				require.ErrorIs(t, r.err, ledger.ErrLeaseLost)
+				require.ErrorIs(t, err, ledger.ErrNotFound, "the insert was rolled back")
+				require.Equal(t, 1, countRows(t, pool, table(s.Schema(), "payonce_attempts")), "only op-warm's")
+				var fed int
+				require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM "+table(s.Schema(), "payonce_feed")+" WHERE operation_id = $1", op.ID).Scan(&fed))
+				require.Zero(t, fed, "no feed entry of the refused insert")
+				return
+			}
 			require.NoError(t, err)
 			if c.ok {
 				require.NoError(t, r.err)

@@ -77,8 +77,9 @@
 // Cleanup cannot see, in the snapshot of its insert, the tombstone of a
 // Cleanup its insert waited for; the store therefore checks the tombstone
 // table in a later statement of the same transaction, on the path that
-// created a row only, and undoes the insert (Begin does it in the same
-// round trip). Under REPEATABLE READ or SERIALIZABLE a caller's
+// created a row only, and takes the insert back: Begin's check fails its
+// statement, so that the whole transaction (one round trip) is rolled back;
+// CreateOrGetTx deletes the row in the caller's transaction. Under REPEATABLE READ or SERIALIZABLE a caller's
 // CreateOrGetTx whose snapshot predates such a Cleanup gets an error asking
 // it to retry its transaction.
 //

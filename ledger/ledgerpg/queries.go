@@ -24,7 +24,8 @@ type queries struct {
 
 	insertOp            string
 	insertOpWithAttempt string
-	undoCreated         string
+	createdGuard        string
+	refusedInsert       string
 	createdCheck        string
 	deleteCreated       string
 	selectOp            string
@@ -116,29 +117,30 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 	// Begin's one-trip path runs this in its transaction right after the
 	// insert, with the transaction's synchronous_commit (rule 2: durable
 	// before the send) and its guard on the isolation level (see oneTrip).
-	// It undoes the insert (the attempt goes with it
-	// by ON DELETE CASCADE) when the ID has a tombstone or the lease would
-	// have lapsed. A later statement: under READ COMMITTED its snapshot
-	// sees a Cleanup that the insert waited for (the insert's own snapshot,
-	// taken before the wait, does not). Only the row this transaction
-	// inserted is ever deleted (xmin is this transaction's ID): a live row
-	// found by a conflicting insert is never touched. $2 is the time in
-	// microseconds the lease had left when the transaction was sent.
-	q.undoCreated = r.Replace(`WITH undone AS (
-			DELETE FROM {{ops}} o
-			WHERE o.id = $1
-			  AND o.xmin::text::bigint = txid_current_if_assigned() % 4294967296
-			  AND (EXISTS (SELECT 1 FROM {{tombstones}} t WHERE t.id = $1)
-			       OR clock_timestamp() >= transaction_timestamp() + $2::bigint * interval '1 microsecond')
-			RETURNING 1
-		),
-		-- The feed entry of the undone insert goes with it (this
-		-- transaction's rows, found by the feed's primary key).
-		unfed AS (
-			DELETE FROM {{feed}} f
-			WHERE f.txid = pg_current_xact_id() AND f.operation_id = $1 AND EXISTS (SELECT 1 FROM undone)
-		)
-		SELECT EXISTS (SELECT 1 FROM undone), {{t.cols}}, ` + syncOnExpr + `, ` + readCommittedGuard + `
+	// It fails the statement (division by zero, SQLSTATE 22012), and with
+	// it the whole transaction: the insert, its attempt and its feed entry
+	// are rolled back, when this transaction inserted the row and the ID
+	// has a tombstone or the lease would have lapsed. A later statement:
+	// under READ COMMITTED its snapshot sees a Cleanup that the insert
+	// waited for (the insert's own snapshot, taken before the wait, does
+	// not). Only an insert of this transaction is refused (xmin is this
+	// transaction's ID): a live row found by a conflicting insert is left
+	// to beginExisting. Refusing, not deleting: the common case runs no
+	// DELETE (each would set up the table, its indexes and triggers for
+	// nothing), and what the refusal meant is read after it
+	// (refusedInsert). $2 is the time in microseconds the lease had left
+	// when the transaction was sent. The divisor is not a constant, so the
+	// planner cannot fold it into an error at plan time.
+	q.createdGuard = r.Replace(`SELECT ` + syncOnExpr + `, ` + readCommittedGuard + `,
+		1 / (CASE WHEN (clock_timestamp() >= transaction_timestamp() + $2::bigint * interval '1 microsecond'
+		                OR EXISTS (SELECT 1 FROM {{tombstones}} t WHERE t.id = $1))
+		           AND EXISTS (SELECT 1 FROM {{ops}} o
+		                       WHERE o.id = $1 AND o.xmin::text::bigint = txid_current_if_assigned() % 4294967296)
+		          THEN 0 ELSE 1 END)`)
+	// Why Begin's one trip was refused (it wrote nothing): the isolation
+	// level of a transaction of the session's default (readCommittedGuard)
+	// and the tombstone of the ID, if any (createdGuard).
+	q.refusedInsert = r.Replace(`SELECT current_setting('transaction_isolation'), {{t.cols}}
 		FROM (SELECT 1) AS one LEFT JOIN {{tombstones}} t ON t.id = $1`)
 	// CreateOrGet's check, sent with its insert (a later statement of the
 	// same transaction, as above): the tombstone of the ID, if any, and how
@@ -231,7 +233,7 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 		SELECT (SELECT xmin FROM op), 1, ` + finishSync + ``)
 	// StartAttempt: the lease it extends must not have ended before the
 	// write ($24: the microseconds it had left when the trip was sent,
-	// against the time the transaction has been open; as undoCreated).
+	// against the time the transaction has been open; as createdGuard).
 	q.startAttemptFast = r.Replace(`WITH op AS (` + fastSave + `
 			AND clock_timestamp() < transaction_timestamp() + $24::bigint * interval '1 microsecond'
 			RETURNING xmin

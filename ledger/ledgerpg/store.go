@@ -159,8 +159,8 @@ var (
 // readCommittedGuard fails the statement (division by zero, SQLSTATE 22012)
 // when its transaction is not READ COMMITTED: Begin's one-trip path runs
 // without BEGIN, in the implicit transaction of its pipeline, whose level
-// is the server's default_transaction_isolation, and its undo check is
-// only right under READ COMMITTED (see queries.undoCreated). The
+// is the server's default_transaction_isolation, and its check after the insert is
+// only right under READ COMMITTED (see queries.createdGuard). The
 // expression reads a stable function, so the planner cannot fold it into
 // an error at plan time.
 const readCommittedGuard = `1 / (CASE WHEN current_setting('transaction_isolation') = 'read committed' THEN 1 ELSE 0 END)`
