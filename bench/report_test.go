@@ -91,3 +91,44 @@ func TestReportFloorMissing(t *testing.T) {
 		}
 	}
 }
+
+// The goals of the latency, round-trip and drain rows: p50 added latency
+// within 1.5 commits (p99 shown without a goal), two round trips per Charge,
+// and a drain at 0.8 × Charge's throughput at 32 callers or more.
+func TestReportIssueGoals(t *testing.T) {
+	r := floorReport()
+	r.Raw.P50MS, r.Raw.P99MS = 0.10, 0.30
+	r.Commit = loadResult{P50MS: 0.20, P99MS: 0.40}
+	r.Charge[0].P50MS, r.Charge[0].P99MS, r.Charge[0].RoundTripsPerOp = 0.35, 1.0, 2
+	r.Charge[2].OpsPerSec = 2000
+	r.Drain = []drainResult{
+		{Backlog: 20000, Reconcilers: 1, OpsPerSec: 1700},
+		{Backlog: 20000, Reconcilers: 4, OpsPerSec: 1500},
+	}
+	r.build()
+
+	// 0.25 ms added over a 0.20 ms commit: 1.25 commits, within 1.5.
+	if x := rowNamed(t, r, "added by Charge on PostgreSQL, p50"); x.Met != "yes" || x.Goal != "≤ 1.5 × commit (0.300 ms)" {
+		t.Errorf("p50 row = %+v, want goal ≤ 1.5 × commit (0.300 ms), met", x)
+	}
+	if x := rowNamed(t, r, "added by Charge on PostgreSQL, p99"); x.Met != "" || x.Goal != "—" {
+		t.Errorf("p99 row = %+v, want no goal", x)
+	}
+	if x := rowNamed(t, r, "PostgreSQL round trips per Charge"); x.Met != "yes" || x.Goal != "= 2" {
+		t.Errorf("round trips row = %+v, want = 2, met", x)
+	}
+	r.Charge[0].RoundTripsPerOp = 3
+	r.Rows = nil
+	r.build()
+	if x := rowNamed(t, r, "PostgreSQL round trips per Charge"); x.Met != "no" {
+		t.Errorf("3 round trips met the goal: %+v", x)
+	}
+	// 1,700 / 2,000 = 0.85 (met); 1,500 / 2,000 = 0.75 (not met).
+	if x := rowNamed(t, r, "drain 20,000 pending, 1 reconciler"); x.Met != "yes" || !strings.Contains(x.Value, "= 0.85 × Charge c=32") ||
+		x.Goal != "≥ 0.8 × Charge c=32 (1,600 ops/s)" {
+		t.Errorf("drain 1 row = %+v", x)
+	}
+	if x := rowNamed(t, r, "drain 20,000 pending, 4 reconcilers"); x.Met != "no" {
+		t.Errorf("drain 4 row = %+v, want not met", x)
+	}
+}
