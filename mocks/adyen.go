@@ -80,10 +80,7 @@ type AdyenOptions struct {
 
 // Validate reports the first option that cannot work, saying how to fix it.
 func (o AdyenOptions) Validate() error {
-	if err := o.coreConfig().check(); err != nil {
-		return err
-	}
-	if err := o.Webhooks.check("AdyenOptions.Webhooks"); err != nil {
+	if err := o.coreConfig().check(o.Webhooks); err != nil {
 		return err
 	}
 	return checkAdyenWebhooks(o.Webhooks)
@@ -246,12 +243,7 @@ func (h *AdyenHandler) serverError(c *call) *response {
 // response to the first attempt"; the fake does that (the stored answer,
 // whatever the new body), and 704 while the first request still runs. The
 // adapter catches such a replay by its reference, payment and amount.
-func (h *AdyenHandler) keyMismatch(c *call) *response {
-	if stored := ckoStoredAnswer(h.core.idem, idemID{scope: c.scope, key: c.key}); stored != nil {
-		return stored
-	}
-	return h.keyInUse(c)
-}
+func (h *AdyenHandler) keyMismatch(c *call) *response { return h.core.replayFirst(c, h.keyInUse) }
 
 // keyInUse is errorCode 704, "request already processed or in progress".
 func (h *AdyenHandler) keyInUse(c *call) *response {

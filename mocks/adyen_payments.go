@@ -1,10 +1,6 @@
 package mocks
 
-import (
-	"net/http"
-
-	"golang.org/x/text/currency"
-)
+import "net/http"
 
 type adyPaymentRequest struct {
 	Amount        *AdyenAmount `json:"amount"`
@@ -53,11 +49,6 @@ type adyModificationResponse struct {
 	PspReference        string       `json:"pspReference"`
 	Reference           string       `json:"reference,omitempty"`
 	Status              string       `json:"status"`
-}
-
-func validCurrency(code string) bool {
-	u, err := currency.ParseISO(code)
-	return err == nil && u.String() == code
 }
 
 // createPayment is POST /payments with a stored payment method: the

@@ -76,10 +76,7 @@ type CheckoutOptions struct {
 
 // Validate reports the first option that cannot work, saying how to fix it.
 func (o CheckoutOptions) Validate() error {
-	if err := o.coreConfig().check(); err != nil {
-		return err
-	}
-	if err := o.Webhooks.check("CheckoutOptions.Webhooks"); err != nil {
+	if err := o.coreConfig().check(o.Webhooks); err != nil {
 		return err
 	}
 	if o.Webhooks.enabled() && o.Webhooks.Secret == "" {
@@ -255,23 +252,7 @@ func (h *CheckoutHandler) serverError(c *call) *response {
 // answers 409 while the first request is still running. It invents no
 // error code. (Only 2xx answers are stored at all: after a 4xx or 5xx the
 // key is free and a request with it is processed as new.)
-func (h *CheckoutHandler) keyMismatch(c *call) *response {
-	if stored := ckoStoredAnswer(h.core.idem, idemID{scope: c.scope, key: c.key}); stored != nil {
-		return stored
-	}
-	return h.keyInUse(c)
-}
-
-// ckoStoredAnswer returns the finished answer stored under id, or nil while
-// the key's first request is still running (or the key was just freed).
-func ckoStoredAnswer(s *idemStore, id idemID) *response {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e, ok := s.entries[id]; ok && e.done {
-		return e.resp
-	}
-	return nil
-}
+func (h *CheckoutHandler) keyMismatch(c *call) *response { return h.core.replayFirst(c, h.keyInUse) }
 
 // keyInUse is the 409 "conflict with another request being processed".
 func (h *CheckoutHandler) keyInUse(c *call) *response {

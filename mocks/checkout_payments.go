@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"golang.org/x/text/currency"
 )
 
 type ckoSourceRequest struct {
@@ -145,7 +143,7 @@ func (h *CheckoutHandler) createPayment(c *call) (*response, bool) {
 	}
 	if req.Currency == "" {
 		codes = append(codes, "currency_required")
-	} else if u, err := currency.ParseISO(req.Currency); err != nil || u.String() != req.Currency {
+	} else if !validCurrency(req.Currency) {
 		codes = append(codes, "currency_invalid")
 	}
 	if len(codes) > 0 {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/text/currency"
 )
 
 // This file is what every fake builds on top of the core: the handler half
@@ -140,10 +142,12 @@ func (cfg coreConfig) withDefaults() coreConfig {
 	return cfg
 }
 
-// check reports the first negative duration of the options whose core
+// check is the provider-neutral half of every options type's Validate: it
+// reports the first negative duration of the options whose core
 // configuration is cfg (KeyTTL, then own, the type's own durations, then the
-// fault delays), or the first unusable fault rate.
-func (cfg coreConfig) check(own ...namedDuration) error {
+// fault delays), or the first unusable fault rate, or else the first
+// unusable field of their Webhooks, wh.
+func (cfg coreConfig) check(wh WebhookDelivery, own ...namedDuration) error {
 	ds := append([]namedDuration{{"KeyTTL", cfg.keyTTL}}, own...)
 	ds = append(ds, namedDuration{"HangFor", cfg.hangFor}, namedDuration{"SlowFor", cfg.slowFor},
 		namedDuration{"RetryAfter", cfg.retryAfter})
@@ -152,7 +156,10 @@ func (cfg coreConfig) check(own ...namedDuration) error {
 			return fmt.Errorf("mocks: %s.%s is %v; use 0 for the default or a positive duration", cfg.typ, d.name, d.d)
 		}
 	}
-	return validateFaultRates(cfg.faultRates)
+	if err := validateFaultRates(cfg.faultRates); err != nil {
+		return err
+	}
+	return wh.check(cfg.typ + ".Webhooks")
 }
 
 // namedDuration is a duration option and its field name.
@@ -171,6 +178,16 @@ func renderJSON(status int, header http.Header, v any) *response {
 	return &response{status: status, header: header, body: append(body, '\n')}
 }
 
+// mustMarshal renders v as compact JSON, e.g. the object a webhook event
+// carries. The fakes render only their own types, so a failure is a bug.
+func mustMarshal(v any) json.RawMessage {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("mocks: cannot render %T: %v", v, err))
+	}
+	return raw
+}
+
 // decodeStrict decodes a JSON body into v, refusing unknown fields; an
 // empty body leaves v as it is.
 func decodeStrict(body []byte, v any) error {
@@ -180,4 +197,11 @@ func decodeStrict(body []byte, v any) error {
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
 	return dec.Decode(v)
+}
+
+// validCurrency reports whether code is an ISO 4217 code in upper case
+// (from golang.org/x/text/currency), as the JSON APIs write currencies.
+func validCurrency(code string) bool {
+	u, err := currency.ParseISO(code)
+	return err == nil && u.String() == code
 }

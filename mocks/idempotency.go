@@ -138,6 +138,29 @@ func (s *idemStore) abandon(id idemID) {
 	}
 }
 
+// answered returns the finished answer stored under id, or nil while the
+// key's first request is still running (or the key was just freed).
+func (s *idemStore) answered(id idemID) *response {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.entries[id]; ok && e.done {
+		return e.resp
+	}
+	return nil
+}
+
+// replayFirst is the keyMismatch answer of providers that document no error
+// for a key reused with another request, only that the key returns the
+// first request's answer (Checkout.com, Adyen; see their keyMismatch): the
+// stored answer, whatever the new request, or inUse's answer while the
+// first request still runs.
+func (k *core) replayFirst(c *call, inUse func(*call) *response) *response {
+	if stored := k.idem.answered(idemID{scope: c.scope, key: c.key}); stored != nil {
+		return stored
+	}
+	return inUse(c)
+}
+
 // sweepLocked drops expired keys at most once per quarter TTL of clock time.
 func (s *idemStore) sweepLocked(now time.Time) {
 	if now.Sub(s.lastSweep) < s.policy.ttl/4 && !now.Before(s.lastSweep) {

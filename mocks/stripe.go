@@ -69,10 +69,7 @@ type StripeOptions struct {
 
 // Validate reports the first option that cannot work, saying how to fix it.
 func (o StripeOptions) Validate() error {
-	if err := o.coreConfig().check(namedDuration{"SearchLag", o.SearchLag}); err != nil {
-		return err
-	}
-	if err := o.Webhooks.check("StripeOptions.Webhooks"); err != nil {
+	if err := o.coreConfig().check(o.Webhooks, namedDuration{"SearchLag", o.SearchLag}); err != nil {
 		return err
 	}
 	if o.Webhooks.enabled() && !strings.HasPrefix(o.Webhooks.Secret, "whsec_") {

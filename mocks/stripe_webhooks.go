@@ -110,10 +110,7 @@ func (s *StripeHandler) emitLocked(c *call, now time.Time, typ string, obj any, 
 	if !s.webhooksOn() {
 		return
 	}
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		panic(fmt.Sprintf("mocks: cannot render %T: %v", obj, err))
-	}
+	raw := mustMarshal(obj)
 	ev := StripeEvent{
 		ID:              s.eventID("evt_", stripeEventIDLength),
 		Object:          "event",

@@ -88,10 +88,7 @@ type YooKassaOptions struct {
 
 // Validate reports the first option that cannot work, saying how to fix it.
 func (o YooKassaOptions) Validate() error {
-	if err := o.coreConfig().check(); err != nil {
-		return err
-	}
-	if err := o.Webhooks.check("YooKassaOptions.Webhooks"); err != nil {
+	if err := o.coreConfig().check(o.Webhooks); err != nil {
 		return err
 	}
 	if o.Webhooks.Secret != "" || o.Webhooks.Username != "" || o.Webhooks.Authorization != "" {

@@ -42,10 +42,7 @@ func (y *YooKassaHandler) emitLocked(event string, obj any) {
 	if !y.webhooksOn() {
 		return
 	}
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		panic(fmt.Sprintf("mocks: cannot render %T: %v", obj, err))
-	}
+	raw := mustMarshal(obj)
 	body, err := json.Marshal(YooKassaNotification{Type: ykNotificationType, Event: event, Object: raw})
 	if err != nil {
 		panic(fmt.Sprintf("mocks: cannot render a YooKassa notification: %v", err))
