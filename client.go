@@ -121,6 +121,30 @@ func New(cfg Config) (*Client, error) {
 	if info.MaxKeyLength < 36 {
 		return nil, invalid("Config.Provider", "adapter %s accepts keys of at most %d characters; payonce keys have 36", name, info.MaxKeyLength)
 	}
+	cfg.setDefaults(info)
+	hooks, err := cfg.Hooks.withDefaults("Config.Hooks")
+	if err != nil {
+		return nil, err
+	}
+	cfg.Hooks = hooks
+	if err := cfg.check(info); err != nil {
+		return nil, err
+	}
+	if err := cfg.Retry.validate(); err != nil {
+		return nil, err
+	}
+	tel, err := newTelemetry(cfg.MeterProvider, cfg.TracerProvider, name)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: cfg, info: info, tel: tel, ownerBase: cfg.Owner + "/" + randomTag()}
+	c.http = newHTTPLayer(&c.cfg, tel)
+	return c, nil
+}
+
+// setDefaults fills the zero settings with their defaults (zero means
+// default; the fields whose documentation names -1 use it for "off").
+func (cfg *Config) setDefaults(info ProviderInfo) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -155,42 +179,33 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Owner == "" {
 		cfg.Owner = defaultOwner()
 	}
-	hooks, err := cfg.Hooks.withDefaults("Config.Hooks")
-	if err != nil {
-		return nil, err
-	}
-	cfg.Hooks = hooks
+}
+
+// check refuses settings that would break a safety rule, saying what to
+// fix.
+func (cfg *Config) check(info ProviderInfo) error {
 	switch {
 	case cfg.AttemptTimeout < 0:
-		return nil, invalid("Config.AttemptTimeout", "must be > 0, got %v", cfg.AttemptTimeout)
+		return invalid("Config.AttemptTimeout", "must be > 0, got %v", cfg.AttemptTimeout)
 	case cfg.LeaseDuration <= 2*cfg.AttemptTimeout:
-		return nil, invalid("Config.LeaseDuration", "must exceed two AttemptTimeouts (%v), got %v: a lease that ends mid-attempt lets another worker act at the same time", 2*cfg.AttemptTimeout, cfg.LeaseDuration)
+		return invalid("Config.LeaseDuration", "must exceed two AttemptTimeouts (%v), got %v: a lease that ends mid-attempt lets another worker act at the same time", 2*cfg.AttemptTimeout, cfg.LeaseDuration)
 	case cfg.ClockSkew < 0:
-		return nil, invalid("Config.ClockSkew", "must be > 0 (0 for the default 1m), got %v", cfg.ClockSkew)
+		return invalid("Config.ClockSkew", "must be > 0 (0 for the default 1m), got %v", cfg.ClockSkew)
 	case cfg.SafetyMargin < cfg.AttemptTimeout+cfg.ClockSkew:
 		// A resend started just inside the window must also land inside it:
 		// it may take a whole attempt, and the provider's clock may run
 		// ahead of ours by the skew allowance.
-		return nil, invalid("Config.SafetyMargin", "must be at least AttemptTimeout + ClockSkew (%v), got %v: a resend started inside the key window could land after it", cfg.AttemptTimeout+cfg.ClockSkew, cfg.SafetyMargin)
+		return invalid("Config.SafetyMargin", "must be at least AttemptTimeout + ClockSkew (%v), got %v: a resend started inside the key window could land after it", cfg.AttemptTimeout+cfg.ClockSkew, cfg.SafetyMargin)
 	case cfg.SafetyMargin >= info.KeyTTL:
-		return nil, invalid("Config.SafetyMargin", "must be below the provider's key TTL %v, got %v (AttemptTimeout %v + ClockSkew %v): shorten the timeout or the skew allowance", info.KeyTTL, cfg.SafetyMargin, cfg.AttemptTimeout, cfg.ClockSkew)
+		return invalid("Config.SafetyMargin", "must be below the provider's key TTL %v, got %v (AttemptTimeout %v + ClockSkew %v): shorten the timeout or the skew allowance", info.KeyTTL, cfg.SafetyMargin, cfg.AttemptTimeout, cfg.ClockSkew)
 	case cfg.CheckInterval < 0:
-		return nil, invalid("Config.CheckInterval", "must be > 0, got %v", cfg.CheckInterval)
+		return invalid("Config.CheckInterval", "must be > 0, got %v", cfg.CheckInterval)
 	case cfg.ProcessingReviewAfter < 0 && cfg.ProcessingReviewAfter != off:
-		return nil, invalid("Config.ProcessingReviewAfter", "must be > 0, or -1 never to send to review for age, got %v", cfg.ProcessingReviewAfter)
+		return invalid("Config.ProcessingReviewAfter", "must be > 0, or -1 never to send to review for age, got %v", cfg.ProcessingReviewAfter)
 	case len(cfg.Owner) > 200:
-		return nil, invalid("Config.Owner", "at most 200 bytes, got %d", len(cfg.Owner))
+		return invalid("Config.Owner", "at most 200 bytes, got %d", len(cfg.Owner))
 	}
-	if err := cfg.Retry.validate(); err != nil {
-		return nil, err
-	}
-	tel, err := newTelemetry(cfg.MeterProvider, cfg.TracerProvider, name)
-	if err != nil {
-		return nil, err
-	}
-	c := &Client{cfg: cfg, info: info, tel: tel, ownerBase: cfg.Owner + "/" + randomTag()}
-	c.http = newHTTPLayer(&c.cfg, tel)
-	return c, nil
+	return nil
 }
 
 func defaultOwner() string {

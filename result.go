@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -74,8 +75,74 @@ type storedResult struct {
 }
 
 func encodeResult(o Outcome) []byte {
-	b, _ := json.Marshal(storedOf(o))
+	s := storedOf(o)
+	if b, ok := s.appendPlain(); ok {
+		return b
+	}
+	b, _ := json.Marshal(s)
 	return b
+}
+
+// appendPlain is json.Marshal(s) written out by hand, in one allocation
+// and without reflection, for the usual result whose strings are all
+// printable ASCII that JSON leaves as it is (no quote, backslash or the
+// HTML characters <, > and & that Marshal escapes); ok is false for any
+// other, which encodeResult leaves to Marshal. The bytes are the same:
+// fields in declaration order, empty ones left out (omitempty).
+func (s storedResult) appendPlain() (b []byte, ok bool) {
+	fields := [...]struct{ name, v string }{
+		{`"provider_ref":"`, s.ProviderRef}, {`"code":"`, s.Code}, {`"decline_code":"`, s.DeclineCode},
+		{`"message":"`, s.Message}, {`"request_id":"`, s.RequestID},
+	}
+	n := len(`{}`) + len(`,"http_status":`) + 20 + len(`,"replayed":true`)
+	for _, f := range fields {
+		if !plainJSON(f.v) {
+			return nil, false
+		}
+		n += len(f.name) + len(f.v) + 2
+	}
+	b = make([]byte, 0, n)
+	b = append(b, '{')
+	add := func(name, v string) {
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, name...)
+		b = append(b, v...)
+		b = append(b, '"')
+	}
+	for _, f := range fields[:4] {
+		if f.v != "" {
+			add(f.name, f.v)
+		}
+	}
+	if s.HTTPStatus != 0 {
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, `"http_status":`...)
+		b = strconv.AppendInt(b, int64(s.HTTPStatus), 10)
+	}
+	if s.RequestID != "" {
+		add(fields[4].name, s.RequestID)
+	}
+	if s.Replayed {
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, `"replayed":true`...)
+	}
+	return append(b, '}'), true
+}
+
+// plainJSON reports whether json.Marshal writes s as it is between quotes.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 // storedOf is the stored result of an outcome, as encodeResult encodes it.

@@ -68,7 +68,7 @@ func (p *Provider) lookupCharge(ctx context.Context, hc payonce.HTTPDoer, q payo
 
 // chargeMatch is what one PaymentIntent, read by id, says about a charge.
 func (p *Provider) chargeMatch(ctx context.Context, hc payonce.HTTPDoer, q payonce.LookupQuery, pi paymentIntent) (adapterkit.Match, error) {
-	m := adapterkit.Match{Earlier: adapterkit.IsEarlier(q, pi.Metadata[MetaKey], pi.ID)}
+	m := adapterkit.Match{Earlier: adapterkit.IsEarlier(q, pi.Metadata.get(MetaKey), pi.ID)}
 	if why := chargeBelongs(q.OperationID, q.Request, pi); why != "" {
 		m.Result = contradicted(p, pi.ID, why)
 		return m, nil
@@ -263,7 +263,7 @@ func (p *Provider) lookupRefund(ctx context.Context, hc payonce.HTTPDoer, q payo
 	}
 
 	objs := adapterkit.Objects[refund]{Provider: p.Name(), Match: func(rf refund) (adapterkit.Match, error) {
-		m := adapterkit.Match{Earlier: adapterkit.IsEarlier(q, rf.Metadata[MetaKey], rf.ID)}
+		m := adapterkit.Match{Earlier: adapterkit.IsEarlier(q, rf.Metadata.get(MetaKey), rf.ID)}
 		if why := refundBelongs(q.OperationID, q.Request, rf); why != "" {
 			m.Result = contradicted(p, rf.ID, why)
 			return m, nil
@@ -303,7 +303,7 @@ func (p *Provider) listRefunds(ctx context.Context, hc payonce.HTTPDoer, pi, op 
 		}
 		for _, rf := range res.Data {
 			listed[rf.ID] = true
-			if rf.Metadata[MetaOperation] == op {
+			if rf.Metadata.get(MetaOperation) == op {
 				matches = append(matches, rf)
 			}
 		}

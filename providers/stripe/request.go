@@ -62,9 +62,9 @@ func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http
 		if r.OperationID == "" {
 			return nil, invalidSend("OperationID", "is empty; it is written to the PaymentIntent's metadata so that a lookup can find it")
 		}
-		path = "/v1/payment_intents"
+		path = chargePath
 		form = form.set("amount", strconv.FormatInt(req.Amount, 10))
-		form = form.set("currency", strings.ToLower(req.Currency))
+		form = form.set("currency", lowerCurrency(req.Currency))
 		form = form.set("confirm", "true")
 		if req.CaptureManual {
 			form = form.set("capture_method", "manual")
@@ -133,13 +133,35 @@ func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http
 
 	body := form.encode() // sorted by key, as url.Values.Encode: the same bytes on every attempt
 	const contentType = "application/x-www-form-urlencoded"
-	u := p.baseURL + path
+	u := p.chargeURL
+	if path != chargePath || u == "" { // u is empty in a Provider not made by New
+		u = p.baseURL + path
+	}
 	if p.apiVersion != "" {
 		return adapterkit.PostHeaders(ctx, "stripe", req.Kind, u, body, contentType, "Idempotency-Key", r.Key,
 			"Authorization", string(p.authorization()), "Accept", "application/json", "Stripe-Version", p.apiVersion)
 	}
 	return adapterkit.PostHeaders(ctx, "stripe", req.Kind, u, body, contentType, "Idempotency-Key", r.Key,
 		"Authorization", string(p.authorization()), "Accept", "application/json")
+}
+
+// chargePath is the path of a charge: PaymentIntents are created (and
+// confirmed) there.
+const chargePath = "/v1/payment_intents"
+
+// lowerCurrency is strings.ToLower(c). The codes callers pass are ISO 4217
+// in upper case, so the usual ones are constants here instead of a new
+// string per request.
+func lowerCurrency(c string) string {
+	switch c {
+	case "USD":
+		return "usd"
+	case "EUR":
+		return "eur"
+	case "GBP":
+		return "gbp"
+	}
+	return strings.ToLower(c)
 }
 
 // authorization is the Authorization header's value: the API key as a

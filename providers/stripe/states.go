@@ -263,8 +263,8 @@ func refundVerdict(rf refund) verdict {
 // in its metadata, and the amount and currency requested. A missing
 // payonce_op is a contradiction too: payonce writes it on every object it
 // creates, so an object without it is not this operation's.
-func createdBelongs(r payonce.Request, opID string, md map[string]string, amount int64, currency string) string {
-	got := md[MetaOperation]
+func createdBelongs(r payonce.Request, opID string, md metadata, amount int64, currency string) string {
+	got := md.get(MetaOperation)
 	if got == "" && opID != "" {
 		return fmt.Sprintf("the provider's object has no %s metadata (want %q)", MetaOperation, opID)
 	}

@@ -77,8 +77,11 @@ type Provider struct {
 	apiKey adapterkit.Secret
 	// bearer is the Authorization header's value, "Bearer " + apiKey, made
 	// once by New rather than on every request.
-	bearer     adapterkit.Secret
-	baseURL    string // without a trailing slash
+	bearer  adapterkit.Secret
+	baseURL string // without a trailing slash
+	// chargeURL is baseURL + "/v1/payment_intents", made once by New: a
+	// charge's URL is the same on every request.
+	chargeURL  string
 	keyTTL     time.Duration
 	searchLag  time.Duration
 	apiVersion string
@@ -118,6 +121,7 @@ func New(cfg Config) (*Provider, error) {
 		return nil, err
 	}
 	p.bearer = adapterkit.Secret("Bearer " + cfg.APIKey)
+	p.chargeURL = p.baseURL + chargePath
 	answer := p.answers()
 	p.answer = &answer
 	// APIVersion, optional, is checked last, so that a Config with several

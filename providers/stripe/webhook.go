@@ -285,11 +285,11 @@ func (e *wrongObject) Error() string {
 // ownOp is the operation id payonce wrote on an object it created for an
 // operation of kind k: payonce_op, when payonce_kind is k. An object
 // created for another kind (or by someone else) names no operation of k.
-func ownOp(md map[string]string, k payonce.Kind) string {
-	if md[MetaKind] != string(k) {
+func ownOp(md metadata, k payonce.Kind) string {
+	if md.get(MetaKind) != string(k) {
 		return ""
 	}
-	return md[MetaOperation]
+	return md.get(MetaOperation)
 }
 
 // verdictTarget is a target of kind k saying what v says. A verdict that
