@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -74,12 +75,13 @@ func (op NewOperation) Validate() error {
 		return invalid("KeyTTL", "must be at least 1s (the provider's key TTL), got %v", op.KeyTTL)
 	}
 	for i, r := range op.References {
-		field := fmt.Sprintf("References[%d]", i)
+		// The field's name is built only for an error: this runs on every
+		// Begin.
 		if r == "" {
-			return invalid(field, "must not be empty")
+			return invalid(fmt.Sprintf("References[%d]", i), "must not be empty")
 		}
-		if err := checkStored(field, r); err != nil {
-			return err
+		if err := checkStored("", r); err != nil {
+			return checkStored(fmt.Sprintf("References[%d]", i), r)
 		}
 	}
 	return checkAllStored("ID", op.ID, "Key", op.Key, "Provider", op.Provider, "Kind", op.Kind,
@@ -372,19 +374,30 @@ func checkEvents(evs []NewEvent) error {
 		return invalid("Events", "at most %d per call, got %d", MaxEventsPerCall, len(evs))
 	}
 	for i, e := range evs {
-		field := fmt.Sprintf("Events[%d]", i)
-		if _, err := ParseEventKind(string(e.Kind)); err != nil {
-			return invalid(field+".Kind", "%v", err)
-		}
-		if len(e.Detail) > MaxTextBytes {
-			return invalid(field+".Detail", "is %d bytes; at most %d", len(e.Detail), MaxTextBytes)
-		}
-		if len(e.Actor) > 256 {
-			return invalid(field+".Actor", "is %d bytes; at most 256", len(e.Actor))
-		}
-		if err := checkAllStored(field+".Actor", e.Actor, field+".Detail", e.Detail); err != nil {
+		if err := checkEvent(e); err != nil {
+			// The field's name is built only for an error: this runs on
+			// every write.
+			var v *ValidationError
+			if errors.As(err, &v) {
+				v.Field = fmt.Sprintf("Events[%d].%s", i, v.Field)
+			}
 			return err
 		}
 	}
 	return nil
+}
+
+// checkEvent is checkEvents for one event, naming its fields without the
+// index.
+func checkEvent(e NewEvent) error {
+	if _, err := ParseEventKind(string(e.Kind)); err != nil {
+		return invalid("Kind", "%v", err)
+	}
+	if len(e.Detail) > MaxTextBytes {
+		return invalid("Detail", "is %d bytes; at most %d", len(e.Detail), MaxTextBytes)
+	}
+	if len(e.Actor) > 256 {
+		return invalid("Actor", "is %d bytes; at most 256", len(e.Actor))
+	}
+	return checkAllStored("Actor", e.Actor, "Detail", e.Detail)
 }

@@ -89,7 +89,7 @@ func (s *Store) beginNew(ctx context.Context, p ledger.BeginParams, start time.T
 				return nil
 			})
 		} else {
-			args := append(opArgs(res.Op), a.Number, a.Key, a.StartedAt)
+			args := append(opArgs(res.Op), a.Number, a.Key, ts(a.StartedAt))
 			b.Queue(s.q.insertOpWithAttempt, args...).QueryRow(func(row pgx.Row) error {
 				var n int
 				err := row.Scan(&n, &xmin)
@@ -243,7 +243,7 @@ func (s *Store) oneTrip(ctx context.Context, method string, explicit bool, stmts
 		return err
 	}
 	defer conn.Release()
-	if conn.Conn().Config().DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
+	if s.prepareFirst {
 		for _, sql := range stmts {
 			if _, err := conn.Conn().Prepare(ctx, sql, sql); err != nil {
 				return err

@@ -175,7 +175,7 @@ func (s *Store) startAttemptFast(ctx context.Context, p ledger.StartAttemptParam
 	}
 	a := ch.Attempt
 	args := append(saveArgs(ch.Op), rev.xmin, p.Owner, string(rev.op.Status), remaining.Microseconds(),
-		a.Number, a.Key, a.StartedAt)
+		a.Number, a.Key, ts(a.StartedAt))
 	args = appendEvents(args, ledger.UTC(p.Now), ch.Events)
 	xmin, wrote, err := s.writeIfUnchanged(ctx, "start attempt", s.q.startAttemptFast, args)
 	if err != nil || !wrote {

@@ -116,7 +116,7 @@ func (s *Store) finishFast(ctx context.Context, p ledger.FinishParams, now time.
 	args := append(saveArgs(ch.Op), rev.xmin, p.Owner, string(p.From))
 	if a := ch.Attempt; a != nil {
 		sql = s.q.finishFast
-		args = append(args, a.Number, a.FinishedAt, a.MayHaveReached, string(a.Outcome),
+		args = append(args, a.Number, ts(a.FinishedAt), a.MayHaveReached, string(a.Outcome),
 			nullInt(a.HTTPStatus), nullText(a.ProviderRequestID), nullText(a.Error), a.Replayed)
 	}
 	args = appendEvents(args, now, ch.Events)
@@ -172,6 +172,9 @@ func (s *Store) writeIfUnchanged(ctx context.Context, method, sql string, args [
 // above READ COMMITTED gets for a row another transaction changed: it wrote
 // nothing.
 func isSerializationFailure(err error) bool {
+	if err == nil {
+		return false // without the allocation of errors.As's target
+	}
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "40001"
 }
@@ -180,6 +183,9 @@ func isSerializationFailure(err error) bool {
 // guard refuses to go on (queries.finishFast, readCommittedGuard): the
 // statement and its transaction wrote nothing.
 func isGuardFailure(err error) bool {
+	if err == nil {
+		return false
+	}
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "22012"
 }
@@ -187,11 +193,17 @@ func isGuardFailure(err error) bool {
 // appendEvents adds the events parameters of the one-statement writes to
 // args: the time, then kinds, actors and details as arrays.
 func appendEvents(args []any, at time.Time, evs []ledger.NewEvent) []any {
+	if len(evs) == 0 {
+		// NULL arrays: unnest gives no rows, and a nil slice costs neither
+		// an allocation nor an array to encode.
+		var none []string
+		return append(args, ts(at), none, none, none)
+	}
 	kinds, actors, details := make([]string, len(evs)), make([]string, len(evs)), make([]string, len(evs))
 	for i, e := range evs {
 		kinds[i], actors[i], details[i] = string(e.Kind), e.Actor, e.Detail
 	}
-	return append(args, at, kinds, actors, details)
+	return append(args, ts(at), kinds, actors, details)
 }
 
 // twoTrips runs a read-then-write transaction in two round trips: the

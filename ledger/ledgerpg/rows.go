@@ -28,7 +28,7 @@ func opArgs(op ledger.Operation) []any {
 		nullText(op.ProviderRef), nullBytes(op.Result), op.Attempts, op.KeyTTL.Milliseconds(), nullTime(op.WindowStart), nullTime(op.KeyExpiresAt),
 		nullText(op.LeaseOwner), nullTime(op.LeaseExpiresAt), nullTime(op.NextCheckAt), nullText(op.ReviewReason), nullTime(op.ReviewAt),
 		r[0], r[1], r[2], r[3],
-		op.CreatedAt, op.UpdatedAt, nullTime(op.FinishedAt), nullText(op.PaymentRef),
+		ts(op.CreatedAt), ts(op.UpdatedAt), nullTime(op.FinishedAt), nullText(op.PaymentRef),
 	}
 }
 
@@ -41,7 +41,7 @@ func saveArgs(op ledger.Operation) []any {
 		nullTime(op.WindowStart), nullTime(op.KeyExpiresAt), nullText(op.LeaseOwner), nullTime(op.LeaseExpiresAt),
 		nullTime(op.NextCheckAt), nullText(op.ReviewReason), nullTime(op.ReviewAt),
 		r[0], r[1], r[2], r[3],
-		op.UpdatedAt, nullTime(op.FinishedAt),
+		ts(op.UpdatedAt), nullTime(op.FinishedAt),
 	}
 }
 
@@ -261,8 +261,13 @@ func nullTime(t time.Time) any {
 	if t.IsZero() {
 		return nil
 	}
-	return t
+	return ts(t)
 }
+
+// ts is t as pgx's own timestamptz value. The same bytes are sent; a
+// time.Time argument is converted to this once more, in another
+// allocation, when it is encoded.
+func ts(t time.Time) pgtype.Timestamptz { return pgtype.Timestamptz{Time: t, Valid: true} }
 
 // nullText writes the empty string as NULL.
 func nullText(s string) any {

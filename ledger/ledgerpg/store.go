@@ -59,6 +59,11 @@ type Store struct {
 	// BEGIN ISOLATION LEVEL READ COMMITTED, once the server was seen to
 	// default to another level (see oneTrip).
 	explicitTx atomic.Bool
+	// prepareFirst: the pool's connections cache prepared statements
+	// (pgx's default mode), so oneTrip prepares its statements before it
+	// measures the lease. Read once: the connection's Config() is a copy
+	// (four allocations) on every call.
+	prepareFirst bool
 
 	// Test hooks (export_test.go); nil or empty in production.
 	//
@@ -101,7 +106,8 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Store{pool: pool, schema: cfg.Schema, q: newQueries(cfg.Schema, !cfg.DurableOutcomes), migrations: migrations,
-		lazyOutcomes: !cfg.DurableOutcomes, logger: logger}, nil
+		lazyOutcomes: !cfg.DurableOutcomes, logger: logger,
+		prepareFirst: pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement}, nil
 }
 
 // Schema is the schema the store's tables live in.
