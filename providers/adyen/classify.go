@@ -2,15 +2,12 @@ package adyen
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
-
-func quote(s string) string { return strconv.Quote(s) }
 
 // classifySuccess reads a 2xx answer. Whatever cannot be understood is
 // maybe_sent: Adyen answered 2xx, so something may have happened.
@@ -90,13 +87,7 @@ func (p *Provider) answers() adapterkit.Answer[apiError] {
 			// Adyen does not document that its rate limiting runs before a
 			// request is processed and before its key is stored: maybe_sent
 			// (docs/ADAPTERS.md, rule 2).
-			{When: adapterkit.Status[apiError](http.StatusTooManyRequests), Class: ledger.OutcomeMaybeSent,
-				Then: func(o *payonce.Outcome, header http.Header, e *apiError) {
-					if o.Code == "" {
-						o.Code = codeRateLimited
-					}
-					retryAfter(o, header, e)
-				}},
+			adapterkit.RateLimited(codeRateLimited, retryAfter),
 		}}
 }
 

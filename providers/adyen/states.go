@@ -1,6 +1,8 @@
 package adyen
 
 import (
+	"strconv"
+
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
@@ -96,3 +98,6 @@ func modificationContradiction(r payonce.Request, op string, m modificationRespo
 	}
 	return ""
 }
+
+// quote is a value of the provider's as the messages show it.
+func quote(s string) string { return strconv.Quote(s) }

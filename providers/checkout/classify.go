@@ -77,13 +77,7 @@ func (p *Provider) answers() adapterkit.Answer[apiError] {
 			// a lookup; if the first request then ended in a 5xx after the
 			// payment was made, that attempt would charge again. maybe_sent
 			// costs one lookup.
-			{When: adapterkit.Status[apiError](http.StatusTooManyRequests), Class: ledger.OutcomeMaybeSent,
-				Then: func(o *payonce.Outcome, header http.Header, e *apiError) {
-					if o.Code == "" {
-						o.Code = codeRateLimited
-					}
-					retryAfter(o, header, e)
-				}},
+			adapterkit.RateLimited(codeRateLimited, retryAfter),
 		}}
 }
 

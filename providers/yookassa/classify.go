@@ -34,13 +34,9 @@ func (p *Provider) answers() adapterkit.Answer[apiError] {
 		// close the key window on a request that may have moved money, and a
 		// later resend could then fall outside the 24 h memory of the key. So:
 		// maybe_sent (it costs one lookup), and the client waits retry_after.
-		{When: adapterkit.Status[apiError](http.StatusTooManyRequests), Class: ledger.OutcomeMaybeSent,
-			Then: func(o *payonce.Outcome, _ http.Header, e *apiError) {
-				if o.Code == "" {
-					o.Code = codeTooManyRequests
-				}
-				o.RetryAfter = e.retryAfter()
-			}},
+		adapterkit.RateLimited(codeTooManyRequests, func(o *payonce.Outcome, _ http.Header, e *apiError) {
+			o.RetryAfter = e.retryAfter()
+		}),
 	}}
 }
 

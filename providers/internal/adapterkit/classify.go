@@ -179,6 +179,23 @@ func RetryAfterHeader[E any](now func() time.Time) func(*payonce.Outcome, http.H
 	}
 }
 
+// RateLimited is the row for 429 that adapters whose provider does not
+// document that its rate limiting runs before the request is processed (and
+// before its key is stored) share: maybe_sent, since not_sent could let the
+// next attempt go out without a lookup after a request that moved money
+// (docs/ADAPTERS.md, rule 2). The answer's Code defaults to code, and wait
+// sets its RetryAfter. Each adapter states its provider's words beside the
+// row.
+func RateLimited[E any](code string, wait func(*payonce.Outcome, http.Header, *E)) Rule[E] {
+	return Rule[E]{When: Status[E](http.StatusTooManyRequests), Class: ledger.OutcomeMaybeSent,
+		Then: func(o *payonce.Outcome, header http.Header, e *E) {
+			if o.Code == "" {
+				o.Code = code
+			}
+			wait(o, header, e)
+		}}
+}
+
 // Status is a Rule.When that holds for the statuses given.
 func Status[E any](statuses ...int) func(int, *E) bool {
 	return func(status int, _ *E) bool { return slices.Contains(statuses, status) }
