@@ -305,7 +305,7 @@ func (md *metadata) UnmarshalJSON(b []byte) error {
 			if err := json.Unmarshal(rawKey, &k); err != nil {
 				return err
 			}
-			dst = md.field(k)
+			dst = md.fieldOf([]byte(k)) // an escaped key: rare
 		}
 		switch {
 		case b[i] == '"':
@@ -336,22 +336,8 @@ func (md *metadata) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// field is where the value of key k goes; nil for a key the adapter does
-// not read.
-func (md *metadata) field(k string) *string {
-	switch k {
-	case MetaOperation:
-		return &md.op
-	case MetaKey:
-		return &md.key
-	case MetaKind:
-		return &md.kind
-	}
-	return nil
-}
-
-// fieldOf is field(string(k)) without the string: a switch on the
-// conversion compares the bytes in place.
+// fieldOf is where the value of key k goes; nil for a key the adapter does
+// not read. A switch on the conversion compares the bytes in place.
 func (md *metadata) fieldOf(k []byte) *string {
 	switch string(k) {
 	case MetaOperation:
