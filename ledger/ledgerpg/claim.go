@@ -49,19 +49,15 @@ func (s *Store) ClaimDue(ctx context.Context, p ledger.ClaimDueParams) ([]ledger
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
+		got, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (claimed, error) {
 			var (
 				dueAt pgtype.Timestamptz
 				xmin  uint32
 			)
-			op, err := scanOp(rows, &dueAt, &xmin)
-			if err != nil {
-				return err
-			}
-			got = append(got, claimed{op: op, dueAt: timeOf(dueAt), xmin: xmin})
-		}
-		if err := rows.Err(); err != nil || len(got) == 0 {
+			op, err := scanOp(row, &dueAt, &xmin)
+			return claimed{op: op, dueAt: timeOf(dueAt), xmin: xmin}, err
+		})
+		if err != nil || len(got) == 0 {
 			return err
 		}
 		return ledger.CheckLeaseGranted(fmt.Sprintf("%d due operations for %q", len(got), p.Owner), p.Now, p.LeaseUntil, time.Since(start))

@@ -37,7 +37,7 @@ func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.Cle
 				if err != nil {
 					return err
 				}
-				ops, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.Operation, error) { return scanOp(row) })
+				ops, err := pgx.CollectRows(rows, rowToOp)
 				if err != nil {
 					return err
 				}

@@ -112,19 +112,7 @@ func (s *Store) queryOps(ctx context.Context, sql string, args []any) ([]ledger.
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	ops := []ledger.Operation{}
-	for rows.Next() {
-		op, err := scanOp(rows)
-		if err != nil {
-			return nil, err
-		}
-		ops = append(ops, op)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return ops, nil
+	return pgx.CollectRows(rows, rowToOp)
 }
 
 // get reads one operation without its attempts.

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/internal/storeflow"
 )
 
 // opColumns are the payonce_operations columns in the order opScan reads
@@ -105,15 +106,8 @@ func (s *opScan) operation() (ledger.Operation, error) {
 	op.ReviewReason = s.reviewReason.String
 	op.ReviewAt = timeOf(s.reviewAt)
 	if s.resolutionOutcome.Valid {
-		outcome, err := ledger.ParseResolutionOutcome(s.resolutionOutcome.String)
-		if err != nil {
-			return ledger.Operation{}, ledger.Corrupt(op.ID, "resolution_outcome", err)
-		}
-		op.Resolution = &ledger.Resolution{
-			Actor:   s.resolvedBy.String,
-			Note:    s.resolutionNote.String,
-			Outcome: outcome,
-			At:      timeOf(s.resolvedAt),
+		if op.Resolution, err = storeflow.Resolution(op.ID, s.resolvedBy.String, s.resolutionNote.String, s.resolutionOutcome.String, timeOf(s.resolvedAt)); err != nil {
+			return ledger.Operation{}, err
 		}
 	}
 	op.CreatedAt = s.createdAt.UTC()
@@ -293,6 +287,7 @@ func nullBytes(b []byte) any {
 	return string(b)
 }
 
+// scanOp reads one operation row (opColumns, then extra).
 func scanOp(row pgx.Row, extra ...any) (ledger.Operation, error) {
 	var sc opScan
 	if err := row.Scan(append(sc.dest(), extra...)...); err != nil {
@@ -300,6 +295,9 @@ func scanOp(row pgx.Row, extra ...any) (ledger.Operation, error) {
 	}
 	return sc.operation()
 }
+
+// rowToOp is scanOp as a pgx.RowToFunc, for pgx.CollectRows.
+func rowToOp(row pgx.CollectableRow) (ledger.Operation, error) { return scanOp(row) }
 
 // scanAttempt reads one attempt row (attemptColumns, then extra).
 func scanAttempt(row pgx.Row, extra ...any) (*ledger.Attempt, error) {

@@ -3,6 +3,7 @@ package ledgerpg
 import (
 	"context"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/payonce/payonce/ledger"
@@ -21,23 +22,24 @@ func (s *Store) Stats(ctx context.Context, p ledger.StatsParams) (ledger.Stats, 
 	if err != nil {
 		return ledger.Stats{}, translate("stats", err)
 	}
-	defer rows.Close()
-	var got []statsql.Row
-	for rows.Next() {
-		var (
-			r     statsql.Row
-			since pgtype.Timestamptz
-			id    pgtype.Text
-		)
-		if err := rows.Scan(&r.Part, &r.Status, &r.Provider, &r.Kind, &r.Reason, &r.Count, &since, &id); err != nil {
-			return ledger.Stats{}, translate("stats", err)
-		}
-		r.Since, r.ID = timeOf(since), id.String
-		got = append(got, r)
-	}
-	if err := rows.Err(); err != nil {
+	got, err := pgx.CollectRows(rows, scanStatsRow)
+	if err != nil {
 		return ledger.Stats{}, translate("stats", err)
 	}
 	st, err := statsql.Assemble(got, p.IncludeSettled)
 	return st, translate("stats", err)
+}
+
+// scanStatsRow reads one row of Stats' statement.
+func scanStatsRow(row pgx.CollectableRow) (statsql.Row, error) {
+	var (
+		r     statsql.Row
+		since pgtype.Timestamptz
+		id    pgtype.Text
+	)
+	if err := row.Scan(append(r.Dest(), &since, &id)...); err != nil {
+		return r, err
+	}
+	r.Since, r.ID = timeOf(since), id.String
+	return r, nil
 }

@@ -75,7 +75,7 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 				if err != nil {
 					return nil, err
 				}
-				return pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.Operation, error) { return scanOp(row) })
+				return pgx.CollectRows(rows, rowToOp)
 			},
 			LatestAttempt: func(id string) (*ledger.Attempt, error) {
 				a, err := scanAttempt(tx.QueryRow(ctx, s.q.latestAttempt, id))
@@ -118,8 +118,11 @@ func (s *Store) outcomesOf(ctx context.Context, tx pgx.Tx, provider, eventID str
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	return storeflow.ScanOutcomes(rows, provider, eventID)
+	// Appended to nil, not collected: none is nil, as ledgersqlite reads it
+	// and as a first delivery without targets reports.
+	return pgx.AppendRows([]ledger.WebhookOutcome(nil), rows, func(row pgx.CollectableRow) (ledger.WebhookOutcome, error) {
+		return storeflow.ScanOutcome(row, provider, eventID)
+	})
 }
 
 // ListWebhooks implements ledger.Store: inbox entries newest received
@@ -137,29 +140,25 @@ func (s *Store) ListWebhooks(ctx context.Context, f ledger.InboxFilter) ([]ledge
 	if err != nil {
 		return nil, translate("list webhooks", err)
 	}
-	defer rows.Close()
-	out := []ledger.InboxEntry{}
-	for rows.Next() {
-		var (
-			e                 ledger.InboxEntry
-			occurred          pgtype.Timestamptz
-			received          time.Time
-			targets, outcomes string
-		)
-		if err := rows.Scan(&e.Provider, &e.ID, &e.Type, &occurred, &received, &targets, &outcomes); err != nil {
-			return nil, translate("list webhooks", err)
-		}
-		e.OccurredAt, e.ReceivedAt = timeOf(occurred), received.UTC()
-		if e.Targets, err = storeflow.DecodeTargets(e.Provider, e.ID, targets); err != nil {
-			return nil, translate("list webhooks", err)
-		}
-		if e.Outcomes, err = storeflow.DecodeOutcomes(e.Provider, e.ID, outcomes); err != nil {
-			return nil, translate("list webhooks", err)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := pgx.CollectRows(rows, scanInboxEntry)
+	if err != nil {
 		return nil, translate("list webhooks", err)
 	}
 	return out, nil
+}
+
+// scanInboxEntry reads one row of ListWebhooks' statement.
+func scanInboxEntry(row pgx.CollectableRow) (ledger.InboxEntry, error) {
+	var (
+		e                 ledger.InboxEntry
+		occurred          pgtype.Timestamptz
+		received          time.Time
+		targets, outcomes string
+	)
+	if err := row.Scan(&e.Provider, &e.ID, &e.Type, &occurred, &received, &targets, &outcomes); err != nil {
+		return e, err
+	}
+	e.OccurredAt, e.ReceivedAt = timeOf(occurred), received.UTC()
+	err := storeflow.DecodeInboxLists(&e, targets, outcomes)
+	return e, err
 }

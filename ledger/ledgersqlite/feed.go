@@ -37,39 +37,38 @@ func (s *Store) Feed(ctx context.Context, p ledger.FeedParams) ([]ledger.FeedEnt
 			}
 			var out []feedsql.Row
 			err = s.read(ctx, func(c *sql.Conn) error {
-				rows, err := c.QueryContext(ctx, `SELECT seq, operation_id, key, generation, provider, kind, refs,
+				var err error
+				out, err = collect(ctx, c, scanFeedRow, `SELECT seq, operation_id, key, generation, provider, kind, refs,
 						coalesce(from_status, ''), to_status, coalesce(provider_ref, ''), coalesce(review_reason, ''), at
 					FROM payonce_feed
 					WHERE seq > ?1
 					  AND (?2 = '' OR provider = ?2)
 					  AND (?3 = '[]' OR to_status IN (SELECT value FROM json_each(?3)))
 					ORDER BY seq LIMIT ?4`, seq, provider, string(statusJSON), limit)
-				if err != nil {
-					return err
-				}
-				defer rows.Close()
-				for rows.Next() {
-					var (
-						r    feedsql.Row
-						refs string
-						at   sql.NullInt64
-					)
-					head, tail := r.Dest()
-					dest := append(append(append([]any{&r.Seq}, head...), &refs), tail...)
-					if err := rows.Scan(append(dest, &at)...); err != nil {
-						return err
-					}
-					if err := json.Unmarshal([]byte(refs), &r.Entry.References); err != nil {
-						return ledger.Corrupt(r.Entry.OperationID, "feed.refs", err)
-					}
-					r.Entry.At = fromMicros(at)
-					out = append(out, r)
-				}
-				return rows.Err()
+				return err
 			})
 			return out, err
 		},
 	}, wrap)
+}
+
+// scanFeedRow reads one row of Feed's page.
+func scanFeedRow(sc scanner) (feedsql.Row, error) {
+	var (
+		r    feedsql.Row
+		refs string
+		at   sql.NullInt64
+	)
+	head, tail := r.Dest()
+	dest := append(append(append([]any{&r.Seq}, head...), &refs), tail...)
+	if err := sc.Scan(append(dest, &at)...); err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal([]byte(refs), &r.Entry.References); err != nil {
+		return r, ledger.Corrupt(r.Entry.OperationID, "feed.refs", err)
+	}
+	r.Entry.At = fromMicros(at)
+	return r, nil
 }
 
 // purgeFeed deletes, of the feed's first batch rows, those before the

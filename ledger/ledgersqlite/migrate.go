@@ -83,26 +83,21 @@ func (s *Store) migrate(ctx context.Context, ms []migration) error {
 		) STRICT`); err != nil {
 			return err
 		}
-		applied := map[int]bool{}
-		rows, err := c.QueryContext(ctx, `SELECT version FROM payonce_schema_migrations`)
+		versions, err := collect(ctx, c, func(sc scanner) (int, error) {
+			var v int
+			err := sc.Scan(&v)
+			return v, err
+		}, `SELECT version FROM payonce_schema_migrations`)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var v int
-			if err := rows.Scan(&v); err != nil {
-				return err
-			}
+		applied := map[int]bool{}
+		for _, v := range versions {
 			if v > latest {
 				return fmt.Errorf("database schema is at version %d, this build knows up to %d: upgrade payonce", v, latest)
 			}
 			applied[v] = true
 		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		rows.Close()
 		for _, m := range ms {
 			if applied[m.Version] {
 				continue

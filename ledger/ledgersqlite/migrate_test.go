@@ -54,9 +54,7 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	require.NoError(t, err)
 
 	s := openAt(t, path) // Migrate to the current version
-	v, err = s.SchemaVersion(ctx)
-	require.NoError(t, err)
-	require.Equal(t, currentVersion, v)
+	requireCurrentVersion(t, s)
 	ledgertest.RequireUpgradedFromVersion1(t, s, op1, t0)
 }
 
@@ -71,9 +69,7 @@ func TestMigrate(t *testing.T) {
 	require.Zero(t, v, "nothing applied before Migrate")
 
 	require.NoError(t, s.Migrate(ctx))
-	v, err = s.SchemaVersion(ctx)
-	require.NoError(t, err)
-	require.Equal(t, currentVersion, v)
+	requireCurrentVersion(t, s)
 
 	raw := rawDB(t, path)
 	var names []string
@@ -138,7 +134,6 @@ func TestMigrateConcurrently(t *testing.T) {
 // webhooks settle them or find their tombstones.
 func TestUpgradeFromVersion3(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
 	path, raw := fileAtVersion(t, 3)
 	require.Zero(t, schemaObjects(t, raw, "payonce_webhooks", "payonce_webhook_outcomes"), "version 3 has no inbox")
 
@@ -161,9 +156,7 @@ func TestUpgradeFromVersion3(t *testing.T) {
 	require.NoError(t, err)
 
 	s := openAt(t, path)
-	v, err := s.SchemaVersion(ctx)
-	require.NoError(t, err)
-	require.Equal(t, currentVersion, v)
+	requireCurrentVersion(t, s)
 	ledgertest.RequireUpgradedFromVersion3(t, s, op1, t0)
 }
 
@@ -172,7 +165,6 @@ func TestUpgradeFromVersion3(t *testing.T) {
 // Stats counts them.
 func TestUpgradeFromVersion4(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
 	path, raw := fileAtVersion(t, 4)
 	require.Zero(t, schemaObjects(t, raw, "payonce_operations_open"), "version 4 has no open-work index")
 	for _, op := range ledgertest.Version4Operations(t0) {
@@ -190,9 +182,7 @@ func TestUpgradeFromVersion4(t *testing.T) {
 	}
 
 	s := openAt(t, path)
-	v, err := s.SchemaVersion(ctx)
-	require.NoError(t, err)
-	require.Equal(t, currentVersion, v)
+	requireCurrentVersion(t, s)
 	require.Equal(t, 1, schemaObjects(t, raw, "payonce_operations_open"), "version 5 has the open-work index")
 	require.Equal(t, 3, schemaObjects(t, raw, "payonce_feed", "payonce_feed_created", "payonce_feed_changed"), "version 6 has the feed and its triggers")
 	ledgertest.RequireUpgradedFromVersion4(t, s, t0)
@@ -207,6 +197,14 @@ func fileAtVersion(t *testing.T, version int) (string, *sql.DB) {
 	require.NoError(t, ledgersqlite.MigrateTo(t.Context(), old, version))
 	require.NoError(t, old.Close())
 	return path, rawDB(t, path)
+}
+
+// requireCurrentVersion requires s's schema to be at the newest version.
+func requireCurrentVersion(t *testing.T, s *ledgersqlite.Store) {
+	t.Helper()
+	v, err := s.SchemaVersion(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, currentVersion, v)
 }
 
 // schemaObjects counts the tables and indexes of names in db.

@@ -38,20 +38,9 @@ func (s *Store) Get(ctx context.Context, id string) (ledger.Operation, []ledger.
 		if err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT `+attemptColumns+`
+		attempts, err = collect(ctx, tx, scanAttempt, `SELECT `+attemptColumns+`
 			FROM payonce_attempts WHERE operation_id = ? ORDER BY number`, id)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			a, err := scanAttempt(rows)
-			if err != nil {
-				return err
-			}
-			attempts = append(attempts, a)
-		}
-		return rows.Err()
+		return err
 	})
 	if err != nil {
 		return ledger.Operation{}, nil, fail("get", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/internal/storeflow"
 )
 
 // Encoding between Go values and columns. Times are INTEGER unix
@@ -142,15 +143,8 @@ func scanOp(sc scanner) (ledger.Operation, error) {
 	op.ReviewReason = r.reviewReason.String
 	op.ReviewAt = fromMicros(r.reviewAt)
 	if r.resolvedBy.Valid || r.resolutionOutcome.Valid {
-		outcome, err := ledger.ParseResolutionOutcome(r.resolutionOutcome.String)
-		if err != nil {
-			return ledger.Operation{}, ledger.Corrupt(op.ID, "resolution_outcome", err)
-		}
-		op.Resolution = &ledger.Resolution{
-			Actor:   r.resolvedBy.String,
-			Note:    r.resolutionNote.String,
-			Outcome: outcome,
-			At:      fromMicros(r.resolvedAt),
+		if op.Resolution, err = storeflow.Resolution(op.ID, r.resolvedBy.String, r.resolutionNote.String, r.resolutionOutcome.String, fromMicros(r.resolvedAt)); err != nil {
+			return ledger.Operation{}, err
 		}
 	}
 	op.CreatedAt = fromMicros(r.createdAt)
@@ -174,22 +168,29 @@ type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// queryOps runs a query selecting opColumns and reads every row.
-func queryOps(ctx context.Context, q querier, query string, args ...any) ([]ledger.Operation, error) {
+// collect runs query and reads every row with scan: the store's one rows
+// loop, what pgx.CollectRows is for ledgerpg. It returns nil when there are
+// no rows.
+func collect[T any](ctx context.Context, q querier, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var ops []ledger.Operation
+	var out []T
 	for rows.Next() {
-		op, err := scanOp(rows)
+		v, err := scan(rows)
 		if err != nil {
 			return nil, err
 		}
-		ops = append(ops, op)
+		out = append(out, v)
 	}
-	return ops, rows.Err()
+	return out, rows.Err()
+}
+
+// queryOps runs a query selecting opColumns and reads every row.
+func queryOps(ctx context.Context, q querier, query string, args ...any) ([]ledger.Operation, error) {
+	return collect(ctx, q, scanOp, query, args...)
 }
 
 // saveOp writes every mutable column of op. Methods change an Operation in

@@ -25,24 +25,9 @@ func (s *Store) Stats(ctx context.Context, p ledger.StatsParams) (ledger.Stats, 
 	}
 	var got []statsql.Row
 	err := s.read(ctx, func(c *sql.Conn) error {
-		rows, err := c.QueryContext(ctx, query)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var (
-				r     statsql.Row
-				since sql.NullInt64
-				id    sql.NullString
-			)
-			if err := rows.Scan(&r.Part, &r.Status, &r.Provider, &r.Kind, &r.Reason, &r.Count, &since, &id); err != nil {
-				return err
-			}
-			r.Since, r.ID = fromMicros(since), id.String
-			got = append(got, r)
-		}
-		return rows.Err()
+		var err error
+		got, err = collect(ctx, c, scanStatsRow, query)
+		return err
 	})
 	if err != nil {
 		return ledger.Stats{}, fail("stats", err)
@@ -52,4 +37,18 @@ func (s *Store) Stats(ctx context.Context, p ledger.StatsParams) (ledger.Stats, 
 		return ledger.Stats{}, fail("stats", err)
 	}
 	return st, nil
+}
+
+// scanStatsRow reads one row of Stats' statement.
+func scanStatsRow(sc scanner) (statsql.Row, error) {
+	var (
+		r     statsql.Row
+		since sql.NullInt64
+		id    sql.NullString
+	)
+	if err := sc.Scan(append(r.Dest(), &since, &id)...); err != nil {
+		return r, err
+	}
+	r.Since, r.ID = fromMicros(since), id.String
+	return r, nil
 }

@@ -117,13 +117,10 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 
 // outcomesOf reads the stored outcomes of one event in order.
 func outcomesOf(ctx context.Context, q querier, provider, eventID string) ([]ledger.WebhookOutcome, error) {
-	rows, err := q.QueryContext(ctx, `SELECT target, operation_id, disposition, from_status, to_status
+	return collect(ctx, q, func(sc scanner) (ledger.WebhookOutcome, error) {
+		return storeflow.ScanOutcome(sc, provider, eventID)
+	}, `SELECT target, operation_id, disposition, from_status, to_status
 		FROM payonce_webhook_outcomes WHERE provider = ? AND event_id = ? ORDER BY seq`, provider, eventID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	return storeflow.ScanOutcomes(rows, provider, eventID)
 }
 
 // ListWebhooks returns inbox entries matching f, newest received first
@@ -143,37 +140,34 @@ func (s *Store) ListWebhooks(ctx context.Context, f ledger.InboxFilter) ([]ledge
 		FROM payonce_webhooks w` + w.String() + `
 		ORDER BY w.received_at DESC, w.provider, w.event_id LIMIT ?`
 	args := append(w.args, storeflow.InboxLimit(f))
-	out := []ledger.InboxEntry{}
+	var out []ledger.InboxEntry
 	err := s.read(ctx, func(c *sql.Conn) error {
-		rows, err := c.QueryContext(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var (
-				e                  ledger.InboxEntry
-				occurred, received sql.NullInt64
-				targets, outcomes  string
-			)
-			if err := rows.Scan(&e.Provider, &e.ID, &e.Type, &occurred, &received, &targets, &outcomes); err != nil {
-				return err
-			}
-			e.OccurredAt, e.ReceivedAt = fromMicros(occurred), fromMicros(received)
-			if e.Targets, err = storeflow.DecodeTargets(e.Provider, e.ID, targets); err != nil {
-				return err
-			}
-			if e.Outcomes, err = storeflow.DecodeOutcomes(e.Provider, e.ID, outcomes); err != nil {
-				return err
-			}
-			out = append(out, e)
-		}
-		return rows.Err()
+		var err error
+		out, err = collect(ctx, c, scanInboxEntry, query, args...)
+		return err
 	})
 	if err != nil {
 		return nil, fail("list webhooks", err)
 	}
+	if out == nil {
+		out = []ledger.InboxEntry{} // none: an empty list, not nil
+	}
 	return out, nil
+}
+
+// scanInboxEntry reads one row of ListWebhooks' statement.
+func scanInboxEntry(sc scanner) (ledger.InboxEntry, error) {
+	var (
+		e                  ledger.InboxEntry
+		occurred, received sql.NullInt64
+		targets, outcomes  string
+	)
+	if err := sc.Scan(&e.Provider, &e.ID, &e.Type, &occurred, &received, &targets, &outcomes); err != nil {
+		return e, err
+	}
+	e.OccurredAt, e.ReceivedAt = fromMicros(occurred), fromMicros(received)
+	err := storeflow.DecodeInboxLists(&e, targets, outcomes)
+	return e, err
 }
 
 // purgeInbox deletes, in the write transaction on c, up to batch inbox

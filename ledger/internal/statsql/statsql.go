@@ -104,6 +104,13 @@ type Row struct {
 	ID string
 }
 
+// Dest returns the scan destinations of the row's columns before since,
+// in the statement's order: part, status, provider, kind, reason, count.
+// Each store scans since and id its own way after them.
+func (r *Row) Dest() []any {
+	return []any{&r.Part, &r.Status, &r.Provider, &r.Kind, &r.Reason, &r.Count}
+}
+
 // Assemble turns the rows of the statement into a ledger.Stats, ordered as
 // ledger.Stats documents. The manual_review entries of Open and Oldest are
 // the sums and minimums of the review rows of their provider and kind.

@@ -18,6 +18,17 @@ func LeaseGranted(id string, now, until, start time.Time) error {
 	return ledger.CheckLeaseGranted(fmt.Sprintf("operation %q", id), now, until, time.Since(start))
 }
 
+// Resolution rebuilds the resolution stored on operation id from its
+// columns (empty strings for NULL), reporting an outcome the ledger cannot
+// have written as corrupt.
+func Resolution(id, actor, note, outcome string, at time.Time) (*ledger.Resolution, error) {
+	o, err := ledger.ParseResolutionOutcome(outcome)
+	if err != nil {
+		return nil, ledger.Corrupt(id, "resolution_outcome", err)
+	}
+	return &ledger.Resolution{Actor: actor, Note: note, Outcome: o, At: at}, nil
+}
+
 // CleanupSteps are one store's statements for Cleanup. Each returns its
 // errors already wrapped the store's way; Cleanup returns them as they are.
 type CleanupSteps struct {

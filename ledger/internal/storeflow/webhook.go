@@ -208,18 +208,12 @@ func EncodeTargets(ts []ledger.WebhookTarget) (string, error) {
 // DecodeTargets reads what EncodeTargets wrote; nil for an event without
 // targets. A value the store cannot have written is reported as corrupt.
 func DecodeTargets(provider, eventID, text string) ([]ledger.WebhookTarget, error) {
-	var in []storedTarget
-	if err := json.Unmarshal([]byte(text), &in); err != nil {
-		return nil, corruptEntry(provider, eventID, "targets", err)
-	}
-	var out []ledger.WebhookTarget
-	for i, t := range in {
+	return decodeList(provider, eventID, "targets", text, func(i int, t storedTarget) (ledger.WebhookTarget, error) {
 		if _, err := ledger.ParseWebhookEffect(string(t.Effect)); err != nil {
-			return nil, corruptEntry(provider, eventID, fmt.Sprintf("targets[%d].effect", i), err)
+			return ledger.WebhookTarget{}, corruptEntry(provider, eventID, fmt.Sprintf("targets[%d].effect", i), err)
 		}
-		out = append(out, ledger.WebhookTarget(t))
-	}
-	return out, nil
+		return ledger.WebhookTarget(t), nil
+	})
 }
 
 // storedOutcome is one outcome as the stores' list queries aggregate them
@@ -236,49 +230,54 @@ type storedOutcome struct {
 // operation_id, disposition, from_status, to_status; null for NULL) in
 // order.
 func DecodeOutcomes(provider, eventID, text string) ([]ledger.WebhookOutcome, error) {
-	var in []storedOutcome
-	if err := json.Unmarshal([]byte(text), &in); err != nil {
-		return nil, corruptEntry(provider, eventID, "outcomes", err)
+	return decodeList(provider, eventID, "outcomes", text, func(_ int, o storedOutcome) (ledger.WebhookOutcome, error) {
+		return Outcome(provider, eventID, o.Target, o.OperationID, o.Disposition, o.From, o.To)
+	})
+}
+
+// DecodeInboxLists sets e's Targets and Outcomes from the two JSON texts a
+// list query reads for an inbox entry (see DecodeTargets, DecodeOutcomes);
+// e's Provider and ID name the entry in a corrupt error.
+func DecodeInboxLists(e *ledger.InboxEntry, targets, outcomes string) error {
+	var err error
+	if e.Targets, err = DecodeTargets(e.Provider, e.ID, targets); err != nil {
+		return err
 	}
-	var out []ledger.WebhookOutcome
-	for _, o := range in {
-		got, err := Outcome(provider, eventID, o.Target, o.OperationID, o.Disposition, o.From, o.To)
+	e.Outcomes, err = DecodeOutcomes(e.Provider, e.ID, outcomes)
+	return err
+}
+
+// decodeList reads text, the JSON array of S the store keeps in field of an
+// inbox entry, converting each element with conv; nil for an empty array.
+// Text that is not such an array is reported as corrupt.
+func decodeList[S, T any](provider, eventID, field, text string, conv func(i int, s S) (T, error)) ([]T, error) {
+	var in []S
+	if err := json.Unmarshal([]byte(text), &in); err != nil {
+		return nil, corruptEntry(provider, eventID, field, err)
+	}
+	var out []T
+	for i, s := range in {
+		v, err := conv(i, s)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, got)
+		out = append(out, v)
 	}
 	return out, nil
 }
 
-// Rows is what ScanOutcomes reads: *sql.Rows and pgx.Rows both are.
-type Rows interface {
-	Next() bool
-	Scan(dest ...any) error
-	Err() error
-}
-
-// ScanOutcomes reads the rows of a "target, operation_id, disposition,
-// from_status, to_status" query of one event's stored outcomes, in order.
-// The caller closes rows. (pgx scans into sql.NullString as database/sql
-// does, so both stores share this loop.)
-func ScanOutcomes(rows Rows, provider, eventID string) ([]ledger.WebhookOutcome, error) {
-	var out []ledger.WebhookOutcome
-	for rows.Next() {
-		var (
-			target               int
-			opID, disp, from, to sql.NullString
-		)
-		if err := rows.Scan(&target, &opID, &disp, &from, &to); err != nil {
-			return nil, err
-		}
-		o, err := Outcome(provider, eventID, target, opID.String, disp.String, from.String, to.String)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
+// ScanOutcome reads one row of a "target, operation_id, disposition,
+// from_status, to_status" query of an event's stored outcomes. (pgx scans
+// into sql.NullString as database/sql does, so both stores share it.)
+func ScanOutcome(row interface{ Scan(dest ...any) error }, provider, eventID string) (ledger.WebhookOutcome, error) {
+	var (
+		target               int
+		opID, disp, from, to sql.NullString
+	)
+	if err := row.Scan(&target, &opID, &disp, &from, &to); err != nil {
+		return ledger.WebhookOutcome{}, err
 	}
-	return out, rows.Err()
+	return Outcome(provider, eventID, target, opID.String, disp.String, from.String, to.String)
 }
 
 // Outcome converts one stored outcome row (empty strings for NULL),
