@@ -35,6 +35,11 @@ const (
 	MaxMetadataValue = 80
 )
 
+// metadataLimits are Adyen's metadata limits, counted in characters, that
+// a payment's metadata (the caller's plus payonce's) is held to.
+var metadataLimits = adapterkit.MetadataLimits{Provider: "Adyen",
+	Keys: MaxMetadataKeys, Key: MaxMetadataKey, Value: MaxMetadataValue, Length: utf8.RuneCountInString}
+
 // maxReference is the longest reference Adyen takes on payments and
 // modifications ("Maximum length: 80 characters", PaymentRequest.reference,
 // PaymentCaptureRequest.reference, ...). Operation ids are 36.
@@ -119,7 +124,7 @@ func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http
 	)
 	switch req.Kind {
 	case payonce.KindCharge:
-		md, err := metadata(r)
+		md, err := adapterkit.WithMetadata("adyen ", r, metadataLimits)
 		if err != nil {
 			return nil, err
 		}
@@ -169,26 +174,4 @@ func (p *Provider) setHeaders(h http.Header) {
 
 func invalidSend(field, format string, args ...any) error {
 	return adapterkit.Invalid("adyen ", field, format, args...)
-}
-
-// metadata is the caller's metadata plus payonce's own keys, within Adyen's
-// limits (counted in characters).
-func metadata(r payonce.SendRequest) (map[string]string, error) {
-	out := adapterkit.Metadata(r, MaxMetadataValue, utf8.RuneCountInString)
-	if n := len(r.Request.Metadata); n > MaxMetadataKeys-adapterkit.MetadataKeys {
-		return nil, invalidSend("Request.Metadata", "has %d keys; Adyen takes %d per payment and payonce uses %d, so at most %d are left",
-			n, MaxMetadataKeys, adapterkit.MetadataKeys, MaxMetadataKeys-adapterkit.MetadataKeys)
-	}
-	for k, v := range r.Request.Metadata {
-		switch {
-		case adapterkit.Reserved(k):
-			return nil, invalidSend("Request.Metadata", "key %q uses the reserved prefix %q; rename it", k, adapterkit.ReservedPrefix)
-		case utf8.RuneCountInString(k) > MaxMetadataKey:
-			return nil, invalidSend("Request.Metadata", "key %q is longer than Adyen's %d characters", k, MaxMetadataKey)
-		case utf8.RuneCountInString(v) > MaxMetadataValue:
-			return nil, invalidSend("Request.Metadata", "value of %q is longer than Adyen's %d characters", k, MaxMetadataValue)
-		}
-		out[k] = v
-	}
-	return out, nil
 }

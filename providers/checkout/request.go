@@ -80,7 +80,9 @@ func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http
 		return nil, invalidSend("OperationID", "is empty; it is sent as the reference so that a lookup can find the payment or action")
 	}
 	req := r.Request
-	md, err := metadata(r)
+	// Checkout.com documents no metadata limits: only the reserved prefix
+	// is checked.
+	md, err := adapterkit.WithMetadata("checkout ", r, adapterkit.MetadataLimits{Refs: maxReferencesValue, Length: adapterkit.Bytes})
 	if err != nil {
 		return nil, err
 	}
@@ -146,16 +148,4 @@ func sourceOf(pm string) (source, error) {
 
 func invalidSend(field, format string, args ...any) error {
 	return adapterkit.Invalid("checkout ", field, format, args...)
-}
-
-// metadata is the caller's metadata plus payonce's own keys.
-func metadata(r payonce.SendRequest) (map[string]string, error) {
-	out := adapterkit.Metadata(r, maxReferencesValue, adapterkit.Bytes)
-	for k, v := range r.Request.Metadata {
-		if adapterkit.Reserved(k) {
-			return nil, invalidSend("Request.Metadata", "key %q uses the reserved prefix %q; rename it", k, adapterkit.ReservedPrefix)
-		}
-		out[k] = v
-	}
-	return out, nil
 }

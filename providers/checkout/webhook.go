@@ -127,11 +127,7 @@ func (p *Provider) ParseWebhook(r *http.Request, body []byte) ([]payonce.Webhook
 		}
 		ev.Targets = targets
 	}
-	ev, err := adapterkit.CheckEvent(p.Name(), ev, p.scrub)
-	if err != nil {
-		return nil, err
-	}
-	return []payonce.WebhookEvent{ev}, nil
+	return adapterkit.OneEvent(p.Name(), ev, p.scrub)
 }
 
 // occurredAt is created_on, or else timestamp; zero when neither parses.

@@ -191,15 +191,11 @@ func (form formFields) setIf(k, v string) formFields {
 // at most 50 - 4 keys since payonce adds four.
 func setMetadata(form formFields, r payonce.SendRequest) (formFields, error) {
 	md := r.Request.Metadata
-	if n := len(md); n > stripeMaxMetadataKeys-adapterkit.MetadataKeys {
-		return form, invalidSend("Request.Metadata", "has %d keys; Stripe allows %d and payonce adds %d, so use at most %d",
-			n, stripeMaxMetadataKeys, adapterkit.MetadataKeys, stripeMaxMetadataKeys-adapterkit.MetadataKeys)
+	if err := adapterkit.CheckMetadata("stripe ", md, adapterkit.MetadataLimits{Provider: "Stripe", Keys: stripeMaxMetadataKeys}); err != nil {
+		return form, err
 	}
 	for k, v := range md {
-		switch {
-		case adapterkit.Reserved(k):
-			return form, invalidSend("Request.Metadata", "key %q uses the reserved prefix %q; rename it", k, adapterkit.ReservedPrefix)
-		case strings.ContainsAny(k, "[]"):
+		if strings.ContainsAny(k, "[]") {
 			return form, invalidSend("Request.Metadata", "key %q contains a square bracket, which Stripe does not allow in metadata keys", k)
 		}
 		form = form.set("metadata["+k+"]", v)

@@ -128,11 +128,7 @@ func (p *Provider) ParseWebhook(r *http.Request, body []byte) ([]payonce.Webhook
 		return nil, adapterkit.Malformed(p.Name(), "event %s (%s): %s", p.scrub(e.ID), p.scrub(e.Type), p.scrub(err.Error()))
 	}
 	ev.Targets = targets
-	ev, err = adapterkit.CheckEvent(p.Name(), ev, p.scrub)
-	if err != nil {
-		return nil, err
-	}
-	return []payonce.WebhookEvent{ev}, nil
+	return adapterkit.OneEvent(p.Name(), ev, p.scrub)
 }
 
 // verifySignature checks the Stripe-Signature header against body. Its
@@ -225,38 +221,22 @@ func (p *Provider) eventTargets(e event) ([]payonce.WebhookTarget, error) {
 		}
 		return []payonce.WebhookTarget{refundTarget(rf, e.Type == evtRefundFailed, "")}, nil
 	case evtChargeRefunded:
-		ch, err := adapterkit.Decode(obj, func(c *webhookCharge) error {
-			switch {
-			case c.Object != objCharge:
-				return errWrongObject(c.Object, objCharge)
-			case c.ID == "":
-				return adapterkit.ErrNoID
-			}
-			return nil
-		})
+		ch, err := decodeObject[webhookCharge](obj, objCharge)
 		if err != nil {
 			return nil, err
 		}
 		var ts []payonce.WebhookTarget
 		if ch.Refunds != nil {
 			for _, rf := range ch.Refunds.Data {
-				if rf.ID == "" || rf.Object != objRefund {
-					return nil, errWrongObject(rf.Object, objRefund)
+				if err := checkObject(rf, objRefund); err != nil {
+					return nil, err
 				}
 				ts = append(ts, refundTarget(rf, false, ch.PaymentIntent.ID))
 			}
 		}
 		return ts, nil
 	case evtChargeDisputeCreated:
-		d, err := adapterkit.Decode(obj, func(d *dispute) error {
-			switch {
-			case d.Object != objDispute:
-				return errWrongObject(d.Object, objDispute)
-			case d.ID == "":
-				return adapterkit.ErrNoID
-			}
-			return nil
-		})
+		d, err := decodeObject[dispute](obj, objDispute)
 		if err != nil {
 			return nil, err
 		}
@@ -270,16 +250,6 @@ func (p *Provider) eventTargets(e event) ([]payonce.WebhookTarget, error) {
 			Message: "stripe: dispute " + d.ID + " opened (reason " + d.Reason + ", status " + d.Status + ")"}}, nil
 	}
 	return nil, nil
-}
-
-func errWrongObject(got, want string) error {
-	return &wrongObject{got: got, want: want}
-}
-
-type wrongObject struct{ got, want string }
-
-func (e *wrongObject) Error() string {
-	return strconv.Quote(e.got) + " is not a " + strconv.Quote(e.want)
 }
 
 // ownOp is the operation id payonce wrote on an object it created for an

@@ -187,9 +187,9 @@ type apiErrorBody struct {
 	} `json:"payment_intent"`
 }
 
-// object is a Stripe object the adapter reads by id.
+// object is a Stripe object the adapter reads by id or from a webhook.
 type object interface {
-	paymentIntent | refund | charge
+	paymentIntent | refund | charge | webhookCharge | dispute
 	objectType() string
 	objectID() string
 }
@@ -200,19 +200,23 @@ func (rf refund) objectType() string        { return rf.Object }
 func (rf refund) objectID() string          { return rf.ID }
 func (ch charge) objectType() string        { return ch.Object }
 func (ch charge) objectID() string          { return ch.ID }
+func (d dispute) objectType() string        { return d.Object }
+func (d dispute) objectID() string          { return d.ID }
 
-// decodeObject parses an object and checks that it is one of type want
-// with an id.
+// decodeObject parses an object and checks it (checkObject).
 func decodeObject[T object](body []byte, want string) (T, error) {
-	return adapterkit.Decode(body, func(v *T) error {
-		switch {
-		case (*v).objectType() != want:
-			return fmt.Errorf("object is %q, want %q", (*v).objectType(), want)
-		case (*v).objectID() == "":
-			return adapterkit.ErrNoID
-		}
-		return nil
-	})
+	return adapterkit.Decode(body, func(v *T) error { return checkObject(*v, want) })
+}
+
+// checkObject checks that v is an object of type want with an id.
+func checkObject[T object](v T, want string) error {
+	switch {
+	case v.objectType() != want:
+		return fmt.Errorf("object is %q, want %q", v.objectType(), want)
+	case v.objectID() == "":
+		return adapterkit.ErrNoID
+	}
+	return nil
 }
 
 func decodePaymentIntent(body []byte) (paymentIntent, error) {

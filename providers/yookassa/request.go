@@ -49,6 +49,13 @@ const (
 	refundDescriptionSpace = " "
 )
 
+// metadataLimits are YooKassa's metadata limits that the root package
+// cannot know: at most 16 keys (so 12 for the caller), keys of at most 32
+// characters, values of at most 512; a payment's metadata (the caller's
+// plus payonce's) is held to them.
+var metadataLimits = adapterkit.MetadataLimits{Provider: "YooKassa",
+	Keys: maxMetadataKeys, Key: maxMetadataKeyRunes, Value: maxMetadataValueRunes, Length: utf8.RuneCountInString}
+
 type paymentBody struct {
 	Amount          amount            `json:"amount"`
 	Capture         bool              `json:"capture"`
@@ -111,7 +118,7 @@ func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http
 		if n := utf8.RuneCountInString(req.Description); n > maxPaymentDescription {
 			return nil, invalidSend("Request.Description", "is %d characters; YooKassa accepts at most %d for a payment", n, maxPaymentDescription)
 		}
-		md, err := metadata(r)
+		md, err := adapterkit.WithMetadata("yookassa ", r, metadataLimits)
 		if err != nil {
 			return nil, err
 		}
@@ -169,30 +176,6 @@ func (p *Provider) setHeaders(h http.Header) {
 
 func invalidSend(field, format string, args ...any) error {
 	return adapterkit.Invalid("yookassa ", field, format, args...)
-}
-
-// metadata is the caller's metadata plus payonce's own keys, under
-// YooKassa's limits that the root package cannot know: at most 16 keys (so
-// 12 for the caller), keys of at most 32 characters, no "payonce_" prefix.
-func metadata(r payonce.SendRequest) (map[string]string, error) {
-	md := r.Request.Metadata
-	if n := len(md); n > maxMetadataKeys-adapterkit.MetadataKeys {
-		return nil, invalidSend("Request.Metadata", "has %d keys; YooKassa allows %d and payonce adds %d, so use at most %d",
-			n, maxMetadataKeys, adapterkit.MetadataKeys, maxMetadataKeys-adapterkit.MetadataKeys)
-	}
-	out := adapterkit.Metadata(r, maxMetadataValueRunes, utf8.RuneCountInString)
-	for k, v := range md {
-		switch {
-		case adapterkit.Reserved(k):
-			return nil, invalidSend("Request.Metadata", "key %q uses the reserved prefix %q; rename it", k, adapterkit.ReservedPrefix)
-		case utf8.RuneCountInString(k) > maxMetadataKeyRunes:
-			return nil, invalidSend("Request.Metadata", "key %q is longer than YooKassa's %d characters", k, maxMetadataKeyRunes)
-		case utf8.RuneCountInString(v) > maxMetadataValueRunes:
-			return nil, invalidSend("Request.Metadata", "value of %q is longer than YooKassa's %d characters", k, maxMetadataValueRunes)
-		}
-		out[k] = v
-	}
-	return out, nil
 }
 
 // refundDescription is the refund's description: the caller's, cut to fit,

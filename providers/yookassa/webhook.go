@@ -113,11 +113,7 @@ func (p *Provider) ParseWebhook(r *http.Request, body []byte) ([]payonce.Webhook
 		return nil, adapterkit.Malformed(p.Name(), "notification %s of %s: %s", p.scrub(n.Event), p.scrub(head.ID), p.scrub(err.Error()))
 	}
 	ev.Targets = targets
-	ev, err = adapterkit.CheckEvent(p.Name(), ev, p.scrub)
-	if err != nil {
-		return nil, err
-	}
-	return []payonce.WebhookEvent{ev}, nil
+	return adapterkit.OneEvent(p.Name(), ev, p.scrub)
 }
 
 // remoteAddr reads the address of http.Request.RemoteAddr ("ip:port", or

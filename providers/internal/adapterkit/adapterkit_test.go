@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/adyen"
 	"github.com/payonce/payonce/providers/checkout"
 	"github.com/payonce/payonce/providers/internal/adapterkit"
 	"github.com/payonce/payonce/providers/stripe"
@@ -147,8 +148,37 @@ func TestMetadata(t *testing.T) {
 		require.False(t, adapterkit.Reserved(k), k)
 	}
 
+	// The caller's keys are checked, then joined to payonce's.
+	r.Request.Metadata = map[string]string{"order_id": "42"}
+	l := adapterkit.MetadataLimits{Provider: "YooKassa", Keys: 6, Key: 8, Value: 3, Refs: 500, Length: utf8.RuneCountInString}
+	md, err := adapterkit.WithMetadata("yookassa ", r, l)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"order_id": "42", "payonce_op": "op", "payonce_key": "k", "payonce_kind": "refund", "payonce_refs": `["o","1"]`}, md)
+	for _, tc := range []struct {
+		md      map[string]string
+		problem string
+	}{
+		{map[string]string{"a": "1", "b": "2", "c": "3"}, "has 3 keys; YooKassa allows 6 and payonce adds 4, so use at most 2"},
+		{map[string]string{"Payonce_op": "x"}, `key "Payonce_op" uses the reserved prefix "payonce_"; rename it`},
+		{map[string]string{"éééééééééé": "1"}, `key "éééééééééé" is longer than YooKassa's 8 characters`},
+		{map[string]string{"k": "éééé"}, `value of "k" is longer than YooKassa's 3 characters`},
+	} {
+		r.Request.Metadata = tc.md
+		md, err := adapterkit.WithMetadata("yookassa ", r, l)
+		require.Nil(t, md)
+		var ve *payonce.ValidationError
+		require.ErrorAs(t, err, &ve)
+		require.Equal(t, payonce.ValidationError{Field: "yookassa Request.Metadata", Problem: tc.problem}, *ve)
+	}
+	// Characters, not bytes: 8 two-byte runes fit.
+	require.NoError(t, adapterkit.CheckMetadata("x ", map[string]string{"éééééééé": "ééé"}, l))
+	// No limits but the reserved prefix.
+	require.NoError(t, adapterkit.CheckMetadata("x ", map[string]string{strings.Repeat("k", 100): strings.Repeat("v", 1000)}, adapterkit.MetadataLimits{}))
+	require.Error(t, adapterkit.CheckMetadata("x ", map[string]string{"payonce_x": ""}, adapterkit.MetadataLimits{}))
+
 	// The adapters document the same keys under their own names.
 	for _, keys := range [][4]string{
+		{adyen.MetaOperation, adyen.MetaKey, adyen.MetaKind, adyen.MetaReferences},
 		{stripe.MetaOperation, stripe.MetaKey, stripe.MetaKind, stripe.MetaReferences},
 		{yookassa.MetaOperation, yookassa.MetaKey, yookassa.MetaKind, yookassa.MetaReferences},
 		{checkout.MetaOperation, checkout.MetaKey, checkout.MetaKind, checkout.MetaReferences},

@@ -9,8 +9,10 @@
 //   - Configs: Setup (header values, base URL, durations, clock: the
 //     checks of every adapter's New), CheckBaseURL, SetDurations
 //     (config.go, http.go).
-//   - Requests: CheckKey, Invalid, Metadata, References, EncodeJSON, Post,
-//     PostJSON (metadata.go, request.go).
+//   - Requests: CheckKey, Invalid, Metadata, MetadataLimits with
+//     WithMetadata and CheckMetadata (the caller's metadata held to the
+//     provider's limits), References, EncodeJSON, Post, PostJSON
+//     (metadata.go, request.go).
 //   - Answers: Answer, Rule, Status, Refusal, RetryAfterHeader, Reply,
 //     Object, Unreadable, Contradicted (classify.go); State and Verdict, one
 //     mapping of a provider object for Classify and Lookup (state.go).
@@ -24,8 +26,9 @@
 //     signature and credential checks); Unauthenticated, Credentials,
 //     Forbidden, Malformed (errors wrapping payonce's ErrWebhook*, which
 //     pick the handler's status); DecodeWebhook (a bounded body);
-//     CheckEvent (an event the ledger can store); WebhookState (a State
-//     as a LookupState) (webhook.go).
+//     CheckEvent (an event the ledger can store), OneEvent (a delivery of
+//     one such event); WebhookState (a State as a LookupState)
+//     (webhook.go).
 //
 // The package is internal to providers/: its API may change with the
 // adapters.

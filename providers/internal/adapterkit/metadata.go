@@ -3,6 +3,7 @@ package adapterkit
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -47,6 +48,67 @@ func Metadata(r payonce.SendRequest, limit int, length func(string) int) map[str
 		MetaKind:       string(r.Request.Kind),
 		MetaReferences: References(r.Request.References, limit, length),
 	}
+}
+
+// MetadataLimits are a provider's limits on the metadata of one object,
+// which CheckMetadata holds a caller's metadata to. A zero limit is none
+// (the provider documents none, or the adapter checks it another way).
+type MetadataLimits struct {
+	// Provider names the provider in the problems ("YooKassa").
+	Provider string
+	// Keys is how many keys one object takes, payonce's MetadataKeys
+	// included.
+	Keys int
+	// Key and Value are the longest key and value in characters, as
+	// Length counts them.
+	Key, Value int
+	// Refs bounds the payonce_refs value (References, in WithMetadata);
+	// 0 is Value.
+	Refs int
+	// Length measures keys, values and the references:
+	// utf8.RuneCountInString for a provider that counts characters, Bytes
+	// for one that counts bytes.
+	Length func(string) int
+}
+
+// CheckMetadata refuses caller metadata md that the provider would refuse,
+// or that would pass for payonce's own: more keys than l.Keys leaves once
+// payonce adds its MetadataKeys, a Reserved key, a key or value longer than
+// l.Key or l.Value. A problem is a ValidationError on
+// prefix+"Request.Metadata" ("yookassa Request.Metadata").
+func CheckMetadata(prefix string, md map[string]string, l MetadataLimits) error {
+	const field = "Request.Metadata"
+	if n := len(md); l.Keys > 0 && n > l.Keys-MetadataKeys {
+		return Invalid(prefix, field, "has %d keys; %s allows %d and payonce adds %d, so use at most %d",
+			n, l.Provider, l.Keys, MetadataKeys, l.Keys-MetadataKeys)
+	}
+	for k, v := range md {
+		switch {
+		case Reserved(k):
+			return Invalid(prefix, field, "key %q uses the reserved prefix %q; rename it", k, ReservedPrefix)
+		case l.Key > 0 && l.Length(k) > l.Key:
+			return Invalid(prefix, field, "key %q is longer than %s's %d characters", k, l.Provider, l.Key)
+		case l.Value > 0 && l.Length(v) > l.Value:
+			return Invalid(prefix, field, "value of %q is longer than %s's %d characters", k, l.Provider, l.Value)
+		}
+	}
+	return nil
+}
+
+// WithMetadata is the metadata map of an attempt's object: the caller's,
+// checked by CheckMetadata, and payonce's own keys (Metadata, with the
+// references cut to l.Refs, or l.Value, as l.Length measures them).
+func WithMetadata(prefix string, r payonce.SendRequest, l MetadataLimits) (map[string]string, error) {
+	if err := CheckMetadata(prefix, r.Request.Metadata, l); err != nil {
+		return nil, err
+	}
+	refs := l.Refs
+	if refs == 0 {
+		refs = l.Value
+	}
+	out := Metadata(r, refs, l.Length)
+	maps.Copy(out, r.Request.Metadata)
+	return out, nil
 }
 
 // Bytes measures a metadata value in bytes, for References.

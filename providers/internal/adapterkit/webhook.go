@@ -159,6 +159,16 @@ func CheckEvent(name string, ev payonce.WebhookEvent, scrub func(string) string)
 	return ev, nil
 }
 
+// OneEvent is the answer of a ParseWebhook whose delivery carries one
+// event: ev, checked by CheckEvent.
+func OneEvent(name string, ev payonce.WebhookEvent, scrub func(string) string) ([]payonce.WebhookEvent, error) {
+	ev, err := CheckEvent(name, ev, scrub)
+	if err != nil {
+		return nil, err
+	}
+	return []payonce.WebhookEvent{ev}, nil
+}
+
 func storable(s string) bool { return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 }
 
 // cleanText drops NUL bytes and replaces invalid UTF-8, so that a

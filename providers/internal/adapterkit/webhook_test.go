@@ -113,7 +113,16 @@ func TestCheckEvent(t *testing.T) {
 	} {
 		_, err := adapterkit.CheckEvent("x", bad, scrub)
 		require.ErrorIs(t, err, payonce.ErrWebhookMalformed, name)
+		evs, err := adapterkit.OneEvent("x", bad, scrub)
+		require.ErrorIs(t, err, payonce.ErrWebhookMalformed, name)
+		require.Nil(t, evs, name)
 	}
+
+	// OneEvent is CheckEvent's event as the delivery's only one.
+	evs, err := adapterkit.OneEvent("x", payonce.WebhookEvent{ID: "evt_1", Type: "t", Targets: []payonce.WebhookTarget{target}}, scrub)
+	require.NoError(t, err)
+	require.Equal(t, []payonce.WebhookEvent{{ID: "evt_1", Type: "t", Targets: []payonce.WebhookTarget{{Kind: payonce.KindRefund, ProviderRef: "re_1", Code: "c",
+		DeclineCode: "[REDACTED]", Message: "msg [REDACTED] \uFFFD"}}}}, evs)
 }
 
 func TestWebhookState(t *testing.T) {
