@@ -1,14 +1,13 @@
 package mocks_test
 
 import (
-	"bytes"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/mocks"
 )
 
@@ -48,7 +47,7 @@ func TestOptionsValidate(t *testing.T) {
 
 func TestLoggerNeverSeesTheKey(t *testing.T) {
 	t.Parallel()
-	var buf safeBuffer
+	var buf testkit.SyncBuffer
 	b := setup(t, mocks.StripeOptions{Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	b.f.Script(createPI, mocks.FaultGatewayAfter502)
 	b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "k")
@@ -66,28 +65,11 @@ func TestLoggerNeverSeesTheKey(t *testing.T) {
 
 func TestYooKassaLogsNoSecrets(t *testing.T) {
 	t.Parallel()
-	var buf safeBuffer
+	var buf testkit.SyncBuffer
 	b := ykSetup(t, mocks.YooKassaOptions{Logger: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	b.c.post("/v3/payments", ykPayment("1.00", "RUB", mocks.YooKassaMethodSucceeds, true), "k")
 	require.Contains(t, buf.String(), `"provider":"yookassa"`)
 	require.NotContains(t, buf.String(), b.f.SecretKey())
-}
-
-type safeBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *safeBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *safeBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // The same Seed and the same request order give the same ids and keys.

@@ -269,12 +269,7 @@ func newDemo(ctx context.Context, a *App, s demoSettings, lf *ledgerFlags) (*dem
 		return nil, fmt.Errorf("migrating the ledger %s: %w", d.ledger.desc, err)
 	}
 
-	rates := map[mocks.FaultKind]float64{}
-	for _, m := range s.Provider.faultMix {
-		if s.FaultRate > 0 {
-			rates[m.kind] = s.FaultRate * m.share
-		}
-	}
+	rates := s.Provider.faultRates(s.FaultRate)
 	var wh demoHooks
 	if s.Webhooks {
 		if d.recv, err = listenWebhooks(s.Provider.name); err != nil {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/mocks"
-	"github.com/payonce/payonce/providers/adyen"
 	"github.com/payonce/payonce/providers/stripe"
 	"github.com/payonce/payonce/providers/yookassa"
 )
@@ -89,6 +88,18 @@ type fakeHandler interface {
 // fake would panic on.
 type newFake func(o fakeOptions) (fakeHandler, map[string]string, error)
 
+// buildFake builds a fake's handler from opts with build, and the adapter's
+// credential variables that authenticate to it with creds. It checks opts
+// first: a fake's constructor panics on options that cannot work, and
+// "payonce fake" and the demo report them as errors instead.
+func buildFake[O interface{ Validate() error }, H fakeHandler](opts O, build func(O) H, creds func(H) map[string]string) (fakeHandler, map[string]string, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, nil, err
+	}
+	h := build(opts)
+	return h, creds(h), nil
+}
+
 // servedFake is a fakeHandler on an httptest.Server on 127.0.0.1, closed
 // in the order mocks' own servers close: held requests released first (so
 // that Close does not wait out a hang), the webhook sender stopped last
@@ -117,6 +128,20 @@ func startDemoFake(nf newFake, s demoSettings, rates map[mocks.FaultKind]float64
 		return nil, nil, err
 	}
 	return &servedFake{fakeHandler: h, srv: httptest.NewServer(h)}, env, nil
+}
+
+// start serves the provider's fake with the demo's settings, rates and
+// webhooks (delivered when wh.Delivery has a URL) and its own credentials,
+// and builds the adapter that talks to it through the provider's registry
+// entry. On an adapter error the fake is returned too, for the caller to
+// close.
+func (p demoProvider) start(s demoSettings, rates map[mocks.FaultKind]float64, wh demoHooks) (demoFake, payonce.Provider, error) {
+	f, env, err := startDemoFake(p.fake, s, rates, wh)
+	if err != nil {
+		return nil, nil, err
+	}
+	psp, err := p.adapter().New(adapterConfig(s, f.URL(), env, wh))
+	return f, psp, err
 }
 
 // faultRates splits rate over the provider's fault mix: the fault kinds
@@ -182,10 +207,9 @@ type demoProvider struct {
 	webhookCreds func() (demoHooks, error)
 	// fake builds the provider's fake handler; "payonce fake" serves it.
 	fake newFake
-	// start starts the fake with its own credentials (and, when
-	// wh.Delivery has a URL, its webhooks) and builds the adapter that
-	// talks to it, through the adapter's registry entry.
-	start func(s demoSettings, rates map[mocks.FaultKind]float64, wh demoHooks) (demoFake, payonce.Provider, error)
+	// adapter is the provider's registry entry, through which start builds
+	// the adapter that talks to the fake.
+	adapter func() Adapter
 	// chargeOp and refundOp name the operation that created a payment or a
 	// refund, as the adapter marks it.
 	chargeOp func(mocks.TruthPayment) string
@@ -254,33 +278,23 @@ func stripeDemo() demoProvider {
 		// refuses any other.
 		webhookCreds: hexWebhookSecret("whsec_", "STRIPE_WEBHOOK_SECRET"),
 		fake:         stripeFake,
-		start: func(s demoSettings, rates map[mocks.FaultKind]float64, wh demoHooks) (demoFake, payonce.Provider, error) {
-			f, env, err := startDemoFake(stripeFake, s, rates, wh)
-			if err != nil {
-				return nil, nil, err
-			}
-			p, err := StripeAdapter().New(adapterConfig(s, f.URL(), env, wh))
-			return f, p, err
-		},
-		chargeOp: func(p mocks.TruthPayment) string { return p.Metadata[stripe.MetaOperation] },
-		refundOp: func(r mocks.TruthRefund) string { return r.Metadata[stripe.MetaOperation] },
-		charges:  func(t mocks.Truth) map[string]int { return t.ChargesBy(stripe.MetaOperation) },
-		refunds:  func(t mocks.Truth) map[string]int { return t.RefundsBy(stripe.MetaOperation) },
+		adapter:      StripeAdapter,
+		chargeOp:     func(p mocks.TruthPayment) string { return p.Metadata[stripe.MetaOperation] },
+		refundOp:     func(r mocks.TruthRefund) string { return r.Metadata[stripe.MetaOperation] },
+		charges:      func(t mocks.Truth) map[string]int { return t.ChargesBy(stripe.MetaOperation) },
+		refunds:      func(t mocks.Truth) map[string]int { return t.RefundsBy(stripe.MetaOperation) },
 	}
 }
 
 // stripeFake builds a fake Stripe; its adapter authenticates with
 // STRIPE_API_KEY.
 func stripeFake(o fakeOptions) (fakeHandler, map[string]string, error) {
-	opts := mocks.StripeOptions{
+	return buildFake(mocks.StripeOptions{
 		Seed: o.Seed, KeyTTL: o.KeyTTL, SearchLag: o.SearchLag, FaultRates: o.FaultRates,
 		HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.Retry, Webhooks: o.Webhooks,
-	}
-	if err := opts.Validate(); err != nil {
-		return nil, nil, err
-	}
-	h := mocks.NewStripeHandler(opts)
-	return h, map[string]string{"STRIPE_API_KEY": h.APIKey()}, nil
+	}, mocks.NewStripeHandler, func(h *mocks.StripeHandler) map[string]string {
+		return map[string]string{"STRIPE_API_KEY": h.APIKey()}
+	})
 }
 
 // yookassaDemo: YooKassa never replays a 500 (a processed 500 keeps the
@@ -299,15 +313,8 @@ func yookassaDemo() demoProvider {
 		webhookCreds: func() (demoHooks, error) {
 			return demoHooks{Env: map[string]string{"YOOKASSA_WEBHOOK_ALLOW": "127.0.0.1/32"}}, nil
 		},
-		fake: yookassaFake,
-		start: func(s demoSettings, rates map[mocks.FaultKind]float64, wh demoHooks) (demoFake, payonce.Provider, error) {
-			f, env, err := startDemoFake(yookassaFake, s, rates, wh)
-			if err != nil {
-				return nil, nil, err
-			}
-			p, err := YooKassaAdapter().New(adapterConfig(s, f.URL(), env, wh))
-			return f, p, err
-		},
+		fake:     yookassaFake,
+		adapter:  YooKassaAdapter,
 		chargeOp: func(p mocks.TruthPayment) string { return p.Metadata[yookassa.MetaOperation] },
 		refundOp: func(r mocks.TruthRefund) string { return yookassaRefundOp(r.Description) },
 		charges:  func(t mocks.Truth) map[string]int { return t.ChargesBy(yookassa.MetaOperation) },
@@ -326,15 +333,12 @@ func yookassaDemo() demoProvider {
 // yookassaFake builds a fake YooKassa; its adapter authenticates with
 // YOOKASSA_SHOP_ID and YOOKASSA_SECRET_KEY (HTTP Basic).
 func yookassaFake(o fakeOptions) (fakeHandler, map[string]string, error) {
-	opts := mocks.YooKassaOptions{
+	return buildFake(mocks.YooKassaOptions{
 		Seed: o.Seed, KeyTTL: o.KeyTTL, FaultRates: o.FaultRates,
 		HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.Retry, Webhooks: o.Webhooks,
-	}
-	if err := opts.Validate(); err != nil {
-		return nil, nil, err
-	}
-	h := mocks.NewYooKassaHandler(opts)
-	return h, map[string]string{"YOOKASSA_SHOP_ID": h.ShopID(), "YOOKASSA_SECRET_KEY": h.SecretKey()}, nil
+	}, mocks.NewYooKassaHandler, func(h *mocks.YooKassaHandler) map[string]string {
+		return map[string]string{"YOOKASSA_SHOP_ID": h.ShopID(), "YOOKASSA_SECRET_KEY": h.SecretKey()}
+	})
 }
 
 // yookassaRefundOp returns the operation id the adapter wrote in a refund's
@@ -364,47 +368,34 @@ func checkoutDemo() demoProvider {
 		// The signature key of Cko-Signature (HMAC-SHA256 of the body).
 		webhookCreds: hexWebhookSecret("", "CHECKOUT_WEBHOOK_SECRET"),
 		fake:         checkoutFake,
-		start: func(s demoSettings, rates map[mocks.FaultKind]float64, wh demoHooks) (demoFake, payonce.Provider, error) {
-			f, env, err := startDemoFake(checkoutFake, s, rates, wh)
-			if err != nil {
-				return nil, nil, err
-			}
-			p, err := CheckoutAdapter().New(adapterConfig(s, f.URL(), env, wh))
-			return f, p, err
-		},
-		chargeOp: func(p mocks.TruthPayment) string { return p.Reference },
-		refundOp: func(r mocks.TruthRefund) string { return r.Reference },
-		charges:  func(t mocks.Truth) map[string]int { return t.ChargesByReference() },
-		refunds:  func(t mocks.Truth) map[string]int { return t.RefundsByReference() },
+		adapter:      CheckoutAdapter,
+		chargeOp:     func(p mocks.TruthPayment) string { return p.Reference },
+		refundOp:     func(r mocks.TruthRefund) string { return r.Reference },
+		charges:      func(t mocks.Truth) map[string]int { return t.ChargesByReference() },
+		refunds:      func(t mocks.Truth) map[string]int { return t.RefundsByReference() },
 	}
 }
 
 // checkoutFake builds a fake Checkout.com; its adapter authenticates with
 // CHECKOUT_SECRET_KEY.
 func checkoutFake(o fakeOptions) (fakeHandler, map[string]string, error) {
-	opts := mocks.CheckoutOptions{
+	return buildFake(mocks.CheckoutOptions{
 		Seed: o.Seed, KeyTTL: o.KeyTTL, FaultRates: o.FaultRates,
 		HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.Retry, Webhooks: o.Webhooks,
-	}
-	if err := opts.Validate(); err != nil {
-		return nil, nil, err
-	}
-	h := mocks.NewCheckoutHandler(opts)
-	return h, map[string]string{"CHECKOUT_SECRET_KEY": h.SecretKey()}, nil
+	}, mocks.NewCheckoutHandler, func(h *mocks.CheckoutHandler) map[string]string {
+		return map[string]string{"CHECKOUT_SECRET_KEY": h.SecretKey()}
+	})
 }
 
 // adyenFake builds a fake Adyen; its adapter authenticates with
 // ADYEN_API_KEY and names ADYEN_MERCHANT_ACCOUNT.
 func adyenFake(o fakeOptions) (fakeHandler, map[string]string, error) {
-	opts := mocks.AdyenOptions{
+	return buildFake(mocks.AdyenOptions{
 		Seed: o.Seed, KeyTTL: o.KeyTTL, FaultRates: o.FaultRates,
 		HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.Retry, Webhooks: o.Webhooks,
-	}
-	if err := opts.Validate(); err != nil {
-		return nil, nil, err
-	}
-	h := mocks.NewAdyenHandler(opts)
-	return h, map[string]string{"ADYEN_API_KEY": h.APIKey(), "ADYEN_MERCHANT_ACCOUNT": h.MerchantAccount()}, nil
+	}, mocks.NewAdyenHandler, func(h *mocks.AdyenHandler) map[string]string {
+		return map[string]string{"ADYEN_API_KEY": h.APIKey(), "ADYEN_MERCHANT_ACCOUNT": h.MerchantAccount()}
+	})
 }
 
 // adyenDemo: Adyen has no status endpoint (the adapter's Lookup answers
@@ -441,26 +432,12 @@ func adyenDemo() demoProvider {
 			}, nil
 		},
 		fake: adyenFake,
-		start: func(s demoSettings, rates map[mocks.FaultKind]float64, wh demoHooks) (demoFake, payonce.Provider, error) {
-			f, env, err := startDemoFake(adyenFake, s, rates, wh)
-			if err != nil {
-				return nil, nil, err
-			}
-			c := adapterConfig(s, f.URL(), env, wh)
-			// Built here rather than through AdyenAdapter, whose New does
-			// not take the lookup lag: the demo's short WebhookLag is how
-			// long a "not found" waits for the webhook before the client
-			// resends with the same key (Adyen answers a processed key
-			// with its stored first answer, so the resend cannot pay
-			// twice); the default 10 minutes would outlast the demo.
-			p, err := adyen.New(adyen.Config{
-				APIKey: c.Env["ADYEN_API_KEY"], MerchantAccount: c.Env["ADYEN_MERCHANT_ACCOUNT"],
-				BaseURL: c.BaseURL, KeyTTL: c.KeyTTL, WebhookLag: c.SearchLag,
-				HMACKey: c.Env["ADYEN_HMAC_KEY"], WebhookUsername: c.Env["ADYEN_WEBHOOK_USERNAME"],
-				WebhookPassword: c.Env["ADYEN_WEBHOOK_PASSWORD"],
-			})
-			return f, p, err
-		},
+		// The demo's short lookup lag is the adapter's WebhookLag: how
+		// long a "not found" waits for the webhook before the client
+		// resends with the same key (Adyen answers a processed key with
+		// its stored first answer, so the resend cannot pay twice); the
+		// default 10 minutes would outlast the demo.
+		adapter:  AdyenAdapter,
 		chargeOp: func(p mocks.TruthPayment) string { return p.Reference },
 		refundOp: func(r mocks.TruthRefund) string { return r.Reference },
 		charges:  func(t mocks.Truth) map[string]int { return t.ChargesByReference() },

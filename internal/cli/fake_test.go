@@ -2,14 +2,12 @@ package cli_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/internal/cli"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger/ledgersqlite"
 	"github.com/payonce/payonce/mocks"
 	"github.com/payonce/payonce/providers/stripe"
@@ -32,25 +31,6 @@ type fakeReady struct {
 	Note     string            `json:"note"`
 }
 
-// lockedBuffer is a bytes.Buffer safe for the command's writes and the
-// test's reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startFakeInProcess runs "payonce fake args..." through cli.Main and
 // returns its ready line and a stop function that cancels it (as SIGTERM
 // does) and returns its exit code and stderr.
@@ -58,7 +38,7 @@ func startFakeInProcess(t *testing.T, args ...string) (fakeReady, func() (int, s
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	var stderr lockedBuffer
+	var stderr testkit.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		code := cli.Main(ctx, append([]string{"fake"}, args...), func(string) string { return "" }, pw, &stderr)
@@ -199,12 +179,12 @@ func TestFakeOutlivesKilledService(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	fake := exec.CommandContext(ctx, binary, "fake", "--provider", "stripe", "--exit-on-stdin-eof")
-	fake.Env = scrubbedEnv()
+	fake.Env = scrubbedEnv(nil)
 	stdin, err := fake.StdinPipe()
 	require.NoError(t, err)
 	stdout, err := fake.StdoutPipe()
 	require.NoError(t, err)
-	var fakeErr lockedBuffer
+	var fakeErr testkit.SyncBuffer
 	fake.Stderr = &fakeErr
 	require.NoError(t, fake.Start())
 	sc := bufio.NewScanner(stdout)
@@ -217,10 +197,7 @@ func TestFakeOutlivesKilledService(t *testing.T) {
 	require.Equal(t, 0, runBinary(t, env, "migrate").code)
 	svc := exec.CommandContext(ctx, binary, "charge", "--order", "killed-1", "--amount", "900", "--currency", "USD",
 		"--payment-method", "pm_card_visa", "--base-url", ready.URL)
-	svc.Env = scrubbedEnv()
-	for k, v := range env {
-		svc.Env = append(svc.Env, k+"="+v)
-	}
+	svc.Env = scrubbedEnv(env)
 	require.NoError(t, svc.Start())
 	// Wherever the kill lands (before the ledger recorded the answer or
 	// after), the payment is the fake's, not the service's.

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -90,21 +92,25 @@ func (r result) jsonLines(t *testing.T) []map[string]any {
 }
 
 // scrubbedEnv is the process environment without the variables payonce
-// reads, so that the developer's own settings never leak into a test.
-func scrubbedEnv() []string {
-	var env []string
+// reads, so that the developer's own settings never leak into a test, with
+// env added.
+func scrubbedEnv(env map[string]string) []string {
+	var out []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, "PAYONCE_") && name != envCoverDir || name == "STRIPE_API_KEY" ||
 			strings.HasPrefix(name, "YOOKASSA_") || strings.HasPrefix(name, "CHECKOUT_") {
 			continue
 		}
-		env = append(env, kv)
+		out = append(out, kv)
 	}
 	if dir := os.Getenv(envCoverDir); dir != "" {
-		env = append(env, "GOCOVERDIR="+dir)
+		out = append(out, "GOCOVERDIR="+dir)
 	}
-	return env
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
 }
 
 // runBinary runs the payonce binary as a real process with env added to a
@@ -114,10 +120,7 @@ func runBinary(t *testing.T, env map[string]string, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = scrubbedEnv()
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	cmd.Env = scrubbedEnv(env)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -128,6 +131,51 @@ func runBinary(t *testing.T, env map[string]string, args ...string) result {
 		code = ee.ExitCode()
 	}
 	return result{stdout: out.String(), stderr: errb.String(), code: code}
+}
+
+// runningBinary is the payonce binary started by startBinary.
+type runningBinary struct {
+	cmd *exec.Cmd
+	// first is the first line it printed to stderr.
+	first string
+	// rest receives the rest of its stderr once the stream closes; it is
+	// read as it comes, so that a long run never blocks on a full pipe.
+	rest chan string
+}
+
+// startBinary starts the payonce binary as a real process with env added
+// to a scrubbed environment (killed when the test ends, or after a
+// minute) and waits for its first line on stderr.
+func startBinary(t *testing.T, env map[string]string, args ...string) *runningBinary {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = scrubbedEnv(env)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(stderr)
+	require.True(t, sc.Scan(), "no output from payonce %v", args)
+	b := &runningBinary{cmd: cmd, first: sc.Text(), rest: make(chan string, 1)}
+	go func() {
+		var rest strings.Builder
+		for sc.Scan() {
+			rest.WriteString(sc.Text() + "\n")
+		}
+		b.rest <- rest.String()
+	}()
+	return b
+}
+
+// stop sends sig, waits for a clean exit (status 0) and returns what the
+// process printed to stderr after its first line.
+func (b *runningBinary) stop(t *testing.T, sig syscall.Signal) string {
+	t.Helper()
+	require.NoError(t, b.cmd.Process.Signal(sig))
+	rest := <-b.rest
+	require.NoError(t, b.cmd.Wait(), "stderr after the first line:\n%s", rest)
+	return rest
 }
 
 // runMain runs the command line in this process through cli.Main.

@@ -1,12 +1,8 @@
 package cli_test
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -86,29 +82,10 @@ func TestReconcileLoopStopsOnSignal(t *testing.T) {
 			t.Parallel()
 			tg := sqliteTarget(t)
 			fake, env := fakeStripe(t, tg, mocks.StripeOptions{})
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, binary, "reconcile", "--interval", "50ms", "--base-url", fake.URL())
-			cmd.Env = scrubbedEnv()
-			for k, v := range env {
-				cmd.Env = append(cmd.Env, k+"="+v)
-			}
-			var out bytes.Buffer
-			cmd.Stdout = &out
-			stderr, err := cmd.StderrPipe()
-			require.NoError(t, err)
-			require.NoError(t, cmd.Start())
-			sc := bufio.NewScanner(stderr)
-			require.True(t, sc.Scan(), "no output from the reconciler")
-			require.Contains(t, sc.Text(), "reconciling")
+			b := startBinary(t, env, "reconcile", "--interval", "50ms", "--base-url", fake.URL())
+			require.Contains(t, b.first, "reconciling")
 			time.Sleep(200 * time.Millisecond) // a few passes
-			require.NoError(t, cmd.Process.Signal(sig))
-			var rest strings.Builder
-			for sc.Scan() {
-				rest.WriteString(sc.Text() + "\n")
-			}
-			require.NoError(t, cmd.Wait(), "stderr after the signal:\n%s", rest.String())
-			require.Contains(t, rest.String(), "reconciler stopped")
+			require.Contains(t, b.stop(t, sig), "reconciler stopped")
 		})
 	}
 }

@@ -125,22 +125,16 @@ func TestReconcileMetrics(t *testing.T) {
 	t.Parallel()
 	tg := sqliteTarget(t)
 	fake, env := fakeStripe(t, tg, mocks.StripeOptions{})
-	cmd, sc := startBinary(t, env, "reconcile", "--interval", "50ms", "--base-url", fake.URL(), "--metrics-addr", "127.0.0.1:0")
-	m := regexp.MustCompile(`metrics on (http://\S+/metrics);`).FindStringSubmatch(sc.Text())
-	require.NotNil(t, m, "first line: %s", sc.Text())
+	b := startBinary(t, env, "reconcile", "--interval", "50ms", "--base-url", fake.URL(), "--metrics-addr", "127.0.0.1:0")
+	m := regexp.MustCompile(`metrics on (http://\S+/metrics);`).FindStringSubmatch(b.first)
+	require.NotNil(t, m, "first line: %s", b.first)
 	var body string
 	require.Eventually(t, func() bool {
 		body = scrape(t, m[1])
 		return strings.Contains(body, "payonce_reconcile_pass_duration_seconds_count{")
 	}, 30*time.Second, 50*time.Millisecond, "no pass recorded")
 	require.Contains(t, body, "go_goroutines", "the registry has the Go collector")
-	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	var rest strings.Builder
-	for sc.Scan() {
-		rest.WriteString(sc.Text() + "\n")
-	}
-	require.NoError(t, cmd.Wait(), "stderr:\n%s", rest.String())
-	require.Contains(t, rest.String(), "reconciler stopped")
+	require.Contains(t, b.stop(t, syscall.SIGTERM), "reconciler stopped")
 	_, err := http.Get(m[1])
 	require.Error(t, err, "the metrics server stopped with the command")
 }

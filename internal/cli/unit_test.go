@@ -1,13 +1,11 @@
 package cli
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/url"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 )
 
@@ -199,7 +198,7 @@ func TestMoneyAndSuggest(t *testing.T) {
 
 func TestProgressOnATerminal(t *testing.T) {
 	t.Parallel()
-	var buf syncBuffer
+	var buf testkit.SyncBuffer
 	p := &progress{w: &buf, tty: true}
 	p.start("calling", 10)
 	p.add(5)
@@ -215,31 +214,13 @@ func TestProgressOnATerminal(t *testing.T) {
 	require.Contains(t, out, "called 10 (")
 	require.Contains(t, out, "3 operations open, next check in ")
 
-	var plain syncBuffer
+	var plain testkit.SyncBuffer
 	q := newProgress(&plain)
 	require.False(t, q.tty, "a buffer is no terminal")
 	q.start("calling", 3)
 	q.add(3)
 	q.done("done")
 	require.Regexp(t, `^done \(\d`, plain.String())
-}
-
-// syncBuffer is a bytes.Buffer safe for the progress goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // The progress display honours TERM=dumb (plain lines, no redrawing) and
@@ -256,7 +237,7 @@ func TestProgressEnvironment(t *testing.T) {
 			return ""
 		}
 	}
-	var buf syncBuffer
+	var buf testkit.SyncBuffer
 	dumb := (&App{Env: env("TERM", "dumb")}).newProgress(&buf)
 	require.False(t, dumb.tty, "TERM=dumb is no terminal to redraw on")
 	dumb.start("reconcile", 0)
@@ -264,7 +245,7 @@ func TestProgressEnvironment(t *testing.T) {
 	dumb.done("")
 	require.Equal(t, "payonce: after pass 1: claimed 2\n", buf.String())
 
-	var nc syncBuffer
+	var nc testkit.SyncBuffer
 	p := (&App{Env: env("NO_COLOR", "1")}).newProgress(&nc)
 	require.True(t, p.plainRedraw)
 	p.tty = true // as on a terminal
@@ -280,7 +261,7 @@ func TestProgressEnvironment(t *testing.T) {
 	// The shorter line is padded over the longer one it replaces.
 	require.Regexp(t, `short +\r`, out)
 
-	var color syncBuffer
+	var color testkit.SyncBuffer
 	q := (&App{Env: env()}).newProgress(&color)
 	require.False(t, q.plainRedraw)
 	q.tty = true

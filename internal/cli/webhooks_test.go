@@ -1,15 +1,12 @@
 package cli_test
 
 import (
-	"bufio"
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
 	"regexp"
 	"strings"
 	"syscall"
@@ -49,42 +46,8 @@ func serveWebhooks(t *testing.T, env map[string]string, args ...string) (string,
 // serveWebhooksLine is serveWebhooks returning the server's first line.
 func serveWebhooksLine(t *testing.T, env map[string]string, args ...string) (string, func() string) {
 	t.Helper()
-	cmd, sc := startBinary(t, env, append([]string{"webhooks", "serve", "--addr", "127.0.0.1:0"}, args...)...)
-	first := sc.Text()
-	rest := make(chan string, 1)
-	go func() {
-		var b strings.Builder
-		for sc.Scan() {
-			b.WriteString(sc.Text() + "\n")
-		}
-		rest <- b.String()
-	}()
-	stop := func() string {
-		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-		out := <-rest
-		require.NoError(t, cmd.Wait(), "stderr:\n%s", out)
-		return out
-	}
-	return first, stop
-}
-
-// startBinary starts the payonce binary (killed when the test ends) and
-// returns it with a scanner of its stderr, past its first line.
-func startBinary(t *testing.T, env map[string]string, args ...string) (*exec.Cmd, *bufio.Scanner) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = scrubbedEnv()
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	sc := bufio.NewScanner(stderr)
-	require.True(t, sc.Scan(), "no output from payonce %v", args)
-	return cmd, sc
+	b := startBinary(t, env, append([]string{"webhooks", "serve", "--addr", "127.0.0.1:0"}, args...)...)
+	return b.first, func() string { return b.stop(t, syscall.SIGTERM) }
 }
 
 func postWebhook(t *testing.T, url, body, signature string) int {

@@ -8,7 +8,10 @@
 //   - for the provider adapters' tests: canned HTTP answers and doers,
 //     request building, the checks of a ValidationError and of a secret
 //     that must not leak, and an end-to-end client over a fresh SQLite
-//     ledger (adapter.go).
+//     ledger (adapter.go);
+//
+//   - a buffer safe to write from another goroutine while the test reads
+//     it (buffer.go).
 //
 //     func TestSomething(t *testing.T) {
 //     pool := testkit.NewPool(t)          // skips when no database is configured
