@@ -116,7 +116,7 @@ func (s *Store) beginNew(ctx context.Context, p ledger.BeginParams, start time.T
 	}
 	if res.Attempt != nil {
 		// Finish records this attempt's outcome in one statement.
-		s.revs.put(revision{op: asStored(res.Op), att: attemptAsStored(*res.Attempt), xmin: uint32(xmin)})
+		s.revs.Put(res.Op.ID, revision{op: asStored(res.Op), att: attemptAsStored(*res.Attempt), xmin: uint32(xmin)})
 	}
 	return res, true, nil
 }

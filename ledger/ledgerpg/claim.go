@@ -77,7 +77,7 @@ func (s *Store) ClaimDue(ctx context.Context, p ledger.ClaimDueParams) ([]ledger
 		out[i] = c.op
 		// The worker's next write (StartAttempt, or Finish after a lookup)
 		// is then one statement.
-		s.revs.put(revision{op: c.op, xmin: c.xmin})
+		s.revs.Put(c.op.ID, revision{op: c.op, xmin: c.xmin})
 	}
 	return out, nil
 }
@@ -153,7 +153,7 @@ func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (
 // long way then reads the row under its lock, decides again and reports a
 // lease that ended.
 func (s *Store) startAttemptFast(ctx context.Context, p ledger.StartAttemptParams, start time.Time) (ledger.Change, bool, error) {
-	rev, ok := s.revs.take(p.ID)
+	rev, ok := s.revs.Take(p.ID)
 	if !ok || s.longWayOnly {
 		return ledger.Change{}, false, nil
 	}
@@ -177,6 +177,6 @@ func (s *Store) startAttemptFast(ctx context.Context, p ledger.StartAttemptParam
 	if err != nil || !wrote {
 		return ledger.Change{}, false, err
 	}
-	s.revs.put(revision{op: asStored(ch.Op), att: attemptAsStored(*a), xmin: xmin})
+	s.revs.Put(ch.Op.ID, revision{op: asStored(ch.Op), att: attemptAsStored(*a), xmin: xmin})
 	return ch, true, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/internal/storeflow"
 )
 
 // Finish implements ledger.Store. It is conditional on the owner and the
@@ -91,25 +92,12 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 // it wrote nothing (no copy, the rules refused the copy, the row had moved
 // on): Finish then reads the row under its lock and decides again.
 func (s *Store) finishFast(ctx context.Context, p ledger.FinishParams, now time.Time) (ledger.Operation, bool, error) {
-	rev, ok := s.revs.take(p.ID)
+	rev, ok := s.revs.Take(p.ID)
 	if !ok || s.longWayOnly {
 		return ledger.Operation{}, false, nil
 	}
-	var recorded *ledger.Attempt
-	if p.Attempt != nil {
-		// The copy holds the attempt it journaled, not the operation's
-		// other attempts, so it knows where the key window starts without
-		// this one (ApplyFinish's othersWindowStart) only when there are no
-		// others; an attempt that may have reached the provider leaves the
-		// window as it is and needs no such start.
-		if rev.att == nil || rev.att.Number != p.Attempt.Number || (rev.att.Number != 1 && !p.Attempt.Class.MayHaveReached()) {
-			return ledger.Operation{}, false, nil
-		}
-		recorded = rev.att
-	}
-	ch, err := ledger.ApplyFinish(rev.op, p, recorded, time.Time{})
-	if err != nil {
-		// Only the row read under the lock may refuse the caller.
+	ch, ok := storeflow.FinishOnCopy(rev.op, rev.att, p)
+	if !ok {
 		return ledger.Operation{}, false, nil
 	}
 	sql := s.q.finishFastNoAttempt
@@ -126,7 +114,7 @@ func (s *Store) finishFast(ctx context.Context, p ledger.FinishParams, now time.
 	}
 	if !ch.Op.Status.Terminal() && ch.Op.LeaseOwner != "" {
 		// Kept lease: the next attempt of this call starts in one statement too.
-		s.revs.put(revision{op: asStored(ch.Op), xmin: xmin})
+		s.revs.Put(ch.Op.ID, revision{op: asStored(ch.Op), xmin: xmin})
 	}
 	return ch.Op, true, nil
 }

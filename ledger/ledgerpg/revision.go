@@ -1,7 +1,6 @@
 package ledgerpg
 
 import (
-	"sync"
 	"time"
 
 	"github.com/payonce/payonce/ledger"
@@ -33,11 +32,6 @@ import (
 // out for a row that is not frozen; the statement also checks the owner and
 // the status.
 
-// maxRevisions bounds the copies kept. An entry is taken by the next write
-// of its operation; one that is never taken (an operation left to another
-// process) is evicted at random when the map is full.
-const maxRevisions = 8192
-
 // revision is an operation as the store last wrote it: the row (as
 // PostgreSQL would read it back), the attempt in flight as it was inserted
 // when the write started one, and the row version.
@@ -45,40 +39,6 @@ type revision struct {
 	op   ledger.Operation
 	att  *ledger.Attempt
 	xmin uint32
-}
-
-// revisions holds the store's last writes by operation ID.
-type revisions struct {
-	mu sync.Mutex
-	m  map[string]revision
-}
-
-// put keeps rev for its operation (replacing an older one).
-func (r *revisions) put(rev revision) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.m == nil {
-		r.m = make(map[string]revision)
-	}
-	if _, ok := r.m[rev.op.ID]; !ok && len(r.m) >= maxRevisions {
-		for id := range r.m {
-			delete(r.m, id)
-			break
-		}
-	}
-	r.m[rev.op.ID] = rev
-}
-
-// take removes and returns the copy of operation id: whatever the next write
-// does, the copy it was offered is out of date afterwards.
-func (r *revisions) take(id string) (revision, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	rev, ok := r.m[id]
-	if ok {
-		delete(r.m, id)
-	}
-	return rev, ok
 }
 
 // asStored is op as PostgreSQL reads it back: timestamps in UTC and whole

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/internal/storeflow"
 )
 
 // Config configures a Store. The zero value is valid.
@@ -54,7 +55,7 @@ type Store struct {
 	fsyncWarned sync.Once
 	// revs are the store's last writes, for the one-statement writes
 	// (revision.go).
-	revs revisions
+	revs storeflow.Copies[revision]
 	// explicitTx makes Begin's one-trip path open its transaction with
 	// BEGIN ISOLATION LEVEL READ COMMITTED, once the server was seen to
 	// default to another level (see oneTrip).

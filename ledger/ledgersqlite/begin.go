@@ -55,6 +55,14 @@ func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginRe
 		}
 		return ledger.BeginResult{}, fail("begin", err)
 	}
+	if res.Created && res.Attempt != nil {
+		// Finish records this attempt's outcome without reading the row
+		// back (revision.go): the row is asStored(fresh) as ApplyBegin
+		// changed it and saveOp wrote it, the attempt as insertAttempt
+		// wrote it (its outcome columns NULL, read back as zero values).
+		a := *res.Attempt
+		s.keep(revision{op: res.Op, att: &a, rev: revisionAfterBegin})
+	}
 	return res, nil
 }
 

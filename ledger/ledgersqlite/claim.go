@@ -48,6 +48,10 @@ func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (
 	if err := p.Validate(); err != nil {
 		return ledger.Operation{}, ledger.Attempt{}, fail("start attempt", err)
 	}
+	// This write makes the copy of a Finish that kept the lease out of
+	// date (revision.go): drop it, so that the next Finish does not try it
+	// first.
+	s.revs.Take(p.ID)
 	var ch ledger.Change
 	err := s.write(ctx, func(c *sql.Conn) error {
 		op, err := getOp(ctx, c, p.ID)

@@ -24,6 +24,19 @@
 // writes the result back. Audit entries (Events) are written in the write
 // transaction of the change they document.
 //
+// The copy of the last write: Begin of a new operation with its first
+// attempt, and a Finish that keeps the lease, keep what they wrote (the
+// row, the attempt, the row's revision), and the next Finish of that
+// operation applies the rules to the copy and writes without reading the
+// row first: UPDATE … WHERE id, revision, lease owner and status are still
+// the copy's, then the attempt only if it is still unfinished. The revision
+// column (migration 007) advances on every update of the row, whoever
+// writes it: the store's own statements set it, and a trigger advances it
+// for any other (an older build, an operator's or a caller's SQL). When
+// the row moved on, or the rules refuse the copy, nothing is written and
+// Finish takes the long way, so only a row read inside the write
+// transaction ever turns into an error for the caller (revision.go).
+//
 // Statements: the pool Open creates keeps every statement the Store runs
 // prepared on each connection (finalized when the connection closes), so a
 // write does not parse and plan its SQL again; the statements inside a

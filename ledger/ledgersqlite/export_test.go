@@ -9,6 +9,14 @@ import (
 // benchmarks in package ledgersqlite_test.
 func Commits(s *Store) int64 { return s.commits.Load() }
 
+// FastFinishes returns the number of Finishes s wrote on its copy of the
+// row (revision.go), without reading the row first.
+func FastFinishes(s *Store) int64 { return s.fastFinishes.Load() }
+
+// SetLongWayOnly turns s's writes on a copy off: every Finish then reads
+// the row inside its write transaction first.
+func SetLongWayOnly(s *Store) { s.longWayOnly = true }
+
 // DB exposes the pool of s to tests.
 func DB(s *Store) *sql.DB { return s.db }
 

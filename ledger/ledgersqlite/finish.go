@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/internal/storeflow"
 )
 
 // Finish records the transition p.From -> p.To, and the outcome of the
@@ -20,7 +21,15 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 	if err := p.Validate(); err != nil {
 		return ledger.Operation{}, fail("finish", err)
 	}
-	return s.transition(ctx, "finish", p.ID, s.lazyOutcomes, ledger.UTC(p.Now), func(c querier, op ledger.Operation) (ledger.Change, error) {
+	now := ledger.UTC(p.Now)
+	// One conditional write when the store wrote the row last (revision.go).
+	if out, ok, err := s.finishFast(ctx, p, now); ok || err != nil {
+		if err != nil {
+			return ledger.Operation{}, fail("finish", err)
+		}
+		return out, nil
+	}
+	return s.transition(ctx, "finish", p.ID, s.lazyOutcomes, now, func(c querier, op ledger.Operation) (ledger.Change, error) {
 		var (
 			recorded    *ledger.Attempt
 			othersStart time.Time
@@ -93,14 +102,103 @@ func attemptForFinish(ctx context.Context, c querier, id string, number int) (*l
 	return &a, fromMicros(othersStart), nil
 }
 
+// errMovedOn is finishFast's own error: the row or its attempt was not as
+// the copy says, so the transaction is rolled back and Finish takes the
+// long way. It never reaches the caller.
+var errMovedOn = errors.New("ledgersqlite: the row changed since the store's last write")
+
+// finishFastSQL is saveOpSQL on the condition that the row is still the
+// copy's: its revision, lease owner and status (revision.go).
+const finishFastSQL = saveOpSQL + ` AND revision = ? AND lease_owner = ? AND status = ?`
+
+// finishFast is Finish on the store's copy of the operation (revision.go):
+// the operation and the attempt are written without being read first. ok is
+// false when it wrote nothing (no copy, the rules refused the copy, the row
+// or the attempt had moved on): Finish then reads the row and decides
+// again. An error is one of the database (a context ended, the file
+// locked by another process past the busy timeout, I/O), which the long
+// way would meet too; nothing was written.
+func (s *Store) finishFast(ctx context.Context, p ledger.FinishParams, now time.Time) (ledger.Operation, bool, error) {
+	rev, ok := s.revs.Take(p.ID)
+	if !ok || s.longWayOnly {
+		return ledger.Operation{}, false, nil
+	}
+	ch, ok := storeflow.FinishOnCopy(rev.op, rev.att, p)
+	if !ok {
+		return ledger.Operation{}, false, nil
+	}
+	err := s.writeTx(ctx, s.lazyOutcomes, func(conn *sql.Conn) error {
+		c := quietTx(ctx, conn)
+		// The key is written unchanged (ApplyFinish never changes it), so
+		// this cannot fail with ErrKeyConflict as a resend's Resolve can.
+		res, err := c.ExecContext(ctx, finishFastSQL, saveArgs(&ch.Op, rev.rev, p.Owner, string(p.From))...)
+		if err := wroteOne(res, err); err != nil {
+			return err
+		}
+		if a := ch.Attempt; a != nil {
+			// Unfinished, as the copy says: an outcome recorded meanwhile
+			// (another process, a caller's SQL) is not overwritten.
+			res, err := execFinishAttempt(ctx, c, finishOpenAttemptSQL, *a)
+			if err := wroteOne(res, err); err != nil {
+				return err
+			}
+		}
+		return insertEvents(ctx, c, p.ID, now, ch.Events)
+	})
+	if errors.Is(err, errMovedOn) {
+		return ledger.Operation{}, false, nil
+	}
+	if err != nil {
+		return ledger.Operation{}, false, err
+	}
+	s.fastFinishes.Add(1)
+	if !ch.Op.Status.Terminal() && ch.Op.LeaseOwner != "" {
+		// Kept lease: a further Finish of this call is one write too. The
+		// statement set revision to rev.rev+1 itself (saveOpSQL).
+		s.keep(revision{op: ch.Op, rev: rev.rev + 1})
+	}
+	return ch.Op, true, nil
+}
+
+// wroteOne is nil when a conditional write (res, err) wrote exactly one
+// row, errMovedOn when it wrote none, and err otherwise.
+func wroteOne(res sql.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return errMovedOn
+	}
+	return nil
+}
+
+// finishAttemptSQL records the outcome of an attempt (execFinishAttempt).
+const finishAttemptSQL = `UPDATE payonce_attempts SET
+		finished_at = ?, outcome = ?, http_status = ?, provider_request_id = ?, error = ?, may_have_reached = ?, replayed = ?
+		WHERE operation_id = ? AND number = ?`
+
+// finishOpenAttemptSQL is finishAttemptSQL for an attempt still as Begin
+// journaled it: unfinished and without an outcome. An attempt row has no
+// revision; these are the columns whose values the long way would act on
+// (an outcome recorded meanwhile, or one it could not read back, which it
+// reports as ErrCorrupt), so a row that differs takes the long way.
+const finishOpenAttemptSQL = finishAttemptSQL + ` AND finished_at IS NULL AND outcome IS NULL`
+
 // finishAttempt records the outcome of an attempt (ledger.ApplyFinish).
 func finishAttempt(ctx context.Context, c querier, a ledger.Attempt) error {
-	_, err := c.ExecContext(ctx, `UPDATE payonce_attempts SET
-		finished_at = ?, outcome = ?, http_status = ?, provider_request_id = ?, error = ?, may_have_reached = ?, replayed = ?
-		WHERE operation_id = ? AND number = ?`,
+	_, err := execFinishAttempt(ctx, c, finishAttemptSQL, a)
+	return err
+}
+
+// execFinishAttempt runs query, finishAttemptSQL or a variant of it, for a.
+func execFinishAttempt(ctx context.Context, c querier, query string, a ledger.Attempt) (sql.Result, error) {
+	return c.ExecContext(ctx, query,
 		micros(a.FinishedAt), string(a.Outcome), nullInt(a.HTTPStatus), text(a.ProviderRequestID), text(a.Error), boolInt(a.MayHaveReached),
 		boolInt(a.Replayed), a.OperationID, int64(a.Number))
-	return err
 }
 
 // Resolve records an operator's decision on an operation in manual_review,

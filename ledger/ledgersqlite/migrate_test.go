@@ -9,12 +9,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/ledgersqlite"
 	"github.com/payonce/payonce/ledger/ledgertest"
 )
 
 // currentVersion is the schema version of the embedded migrations.
-const currentVersion = 6
+const currentVersion = 7
 
 // A database left at schema version 1 by an older build upgrades to the
 // current version with its data intact: the upgraded store reads the
@@ -82,7 +83,7 @@ func TestMigrate(t *testing.T) {
 		names = append(names, name)
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"initial", "events", "tombstones", "webhooks", "stats", "feed"}, names)
+	require.Equal(t, []string{"initial", "events", "tombstones", "webhooks", "stats", "feed", "revision"}, names)
 	require.Positive(t, appliedAt)
 
 	t.Run("TwiceIsNoOp", func(t *testing.T) {
@@ -232,4 +233,56 @@ func nullText(v string) any {
 		return nil
 	}
 	return v
+}
+
+// A database left at schema version 6 upgrades to the row revision with its
+// data intact: the rows already there start at revision 0, the trigger
+// advances it on every update from then on (whoever writes), and the
+// upgraded store finishes them the long way (it holds no copy of them).
+func TestUpgradeFromVersion6(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path, raw := fileAtVersion(t, 6)
+	require.Zero(t, schemaObjects(t, raw, "payonce_operations_revision"), "version 6 has no revision trigger")
+	// What a version 6 build wrote: two operations in flight under a live
+	// lease, their first attempt journaled.
+	us := func(d time.Duration) int64 { return t0.Add(d).UnixMicro() }
+	for _, id := range []string{"op-1", "op-2"} {
+		op := newOp(id)
+		_, err := raw.ExecContext(ctx, `INSERT INTO payonce_operations (id, key, provider, kind, refs, generation, fingerprint, request, status, attempts,
+			key_ttl_ms, window_start, key_expires_at, lease_owner, lease_expires_at, next_check_at, created_at, updated_at)
+			VALUES (?, ?, 'stripe', 'charge', '["order"]', 0, ?, ?, 'in_flight', 1, 86400000, ?, ?, 'w', ?, ?, ?, ?)`,
+			op.ID, op.ID, op.Fingerprint, string(op.Request), us(0), us(24*time.Hour), us(leaseFor), us(leaseFor), us(0), us(0))
+		require.NoError(t, err)
+		_, err = raw.ExecContext(ctx, `INSERT INTO payonce_attempts (operation_id, number, key, started_at, may_have_reached, replayed)
+			VALUES (?, 1, ?, ?, 1, 0)`, op.ID, op.ID, us(0))
+		require.NoError(t, err)
+	}
+
+	s := openAt(t, path)
+	requireCurrentVersion(t, s)
+	require.Equal(t, 1, schemaObjects(t, raw, "payonce_operations_revision"), "version 7 has the revision trigger")
+	require.Zero(t, revisionOf(t, raw, "op-1"), "existing rows start at 0")
+	require.Zero(t, revisionOf(t, raw, "op-2"))
+
+	// A write that knows nothing of the column (an older build, a caller's
+	// SQL) advances it.
+	_, err := raw.ExecContext(ctx, `UPDATE payonce_operations SET next_check_at = next_check_at WHERE id = 'op-2'`)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, revisionOf(t, raw, "op-2"))
+	require.Zero(t, revisionOf(t, raw, "op-1"), "per row")
+
+	op, err := s.Finish(ctx, succeed("op-1", "w", t1, 1))
+	require.NoError(t, err)
+	require.Equal(t, ledger.StatusSucceeded, op.Status)
+	require.EqualValues(t, 1, revisionOf(t, raw, "op-1"))
+	require.Zero(t, ledgersqlite.FastFinishes(s), "no copy of a row written before the upgrade")
+
+	// A new operation Begin writes after the upgrade is finished on its copy.
+	_, err = s.Begin(ctx, begin(newOp("op-3"), "w", t0, true))
+	require.NoError(t, err)
+	_, err = s.Finish(ctx, succeed("op-3", "w", t1, 1))
+	require.NoError(t, err)
+	require.EqualValues(t, 1, ledgersqlite.FastFinishes(s))
+	require.EqualValues(t, 2, revisionOf(t, raw, "op-3"))
 }

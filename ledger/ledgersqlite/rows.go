@@ -193,27 +193,41 @@ func queryOps(ctx context.Context, q querier, query string, args ...any) ([]ledg
 	return collect(ctx, q, scanOp, query, args...)
 }
 
+// saveOpSQL writes every mutable column of an operation (saveArgs gives
+// the arguments) and advances its revision (migration 007): the store sets
+// it itself, so the revision trigger has nothing to do for its writes.
+const saveOpSQL = `UPDATE payonce_operations SET
+		key = ?, generation = ?, status = ?, provider_ref = ?, result = ?, attempts = ?,
+		window_start = ?, key_expires_at = ?, lease_owner = ?, lease_expires_at = ?, next_check_at = ?,
+		review_reason = ?, review_at = ?, resolved_by = ?, resolution_note = ?, resolution_outcome = ?,
+		resolved_at = ?, updated_at = ?, finished_at = ?, revision = revision + 1
+		WHERE id = ?`
+
 // saveOp writes every mutable column of op. Methods change an Operation in
 // Go and save it with one UPDATE, so what they return is what was written:
 // an empty result is kept as NULL, so op then holds nil, as Get reads it.
 func saveOp(ctx context.Context, q querier, op *ledger.Operation) error {
+	_, err := q.ExecContext(ctx, saveOpSQL, saveArgs(op)...)
+	return err
+}
+
+// saveArgs returns the arguments of saveOpSQL for op, then more (the
+// conditions a statement adds to saveOpSQL's), after keeping an empty
+// result as nil in op (see saveOp).
+func saveArgs(op *ledger.Operation, more ...any) []any {
 	op.Result = nonEmpty(op.Result)
 	var resolvedBy, resolutionNote, resolutionOutcome, resolvedAt any
 	if r := op.Resolution; r != nil {
 		resolvedBy, resolutionNote, resolutionOutcome, resolvedAt = text(r.Actor), text(r.Note), text(string(r.Outcome)), micros(r.At)
 	}
-	_, err := q.ExecContext(ctx, `UPDATE payonce_operations SET
-		key = ?, generation = ?, status = ?, provider_ref = ?, result = ?, attempts = ?,
-		window_start = ?, key_expires_at = ?, lease_owner = ?, lease_expires_at = ?, next_check_at = ?,
-		review_reason = ?, review_at = ?, resolved_by = ?, resolution_note = ?, resolution_outcome = ?,
-		resolved_at = ?, updated_at = ?, finished_at = ?
-		WHERE id = ?`,
+	args := make([]any, 0, 20+len(more))
+	args = append(args,
 		op.Key, int64(op.Generation), string(op.Status), text(op.ProviderRef), blobText(op.Result), int64(op.Attempts),
 		micros(op.WindowStart), micros(op.KeyExpiresAt), text(op.LeaseOwner), micros(op.LeaseExpiresAt), micros(op.NextCheckAt),
 		text(op.ReviewReason), micros(op.ReviewAt), resolvedBy, resolutionNote, resolutionOutcome,
 		resolvedAt, micros(op.UpdatedAt), micros(op.FinishedAt),
 		op.ID)
-	return err
+	return append(args, more...)
 }
 
 const attemptColumns = `operation_id, number, key, started_at, finished_at, may_have_reached,

@@ -16,6 +16,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/internal/storeflow"
 )
 
 // Compile-time proof that *Store implements ledger.Store.
@@ -57,6 +58,15 @@ type Store struct {
 
 	// commits counts the COMMITs this Store issued (for tests and benchmarks).
 	commits atomic.Int64
+
+	// revs holds the Store's copies of its last writes, on which Finish
+	// writes without reading the row first (revision.go).
+	revs storeflow.Copies[revision]
+	// fastFinishes counts the Finishes written on a copy (for tests).
+	fastFinishes atomic.Int64
+	// longWayOnly turns the writes on a copy off, so that tests can
+	// compare them with the long way.
+	longWayOnly bool
 
 	synchronous Synchronous
 	// lazyOutcomes commits Finish with synchronous=NORMAL; see
