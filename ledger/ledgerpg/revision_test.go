@@ -22,42 +22,19 @@ import (
 type writeFlow struct {
 	name string
 	// setup creates the operation (its round trips are not counted).
-	setup func(t *testing.T, s *ledgerpg.Store, id string)
+	setup ledgertest.Write
 	// writes are the counted writes; each costs one round trip on the
 	// store with one-statement writes.
-	writes []func(t *testing.T, s *ledgerpg.Store, id string)
+	writes []ledgertest.Write
 	// longWay counts the writes of the flow that must take the long way
 	// even with a copy (an attempt other than the first proven not sent).
 	longWay int
 }
 
-func beginWithAttempt(t *testing.T, s *ledgerpg.Store, id string) {
-	_, err := s.Begin(t.Context(), ledger.BeginParams{Op: newOp(id), Owner: "w", Now: t0, LeaseUntil: t0.Add(time.Minute), StartAttempt: true})
-	require.NoError(t, err)
-}
-
-func finishWith(p ledger.FinishParams) func(t *testing.T, s *ledgerpg.Store, id string) {
-	return func(t *testing.T, s *ledgerpg.Store, id string) {
-		p.ID = id
-		if p.Owner == "" {
-			p.Owner = "w"
-		}
-		_, err := s.Finish(t.Context(), p)
-		require.NoError(t, err)
-	}
-}
-
-func startAttemptAt(at time.Time, evs ...ledger.NewEvent) func(t *testing.T, s *ledgerpg.Store, id string) {
-	return func(t *testing.T, s *ledgerpg.Store, id string) {
-		_, _, err := s.StartAttempt(t.Context(), ledger.StartAttemptParams{ID: id, Owner: "w", Now: at, LeaseUntil: at.Add(time.Minute), Events: evs})
-		require.NoError(t, err)
-	}
-}
-
 // claimDueAt creates the operation pending and claims it as background
 // work would.
-func claimDueAt(at time.Time) func(t *testing.T, s *ledgerpg.Store, id string) {
-	return func(t *testing.T, s *ledgerpg.Store, id string) {
+func claimDueAt(at time.Time) ledgertest.Write {
+	return func(t *testing.T, s ledger.Store, id string) {
 		_, _, err := s.CreateOrGet(t.Context(), newOp(id), t0)
 		require.NoError(t, err)
 		got, err := s.ClaimDue(t.Context(), ledger.ClaimDueParams{Owner: "w", Now: at, LeaseUntil: at.Add(time.Minute), Limit: 10})
@@ -75,30 +52,30 @@ var (
 var writeFlows = []writeFlow{
 	{
 		name:  "charge succeeds",
-		setup: beginWithAttempt,
-		writes: []func(*testing.T, *ledgerpg.Store, string){finishWith(ledger.FinishParams{
+		setup: ledgertest.BeginWithAttempt(t0),
+		writes: []ledgertest.Write{ledgertest.FinishWith(ledger.FinishParams{
 			Now: t1, From: ledger.StatusInFlight, To: ledger.StatusSucceeded, ProviderRef: "pi_1", Result: []byte(`{"id":"pi_1"}`),
 			Attempt: &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeSuccess, HTTPStatus: 200, ProviderRequestID: "req_1", Replayed: true},
 		})},
 	},
 	{
 		name:  "declined",
-		setup: beginWithAttempt,
-		writes: []func(*testing.T, *ledgerpg.Store, string){finishWith(ledger.FinishParams{
+		setup: ledgertest.BeginWithAttempt(t0),
+		writes: []ledgertest.Write{ledgertest.FinishWith(ledger.FinishParams{
 			Now: t1, From: ledger.StatusInFlight, To: ledger.StatusFailed, Result: []byte(`{"code":"card_declined"}`),
 			Attempt: &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeRefused, HTTPStatus: 402, Error: "card_declined"},
 		})},
 	},
 	{
 		name:  "maybe sent, kept lease, resent, succeeded with events",
-		setup: beginWithAttempt,
-		writes: []func(*testing.T, *ledgerpg.Store, string){
-			finishWith(ledger.FinishParams{
+		setup: ledgertest.BeginWithAttempt(t0),
+		writes: []ledgertest.Write{
+			ledgertest.FinishWith(ledger.FinishParams{
 				Now: t1, From: ledger.StatusInFlight, To: ledger.StatusUnknown, NextCheckAt: t1, KeepLease: true,
 				Attempt: &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeMaybeSent, Error: "timeout"},
 			}),
-			startAttemptAt(t1, ledger.NewEvent{Kind: ledger.EventLookup, Detail: "not found"}),
-			finishWith(ledger.FinishParams{
+			ledgertest.StartAttemptAt(t1, ledger.NewEvent{Kind: ledger.EventLookup, Detail: "not found"}),
+			ledgertest.FinishWith(ledger.FinishParams{
 				Now: t2, From: ledger.StatusInFlight, To: ledger.StatusSucceeded, ProviderRef: "pi_1", Events: lookupEv,
 				Attempt: &ledger.AttemptOutcome{Number: 2, Class: ledger.OutcomeSuccess, HTTPStatus: 200},
 			}),
@@ -110,14 +87,14 @@ var writeFlows = []writeFlow{
 		// never left either: where its window starts depends on the first,
 		// which the copy does not hold, so that write takes the long way.
 		name:  "not sent twice",
-		setup: beginWithAttempt,
-		writes: []func(*testing.T, *ledgerpg.Store, string){
-			finishWith(ledger.FinishParams{
+		setup: ledgertest.BeginWithAttempt(t0),
+		writes: []ledgertest.Write{
+			ledgertest.FinishWith(ledger.FinishParams{
 				Now: t1, From: ledger.StatusInFlight, To: ledger.StatusPending, NextCheckAt: t1, KeepLease: true,
 				Attempt: &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeNotSent, Error: "connection refused"},
 			}),
-			startAttemptAt(t1),
-			finishWith(ledger.FinishParams{
+			ledgertest.StartAttemptAt(t1),
+			ledgertest.FinishWith(ledger.FinishParams{
 				Now: t2, From: ledger.StatusInFlight, To: ledger.StatusPending, NextCheckAt: t2,
 				Attempt: &ledger.AttemptOutcome{Number: 2, Class: ledger.OutcomeNotSent, Error: "connection refused"},
 			}),
@@ -127,9 +104,9 @@ var writeFlows = []writeFlow{
 	{
 		name:  "background work: claimed, sent, succeeded",
 		setup: claimDueAt(t1),
-		writes: []func(*testing.T, *ledgerpg.Store, string){
-			startAttemptAt(t1),
-			finishWith(ledger.FinishParams{
+		writes: []ledgertest.Write{
+			ledgertest.StartAttemptAt(t1),
+			ledgertest.FinishWith(ledger.FinishParams{
 				Now: t2, From: ledger.StatusInFlight, To: ledger.StatusSucceeded, ProviderRef: "pi_1",
 				Attempt: &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeSuccess, HTTPStatus: 200},
 			}),
@@ -137,9 +114,9 @@ var writeFlows = []writeFlow{
 	},
 	{
 		name: "background work: a lookup settles an unknown operation",
-		setup: func(t *testing.T, s *ledgerpg.Store, id string) {
-			beginWithAttempt(t, s, id)
-			finishWith(ledger.FinishParams{
+		setup: func(t *testing.T, s ledger.Store, id string) {
+			ledgertest.BeginWithAttempt(t0)(t, s, id)
+			ledgertest.FinishWith(ledger.FinishParams{
 				Now: t1, From: ledger.StatusInFlight, To: ledger.StatusUnknown, NextCheckAt: t1,
 				Attempt: &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeMaybeSent},
 			})(t, s, id)
@@ -147,14 +124,14 @@ var writeFlows = []writeFlow{
 			require.NoError(t, err)
 			require.Len(t, got, 1)
 		},
-		writes: []func(*testing.T, *ledgerpg.Store, string){finishWith(ledger.FinishParams{
+		writes: []ledgertest.Write{ledgertest.FinishWith(ledger.FinishParams{
 			Now: t2, From: ledger.StatusUnknown, To: ledger.StatusSucceeded, ProviderRef: "pi_1", Events: lookupEv,
 		})},
 	},
 	{
 		name:  "to review",
-		setup: beginWithAttempt,
-		writes: []func(*testing.T, *ledgerpg.Store, string){finishWith(ledger.FinishParams{
+		setup: ledgertest.BeginWithAttempt(t0),
+		writes: []ledgertest.Write{ledgertest.FinishWith(ledger.FinishParams{
 			Now: t1, From: ledger.StatusInFlight, To: ledger.StatusManualReview, ReviewReason: "key_window_expired",
 			Attempt: &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeMaybeSent},
 		})},
@@ -182,17 +159,7 @@ func TestOneStatementWritesMatchTheLongWay(t *testing.T) {
 					require.Greater(t, trips, int64(1), "write %d: the long way", i)
 				}
 			}
-			wantOp, wantAttempts, err := slow.Get(t.Context(), id)
-			require.NoError(t, err)
-			gotOp, gotAttempts, err := fast.Get(t.Context(), id)
-			require.NoError(t, err)
-			require.Equal(t, wantOp, gotOp)
-			require.Equal(t, wantAttempts, gotAttempts)
-			wantEvents, err := slow.Events(t.Context(), id)
-			require.NoError(t, err)
-			gotEvents, err := fast.Events(t.Context(), id)
-			require.NoError(t, err)
-			require.Equal(t, wantEvents, gotEvents)
+			ledgertest.RequireSameLedger(t, slow, fast, id)
 		})
 	}
 }
@@ -205,7 +172,7 @@ func TestOneStatementWriteYieldsToAnotherWriter(t *testing.T) {
 	ctx := t.Context()
 	s, _ := newStore(t)
 	other := storeOn(t, s.Schema())
-	beginWithAttempt(t, s, "op-1")
+	ledgertest.BeginWithAttempt(t0)(t, s, "op-1")
 	later := t0.Add(2 * time.Minute)
 	got, err := other.ClaimDue(ctx, ledger.ClaimDueParams{Owner: "w2", Now: later, LeaseUntil: later.Add(time.Minute), Limit: 10})
 	require.NoError(t, err)
@@ -237,7 +204,7 @@ func TestOneStatementWriteRefusedByTheRulesTakesTheLongWay(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s, counter := countingStore(t)
-	beginWithAttempt(t, s, "op-1")
+	ledgertest.BeginWithAttempt(t0)(t, s, "op-1")
 	before := counter.roundTrips.Load()
 	_, err := s.Finish(ctx, ledger.FinishParams{
 		ID: "op-1", Owner: "intruder", Now: t1, From: ledger.StatusInFlight, To: ledger.StatusSucceeded,
@@ -261,7 +228,7 @@ func TestOneStatementFinishGuardsTheAttemptRow(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s, pool := newStore(t)
-	beginWithAttempt(t, s, "op-1")
+	ledgertest.BeginWithAttempt(t0)(t, s, "op-1")
 
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
@@ -327,13 +294,13 @@ func TestOneTripUnderAnotherDefaultIsolation(t *testing.T) {
 			require.NoError(t, pool.QueryRow(t.Context(), "SHOW transaction_isolation").Scan(&got))
 			require.Equal(t, level, got)
 
-			beginWithAttempt(t, s, "op-1") // the guard refuses; then BEGIN ... READ COMMITTED
+			ledgertest.BeginWithAttempt(t0)(t, s, "op-1") // the guard refuses; then BEGIN ... READ COMMITTED
 			before := counter.roundTrips.Load()
-			beginWithAttempt(t, s, "op-2")
+			ledgertest.BeginWithAttempt(t0)(t, s, "op-2")
 			require.Equal(t, int64(1), counter.roundTrips.Load()-before, "Begin: one round trip")
 			for _, id := range []string{"op-1", "op-2"} {
 				before = counter.roundTrips.Load()
-				finishWith(ledger.FinishParams{
+				ledgertest.FinishWith(ledger.FinishParams{
 					Now: t1, From: ledger.StatusInFlight, To: ledger.StatusSucceeded, ProviderRef: "pi_" + id,
 					Attempt: &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeSuccess},
 				})(t, s, id)

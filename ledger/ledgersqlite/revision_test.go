@@ -9,6 +9,7 @@ import (
 
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/ledgersqlite"
+	"github.com/payonce/payonce/ledger/ledgertest"
 )
 
 // A flow of writes on one operation, run on a store with the writes on its
@@ -17,10 +18,10 @@ import (
 // copy for without reading the row.
 type writeFlow struct {
 	name  string
-	setup func(t *testing.T, s *ledgersqlite.Store, id string)
+	setup ledgertest.Write
 	// writes run in order; fast says which of them Finish writes on its
 	// copy.
-	writes []func(t *testing.T, s *ledgersqlite.Store, id string)
+	writes []ledgertest.Write
 	fast   []bool
 }
 
@@ -30,34 +31,11 @@ var (
 	lookupEv = []ledger.NewEvent{{Kind: ledger.EventLookup, Detail: "found pi_1 succeeded"}, {Kind: ledger.EventNote, Detail: "second"}}
 )
 
-func beginWithAttempt(t *testing.T, s *ledgersqlite.Store, id string) {
-	_, err := s.Begin(t.Context(), begin(newOp(id), "w", t0, true))
-	require.NoError(t, err)
-}
-
-func finishWith(p ledger.FinishParams) func(t *testing.T, s *ledgersqlite.Store, id string) {
-	return func(t *testing.T, s *ledgersqlite.Store, id string) {
-		p.ID = id
-		if p.Owner == "" {
-			p.Owner = "w"
-		}
-		_, err := s.Finish(t.Context(), p)
-		require.NoError(t, err)
-	}
-}
-
-func startAttemptAt(at time.Time) func(t *testing.T, s *ledgersqlite.Store, id string) {
-	return func(t *testing.T, s *ledgersqlite.Store, id string) {
-		_, _, err := s.StartAttempt(t.Context(), ledger.StartAttemptParams{ID: id, Owner: "w", Now: at, LeaseUntil: at.Add(time.Minute)})
-		require.NoError(t, err)
-	}
-}
-
 var writeFlows = []writeFlow{
 	{
 		name:  "charge succeeds",
-		setup: beginWithAttempt,
-		writes: []func(*testing.T, *ledgersqlite.Store, string){finishWith(ledger.FinishParams{
+		setup: ledgertest.BeginWithAttempt(t0),
+		writes: []ledgertest.Write{ledgertest.FinishWith(ledger.FinishParams{
 			Now: t1, From: ledger.StatusInFlight, To: ledger.StatusSucceeded, ProviderRef: "pi_1", Result: []byte(`{"id":"pi_1"}`),
 			Attempt: &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeSuccess, HTTPStatus: 200, ProviderRequestID: "req_1", Replayed: true},
 		})},
@@ -65,8 +43,8 @@ var writeFlows = []writeFlow{
 	},
 	{
 		name:  "declined",
-		setup: beginWithAttempt,
-		writes: []func(*testing.T, *ledgersqlite.Store, string){finishWith(ledger.FinishParams{
+		setup: ledgertest.BeginWithAttempt(t0),
+		writes: []ledgertest.Write{ledgertest.FinishWith(ledger.FinishParams{
 			Now: t1, From: ledger.StatusInFlight, To: ledger.StatusFailed, Result: []byte(`{"code":"card_declined"}`),
 			Attempt: &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeRefused, HTTPStatus: 402, Error: "card_declined"},
 		})},
@@ -76,14 +54,14 @@ var writeFlows = []writeFlow{
 		// StartAttempt writes the row the long way and drops the copy of
 		// the Finish that kept the lease: the second Finish reads the row.
 		name:  "maybe sent, kept lease, resent, succeeded with events",
-		setup: beginWithAttempt,
-		writes: []func(*testing.T, *ledgersqlite.Store, string){
-			finishWith(ledger.FinishParams{
+		setup: ledgertest.BeginWithAttempt(t0),
+		writes: []ledgertest.Write{
+			ledgertest.FinishWith(ledger.FinishParams{
 				Now: t1, From: ledger.StatusInFlight, To: ledger.StatusUnknown, NextCheckAt: t1, KeepLease: true,
 				Attempt: &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeMaybeSent, Error: "timeout"},
 			}),
-			startAttemptAt(t1),
-			finishWith(ledger.FinishParams{
+			ledgertest.StartAttemptAt(t1),
+			ledgertest.FinishWith(ledger.FinishParams{
 				Now: t2, From: ledger.StatusInFlight, To: ledger.StatusSucceeded, ProviderRef: "pi_1", Events: lookupEv,
 				Attempt: &ledger.AttemptOutcome{Number: 2, Class: ledger.OutcomeSuccess, HTTPStatus: 200},
 			}),
@@ -96,13 +74,13 @@ var writeFlows = []writeFlow{
 		// that follows under the kept lease writes on the copy that Finish
 		// kept.
 		name:  "not sent, kept lease, settled by a lookup",
-		setup: beginWithAttempt,
-		writes: []func(*testing.T, *ledgersqlite.Store, string){
-			finishWith(ledger.FinishParams{
+		setup: ledgertest.BeginWithAttempt(t0),
+		writes: []ledgertest.Write{
+			ledgertest.FinishWith(ledger.FinishParams{
 				Now: t1, From: ledger.StatusInFlight, To: ledger.StatusUnknown, NextCheckAt: t1, KeepLease: true,
 				Attempt: &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeNotSent, Error: "connection refused"},
 			}),
-			finishWith(ledger.FinishParams{
+			ledgertest.FinishWith(ledger.FinishParams{
 				Now: t2, From: ledger.StatusUnknown, To: ledger.StatusFailed, Events: lookupEv, Result: []byte(`{"code":"gone"}`),
 			}),
 		},
@@ -110,8 +88,8 @@ var writeFlows = []writeFlow{
 	},
 	{
 		name:  "to review",
-		setup: beginWithAttempt,
-		writes: []func(*testing.T, *ledgersqlite.Store, string){finishWith(ledger.FinishParams{
+		setup: ledgertest.BeginWithAttempt(t0),
+		writes: []ledgertest.Write{ledgertest.FinishWith(ledger.FinishParams{
 			Now: t1, From: ledger.StatusInFlight, To: ledger.StatusManualReview, ReviewReason: "key_window_expired",
 			Attempt: &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeMaybeSent},
 		})},
@@ -136,17 +114,7 @@ func TestWritesOnTheCopyMatchTheLongWay(t *testing.T) {
 				require.Equal(t, f.fast[i], ledgersqlite.FastFinishes(fast)-before == 1, "write %d on the copy", i)
 			}
 			require.Zero(t, ledgersqlite.FastFinishes(slow))
-			wantOp, wantAttempts, err := slow.Get(t.Context(), id)
-			require.NoError(t, err)
-			gotOp, gotAttempts, err := fast.Get(t.Context(), id)
-			require.NoError(t, err)
-			require.Equal(t, wantOp, gotOp)
-			require.Equal(t, wantAttempts, gotAttempts)
-			wantEvents, err := slow.Events(t.Context(), id)
-			require.NoError(t, err)
-			gotEvents, err := fast.Events(t.Context(), id)
-			require.NoError(t, err)
-			require.Equal(t, wantEvents, gotEvents)
+			ledgertest.RequireSameLedger(t, slow, fast, id)
 			require.Equal(t, revisionOf(t, rawDB(t, dbFile(t, slow)), id), revisionOf(t, rawDB(t, dbFile(t, fast)), id))
 		})
 	}
@@ -281,7 +249,7 @@ func TestCopyRefusedByTheRulesTakesTheLongWay(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s := openStore(t)
-	beginWithAttempt(t, s, "op-1")
+	ledgertest.BeginWithAttempt(t0)(t, s, "op-1")
 	_, err := s.Finish(ctx, succeed("op-1", "intruder", t1, 1))
 	require.ErrorIs(t, err, ledger.ErrLeaseLost)
 	require.Zero(t, ledgersqlite.FastFinishes(s))
@@ -292,8 +260,8 @@ func TestCopyRefusedByTheRulesTakesTheLongWay(t *testing.T) {
 
 	// A Finish that kept the lease left a copy at unknown; a Finish that
 	// expects pending is refused by the rules on the copy, then on the row.
-	beginWithAttempt(t, s, "op-2")
-	finishWith(ledger.FinishParams{
+	ledgertest.BeginWithAttempt(t0)(t, s, "op-2")
+	ledgertest.FinishWith(ledger.FinishParams{
 		Now: t1, From: ledger.StatusInFlight, To: ledger.StatusUnknown, NextCheckAt: t1, KeepLease: true,
 		Attempt: &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeMaybeSent},
 	})(t, s, "op-2")
@@ -313,7 +281,7 @@ func begunOnFile(t *testing.T) (*ledgersqlite.Store, string) {
 	t.Helper()
 	path := dbPath(t)
 	s := openAt(t, path)
-	beginWithAttempt(t, s, "op-1")
+	ledgertest.BeginWithAttempt(t0)(t, s, "op-1")
 	return s, path
 }
 
