@@ -39,7 +39,10 @@ const RefundMarker = "payonce_op:"
 // same bytes as before generations existed.
 const RefundKeyMarker = "payonce_key:"
 
-// YooKassa's limits on what the adapter sends.
+// YooKassa's limits on what the adapter sends. The metadata ones are the
+// API reference's for a payment's metadata: at most 16 key-value pairs,
+// keys of at most 32 characters, values of at most 512, UTF-8 strings
+// (https://yookassa.ru/developers/api#create_payment_metadata).
 const (
 	maxMetadataKeys        = 16
 	maxMetadataKeyRunes    = 32
