@@ -58,6 +58,19 @@ type ProviderInfo struct {
 	// MaxKeyLength is the longest key the provider accepts; keys are 36
 	// characters, so it must be at least 36.
 	MaxKeyLength int
+	// LookupProvesAbsence declares what the adapter's Lookup can prove: true
+	// when its LookupNotFound (once LookupResult.Lag has passed since the
+	// last attempt) is evidence that no object exists under any of the
+	// operation's keys; false when "not found" proves nothing (Adyen has no
+	// status API). The zero value is the safe one: without proof of
+	// absence, Client.Resolve allows a resend under a new key only on a
+	// recorded refusal of every earlier key generation.
+	LookupProvesAbsence bool
+	// WebhookRedelivery is the longest time the provider documents
+	// redelivering an event it could not deliver; zero when it does not
+	// push events. The inbox must keep events at least that long, or a
+	// redelivery would apply again (ledger.CleanupParams.InboxRetention).
+	WebhookRedelivery time.Duration
 }
 
 // SendRequest is one attempt of an operation, as given to an adapter.

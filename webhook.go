@@ -78,6 +78,19 @@ type WebhookTarget struct {
 	OperationID string
 	ProviderRef string
 	PaymentRef  string
+	// Key is the idempotency key the object carries, as payonce wrote it
+	// (metadata payonce_key); empty when the provider does not echo it.
+	// It tells which key generation of the operation the object belongs
+	// to: an event about an earlier generation's object never settles the
+	// current one.
+	Key string
+	// Amount (minor units) and Currency are the object's own, when the
+	// event carries them: the same fields the adapter's lookup checks with
+	// adapterkit.Belongs. An object whose amount or currency is not the
+	// operation's is a contradiction (review), never a settlement. Zero
+	// and empty mean "not given".
+	Amount   int64
+	Currency string
 	// State is what the event says: LookupSucceeded, LookupFailed or
 	// LookupProcessing, read by the adapter's state rules (the same table
 	// its lookups use).
@@ -298,7 +311,7 @@ func (c *Client) webhookRecorded(ctx context.Context, le ledger.WebhookEvent, re
 // the same reading a lookup gets, and the result recorded if it settles.
 func (c *Client) webhookTarget(ev WebhookEvent, t WebhookTarget) ledger.WebhookTarget {
 	lt := ledger.WebhookTarget{Kind: string(t.Kind), OperationID: t.OperationID, ProviderRef: t.ProviderRef,
-		PaymentRef: t.PaymentRef, Effect: webhookEffect(t)}
+		PaymentRef: t.PaymentRef, Key: t.Key, Amount: t.Amount, Currency: t.Currency, Effect: webhookEffect(t)}
 	if lt.Effect == ledger.EffectSucceeded || lt.Effect == ledger.EffectFailed || lt.Effect == ledger.EffectReversed {
 		lt.Result = encodeResult(Outcome{ProviderRef: t.ProviderRef, Code: t.Code, DeclineCode: t.DeclineCode, Message: t.Message})
 	}

@@ -108,6 +108,15 @@ type WebhookTarget struct {
 	// PaymentRef is the provider's id of the payment the object belongs to,
 	// for capture, cancel and refund targets.
 	PaymentRef string
+	// Key is the idempotency key the object carries (payonce writes it on
+	// every object it creates); empty when the provider does not echo it.
+	// It names the key generation the event is about.
+	Key string
+	// Amount (minor units) and Currency are the object's, when the event
+	// carries them; zero and empty mean "not given". An object whose
+	// amount or currency is not the operation's is a contradiction.
+	Amount   int64
+	Currency string
 	// Effect is what the event says. Required.
 	Effect WebhookEffect
 	// Result is the normalized result to record when the effect settles the
@@ -248,8 +257,11 @@ func (p RecordWebhookParams) Validate() error {
 		if len(t.Detail) > MaxTextBytes {
 			return invalid(f("Detail"), "is %d bytes; at most %d", len(t.Detail), MaxTextBytes)
 		}
+		if t.Amount < 0 {
+			return invalid(f("Amount"), "is %d; an object's amount is at least 0 (0: not given)", t.Amount)
+		}
 		if err := checkAllStored(f("Kind"), t.Kind, f("OperationID"), t.OperationID, f("ProviderRef"), t.ProviderRef,
-			f("PaymentRef"), t.PaymentRef, f("Detail"), t.Detail); err != nil {
+			f("PaymentRef"), t.PaymentRef, f("Key"), t.Key, f("Currency"), t.Currency, f("Detail"), t.Detail); err != nil {
 			return err
 		}
 		if t.Result != nil && !json.Valid(t.Result) {

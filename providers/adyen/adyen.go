@@ -175,7 +175,11 @@ func (p *Provider) Name() string { return "adyen" }
 // Info returns the configured key TTL (31 days by default) and the longest
 // key Adyen accepts (64).
 func (p *Provider) Info() payonce.ProviderInfo {
-	return payonce.ProviderInfo{KeyTTL: p.keyTTL, MaxKeyLength: MaxKeyLength}
+	return payonce.ProviderInfo{KeyTTL: p.keyTTL, MaxKeyLength: MaxKeyLength,
+		// Adyen has no status API: a "not found" proves nothing
+		// (shared/PROVIDERS.md, status lookup). It retries a failed delivery
+		// for up to 30 days (https://docs.adyen.com/development-resources/webhooks/troubleshoot/).
+		LookupProvesAbsence: false, WebhookRedelivery: 30 * 24 * time.Hour}
 }
 
 // WebhookLag returns how long after an attempt a "not found" is believed.

@@ -19,9 +19,9 @@ func TestNew(t *testing.T) {
 	live := "https://1797a841fbb37ca7-AdyenDemo-checkout-live.adyenpayments.com/checkout/v71"
 	testkit.RequireNew(t, adyen.New, "adyen", (*adyen.Provider).WebhookLag,
 		testkit.NewCase[adyen.Config]{Name: "defaults", Cfg: adyen.Config{APIKey: testKey, MerchantAccount: merchant},
-			Info: payonce.ProviderInfo{KeyTTL: 31 * 24 * time.Hour, MaxKeyLength: 64}, Lag: 10 * time.Minute, BaseURL: "https://checkout-test.adyen.com/v71"},
+			Info: payonce.ProviderInfo{KeyTTL: 31 * 24 * time.Hour, MaxKeyLength: 64, LookupProvesAbsence: false, WebhookRedelivery: 30 * 24 * time.Hour}, Lag: 10 * time.Minute, BaseURL: "https://checkout-test.adyen.com/v71"},
 		testkit.NewCase[adyen.Config]{Name: "overrides", Cfg: adyen.Config{APIKey: testKey, MerchantAccount: merchant, BaseURL: live + "/", KeyTTL: 40 * 24 * time.Hour, WebhookLag: time.Minute},
-			Info: payonce.ProviderInfo{KeyTTL: 40 * 24 * time.Hour, MaxKeyLength: 64}, Lag: time.Minute, BaseURL: live},
+			Info: payonce.ProviderInfo{KeyTTL: 40 * 24 * time.Hour, MaxKeyLength: 64, LookupProvesAbsence: false, WebhookRedelivery: 30 * 24 * time.Hour}, Lag: time.Minute, BaseURL: live},
 	)
 }
 

@@ -132,7 +132,11 @@ func (p *Provider) Name() string { return "checkout" }
 // Info returns the configured key TTL and the key length the adapter sends
 // (36).
 func (p *Provider) Info() payonce.ProviderInfo {
-	return payonce.ProviderInfo{KeyTTL: p.keyTTL, MaxKeyLength: MaxKeyLength}
+	return payonce.ProviderInfo{KeyTTL: p.keyTTL, MaxKeyLength: MaxKeyLength,
+		// Checkout.com resends up to 8 times over about 30 hours (5 m, 10 m,
+		// 15 m, 30 m, 1 h, 4 h, 12 h, 12 h: shared/PROVIDERS.md, webhooks);
+		// GET /payments?reference=, believed after SettleLag, proves absence.
+		LookupProvesAbsence: true, WebhookRedelivery: 30 * time.Hour}
 }
 
 // SettleLag returns how long after an attempt a "not found" is believed.

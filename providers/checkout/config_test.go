@@ -19,10 +19,10 @@ func TestNew(t *testing.T) {
 	t.Parallel()
 	testkit.RequireNew(t, checkout.New, "checkout", (*checkout.Provider).SettleLag,
 		testkit.NewCase[checkout.Config]{Name: "defaults", Cfg: checkout.Config{SecretKey: testKey},
-			Info: payonce.ProviderInfo{KeyTTL: 24 * time.Hour, MaxKeyLength: 36}, Lag: 2 * time.Minute, BaseURL: "https://api.checkout.com"},
+			Info: payonce.ProviderInfo{KeyTTL: 24 * time.Hour, MaxKeyLength: 36, LookupProvesAbsence: true, WebhookRedelivery: 30 * time.Hour}, Lag: 2 * time.Minute, BaseURL: "https://api.checkout.com"},
 		testkit.NewCase[checkout.Config]{Name: "overrides", Cfg: checkout.Config{SecretKey: testKey, BaseURL: checkout.SandboxBaseURL + "/",
 			KeyTTL: 48 * time.Hour, SettleLag: time.Minute, ProcessingChannelID: "pc_abc"},
-			Info: payonce.ProviderInfo{KeyTTL: 48 * time.Hour, MaxKeyLength: 36}, Lag: time.Minute, BaseURL: "https://api.sandbox.checkout.com"},
+			Info: payonce.ProviderInfo{KeyTTL: 48 * time.Hour, MaxKeyLength: 36, LookupProvesAbsence: true, WebhookRedelivery: 30 * time.Hour}, Lag: time.Minute, BaseURL: "https://api.sandbox.checkout.com"},
 	)
 }
 

@@ -19,10 +19,10 @@ func TestNew(t *testing.T) {
 	t.Parallel()
 	testkit.RequireNew(t, stripe.New, "stripe", (*stripe.Provider).SearchLag,
 		testkit.NewCase[stripe.Config]{Name: "defaults", Cfg: stripe.Config{APIKey: testKey},
-			Info: payonce.ProviderInfo{KeyTTL: 24 * time.Hour, MaxKeyLength: 255}, Lag: time.Minute},
+			Info: payonce.ProviderInfo{KeyTTL: 24 * time.Hour, MaxKeyLength: 255, LookupProvesAbsence: true, WebhookRedelivery: 3 * 24 * time.Hour}, Lag: time.Minute},
 		testkit.NewCase[stripe.Config]{Name: "overrides", Cfg: stripe.Config{APIKey: testKey, KeyTTL: 30 * 24 * time.Hour, SearchLag: 5 * time.Minute,
 			BaseURL: "http://127.0.0.1:12111/"},
-			Info: payonce.ProviderInfo{KeyTTL: 30 * 24 * time.Hour, MaxKeyLength: 255}, Lag: 5 * time.Minute},
+			Info: payonce.ProviderInfo{KeyTTL: 30 * 24 * time.Hour, MaxKeyLength: 255, LookupProvesAbsence: true, WebhookRedelivery: 3 * 24 * time.Hour}, Lag: 5 * time.Minute},
 	)
 }
 

@@ -137,7 +137,12 @@ func (p *Provider) Name() string { return "stripe" }
 
 // Info returns the configured key TTL and Stripe's key length limit (255).
 func (p *Provider) Info() payonce.ProviderInfo {
-	return payonce.ProviderInfo{KeyTTL: p.keyTTL, MaxKeyLength: MaxKeyLength}
+	return payonce.ProviderInfo{KeyTTL: p.keyTTL, MaxKeyLength: MaxKeyLength,
+		// Stripe: "In live mode, Stripe attempts to deliver a given event to your
+		// webhook endpoint for up to 3 days with an exponential back off"
+		// (https://docs.stripe.com/webhooks#retries); search by metadata,
+		// believed after SearchLag, proves absence (lookup.go).
+		LookupProvesAbsence: true, WebhookRedelivery: 3 * 24 * time.Hour}
 }
 
 // SearchLag returns how far behind Stripe's search is assumed to be.

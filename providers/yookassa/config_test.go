@@ -19,10 +19,10 @@ func TestNew(t *testing.T) {
 	t.Parallel()
 	testkit.RequireNew(t, yookassa.New, "yookassa", (*yookassa.Provider).ListLag,
 		testkit.NewCase[yookassa.Config]{Name: "defaults", Cfg: yookassa.Config{ShopID: testShopID, SecretKey: testSecret},
-			Info: payonce.ProviderInfo{KeyTTL: 24 * time.Hour, MaxKeyLength: 64}, Lag: time.Minute},
+			Info: payonce.ProviderInfo{KeyTTL: 24 * time.Hour, MaxKeyLength: 64, LookupProvesAbsence: true, WebhookRedelivery: 24 * time.Hour}, Lag: time.Minute},
 		testkit.NewCase[yookassa.Config]{Name: "overrides", Cfg: yookassa.Config{ShopID: testShopID, SecretKey: testSecret, KeyTTL: 12 * time.Hour,
 			ListLag: 5 * time.Second, LookupMargin: time.Minute, BaseURL: "http://127.0.0.1:1/"},
-			Info: payonce.ProviderInfo{KeyTTL: 12 * time.Hour, MaxKeyLength: 64}, Lag: 5 * time.Second, BaseURL: "http://127.0.0.1:1"},
+			Info: payonce.ProviderInfo{KeyTTL: 12 * time.Hour, MaxKeyLength: 64, LookupProvesAbsence: true, WebhookRedelivery: 24 * time.Hour}, Lag: 5 * time.Second, BaseURL: "http://127.0.0.1:1"},
 	)
 }
 

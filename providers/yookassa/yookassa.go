@@ -141,7 +141,12 @@ func (p *Provider) Name() string { return "yookassa" }
 
 // Info returns the configured key TTL and YooKassa's key length limit (64).
 func (p *Provider) Info() payonce.ProviderInfo {
-	return payonce.ProviderInfo{KeyTTL: p.keyTTL, MaxKeyLength: MaxKeyLength}
+	return payonce.ProviderInfo{KeyTTL: p.keyTTL, MaxKeyLength: MaxKeyLength,
+		// YooKassa does not publish its redelivery window; its notices are
+		// never trusted (each one only makes the operation due for a lookup),
+		// so a late redelivery changes nothing. Its lists by creation time,
+		// believed after ListLag, prove absence (lookup.go).
+		LookupProvesAbsence: true, WebhookRedelivery: 24 * time.Hour}
 }
 
 // ListLag returns how far behind YooKassa's lists are assumed to be.

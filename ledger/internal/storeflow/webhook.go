@@ -190,6 +190,9 @@ type storedTarget struct {
 	OperationID string               `json:"operation_id,omitempty"`
 	ProviderRef string               `json:"provider_ref,omitempty"`
 	PaymentRef  string               `json:"payment_ref,omitempty"`
+	Key         string               `json:"key,omitempty"`
+	Amount      int64                `json:"amount,omitempty"`
+	Currency    string               `json:"currency,omitempty"`
 	Effect      ledger.WebhookEffect `json:"effect"`
 	Result      []byte               `json:"result,omitempty"`
 	Detail      string               `json:"detail,omitempty"`
