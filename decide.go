@@ -96,10 +96,10 @@ const (
 // operators filter on.
 const (
 	ReasonWindowPassed = "key window passed with the outcome unknown"
-	ReasonDuplicated   = "provider holds more than one object for this operation"
+	ReasonDuplicated   = ledger.ReasonDuplicated
 	ReasonProcessing   = "provider still processing after the configured age"
 	ReasonKeyMismatch  = "provider holds this key with other parameters"
-	ReasonContradicted = "provider answer contradicts the ledger"
+	ReasonContradicted = ledger.ReasonContradicted
 )
 
 // DecideInput is everything the decision table looks at.

@@ -3,6 +3,7 @@ package payonce
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/payonce/payonce/ledger"
@@ -45,7 +46,7 @@ func Resolve(ctx context.Context, store ledger.Store, p ResolveParams) (ledger.O
 		if err != nil {
 			return ledger.Operation{}, fmt.Errorf("payonce: resolving %s: %w", p.OperationID, err)
 		}
-		if op.ReviewReason == ReasonDuplicated {
+		if strings.HasPrefix(op.ReviewReason, ReasonDuplicated) {
 			// Money already moved more than once: a new key would add a
 			// third movement, never undo the second.
 			return op, fmt.Errorf("%w: operation %s is in review because %s; refund the extra payment at the provider and resolve as succeeded instead",
@@ -83,7 +84,7 @@ func (c *Client) Resolve(ctx context.Context, p ResolveParams) (ledger.Operation
 	if op.Provider != c.cfg.Provider.Name() {
 		return op, invalid("OperationID", "operation %s is a %s operation; this client calls %s", op.ID, op.Provider, c.cfg.Provider.Name())
 	}
-	if op.Status != ledger.StatusManualReview || op.ReviewReason == ReasonDuplicated {
+	if op.Status != ledger.StatusManualReview || strings.HasPrefix(op.ReviewReason, ReasonDuplicated) {
 		// The store's ErrNotInReview, or the refusal of a duplicate, says it.
 		return Resolve(ctx, c.cfg.Store, p)
 	}

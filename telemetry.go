@@ -119,13 +119,13 @@ func ReviewReasonCode(reason string) string {
 	switch {
 	case reason == ReasonWindowPassed:
 		return ReviewCodeWindowPassed
-	case reason == ReasonDuplicated:
+	case strings.HasPrefix(reason, ReasonDuplicated):
 		return ReviewCodeDuplicated
 	case reason == ReasonProcessing:
 		return ReviewCodeProcessing
 	case reason == ReasonKeyMismatch:
 		return ReviewCodeKeyMismatch
-	case reason == ReasonContradicted:
+	case strings.HasPrefix(reason, ReasonContradicted):
 		return ReviewCodeContradicted
 	case strings.HasPrefix(reason, ledger.ReasonWebhookContradiction):
 		return ReviewCodeWebhookContradiction

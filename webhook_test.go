@@ -42,7 +42,8 @@ func (p *hookPSP) Lookup(ctx context.Context, hc payonce.HTTPDoer, q payonce.Loo
 
 // hookBundle is a client whose adapter is a hookPSP, and its handler served
 // on a real HTTP server. The stand-in parser reads the body as
-// "<event id> <type> <operation id> <state> [reversal]".
+// "<event id> <type> <operation id> <state> [reversal] [ref=<provider ref>]"
+// (the object's reference is pi_hook unless ref= names another).
 type hookBundle struct {
 	*bundle
 	psp *hookPSP
@@ -82,7 +83,13 @@ func parseStandIn(r *http.Request, body []byte) ([]payonce.WebhookEvent, error) 
 		return nil, fmt.Errorf("%w: want 4 fields", payonce.ErrWebhookMalformed)
 	}
 	t := payonce.WebhookTarget{Kind: payonce.KindCharge, OperationID: f[2], ProviderRef: "pi_hook",
-		State: payonce.LookupState(f[3]), Reversal: len(f) > 4 && f[4] == "reversal", Code: "code_" + f[3]}
+		State: payonce.LookupState(f[3]), Code: "code_" + f[3]}
+	for _, extra := range f[4:] {
+		if ref, ok := strings.CutPrefix(extra, "ref="); ok {
+			t.ProviderRef = ref
+		}
+		t.Reversal = t.Reversal || extra == "reversal"
+	}
 	return []payonce.WebhookEvent{{ID: f[0], Type: f[1], Targets: []payonce.WebhookTarget{t}}}, nil
 }
 
@@ -270,13 +277,13 @@ func TestWebhookContradiction(t *testing.T) {
 	hb := setupHooks(t, false, setupOpts{}, false)
 	res, err := hb.client.Charge(hb.ctx, charge("order-rev", 1200))
 	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, hb.post(t, "", "evt_c1 charge.dispute.created "+res.OperationID+" failed reversal").StatusCode)
+	require.Equal(t, http.StatusOK, hb.post(t, "", "evt_c1 charge.dispute.created "+res.OperationID+" failed reversal ref="+res.ProviderRef).StatusCode)
 	got, err := hb.client.Charge(hb.ctx, charge("order-rev", 1200))
 	require.ErrorIs(t, err, payonce.ErrManualReview)
 	require.Equal(t, payonce.ResultManualReview, got.Status)
 	require.True(t, strings.HasPrefix(got.ReviewReason, ledger.ReasonWebhookContradiction), got.ReviewReason)
 
-	require.Equal(t, http.StatusOK, hb.post(t, "", "evt_c0 payment_intent.succeeded "+res.OperationID+" succeeded").StatusCode)
+	require.Equal(t, http.StatusOK, hb.post(t, "", "evt_c0 payment_intent.succeeded "+res.OperationID+" succeeded ref="+res.ProviderRef).StatusCode)
 	op, _, err := hb.store.Get(hb.ctx, res.OperationID)
 	require.NoError(t, err)
 	require.Equal(t, ledger.StatusManualReview, op.Status, "an older success does not settle a contradiction")
@@ -284,6 +291,27 @@ func TestWebhookContradiction(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 	require.Equal(t, "evt_c1", list[0].ID)
+}
+
+// TestWebhookSecondObject: an event about a second object carrying the
+// operation's id is never a confirmation of the first: its success means
+// two charges at the provider, so the operation goes to review as
+// duplicated and a call reports it.
+func TestWebhookSecondObject(t *testing.T) {
+	t.Parallel()
+	hb := setupHooks(t, false, setupOpts{}, false)
+	res, err := hb.client.Charge(hb.ctx, charge("order-second", 1200))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, hb.post(t, "", "evt_s1 payment_intent.succeeded "+res.OperationID+" succeeded ref="+res.ProviderRef).StatusCode)
+	require.Equal(t, http.StatusOK, hb.post(t, "", "evt_s2 payment_intent.succeeded "+res.OperationID+" succeeded ref=pi_second").StatusCode)
+	got, err := hb.client.Charge(hb.ctx, charge("order-second", 1200))
+	require.ErrorIs(t, err, payonce.ErrManualReview)
+	require.True(t, strings.HasPrefix(got.ReviewReason, payonce.ReasonDuplicated), got.ReviewReason)
+	require.Equal(t, payonce.ReviewCodeDuplicated, payonce.ReviewReasonCode(got.ReviewReason))
+	list, err := hb.store.ListWebhooks(hb.ctx, ledger.InboxFilter{Disposition: ledger.WebhookDuplicate})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, "evt_s2", list[0].ID)
 }
 
 // TestWebhookUnmatched: an event for an object payonce did not create is

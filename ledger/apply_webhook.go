@@ -2,18 +2,23 @@ package ledger
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 )
 
 // ApplyWebhook is what target t of event e does to op, read under the
-// store's lock (op may be a tombstone). recorded is op's latest attempt as
-// stored when op is in_flight, nil otherwise. The Change holds the new
-// operation, the attempt it finished (in_flight only) and the audit
-// entries; a disposition that changes nothing still returns op unchanged
-// with its EventWebhook entry (none for a tombstone). The store writes the
-// Change, then the inbox entry with the disposition, in one transaction.
+// store's lock (op may be a tombstone). earlier is what the ledger knows of
+// op's earlier key generations (EarlierGenerations; empty at generation
+// 0). recorded is op's latest attempt as stored when op is in_flight, nil
+// otherwise. The Change holds the new operation, the attempt it finished
+// (in_flight only) and the audit entries; a disposition that changes
+// nothing still returns op unchanged with its EventWebhook entry (none for
+// a tombstone). The store writes the Change, then the inbox entry with the
+// disposition, in one transaction.
 //
 // The rules, in the order they are checked:
 //   - An event never causes a request to be sent: at most it settles an
@@ -21,6 +26,20 @@ import (
 //   - EffectLookup (an unauthenticated notice) is never trusted by itself:
 //     a pending or unknown operation, or one in review that still wants
 //     lookups, becomes due now (nudged); anything else is noted.
+//   - An event decides only about the object it names (ObjectOf): the
+//     current key generation's, an earlier generation's, or another
+//     object carrying the operation's id. An earlier generation's object
+//     never settles the current one: its failure or processing is only
+//     recorded on the operation (WebhookOtherObject); its success, or the
+//     success of another object, means money moved under a second object,
+//     so the operation goes to review as duplicated (WebhookDuplicate),
+//     never to "confirmed". An event whose generation cannot be told (no
+//     key, no recorded object, the operation was resent) only makes the
+//     operation due for a lookup, which sees every generation.
+//   - An object of the current generation that does not belong to the
+//     operation (another operation id, amount or currency: the check
+//     adapters apply to answers and lookups) is a contradiction: review,
+//     never a settlement.
 //   - EffectProcessing never moves an operation: noted on one not settled
 //     yet, stale on a settled one (an older event arriving late).
 //   - On a succeeded or failed operation an event that agrees is confirmed;
@@ -41,7 +60,7 @@ import (
 //     naming the event, as a definitive lookup would. A review that waits
 //     for an operator (more than one object, a contradiction) is only
 //     noted: the event is one more fact for the operator.
-func ApplyWebhook(op Operation, e WebhookEvent, t WebhookTarget, recorded *Attempt, now time.Time) (Change, WebhookDisposition) {
+func ApplyWebhook(op Operation, earlier Generations, e WebhookEvent, t WebhookTarget, recorded *Attempt, now time.Time) (Change, WebhookDisposition) {
 	now = UTC(now)
 	if op.Tombstone {
 		if contradicts(op.Status, t.Effect) {
@@ -49,19 +68,27 @@ func ApplyWebhook(op Operation, e WebhookEvent, t WebhookTarget, recorded *Attem
 		}
 		return Change{Op: op}, WebhookTombstoned
 	}
+	obj := ObjectOf(op, earlier, t)
 	disp, settleTo := webhookRule(op, t.Effect)
+	var why string
+	if t.Effect != EffectLookup {
+		disp, settleTo, why = objectRule(op, obj, t, disp, settleTo)
+	}
 	ch := Change{Op: op}
 	switch disp {
 	case WebhookNudged:
 		ch.Op.NextCheckAt = now
 		ch.Op.UpdatedAt = now
-	case WebhookContradiction:
+	case WebhookContradiction, WebhookDuplicate:
+		if why == "" {
+			why = ReasonWebhookContradiction + ": " + e.Type + reasonDetail(t.Detail)
+		}
 		ch.Attempt = closeAttempt(op, recorded, e, now)
 		ch.Op.Status = StatusManualReview
-		ch.Op.ReviewReason = truncateText(ReasonWebhookContradiction + ": " + e.Type + reasonDetail(t.Detail))
+		ch.Op.ReviewReason = truncateText(why)
 		ch.Op.ReviewAt = now
 		// Wait for an operator: a lookup would only repeat the answer the
-		// provider now says was wrong.
+		// provider now says was wrong, or settle on one of two objects.
 		ch.Op.NextCheckAt = time.Time{}
 		ch.Op.LeaseOwner, ch.Op.LeaseExpiresAt = "", time.Time{}
 		ch.Op.UpdatedAt = now
@@ -84,7 +111,7 @@ func ApplyWebhook(op Operation, e WebhookEvent, t WebhookTarget, recorded *Attem
 	// valid JSON whatever the provider's message: ids and types are
 	// bounded by Validate, and 2 KiB of message is plenty for a person.
 	d := WebhookDetail{Provider: e.Provider, EventID: e.ID, Type: e.Type, Effect: t.Effect,
-		Disposition: disp, ProviderRef: t.ProviderRef, Detail: truncateTo(t.Detail, 2<<10)}
+		Disposition: disp, ProviderRef: t.ProviderRef, Key: t.Key, Object: obj, Detail: truncateTo(t.Detail, 2<<10)}
 	ch.Events = []NewEvent{{Kind: EventWebhook, Actor: actor, Detail: d.String()}}
 	if disp == WebhookSettled && op.Status == StatusManualReview {
 		outcome := ResolveSucceeded
@@ -97,6 +124,161 @@ func ApplyWebhook(op Operation, e WebhookEvent, t WebhookTarget, recorded *Attem
 		ch.Events = append(ch.Events, NewEvent{Kind: EventResolution, Actor: actor, Detail: rd.String()})
 	}
 	return ch, disp
+}
+
+// WebhookObject says which of an operation's objects an event is about.
+type WebhookObject string
+
+const (
+	// ObjectCurrent: the current key generation's object: the event names
+	// its key, or the object the ledger recorded, or (at generation 0,
+	// before any object is recorded) an object carrying the operation's
+	// id, of which there can be only one under its key.
+	ObjectCurrent WebhookObject = "current"
+	// ObjectEarlier: an object created under an earlier key generation
+	// (its key, or the reference recorded under it, before an operator's
+	// resend).
+	ObjectEarlier WebhookObject = "earlier"
+	// ObjectOther: an object that carries the operation's id but is neither
+	// the recorded one nor created under any key the operation sent: a
+	// second object for one operation.
+	ObjectOther WebhookObject = "other"
+	// ObjectUnplaced: the generation cannot be told: the event names no key
+	// and no object the ledger knows, and the operation was resent under a
+	// new key, so the object may be any generation's.
+	ObjectUnplaced WebhookObject = "unplaced"
+)
+
+// Generations is what the ledger knows of an operation's earlier key
+// generations: what an object created under one of them is recognised by.
+type Generations struct {
+	// Keys are the keys attempts carried under earlier generations (an
+	// object can exist only under a key that was sent).
+	Keys []string
+	// Refs are the provider references recorded under earlier generations
+	// (ResolutionDetail.PreviousProviderRef of each resend).
+	Refs []string
+}
+
+// ObjectOf says which of op's objects target t names. The key decides
+// when the event carries one: payonce writes the attempt's key on every
+// object it creates, and two objects under one key are impossible inside
+// the provider's key window. Without a key, the provider reference
+// decides: the recorded object, an earlier generation's, or another one.
+//
+// A target whose object is the payment it acts on (ProviderRef equal to
+// PaymentRef: a capture or cancel of a PaymentIntent) is about that
+// payment for every generation; the key the payment carries is its
+// charge's, not the operation's, and is not read.
+func ObjectOf(op Operation, earlier Generations, t WebhookTarget) WebhookObject {
+	key := t.Key
+	if t.PaymentRef != "" && t.ProviderRef == t.PaymentRef {
+		key = ""
+	}
+	switch {
+	case key != "" && key == op.Key:
+		if t.ProviderRef != "" && op.ProviderRef != "" && t.ProviderRef != op.ProviderRef {
+			// A second object under the current key: created after the
+			// provider forgot the key, by a resend outside payonce.
+			return ObjectOther
+		}
+		return ObjectCurrent
+	case key != "" && slices.Contains(earlier.Keys, key):
+		return ObjectEarlier
+	case key != "":
+		return ObjectOther
+	case t.ProviderRef != "" && t.ProviderRef == op.ProviderRef:
+		return ObjectCurrent
+	case t.ProviderRef != "" && slices.Contains(earlier.Refs, t.ProviderRef):
+		return ObjectEarlier
+	case t.ProviderRef != "" && op.ProviderRef != "":
+		return ObjectOther
+	case op.Generation == 0:
+		return ObjectCurrent
+	}
+	return ObjectUnplaced
+}
+
+// objectRule refines the table's disposition (disp, settleTo) by the
+// object the event is about, and says why when it sends the operation to
+// review. Only an object of the current generation that belongs to the
+// operation keeps the table's answer.
+func objectRule(op Operation, obj WebhookObject, t WebhookTarget, disp WebhookDisposition, settleTo Status) (WebhookDisposition, Status, string) {
+	waiting := op.Status == StatusManualReview && op.NextCheckAt.IsZero()
+	switch obj {
+	case ObjectCurrent:
+		why := webhookMismatch(op, t)
+		if why == "" {
+			return disp, settleTo, ""
+		}
+		if waiting {
+			// An operator decides already; the event is one more fact.
+			return WebhookNoted, "", ""
+		}
+		return WebhookContradiction, "", ReasonContradicted + ": " + why
+	case ObjectUnplaced:
+		// Which generation's object this is cannot be told: a lookup, which
+		// sees every generation (adapterkit.Combine), decides.
+		lookup, _ := webhookRule(op, EffectLookup)
+		return lookup, "", ""
+	}
+	// An earlier generation's object, or another object with the
+	// operation's id. Its failure says nothing about the current
+	// generation's object (settling on it would record "failed" for a
+	// refund that was never sent, or discard the answer of one in flight).
+	if t.Effect != EffectSucceeded {
+		return WebhookOtherObject, "", ""
+	}
+	// It moved money. A later generation exists (or the recorded object is
+	// another one), so the operation may have moved money twice: never
+	// "confirmed", never settled on it; an operator compares both objects.
+	what := "an earlier key generation's object"
+	if obj == ObjectOther {
+		what = "another object carrying the operation's id"
+	}
+	ref := t.ProviderRef
+	if ref == "" {
+		ref = "(no reference)"
+	}
+	return WebhookDuplicate, "", ReasonDuplicated + ": " + what + " succeeded, " + ref
+}
+
+// webhookMismatch says why the object t names does not belong to op
+// (another operation id, amount or currency than op's request), or "" when
+// it belongs: the check adapters apply to every answer and lookup
+// (adapterkit.Belongs), applied to events. An amount of 0 or an empty
+// currency, in the request or in the event, is not checked (a full capture
+// or refund fixes no amount; an event may not carry it).
+func webhookMismatch(op Operation, t WebhookTarget) string {
+	var why []string
+	if t.OperationID != "" && t.OperationID != op.ID {
+		why = append(why, fmt.Sprintf("operation id %q, not %q", t.OperationID, op.ID))
+	}
+	amount, currency := RequestAmount(op.Request)
+	if amount > 0 && t.Amount > 0 && t.Amount != amount {
+		why = append(why, fmt.Sprintf("amount %d, not %d", t.Amount, amount))
+	}
+	if currency != "" && t.Currency != "" && !strings.EqualFold(currency, t.Currency) {
+		why = append(why, fmt.Sprintf("currency %q, not %q", t.Currency, currency))
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return "the event's object has " + strings.Join(why, ", ")
+}
+
+// PreviousRefs reads the provider references that earlier key generations
+// recorded (PreviousProviderRef) from the details of an operation's
+// EventResolution entries, in order, without repeats.
+func PreviousRefs(resolutionDetails []string) []string {
+	var refs []string
+	for _, text := range resolutionDetails {
+		var d ResolutionDetail
+		if json.Unmarshal([]byte(text), &d) == nil && d.PreviousProviderRef != "" && !slices.Contains(refs, d.PreviousProviderRef) {
+			refs = append(refs, d.PreviousProviderRef)
+		}
+	}
+	return refs
 }
 
 // webhookRule is the table of ApplyWebhook: the disposition of effect on

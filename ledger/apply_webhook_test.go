@@ -24,7 +24,9 @@ func opIn(st ledger.Status) ledger.Operation {
 		op.NextCheckAt = time.Time{}
 		op.FinishedAt = t0
 		if st == ledger.StatusSucceeded {
-			op.ProviderRef = "pi_1"
+			// The object the table's events name: an event about another
+			// object is TestApplyWebhookObjects'.
+			op.ProviderRef = "pi_hook"
 		}
 	case ledger.StatusManualReview:
 		op.ReviewReason, op.ReviewAt = "window passed, outcome unknown", t0
@@ -133,7 +135,7 @@ func TestApplyWebhook(t *testing.T) {
 			if r.op.Status == inFlight && !r.op.Tombstone {
 				recorded = &ledger.Attempt{OperationID: r.op.ID, Number: 1, Key: r.op.Key, StartedAt: t0, MayHaveReached: true}
 			}
-			ch, disp := ledger.ApplyWebhook(r.op, e, target, recorded, now)
+			ch, disp := ledger.ApplyWebhook(r.op, ledger.Generations{}, e, target, recorded, now)
 			require.Equal(t, r.disp, disp)
 			require.Equal(t, r.to, ch.Op.Status)
 
@@ -151,7 +153,7 @@ func TestApplyWebhook(t *testing.T) {
 			var d ledger.WebhookDetail
 			require.NoError(t, json.Unmarshal([]byte(ch.Events[0].Detail), &d))
 			require.Equal(t, ledger.WebhookDetail{Provider: "stripe", EventID: "evt_1", Type: e.Type, Effect: r.effect, Disposition: disp,
-				ProviderRef: "pi_hook", Detail: "code=1"}, d)
+				ProviderRef: "pi_hook", Object: ledger.ObjectCurrent, Detail: "code=1"}, d)
 
 			switch disp {
 			case ledger.WebhookNoted, ledger.WebhookStale, ledger.WebhookConfirmed:
@@ -212,16 +214,157 @@ func TestApplyWebhookEdges(t *testing.T) {
 	op := opIn(ledger.StatusInFlight)
 	done := &ledger.Attempt{OperationID: op.ID, Number: 1, StartedAt: t0, FinishedAt: t0, Outcome: ledger.OutcomeMaybeSent, MayHaveReached: true}
 	e := ledger.WebhookEvent{Provider: "stripe", ID: "evt_1", Type: "t"}
-	ch, disp := ledger.ApplyWebhook(op, e, ledger.WebhookTarget{Kind: "charge", OperationID: op.ID, Effect: ledger.EffectSucceeded}, done, now)
+	ch, disp := ledger.ApplyWebhook(op, ledger.Generations{}, e, ledger.WebhookTarget{Kind: "charge", OperationID: op.ID, Effect: ledger.EffectSucceeded}, done, now)
 	require.Equal(t, ledger.WebhookSettled, disp)
 	require.Nil(t, ch.Attempt)
 
 	long := strings.Repeat("é", ledger.MaxTextBytes)
-	ch, disp = ledger.ApplyWebhook(opIn(ledger.StatusSucceeded), e,
+	ch, disp = ledger.ApplyWebhook(opIn(ledger.StatusSucceeded), ledger.Generations{}, e,
 		ledger.WebhookTarget{Kind: "charge", OperationID: op.ID, Effect: ledger.EffectReversed, Detail: long}, nil, now)
 	require.Equal(t, ledger.WebhookContradiction, disp)
 	require.LessOrEqual(t, len(ch.Op.ReviewReason), ledger.MaxTextBytes)
 	require.True(t, utf8.ValidString(ch.Op.ReviewReason), "cut on a rune boundary")
 	require.LessOrEqual(t, len(ch.Events[0].Detail), ledger.MaxTextBytes)
 	require.True(t, utf8.ValidString(ch.Events[0].Detail))
+}
+
+// resent is op at key generation 1 (key "k-g1") after an operator's
+// resend: generation 0 sent "op-1" and recorded re_0.
+func resent(op ledger.Operation) ledger.Operation {
+	op.Generation, op.Key, op.ProviderRef = 1, "k-g1", ""
+	return op
+}
+
+// TestApplyWebhookObjects: an event decides only about the object it
+// names. An earlier key generation's object, or a second object carrying
+// the operation's id, never settles or confirms the current generation;
+// its success sends the operation to review as duplicated. An object that
+// does not belong to the operation (amount, currency, operation id) is a
+// contradiction.
+func TestApplyWebhookObjects(t *testing.T) {
+	t.Parallel()
+	const (
+		pending, inFlight, unknown = ledger.StatusPending, ledger.StatusInFlight, ledger.StatusUnknown
+		succeeded, failed, review  = ledger.StatusSucceeded, ledger.StatusFailed, ledger.StatusManualReview
+	)
+	gens := ledger.Generations{Keys: []string{"op-1"}, Refs: []string{"re_0"}}
+	refund := func(st ledger.Status) ledger.Operation { return ofKind(opIn(st), "refund") }
+	capture := ofKind(opIn(pending), "capture")
+	capture.PaymentRef = "pi_pay"
+	withRef := func(op ledger.Operation, ref string) ledger.Operation { op.ProviderRef = ref; return op }
+	eur := func(op ledger.Operation) ledger.Operation {
+		op.Request = []byte(`{"amount":1000,"currency":"EUR"}`)
+		return op
+	}
+	type row struct {
+		name   string
+		op     ledger.Operation
+		gens   ledger.Generations
+		target ledger.WebhookTarget
+		obj    ledger.WebhookObject
+		disp   ledger.WebhookDisposition
+		to     ledger.Status
+		reason string
+	}
+	rows := []row{
+		// The key names the generation.
+		{"earlier key failed, never-sent generation 1", resent(refund(pending)), gens,
+			ledger.WebhookTarget{Key: "op-1", ProviderRef: "re_0", Effect: ledger.EffectFailed}, ledger.ObjectEarlier, ledger.WebhookOtherObject, pending, ""},
+		{"earlier key reversed, generation 1 in flight", resent(refund(inFlight)), gens,
+			ledger.WebhookTarget{Key: "op-1", ProviderRef: "re_0", Effect: ledger.EffectReversed}, ledger.ObjectEarlier, ledger.WebhookOtherObject, inFlight, ""},
+		{"earlier key processing", resent(refund(unknown)), gens,
+			ledger.WebhookTarget{Key: "op-1", Effect: ledger.EffectProcessing}, ledger.ObjectEarlier, ledger.WebhookOtherObject, unknown, ""},
+		{"earlier key succeeded while generation 1 is pending", resent(refund(pending)), gens,
+			ledger.WebhookTarget{Key: "op-1", ProviderRef: "re_0", Effect: ledger.EffectSucceeded}, ledger.ObjectEarlier, ledger.WebhookDuplicate, review, ledger.ReasonDuplicated},
+		{"earlier key succeeded after generation 1 succeeded", withRef(resent(refund(succeeded)), "re_1"), gens,
+			ledger.WebhookTarget{Key: "op-1", ProviderRef: "re_0", Effect: ledger.EffectSucceeded}, ledger.ObjectEarlier, ledger.WebhookDuplicate, review, ledger.ReasonDuplicated},
+		{"current key failed settles generation 1", resent(refund(unknown)), gens,
+			ledger.WebhookTarget{Key: "k-g1", ProviderRef: "re_1", Effect: ledger.EffectFailed}, ledger.ObjectCurrent, ledger.WebhookSettled, failed, ""},
+		{"a key never sent succeeded", resent(refund(unknown)), gens,
+			ledger.WebhookTarget{Key: "k-other", ProviderRef: "re_9", Effect: ledger.EffectSucceeded}, ledger.ObjectOther, ledger.WebhookDuplicate, review, ledger.ReasonDuplicated},
+		// Without a key, the recorded objects name the generation.
+		{"earlier reference failed", resent(refund(pending)), gens,
+			ledger.WebhookTarget{ProviderRef: "re_0", Effect: ledger.EffectFailed}, ledger.ObjectEarlier, ledger.WebhookOtherObject, pending, ""},
+		{"current reference succeeded", withRef(resent(refund(unknown)), "re_1"), gens,
+			ledger.WebhookTarget{ProviderRef: "re_1", Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookSettled, succeeded, ""},
+		{"unknown object after a resend: a lookup decides", resent(refund(pending)), gens,
+			ledger.WebhookTarget{ProviderRef: "re_9", Effect: ledger.EffectFailed}, ledger.ObjectUnplaced, ledger.WebhookNudged, pending, ""},
+		{"unknown object after a resend, in flight: noted", resent(refund(inFlight)), gens,
+			ledger.WebhookTarget{ProviderRef: "re_9", Effect: ledger.EffectSucceeded}, ledger.ObjectUnplaced, ledger.WebhookNoted, inFlight, ""},
+		// A second object at generation 0.
+		{"second object succeeded after the first", opIn(succeeded), ledger.Generations{},
+			ledger.WebhookTarget{ProviderRef: "pi_2", Effect: ledger.EffectSucceeded}, ledger.ObjectOther, ledger.WebhookDuplicate, review, ledger.ReasonDuplicated},
+		{"second object under the same key", opIn(succeeded), ledger.Generations{},
+			ledger.WebhookTarget{Key: "op-1", ProviderRef: "pi_2", Effect: ledger.EffectSucceeded}, ledger.ObjectOther, ledger.WebhookDuplicate, review, ledger.ReasonDuplicated},
+		{"second object failed", opIn(succeeded), ledger.Generations{},
+			ledger.WebhookTarget{ProviderRef: "pi_2", Effect: ledger.EffectFailed}, ledger.ObjectOther, ledger.WebhookOtherObject, succeeded, ""},
+		{"an object named while in review for an operator", operatorReview(), ledger.Generations{},
+			ledger.WebhookTarget{ProviderRef: "pi_2", Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookNoted, review, ""},
+		{"first object named at generation 0", opIn(unknown), ledger.Generations{},
+			ledger.WebhookTarget{ProviderRef: "pi_1", Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookSettled, succeeded, ""},
+		// A capture names the payment it acts on, whose key is its charge's.
+		{"capture of the payment", capture, ledger.Generations{},
+			ledger.WebhookTarget{Key: "charge-key", ProviderRef: "pi_pay", PaymentRef: "pi_pay", Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookSettled, succeeded, ""},
+		// The object must belong to the operation.
+		{"another amount", eur(opIn(unknown)), ledger.Generations{},
+			ledger.WebhookTarget{ProviderRef: "pi_1", Amount: 500, Currency: "eur", Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookContradiction, review, ledger.ReasonContradicted},
+		{"another currency", eur(opIn(unknown)), ledger.Generations{},
+			ledger.WebhookTarget{ProviderRef: "pi_1", Amount: 1000, Currency: "usd", Effect: ledger.EffectFailed}, ledger.ObjectCurrent, ledger.WebhookContradiction, review, ledger.ReasonContradicted},
+		{"another operation id", eur(opIn(unknown)), ledger.Generations{},
+			ledger.WebhookTarget{OperationID: "op-2", ProviderRef: "pi_1", Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookContradiction, review, ledger.ReasonContradicted},
+		{"another amount after success", withRef(eur(opIn(succeeded)), "pi_1"), ledger.Generations{},
+			ledger.WebhookTarget{ProviderRef: "pi_1", Amount: 999, Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookContradiction, review, ledger.ReasonContradicted},
+		{"same amount and currency", eur(opIn(unknown)), ledger.Generations{},
+			ledger.WebhookTarget{ProviderRef: "pi_1", Amount: 1000, Currency: "eur", Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookSettled, succeeded, ""},
+		{"no amount in the event", eur(opIn(unknown)), ledger.Generations{},
+			ledger.WebhookTarget{ProviderRef: "pi_1", Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookSettled, succeeded, ""},
+		{"another amount, review for an operator", eur(operatorReview()), ledger.Generations{},
+			ledger.WebhookTarget{ProviderRef: "pi_1", Amount: 1, Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookNoted, review, ""},
+	}
+	e := ledger.WebhookEvent{Provider: "stripe", ID: "evt_1", Type: "refund.updated"}
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
+			target := r.target
+			target.Kind = r.op.Kind
+			if target.OperationID == "" {
+				target.OperationID = r.op.ID
+			}
+			require.Equal(t, r.obj, ledger.ObjectOf(r.op, r.gens, target))
+			var recorded *ledger.Attempt
+			if r.op.Status == inFlight {
+				recorded = &ledger.Attempt{OperationID: r.op.ID, Number: 2, Key: r.op.Key, StartedAt: t0, MayHaveReached: true}
+			}
+			ch, disp := ledger.ApplyWebhook(r.op, r.gens, e, target, recorded, now)
+			require.Equal(t, r.disp, disp)
+			require.Equal(t, r.to, ch.Op.Status)
+			var d ledger.WebhookDetail
+			require.NoError(t, json.Unmarshal([]byte(ch.Events[0].Detail), &d))
+			require.Equal(t, r.obj, d.Object, "the event is recorded with the object it was about")
+			require.Equal(t, target.Key, d.Key)
+			switch disp {
+			case ledger.WebhookOtherObject, ledger.WebhookNoted:
+				require.Equal(t, r.op, ch.Op, "the current generation is unchanged")
+				require.Nil(t, ch.Attempt)
+			case ledger.WebhookDuplicate, ledger.WebhookContradiction:
+				require.True(t, strings.HasPrefix(ch.Op.ReviewReason, r.reason), ch.Op.ReviewReason)
+				require.True(t, ch.Op.NextCheckAt.IsZero(), "waits for an operator")
+				require.Equal(t, r.op.ProviderRef, ch.Op.ProviderRef, "never recorded as the operation's object")
+				require.Equal(t, r.op.Result, ch.Op.Result)
+				if r.op.Status == inFlight {
+					require.NotNil(t, ch.Attempt)
+					require.Equal(t, ledger.OutcomeMaybeSent, ch.Attempt.Outcome)
+				}
+			}
+		})
+	}
+}
+
+func TestPreviousRefs(t *testing.T) {
+	t.Parallel()
+	d := func(ref string) string {
+		return ledger.ResolutionDetail{Outcome: ledger.ResolveResend, Note: "n", PreviousProviderRef: ref}.String()
+	}
+	require.Equal(t, []string{"re_0", "re_1"}, ledger.PreviousRefs([]string{d("re_0"), d(""), "not json", d("re_1"), d("re_0")}))
+	require.Nil(t, ledger.PreviousRefs(nil))
 }

@@ -76,11 +76,23 @@ const (
 	// WebhookTombstoned: the operation was cleaned up; its tombstone is not
 	// changed.
 	WebhookTombstoned WebhookDisposition = "tombstoned"
+	// WebhookOtherObject: the event is about an object that is not the
+	// current key generation's (an earlier generation's, or another one
+	// carrying the operation's id) and reports no success: it is recorded
+	// on the operation and changes nothing, since it says nothing about
+	// the current generation's object.
+	WebhookOtherObject WebhookDisposition = "other_object"
+	// WebhookDuplicate: an object that is not the current generation's
+	// succeeded (an earlier generation's, or a second object): money may
+	// have moved twice. The operation went to manual_review with
+	// ReasonDuplicated.
+	WebhookDuplicate WebhookDisposition = "duplicate"
 )
 
 // WebhookDispositions lists every disposition in a stable order.
 var WebhookDispositions = []WebhookDisposition{WebhookSettled, WebhookConfirmed, WebhookStale,
-	WebhookContradiction, WebhookNoted, WebhookNudged, WebhookUnmatched, WebhookAmbiguous, WebhookTombstoned}
+	WebhookContradiction, WebhookNoted, WebhookNudged, WebhookUnmatched, WebhookAmbiguous, WebhookTombstoned,
+	WebhookOtherObject, WebhookDuplicate}
 
 // ParseWebhookDisposition turns a string into a WebhookDisposition, or
 // returns an error naming the allowed values.
@@ -279,7 +291,14 @@ type WebhookDetail struct {
 	Effect      WebhookEffect      `json:"effect"`
 	Disposition WebhookDisposition `json:"disposition"`
 	ProviderRef string             `json:"provider_ref,omitempty"`
-	Detail      string             `json:"detail,omitempty"`
+	// Key is the idempotency key the event's object carries, when the
+	// provider echoes it; Object is which of the operation's objects the
+	// event was about when it was applied (ObjectOf). Together they tell
+	// which key generation an event speaks for (Client.Resolve reads them
+	// as evidence).
+	Key    string        `json:"key,omitempty"`
+	Object WebhookObject `json:"object,omitempty"`
+	Detail string        `json:"detail,omitempty"`
 }
 
 // String is the detail as stored.
@@ -296,3 +315,14 @@ func WebhookActor(provider string) string { return "webhook:" + provider }
 // such an operation again: only an operator does, because the lookup that
 // settled it is what the provider now says was wrong.
 const ReasonWebhookContradiction = "provider reported a change after settlement"
+
+// ReasonDuplicated starts the review reason of an operation for which the
+// provider holds more than one object that moved money (a lookup found
+// two, or an event named a second object or an earlier key generation's
+// that succeeded). A resend under a new key is never allowed for it.
+const ReasonDuplicated = "provider holds more than one object for this operation"
+
+// ReasonContradicted starts the review reason of an operation whose
+// provider answer, lookup or event does not belong to it (another
+// operation id, amount or currency).
+const ReasonContradicted = "provider answer contradicts the ledger"

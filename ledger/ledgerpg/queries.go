@@ -2,11 +2,13 @@ package ledgerpg
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/payonce/payonce/ledger/internal/statsql"
+	"github.com/payonce/payonce/ledger/internal/storeflow"
 )
 
 // queries holds the SQL of one Store with its schema's quoted table names
@@ -55,6 +57,7 @@ type queries struct {
 	lockByProviderRef   string
 	lockByPaymentRef    string
 	latestAttempt       string
+	earlier             string
 	insertOutcomes      string
 	listWebhooks        string
 	purgeInbox          string
@@ -323,6 +326,7 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 	q.lockByPaymentRef = r.Replace(`SELECT {{cols}} FROM {{ops}}
 		WHERE provider = $1 AND kind = $2 AND payment_ref = $3 ORDER BY id FOR UPDATE`)
 	q.latestAttempt = r.Replace(`SELECT {{a.cols}} FROM {{attempts}} a WHERE a.operation_id = $1 ORDER BY a.number DESC LIMIT 1`)
+	q.earlier = storeflow.EarlierQuery(func(n int) string { return "$" + strconv.Itoa(n) }, q.attempts, q.events)
 	q.insertOutcomes = r.Replace(`INSERT INTO {{outcomes}} (provider, event_id, seq, target, operation_id, disposition, from_status, to_status)
 		SELECT $1::text, $2::text, o.ord - 1, o.target, NULLIF(o.op, ''), o.disp, NULLIF(o.from_s, ''), NULLIF(o.to_s, '')
 		FROM unnest($3::int[], $4::text[], $5::text[], $6::text[], $7::text[])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/payonce/payonce/ledger"
@@ -82,6 +83,14 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 					return nil, err
 				}
 				return &a, nil
+			},
+			Earlier: func(id, current string) ([]string, []string, error) {
+				pairs, err := collect(ctx, c, func(r scanner) ([2]string, error) {
+					var p [2]string
+					return p, r.Scan(&p[0], &p[1])
+				}, earlierQuery, id, current)
+				keys, resolutions := storeflow.SplitEarlier(pairs)
+				return keys, resolutions, err
 			},
 			Write: func(ch ledger.Change, now time.Time) error {
 				if err := saveOp(ctx, c, &ch.Op); err != nil {
@@ -192,3 +201,7 @@ func purgeInbox(ctx context.Context, c *sql.Conn, cutoff time.Time, batch int) (
 	n, err := res.RowsAffected()
 	return int(n), err
 }
+
+// earlierQuery reads what an operation recorded under its earlier key
+// generations (storeflow.EarlierQuery).
+var earlierQuery = storeflow.EarlierQuery(func(n int) string { return "?" + strconv.Itoa(n) }, "payonce_attempts", "payonce_events")

@@ -179,6 +179,8 @@ func suite() []group {
 			{"AmbiguousSettlesNone", testWebhookAmbiguous},
 			{"Unmatched", testWebhookUnmatched},
 			{"Tombstone", testWebhookTombstone},
+			{"AppliesToItsKeyGeneration", testWebhookGenerations},
+			{"SecondObjectIsADuplicate", testWebhookSecondObject},
 			{"InvalidParams", testWebhookInvalid},
 			{"InvalidFilter", testWebhookInvalidFilter},
 			{"RecordedOnce", testWebhookConcurrent},

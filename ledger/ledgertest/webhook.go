@@ -160,7 +160,7 @@ func testWebhookSettleUnknown(t *testing.T, h *Harness) {
 	requireTime(t, now, evs[0].At, "At of the webhook entry")
 	require.Equal(t, ledger.WebhookActor("stripe"), evs[0].Actor)
 	require.Equal(t, ledger.WebhookDetail{Provider: "stripe", EventID: "evt_1", Type: "payment_intent.succeeded", Effect: ledger.EffectSucceeded,
-		Disposition: ledger.WebhookSettled, ProviderRef: "pi_hook", Detail: "amount_received=1000"}, details[0])
+		Disposition: ledger.WebhookSettled, ProviderRef: "pi_hook", Object: ledger.ObjectCurrent, Detail: "amount_received=1000"}, details[0])
 }
 
 // An event that arrives while the attempt is in flight settles the
@@ -283,7 +283,7 @@ func testWebhookSettlesReview(t *testing.T, h *Harness) {
 	require.Contains(t, got.Resolution.Note, "evt_1")
 	requireTime(t, now, got.Resolution.At, "Resolution.At")
 	detail := ledger.WebhookDetail{Provider: "stripe", EventID: "evt_1", Type: "payment_intent.succeeded", Effect: ledger.EffectSucceeded,
-		Disposition: ledger.WebhookSettled, ProviderRef: "pi_r"}
+		Disposition: ledger.WebhookSettled, ProviderRef: "pi_r", Object: ledger.ObjectCurrent}
 	requireEvents(t, s, op.ID,
 		event(op.ID, 1, now, ledger.EventWebhook, ledger.WebhookActor("stripe"), detail.String()),
 		resolutionEvent(op.ID, 2, now, ledger.WebhookActor("stripe"), map[string]any{"outcome": "succeeded", "provider_ref": "pi_r"}))
@@ -710,4 +710,91 @@ func RequireUpgradedFromVersion3(t *testing.T, s ledger.Store, op1 ledger.NewOpe
 	mustRecordNew(t, s, evt("evt_3", "refund.updated", ledger.WebhookTarget{Kind: "refund", PaymentRef: "pi_1", Effect: ledger.EffectFailed}), now,
 		outcome(0, refund.ID, ledger.WebhookNudged, ledger.StatusPending, ledger.StatusPending))
 	require.Equal(t, []string{"stripe/evt_1", "stripe/evt_2", "stripe/evt_3"}, entryIDs(mustListWebhooks(t, s, ledger.InboxFilter{})))
+}
+
+// An event applies to the key generation whose key or recorded object it
+// names. The operation succeeded under generation 0, a late failure put it
+// in review and an operator resent it under generation 1: the late events
+// of generation 0's object (by key, or by the reference it recorded) never
+// settle generation 1, whether it waits or is in flight; a success of
+// generation 0's object, or of a second object, sends the operation to
+// review as duplicated.
+func testWebhookGenerations(t *testing.T, h *Harness) {
+	s := h.Store
+	op := NewOp("op-gen")
+	reach(t, s, op, ownerA, ledger.StatusSucceeded)
+	gen0 := ledger.WebhookTarget{Kind: "charge", OperationID: op.ID, ProviderRef: "pi_" + op.ID, Key: op.Key}
+	failed := gen0
+	failed.Effect = ledger.EffectReversed
+	mustRecordNew(t, s, evt("evt_1", "charge.dispute.created", failed), at(time.Hour),
+		outcome(0, op.ID, ledger.WebhookContradiction, ledger.StatusSucceeded, ledger.StatusManualReview))
+	mustResolve(t, s, ledger.ResolveParams{ID: op.ID, Actor: "alice", Note: "resend", Outcome: ledger.ResolveResend,
+		NewKey: op.ID + "-g1", NewGeneration: 1, Now: at(2 * time.Hour)})
+
+	// Generation 1 waits: generation 0's failure, by key or by reference,
+	// is recorded and changes nothing.
+	before, atts := mustGet(t, s, op.ID)
+	require.Equal(t, ledger.StatusPending, before.Status)
+	byRef := failed
+	byRef.Key = ""
+	byRef.Effect = ledger.EffectFailed
+	mustRecordNew(t, s, evt("evt_2", "charge.failed", failed, byRef), at(3*time.Hour),
+		outcome(0, op.ID, ledger.WebhookOtherObject, ledger.StatusPending, ledger.StatusPending),
+		outcome(1, op.ID, ledger.WebhookOtherObject, ledger.StatusPending, ledger.StatusPending))
+	after, afterAtts := mustGet(t, s, op.ID)
+	require.Equal(t, before.Status, after.Status)
+	require.Equal(t, before.NextCheckAt, after.NextCheckAt)
+	require.Equal(t, atts, afterAtts)
+	_, details := webhookEvents(t, s, op.ID)
+	require.Equal(t, ledger.ObjectEarlier, details[len(details)-1].Object, "recorded as an earlier generation's")
+
+	// Generation 1 in flight: its own answer is not discarded.
+	now := at(4 * time.Hour)
+	claimed := mustClaimDue(t, s, ledger.ClaimDueParams{Owner: ownerB, Now: now, LeaseUntil: now.Add(leaseFor), Limit: 10, Provider: op.Provider})
+	require.Equal(t, []string{op.ID}, ids(claimed))
+	_, a := mustStartAttempt(t, s, op.ID, ownerB, now)
+	require.Equal(t, op.ID+"-g1", a.Key)
+	mustRecordNew(t, s, evt("evt_3", "charge.refund.updated", failed), now.Add(time.Second),
+		outcome(0, op.ID, ledger.WebhookOtherObject, ledger.StatusInFlight, ledger.StatusInFlight))
+	_, inflight := mustGet(t, s, op.ID)
+	require.True(t, inflight[len(inflight)-1].FinishedAt.IsZero(), "generation 1's attempt is still the caller's")
+
+	// Generation 0's object succeeded: money may have moved twice.
+	ok := gen0
+	ok.Effect = ledger.EffectSucceeded
+	mustRecordNew(t, s, evt("evt_4", "payment_intent.succeeded", ok), now.Add(2*time.Second),
+		outcome(0, op.ID, ledger.WebhookDuplicate, ledger.StatusInFlight, ledger.StatusManualReview))
+	got, _ := mustGet(t, s, op.ID)
+	require.True(t, strings.HasPrefix(got.ReviewReason, ledger.ReasonDuplicated), got.ReviewReason)
+	require.Empty(t, got.ProviderRef, "generation 0's object is never recorded as generation 1's")
+	requireTime(t, time.Time{}, got.NextCheckAt, "NextCheckAt: waits for an operator")
+}
+
+// A second object carrying the operation's id is never a confirmation: its
+// success sends the operation to review as duplicated; its failure is
+// recorded and changes nothing. An object whose amount is not the
+// operation's is a contradiction, never a settlement.
+func testWebhookSecondObject(t *testing.T, h *Harness) {
+	s := h.Store
+	op := NewOp("op-second")
+	reach(t, s, op, ownerA, ledger.StatusSucceeded)
+	second := ledger.WebhookTarget{Kind: "charge", OperationID: op.ID, ProviderRef: "pi_second", Effect: ledger.EffectFailed}
+	mustRecordNew(t, s, evt("evt_1", "payment_intent.payment_failed", second), at(time.Hour),
+		outcome(0, op.ID, ledger.WebhookOtherObject, ledger.StatusSucceeded, ledger.StatusSucceeded))
+	second.Effect = ledger.EffectSucceeded
+	mustRecordNew(t, s, evt("evt_2", "payment_intent.succeeded", second), at(time.Hour),
+		outcome(0, op.ID, ledger.WebhookDuplicate, ledger.StatusSucceeded, ledger.StatusManualReview))
+	got, _ := mustGet(t, s, op.ID)
+	require.True(t, strings.HasPrefix(got.ReviewReason, ledger.ReasonDuplicated), got.ReviewReason)
+	require.Contains(t, got.ReviewReason, "pi_second")
+	require.Equal(t, "pi_"+op.ID, got.ProviderRef)
+
+	other := NewOp("op-amount")
+	unknownWithRef(t, s, other, "pi_amount")
+	mustRecordNew(t, s, evt("evt_3", "payment_intent.succeeded", ledger.WebhookTarget{Kind: "charge", OperationID: other.ID,
+		ProviderRef: "pi_amount", Amount: 999, Currency: "eur", Effect: ledger.EffectSucceeded}), at(time.Hour),
+		outcome(0, other.ID, ledger.WebhookContradiction, ledger.StatusUnknown, ledger.StatusManualReview))
+	got, _ = mustGet(t, s, other.ID)
+	require.True(t, strings.HasPrefix(got.ReviewReason, ledger.ReasonContradicted), got.ReviewReason)
+	require.Contains(t, got.ReviewReason, "amount 999, not 1000")
 }

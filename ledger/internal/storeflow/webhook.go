@@ -34,6 +34,10 @@ type WebhookSteps struct {
 	// LatestAttempt reads the latest attempt of operation id; nil when it
 	// has none.
 	LatestAttempt func(id string) (*ledger.Attempt, error)
+	// Earlier reads what operation id recorded under its earlier key
+	// generations: the keys its attempts carried other than current, and
+	// the details of its EventResolution entries.
+	Earlier func(id, current string) (keys, resolutions []string, err error)
 	// Write saves ch.Op's mutable columns, updates the attempt row of
 	// ch.Attempt when it is set, and appends ch.Events stamped now,
 	// numbered after the operation's last one. The caller holds the row
@@ -99,7 +103,7 @@ func RecordWebhook(p ledger.RecordWebhookParams, steps WebhookSteps) (ledger.Web
 				to, got := op.Status, ledger.WebhookNoted
 				if !op.Tombstone && !op.Status.Final() {
 					var ch ledger.Change
-					ch, got = ledger.ApplyWebhook(op, e, lookup, nil, now)
+					ch, got = ledger.ApplyWebhook(op, ledger.Generations{}, e, lookup, nil, now)
 					if got == ledger.WebhookNudged {
 						if err := steps.Write(ch, now); err != nil {
 							return ledger.WebhookReport{}, err
@@ -173,13 +177,54 @@ func applyOne(op ledger.Operation, e ledger.WebhookEvent, t ledger.WebhookTarget
 			return ledger.WebhookOutcome{}, err
 		}
 	}
-	ch, disp := ledger.ApplyWebhook(op, e, t, recorded, now)
+	earlier, err := earlierGenerations(op, steps)
+	if err != nil {
+		return ledger.WebhookOutcome{}, err
+	}
+	ch, disp := ledger.ApplyWebhook(op, earlier, e, t, recorded, now)
 	if !op.Tombstone {
 		if err := steps.Write(ch, now); err != nil {
 			return ledger.WebhookOutcome{}, err
 		}
 	}
 	return ledger.WebhookOutcome{OperationID: op.ID, Disposition: disp, From: op.Status, To: ch.Op.Status}, nil
+}
+
+// earlierGenerations is what op recorded under its earlier key generations
+// (none at generation 0, and none for a tombstone, whose history went with
+// it): what ledger.ObjectOf tells an earlier generation's object by.
+func earlierGenerations(op ledger.Operation, steps WebhookSteps) (ledger.Generations, error) {
+	if op.Tombstone || op.Generation == 0 {
+		return ledger.Generations{}, nil
+	}
+	keys, resolutions, err := steps.Earlier(op.ID, op.Key)
+	if err != nil {
+		return ledger.Generations{}, err
+	}
+	return ledger.Generations{Keys: keys, Refs: ledger.PreviousRefs(resolutions)}, nil
+}
+
+// EarlierQuery is the statement behind WebhookSteps.Earlier in both
+// stores' dialects: ph(n) is the n-th placeholder, and attempts and events
+// the tables' names. Its rows are (kind, text): "key" with a key an
+// attempt carried other than the current one, "resolution" with the
+// detail of an EventResolution entry.
+func EarlierQuery(ph func(n int) string, attempts, events string) string {
+	return `SELECT 'key', key FROM ` + attempts + ` WHERE operation_id = ` + ph(1) + ` AND key <> ` + ph(2) + ` GROUP BY key
+		UNION ALL
+		SELECT 'resolution', detail FROM ` + events + ` WHERE operation_id = ` + ph(1) + ` AND kind = 'resolution'`
+}
+
+// SplitEarlier sorts EarlierQuery's rows into keys and resolution details.
+func SplitEarlier(rows [][2]string) (keys, resolutions []string) {
+	for _, r := range rows {
+		if r[0] == "key" {
+			keys = append(keys, r[1])
+		} else {
+			resolutions = append(resolutions, r[1])
+		}
+	}
+	return keys, resolutions
 }
 
 // storedTarget is the JSON form of a ledger.WebhookTarget in the inbox
