@@ -522,7 +522,8 @@ type StatusQuery struct {
 // never changes the operation. It returns the Result and error a call with
 // the same identity returns once it can do no more: nil for succeeded, a
 // *DeclinedError (ErrDeclined) for failed, ErrOutcomeUnknown for unknown,
-// ErrInProgress for in flight, ErrProviderUnavailable for pending (nothing
+// ErrInProgress for in flight (ErrOutcomeUnknown once its lease has lapsed:
+// nobody is sending it), ErrProviderUnavailable for pending (nothing
 // sent yet), ErrManualReview for manual review (ResultStatus documents the
 // mapping). Result.Replayed is true: the answer came from the ledger.
 //
@@ -551,6 +552,13 @@ func (c *Client) Status(ctx context.Context, q StatusQuery) (Result, error) {
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("payonce: reading the %s of order %q: %w", q.Kind, q.OrderID, err)
+	}
+	if op.Status == ledger.StatusInFlight && !c.cfg.Now().Before(op.LeaseExpiresAt) {
+		// Nobody holds the lease any more (the worker died or gave up):
+		// no answer is awaited, the attempt may have reached the provider,
+		// and the reconciler will treat it as unknown and look it up.
+		// "In progress" would tell the caller to wait for nothing.
+		op.Status = ledger.StatusUnknown
 	}
 	r := ResultOf(op)
 	r.Replayed = true

@@ -2,7 +2,10 @@ package payonce
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -67,13 +70,24 @@ func Resolve(ctx context.Context, store ledger.Store, p ResolveParams) (ledger.O
 }
 
 // Resolve is the package-level Resolve for an operation of this client's
-// provider. Before a resend it looks the operation up at the provider,
-// across every key generation, and refuses (ErrResendRefused, with the
-// reason) while an earlier object succeeded or is still processing, when
-// the provider holds more than one object or one that contradicts the
-// operation, or when the lookup fails: a new key is safe only when the
-// provider positively says that no earlier one moved money.
+// provider (Now defaults to Config.Now). Before a resend it looks the
+// operation up at the provider, across every key generation, and refuses
+// (ErrResendRefused, with the reason) while an earlier object succeeded or
+// is still processing, when the provider holds more than one object or one
+// that contradicts the operation, or when the lookup fails: a new key is
+// safe only when the provider positively says that no earlier one moved
+// money. It also refuses when a recorded event shows that money moved (a
+// success, a chargeback or dispute, an object still processing), and, for
+// a provider whose lookup cannot prove absence
+// (ProviderInfo.LookupProvesAbsence false: Adyen), unless every earlier key
+// generation that may have reached the provider was refused by it (a
+// declined answer, or a failure event of its object).
 func (c *Client) Resolve(ctx context.Context, p ResolveParams) (ledger.Operation, error) {
+	if p.Now.IsZero() {
+		// The client's clock, not the machine's: tests and services that
+		// drive time drive the resolution's time too.
+		p.Now = c.cfg.Now()
+	}
 	if p.Outcome != ledger.ResolveResend || p.OperationID == "" {
 		return Resolve(ctx, c.cfg.Store, p)
 	}
@@ -92,6 +106,17 @@ func (c *Client) Resolve(ctx context.Context, p ResolveParams) (ledger.Operation
 	if err != nil {
 		return op, fmt.Errorf("%w: the stored request of %s cannot be read (%v); the provider cannot be asked", ErrResendRefused, op.ID, err)
 	}
+	evs, err := c.cfg.Store.Events(ctx, op.ID)
+	if err != nil {
+		return op, fmt.Errorf("%w: reading the history of %s: %v", ErrResendRefused, op.ID, err)
+	}
+	// What the provider told by webhook counts first, whatever a lookup
+	// says: a lookup may not see an object an event named (Adyen has no
+	// lookup at all), and a chargeback or a success on record is proof
+	// that money moved.
+	if why := movedByEvents(op.Kind, evs); why != "" {
+		return op, fmt.Errorf("%w for operation %s: %s", ErrResendRefused, op.ID, why)
+	}
 	q, err := c.lookupQuery(ctx, op, req, atts)
 	if err != nil {
 		return op, fmt.Errorf("%w: %v", ErrResendRefused, err)
@@ -99,6 +124,15 @@ func (c *Client) Resolve(ctx context.Context, p ResolveParams) (ledger.Operation
 	lr, lerr := c.lookup(ctx, q)
 	if why := resendRefusal(lr, lerr); why != "" {
 		return op, fmt.Errorf("%w for operation %s: %s", ErrResendRefused, op.ID, why)
+	}
+	if !c.info.LookupProvesAbsence {
+		// The lookup's "not found" proves nothing here: only the provider's
+		// own refusal of every earlier key generation does.
+		keys := append(slices.Clone(q.EarlierKeys), op.Key)
+		if why := missingRefusal(c.cfg.Provider.Name(), op, keys, atts, evs); why != "" {
+			return op, fmt.Errorf("%w for operation %s: %s", ErrResendRefused, op.ID, why)
+		}
+		return Resolve(ctx, c.cfg.Store, p)
 	}
 	if end := c.lastAttemptEnd(atts); lr.State == LookupNotFound && lr.Lag > 0 && !end.IsZero() {
 		// An eventually consistent search may not show the latest
@@ -109,6 +143,113 @@ func (c *Client) Resolve(ctx context.Context, p ResolveParams) (ledger.Operation
 		}
 	}
 	return Resolve(ctx, c.cfg.Store, p)
+}
+
+// movedByEvents says which recorded provider event shows that money moved
+// (or may still move) for the operation, on any of its objects and key
+// generations, or "" when none does: a success, a charge reversed
+// (a chargeback or dispute: the charge moved money before it was pulled
+// back), or an object still processing. A refund, capture or cancel that
+// failed after it succeeded did not move money in the end; its failure
+// wins over its earlier success.
+func movedByEvents(kind string, evs []ledger.Event) string {
+	type state struct {
+		moved, failed bool
+		event         string
+	}
+	objects := map[string]*state{}
+	var order []string
+	for _, e := range evs {
+		if e.Kind != ledger.EventWebhook {
+			continue
+		}
+		var d ledger.WebhookDetail
+		if json.Unmarshal([]byte(e.Detail), &d) != nil {
+			return "the webhook entry " + strconv.Itoa(e.Seq) + " of the history cannot be read; check the provider's records by hand"
+		}
+		id := d.ProviderRef + "|" + d.Key
+		st := objects[id]
+		if st == nil {
+			st = &state{}
+			objects[id] = st
+			order = append(order, id)
+		}
+		switch {
+		case d.Effect == ledger.EffectSucceeded, d.Effect == ledger.EffectProcessing,
+			d.Effect == ledger.EffectReversed && kind == string(KindCharge):
+			if !st.moved {
+				st.moved, st.event = true, d.Type+" "+d.EventID
+			}
+		case d.Effect == ledger.EffectFailed, d.Effect == ledger.EffectReversed:
+			st.failed = true
+		}
+	}
+	for _, id := range order {
+		st := objects[id]
+		// A charge that succeeded and failed later was charged back; only
+		// for the other kinds does a failure undo the success.
+		if st.moved && (kind == string(KindCharge) || !st.failed) {
+			ref, _, _ := strings.Cut(id, "|")
+			return fmt.Sprintf("the provider reported object %q by event %s: money moved or may still move; resolve as succeeded with that reference, or refund it, instead", ref, st.event)
+		}
+	}
+	return ""
+}
+
+// missingRefusal says which key generation has no recorded refusal, or ""
+// when every one that may have reached the provider was refused by it: for
+// a provider whose lookup cannot prove that nothing exists (Adyen), the
+// only evidence that no earlier key moved money. keys[g] is generation g's
+// key. A generation proves nothing moved when none of its attempts may
+// have reached the provider, when the provider refused one of its attempts
+// outright (OutcomeRefused: its answer is stored for the key), or when an
+// event reported its object failed: an event naming the generation's key,
+// or one applied to the generation that was current when it arrived
+// (ledger.ObjectCurrent; generations change only by a resend resolution,
+// in the history's order).
+func missingRefusal(provider string, op ledger.Operation, keys []string, atts []ledger.Attempt, evs []ledger.Event) string {
+	refusedKey, refusedGen := map[string]bool{}, map[int]bool{}
+	gen := 0
+	for _, e := range evs {
+		if e.Kind == ledger.EventResolution {
+			var d ledger.ResolutionDetail
+			if json.Unmarshal([]byte(e.Detail), &d) == nil && d.Outcome == ledger.ResolveResend {
+				gen = d.NewGeneration
+			}
+			continue
+		}
+		var d ledger.WebhookDetail
+		if e.Kind != ledger.EventWebhook || json.Unmarshal([]byte(e.Detail), &d) != nil {
+			continue
+		}
+		// A refund, capture or cancel that failed after it succeeded did
+		// not move money; a charge reversed did (movedByEvents refuses it).
+		failed := d.Effect == ledger.EffectFailed || (d.Effect == ledger.EffectReversed && op.Kind != string(KindCharge))
+		switch {
+		case !failed || d.Object == ledger.ObjectOther || d.Object == ledger.ObjectUnplaced:
+			// Another object's failure says nothing of the generation's own.
+		case d.Key != "":
+			refusedKey[d.Key] = true
+		case d.Object == ledger.ObjectCurrent:
+			refusedGen[gen] = true
+		}
+	}
+	for g, key := range keys {
+		reached, refused := false, refusedKey[key] || refusedGen[g]
+		for _, a := range atts {
+			if a.Key != key {
+				continue
+			}
+			reached = reached || a.MayHaveReached
+			refused = refused || a.Outcome == ledger.OutcomeRefused
+		}
+		if reached && !refused {
+			return fmt.Sprintf("%s's lookup cannot prove that nothing moved, and key generation %d (key %s) has no refusal on record "+
+				"(a declined answer, or a failure event of its object); check the provider's dashboard, then resolve as failed with a note, "+
+				"or as succeeded with the reference", provider, g, key)
+		}
+	}
+	return ""
 }
 
 // resendRefusal says why a lookup forbids a resend under a new key, or ""

@@ -122,6 +122,9 @@ func TestStatusCoversEveryLedgerStatus(t *testing.T) {
 		require.True(t, ok, "ledger status %q is missing from the table on ResultStatus", st)
 		op := ledger.Operation{ID: "op-1", Key: "op-1", Provider: "stripe", Kind: "charge", Status: st, ProviderRef: "pi_1",
 			Result: []byte(`{"code":"card_declined","http_status":402}`), Attempts: 1}
+		if st == ledger.StatusInFlight {
+			op.LeaseOwner, op.LeaseExpiresAt = "worker", b.clock.Now().Add(time.Minute)
+		}
 		store := &oneOpStore{op: op}
 		client, err := payonce.New(providertest.ClientConfig(b.psp, store, b.clock.Now))
 		require.NoError(t, err)
@@ -141,6 +144,28 @@ func TestStatusCoversEveryLedgerStatus(t *testing.T) {
 		}
 	}
 	require.Len(t, seen, len(ledger.Statuses))
+}
+
+// An operation in flight whose lease has lapsed has nobody sending it any
+// more (the worker died): its attempt may have reached the provider, so
+// Status reports it unknown, as the reconciler will treat it, not in
+// progress.
+func TestStatusOfALapsedLeaseIsUnknown(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	op := ledger.Operation{ID: "op-1", Key: "op-1", Provider: "stripe", Kind: "charge", Status: ledger.StatusInFlight,
+		LeaseOwner: "dead-worker", LeaseExpiresAt: b.clock.Now().Add(time.Second), Attempts: 1}
+	client, err := payonce.New(providertest.ClientConfig(b.psp, &oneOpStore{op: op}, b.clock.Now))
+	require.NoError(t, err)
+	q := payonce.StatusQuery{Kind: payonce.KindCharge, OrderID: "o"}
+	res, err := client.Status(b.ctx, q)
+	require.ErrorIs(t, err, payonce.ErrInProgress, "the lease is still live")
+	require.Equal(t, payonce.ResultInProgress, res.Status)
+
+	b.clock.Advance(time.Second)
+	res, err = client.Status(b.ctx, q)
+	require.ErrorIs(t, err, payonce.ErrOutcomeUnknown, "the lease has lapsed: nobody is sending it")
+	require.Equal(t, payonce.ResultUnknown, res.Status)
 }
 
 // A capture, cancel or refund of a charge whose outcome is unknown is

@@ -27,6 +27,17 @@ type hookPSP struct {
 	payonce.Provider
 	parse      func(r *http.Request, body []byte) ([]payonce.WebhookEvent, error)
 	lookupDown bool
+	// noAbsence makes the adapter behave as Adyen's: its lookup answers
+	// only "not found", and it declares that this proves nothing.
+	noAbsence bool
+}
+
+func (p *hookPSP) Info() payonce.ProviderInfo {
+	info := p.Provider.Info()
+	if p.noAbsence {
+		info.LookupProvesAbsence = false
+	}
+	return info
 }
 
 func (p *hookPSP) ParseWebhook(r *http.Request, body []byte) ([]payonce.WebhookEvent, error) {
@@ -36,6 +47,9 @@ func (p *hookPSP) ParseWebhook(r *http.Request, body []byte) ([]payonce.WebhookE
 func (p *hookPSP) Lookup(ctx context.Context, hc payonce.HTTPDoer, q payonce.LookupQuery) (payonce.LookupResult, error) {
 	if p.lookupDown {
 		return payonce.LookupResult{}, errors.New("lookups are down")
+	}
+	if p.noAbsence {
+		return payonce.LookupResult{State: payonce.LookupNotFound}, nil
 	}
 	return p.Provider.Lookup(ctx, hc, q)
 }

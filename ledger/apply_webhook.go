@@ -171,10 +171,14 @@ type Generations struct {
 // payment for every generation; the key the payment carries is its
 // charge's, not the operation's, and is not read.
 func ObjectOf(op Operation, earlier Generations, t WebhookTarget) WebhookObject {
-	key := t.Key
 	if t.PaymentRef != "" && t.ProviderRef == t.PaymentRef {
-		key = ""
+		// No generation creates an object of its own: the payment's state
+		// is the one answer for all of them (a payment is captured or
+		// cancelled once). That it is this operation's payment is
+		// webhookMismatch's check.
+		return ObjectCurrent
 	}
+	key := t.Key
 	switch {
 	case key != "" && key == op.Key:
 		if t.ProviderRef != "" && op.ProviderRef != "" && t.ProviderRef != op.ProviderRef {
@@ -244,7 +248,7 @@ func objectRule(op Operation, obj WebhookObject, t WebhookTarget, disp WebhookDi
 }
 
 // webhookMismatch says why the object t names does not belong to op
-// (another operation id, amount or currency than op's request), or "" when
+// (another operation id, payment, amount or currency than op's request), or "" when
 // it belongs: the check adapters apply to every answer and lookup
 // (adapterkit.Belongs), applied to events. An amount of 0 or an empty
 // currency, in the request or in the event, is not checked (a full capture
@@ -253,6 +257,9 @@ func webhookMismatch(op Operation, t WebhookTarget) string {
 	var why []string
 	if t.OperationID != "" && t.OperationID != op.ID {
 		why = append(why, fmt.Sprintf("operation id %q, not %q", t.OperationID, op.ID))
+	}
+	if op.PaymentRef != "" && t.PaymentRef != "" && t.PaymentRef != op.PaymentRef {
+		why = append(why, fmt.Sprintf("payment %q, not %q", t.PaymentRef, op.PaymentRef))
 	}
 	amount, currency := RequestAmount(op.Request)
 	if amount > 0 && t.Amount > 0 && t.Amount != amount {

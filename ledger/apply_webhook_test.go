@@ -305,6 +305,10 @@ func TestApplyWebhookObjects(t *testing.T) {
 		// A capture names the payment it acts on, whose key is its charge's.
 		{"capture of the payment", capture, ledger.Generations{},
 			ledger.WebhookTarget{Key: "charge-key", ProviderRef: "pi_pay", PaymentRef: "pi_pay", Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookSettled, succeeded, ""},
+		{"capture of the payment after a resend", resent(capture), ledger.Generations{Keys: []string{"op-1"}, Refs: []string{"pi_pay"}},
+			ledger.WebhookTarget{Key: "charge-key", ProviderRef: "pi_pay", PaymentRef: "pi_pay", Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookSettled, succeeded, ""},
+		{"capture of another payment", capture, ledger.Generations{},
+			ledger.WebhookTarget{ProviderRef: "pi_else", PaymentRef: "pi_else", Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookContradiction, review, ledger.ReasonContradicted},
 		// The object must belong to the operation.
 		{"another amount", eur(opIn(unknown)), ledger.Generations{},
 			ledger.WebhookTarget{ProviderRef: "pi_1", Amount: 500, Currency: "eur", Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookContradiction, review, ledger.ReasonContradicted},
