@@ -48,11 +48,11 @@ type event struct {
 	Created int64  `json:"created"`
 	Data    struct {
 		Object json.RawMessage `json:"object"`
-		// PreviousAttributes holds, for *.updated events, "the names of
-		// the attributes that have changed, and their previous values"
-		// (API reference, Event object, data.previous_attributes): of
-		// those, the adapter reads a refund's previous status
-		// (previousStatus). It is decoded only for the events that need
+		// PreviousAttributes is "Object containing the names of the
+		// updated attributes and their values prior to the event (only
+		// included in events of type *.updated)" (Stripe's OpenAPI spec,
+		// NotificationEventData.previous_attributes): of those, the adapter
+		// reads a refund's previous status (previousStatus). It is decoded only for the events that need
 		// it, so that another object's attributes can never make an event
 		// unreadable.
 		PreviousAttributes json.RawMessage `json:"previous_attributes"`
@@ -310,15 +310,12 @@ func previousStatus(raw json.RawMessage) (string, error) {
 		return "", nil
 	}
 	var prev struct {
-		Status *string `json:"status"`
+		Status string `json:"status"`
 	}
 	if err := json.Unmarshal(raw, &prev); err != nil {
 		return "", fmt.Errorf("previous_attributes: %w", err)
 	}
-	if prev.Status == nil {
-		return "", nil
-	}
-	return *prev.Status, nil
+	return prev.Status, nil
 }
 
 // ownOp is the operation id payonce wrote on an object it created for an
