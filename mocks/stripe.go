@@ -14,7 +14,9 @@ const (
 	// StripeKeyTTL is how long Stripe is documented to keep idempotency
 	// keys at least: they may be pruned once 24 hours old.
 	StripeKeyTTL = 24 * time.Hour
-	// StripeAPIVersion is the Stripe-Version header the fake answers with.
+	// StripeAPIVersion is the Stripe-Version header the fake answers with,
+	// and the API version of its webhook endpoint unless
+	// StripeOptions.WebhookAPIVersion says otherwise.
 	StripeAPIVersion = "2025-03-31.basil"
 )
 
@@ -59,18 +61,28 @@ type StripeOptions struct {
 	// injected). Keys and headers are never logged. Defaults to discarding.
 	Logger *slog.Logger
 	// Webhooks delivers Stripe events (payment_intent.*, refund.*,
-	// charge.refunded) signed with Webhooks.Secret, the endpoint's signing
+	// charge.refunded, charge.refund.updated) signed with Webhooks.Secret, the endpoint's signing
 	// secret (whsec_...), whenever an object changes; see StripeEvent.
 	// The signature's timestamp is read from Clock at each attempt, so a
 	// receiver that checks its age must read the same clock. Defaults to
 	// none.
 	Webhooks WebhookDelivery
+	// WebhookAPIVersion is the API version of the webhook endpoint
+	// ("2024-06-20", "2024-10-28.acacia"): its events render as that
+	// version does where versions differ about refunds (see
+	// StripeHandler.SetWebhookAPIVersion). Defaults to StripeAPIVersion.
+	WebhookAPIVersion string
 }
 
 // Validate reports the first option that cannot work, saying how to fix it.
 func (o StripeOptions) Validate() error {
 	if err := o.coreConfig().check(o.Webhooks, namedDuration{"SearchLag", o.SearchLag}); err != nil {
 		return err
+	}
+	if o.WebhookAPIVersion != "" {
+		if err := checkStripeAPIVersion("StripeOptions.WebhookAPIVersion", o.WebhookAPIVersion); err != nil {
+			return err
+		}
 	}
 	if o.Webhooks.enabled() && !strings.HasPrefix(o.Webhooks.Secret, "whsec_") {
 		return fmt.Errorf("mocks: StripeOptions.Webhooks.Secret is not an endpoint signing secret; set the value the receiver verifies with, starting with whsec_")
@@ -96,6 +108,9 @@ type StripeHandler struct {
 	fakeHandler
 	apiKeys   []string
 	searchLag time.Duration
+	// webhookVersion is the webhook endpoint's API version (guarded by mu,
+	// which every emit holds).
+	webhookVersion string
 
 	objectStore
 	intents     map[string]*stripeIntent
@@ -112,7 +127,8 @@ type stripeIntent struct {
 	stored
 	pi         StripePaymentIntent
 	authorized bool
-	chargeID   string // the successful charge, "" if none
+	chargeID   string   // the successful charge, "" if none
+	chargeIDs  []string // every charge of the intent, oldest first
 	refunded   int64
 }
 
@@ -134,6 +150,7 @@ func NewStripeHandler(opts StripeOptions) *StripeHandler {
 		methods:    make(map[string]string),
 		refunds:    make(map[string]*stripeRefund),
 	}
+	s.webhookVersion = orDefault(opts.WebhookAPIVersion, StripeAPIVersion)
 	// Stripe stores every executed answer, 500s included.
 	s.setUp(opts, StripeKeyTTL, idemPolicy{}, s, s.truthRecords)
 	s.apiKeys = append([]string(nil), opts.APIKeys...)

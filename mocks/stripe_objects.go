@@ -103,17 +103,25 @@ type StripeCharge struct {
 	Currency       string `json:"currency"`
 	FailureCode    string `json:"failure_code"`
 	FailureMessage string `json:"failure_message"`
-	Paid           bool   `json:"paid"`
-	PaymentIntent  string `json:"payment_intent"`
-	PaymentMethod  string `json:"payment_method"`
-	Refunded       bool   `json:"refunded"`
-	Status         string `json:"status"`
+	// Metadata is the PaymentIntent's, copied when the charge was made:
+	// "When a PaymentIntent is confirmed, Stripe copies its metadata ...
+	// to the charge created by the PaymentIntent. This is a one-time
+	// operation" (https://support.stripe.com/questions/how-metadata-works-with-related-objects).
+	Metadata      map[string]string `json:"metadata"`
+	Paid          bool              `json:"paid"`
+	PaymentIntent string            `json:"payment_intent"`
+	PaymentMethod string            `json:"payment_method"`
+	Refunded      bool              `json:"refunded"`
+	Status        string            `json:"status"`
 }
 
 // MarshalJSON renders the Charge with Stripe's nulls and defaults
-// ("object": "charge").
+// ("object": "charge", "metadata": {}).
 func (ch StripeCharge) MarshalJSON() ([]byte, error) {
 	ch.Object = orDefault(ch.Object, "charge")
+	if ch.Metadata == nil {
+		ch.Metadata = map[string]string{}
+	}
 	return marshalWithNulls(ch, "failure_code", "failure_message", "payment_intent", "payment_method")
 }
 

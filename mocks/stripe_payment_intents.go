@@ -156,9 +156,10 @@ func (s *StripeHandler) confirmLocked(c *call, in *stripeIntent, card stripeTest
 		pi.NextAction = nil
 		s.chargeObjs[chargeID] = &StripeCharge{
 			ID: chargeID, Object: "charge", Amount: pi.Amount, Created: c.now.Unix(), Currency: pi.Currency,
-			FailureCode: card.code, FailureMessage: card.message, PaymentIntent: pi.ID, PaymentMethod: pi.PaymentMethod,
-			Status: "failed",
+			FailureCode: card.code, FailureMessage: card.message, Metadata: cloneMap(pi.Metadata),
+			PaymentIntent: pi.ID, PaymentMethod: pi.PaymentMethod, Status: "failed",
 		}
+		in.chargeIDs = append(in.chargeIDs, chargeID)
 		s.emitIntentLocked(c, in, stripeEvtIntentFailed)
 		e := lpe
 		snapshot := *pi
@@ -173,9 +174,10 @@ func (s *StripeHandler) confirmLocked(c *call, in *stripeIntent, card stripeTest
 	s.charges[chargeID] = in
 	ch := &StripeCharge{
 		ID: chargeID, Object: "charge", Amount: pi.Amount, Created: c.now.Unix(), Currency: pi.Currency,
-		Paid: true, PaymentIntent: pi.ID, PaymentMethod: pi.PaymentMethod, Status: "succeeded",
+		Metadata: cloneMap(pi.Metadata), Paid: true, PaymentIntent: pi.ID, PaymentMethod: pi.PaymentMethod, Status: "succeeded",
 	}
 	s.chargeObjs[chargeID] = ch
+	in.chargeIDs = append(in.chargeIDs, chargeID)
 	if pi.CaptureMethod == "manual" {
 		// Authorized only: the charge is paid ("successfully authorized for
 		// later capture") but not captured.

@@ -97,12 +97,14 @@ func (s *StripeHandler) createRefund(c *call) (*response, bool) {
 	s.refundOrder = append(s.refundOrder, re)
 	// A card refund that succeeds at once: the charge's charge.refunded
 	// and the refund's refund.created (sent for every refund since API
-	// version 2024-10-28.acacia:
+	// version 2024-10-28.acacia, before only for refunds without a charge:
 	// https://docs.stripe.com/changelog/acacia/2024-10-28/refund-webhook-update).
 	if ch := s.chargeObjs[in.chargeID]; ch != nil {
 		s.emitLocked(c, c.now, stripeEvtChargeRefunded, *ch, nil)
 	}
-	s.emitLocked(c, c.now, stripeEvtRefundCreated, re.re, nil)
+	if s.refundEventsLocked() {
+		s.emitLocked(c, c.now, stripeEvtRefundCreated, re.re, nil)
+	}
 	return s.jsonResponse(c, http.StatusOK, re.re), true
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -21,6 +22,8 @@ import (
 //	payment_intent.canceled                   a cancel
 //	charge.refunded, refund.created           a refund
 //	refund.updated, refund.failed             FailRefund: a refund failed after it succeeded
+//	charge.refund.updated                     FailRefund, on an endpoint of an API version
+//	                                          before 2024-10-28 (SetWebhookAPIVersion)
 //
 // The fake has no flow that leaves a PaymentIntent processing (its test
 // cards answer at once), so it never emits payment_intent.processing.
@@ -33,6 +36,7 @@ const (
 	stripeEvtRefundCreated     = "refund.created"
 	stripeEvtRefundUpdated     = "refund.updated"
 	stripeEvtRefundFailed      = "refund.failed"
+	stripeEvtChargeRefundUpd   = "charge.refund.updated"
 	stripeSignatureHeader      = "Stripe-Signature"
 	stripeWebhookPendingCount  = 1
 	stripeEventIDLength        = 24
@@ -86,6 +90,126 @@ func (r StripeEventRequest) MarshalJSON() ([]byte, error) {
 	return marshalWithNulls(r, "id", "idempotency_key")
 }
 
+// The API versions whose changes to events the fake renders.
+const (
+	// stripeVersionRefundEvents: refund.created, .updated and .failed
+	// "now apply to all types of refunds ... Previously, these events were
+	// only sent for refunds without a corresponding charge"
+	// (https://docs.stripe.com/changelog/acacia/2024-10-28/refund-webhook-update).
+	// Before it a card refund's changes are sent as charge.refund.updated,
+	// whose object is the Refund (https://docs.stripe.com/api/refunds,
+	// Events; stripe-go event.go, EventTypeChargeRefundUpdated).
+	stripeVersionRefundEvents = "2024-10-28"
+	// stripeVersionNoEmbeddedLists: "The Charge object no longer
+	// auto-expands refunds by default"
+	// (https://docs.stripe.com/changelog/2022-11-15/deprecates-charges-auto-expand),
+	// and the PaymentIntent's charges list gives way to latest_charge
+	// (https://docs.stripe.com/changelog/2022-11-15/removes-charges-attribute-paymentintent;
+	// stripe-go 74.0.0: "Removed Charges field on PaymentIntent and
+	// replace it with LatestCharge").
+	stripeVersionNoEmbeddedLists = "2022-11-15"
+)
+
+// checkStripeAPIVersion reports whether v is a Stripe API version: a date
+// (2024-06-20), optionally followed by a release name (2024-10-28.acacia).
+func checkStripeAPIVersion(field, v string) error {
+	date, name, dotted := strings.Cut(v, ".")
+	_, err := time.Parse(time.DateOnly, date)
+	if err != nil || dotted && (name == "" || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz") != "") {
+		return fmt.Errorf("mocks: %s %q is not a Stripe API version; use a date such as \"2024-06-20\" or a release such as \"2024-10-28.acacia\"", field, v)
+	}
+	return nil
+}
+
+// stripeVersionBefore reports whether API version v is older than the
+// version released on date (YYYY-MM-DD); v is a checked version.
+func stripeVersionBefore(v, date string) bool { return v[:len(time.DateOnly)] < date }
+
+// SetWebhookAPIVersion sets the API version of the fake's webhook
+// endpoint, as when an endpoint is upgraded or rolled back
+// (https://docs.stripe.com/webhooks/versioning): events queued after the
+// call render as version v does where versions differ about refunds:
+//
+//   - before 2024-10-28 a card refund (every refund the fake makes has a
+//     charge) emits charge.refunded but no refund.created, and a refund
+//     failing after it succeeded (FailRefund) emits charge.refund.updated
+//     (the Refund, with previous_attributes status "succeeded") instead of
+//     refund.updated and refund.failed;
+//   - before 2022-11-15 the Charge of charge.refunded embeds its refunds
+//     (a list), and an event's PaymentIntent embeds its charges (a list)
+//     instead of latest_charge.
+//
+// Every event's api_version is v. The fake's API answers keep
+// StripeAPIVersion. An error says how to spell a version.
+func (s *StripeHandler) SetWebhookAPIVersion(v string) error {
+	if err := checkStripeAPIVersion("SetWebhookAPIVersion: version", v); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.webhookVersion = v
+	return nil
+}
+
+// refundEventsLocked reports whether the endpoint's version sends
+// refund.* events for refunds with a charge. s.mu must be held.
+func (s *StripeHandler) refundEventsLocked() bool {
+	return !stripeVersionBefore(s.webhookVersion, stripeVersionRefundEvents)
+}
+
+// renderLocked is obj as an event of the endpoint's version carries it.
+// s.mu must be held.
+func (s *StripeHandler) renderLocked(obj any) json.RawMessage {
+	raw := mustMarshal(obj)
+	if !stripeVersionBefore(s.webhookVersion, stripeVersionNoEmbeddedLists) {
+		return raw
+	}
+	switch o := obj.(type) {
+	case StripePaymentIntent:
+		var charges []StripeCharge
+		if in := s.intents[o.ID]; in != nil {
+			for i := len(in.chargeIDs) - 1; i >= 0; i-- { // newest first
+				if ch := s.chargeObjs[in.chargeIDs[i]]; ch != nil {
+					charges = append(charges, *ch)
+				}
+			}
+		}
+		return withMembers(raw, "latest_charge", "charges", stripeSublist(charges, "/v1/charges?payment_intent="+o.ID))
+	case StripeCharge:
+		var refunds []StripeRefund
+		for i := len(s.refundOrder) - 1; i >= 0; i-- { // newest first
+			if re := s.refundOrder[i]; re.re.Charge == o.ID {
+				refunds = append(refunds, re.re)
+			}
+		}
+		return withMembers(raw, "", "refunds", stripeSublist(refunds, "/v1/charges/"+o.ID+"/refunds"))
+	}
+	return raw
+}
+
+// stripeSublist is a list embedded in an object, as API versions before
+// 2022-11-15 render one: every item, has_more false.
+func stripeSublist[T any](items []T, url string) StripeList[T] {
+	if items == nil {
+		items = []T{}
+	}
+	return StripeList[T]{Object: "list", Data: items, URL: url}
+}
+
+// withMembers is the JSON object raw without its member drop (none when
+// "") and with its member add set to v.
+func withMembers(raw json.RawMessage, drop, add string, v any) json.RawMessage {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		panic(fmt.Sprintf("mocks: a Stripe object is not a JSON object: %v", err))
+	}
+	if drop != "" {
+		delete(m, drop)
+	}
+	m[add] = mustMarshal(v)
+	return mustMarshal(m)
+}
+
 // signWebhook returns the signing of every delivery attempt: Stripe's v1
 // scheme, "Stripe-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret,
 // "<t>.<body>")>" (https://docs.stripe.com/webhooks#verify-manually;
@@ -110,11 +234,11 @@ func (s *StripeHandler) emitLocked(c *call, now time.Time, typ string, obj any, 
 	if !s.webhooksOn() {
 		return
 	}
-	raw := mustMarshal(obj)
+	raw := s.renderLocked(obj)
 	ev := StripeEvent{
 		ID:              s.eventID("evt_", stripeEventIDLength),
 		Object:          "event",
-		APIVersion:      StripeAPIVersion,
+		APIVersion:      s.webhookVersion,
 		Created:         now.Unix(),
 		Data:            StripeEventData{Object: raw, PreviousAttributes: previous},
 		PendingWebhooks: stripeWebhookPendingCount,
@@ -145,7 +269,9 @@ func (s *StripeHandler) emitIntentLocked(c *call, in *stripeIntent, typ string) 
 // failed with failure_reason reason (one of StripeRefundFailureReasons) and
 // a failure_balance_transaction, the amount counts as unrefunded again on
 // its charge and PaymentIntent, and refund.updated then refund.failed are
-// emitted. Only a succeeded or pending refund can fail.
+// emitted; an endpoint of an API version before 2024-10-28 gets
+// charge.refund.updated instead (SetWebhookAPIVersion). Only a succeeded
+// or pending refund can fail.
 func (s *StripeHandler) FailRefund(id, reason string) error {
 	if !slices.Contains(StripeRefundFailureReasons, reason) {
 		return fmt.Errorf("mocks: FailRefund reason %q is not a Stripe refund failure_reason; use one of %v", reason, StripeRefundFailureReasons)
@@ -171,8 +297,15 @@ func (s *StripeHandler) FailRefund(id, reason string) error {
 		ch.Refunded = ch.AmountRefunded >= ch.AmountCaptured
 	}
 	now := s.core.now()
-	s.emitLocked(nil, now, stripeEvtRefundUpdated, re.re, map[string]any{
-		"status": prev, "failure_reason": nil, "failure_balance_transaction": nil})
+	previous := map[string]any{"status": prev, "failure_reason": nil, "failure_balance_transaction": nil}
+	if !s.refundEventsLocked() {
+		// An older endpoint hears of a card refund's change only through
+		// its charge (a recorded delivery of API version 2020-03-02:
+		// zulip/zulip, zerver/webhooks/stripe/fixtures/refund_event.json).
+		s.emitLocked(nil, now, stripeEvtChargeRefundUpd, re.re, previous)
+		return nil
+	}
+	s.emitLocked(nil, now, stripeEvtRefundUpdated, re.re, previous)
 	s.emitLocked(nil, now, stripeEvtRefundFailed, re.re, nil)
 	return nil
 }

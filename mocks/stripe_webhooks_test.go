@@ -233,3 +233,191 @@ func TestStripeCloseStopsWebhooks(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	require.Equal(t, n, rec.rejects(), "nothing is delivered after Close")
 }
+
+// rawObject is an event's object as a map, to see which members
+// a version renders.
+func rawObject(t *testing.T, e mocks.StripeEvent) map[string]any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(e.Data.Object, &m))
+	return m
+}
+
+// An endpoint of an API version before 2024-10-28 hears of a card refund
+// only through its charge: charge.refunded when it is made, and
+// charge.refund.updated (the Refund) when it fails after it succeeded;
+// no refund.* event at all.
+func TestStripeWebhooksBeforeRefundEvents(t *testing.T) {
+	b, rec := stripeHooks(t, mocks.WebhookDelivery{})
+	require.NoError(t, b.f.SetWebhookAPIVersion("2024-06-20"))
+	pi := b.c.post("/v1/payment_intents", charge("1500", "pm_card_visa", "payonce_op", "op-1"), "k1").pi(t)
+	re := b.c.post("/v1/refunds", refundForm(pi.ID, "", "payonce_op", "op-r"), "k2").refund(t)
+	flush(t, b.f)
+	require.NoError(t, b.f.FailRefund(re.ID, "expired_or_canceled_card"))
+	flush(t, b.f)
+
+	evs := events[mocks.StripeEvent](t, rec)
+	var types []string
+	for _, e := range evs {
+		types = append(types, e.Type)
+		require.Equal(t, "2024-06-20", e.APIVersion)
+	}
+	require.Equal(t, []string{"payment_intent.succeeded", "charge.refunded", "charge.refund.updated"}, types)
+	ch := rawObject(t, evs[1])
+	require.NotContains(t, ch, "refunds", "from 2022-11-15 a Charge does not embed its refunds")
+	require.Equal(t, map[string]any{"payonce_op": "op-1"}, ch["metadata"], "the charge carries the PaymentIntent's metadata")
+	upd := evs[2]
+	sameJSON(t, b.c.get("/v1/refunds/"+re.ID).body, upd.Data.Object)
+	require.Equal(t, "succeeded", upd.Data.PreviousAttributes["status"])
+	require.Empty(t, upd.Request.ID, "nobody's request caused it")
+	require.Equal(t, "op-r", decodeRefund(t, upd).Metadata["payonce_op"])
+
+	// Upgraded to 2024-10-28: the next refund's events are refund.*.
+	require.NoError(t, b.f.SetWebhookAPIVersion("2024-10-28.acacia"))
+	re2 := b.c.post("/v1/refunds", refundForm(pi.ID, "", "payonce_op", "op-r2"), "k3").refund(t)
+	require.NoError(t, b.f.FailRefund(re2.ID, "unknown"))
+	flush(t, b.f)
+	types = nil
+	for _, e := range events[mocks.StripeEvent](t, rec)[len(evs):] {
+		types = append(types, e.Type)
+		require.Equal(t, "2024-10-28.acacia", e.APIVersion)
+	}
+	require.Equal(t, []string{"charge.refunded", "refund.created", "refund.updated", "refund.failed"}, types)
+}
+
+func decodeRefund(t *testing.T, e mocks.StripeEvent) mocks.StripeRefund {
+	t.Helper()
+	var re mocks.StripeRefund
+	require.NoError(t, json.Unmarshal(e.Data.Object, &re))
+	return re
+}
+
+// Before 2022-11-15 an event's Charge embeds its refunds and its
+// PaymentIntent its charges (newest first), without latest_charge.
+func TestStripeWebhooksEmbeddedLists(t *testing.T) {
+	b, rec := stripeHooks(t, mocks.WebhookDelivery{})
+	require.NoError(t, b.f.SetWebhookAPIVersion("2020-08-27"))
+	pi := b.c.post("/v1/payment_intents", manual(charge("1500", "pm_card_visa")), "k1").pi(t)
+	b.c.post("/v1/payment_intents/"+pi.ID+"/capture", url.Values{}, "k2")
+	first := b.c.post("/v1/refunds", refundForm(pi.ID, "500"), "k3").refund(t)
+	second := b.c.post("/v1/refunds", refundForm(pi.ID, "400"), "k4").refund(t)
+	declined := b.c.post("/v1/payment_intents", charge("900", "pm_card_chargeDeclined"), "k5")
+	require.Equal(t, http.StatusPaymentRequired, declined.status)
+	flush(t, b.f)
+
+	types := byType(events[mocks.StripeEvent](t, rec))
+	require.Empty(t, types["refund.created"])
+	require.Len(t, types["charge.refunded"], 2)
+	ch := rawObject(t, types["charge.refunded"][1])
+	refunds := ch["refunds"].(map[string]any)
+	require.Equal(t, "list", refunds["object"])
+	require.Equal(t, false, refunds["has_more"])
+	var ids []string
+	for _, r := range refunds["data"].([]any) {
+		ids = append(ids, r.(map[string]any)["id"].(string))
+	}
+	require.Equal(t, []string{second.ID, first.ID}, ids, "newest first")
+
+	succeeded := rawObject(t, types["payment_intent.succeeded"][0])
+	require.NotContains(t, succeeded, "latest_charge")
+	charges := succeeded["charges"].(map[string]any)
+	data := charges["data"].([]any)
+	require.Len(t, data, 1)
+	require.Equal(t, pi.LatestCharge, data[0].(map[string]any)["id"])
+	require.Equal(t, true, data[0].(map[string]any)["captured"])
+	failed := rawObject(t, types["payment_intent.payment_failed"][0])
+	require.Len(t, failed["charges"].(map[string]any)["data"], 1, "a declined charge is listed too")
+	// The API's own answers keep the fake's version.
+	got := b.c.get("/v1/payment_intents/" + pi.ID).raw(t)
+	require.Contains(t, got, "latest_charge")
+	require.NotContains(t, got, "charges")
+}
+
+func TestStripeWebhookAPIVersionOption(t *testing.T) {
+	for _, v := range []string{"2024-06-20", "2024-10-28.acacia", "2020-03-02"} {
+		require.NoError(t, mocks.StripeOptions{WebhookAPIVersion: v}.Validate(), v)
+	}
+	for _, v := range []string{"2024-6-20", "2024-13-01", "acacia", "2024-10-28.", "2024-10-28.Acacia", "2024-10-28 ", "latest"} {
+		require.ErrorContains(t, mocks.StripeOptions{WebhookAPIVersion: v}.Validate(),
+			"StripeOptions.WebhookAPIVersion", v)
+		require.ErrorContains(t, setup(t, mocks.StripeOptions{}).f.SetWebhookAPIVersion(v), `such as "2024-06-20"`, v)
+	}
+	// Set at construction, as SetWebhookAPIVersion does later.
+	rec := newHookReceiver(t, stripeVerifier(testWhsec))
+	b := setup(t, mocks.StripeOptions{WebhookAPIVersion: "2023-10-16",
+		Webhooks: mocks.WebhookDelivery{URL: rec.URL(), Secret: testWhsec, RetryAfter: time.Millisecond}})
+	pi := b.c.post("/v1/payment_intents", charge("1500", "pm_card_visa"), "k1").pi(t)
+	b.c.post("/v1/refunds", refundForm(pi.ID, ""), "k2")
+	flush(t, b.f)
+	types := byType(events[mocks.StripeEvent](t, rec))
+	require.Len(t, types["charge.refunded"], 1)
+	require.Empty(t, types["refund.created"])
+	require.Equal(t, "2023-10-16", types["charge.refunded"][0].APIVersion)
+}
+
+// The fake's deliveries, parsed by the adapter, carry each object's key,
+// amount and currency; on an endpoint before 2024-10-28 the refund's
+// failure arrives as charge.refund.updated and reverses it.
+func TestStripeWebhooksTargetsOnEveryVersion(t *testing.T) {
+	for _, version := range []string{mocks.StripeAPIVersion, "2024-06-20", "2020-08-27"} {
+		t.Run(version, func(t *testing.T) {
+			b, rec := stripeHooks(t, mocks.WebhookDelivery{})
+			require.NoError(t, b.f.SetWebhookAPIVersion(version))
+			p, err := stripe.New(stripe.Config{APIKey: b.f.APIKey(), BaseURL: b.f.URL(), WebhookSecret: testWhsec, Now: b.clock.Now})
+			require.NoError(t, err)
+			pi := b.c.post("/v1/payment_intents", charge("1500", "pm_card_visa",
+				"payonce_op", "op-1", "payonce_kind", "charge", "payonce_key", "key-c"), "key-c").pi(t)
+			re := b.c.post("/v1/refunds", refundForm(pi.ID, "600",
+				"payonce_op", "op-r", "payonce_kind", "refund", "payonce_key", "key-r"), "key-r").refund(t)
+			require.NoError(t, b.f.FailRefund(re.ID, "lost_or_stolen_card"))
+			flush(t, b.f)
+
+			rec.mu.Lock()
+			bodies, headers := rec.bodies, rec.headers
+			rec.mu.Unlock()
+			var refundTargets []payonce.WebhookTarget
+			var chargeTarget *payonce.WebhookTarget
+			last := ""
+			for i, body := range bodies {
+				r := httptest.NewRequest(http.MethodPost, "/webhooks/stripe", bytes.NewReader(body))
+				r.Header = headers[i]
+				evs, err := p.ParseWebhook(r, body)
+				require.NoError(t, err, string(body))
+				for _, ev := range evs {
+					for _, tg := range ev.Targets {
+						switch tg.Kind {
+						case payonce.KindCharge:
+							chargeTarget = &tg
+						case payonce.KindRefund:
+							refundTargets = append(refundTargets, tg)
+							last = ev.Type
+						}
+					}
+				}
+			}
+			require.NotNil(t, chargeTarget)
+			require.Equal(t, payonce.WebhookTarget{Kind: payonce.KindCharge, OperationID: "op-1", ProviderRef: pi.ID,
+				Key: "key-c", Amount: 1500, Currency: "USD", State: payonce.LookupSucceeded}, *chargeTarget)
+			require.NotEmpty(t, refundTargets)
+			for _, tg := range refundTargets {
+				require.Equal(t, "key-r", tg.Key)
+				require.Equal(t, int64(600), tg.Amount)
+				require.Equal(t, "USD", tg.Currency)
+				require.Equal(t, re.ID, tg.ProviderRef)
+			}
+			fail := refundTargets[len(refundTargets)-1]
+			require.Equal(t, payonce.LookupFailed, fail.State)
+			require.True(t, fail.Reversal, "a refund that failed after it succeeded is a reversal")
+			require.Equal(t, "lost_or_stolen_card", fail.Code)
+			switch version {
+			case mocks.StripeAPIVersion:
+				require.Equal(t, "refund.failed", last)
+			default:
+				require.Equal(t, "charge.refund.updated", last)
+			}
+			if version == "2024-06-20" {
+				require.Len(t, refundTargets, 1, "charge.refunded names no refund between 2022-11-15 and 2024-10-28")
+			}
+		})
+	}
+}

@@ -87,6 +87,7 @@ func scenarios() []scenario {
 		{ScenarioWebhookContradiction, testWebhookContradiction},
 		{ScenarioWebhookUnmatched, testWebhookUnmatched},
 		{ScenarioWebhookDeliveryFaults, testWebhookDeliveryFaults},
+		{ScenarioWebhookStripeOlderRefundEvents, testWebhookStripeOlderRefundEvents},
 	}
 }
 

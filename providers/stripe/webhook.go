@@ -2,6 +2,7 @@ package stripe
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -25,6 +26,7 @@ const (
 	evtRefundUpdated            = "refund.updated"
 	evtRefundFailed             = "refund.failed"
 	evtChargeRefunded           = "charge.refunded"
+	evtChargeRefundUpdated      = "charge.refund.updated"
 	evtChargeDisputeCreated     = "charge.dispute.created"
 	objEvent                    = "event"
 	objDispute                  = "dispute"
@@ -46,13 +48,21 @@ type event struct {
 	Created int64  `json:"created"`
 	Data    struct {
 		Object json.RawMessage `json:"object"`
+		// PreviousAttributes is "Object containing the names of the
+		// updated attributes and their values prior to the event (only
+		// included in events of type *.updated)" (Stripe's OpenAPI spec,
+		// NotificationEventData.previous_attributes): of those, the adapter
+		// reads a refund's previous status (previousStatus). It is decoded only for the events that need
+		// it, so that another object's attributes can never make an event
+		// unreadable.
+		PreviousAttributes json.RawMessage `json:"previous_attributes"`
 	} `json:"data"`
 }
 
 // webhookCharge is the Charge of charge.refunded, with its refunds: API
 // versions before 2022-11-15 embed them as a list (stripe-go charge.go,
-// Charge.Refunds); later ones leave them out unless expanded, and each
-// refund then arrives as its own refund.* event.
+// Charge.Refunds); later ones leave them out unless expanded, and from
+// 2024-10-28 each refund arrives as its own refund.* event (ParseWebhook).
 type webhookCharge struct {
 	charge
 	Refunds *listOf[refund] `json:"refunds"`
@@ -90,14 +100,47 @@ type dispute struct {
 //     states.go): a charge target (payonce_op when payonce_kind is
 //     charge; ProviderRef the pi_ id), and capture and cancel targets
 //     (PaymentRef the pi_ id) when the PaymentIntent's state decides them.
-//   - refund.created, .updated, .failed, and charge.refunded's embedded
-//     refunds: a refund target per Refund (refundVerdict). A refund that
-//     failed on refund.failed, or failed with a failure_reason, is a
-//     Reversal: Stripe refunds can fail after they succeeded
-//     (failure_reason expired_or_canceled_card, lost_or_stolen_card,
-//     unknown, ...: stripe-go refund.go, RefundFailureReason).
+//   - refund.created, .updated, .failed, charge.refund.updated, and
+//     charge.refunded's embedded refunds: a refund target per Refund
+//     (refundVerdict). A refund that failed on refund.failed, failed
+//     with a failure_reason, or failed on an update whose
+//     previous_attributes say it had succeeded, is a Reversal: Stripe
+//     refunds can fail after they succeeded (failure_reason
+//     expired_or_canceled_card, lost_or_stolen_card, unknown, ...:
+//     stripe-go refund.go, RefundFailureReason).
 //   - charge.dispute.created: a Reversal of the charge (Code "dispute").
 //   - anything else: an event with no targets (recorded, acknowledged).
+//
+// Which of these an endpoint receives depends on its API version. Before
+// 2024-10-28.acacia, refund.created, .updated and .failed were "only sent
+// for refunds without a corresponding charge"
+// (https://docs.stripe.com/changelog/acacia/2024-10-28/refund-webhook-update):
+// a card refund is announced by charge.refunded and its later changes,
+// a failure included, by charge.refund.updated, whose object is the
+// Refund ("Occurs whenever a refund is updated on selected payment
+// methods", https://docs.stripe.com/api/refunds; stripe-go event.go,
+// EventTypeChargeRefundUpdated; a recorded delivery of API version
+// 2020-03-02 in zulip/zulip, zerver/webhooks/stripe/fixtures/refund_event.json,
+// carries status failed, failure_reason expired_or_canceled_card and
+// previous_attributes status succeeded). Before 2022-11-15, charge.refunded's
+// Charge embeds its refunds
+// (https://docs.stripe.com/changelog/2022-11-15/deprecates-charges-auto-expand);
+// from then until 2024-10-28 it carries none, and names no refund the
+// adapter could settle: the refund's own answer, or its lookup, does.
+//
+// Every target carries the object's own Amount and Currency (the currency
+// in upper case, as payonce's requests spell ISO 4217 codes; Stripe
+// writes them in lower case), the fields the lookups check with
+// adapterkit.Belongs, and the Key (payonce_key) of an object payonce
+// created for the target's operation:
+//
+//	charge    the PaymentIntent's key, amount and currency
+//	refund    the Refund's key, amount and currency
+//	capture   amount_received of a captured PaymentIntent (0 when the
+//	          capture failed: the lookup checks no amount then), currency;
+//	          no key: the PaymentIntent carries the charge's
+//	cancel    currency only (the lookup checks no amount), no key
+//	dispute   none: a dispute's amount is its own, not the charge's
 func (p *Provider) ParseWebhook(r *http.Request, body []byte) ([]payonce.WebhookEvent, error) {
 	if p.webhookSecret == "" {
 		return nil, adapterkit.Unauthenticated(p.Name(), webhookSecretMissingProblem)
@@ -214,12 +257,20 @@ func (p *Provider) eventTargets(e event) ([]payonce.WebhookTarget, error) {
 		}
 		_ = json.Unmarshal(obj, &extra) // decodePaymentIntent parsed it already
 		return intentTargets(pi, extra.CaptureMethod), nil
-	case evtRefundCreated, evtRefundUpdated, evtRefundFailed:
+	case evtRefundCreated, evtRefundUpdated, evtRefundFailed, evtChargeRefundUpdated:
+		// charge.refund.updated carries the Refund, as refund.updated does:
+		// it is how endpoints on API versions before 2024-10-28 learn that
+		// a card refund failed after it succeeded (see ParseWebhook).
 		rf, err := decodeRefund(obj)
 		if err != nil {
 			return nil, err
 		}
-		return []payonce.WebhookTarget{refundTarget(rf, e.Type == evtRefundFailed, "")}, nil
+		prev, err := previousStatus(e.Data.PreviousAttributes)
+		if err != nil {
+			return nil, err
+		}
+		failedAfter := e.Type == evtRefundFailed || prev == refundSucceeded
+		return []payonce.WebhookTarget{refundTarget(rf, failedAfter, "")}, nil
 	case evtChargeRefunded:
 		ch, err := decodeObject[webhookCharge](obj, objCharge)
 		if err != nil {
@@ -252,6 +303,21 @@ func (p *Provider) eventTargets(e event) ([]payonce.WebhookTarget, error) {
 	return nil, nil
 }
 
+// previousStatus is the status in an event's previous_attributes; "" when
+// the event has none or the status did not change.
+func previousStatus(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 {
+		return "", nil
+	}
+	var prev struct {
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal(raw, &prev); err != nil {
+		return "", fmt.Errorf("previous_attributes: %w", err)
+	}
+	return prev.Status, nil
+}
+
 // ownOp is the operation id payonce wrote on an object it created for an
 // operation of kind k: payonce_op, when payonce_kind is k. An object
 // created for another kind (or by someone else) names no operation of k.
@@ -260,6 +326,31 @@ func ownOp(md metadata, k payonce.Kind) string {
 		return ""
 	}
 	return md.get(MetaOperation)
+}
+
+// ownKey is the idempotency key payonce wrote on an object it created for
+// an operation of kind k (payonce_key, beside payonce_op); "" for an object
+// that names no operation of k, whose key would name no generation.
+func ownKey(md metadata, k payonce.Kind) string {
+	if ownOp(md, k) == "" {
+		return ""
+	}
+	return md.get(MetaKey)
+}
+
+// upperCurrency is a Stripe currency (lower case) as payonce's requests
+// spell an ISO 4217 code: in upper case, so that a comparison with the
+// operation's currency needs no case folding.
+func upperCurrency(c string) string {
+	switch c {
+	case "usd":
+		return "USD"
+	case "eur":
+		return "EUR"
+	case "gbp":
+		return "GBP"
+	}
+	return strings.ToUpper(c)
 }
 
 // verdictTarget is a target of kind k saying what v says. A verdict that
@@ -294,39 +385,52 @@ func (v verdict) settles() bool {
 // (capture_method "manual"; absent counts as maybe): an automatic one has
 // no capture operation.
 func intentTargets(pi paymentIntent, captureMethod string) []payonce.WebhookTarget {
+	currency := upperCurrency(pi.Currency)
 	charge := verdictTarget(payonce.KindCharge, chargeVerdict(pi, nil))
 	charge.OperationID, charge.ProviderRef = ownOp(pi.Metadata, payonce.KindCharge), pi.ID
+	// The charge created the PaymentIntent: its key, and the amount and
+	// currency chargeBelongs checks.
+	charge.Key, charge.Amount, charge.Currency = ownKey(pi.Metadata, payonce.KindCharge), pi.Amount, currency
 	ts := []payonce.WebhookTarget{charge}
 	if cv := captureVerdict(pi); cv.settles() && (captureMethod == "" || captureMethod == captureMethodManual) {
 		t := verdictTarget(payonce.KindCapture, cv)
 		// A capture's ProviderRef is the PaymentIntent it captured (lookups
-		// and Classify record the pi_ id), and so is its PaymentRef.
-		t.ProviderRef, t.PaymentRef = pi.ID, pi.ID
+		// and Classify record the pi_ id), and so is its PaymentRef. Its
+		// amount is what actedOnBelongs checks: amount_received of a
+		// captured PaymentIntent, none of one the capture failed on. The
+		// PaymentIntent's key is the charge's, not the capture's: no Key.
+		t.ProviderRef, t.PaymentRef, t.Currency = pi.ID, pi.ID, currency
+		if pi.Status == piSucceeded {
+			t.Amount = pi.AmountReceived
+		}
 		ts = append(ts, t)
 	}
 	if cv := cancelVerdict(pi); cv.settles() {
 		t := verdictTarget(payonce.KindCancel, cv)
-		t.ProviderRef, t.PaymentRef = pi.ID, pi.ID
+		// actedOnBelongs checks a cancel's currency only.
+		t.ProviderRef, t.PaymentRef, t.Currency = pi.ID, pi.ID, currency
 		ts = append(ts, t)
 	}
 	return ts
 }
 
 // refundTarget is what a Refund says about the refund operation that
-// created it. failedEvent is true for refund.failed. pi is the
-// PaymentIntent to use when the refund does not name one (a refund
-// embedded in its charge).
+// created it. failedAfter is true when the event says the refund had
+// succeeded before: refund.failed, or an update whose previous status was
+// succeeded. pi is the PaymentIntent to use when the refund does not name
+// one (a refund embedded in its charge).
 //
 // PaymentRef is set only for a refund payonce created (payonce_op with
 // payonce_kind refund): a payment can have several refunds, and a refund
 // made elsewhere (the Dashboard) must not be matched by its payment alone
 // to a refund operation of payonce's whose answer was lost.
-func refundTarget(rf refund, failedEvent bool, pi string) payonce.WebhookTarget {
+func refundTarget(rf refund, failedAfter bool, pi string) payonce.WebhookTarget {
 	v := refundVerdict(rf)
 	t := verdictTarget(payonce.KindRefund, v)
-	t.ProviderRef = rf.ID
+	// The Refund's own amount and currency, as refundBelongs checks them.
+	t.ProviderRef, t.Amount, t.Currency = rf.ID, rf.Amount, upperCurrency(rf.Currency)
 	if op := ownOp(rf.Metadata, payonce.KindRefund); op != "" {
-		t.OperationID = op
+		t.OperationID, t.Key = op, rf.Metadata.get(MetaKey)
 		t.PaymentRef = rf.PaymentIntent.ID
 		if t.PaymentRef == "" {
 			t.PaymentRef = pi
@@ -336,10 +440,11 @@ func refundTarget(rf refund, failedEvent bool, pi string) payonce.WebhookTarget 
 		if rf.FailureReason != "" {
 			t.Message = "stripe: refund " + rf.Status + " (" + rf.FailureReason + ")"
 		}
-		// A refund can fail after it succeeded (Stripe sends refund.failed;
-		// failure_reason says why): that undoes a success, so it is a
-		// reversal. A refund that never succeeded is failed either way.
-		t.Reversal = failedEvent || (rf.Status == refundFailed && rf.FailureReason != "")
+		// A refund can fail after it succeeded (Stripe sends refund.failed,
+		// or charge.refund.updated on older API versions; failure_reason
+		// says why): that undoes a success, so it is a reversal. A refund
+		// that never succeeded is failed either way.
+		t.Reversal = failedAfter || (rf.Status == refundFailed && rf.FailureReason != "")
 	}
 	return t
 }

@@ -59,7 +59,13 @@ func evtBody(id, typ, object string) string {
 	return `{"id":"` + id + `","object":"event","type":"` + typ + `","created":1772366400,"data":{"object":` + object + `}}`
 }
 
-const piMeta = `"metadata":{"payonce_op":"op-1","payonce_kind":"charge","payonce_key":"op-1"}`
+// evtUpdated is evtBody with data.previous_attributes prev (a JSON object).
+func evtUpdated(id, typ, object, prev string) string {
+	return `{"id":"` + id + `","object":"event","type":"` + typ + `","created":1772366400,"data":{"object":` + object +
+		`,"previous_attributes":` + prev + `}}`
+}
+
+const piMeta = `"metadata":{"payonce_op":"op-1","payonce_kind":"charge","payonce_key":"key-1"}`
 
 func TestWebhookSignature(t *testing.T) {
 	t.Parallel()
@@ -133,113 +139,162 @@ func TestWebhookMalformed(t *testing.T) {
 	t.Parallel()
 	p := webhookProvider(t)
 	testkit.RequireMalformed(t, func(body string) error { _, err := parseSigned(t, p, body); return err }, map[string]string{
-		"array":           `[1,2]`,
-		"no id":           `{"object":"event","type":"payment_intent.succeeded","data":{"object":{}}}`,
-		"no type":         `{"id":"evt_1","object":"event","data":{"object":{}}}`,
-		"thin event":      `{"id":"evt_1","object":"v2.core.event","type":"x"}`,
-		"wrong object":    evtBody("evt_1", "payment_intent.succeeded", `{"id":"re_1","object":"refund"}`),
-		"pi without id":   evtBody("evt_1", "payment_intent.succeeded", `{"object":"payment_intent","status":"succeeded"}`),
-		"refund not one":  evtBody("evt_1", "refund.updated", `{"id":"pi_1","object":"payment_intent"}`),
-		"charge not one":  evtBody("evt_1", "charge.refunded", `{"id":"re_1","object":"refund"}`),
-		"dispute not one": evtBody("evt_1", "charge.dispute.created", `{"id":"ch_1","object":"charge"}`),
-		"nul in id":       evtBody(`evt_\u0000`, "customer.created", `{}`),
-		"no data":         `{"id":"evt_1","object":"event","type":"refund.created"}`,
+		"array":                              `[1,2]`,
+		"no id":                              `{"object":"event","type":"payment_intent.succeeded","data":{"object":{}}}`,
+		"no type":                            `{"id":"evt_1","object":"event","data":{"object":{}}}`,
+		"thin event":                         `{"id":"evt_1","object":"v2.core.event","type":"x"}`,
+		"wrong object":                       evtBody("evt_1", "payment_intent.succeeded", `{"id":"re_1","object":"refund"}`),
+		"pi without id":                      evtBody("evt_1", "payment_intent.succeeded", `{"object":"payment_intent","status":"succeeded"}`),
+		"refund not one":                     evtBody("evt_1", "refund.updated", `{"id":"pi_1","object":"payment_intent"}`),
+		"charge not one":                     evtBody("evt_1", "charge.refunded", `{"id":"re_1","object":"refund"}`),
+		"dispute not one":                    evtBody("evt_1", "charge.dispute.created", `{"id":"ch_1","object":"charge"}`),
+		"nul in id":                          evtBody(`evt_\u0000`, "customer.created", `{}`),
+		"no data":                            `{"id":"evt_1","object":"event","type":"refund.created"}`,
+		"charge.refund.updated not a refund": evtBody("evt_1", "charge.refund.updated", `{"id":"ch_1","object":"charge"}`),
+		"previous status not a string": evtUpdated("evt_1", "charge.refund.updated",
+			`{"id":"re_1","object":"refund","status":"failed","metadata":{}}`, `{"status":7}`),
 	})
 }
 
 func TestWebhookTargets(t *testing.T) {
 	t.Parallel()
 	p := webhookProvider(t)
+	// Every target carries the object's own amount and currency (in upper
+	// case), and the key of an object payonce created for its operation.
 	charge := func(state payonce.LookupState) payonce.WebhookTarget {
-		return payonce.WebhookTarget{Kind: payonce.KindCharge, OperationID: "op-1", ProviderRef: "pi_1", State: state}
+		return payonce.WebhookTarget{Kind: payonce.KindCharge, OperationID: "op-1", ProviderRef: "pi_1", Key: "key-1",
+			Amount: 500, Currency: "USD", State: state}
 	}
-	onPI := func(k payonce.Kind, state payonce.LookupState, code, msg string) payonce.WebhookTarget {
-		return payonce.WebhookTarget{Kind: k, ProviderRef: "pi_1", PaymentRef: "pi_1", State: state, Code: code, Message: msg}
+	onPI := func(k payonce.Kind, state payonce.LookupState, amount int64, code, msg string) payonce.WebhookTarget {
+		return payonce.WebhookTarget{Kind: k, ProviderRef: "pi_1", PaymentRef: "pi_1", Amount: amount, Currency: "USD",
+			State: state, Code: code, Message: msg}
 	}
 	refundT := func(state payonce.LookupState, reversal bool, code, msg string) payonce.WebhookTarget {
 		return payonce.WebhookTarget{Kind: payonce.KindRefund, OperationID: "op-r", ProviderRef: "re_1", PaymentRef: "pi_1",
-			State: state, Reversal: reversal, Code: code, Message: msg}
+			Key: "key-r", Amount: 300, Currency: "USD", State: state, Reversal: reversal, Code: code, Message: msg}
 	}
 	refundObj := func(status, reason string) string {
 		return `{"id":"re_1","object":"refund","status":"` + status + `","failure_reason":"` + reason +
-			`","payment_intent":"pi_1","amount":500,"currency":"usd","metadata":{"payonce_op":"op-r","payonce_kind":"refund"}}`
+			`","payment_intent":"pi_1","amount":300,"currency":"usd","metadata":{"payonce_op":"op-r","payonce_kind":"refund","payonce_key":"key-r"}}`
+	}
+	pi := func(fields string) string {
+		return `{"id":"pi_1","object":"payment_intent","amount":500,"currency":"usd",` + fields + `,` + piMeta + `}`
 	}
 	cannotCancel := "stripe: PaymentIntent is succeeded and can no longer be canceled"
+	failedAfter := func(reason string) payonce.WebhookTarget {
+		return refundT(payonce.LookupFailed, true, reason, "stripe: refund failed ("+reason+")")
+	}
 
 	for _, tc := range []struct {
 		name, typ, object string
-		want              []payonce.WebhookTarget
+		// prev, when set, is the event's data.previous_attributes.
+		prev string
+		want []payonce.WebhookTarget
 	}{
 		{"succeeded, automatic capture", "payment_intent.succeeded",
-			`{"id":"pi_1","object":"payment_intent","status":"succeeded","amount_received":500,"capture_method":"automatic",` + piMeta + `}`,
-			[]payonce.WebhookTarget{charge(payonce.LookupSucceeded), onPI(payonce.KindCancel, payonce.LookupFailed, "payment_intent_unexpected_state", cannotCancel)}},
-		{"succeeded, manual capture: the capture too", "payment_intent.succeeded",
-			`{"id":"pi_1","object":"payment_intent","status":"succeeded","amount_received":500,"capture_method":"manual",` + piMeta + `}`,
-			[]payonce.WebhookTarget{charge(payonce.LookupSucceeded), onPI(payonce.KindCapture, payonce.LookupSucceeded, "", ""),
-				onPI(payonce.KindCancel, payonce.LookupFailed, "payment_intent_unexpected_state", cannotCancel)}},
+			pi(`"status":"succeeded","amount_received":500,"capture_method":"automatic"`), "",
+			[]payonce.WebhookTarget{charge(payonce.LookupSucceeded), onPI(payonce.KindCancel, payonce.LookupFailed, 0, "payment_intent_unexpected_state", cannotCancel)}},
+		{"succeeded, manual capture: the capture too, with the amount captured", "payment_intent.succeeded",
+			pi(`"status":"succeeded","amount_received":450,"capture_method":"manual"`), "",
+			[]payonce.WebhookTarget{charge(payonce.LookupSucceeded), onPI(payonce.KindCapture, payonce.LookupSucceeded, 450, "", ""),
+				onPI(payonce.KindCancel, payonce.LookupFailed, 0, "payment_intent_unexpected_state", cannotCancel)}},
 		{"authorized", "payment_intent.amount_capturable_updated",
-			`{"id":"pi_1","object":"payment_intent","status":"requires_capture","amount_capturable":500,"capture_method":"manual",` + piMeta + `}`,
+			pi(`"status":"requires_capture","amount_capturable":500,"capture_method":"manual"`), "",
 			[]payonce.WebhookTarget{charge(payonce.LookupSucceeded)}},
-		{"processing", "payment_intent.processing",
-			`{"id":"pi_1","object":"payment_intent","status":"processing",` + piMeta + `}`,
+		{"processing", "payment_intent.processing", pi(`"status":"processing"`), "",
 			[]payonce.WebhookTarget{charge(payonce.LookupProcessing)}},
 		{"payment failed", "payment_intent.payment_failed",
-			`{"id":"pi_1","object":"payment_intent","status":"requires_payment_method","capture_method":"automatic",` + piMeta +
-				`,"last_payment_error":{"code":"card_declined","decline_code":"insufficient_funds","message":"Your card has insufficient funds."}}`,
-			[]payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: "op-1", ProviderRef: "pi_1", State: payonce.LookupFailed,
-				Code: "card_declined", DeclineCode: "insufficient_funds", Message: "Your card has insufficient funds."}}},
-		{"canceled before any charge", "payment_intent.canceled",
-			`{"id":"pi_1","object":"payment_intent","status":"canceled","cancellation_reason":"abandoned","latest_charge":null,"capture_method":"manual",` + piMeta + `}`,
-			[]payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: "op-1", ProviderRef: "pi_1", State: payonce.LookupFailed,
-				Code: "canceled", Message: "stripe: PaymentIntent was canceled (abandoned) before any authorization"},
-				onPI(payonce.KindCapture, payonce.LookupFailed, "payment_intent_unexpected_state", "stripe: PaymentIntent is canceled"),
-				onPI(payonce.KindCancel, payonce.LookupSucceeded, "", "")}},
+			pi(`"status":"requires_payment_method","capture_method":"automatic"` +
+				`,"last_payment_error":{"code":"card_declined","decline_code":"insufficient_funds","message":"Your card has insufficient funds."}`), "",
+			[]payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: "op-1", ProviderRef: "pi_1", Key: "key-1", Amount: 500, Currency: "USD",
+				State: payonce.LookupFailed, Code: "card_declined", DeclineCode: "insufficient_funds", Message: "Your card has insufficient funds."}}},
+		{"canceled before any charge: the failed capture checks no amount", "payment_intent.canceled",
+			pi(`"status":"canceled","cancellation_reason":"abandoned","latest_charge":null,"capture_method":"manual"`), "",
+			[]payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: "op-1", ProviderRef: "pi_1", Key: "key-1", Amount: 500, Currency: "USD",
+				State: payonce.LookupFailed, Code: "canceled", Message: "stripe: PaymentIntent was canceled (abandoned) before any authorization"},
+				onPI(payonce.KindCapture, payonce.LookupFailed, 0, "payment_intent_unexpected_state", "stripe: PaymentIntent is canceled"),
+				onPI(payonce.KindCancel, payonce.LookupSucceeded, 0, "", "")}},
 		{"canceled after a charge: the charge is left to its lookup", "payment_intent.canceled",
-			`{"id":"pi_1","object":"payment_intent","status":"canceled","cancellation_reason":"requested_by_customer","latest_charge":"ch_1","capture_method":"manual",` + piMeta + `}`,
-			[]payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: "op-1", ProviderRef: "pi_1", State: payonce.LookupProcessing,
+			pi(`"status":"canceled","cancellation_reason":"requested_by_customer","latest_charge":"ch_1","capture_method":"manual"`), "",
+			[]payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: "op-1", ProviderRef: "pi_1", Key: "key-1", Amount: 500, Currency: "USD",
+				State:   payonce.LookupProcessing,
 				Message: "stripe: PaymentIntent is canceled (requested_by_customer); whether it was authorized first is known from its charge ch_1"},
-				onPI(payonce.KindCapture, payonce.LookupFailed, "payment_intent_unexpected_state", "stripe: PaymentIntent is canceled"),
-				onPI(payonce.KindCancel, payonce.LookupSucceeded, "", "")}},
-		{"unknown status changes nothing", "payment_intent.processing",
-			`{"id":"pi_1","object":"payment_intent","status":"brand_new",` + piMeta + `}`,
-			[]payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: "op-1", ProviderRef: "pi_1", State: payonce.LookupProcessing,
-				Message: `stripe: PaymentIntent status "brand_new"`}}},
-		{"not payonce's: no operation id", "payment_intent.succeeded",
-			`{"id":"pi_1","object":"payment_intent","status":"succeeded","amount_received":5,"capture_method":"automatic","metadata":{"order":"x"}}`,
-			[]payonce.WebhookTarget{{Kind: payonce.KindCharge, ProviderRef: "pi_1", State: payonce.LookupSucceeded},
-				onPI(payonce.KindCancel, payonce.LookupFailed, "payment_intent_unexpected_state", cannotCancel)}},
+				onPI(payonce.KindCapture, payonce.LookupFailed, 0, "payment_intent_unexpected_state", "stripe: PaymentIntent is canceled"),
+				onPI(payonce.KindCancel, payonce.LookupSucceeded, 0, "", "")}},
+		{"unknown status changes nothing", "payment_intent.processing", pi(`"status":"brand_new"`), "",
+			[]payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: "op-1", ProviderRef: "pi_1", Key: "key-1", Amount: 500, Currency: "USD",
+				State: payonce.LookupProcessing, Message: `stripe: PaymentIntent status "brand_new"`}}},
+		{"not payonce's: no operation id, no key", "payment_intent.succeeded",
+			`{"id":"pi_1","object":"payment_intent","status":"succeeded","amount":5,"amount_received":5,"currency":"usd","capture_method":"automatic",` +
+				`"metadata":{"order":"x","payonce_key":"someone-else"}}`, "",
+			[]payonce.WebhookTarget{{Kind: payonce.KindCharge, ProviderRef: "pi_1", Amount: 5, Currency: "USD", State: payonce.LookupSucceeded},
+				onPI(payonce.KindCancel, payonce.LookupFailed, 0, "payment_intent_unexpected_state", cannotCancel)}},
+		{"another kind's object: its key names no charge", "payment_intent.succeeded",
+			`{"id":"pi_1","object":"payment_intent","status":"succeeded","amount":500,"amount_received":500,"currency":"usd","capture_method":"automatic",` +
+				`"metadata":{"payonce_op":"op-1","payonce_kind":"refund","payonce_key":"key-1"}}`, "",
+			[]payonce.WebhookTarget{{Kind: payonce.KindCharge, ProviderRef: "pi_1", Amount: 500, Currency: "USD", State: payonce.LookupSucceeded},
+				onPI(payonce.KindCancel, payonce.LookupFailed, 0, "payment_intent_unexpected_state", cannotCancel)}},
 
-		{"refund created pending", "refund.created", refundObj("pending", ""),
+		{"refund created pending", "refund.created", refundObj("pending", ""), "",
 			[]payonce.WebhookTarget{refundT(payonce.LookupProcessing, false, "", "")}},
-		{"refund succeeded", "refund.updated", refundObj("succeeded", ""),
+		{"refund succeeded", "refund.updated", refundObj("succeeded", ""), `{"status":"pending"}`,
 			[]payonce.WebhookTarget{refundT(payonce.LookupSucceeded, false, "", "")}},
-		{"refund failed after success", "refund.failed", refundObj("failed", "lost_or_stolen_card"),
-			[]payonce.WebhookTarget{refundT(payonce.LookupFailed, true, "lost_or_stolen_card", "stripe: refund failed (lost_or_stolen_card)")}},
+		{"refund failed after success", "refund.failed", refundObj("failed", "lost_or_stolen_card"), "",
+			[]payonce.WebhookTarget{failedAfter("lost_or_stolen_card")}},
 		{"refund.updated to failed with a reason", "refund.updated", refundObj("failed", "expired_or_canceled_card"),
-			[]payonce.WebhookTarget{refundT(payonce.LookupFailed, true, "expired_or_canceled_card", "stripe: refund failed (expired_or_canceled_card)")}},
-		{"refund canceled", "refund.updated", refundObj("canceled", ""),
+			`{"status":"succeeded","failure_reason":null,"failure_balance_transaction":null}`,
+			[]payonce.WebhookTarget{failedAfter("expired_or_canceled_card")}},
+		{"refund canceled", "refund.updated", refundObj("canceled", ""), `{"status":"pending"}`,
 			[]payonce.WebhookTarget{refundT(payonce.LookupFailed, false, "refund_canceled", "stripe: refund canceled")}},
 		{"refund not payonce's: matched by its id only", "refund.updated",
-			`{"id":"re_9","object":"refund","status":"succeeded","payment_intent":"pi_1","metadata":{}}`,
-			[]payonce.WebhookTarget{{Kind: payonce.KindRefund, ProviderRef: "re_9", State: payonce.LookupSucceeded}}},
+			`{"id":"re_9","object":"refund","status":"succeeded","payment_intent":"pi_1","amount":70,"currency":"eur","metadata":{"payonce_key":"k"}}`, "",
+			[]payonce.WebhookTarget{{Kind: payonce.KindRefund, ProviderRef: "re_9", Amount: 70, Currency: "EUR", State: payonce.LookupSucceeded}}},
+
+		// API versions before 2024-10-28: a card refund's changes come as
+		// charge.refund.updated, whose object is the Refund.
+		{"charge.refund.updated: failed after it succeeded", "charge.refund.updated", refundObj("failed", "expired_or_canceled_card"),
+			`{"failure_balance_transaction":null,"failure_reason":null,"status":"succeeded"}`,
+			[]payonce.WebhookTarget{failedAfter("expired_or_canceled_card")}},
+		{"charge.refund.updated: failed after it succeeded, no reason given", "charge.refund.updated", refundObj("failed", ""),
+			`{"status":"succeeded"}`,
+			[]payonce.WebhookTarget{refundT(payonce.LookupFailed, true, "refund_failed", "stripe: refund failed")}},
+		{"charge.refund.updated: failed while pending", "charge.refund.updated", refundObj("failed", ""), `{"status":"pending"}`,
+			[]payonce.WebhookTarget{refundT(payonce.LookupFailed, false, "refund_failed", "stripe: refund failed")}},
+		{"charge.refund.updated: succeeded", "charge.refund.updated", refundObj("succeeded", ""), `{"status":"pending"}`,
+			[]payonce.WebhookTarget{refundT(payonce.LookupSucceeded, false, "", "")}},
+		{"charge.refund.updated: metadata changed", "charge.refund.updated", refundObj("succeeded", ""), `{"metadata":{}}`,
+			[]payonce.WebhookTarget{refundT(payonce.LookupSucceeded, false, "", "")}},
+
 		{"charge.refunded with embedded refunds", "charge.refunded",
-			`{"id":"ch_1","object":"charge","payment_intent":"pi_1","refunds":{"object":"list","data":[` + refundObj("succeeded", "") + `,` +
-				`{"id":"re_2","object":"refund","status":"pending","metadata":{"payonce_op":"op-r2","payonce_kind":"refund"}}]}}`,
+			`{"id":"ch_1","object":"charge","payment_intent":"pi_1","amount":500,"currency":"usd","refunds":{"object":"list","data":[` + refundObj("succeeded", "") + `,` +
+				`{"id":"re_2","object":"refund","status":"pending","amount":200,"currency":"usd","metadata":{"payonce_op":"op-r2","payonce_kind":"refund","payonce_key":"key-r2"}}]}}`, "",
 			[]payonce.WebhookTarget{refundT(payonce.LookupSucceeded, false, "", ""),
-				{Kind: payonce.KindRefund, OperationID: "op-r2", ProviderRef: "re_2", PaymentRef: "pi_1", State: payonce.LookupProcessing}}},
-		{"charge.refunded without refunds", "charge.refunded", `{"id":"ch_1","object":"charge","payment_intent":"pi_1"}`, nil},
-		{"dispute", "charge.dispute.created",
-			`{"id":"du_1","object":"dispute","reason":"fraudulent","status":"needs_response","payment_intent":"pi_1","charge":"ch_1"}`,
+				{Kind: payonce.KindRefund, OperationID: "op-r2", ProviderRef: "re_2", PaymentRef: "pi_1", Key: "key-r2", Amount: 200, Currency: "USD",
+					State: payonce.LookupProcessing}}},
+		{"charge.refunded with an embedded refund that failed", "charge.refunded",
+			`{"id":"ch_1","object":"charge","payment_intent":"pi_1","refunds":{"object":"list","data":[` + refundObj("failed", "lost_or_stolen_card") + `]}}`, "",
+			[]payonce.WebhookTarget{failedAfter("lost_or_stolen_card")}},
+		{"charge.refunded without refunds", "charge.refunded", `{"id":"ch_1","object":"charge","payment_intent":"pi_1"}`, "", nil},
+		{"dispute: no amount, currency or key", "charge.dispute.created",
+			`{"id":"du_1","object":"dispute","reason":"fraudulent","status":"needs_response","payment_intent":"pi_1","charge":"ch_1","amount":200,"currency":"usd","metadata":{}}`, "",
 			[]payonce.WebhookTarget{{Kind: payonce.KindCharge, ProviderRef: "pi_1", State: payonce.LookupFailed, Reversal: true,
 				Code: "dispute", Message: "stripe: dispute du_1 opened (reason fraudulent, status needs_response)"}}},
-		{"dispute without a PaymentIntent", "charge.dispute.created", `{"id":"du_1","object":"dispute","charge":"ch_1"}`, nil},
-		{"unknown type", "invoice.paid", `{"id":"in_1","object":"invoice"}`, nil},
+		{"dispute without a PaymentIntent", "charge.dispute.created", `{"id":"du_1","object":"dispute","charge":"ch_1"}`, "", nil},
+		{"unknown type", "invoice.paid", `{"id":"in_1","object":"invoice"}`, "", nil},
+		{"unknown type whose previous status is not a string", "account.updated", `{"id":"acct_1","object":"account"}`,
+			`{"status":{"x":1}}`, nil},
 	} {
-		evs, err := parseSigned(t, p, evtBody("evt_x", tc.typ, tc.object))
-		require.NoError(t, err, tc.name)
-		require.Len(t, evs, 1, tc.name)
-		require.Equal(t, tc.want, evs[0].Targets, tc.name)
-		require.Equal(t, tc.typ, evs[0].Type)
+		t.Run(tc.name, func(t *testing.T) {
+			body := evtBody("evt_x", tc.typ, tc.object)
+			if tc.prev != "" {
+				body = evtUpdated("evt_x", tc.typ, tc.object, tc.prev)
+			}
+			evs, err := parseSigned(t, p, body)
+			require.NoError(t, err)
+			require.Len(t, evs, 1)
+			require.Equal(t, tc.want, evs[0].Targets)
+			require.Equal(t, tc.typ, evs[0].Type)
+		})
 	}
 }
 
