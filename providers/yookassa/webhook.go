@@ -27,12 +27,20 @@ const (
 )
 
 // DefaultWebhookAllow returns YooKassa's published notification networks,
-// IPv4 and IPv6: SecurityHelper.YOOKASSA_NETWORKS in
+// IPv4 and IPv6. YooKassa's notification docs list 185.71.76.0/27,
+// 185.71.77.0/27, 77.75.153.0/25, 77.75.156.11, 77.75.156.35,
+// 77.75.154.128/25 and 2a02:5180::/32 ("IP addresses" on
+// https://yookassa.ru/developers/using-api/webhooks, the list integrations
+// copy from that page). The official SDKs list only four /64s inside
+// 2a02:5180::/32 (SecurityHelper.YOOKASSA_NETWORKS in
 // src/yookassa/domain/common/security_helper.py of
-// github.com/yoomoney/yookassa-sdk-python (commit bde5a27, March 2022; the
-// SDK's is_ip_trusted checks these). Check them against YooKassa's
-// notification docs when you deploy, and set Config.WebhookAllow if they
-// changed. A new slice on every call: nothing shared can be changed.
+// github.com/yoomoney/yookassa-sdk-python, getIPv6TrustedList in
+// lib/Helpers/SecurityHelper.php of yoomoney/yookassa-sdk-php): a
+// notification from any other address of YooKassa's /32 would be refused
+// with 403 and, never acknowledged, redelivered until YooKassa gives up, so
+// the documented /32 is used. Check them against YooKassa's docs when you
+// deploy, and set Config.WebhookAllow if they changed. A new slice on every
+// call: nothing shared can be changed.
 func DefaultWebhookAllow() []netip.Prefix {
 	return []netip.Prefix{
 		netip.MustParsePrefix("185.71.76.0/27"),
@@ -41,10 +49,7 @@ func DefaultWebhookAllow() []netip.Prefix {
 		netip.MustParsePrefix("77.75.154.128/25"),
 		netip.MustParsePrefix("77.75.156.11/32"),
 		netip.MustParsePrefix("77.75.156.35/32"),
-		netip.MustParsePrefix("2a02:5180:0:1509::/64"),
-		netip.MustParsePrefix("2a02:5180:0:2655::/64"),
-		netip.MustParsePrefix("2a02:5180:0:1533::/64"),
-		netip.MustParsePrefix("2a02:5180:0:2669::/64"),
+		netip.MustParsePrefix("2a02:5180::/32"),
 	}
 }
 

@@ -21,6 +21,7 @@ func FuzzParseWebhook(f *testing.F) {
 	} {
 		f.Add([]byte(body), "127.0.0.1:80")
 		f.Add([]byte(body), "[2a02:5180:0:1510::1]:1")
+		f.Add([]byte(body), "[2a02:5181::1]:1")
 		f.Add([]byte(body), "garbage")
 	}
 	p := webhookProvider(f)

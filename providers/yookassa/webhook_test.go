@@ -43,13 +43,19 @@ func TestWebhookAllowlist(t *testing.T) {
 		"185.71.76.0:1", "185.71.76.31:1", "185.71.77.1:1", "77.75.153.127:1", "77.75.154.128:1", "77.75.154.255:1",
 		"77.75.156.11:1", "77.75.156.35:1", "[::ffff:185.71.76.7]:1", "[2a02:5180:0:1509::1]:1",
 		"[2a02:5180:0:2655:ffff::1]:1", "[2a02:5180:0:1533::9]:1", "[2a02:5180:0:2669::1%eth0]:1", "77.75.156.11",
+		// YooKassa's documented IPv6 network is the whole 2a02:5180::/32,
+		// not only the SDKs' four /64s.
+		"[2a02:5180::]:1", "[2a02:5180:0:1510::1]:1", "[2a02:5180:1:1509::1]:1", "[2a02:5180:ffff:ffff:ffff:ffff:ffff:ffff]:443",
+		"2a02:5180:77::5",
 	} {
 		_, err := p.ParseWebhook(delivery(remote, body), body)
 		require.NoError(t, err, remote)
 	}
 	for _, remote := range []string{
-		"185.71.76.32:1", "77.75.153.128:1", "77.75.156.12:1", "127.0.0.1:1", "[::1]:1", "[2a02:5180:0:1510::1]:1",
-		"[2a02:5180:1:1509::1]:1", "", "not-an-address", "[::ffff:127.0.0.1]:1",
+		"185.71.76.32:1", "77.75.153.128:1", "77.75.156.12:1", "127.0.0.1:1", "[::1]:1",
+		// Just outside 2a02:5180::/32, on either side, and a neighbour /32.
+		"[2a02:5181::1]:1", "[2a02:517f:ffff:ffff:ffff:ffff:ffff:ffff]:1", "[2a02:5181::]:1", "[2a03:5180::1]:1",
+		"[::ffff:2a02:5180]:1", "", "not-an-address", "[::ffff:127.0.0.1]:1",
 	} {
 		_, err := p.ParseWebhook(delivery(remote, body), body)
 		require.ErrorIs(t, err, payonce.ErrWebhookForbidden, remote)
@@ -65,7 +71,7 @@ func TestWebhookAllowlist(t *testing.T) {
 			require.ErrorIs(t, err, payonce.ErrWebhookForbidden, remote)
 		}
 	}
-	require.Len(t, yookassa.DefaultWebhookAllow(), 10)
+	require.Len(t, yookassa.DefaultWebhookAllow(), 7)
 }
 
 func TestWebhookTargets(t *testing.T) {
