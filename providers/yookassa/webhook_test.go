@@ -97,13 +97,73 @@ func TestWebhookTargets(t *testing.T) {
 				lookup(payonce.KindCapture, "", "pm1", "pm1", payonce.LookupFailed, "payment.canceled"),
 				lookup(payonce.KindCancel, "", "pm1", "pm1", payonce.LookupSucceeded, "payment.canceled")}},
 		{"refund", "refund.succeeded", `{"id":"rf1","payment_id":"pm1","status":"succeeded","description":"x payonce_op:op-r"}`, "rf1:refund.succeeded",
-			[]payonce.WebhookTarget{lookup(payonce.KindRefund, "op-r", "rf1", "pm1", payonce.LookupSucceeded, "refund.succeeded")}},
+			[]payonce.WebhookTarget{func() payonce.WebhookTarget {
+				t := lookup(payonce.KindRefund, "op-r", "rf1", "pm1", payonce.LookupSucceeded, "refund.succeeded")
+				t.Key = "op-r" // generation 0: the key is the operation id
+				return t
+			}()}},
 		{"other event", "deal.closed", `{"id":"dl1"}`, "dl1:deal.closed", nil},
 	} {
 		body := notice(tc.event, tc.object)
 		evs, err := p.ParseWebhook(delivery(yooKassaAddr, body), body)
 		require.NoError(t, err, tc.name)
 		require.Equal(t, []payonce.WebhookEvent{{ID: tc.id, Type: tc.event, Targets: tc.want}}, evs, tc.name)
+	}
+}
+
+// Every target carries the object's key, amount and currency as the
+// notice's object carries them and the lookup checks them
+// (adapterkit.Belongs): YooKassa's notices are never trusted by themselves
+// (LookupOnly), but the ledger compares what they say with the operation.
+func TestWebhookTargetsKeyAmountCurrency(t *testing.T) {
+	t.Parallel()
+	p := webhookProvider(t)
+	pay := func(status, md string) string {
+		return `{"id":"pm1","status":"` + status + `","paid":true,"amount":{"value":"1500.50","currency":"RUB"},` +
+			`"metadata":` + md + `,"created_at":"2026-03-01T12:00:00.000Z","test":true}`
+	}
+	chargeMD := `{"payonce_op":"op-1","payonce_key":"key-1","payonce_kind":"charge","order_id":"42"}`
+	type kac struct {
+		kind     payonce.Kind
+		key      string
+		amount   int64
+		currency string
+	}
+	capCancel := []kac{{payonce.KindCapture, "", 0, "RUB"}, {payonce.KindCancel, "", 0, "RUB"}}
+	for _, tc := range []struct {
+		name, event, object string
+		want                []kac
+	}{
+		{"waiting for capture", "payment.waiting_for_capture", pay("waiting_for_capture", chargeMD),
+			[]kac{{payonce.KindCharge, "key-1", 150050, "RUB"}}},
+		{"succeeded", "payment.succeeded", pay("succeeded", chargeMD), append([]kac{{payonce.KindCharge, "key-1", 150050, "RUB"}}, capCancel...)},
+		{"canceled", "payment.canceled", pay("canceled", chargeMD), append([]kac{{payonce.KindCharge, "key-1", 150050, "RUB"}}, capCancel...)},
+		{"another kind's metadata: no key", "payment.succeeded", pay("succeeded", `{"payonce_op":"op-1","payonce_key":"key-1","payonce_kind":"refund"}`),
+			append([]kac{{payonce.KindCharge, "", 150050, "RUB"}}, capCancel...)},
+		{"no metadata", "payment.waiting_for_capture", pay("waiting_for_capture", `{}`), []kac{{payonce.KindCharge, "", 150050, "RUB"}}},
+		{"amount unreadable: not given", "payment.waiting_for_capture",
+			`{"id":"pm1","status":"waiting_for_capture","amount":{"value":"1.234","currency":"RUB"},"metadata":` + chargeMD + `}`,
+			[]kac{{payonce.KindCharge, "key-1", 0, "RUB"}}},
+		{"refund, generation 0", "refund.succeeded",
+			`{"id":"rf1","payment_id":"pm1","status":"succeeded","amount":{"value":"300.00","currency":"RUB"},"description":"Возврат payonce_op:op-r"}`,
+			[]kac{{payonce.KindRefund, "op-r", 30000, "RUB"}}},
+		{"refund, a later generation", "refund.succeeded",
+			`{"id":"rf1","payment_id":"pm1","status":"succeeded","amount":{"value":"300","currency":"RUB"},"description":"payonce_op:op-r payonce_key:key-r2"}`,
+			[]kac{{payonce.KindRefund, "key-r2", 30000, "RUB"}}},
+		{"refund not payonce's", "refund.succeeded",
+			`{"id":"rf1","payment_id":"pm1","status":"succeeded","amount":{"value":"10.00","currency":"USD"},"description":"manual"}`,
+			[]kac{{payonce.KindRefund, "", 1000, "USD"}}},
+	} {
+		body := notice(tc.event, tc.object)
+		evs, err := p.ParseWebhook(delivery(yooKassaAddr, body), body)
+		require.NoError(t, err, tc.name)
+		require.Len(t, evs, 1, tc.name)
+		var got []kac
+		for _, tg := range evs[0].Targets {
+			require.True(t, tg.LookupOnly, tc.name)
+			got = append(got, kac{tg.Kind, tg.Key, tg.Amount, tg.Currency})
+		}
+		require.Equal(t, tc.want, got, tc.name)
 	}
 }
 
@@ -123,6 +183,8 @@ func TestWebhookMalformed(t *testing.T) {
 		"no status":      `{"type":"notification","event":"payment.succeeded","object":{"id":"pm1"}}`,
 		"refund no pay":  `{"type":"notification","event":"refund.succeeded","object":{"id":"rf1","status":"succeeded"}}`,
 		"nul id":         `{"type":"notification","event":"deal.closed","object":{"id":"a\u0000"}}`,
+		"nul in key":     `{"type":"notification","event":"payment.succeeded","object":{"id":"pm1","status":"succeeded","metadata":{"payonce_key":"k\u0000","payonce_kind":"charge"}}}`,
+		"nul currency":   `{"type":"notification","event":"refund.succeeded","object":{"id":"rf1","payment_id":"pm1","status":"succeeded","amount":{"value":"1","currency":"R\u0000"}}}`,
 	})
 }
 
