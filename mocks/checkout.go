@@ -72,6 +72,22 @@ type CheckoutOptions struct {
 	// (the webhook's signature key) and, when Webhooks.Authorization is
 	// set, that Authorization header; see CheckoutEvent. Defaults to none.
 	Webhooks WebhookDelivery
+	// KeyInUseStatus is how the fake answers a request whose
+	// Cko-Idempotency-Key belongs to a request still being processed.
+	// Checkout.com has documented both answers: http.StatusConflict, 409
+	// error_type "request_in_progress" (the default: support.checkout.com,
+	// "Why did I receive a 409 HTTP response to my idempotent API request
+	// instead of 429?", says 409 replaced 429 in that case), and
+	// http.StatusTooManyRequests, 429 error_type "request_invalid" with
+	// error_codes ["duplicate_request"] (the public idempotency pages,
+	// https://www.checkout.com/docs/developer-resources/api/idempotency,
+	// 2022-2024: "the other requests will return a 429 Too many requests
+	// response"; the body is the API reference's, POST /payments 429 "Too
+	// many requests or duplicate request detected",
+	// checkout/checkout-api-reference nas_spec/paths/payments.yaml). A
+	// rate-limited request (FaultRateLimit429) stays 429 too_many_requests
+	// either way. Defaults to 409.
+	KeyInUseStatus int
 }
 
 // Validate reports the first option that cannot work, saying how to fix it.
@@ -84,6 +100,11 @@ func (o CheckoutOptions) Validate() error {
 	}
 	if o.Webhooks.Username != "" {
 		return fmt.Errorf("mocks: CheckoutOptions.Webhooks.Username is set, but Checkout.com sends no Basic credentials; put the header value in Webhooks.Authorization")
+	}
+	switch o.KeyInUseStatus {
+	case 0, http.StatusConflict, http.StatusTooManyRequests:
+	default:
+		return fmt.Errorf("mocks: CheckoutOptions.KeyInUseStatus is %d; use http.StatusConflict (409, the default) or http.StatusTooManyRequests (429)", o.KeyInUseStatus)
 	}
 	if o.SecretKey != "" && !strings.HasPrefix(o.SecretKey, "sk_sbox_") && !strings.HasPrefix(o.SecretKey, "sk_test_") {
 		return fmt.Errorf("mocks: CheckoutOptions.SecretKey is not a sandbox key; use a value starting with sk_sbox_ or sk_test_")
@@ -104,6 +125,7 @@ func (o CheckoutOptions) coreConfig() coreConfig {
 type CheckoutHandler struct {
 	fakeHandler
 	secretKey string
+	inUse     int // KeyInUseStatus, defaulted
 
 	objectStore
 	payments    map[string]*ckoPayment
@@ -138,7 +160,10 @@ func NewCheckoutHandler(opts CheckoutOptions) *CheckoutHandler {
 	// 5xx can charge twice.
 	idem := idemPolicy{keep: func(status int) bool { return status >= 200 && status < 300 }}
 	h.setUp(opts, CheckoutKeyTTL, idem, h, h.truthRecords)
-	h.secretKey = opts.SecretKey
+	h.secretKey, h.inUse = opts.SecretKey, opts.KeyInUseStatus
+	if h.inUse == 0 {
+		h.inUse = http.StatusConflict
+	}
 	if h.secretKey == "" {
 		h.secretKey = "sk_sbox_" + ckoID(h.core.ids, "")
 	}
@@ -243,19 +268,25 @@ func (h *CheckoutHandler) serverError(c *call) *response {
 // will return the same HTTP status code and response body as the original
 // request, providing that it was processed successfully", and that
 // concurrent requests with the same key get 409 "Conflict with another
-// request being processed"
+// request being processed", or 429 on the older pages
 // (https://www.checkout.com/docs/developer-resources/api/idempotency;
 // support.checkout.com, "Why did I receive a 409 HTTP response to my
 // idempotent API request instead of 429?"). The fake does what those words
 // say, which is also the hardest case for a client: it replays the first
 // request's stored 2xx answer, whatever the new request's body, and
-// answers 409 while the first request is still running. It invents no
+// answers keyInUse while the first request is still running. It invents no
 // error code. (Only 2xx answers are stored at all: after a 4xx or 5xx the
 // key is free and a request with it is processed as new.)
 func (h *CheckoutHandler) keyMismatch(c *call) *response { return h.core.replayFirst(c, h.keyInUse) }
 
-// keyInUse is the 409 "conflict with another request being processed".
+// keyInUse answers a request whose key's first request still runs: 409
+// "conflict with another request being processed", or, with
+// KeyInUseStatus 429, the API reference's 429 "duplicate request
+// detected" (error_codes duplicate_request).
 func (h *CheckoutHandler) keyInUse(c *call) *response {
+	if h.inUse == http.StatusTooManyRequests {
+		return h.errorResponse(c, http.StatusTooManyRequests, "request_invalid", "duplicate_request")
+	}
 	return h.errorResponse(c, http.StatusConflict, "request_in_progress")
 }
 

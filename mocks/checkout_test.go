@@ -275,6 +275,39 @@ func TestCheckoutConflictWhileProcessing(t *testing.T) {
 	require.Len(t, b.f.Truth().Payments, 1)
 }
 
+// With KeyInUseStatus 429 the fake answers a key still in flight as
+// Checkout.com's idempotency pages and API reference describe it (429,
+// error_codes duplicate_request), and a rate-limited request as before (429
+// too_many_requests): a client can tell the two apart only by the body.
+func TestCheckoutKeyInUse429(t *testing.T) {
+	t.Parallel()
+	b := ckoSetup(t, mocks.CheckoutOptions{SlowFor: 300 * time.Millisecond, KeyInUseStatus: http.StatusTooManyRequests})
+	b.f.Script(ckoCreate, mocks.FaultSlow)
+	body := ckoPayment(100, mocks.CheckoutSourceApproved, "slow", true)
+	done := holdKey(t, b.f, b.c, "/payments", body, "slow")
+	e := decode[mocks.CheckoutError](t, b.c.post("/payments", body, "slow"), 429)
+	require.Equal(t, "request_invalid", e.ErrorType)
+	require.Equal(t, []string{"duplicate_request"}, e.ErrorCodes)
+	// Another request under the key in flight gets the same answer.
+	e = decode[mocks.CheckoutError](t, b.c.post("/payments", ckoPayment(999, mocks.CheckoutSourceApproved, "other", true), "slow"), 429)
+	require.Equal(t, []string{"duplicate_request"}, e.ErrorCodes)
+	require.Equal(t, 201, (<-done).status)
+	truth := b.f.Truth()
+	require.Equal(t, 1, truth.KeyInUse)
+	require.Equal(t, 1, truth.KeyMismatch)
+	require.Len(t, truth.Payments, 1)
+
+	b.f.Script(ckoCreate, mocks.FaultRateLimit429)
+	e = decode[mocks.CheckoutError](t, b.c.post("/payments", ckoPayment(1, mocks.CheckoutSourceApproved, "rl", true), "rl"), 429)
+	require.Equal(t, "too_many_requests", e.ErrorType)
+	require.Empty(t, e.ErrorCodes)
+
+	require.NoError(t, mocks.CheckoutOptions{KeyInUseStatus: http.StatusConflict}.Validate())
+	err := mocks.CheckoutOptions{KeyInUseStatus: http.StatusAccepted}.Validate()
+	require.ErrorContains(t, err, "CheckoutOptions.KeyInUseStatus is 202")
+	require.Panics(t, func() { mocks.NewCheckoutHandler(mocks.CheckoutOptions{KeyInUseStatus: 500}) })
+}
+
 func TestCheckoutAuthAndRateLimit(t *testing.T) {
 	t.Parallel()
 	b := ckoSetup(t, mocks.CheckoutOptions{RetryAfter: 1500 * time.Millisecond, SecretKey: "sk_sbox_fakekeyforpayoncetests"})

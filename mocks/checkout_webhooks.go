@@ -56,10 +56,17 @@ type CheckoutEvent struct {
 	Links     map[string]CheckoutLink `json:"_links"`
 }
 
-// CheckoutEventData is the payment an event is about. For an action's
-// event (capture, void, refund) ActionID, Amount, ProcessedOn and the
-// response are the action's; Reference and Metadata are the payment's, as
-// in Checkout.com's examples.
+// CheckoutEventData is the payment an event is about: its id, amount,
+// currency, reference and metadata (the metadata payonce writes, payonce_op,
+// payonce_key and payonce_kind, included), as in Checkout.com's examples
+// (https://www.checkout.com/docs/workflows/webhook-event-types/payment_captured,
+// .../payment_refunded). For an action's event (capture, void, refund)
+// ActionID, Amount, ProcessedOn and the response are the action's (Checkout.com's
+// own WooCommerce plugin reads payment_captured's and payment_refunded's
+// amount as the amount captured or refunded:
+// checkout/checkout-woocommerce-plugin,
+// includes/class-wc-gateway-checkout-com-webhook.php); Reference, Currency
+// and Metadata are the payment's.
 type CheckoutEventData struct {
 	ID              string            `json:"id"`
 	ActionID        string            `json:"action_id,omitempty"`

@@ -126,15 +126,20 @@ func TestCheckoutWebhooksParseWithTheAdapter(t *testing.T) {
 	p, err := checkout.New(checkout.Config{SecretKey: b.f.SecretKey(), BaseURL: b.f.URL(),
 		WebhookSecret: testCkoKey, WebhookAuthorization: testCkoAuth})
 	require.NoError(t, err)
-	auth := decode[mocks.CheckoutPayment](t, b.c.post("/payments", ckoPayment(700, mocks.CheckoutSourceApproved, "op-7", false), "k1"), 201)
-	capt := decode[mocks.CheckoutActionAccepted](t, b.c.post("/payments/"+auth.ID+"/captures", map[string]any{}, "k2"), 202)
+	body := ckoPayment(700, mocks.CheckoutSourceApproved, "op-7", false)
+	body["metadata"] = map[string]string{"payonce_op": "op-7", "payonce_key": "key-7", "payonce_kind": "charge"}
+	auth := decode[mocks.CheckoutPayment](t, b.c.post("/payments", body, "k1"), 201)
+	capt := decode[mocks.CheckoutActionAccepted](t, b.c.post("/payments/"+auth.ID+"/captures", map[string]any{"amount": 500}, "k2"), 202)
 	require.NoError(t, b.f.DeclineCapture(capt.ActionID))
+	paid := decode[mocks.CheckoutPayment](t, b.c.post("/payments", ckoPayment(1000, mocks.CheckoutSourceApproved, "op-8", true), "k3"), 201)
+	refund := decode[mocks.CheckoutActionAccepted](t, b.c.post("/payments/"+paid.ID+"/refunds", map[string]any{"amount": 400}, "k4"), 202)
 	flush(t, b.f)
 
 	rec.mu.Lock()
 	bodies, headers := rec.bodies, rec.headers
 	rec.mu.Unlock()
 	got := map[string]payonce.WebhookTarget{}
+	var capturedCharge payonce.WebhookTarget
 	for i, body := range bodies {
 		r := httptest.NewRequest(http.MethodPost, "/webhooks/checkout", bytes.NewReader(body))
 		r.Header = headers[i]
@@ -142,21 +147,42 @@ func TestCheckoutWebhooksParseWithTheAdapter(t *testing.T) {
 		require.NoError(t, err, string(body))
 		for _, ev := range evs {
 			// payment_captured also says the charge succeeded: keep the
-			// target of the event's own kind.
+			// target of the event's own kind, for op-7's payment.
 			for _, tg := range ev.Targets {
-				if tg.Kind == payonce.KindCapture || ev.Type == "payment_approved" {
+				switch {
+				case tg.ProviderRef == paid.ID || (tg.PaymentRef == paid.ID && tg.Kind == payonce.KindCapture):
+				case tg.Kind == payonce.KindCharge && ev.Type == "payment_captured":
+					capturedCharge = tg
+				default:
 					got[ev.Type] = tg
 				}
 			}
 		}
 	}
-	require.Equal(t, payonce.LookupSucceeded, got["payment_approved"].State)
-	require.Equal(t, "op-7", got["payment_approved"].OperationID)
-	require.Equal(t, payonce.LookupSucceeded, got["payment_captured"].State)
-	require.Equal(t, capt.ActionID, got["payment_captured"].ProviderRef)
+	approved := got["payment_approved"]
+	require.Equal(t, payonce.LookupSucceeded, approved.State)
+	require.Equal(t, "op-7", approved.OperationID)
+	// The payment's own event carries its key, amount and currency.
+	require.Equal(t, "key-7", approved.Key)
+	require.Equal(t, int64(700), approved.Amount)
+	require.Equal(t, "USD", approved.Currency)
+	captured := got["payment_captured"]
+	require.Equal(t, payonce.LookupSucceeded, captured.State)
+	require.Equal(t, capt.ActionID, captured.ProviderRef)
+	// An action's event: the action's amount, the payment's metadata (so
+	// no key for the capture).
+	require.Equal(t, int64(500), captured.Amount)
+	require.Empty(t, captured.Key)
+	require.Equal(t, payonce.WebhookTarget{Kind: payonce.KindCharge, OperationID: "op-7", ProviderRef: auth.ID, Key: "key-7",
+		Currency: "USD", State: payonce.LookupSucceeded}, capturedCharge, "the charge: its key and currency, not the capture's amount")
 	declined := got["payment_capture_declined"]
 	require.Equal(t, payonce.LookupFailed, declined.State)
 	require.True(t, declined.Reversal, "a capture declined after it was accepted")
+	require.Equal(t, int64(500), declined.Amount)
+	refunded := got["payment_refunded"]
+	require.Equal(t, refund.ActionID, refunded.ProviderRef)
+	require.Equal(t, paid.ID, refunded.PaymentRef)
+	require.Equal(t, int64(400), refunded.Amount, "the refund's amount, not the payment's")
 
 	r := httptest.NewRequest(http.MethodPost, "/webhooks/checkout", bytes.NewReader(bodies[0]))
 	r.Header = headers[0].Clone()

@@ -27,8 +27,12 @@ const (
 
 // YooKassaNotification is a YooKassa webhook notification: {"type":
 // "notification", "event": ..., "object": {...}}, object being the payment
-// or refund as the fake's GET of it answers at the moment of the change
-// (WebhookNotification in the Python SDK's webhook_notification.py). It
+// or refund as the fake's GET of it answers at the moment of the change,
+// amount, metadata (payonce_op, payonce_key, payonce_kind) and refund
+// description included: YooKassa's notice carries "all the data of the
+// object at the moment its status changed"
+// (https://yookassa.ru/developers/using-api/webhooks; WebhookNotification
+// in the Python SDK's webhook_notification.py). It
 // carries no signature: a receiver must trust it only after reading the
 // object back by id.
 type YooKassaNotification struct {

@@ -1,15 +1,20 @@
 package mocks_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/mocks"
+	"github.com/payonce/payonce/providers/yookassa"
 )
 
 // ykVerifier checks what a YooKassa receiver can check: the source
@@ -73,6 +78,55 @@ func TestYooKassaWebhooksEveryChangeUnderFaults(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestYooKassaWebhooksParseWithTheAdapter feeds the fake's notifications to
+// the YooKassa adapter: each object comes whole, as YooKassa sends it, so
+// the targets carry the key payonce wrote, the amount and the currency.
+func TestYooKassaWebhooksParseWithTheAdapter(t *testing.T) {
+	rec := newHookReceiver(t, ykVerifier)
+	b := ykSetup(t, mocks.YooKassaOptions{Webhooks: mocks.WebhookDelivery{URL: rec.URL(), RetryAfter: time.Millisecond}})
+	p, err := yookassa.New(yookassa.Config{ShopID: "123456", SecretKey: "test_fake", BaseURL: b.f.URL(),
+		WebhookAllow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	require.NoError(t, err)
+	auth := decode[mocks.YooKassaPayment](t, b.c.post("/v3/payments", ykPayment("15.50", "RUB", mocks.YooKassaMethodSucceeds, false,
+		"payonce_op", "op-1", "payonce_key", "key-1", "payonce_kind", "charge"), "k1"), 200)
+	b.c.post("/v3/payments/"+auth.ID+"/capture", map[string]any{}, "k2")
+	rf := decode[mocks.YooKassaRefund](t, b.c.post("/v3/refunds", map[string]any{"payment_id": auth.ID,
+		"amount": map[string]string{"value": "4.00", "currency": "RUB"}, "description": "payonce_op:op-r payonce_key:key-r2"}, "k3"), 200)
+	flush(t, b.f)
+
+	rec.mu.Lock()
+	bodies := rec.bodies
+	rec.mu.Unlock()
+	got := map[string][]payonce.WebhookTarget{}
+	for _, body := range bodies {
+		r := httptest.NewRequest(http.MethodPost, "/webhooks/yookassa", bytes.NewReader(body))
+		r.RemoteAddr = "127.0.0.1:5000"
+		evs, err := p.ParseWebhook(r, body)
+		require.NoError(t, err, string(body))
+		for _, ev := range evs {
+			got[ev.Type] = ev.Targets
+		}
+	}
+	charge := got["payment.waiting_for_capture"][0]
+	require.Equal(t, "op-1", charge.OperationID)
+	require.Equal(t, "key-1", charge.Key)
+	require.Equal(t, int64(1550), charge.Amount)
+	require.Equal(t, "RUB", charge.Currency)
+	succeeded := got["payment.succeeded"]
+	require.Len(t, succeeded, 3)
+	require.Equal(t, "key-1", succeeded[0].Key)
+	require.Equal(t, int64(1550), succeeded[0].Amount)
+	require.Equal(t, payonce.KindCapture, succeeded[1].Kind)
+	require.Equal(t, "RUB", succeeded[1].Currency)
+	require.Empty(t, succeeded[1].Key, "the payment's key is the charge's, not the capture's")
+	refund := got["refund.succeeded"][0]
+	require.Equal(t, rf.ID, refund.ProviderRef)
+	require.Equal(t, "op-r", refund.OperationID)
+	require.Equal(t, "key-r2", refund.Key)
+	require.Equal(t, int64(400), refund.Amount)
+	require.Equal(t, "RUB", refund.Currency)
 }
 
 func TestYooKassaWebhookOptions(t *testing.T) {

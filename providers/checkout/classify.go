@@ -59,6 +59,25 @@ func (p *Provider) answers() adapterkit.Answer[apiError] {
 			// support.checkout.com "Why did I receive a 409 HTTP response to my
 			// idempotent API request instead of 429?".)
 			{When: adapterkit.Status[apiError](http.StatusConflict), Class: ledger.OutcomeKeyInUse, Then: retryAfter},
+			// The same case as Checkout.com's public idempotency pages still
+			// describe it: "If we detect concurrent requests with the same
+			// idempotency key, only one request will be processed and the
+			// other requests will return a 429 Too many requests response"
+			// (https://www.checkout.com/docs/developer-resources/api/idempotency,
+			// 2022-2024), whose body the API reference gives as error_codes
+			// ["duplicate_request"] (POST /payments, 429 "Too many requests or
+			// duplicate request detected": checkout/checkout-api-reference,
+			// nas_spec/paths/payments.yaml). A 429 that says so, or that names
+			// the idempotency key, is the key in flight: key_in_use, never the
+			// key_mismatch row below (nothing says another request holds the
+			// key) and never not_sent (the first request may yet move money).
+			// duplicate_request under any other 4xx is read the same way, not
+			// as a refusal: it says an earlier request with this key exists,
+			// which is the opposite of "nothing was done".
+			{When: func(status int, e *apiError) bool {
+				return e != nil && ((status == http.StatusTooManyRequests && e.namesIdempotencyKey()) ||
+					(status >= 400 && status < 500 && e.duplicateRequest()))
+			}, Class: ledger.OutcomeKeyInUse, Then: retryAfter},
 			// Undocumented: see Classify. Review, not failed.
 			{When: func(status int, e *apiError) bool {
 				return status >= 400 && status < 500 && e != nil && e.namesIdempotencyKey()
@@ -70,13 +89,15 @@ func (p *Provider) answers() adapterkit.Answer[apiError] {
 			// done and, since Checkout.com does not cache 4xx, a resend would
 			// be judged anew and refused the same way: never retried.
 			{When: adapterkit.Refusal[apiError](http.StatusUnprocessableEntity), Class: ledger.OutcomeRefused},
-			// Checkout.com documents 429 as rate limiting, but it used to answer
-			// 429 to a request whose key was still being processed (now 409),
-			// and it does not document that the limiter runs before the request
-			// is processed. not_sent would let the next attempt go out without
-			// a lookup; if the first request then ended in a 5xx after the
-			// payment was made, that attempt would charge again. maybe_sent
-			// costs one lookup.
+			// Any other 429: rate limiting ("The 429 – Too many requests
+			// response now only refers to rate limit issues", the support
+			// article above), or an in-flight key answered without the
+			// duplicate_request body: the two cannot be told apart. Checkout.com
+			// does not document that its limiter runs before the request is
+			// processed, and not_sent would let the next attempt go out
+			// without a lookup; if the first request then ended in a 5xx
+			// after the payment was made, that attempt would charge again.
+			// maybe_sent costs one lookup.
 			adapterkit.RateLimited(codeRateLimited, retryAfter),
 		}}
 }
@@ -93,9 +114,12 @@ func (p *Provider) answers() adapterkit.Answer[apiError] {
 //	                                reference, amount or currency (see below)
 //	2xx unreadable                  maybe_sent
 //	409 (the key's request runs)    key_in_use
-//	4xx naming the idempotency key  key_mismatch (never documented; see below)
+//	4xx duplicate_request           key_in_use (the same, as older pages say it:
+//	                                429 with error_codes duplicate_request)
+//	4xx naming the idempotency key  key_mismatch (never documented; see below);
+//	                                a 429 naming it is key_in_use
 //	400, 401, 403, 404, 422         refused
-//	429                             maybe_sent, with RetryAfter
+//	any other 429                   maybe_sent, with RetryAfter
 //	5xx and anything else           maybe_sent
 //
 // Same key, another request. Checkout.com documents only that "subsequent

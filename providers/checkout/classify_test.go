@@ -75,6 +75,19 @@ func TestClassify(t *testing.T) {
 		testkit.Classified("403 not allowed", capture, 403, nil, ckoErr("action_not_allowed", "capture_not_allowed"), want{Class: ledger.OutcomeRefused, Code: "action_not_allowed"}),
 		testkit.Classified("404", cancel, 404, nil, ``, want{Class: ledger.OutcomeRefused}),
 
+		// 429: the key in flight, as Checkout.com's idempotency pages and API
+		// reference describe it (error_codes duplicate_request), is
+		// key_in_use; a 429 that does not say so is maybe_sent (a rate
+		// limit, or a key in flight: either way never not_sent).
+		testkit.Classified("429 duplicate request", charge, 429, []string{"Retry-After", "30"}, ckoErr("request_invalid", "duplicate_request"),
+			want{Class: ledger.OutcomeKeyInUse, Code: "request_invalid", Msg: "duplicate_request", RetryAfter: 30 * time.Second, RequestID: "req_body_1"}),
+		testkit.Classified("429 duplicate request on refund", refundR, 429, nil, ckoErr("request_invalid", "Duplicate_Request "), want{Class: ledger.OutcomeKeyInUse}),
+		testkit.Classified("429 naming the key", capture, 429, nil, ckoErr("idempotency_key_in_use"), want{Class: ledger.OutcomeKeyInUse, Code: "idempotency_key_in_use"}),
+		testkit.Classified("422 duplicate request", charge, 422, nil, ckoErr("request_invalid", "duplicate_request"), want{Class: ledger.OutcomeKeyInUse}),
+		testkit.Classified("429 other codes", charge, 429, nil, ckoErr("request_invalid", "duplicate_request_id"), want{Class: ledger.OutcomeMaybeSent, Code: "request_invalid"}),
+		testkit.Classified("429 no body", charge, 429, nil, ``, want{Class: ledger.OutcomeMaybeSent, Code: "too_many_requests"}),
+		testkit.Classified("400 naming the key", charge, 400, nil, ckoErr("idempotency_key_reused"), want{Class: ledger.OutcomeKeyMismatch}),
+
 		// 429, 5xx, others
 		testkit.Classified("429 seconds", charge, 429, []string{"Retry-After", "2"}, ckoErr("too_many_requests"), want{Class: ledger.OutcomeMaybeSent, Code: "too_many_requests", RetryAfter: 2 * time.Second}),
 		testkit.Classified("429 date", charge, 429, []string{"Retry-After", httpDate}, ``, want{Class: ledger.OutcomeMaybeSent, Code: "too_many_requests", RetryAfter: 30 * time.Second}),

@@ -33,7 +33,8 @@
 // 5xx that came after the card was charged charges it twice. payonce never
 // resends a request that may have been processed without asking first: the
 // adapter classifies every 5xx, 429, timeout and unreadable answer as
-// maybe_sent, the client looks the payment up by its reference before
+// maybe_sent (key_in_use for a 409, or a 429 duplicate_request: the key's
+// first request still runs), the client looks the payment up by its reference before
 // anything is sent again, and a "not found" counts only once SettleLag has
 // passed since the last attempt, so that an attempt still running at
 // Checkout.com has finished and shown its payment. Captures, voids and

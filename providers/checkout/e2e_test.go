@@ -2,7 +2,10 @@ package checkout_test
 
 import (
 	"context"
+	"net/http"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -10,6 +13,7 @@ import (
 	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/mocks"
+	"github.com/payonce/payonce/providers/checkout"
 	"github.com/payonce/payonce/providers/providertest"
 )
 
@@ -126,4 +130,84 @@ func TestE2ESameKeyOtherRequest(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, atts, 1)
 	require.Equal(t, ledger.OutcomeKeyMismatch, atts[0].Outcome)
+}
+
+// keyInUseEnv is CheckoutEnv's fake and adapter, with the fake answering a
+// key still in flight with status (mocks.CheckoutOptions.KeyInUseStatus)
+// and holding a slow request until it is released.
+func keyInUseEnv(status int) func(*testing.T, providertest.Options) *providertest.Env {
+	return func(t *testing.T, o providertest.Options) *providertest.Env {
+		fake := mocks.NewCheckout(mocks.CheckoutOptions{Clock: o.Clock.Now, SlowFor: 10 * time.Minute, KeyInUseStatus: status})
+		t.Cleanup(fake.Close)
+		psp, err := checkout.New(checkout.Config{SecretKey: fake.SecretKey(), BaseURL: fake.URL(), Now: o.Clock.Now})
+		require.NoError(t, err)
+		return &providertest.Env{Provider: psp, Fake: fake}
+	}
+}
+
+// Checkout.com has answered a request whose key's first request is still
+// running with 409 (support article) and with 429 duplicate_request (its
+// idempotency pages and API reference). Either way the resend is recorded
+// key_in_use, nothing is sent again until a lookup says so, and the
+// operation settles with one payment once the first request finishes.
+func TestE2EKeyInUse409And429(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{http.StatusConflict, http.StatusTooManyRequests} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			t.Parallel()
+			e := testkit.NewE2E(t, keyInUseEnv(status))
+			fake := e.Fake.(*mocks.Checkout)
+			fake.Script(mocks.Match{Method: http.MethodPost, Path: "/payments"}, mocks.FaultSlow)
+			p := usd("order-key-in-use", 3100)
+			res, err := e.Client.Charge(e.Ctx, p)
+			require.ErrorIs(t, err, payonce.ErrOutcomeUnknown, "the attempt timed out; Checkout.com still runs it")
+			id := res.OperationID
+
+			e.Clock.Advance(checkout.DefaultSettleLag + time.Minute)
+			_, err = e.Client.Charge(e.Ctx, p)
+			require.ErrorIs(t, err, payonce.ErrOutcomeUnknown, "the first request still runs")
+			_, atts, err := e.Store.Get(e.Ctx, id)
+			require.NoError(t, err)
+			require.Len(t, atts, 2)
+			require.Equal(t, ledger.OutcomeKeyInUse, atts[1].Outcome)
+			require.Equal(t, status, atts[1].HTTPStatus)
+			require.Equal(t, atts[0].Key, atts[1].Key)
+			require.Equal(t, 1, fake.Truth().KeyInUse)
+			require.Empty(t, fake.Truth().Payments)
+
+			fake.Release()
+			require.Eventually(t, func() bool { return len(fake.Truth().Payments) == 1 }, 10*time.Second, 5*time.Millisecond)
+			posts := e.Posts("/payments")
+			res, err = e.Client.Charge(e.Ctx, p)
+			require.NoError(t, err)
+			require.Equal(t, payonce.ResultSucceeded, res.Status)
+			require.Equal(t, posts, e.Posts("/payments"), "found by lookup, not sent again")
+			require.Equal(t, map[string]int{id: 1}, fake.Truth().ChargesByReference())
+		})
+	}
+}
+
+// A 429 that does not say the key is in flight (Checkout.com's rate
+// limiter) cannot be told from one that does without its body: it is
+// maybe_sent, looked up before anything is sent again, never not_sent.
+func TestE2ERateLimited429IsMaybeSent(t *testing.T) {
+	t.Parallel()
+	e := testkit.NewE2E(t, keyInUseEnv(http.StatusTooManyRequests))
+	fake := e.Fake.(*mocks.Checkout)
+	fake.Script(mocks.Match{Method: http.MethodPost, Path: "/payments"}, mocks.FaultRateLimit429)
+	p := usd("order-rate-limited", 1200)
+	res, err := e.Client.Charge(e.Ctx, p)
+	require.ErrorIs(t, err, payonce.ErrOutcomeUnknown)
+	_, atts, err := e.Store.Get(e.Ctx, res.OperationID)
+	require.NoError(t, err)
+	require.Len(t, atts, 1)
+	require.Equal(t, ledger.OutcomeMaybeSent, atts[0].Outcome)
+	require.Equal(t, http.StatusTooManyRequests, atts[0].HTTPStatus)
+	require.True(t, atts[0].MayHaveReached)
+
+	e.Clock.Advance(checkout.DefaultSettleLag + time.Minute)
+	res, err = e.Client.Charge(e.Ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, payonce.ResultSucceeded, res.Status)
+	require.Equal(t, map[string]int{res.OperationID: 1}, fake.Truth().ChargesByReference())
 }

@@ -1,8 +1,13 @@
 package checkout
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/payonce/payonce"
@@ -43,7 +48,16 @@ const (
 // carry created_on, workflow ones timestamp
 // (https://www.checkout.com/docs/developer-resources/webhooks/webhook-event-types/payment_captured).
 // data is the payment: id (pay_...), action_id (the action the event is
-// about), reference, response_code/summary, metadata.
+// about), reference, amount, currency, response_code/summary, metadata. On
+// an action's event (payment_captured, payment_refunded, ...) the
+// reference and metadata are the payment's (Checkout.com's examples show
+// the payment request's reference and metadata there:
+// https://www.checkout.com/docs/workflows/webhook-event-types/payment_refunded),
+// and amount is the action's: Checkout.com's own WooCommerce plugin reads
+// payment_captured's and payment_refunded's data.amount as the amount
+// captured or refunded, to tell a partial capture or refund
+// (checkout/checkout-woocommerce-plugin,
+// includes/class-wc-gateway-checkout-com-webhook.php).
 type webhookEvent struct {
 	ID        string       `json:"id"`
 	Type      string       `json:"type"`
@@ -53,12 +67,16 @@ type webhookEvent struct {
 }
 
 type webhookData struct {
-	ID              string         `json:"id"`
-	ActionID        string         `json:"action_id"`
-	Reference       string         `json:"reference"`
-	ResponseCode    string         `json:"response_code"`
-	ResponseSummary string         `json:"response_summary"`
-	Metadata        map[string]any `json:"metadata"`
+	ID        string `json:"id"`
+	ActionID  string `json:"action_id"`
+	Reference string `json:"reference"`
+	// Amount is read only on the payment events the adapter maps (see
+	// amount): other event types may carry other shapes.
+	Amount          json.RawMessage `json:"amount"`
+	Currency        string          `json:"currency"`
+	ResponseCode    string          `json:"response_code"`
+	ResponseSummary string          `json:"response_summary"`
+	Metadata        map[string]any  `json:"metadata"`
 }
 
 // ParseWebhook verifies a delivery and reads its event
@@ -96,6 +114,25 @@ type webhookData struct {
 // does not: Checkout.com's examples show the payment's reference and
 // metadata there, and a charge's operation id must not be taken for the
 // capture's or refund's.
+//
+// Each target also carries what the lookup checks the object against
+// (adapterkit.Belongs in states.go), as far as the event carries it:
+//
+//	charge (payment events)   Key: payonce_key when payonce_kind is charge;
+//	                          Amount, Currency: data.amount, data.currency
+//	charge (payment_captured) Key, Currency as above; no Amount (data.amount
+//	                          is the capture's, not the payment's)
+//	capture, refund           Amount: data.amount (the action's); Key only
+//	                          from metadata whose payonce_kind is the
+//	                          action's (the events carry the payment's
+//	                          metadata, so usually none); no Currency
+//	                          (the lookup compares none for actions)
+//	cancel                    Key as for the actions; no Amount (a void
+//	                          releases whatever was authorized) or Currency
+//
+// A data.amount that is not a non-negative integer, and a payonce_key
+// holding a NUL byte, make a payment event Malformed: nothing that cannot
+// be recorded is handed on.
 func (p *Provider) ParseWebhook(r *http.Request, body []byte) ([]payonce.WebhookEvent, error) {
 	if p.webhookSecret == "" {
 		return nil, adapterkit.Unauthenticated(p.Name(), "no signature key is configured; set checkout.Config.WebhookSecret to the webhook's signature key")
@@ -173,9 +210,17 @@ func (p *Provider) eventTargets(e webhookEvent) ([]payonce.WebhookTarget, error)
 	if d == nil || d.ID == "" {
 		return nil, adapterkit.Malformed(p.Name(), "event %s (%s) has no data.id (the payment)", p.scrub(e.ID), p.scrub(e.Type))
 	}
+	amt, err := d.amount()
+	if err == nil && (strings.IndexByte(metaString(d.Metadata, MetaKey), 0) >= 0 || strings.IndexByte(d.Currency, 0) >= 0) {
+		err = errors.New("payonce_key or currency holds a NUL byte")
+	}
+	if err != nil {
+		return nil, adapterkit.Malformed(p.Name(), "event %s (%s): %s", p.scrub(e.ID), p.scrub(e.Type), err)
+	}
 
 	if kind == payonce.KindCharge {
-		t := payonce.WebhookTarget{Kind: kind, OperationID: paymentOp(d), ProviderRef: d.ID}
+		t := payonce.WebhookTarget{Kind: kind, OperationID: paymentOp(d), ProviderRef: d.ID,
+			Key: ownKey(d.Metadata, kind), Amount: amt, Currency: d.Currency}
 		var st adapterkit.State
 		switch e.Type {
 		case evtApproved:
@@ -198,7 +243,11 @@ func (p *Provider) eventTargets(e webhookEvent) ([]payonce.WebhookTarget, error)
 		return []payonce.WebhookTarget{t}, nil
 	}
 
-	t := payonce.WebhookTarget{Kind: kind, OperationID: actionOp(d, kind), ProviderRef: d.ActionID, PaymentRef: d.ID}
+	t := payonce.WebhookTarget{Kind: kind, OperationID: actionOp(d, kind), ProviderRef: d.ActionID, PaymentRef: d.ID,
+		Key: ownKey(d.Metadata, kind)}
+	if kind != payonce.KindCancel {
+		t.Amount = amt
+	}
 	a := action{ID: d.ActionID, Type: actionType(kind), Approved: act, ResponseCode: d.ResponseCode, ResponseSummary: d.ResponseSummary}
 	setState(&t, p.actionState(a))
 	ts := []payonce.WebhookTarget{t}
@@ -209,7 +258,8 @@ func (p *Provider) eventTargets(e webhookEvent) ([]payonce.WebhookTarget, error)
 		ts[0].Reversal = true
 	case evtCaptured:
 		// A captured payment was authorized: the charge succeeded.
-		ch := payonce.WebhookTarget{Kind: payonce.KindCharge, OperationID: ownOp(d.Metadata, payonce.KindCharge), ProviderRef: d.ID}
+		ch := payonce.WebhookTarget{Kind: payonce.KindCharge, OperationID: ownOp(d.Metadata, payonce.KindCharge), ProviderRef: d.ID,
+			Key: ownKey(d.Metadata, payonce.KindCharge), Currency: d.Currency}
 		setState(&ch, p.chargeState(payment{ID: d.ID, Status: statusCaptured, Approved: &approved}))
 		ts = append(ts, ch)
 	}
@@ -246,6 +296,31 @@ func ownOp(md map[string]any, k payonce.Kind) string {
 		return ""
 	}
 	return metaString(md, MetaOperation)
+}
+
+// ownKey is payonce_key when payonce_kind is k: the idempotency key of the
+// attempt that created the object, on metadata payonce wrote for an
+// operation of kind k (request.go).
+func ownKey(md map[string]any, k payonce.Kind) string {
+	if metaString(md, MetaKind) != string(k) {
+		return ""
+	}
+	return metaString(md, MetaKey)
+}
+
+// amount is data.amount in minor units: 0 when absent or null ("not
+// given"), an error when it is not a non-negative integer (Checkout.com
+// amounts are integers in minor units).
+func (d *webhookData) amount() (int64, error) {
+	raw := bytes.TrimSpace(d.Amount)
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil || n < 0 {
+		return 0, errors.New("data.amount is not a non-negative integer (minor units)")
+	}
+	return n, nil
 }
 
 // paymentOp is the charge's operation id on a payment's own event: its

@@ -2,7 +2,9 @@ package checkout_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/payonce/payonce"
 )
@@ -15,6 +17,7 @@ func FuzzParseWebhook(f *testing.F) {
 		ckoEvent("payment_approved", `{"id":"pay_1","reference":"op","metadata":{"payonce_op":"op","payonce_kind":"charge"}}`),
 		ckoEvent("payment_capture_declined", `{"id":"pay_1","action_id":"act_1","response_code":"x"}`),
 		ckoEvent("payment_refunded", `{"id":"pay_1","action_id":"act_1","metadata":{"payonce_kind":["x"]}}`),
+		ckoEvent("payment_captured", `{"id":"pay_1","action_id":"act_1","amount":700,"currency":"USD","metadata":{"payonce_key":"k","payonce_kind":"charge"}}`),
 		`{}`, ``, `[`, `{"id":"\u0000","type":"x"}`,
 	} {
 		f.Add([]byte(body), ckoSig("wrong", []byte(body)), true)
@@ -39,6 +42,13 @@ func FuzzParseWebhook(f *testing.F) {
 		for _, ev := range evs {
 			if ev.ID == "" || ev.Type == "" || len(ev.Targets) > 16 {
 				t.Fatalf("event not storable: %+v", ev)
+			}
+			for _, tg := range ev.Targets {
+				// What the ledger refuses to store (RecordWebhookParams.Validate).
+				if tg.Amount < 0 || !utf8.ValidString(tg.Key) || !utf8.ValidString(tg.Currency) ||
+					strings.IndexByte(tg.Key, 0) >= 0 || strings.IndexByte(tg.Currency, 0) >= 0 {
+					t.Fatalf("target not storable: %+v", tg)
+				}
 			}
 		}
 	})

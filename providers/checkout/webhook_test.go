@@ -200,6 +200,87 @@ func TestWebhookTargets(t *testing.T) {
 	require.Equal(t, time.Date(2023, 5, 24, 9, 12, 32, 357e6, time.UTC), evs[0].OccurredAt)
 }
 
+// Every target carries the object's key, amount and currency as far as the
+// event carries them and the lookup checks them (adapterkit.Belongs): the
+// ledger compares them with the operation. The payment's own events carry
+// the payment's amount, currency and metadata (payonce_key); an action's
+// event carries the action's amount and the payment's metadata, so an
+// action's target has the amount (not for a void) and no key, and the
+// charge target of payment_captured the key and currency but not the
+// capture's amount.
+func TestWebhookTargetsKeyAmountCurrency(t *testing.T) {
+	t.Parallel()
+	p := webhookProvider(t)
+	payMeta := `"metadata":{"payonce_op":"op-c","payonce_key":"key-c1","payonce_kind":"charge","order_id":"42"}`
+	actMeta := func(kind string) string {
+		return `"metadata":{"payonce_op":"op-a","payonce_key":"key-a1","payonce_kind":"` + kind + `"}`
+	}
+	pay := func(extra string) string {
+		return `{"id":"pay_1","action_id":"act_0","reference":"op-c","amount":1999,"currency":"USD",` + extra + `}`
+	}
+	act := func(amount, extra string) string {
+		return `{"id":"pay_1","action_id":"act_1","reference":"op-c","amount":` + amount + `,"currency":"USD","balances":{"total_authorized":1999},` + extra + `}`
+	}
+	type kac struct {
+		kind          payonce.Kind
+		key           string
+		amount        int64
+		currency, ref string
+	}
+	charge := kac{payonce.KindCharge, "key-c1", 1999, "USD", "pay_1"}
+	for _, tc := range []struct {
+		name, typ, data string
+		want            []kac
+	}{
+		{"approved", "payment_approved", pay(payMeta), []kac{charge}},
+		{"declined", "payment_declined", pay(`"response_code":"20051",` + payMeta), []kac{charge}},
+		{"pending", "payment_pending", pay(payMeta), []kac{charge}},
+		{"canceled (lookup only)", "payment_canceled", pay(payMeta), []kac{charge}},
+		{"expired (lookup only)", "payment_expired", pay(payMeta), []kac{charge}},
+		{"approved, another kind's metadata: no key", "payment_approved", pay(actMeta("refund")),
+			[]kac{{payonce.KindCharge, "", 1999, "USD", "pay_1"}}},
+		{"approved, no amount", "payment_approved", `{"id":"pay_1","reference":"op-c",` + payMeta + `}`,
+			[]kac{{payonce.KindCharge, "key-c1", 0, "", "pay_1"}}},
+		{"approved, amount null", "payment_approved", `{"id":"pay_1","amount":null,"currency":"EUR",` + payMeta + `}`,
+			[]kac{{payonce.KindCharge, "key-c1", 0, "EUR", "pay_1"}}},
+		{"captured: the capture's amount, the charge's key and currency", "payment_captured", act("700", payMeta),
+			[]kac{{payonce.KindCapture, "", 700, "", "act_1"}, {payonce.KindCharge, "key-c1", 0, "USD", "pay_1"}}},
+		{"captured, the action's metadata", "payment_captured", act("700", actMeta("capture")),
+			[]kac{{payonce.KindCapture, "key-a1", 700, "", "act_1"}, {payonce.KindCharge, "", 0, "USD", "pay_1"}}},
+		{"capture declined", "payment_capture_declined", act("700", payMeta), []kac{{payonce.KindCapture, "", 700, "", "act_1"}}},
+		{"capture pending", "payment_capture_pending", act("700", actMeta("capture")), []kac{{payonce.KindCapture, "key-a1", 700, "", "act_1"}}},
+		{"voided: no amount", "payment_voided", act("1999", actMeta("cancel")), []kac{{payonce.KindCancel, "key-a1", 0, "", "act_1"}}},
+		{"void declined", "payment_void_declined", act("1999", payMeta), []kac{{payonce.KindCancel, "", 0, "", "act_1"}}},
+		{"refunded, the payment's metadata", "payment_refunded", act("300", payMeta), []kac{{payonce.KindRefund, "", 300, "", "act_1"}}},
+		{"refunded, the action's metadata", "payment_refunded", act("300", actMeta("refund")), []kac{{payonce.KindRefund, "key-a1", 300, "", "act_1"}}},
+		{"refund declined", "payment_refund_declined", act("300", actMeta("refund")), []kac{{payonce.KindRefund, "key-a1", 300, "", "act_1"}}},
+		{"refund pending", "payment_refund_pending", act("300", payMeta), []kac{{payonce.KindRefund, "", 300, "", "act_1"}}},
+	} {
+		evs, err := parseSigned(t, p, ckoEvent(tc.typ, tc.data))
+		require.NoError(t, err, tc.name)
+		require.Len(t, evs, 1, tc.name)
+		var got []kac
+		for _, tg := range evs[0].Targets {
+			got = append(got, kac{tg.Kind, tg.Key, tg.Amount, tg.Currency, tg.ProviderRef})
+		}
+		require.Equal(t, tc.want, got, tc.name)
+	}
+
+	// An amount that is not minor units, or a key that cannot be stored:
+	// not Checkout.com's event, refused before anything is recorded.
+	testkit.RequireMalformed(t, func(body string) error { _, err := parseSigned(t, p, body); return err }, map[string]string{
+		"negative amount": ckoEvent("payment_approved", `{"id":"pay_1","amount":-5,"currency":"USD"}`),
+		"decimal amount":  ckoEvent("payment_refunded", `{"id":"pay_1","action_id":"act_1","amount":10.5}`),
+		"string amount":   ckoEvent("payment_captured", `{"id":"pay_1","action_id":"act_1","amount":"700"}`),
+		"huge amount":     ckoEvent("payment_approved", `{"id":"pay_1","amount":99999999999999999999}`),
+		"nul in key":      ckoEvent("payment_approved", `{"id":"pay_1","metadata":{"payonce_key":"k\u0000","payonce_kind":"charge"}}`),
+	})
+	// Event types the adapter does not map may carry other shapes.
+	evs, err := parseSigned(t, p, ckoEvent("dispute_received", `{"id":"dsp_1","amount":"12.50"}`))
+	require.NoError(t, err)
+	require.Empty(t, evs[0].Targets)
+}
+
 func TestWebhookConfig(t *testing.T) {
 	t.Parallel()
 	_, err := checkout.New(checkout.Config{SecretKey: testKey, WebhookSecret: "a\nb"})

@@ -41,6 +41,7 @@ const (
 	codeDeclined         = "declined"
 	codeActionDeclined   = "action_declined"
 	codeRateLimited      = "too_many_requests"
+	codeDuplicateRequest = "duplicate_request"
 	codeUnexpectedStatus = "unexpected_status"
 )
 
@@ -99,6 +100,18 @@ type apiError struct {
 }
 
 func (e *apiError) message() string { return strings.Join(e.ErrorCodes, ", ") }
+
+// duplicateRequest reports the error code Checkout.com's API reference gives
+// a 429 for a request whose idempotency key's first request is still being
+// processed: "duplicate_request" (see answers).
+func (e *apiError) duplicateRequest() bool {
+	for _, c := range e.ErrorCodes {
+		if strings.EqualFold(strings.TrimSpace(c), codeDuplicateRequest) {
+			return true
+		}
+	}
+	return false
+}
 
 // namesIdempotencyKey reports an error about the idempotency key. Checkout.com
 // documents none; Classify reads one as key_mismatch, not as a refusal.

@@ -2,6 +2,7 @@ package yookassa
 
 import (
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/netip"
@@ -27,12 +28,20 @@ const (
 )
 
 // DefaultWebhookAllow returns YooKassa's published notification networks,
-// IPv4 and IPv6: SecurityHelper.YOOKASSA_NETWORKS in
+// IPv4 and IPv6. YooKassa's notification docs list 185.71.76.0/27,
+// 185.71.77.0/27, 77.75.153.0/25, 77.75.156.11, 77.75.156.35,
+// 77.75.154.128/25 and 2a02:5180::/32 ("IP addresses" on
+// https://yookassa.ru/developers/using-api/webhooks, the list integrations
+// copy from that page). The official SDKs list only four /64s inside
+// 2a02:5180::/32 (SecurityHelper.YOOKASSA_NETWORKS in
 // src/yookassa/domain/common/security_helper.py of
-// github.com/yoomoney/yookassa-sdk-python (commit bde5a27, March 2022; the
-// SDK's is_ip_trusted checks these). Check them against YooKassa's
-// notification docs when you deploy, and set Config.WebhookAllow if they
-// changed. A new slice on every call: nothing shared can be changed.
+// github.com/yoomoney/yookassa-sdk-python, getIPv6TrustedList in
+// lib/Helpers/SecurityHelper.php of yoomoney/yookassa-sdk-php): a
+// notification from any other address of YooKassa's /32 would be refused
+// with 403 and, never acknowledged, redelivered until YooKassa gives up, so
+// the documented /32 is used. Check them against YooKassa's docs when you
+// deploy, and set Config.WebhookAllow if they changed. A new slice on every
+// call: nothing shared can be changed.
 func DefaultWebhookAllow() []netip.Prefix {
 	return []netip.Prefix{
 		netip.MustParsePrefix("185.71.76.0/27"),
@@ -41,10 +50,7 @@ func DefaultWebhookAllow() []netip.Prefix {
 		netip.MustParsePrefix("77.75.154.128/25"),
 		netip.MustParsePrefix("77.75.156.11/32"),
 		netip.MustParsePrefix("77.75.156.35/32"),
-		netip.MustParsePrefix("2a02:5180:0:1509::/64"),
-		netip.MustParsePrefix("2a02:5180:0:2655::/64"),
-		netip.MustParsePrefix("2a02:5180:0:1533::/64"),
-		netip.MustParsePrefix("2a02:5180:0:2669::/64"),
+		netip.MustParsePrefix("2a02:5180::/32"),
 	}
 }
 
@@ -71,6 +77,25 @@ type notification struct {
 //     of it (PaymentRef the payment id);
 //   - refund.succeeded: the refund (ProviderRef the refund id, PaymentRef
 //     its payment_id, the operation id from the refund's payonce marker).
+//
+// A notification carries the whole object as it was when its status
+// changed ("В уведомлении будут все данные об объекте на момент, когда его
+// статус изменился", https://yookassa.ru/developers/using-api/webhooks), so
+// each target also carries what the lookup checks the object against
+// (adapterkit.Belongs in states.go), unverified like the rest:
+//
+//	charge            Key: payonce_key when payonce_kind is charge; Amount,
+//	                  Currency: the payment's
+//	capture, cancel   Currency: the payment's (the lookup compares no amount
+//	                  and the payment's key is the charge's, not theirs)
+//	refund            Key: the refund's payonce_key marker (the operation id
+//	                  at generation 0: refundMarks); Amount, Currency: the
+//	                  refund's
+//
+// An amount that cannot be read in the currency's minor units is left 0
+// ("not given"): the lookup that the notice triggers reads the object
+// again and reports it. A key or currency holding a NUL byte makes the
+// notification Malformed (the ledger could not store it).
 //
 // Other events have no targets. YooKassa gives a notification no id, so
 // its identity is derived: "<object id>:<event>". A redelivery of one
@@ -152,16 +177,21 @@ func (p *Provider) notificationTargets(n notification) ([]payonce.WebhookTarget,
 		if err != nil {
 			return nil, err
 		}
-		op := ""
+		op, key := "", ""
 		if pm.Metadata[MetaKind] == string(payonce.KindCharge) {
-			op = pm.Metadata[MetaOperation]
+			op, key = pm.Metadata[MetaOperation], pm.Metadata[MetaKey]
 		}
-		ts := []payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: op, ProviderRef: pm.ID}}
+		if err := storableText(key, pm.Amount.Currency); err != nil {
+			return nil, err
+		}
+		cur := pm.Amount.Currency
+		ts := []payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: op, ProviderRef: pm.ID,
+			Key: key, Amount: minorUnits(pm.Amount), Currency: cur}}
 		if n.Event != evtWaitingForCapture {
 			// A capture's and a cancel's ProviderRef is the payment they
 			// acted on (lookup.go), and so is their PaymentRef.
-			ts = append(ts, payonce.WebhookTarget{Kind: payonce.KindCapture, ProviderRef: pm.ID, PaymentRef: pm.ID},
-				payonce.WebhookTarget{Kind: payonce.KindCancel, ProviderRef: pm.ID, PaymentRef: pm.ID})
+			ts = append(ts, payonce.WebhookTarget{Kind: payonce.KindCapture, ProviderRef: pm.ID, PaymentRef: pm.ID, Currency: cur},
+				payonce.WebhookTarget{Kind: payonce.KindCancel, ProviderRef: pm.ID, PaymentRef: pm.ID, Currency: cur})
 		}
 		for i := range ts {
 			ts[i].LookupOnly, ts[i].Message = true, note
@@ -173,9 +203,32 @@ func (p *Provider) notificationTargets(n notification) ([]payonce.WebhookTarget,
 		if err != nil {
 			return nil, err
 		}
-		op, _ := refundMarks(rf)
+		op, key := refundMarks(rf)
+		if err := storableText(key, rf.Amount.Currency); err != nil {
+			return nil, err
+		}
 		return []payonce.WebhookTarget{{Kind: payonce.KindRefund, OperationID: op, ProviderRef: rf.ID, PaymentRef: rf.PaymentID,
+			Key: key, Amount: minorUnits(rf.Amount), Currency: rf.Amount.Currency,
 			LookupOnly: true, State: adapterkit.WebhookState(p.refundState(rf)), Message: note}}, nil
 	}
 	return nil, nil
+}
+
+// minorUnits is a notice's amount in minor units, 0 ("not given") when it
+// cannot be read (see ParseWebhook).
+func minorUnits(a amount) int64 {
+	n, err := parseAmount(a)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// storableText refuses a key or currency the ledger cannot store (a NUL
+// byte; JSON strings are valid UTF-8 once decoded).
+func storableText(key, currency string) error {
+	if strings.IndexByte(key, 0) >= 0 || strings.IndexByte(currency, 0) >= 0 {
+		return errors.New("payonce_key or currency holds a NUL byte")
+	}
+	return nil
 }

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/yookassa"
@@ -17,10 +19,12 @@ func FuzzParseWebhook(f *testing.F) {
 	for _, body := range []string{
 		string(notice("payment.succeeded", `{"id":"pm1","status":"succeeded","metadata":{"payonce_op":"o","payonce_kind":"charge"}}`)),
 		string(notice("refund.succeeded", `{"id":"rf1","payment_id":"pm1","status":"succeeded"}`)),
+		string(notice("refund.succeeded", `{"id":"rf1","payment_id":"pm1","status":"succeeded","amount":{"value":"1.50","currency":"RUB"},"description":"payonce_op:o payonce_key:k"}`)),
 		`{}`, ``, `[`, `{"type":"notification","event":"x","object":{"id":"\u0000"}}`,
 	} {
 		f.Add([]byte(body), "127.0.0.1:80")
 		f.Add([]byte(body), "[2a02:5180:0:1510::1]:1")
+		f.Add([]byte(body), "[2a02:5181::1]:1")
 		f.Add([]byte(body), "garbage")
 	}
 	p := webhookProvider(f)
@@ -44,6 +48,11 @@ func FuzzParseWebhook(f *testing.F) {
 			for _, tg := range ev.Targets {
 				if !tg.LookupOnly {
 					t.Fatalf("a YooKassa target is trusted: %+v", tg)
+				}
+				// What the ledger refuses to store (RecordWebhookParams.Validate).
+				if tg.Amount < 0 || !utf8.ValidString(tg.Key) || !utf8.ValidString(tg.Currency) ||
+					strings.IndexByte(tg.Key, 0) >= 0 || strings.IndexByte(tg.Currency, 0) >= 0 {
+					t.Fatalf("target not storable: %+v", tg)
 				}
 			}
 		}

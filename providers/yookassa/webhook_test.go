@@ -43,13 +43,19 @@ func TestWebhookAllowlist(t *testing.T) {
 		"185.71.76.0:1", "185.71.76.31:1", "185.71.77.1:1", "77.75.153.127:1", "77.75.154.128:1", "77.75.154.255:1",
 		"77.75.156.11:1", "77.75.156.35:1", "[::ffff:185.71.76.7]:1", "[2a02:5180:0:1509::1]:1",
 		"[2a02:5180:0:2655:ffff::1]:1", "[2a02:5180:0:1533::9]:1", "[2a02:5180:0:2669::1%eth0]:1", "77.75.156.11",
+		// YooKassa's documented IPv6 network is the whole 2a02:5180::/32,
+		// not only the SDKs' four /64s.
+		"[2a02:5180::]:1", "[2a02:5180:0:1510::1]:1", "[2a02:5180:1:1509::1]:1", "[2a02:5180:ffff:ffff:ffff:ffff:ffff:ffff]:443",
+		"2a02:5180:77::5",
 	} {
 		_, err := p.ParseWebhook(delivery(remote, body), body)
 		require.NoError(t, err, remote)
 	}
 	for _, remote := range []string{
-		"185.71.76.32:1", "77.75.153.128:1", "77.75.156.12:1", "127.0.0.1:1", "[::1]:1", "[2a02:5180:0:1510::1]:1",
-		"[2a02:5180:1:1509::1]:1", "", "not-an-address", "[::ffff:127.0.0.1]:1",
+		"185.71.76.32:1", "77.75.153.128:1", "77.75.156.12:1", "127.0.0.1:1", "[::1]:1",
+		// Just outside 2a02:5180::/32, on either side, and a neighbour /32.
+		"[2a02:5181::1]:1", "[2a02:517f:ffff:ffff:ffff:ffff:ffff:ffff]:1", "[2a02:5181::]:1", "[2a03:5180::1]:1",
+		"[::ffff:2a02:5180]:1", "", "not-an-address", "[::ffff:127.0.0.1]:1",
 	} {
 		_, err := p.ParseWebhook(delivery(remote, body), body)
 		require.ErrorIs(t, err, payonce.ErrWebhookForbidden, remote)
@@ -65,7 +71,7 @@ func TestWebhookAllowlist(t *testing.T) {
 			require.ErrorIs(t, err, payonce.ErrWebhookForbidden, remote)
 		}
 	}
-	require.Len(t, yookassa.DefaultWebhookAllow(), 10)
+	require.Len(t, yookassa.DefaultWebhookAllow(), 7)
 }
 
 func TestWebhookTargets(t *testing.T) {
@@ -91,13 +97,73 @@ func TestWebhookTargets(t *testing.T) {
 				lookup(payonce.KindCapture, "", "pm1", "pm1", payonce.LookupFailed, "payment.canceled"),
 				lookup(payonce.KindCancel, "", "pm1", "pm1", payonce.LookupSucceeded, "payment.canceled")}},
 		{"refund", "refund.succeeded", `{"id":"rf1","payment_id":"pm1","status":"succeeded","description":"x payonce_op:op-r"}`, "rf1:refund.succeeded",
-			[]payonce.WebhookTarget{lookup(payonce.KindRefund, "op-r", "rf1", "pm1", payonce.LookupSucceeded, "refund.succeeded")}},
+			[]payonce.WebhookTarget{func() payonce.WebhookTarget {
+				t := lookup(payonce.KindRefund, "op-r", "rf1", "pm1", payonce.LookupSucceeded, "refund.succeeded")
+				t.Key = "op-r" // generation 0: the key is the operation id
+				return t
+			}()}},
 		{"other event", "deal.closed", `{"id":"dl1"}`, "dl1:deal.closed", nil},
 	} {
 		body := notice(tc.event, tc.object)
 		evs, err := p.ParseWebhook(delivery(yooKassaAddr, body), body)
 		require.NoError(t, err, tc.name)
 		require.Equal(t, []payonce.WebhookEvent{{ID: tc.id, Type: tc.event, Targets: tc.want}}, evs, tc.name)
+	}
+}
+
+// Every target carries the object's key, amount and currency as the
+// notice's object carries them and the lookup checks them
+// (adapterkit.Belongs): YooKassa's notices are never trusted by themselves
+// (LookupOnly), but the ledger compares what they say with the operation.
+func TestWebhookTargetsKeyAmountCurrency(t *testing.T) {
+	t.Parallel()
+	p := webhookProvider(t)
+	pay := func(status, md string) string {
+		return `{"id":"pm1","status":"` + status + `","paid":true,"amount":{"value":"1500.50","currency":"RUB"},` +
+			`"metadata":` + md + `,"created_at":"2026-03-01T12:00:00.000Z","test":true}`
+	}
+	chargeMD := `{"payonce_op":"op-1","payonce_key":"key-1","payonce_kind":"charge","order_id":"42"}`
+	type kac struct {
+		kind     payonce.Kind
+		key      string
+		amount   int64
+		currency string
+	}
+	capCancel := []kac{{payonce.KindCapture, "", 0, "RUB"}, {payonce.KindCancel, "", 0, "RUB"}}
+	for _, tc := range []struct {
+		name, event, object string
+		want                []kac
+	}{
+		{"waiting for capture", "payment.waiting_for_capture", pay("waiting_for_capture", chargeMD),
+			[]kac{{payonce.KindCharge, "key-1", 150050, "RUB"}}},
+		{"succeeded", "payment.succeeded", pay("succeeded", chargeMD), append([]kac{{payonce.KindCharge, "key-1", 150050, "RUB"}}, capCancel...)},
+		{"canceled", "payment.canceled", pay("canceled", chargeMD), append([]kac{{payonce.KindCharge, "key-1", 150050, "RUB"}}, capCancel...)},
+		{"another kind's metadata: no key", "payment.succeeded", pay("succeeded", `{"payonce_op":"op-1","payonce_key":"key-1","payonce_kind":"refund"}`),
+			append([]kac{{payonce.KindCharge, "", 150050, "RUB"}}, capCancel...)},
+		{"no metadata", "payment.waiting_for_capture", pay("waiting_for_capture", `{}`), []kac{{payonce.KindCharge, "", 150050, "RUB"}}},
+		{"amount unreadable: not given", "payment.waiting_for_capture",
+			`{"id":"pm1","status":"waiting_for_capture","amount":{"value":"1.234","currency":"RUB"},"metadata":` + chargeMD + `}`,
+			[]kac{{payonce.KindCharge, "key-1", 0, "RUB"}}},
+		{"refund, generation 0", "refund.succeeded",
+			`{"id":"rf1","payment_id":"pm1","status":"succeeded","amount":{"value":"300.00","currency":"RUB"},"description":"Возврат payonce_op:op-r"}`,
+			[]kac{{payonce.KindRefund, "op-r", 30000, "RUB"}}},
+		{"refund, a later generation", "refund.succeeded",
+			`{"id":"rf1","payment_id":"pm1","status":"succeeded","amount":{"value":"300","currency":"RUB"},"description":"payonce_op:op-r payonce_key:key-r2"}`,
+			[]kac{{payonce.KindRefund, "key-r2", 30000, "RUB"}}},
+		{"refund not payonce's", "refund.succeeded",
+			`{"id":"rf1","payment_id":"pm1","status":"succeeded","amount":{"value":"10.00","currency":"USD"},"description":"manual"}`,
+			[]kac{{payonce.KindRefund, "", 1000, "USD"}}},
+	} {
+		body := notice(tc.event, tc.object)
+		evs, err := p.ParseWebhook(delivery(yooKassaAddr, body), body)
+		require.NoError(t, err, tc.name)
+		require.Len(t, evs, 1, tc.name)
+		var got []kac
+		for _, tg := range evs[0].Targets {
+			require.True(t, tg.LookupOnly, tc.name)
+			got = append(got, kac{tg.Kind, tg.Key, tg.Amount, tg.Currency})
+		}
+		require.Equal(t, tc.want, got, tc.name)
 	}
 }
 
@@ -117,6 +183,8 @@ func TestWebhookMalformed(t *testing.T) {
 		"no status":      `{"type":"notification","event":"payment.succeeded","object":{"id":"pm1"}}`,
 		"refund no pay":  `{"type":"notification","event":"refund.succeeded","object":{"id":"rf1","status":"succeeded"}}`,
 		"nul id":         `{"type":"notification","event":"deal.closed","object":{"id":"a\u0000"}}`,
+		"nul in key":     `{"type":"notification","event":"payment.succeeded","object":{"id":"pm1","status":"succeeded","metadata":{"payonce_key":"k\u0000","payonce_kind":"charge"}}}`,
+		"nul currency":   `{"type":"notification","event":"refund.succeeded","object":{"id":"rf1","payment_id":"pm1","status":"succeeded","amount":{"value":"1","currency":"R\u0000"}}}`,
 	})
 }
 
