@@ -302,7 +302,13 @@ func (c *Client) webhookRecorded(ctx context.Context, le ledger.WebhookEvent, re
 	c.tel.webhook(ctx, WebhookResultRecorded, rep)
 	for _, o := range rep.Outcomes {
 		if o.Target >= 0 && o.Target < len(le.Targets) {
-			c.tel.moved(ctx, le.Targets[o.Target].Kind, o.From, o.To, ledger.ReasonWebhookContradiction)
+			// The review reason the event gave, for the payonce.reviews
+			// code: a second object is a duplicate, not a contradiction.
+			reason := ledger.ReasonWebhookContradiction
+			if o.Disposition == ledger.WebhookDuplicate {
+				reason = ledger.ReasonDuplicated
+			}
+			c.tel.moved(ctx, le.Targets[o.Target].Kind, o.From, o.To, reason)
 		}
 	}
 }

@@ -142,9 +142,16 @@ func CheckEvent(name string, ev payonce.WebhookEvent, scrub func(string) string)
 		if t.OperationID == "" && t.ProviderRef == "" && t.PaymentRef == "" {
 			continue
 		}
-		if !storable(string(t.Kind)) || !storable(t.OperationID) || !storable(t.ProviderRef) || !storable(t.PaymentRef) ||
-			len(t.OperationID) > ledger.MaxWebhookIDBytes || len(t.ProviderRef) > ledger.MaxWebhookIDBytes || len(t.PaymentRef) > ledger.MaxWebhookIDBytes {
-			return ev, Malformed(name, "event %s names an object by an id that holds a NUL byte, invalid UTF-8 or is too long", cleanText(ev.ID))
+		if !storable(string(t.Kind)) || !storable(t.OperationID) || !storable(t.ProviderRef) || !storable(t.PaymentRef) || !storable(t.Key) ||
+			len(t.OperationID) > ledger.MaxWebhookIDBytes || len(t.ProviderRef) > ledger.MaxWebhookIDBytes || len(t.PaymentRef) > ledger.MaxWebhookIDBytes ||
+			len(t.Key) > ledger.MaxWebhookIDBytes {
+			return ev, Malformed(name, "event %s names an object by an id or key that holds a NUL byte, invalid UTF-8 or is too long", cleanText(ev.ID))
+		}
+		// The ledger refuses what it cannot store; refused here, the
+		// delivery is a 400 the provider's logs show, not a 503 that it
+		// redelivers for days.
+		if t.Amount < 0 || !storable(t.Currency) || len(t.Currency) > 16 {
+			return ev, Malformed(name, "event %s gives its object a negative amount or an unreadable currency", cleanText(ev.ID))
 		}
 		t.Code, t.DeclineCode, t.Message = cleanText(scrub(t.Code)), cleanText(scrub(t.DeclineCode)), cleanText(scrub(t.Message))
 		targets = append(targets, t)

@@ -110,6 +110,10 @@ func TestCheckEvent(t *testing.T) {
 		"nul ref":     {ID: "e", Type: "t", Targets: []payonce.WebhookTarget{{Kind: payonce.KindCharge, ProviderRef: "p\x00"}}},
 		"nul op":      {ID: "e", Type: "t", Targets: []payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: "\x00"}}},
 		"long payref": {ID: "e", Type: "t", Targets: []payonce.WebhookTarget{{Kind: payonce.KindCharge, PaymentRef: strings.Repeat("p", 600)}}},
+		"nul key":     {ID: "e", Type: "t", Targets: []payonce.WebhookTarget{{Kind: payonce.KindCharge, ProviderRef: "p", Key: "k\x00"}}},
+		"long key":    {ID: "e", Type: "t", Targets: []payonce.WebhookTarget{{Kind: payonce.KindCharge, ProviderRef: "p", Key: strings.Repeat("k", 600)}}},
+		"negative":    {ID: "e", Type: "t", Targets: []payonce.WebhookTarget{{Kind: payonce.KindCharge, ProviderRef: "p", Amount: -1}}},
+		"bad ccy":     {ID: "e", Type: "t", Targets: []payonce.WebhookTarget{{Kind: payonce.KindCharge, ProviderRef: "p", Currency: "\xff"}}},
 	} {
 		_, err := adapterkit.CheckEvent("x", bad, scrub)
 		require.ErrorIs(t, err, payonce.ErrWebhookMalformed, name)
