@@ -66,7 +66,7 @@ type paymentBody struct {
 	ShopperReference         string            `json:"shopperReference"`
 	ShopperInteraction       string            `json:"shopperInteraction"`
 	RecurringProcessingModel string            `json:"recurringProcessingModel"`
-	ReturnURL                string            `json:"returnUrl,omitempty"`
+	ReturnURL                string            `json:"returnUrl"`
 	AdditionalData           map[string]string `json:"additionalData,omitempty"`
 	Metadata                 map[string]string `json:"metadata"`
 }

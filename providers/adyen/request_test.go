@@ -42,6 +42,11 @@ func TestChargeRequest(t *testing.T) {
 	_, again := testkit.Build(t, b.P, r)
 	require.Equal(t, body, again)
 
+	// Without Config.ReturnURL: the documented default, on every payment
+	// (v71 requires returnUrl).
+	_, body = testkit.Build(t, setup(t).P, r)
+	require.Equal(t, adyen.DefaultReturnURL, testkit.DecodeJSON(t, body)["returnUrl"])
+
 	// Manual capture.
 	r.Request.CaptureManual = true
 	_, body = testkit.Build(t, b.P, r)
