@@ -21,7 +21,7 @@ func requirePost(t *testing.T, hr *http.Request, key string) {
 	require.Equal(t, http.MethodPost, hr.Method)
 	require.Equal(t, testKey, hr.Header.Get("X-API-Key"))
 	require.Equal(t, "application/json", hr.Header.Get("Content-Type"))
-	require.Equal(t, []string{key}, hr.Header.Values("Idempotency-Key"))
+	require.Equal(t, []string{adyen.IdempotencyKey(merchant, key)}, hr.Header.Values("Idempotency-Key"))
 }
 
 func TestChargeRequest(t *testing.T) {

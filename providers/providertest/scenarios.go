@@ -108,7 +108,7 @@ func testSuccessAndReplay(t *testing.T, s *suite) {
 	require.True(t, p.Authorized)
 	require.Equal(t, int64(1999), p.AmountCaptured)
 	require.Equal(t, res.OperationID, b.env.PaymentOperation(p), "the payment names its operation")
-	require.Equal(t, res.Key, p.IdempotencyKey, "the request carried the operation's key")
+	require.Equal(t, b.env.WireKey(res.Key), p.IdempotencyKey, "the request carried the operation's key")
 	require.Equal(t, 1, b.charges(res.OperationID))
 	require.Equal(t, 1, b.posts(b.env.Charge))
 
