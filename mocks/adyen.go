@@ -1,10 +1,13 @@
 package mocks
 
 import (
+	"cmp"
 	"crypto/subtle"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -60,9 +63,38 @@ type AdyenOptions struct {
 	// APIKey is the accepted X-API-Key. Defaults to a test key derived from
 	// Seed, returned by APIKey.
 	APIKey string
-	// MerchantAccount is the only merchant account requests may name.
-	// Defaults to AdyenMerchantAccount.
+	// MerchantAccount is the merchant account requests name. Defaults to
+	// AdyenMerchantAccount.
 	MerchantAccount string
+	// MerchantAccounts are further merchant accounts of the same company
+	// that requests may name, with the same API key. As at Adyen, every
+	// merchant account of the company shares one idempotency store: "Keys
+	// are stored at a company account level"
+	// (https://docs.adyen.com/development-resources/api-idempotency), so a
+	// key one account used is answered, for every other account, with the
+	// first account's stored answer. A payment belongs to the account that
+	// made it: a modification naming another account is refused (403
+	// errorCode 901), and its notifications carry its account's
+	// merchantAccountCode. Defaults to none.
+	MerchantAccounts []string
+	// KeyInUseStatus is the status of errorCode 704 ("request already
+	// processed or in progress"), answered to a key whose first request
+	// still runs: http.StatusConflict (409, the default) or
+	// http.StatusUnprocessableEntity (422); Adyen has been seen answering
+	// both. Either carries Transient-Error: true: the same key may be sent
+	// again.
+	KeyInUseStatus int
+	// TransientErrors makes the fake's 500 before anything was processed
+	// (FaultStored500) Adyen's transient error: marked Transient-Error:
+	// true and not kept under the key, so that a request with the same key
+	// "will be processed as if it was the first request" (Adyen's
+	// NO_CONNECTION_AVAILABLE, CheckoutService-v71.json,
+	// AdditionalDataCommon.requestedTestErrorResponseCode). By default that
+	// 500 is non-transient: no header, and "stored as the final result for
+	// the idempotency key" (IOEXCEPTION_RECEIVED), replayed to every
+	// request with the key. The 500 after processing (FaultProcessed500) is
+	// always non-transient: the request may have been acted upon.
+	TransientErrors bool
 	// Logger receives one record per request; keys and headers are never
 	// logged. Defaults to discarding.
 	Logger *slog.Logger
@@ -83,6 +115,16 @@ func (o AdyenOptions) Validate() error {
 	if err := o.coreConfig().check(o.Webhooks); err != nil {
 		return err
 	}
+	switch o.KeyInUseStatus {
+	case 0, http.StatusConflict, http.StatusUnprocessableEntity:
+	default:
+		return fmt.Errorf("mocks: AdyenOptions.KeyInUseStatus is %d; Adyen answers errorCode 704 with 409 or 422: use http.StatusConflict, http.StatusUnprocessableEntity or 0 (409)", o.KeyInUseStatus)
+	}
+	for i, m := range o.MerchantAccounts {
+		if m == "" || strings.ContainsFunc(m, func(r rune) bool { return r <= ' ' || r >= 0x7f }) {
+			return fmt.Errorf("mocks: AdyenOptions.MerchantAccounts[%d] is %q; a merchant account name is printable ASCII without spaces", i, m)
+		}
+	}
 	return checkAdyenWebhooks(o.Webhooks)
 }
 
@@ -93,8 +135,8 @@ func (o AdyenOptions) coreConfig() coreConfig {
 // AdyenHandler is the fake Adyen Checkout API as an http.Handler: POST
 // /payments and the captures, cancels and refunds of a payment by its
 // pspReference, with Adyen's idempotency (every executed answer stored
-// under its key for KeyTTL and replayed; 409 errorCode 704 while the first
-// request runs). Outcomes of modifications come only by webhook, as at
+// under its key for KeyTTL and replayed, one store for every merchant
+// account of the company; errorCode 704 while the first request runs). Outcomes of modifications come only by webhook, as at
 // Adyen: with AdyenOptions.Webhooks set, the handler delivers signed
 // notifications (AUTHORISATION, CAPTURE, CANCELLATION, REFUND, and
 // CAPTURE_FAILED / REFUND_FAILED through FailCapture and FailRefund) in
@@ -106,6 +148,9 @@ func (o AdyenOptions) coreConfig() coreConfig {
 type AdyenHandler struct {
 	fakeHandler
 	apiKey, merchant string
+	merchants        map[string]bool // every merchant account of the company, merchant included
+	keyInUseStatus   int
+	transient        bool   // TransientErrors
 	hmacKey          []byte // Webhooks.Secret, hex-decoded; nil without webhooks
 
 	objectStore
@@ -121,6 +166,8 @@ type adyPayment struct {
 	amount, captured, refunded               int64
 	authorised, manual, cancelled            bool
 	metadata                                 map[string]string
+
+	merchant string // the merchant account that made it
 }
 
 type adyModification struct {
@@ -135,16 +182,20 @@ func NewAdyenHandler(opts AdyenOptions) *AdyenHandler {
 	h := &AdyenHandler{payments: map[string]*adyPayment{}, mods: map[string]*adyModification{}}
 	// Adyen: "If the Adyen payments platform already processed the
 	// request, the response to the first attempt will be returned". Every
-	// executed answer is kept, errors included (the fake marks none of its
-	// errors Transient-Error: true).
-	h.setUp(opts, AdyenKeyTTL, idemPolicy{}, h, h.truthRecords)
-	h.apiKey, h.merchant = opts.APIKey, opts.MerchantAccount
+	// executed answer is kept, errors included, but for one marked
+	// Transient-Error: true, which a request with the same key may run
+	// again (TransientErrors).
+	h.setUp(opts, AdyenKeyTTL, idemPolicy{forget: adyTransient}, h, h.truthRecords)
+	h.apiKey, h.merchant = opts.APIKey, cmp.Or(opts.MerchantAccount, AdyenMerchantAccount)
 	if h.apiKey == "" {
 		h.apiKey = "AQE" + h.core.ids.next("", 40) + "==-test"
 	}
-	if h.merchant == "" {
-		h.merchant = AdyenMerchantAccount
+	h.merchants = map[string]bool{h.merchant: true}
+	for _, m := range opts.MerchantAccounts {
+		h.merchants[m] = true
 	}
+	h.keyInUseStatus = cmp.Or(opts.KeyInUseStatus, http.StatusConflict)
+	h.transient = opts.TransientErrors
 	if opts.Webhooks.enabled() {
 		h.hmacKey, _ = hex.DecodeString(opts.Webhooks.Secret) // checked by Validate
 	}
@@ -161,8 +212,22 @@ func NewAdyenHandler(opts AdyenOptions) *AdyenHandler {
 // APIKey returns the accepted X-API-Key.
 func (h *AdyenHandler) APIKey() string { return h.apiKey }
 
-// MerchantAccount returns the merchant account requests must name.
+// MerchantAccount returns the merchant account requests name
+// (AdyenOptions.MerchantAccount); AdyenOptions.MerchantAccounts may be named
+// too.
 func (h *AdyenHandler) MerchantAccount() string { return h.merchant }
+
+// merchantOfLocked is the merchant account of payment psp, or of the
+// payment orig a modification acts on; the default account otherwise.
+// h.mu must be held.
+func (h *AdyenHandler) merchantOfLocked(psp, orig string) string {
+	for _, id := range []string{psp, orig} {
+		if p, ok := h.payments[id]; ok {
+			return p.merchant
+		}
+	}
+	return h.merchant
+}
 
 // Adyen is a fake Adyen Checkout API served by an httptest.Server on
 // 127.0.0.1. Point an adapter at URL() (the base URL with its version
@@ -216,6 +281,12 @@ func (h *AdyenHandler) keyHeader() string { return "Idempotency-Key" }
 
 func (h *AdyenHandler) requestID() string { return adyPSP(h.core.ids) }
 
+// authenticate checks the API key. The idempotency scope is the company,
+// whichever merchant account the request names: "Keys are stored at a
+// company account level. The system checks that the idempotency keys are
+// unique to the company account"
+// (https://docs.adyen.com/development-resources/api-idempotency, "Key
+// scope and validity time").
 func (h *AdyenHandler) authenticate(c *call) (string, *response) {
 	got := c.r.Header.Get("X-API-Key")
 	if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(h.apiKey)) != 1 {
@@ -238,6 +309,27 @@ func (h *AdyenHandler) serverError(c *call) *response {
 	return h.errorResponse(c, http.StatusInternalServerError, "000", "internal", "An internal error occurred")
 }
 
+// unprocessedError is the 500 of FaultStored500, before anything was
+// processed: non-transient (stored as the key's final answer) unless
+// TransientErrors, then marked Transient-Error: true and forgotten by the
+// idempotency store (adyTransient).
+func (h *AdyenHandler) unprocessedError(c *call) *response {
+	r := h.serverError(c)
+	if h.transient {
+		r.header.Set(adyTransientHeader, "true")
+	}
+	return r
+}
+
+// adyTransientHeader marks an error that "can be retried at a later time
+// using the same idempotency key"
+// (https://docs.adyen.com/development-resources/api-idempotency#transient-errors).
+const adyTransientHeader = "Transient-Error"
+
+// adyTransient reports an answer the idempotency store does not keep: one
+// marked Transient-Error: true.
+func adyTransient(r *response) bool { return r.header.Get(adyTransientHeader) == "true" }
+
 // keyMismatch answers a key reused with another request. Adyen documents
 // no error for that case, only that a processed request's key returns "the
 // response to the first attempt"; the fake does that (the stored answer,
@@ -245,9 +337,14 @@ func (h *AdyenHandler) serverError(c *call) *response {
 // adapter catches such a replay by its reference, payment and amount.
 func (h *AdyenHandler) keyMismatch(c *call) *response { return h.core.replayFirst(c, h.keyInUse) }
 
-// keyInUse is errorCode 704, "request already processed or in progress".
+// keyInUse is errorCode 704, "request already processed or in progress",
+// with KeyInUseStatus (409 or 422) and Transient-Error: true, Adyen's own
+// example of a transient error (Adyen/adyen-java-api-library#288: "an
+// HTTP 409 – Conflict status with the error code 704").
 func (h *AdyenHandler) keyInUse(c *call) *response {
-	return h.errorResponse(c, http.StatusConflict, "704", "validation", "request already processed or in progress")
+	r := h.errorResponse(c, h.keyInUseStatus, "704", "validation", "request already processed or in progress")
+	r.header.Set(adyTransientHeader, "true")
+	return r
 }
 
 // deliver echoes the Idempotency-Key ("To verify that a request was

@@ -60,8 +60,15 @@ func (h *AdyenHandler) createPayment(c *call) (*response, bool) {
 		return h.malformed(c, nil), false
 	}
 	switch {
-	case req.Merchant != h.merchant:
+	case !h.merchants[req.Merchant]:
 		return h.errorResponse(c, http.StatusForbidden, "901", "security", "Invalid Merchant Account"), false
+	case req.ReturnURL == "":
+		// v71 requires returnUrl (PaymentRequest.required in
+		// CheckoutService-v71.json); Adyen's answer without it:
+		// {"status":422,"errorCode":"14_030","message":"Required field
+		// 'returnUrl' is not provided.","errorType":"validation"}
+		// (Adyen/adyen-web#2244).
+		return h.errorResponse(c, http.StatusUnprocessableEntity, "14_030", "validation", "Required field 'returnUrl' is not provided."), false
 	case req.Amount == nil || req.Amount.Value <= 0 || !validCurrency(req.Amount.Currency):
 		return h.errorResponse(c, http.StatusUnprocessableEntity, "137", "validation", "Invalid amount specified"), false
 	case req.Reference == "" || len(req.Reference) > 80:
@@ -90,7 +97,7 @@ func (h *AdyenHandler) createPayment(c *call) (*response, bool) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	pay := &adyPayment{stored: h.stamp(c), psp: adyPSP(h.core.ids), reference: req.Reference, currency: req.Amount.Currency,
+	pay := &adyPayment{stored: h.stamp(c), psp: adyPSP(h.core.ids), merchant: req.Merchant, reference: req.Reference, currency: req.Amount.Currency,
 		method: req.PaymentMethod.StoredPaymentMethodID, result: p.result, amount: req.Amount.Value, authorised: p.authorised,
 		manual: req.AdditionalData["manualCapture"] == "true", metadata: cloneMap(req.Metadata)}
 	if pay.authorised && !pay.manual {
@@ -130,7 +137,7 @@ func (h *AdyenHandler) modify(c *call, kind string) (*response, bool) {
 	if decodeStrict(c.body, &req) != nil {
 		return h.malformed(c, nil), false
 	}
-	if req.Merchant != h.merchant {
+	if !h.merchants[req.Merchant] {
 		return h.errorResponse(c, http.StatusForbidden, "901", "security", "Invalid Merchant Account"), false
 	}
 	if kind == "cancel" {
@@ -145,6 +152,10 @@ func (h *AdyenHandler) modify(c *call, kind string) (*response, bool) {
 	pay, ok := h.payments[c.r.PathValue("id")]
 	if !ok {
 		return h.errorResponse(c, http.StatusUnprocessableEntity, "167", "validation", "Original pspReference required for this operation"), false
+	}
+	if req.Merchant != pay.merchant {
+		// A payment is modified only by its own merchant account.
+		return h.errorResponse(c, http.StatusForbidden, "901", "security", "Invalid Merchant Account"), false
 	}
 	if req.Amount != nil && req.Amount.Currency != pay.currency {
 		return h.errorResponse(c, http.StatusUnprocessableEntity, "128", "validation", "Currency does not match original payment"), false
@@ -196,7 +207,7 @@ func (h *AdyenHandler) modify(c *call, kind string) (*response, bool) {
 		m.status = "succeeded"
 	}
 	h.emitLocked(c.now, event, m.psp, pay.psp, m.reference, AdyenAmount{Currency: pay.currency, Value: m.amount}, ok, reason)
-	resp := adyModificationResponse{MerchantAccount: h.merchant, PaymentPspReference: pay.psp, PspReference: m.psp,
+	resp := adyModificationResponse{MerchantAccount: pay.merchant, PaymentPspReference: pay.psp, PspReference: m.psp,
 		Reference: m.reference, Status: "received"}
 	if req.Amount != nil {
 		resp.Amount = req.Amount

@@ -2,6 +2,7 @@ package mocks_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -40,9 +41,9 @@ func adySetup(t *testing.T, opts mocks.AdyenOptions) *adyBundle {
 func adyPayment(f *mocks.Adyen, amount int64, method, ref string, manual bool) map[string]any {
 	p := map[string]any{"amount": map[string]any{"currency": "EUR", "value": amount}, "reference": ref,
 		"merchantAccount": f.MerchantAccount(), "shopperReference": "shopper-1", "shopperInteraction": "ContAuth",
-		"recurringProcessingModel": "UnscheduledCardOnFile",
-		"paymentMethod":            map[string]any{"type": "scheme", "storedPaymentMethodId": method},
-		"metadata":                 map[string]string{"payonce_op": ref}}
+		"recurringProcessingModel": "UnscheduledCardOnFile", "returnUrl": "https://shop.example/return",
+		"paymentMethod": map[string]any{"type": "scheme", "storedPaymentMethodId": method},
+		"metadata":      map[string]string{"payonce_op": ref}}
 	if manual {
 		p["additionalData"] = map[string]string{"manualCapture": "true"}
 	}
@@ -260,6 +261,131 @@ func TestAdyenIdempotency(t *testing.T) {
 	require.Len(t, b.f.Truth().Payments, 3)
 }
 
+// TestAdyenReturnURLRequired: v71 requires returnUrl on /payments; without
+// it the fake answers as Adyen does (422, errorCode 14_030), processes
+// nothing and keeps nothing under the key, so the corrected request with
+// the same key is processed.
+func TestAdyenReturnURLRequired(t *testing.T) {
+	t.Parallel()
+	b := adySetup(t, mocks.AdyenOptions{})
+	body := adyPayment(b.f, 100, mocks.AdyenMethodAuthorised, "op-ru", false)
+	delete(body, "returnUrl")
+	e := decode[mocks.AdyenError](t, b.c.post("/payments", body, "kru"), 422)
+	require.Equal(t, mocks.AdyenError{Status: 422, ErrorCode: "14_030", Message: "Required field 'returnUrl' is not provided.",
+		ErrorType: "validation", PspReference: e.PspReference}, e)
+	require.Len(t, e.PspReference, 16)
+	body["returnUrl"] = ""
+	require.Equal(t, 422, b.c.post("/payments", body, "kru").status, "an empty returnUrl is none")
+	require.Empty(t, b.f.Truth().Payments)
+
+	body["returnUrl"] = "https://shop.example/return"
+	pay := decode[map[string]any](t, b.c.post("/payments", body, "kru"), 200)
+	require.Equal(t, "Authorised", pay["resultCode"])
+}
+
+// TestAdyenKeysPerCompany: every merchant account of the company shares one
+// idempotency store. A key one account used answers another account's
+// request with the first account's stored answer; with keys of their own,
+// each account gets its own payment, modifies only its own, and its
+// notifications name it.
+func TestAdyenKeysPerCompany(t *testing.T) {
+	t.Parallel()
+	b, rec := adyHooks(t, mocks.WebhookDelivery{})
+	other := "PayonceOtherMerchant"
+	b2 := adySetup(t, mocks.AdyenOptions{MerchantAccounts: []string{other}})
+	onOther := func(p map[string]any) map[string]any { p["merchantAccount"] = other; return p }
+
+	first := b2.c.post("/payments", adyPayment(b2.f, 700, mocks.AdyenMethodAuthorised, "op-shared", false), "shared-key")
+	require.Equal(t, 200, first.status)
+	// The other account, same key, same order: the first account's answer.
+	again := b2.c.post("/payments", onOther(adyPayment(b2.f, 700, mocks.AdyenMethodAuthorised, "op-shared", false)), "shared-key")
+	require.Equal(t, first.body, again.body, "keys are stored at company level: the other account's request is answered with the first's")
+	require.Len(t, b2.f.Truth().Payments, 1)
+	// Its own key: its own payment.
+	own := decode[map[string]any](t, b2.c.post("/payments", onOther(adyPayment(b2.f, 700, mocks.AdyenMethodAuthorised, "op-shared", false)), "other-key"), 200)
+	require.Len(t, b2.f.Truth().Payments, 2)
+	psp := own["pspReference"].(string)
+	// Only its own account modifies it, and the answer names that account.
+	e := decode[mocks.AdyenError](t, b2.c.post("/payments/"+psp+"/refunds", adyMod(b2.f, 100, "op-r"), "k-r1"), 403)
+	require.Equal(t, "901", e.ErrorCode)
+	refund := decode[map[string]any](t, b2.c.post("/payments/"+psp+"/refunds", onOther(adyMod(b2.f, 100, "op-r")), "k-r1"), 201)
+	require.Equal(t, other, refund["merchantAccount"])
+	// An account the company does not have is refused.
+	e = decode[mocks.AdyenError](t, b.c.post("/payments", onOther(adyPayment(b.f, 700, mocks.AdyenMethodAuthorised, "op-x", false)), "k-x"), 403)
+	require.Equal(t, "901", e.ErrorCode)
+
+	// Notifications carry the payment's account.
+	hooks := adySetup(t, mocks.AdyenOptions{MerchantAccounts: []string{other}, Webhooks: mocks.WebhookDelivery{URL: rec.URL(),
+		Secret: testAdyHMAC, Username: testAdyUser, Password: testAdyPass, RetryAfter: time.Millisecond}})
+	pay := decode[map[string]any](t, hooks.c.post("/payments", onOther(adyPayment(hooks.f, 300, mocks.AdyenMethodAuthorised, "op-n", false)), "k-n"), 200)
+	decode[map[string]any](t, hooks.c.post("/payments/"+pay["pspReference"].(string)+"/refunds", onOther(adyMod(hooks.f, 300, "op-nr")), "k-nr"), 201)
+	flush(t, hooks.f)
+	var accounts []string
+	for _, n := range events[mocks.AdyenNotification](t, rec) {
+		accounts = append(accounts, n.Items()[0].MerchantAccountCode)
+	}
+	require.Equal(t, []string{other, other}, accounts)
+}
+
+// TestAdyenKeyInUse: errorCode 704 with the configured status (409 or 422),
+// marked Transient-Error: true; nothing is stored for it, and the first
+// request's answer follows.
+func TestAdyenKeyInUse(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{0, http.StatusConflict, http.StatusUnprocessableEntity} {
+		b := adySetup(t, mocks.AdyenOptions{SlowFor: 300 * time.Millisecond, KeyInUseStatus: status})
+		want := cmp.Or(status, http.StatusConflict)
+		b.f.Script(mocks.Match{Method: "POST", Path: "/payments"}, mocks.FaultSlow)
+		body := adyPayment(b.f, 5, mocks.AdyenMethodAuthorised, "op-slow", false)
+		done := holdKey(t, b.f, b.c, "/payments", body, "kslow")
+		r := b.c.post("/payments", body, "kslow")
+		e := decode[mocks.AdyenError](t, r, want)
+		require.Equal(t, mocks.AdyenError{Status: want, ErrorCode: "704", Message: "request already processed or in progress",
+			ErrorType: "validation", PspReference: e.PspReference}, e)
+		require.Equal(t, "true", r.header.Get("Transient-Error"))
+		first := <-done
+		require.Equal(t, 200, first.status)
+		again := b.c.post("/payments", body, "kslow")
+		require.Equal(t, first.body, again.body)
+		require.Empty(t, again.header.Get("Transient-Error"))
+		require.Len(t, b.f.Truth().Payments, 1)
+	}
+}
+
+// TestAdyenTransientErrors: a 500 before processing is by default stored
+// as the key's final answer, without Transient-Error; with TransientErrors
+// it is marked Transient-Error: true and forgotten, so that the same key
+// is processed as if it were the first request. A 500 after processing is
+// never transient.
+func TestAdyenTransientErrors(t *testing.T) {
+	t.Parallel()
+	post := mocks.Match{Method: "POST", Path: "/payments"}
+	for _, transient := range []bool{false, true} {
+		b := adySetup(t, mocks.AdyenOptions{TransientErrors: transient})
+		body := adyPayment(b.f, 100, mocks.AdyenMethodAuthorised, "op-t", false)
+		b.f.Script(post, mocks.FaultStored500)
+		r := b.c.post("/payments", body, "kt")
+		require.Equal(t, 500, r.status)
+		again := b.c.post("/payments", body, "kt")
+		if transient {
+			require.Equal(t, "true", r.header.Get("Transient-Error"))
+			require.Equal(t, 200, again.status, "a transient error is not kept: the same key is processed")
+			require.Len(t, b.f.Truth().Payments, 1)
+		} else {
+			require.Empty(t, r.header.Get("Transient-Error"))
+			require.Equal(t, 500, again.status, "a non-transient error is the key's final answer")
+			require.Equal(t, r.body, again.body)
+			require.Empty(t, b.f.Truth().Payments)
+		}
+
+		b.f.Script(post, mocks.FaultProcessed500)
+		r = b.c.post("/payments", adyPayment(b.f, 100, mocks.AdyenMethodAuthorised, "op-p", false), "kp")
+		require.Equal(t, 500, r.status)
+		require.Empty(t, r.header.Get("Transient-Error"), "processed: never transient")
+		require.Equal(t, r.body, b.c.post("/payments", adyPayment(b.f, 100, mocks.AdyenMethodAuthorised, "op-p", false), "kp").body)
+	}
+}
+
 // TestAdyenWebhooksUnderFaults: every event arrives, signed and with its
 // credentials, through failed attempts and duplicates; each delivery holds
 // one item, and the items batched in one body verify as well.
@@ -366,6 +492,9 @@ func TestAdyenOptionsValidate(t *testing.T) {
 		{"authorization header", hooks(func(d *mocks.WebhookDelivery) { d.Username, d.Password, d.Authorization = "", "", "Bearer x" }), "only HTTP Basic"},
 		{"not loopback", hooks(func(d *mocks.WebhookDelivery) { d.URL = "https://example.com/webhooks" }), "loopback"},
 		{"key ttl", mocks.AdyenOptions{KeyTTL: -1}, "KeyTTL"},
+		{"key in use status", mocks.AdyenOptions{KeyInUseStatus: http.StatusTooManyRequests}, "KeyInUseStatus is 429; Adyen answers errorCode 704 with 409 or 422"},
+		{"empty merchant account", mocks.AdyenOptions{MerchantAccounts: []string{"A", ""}}, "MerchantAccounts[1]"},
+		{"merchant account with space", mocks.AdyenOptions{MerchantAccounts: []string{"A B"}}, "MerchantAccounts[0]"},
 	} {
 		err := tc.opts.Validate()
 		require.ErrorContains(t, err, tc.want, tc.name)
@@ -373,6 +502,7 @@ func TestAdyenOptionsValidate(t *testing.T) {
 		require.Panics(t, func() { mocks.NewAdyenHandler(tc.opts) }, tc.name)
 	}
 	require.NoError(t, mocks.AdyenOptions{}.Validate())
+	require.NoError(t, mocks.AdyenOptions{KeyInUseStatus: http.StatusUnprocessableEntity, MerchantAccounts: []string{"Other"}}.Validate())
 	require.NoError(t, hooks(func(*mocks.WebhookDelivery) {}).Validate())
 	require.NoError(t, hooks(func(d *mocks.WebhookDelivery) { d.Username, d.Password = "", "" }).Validate(), "Basic auth is optional")
 }

@@ -131,7 +131,7 @@ func (h *AdyenHandler) emitLocked(now time.Time, event, psp, orig, ref string, a
 		return
 	}
 	it := AdyenNotificationItem{
-		Amount: amt, EventCode: event, EventDate: now.Format(time.RFC3339), MerchantAccountCode: h.merchant,
+		Amount: amt, EventCode: event, EventDate: now.Format(time.RFC3339), MerchantAccountCode: h.merchantOfLocked(psp, orig),
 		MerchantReference: ref, OriginalReference: orig, PaymentMethod: "visa", PspReference: psp, Reason: reason,
 		Success: strconv.FormatBool(success),
 	}

@@ -113,6 +113,14 @@ type dialect interface {
 	deliver(h http.Header, c *call, replayed bool)
 }
 
+// unprocessedDialect is implemented by dialects whose 500 before anything
+// was processed (FaultStored500) differs from serverError (Adyen may mark
+// it Transient-Error: true).
+type unprocessedDialect interface {
+	dialect
+	unprocessedError(c *call) *response
+}
+
 // jsonDialect is implemented by dialects whose POST bodies are JSON objects
 // instead of forms (YooKassa, Checkout.com). The pipeline then reads the body
 // with readJSON and fingerprints its canonical form.
@@ -281,7 +289,11 @@ func (k *core) answer(c *call, ep endpoint, fault FaultKind) (resp *response, re
 	switch fault {
 	case FaultStored500:
 		k.faults.record(fault)
-		resp = k.d.serverError(c)
+		if u, ok := k.d.(unprocessedDialect); ok {
+			resp = u.unprocessedError(c)
+		} else {
+			resp = k.d.serverError(c)
+		}
 	case FaultProcessed500:
 		resp, executed = ep(c)
 		if executed {

@@ -29,6 +29,11 @@ type idemPolicy struct {
 	// the endpoint's real answer, so that a repeat with the same key learns
 	// the outcome (YooKassa: "500 means unknown: repeat with the same key").
 	keepRealAfter500 bool
+	// forget reports an executed answer the provider does not keep under
+	// its key although keep would, so that a request with the key runs
+	// anew; nil forgets none. Adyen forgets an error it marks
+	// Transient-Error: true.
+	forget func(r *response) bool
 }
 
 type idemID struct{ scope, key string }
@@ -120,7 +125,7 @@ func (s *idemStore) finish(id idemID, r *response) {
 	if !ok {
 		return
 	}
-	if s.policy.keep != nil && !s.policy.keep(r.status) {
+	if (s.policy.keep != nil && !s.policy.keep(r.status)) || (s.policy.forget != nil && s.policy.forget(r)) {
 		delete(s.entries, id)
 		return
 	}

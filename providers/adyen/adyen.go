@@ -1,10 +1,13 @@
 package adyen
 
 import (
+	"cmp"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/payonce/payonce"
@@ -29,6 +32,14 @@ const (
 	// DefaultWebhookLag is how long after the last attempt a lookup's "not
 	// found" is believed. See Config.WebhookLag.
 	DefaultWebhookLag = 10 * time.Minute
+	// DefaultReturnURL is the returnUrl sent when Config.ReturnURL is empty.
+	// Its host is under .invalid, a name reserved never to resolve (RFC 6761,
+	// section 6.4): payonce never redirects a shopper, and should Adyen ever
+	// send one to it, they reach no one else's site.
+	DefaultReturnURL = "https://payonce.invalid/adyen/return"
+	// MaxReturnURL is the longest returnUrl Adyen accepts ("maxLength": 8000,
+	// PaymentRequest.returnUrl in CheckoutService-v71.json).
+	MaxReturnURL = 8000
 )
 
 // MaxKeyLength is the longest Idempotency-Key Adyen accepts: "a unique
@@ -57,11 +68,17 @@ type Config struct {
 	// set their own live endpoint, which carries the account's prefix:
 	// https://{PREFIX}-checkout-live.adyenpayments.com/checkout/v71.
 	BaseURL string
-	// ReturnURL, when set, is sent as returnUrl on every payment. Adyen's
-	// API reference marks it required; payonce makes only non-interactive
-	// payments (stored payment methods, ContAuth) and never redirects a
-	// shopper, so any URL of your site will do. An account that refuses a
-	// payment without it answers 422, which is a refusal: nothing is paid.
+	// ReturnURL is sent as returnUrl on every payment: Checkout API v71
+	// requires it on POST /payments (PaymentRequest.required in
+	// CheckoutService-v71.json), and answers a payment without it with 422
+	// errorCode 14_030 "Required field 'returnUrl' is not provided.". It is
+	// "the URL to return to in case of a redirection"; payonce makes only
+	// non-interactive payments (stored payment methods, ContAuth) and never
+	// redirects a shopper, so it is never visited. Defaults to
+	// DefaultReturnURL. When set, it must be an absolute URL (for the web,
+	// http:// or https:// with a host; an app's own scheme such as
+	// my-app://), URL-encoded (no spaces or non-ASCII characters), at most
+	// MaxReturnURL characters, and without personal data (Adyen's rule).
 	ReturnURL string
 	// KeyTTL is how long Adyen keeps an idempotency key. Defaults to
 	// DefaultKeyTTL (31 days).
@@ -121,7 +138,7 @@ var (
 // *payonce.ValidationError (errors.Is(err, payonce.ErrInvalid)) naming the
 // Config field and how to fix it; it never contains a secret.
 func New(cfg Config) (*Provider, error) {
-	p := &Provider{apiKey: adapterkit.Secret(cfg.APIKey), merchant: cfg.MerchantAccount, returnURL: cfg.ReturnURL,
+	p := &Provider{apiKey: adapterkit.Secret(cfg.APIKey), merchant: cfg.MerchantAccount, returnURL: cmp.Or(cfg.ReturnURL, DefaultReturnURL),
 		user: adapterkit.Secret(cfg.WebhookUsername), pass: adapterkit.Secret(cfg.WebhookPassword)}
 	var err error
 	p.baseURL, p.now, err = adapterkit.Setup{Prefix: "adyen.Config.",
@@ -149,8 +166,8 @@ func New(cfg Config) (*Provider, error) {
 	if (cfg.WebhookUsername == "") != (cfg.WebhookPassword == "") {
 		return nil, adapterkit.Invalid("adyen.Config.", "WebhookPassword", "and WebhookUsername must be set together (both, for basic auth on the webhook endpoint, or neither)")
 	}
-	if len(cfg.ReturnURL) > 8000 {
-		return nil, adapterkit.Invalid("adyen.Config.", "ReturnURL", "is %d bytes; Adyen accepts at most 8000", len(cfg.ReturnURL))
+	if err := checkReturnURL(cfg.ReturnURL); err != nil {
+		return nil, err
 	}
 	for _, k := range []struct{ field, value string }{{"HMACKey", cfg.HMACKey}, {"PreviousHMACKey", cfg.PreviousHMACKey}} {
 		if k.value == "" {
@@ -167,6 +184,33 @@ func New(cfg Config) (*Provider, error) {
 		return nil, adapterkit.Invalid("adyen.Config.", "HMACKey", "is empty but PreviousHMACKey is set; set HMACKey to the current key")
 	}
 	return p, nil
+}
+
+// checkReturnURL refuses a Config.ReturnURL Adyen would refuse, before any
+// payment is recorded: an empty one takes DefaultReturnURL.
+func checkReturnURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	invalid := func(format string, args ...any) error {
+		return adapterkit.Invalid("adyen.Config.", "ReturnURL", format, args...)
+	}
+	if strings.ContainsFunc(raw, adapterkit.NotToken) {
+		return invalid("contains spaces, control or non-ASCII characters; URL-encode them (Adyen: \"If the URL to return to includes non-ASCII characters, like spaces or special letters, URL encode the value\")")
+	}
+	if len(raw) > MaxReturnURL { // ASCII only by now: bytes are characters
+		return invalid("is %d characters; Adyen accepts at most %d: use a shorter page of your site (or leave it empty for %s)", len(raw), MaxReturnURL, DefaultReturnURL)
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || u.Scheme == "":
+		return invalid("is not an absolute URL; set it to a page of your site such as https://shop.example/checkout/return, or leave it empty for %s", DefaultReturnURL)
+	case (u.Scheme == "http" || u.Scheme == "https") && u.Host == "":
+		return invalid("has no host; set it to a page of your site such as https://shop.example/checkout/return")
+	case u.User != nil:
+		return invalid("carries user info; a returnUrl is shown to shoppers' browsers, so it must hold no credentials")
+	}
+	return nil
 }
 
 // Name returns "adyen".

@@ -70,6 +70,12 @@ func TestClassify(t *testing.T) {
 		testkit.Classified("refund received", refund, 201, nil, modJSON("REF1", "PAY1", 500), want{Class: ledger.OutcomeSuccess, Processing: true, Ref: "REF1"}),
 		testkit.Classified("refund of another amount", refund, 201, nil, modJSON("REF1", "PAY1", 700), want{Class: ledger.OutcomeKeyMismatch, Ref: "REF1", Msg: "amount 700"}),
 		testkit.Classified("refund of another payment", refund, 201, nil, modJSON("REF1", "PAY2", 500), want{Class: ledger.OutcomeKeyMismatch, Ref: "REF1", Msg: "PAY2"}),
+		testkit.Classified("capture of another merchant account", capture, 201, nil, strings.Replace(modJSON("CAP1", "PAY1", 1999), merchant, "PayonceOtherMerchant", 1),
+			want{Class: ledger.OutcomeKeyMismatch, Ref: "CAP1", Msg: `merchant account "PayonceOtherMerchant"`}),
+		testkit.Classified("cancel of another merchant account", cancel, 201, nil, strings.Replace(modJSON("CAN1", "PAY1", 0), merchant, "PayonceOtherMerchant", 1),
+			want{Class: ledger.OutcomeKeyMismatch, Ref: "CAN1", Msg: "merchant account"}),
+		testkit.Classified("modification naming no merchant account", refund, 201, nil, strings.Replace(modJSON("REF1", "PAY1", 500), `"merchantAccount":"`+merchant+`",`, "", 1),
+			want{Class: ledger.OutcomeSuccess, Processing: true, Ref: "REF1"}),
 		testkit.Classified("modification without status", capture, 201, nil, `{"pspReference":"CAP1"}`, want{Class: ledger.OutcomeMaybeSent, Msg: "received"}),
 		testkit.Classified("modification without psp", capture, 201, nil, `{"status":"received"}`, want{Class: ledger.OutcomeMaybeSent, Msg: "no id"}),
 		testkit.Classified("payment where modification expected", refund, 200, nil, payJSON("PAY1", "Authorised", "", ""), want{Class: ledger.OutcomeMaybeSent}),
@@ -77,7 +83,13 @@ func TestClassify(t *testing.T) {
 		// errors
 		testkit.Classified("409 704", charge, 409, []string{"Retry-After", "3"}, adyenErr(409, "704", "validation", "request already processed or in progress"),
 			want{Class: ledger.OutcomeKeyInUse, Code: "704", RetryAfter: 3 * time.Second, RequestID: "ERRPSP1"}),
+		testkit.Classified("409 704 transient", charge, 409, []string{"Transient-Error", "true"}, adyenErr(409, "704", "validation", "request already processed or in progress"),
+			want{Class: ledger.OutcomeKeyInUse, Code: "704"}),
 		testkit.Classified("422 704", refund, 422, nil, adyenErr(422, "704", "validation", "request already processed or in progress"), want{Class: ledger.OutcomeKeyInUse, Code: "704"}),
+		testkit.Classified("422 704 transient", charge, 422, []string{"Transient-Error", "true"}, adyenErr(422, "704", "validation", "request already processed or in progress"),
+			want{Class: ledger.OutcomeKeyInUse, Code: "704"}),
+		testkit.Classified("500 704", capture, 500, []string{"Transient-Error", "true"}, adyenErr(500, "704", "validation", "request already processed or in progress"),
+			want{Class: ledger.OutcomeKeyInUse, Code: "704"}),
 		testkit.Classified("409 no body", capture, 409, nil, ``, want{Class: ledger.OutcomeKeyInUse, Code: "704"}),
 		testkit.Classified("idempotency key reused", charge, 422, nil, adyenErr(422, "999", "validation", "Idempotency key used with a different request"), want{Class: ledger.OutcomeKeyMismatch}),
 		testkit.Classified("422 validation", charge, 422, nil, adyenErr(422, "101", "validation", "Invalid card number"), want{Class: ledger.OutcomeRefused, Code: "101", Msg: "validation: Invalid card number"}),
@@ -87,14 +99,28 @@ func TestClassify(t *testing.T) {
 		testkit.Classified("400 empty", charge, 400, nil, ``, want{Class: ledger.OutcomeRefused}),
 		testkit.Classified("404", cancel, 404, nil, `<html>Not Found</html>`, want{Class: ledger.OutcomeRefused}),
 		testkit.Classified("429", charge, 429, []string{"Retry-After", "2"}, ``, want{Class: ledger.OutcomeMaybeSent, Code: "too_many_requests", RetryAfter: 2 * time.Second}),
-		testkit.Classified("500", charge, 500, nil, adyenErr(500, "905", "configuration", "Payment details are not supported"), want{Class: ledger.OutcomeMaybeSent, Code: "905"}),
-		testkit.Classified("500 transient", charge, 500, []string{"Transient-Error", "true"}, adyenErr(500, "000", "internal", "timeout"), want{Class: ledger.OutcomeMaybeSent, Msg: "transient"}),
+		// Adyen's own 5xx: final for the key unless marked transient.
+		testkit.Classified("500", charge, 500, nil, adyenErr(500, "905", "configuration", "Payment details are not supported"),
+			want{Class: ledger.OutcomeMaybeSent, Code: "905", Replayed: true, Msg: "final"}),
+		testkit.Classified("500 transient false", refund, 500, []string{"Transient-Error", "false"}, adyenErr(500, "000", "internal", "An internal error occurred"),
+			want{Class: ledger.OutcomeMaybeSent, Replayed: true, Msg: "not transient"}),
+		testkit.Classified("500 transient", charge, 500, []string{"Transient-Error", "true"}, adyenErr(500, "000", "internal", "timeout"),
+			want{Class: ledger.OutcomeMaybeSent, Msg: "the same key may be sent again"}),
+		testkit.Classified("503 transient, any case", capture, 503, []string{"Transient-Error", " TRUE "}, adyenErr(503, "00_503", "internal", "Service temporarily unavailable"),
+			want{Class: ledger.OutcomeMaybeSent, Msg: "transient"}),
+		// Not Adyen's answer (a proxy's, an empty body): it says nothing
+		// about the key.
+		testkit.Classified("500 without body", charge, 500, nil, ``, want{Class: ledger.OutcomeMaybeSent}),
 		testkit.Classified("502", charge, 502, nil, `<html>Bad Gateway</html>`, want{Class: ledger.OutcomeMaybeSent}),
 		testkit.Classified("503", capture, 503, nil, ``, want{Class: ledger.OutcomeMaybeSent}),
+		testkit.Classified("504 html", refund, 504, nil, `<html>Gateway Timeout</html>`, want{Class: ledger.OutcomeMaybeSent}),
 		testkit.Classified("301", charge, 301, nil, ``, want{Class: ledger.OutcomeMaybeSent}),
 	}, testkit.ClassifyChecks{Each: func(t *testing.T, o payonce.Outcome) {
 		require.NotEqual(t, ledger.OutcomeNotSent, o.Class, "nothing that may have reached Adyen is not_sent")
-		require.False(t, o.Replayed, "Adyen documents no replay marker")
+		if o.Replayed {
+			require.Equal(t, ledger.OutcomeMaybeSent, o.Class, "only a non-transient 5xx is final for the key")
+			require.GreaterOrEqual(t, o.HTTPStatus, 500)
+		}
 	}})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,7 +43,21 @@ func TestNewValidation(t *testing.T) {
 		testkit.Refuse("previous only", with(func(c *adyen.Config) { c.PreviousHMACKey = testHMAC }), "adyen.Config.HMACKey", "current"),
 		testkit.Refuse("user without password", with(func(c *adyen.Config) { c.WebhookUsername = "u" }), "adyen.Config.WebhookPassword", "together"),
 		testkit.Refuse("user with colon", with(func(c *adyen.Config) { c.WebhookUsername, c.WebhookPassword = "a:b", "p" }), "adyen.Config.WebhookUsername", ":"),
+		testkit.Refuse("relative return URL", with(func(c *adyen.Config) { c.ReturnURL = "/checkout/return" }), "adyen.Config.ReturnURL", "absolute URL"),
+		testkit.Refuse("return URL without scheme", with(func(c *adyen.Config) { c.ReturnURL = "shop.example/return" }), "adyen.Config.ReturnURL", "https://shop.example/checkout/return"),
+		testkit.Refuse("return URL without host", with(func(c *adyen.Config) { c.ReturnURL = "https:///return" }), "adyen.Config.ReturnURL", "no host"),
+		testkit.Refuse("return URL with space", with(func(c *adyen.Config) { c.ReturnURL = "https://shop.example/a b" }), "adyen.Config.ReturnURL", "URL-encode"),
+		testkit.Refuse("return URL not ASCII", with(func(c *adyen.Config) { c.ReturnURL = "https://shop.example/ümlaut" }), "adyen.Config.ReturnURL", "URL-encode"),
+		testkit.Refuse("return URL with user", with(func(c *adyen.Config) { c.ReturnURL = "https://u:" + whPass + "@shop.example/" }), "adyen.Config.ReturnURL", "no credentials"),
+		testkit.Refuse("return URL too long", with(func(c *adyen.Config) { c.ReturnURL = "https://shop.example/" + strings.Repeat("r", 7981) }), "adyen.Config.ReturnURL", "at most 8000"),
 	}, testKey, testHMAC, whPass)
+	// What Adyen takes: a web page (http or https) or an app's own scheme,
+	// up to 8000 characters.
+	for _, u := range []string{"https://shop.example/checkout/return?order=1", "http://localhost:8080/r", "my-app://your.package.name",
+		"https://shop.example/" + strings.Repeat("r", 7979)} {
+		_, err := adyen.New(with(func(c *adyen.Config) { c.ReturnURL = u }))
+		require.NoError(t, err, u)
+	}
 }
 
 // TestSecretsNeverLeak checks every place a secret could escape:

@@ -3,8 +3,11 @@
 // payment method (storedPaymentMethodId, shopperReference, ContAuth),
 // captured at once or later (additionalData.manualCapture), and captures,
 // cancels and refunds are modifications of a payment by its pspReference.
-// Every POST carries the operation's Idempotency-Key (Adyen keeps keys at
-// least 31 days) and the operation id as its reference.
+// Every POST carries an Idempotency-Key derived from the operation's key and
+// the merchant account (IdempotencyKey: Adyen keeps keys per company
+// account, at least 31 days, so each merchant account needs keys of its
+// own) and the operation id as its reference; every payment carries
+// Config.ReturnURL (required by v71).
 //
 // What makes Adyen different: it has no API that reads a payment's status.
 // A payment answers Authorised, Refused, Error or Cancelled at once, or

@@ -3,6 +3,8 @@ package adyen_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -32,7 +34,7 @@ type e2e struct {
 	delivered int // WebhookStats().Delivered after the last deliver
 }
 
-func newE2E(t *testing.T) *e2e {
+func newE2E(t *testing.T, mods ...func(*mocks.AdyenOptions)) *e2e {
 	t.Helper()
 	clock := mocks.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	// The receiver starts first, so that the fake knows where to deliver;
@@ -42,7 +44,11 @@ func newE2E(t *testing.T) *e2e {
 	hooks.Hold()
 	wh := hooks.Delivery()
 	wh.Secret, wh.Username, wh.Password = testHMAC, whUser, whPass
-	fake := mocks.NewAdyen(mocks.AdyenOptions{Clock: clock.Now, Seed: 7, Webhooks: wh})
+	opts := mocks.AdyenOptions{Clock: clock.Now, Seed: 7, Webhooks: wh}
+	for _, mod := range mods {
+		mod(&opts)
+	}
+	fake := mocks.NewAdyen(opts)
 	t.Cleanup(fake.Close)
 	p, err := adyen.New(adyen.Config{APIKey: fake.APIKey(), MerchantAccount: fake.MerchantAccount(), BaseURL: fake.URL(),
 		HMACKey: testHMAC, WebhookUsername: whUser, WebhookPassword: whPass, Now: clock.Now})
@@ -190,4 +196,109 @@ func TestE2EResendIsTheStatusRead(t *testing.T) {
 	res, err := e.client.Capture(e.ctx, capture)
 	require.NoError(t, err)
 	require.Equal(t, payonce.ResultSucceeded, res.Status)
+}
+
+// TestE2EStoredErrorIsFinalForTheKey: Adyen stores an error it does not
+// mark Transient-Error: true as the key's final answer. The client must not
+// resend under that key (every resend would be answered the same 500): it
+// waits for the webhook, and the payment is never made twice.
+func TestE2EStoredErrorIsFinalForTheKey(t *testing.T) {
+	t.Parallel()
+	e := newE2E(t)
+	e.fake.Script(mocks.Match{Method: http.MethodPost, Path: "/payments"}, mocks.FaultStored500)
+	p := eur("order-500", 700, false)
+	_, err := e.client.Charge(e.ctx, p)
+	require.ErrorIs(t, err, payonce.ErrOutcomeUnknown)
+
+	e.clock.Advance(adyen.DefaultWebhookLag + time.Minute)
+	_, err = e.client.Charge(e.ctx, p)
+	require.ErrorIs(t, err, payonce.ErrOutcomeUnknown, "nothing answers it but a webhook")
+	tr := e.fake.Truth()
+	require.Equal(t, 1, tr.Requests["POST /payments"], "no resend under a key whose answer is final")
+	require.Empty(t, tr.Payments)
+	res, err := e.client.Status(e.ctx, payonce.StatusQuery{Kind: payonce.KindCharge, OrderID: "order-500"})
+	require.ErrorIs(t, err, payonce.ErrOutcomeUnknown)
+	require.Equal(t, payonce.ResultUnknown, res.Status)
+}
+
+// TestE2ETransientErrorIsResent: an error marked Transient-Error: true is
+// not kept under the key; after the lookup lag the client resends with the
+// same key, which Adyen processes as the first request: one payment.
+func TestE2ETransientErrorIsResent(t *testing.T) {
+	t.Parallel()
+	e := newE2E(t, func(o *mocks.AdyenOptions) { o.TransientErrors = true })
+	e.fake.Script(mocks.Match{Method: http.MethodPost, Path: "/payments"}, mocks.FaultStored500)
+	p := eur("order-transient", 700, false)
+	_, err := e.client.Charge(e.ctx, p)
+	require.ErrorIs(t, err, payonce.ErrOutcomeUnknown)
+
+	e.clock.Advance(adyen.DefaultWebhookLag + time.Minute)
+	res, err := e.client.Charge(e.ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, payonce.ResultSucceeded, res.Status)
+	tr := e.fake.Truth()
+	require.Equal(t, 2, tr.Requests["POST /payments"])
+	require.Len(t, tr.Payments, 1)
+	require.Equal(t, adyen.IdempotencyKey(e.fake.MerchantAccount(), res.Key), tr.Payments[0].IdempotencyKey, "the resend carried the same key")
+}
+
+// TestE2EKeyInUse: while the key's first request runs, the fake answers
+// errorCode 704 with 409 or with 422 (as Adyen does), marked
+// Transient-Error: true; the adapter reads both as key_in_use, never as a
+// refusal, and the first request's answer follows for the same key.
+func TestE2EKeyInUse(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{http.StatusConflict, http.StatusUnprocessableEntity} {
+		fake := mocks.NewAdyen(mocks.AdyenOptions{KeyInUseStatus: status, SlowFor: 300 * time.Millisecond})
+		t.Cleanup(fake.Close)
+		p, err := adyen.New(adyen.Config{APIKey: fake.APIKey(), MerchantAccount: fake.MerchantAccount(), BaseURL: fake.URL()})
+		require.NoError(t, err)
+		r := chargeReq()
+		r.Request.PaymentMethod = mocks.AdyenMethodAuthorised
+		// send makes one attempt; it runs on other goroutines too, so it
+		// returns its failure instead of failing the test.
+		send := func() (payonce.Outcome, error) {
+			hr, err := p.NewRequest(context.Background(), r)
+			if err != nil {
+				return payonce.Outcome{}, err
+			}
+			resp, err := fake.Client().Do(hr)
+			if err != nil {
+				return payonce.Outcome{}, err
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				return payonce.Outcome{}, err
+			}
+			o := p.Classify(r, resp.StatusCode, resp.Header, body)
+			o.HTTPStatus = resp.StatusCode
+			if o.Class == ledger.OutcomeKeyInUse && resp.Header.Get("Transient-Error") != "true" {
+				return o, errors.New("704 without Transient-Error: true")
+			}
+			return o, nil
+		}
+		fake.Script(mocks.Match{Method: http.MethodPost, Path: "/payments"}, mocks.FaultSlow)
+		type sent struct {
+			o   payonce.Outcome
+			err error
+		}
+		first := make(chan sent, 1)
+		go func() { o, err := send(); first <- sent{o, err} }()
+		require.Eventually(t, func() bool { return fake.PendingFaults() == 0 }, 2*time.Second, time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
+		o, err := send()
+		require.NoError(t, err)
+		require.Equal(t, status, o.HTTPStatus)
+		require.Equal(t, ledger.OutcomeKeyInUse, o.Class, "%d 704 is the key in use, not a refusal", status)
+		require.Equal(t, "704", o.Code)
+		f := <-first
+		require.NoError(t, f.err)
+		require.Equal(t, ledger.OutcomeSuccess, f.o.Class)
+		again, err := send()
+		require.NoError(t, err)
+		require.Equal(t, ledger.OutcomeSuccess, again.Class)
+		require.Equal(t, f.o.ProviderRef, again.ProviderRef)
+		require.Len(t, fake.Truth().Payments, 1)
+	}
 }

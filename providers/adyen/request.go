@@ -66,7 +66,7 @@ type paymentBody struct {
 	ShopperReference         string            `json:"shopperReference"`
 	ShopperInteraction       string            `json:"shopperInteraction"`
 	RecurringProcessingModel string            `json:"recurringProcessingModel"`
-	ReturnURL                string            `json:"returnUrl,omitempty"`
+	ReturnURL                string            `json:"returnUrl"`
 	AdditionalData           map[string]string `json:"additionalData,omitempty"`
 	Metadata                 map[string]string `json:"metadata"`
 }
@@ -103,9 +103,24 @@ type modificationBody struct {
 // id. Request.Description is not sent: /payments has no free-text field
 // that is not shown to the shopper or the scheme.
 //
-// Every request carries r.Key in the Idempotency-Key header and the API key
-// in X-API-Key. The body is the same bytes on every attempt. An error
-// (nothing to send) is a *payonce.ValidationError naming the field.
+// Every request carries IdempotencyKey(Config.MerchantAccount, r.Key) in
+// the Idempotency-Key header (Adyen keeps keys per company account, so the
+// key is scoped to the merchant account: idempotency.go) and the API key in
+// X-API-Key; every payment carries Config.ReturnURL as returnUrl. The body
+// is the same bytes on every attempt. An error (nothing to send) is a
+// *payonce.ValidationError naming the field.
+//
+// The reference stays the operation id, the same on every merchant
+// account: webhooks name the operation by it (merchantReference), and an
+// item is read only with its merchantAccountCode, which webhook.go checks
+// against Config.MerchantAccount, so the pair (merchant account,
+// reference) is what names an operation at Adyen. Adyen neither
+// deduplicates nor replays anything by reference (it only "strongly
+// recommend[s] that you use a unique value for each transaction",
+// PaymentRequest.reference in CheckoutService-v71.json): two merchant
+// accounts sharing one reference move no money twice; only the shared key
+// did. payonce's own key is in the payment's metadata (payonce_key),
+// unchanged.
 func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http.Request, error) {
 	if err := adapterkit.CheckKey("adyen ", r.Key, MaxKeyLength, "is empty; every Adyen POST carries the operation's Idempotency-Key",
 		"is %d characters; Adyen accepts at most %d"); err != nil {
@@ -164,7 +179,7 @@ func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http
 	default:
 		return nil, invalidSend("Request.Kind", "is %q; the Adyen adapter sends charge, capture, cancel and refund", string(req.Kind))
 	}
-	return adapterkit.PostJSON(ctx, "adyen", req.Kind, p.baseURL+path, body, p.setHeaders, "Idempotency-Key", r.Key)
+	return adapterkit.PostJSON(ctx, "adyen", req.Kind, p.baseURL+path, body, p.setHeaders, "Idempotency-Key", IdempotencyKey(p.merchant, r.Key))
 }
 
 func (p *Provider) setHeaders(h http.Header) {

@@ -21,7 +21,7 @@ func requirePost(t *testing.T, hr *http.Request, key string) {
 	require.Equal(t, http.MethodPost, hr.Method)
 	require.Equal(t, testKey, hr.Header.Get("X-API-Key"))
 	require.Equal(t, "application/json", hr.Header.Get("Content-Type"))
-	require.Equal(t, []string{key}, hr.Header.Values("Idempotency-Key"))
+	require.Equal(t, []string{adyen.IdempotencyKey(merchant, key)}, hr.Header.Values("Idempotency-Key"))
 }
 
 func TestChargeRequest(t *testing.T) {
@@ -41,6 +41,11 @@ func TestChargeRequest(t *testing.T) {
 	// The same bytes on every attempt.
 	_, again := testkit.Build(t, b.P, r)
 	require.Equal(t, body, again)
+
+	// Without Config.ReturnURL: the documented default, on every payment
+	// (v71 requires returnUrl).
+	_, body = testkit.Build(t, setup(t).P, r)
+	require.Equal(t, adyen.DefaultReturnURL, testkit.DecodeJSON(t, body)["returnUrl"])
 
 	// Manual capture.
 	r.Request.CaptureManual = true

@@ -232,6 +232,9 @@ func AdyenEnv(t *testing.T, o Options) *Env {
 			DeclineCode: "12",
 			// Stored payment methods belong to a shopper (shopperReference).
 			Customer: adyenShopper,
+			// Adyen keeps keys per company: the adapter sends a key scoped
+			// to its merchant account.
+			WireKey: func(key string) string { return adyen.IdempotencyKey(fake.MerchantAccount(), key) },
 			// Captures and refunds name their amount: Adyen has no "the
 			// whole payment" form.
 			NoFullCapture: true,

@@ -231,6 +231,10 @@ type Env struct {
 	// PaymentOperation returns the operation id a payment of the fake was
 	// made for. Defaults to its metadata payonce_op, else its Reference.
 	PaymentOperation func(mocks.TruthPayment) string
+	// WireKey returns the idempotency key the adapter sends for an
+	// operation's key. Defaults to the key itself; Adyen's adapter scopes it
+	// to the merchant account (adyen.IdempotencyKey).
+	WireKey func(key string) string
 	// RefundOperation returns the operation id a refund was made for.
 	// Defaults to its metadata payonce_op, else its Reference, else the id
 	// after "payonce_op:" in its Description.
@@ -326,6 +330,9 @@ func (e *Env) check() string {
 	}
 	if e.PaymentOperation == nil {
 		e.PaymentOperation = defaultPaymentOperation
+	}
+	if e.WireKey == nil {
+		e.WireKey = func(key string) string { return key }
 	}
 	if e.RefundOperation == nil {
 		e.RefundOperation = defaultRefundOperation
