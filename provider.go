@@ -108,11 +108,13 @@ type Outcome struct {
 	// RetryAfter is how long the provider asked the client to wait (a
 	// Retry-After header, a retry_after field); zero when it did not say.
 	RetryAfter time.Duration
-	// Replayed reports that the provider replayed a stored answer for this
-	// key (Stripe: Idempotent-Replayed: true). A replayed answer that is not
-	// a success is final for the key: every resend under it gets the same
-	// answer, so the client stops resending and settles the operation by
-	// lookups only.
+	// Replayed reports that the answer is the key's stored, final answer:
+	// a replay (Stripe: Idempotent-Replayed: true), or an error the
+	// provider documents as stored for the key (Adyen: an error without
+	// Transient-Error: true). Such an answer that is not a success is final
+	// for the key: every resend under it gets the same answer, so the
+	// client stops resending and settles the operation by lookups and
+	// webhooks only.
 	Replayed bool
 	// Contradiction, when non-empty, says why a 2xx answer does not belong
 	// to this request (another operation id, amount or currency). The
