@@ -98,3 +98,22 @@ func TestLateEarlierSuccessStopsAPendingResend(t *testing.T) {
 		require.True(t, strings.HasPrefix(got.ReviewReason, payonce.ReasonDuplicated), got.ReviewReason)
 	})
 }
+
+// A charge in review for an operator whose PaymentIntent was reported
+// processing and then failed (a bank debit that bounced, a card that
+// failed after 3-D Secure): no money moved, the lookup agrees, and a
+// resend under a new key is the operator's normal way to charge the order.
+// A failure after processing is not a chargeback: only a success followed
+// by a reversal is.
+func TestResolveResendAllowedAfterProcessingThenFailed(t *testing.T) {
+	t.Parallel()
+	hb := setupHooks(t, false, setupOpts{}, false)
+	op := inReview(t, hb.bundle, charge("order-processing-failed", 1500), "", payonce.ReasonKeyMismatch)
+	require.Equal(t, http.StatusOK, hb.post(t, "", "evt_proc payment_intent.processing "+op.ID+" processing ref=pi_bounced").StatusCode)
+	require.Equal(t, http.StatusOK, hb.post(t, "", "evt_fail payment_intent.payment_failed "+op.ID+" failed ref=pi_bounced").StatusCode)
+	hb.clock.Advance(2 * time.Minute) // past the search lag
+	got, err := hb.client.Resolve(hb.ctx, payonce.ResolveParams{OperationID: op.ID, Outcome: ledger.ResolveResend, Actor: "alice", Note: "the debit bounced"})
+	require.NoError(t, err)
+	require.Equal(t, ledger.StatusPending, got.Status)
+	require.Equal(t, 1, got.Generation)
+}
