@@ -2,12 +2,14 @@ package payonce_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/providers/providertest"
 )
@@ -70,4 +72,48 @@ func TestResolveResendRefusedAfterAChargeback(t *testing.T) {
 // and ledger (one built after a change to hb.psp's declarations).
 func clientConfigOf(hb *hookBundle) payonce.Config {
 	return providertest.ClientConfig(hb.psp, hb.store, hb.clock.Now)
+}
+
+// The operator resent a charge whose generation-0 answer was lost (no
+// reference recorded; the lookup found nothing). Before generation 1 is
+// sent, Stripe delivers payment_intent.succeeded for generation 0's
+// PaymentIntent: the customer was charged under the old key. The event
+// must stop generation 1 (review as duplicated); making it due to be sent
+// now charges the customer twice.
+func TestLateEarlierSuccessStopsAPendingResend(t *testing.T) {
+	t.Parallel()
+	testkit.EachStore(t, func(t *testing.T, pg bool) {
+		hb := setupHooks(t, pg, setupOpts{}, false)
+		op := inReview(t, hb.bundle, charge("order-late-gen0", 1500), "", payonce.ReasonWindowPassed)
+		got, err := payonce.Resolve(hb.ctx, hb.store, payonce.ResolveParams{OperationID: op.ID, Outcome: ledger.ResolveResend,
+			Actor: "alice", Note: "nothing found at the provider", Now: hb.clock.Now()})
+		require.NoError(t, err)
+		require.Equal(t, ledger.StatusPending, got.Status)
+		require.Equal(t, 1, got.Generation)
+
+		require.Equal(t, http.StatusOK, hb.post(t, "", "evt_late payment_intent.succeeded "+op.ID+" succeeded ref=pi_gen0").StatusCode)
+		got, _, err = hb.store.Get(hb.ctx, op.ID)
+		require.NoError(t, err)
+		require.Equal(t, ledger.StatusManualReview, got.Status, "generation 1 must not be sent: generation 0 already charged")
+		require.True(t, strings.HasPrefix(got.ReviewReason, payonce.ReasonDuplicated), got.ReviewReason)
+	})
+}
+
+// A charge in review for an operator whose PaymentIntent was reported
+// processing and then failed (a bank debit that bounced, a card that
+// failed after 3-D Secure): no money moved, the lookup agrees, and a
+// resend under a new key is the operator's normal way to charge the order.
+// A failure after processing is not a chargeback: only a success followed
+// by a reversal is.
+func TestResolveResendAllowedAfterProcessingThenFailed(t *testing.T) {
+	t.Parallel()
+	hb := setupHooks(t, false, setupOpts{}, false)
+	op := inReview(t, hb.bundle, charge("order-processing-failed", 1500), "", payonce.ReasonKeyMismatch)
+	require.Equal(t, http.StatusOK, hb.post(t, "", "evt_proc payment_intent.processing "+op.ID+" processing ref=pi_bounced").StatusCode)
+	require.Equal(t, http.StatusOK, hb.post(t, "", "evt_fail payment_intent.payment_failed "+op.ID+" failed ref=pi_bounced").StatusCode)
+	hb.clock.Advance(2 * time.Minute) // past the search lag
+	got, err := hb.client.Resolve(hb.ctx, payonce.ResolveParams{OperationID: op.ID, Outcome: ledger.ResolveResend, Actor: "alice", Note: "the debit bounced"})
+	require.NoError(t, err)
+	require.Equal(t, ledger.StatusPending, got.Status)
+	require.Equal(t, 1, got.Generation)
 }

@@ -372,3 +372,28 @@ func TestPreviousRefs(t *testing.T) {
 	require.Equal(t, []string{"re_0", "re_1"}, ledger.PreviousRefs([]string{d("re_0"), d(""), "not json", d("re_1"), d("re_0")}))
 	require.Nil(t, ledger.PreviousRefs(nil))
 }
+
+// An earlier key generation whose reference the ledger never recorded
+// (its answer was lost; the operator resent after a lookup found nothing)
+// has its object succeed late, while the new generation is still pending.
+// Nothing was ever sent under the new key (a pending operation has no
+// open window), so the object cannot be the new generation's: money moved
+// under an earlier key, and sending the new generation would move it a
+// second time. The event must stop the resend (review as duplicated), not
+// make the pending generation due to be sent now.
+func TestApplyWebhookUnplacedSuccessBeforeTheNewKeyIsSent(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{"charge", "refund"} {
+		op := resent(ofKind(opIn(ledger.StatusPending), kind))
+		require.True(t, op.WindowStart.IsZero(), "nothing was sent under the new key")
+		// Generation 0 sent its key; no reference was recorded under it.
+		gens := ledger.Generations{Keys: []string{"op-1"}}
+		target := ledger.WebhookTarget{Kind: kind, OperationID: op.ID, ProviderRef: "obj_gen0", Effect: ledger.EffectSucceeded}
+		e := ledger.WebhookEvent{Provider: "stripe", ID: "evt_late", Type: "late.succeeded"}
+		ch, disp := ledger.ApplyWebhook(op, gens, e, target, nil, now)
+		require.Equal(t, ledger.WebhookDuplicate, disp, "%s: an earlier object's success while the new key is unsent", kind)
+		require.Equal(t, ledger.StatusManualReview, ch.Op.Status, kind)
+		require.True(t, strings.HasPrefix(ch.Op.ReviewReason, ledger.ReasonDuplicated), ch.Op.ReviewReason)
+		require.True(t, ch.Op.NextCheckAt.IsZero(), "%s: the new generation must not be sent", kind)
+	}
+}

@@ -181,6 +181,7 @@ func suite() []group {
 			{"Tombstone", testWebhookTombstone},
 			{"AppliesToItsKeyGeneration", testWebhookGenerations},
 			{"SecondObjectIsADuplicate", testWebhookSecondObject},
+			{"StaleEarlierSuccessAfterItsFailure", testWebhookStaleEarlierSuccess},
 			{"InvalidParams", testWebhookInvalid},
 			{"InvalidFilter", testWebhookInvalidFilter},
 			{"RecordedOnce", testWebhookConcurrent},

@@ -798,3 +798,30 @@ func testWebhookSecondObject(t *testing.T, h *Harness) {
 	require.True(t, strings.HasPrefix(got.ReviewReason, ledger.ReasonContradicted), got.ReviewReason)
 	require.Contains(t, got.ReviewReason, "amount 999, not 1000")
 }
+
+// Stripe does not deliver events in order. A refund succeeded, then failed
+// (refund.failed: the money went back to the merchant), an operator resent
+// it under generation 1, and only then does an older event of generation
+// 0's refund arrive, still saying "succeeded" (a charge.refunded or
+// refund.updated sent before the failure, delivered late or retried). The
+// ledger already holds that object's failure: the old snapshot is stale,
+// not a second movement of money. Sending the operation to review as
+// duplicated stops the customer's refund for good, since a duplicated
+// operation can never be resent.
+func testWebhookStaleEarlierSuccess(t *testing.T, h *Harness) {
+	s := h.Store
+	op := newOpFor("op-stale-gen0", "stripe", "refund")
+	reach(t, s, op, ownerA, ledger.StatusSucceeded)
+	gen0 := ledger.WebhookTarget{Kind: "refund", OperationID: op.ID, ProviderRef: "pi_" + op.ID, Effect: ledger.EffectReversed}
+	mustRecordNew(t, s, evt("evt_1", "refund.failed", gen0), at(time.Hour),
+		outcome(0, op.ID, ledger.WebhookContradiction, ledger.StatusSucceeded, ledger.StatusManualReview))
+	mustResolve(t, s, ledger.ResolveParams{ID: op.ID, Actor: "alice", Note: "refund failed; send it again", Outcome: ledger.ResolveResend,
+		NewKey: op.ID + "-g1", NewGeneration: 1, Now: at(2 * time.Hour)})
+
+	old := gen0
+	old.Effect = ledger.EffectSucceeded
+	rep := mustRecord(t, s, evt("evt_0", "charge.refunded", old), at(3*time.Hour))
+	got, _ := mustGet(t, s, op.ID)
+	require.Equal(t, ledger.StatusPending, got.Status,
+		"a stale success of an object whose failure is on record must not stop generation 1 (%v, reason %q)", rep.Outcomes, got.ReviewReason)
+}

@@ -344,3 +344,30 @@ func TestWebhookErrorsAreTyped(t *testing.T) {
 	require.True(t, errors.Is(err, payonce.ErrWebhookUnauthenticated))
 	require.False(t, strings.Contains(err.Error(), "{}"), "the body is never quoted")
 }
+
+// The ledger tells an event's key generation by the key payonce wrote on
+// the object (metadata payonce_key), and checks the object's amount and
+// currency against the operation: a target without them can only be
+// placed by its reference, and an object of another amount settles the
+// operation. Every object payonce creates carries its key.
+func TestWebhookTargetsCarryKeyAmountCurrency(t *testing.T) {
+	t.Parallel()
+	p := webhookProvider(t)
+	refund := `{"id":"re_1","object":"refund","status":"succeeded","payment_intent":"pi_1","amount":500,"currency":"usd",` +
+		`"metadata":{"payonce_op":"op-r","payonce_kind":"refund","payonce_key":"key-r-g1"}}`
+	evs, err := parseSigned(t, p, evtBody("evt_k", "refund.updated", refund))
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	require.Len(t, evs[0].Targets, 1)
+	got := evs[0].Targets[0]
+	require.Equal(t, "key-r-g1", got.Key, "the refund's key names its generation")
+	require.Equal(t, int64(500), got.Amount)
+	require.Equal(t, "usd", strings.ToLower(got.Currency))
+
+	pi := `{"id":"pi_1","object":"payment_intent","status":"succeeded","amount":500,"amount_received":500,"currency":"usd","capture_method":"automatic",` +
+		`"metadata":{"payonce_op":"op-1","payonce_kind":"charge","payonce_key":"key-c-g0"}}`
+	evs, err = parseSigned(t, p, evtBody("evt_c", "payment_intent.succeeded", pi))
+	require.NoError(t, err)
+	require.Equal(t, "key-c-g0", evs[0].Targets[0].Key, "the charge's key names its generation")
+	require.Equal(t, int64(500), evs[0].Targets[0].Amount)
+}
