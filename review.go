@@ -147,16 +147,19 @@ func (c *Client) Resolve(ctx context.Context, p ResolveParams) (ledger.Operation
 
 // movedByEvents says which recorded provider event shows that money moved
 // (or may still move) for the operation, on any of its objects and key
-// generations, or "" when none does: a success, a charge reversed
-// (a chargeback or dispute: the charge moved money before it was pulled
-// back), or an object still processing. A refund, capture or cancel that
-// failed after it succeeded did not move money in the end; its failure
-// wins over its earlier success.
+// generations, or "" when none does. Each object is judged by everything
+// recorded of it: a charge that succeeded moved money even if it was
+// charged back later (a reversal of a charge is itself proof); a refund,
+// capture or cancel that failed after it succeeded did not move money in
+// the end; an object reported processing may still move money unless a
+// later failure or success of it is on record.
 func movedByEvents(kind string, evs []ledger.Event) string {
 	type state struct {
-		moved, failed bool
-		event         string
+		succeeded, processing, failed bool
+		moved                         string // the event that showed money moved
+		pending                       string // the event that showed it processing
 	}
+	charge := kind == string(KindCharge)
 	objects := map[string]*state{}
 	var order []string
 	for _, e := range evs {
@@ -174,23 +177,39 @@ func movedByEvents(kind string, evs []ledger.Event) string {
 			objects[id] = st
 			order = append(order, id)
 		}
-		switch {
-		case d.Effect == ledger.EffectSucceeded, d.Effect == ledger.EffectProcessing,
-			d.Effect == ledger.EffectReversed && kind == string(KindCharge):
-			if !st.moved {
-				st.moved, st.event = true, d.Type+" "+d.EventID
+		name := d.Type + " " + d.EventID
+		switch d.Effect {
+		case ledger.EffectSucceeded:
+			st.succeeded = true
+			if st.moved == "" {
+				st.moved = name
 			}
-		case d.Effect == ledger.EffectFailed, d.Effect == ledger.EffectReversed:
+		case ledger.EffectReversed:
+			if charge {
+				// A chargeback or dispute: the charge had moved money.
+				st.succeeded = true
+				if st.moved == "" {
+					st.moved = name
+				}
+			}
 			st.failed = true
+		case ledger.EffectFailed:
+			st.failed = true
+		case ledger.EffectProcessing:
+			st.processing = true
+			if st.pending == "" {
+				st.pending = name
+			}
 		}
 	}
 	for _, id := range order {
 		st := objects[id]
-		// A charge that succeeded and failed later was charged back; only
-		// for the other kinds does a failure undo the success.
-		if st.moved && (kind == string(KindCharge) || !st.failed) {
-			ref, _, _ := strings.Cut(id, "|")
-			return fmt.Sprintf("the provider reported object %q by event %s: money moved or may still move; resolve as succeeded with that reference, or refund it, instead", ref, st.event)
+		ref, _, _ := strings.Cut(id, "|")
+		switch {
+		case st.succeeded && (charge || !st.failed):
+			return fmt.Sprintf("the provider reported object %q by event %s: money moved; resolve as succeeded with that reference, or refund it, instead", ref, st.moved)
+		case st.processing && !st.succeeded && !st.failed:
+			return fmt.Sprintf("the provider reported object %q processing by event %s: money may still move; wait for its outcome", ref, st.pending)
 		}
 	}
 	return ""

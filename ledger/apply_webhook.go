@@ -72,7 +72,7 @@ func ApplyWebhook(op Operation, earlier Generations, e WebhookEvent, t WebhookTa
 	disp, settleTo := webhookRule(op, t.Effect)
 	var why string
 	if t.Effect != EffectLookup {
-		disp, settleTo, why = objectRule(op, obj, t, disp, settleTo)
+		disp, settleTo, why = objectRule(op, earlier, obj, t, disp, settleTo)
 	}
 	ch := Change{Op: op}
 	switch disp {
@@ -158,6 +158,39 @@ type Generations struct {
 	// Refs are the provider references recorded under earlier generations
 	// (ResolutionDetail.PreviousProviderRef of each resend).
 	Refs []string
+	// Failed are the objects whose failure an event recorded on the
+	// operation reported (FailedObjects): a refund, capture or cancel that
+	// failed does not succeed again, so a later success of one is stale.
+	Failed []WebhookDetail
+}
+
+// failedObject reports whether g records a failure of the object t names:
+// by its reference when both have one, else by its key.
+func (g Generations) failedObject(t WebhookTarget) bool {
+	for _, d := range g.Failed {
+		switch {
+		case t.ProviderRef != "" && d.ProviderRef != "":
+			if t.ProviderRef == d.ProviderRef {
+				return true
+			}
+		case t.Key != "" && t.Key == d.Key:
+			return true
+		}
+	}
+	return false
+}
+
+// FailedObjects reads, from the details of an operation's EventWebhook
+// entries, those that reported an object failed (or a success undone).
+func FailedObjects(webhookDetails []string) []WebhookDetail {
+	var out []WebhookDetail
+	for _, text := range webhookDetails {
+		var d WebhookDetail
+		if json.Unmarshal([]byte(text), &d) == nil && (d.Effect == EffectFailed || d.Effect == EffectReversed) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // ObjectOf says which of op's objects target t names. The key decides
@@ -199,6 +232,11 @@ func ObjectOf(op Operation, earlier Generations, t WebhookTarget) WebhookObject 
 		return ObjectOther
 	case op.Generation == 0:
 		return ObjectCurrent
+	case op.WindowStart.IsZero():
+		// Nothing under the current key may have reached the provider (a
+		// resend not sent yet), so the object cannot be the current
+		// generation's: it is an earlier one's, or another.
+		return ObjectOther
 	}
 	return ObjectUnplaced
 }
@@ -207,7 +245,7 @@ func ObjectOf(op Operation, earlier Generations, t WebhookTarget) WebhookObject 
 // object the event is about, and says why when it sends the operation to
 // review. Only an object of the current generation that belongs to the
 // operation keeps the table's answer.
-func objectRule(op Operation, obj WebhookObject, t WebhookTarget, disp WebhookDisposition, settleTo Status) (WebhookDisposition, Status, string) {
+func objectRule(op Operation, earlier Generations, obj WebhookObject, t WebhookTarget, disp WebhookDisposition, settleTo Status) (WebhookDisposition, Status, string) {
 	waiting := op.Status == StatusManualReview && op.NextCheckAt.IsZero()
 	switch obj {
 	case ObjectCurrent:
@@ -221,6 +259,14 @@ func objectRule(op Operation, obj WebhookObject, t WebhookTarget, disp WebhookDi
 		}
 		return WebhookContradiction, "", ReasonContradicted + ": " + why
 	case ObjectUnplaced:
+		if t.Effect == EffectSucceeded && !waiting {
+			// Money moved under this operation, under a key that cannot
+			// be told: this generation's own, or an earlier one's while
+			// this one is being sent too. Settling on it could hide a
+			// second movement; an operator compares the objects.
+			return WebhookDuplicate, "", ReasonDuplicated + ": an object whose key generation cannot be told succeeded, " +
+				orNone(t.ProviderRef) + "; it may be this generation's own or an earlier one's: compare the provider's objects"
+		}
 		// Which generation's object this is cannot be told: a lookup, which
 		// sees every generation (adapterkit.Combine), decides.
 		lookup, _ := webhookRule(op, EffectLookup)
@@ -233,6 +279,12 @@ func objectRule(op Operation, obj WebhookObject, t WebhookTarget, disp WebhookDi
 	if t.Effect != EffectSucceeded {
 		return WebhookOtherObject, "", ""
 	}
+	if op.Kind != "charge" && earlier.failedObject(t) {
+		// A refund, capture or cancel whose failure is on record never
+		// succeeds again (its failure is final at the provider): this
+		// success is an older event arriving late, not a second movement.
+		return WebhookOtherObject, "", ""
+	}
 	// It moved money. A later generation exists (or the recorded object is
 	// another one), so the operation may have moved money twice: never
 	// "confirmed", never settled on it; an operator compares both objects.
@@ -240,11 +292,14 @@ func objectRule(op Operation, obj WebhookObject, t WebhookTarget, disp WebhookDi
 	if obj == ObjectOther {
 		what = "another object carrying the operation's id"
 	}
-	ref := t.ProviderRef
+	return WebhookDuplicate, "", ReasonDuplicated + ": " + what + " succeeded, " + orNone(t.ProviderRef)
+}
+
+func orNone(ref string) string {
 	if ref == "" {
-		ref = "(no reference)"
+		return "(no reference)"
 	}
-	return WebhookDuplicate, "", ReasonDuplicated + ": " + what + " succeeded, " + ref
+	return ref
 }
 
 // webhookMismatch says why the object t names does not belong to op

@@ -228,6 +228,13 @@ func TestApplyWebhookEdges(t *testing.T) {
 	require.True(t, utf8.ValidString(ch.Events[0].Detail))
 }
 
+// sent is op with an attempt under its current key that may have reached
+// the provider (its key window open).
+func sent(op ledger.Operation) ledger.Operation {
+	op.WindowStart, op.KeyExpiresAt = t0, t0.Add(keyTTL)
+	return op
+}
+
 // resent is op at key generation 1 (key "k-g1") after an operator's
 // resend: generation 0 sent "op-1" and recorded re_0.
 func resent(op ledger.Operation) ledger.Operation {
@@ -287,10 +294,20 @@ func TestApplyWebhookObjects(t *testing.T) {
 			ledger.WebhookTarget{ProviderRef: "re_0", Effect: ledger.EffectFailed}, ledger.ObjectEarlier, ledger.WebhookOtherObject, pending, ""},
 		{"current reference succeeded", withRef(resent(refund(unknown)), "re_1"), gens,
 			ledger.WebhookTarget{ProviderRef: "re_1", Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookSettled, succeeded, ""},
-		{"unknown object after a resend: a lookup decides", resent(refund(pending)), gens,
-			ledger.WebhookTarget{ProviderRef: "re_9", Effect: ledger.EffectFailed}, ledger.ObjectUnplaced, ledger.WebhookNudged, pending, ""},
-		{"unknown object after a resend, in flight: noted", resent(refund(inFlight)), gens,
-			ledger.WebhookTarget{ProviderRef: "re_9", Effect: ledger.EffectSucceeded}, ledger.ObjectUnplaced, ledger.WebhookNoted, inFlight, ""},
+		{"unknown object while the resend is unsent: not its own", resent(refund(pending)), gens,
+			ledger.WebhookTarget{ProviderRef: "re_9", Effect: ledger.EffectFailed}, ledger.ObjectOther, ledger.WebhookOtherObject, pending, ""},
+		{"unknown object after a resend was sent: a lookup decides", sent(resent(refund(unknown))), gens,
+			ledger.WebhookTarget{ProviderRef: "re_9", Effect: ledger.EffectFailed}, ledger.ObjectUnplaced, ledger.WebhookNudged, unknown, ""},
+		{"unknown object after a resend, in flight, failed: noted", sent(resent(refund(inFlight))), gens,
+			ledger.WebhookTarget{ProviderRef: "re_9", Effect: ledger.EffectFailed}, ledger.ObjectUnplaced, ledger.WebhookNoted, inFlight, ""},
+		{"unknown object after a resend, in flight, succeeded: review", sent(resent(refund(inFlight))), gens,
+			ledger.WebhookTarget{ProviderRef: "re_9", Effect: ledger.EffectSucceeded}, ledger.ObjectUnplaced, ledger.WebhookDuplicate, review, ledger.ReasonDuplicated},
+		{"earlier refund's stale success after its failure", resent(refund(pending)), ledger.Generations{Keys: []string{"op-1"}, Refs: []string{"re_0"},
+			Failed: []ledger.WebhookDetail{{ProviderRef: "re_0", Effect: ledger.EffectReversed}}},
+			ledger.WebhookTarget{ProviderRef: "re_0", Effect: ledger.EffectSucceeded}, ledger.ObjectEarlier, ledger.WebhookOtherObject, pending, ""},
+		{"earlier charge's success after its failure is a duplicate", resent(opIn(pending)), ledger.Generations{Keys: []string{"op-1"}, Refs: []string{"pi_0"},
+			Failed: []ledger.WebhookDetail{{ProviderRef: "pi_0", Effect: ledger.EffectFailed}}},
+			ledger.WebhookTarget{ProviderRef: "pi_0", Effect: ledger.EffectSucceeded}, ledger.ObjectEarlier, ledger.WebhookDuplicate, review, ledger.ReasonDuplicated},
 		// A second object at generation 0.
 		{"second object succeeded after the first", opIn(succeeded), ledger.Generations{},
 			ledger.WebhookTarget{ProviderRef: "pi_2", Effect: ledger.EffectSucceeded}, ledger.ObjectOther, ledger.WebhookDuplicate, review, ledger.ReasonDuplicated},

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/payonce/payonce/ledger"
 	"github.com/stretchr/testify/require"
 )
 
@@ -96,7 +97,7 @@ func runDemoWebhooks(t *testing.T, orders, refunds int, args ...string) demoWebh
 		require.Equal(t, k.Succeeded+k.Failed, k.SettledBy.Call+k.SettledBy.Lookup+k.SettledBy.Webhook, "%s: %s", name, r)
 	}
 	require.Equal(t, rep.Charges.SettledBy.Webhook+rep.Refunds.SettledBy.Webhook, rep.Total.SettledBy.Webhook)
-	require.Len(t, rep.Webhooks.Dispositions, 9, "every disposition is reported, zero or not: %s", r)
+	require.Len(t, rep.Webhooks.Dispositions, len(ledger.WebhookDispositions), "every disposition is reported, zero or not: %s", r)
 	t.Logf("%s: settled by call %d, lookup %d, webhook %d; webhooks %+v", rep.Settings.Provider,
 		rep.Total.SettledBy.Call, rep.Total.SettledBy.Lookup, rep.Total.SettledBy.Webhook, rep.Webhooks)
 	return rep

@@ -84,17 +84,15 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 				}
 				return a, err
 			},
-			Earlier: func(id, current string) ([]string, []string, error) {
+			Earlier: func(id, current string) ([][2]string, error) {
 				rows, err := tx.Query(ctx, s.q.earlier, id, current)
 				if err != nil {
-					return nil, nil, err
+					return nil, err
 				}
-				pairs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) ([2]string, error) {
+				return pgx.CollectRows(rows, func(row pgx.CollectableRow) ([2]string, error) {
 					var p [2]string
 					return p, row.Scan(&p[0], &p[1])
 				})
-				keys, resolutions := storeflow.SplitEarlier(pairs)
-				return keys, resolutions, err
 			},
 			Write: func(ch ledger.Change, now time.Time) error {
 				b := &pgx.Batch{}

@@ -84,13 +84,11 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 				}
 				return &a, nil
 			},
-			Earlier: func(id, current string) ([]string, []string, error) {
-				pairs, err := collect(ctx, c, func(r scanner) ([2]string, error) {
+			Earlier: func(id, current string) ([][2]string, error) {
+				return collect(ctx, c, func(r scanner) ([2]string, error) {
 					var p [2]string
 					return p, r.Scan(&p[0], &p[1])
 				}, earlierQuery, id, current)
-				keys, resolutions := storeflow.SplitEarlier(pairs)
-				return keys, resolutions, err
 			},
 			Write: func(ch ledger.Change, now time.Time) error {
 				if err := saveOp(ctx, c, &ch.Op); err != nil {

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/payonce/payonce/ledger"
@@ -35,9 +36,8 @@ type WebhookSteps struct {
 	// has none.
 	LatestAttempt func(id string) (*ledger.Attempt, error)
 	// Earlier reads what operation id recorded under its earlier key
-	// generations: the keys its attempts carried other than current, and
-	// the details of its EventResolution entries.
-	Earlier func(id, current string) (keys, resolutions []string, err error)
+	// generations: EarlierQuery's rows.
+	Earlier func(id, current string) ([][2]string, error)
 	// Write saves ch.Op's mutable columns, updates the attempt row of
 	// ch.Attempt when it is set, and appends ch.Events stamped now,
 	// numbered after the operation's last one. The caller holds the row
@@ -159,9 +159,29 @@ func candidates(provider string, t ledger.WebhookTarget, steps WebhookSteps) (op
 			continue
 		}
 		ops, err := steps.ByRef(ref.byPayment, provider, t.Kind, ref.value)
-		if err != nil || len(ops) > 0 {
-			return ops, ref.byPayment, err
+		if err != nil || len(ops) == 0 {
+			if err != nil {
+				return nil, false, err
+			}
+			continue
 		}
+		if ref.byPayment && t.ProviderRef != "" {
+			// An object an earlier key generation recorded is no longer the
+			// operation's ProviderRef (a resend starts clean), so only its
+			// payment matched: find the operation whose resend resolution
+			// kept it, so that the event is applied to that operation as an
+			// earlier generation's object instead of only nudging it.
+			for _, op := range ops {
+				earlier, err := earlierGenerations(op, steps)
+				if err != nil {
+					return nil, false, err
+				}
+				if slices.Contains(earlier.Refs, t.ProviderRef) {
+					return []ledger.Operation{op}, false, nil
+				}
+			}
+		}
+		return ops, ref.byPayment, nil
 	}
 	return nil, false, nil
 }
@@ -197,34 +217,33 @@ func earlierGenerations(op ledger.Operation, steps WebhookSteps) (ledger.Generat
 	if op.Tombstone || op.Generation == 0 {
 		return ledger.Generations{}, nil
 	}
-	keys, resolutions, err := steps.Earlier(op.ID, op.Key)
+	rows, err := steps.Earlier(op.ID, op.Key)
 	if err != nil {
 		return ledger.Generations{}, err
 	}
-	return ledger.Generations{Keys: keys, Refs: ledger.PreviousRefs(resolutions)}, nil
+	var keys, resolutions, webhooks []string
+	for _, r := range rows {
+		switch r[0] {
+		case "key":
+			keys = append(keys, r[1])
+		case "resolution":
+			resolutions = append(resolutions, r[1])
+		default:
+			webhooks = append(webhooks, r[1])
+		}
+	}
+	return ledger.Generations{Keys: keys, Refs: ledger.PreviousRefs(resolutions), Failed: ledger.FailedObjects(webhooks)}, nil
 }
 
 // EarlierQuery is the statement behind WebhookSteps.Earlier in both
 // stores' dialects: ph(n) is the n-th placeholder, and attempts and events
 // the tables' names. Its rows are (kind, text): "key" with a key an
-// attempt carried other than the current one, "resolution" with the
-// detail of an EventResolution entry.
+// attempt carried other than the current one, "resolution" and "webhook"
+// with the detail of an EventResolution or EventWebhook entry.
 func EarlierQuery(ph func(n int) string, attempts, events string) string {
 	return `SELECT 'key', key FROM ` + attempts + ` WHERE operation_id = ` + ph(1) + ` AND key <> ` + ph(2) + ` GROUP BY key
 		UNION ALL
-		SELECT 'resolution', detail FROM ` + events + ` WHERE operation_id = ` + ph(1) + ` AND kind = 'resolution'`
-}
-
-// SplitEarlier sorts EarlierQuery's rows into keys and resolution details.
-func SplitEarlier(rows [][2]string) (keys, resolutions []string) {
-	for _, r := range rows {
-		if r[0] == "key" {
-			keys = append(keys, r[1])
-		} else {
-			resolutions = append(resolutions, r[1])
-		}
-	}
-	return keys, resolutions
+		SELECT kind, detail FROM ` + events + ` WHERE operation_id = ` + ph(1) + ` AND kind IN ('resolution', 'webhook')`
 }
 
 // storedTarget is the JSON form of a ledger.WebhookTarget in the inbox
