@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce/ledger"
 )
 
 // demoWebhookReport is the webhook half of the demo's JSON report.
@@ -96,7 +98,7 @@ func runDemoWebhooks(t *testing.T, orders, refunds int, args ...string) demoWebh
 		require.Equal(t, k.Succeeded+k.Failed, k.SettledBy.Call+k.SettledBy.Lookup+k.SettledBy.Webhook, "%s: %s", name, r)
 	}
 	require.Equal(t, rep.Charges.SettledBy.Webhook+rep.Refunds.SettledBy.Webhook, rep.Total.SettledBy.Webhook)
-	require.Len(t, rep.Webhooks.Dispositions, 9, "every disposition is reported, zero or not: %s", r)
+	require.Len(t, rep.Webhooks.Dispositions, len(ledger.WebhookDispositions), "every disposition is reported, zero or not: %s", r)
 	t.Logf("%s: settled by call %d, lookup %d, webhook %d; webhooks %+v", rep.Settings.Provider,
 		rep.Total.SettledBy.Call, rep.Total.SettledBy.Lookup, rep.Total.SettledBy.Webhook, rep.Webhooks)
 	return rep
