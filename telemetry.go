@@ -490,15 +490,25 @@ func (t *telemetry) breakerChanged(to string) {
 
 // Webhook results: the value of AttrResult on payonce.webhooks.
 const (
-	WebhookResultRecorded     = "recorded"
-	WebhookResultDuplicate    = "duplicate"
-	WebhookResultUnavailable  = "unavailable"
-	WebhookResultUnauthorized = "rejected_credentials"
-	WebhookResultForbidden    = "rejected_forbidden"
-	WebhookResultInvalid      = "rejected_invalid"
-	WebhookResultTooLarge     = "rejected_too_large"
-	WebhookResultUnreadable   = "rejected_unreadable"
-	WebhookResultBusy         = "busy"
+	WebhookResultRecorded = "recorded"
+	// WebhookResultRecordedUnreadable: an event that verified but could not
+	// be read (WebhookEvent.Unreadable), recorded and acknowledged without
+	// being applied. An operator must read it in the provider's dashboard:
+	// alert on any.
+	WebhookResultRecordedUnreadable = "recorded_unreadable"
+	WebhookResultDuplicate          = "duplicate"
+	WebhookResultUnavailable        = "unavailable"
+	WebhookResultUnauthorized       = "rejected_credentials"
+	WebhookResultForbidden          = "rejected_forbidden"
+	WebhookResultInvalid            = "rejected_invalid"
+	WebhookResultTooLarge           = "rejected_too_large"
+	// WebhookResultUnreadable: the request's body could not be read (the
+	// connection failed); nothing was verified or recorded.
+	WebhookResultUnreadable = "rejected_unreadable"
+	// WebhookResultTimeout: the body did not arrive within
+	// WebhookOptions.Timeout (408).
+	WebhookResultTimeout = "rejected_timeout"
+	WebhookResultBusy    = "busy"
 )
 
 // webhookDispositionNone is the disposition of a rejected delivery and of

@@ -2,12 +2,16 @@ package payonce
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/payonce/payonce/ledger"
 )
@@ -28,6 +32,17 @@ import (
 // body is the raw request body, already read (at most MaxWebhookBytes); r is
 // the request, for its headers and remote address (its Body is consumed).
 // A delivery may hold several events (Adyen sends batches).
+//
+// An event that verifies but that the adapter cannot read (a field missing
+// or out of range) is returned, not refused: as a WebhookEvent with
+// Unreadable set (why), an ID derived from what verified (so that its
+// redelivery is a duplicate), a Type and no Targets. The handler records it
+// and acknowledges the delivery with the rest of its events. Why not
+// refuse it: a refused delivery is delivered again, and a provider that
+// redelivers in order (Adyen's per-endpoint queue, one delivery at a time,
+// for up to 30 days) would hold every later event of the endpoint behind
+// it; one bad item of a batch would also hold back the good ones. Only what
+// does not verify is refused.
 type WebhookParser interface {
 	ParseWebhook(r *http.Request, body []byte) ([]WebhookEvent, error)
 }
@@ -64,6 +79,13 @@ type WebhookEvent struct {
 	// nothing payonce sends (e.g. a customer update) has none; it is still
 	// recorded and acknowledged.
 	Targets []WebhookTarget
+	// Unreadable, when set, marks an event that verified but that the
+	// adapter could not read, and says why (no secrets, no body). It has
+	// no Targets and changes no operation: it is recorded with the
+	// disposition ledger.WebhookUnreadable, acknowledged, and listed for an
+	// operator (payonce webhooks list --disposition unreadable), who reads
+	// the event in the provider's dashboard.
+	Unreadable string
 }
 
 // WebhookTarget is what an event says about one object.
@@ -115,12 +137,17 @@ const MaxWebhookBytes = 1 << 20
 // WebhookOptions configure Client.WebhookHandler. Zero values take the
 // defaults.
 type WebhookOptions struct {
-	// MaxConcurrent bounds deliveries handled at once (default 32); more
-	// wait up to Timeout for a slot, then get 503 so the provider delivers
-	// again later.
+	// MaxConcurrent bounds deliveries verified and recorded at once
+	// (default 32); more wait up to Timeout for a slot, then get 503 so the
+	// provider delivers again later. A delivery takes a slot only once its
+	// body is read: a client that sends its body slowly, or never, holds
+	// none.
 	MaxConcurrent int
 	// Timeout bounds one delivery, reading the body and recording its
-	// events (default 8 s: Adyen waits 10 s for an answer).
+	// events (default 8 s: Adyen waits 10 s for an answer). A body not
+	// read by then gets 408: the handler moves the connection's read
+	// deadline to now (http.ResponseController), which ends a read blocked
+	// on a client that stopped sending.
 	Timeout time.Duration
 	// OnEvent, when set, is called after each event is recorded, with what
 	// recording it did (best-effort: for metrics and alerts; it must not
@@ -131,13 +158,15 @@ type WebhookOptions struct {
 // WebhookHandler returns the http.Handler that receives the provider's
 // webhooks (mount it on any router, POST only). It answers:
 //   - 200 once every event of the delivery is durably recorded (or was
-//     already: duplicates are acknowledged and change nothing);
+//     already: duplicates are acknowledged and change nothing), unreadable
+//     ones included (see WebhookParser);
 //   - 400 for a body that does not verify or parse, 401 for wrong
 //     credentials, 403 for a source the provider does not send from; nothing
 //     is recorded;
 //   - 503 when the ledger is unavailable or the handler is saturated, so
 //     that the provider delivers again;
-//   - 405 for anything but POST, 413 for a body over MaxWebhookBytes.
+//   - 405 for anything but POST, 413 for a body over MaxWebhookBytes, 408
+//     for a body not read within Timeout.
 //
 // It fails when the client's adapter does not implement WebhookParser. It
 // logs event ids and types, never bodies or headers.
@@ -176,9 +205,31 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.Timeout)
 	defer cancel()
-	// Bounded concurrency: the endpoint faces the internet, and a flood must
-	// not exhaust the ledger's connections. A provider whose delivery gets
-	// 503 delivers again.
+	// The body is read before a slot is taken, within Timeout. Why before:
+	// the endpoint faces the internet, and anyone can open connections that
+	// send headers and then their body slowly or never; were the slot taken
+	// first, a few such connections would hold every slot and each genuine
+	// delivery would get 503 (and Adyen would queue every later event
+	// behind it). Reading needs no ledger connection, and the body is at
+	// most MaxWebhookBytes, bought byte by byte by the sender.
+	body, err := readWebhookBody(ctx, w, r)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			h.c.tel.webhook(ctx, WebhookResultTooLarge, ledger.WebhookReport{})
+			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			h.c.tel.webhook(ctx, WebhookResultTimeout, ledger.WebhookReport{})
+			http.Error(w, "body not received in time", http.StatusRequestTimeout)
+		default:
+			h.c.tel.webhook(ctx, WebhookResultUnreadable, ledger.WebhookReport{})
+			http.Error(w, "could not read the body", http.StatusBadRequest)
+		}
+		return
+	}
+	// Bounded concurrency: a flood must not exhaust the ledger's
+	// connections. A provider whose delivery gets 503 delivers again.
 	select {
 	case h.slots <- struct{}{}:
 		defer func() { <-h.slots }()
@@ -186,18 +237,6 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.c.tel.webhook(ctx, WebhookResultBusy, ledger.WebhookReport{})
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, "busy", http.StatusServiceUnavailable)
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxWebhookBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			h.c.tel.webhook(ctx, WebhookResultTooLarge, ledger.WebhookReport{})
-			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
-			return
-		}
-		h.c.tel.webhook(ctx, WebhookResultUnreadable, ledger.WebhookReport{})
-		http.Error(w, "could not read the body", http.StatusBadRequest)
 		return
 	}
 	log := h.c.cfg.Logger.With("provider", h.c.cfg.Provider.Name())
@@ -210,7 +249,7 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, ev := range events {
-		rep, err := h.c.RecordWebhook(ctx, ev)
+		ev, rep, err := h.c.recordWebhook(ctx, ev)
 		if err != nil {
 			// Not recorded: the provider must deliver again. The events
 			// recorded before this one are duplicates next time. Warn, not
@@ -231,6 +270,30 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Any 2xx accepts a delivery; "[accepted]" is what Adyen's older
 	// integrations expect and harmless for the others.
 	_, _ = io.WriteString(w, "[accepted]")
+}
+
+// readWebhookBody reads r's body, at most MaxWebhookBytes, until ctx ends.
+// When ctx ends first, the connection's read deadline is moved to now,
+// which ends a Read blocked on a client that stopped sending; only then,
+// because a deadline set up front would replace the one the server set
+// from its own ReadTimeout, and could extend it. (The deadline is the
+// network's, on the wall clock: Config.Now does not apply.) Where the
+// ResponseWriter cannot set deadlines the read is not cut short, but it
+// holds no slot either.
+func readWebhookBody(ctx context.Context, w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	cut := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(cut)
+		_ = rc.SetReadDeadline(time.Now())
+	})
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxWebhookBytes))
+	if !stop() {
+		// The deadline is being cut: wait, so that it is not moved after
+		// the handler returns and the server reuses the connection.
+		<-cut
+	}
+	return body, err
 }
 
 func webhookRejectStatus(err error) int {
@@ -261,6 +324,13 @@ func logWebhook(log *slog.Logger, ev WebhookEvent, rep ledger.WebhookReport) {
 		log.Debug("payonce: webhook duplicate", "event_id", ev.ID, "type", ev.Type)
 		return
 	}
+	if ev.Unreadable != "" {
+		// Acknowledged without being applied: an operator must read it in
+		// the provider's dashboard.
+		log.Warn("payonce: webhook verified but unreadable; recorded for an operator (payonce webhooks list --disposition unreadable)",
+			"event_id", ev.ID, "type", ev.Type, "reason", ev.Unreadable)
+		return
+	}
 	for _, o := range rep.Outcomes {
 		level := slog.LevelInfo
 		if o.Disposition == ledger.WebhookContradiction {
@@ -275,17 +345,64 @@ func logWebhook(log *slog.Logger, ev WebhookEvent, rep ledger.WebhookReport) {
 // it, in one transaction (ledger.Store.RecordWebhook). It is what the
 // handler does for each event; call it yourself when events reach the
 // service another way (a queue, the provider's event list after an outage).
-// The event must have been verified: RecordWebhook trusts it.
+// The event must have been verified: RecordWebhook trusts it. An event the
+// ledger refuses as invalid (ledger.ErrInvalid: a field it cannot store)
+// is recorded as unreadable instead (see WebhookEvent.Unreadable), so that
+// a verified event is never refused over and over.
 func (c *Client) RecordWebhook(ctx context.Context, ev WebhookEvent) (ledger.WebhookReport, error) {
-	le := ledger.WebhookEvent{Provider: c.cfg.Provider.Name(), ID: ev.ID, Type: ev.Type, OccurredAt: ev.OccurredAt}
+	_, rep, err := c.recordWebhook(ctx, ev)
+	return rep, err
+}
+
+// recordWebhook is RecordWebhook, returning the event as it was recorded
+// (unreadable, when the ledger refused it as it was).
+func (c *Client) recordWebhook(ctx context.Context, ev WebhookEvent) (WebhookEvent, ledger.WebhookReport, error) {
+	le, rep, err := c.storeWebhook(ctx, ev)
+	if err != nil && ev.Unreadable == "" && errors.Is(err, ledger.ErrInvalid) {
+		// A verified event the ledger cannot store would be refused on
+		// every redelivery (and Adyen would hold the endpoint's later
+		// events behind it for 30 days): record that it came, and why it
+		// could not be read, for an operator.
+		ev = unreadableWebhook(ev, err)
+		le, rep, err = c.storeWebhook(ctx, ev)
+	}
+	c.webhookRecorded(ctx, le, rep, err)
+	return ev, rep, err
+}
+
+// storeWebhook records ev in the ledger.
+func (c *Client) storeWebhook(ctx context.Context, ev WebhookEvent) (ledger.WebhookEvent, ledger.WebhookReport, error) {
+	le := ledger.WebhookEvent{Provider: c.cfg.Provider.Name(), ID: ev.ID, Type: ev.Type, OccurredAt: ev.OccurredAt,
+		Unreadable: ev.Unreadable}
 	for _, t := range ev.Targets {
 		le.Targets = append(le.Targets, c.webhookTarget(ev, t))
 	}
 	rctx, cancel := recordCtx(ctx)
 	defer cancel()
 	rep, err := c.cfg.Store.RecordWebhook(rctx, ledger.RecordWebhookParams{Event: le, Now: c.cfg.Now()})
-	c.webhookRecorded(ctx, le, rep, err)
-	return rep, err
+	return le, rep, err
+}
+
+// unreadableWebhook is ev, which the ledger refused with err, as an
+// unreadable event: its ID and Type where the ledger can store them (a
+// redelivery is then a duplicate of it), else ones derived from them.
+func unreadableWebhook(ev WebhookEvent, err error) WebhookEvent {
+	u := WebhookEvent{ID: ev.ID, Type: ev.Type, OccurredAt: ev.OccurredAt,
+		Unreadable: truncate("the ledger cannot store the event as the adapter read it: "+err.Error(), 1000)}
+	if !storableText(ev.ID) || len(ev.ID) > ledger.MaxWebhookIDBytes {
+		sum := sha256.Sum256([]byte(ev.ID))
+		u.ID = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	if !storableText(ev.Type) {
+		u.Type = "unreadable"
+	}
+	return u
+}
+
+// storableText reports whether the ledger can store s as an identity:
+// non-empty, UTF-8, no NUL byte.
+func storableText(s string) bool {
+	return s != "" && utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
 // webhookRecorded counts one event RecordWebhook handled and the status
@@ -297,6 +414,9 @@ func (c *Client) webhookRecorded(ctx context.Context, le ledger.WebhookEvent, re
 		return
 	case rep.Duplicate:
 		c.tel.webhook(ctx, WebhookResultDuplicate, rep)
+		return
+	case le.Unreadable != "":
+		c.tel.webhook(ctx, WebhookResultRecordedUnreadable, rep)
 		return
 	}
 	c.tel.webhook(ctx, WebhookResultRecorded, rep)

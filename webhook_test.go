@@ -1,9 +1,11 @@
 package payonce_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -104,7 +106,17 @@ func parseStandIn(r *http.Request, body []byte) ([]payonce.WebhookEvent, error) 
 		}
 		t.Reversal = t.Reversal || extra == "reversal"
 	}
-	return []payonce.WebhookEvent{{ID: f[0], Type: f[1], Targets: []payonce.WebhookTarget{t}}}, nil
+	events := []payonce.WebhookEvent{{ID: f[0], Type: f[1], Targets: []payonce.WebhookTarget{t}}}
+	switch r.Header.Get("X-Test") {
+	case "unreadable":
+		// A batch whose second item verified but could not be read.
+		events = append(events, payonce.WebhookEvent{ID: f[0] + "-bad", Type: f[1],
+			Unreadable: "item 1: amount.value is not an integer in minor units"})
+	case "unstorable":
+		// A verified event the ledger cannot store as the adapter read it.
+		events[0].Targets[0].Currency = "EU\x00R"
+	}
+	return events, nil
 }
 
 func (hb *hookBundle) post(t *testing.T, header, body string) *http.Response {
@@ -352,4 +364,176 @@ func TestWebhookHandlerNeedsParser(t *testing.T) {
 	require.ErrorContains(t, err, "WebhookParser")
 	_, err = b.client.WebhookHandler(payonce.WebhookOptions{MaxConcurrent: -1})
 	require.ErrorIs(t, err, payonce.ErrInvalid)
+}
+
+// TestWebhookUnreadableAcknowledged: a delivery with an event that
+// verified but could not be read is answered 200 once everything in it is
+// recorded: the readable event is applied, the unreadable one is recorded
+// (with its reason, listed for an operator) and applied to nothing, and a
+// redelivery is a duplicate. Refusing it would make a provider that
+// redelivers in order (Adyen) hold every later event behind it.
+func TestWebhookUnreadableAcknowledged(t *testing.T) {
+	t.Parallel()
+	testkit.EachStore(t, func(t *testing.T, pg bool) {
+		hb := setupHooks(t, pg, setupOpts{config: func(c *payonce.Config) { c.AttemptTimeout = 300 * time.Millisecond }}, true)
+		hb.fake.Script(mocks.Match{Method: "POST", Path: chargePath}, mocks.FaultDropAfterProcessing)
+		res, err := hb.client.Charge(hb.ctx, charge("order-unreadable", 1500))
+		require.ErrorIs(t, err, payonce.ErrOutcomeUnknown)
+
+		body := "evt_b payment_intent.succeeded " + res.OperationID + " succeeded"
+		require.Equal(t, http.StatusOK, hb.post(t, "unreadable", body).StatusCode)
+		op, _, err := hb.store.Get(hb.ctx, res.OperationID)
+		require.NoError(t, err)
+		require.Equal(t, ledger.StatusSucceeded, op.Status, "the readable event of the batch is applied")
+
+		bad, err := hb.store.ListWebhooks(hb.ctx, ledger.InboxFilter{Disposition: ledger.WebhookUnreadable})
+		require.NoError(t, err)
+		require.Len(t, bad, 1)
+		require.Equal(t, "evt_b-bad", bad[0].ID)
+		require.Equal(t, "item 1: amount.value is not an integer in minor units", bad[0].Unreadable)
+		require.Empty(t, bad[0].Targets)
+		require.Equal(t, []ledger.WebhookOutcome{{Target: ledger.UnreadableTarget, Disposition: ledger.WebhookUnreadable}}, bad[0].Outcomes)
+
+		// The provider's redelivery is acknowledged and changes nothing.
+		require.Equal(t, http.StatusOK, hb.post(t, "unreadable", body).StatusCode)
+		require.Len(t, hb.inbox(t), 2)
+		again, _, err := hb.store.Get(hb.ctx, res.OperationID)
+		require.NoError(t, err)
+		require.Equal(t, op, again)
+	})
+}
+
+// TestWebhookUnstorableRecordedUnreadable: a verified event that the
+// ledger refuses as it was read (a value no store can keep) is recorded as
+// unreadable and acknowledged, not answered 503 on every redelivery.
+func TestWebhookUnstorableRecordedUnreadable(t *testing.T) {
+	t.Parallel()
+	hb := setupHooks(t, false, setupOpts{}, false)
+	res, err := hb.client.Charge(hb.ctx, charge("order-unstorable", 800))
+	require.NoError(t, err)
+	before, _, err := hb.store.Get(hb.ctx, res.OperationID)
+	require.NoError(t, err)
+	for range 2 {
+		resp := hb.post(t, "unstorable", "evt_n payment_intent.payment_failed "+res.OperationID+" failed")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	got := hb.inbox(t)
+	require.Len(t, got, 1, "recorded once")
+	require.Equal(t, "evt_n", got[0].ID, "under the event's own id: a redelivery is a duplicate")
+	require.Equal(t, "payment_intent.payment_failed", got[0].Type)
+	require.Contains(t, got[0].Unreadable, "Currency")
+	require.Equal(t, ledger.WebhookUnreadable, got[0].Outcomes[0].Disposition)
+	after, _, err := hb.store.Get(hb.ctx, res.OperationID)
+	require.NoError(t, err)
+	require.Equal(t, before, after, "an unreadable event changes nothing")
+}
+
+// TestWebhookUnreadableCounted: unreadable events have their own result on
+// payonce.webhooks, so that an operator can alert on them.
+func TestWebhookUnreadableCounted(t *testing.T) {
+	t.Parallel()
+	k, b, res := chargedWithKit(t, "order-otel-unreadable")
+	ev := payonce.WebhookEvent{ID: "psp_1:AUTHORISATION:maybe", Type: "AUTHORISATION", Unreadable: "success is \"maybe\""}
+	for range 2 {
+		_, err := b.client.RecordWebhook(b.ctx, ev)
+		require.NoError(t, err)
+	}
+	// Refused by the ledger as read (an id with a NUL byte): recorded as
+	// unreadable under an id derived from it.
+	rep, err := b.client.RecordWebhook(b.ctx, payonce.WebhookEvent{ID: "evt_\x00", Type: "charge.refunded",
+		Targets: []payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: res.OperationID, State: payonce.LookupFailed, Reversal: true}}})
+	require.NoError(t, err)
+	require.Equal(t, ledger.WebhookUnreadable, rep.Outcomes[0].Disposition)
+	list, err := b.store.ListWebhooks(b.ctx, ledger.InboxFilter{Disposition: ledger.WebhookUnreadable})
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	require.Equal(t, "psp_1:AUTHORISATION:maybe", list[0].ID, "same received time: by event id")
+	require.True(t, strings.HasPrefix(list[1].ID, "sha256:"), list[1].ID)
+	require.Contains(t, list[1].Unreadable, "Event.ID")
+	op, _, err := b.store.Get(b.ctx, res.OperationID)
+	require.NoError(t, err)
+	require.Equal(t, ledger.StatusSucceeded, op.Status, "what the ledger could not store settles nothing")
+
+	rm := k.collect(t)
+	require.Equal(t, 2.0, value(t, rm, payonce.MetricWebhooks, "payonce.result="+payonce.WebhookResultRecordedUnreadable, "payonce.webhook.disposition=unreadable"))
+	require.Equal(t, 1.0, value(t, rm, payonce.MetricWebhooks, "payonce.result="+payonce.WebhookResultDuplicate, "payonce.webhook.disposition=unreadable"))
+}
+
+// TestWebhookSlowBodyHoldsNoSlot: connections that send their headers and
+// then their body slowly, or never, hold no delivery slot, on a default
+// http.Server (no timeouts of its own): genuine deliveries are answered
+// 200 while they hang, and each of them is answered 408 once Timeout has
+// passed.
+func TestWebhookSlowBodyHoldsNoSlot(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	psp := &hookPSP{Provider: b.psp, parse: parseStandIn}
+	client, err := payonce.New(providertest.ClientConfig(psp, b.store, b.clock.Now))
+	require.NoError(t, err)
+	const timeout = 2 * time.Second
+	h, err := client.WebhookHandler(payonce.WebhookOptions{MaxConcurrent: 2, Timeout: timeout})
+	require.NoError(t, err)
+	var entered atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered.Add(1)
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+
+	// Four slow clients, twice the slots: two stall after a few bytes of
+	// their body, two trickle a byte every 100 ms.
+	type slow struct {
+		conn  net.Conn
+		start time.Time
+	}
+	var slows []slow
+	for i := range 4 {
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		require.NoError(t, err)
+		t.Cleanup(func() { conn.Close() })
+		_, err = fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: payonce\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\nevt_slow%d ", i)
+		require.NoError(t, err)
+		slows = append(slows, slow{conn, time.Now()})
+		if i%2 == 1 {
+			go func() {
+				for {
+					time.Sleep(100 * time.Millisecond)
+					if _, err := conn.Write([]byte("x")); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}
+	require.Eventually(t, func() bool { return entered.Load() == 4 }, 5*time.Second, 5*time.Millisecond,
+		"the slow requests reached the handler")
+	time.Sleep(50 * time.Millisecond) // they are reading their bodies
+
+	for i := range 3 {
+		start := time.Now()
+		req, err := http.NewRequestWithContext(b.ctx, http.MethodPost, srv.URL, strings.NewReader(fmt.Sprintf("evt_ok%d payment_intent.succeeded op-none succeeded", i)))
+		require.NoError(t, err)
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "delivery %d while slow clients hang", i)
+		took := time.Since(start)
+		require.Less(t, took, timeout, "answered without waiting for a slot")
+		t.Logf("genuine delivery %d answered 200 in %s while 4 slow clients hang", i, took.Round(time.Millisecond))
+	}
+	got, err := b.store.ListWebhooks(b.ctx, ledger.InboxFilter{})
+	require.NoError(t, err)
+	require.Len(t, got, 3, "the genuine deliveries are recorded")
+
+	for i, s := range slows {
+		require.NoError(t, s.conn.SetReadDeadline(time.Now().Add(2*timeout)))
+		resp, err := http.ReadResponse(bufio.NewReader(s.conn), nil)
+		require.NoError(t, err, "slow client %d is answered", i)
+		resp.Body.Close()
+		require.Equal(t, http.StatusRequestTimeout, resp.StatusCode, "slow client %d", i)
+		waited := time.Since(s.start)
+		require.GreaterOrEqual(t, waited, timeout-100*time.Millisecond, "slow client %d", i)
+		require.Less(t, waited, timeout+time.Second, "slow client %d is cut at Timeout", i)
+		t.Logf("slow client %d answered 408 after %s", i, waited.Round(time.Millisecond))
+	}
 }

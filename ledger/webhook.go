@@ -87,12 +87,18 @@ const (
 	// have moved twice. The operation went to manual_review with
 	// ReasonDuplicated.
 	WebhookDuplicate WebhookDisposition = "duplicate"
+	// WebhookUnreadable: the event verified but the adapter could not read
+	// it (WebhookEvent.Unreadable says why). It changed nothing; it is
+	// recorded, so that its redelivery is a duplicate, and listed for an
+	// operator, who reads it in the provider's dashboard. Its outcome's
+	// Target is UnreadableTarget.
+	WebhookUnreadable WebhookDisposition = "unreadable"
 )
 
 // WebhookDispositions lists every disposition in a stable order.
 var WebhookDispositions = []WebhookDisposition{WebhookSettled, WebhookConfirmed, WebhookStale,
 	WebhookContradiction, WebhookNoted, WebhookNudged, WebhookUnmatched, WebhookAmbiguous, WebhookTombstoned,
-	WebhookOtherObject, WebhookDuplicate}
+	WebhookOtherObject, WebhookDuplicate, WebhookUnreadable}
 
 // ParseWebhookDisposition turns a string into a WebhookDisposition, or
 // returns an error naming the allowed values.
@@ -157,7 +163,20 @@ type WebhookEvent struct {
 	// Targets are the objects the event speaks of; none for an event that
 	// only informs (it is still recorded, so a redelivery is a duplicate).
 	Targets []WebhookTarget
+	// Unreadable, when set, says why an event that verified could not be
+	// read (a field missing or out of range; at most MaxTextBytes, no
+	// secrets). Such an event has no Targets: it is recorded with one
+	// outcome, WebhookUnreadable, and changes no operation. Why record it
+	// at all: a provider that retries a refused delivery in order (Adyen's
+	// per-endpoint queue, for up to 30 days) would hold every later event
+	// behind it; recorded, it is acknowledged once and an operator sees it
+	// in the inbox.
+	Unreadable string
 }
+
+// UnreadableTarget is the Target of the one outcome of an unreadable
+// event: it names no target of the event, which has none.
+const UnreadableTarget = -1
 
 // MaxWebhookIDBytes bounds WebhookEvent.ID.
 const MaxWebhookIDBytes = 512
@@ -180,7 +199,8 @@ type RecordWebhookParams struct {
 
 // WebhookOutcome is what an event did to one target.
 type WebhookOutcome struct {
-	// Target is the target's index in the event's Targets.
+	// Target is the target's index in the event's Targets
+	// (UnreadableTarget for the outcome of an unreadable event).
 	Target int `json:"target"`
 	// OperationID is the operation found; empty when none was.
 	OperationID string             `json:"operation_id,omitempty"`
@@ -210,6 +230,9 @@ type InboxEntry struct {
 	ReceivedAt time.Time
 	Targets    []WebhookTarget
 	Outcomes   []WebhookOutcome
+	// Unreadable is why the event could not be read (WebhookEvent.Unreadable);
+	// empty for an event that was read.
+	Unreadable string
 }
 
 // InboxFilter selects inbox entries for ListWebhooks. Zero fields do not
@@ -217,7 +240,7 @@ type InboxEntry struct {
 type InboxFilter struct {
 	Provider string
 	// Disposition keeps entries with at least one outcome of this
-	// disposition (e.g. contradiction, unmatched).
+	// disposition (e.g. contradiction, unmatched, unreadable).
 	Disposition WebhookDisposition
 	// OperationID keeps entries with an outcome on this operation.
 	OperationID string
@@ -252,8 +275,19 @@ func (p RecordWebhookParams) Validate() error {
 	case len(e.Targets) > MaxWebhookTargets:
 		return invalid("Event.Targets", "has %d targets; at most %d", len(e.Targets), MaxWebhookTargets)
 	}
-	if err := checkAllStored("Event.Provider", e.Provider, "Event.ID", e.ID, "Event.Type", e.Type); err != nil {
+	if err := checkAllStored("Event.Provider", e.Provider, "Event.ID", e.ID, "Event.Type", e.Type,
+		"Event.Unreadable", e.Unreadable); err != nil {
 		return err
+	}
+	if e.Unreadable != "" {
+		// Nothing of an event the adapter could not read may settle an
+		// operation: it is recorded for an operator, never applied.
+		switch {
+		case len(e.Targets) > 0:
+			return invalid("Event.Targets", "has %d targets, but the event is Unreadable; an unreadable event has none", len(e.Targets))
+		case len(e.Unreadable) > MaxTextBytes:
+			return invalid("Event.Unreadable", "is %d bytes; at most %d", len(e.Unreadable), MaxTextBytes)
+		}
 	}
 	for i, t := range e.Targets {
 		f := func(name string) string { return "Event.Targets[" + strconv.Itoa(i) + "]." + name }

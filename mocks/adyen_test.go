@@ -414,6 +414,12 @@ func TestAdyenWebhooksUnderFaults(t *testing.T) {
 		require.Len(t, n.NotificationItems, 1, "one item per delivery")
 		it := n.Items()[0]
 		require.Equal(t, b.f.MerchantAccount(), it.MerchantAccountCode)
+		if it.EventCode == "AUTHORISATION" {
+			// The payment's metadata, echoed as Adyen does.
+			require.Equal(t, it.MerchantReference, it.AdditionalData["metadata.payonce_op"])
+		} else {
+			require.NotContains(t, it.AdditionalData, "metadata.payonce_op", "a modification echoes no metadata")
+		}
 		require.Equal(t, "application/json", rec.headers[i].Get("Content-Type"))
 		require.NotEmpty(t, rec.headers[i].Get("User-Agent"))
 		if key := it.PspReference + ":" + it.EventCode; !seen[key] {

@@ -51,7 +51,9 @@ type AdyenNotificationContainer struct {
 // AdyenNotificationItem is one event. AdditionalData holds hmacSignature:
 // base64 of the HMAC-SHA256, keyed with the hex-decoded
 // AdyenOptions.Webhooks.Secret, of pspReference:originalReference:
-// merchantAccountCode:merchantReference:value:currency:eventCode:success.
+// merchantAccountCode:merchantReference:value:currency:eventCode:success;
+// on AUTHORISATION also the payment request's metadata, each key prefixed
+// "metadata." (metadata.payonce_key is the key the adapter sent).
 type AdyenNotificationItem struct {
 	AdditionalData      map[string]string `json:"additionalData"`
 	Amount              AdyenAmount       `json:"amount"`
@@ -138,6 +140,16 @@ func (h *AdyenHandler) emitLocked(now time.Time, event, psp, orig, ref string, a
 	mac := hmac.New(sha256.New, h.hmacKey)
 	mac.Write([]byte(adySignedData(it)))
 	it.AdditionalData = map[string]string{"hmacSignature": base64.StdEncoding.EncodeToString(mac.Sum(nil))}
+	if p := h.payments[psp]; p != nil && event == "AUTHORISATION" {
+		// Adyen echoes the payment request's metadata in the AUTHORISATION
+		// item, each key prefixed "metadata." ("A set of key-value pairs
+		// provided in the request, prefixed with 'metadata.'", Webhooks-v1.json,
+		// AuthorisationNotificationAdditionalData). Modification requests
+		// carry no metadata, and their items echo none.
+		for k, v := range p.metadata {
+			it.AdditionalData["metadata."+k] = v
+		}
+	}
 	body, err := json.Marshal(NewAdyenNotification(it))
 	if err != nil {
 		panic(fmt.Sprintf("mocks: cannot render an Adyen notification: %v", err))

@@ -8,6 +8,8 @@ import (
 
 	"github.com/payonce/payonce/ledger"
 	"github.com/stretchr/testify/require"
+
+	"github.com/payonce/payonce/ledger"
 )
 
 // demoWebhookReport is the webhook half of the demo's JSON report.

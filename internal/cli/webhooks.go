@@ -192,7 +192,9 @@ func runWebhooksList(ctx context.Context, a *App, args []string) error {
 		`Lists the recorded webhook events, newest first, with what each did to the
 operations it names. --disposition contradiction lists the events that
 contradicted a settled outcome (those operations are in review); unmatched
-lists events for objects payonce did not create.`)
+lists events for objects payonce did not create; unreadable lists events that
+verified but could not be read (acknowledged, applied to nothing: read each
+in the provider's dashboard, then settle what it names by hand).`)
 	var asJSON bool
 	lf := addLedgerFlags(f, &asJSON, "print one JSON object per event")
 	var provider, disp, opID string
@@ -243,11 +245,33 @@ lists events for objects payonce did not create.`)
 			if o.From != "" {
 				move = string(o.From) + " -> " + string(o.To)
 			}
+			if e.Unreadable != "" {
+				// The reason in the last column: what the operator looks
+				// for in the provider's dashboard.
+				move = e.Unreadable
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", timeText(e.ReceivedAt), e.Provider, e.ID, e.Type,
-				dash(o.OperationID), o.Disposition, move)
+				dash(o.OperationID), o.Disposition, oneLine(move))
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if n := countUnreadable(entries); n > 0 {
+		fmt.Fprintf(a.Stderr, "%d event(s) verified but could not be read: nothing was applied from them; read each in the provider's dashboard\n", n)
+	}
+	return nil
+}
+
+// countUnreadable counts the unreadable entries.
+func countUnreadable(entries []ledger.InboxEntry) int {
+	n := 0
+	for _, e := range entries {
+		if e.Unreadable != "" {
+			n++
+		}
+	}
+	return n
 }
 
 func dispositionNames() string {
@@ -265,6 +289,9 @@ type inboxEntryJSON struct {
 	OccurredAt *time.Time              `json:"occurred_at"`
 	ReceivedAt *time.Time              `json:"received_at"`
 	Outcomes   []ledger.WebhookOutcome `json:"outcomes"`
+	// Unreadable is why a verified event could not be read; absent for
+	// one that was.
+	Unreadable string `json:"unreadable,omitempty"`
 }
 
 func inboxJSON(e ledger.InboxEntry) inboxEntryJSON {
@@ -273,5 +300,5 @@ func inboxJSON(e ledger.InboxEntry) inboxEntryJSON {
 		out = []ledger.WebhookOutcome{}
 	}
 	return inboxEntryJSON{Provider: e.Provider, ID: e.ID, Type: e.Type, OccurredAt: timeJSON(e.OccurredAt),
-		ReceivedAt: timeJSON(e.ReceivedAt), Outcomes: out}
+		ReceivedAt: timeJSON(e.ReceivedAt), Outcomes: out, Unreadable: e.Unreadable}
 }

@@ -1,12 +1,14 @@
 package cli_test
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -16,6 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgersqlite"
 	"github.com/payonce/payonce/mocks"
 )
 
@@ -130,4 +134,46 @@ func TestWebhooksServeUsage(t *testing.T) {
 		{name: "bad disposition", env: env, args: []string{"webhooks", "list", "--disposition", "maybe"},
 			want: []string{"--disposition", "contradiction"}},
 	}, func(t *testing.T, c usageCase) result { return runMain(t, c.env, c.args...) })
+}
+
+// TestWebhooksListUnreadable: events that verified but could not be read
+// are listed with their reason (table and JSON), found by --disposition
+// unreadable, and counted on stderr for the operator.
+func TestWebhooksListUnreadable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	store, err := ledgersqlite.Open(path, ledgersqlite.Config{})
+	require.NoError(t, err)
+	require.NoError(t, store.Migrate(ctx))
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	reason := `item 1 (pspReference "QFQTPCQ8HXSKGK82", eventCode AUTHORISATION): amount.value "12.5" is not an integer`
+	for i, e := range []ledger.WebhookEvent{
+		{Provider: "adyen", ID: "unreadable:9c1e", Type: "AUTHORISATION", Unreadable: reason},
+		{Provider: "adyen", ID: "QFQTPCQ8HXSKGK83:CAPTURE:true", Type: "CAPTURE"},
+	} {
+		_, err := store.RecordWebhook(ctx, ledger.RecordWebhookParams{Event: e, Now: now.Add(time.Duration(i) * time.Minute)})
+		require.NoError(t, err)
+	}
+	require.NoError(t, store.Close())
+	env := map[string]string{"PAYONCE_LEDGER": "sqlite:" + path}
+
+	table := runMain(t, env, "webhooks", "list")
+	require.Equal(t, 0, table.code, "%s", table)
+	require.Contains(t, table.stdout, "unreadable:9c1e")
+	require.Regexp(t, `unreadable:9c1e\s+AUTHORISATION\s+-\s+unreadable\s+item 1 \(pspReference "QFQTPCQ8HXSKGK82"`, table.stdout)
+	require.Contains(t, table.stderr, "1 event(s) verified but could not be read")
+
+	only := runMain(t, env, "webhooks", "list", "--disposition", "unreadable", "--json")
+	require.Equal(t, 0, only.code, "%s", only)
+	lines := only.jsonLines(t)
+	require.Len(t, lines, 1)
+	require.Equal(t, reason, lines[0]["unreadable"])
+	require.Equal(t, "unreadable:9c1e", lines[0]["id"])
+	require.Contains(t, only.stdout, `"disposition":"unreadable"`)
+
+	all := runMain(t, env, "webhooks", "list", "--json")
+	require.Equal(t, 0, all.code, "%s", all)
+	require.Len(t, all.jsonLines(t), 2)
+	require.Equal(t, 1, strings.Count(all.stdout, `"unreadable":"`), "only the unreadable event carries a reason")
 }

@@ -21,6 +21,8 @@ import (
 // recorded changes nothing and returns Duplicate with the first delivery's
 // outcomes; a concurrent delivery of the same event waits for the first to
 // commit and then reports a duplicate (see queries.insertWebhook).
+// An unreadable event (Event.Unreadable) is recorded the same way, once,
+// with one outcome, ledger.WebhookUnreadable, and changes no operation.
 //
 // Why never the lazy commit Finish may use: the provider is told the event
 // was received once this returns, and it does not deliver it again; a
@@ -30,7 +32,7 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 	if err := p.Validate(); err != nil {
 		return ledger.WebhookReport{}, err
 	}
-	targets, err := storeflow.EncodeTargets(p.Event.Targets)
+	targets, err := storeflow.EncodeInbox(p.Event)
 	if err != nil {
 		return ledger.WebhookReport{}, translate("record webhook", err)
 	}
@@ -38,7 +40,7 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 	var rep ledger.WebhookReport
 	err = s.durable(ctx, "record webhook", func(tx pgx.Tx) error {
 		var err error
-		rep, err = storeflow.RecordWebhook(p, storeflow.WebhookSteps{
+		rep, err = storeflow.RecordEvent(p, storeflow.WebhookSteps{
 			Insert: func() (bool, error) {
 				tag, err := tx.Exec(ctx, s.q.insertWebhook, e.Provider, e.ID, e.Type, nullTime(ledger.UTC(e.OccurredAt)), ledger.UTC(p.Now), targets)
 				return tag.RowsAffected() == 1, err
@@ -169,6 +171,6 @@ func scanInboxEntry(row pgx.CollectableRow) (ledger.InboxEntry, error) {
 		return e, err
 	}
 	e.OccurredAt, e.ReceivedAt = timeOf(occurred), received.UTC()
-	err := storeflow.DecodeInboxLists(&e, targets, outcomes)
+	err := storeflow.DecodeInbox(&e, targets, outcomes)
 	return e, err
 }

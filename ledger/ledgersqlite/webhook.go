@@ -19,6 +19,8 @@ import (
 // already recorded changes nothing and returns Duplicate with the first
 // delivery's outcomes. Concurrent deliveries (in any process) take turns on
 // SQLite's write lock: the first records the event, the others find it.
+// An unreadable event (Event.Unreadable) is recorded the same way, once,
+// with one outcome, ledger.WebhookUnreadable, and changes no operation.
 //
 // Why never the lazy path of Finish: the provider is told the event was
 // received once this returns, and it does not deliver it again; a commit
@@ -28,7 +30,7 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 	if err := p.Validate(); err != nil {
 		return ledger.WebhookReport{}, fail("record webhook", err)
 	}
-	targets, err := storeflow.EncodeTargets(p.Event.Targets)
+	targets, err := storeflow.EncodeInbox(p.Event)
 	if err != nil {
 		return ledger.WebhookReport{}, fail("record webhook", err)
 	}
@@ -36,7 +38,7 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 	var rep ledger.WebhookReport
 	err = s.write(ctx, func(c *sql.Conn) error {
 		var err error
-		rep, err = storeflow.RecordWebhook(p, storeflow.WebhookSteps{
+		rep, err = storeflow.RecordEvent(p, storeflow.WebhookSteps{
 			Insert: func() (bool, error) {
 				res, err := c.ExecContext(ctx, `INSERT INTO payonce_webhooks
 					(provider, event_id, type, occurred_at, received_at, targets) VALUES (?, ?, ?, ?, ?, ?)
@@ -173,7 +175,7 @@ func scanInboxEntry(sc scanner) (ledger.InboxEntry, error) {
 		return e, err
 	}
 	e.OccurredAt, e.ReceivedAt = fromMicros(occurred), fromMicros(received)
-	err := storeflow.DecodeInboxLists(&e, targets, outcomes)
+	err := storeflow.DecodeInbox(&e, targets, outcomes)
 	return e, err
 }
 

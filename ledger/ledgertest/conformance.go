@@ -189,6 +189,8 @@ func suite() []group {
 			{"ListFiltersAndOrder", testWebhookList},
 			{"ListDefaultLimit", testWebhookListDefaultLimit},
 			{"CleanupKeepsRedeliveryWindow", testWebhookCleanup},
+			{"UnreadableRecordedOnce", testWebhookUnreadable},
+			{"UnreadableInvalid", testWebhookUnreadableInvalid},
 		}},
 		{"Stats", []testCase{
 			{"Empty", testStatsEmpty},

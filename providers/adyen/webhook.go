@@ -2,6 +2,7 @@ package adyen
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/internal/adapterkit"
@@ -105,28 +108,67 @@ const maxField = 128
 // is ours (a rotated key not configured yet), refusing makes Adyen deliver
 // the batch again, for up to 30 days, while acknowledging part of it would
 // lose the rest for good. A body that is not Adyen's notification JSON
-// (adapterkit.DecodeWebhook), or a verified item whose identity the ledger
-// could not store (adapterkit.CheckEvent: a NUL byte or invalid UTF-8 in
-// pspReference or eventCode), is payonce.ErrWebhookMalformed.
+// (adapterkit.DecodeWebhook), or an item with no NotificationRequestItem,
+// is payonce.ErrWebhookMalformed: nothing in it is signed.
+//
+// What verifies is never refused. The signed text is built from the
+// fields as they are sent (an amount.value that is not an integer, a
+// success that is neither "true" nor "false", are signed as written), so
+// an item verifies or not before it is read. A verified item the adapter
+// cannot read (no pspReference or eventCode, a field the ledger cannot
+// store or too long, success neither "true" nor "false", an amount or
+// currency that is not one, a metadata.payonce_key that is not a key) is
+// returned as an unreadable event (payonce.WebhookEvent.Unreadable: which
+// item, which field; no targets), which the handler records and
+// acknowledges with the rest of the batch. Why: Adyen retries a delivery
+// that was not acknowledged "three times immediately" and then from a
+// per-endpoint queue for up to 30 days, one webhook at a time: "If a retry
+// is successful, we continue with the next webhook in the queue"
+// (https://docs.adyen.com/development-resources/webhooks/troubleshoot). A
+// 400 for one item Adyen signed would hold every later event of the
+// endpoint, and the batch's readable items, behind it for 30 days.
 //
 // Event identity: Adyen gives no event id. Each item's ID is
 // pspReference + ":" + eventCode + ":" + success: a redelivery repeats all
 // three, a CAPTURE and a later CAPTURE_FAILED of one capture are two events,
 // and an AUTHORISATION success=false followed by success=true (which the
-// ledger must see as a contradiction) are two events.
+// ledger must see as a contradiction) are two events. An unreadable item's
+// ID is "unreadable:" + the hex SHA-256 of its signed text: the same for
+// its redelivery, whatever else the delivery holds.
 //
 // Targets (only for items of Config.MerchantAccount; others are recorded
 // without targets):
 //
-//	AUTHORISATION      charge: ProviderRef pspReference, succeeded/failed by success
-//	CAPTURE            capture: succeeded/failed by success
-//	CAPTURE_FAILED     capture: reversal (capture_failed)
+//	AUTHORISATION      charge: ProviderRef pspReference, succeeded/failed by success,
+//	                   Key metadata.payonce_key, Amount/Currency the item's amount
+//	CAPTURE            capture: succeeded/failed by success, Amount/Currency
+//	CAPTURE_FAILED     capture: reversal (capture_failed), Amount/Currency
 //	CANCELLATION       cancel: succeeded/failed by success
-//	REFUND             refund: succeeded/failed by success
-//	REFUND_FAILED      refund: reversal (refund_failed)
-//	REFUNDED_REVERSED  refund: reversal (refunded_reversed)
+//	REFUND             refund: succeeded/failed by success, Amount/Currency
+//	REFUND_FAILED      refund: reversal (refund_failed), Amount/Currency
+//	REFUNDED_REVERSED  refund: reversal (refunded_reversed), Amount/Currency
 //	CHARGEBACK         charge: reversal (chargeback), ProviderRef originalReference
 //	anything else      no targets
+//
+// Key: Adyen echoes the metadata of a payment request in its AUTHORISATION
+// item's additionalData, each key prefixed with "metadata." ("A set of
+// key-value pairs provided in the request, prefixed with 'metadata.'. For
+// example, 'metadata.myField: myValue'", Webhooks-v1.json,
+// AuthorisationNotificationAdditionalData.metadata, in
+// github.com/Adyen/adyen-openapi), so metadata.payonce_key is the
+// idempotency key the charge was sent with. Modifications carry no
+// metadata in v71 (NewRequest) and Adyen does not echo the Idempotency-Key
+// header: their targets carry no Key, and none is taken from a
+// modification item's additionalData, which could only be the payment's.
+//
+// Amount and Currency are the item's amount where it is the object's own:
+// the payment's on AUTHORISATION; the modification's on CAPTURE, REFUND
+// and their failures and reversals (the item's pspReference is the
+// modification's). The same fields Classify checks an answer with
+// (adapterkit.Belongs): an object of another amount is a contradiction for
+// the ledger, never a settlement. None on CANCELLATION (its amount is the
+// payment's; a cancel has none) and CHARGEBACK (the disputed amount, which
+// may be part of the payment).
 //
 // Modification targets carry ProviderRef = the item's pspReference (the
 // modification's, which Classify recorded from the 201 answer) and
@@ -166,10 +208,7 @@ func (p *Provider) ParseWebhook(r *http.Request, body []byte) ([]payonce.Webhook
 		if it == nil {
 			return nil, adapterkit.Malformed(p.Name(), "item %d has no NotificationRequestItem", i)
 		}
-		data, err := signedData(it)
-		if err != nil {
-			return nil, adapterkit.Malformed(p.Name(), "item %d: %v", i, err)
-		}
+		data := signedData(it)
 		sig, _ := it.AdditionalData["hmacSignature"].(string)
 		if sig == "" {
 			return nil, adapterkit.Unauthenticated(p.Name(), "item %d has no additionalData.hmacSignature", i)
@@ -177,15 +216,15 @@ func (p *Provider) ParseWebhook(r *http.Request, body []byte) ([]payonce.Webhook
 		if !p.verify(data, sig) {
 			return nil, adapterkit.Unauthenticated(p.Name(), "item %d: the HMAC signature does not verify (check adyen.Config.HMACKey)", i)
 		}
+		// Verified: from here on the item is recorded, read or not.
 		ev, err := p.event(it)
-		if err != nil {
-			return nil, adapterkit.Malformed(p.Name(), "item %d: %v", i, err)
+		if err == nil {
+			// The ledger refuses an event it cannot store; caught here, it
+			// is recorded as unreadable instead.
+			ev, err = adapterkit.CheckEvent(p.Name(), ev, p.scrub)
 		}
-		// The ledger refuses an id it cannot store with an error that
-		// makes Adyen deliver again for 30 days; refused here, it is a 400
-		// once.
-		if ev, err = adapterkit.CheckEvent(p.Name(), ev, p.scrub); err != nil {
-			return nil, err
+		if err != nil {
+			ev = p.unreadable(i, it, data, err)
 		}
 		events = append(events, ev)
 	}
@@ -244,35 +283,122 @@ func (p *Provider) verify(data, sig string) bool {
 	return ok
 }
 
-// signedData is the signed text of it. A missing amount or value is an
-// empty string (the Java SDK: "If any value is null, it is represented as
-// an empty string"); a value is a JSON integer, or a string of one, written
-// back in decimal as the SDKs do. success must be "true" or "false".
-func signedData(it *notificationRequestItem) (string, error) {
+// signedData is the signed text of it, built from its fields as they are
+// sent. A missing amount or value is an empty string (the Java SDK: "If
+// any value is null, it is represented as an empty string"); a value is a
+// JSON integer, or a string of one (the Java SDK's test notifications
+// carry "value":"0"), written back in decimal as the SDKs do; any other
+// value is signed as written (a string's content, a number's text), and so
+// is success: whether the item can be read is decided after it verified.
+func signedData(it *notificationRequestItem) string {
 	var value, currency string
 	if it.Amount != nil {
 		currency = it.Amount.Currency
-		raw := bytes.TrimSpace(it.Amount.Value)
-		if len(raw) > 0 && string(raw) != "null" {
-			if raw[0] == '"' {
-				var s string
-				if err := json.Unmarshal(raw, &s); err != nil {
-					return "", fmt.Errorf("amount.value: %v", err)
-				}
-				raw = []byte(s)
-			}
-			v, err := strconv.ParseInt(string(raw), 10, 64)
-			if err != nil {
-				return "", fmt.Errorf("amount.value is not an integer in minor units")
-			}
-			value = strconv.FormatInt(v, 10)
-		}
-	}
-	if it.Success != "true" && it.Success != "false" {
-		return "", fmt.Errorf("success is %q, not \"true\" or \"false\"", truncate(it.Success))
+		value = valueText(it.Amount.Value)
 	}
 	return strings.Join([]string{it.PspReference, it.OriginalReference, it.MerchantAccountCode, it.MerchantReference,
-		value, currency, it.EventCode, it.Success}, ":"), nil
+		value, currency, it.EventCode, it.Success}, ":")
+}
+
+// valueText is the signed text of amount.value: "" when missing or null,
+// the decimal integer when it is one, else what was sent.
+func valueText(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	text := string(raw)
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err == nil {
+			text = s
+		}
+	}
+	if v, err := strconv.ParseInt(text, 10, 64); err == nil {
+		return strconv.FormatInt(v, 10)
+	}
+	return text
+}
+
+// amountOf reads it's amount: value in minor units and currency, zero
+// and empty when the item carries none. A value that is not an integer of
+// at least 0, or a currency that is not three letters, is an error: the
+// ledger checks an object's amount against the operation's, and an amount
+// misread could pass for another.
+func amountOf(it *notificationRequestItem) (int64, string, error) {
+	if it.Amount == nil {
+		return 0, "", nil
+	}
+	var value int64
+	if text := valueText(it.Amount.Value); text != "" {
+		v, err := strconv.ParseInt(text, 10, 64)
+		if err != nil || v < 0 {
+			return 0, "", fmt.Errorf("amount.value %s is not an amount in minor units", quote(truncate(text)))
+		}
+		value = v
+	}
+	cur := it.Amount.Currency
+	if cur != "" && !currencyLike.MatchString(cur) {
+		return 0, "", fmt.Errorf("amount.currency %s is not an ISO 4217 code", quote(truncate(cur)))
+	}
+	if value != 0 && cur == "" {
+		return 0, "", errors.New("amount has a value but no currency")
+	}
+	return value, cur, nil
+}
+
+// currencyLike is the form of an ISO 4217 code.
+var currencyLike = regexp.MustCompile(`^[A-Za-z]{3}$`)
+
+// metaKey is where an AUTHORISATION item carries the idempotency key the
+// payment was sent with (the request's metadata, see ParseWebhook).
+const metaKey = "metadata." + MetaKey
+
+// keyOf reads the idempotency key payonce wrote on the payment, echoed in
+// it's additionalData; empty when it is not there (a payment made
+// elsewhere). A value that is not a key payonce could have written is an
+// error.
+func keyOf(it *notificationRequestItem) (string, error) {
+	v, ok := it.AdditionalData[metaKey]
+	if !ok || v == nil {
+		return "", nil
+	}
+	k, ok := v.(string)
+	if !ok || len(k) > MaxKeyLength || !utf8.ValidString(k) || strings.ContainsRune(k, 0) {
+		return "", fmt.Errorf("additionalData.%s is not an idempotency key payonce wrote (a string of at most %d bytes)", metaKey, MaxKeyLength)
+	}
+	return k, nil
+}
+
+// identityOK reports whether s can be part of an event's identity: set,
+// at most maxField bytes, UTF-8 without control characters.
+func identityOK(s string) bool {
+	if s == "" || len(s) > maxField || !utf8.ValidString(s) {
+		return false
+	}
+	return !strings.ContainsFunc(s, unicode.IsControl)
+}
+
+// unreadable is the event of verified item i that the adapter could not
+// read, for why: recorded and acknowledged, applied to nothing, listed for
+// an operator with the item's pspReference and eventCode where they can be
+// shown. Its ID is derived from the signed text, so that a redelivery of
+// the item is a duplicate.
+func (p *Provider) unreadable(i int, it *notificationRequestItem, data string, why error) payonce.WebhookEvent {
+	sum := sha256.Sum256([]byte(data))
+	ev := payonce.WebhookEvent{ID: "unreadable:" + hex.EncodeToString(sum[:]), Type: "unreadable"}
+	if identityOK(it.EventCode) {
+		ev.Type = it.EventCode
+	}
+	if t, err := time.Parse(time.RFC3339, it.EventDate); err == nil {
+		ev.OccurredAt = t
+	}
+	where := fmt.Sprintf("item %d", i)
+	if identityOK(it.PspReference) {
+		where += " (pspReference " + quote(it.PspReference) + ")"
+	}
+	ev.Unreadable = strings.ToValidUTF8(strings.ReplaceAll(p.scrub(where+": "+why.Error()), "\x00", ""), "")
+	return ev
 }
 
 // opIDLike is the form of payonce's operation ids (a UUID).
@@ -283,16 +409,26 @@ func (p *Provider) event(it *notificationRequestItem) (payonce.WebhookEvent, err
 	switch {
 	case it.PspReference == "" || it.EventCode == "":
 		return payonce.WebhookEvent{}, errors.New("item has no pspReference or eventCode")
-	case len(it.PspReference) > maxField || len(it.EventCode) > maxField || len(it.OriginalReference) > maxField:
-		return payonce.WebhookEvent{}, fmt.Errorf("pspReference, originalReference or eventCode is longer than %d bytes", maxField)
+	case !identityOK(it.PspReference) || !identityOK(it.EventCode) ||
+		(it.OriginalReference != "" && !identityOK(it.OriginalReference)):
+		return payonce.WebhookEvent{}, fmt.Errorf("pspReference, originalReference or eventCode is longer than %d bytes, or holds invalid UTF-8 or a control character", maxField)
+	case it.Success != "true" && it.Success != "false":
+		return payonce.WebhookEvent{}, fmt.Errorf("success is %s, not \"true\" or \"false\"", quote(truncate(it.Success)))
 	}
 	ev := payonce.WebhookEvent{ID: it.PspReference + ":" + it.EventCode + ":" + it.Success, Type: it.EventCode}
 	if t, err := time.Parse(time.RFC3339, it.EventDate); err == nil {
 		ev.OccurredAt = t
 	}
 	if it.MerchantAccountCode != p.merchant {
-		// Another merchant account of the same company (an endpoint may be
-		// configured for the company): none of this adapter's operations.
+		// Another merchant account (an endpoint may be configured for the
+		// company account, whose merchant accounts may use the same
+		// references and, Adyen storing keys per company, the same keys):
+		// its payments are not this adapter's operations, whatever its
+		// merchantReference or pspReference matches. Recorded and
+		// acknowledged with no targets, so it never settles one of ours.
+		// merchantAccountCode is "the merchant account identifier used in
+		// the transaction the notification item is for" (Webhooks-v1.json)
+		// and is signed.
 		return ev, nil
 	}
 	op := ""
@@ -319,10 +455,16 @@ func (p *Provider) event(it *notificationRequestItem) (payonce.WebhookEvent, err
 			st.Code = codeModificationNot
 		}
 	}
-	keep := true
+	// ownAmount: the item's amount is the object's own (see ParseWebhook).
+	keep, ownAmount := true, true
 	switch it.EventCode {
 	case eventAuthorisation:
 		t.Kind, t.PaymentRef = payonce.KindCharge, ""
+		key, err := keyOf(it)
+		if err != nil {
+			return payonce.WebhookEvent{}, err
+		}
+		t.Key = key
 	case eventCapture:
 		t.Kind = payonce.KindCapture
 		modification()
@@ -330,7 +472,7 @@ func (p *Provider) event(it *notificationRequestItem) (payonce.WebhookEvent, err
 		t.Kind = payonce.KindCapture
 		keep = reversal(codeCaptureFailed)
 	case eventCancellation:
-		t.Kind = payonce.KindCancel
+		t.Kind, ownAmount = payonce.KindCancel, false
 		modification()
 	case eventRefund:
 		t.Kind = payonce.KindRefund
@@ -346,13 +488,20 @@ func (p *Provider) event(it *notificationRequestItem) (payonce.WebhookEvent, err
 		// payment is originalReference. ProviderRef is what the ledger
 		// records on a settled charge, so it must be the payment's or
 		// nothing.
-		t.Kind, t.ProviderRef, t.PaymentRef = payonce.KindCharge, it.OriginalReference, ""
+		t.Kind, t.ProviderRef, t.PaymentRef, ownAmount = payonce.KindCharge, it.OriginalReference, "", false
 		keep = reversal(codeChargeback)
 	default:
 		return ev, nil
 	}
 	if !keep || (t.OperationID == "" && t.ProviderRef == "" && t.PaymentRef == "") {
 		return ev, nil
+	}
+	if ownAmount {
+		value, cur, err := amountOf(it)
+		if err != nil {
+			return payonce.WebhookEvent{}, err
+		}
+		t.Amount, t.Currency = value, cur
 	}
 	t.State = adapterkit.WebhookState(st)
 	if t.State == payonce.LookupFailed {

@@ -13,7 +13,10 @@ import (
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/internal/testkit"
+	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/mocks"
 	"github.com/payonce/payonce/providers/adyen"
+	"github.com/payonce/payonce/providers/providertest"
 )
 
 // item is one notification item of a test delivery.
@@ -22,19 +25,33 @@ type item struct {
 	value                                                      int64
 	noAmount                                                   bool
 	sig                                                        string // set: sent as is instead of the computed one
+	// rawValue, when set, is sent as amount.value instead of value, and
+	// signed as rawText (Adyen signs the value as it sends it).
+	rawValue any
+	rawText  string
+	// extra is added to additionalData (e.g. metadata.payonce_key).
+	extra map[string]any
 }
 
+// fill sets the defaults: this merchant account, 1999 EUR, success
+// "true". "-" for currency or success sends an empty one.
 func (it item) fill() item {
 	if it.merchant == "" {
 		it.merchant = merchant
 	}
-	if it.currency == "" && !it.noAmount {
+	switch {
+	case it.currency == "-":
+		it.currency = ""
+	case it.currency == "" && !it.noAmount:
 		it.currency = "EUR"
 	}
 	if it.value == 0 && !it.noAmount {
 		it.value = 1999
 	}
-	if it.success == "" {
+	switch it.success {
+	case "-":
+		it.success = ""
+	case "":
 		it.success = "true"
 	}
 	return it
@@ -47,21 +64,31 @@ func signedItem(it item) map[string]any {
 	if sig == "" {
 		var err error
 		data := adyen.SignedData(it.psp, it.orig, it.merchant, it.ref, it.value, it.currency, it.event, it.success)
-		if it.noAmount {
+		switch {
+		case it.noAmount:
 			// No amount: value and currency are empty strings.
 			data = strings.Join([]string{it.psp, it.orig, it.merchant, it.ref, "", "", it.event, it.success}, ":")
+		case it.rawValue != nil:
+			data = strings.Join([]string{it.psp, it.orig, it.merchant, it.ref, it.rawText, it.currency, it.event, it.success}, ":")
 		}
 		sig, err = adyen.Sign(testHMAC, data)
 		if err != nil {
 			panic(err)
 		}
 	}
-	m := map[string]any{"additionalData": map[string]any{"hmacSignature": sig},
+	ad := map[string]any{"hmacSignature": sig}
+	for k, v := range it.extra {
+		ad[k] = v
+	}
+	m := map[string]any{"additionalData": ad,
 		"eventCode": it.event, "eventDate": "2026-03-01T13:00:00+01:00", "merchantAccountCode": it.merchant,
 		"merchantReference": it.ref, "originalReference": it.orig, "paymentMethod": "visa", "pspReference": it.psp,
 		"reason": it.reason, "success": it.success}
 	if !it.noAmount {
 		m["amount"] = map[string]any{"currency": it.currency, "value": it.value}
+		if it.rawValue != nil {
+			m["amount"] = map[string]any{"currency": it.currency, "value": it.rawValue}
+		}
 	}
 	return m
 }
@@ -148,11 +175,11 @@ func TestParseWebhookAuthentication(t *testing.T) {
 		{"tampered amount", whUser, whPass, tamper(t, good, func(m map[string]any) { m["amount"].(map[string]any)["value"] = 1 }), payonce.ErrWebhookUnauthenticated},
 		{"not json", whUser, whPass, []byte(`<xml/>`), payonce.ErrWebhookMalformed},
 		{"no items", whUser, whPass, []byte(`{"live":"false","notificationItems":[]}`), payonce.ErrWebhookMalformed},
-		{"bad success", whUser, whPass, deliveryJSON(t, signedItem(item{psp: "PSP1", event: "AUTHORISATION", success: "yes"})), payonce.ErrWebhookMalformed},
+		{"bad success not signed as sent", whUser, whPass, tamper(t, good, func(m map[string]any) { m["success"] = "yes" }), payonce.ErrWebhookUnauthenticated},
+		{"unreadable item forged", whUser, whPass, tamper(t, deliveryJSON(t, signedItem(item{psp: "PSP1", event: "AUTHORISATION", success: "yes"})),
+			func(m map[string]any) { m["pspReference"] = "PSP2" }), payonce.ErrWebhookUnauthenticated},
+		{"no NotificationRequestItem", whUser, whPass, []byte(`{"live":"false","notificationItems":[{"x":1}]}`), payonce.ErrWebhookMalformed},
 		{"data after the notification", whUser, whPass, append(append([]byte(nil), good...), ']'), payonce.ErrWebhookMalformed},
-		// Signed, but an id the ledger cannot store: refused once with 400
-		// rather than failing to record it at every redelivery.
-		{"NUL in pspReference", whUser, whPass, deliveryJSON(t, signedItem(item{psp: "PSP\x00", event: "AUTHORISATION"})), payonce.ErrWebhookMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -204,28 +231,43 @@ func TestWebhookEvents(t *testing.T) {
 		reversal    bool
 		code        string
 		targetCount int
+		key         string
+		amount      int64
+		currency    string
 	}
+	// The key payonce wrote in the payment's metadata, echoed by Adyen in
+	// the AUTHORISATION item's additionalData.
+	withKey := map[string]any{"metadata.payonce_key": "k-gen-1", "metadata.payonce_op": op, "metadata.order_id": "42"}
 	for _, tc := range []struct {
 		name string
 		it   item
 		want want
 	}{
-		{"authorised", item{psp: "PAY1", ref: op, event: "AUTHORISATION"}, want{kind: payonce.KindCharge, opID: op, ref: "PAY1", state: payonce.LookupSucceeded, targetCount: 1}},
-		{"refused", item{psp: "PAY1", ref: op, event: "AUTHORISATION", success: "false", reason: "Refused"}, want{kind: payonce.KindCharge, opID: op, ref: "PAY1", state: payonce.LookupFailed, code: "refused", targetCount: 1}},
-		{"foreign reference", item{psp: "PAY1", ref: "order-42", event: "AUTHORISATION"}, want{kind: payonce.KindCharge, ref: "PAY1", state: payonce.LookupSucceeded, targetCount: 1}},
-		{"capture", item{psp: "CAP1", orig: "PAY1", ref: capOp, event: "CAPTURE"}, want{kind: payonce.KindCapture, opID: capOp, ref: "CAP1", payment: "PAY1", state: payonce.LookupSucceeded, targetCount: 1}},
-		{"capture refused", item{psp: "CAP1", orig: "PAY1", ref: capOp, event: "CAPTURE", success: "false"}, want{kind: payonce.KindCapture, opID: capOp, ref: "CAP1", payment: "PAY1", state: payonce.LookupFailed, code: "modification_failed", targetCount: 1}},
-		{"capture failed later", item{psp: "CAP1", orig: "PAY1", ref: capOp, event: "CAPTURE_FAILED", reason: "Capture Failed"}, want{kind: payonce.KindCapture, opID: capOp, ref: "CAP1", payment: "PAY1", state: payonce.LookupFailed, reversal: true, code: "capture_failed", targetCount: 1}},
+		{"authorised", item{psp: "PAY1", ref: op, event: "AUTHORISATION", extra: withKey}, want{kind: payonce.KindCharge, opID: op, ref: "PAY1", state: payonce.LookupSucceeded, targetCount: 1, key: "k-gen-1", amount: 1999, currency: "EUR"}},
+		{"authorised, no metadata", item{psp: "PAY1", ref: op, event: "AUTHORISATION"}, want{kind: payonce.KindCharge, opID: op, ref: "PAY1", state: payonce.LookupSucceeded, targetCount: 1, amount: 1999, currency: "EUR"}},
+		{"refused", item{psp: "PAY1", ref: op, event: "AUTHORISATION", success: "false", reason: "Refused", extra: withKey}, want{kind: payonce.KindCharge, opID: op, ref: "PAY1", state: payonce.LookupFailed, code: "refused", targetCount: 1, key: "k-gen-1", amount: 1999, currency: "EUR"}},
+		{"foreign reference", item{psp: "PAY1", ref: "order-42", event: "AUTHORISATION"}, want{kind: payonce.KindCharge, ref: "PAY1", state: payonce.LookupSucceeded, targetCount: 1, amount: 1999, currency: "EUR"}},
+		{"value as a string", item{psp: "PAY1", ref: op, event: "AUTHORISATION", rawValue: "500", rawText: "500", currency: "USD"}, want{kind: payonce.KindCharge, opID: op, ref: "PAY1", state: payonce.LookupSucceeded, targetCount: 1, amount: 500, currency: "USD"}},
+		{"no amount", item{psp: "PAY1", ref: op, event: "AUTHORISATION", noAmount: true}, want{kind: payonce.KindCharge, opID: op, ref: "PAY1", state: payonce.LookupSucceeded, targetCount: 1}},
+		{"capture", item{psp: "CAP1", orig: "PAY1", ref: capOp, event: "CAPTURE", value: 700}, want{kind: payonce.KindCapture, opID: capOp, ref: "CAP1", payment: "PAY1", state: payonce.LookupSucceeded, targetCount: 1, amount: 700, currency: "EUR"}},
+		// A modification item's metadata could only be the payment's: no
+		// Key is taken from it.
+		{"capture with the payment's metadata", item{psp: "CAP1", orig: "PAY1", ref: capOp, event: "CAPTURE", extra: withKey}, want{kind: payonce.KindCapture, opID: capOp, ref: "CAP1", payment: "PAY1", state: payonce.LookupSucceeded, targetCount: 1, amount: 1999, currency: "EUR"}},
+		{"capture refused", item{psp: "CAP1", orig: "PAY1", ref: capOp, event: "CAPTURE", success: "false"}, want{kind: payonce.KindCapture, opID: capOp, ref: "CAP1", payment: "PAY1", state: payonce.LookupFailed, code: "modification_failed", targetCount: 1, amount: 1999, currency: "EUR"}},
+		{"capture failed later", item{psp: "CAP1", orig: "PAY1", ref: capOp, event: "CAPTURE_FAILED", reason: "Capture Failed"}, want{kind: payonce.KindCapture, opID: capOp, ref: "CAP1", payment: "PAY1", state: payonce.LookupFailed, reversal: true, code: "capture_failed", targetCount: 1, amount: 1999, currency: "EUR"}},
 		{"cancellation", item{psp: "CAN1", orig: "PAY1", ref: capOp, event: "CANCELLATION", noAmount: true}, want{kind: payonce.KindCancel, opID: capOp, ref: "CAN1", payment: "PAY1", state: payonce.LookupSucceeded, targetCount: 1}},
-		{"refund", item{psp: "REF1", orig: "PAY1", ref: capOp, event: "REFUND"}, want{kind: payonce.KindRefund, opID: capOp, ref: "REF1", payment: "PAY1", state: payonce.LookupSucceeded, targetCount: 1}},
-		{"refund failed", item{psp: "REF1", orig: "PAY1", ref: capOp, event: "REFUND_FAILED"}, want{kind: payonce.KindRefund, opID: capOp, ref: "REF1", payment: "PAY1", state: payonce.LookupFailed, reversal: true, code: "refund_failed", targetCount: 1}},
-		{"refunded reversed", item{psp: "REF1", orig: "PAY1", ref: capOp, event: "REFUNDED_REVERSED"}, want{kind: payonce.KindRefund, opID: capOp, ref: "REF1", payment: "PAY1", state: payonce.LookupFailed, reversal: true, code: "refunded_reversed", targetCount: 1}},
-		{"chargeback", item{psp: "CB1", orig: "PAY1", ref: op, event: "CHARGEBACK"}, want{kind: payonce.KindCharge, opID: op, ref: "PAY1", state: payonce.LookupFailed, reversal: true, code: "chargeback", targetCount: 1}},
+		// A CANCELLATION's amount is the payment's, not the cancel's.
+		{"cancellation with the payment's amount", item{psp: "CAN1", orig: "PAY1", ref: capOp, event: "CANCELLATION"}, want{kind: payonce.KindCancel, opID: capOp, ref: "CAN1", payment: "PAY1", state: payonce.LookupSucceeded, targetCount: 1}},
+		{"refund", item{psp: "REF1", orig: "PAY1", ref: capOp, event: "REFUND", value: 300, currency: "GBP"}, want{kind: payonce.KindRefund, opID: capOp, ref: "REF1", payment: "PAY1", state: payonce.LookupSucceeded, targetCount: 1, amount: 300, currency: "GBP"}},
+		{"refund failed", item{psp: "REF1", orig: "PAY1", ref: capOp, event: "REFUND_FAILED"}, want{kind: payonce.KindRefund, opID: capOp, ref: "REF1", payment: "PAY1", state: payonce.LookupFailed, reversal: true, code: "refund_failed", targetCount: 1, amount: 1999, currency: "EUR"}},
+		{"refunded reversed", item{psp: "REF1", orig: "PAY1", ref: capOp, event: "REFUNDED_REVERSED"}, want{kind: payonce.KindRefund, opID: capOp, ref: "REF1", payment: "PAY1", state: payonce.LookupFailed, reversal: true, code: "refunded_reversed", targetCount: 1, amount: 1999, currency: "EUR"}},
+		// The disputed amount may be part of the payment: not the charge's.
+		{"chargeback", item{psp: "CB1", orig: "PAY1", ref: op, event: "CHARGEBACK", value: 500}, want{kind: payonce.KindCharge, opID: op, ref: "PAY1", state: payonce.LookupFailed, reversal: true, code: "chargeback", targetCount: 1}},
 		{"capture failed that did not happen", item{psp: "CAP1", orig: "PAY1", ref: capOp, event: "CAPTURE_FAILED", success: "false"}, want{}},
 		{"cancel or refund", item{psp: "X1", orig: "PAY1", ref: op, event: "CANCEL_OR_REFUND"}, want{}},
 		{"technical cancel", item{psp: "X1", orig: "PAY1", ref: op, event: "TECHNICAL_CANCEL"}, want{}},
 		{"report", item{psp: "R1", event: "REPORT_AVAILABLE"}, want{}},
-		{"other merchant", item{psp: "PAY1", ref: op, event: "AUTHORISATION", merchant: "Other"}, want{}},
+		{"other merchant", item{psp: "PAY1", ref: op, event: "AUTHORISATION", merchant: "Other", extra: withKey}, want{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -245,6 +287,7 @@ func TestWebhookEvents(t *testing.T) {
 			// Every field as the case says (LookupOnly false: Adyen signs
 			// its notifications), but the decline code and message.
 			require.Equal(t, payonce.WebhookTarget{Kind: w.kind, OperationID: w.opID, ProviderRef: w.ref, PaymentRef: w.payment,
+				Key: w.key, Amount: w.amount, Currency: w.currency,
 				State: w.state, Reversal: w.reversal, Code: w.code, DeclineCode: tg.DeclineCode, Message: tg.Message}, tg)
 		})
 	}
@@ -257,6 +300,120 @@ func TestWebhookEvents(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, a, again)
 	require.Equal(t, []string{"PAY1:AUTHORISATION:true", "CAP1:CAPTURE:true"}, []string{a[0].ID, a[1].ID})
+}
+
+// TestParseWebhookUnreadable: an item that verifies but that the adapter
+// cannot read is returned as an unreadable event (no targets, the reason,
+// an id derived from what was signed), never as an error: Adyen would
+// redeliver a refused delivery for 30 days, one at a time, holding every
+// later event of the endpoint behind it.
+func TestParseWebhookUnreadable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	op := chargeReq().OperationID
+	for _, tc := range []struct {
+		name, typ, reason string
+		it                item
+	}{
+		{"success neither true nor false", "AUTHORISATION", `success is "yes"`, item{psp: "PSP1", ref: op, event: "AUTHORISATION", success: "yes"}},
+		{"no success", "AUTHORISATION", `success is ""`, item{psp: "PSP1", ref: op, event: "AUTHORISATION", success: "-"}},
+		{"NUL in pspReference", "AUTHORISATION", "pspReference", item{psp: "PSP\x00", ref: op, event: "AUTHORISATION"}},
+		{"no pspReference", "CAPTURE", "no pspReference", item{orig: "PAY1", ref: op, event: "CAPTURE"}},
+		{"long pspReference", "REFUND", "longer than", item{psp: strings.Repeat("P", 200), orig: "PAY1", event: "REFUND"}},
+		{"control character in eventCode", "unreadable", "eventCode", item{psp: "PSP1", event: "AUTHORISATION\n"}},
+		{"value not an integer (string)", "AUTHORISATION", `amount.value "12.5"`, item{psp: "PSP1", ref: op, event: "AUTHORISATION", rawValue: "12.5", rawText: "12.5"}},
+		{"value not an integer (number)", "REFUND", `amount.value "12.5"`, item{psp: "REF1", orig: "PAY1", ref: op, event: "REFUND", rawValue: 12.5, rawText: "12.5"}},
+		{"negative value", "CAPTURE", `amount.value "-5"`, item{psp: "CAP1", orig: "PAY1", ref: op, event: "CAPTURE", value: -5}},
+		{"currency not a code", "AUTHORISATION", `amount.currency "EURO"`, item{psp: "PSP1", ref: op, event: "AUTHORISATION", currency: "EURO"}},
+		{"value without currency", "AUTHORISATION", "no currency", item{psp: "PSP1", ref: op, event: "AUTHORISATION", rawValue: 100, rawText: "100", currency: "-"}},
+		{"key not a string", "AUTHORISATION", "metadata.payonce_key", item{psp: "PSP1", ref: op, event: "AUTHORISATION", extra: map[string]any{"metadata.payonce_key": 42}}},
+		{"key too long", "AUTHORISATION", "metadata.payonce_key", item{psp: "PSP1", ref: op, event: "AUTHORISATION", extra: map[string]any{"metadata.payonce_key": strings.Repeat("k", adyen.MaxKeyLength+1)}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			body := deliveryJSON(t, signedItem(tc.it))
+			evs, err := b.P.ParseWebhook(webhookRequest(whUser, whPass), body)
+			require.NoError(t, err, "a verified item is never refused")
+			require.Len(t, evs, 1)
+			ev := evs[0]
+			require.Regexp(t, `^unreadable:[0-9a-f]{64}$`, ev.ID)
+			require.Equal(t, tc.typ, ev.Type)
+			require.Nil(t, ev.Targets, "nothing of an unreadable item is applied")
+			require.Contains(t, ev.Unreadable, tc.reason)
+			require.True(t, strings.HasPrefix(ev.Unreadable, "item 0"), ev.Unreadable)
+			require.NotContains(t, ev.Unreadable, "\x00")
+			require.NotContains(t, ev.Unreadable, testHMAC)
+
+			// The same item in another batch, after a readable one: the
+			// same identity (a redelivery is a duplicate), and the readable
+			// item is read as ever.
+			again, err := b.P.ParseWebhook(webhookRequest(whUser, whPass), batchWith(t, body,
+				signedItem(item{psp: "PAY9", ref: op, event: "AUTHORISATION"})))
+			require.NoError(t, err)
+			require.Len(t, again, 2)
+			require.Equal(t, "PAY9:AUTHORISATION:true", again[0].ID)
+			require.Len(t, again[0].Targets, 1)
+			require.Equal(t, ev.ID, again[1].ID)
+			require.Contains(t, again[1].Unreadable, "item 1")
+		})
+	}
+
+	// What is not read needs no reading: an unknown event's or another
+	// merchant account's odd amount leaves it readable, with no targets.
+	for _, it := range []item{
+		{psp: "R1", event: "REPORT_AVAILABLE", rawValue: "n/a", rawText: "n/a"},
+		{psp: "PAY1", ref: op, event: "AUTHORISATION", merchant: "Other", currency: "EURO"},
+	} {
+		evs, err := b.P.ParseWebhook(webhookRequest(whUser, whPass), deliveryJSON(t, signedItem(it)))
+		require.NoError(t, err)
+		require.Len(t, evs, 1)
+		require.Empty(t, evs[0].Unreadable, it.event)
+		require.Empty(t, evs[0].Targets, it.event)
+	}
+}
+
+// batchWith is the delivery of first followed by the items of body.
+func batchWith(t *testing.T, body []byte, first map[string]any) []byte {
+	t.Helper()
+	var n struct {
+		Items []struct {
+			Item map[string]any `json:"NotificationRequestItem"`
+		} `json:"notificationItems"`
+	}
+	require.NoError(t, json.Unmarshal(body, &n))
+	items := []map[string]any{first}
+	for _, c := range n.Items {
+		items = append(items, c.Item)
+	}
+	return deliveryJSON(t, items...)
+}
+
+// TestWebhookOtherMerchantAccount: an item of another merchant account
+// (an endpoint configured for the company account receives them all) never
+// settles one of this account's operations, whatever its merchantReference,
+// pspReference or key: it is recorded with no targets and acknowledged.
+func TestWebhookOtherMerchantAccount(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	op := chargeReq().OperationID
+	for _, it := range []item{
+		{psp: "PAY1", ref: op, event: "AUTHORISATION", merchant: merchant + "-EU", extra: map[string]any{"metadata.payonce_key": "k-gen-1"}},
+		{psp: "PAY1", ref: op, event: "AUTHORISATION", success: "false", merchant: "OtherAccount"},
+		{psp: "CAP1", orig: "PAY1", ref: op, event: "CAPTURE", merchant: "OtherAccount"},
+		{psp: "REF1", orig: "PAY1", ref: op, event: "REFUND_FAILED", merchant: "OtherAccount"},
+		{psp: "CB1", orig: "PAY1", ref: op, event: "CHARGEBACK", merchant: strings.ToLower(merchant)},
+	} {
+		evs, err := b.P.ParseWebhook(webhookRequest(whUser, whPass), deliveryJSON(t, signedItem(it)))
+		require.NoError(t, err)
+		require.Len(t, evs, 1)
+		require.Empty(t, evs[0].Targets, "%s of %s", it.event, it.merchant)
+		require.Empty(t, evs[0].Unreadable)
+		require.Equal(t, it.psp+":"+it.event+":"+it.fill().success, evs[0].ID, "recorded under its own identity")
+	}
+	// The same items of this account do name the operation.
+	evs, err := b.P.ParseWebhook(webhookRequest(whUser, whPass), deliveryJSON(t, signedItem(item{psp: "PAY1", ref: op, event: "AUTHORISATION"})))
+	require.NoError(t, err)
+	require.Len(t, evs[0].Targets, 1)
 }
 
 // FuzzParseWebhook: no input panics, and no event is accepted from a body
@@ -309,7 +466,12 @@ func FuzzParseWebhook(f *testing.F) {
 				_ = json.Unmarshal(n.NotificationItems[i].Item[k], &s)
 				return s
 			}
-			if ev.Type != str("eventCode") || !strings.HasPrefix(ev.ID, str("pspReference")+":") {
+			switch {
+			case ev.Unreadable != "":
+				if ev.Targets != nil || !strings.HasPrefix(ev.ID, "unreadable:") {
+					t.Fatalf("unreadable event %d has targets or a readable id", i)
+				}
+			case ev.Type != str("eventCode") || !strings.HasPrefix(ev.ID, str("pspReference")+":"):
 				t.Fatalf("event %d is not its item's", i)
 			}
 			var ad struct {
@@ -321,4 +483,75 @@ func FuzzParseWebhook(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestE2EUnreadableItemInBatch: Adyen batches the CAPTURE of a capture
+// payonce is waiting for with an item it signed that payonce cannot read.
+// The delivery is acknowledged (200) once both are recorded: the capture
+// is settled, the unreadable item is listed for an operator, and its
+// redelivery changes nothing. Refused (400), Adyen would deliver the batch
+// again and again for 30 days, holding every later event of the endpoint
+// behind it. The AUTHORISATION names the key and the amount the charge
+// was sent with.
+func TestE2EUnreadableItemInBatch(t *testing.T) {
+	t.Parallel()
+	e := newE2E(t)
+	ch, err := e.client.Charge(e.ctx, eur("order-5", 1999, true))
+	require.NoError(t, err)
+	capture := payonce.CaptureParams{OrderID: "order-5", Amount: 1999, Currency: "EUR", PaymentRef: ch.ProviderRef}
+	_, err = e.client.Capture(e.ctx, capture)
+	require.ErrorIs(t, err, payonce.ErrOutcomeUnknown)
+
+	require.Eventually(t, func() bool { return len(e.hooks.Held()) == 2 }, 10*time.Second, 5*time.Millisecond,
+		"the fake's AUTHORISATION and CAPTURE are held back")
+	held := e.hooks.Held()
+	var genuine mocks.AdyenNotification
+	require.NoError(t, json.Unmarshal(held[1].Body, &genuine))
+	require.Equal(t, "CAPTURE", genuine.Items()[0].EventCode)
+	var capItem map[string]any
+	raw, err := json.Marshal(genuine.Items()[0])
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &capItem))
+	bad := signedItem(item{psp: "QFQTPCQ8HXSKGK82", orig: ch.ProviderRef, merchant: e.fake.MerchantAccount(), ref: "order-5",
+		event: "REFUND", rawValue: "12.50", rawText: "12.50"})
+	batch := providertest.Delivery{Header: held[1].Header.Clone(), RemoteAddr: held[1].RemoteAddr, Body: deliveryJSON(t, capItem, bad)}
+
+	require.Equal(t, http.StatusOK, e.hooks.Direct(batch), "a verified delivery is acknowledged")
+	res, err := e.client.Capture(e.ctx, capture)
+	require.NoError(t, err)
+	require.Equal(t, payonce.ResultSucceeded, res.Status, "the readable item of the batch is applied")
+	require.Equal(t, 1, e.fake.Truth().Requests["POST /payments/{id}/captures"])
+
+	unreadable, err := e.store.ListWebhooks(e.ctx, ledger.InboxFilter{Provider: "adyen", Disposition: ledger.WebhookUnreadable})
+	require.NoError(t, err)
+	require.Len(t, unreadable, 1)
+	u := unreadable[0]
+	require.Equal(t, "REFUND", u.Type)
+	require.Contains(t, u.Unreadable, `item 1 (pspReference "QFQTPCQ8HXSKGK82"): amount.value "12.50"`)
+	require.Empty(t, u.Targets)
+
+	require.Equal(t, http.StatusOK, e.hooks.Direct(batch), "the redelivery is acknowledged")
+	all, err := e.store.ListWebhooks(e.ctx, ledger.InboxFilter{Provider: "adyen"})
+	require.NoError(t, err)
+	require.Len(t, all, 2, "the CAPTURE and the unreadable item, each once")
+
+	// The rest arrives: the AUTHORISATION carries the key and the amount
+	// the charge was sent with (metadata.payonce_key, amount).
+	e.deliver(t)
+	auth, err := e.store.ListWebhooks(e.ctx, ledger.InboxFilter{Provider: "adyen", OperationID: ch.OperationID})
+	require.NoError(t, err)
+	require.Len(t, auth, 1)
+	require.Equal(t, "AUTHORISATION", auth[0].Type)
+	tg := auth[0].Targets[0]
+	require.NotEmpty(t, ch.Key)
+	require.Equal(t, ch.Key, tg.Key)
+	require.Equal(t, int64(1999), tg.Amount)
+	require.Equal(t, "EUR", tg.Currency)
+	capEntry := all[1]
+	if capEntry.Type != "CAPTURE" {
+		capEntry = all[0]
+	}
+	require.Equal(t, "CAPTURE", capEntry.Type)
+	require.Equal(t, int64(1999), capEntry.Targets[0].Amount, "the capture's own amount")
+	require.Empty(t, capEntry.Targets[0].Key, "modifications carry no metadata")
 }
