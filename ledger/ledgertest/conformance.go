@@ -148,6 +148,8 @@ func suite() []group {
 			{"Report", testTombstoneReport},
 			{"Retention", testTombstoneRetention},
 			{"RaceWithCleanup", testTombstoneRace},
+			{"ContradictionReopensForReview", testReopenRefundFailedAfterCleanup},
+			{"OnlyAContradictionReopens", testReopenOnlyOnContradiction},
 		}},
 		{"Events", []testCase{
 			{"NoneUntilRecorded", testEventsNone},
