@@ -150,6 +150,8 @@ func suite() []group {
 			{"RaceWithCleanup", testTombstoneRace},
 			{"ContradictionReopensForReview", testReopenRefundFailedAfterCleanup},
 			{"OnlyAContradictionReopens", testReopenOnlyOnContradiction},
+			{"ReopenedOnce", testReopenConcurrent},
+			{"ReopenedOnceAcrossStores", testReopenConcurrentTwoStores},
 		}},
 		{"Events", []testCase{
 			{"NoneUntilRecorded", testEventsNone},

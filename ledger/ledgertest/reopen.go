@@ -1,7 +1,9 @@
 package ledgertest
 
 import (
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,4 +177,79 @@ func testReopenOnlyOnContradiction(t *testing.T, h *Harness) {
 	review, err := s.ListReview(t.Context(), ledger.ReviewFilter{})
 	require.NoError(t, err)
 	require.Equal(t, []string{was.ID}, ids(review))
+}
+
+// Concurrent deliveries of different events contradicting one tombstone,
+// beside late duplicate calls, in one process or several: exactly one
+// event reopens the operation, every other is noted on it (a delivery the
+// store refused while another reopened it is delivered again, as a
+// provider does), and no call ever finds both a row and a tombstone, nor
+// creates anything.
+func testReopenConcurrent(t *testing.T, h *Harness) { reopenConcurrent(t, storesOf(t, h, false)) }
+func testReopenConcurrentTwoStores(t *testing.T, h *Harness) {
+	reopenConcurrent(t, storesOf(t, h, true))
+}
+
+func reopenConcurrent(t *testing.T, stores []ledger.Store) {
+	s := stores[0]
+	was, _ := cleanedRefund(t, s, "op-refund-race", ledger.StatusSucceeded)
+	op := shortTTL(was.ID)
+	op.Kind = "refund"
+	now := cleanedAt.Add(time.Hour)
+	const events = claimers / 2
+	var redelivered atomic.Int32
+	type result struct {
+		rep   ledger.WebhookReport
+		begin ledger.BeginResult
+	}
+	results, errs := together(claimers, func(i int) (result, error) {
+		st := stores[i%len(stores)]
+		if i%2 == 1 {
+			res, err := st.Begin(t.Context(), beginParams(op, racerOwner(i), now, true))
+			return result{begin: res}, err
+		}
+		e := evt(fmt.Sprintf("evt_race_%02d", i), "refund.failed", refundTarget(was.ID, ledger.EffectReversed, ""))
+		var err error
+		for try := range 20 {
+			var rep ledger.WebhookReport
+			if rep, err = st.RecordWebhook(t.Context(), ledger.RecordWebhookParams{Event: e, Now: now}); err == nil {
+				if try > 0 {
+					redelivered.Add(1)
+				}
+				return result{rep: rep}, nil
+			}
+		}
+		return result{}, err
+	})
+	t.Logf("%d of %d events were refused once while another reopened the operation, and delivered again", redelivered.Load(), events)
+	reopenedBy := 0
+	for i, err := range errs {
+		require.NoError(t, err, "call %d", i)
+		r := results[i]
+		if i%2 == 1 {
+			require.False(t, r.begin.Created, "call %d creates nothing", i)
+			require.False(t, r.begin.Claimed, "call %d may send nothing", i)
+			require.Contains(t, []ledger.Status{ledger.StatusSucceeded, ledger.StatusManualReview}, r.begin.Op.Status)
+			require.Equal(t, r.begin.Op.Status == ledger.StatusSucceeded, r.begin.Op.Tombstone,
+				"call %d: the tombstone before the reopen, the operation in review after it", i)
+			continue
+		}
+		require.False(t, r.rep.Duplicate)
+		require.Len(t, r.rep.Outcomes, 1)
+		switch o := r.rep.Outcomes[0]; o.Disposition {
+		case ledger.WebhookContradiction:
+			reopenedBy++
+			require.Equal(t, outcome(0, was.ID, ledger.WebhookContradiction, ledger.StatusSucceeded, ledger.StatusManualReview), o)
+		default:
+			require.Equal(t, outcome(0, was.ID, ledger.WebhookNoted, ledger.StatusManualReview, ledger.StatusManualReview), o, "event %d", i)
+		}
+	}
+	require.Equal(t, 1, reopenedBy, "exactly one event reopens the operation")
+	got, atts := mustGet(t, s, was.ID)
+	require.False(t, got.Tombstone)
+	require.Equal(t, ledger.StatusManualReview, got.Status)
+	require.Empty(t, atts)
+	evs, _ := webhookEvents(t, s, was.ID)
+	require.Len(t, evs, events, "every event is on the operation's record")
+	require.Len(t, mustListWebhooks(t, s, ledger.InboxFilter{}), events)
 }

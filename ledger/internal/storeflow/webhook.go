@@ -155,6 +155,19 @@ func candidates(provider string, t ledger.WebhookTarget, steps WebhookSteps) (op
 		if found && tomb.Provider == provider && tomb.Kind == t.Kind {
 			return []ledger.Operation{tomb.Operation()}, false, nil
 		}
+		if !found {
+			// Another event may have reopened the tombstone between the two
+			// reads (see Reopen): its operation committed after ByID's
+			// statement began, and its tombstone was gone when this one
+			// began. A read now finds the operation.
+			live, found, err := steps.ByID(t.OperationID, provider, t.Kind)
+			if err != nil {
+				return nil, false, err
+			}
+			if found {
+				return []ledger.Operation{live}, false, nil
+			}
+		}
 	}
 	for _, ref := range []struct {
 		byPayment bool
