@@ -51,7 +51,7 @@ func TestContradictionAfterCleanupReachesReview(t *testing.T) {
 		require.Equal(t, posts, postsOf(b))
 
 		op, err := b.client.Resolve(b.ctx, payonce.ResolveParams{OperationID: first.OperationID, Outcome: ledger.ResolveSucceeded,
-			Actor: "alice", Note: "dispute lost, money kept by the bank: the charge stands", ProviderRef: first.ProviderRef})
+			Actor: "alice", Note: "dispute lost, money kept by the bank: the charge stands", ProviderRef: first.ProviderRef, Now: b.clock.Now()})
 		require.NoError(t, err)
 		require.Equal(t, ledger.StatusSucceeded, op.Status)
 

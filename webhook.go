@@ -47,6 +47,12 @@ var (
 	// ErrWebhookMalformed: the body is not an event of the provider's. The
 	// handler answers 400 and records nothing.
 	ErrWebhookMalformed = errors.New("payonce: webhook malformed")
+	// ErrWebhookTooOld: the event occurred longer ago than the ledger keeps
+	// inbox entries (Config.InboxRetention), so its entry may be gone and
+	// it would apply again: a replay, since no provider redelivers that
+	// late. Client.RecordWebhook returns it; the handler answers 400 and
+	// records nothing.
+	ErrWebhookTooOld = errors.New("payonce: webhook event older than the inbox retention")
 )
 
 // WebhookEvent is one verified provider event, as an adapter reads it.
@@ -211,6 +217,11 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, ev := range events {
 		rep, err := h.c.RecordWebhook(ctx, ev)
+		if errors.Is(err, ErrWebhookTooOld) {
+			log.Warn("payonce: webhook rejected", "status", http.StatusBadRequest, "event_id", ev.ID, "type", ev.Type, "err", err)
+			http.Error(w, "event older than the inbox retention", http.StatusBadRequest)
+			return
+		}
 		if err != nil {
 			// Not recorded: the provider must deliver again. The events
 			// recorded before this one are duplicates next time. Warn, not
@@ -275,8 +286,14 @@ func logWebhook(log *slog.Logger, ev WebhookEvent, rep ledger.WebhookReport) {
 // it, in one transaction (ledger.Store.RecordWebhook). It is what the
 // handler does for each event; call it yourself when events reach the
 // service another way (a queue, the provider's event list after an outage).
-// The event must have been verified: RecordWebhook trusts it.
+// The event must have been verified: RecordWebhook trusts it. An event
+// that occurred longer ago than Config.InboxRetention is refused with
+// ErrWebhookTooOld and nothing is recorded.
 func (c *Client) RecordWebhook(ctx context.Context, ev WebhookEvent) (ledger.WebhookReport, error) {
+	if err := c.checkWebhookAge(ev); err != nil {
+		c.tel.webhook(ctx, WebhookResultInvalid, ledger.WebhookReport{})
+		return ledger.WebhookReport{}, err
+	}
 	le := ledger.WebhookEvent{Provider: c.cfg.Provider.Name(), ID: ev.ID, Type: ev.Type, OccurredAt: ev.OccurredAt}
 	for _, t := range ev.Targets {
 		le.Targets = append(le.Targets, c.webhookTarget(ev, t))
@@ -286,6 +303,32 @@ func (c *Client) RecordWebhook(ctx context.Context, ev WebhookEvent) (ledger.Web
 	rep, err := c.cfg.Store.RecordWebhook(rctx, ledger.RecordWebhookParams{Event: le, Now: c.cfg.Now()})
 	c.webhookRecorded(ctx, le, rep, err)
 	return rep, err
+}
+
+// checkWebhookAge refuses an event the provider says occurred before the
+// ledger's inbox retention (less ClockSkew: the provider's clock may run
+// ahead of ours) began: its inbox entry, which makes every later delivery a
+// duplicate, may have been deleted by Cleanup. No provider redelivers that
+// late (New checks InboxRetention against ProviderInfo.WebhookRedelivery),
+// so such a delivery is a replay, and Checkout.com and Adyen sign no
+// timestamp that would expose it. Checkout.com signs the whole body,
+// created_on included (providers/checkout/webhook.go); Adyen's HMAC leaves
+// eventDate out (providers/adyen/webhook.go SignedData;
+// https://docs.adyen.com/development-resources/webhooks/verify-hmac-signatures/),
+// so this stops a replay of an Adyen delivery only when it is sent as it
+// was captured. An event without a time (OccurredAt zero) cannot be judged
+// and is recorded.
+func (c *Client) checkWebhookAge(ev WebhookEvent) error {
+	if ev.OccurredAt.IsZero() {
+		return nil
+	}
+	window := c.cfg.InboxRetention - c.cfg.ClockSkew
+	if oldest := c.cfg.Now().Add(-window); ev.OccurredAt.Before(oldest) {
+		return fmt.Errorf("%w: event %q (%s) occurred at %s, more than %v ago (Config.InboxRetention %v less ClockSkew %v): "+
+			"its inbox entry may be gone, so it would apply again; no provider redelivers that late, so it is refused and nothing is recorded",
+			ErrWebhookTooOld, ev.ID, ev.Type, ev.OccurredAt.UTC().Format(time.RFC3339), window, c.cfg.InboxRetention, c.cfg.ClockSkew)
+	}
+	return nil
 }
 
 // webhookRecorded counts one event RecordWebhook handled and the status

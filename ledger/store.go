@@ -374,6 +374,10 @@ type CleanupParams struct {
 	// Stripe: 3 days, Checkout.com: about 30 hours): an entry deleted while
 	// its event may still be delivered would let the redelivery apply again.
 	InboxRetention time.Duration
+	// WebhookRedelivery is the longest time any provider in use redelivers
+	// an event (payonce.ProviderInfo.WebhookRedelivery); zero when none
+	// pushes events. An InboxRetention shorter than it is refused.
+	WebhookRedelivery time.Duration
 	// FeedRetention is how long settlement feed entries are kept, counted
 	// from their At. Zero means DefaultFeedRetention (31 days); negative is
 	// refused. Entries are purged from the oldest end of the feed only: a
