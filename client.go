@@ -73,6 +73,15 @@ type Config struct {
 	// ClockSkew is how far the clocks of this process and the provider may
 	// disagree. It is part of the safety margin. Defaults to 1 minute.
 	ClockSkew time.Duration
+	// InboxRetention is how long the ledger keeps webhook inbox entries:
+	// RecordWebhook refuses an event that occurred longer ago than this
+	// (less ClockSkew), and a Reconciler's Cleanup keeps entries this long
+	// (the longest of its Clients'). Defaults to
+	// ledger.DefaultInboxRetention (31 days); it must be at least the
+	// provider's webhook redelivery window (ProviderInfo.WebhookRedelivery)
+	// plus twice ClockSkew. Set the same value on every Client sharing the
+	// ledger.
+	InboxRetention time.Duration
 	// MeterProvider receives the client's metrics (payonce.call.duration,
 	// payonce.attempts, ...: MetricNames). Defaults to otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
@@ -167,6 +176,9 @@ func (cfg *Config) setDefaults(info ProviderInfo) {
 	if cfg.ClockSkew == 0 {
 		cfg.ClockSkew = time.Minute
 	}
+	if cfg.InboxRetention == 0 {
+		cfg.InboxRetention = ledger.DefaultInboxRetention
+	}
 	if cfg.SafetyMargin == 0 {
 		cfg.SafetyMargin = max(cfg.ClockSkew, info.KeyTTL/100) + cfg.AttemptTimeout
 	}
@@ -198,6 +210,17 @@ func (cfg *Config) check(info ProviderInfo) error {
 		return invalid("Config.SafetyMargin", "must be at least AttemptTimeout + ClockSkew (%v), got %v: a resend started inside the key window could land after it", cfg.AttemptTimeout+cfg.ClockSkew, cfg.SafetyMargin)
 	case cfg.SafetyMargin >= info.KeyTTL:
 		return invalid("Config.SafetyMargin", "must be below the provider's key TTL %v, got %v (AttemptTimeout %v + ClockSkew %v): shorten the timeout or the skew allowance", info.KeyTTL, cfg.SafetyMargin, cfg.AttemptTimeout, cfg.ClockSkew)
+	case cfg.InboxRetention < info.WebhookRedelivery+2*cfg.ClockSkew:
+		// Rule 7: an event is applied once because its inbox entry makes
+		// every later delivery a duplicate. Checkout.com and Adyen sign no
+		// timestamp, so once the entry is gone a delivery of the event,
+		// from the provider or from whoever captured it, verifies again.
+		// The inbox must outlast the provider's redelivery (events older
+		// than the retention are refused, so a genuine late redelivery
+		// would be lost), with the clocks' skew on both ends.
+		return invalid("Config.InboxRetention", "%v is shorter than %s's webhook redelivery window %v plus twice ClockSkew (%v): "+
+			"an event the provider may still deliver again could outlive its inbox entry; use at least %v",
+			cfg.InboxRetention, cfg.Provider.Name(), info.WebhookRedelivery, 2*cfg.ClockSkew, info.WebhookRedelivery+2*cfg.ClockSkew)
 	case cfg.CheckInterval < 0:
 		return invalid("Config.CheckInterval", "must be > 0, got %v", cfg.CheckInterval)
 	case cfg.ProcessingReviewAfter < 0 && cfg.ProcessingReviewAfter != off:

@@ -450,14 +450,21 @@ type CleanupReport struct {
 // recorded outcome (kept per ReconcilerConfig.TombstoneRetention). It refuses a retention shorter than the longest key TTL of the
 // reconciler's providers (rule 6), never touches operations that are not
 // final, and reports the age of the oldest remaining final operation.
+// Webhook inbox entries are kept for the longest Config.InboxRetention of
+// the reconciler's Clients (New refuses one shorter than its provider's
+// webhook redelivery window, naming it), and the ledger refuses it when it
+// is shorter than the longest redelivery window of their providers (rule
+// 7).
 func (r *Reconciler) Cleanup(ctx context.Context, retention time.Duration, batchSize int) (CleanupReport, error) {
-	var ttl time.Duration
+	var ttl, inbox, redelivery time.Duration
 	for _, c := range r.clients {
 		ttl = max(ttl, c.info.KeyTTL)
+		inbox = max(inbox, c.cfg.InboxRetention)
+		redelivery = max(redelivery, c.info.WebhookRedelivery)
 	}
 	now := r.cfg.Now()
 	rep, err := r.cfg.Store.Cleanup(ctx, ledger.CleanupParams{Now: now, Retention: retention, KeyTTL: ttl, BatchSize: batchSize,
-		TombstoneRetention: r.cfg.TombstoneRetention})
+		TombstoneRetention: r.cfg.TombstoneRetention, InboxRetention: inbox, WebhookRedelivery: redelivery})
 	out := CleanupReport{CleanupReport: rep}
 	if !rep.OldestFinishedAt.IsZero() {
 		out.OldestAge = now.Sub(rep.OldestFinishedAt)

@@ -49,6 +49,9 @@ func Resolve(ctx context.Context, store ledger.Store, p ResolveParams) (ledger.O
 		if err != nil {
 			return ledger.Operation{}, fmt.Errorf("payonce: resolving %s: %w", p.OperationID, err)
 		}
+		if why := noResend(op); why != "" {
+			return op, fmt.Errorf("%w: %s", ErrResendRefused, why)
+		}
 		if strings.HasPrefix(op.ReviewReason, ReasonDuplicated) {
 			// Money already moved more than once: a new key would add a
 			// third movement, never undo the second.
@@ -98,8 +101,8 @@ func (c *Client) Resolve(ctx context.Context, p ResolveParams) (ledger.Operation
 	if op.Provider != c.cfg.Provider.Name() {
 		return op, invalid("OperationID", "operation %s is a %s operation; this client calls %s", op.ID, op.Provider, c.cfg.Provider.Name())
 	}
-	if op.Status != ledger.StatusManualReview || strings.HasPrefix(op.ReviewReason, ReasonDuplicated) {
-		// The store's ErrNotInReview, or the refusal of a duplicate, says it.
+	if op.Status != ledger.StatusManualReview || strings.HasPrefix(op.ReviewReason, ReasonDuplicated) || noResend(op) != "" {
+		// The store's ErrNotInReview, or Resolve's refusal, says it.
 		return Resolve(ctx, c.cfg.Store, p)
 	}
 	req, err := ParseRequest(op.Request)
@@ -267,6 +270,20 @@ func missingRefusal(provider string, op ledger.Operation, keys []string, atts []
 				"(a declined answer, or a failure event of its object); check the provider's dashboard, then resolve as failed with a note, "+
 				"or as succeeded with the reference", provider, g, key)
 		}
+	}
+	return ""
+}
+
+// noResend says why op, in review, can never be sent again, or "". An
+// operation reopened from its tombstone (a provider event contradicted its
+// outcome after Cleanup, ledger.ApplyWebhook) has no request: Cleanup
+// deleted it, and a resend would have nothing to send, or worse, whatever
+// an empty request decodes to.
+func noResend(op ledger.Operation) string {
+	if op.Status == ledger.StatusManualReview && len(op.Request) == 0 {
+		return fmt.Sprintf("operation %s has no request to send: Cleanup deleted it, and the operation was reopened for review "+
+			"when the provider contradicted its recorded outcome (%s); check the provider's dashboard and resolve as succeeded or failed instead",
+			op.ID, op.ReviewReason)
 	}
 	return ""
 }

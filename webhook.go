@@ -62,6 +62,12 @@ var (
 	// ErrWebhookMalformed: the body is not an event of the provider's. The
 	// handler answers 400 and records nothing.
 	ErrWebhookMalformed = errors.New("payonce: webhook malformed")
+	// ErrWebhookTooOld: the event occurred longer ago than the ledger keeps
+	// inbox entries (Config.InboxRetention), so its entry may be gone and
+	// it would apply again: a replay, since no provider redelivers that
+	// late. Client.RecordWebhook returns it; the handler answers 400 and
+	// records nothing.
+	ErrWebhookTooOld = errors.New("payonce: webhook event older than the inbox retention")
 )
 
 // WebhookEvent is one verified provider event, as an adapter reads it.
@@ -250,6 +256,11 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, ev := range events {
 		ev, rep, err := h.c.recordWebhook(ctx, ev)
+		if errors.Is(err, ErrWebhookTooOld) {
+			log.Warn("payonce: webhook rejected", "status", http.StatusBadRequest, "event_id", ev.ID, "type", ev.Type, "err", err)
+			http.Error(w, "event older than the inbox retention", http.StatusBadRequest)
+			return
+		}
 		if err != nil {
 			// Not recorded: the provider must deliver again. The events
 			// recorded before this one are duplicates next time. Warn, not
@@ -345,10 +356,12 @@ func logWebhook(log *slog.Logger, ev WebhookEvent, rep ledger.WebhookReport) {
 // it, in one transaction (ledger.Store.RecordWebhook). It is what the
 // handler does for each event; call it yourself when events reach the
 // service another way (a queue, the provider's event list after an outage).
-// The event must have been verified: RecordWebhook trusts it. An event the
-// ledger refuses as invalid (ledger.ErrInvalid: a field it cannot store)
-// is recorded as unreadable instead (see WebhookEvent.Unreadable), so that
-// a verified event is never refused over and over.
+// The event must have been verified: RecordWebhook trusts it. An event
+// that occurred longer ago than Config.InboxRetention is refused with
+// ErrWebhookTooOld and nothing is recorded. An event the ledger refuses as
+// invalid (ledger.ErrInvalid: a field it cannot store) is recorded as
+// unreadable instead (see WebhookEvent.Unreadable), so that a verified
+// event is never refused over and over.
 func (c *Client) RecordWebhook(ctx context.Context, ev WebhookEvent) (ledger.WebhookReport, error) {
 	_, rep, err := c.recordWebhook(ctx, ev)
 	return rep, err
@@ -357,6 +370,10 @@ func (c *Client) RecordWebhook(ctx context.Context, ev WebhookEvent) (ledger.Web
 // recordWebhook is RecordWebhook, returning the event as it was recorded
 // (unreadable, when the ledger refused it as it was).
 func (c *Client) recordWebhook(ctx context.Context, ev WebhookEvent) (WebhookEvent, ledger.WebhookReport, error) {
+	if err := c.checkWebhookAge(ev); err != nil {
+		c.tel.webhook(ctx, WebhookResultInvalid, ledger.WebhookReport{})
+		return ev, ledger.WebhookReport{}, err
+	}
 	le, rep, err := c.storeWebhook(ctx, ev)
 	if err != nil && ev.Unreadable == "" && errors.Is(err, ledger.ErrInvalid) {
 		// A verified event the ledger cannot store would be refused on
@@ -403,6 +420,32 @@ func unreadableWebhook(ev WebhookEvent, err error) WebhookEvent {
 // non-empty, UTF-8, no NUL byte.
 func storableText(s string) bool {
 	return s != "" && utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+}
+
+// checkWebhookAge refuses an event the provider says occurred before the
+// ledger's inbox retention (less ClockSkew: the provider's clock may run
+// ahead of ours) began: its inbox entry, which makes every later delivery a
+// duplicate, may have been deleted by Cleanup. No provider redelivers that
+// late (New checks InboxRetention against ProviderInfo.WebhookRedelivery),
+// so such a delivery is a replay, and Checkout.com and Adyen sign no
+// timestamp that would expose it. Checkout.com signs the whole body,
+// created_on included (providers/checkout/webhook.go); Adyen's HMAC leaves
+// eventDate out (providers/adyen/webhook.go SignedData;
+// https://docs.adyen.com/development-resources/webhooks/verify-hmac-signatures/),
+// so this stops a replay of an Adyen delivery only when it is sent as it
+// was captured. An event without a time (OccurredAt zero) cannot be judged
+// and is recorded.
+func (c *Client) checkWebhookAge(ev WebhookEvent) error {
+	if ev.OccurredAt.IsZero() {
+		return nil
+	}
+	window := c.cfg.InboxRetention - c.cfg.ClockSkew
+	if oldest := c.cfg.Now().Add(-window); ev.OccurredAt.Before(oldest) {
+		return fmt.Errorf("%w: event %q (%s) occurred at %s, more than %v ago (Config.InboxRetention %v less ClockSkew %v): "+
+			"its inbox entry may be gone, so it would apply again; no provider redelivers that late, so it is refused and nothing is recorded",
+			ErrWebhookTooOld, ev.ID, ev.Type, ev.OccurredAt.UTC().Format(time.RFC3339), window, c.cfg.InboxRetention, c.cfg.ClockSkew)
+	}
+	return nil
 }
 
 // webhookRecorded counts one event RecordWebhook handled and the status

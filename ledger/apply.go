@@ -320,6 +320,12 @@ func ApplyResolve(op Operation, p ResolveParams) (Change, error) {
 		op.NextCheckAt = time.Time{}
 		op.FinishedAt = now
 	case ResolveResend:
+		if len(op.Request) == 0 {
+			// Reopened from its tombstone (see reopened): Cleanup deleted
+			// the request, so a new generation would have nothing to send.
+			return Change{}, fmt.Errorf("%w: operation %q has no request to send (Cleanup deleted it before a provider event reopened the operation for review); resolve it as succeeded or failed",
+				ErrStateConflict, op.ID)
+		}
 		// The next generation is derived from the current one; skipping or
 		// repeating one would reuse a key the provider may still remember.
 		if p.NewGeneration != op.Generation+1 {

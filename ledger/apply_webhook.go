@@ -18,7 +18,10 @@ import (
 // (in_flight only) and the audit entries; a disposition that changes
 // nothing still returns op unchanged with its EventWebhook entry (none for
 // a tombstone). The store writes the Change, then the inbox entry with the
-// disposition, in one transaction.
+// disposition, in one transaction; on a tombstone only an event that puts
+// the operation in review changes anything: the Change is then the
+// operation reopened in review, which the store writes in place of the
+// tombstone (see reopened).
 //
 // The rules, in the order they are checked:
 //   - An event never causes a request to be sent: at most it settles an
@@ -63,10 +66,15 @@ import (
 func ApplyWebhook(op Operation, earlier Generations, e WebhookEvent, t WebhookTarget, recorded *Attempt, now time.Time) (Change, WebhookDisposition) {
 	now = UTC(now)
 	if op.Tombstone {
-		if contradicts(op.Status, t.Effect) {
-			return Change{Op: op}, WebhookContradiction
+		// An event that would put the live operation in review (a
+		// contradiction) reopens the one Cleanup removed in review (see
+		// reopened); any other leaves the tombstone as it is.
+		ch, disp := ApplyWebhook(reopened(op), Generations{}, e, t, nil, now)
+		if ch.Op.Status != StatusManualReview {
+			return Change{Op: op}, WebhookTombstoned
 		}
-		return Change{Op: op}, WebhookTombstoned
+		ch.Events = append(ch.Events, reopenNote(op, WebhookActor(e.Provider)))
+		return ch, disp
 	}
 	obj := ObjectOf(op, earlier, t)
 	disp, settleTo := webhookRule(op, t.Effect)

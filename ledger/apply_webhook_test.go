@@ -77,11 +77,12 @@ func TestApplyWebhook(t *testing.T) {
 		to     ledger.Status
 	}
 	rows := []row{
-		// A tombstone is never changed: contradictions are told apart.
+		// A tombstone is changed only by a contradiction, which reopens
+		// the operation in review.
 		{"tombstone agrees", tombstoneIn(succeeded), ledger.EffectSucceeded, ledger.WebhookTombstoned, succeeded},
-		{"tombstone succeeded reversed", tombstoneIn(succeeded), ledger.EffectReversed, ledger.WebhookContradiction, succeeded},
-		{"tombstone succeeded failed", tombstoneIn(succeeded), ledger.EffectFailed, ledger.WebhookContradiction, succeeded},
-		{"tombstone failed succeeded", tombstoneIn(failed), ledger.EffectSucceeded, ledger.WebhookContradiction, failed},
+		{"tombstone succeeded reversed", tombstoneIn(succeeded), ledger.EffectReversed, ledger.WebhookContradiction, review},
+		{"tombstone succeeded failed", tombstoneIn(succeeded), ledger.EffectFailed, ledger.WebhookContradiction, review},
+		{"tombstone failed succeeded", tombstoneIn(failed), ledger.EffectSucceeded, ledger.WebhookContradiction, review},
 		{"tombstone processing", tombstoneIn(failed), ledger.EffectProcessing, ledger.WebhookTombstoned, failed},
 		// lookup: never trusted by itself.
 		{"lookup pending", opIn(pending), ledger.EffectLookup, ledger.WebhookNudged, pending},
@@ -139,12 +140,21 @@ func TestApplyWebhook(t *testing.T) {
 			require.Equal(t, r.disp, disp)
 			require.Equal(t, r.to, ch.Op.Status)
 
-			// A tombstone is returned as it is, with nothing to write.
-			if r.op.Tombstone {
+			// A tombstone is returned as it is, with nothing to write,
+			// unless it is reopened: then it is the live operation, with no
+			// request, and a note after the event's entry.
+			if r.op.Tombstone && disp == ledger.WebhookTombstoned {
 				require.Equal(t, r.op, ch.Op)
 				require.Nil(t, ch.Attempt)
 				require.Empty(t, ch.Events)
 				return
+			}
+			if r.op.Tombstone {
+				require.False(t, ch.Op.Tombstone)
+				require.Nil(t, ch.Op.Request)
+				require.Len(t, ch.Events, 2)
+				require.Equal(t, ledger.EventNote, ch.Events[1].Kind)
+				require.Contains(t, ch.Events[1].Detail, "reopened from the tombstone")
 			}
 			// Every other disposition is on the operation's record.
 			require.NotEmpty(t, ch.Events)

@@ -128,7 +128,9 @@ type Store interface {
 	// outcome, where a new operation would be sent again under a key the
 	// provider has forgotten: a second charge. Tombstones are kept forever
 	// unless TombstoneRetention is set; see CleanupParams. Feed entries are
-	// not deleted with their operations: they are kept FeedRetention.
+	// not deleted with their operations: they are kept FeedRetention. Inbox
+	// entries are kept InboxRetention, which must not be shorter than
+	// WebhookRedelivery.
 	Cleanup(ctx context.Context, p CleanupParams) (CleanupReport, error)
 
 	// RecordWebhook records a verified provider event in the inbox, once,
@@ -141,6 +143,8 @@ type Store interface {
 	// delivery's outcomes: redeliveries and replays are harmless. A target
 	// that finds several operations (only its payment matched) settles
 	// none: each unsettled one is made due for a lookup (WebhookAmbiguous).
+	// An event that contradicts a tombstone reopens its operation in review:
+	// the tombstone is replaced by the operation, in the same transaction.
 	// Concurrent deliveries of one event record it exactly once. Errors:
 	// validation errors naming the field; anything else means nothing was
 	// recorded (the caller answers 5xx so the provider delivers again).
@@ -374,6 +378,10 @@ type CleanupParams struct {
 	// Stripe: 3 days, Checkout.com: about 30 hours): an entry deleted while
 	// its event may still be delivered would let the redelivery apply again.
 	InboxRetention time.Duration
+	// WebhookRedelivery is the longest time any provider in use redelivers
+	// an event (payonce.ProviderInfo.WebhookRedelivery); zero when none
+	// pushes events. An InboxRetention shorter than it is refused.
+	WebhookRedelivery time.Duration
 	// FeedRetention is how long settlement feed entries are kept, counted
 	// from their At. Zero means DefaultFeedRetention (31 days); negative is
 	// refused. Entries are purged from the oldest end of the feed only: a

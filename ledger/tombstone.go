@@ -13,7 +13,9 @@ import (
 // record a new operation and send it under a key the provider has
 // forgotten: a second charge. Stores write it with TombstoneOf in the
 // transaction that deletes the operation, and return it as an Operation
-// (Tombstone.Operation) from Begin, CreateOrGet and Get.
+// (Tombstone.Operation) from Begin, CreateOrGet and Get. A provider event
+// that contradicts it (a refund that failed after Cleanup) turns it back
+// into an operation in review (see reopened).
 type Tombstone struct {
 	ID          string
 	Key         string
@@ -83,6 +85,40 @@ func (t Tombstone) Operation() Operation {
 		FinishedAt:  UTC(t.FinishedAt),
 		Tombstone:   true,
 	}
+}
+
+// reopened is the tombstone op (Tombstone.Operation) as the live operation
+// that a provider event contradicting it reopens. Why reopen rather than
+// note the event on the tombstone: a settled outcome the provider now
+// contradicts (a refund that failed, a chargeback) must reach an operator
+// the way every contradiction does: the review queue, ListReview, the
+// review gauges of Stats and the feed's entry into manual_review, which
+// all read the operations table. The store deletes the tombstone and
+// inserts this operation in one transaction, so that an ID never has both
+// (a late duplicate call is answered with the review status).
+//
+// It keeps what the tombstone kept: identity, key and generation,
+// fingerprint, final status, provider reference, result, key TTL and
+// times. Cleanup deleted the request and the attempts: with no request the
+// operation can never be sent again (Resolve refuses a resend), and with
+// no attempt and no due time no background work touches it. The rules then
+// treat it as the live operation it was (ApplyWebhook), which leaves it in
+// review waiting for an operator.
+func reopened(op Operation) Operation {
+	op.Tombstone = false
+	op.Request = nil
+	op.Attempts = 0
+	op.LeaseOwner, op.LeaseExpiresAt, op.NextCheckAt = "", time.Time{}, time.Time{}
+	return op
+}
+
+// reopenNote is the audit entry that says why an operation in review has
+// no request, attempts or earlier entries: its tombstone (written at
+// op.UpdatedAt, see Tombstone.Operation) was reopened.
+func reopenNote(op Operation, actor string) NewEvent {
+	return NewEvent{Kind: EventNote, Actor: actor, Detail: "reopened from the tombstone Cleanup wrote at " +
+		UTC(op.UpdatedAt).Format(time.RFC3339) + ": the request, attempts and earlier entries were deleted then; " +
+		"it cannot be sent again, so resolve it as succeeded or failed after checking the provider's dashboard"}
 }
 
 // RequestAmount reads the fields "amount" (an integer) and "currency" (a

@@ -341,6 +341,15 @@ func (p CleanupParams) Validate() error {
 		return invalid("TombstoneRetention", "%v must not be shorter than Retention %v (or 0 to keep tombstones forever)", p.TombstoneRetention, p.Retention)
 	case p.InboxRetention < 0:
 		return invalid("InboxRetention", "must be >= 0 (0 means %v), got %v", DefaultInboxRetention, p.InboxRetention)
+	case p.WebhookRedelivery < 0:
+		return invalid("WebhookRedelivery", "must be >= 0 (the longest redelivery of the providers in use; 0 when none pushes events), got %v", p.WebhookRedelivery)
+	case p.EffectiveInboxRetention() < p.WebhookRedelivery:
+		// An event's inbox entry is what makes its redelivery a duplicate.
+		// Checkout.com and Adyen sign no timestamp, so a delivery whose
+		// entry is gone verifies and applies again, whether the provider
+		// or someone who captured it sends it.
+		return invalid("InboxRetention", "%v is shorter than the providers' webhook redelivery window %v: an event delivered again after its inbox entry is deleted would apply again; keep entries at least %v",
+			p.EffectiveInboxRetention(), p.WebhookRedelivery, p.WebhookRedelivery)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -34,5 +35,37 @@ func TestValidationNamesTheIndex(t *testing.T) {
 		err := p.Validate()
 		require.ErrorContains(t, err, c.want)
 		require.ErrorIs(t, err, ledger.ErrInvalid)
+	}
+}
+
+// The inbox must outlast every provider's redelivery: an entry deleted while
+// its event may still be delivered lets the delivery apply again (and
+// Checkout.com and Adyen sign no timestamp that would tell it is old).
+func TestCleanupInboxRetentionOutlastsRedelivery(t *testing.T) {
+	t.Parallel()
+	const day = 24 * time.Hour
+	valid := ledger.CleanupParams{Now: time.Unix(1e9, 0), Retention: 2 * day, KeyTTL: day}
+	for _, c := range []struct {
+		inbox, redelivery time.Duration
+		want              string // empty: valid
+	}{
+		{0, 0, ""},
+		{0, 30 * day, ""}, // Adyen's 30 days within the default 31
+		{3 * day, 3 * day, ""},
+		{0, 32 * day, "invalid InboxRetention: 744h0m0s is shorter than the providers' webhook redelivery window 768h0m0s"},
+		{29 * day, 30 * day, "invalid InboxRetention: 696h0m0s is shorter than the providers' webhook redelivery window 720h0m0s: " +
+			"an event delivered again after its inbox entry is deleted would apply again; keep entries at least 720h0m0s"},
+		{0, -time.Second, "invalid WebhookRedelivery: must be >= 0"},
+		{-time.Second, 0, "invalid InboxRetention: must be >= 0"},
+	} {
+		p := valid
+		p.InboxRetention, p.WebhookRedelivery = c.inbox, c.redelivery
+		err := p.Validate()
+		if c.want == "" {
+			require.NoError(t, err, "inbox %v, redelivery %v", c.inbox, c.redelivery)
+			continue
+		}
+		require.ErrorIs(t, err, ledger.ErrInvalid)
+		require.ErrorContains(t, err, c.want)
 	}
 }

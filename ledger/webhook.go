@@ -57,9 +57,9 @@ const (
 	// (processing after succeeded): ignored.
 	WebhookStale WebhookDisposition = "stale"
 	// WebhookContradiction: the event contradicts a settled outcome. The
-	// operation went to manual_review with the event as its reason (or,
-	// for a tombstone, the inbox entry is all that records it): an operator
-	// must look.
+	// operation went to manual_review with the event as its reason (one
+	// Cleanup removed was reopened from its tombstone): an operator must
+	// look.
 	WebhookContradiction WebhookDisposition = "contradiction"
 	// WebhookNoted: recorded on the operation, nothing changed (processing
 	// on an operation not settled yet).

@@ -59,6 +59,8 @@ type queries struct {
 	latestAttempt       string
 	earlier             string
 	insertOutcomes      string
+	deleteTombstone     string
+	dropCreatedEntry    string
 	listWebhooks        string
 	purgeInbox          string
 	stats               string
@@ -331,6 +333,13 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 		SELECT $1::text, $2::text, o.ord - 1, o.target, NULLIF(o.op, ''), o.disp, NULLIF(o.from_s, ''), NULLIF(o.to_s, '')
 		FROM unnest($3::int[], $4::text[], $5::text[], $6::text[], $7::text[])
 			WITH ORDINALITY AS o(target, op, disp, from_s, to_s, ord)`)
+	// Reopening a tombstone (RecordWebhook's Reopen step): the tombstone
+	// goes in the transaction that inserts the operation again, and the
+	// feed's creation entry that insert wrote is taken back (the operation
+	// was not created: its entry is the change into review that follows).
+	// The entry is this transaction's own, not yet visible to any reader.
+	q.deleteTombstone = r.Replace(`DELETE FROM {{tombstones}} WHERE id = $1`)
+	q.dropCreatedEntry = r.Replace(`DELETE FROM {{feed}} WHERE txid = pg_current_xact_id() AND operation_id = $1 AND from_status IS NULL`)
 	// One statement, so that an entry and its outcomes come from one
 	// snapshot (an entry Cleanup deletes meanwhile is listed whole or not
 	// at all). Filters, order and limit are appended by ListWebhooks.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/payonce/payonce/ledger"
@@ -115,6 +116,9 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 				_, err := tx.Exec(ctx, s.q.insertOutcomes, e.Provider, e.ID, targets, opIDs, disps, froms, tos)
 				return err
 			},
+			Reopen: func(tomb ledger.Operation, ch ledger.Change, now time.Time) error {
+				return s.reopen(ctx, tx, tomb, ch, now)
+			},
 		})
 		return err
 	})
@@ -122,6 +126,43 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 		return ledger.WebhookReport{}, translate("record webhook", err)
 	}
 	return rep, nil
+}
+
+// reopen is RecordWebhook's Reopen step (storeflow.WebhookSteps) in one
+// round trip: the tombstone's delete, the operation's insert in the
+// tombstone's final status, the undo of the feed's creation entry, then
+// the update into review and its audit entries, whose trigger writes the
+// feed's entry from the final status into manual_review.
+//
+// The delete comes first and is checked: a tombstone some other
+// transaction reopened meanwhile is gone once this delete's wait for it
+// ends, and the insert then finds that transaction's row. The whole
+// transaction is then rolled back (the error), and the provider's
+// redelivery finds the live operation.
+func (s *Store) reopen(ctx context.Context, tx pgx.Tx, tomb ledger.Operation, ch ledger.Change, now time.Time) error {
+	row := ch.Op
+	row.Status = tomb.Status
+	var deleted, inserted int64
+	b := &pgx.Batch{}
+	b.Queue(s.q.deleteTombstone, tomb.ID).Exec(func(tag pgconn.CommandTag) error {
+		deleted = tag.RowsAffected()
+		return nil
+	})
+	b.Queue(s.q.insertOp, opArgs(row)...).Exec(func(tag pgconn.CommandTag) error {
+		inserted = tag.RowsAffected()
+		return nil
+	})
+	b.Queue(s.q.dropCreatedEntry, tomb.ID)
+	b.Queue(s.q.save, saveArgs(ch.Op)...)
+	queueEvents(b, &s.q, ch.Op.ID, now, ch.Events)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	if deleted != 1 || inserted != 1 {
+		return fmt.Errorf("reopening operation %q: its tombstone was replaced by another transaction meanwhile (deleted %d tombstones, inserted %d operations); nothing was recorded: record the event again",
+			tomb.ID, deleted, inserted)
+	}
+	return nil
 }
 
 // outcomesOf reads the stored outcomes of one event in order.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -115,6 +116,9 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 				}
 				return nil
 			},
+			Reopen: func(tomb ledger.Operation, ch ledger.Change, now time.Time) error {
+				return reopen(ctx, c, tomb, ch, now)
+			},
 		})
 		return err
 	})
@@ -122,6 +126,39 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 		return ledger.WebhookReport{}, fail("record webhook", err)
 	}
 	return rep, nil
+}
+
+// reopen is RecordWebhook's Reopen step (storeflow.WebhookSteps), in the
+// write transaction on c: the tombstone's delete, the operation's insert in
+// the tombstone's final status, the undo of the feed's creation entry that
+// insert wrote, then the update into review and its audit entries, whose
+// trigger writes the feed's entry from the final status into
+// manual_review. SQLite has one writer at a time, so the newest feed row
+// is the insert's; its number is not handed out again (AUTOINCREMENT),
+// and no reader can have seen it.
+func reopen(ctx context.Context, c *sql.Conn, tomb ledger.Operation, ch ledger.Change, now time.Time) error {
+	res, err := c.ExecContext(ctx, `DELETE FROM payonce_tombstones WHERE id = ?`, tomb.ID)
+	if err := wroteOne(res, err); err != nil {
+		return fmt.Errorf("reopening operation %q: deleting its tombstone: %w", tomb.ID, err)
+	}
+	row := ch.Op
+	row.Status = tomb.Status
+	inserted, err := insertOp(ctx, c, row)
+	if err != nil {
+		return err
+	}
+	if !inserted {
+		return fmt.Errorf("reopening operation %q: its ID already has an operation row beside its tombstone", tomb.ID)
+	}
+	res, err = c.ExecContext(ctx, `DELETE FROM payonce_feed
+		WHERE seq = (SELECT max(seq) FROM payonce_feed) AND operation_id = ? AND from_status IS NULL`, tomb.ID)
+	if err := wroteOne(res, err); err != nil {
+		return fmt.Errorf("reopening operation %q: taking back the feed's creation entry: %w", tomb.ID, err)
+	}
+	if err := saveOp(ctx, c, &ch.Op); err != nil {
+		return err
+	}
+	return insertEvents(ctx, c, ch.Op.ID, now, ch.Events)
 }
 
 // outcomesOf reads the stored outcomes of one event in order.

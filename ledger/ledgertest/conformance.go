@@ -148,6 +148,10 @@ func suite() []group {
 			{"Report", testTombstoneReport},
 			{"Retention", testTombstoneRetention},
 			{"RaceWithCleanup", testTombstoneRace},
+			{"ContradictionReopensForReview", testReopenRefundFailedAfterCleanup},
+			{"OnlyAContradictionReopens", testReopenOnlyOnContradiction},
+			{"ReopenedOnce", testReopenConcurrent},
+			{"ReopenedOnceAcrossStores", testReopenConcurrentTwoStores},
 		}},
 		{"Events", []testCase{
 			{"NoneUntilRecorded", testEventsNone},

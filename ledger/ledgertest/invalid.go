@@ -292,6 +292,13 @@ func testInvalidCleanup(t *testing.T, h *Harness) {
 		{"BatchSize above the maximum", func(p *ledger.CleanupParams) { p.BatchSize = ledger.MaxCleanupBatch + 1 }},
 		{"negative TombstoneRetention", func(p *ledger.CleanupParams) { p.TombstoneRetention = -time.Hour }},
 		{"TombstoneRetention shorter than Retention", func(p *ledger.CleanupParams) { p.TombstoneRetention = p.Retention - time.Second }},
+		{"negative WebhookRedelivery", func(p *ledger.CleanupParams) { p.WebhookRedelivery = -time.Hour }},
+		{"InboxRetention shorter than WebhookRedelivery", func(p *ledger.CleanupParams) {
+			p.InboxRetention, p.WebhookRedelivery = 29*24*time.Hour, 30*24*time.Hour
+		}},
+		{"default InboxRetention shorter than WebhookRedelivery", func(p *ledger.CleanupParams) {
+			p.WebhookRedelivery = ledger.DefaultInboxRetention + time.Second
+		}},
 	}, errOf(t.Context(), s.Cleanup))
 	got, atts := mustGet(t, s, invDone)
 	require.True(t, got.Tombstone, "the valid cleanup deletes the finished operation, leaving its tombstone")

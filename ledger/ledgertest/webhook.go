@@ -443,8 +443,8 @@ func testWebhookUnmatched(t *testing.T, h *Harness) {
 		"an event without targets has no outcome")
 }
 
-// An event for an operation Cleanup removed finds its tombstone and changes
-// nothing; a contradiction is kept in the inbox for an operator.
+// An event for an operation Cleanup removed finds its tombstone and, unless
+// it contradicts the recorded outcome (reopen.go), changes nothing.
 func testWebhookTombstone(t *testing.T, h *Harness) {
 	s := h.Store
 	was := settled(t, s, shortTTL("op-1"), ledger.StatusSucceeded)
@@ -455,15 +455,12 @@ func testWebhookTombstone(t *testing.T, h *Harness) {
 	now := cleanedAt.Add(time.Hour)
 	mustRecordNew(t, s, evt("evt_1", "payment_intent.succeeded", byID(was.ID, ledger.EffectSucceeded)), now,
 		outcome(0, was.ID, ledger.WebhookTombstoned, ledger.StatusSucceeded, ledger.StatusSucceeded))
-	mustRecordNew(t, s, evt("evt_2", "charge.dispute.created", byID(was.ID, ledger.EffectReversed)), now,
-		outcome(0, was.ID, ledger.WebhookContradiction, ledger.StatusSucceeded, ledger.StatusSucceeded))
 	mustRecordNew(t, s, evt("evt_3", "refund.failed", ledger.WebhookTarget{Kind: "refund", OperationID: was.ID, Effect: ledger.EffectFailed}), now,
 		ledger.WebhookOutcome{Target: 0, Disposition: ledger.WebhookUnmatched})
 	after, atts := mustGet(t, s, was.ID)
 	require.Equal(t, tomb, after, "a tombstone is never changed")
 	require.Empty(t, atts)
 	require.Empty(t, mustEvents(t, s, was.ID))
-	require.Equal(t, []string{"stripe/evt_2"}, entryIDs(mustListWebhooks(t, s, ledger.InboxFilter{Disposition: ledger.WebhookContradiction})))
 }
 
 // validWebhook is a valid RecordWebhookParams; each call builds its own
@@ -684,8 +681,9 @@ func testWebhookCleanup(t *testing.T, h *Harness) {
 // RequireUpgradedFromVersion1 (ID "op-1", unknown, leased to "w" until
 // t0+1m, one attempt finished maybe_sent) and the tombstone of a succeeded
 // charge "op-old" of stripe. The upgraded store must read them as they
-// were, settle op-1 from a webhook, answer an event for op-old from its
-// tombstone, and record and match payment references of new operations.
+// were, settle op-1 from a webhook, reopen op-old in review from its
+// tombstone on a contradicting event, and record and match payment
+// references of new operations.
 func RequireUpgradedFromVersion3(t *testing.T, s ledger.Store, op1 ledger.NewOperation, t0 time.Time) {
 	t.Helper()
 	got, atts, err := s.Get(t.Context(), "op-1")
@@ -703,7 +701,11 @@ func RequireUpgradedFromVersion3(t *testing.T, s ledger.Store, op1 ledger.NewOpe
 	mustRecordNew(t, s, evt("evt_1", "payment_intent.succeeded", ledger.WebhookTarget{Kind: "charge", OperationID: "op-1", ProviderRef: "pi_1",
 		Effect: ledger.EffectSucceeded}), now, outcome(0, "op-1", ledger.WebhookSettled, ledger.StatusUnknown, ledger.StatusSucceeded))
 	mustRecordNew(t, s, evt("evt_2", "charge.dispute.created", byID("op-old", ledger.EffectReversed)), now,
-		outcome(0, "op-old", ledger.WebhookContradiction, ledger.StatusSucceeded, ledger.StatusSucceeded))
+		outcome(0, "op-old", ledger.WebhookContradiction, ledger.StatusSucceeded, ledger.StatusManualReview))
+	reopened, _, err := s.Get(t.Context(), "op-old")
+	require.NoError(t, err)
+	require.False(t, reopened.Tombstone)
+	require.Equal(t, ledger.StatusManualReview, reopened.Status)
 	refund := refundOf("op-refund", "pi_1")
 	created := mustCreate(t, s, refund, now)
 	require.Equal(t, "pi_1", created.PaymentRef)

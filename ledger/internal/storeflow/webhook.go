@@ -45,6 +45,15 @@ type WebhookSteps struct {
 	Write func(ch ledger.Change, now time.Time) error
 	// SaveOutcomes stores outs with the inbox entry, in order.
 	SaveOutcomes func(outs []ledger.WebhookOutcome) error
+	// Reopen replaces the tombstone tomb (as Tombstone.Operation returns
+	// it) with ch.Op, the operation ledger.ApplyWebhook reopened in
+	// review: it deletes the tombstone, inserts ch.Op's row in tomb's
+	// final status without the feed's creation entry, then writes ch as
+	// Write does, so that the feed records the change from tomb's status
+	// into manual_review as for a live operation. It fails when the
+	// tombstone is gone (another transaction reopened it): nothing is then
+	// recorded, and a redelivery applies the event to the live operation.
+	Reopen func(tomb ledger.Operation, ch ledger.Change, now time.Time) error
 }
 
 // RecordWebhook runs ledger.Store.RecordWebhook for validated p with the
@@ -150,6 +159,19 @@ func candidates(provider string, t ledger.WebhookTarget, steps WebhookSteps) (op
 		if found && tomb.Provider == provider && tomb.Kind == t.Kind {
 			return []ledger.Operation{tomb.Operation()}, false, nil
 		}
+		if !found {
+			// Another event may have reopened the tombstone between the two
+			// reads (see Reopen): its operation committed after ByID's
+			// statement began, and its tombstone was gone when this one
+			// began. A read now finds the operation.
+			live, found, err := steps.ByID(t.OperationID, provider, t.Kind)
+			if err != nil {
+				return nil, false, err
+			}
+			if found {
+				return []ledger.Operation{live}, false, nil
+			}
+		}
 	}
 	for _, ref := range []struct {
 		byPayment bool
@@ -187,8 +209,8 @@ func candidates(provider string, t ledger.WebhookTarget, steps WebhookSteps) (op
 }
 
 // applyOne applies target t of event e to op, the one operation it
-// matched, and writes the change (nothing for a tombstone: it is never
-// changed, the inbox entry is its record).
+// matched, and writes the change. A tombstone changes only when the event
+// puts the operation in review: it is then reopened (Reopen).
 func applyOne(op ledger.Operation, e ledger.WebhookEvent, t ledger.WebhookTarget, now time.Time, steps WebhookSteps) (ledger.WebhookOutcome, error) {
 	var recorded *ledger.Attempt
 	if !op.Tombstone && op.Status == ledger.StatusInFlight {
@@ -202,10 +224,14 @@ func applyOne(op ledger.Operation, e ledger.WebhookEvent, t ledger.WebhookTarget
 		return ledger.WebhookOutcome{}, err
 	}
 	ch, disp := ledger.ApplyWebhook(op, earlier, e, t, recorded, now)
-	if !op.Tombstone {
-		if err := steps.Write(ch, now); err != nil {
-			return ledger.WebhookOutcome{}, err
-		}
+	switch {
+	case !op.Tombstone:
+		err = steps.Write(ch, now)
+	case !ch.Op.Tombstone:
+		err = steps.Reopen(op, ch, now)
+	}
+	if err != nil {
+		return ledger.WebhookOutcome{}, err
 	}
 	return ledger.WebhookOutcome{OperationID: op.ID, Disposition: disp, From: op.Status, To: ch.Op.Status}, nil
 }
