@@ -58,6 +58,9 @@ const (
 	ScenarioWebhookContradiction  = "WebhookContradiction"
 	ScenarioWebhookUnmatched      = "WebhookUnmatched"
 	ScenarioWebhookDeliveryFaults = "WebhookDeliveryFaults"
+
+	ScenarioWebhookEarlierGeneration = "WebhookEarlierGeneration"
+	ScenarioWebhookSecondObject      = "WebhookSecondObject"
 )
 
 // lookupFaults is more failing lookup requests than one call makes.
@@ -87,6 +90,8 @@ func scenarios() []scenario {
 		{ScenarioWebhookContradiction, testWebhookContradiction},
 		{ScenarioWebhookUnmatched, testWebhookUnmatched},
 		{ScenarioWebhookDeliveryFaults, testWebhookDeliveryFaults},
+		{ScenarioWebhookEarlierGeneration, testWebhookEarlierGeneration},
+		{ScenarioWebhookSecondObject, testWebhookSecondObject},
 	}
 }
 
