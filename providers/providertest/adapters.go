@@ -142,6 +142,9 @@ func YooKassaEnv(t *testing.T, o Options) *Env {
 				ScenarioWebhookContradiction: "YooKassa sends no event that undoes a settled outcome (its notifications are " +
 					"payment.waiting_for_capture, payment.succeeded, payment.canceled and refund.succeeded), and a notification " +
 					"is never trusted by itself: only the lookup it prompts decides",
+				ScenarioWebhookEarlierGeneration: "the scenario undoes key generation 0 at the provider with Env.Reversal, and " +
+					"YooKassa sends no event that undoes a settled outcome (see WebhookContradiction); its notifications only " +
+					"prompt a lookup, which sees every key generation",
 			},
 		})
 }

@@ -119,6 +119,21 @@
 //   - WebhookDeliveryFaults: deliveries duplicated, failed and reordered
 //     while answers are lost: every operation settled, one provider object
 //     each, no duplicates (Truth.Duplicates), no resend, CheckLedger.
+//   - WebhookEarlierGeneration: Env.Reversal undoes a capture or refund
+//     made under key generation 0, which gets to review (by the reversal
+//     event, or with its answer lost past the key window) while its events
+//     are held back; the operator's resend (Client.Resolve) is allowed and
+//     generation 1 is pending. Generation 0's late failure settles nothing
+//     (other_object, or nudged where the ledger cannot tell the
+//     generation); the reconciler sends generation 1, which settles on its
+//     own object; generation 0's late success is a duplicate (review,
+//     payonce.ReasonDuplicated), never a confirmation. Providers without
+//     a Reversal list it in Env.Skip (YooKassa).
+//   - WebhookSecondObject: a second payment made at the provider under the
+//     operation's id with another key (after the charge settled, or while
+//     its outcome is unknown): its event, or the lookup a notice prompts,
+//     puts the operation in review as duplicated; the caller's next call
+//     reports it and no resend is allowed.
 //
 // Where events are not signed (Env.WebhooksLookupOnly, YooKassa) an event
 // must only make the operation due for a lookup ("nudged"), and the lookup

@@ -58,6 +58,9 @@ const (
 	ScenarioWebhookContradiction  = "WebhookContradiction"
 	ScenarioWebhookUnmatched      = "WebhookUnmatched"
 	ScenarioWebhookDeliveryFaults = "WebhookDeliveryFaults"
+
+	ScenarioWebhookEarlierGeneration = "WebhookEarlierGeneration"
+	ScenarioWebhookSecondObject      = "WebhookSecondObject"
 )
 
 // lookupFaults is more failing lookup requests than one call makes.
@@ -88,6 +91,8 @@ func scenarios() []scenario {
 		{ScenarioWebhookUnmatched, testWebhookUnmatched},
 		{ScenarioWebhookDeliveryFaults, testWebhookDeliveryFaults},
 		{ScenarioWebhookStripeOlderRefundEvents, testWebhookStripeOlderRefundEvents},
+		{ScenarioWebhookEarlierGeneration, testWebhookEarlierGeneration},
+		{ScenarioWebhookSecondObject, testWebhookSecondObject},
 	}
 }
 
