@@ -81,7 +81,7 @@ func signedItem(it item) map[string]any {
 		ad[k] = v
 	}
 	m := map[string]any{"additionalData": ad,
-		"eventCode": it.event, "eventDate": "2026-03-01T13:00:00+01:00", "merchantAccountCode": it.merchant,
+		"eventCode": it.event, "eventDate": "2026-11-30T13:00:00+01:00", "merchantAccountCode": it.merchant,
 		"merchantReference": it.ref, "originalReference": it.orig, "paymentMethod": "visa", "pspReference": it.psp,
 		"reason": it.reason, "success": it.success}
 	if !it.noAmount {
@@ -278,7 +278,7 @@ func TestWebhookEvents(t *testing.T) {
 			it := tc.it.fill()
 			require.Equal(t, it.psp+":"+it.event+":"+it.success, ev.ID)
 			require.Equal(t, it.event, ev.Type)
-			require.Equal(t, time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), ev.OccurredAt.UTC())
+			require.Equal(t, time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), ev.OccurredAt.UTC())
 			require.Len(t, ev.Targets, tc.want.targetCount)
 			if tc.want.targetCount == 0 {
 				return
