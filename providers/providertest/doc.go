@@ -126,14 +126,18 @@
 //     generation 1 is pending. Generation 0's late failure settles nothing
 //     (other_object, or nudged where the ledger cannot tell the
 //     generation); the reconciler sends generation 1, which settles on its
-//     own object; generation 0's late success is a duplicate (review,
-//     payonce.ReasonDuplicated), never a confirmation. Providers without
-//     a Reversal list it in Env.Skip (YooKassa).
+//     own object; generation 0's late success, older than its failure, is
+//     recorded and changes nothing, never a confirmation. Providers
+//     without a Reversal list it in Env.Skip (YooKassa).
 //   - WebhookSecondObject: a second payment made at the provider under the
 //     operation's id with another key (after the charge settled, or while
 //     its outcome is unknown): its event, or the lookup a notice prompts,
 //     puts the operation in review as duplicated; the caller's next call
-//     reports it and no resend is allowed.
+//     reports it and no resend is allowed. A notice (YooKassa) about a
+//     second payment of a settled charge is recorded and changes nothing.
+//   - WebhookStripeOlderRefundEvents (Stripe): on endpoints older than API
+//     version 2024-10-28 a refund that fails after it succeeded arrives as
+//     charge.refund.updated and sends the operation to review.
 //
 // Where events are not signed (Env.WebhooksLookupOnly, YooKassa) an event
 // must only make the operation due for a lookup ("nudged"), and the lookup
