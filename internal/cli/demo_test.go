@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/payonce/payonce/ledger"
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
