@@ -70,7 +70,7 @@ func testReopenRefundFailedAfterCleanup(t *testing.T, h *Harness) {
 	require.Len(t, evs, 2)
 	_, details := webhookEvents(t, s, was.ID)
 	require.Equal(t, []ledger.WebhookDetail{{Provider: "stripe", EventID: "evt_rf", Type: "refund.failed", Effect: ledger.EffectReversed,
-		Disposition: ledger.WebhookContradiction, Detail: "expired_or_canceled_card"}}, details)
+		Disposition: ledger.WebhookContradiction, Object: ledger.ObjectCurrent, Detail: "expired_or_canceled_card"}}, details)
 	require.Equal(t, ledger.EventNote, evs[1].Kind)
 	require.Equal(t, ledger.WebhookActor("stripe"), evs[1].Actor)
 	require.Contains(t, evs[1].Detail, "reopened from the tombstone Cleanup wrote at "+cleanedAt.Format(time.RFC3339))
