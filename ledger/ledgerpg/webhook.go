@@ -69,6 +69,13 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 				}
 				return ts.tombstone()
 			},
+			TombstonesByRef: func(provider, kind, ref string) ([]string, error) {
+				rows, err := tx.Query(ctx, s.q.tombstonesByRef, provider, kind, ref)
+				if err != nil {
+					return nil, err
+				}
+				return pgx.CollectRows(rows, pgx.RowTo[string])
+			},
 			ByRef: func(byPayment bool, provider, kind, ref string) ([]ledger.Operation, error) {
 				query := s.q.lockByProviderRef
 				if byPayment {

@@ -15,7 +15,7 @@ import (
 )
 
 // currentVersion is the schema version of the embedded migrations.
-const currentVersion = 7
+const currentVersion = 9
 
 // A database left at schema version 1 by an older build upgrades to the
 // current version with its data intact: the upgraded store reads the

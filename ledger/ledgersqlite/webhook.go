@@ -65,6 +65,14 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 			Tombstone: func(id string) (ledger.Tombstone, bool, error) {
 				return getTombstone(ctx, c, id)
 			},
+			TombstonesByRef: func(provider, kind, ref string) ([]string, error) {
+				// provider_ref = ? implies NOT NULL: the partial index of
+				// migrations/009_tombstone_refs.up.sql.
+				return collect(ctx, c, func(r scanner) (string, error) {
+					var id string
+					return id, r.Scan(&id)
+				}, `SELECT id FROM payonce_tombstones WHERE provider = ? AND kind = ? AND provider_ref = ? ORDER BY id LIMIT 2`, provider, kind, ref)
+			},
 			ByRef: func(byPayment bool, provider, kind, ref string) ([]ledger.Operation, error) {
 				// Literal column names, so that each query matches its
 				// partial index (migrations/004_webhooks.up.sql).

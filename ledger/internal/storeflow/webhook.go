@@ -28,6 +28,9 @@ type WebhookSteps struct {
 	// Tombstone reads the tombstone of id; found is false when there is
 	// none.
 	Tombstone func(id string) (t ledger.Tombstone, found bool, err error)
+	// TombstonesByRef reads the ids of at most two tombstones of provider
+	// and kind whose provider reference is ref, in ID order.
+	TombstonesByRef func(provider, kind, ref string) ([]string, error)
 	// ByRef reads and locks, in ID order, the operations of provider and
 	// kind whose provider reference (byPayment false) or payment reference
 	// (byPayment true) is ref.
@@ -181,10 +184,20 @@ func candidates(provider string, t ledger.WebhookTarget, steps WebhookSteps) (op
 			continue
 		}
 		ops, err := steps.ByRef(ref.byPayment, provider, t.Kind, ref.value)
-		if err != nil || len(ops) == 0 {
-			if err != nil {
-				return nil, false, err
+		if err != nil {
+			return nil, false, err
+		}
+		if len(ops) == 0 && !ref.byPayment {
+			// No live operation holds the reference: Cleanup may have
+			// removed it. An event that names the object only by the
+			// provider's id (a Stripe dispute) must still reach its
+			// tombstone, or a chargeback after Cleanup is only "unmatched".
+			tomb, found, err := tombstoneByRef(provider, t.Kind, ref.value, steps)
+			if err != nil || found {
+				return []ledger.Operation{tomb}, false, err
 			}
+		}
+		if len(ops) == 0 {
 			continue
 		}
 		if ref.byPayment && t.ProviderRef != "" {
@@ -206,6 +219,21 @@ func candidates(provider string, t ledger.WebhookTarget, steps WebhookSteps) (op
 		return ops, ref.byPayment, nil
 	}
 	return nil, false, nil
+}
+
+// tombstoneByRef reads the one tombstone of provider and kind whose
+// provider reference is ref; found is false when there is none, or more
+// than one (an event is never applied to one of several on a guess).
+func tombstoneByRef(provider, kind, ref string, steps WebhookSteps) (ledger.Operation, bool, error) {
+	ids, err := steps.TombstonesByRef(provider, kind, ref)
+	if err != nil || len(ids) != 1 {
+		return ledger.Operation{}, false, err
+	}
+	tomb, found, err := steps.Tombstone(ids[0])
+	if err != nil || !found || tomb.Provider != provider || tomb.Kind != kind {
+		return ledger.Operation{}, false, err
+	}
+	return tomb.Operation(), true, nil
 }
 
 // applyOne applies target t of event e to op, the one operation it
