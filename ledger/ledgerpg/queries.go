@@ -62,6 +62,7 @@ type queries struct {
 	statsSettled        string
 	feedPage            string
 	feedBeyond          string
+	feedDurable         string
 	purgeFeed           string
 }
 
@@ -98,6 +99,7 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 	r := strings.NewReplacer("{{ops}}", q.ops, "{{attempts}}", q.attempts, "{{events}}", q.events, "{{tombstones}}", q.tombstones,
 		"{{webhooks}}", q.webhooks, "{{outcomes}}", q.outcomes, "{{feed}}", q.feed,
 		"{{feedseq}}", pgx.Identifier{schema, "payonce_feed_seq"}.Sanitize(),
+		"{{feeddurable}}", pgx.Identifier{schema, "payonce_feed_durable"}.Sanitize(),
 		"{{cols}}", cols, "{{o.cols}}", oCols, "{{a.cols}}", aCols, "{{t.cols}}", tCols, "{{tomb.cols}}", strings.Join(tombstoneColumns, ", "))
 
 	// No conflict target: a new ID whose key is another operation's key is
@@ -150,9 +152,13 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 	// tombstone this snapshot cannot see: REPEATABLE READ or SERIALIZABLE.
 	q.createdCheck = r.Replace(`SELECT (SELECT count(*) FROM {{ops}} WHERE id = $1), {{t.cols}}
 		FROM (SELECT 1) AS one LEFT JOIN {{tombstones}} t ON t.id = $1`)
-	// With the feed entry the insert wrote in this transaction.
+	// With the feed entry the insert wrote in this transaction: the row
+	// this transaction inserted (xmin), among the positions it can have
+	// (at least its own id, migration 008; the primary key finds them).
+	// Entries of an earlier operation of the same ID, deleted by Cleanup,
+	// stay.
 	q.deleteCreated = r.Replace(`WITH undone AS (DELETE FROM {{ops}} WHERE id = $1)
-		DELETE FROM {{feed}} WHERE txid = pg_current_xact_id() AND operation_id = $1`)
+		DELETE FROM {{feed}} WHERE pos >= pg_current_xact_id() AND operation_id = $1 AND xmin = pg_current_xact_id()::xid`)
 	q.selectOp = r.Replace(`SELECT {{cols}} FROM {{ops}} WHERE id = $1`)
 	q.lockOp = q.selectOp + ` FOR UPDATE`
 	// Why an insert did nothing though the ID has no row: a tombstone, the
@@ -340,7 +346,7 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 			SELECT provider, event_id FROM {{webhooks}} WHERE received_at < $1
 			ORDER BY received_at LIMIT $2
 			FOR UPDATE SKIP LOCKED)`)
-	q.feedPage, q.feedBeyond, q.purgeFeed = feedQueries(r)
+	q.feedPage, q.feedBeyond, q.feedDurable, q.purgeFeed = feedQueries(r)
 	q.stats = statsql.Statement(q.ops, false)
 	q.statsSettled = statsql.Statement(q.ops, true)
 	return q

@@ -15,7 +15,7 @@ import (
 )
 
 // currentVersion is the schema version of the embedded migrations.
-const currentVersion = 7
+const currentVersion = 8
 
 // A database left at schema version 1 by an older build upgrades to the
 // current version with its data intact: the upgraded store reads the
@@ -83,7 +83,7 @@ func TestMigrate(t *testing.T) {
 		names = append(names, name)
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"initial", "events", "tombstones", "webhooks", "stats", "feed", "revision"}, names)
+	require.Equal(t, []string{"initial", "events", "tombstones", "webhooks", "stats", "feed", "revision", "feed_durable"}, names)
 	require.Positive(t, appliedAt)
 
 	t.Run("TwiceIsNoOp", func(t *testing.T) {

@@ -201,6 +201,7 @@ func suite() []group {
 			{"Paging", testFeedPaging},
 			{"InvalidParams", testFeedInvalid},
 			{"Cleanup", testFeedCleanup},
+			{"OperationOrder", testFeedOperationOrder},
 		}},
 		{"Durability", []testCase{
 			{"SurvivesReopen", testDurability},
