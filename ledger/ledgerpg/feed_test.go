@@ -165,12 +165,11 @@ func TestFeedOrderWhenWebhookWaitsAfterItsInboxRow(t *testing.T) {
 				{Kind: "charge", OperationID: op.ID, Key: op.Key, Effect: ledger.EffectReversed, Detail: "fraudulent"}}}})
 		recorded <- err
 	}()
-	require.Eventually(t, func() bool {
-		var waits bool
+	for waits, deadline := false, time.Now().Add(10*time.Second); !waits; time.Sleep(5 * time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "the webhook waits after its inbox insert")
 		require.NoError(t, pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks
 			WHERE locktype = 'advisory' AND classid = $1 AND objid = 0 AND objsubid = 2 AND NOT granted)`, key).Scan(&waits))
-		return waits
-	}, 10*time.Second, 5*time.Millisecond, "the webhook waits after its inbox insert")
+	}
 	_, err = s.Finish(ctx, ledger.FinishParams{ID: op.ID, Owner: "w", Now: t0.Add(time.Second), From: ledger.StatusInFlight,
 		To: ledger.StatusSucceeded, Attempt: &ledger.AttemptOutcome{Number: br.Attempt.Number, Class: ledger.OutcomeSuccess}})
 	require.NoError(t, err)
@@ -218,7 +217,9 @@ func TestFeedCursorKeptAcrossVersion8(t *testing.T) {
 		_, _, err := old.CreateOrGet(ctx, newOp(id), t0)
 		require.NoError(t, err)
 	}
-	require.Eventually(t, func() bool { return len(readV6("")) == 2 }, 30*time.Second, 5*time.Millisecond)
+	for deadline := time.Now().Add(30 * time.Second); len(readV6("")) < 2; time.Sleep(5 * time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "both entries readable")
+	}
 	var pos, seq int64
 	require.NoError(t, pool.QueryRow(ctx, `SELECT txid::text::bigint, seq FROM `+table(schema, "payonce_feed")+` WHERE operation_id = 'op-1'`).Scan(&pos, &seq))
 	cursor := ledger.MakeFeedCursor(pos, seq) // what a version 6 Feed handed out for op-1
