@@ -188,6 +188,7 @@ type chargeEnv struct {
 	rt     *roundTrips   // nil for SQLite
 	admin  *pgxpool.Pool // nil for SQLite
 	app    string        // application_name of the pool's connections
+	schema string        // the ledger's schema; empty for SQLite
 	close  func()
 }
 
@@ -231,7 +232,7 @@ func (b *bench) newPGChargeEnv(ctx context.Context, psp *stripe.Provider, client
 	for deadline := time.Now().Add(10 * time.Second); pool.Stat().TotalConns() < minConns && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
-	return &chargeEnv{client: client, store: ts, rt: rt, admin: b.admin, app: app, close: pool.Close}, nil
+	return &chargeEnv{client: client, store: ts, rt: rt, admin: b.admin, app: app, schema: schema, close: pool.Close}, nil
 }
 
 // newSQLiteChargeEnv opens a ledger in a new SQLite file under dir with the

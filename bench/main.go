@@ -22,6 +22,9 @@
 //     concurrency above 1).
 //  5. The reconciler's drain rate for a backlog of pending operations on
 //     PostgreSQL with 1 and 4 reconcilers, and their peak memory.
+//  6. With --feed, a settlement-feed consumer reading the ledger beside
+//     Charge at each level above 1: what the feed's durability (a small
+//     write and a WAL flush per page with new entries) costs beside it.
 //
 // Run it with bench/run.sh, or:
 //
@@ -63,6 +66,7 @@ type options struct {
 	pgbench     string
 	json        bool
 	pair        bool
+	feed        bool
 	cpuProfile  string
 }
 
@@ -77,6 +81,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.pgbench, "pgbench", "pgbench", "the pgbench binary")
 	fs.BoolVar(&o.json, "json", false, "print the results as JSON instead of the table")
 	fs.BoolVar(&o.pair, "pair", false, "also run pgbench with payonce's commit pair (one durable commit, one with synchronous_commit off) per transaction")
+	fs.BoolVar(&o.feed, "feed", false, "while Charge runs on PostgreSQL at each level above 1, also read the ledger's settlement feed as a consumer would (pages of 100, on a connection of its own)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process during the pgbench and Charge runs (it idles while pgbench runs; the drain is left out) to this file")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -193,6 +198,7 @@ func run(ctx context.Context, o options) (*report, error) {
 	}
 	rep := &report{Options: reportOptions{
 		Duration: o.duration.String(), Concurrency: o.concurrency, Backlog: o.backlog, Reconcilers: o.reconcilers, Pair: o.pair,
+		Feed: o.feed,
 	}}
 	rep.Machine.CPU, rep.Machine.Cores, rep.Machine.Go = cpuModel(), runtime.NumCPU(), runtime.Version()
 	rep.Machine.PGBench = pgbenchVersion
@@ -379,7 +385,22 @@ func (b *bench) throughput(ctx context.Context, rep *report, c int) error {
 	if err := in.w.warm(ctx, c, max(200, 4*c)); err != nil {
 		return err
 	}
-	if err := in.measure(ctx, c, b.o.duration); err != nil {
+	var feed *feedConsumer
+	if b.o.feed {
+		if feed, err = b.startFeed(ctx, env.schema, c); err != nil {
+			return err
+		}
+	}
+	err = in.measure(ctx, c, b.o.duration)
+	if feed != nil {
+		fr, ferr := feed.stop(ctx, c)
+		if err == nil {
+			err = ferr
+		}
+		rep.Feed = append(rep.Feed, fr)
+		logf("  feed consumer: %d entries in %d pages", fr.Entries, fr.Pages)
+	}
+	if err != nil {
 		return err
 	}
 	r := in.result(c)

@@ -35,6 +35,7 @@ type report struct {
 	RawAt  []loadResult   `json:"raw_post_by_level,omitempty"`
 	Commit loadResult     `json:"pg_commit"`
 	Drain  []drainResult  `json:"drain"`
+	Feed   []feedResult   `json:"feed,omitempty"`
 	Floor  []cpuFloor     `json:"cpu_floor,omitempty"`
 	Rows   []row          `json:"rows"`
 	Notes  []string       `json:"notes"`
@@ -47,6 +48,7 @@ type reportOptions struct {
 	Backlog     int    `json:"backlog"`
 	Reconcilers []int  `json:"reconcilers"`
 	Pair        bool   `json:"pair"`
+	Feed        bool   `json:"feed"`
 }
 
 // row is one line of the table. Met is "yes", "no" or "" (no goal).
@@ -195,6 +197,13 @@ func (r *report) build() {
 		v := fmt.Sprintf("%s / %s (%s round trips)", msStr(ch.BeginMeanMS), msStr(ch.FinishMeanMS), strconv.FormatFloat(ch.RoundTripsPerOp, 'f', 1, 64))
 		r.add(fmt.Sprintf("Charge on PostgreSQL c=%d: mean Begin / Finish", ch.Clients), v)
 	}
+	for _, f := range r.Feed {
+		v := fmt.Sprintf("%s entries/s in %s pages/s (page p50 %s", num(float64(f.Entries)/f.Seconds), num(float64(f.Pages)/f.Seconds), msStr(f.PageP50MS))
+		if f.PGCPUPageUS > 0 {
+			v += fmt.Sprintf(", backend CPU %s per page", us(f.PGCPUPageUS))
+		}
+		r.add(fmt.Sprintf("settlement feed read beside Charge c=%d", f.Clients), v+")")
+	}
 	for _, c := range r.Ceiling {
 		v := fmt.Sprintf("pgbench commit %s + %s", us(c.PGCPUPerTxUS), us(c.ClientCPUPerTxUS))
 		busy := pct(c.CPU.MachineBusy)
@@ -302,7 +311,7 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "payonce bench: %s, %d cores; %s; PostgreSQL %s (%s); %s\n", m.CPU, m.Cores, m.Go, m.Postgres, m.PGSettings, m.PGBench)
 	fmt.Fprintf(w, "load average %s at start, %s at end; --duration %s --concurrency %s --backlog %d --reconcilers %s%s\n\n",
 		m.LoadAtStart, m.LoadAtEnd, r.Options.Duration, joinInts(r.Options.Concurrency), r.Options.Backlog,
-		joinInts(r.Options.Reconcilers), ifThen(r.Options.Pair, " --pair"))
+		joinInts(r.Options.Reconcilers), ifThen(r.Options.Pair, " --pair")+ifThen(r.Options.Feed, " --feed"))
 	widths := [4]int{len("metric"), len("value"), len("goal"), len("met?")}
 	for _, x := range r.Rows {
 		for i, s := range []string{x.Metric, x.Value, x.Goal, x.Met} {

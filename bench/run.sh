@@ -26,6 +26,8 @@
 #   --pgbench PATH      the pgbench binary (default: pgbench on PATH)
 #   --pair              also run pgbench with payonce's commit pair per transaction
 #                       (one durable commit, one with synchronous_commit off)
+#   --feed              while Charge runs at each level above 1, also read the
+#                       ledger's settlement feed as a consumer would (pages of 100)
 #   --json              print the results as JSON instead of the table
 #   --cpuprofile FILE   CPU profile of the program during the Charge runs
 #

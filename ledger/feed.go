@@ -42,7 +42,19 @@ import (
 // each store returns only entries whose position no later commit can
 // precede (see each store's Feed). The order is not strictly commit order
 // nor creation order, but two entries of one operation are always in the
-// order they were made.
+// order they were made, also when the changes were made by transactions
+// that waited for each other (a webhook waiting for the Finish that
+// settled its operation first).
+//
+// Durability: Feed returns an entry only once it is durable, with
+// everything committed before it (PostgreSQL: flushed to the write-ahead
+// log; SQLite: the WAL file synced), also when the change itself was
+// committed lazily (Finish, see each store's DurableOutcomes). A crash of
+// the database server, the operating system or the machine can therefore
+// neither take back an entry a consumer was given nor make the store
+// write later entries before a cursor it handed out. This costs a small
+// write and one flush per page that returns entries no Feed returned
+// before, nothing per change.
 //
 // A ledger upgraded to the feed's schema starts with an empty feed: what
 // happened before the upgrade has no entries; the changes made after it
@@ -146,7 +158,8 @@ func (p FeedParams) StatusNames() []string {
 }
 
 // MakeFeedCursor builds the cursor of a store's position: epoch orders
-// first (PostgreSQL: the writing transaction's id; SQLite: 0), then seq.
+// first (PostgreSQL: the entry's position, at least the writing
+// transaction's id; SQLite: 0), then seq.
 // For the stores; consumers treat cursors as opaque.
 func MakeFeedCursor(epoch, seq int64) FeedCursor {
 	return FeedCursor(strconv.FormatInt(epoch, 10) + "." + strconv.FormatInt(seq, 10))

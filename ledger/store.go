@@ -172,10 +172,15 @@ type Store interface {
 	// succeeded, failed or manual_review or out of manual_review, written in
 	// the transaction of the change. An entry is returned only once no
 	// transaction still running can commit one before it, so a reader that
-	// stores the last Cursor and passes it back never skips an entry. It is
-	// read-only. Errors: validation errors naming the field (a negative or
-	// too large Limit, an unknown status, a cursor that is malformed or
-	// beyond the end of the feed).
+	// stores the last Cursor and passes it back never skips an entry; and
+	// only once it is durable with everything committed before it, so that
+	// no crash of the database can take back an entry a reader was given.
+	// To make a page durable, Feed writes once (the store's durable mark)
+	// when the page holds entries no Feed returned before; otherwise it
+	// writes nothing. Errors: validation errors naming the field (a
+	// negative or too large Limit, an unknown status, a cursor that is
+	// malformed or beyond the end of the feed); a page that could not be
+	// made durable is an error, with no entries.
 	Feed(ctx context.Context, p FeedParams) ([]FeedEntry, error)
 
 	// Migrate brings the store's schema up to date. It is safe to call from

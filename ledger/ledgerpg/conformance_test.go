@@ -55,7 +55,32 @@ func harness(t *testing.T, pool *pgxpool.Pool, schema string) *ledgertest.Harnes
 			// rows the call needs) does to the store's writes.
 			return lockTable(t, testkit.NewPool(t), schema, "payonce_operations")
 		},
+		HoldOperation: func(t *testing.T, id string) (func() bool, func()) {
+			return holdRow(t, testkit.NewPool(t), schema, id)
+		},
 	}
+}
+
+// holdRow locks the row of operation id in schema (SELECT ... FOR UPDATE)
+// in a transaction of its own, until the returned release rolls it back;
+// waiting reports whether another transaction waits for it.
+func holdRow(t *testing.T, pool *pgxpool.Pool, schema, id string) (waiting func() bool, release func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	var xid string
+	require.NoError(t, tx.QueryRow(ctx, "SELECT pg_current_xact_id()::xid::text FROM "+table(schema, "payonce_operations")+
+		" WHERE id = $1 FOR UPDATE", id).Scan(&xid))
+	// A transaction waiting for a row lock waits for the holder's
+	// transaction id to end.
+	waiting = func() bool {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks
+			WHERE locktype = 'transactionid' AND transactionid = $1::text::xid AND NOT granted`, xid).Scan(&n))
+		return n > 0
+	}
+	return waiting, func() { _ = tx.Rollback(ctx) }
 }
 
 // lockTable locks a table of schema against every write (EXCLUSIVE mode:

@@ -61,13 +61,21 @@
 // change into or out of a terminal status (one insert each; none for the
 // sending in between). Sequence numbers are taken at insert time, and
 // concurrent transactions commit out of that order, so the feed is ordered
-// by (transaction id, seq) and Feed returns only rows of transactions older
-// than the xmin of its snapshot: no entry can later commit before one a
-// reader has passed. A transaction that stays open anywhere in the cluster
-// (xids are cluster-wide; also an idle-in-transaction session, or a
-// prepared transaction) holds the feed back until it ends: monitor and
-// bound them (idle_in_transaction_session_timeout). Cursors are
-// "txid.seq".
+// by (pos, seq), where pos (migration 008) is the writing transaction's id
+// or, when higher, the highest transaction id completed when the entry was
+// written: one operation's entries are then in the order they were made,
+// and Feed returns only rows whose pos is below the xmin of its snapshot,
+// so that no entry can later commit before one a reader has passed. A
+// transaction that stays open anywhere in the cluster (xids are
+// cluster-wide; also an idle-in-transaction session, or a prepared
+// transaction) holds the feed back until it ends: monitor and bound them
+// (idle_in_transaction_session_timeout). Feed reads in a transaction that,
+// when the page has entries no Feed returned before, raises the feed's
+// durable mark (payonce_feed_durable, migration 008) and commits with
+// synchronous_commit on, and returns the entries only once that commit is
+// flushed: it covers every lazily committed Finish the page shows, so a
+// crash of the server cannot take back an entry Feed returned. Cursors are
+// "pos.seq".
 //
 // # Tombstones
 //

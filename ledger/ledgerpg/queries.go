@@ -68,6 +68,7 @@ type queries struct {
 	statsSettled        string
 	feedPage            string
 	feedBeyond          string
+	feedDurable         string
 	purgeFeed           string
 }
 
@@ -104,6 +105,7 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 	r := strings.NewReplacer("{{ops}}", q.ops, "{{attempts}}", q.attempts, "{{events}}", q.events, "{{tombstones}}", q.tombstones,
 		"{{webhooks}}", q.webhooks, "{{outcomes}}", q.outcomes, "{{feed}}", q.feed,
 		"{{feedseq}}", pgx.Identifier{schema, "payonce_feed_seq"}.Sanitize(),
+		"{{feeddurable}}", pgx.Identifier{schema, "payonce_feed_durable"}.Sanitize(),
 		"{{cols}}", cols, "{{o.cols}}", oCols, "{{a.cols}}", aCols, "{{t.cols}}", tCols, "{{tomb.cols}}", strings.Join(tombstoneColumns, ", "))
 
 	// No conflict target: a new ID whose key is another operation's key is
@@ -156,9 +158,13 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 	// tombstone this snapshot cannot see: REPEATABLE READ or SERIALIZABLE.
 	q.createdCheck = r.Replace(`SELECT (SELECT count(*) FROM {{ops}} WHERE id = $1), {{t.cols}}
 		FROM (SELECT 1) AS one LEFT JOIN {{tombstones}} t ON t.id = $1`)
-	// With the feed entry the insert wrote in this transaction.
+	// With the feed entry the insert wrote in this transaction: the row
+	// this transaction inserted (xmin), among the positions it can have
+	// (at least its own id, migration 008; the primary key finds them).
+	// Entries of an earlier operation of the same ID, deleted by Cleanup,
+	// stay.
 	q.deleteCreated = r.Replace(`WITH undone AS (DELETE FROM {{ops}} WHERE id = $1)
-		DELETE FROM {{feed}} WHERE txid = pg_current_xact_id() AND operation_id = $1`)
+		DELETE FROM {{feed}} WHERE pos >= pg_current_xact_id() AND operation_id = $1 AND xmin = pg_current_xact_id()::xid`)
 	q.selectOp = r.Replace(`SELECT {{cols}} FROM {{ops}} WHERE id = $1`)
 	q.lockOp = q.selectOp + ` FOR UPDATE`
 	// Why an insert did nothing though the ID has no row: a tombstone, the
@@ -342,7 +348,8 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 	// was not created: its entry is the change into review that follows).
 	// The entry is this transaction's own, not yet visible to any reader.
 	q.deleteTombstone = r.Replace(`DELETE FROM {{tombstones}} WHERE id = $1`)
-	q.dropCreatedEntry = r.Replace(`DELETE FROM {{feed}} WHERE txid = pg_current_xact_id() AND operation_id = $1 AND from_status IS NULL`)
+	// This transaction's own entry: its position is at least its id (migration 008), and xmin names the writer.
+	q.dropCreatedEntry = r.Replace(`DELETE FROM {{feed}} WHERE pos >= pg_current_xact_id() AND operation_id = $1 AND from_status IS NULL AND xmin = pg_current_xact_id()::xid`)
 	// One statement, so that an entry and its outcomes come from one
 	// snapshot (an entry Cleanup deletes meanwhile is listed whole or not
 	// at all). Filters, order and limit are appended by ListWebhooks.
@@ -356,7 +363,7 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 			SELECT provider, event_id FROM {{webhooks}} WHERE received_at < $1
 			ORDER BY received_at LIMIT $2
 			FOR UPDATE SKIP LOCKED)`)
-	q.feedPage, q.feedBeyond, q.purgeFeed = feedQueries(r)
+	q.feedPage, q.feedBeyond, q.feedDurable, q.purgeFeed = feedQueries(r)
 	q.stats = statsql.Statement(q.ops, false)
 	q.statsSettled = statsql.Statement(q.ops, true)
 	return q

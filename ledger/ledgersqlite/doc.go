@@ -64,7 +64,12 @@
 // on payonce_operations write in the transaction of each creation and each
 // change into or out of a terminal status (one insert each). SQLite's one
 // writer at a time makes seq commit order, so reading in seq order never
-// skips an entry that commits later. Cursors are "0.seq".
+// skips an entry that commits later, and one operation's entries are in
+// the order they were made. Before Feed returns a page, it syncs the WAL
+// up to it with a small write at synchronous=FULL (migration 008), unless
+// an earlier Feed did: a lazily committed Finish (synchronous=NORMAL) is
+// on disk before a consumer sees its entry, so an OS crash or a power cut
+// cannot take back an entry Feed returned. Cursors are "0.seq".
 //
 // CreateOrGetTx records an operation inside the caller's own *sql.Tx on the
 // same file, so that a payment is enqueued if and only if the caller's

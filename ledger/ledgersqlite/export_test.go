@@ -63,3 +63,13 @@ func QuietTx(ctx context.Context, c *sql.Conn) interface {
 } {
 	return quietTx(ctx, c)
 }
+
+// FeedSyncSynchronous runs an empty write transaction the way Feed's sync
+// runs and reports the connection's PRAGMA synchronous inside it.
+func FeedSyncSynchronous(ctx context.Context, s *Store) (int, error) {
+	var level int
+	err := s.writeAt(ctx, feedSyncLevel, func(c *sql.Conn) error {
+		return c.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&level)
+	})
+	return level, err
+}

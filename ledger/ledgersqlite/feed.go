@@ -10,11 +10,15 @@ import (
 	"github.com/payonce/payonce/ledger/internal/feedsql"
 )
 
-// Feed implements ledger.Store: one read of the page in seq order. SQLite
-// commits one writer at a time, so seq is commit order and every committed
-// row is at or below the largest seq a reader can see: ordering by seq is
-// gap-safe without further conditions (see migration 006). Cursors carry
-// epoch 0.
+// Feed implements ledger.Store: one read of the page in seq order, made
+// durable before it is returned (syncFeed). SQLite commits one writer at a
+// time (every write transaction holds the file's write lock from BEGIN
+// IMMEDIATE to COMMIT, and AUTOINCREMENT draws seq under it), so seq is
+// commit order, every committed row is at or below the largest seq a
+// reader can see, and two entries of one operation are numbered in the
+// order they were made: ordering by seq is gap-safe and keeps each
+// operation's order without further conditions (see migration 006).
+// Cursors carry epoch 0.
 func (s *Store) Feed(ctx context.Context, p ledger.FeedParams) ([]ledger.FeedEntry, error) {
 	wrap := func(err error) error { return fail("feed", err) }
 	return feedsql.Read(p, feedsql.Steps{
@@ -49,7 +53,51 @@ func (s *Store) Feed(ctx context.Context, p ledger.FeedParams) ([]ledger.FeedEnt
 			})
 			return out, err
 		},
+		Durable: func(last feedsql.Row) error { return s.syncFeed(ctx, last.Seq) },
 	}, wrap)
+}
+
+// feedSyncLevel is PRAGMA synchronous FULL: in WAL mode, "an additional
+// sync operation of the WAL file happens after each transaction commit"
+// (https://www.sqlite.org/pragma.html#pragma_synchronous).
+const feedSyncLevel = 2
+
+// syncFeed makes everything committed up to feed entry seq durable, so
+// that Feed never hands out an entry an OS crash or a power cut can take
+// back (see migration 008).
+//
+// How: a write transaction at synchronous=FULL, whatever the Store's
+// level, that raises payonce_feed_durable.seq to seq. Its commit syncs the
+// WAL file, and a sync covers the whole file: every frame written before
+// it, among them those of the lazily committed transactions the read saw,
+// which were in the WAL before this transaction's frames. (Frames that a
+// checkpoint has already copied into the database file were synced with it.)
+//
+// Why not a checkpoint: a PASSIVE checkpoint syncs the WAL only when it
+// has frames to copy, and it copies none past the snapshot of any open
+// reader (walCheckpoint in SQLite's wal.c: the sync runs only when
+// nBackfill < mxSafeFrame), so it may sync nothing; the other modes wait
+// for readers or writers.
+//
+// A page that ends at or below the recorded seq needs nothing: that seq
+// was written by a FULL commit, synced before it became visible, after a
+// read that saw every entry up to it. The write changes the row only when
+// it raises seq (an unchanged row writes no page, so it would not sync),
+// and when another Feed raised it as far meanwhile, that Feed's sync
+// covered this page too.
+func (s *Store) syncFeed(ctx context.Context, seq int64) error {
+	var durable int64
+	err := s.read(ctx, func(c *sql.Conn) error {
+		return c.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM payonce_feed_durable WHERE id = 1), 0)`).Scan(&durable)
+	})
+	if err != nil || seq <= durable {
+		return err
+	}
+	return s.writeAt(ctx, feedSyncLevel, func(c *sql.Conn) error {
+		_, err := c.ExecContext(ctx, `INSERT INTO payonce_feed_durable (id, seq) VALUES (1, ?1)
+			ON CONFLICT (id) DO UPDATE SET seq = excluded.seq WHERE seq < excluded.seq`, seq)
+		return err
+	})
 }
 
 // scanFeedRow reads one row of Feed's page.

@@ -255,12 +255,12 @@ func (s *Store) Close() error {
 // synchronousLevels are PRAGMA synchronous's values as it reads them back.
 var synchronousLevels = map[Synchronous]int64{SynchronousNormal: 1, SynchronousFull: 2}
 
-// conn takes a connection from the pool, ready for a read or a write: the
-// busy timeout (New) and, for a write, synchronous at the Store's level, or
-// NORMAL for a lazy one (when the Store's level is FULL). Its release puts
-// back every setting conn changed and returns the connection to the pool;
-// call it on every path (defer it) once the connection is outside any
-// transaction.
+// conn takes a connection from the pool, ready for a read (level 0) or a
+// write committed at PRAGMA synchronous level (see writeLevel): the busy
+// timeout (New) and, for a write, synchronous at that level. Its release
+// puts back every setting conn changed and returns the connection to the
+// pool; call it on every path (defer it) once the connection is outside
+// any transaction.
 //
 // Why settings are put back: the pool is shared with the caller under New.
 // A connection left with synchronous=NORMAL by a lazy Finish (or with the
@@ -273,7 +273,7 @@ var synchronousLevels = map[Synchronous]int64{SynchronousNormal: 1, SynchronousF
 // and release puts back any change (or discards the connection). conn then
 // knows the level without asking, and a write at the Store's level runs no
 // PRAGMA at all. Under New the caller may have changed it, so it is read.
-func (s *Store) conn(ctx context.Context, write, lazy bool) (*leasedConn, error) {
+func (s *Store) conn(ctx context.Context, level int64) (*leasedConn, error) {
 	c, err := s.db.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -282,11 +282,7 @@ func (s *Store) conn(ctx context.Context, write, lazy bool) (*leasedConn, error)
 	if s.busyTimeoutMS > 0 {
 		err = l.set("busy_timeout", -1, s.busyTimeoutMS, s.busyTimeoutSQL)
 	}
-	if err == nil && write {
-		level := synchronousLevels[s.synchronous]
-		if lazy && s.synchronous == SynchronousFull {
-			level = synchronousLevels[SynchronousNormal]
-		}
+	if err == nil && level != 0 {
 		have := int64(-1)
 		if s.ownsDB {
 			have = synchronousLevels[s.synchronous]
@@ -298,6 +294,15 @@ func (s *Store) conn(ctx context.Context, write, lazy bool) (*leasedConn, error)
 		return nil, err
 	}
 	return l, nil
+}
+
+// writeLevel is the PRAGMA synchronous level of a write: the Store's, or
+// NORMAL for a lazy one when the Store's level is FULL.
+func (s *Store) writeLevel(lazy bool) int64 {
+	if lazy && s.synchronous == SynchronousFull {
+		return synchronousLevels[SynchronousNormal]
+	}
+	return synchronousLevels[s.synchronous]
 }
 
 // leasedConn is a connection conn took from the pool, with the statements
@@ -407,7 +412,7 @@ func (t *txQuerier) ExecContext(_ context.Context, query string, args ...any) (s
 // read runs fn on one connection of the pool. Under WAL, reads run
 // concurrently with each other and with the one writer.
 func (s *Store) read(ctx context.Context, fn func(c *sql.Conn) error) error {
-	l, err := s.conn(ctx, false, false)
+	l, err := s.conn(ctx, 0)
 	if err != nil {
 		return err
 	}
@@ -432,6 +437,12 @@ func (s *Store) write(ctx context.Context, fn func(c *sql.Conn) error) error {
 // next FULL commit, which flushes the whole WAL up to it) when the Store
 // keeps full durability for everything else. See Config.DurableOutcomes.
 func (s *Store) writeTx(ctx context.Context, lazy bool, fn func(c *sql.Conn) error) error {
+	return s.writeAt(ctx, s.writeLevel(lazy), fn)
+}
+
+// writeAt is write, committed at PRAGMA synchronous level (1 NORMAL, 2
+// FULL) whatever the Store's own.
+func (s *Store) writeAt(ctx context.Context, level int64, fn func(c *sql.Conn) error) error {
 	select {
 	case s.writeSem <- struct{}{}:
 	case <-ctx.Done():
@@ -439,7 +450,7 @@ func (s *Store) writeTx(ctx context.Context, lazy bool, fn func(c *sql.Conn) err
 	}
 	defer func() { <-s.writeSem }()
 
-	l, err := s.conn(ctx, true, lazy)
+	l, err := s.conn(ctx, level)
 	if err != nil {
 		return err
 	}

@@ -210,6 +210,7 @@ func suite() []group {
 			{"Paging", testFeedPaging},
 			{"InvalidParams", testFeedInvalid},
 			{"Cleanup", testFeedCleanup},
+			{"OperationOrder", testFeedOperationOrder},
 		}},
 		{"Durability", []testCase{
 			{"SurvivesReopen", testDurability},

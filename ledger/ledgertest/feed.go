@@ -367,3 +367,64 @@ func testFeedNotSkipped(t *testing.T, h *TxHarness) {
 	r.readUntil(t, s, 4)
 	require.ElementsMatch(t, []string{"op-done", "op-open"}, r.got[2:], "each entry exactly once")
 }
+
+// testFeedOperationOrder: one operation's entries are in the order the
+// ledger made them, also when the transaction that made the later change
+// began writing first. A webhook about two operations waits for the first
+// (held by another transaction, after the webhook wrote its inbox row)
+// while a Finish settles the second; the webhook then contradicts that
+// settlement. The ledger holds manual_review, so the feed must read
+// pending, succeeded, manual_review, and not the webhook's change first.
+//
+// Without HoldOperation (SQLite) no change of another operation can
+// commit while a write waits, so the calls run one after the other.
+func testFeedOperationOrder(t *testing.T, h *Harness) {
+	s := h.Store
+	held := NewOp("op-held")
+	mustCreate(t, s, held, at(0))
+	x := NewOp("op-x")
+	_, att := mustStart(t, s, x, ownerA, at(time.Second))
+	finish := func() {
+		mustFinish(t, s, ledger.FinishParams{ID: x.ID, Owner: ownerA, Now: at(2 * time.Second), From: ledger.StatusInFlight,
+			To: ledger.StatusSucceeded, Attempt: attemptOutcome(att.Number, ledger.StatusSucceeded), ProviderRef: "pi_x"})
+	}
+	e := evt("evt_dispute", "charge.dispute.created", byID(held.ID, ledger.EffectProcessing),
+		ledger.WebhookTarget{Kind: "charge", OperationID: x.ID, Key: x.Key, Effect: ledger.EffectReversed, Detail: "fraudulent"})
+
+	if h.HoldOperation == nil {
+		finish()
+		mustRecord(t, s, e, at(3*time.Second))
+	} else {
+		waiting, release := h.HoldOperation(t, held.ID)
+		recorded := make(chan error, 1)
+		go func() {
+			_, err := s.RecordWebhook(t.Context(), ledger.RecordWebhookParams{Event: e, Now: at(3 * time.Second)})
+			recorded <- err
+		}()
+		deadline := time.Now().Add(feedPatience)
+		for !waiting() {
+			if time.Now().After(deadline) {
+				release()
+				t.Fatal("the webhook never waited for the held operation")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		finish() // commits while the webhook, begun earlier, waits
+		release()
+		require.NoError(t, <-recorded)
+	}
+
+	got, _ := mustGet(t, s, x.ID)
+	require.Equal(t, ledger.StatusManualReview, got.Status, "the webhook's contradiction came last")
+	var ofX []ledger.FeedEntry
+	for _, entry := range feedWait(t, s, "", 100, 4) {
+		if entry.OperationID == x.ID {
+			ofX = append(ofX, entry)
+		}
+	}
+	require.Equal(t, []feedStep{
+		{x.ID, "", ledger.StatusPending},
+		{x.ID, ledger.StatusInFlight, ledger.StatusSucceeded},
+		{x.ID, ledger.StatusSucceeded, ledger.StatusManualReview},
+	}, stepsOf(ofX), "the entries of one operation, in the order the ledger made them")
+}

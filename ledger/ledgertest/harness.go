@@ -41,4 +41,10 @@ type Harness struct {
 	// store's own waits for it must last at least a few seconds before they
 	// give up.
 	BlockWrites func(t *testing.T) (release func())
+	// HoldOperation locks operation id as another transaction that locked
+	// its row would, until release is called: writes to that operation
+	// wait, writes to others run. waiting reports whether a write waits
+	// for the hold. Nil when the store has no lock narrower than every
+	// write (SQLite: one write lock per file).
+	HoldOperation func(t *testing.T, id string) (waiting func() bool, release func())
 }

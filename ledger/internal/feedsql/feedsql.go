@@ -1,9 +1,10 @@
 // Package feedsql is the one home of what the SQL stores (ledgerpg and
 // ledgersqlite) share for the settlement feed (ledger.Store.Feed): the flow
 // of a read (validate, check the cursor against the end of the feed, read a
-// page) and the turning of a stored row into a ledger.FeedEntry. What each
-// store says to its database, and how it keeps the feed gap-safe, stays in
-// the store.
+// page, make what it read durable before handing it out) and the turning of
+// a stored row into a ledger.FeedEntry. What each store says to its
+// database, and how it keeps the feed gap-safe and durable, stays in the
+// store.
 package feedsql
 
 import (
@@ -57,6 +58,11 @@ type Steps struct {
 	// Page reads up to limit rows after (epoch, seq) in feed order, of the
 	// provider (when not empty) and with To in statuses (when not empty).
 	Page func(epoch, seq int64, limit int, provider string, statuses []string) ([]Row, error)
+	// Durable runs after a Page that read rows, before they are handed
+	// out: once it returns nil, no crash of the database (PostgreSQL: of
+	// its server; SQLite: of the machine) can take back any of them, nor
+	// anything committed before them. last is the page's last row.
+	Durable func(last Row) error
 }
 
 // Read runs ledger.Store.Feed: validation errors are returned as they are,
@@ -83,6 +89,16 @@ func Read(p ledger.FeedParams, steps Steps, wrap func(error) error) ([]ledger.Fe
 	rows, err := steps.Page(epoch, seq, p.EffectiveLimit(), p.Provider, p.StatusNames())
 	if err != nil {
 		return nil, wrap(err)
+	}
+	if len(rows) > 0 {
+		// An entry handed out is acted on (an order is marked paid) and its
+		// cursor stored. Were a crash to take it back, the consumer would
+		// hold a settlement the ledger no longer has, and the store could
+		// number what it writes next at or below that cursor, where the
+		// consumer never reads: so nothing leaves before it is durable.
+		if err := steps.Durable(rows[len(rows)-1]); err != nil {
+			return nil, wrap(err)
+		}
 	}
 	out := make([]ledger.FeedEntry, 0, len(rows))
 	for _, r := range rows {
