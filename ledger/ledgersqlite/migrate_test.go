@@ -83,7 +83,7 @@ func TestMigrate(t *testing.T) {
 		names = append(names, name)
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"initial", "events", "tombstones", "webhooks", "stats", "feed", "revision", "feed_durable"}, names)
+	require.Equal(t, []string{"initial", "events", "tombstones", "webhooks", "stats", "feed", "revision", "feed_durable", "tombstone_refs"}, names)
 	require.Positive(t, appliedAt)
 
 	t.Run("TwiceIsNoOp", func(t *testing.T) {
