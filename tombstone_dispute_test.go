@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -29,13 +28,7 @@ import (
 func TestStripeDisputeAfterCleanupReachesReview(t *testing.T) {
 	t.Parallel()
 	eachSetup(t, setupOpts{}, func(t *testing.T, b *bundle) {
-		first, err := b.client.Charge(b.ctx, charge("order-dispute-late", 4200))
-		require.NoError(t, err)
-		require.NotEmpty(t, first.ProviderRef)
-		b.clock.Advance(31 * 24 * time.Hour)
-		rep, err := newReconciler(t, b, nil).Cleanup(b.ctx, 30*24*time.Hour, 100)
-		require.NoError(t, err)
-		require.Equal(t, 1, rep.Tombstoned)
+		first := chargedAndCleanedUp(t, b, "order-dispute-late", 4200)
 
 		// The dispute as Stripe sends it, read by the real adapter.
 		const secret = "whsec_review2"

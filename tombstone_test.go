@@ -19,13 +19,8 @@ import (
 func TestContradictionAfterCleanupReachesReview(t *testing.T) {
 	t.Parallel()
 	eachSetup(t, setupOpts{}, func(t *testing.T, b *bundle) {
-		first, err := b.client.Charge(b.ctx, charge("order-chargeback", 4200))
-		require.NoError(t, err)
-		b.clock.Advance(31 * 24 * time.Hour)
+		first := chargedAndCleanedUp(t, b, "order-chargeback", 4200)
 		r := newReconciler(t, b, nil)
-		rep, err := r.Cleanup(b.ctx, 30*24*time.Hour, 100)
-		require.NoError(t, err)
-		require.Equal(t, 1, rep.Tombstoned)
 
 		ev := payonce.WebhookEvent{ID: "evt_cb", Type: "charge.dispute.created", OccurredAt: b.clock.Now(), Targets: []payonce.WebhookTarget{{
 			Kind: payonce.KindCharge, OperationID: first.OperationID, ProviderRef: first.ProviderRef,
@@ -56,11 +51,25 @@ func TestContradictionAfterCleanupReachesReview(t *testing.T) {
 		require.Equal(t, ledger.StatusSucceeded, op.Status)
 
 		b.clock.Advance(31 * 24 * time.Hour)
-		rep, err = r.Cleanup(b.ctx, 30*24*time.Hour, 100)
+		rep, err := r.Cleanup(b.ctx, 30*24*time.Hour, 100)
 		require.NoError(t, err)
 		require.Equal(t, 1, rep.Tombstoned, "Cleanup makes a tombstone again")
 		got, _, err := b.store.Get(b.ctx, first.OperationID)
 		require.NoError(t, err)
 		require.True(t, got.Tombstone)
 	})
+}
+
+// chargedAndCleanedUp charges order and lets Cleanup turn the settled
+// charge into a tombstone a month later.
+func chargedAndCleanedUp(t *testing.T, b *bundle, order string, amount int64) payonce.Result {
+	t.Helper()
+	first, err := b.client.Charge(b.ctx, charge(order, amount))
+	require.NoError(t, err)
+	require.NotEmpty(t, first.ProviderRef)
+	b.clock.Advance(31 * 24 * time.Hour)
+	rep, err := newReconciler(t, b, nil).Cleanup(b.ctx, 30*24*time.Hour, 100)
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Tombstoned)
+	return first
 }

@@ -29,16 +29,8 @@ func RecordEvent(p ledger.RecordWebhookParams, steps WebhookSteps) (ledger.Webho
 // recordUnreadable records an unreadable event once: its inbox entry
 // (steps.Insert, with the text EncodeInbox made) and its one outcome.
 func recordUnreadable(steps WebhookSteps) (ledger.WebhookReport, error) {
-	inserted, err := steps.Insert()
-	if err != nil {
-		return ledger.WebhookReport{}, err
-	}
-	if !inserted {
-		outs, err := steps.Outcomes()
-		if err != nil {
-			return ledger.WebhookReport{}, err
-		}
-		return ledger.WebhookReport{Duplicate: true, Outcomes: outs}, nil
+	if rep, inserted, err := insertOrReplay(steps); err != nil || !inserted {
+		return rep, err
 	}
 	// The outcome row is what ListWebhooks' disposition filter finds (its
 	// index), and what the telemetry and the CLI show.

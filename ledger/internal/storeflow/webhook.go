@@ -68,16 +68,8 @@ type WebhookSteps struct {
 // deliveries applies the event; every other one (and every later
 // redelivery or replay) finds it recorded and changes nothing.
 func RecordWebhook(p ledger.RecordWebhookParams, steps WebhookSteps) (ledger.WebhookReport, error) {
-	inserted, err := steps.Insert()
-	if err != nil {
-		return ledger.WebhookReport{}, err
-	}
-	if !inserted {
-		outs, err := steps.Outcomes()
-		if err != nil {
-			return ledger.WebhookReport{}, err
-		}
-		return ledger.WebhookReport{Duplicate: true, Outcomes: outs}, nil
+	if rep, inserted, err := insertOrReplay(steps); err != nil || !inserted {
+		return rep, err
 	}
 	now := ledger.UTC(p.Now)
 	e := p.Event
@@ -137,6 +129,20 @@ func RecordWebhook(p ledger.RecordWebhookParams, steps WebhookSteps) (ledger.Web
 		}
 	}
 	return ledger.WebhookReport{Outcomes: outs}, nil
+}
+
+// insertOrReplay inserts the event's inbox entry; when it was recorded
+// already, it returns the first delivery's outcomes as a duplicate, and
+// inserted false.
+func insertOrReplay(steps WebhookSteps) (rep ledger.WebhookReport, inserted bool, err error) {
+	if inserted, err = steps.Insert(); err != nil || inserted {
+		return ledger.WebhookReport{}, inserted, err
+	}
+	outs, err := steps.Outcomes()
+	if err != nil {
+		return ledger.WebhookReport{}, false, err
+	}
+	return ledger.WebhookReport{Duplicate: true, Outcomes: outs}, false, nil
 }
 
 // candidates finds the operations target t of an event of provider may
