@@ -36,6 +36,13 @@ type ResolveParams struct {
 // review reason is "duplicated". Client.Resolve also looks the operation
 // up across every key generation first; operators' tools should use it.
 func Resolve(ctx context.Context, store ledger.Store, p ResolveParams) (ledger.Operation, error) {
+	return resolve(ctx, store, p, nil)
+}
+
+// resolve is Resolve; seen, when set, holds the audit entries the decision
+// was made on: the store refuses if more were recorded since
+// (ledger.ResolveParams.CheckEvents).
+func resolve(ctx context.Context, store ledger.Store, p ResolveParams, seen []ledger.Event) (ledger.Operation, error) {
 	if p.OperationID == "" {
 		return ledger.Operation{}, invalid("OperationID", "required: the id shown by `payonce review list`")
 	}
@@ -43,7 +50,7 @@ func Resolve(ctx context.Context, store ledger.Store, p ResolveParams) (ledger.O
 		p.Now = time.Now()
 	}
 	lp := ledger.ResolveParams{ID: p.OperationID, Actor: p.Actor, Note: p.Note, Outcome: p.Outcome,
-		ProviderRef: p.ProviderRef, Now: p.Now}
+		ProviderRef: p.ProviderRef, Now: p.Now, CheckEvents: seen != nil, EventsSeen: len(seen)}
 	if p.Outcome == ledger.ResolveResend {
 		op, _, err := store.Get(ctx, p.OperationID)
 		if err != nil {
@@ -135,7 +142,7 @@ func (c *Client) Resolve(ctx context.Context, p ResolveParams) (ledger.Operation
 		if why := missingRefusal(c.cfg.Provider.Name(), op, keys, atts, evs); why != "" {
 			return op, fmt.Errorf("%w for operation %s: %s", ErrResendRefused, op.ID, why)
 		}
-		return Resolve(ctx, c.cfg.Store, p)
+		return resolve(ctx, c.cfg.Store, p, evs)
 	}
 	if end := c.lastAttemptEnd(atts); lr.State == LookupNotFound && lr.Lag > 0 && !end.IsZero() {
 		// An eventually consistent search may not show the latest
@@ -145,7 +152,7 @@ func (c *Client) Resolve(ctx context.Context, p ResolveParams) (ledger.Operation
 				ErrResendRefused, op.ID, lr.Lag, ready.Format(time.RFC3339))
 		}
 	}
-	return Resolve(ctx, c.cfg.Store, p)
+	return resolve(ctx, c.cfg.Store, p, evs)
 }
 
 // movedByEvents says which recorded provider event shows that money moved

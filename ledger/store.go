@@ -355,7 +355,15 @@ type ResolveParams struct {
 	// the identity at the next generation (NewGeneration = Generation + 1).
 	NewKey        string
 	NewGeneration int
-	Now           time.Time
+	// CheckEvents asks the store to refuse with ErrStateConflict when the
+	// operation has more audit entries than EventsSeen, the number the
+	// caller read before it decided (Client.Resolve reads them as the
+	// evidence a resend needs), by the time it holds the row: an event
+	// recorded in between (a webhook saying money moved) is never decided
+	// past; the caller reads again and decides again.
+	CheckEvents bool
+	EventsSeen  int
+	Now         time.Time
 }
 
 // CleanupParams are the arguments of Store.Cleanup.

@@ -300,6 +300,9 @@ func (p ResolveParams) Validate() error {
 	if err := checkAllStored("ProviderRef", p.ProviderRef, "NewKey", p.NewKey); err != nil {
 		return err
 	}
+	if p.EventsSeen < 0 {
+		return invalid("EventsSeen", "is %d; pass the number of audit entries read", p.EventsSeen)
+	}
 	switch p.Outcome {
 	case ResolveSucceeded:
 		if p.ProviderRef == "" {
@@ -409,4 +412,16 @@ func checkEvent(e NewEvent) error {
 		return invalid("Actor", "is %d bytes; at most 256", len(e.Actor))
 	}
 	return checkAllStored("Actor", e.Actor, "Detail", e.Detail)
+}
+
+// CheckEventsSeen refuses a resolution decided on fewer audit entries than
+// operation id has now (ResolveParams.CheckEvents, EventsSeen). A store
+// calls it holding the operation's row, which every writer of its events
+// holds too.
+func CheckEventsSeen(id string, expect, now int) error {
+	if now > expect {
+		return fmt.Errorf("%w: %d audit entries were recorded on operation %s after the %d the decision was made on (a provider event arrived); read it again and decide again",
+			ErrStateConflict, now-expect, id, expect)
+	}
+	return nil
 }

@@ -248,6 +248,15 @@ func (s *Store) Resolve(ctx context.Context, p ledger.ResolveParams) (ledger.Ope
 		if err != nil {
 			return err
 		}
+		if p.CheckEvents {
+			var n int
+			if err := tx.QueryRow(ctx, s.q.countEvents, p.ID).Scan(&n); err != nil {
+				return err
+			}
+			if err := ledger.CheckEventsSeen(p.ID, p.EventsSeen, n); err != nil {
+				return err
+			}
+		}
 		ch, err := ledger.ApplyResolve(op, p)
 		if err != nil {
 			return err

@@ -34,6 +34,7 @@ type queries struct {
 	lockOp              string
 	whyNotInserted      string
 	selectTombstone     string
+	countEvents         string
 	tombstonesByRef     string
 	tombstoneExists     string
 	insertTombstone     string
@@ -172,6 +173,7 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 	q.whyNotInserted = r.Replace(`SELECT EXISTS (SELECT 1 FROM {{ops}} WHERE key = $2), {{t.cols}}
 		FROM (SELECT 1) AS one LEFT JOIN {{tombstones}} t ON t.id = $1`)
 	q.selectTombstone = r.Replace(`SELECT {{t.cols}} FROM {{tombstones}} t WHERE t.id = $1`)
+	q.countEvents = r.Replace(`SELECT count(*) FROM {{events}} WHERE operation_id = $1`)
 	// provider_ref = $3 implies NOT NULL: the partial index of migration 009.
 	q.tombstonesByRef = r.Replace(`SELECT t.id FROM {{tombstones}} t WHERE t.provider = $1 AND t.kind = $2 AND t.provider_ref = $3 ORDER BY t.id LIMIT 2`)
 	q.tombstoneExists = r.Replace(`SELECT EXISTS (SELECT 1 FROM {{tombstones}} WHERE id = $1)`)

@@ -212,7 +212,16 @@ func (s *Store) Resolve(ctx context.Context, p ledger.ResolveParams) (ledger.Ope
 	if err := p.Validate(); err != nil {
 		return ledger.Operation{}, fail("resolve", err)
 	}
-	return s.transition(ctx, "resolve", p.ID, false, ledger.UTC(p.Now), func(_ querier, op ledger.Operation) (ledger.Change, error) {
+	return s.transition(ctx, "resolve", p.ID, false, ledger.UTC(p.Now), func(c querier, op ledger.Operation) (ledger.Change, error) {
+		if p.CheckEvents {
+			var n int
+			if err := c.QueryRowContext(ctx, `SELECT count(*) FROM payonce_events WHERE operation_id = ?`, p.ID).Scan(&n); err != nil {
+				return ledger.Change{}, err
+			}
+			if err := ledger.CheckEventsSeen(p.ID, p.EventsSeen, n); err != nil {
+				return ledger.Change{}, err
+			}
+		}
 		return ledger.ApplyResolve(op, p)
 	})
 }

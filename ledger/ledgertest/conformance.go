@@ -132,6 +132,7 @@ func suite() []group {
 			{"ResendWindowIgnoresEarlierGenerations", testResolveResendWindow},
 			{"KeyConflict", testResolveKeyConflict},
 			{"NotInReview", testResolveNotInReview},
+			{"RefusedAfterUnseenEvents", testResolveEventsSeen},
 		}},
 		{"Cleanup", []testCase{
 			{"RetentionTooShort", testCleanupRetentionTooShort},

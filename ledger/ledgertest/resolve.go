@@ -256,3 +256,34 @@ func testResolveResendWindow(t *testing.T, h *Harness) {
 	require.True(t, got.WindowStart.IsZero(), "attempt 1 carried the old key: it does not hold the new window open: %v", got.WindowStart)
 	require.True(t, got.KeyExpiresAt.IsZero())
 }
+
+// A resolution decided on the audit entries read before it (CheckEvents)
+// is refused once another entry was recorded in between (a provider event
+// arrived while the operator's tool looked the operation up): nothing
+// changes, and the caller reads again. Decided on every entry there is, it
+// is recorded.
+func testResolveEventsSeen(t *testing.T, h *Harness) {
+	s := h.Store
+	op := NewOp("op-res-seen")
+	toReviewWith(t, s, op, "pi_seen", nil)
+	seen := len(mustEvents(t, s, op.ID))
+	mustRecordNew(t, s, evt("evt_between", "payment_intent.payment_failed", ledger.WebhookTarget{Kind: "charge", OperationID: op.ID,
+		ProviderRef: "pi_seen", Effect: ledger.EffectFailed}), at(time.Hour),
+		outcome(0, op.ID, ledger.WebhookNoted, ledger.StatusManualReview, ledger.StatusManualReview))
+	before, atts := mustGet(t, s, op.ID)
+	p := ledger.ResolveParams{ID: op.ID, Actor: "alice", Note: "resend", Outcome: ledger.ResolveResend, NewKey: op.ID + "-g1",
+		NewGeneration: 1, Now: at(2 * time.Hour), CheckEvents: true, EventsSeen: seen}
+	_, err := s.Resolve(t.Context(), p)
+	require.ErrorIs(t, err, ledger.ErrStateConflict)
+	require.ErrorContains(t, err, "decide again")
+	requireUnchanged(t, s, before, atts)
+
+	p.EventsSeen = len(mustEvents(t, s, op.ID))
+	got := mustResolve(t, s, p)
+	require.Equal(t, 1, got.Generation)
+
+	bad := p
+	bad.EventsSeen = -1
+	_, err = s.Resolve(t.Context(), bad)
+	require.ErrorIs(t, err, ledger.ErrInvalid)
+}
