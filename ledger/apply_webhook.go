@@ -284,7 +284,11 @@ func objectRule(op Operation, earlier Generations, obj WebhookObject, t WebhookT
 	// operation's id. Its failure says nothing about the current
 	// generation's object (settling on it would record "failed" for a
 	// refund that was never sent, or discard the answer of one in flight).
-	if t.Effect != EffectSucceeded {
+	// A charge reversed (charged back, disputed) had moved money before it
+	// was pulled back: for another object, that is a second movement as
+	// much as its success.
+	moved := t.Effect == EffectSucceeded || (t.Effect == EffectReversed && op.Kind == "charge")
+	if !moved {
 		return WebhookOtherObject, "", ""
 	}
 	if op.Kind != "charge" && earlier.failedObject(t) {
@@ -299,6 +303,9 @@ func objectRule(op Operation, earlier Generations, obj WebhookObject, t WebhookT
 	what := "an earlier key generation's object"
 	if obj == ObjectOther {
 		what = "another object carrying the operation's id"
+	}
+	if t.Effect == EffectReversed {
+		return WebhookDuplicate, "", ReasonDuplicated + ": " + what + " was charged back, " + orNone(t.ProviderRef) + ": it had moved money"
 	}
 	return WebhookDuplicate, "", ReasonDuplicated + ": " + what + " succeeded, " + orNone(t.ProviderRef)
 }

@@ -715,20 +715,21 @@ func RequireUpgradedFromVersion3(t *testing.T, s ledger.Store, op1 ledger.NewOpe
 }
 
 // An event applies to the key generation whose key or recorded object it
-// names. The operation succeeded under generation 0, a late failure put it
-// in review and an operator resent it under generation 1: the late events
-// of generation 0's object (by key, or by the reference it recorded) never
-// settle generation 1, whether it waits or is in flight; a success of
-// generation 0's object, or of a second object, sends the operation to
-// review as duplicated.
+// names. A refund succeeded under generation 0, a late failure put it in
+// review and an operator resent it under generation 1: the late events of
+// generation 0's object (by key, or by the reference it recorded) never
+// settle generation 1, whether it waits or is in flight. (That object's
+// success after its recorded failure is stale; a success of an earlier
+// object with no failure on record is a duplicate: testWebhookSecondObject
+// and ApplyWebhook's table.)
 func testWebhookGenerations(t *testing.T, h *Harness) {
 	s := h.Store
-	op := NewOp("op-gen")
+	op := refundOf("op-gen", "pi_paid")
 	reach(t, s, op, ownerA, ledger.StatusSucceeded)
-	gen0 := ledger.WebhookTarget{Kind: "charge", OperationID: op.ID, ProviderRef: "pi_" + op.ID, Key: op.Key}
+	gen0 := ledger.WebhookTarget{Kind: "refund", OperationID: op.ID, ProviderRef: "pi_" + op.ID, Key: op.Key}
 	failed := gen0
 	failed.Effect = ledger.EffectReversed
-	mustRecordNew(t, s, evt("evt_1", "charge.dispute.created", failed), at(time.Hour),
+	mustRecordNew(t, s, evt("evt_1", "refund.failed", failed), at(time.Hour),
 		outcome(0, op.ID, ledger.WebhookContradiction, ledger.StatusSucceeded, ledger.StatusManualReview))
 	mustResolve(t, s, ledger.ResolveParams{ID: op.ID, Actor: "alice", Note: "resend", Outcome: ledger.ResolveResend,
 		NewKey: op.ID + "-g1", NewGeneration: 1, Now: at(2 * time.Hour)})
@@ -740,7 +741,7 @@ func testWebhookGenerations(t *testing.T, h *Harness) {
 	byRef := failed
 	byRef.Key = ""
 	byRef.Effect = ledger.EffectFailed
-	mustRecordNew(t, s, evt("evt_2", "charge.failed", failed, byRef), at(3*time.Hour),
+	mustRecordNew(t, s, evt("evt_2", "refund.updated", failed, byRef), at(3*time.Hour),
 		outcome(0, op.ID, ledger.WebhookOtherObject, ledger.StatusPending, ledger.StatusPending),
 		outcome(1, op.ID, ledger.WebhookOtherObject, ledger.StatusPending, ledger.StatusPending))
 	after, afterAtts := mustGet(t, s, op.ID)
@@ -761,15 +762,15 @@ func testWebhookGenerations(t *testing.T, h *Harness) {
 	_, inflight := mustGet(t, s, op.ID)
 	require.True(t, inflight[len(inflight)-1].FinishedAt.IsZero(), "generation 1's attempt is still the caller's")
 
-	// Generation 0's object succeeded: money may have moved twice.
+	// Generation 0's refund reported succeeded, late: its failure is on
+	// record and a refund that failed does not succeed again, so this is an
+	// older event; it changes nothing.
 	ok := gen0
 	ok.Effect = ledger.EffectSucceeded
-	mustRecordNew(t, s, evt("evt_4", "payment_intent.succeeded", ok), now.Add(2*time.Second),
-		outcome(0, op.ID, ledger.WebhookDuplicate, ledger.StatusInFlight, ledger.StatusManualReview))
+	mustRecordNew(t, s, evt("evt_4", "refund.updated", ok), now.Add(2*time.Second),
+		outcome(0, op.ID, ledger.WebhookOtherObject, ledger.StatusInFlight, ledger.StatusInFlight))
 	got, _ := mustGet(t, s, op.ID)
-	require.True(t, strings.HasPrefix(got.ReviewReason, ledger.ReasonDuplicated), got.ReviewReason)
 	require.Empty(t, got.ProviderRef, "generation 0's object is never recorded as generation 1's")
-	requireTime(t, time.Time{}, got.NextCheckAt, "NextCheckAt: waits for an operator")
 }
 
 // A second object carrying the operation's id is never a confirmation: its
