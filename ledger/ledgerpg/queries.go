@@ -160,12 +160,13 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 	q.createdCheck = r.Replace(`SELECT (SELECT count(*) FROM {{ops}} WHERE id = $1), {{t.cols}}
 		FROM (SELECT 1) AS one LEFT JOIN {{tombstones}} t ON t.id = $1`)
 	// With the feed entry the insert wrote in this transaction: the row
-	// this transaction inserted (xmin), among the positions it can have
-	// (at least its own id, migration 008; the primary key finds them).
-	// Entries of an earlier operation of the same ID, deleted by Cleanup,
-	// stay.
+	// the insert's trigger wrote (same xmin as the operation row: also
+	// when a caller's savepoint made it a subtransaction, whose id is not
+	// pg_current_xact_id()), among the positions it can have (at least
+	// its own id, migration 008; the primary key finds them). Entries of
+	// an earlier operation of the same ID, deleted by Cleanup, stay.
 	q.deleteCreated = r.Replace(`WITH undone AS (DELETE FROM {{ops}} WHERE id = $1)
-		DELETE FROM {{feed}} WHERE pos >= pg_current_xact_id() AND operation_id = $1 AND xmin = pg_current_xact_id()::xid`)
+		DELETE FROM {{feed}} WHERE pos >= pg_current_xact_id() AND operation_id = $1 AND xmin = (SELECT o.xmin FROM {{ops}} o WHERE o.id = $1)`)
 	q.selectOp = r.Replace(`SELECT {{cols}} FROM {{ops}} WHERE id = $1`)
 	q.lockOp = q.selectOp + ` FOR UPDATE`
 	// Why an insert did nothing though the ID has no row: a tombstone, the
