@@ -352,7 +352,10 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 	// The entry is this transaction's own, not yet visible to any reader.
 	q.deleteTombstone = r.Replace(`DELETE FROM {{tombstones}} WHERE id = $1`)
 	// This transaction's own entry: its position is at least its id (migration 008), and xmin names the writer.
-	q.dropCreatedEntry = r.Replace(`DELETE FROM {{feed}} WHERE pos >= pg_current_xact_id() AND operation_id = $1 AND from_status IS NULL AND xmin = pg_current_xact_id()::xid`)
+	// The entry the same insert wrote: the operation row's writer (its
+	// xmin) wrote it, whatever savepoint that insert ran in (as deleteCreated).
+	q.dropCreatedEntry = r.Replace(`DELETE FROM {{feed}} WHERE pos >= pg_current_xact_id() AND operation_id = $1 AND from_status IS NULL
+		AND xmin = (SELECT o.xmin FROM {{ops}} o WHERE o.id = $1)`)
 	// One statement, so that an entry and its outcomes come from one
 	// snapshot (an entry Cleanup deletes meanwhile is listed whole or not
 	// at all). Filters, order and limit are appended by ListWebhooks.

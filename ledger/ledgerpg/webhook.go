@@ -149,7 +149,7 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 func (s *Store) reopen(ctx context.Context, tx pgx.Tx, tomb ledger.Operation, ch ledger.Change, now time.Time) error {
 	row := ch.Op
 	row.Status = tomb.Status
-	var deleted, inserted int64
+	var deleted, inserted, dropped int64
 	b := &pgx.Batch{}
 	b.Queue(s.q.deleteTombstone, tomb.ID).Exec(func(tag pgconn.CommandTag) error {
 		deleted = tag.RowsAffected()
@@ -159,7 +159,10 @@ func (s *Store) reopen(ctx context.Context, tx pgx.Tx, tomb ledger.Operation, ch
 		inserted = tag.RowsAffected()
 		return nil
 	})
-	b.Queue(s.q.dropCreatedEntry, tomb.ID)
+	b.Queue(s.q.dropCreatedEntry, tomb.ID).Exec(func(tag pgconn.CommandTag) error {
+		dropped = tag.RowsAffected()
+		return nil
+	})
 	b.Queue(s.q.save, saveArgs(ch.Op)...)
 	queueEvents(b, &s.q, ch.Op.ID, now, ch.Events)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -168,6 +171,11 @@ func (s *Store) reopen(ctx context.Context, tx pgx.Tx, tomb ledger.Operation, ch
 	if deleted != 1 || inserted != 1 {
 		return fmt.Errorf("reopening operation %q: its tombstone was replaced by another transaction meanwhile (deleted %d tombstones, inserted %d operations); nothing was recorded: record the event again",
 			tomb.ID, deleted, inserted)
+	}
+	if dropped != 1 {
+		// The reopened operation is not new: a creation entry left in the
+		// feed would tell consumers it was (and pending again).
+		return fmt.Errorf("reopening operation %q: took back %d creation entries of the feed, not 1; nothing was recorded", tomb.ID, dropped)
 	}
 	return nil
 }
