@@ -2,11 +2,9 @@ package payonce
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"time"
 
@@ -392,15 +390,13 @@ func (c *Client) lookupQuery(ctx context.Context, op ledger.Operation, req Reque
 	if err != nil {
 		return q, fmt.Errorf("payonce: reading the history of %s: %w", op.ID, err)
 	}
+	var resolutions []string
 	for _, e := range evs {
-		if e.Kind != ledger.EventResolution {
-			continue
-		}
-		var d ledger.ResolutionDetail
-		if json.Unmarshal([]byte(e.Detail), &d) == nil && d.PreviousProviderRef != "" && !slices.Contains(q.EarlierRefs, d.PreviousProviderRef) {
-			q.EarlierRefs = append(q.EarlierRefs, d.PreviousProviderRef)
+		if e.Kind == ledger.EventResolution {
+			resolutions = append(resolutions, e.Detail)
 		}
 	}
+	q.EarlierRefs = ledger.PreviousRefs(resolutions)
 	if atts == nil {
 		if _, atts, err = c.cfg.Store.Get(ctx, op.ID); err != nil {
 			return q, fmt.Errorf("payonce: reading the attempts of %s: %w", op.ID, err)
