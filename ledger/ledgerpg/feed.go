@@ -31,7 +31,10 @@ func feedQueries(r *strings.Replacer) (page, beyond, durable, purge string) {
 	// only once every transaction that was running when it was written has
 	// ended, so a long transaction anywhere in the cluster (xids are
 	// cluster-wide) holds the feed back for as long as it runs.
-	page = r.Replace(`SELECT pos::text, seq, operation_id, key, generation, provider, kind, refs,
+	// The position is read as text under another name: an output column
+	// named pos would be what ORDER BY pos sorts, as text, putting 10000
+	// before 9999 and moving a consumer's cursor backwards.
+	page = r.Replace(`SELECT pos::text AS pos_text, seq, operation_id, key, generation, provider, kind, refs,
 			coalesce(from_status, ''), to_status, coalesce(provider_ref, ''), coalesce(review_reason, ''), at
 		FROM {{feed}}
 		WHERE (pos, seq) > ($1::text::xid8, $2::bigint)

@@ -235,3 +235,41 @@ func TestFeedCursorKeptAcrossVersion8(t *testing.T) {
 	all := feedUntil(t, s, "", 3)
 	require.Equal(t, cursor, all[0].Cursor, "an old entry keeps its cursor")
 }
+
+// Feed pages in position order as numbers, not as text: positions are
+// transaction ids, and a page whose positions cross a power of ten (9999
+// to 10000) sorted as text would put 10000 first, move a consumer's cursor
+// backwards, and let a cut page skip entries for good. The positions are
+// set by hand below the snapshot's xmin, as ids of long-finished
+// transactions would be.
+func TestFeedOrdersPositionsAsNumbers(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s, pool := newStore(t)
+	ids := []string{"op-9", "op-10", "op-100"}
+	for _, id := range ids {
+		_, err := s.Begin(ctx, ledger.BeginParams{Op: newOp(id), Owner: "w", Now: t0, LeaseUntil: t0.Add(time.Minute)})
+		require.NoError(t, err)
+	}
+	for i, id := range ids {
+		pos := []int{9, 10, 100}[i]
+		_, err := pool.Exec(ctx, fmt.Sprintf(`UPDATE %s SET pos = $1::text::xid8 WHERE operation_id = $2`,
+			table(s.Schema(), "payonce_feed")), strconv.Itoa(pos), id)
+		require.NoError(t, err)
+	}
+	var order []string
+	for _, e := range feedUntil(t, s, "", 3) {
+		order = append(order, e.OperationID)
+	}
+	require.Equal(t, ids, order, "one page in position order")
+
+	var cursor ledger.FeedCursor
+	order = order[:0]
+	for range ids {
+		page, err := s.Feed(ctx, ledger.FeedParams{After: cursor, Limit: 1})
+		require.NoError(t, err)
+		require.Len(t, page, 1)
+		order, cursor = append(order, page[0].OperationID), page[0].Cursor
+	}
+	require.Equal(t, ids, order, "pages of one in position order")
+}
