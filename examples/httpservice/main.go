@@ -1,0 +1,195 @@
+// Command httpservice is a small order service that takes payments with
+// payonce: net/http, pgx, and payonce's ledger in the service's own
+// PostgreSQL schema beside its orders table.
+//
+//	POST /orders           {"id","amount","currency","payment_method"}: record the order and charge it
+//	GET  /orders/{id}      the order and what happened to its charge
+//	POST /webhooks/stripe  Stripe's webhooks (when STRIPE_WEBHOOK_SECRET is set)
+//
+// The order and its charge operation commit in one transaction; the handler
+// then charges synchronously with a short deadline and answers 202 when the
+// outcome is not known yet, leaving the rest to the Reconciler running in
+// the same process. A feed consumer marks orders paid or failed from the
+// ledger's settlement feed, with its cursor committed beside that change.
+// SIGTERM or SIGINT shuts it down in the order the payonce package
+// documents. See README.md for how to run it against "payonce fake".
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/ledger/ledgerpg"
+	"github.com/payonce/payonce/providers/stripe"
+)
+
+func main() {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	// The first SIGTERM or SIGINT cancels ctx and starts the shutdown.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := run(ctx, log); err != nil {
+		log.Error("httpservice stopped", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, log *slog.Logger) error {
+	schema := envOr("DATABASE_SCHEMA", "orders")
+	poolCfg, err := pgxpool.ParseConfig(os.Getenv("DATABASE_URL"))
+	if err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	// The service's own tables live in schema (unqualified names below);
+	// ledgerpg names its payonce_ tables with Config.Schema itself.
+	poolCfg.ConnConfig.RuntimeParams["search_path"] = schema
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := migrate(ctx, pool, schema); err != nil {
+		return err
+	}
+	store, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema, Logger: log})
+	if err != nil {
+		return err
+	}
+	if err := store.Migrate(ctx); err != nil {
+		return err
+	}
+
+	psp, err := stripe.New(stripe.Config{
+		APIKey:        os.Getenv("STRIPE_API_KEY"),
+		BaseURL:       os.Getenv("STRIPE_BASE_URL"), // empty: the real Stripe
+		WebhookSecret: os.Getenv("STRIPE_WEBHOOK_SECRET"),
+		// Only tests against a fake whose search is never behind shorten
+		// this; with the real Stripe keep the default.
+		SearchLag: envDuration("STRIPE_SEARCH_LAG", 0),
+	})
+	if err != nil {
+		return err
+	}
+	// RequestPath bounds a Charge to about 4 s (one 2 s attempt, one
+	// lookup): a customer is waiting. Whatever it cannot settle is recorded
+	// and left to the Reconciler below.
+	client, err := payonce.New(payonce.RequestPath(payonce.Config{
+		Provider: psp, Store: store, Logger: log, Owner: "httpservice",
+		// How soon background work first looks up an unsettled call
+		// (default 30 s); tests shorten it.
+		CheckInterval: envDuration("PAYONCE_CHECK_INTERVAL", 0),
+	}))
+	if err != nil {
+		return err
+	}
+	// The Reconciler sends what the request path left pending, looks up
+	// what it left unknown, and takes over operations whose process died
+	// (their lease runs out). Without it a 202 would be a broken promise.
+	rec, err := payonce.NewReconciler(payonce.ReconcilerConfig{
+		Store: store, Clients: []*payonce.Client{client}, Logger: log, Owner: "httpservice",
+		Interval: envDuration("PAYONCE_RECONCILE_INTERVAL", 0), // default 10 s
+	})
+	if err != nil {
+		return err
+	}
+	defer rec.Close()
+
+	s := &service{pool: pool, store: store, client: client, log: log}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /orders", s.createOrder)
+	mux.HandleFunc("GET /orders/{id}", s.getOrder)
+	if os.Getenv("STRIPE_WEBHOOK_SECRET") != "" {
+		// Webhooks settle operations as soon as Stripe knows, often before
+		// the Reconciler's next lookup. The handler answers 200 only once
+		// an event is in the ledger, so Stripe delivers again otherwise.
+		wh, err := client.WebhookHandler(payonce.WebhookOptions{})
+		if err != nil {
+			return err
+		}
+		mux.Handle("POST /webhooks/stripe", wh)
+	}
+
+	ln, err := net.Listen("tcp", envOr("ADDR", "127.0.0.1:8080"))
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	// Background work runs under its own context: it must outlive ctx
+	// (cancelled by the signal) until the handlers have drained.
+	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBackground()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = rec.Run(bg) }() // nil on a normal stop; failed passes are logged and retried
+	go func() { defer wg.Done(); s.consumeFeed(bg, envDuration("FEED_POLL_INTERVAL", time.Second)) }()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("listening", "addr", "http://"+ln.Addr().String())
+
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		return err
+	}
+	// Shutdown order: stop accepting requests and drain the handlers that
+	// are inside Charge; then stop the Reconciler, which gives back the
+	// leases of operations it claimed but did not start, so that another
+	// replica takes them at once; then the feed consumer. A SIGKILL skips
+	// all of this and loses nothing: every step is in the ledger.
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	stopBackground()
+	wg.Wait()
+	return err
+}
+
+// migrate creates the service's own tables. A real service runs its
+// migration tool here; payonce's tables come from store.Migrate.
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	_, err := pool.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{schema}.Sanitize()+`;
+CREATE TABLE IF NOT EXISTS orders (
+	id             text PRIMARY KEY,
+	amount         bigint NOT NULL,
+	currency       text NOT NULL,
+	payment_method text NOT NULL,
+	state          text NOT NULL DEFAULT 'pending', -- pending, paid, failed, review: written by the feed consumer
+	settled        int NOT NULL DEFAULT 0,          -- how many times the consumer settled it (paid or failed); must stay <= 1
+	created_at     timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS feed_cursors (
+	name   text PRIMARY KEY,
+	cursor text NOT NULL
+);`)
+	return err
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// envDuration reads a duration such as "500ms"; unset or invalid gives def
+// (zero: payonce's default).
+func envDuration(name string, def time.Duration) time.Duration {
+	d, err := time.ParseDuration(os.Getenv(name))
+	if err != nil {
+		return def
+	}
+	return d
+}
