@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // The attempt loop: one operation, leased by a call (Client.do) or by
@@ -396,7 +397,7 @@ func (c *Client) lookupQuery(ctx context.Context, op ledger.Operation, req Reque
 			resolutions = append(resolutions, e.Detail)
 		}
 	}
-	q.EarlierRefs = ledger.PreviousRefs(resolutions)
+	q.EarlierRefs = ledgerdriver.PreviousRefs(resolutions)
 	if atts == nil {
 		if _, atts, err = c.cfg.Store.Get(ctx, op.ID); err != nil {
 			return q, fmt.Errorf("payonce: reading the attempts of %s: %w", op.ID, err)

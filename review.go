@@ -283,7 +283,7 @@ func missingRefusal(provider string, op ledger.Operation, keys []string, atts []
 
 // noResend says why op, in review, can never be sent again, or "". An
 // operation reopened from its tombstone (a provider event contradicted its
-// outcome after Cleanup, ledger.ApplyWebhook) has no request: Cleanup
+// outcome after Cleanup, ledgerdriver.ApplyWebhook) has no request: Cleanup
 // deleted it, and a resend would have nothing to send, or worse, whatever
 // an empty request decodes to.
 func noResend(op ledger.Operation) string {

@@ -20,7 +20,7 @@ import (
 // half of the idempotency pattern. Every event is verified by the adapter,
 // recorded once in the ledger's inbox (insert-or-nothing on the provider's
 // event identity) in the same transaction that applies it, and applied by
-// the ledger's state rules (ledger.ApplyWebhook). An event never causes a
+// the ledger's state rules (ledgerdriver.ApplyWebhook). An event never causes a
 // request to be sent.
 
 // WebhookParser is implemented by adapters whose provider pushes events.

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -30,10 +31,6 @@ const (
 
 // Statuses lists every status in a stable order.
 var Statuses = []Status{StatusPending, StatusInFlight, StatusUnknown, StatusSucceeded, StatusFailed, StatusManualReview}
-
-// ParseStatus turns a stored or user-supplied string into a Status. An
-// unrecognised value returns an error naming the allowed values.
-func ParseStatus(s string) (Status, error) { return parseEnum("status", s, Statuses...) }
 
 // Terminal reports whether automation is done with an operation in this
 // status: succeeded, failed or manual_review.
@@ -70,12 +67,6 @@ const (
 // OutcomeClasses lists every outcome class in a stable order.
 var OutcomeClasses = []OutcomeClass{OutcomeSuccess, OutcomeRefused, OutcomeNotSent, OutcomeMaybeSent, OutcomeKeyInUse, OutcomeKeyMismatch}
 
-// ParseOutcomeClass turns a string into an OutcomeClass, or returns an error
-// naming the allowed values.
-func ParseOutcomeClass(s string) (OutcomeClass, error) {
-	return parseEnum("outcome class", s, OutcomeClasses...)
-}
-
 // MayHaveReached reports whether an attempt that ended with this class may
 // have been processed by the provider, which opens (or keeps open) the key
 // window. Only not_sent proves the opposite.
@@ -94,12 +85,6 @@ const (
 	// operation goes back to pending under a new key generation.
 	ResolveResend ResolutionOutcome = "resend"
 )
-
-// ParseResolutionOutcome turns a string into a ResolutionOutcome, or returns
-// an error naming the allowed values.
-func ParseResolutionOutcome(s string) (ResolutionOutcome, error) {
-	return parseEnum("resolution outcome", s, ResolveSucceeded, ResolveFailed, ResolveResend)
-}
 
 // Operation is one intended money movement as the ledger records it.
 //
@@ -231,27 +216,6 @@ const (
 	EventWebhook EventKind = "webhook"
 )
 
-// ParseEventKind turns a string into an EventKind, or returns an error naming
-// the allowed values.
-func ParseEventKind(s string) (EventKind, error) {
-	return parseEnum("event kind", s, EventLookup, EventResolution, EventNote, EventWebhook)
-}
-
-// parseEnum returns the value of allowed that s spells, or an error naming
-// what s should be and the allowed values in order.
-func parseEnum[T ~string](what, s string, allowed ...T) (T, error) {
-	for _, v := range allowed {
-		if string(v) == s {
-			return v, nil
-		}
-	}
-	names := make([]string, len(allowed))
-	for i, v := range allowed {
-		names[i] = string(v)
-	}
-	return "", fmt.Errorf("ledger: unknown %s %q (allowed: %s)", what, s, strings.Join(names, ", "))
-}
-
 // NewEvent is an audit entry a caller records with a transition.
 type NewEvent struct {
 	Kind EventKind
@@ -271,4 +235,31 @@ type Event struct {
 	Kind   EventKind
 	Actor  string
 	Detail string
+}
+
+// ResolutionDetail is the Detail of an EventResolution entry, as JSON: the
+// outcome and the note, plus the provider reference, or the new key and
+// generation (and the provider reference the operation had before the
+// resend, which the new generation does not keep), when the call set them.
+// Decode an entry's Detail into it to read one.
+type ResolutionDetail struct {
+	Outcome             ResolutionOutcome `json:"outcome"`
+	Note                string            `json:"note"`
+	ProviderRef         string            `json:"provider_ref,omitempty"`
+	NewKey              string            `json:"new_key,omitempty"`
+	NewGeneration       int               `json:"new_generation,omitempty"`
+	PreviousProviderRef string            `json:"previous_provider_ref,omitempty"`
+}
+
+// String is the JSON text recorded as the entry's Detail.
+func (d ResolutionDetail) String() string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // a note reads as the operator wrote it
+	if err := enc.Encode(d); err != nil {
+		// Strings (valid UTF-8, checked by the store before it writes) and an int: Encode
+		// cannot fail; keep the essentials anyway.
+		return fmt.Sprintf("outcome %s: %s", d.Outcome, d.Note)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -137,7 +137,7 @@ type Store interface {
 	// and applies it to the operations it names, in one durable
 	// transaction: insert-or-nothing on (Event.Provider, Event.ID); when the
 	// event is new, each target's operation is found (see WebhookTarget),
-	// locked, changed as ApplyWebhook says and given its EventWebhook
+	// locked, changed as ledgerdriver.ApplyWebhook says and given its EventWebhook
 	// entry, and the outcomes are stored with the entry. An event already
 	// recorded changes nothing and returns Duplicate with the first
 	// delivery's outcomes: redeliveries and replays are harmless. A target
@@ -167,8 +167,8 @@ type Store interface {
 	Stats(ctx context.Context, p StatsParams) (Stats, error)
 
 	// Feed returns up to p.Limit entries of the settlement feed after
-	// p.After, in cursor order (see FeedEntry and the feed's description in
-	// feed.go): every operation's creation, and each change of status into
+	// p.After, in cursor order (see FeedEntry and the package's section
+	// "The settlement feed"): every operation's creation, and each change of status into
 	// succeeded, failed or manual_review or out of manual_review, written in
 	// the transaction of the change. An entry is returned only once no
 	// transaction still running can commit one before it, so a reader that
@@ -271,7 +271,7 @@ type FinishParams struct {
 	Now   time.Time
 	// From is the status the caller expects the operation to be in.
 	From Status
-	// To is the new status. Legal moves (CheckTransition): from in_flight
+	// To is the new status. Legal moves (ledgerdriver.CheckTransition): from in_flight
 	// (Attempt required) to pending, unknown, succeeded, failed or
 	// manual_review; from pending to pending, failed or manual_review; from
 	// unknown to unknown, succeeded, failed or manual_review; from

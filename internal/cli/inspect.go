@@ -12,6 +12,7 @@ import (
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 func runOps(ctx context.Context, a *App, args []string) error {
@@ -35,7 +36,7 @@ func runOpsList(ctx context.Context, a *App, args []string) error {
 		return err
 	}
 	filter := ledger.ListFilter{Provider: provider, AfterID: after, Limit: limit}
-	st, err := parseOptional("status", status, ledger.ParseStatus, "pending, in_flight, unknown, succeeded, failed or manual_review")
+	st, err := parseOptional("status", status, ledgerdriver.ParseStatus, "pending, in_flight, unknown, succeeded, failed or manual_review")
 	if err != nil {
 		return err
 	}
@@ -411,7 +412,7 @@ defaults to the operation's own.`)
 	if err != nil {
 		return err
 	}
-	out, err := ledger.ParseResolutionOutcome(outcome)
+	out, err := ledgerdriver.ParseResolutionOutcome(outcome)
 	if err != nil {
 		return usageErrorf("--outcome %q: use succeeded, failed or resend", outcome)
 	}

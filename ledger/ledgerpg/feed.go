@@ -12,6 +12,7 @@ import (
 
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/internal/feedsql"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // feedQueries returns the statements of Feed and of its purge, with the
@@ -96,7 +97,7 @@ func feedQueries(r *strings.Replacer) (page, beyond, durable, purge string) {
 // flush per page with new entries, nothing per Charge; an empty page, or
 // one read before, waits for nothing.
 func (s *Store) Feed(ctx context.Context, p ledger.FeedParams) ([]ledger.FeedEntry, error) {
-	if err := p.Validate(); err != nil {
+	if err := ledgerdriver.ValidateFeed(p); err != nil {
 		return nil, err // before a round trip
 	}
 	var out []ledger.FeedEntry

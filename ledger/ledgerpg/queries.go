@@ -194,7 +194,7 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 	// The attempt being finished, and the start of the earliest other
 	// attempt under the same key that may have reached the provider: where
 	// the key window starts if this attempt turns out never to have left
-	// (what ledger.ApplyFinish needs).
+	// (what ledgerdriver.ApplyFinish needs).
 	q.attemptForFinish = r.Replace(`SELECT {{a.cols}},
 		(SELECT min(e.started_at) FROM {{attempts}} e
 		  WHERE e.operation_id = a.operation_id AND e.key = a.key AND e.may_have_reached AND e.number <> a.number)

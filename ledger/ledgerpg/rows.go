@@ -9,6 +9,7 @@ import (
 
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // opColumns are the payonce_operations columns in the order opScan reads
@@ -83,12 +84,12 @@ func (s *opScan) dest() []any {
 // ledger.ErrCorrupt for a value the ledger cannot have written.
 func (s *opScan) operation() (ledger.Operation, error) {
 	op := s.op
-	status, err := ledger.ParseStatus(s.status)
+	status, err := ledgerdriver.ParseStatus(s.status)
 	if err != nil {
-		return ledger.Operation{}, ledger.Corrupt(op.ID, "status", err)
+		return ledger.Operation{}, ledgerdriver.Corrupt(op.ID, "status", err)
 	}
 	if s.keyTTLms <= 0 {
-		return ledger.Operation{}, ledger.Corrupt(op.ID, "key_ttl_ms", fmt.Errorf("%d is not a positive TTL", s.keyTTLms))
+		return ledger.Operation{}, ledgerdriver.Corrupt(op.ID, "key_ttl_ms", fmt.Errorf("%d is not a positive TTL", s.keyTTLms))
 	}
 	op.Status = status
 	op.Request = []byte(s.request)
@@ -157,9 +158,9 @@ func (s *attemptScan) attempt() (a ledger.Attempt, ok bool, err error) {
 		Replayed:          s.replayed.Bool,
 	}
 	if s.outcome.Valid {
-		class, err := ledger.ParseOutcomeClass(s.outcome.String)
+		class, err := ledgerdriver.ParseOutcomeClass(s.outcome.String)
 		if err != nil {
-			return ledger.Attempt{}, false, ledger.Corrupt(a.OperationID, fmt.Sprintf("attempts[%d].outcome", a.Number), err)
+			return ledger.Attempt{}, false, ledgerdriver.Corrupt(a.OperationID, fmt.Sprintf("attempts[%d].outcome", a.Number), err)
 		}
 		a.Outcome = class
 	}
@@ -175,7 +176,7 @@ var tombstoneColumns = []string{
 }
 
 // tombstoneArgs are the values of every column of t, in tombstoneColumns order.
-func tombstoneArgs(t ledger.Tombstone) []any {
+func tombstoneArgs(t ledgerdriver.Tombstone) []any {
 	return []any{
 		t.ID, t.Key, t.Provider, t.Kind, t.References, t.Generation, t.Fingerprint, string(t.Status),
 		nullText(t.ProviderRef), nullBytes(t.Result), t.Amount, t.Currency, t.KeyTTL.Milliseconds(),
@@ -204,21 +205,21 @@ func (s *tombstoneScan) dest() []any {
 
 // tombstone converts the scanned row; ok is false for the empty side of a
 // LEFT JOIN. A value the store cannot have written is reported as corrupt.
-func (s *tombstoneScan) tombstone() (t ledger.Tombstone, ok bool, err error) {
+func (s *tombstoneScan) tombstone() (t ledgerdriver.Tombstone, ok bool, err error) {
 	if !s.id.Valid {
-		return ledger.Tombstone{}, false, nil
+		return ledgerdriver.Tombstone{}, false, nil
 	}
-	status, err := ledger.ParseStatus(s.status.String)
+	status, err := ledgerdriver.ParseStatus(s.status.String)
 	if err != nil || !status.Final() {
 		if err == nil {
 			err = fmt.Errorf("%s is not a final status", status)
 		}
-		return ledger.Tombstone{}, false, ledger.Corrupt(s.id.String, "tombstone status", err)
+		return ledgerdriver.Tombstone{}, false, ledgerdriver.Corrupt(s.id.String, "tombstone status", err)
 	}
 	if s.keyTTLms.Int64 <= 0 {
-		return ledger.Tombstone{}, false, ledger.Corrupt(s.id.String, "tombstone key_ttl_ms", fmt.Errorf("%d is not a positive TTL", s.keyTTLms.Int64))
+		return ledgerdriver.Tombstone{}, false, ledgerdriver.Corrupt(s.id.String, "tombstone key_ttl_ms", fmt.Errorf("%d is not a positive TTL", s.keyTTLms.Int64))
 	}
-	t = ledger.Tombstone{
+	t = ledgerdriver.Tombstone{
 		ID:           s.id.String,
 		Key:          s.key.String,
 		Provider:     s.provider.String,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/internal/feedsql"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // Feed implements ledger.Store: one read of the page in seq order, made
@@ -113,7 +114,7 @@ func scanFeedRow(sc scanner) (feedsql.Row, error) {
 		return r, err
 	}
 	if err := json.Unmarshal([]byte(refs), &r.Entry.References); err != nil {
-		return r, ledger.Corrupt(r.Entry.OperationID, "feed.refs", err)
+		return r, ledgerdriver.Corrupt(r.Entry.OperationID, "feed.refs", err)
 	}
 	r.Entry.At = fromMicros(at)
 	return r, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // Audit entries (ledger.Event) are written by StartAttempt (its Events),
@@ -56,8 +57,8 @@ func requireEvents(t *testing.T, s ledger.Store, id string, want ...wantEvent) {
 			}
 			g.Detail = ""
 		}
-		g.At = ledger.UTC(g.At)
-		w.At = ledger.UTC(w.At)
+		g.At = ledgerdriver.UTC(g.At)
+		w.At = ledgerdriver.UTC(w.At)
 		require.Equal(t, w.Event, g, "event %d of %s", i+1, id)
 	}
 }

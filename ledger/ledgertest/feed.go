@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // feedAll reads the whole feed after after with pages of limit, checking
@@ -188,7 +189,7 @@ func testFeedInvalid(t *testing.T, h *Harness) {
 	mustCreate(t, s, NewOp("op-1"), base)
 	entries := feedWait(t, s, "", 10, 1)
 	require.Len(t, entries, 1)
-	epoch, seq, err := entries[0].Cursor.Parse()
+	epoch, seq, err := ledgerdriver.ParseFeedCursor(entries[0].Cursor)
 	require.NoError(t, err)
 
 	for _, c := range []struct {
@@ -201,8 +202,8 @@ func testFeedInvalid(t *testing.T, h *Harness) {
 		{"UnknownStatus", ledger.FeedParams{Statuses: []ledger.Status{ledger.StatusSucceeded, "paid"}}, "Statuses[1]"},
 		{"MalformedCursor", ledger.FeedParams{After: "not-a-cursor"}, "After"},
 		{"NegativeCursor", ledger.FeedParams{After: "-1.5"}, "After"},
-		{"CursorPastTheSequence", ledger.FeedParams{After: ledger.MakeFeedCursor(epoch, seq+1000)}, "After"},
-		{"CursorOfAnotherEpoch", ledger.FeedParams{After: ledger.MakeFeedCursor(epoch+1<<40, seq)}, "After"},
+		{"CursorPastTheSequence", ledger.FeedParams{After: ledgerdriver.MakeFeedCursor(epoch, seq+1000)}, "After"},
+		{"CursorOfAnotherEpoch", ledger.FeedParams{After: ledgerdriver.MakeFeedCursor(epoch+1<<40, seq)}, "After"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := s.Feed(t.Context(), c.p)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 func testClaimPending(t *testing.T, h *Harness) {
@@ -168,7 +169,7 @@ func testStartAttempt(t *testing.T, h *Harness) {
 		requireTime(t, now.Add(leaseFor), got.NextCheckAt, "NextCheckAt (the lease expiry)")
 		requireTime(t, now, got.WindowStart, "WindowStart")
 		requireTime(t, now.Add(keyTTL), got.KeyExpiresAt, "KeyExpiresAt")
-		require.Equal(t, ledger.Attempt{OperationID: op.ID, Number: 1, Key: op.Key, StartedAt: ledger.UTC(now), MayHaveReached: true}, canonAttempt(att))
+		require.Equal(t, ledger.Attempt{OperationID: op.ID, Number: 1, Key: op.Key, StartedAt: ledgerdriver.UTC(now), MayHaveReached: true}, canonAttempt(att))
 		requireStored(t, s, got)
 		_, atts := mustGet(t, s, op.ID)
 		require.Len(t, atts, 1)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 func testList(t *testing.T, h *Harness) {
@@ -38,7 +39,7 @@ func testList(t *testing.T, h *Harness) {
 		var out []string
 		for _, r := range rows {
 			if (f.Status == "" || r.status == f.Status) && (f.Provider == "" || r.provider == f.Provider) &&
-				(f.Kind == "" || r.kind == f.Kind) && r.id > f.AfterID && len(out) < f.EffectiveLimit() {
+				(f.Kind == "" || r.kind == f.Kind) && r.id > f.AfterID && len(out) < ledgerdriver.ListLimit(f) {
 				out = append(out, r.id)
 			}
 		}

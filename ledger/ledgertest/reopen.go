@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // A provider event that contradicts the outcome of an operation Cleanup
@@ -72,7 +73,7 @@ func testReopenRefundFailedAfterCleanup(t *testing.T, h *Harness) {
 	require.Equal(t, []ledger.WebhookDetail{{Provider: "stripe", EventID: "evt_rf", Type: "refund.failed", Effect: ledger.EffectReversed,
 		Disposition: ledger.WebhookContradiction, Object: ledger.ObjectCurrent, Detail: "expired_or_canceled_card"}}, details)
 	require.Equal(t, ledger.EventNote, evs[1].Kind)
-	require.Equal(t, ledger.WebhookActor("stripe"), evs[1].Actor)
+	require.Equal(t, ledgerdriver.WebhookActor("stripe"), evs[1].Actor)
 	require.Contains(t, evs[1].Detail, "reopened from the tombstone Cleanup wrote at "+cleanedAt.Format(time.RFC3339))
 
 	// An operator sees it where every review is: the queue, the gauges and

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // toReview records op, sends one attempt at base that may have reached the
@@ -39,7 +40,7 @@ func mustResolve(t *testing.T, s ledger.Store, p ledger.ResolveParams) ledger.Op
 func requireResolution(t *testing.T, p ledger.ResolveParams, got ledger.Operation) {
 	t.Helper()
 	require.NotNil(t, got.Resolution, "the decision is recorded")
-	require.Equal(t, ledger.Resolution{Actor: p.Actor, Note: p.Note, Outcome: p.Outcome, At: ledger.UTC(p.Now)}, *canon(got).Resolution)
+	require.Equal(t, ledger.Resolution{Actor: p.Actor, Note: p.Note, Outcome: p.Outcome, At: ledgerdriver.UTC(p.Now)}, *canon(got).Resolution)
 }
 
 func testResolveSucceeded(t *testing.T, h *Harness) {

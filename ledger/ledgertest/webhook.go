@@ -11,11 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // The webhook inbox (Store.RecordWebhook, ListWebhooks): a provider event is
 // recorded once, by its (provider, event id), in the transaction that applies
-// it to the operations it names by ledger.ApplyWebhook's rules; a redelivery
+// it to the operations it names by ledgerdriver.ApplyWebhook's rules; a redelivery
 // or a replay changes nothing, and Cleanup keeps entries as long as the
 // provider may deliver them again.
 
@@ -158,7 +159,7 @@ func testWebhookSettleUnknown(t *testing.T, h *Harness) {
 	require.Len(t, evs, 1)
 	require.Len(t, mustEvents(t, s, op.ID), 1, "one audit entry")
 	requireTime(t, now, evs[0].At, "At of the webhook entry")
-	require.Equal(t, ledger.WebhookActor("stripe"), evs[0].Actor)
+	require.Equal(t, ledgerdriver.WebhookActor("stripe"), evs[0].Actor)
 	require.Equal(t, ledger.WebhookDetail{Provider: "stripe", EventID: "evt_1", Type: "payment_intent.succeeded", Effect: ledger.EffectSucceeded,
 		Disposition: ledger.WebhookSettled, ProviderRef: "pi_hook", Object: ledger.ObjectCurrent, Detail: "amount_received=1000"}, details[0])
 }
@@ -278,15 +279,15 @@ func testWebhookSettlesReview(t *testing.T, h *Harness) {
 	require.Equal(t, "pi_r", got.ProviderRef)
 	requireNoLease(t, got)
 	require.NotNil(t, got.Resolution)
-	require.Equal(t, ledger.WebhookActor("stripe"), got.Resolution.Actor)
+	require.Equal(t, ledgerdriver.WebhookActor("stripe"), got.Resolution.Actor)
 	require.Equal(t, ledger.ResolveSucceeded, got.Resolution.Outcome)
 	require.Contains(t, got.Resolution.Note, "evt_1")
 	requireTime(t, now, got.Resolution.At, "Resolution.At")
 	detail := ledger.WebhookDetail{Provider: "stripe", EventID: "evt_1", Type: "payment_intent.succeeded", Effect: ledger.EffectSucceeded,
 		Disposition: ledger.WebhookSettled, ProviderRef: "pi_r", Object: ledger.ObjectCurrent}
 	requireEvents(t, s, op.ID,
-		event(op.ID, 1, now, ledger.EventWebhook, ledger.WebhookActor("stripe"), detail.String()),
-		resolutionEvent(op.ID, 2, now, ledger.WebhookActor("stripe"), map[string]any{"outcome": "succeeded", "provider_ref": "pi_r"}))
+		event(op.ID, 1, now, ledger.EventWebhook, ledgerdriver.WebhookActor("stripe"), detail.String()),
+		resolutionEvent(op.ID, 2, now, ledgerdriver.WebhookActor("stripe"), map[string]any{"outcome": "succeeded", "provider_ref": "pi_r"}))
 }
 
 // A review that waits for an operator is not settled by an event: the event

@@ -19,7 +19,7 @@ import (
 
 // The scenarios about which object an event is about. An event decides
 // only about the key generation and the object it names
-// (ledger.ObjectOf): by the key the object carries where the adapter reads
+// (ledgerdriver.ObjectOf): by the key the object carries where the adapter reads
 // it (WebhookTarget.Key), else by the provider reference the ledger
 // recorded for the current generation or for an earlier one (the
 // PreviousProviderRef of a resend). Both scenarios hold either way.

@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // Row is one stored feed row as a store read it: Entry holds every field
@@ -35,17 +36,17 @@ func (r *Row) Dest() (head, tail []any) {
 // reported as ledger.ErrCorrupt naming the row.
 func (r Row) FeedEntry() (ledger.FeedEntry, error) {
 	e := r.Entry
-	to, err := ledger.ParseStatus(r.To)
+	to, err := ledgerdriver.ParseStatus(r.To)
 	if err != nil {
-		return ledger.FeedEntry{}, ledger.Corrupt(e.OperationID, fmt.Sprintf("feed[%d].to_status", r.Seq), err)
+		return ledger.FeedEntry{}, ledgerdriver.Corrupt(e.OperationID, fmt.Sprintf("feed[%d].to_status", r.Seq), err)
 	}
 	var from ledger.Status
 	if r.From != "" {
-		if from, err = ledger.ParseStatus(r.From); err != nil {
-			return ledger.FeedEntry{}, ledger.Corrupt(e.OperationID, fmt.Sprintf("feed[%d].from_status", r.Seq), err)
+		if from, err = ledgerdriver.ParseStatus(r.From); err != nil {
+			return ledger.FeedEntry{}, ledgerdriver.Corrupt(e.OperationID, fmt.Sprintf("feed[%d].from_status", r.Seq), err)
 		}
 	}
-	e.Cursor, e.From, e.To = ledger.MakeFeedCursor(r.Epoch, r.Seq), from, to
+	e.Cursor, e.From, e.To = ledgerdriver.MakeFeedCursor(r.Epoch, r.Seq), from, to
 	return e, nil
 }
 
@@ -68,10 +69,10 @@ type Steps struct {
 // Read runs ledger.Store.Feed: validation errors are returned as they are,
 // store errors wrapped by wrap. The result is empty, never nil.
 func Read(p ledger.FeedParams, steps Steps, wrap func(error) error) ([]ledger.FeedEntry, error) {
-	if err := p.Validate(); err != nil {
+	if err := ledgerdriver.ValidateFeed(p); err != nil {
 		return nil, err
 	}
-	epoch, seq, err := p.After.Parse()
+	epoch, seq, err := ledgerdriver.ParseFeedCursor(p.After)
 	if err != nil {
 		return nil, err
 	}
@@ -83,10 +84,10 @@ func Read(p ledger.FeedParams, steps Steps, wrap func(error) error) ([]ledger.Fe
 			return nil, wrap(err)
 		}
 		if beyond {
-			return nil, ledger.FeedCursorBeyondEnd(p.After)
+			return nil, ledgerdriver.FeedCursorBeyondEnd(p.After)
 		}
 	}
-	rows, err := steps.Page(epoch, seq, p.EffectiveLimit(), p.Provider, p.StatusNames())
+	rows, err := steps.Page(epoch, seq, ledgerdriver.FeedLimit(p), p.Provider, ledgerdriver.FeedStatusNames(p))
 	if err != nil {
 		return nil, wrap(err)
 	}

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // The row kinds of the statement, its first column.
@@ -124,7 +125,7 @@ func Assemble(rows []Row, includeSettled bool) (ledger.Stats, error) {
 	type group struct{ provider, kind string }
 	inReview := map[group]int{} // index in st.Open and st.Oldest
 	for _, r := range rows {
-		status, err := ledger.ParseStatus(r.Status)
+		status, err := ledgerdriver.ParseStatus(r.Status)
 		if err != nil {
 			return ledger.Stats{}, fmt.Errorf("%w: stats: %v", ledger.ErrCorrupt, err)
 		}
