@@ -465,13 +465,13 @@ func (c *Client) webhookRecorded(ctx context.Context, le ledger.WebhookEvent, re
 	c.tel.webhook(ctx, WebhookResultRecorded, rep)
 	for _, o := range rep.Outcomes {
 		if o.Target >= 0 && o.Target < len(le.Targets) {
-			// The review reason the event gave, for the payonce.reviews
-			// code: a second object is a duplicate, not a contradiction.
-			reason := ledger.ReasonWebhookContradiction
+			// The review code the event gave, for payonce.reviews: a
+			// second object is a duplicate, not a contradiction.
+			code := ledger.ReviewCodeWebhookContradiction
 			if o.Disposition == ledger.WebhookDuplicate {
-				reason = ledger.ReasonDuplicated
+				code = ledger.ReviewCodeDuplicated
 			}
-			c.tel.moved(ctx, le.Targets[o.Target].Kind, o.From, o.To, reason)
+			c.tel.moved(ctx, le.Targets[o.Target].Kind, o.From, o.To, code)
 		}
 	}
 }

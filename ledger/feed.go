@@ -27,7 +27,8 @@ type FeedEntry struct {
 	// ProviderRef is the provider's reference recorded with the change
 	// (empty until known).
 	ProviderRef string
-	// ReviewReason is set when To is manual_review.
+	// ReviewCode and ReviewReason are set when To is manual_review.
+	ReviewCode   ReviewCode
 	ReviewReason string
 	// At is the time of the change (the caller's injected clock: the
 	// operation's UpdatedAt after it).

@@ -141,11 +141,15 @@ type Operation struct {
 	// lease). Zero when no background work is due (final states).
 	NextCheckAt time.Time
 
-	// ReviewReason says why the operation went to manual review.
+	// ReviewCode says why the operation went to manual review, as one of
+	// ReviewCodes: what programs compare and count.
+	ReviewCode ReviewCode
+	// ReviewReason says it for a person: a sentence, often with the
+	// provider's detail.
 	ReviewReason string
 	// ReviewAt is when the operation last entered manual review; zero if it
-	// never did. ReviewReason and ReviewAt are kept as history after an
-	// operator resolves the review.
+	// never did. ReviewCode, ReviewReason and ReviewAt are kept as history
+	// after an operator resolves the review.
 	ReviewAt time.Time
 	// Resolution is the operator's decision, once an operation in review was
 	// resolved; nil otherwise.
@@ -163,6 +167,43 @@ type Operation struct {
 	// recorded outcome instead of being sent again.
 	Tombstone bool
 }
+
+// ReviewCode says, in one word, why an operation went to manual review. It
+// is stored in its own column beside the human reason (Operation.ReviewCode
+// and ReviewReason), so that programs compare codes, never the text: the
+// resend refusal, the webhook rules and the telemetry's reason label all
+// read it. The values are stable: they are metric label values.
+type ReviewCode string
+
+const (
+	// ReviewCodeWindowPassed: the key window passed with the outcome
+	// unknown; a resend would be a new charge. Lookups may continue.
+	ReviewCodeWindowPassed ReviewCode = "window_passed"
+	// ReviewCodeDuplicated: the provider holds more than one object that
+	// moved money for the operation. A resend is never allowed.
+	ReviewCodeDuplicated ReviewCode = "duplicated"
+	// ReviewCodeProcessing: the provider kept processing for longer than the
+	// configured age.
+	ReviewCodeProcessing ReviewCode = "processing"
+	// ReviewCodeKeyMismatch: the provider holds the key with other
+	// parameters.
+	ReviewCodeKeyMismatch ReviewCode = "key_mismatch"
+	// ReviewCodeContradicted: a provider answer, lookup or event does not
+	// belong to the operation (another operation id, amount or currency).
+	ReviewCodeContradicted ReviewCode = "contradicted"
+	// ReviewCodeWebhookContradiction: a provider event contradicted a
+	// settled outcome. Lookups do not settle it again: only an operator.
+	ReviewCodeWebhookContradiction ReviewCode = "webhook_contradiction"
+	// ReviewCodeRequestUnreadable: this version cannot read the stored
+	// request.
+	ReviewCodeRequestUnreadable ReviewCode = "request_unreadable"
+	// ReviewCodeOther: any other reason (an operator's or a caller's own).
+	ReviewCodeOther ReviewCode = "other"
+)
+
+// ReviewCodes lists every review code in a stable order.
+var ReviewCodes = []ReviewCode{ReviewCodeWindowPassed, ReviewCodeDuplicated, ReviewCodeProcessing, ReviewCodeKeyMismatch,
+	ReviewCodeContradicted, ReviewCodeWebhookContradiction, ReviewCodeRequestUnreadable, ReviewCodeOther}
 
 // Resolution is an operator's decision on an operation in review, kept as an
 // audit record.

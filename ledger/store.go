@@ -292,7 +292,10 @@ type FinishParams struct {
 	// non-zero value asks for further read-only lookups; ignored for
 	// succeeded and failed.
 	NextCheckAt time.Time
-	// ReviewReason is required when To is manual_review.
+	// ReviewCode and ReviewReason are required when To is manual_review:
+	// the code (one of ReviewCodes) and the sentence for a person. They
+	// replace the operation's; an unknown code is refused.
+	ReviewCode   ReviewCode
 	ReviewReason string
 	// Resolution, when set, is recorded with the transition, and as an
 	// EventResolution audit entry: used when background work settles an
@@ -335,6 +338,8 @@ type ListFilter struct {
 type ReviewFilter struct {
 	Provider string
 	Kind     string
+	// Code keeps operations whose review code is Code.
+	Code ReviewCode
 	// Reason matches the review reason exactly.
 	Reason string
 	// EnteredBefore keeps operations that entered review before this time.

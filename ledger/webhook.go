@@ -260,7 +260,7 @@ func (d WebhookDetail) String() string {
 }
 
 // ReasonWebhookContradiction starts the review reason of an operation that an
-// event contradicted after it was settled. Background lookups do not settle
+// event contradicted after it was settled (ReviewCodeWebhookContradiction). Background lookups do not settle
 // such an operation again: only an operator does, because the lookup that
 // settled it is what the provider now says was wrong.
 const ReasonWebhookContradiction = "provider reported a change after settlement"
@@ -268,12 +268,12 @@ const ReasonWebhookContradiction = "provider reported a change after settlement"
 // ReasonDuplicated starts the review reason of an operation for which the
 // provider holds more than one object that moved money (a lookup found
 // two, or an event named a second object or an earlier key generation's
-// that succeeded). A resend under a new key is never allowed for it.
+// that succeeded: ReviewCodeDuplicated). A resend under a new key is never allowed for it.
 const ReasonDuplicated = "provider holds more than one object for this operation"
 
 // ReasonContradicted starts the review reason of an operation whose
 // provider answer, lookup or event does not belong to it (another
-// operation id, amount or currency).
+// operation id, amount or currency: ReviewCodeContradicted).
 const ReasonContradicted = "provider answer contradicts the ledger"
 
 // WebhookObject says which of an operation's objects an event is about.

@@ -267,7 +267,7 @@ func applyOutcome(op *ledger.Operation, p ledger.FinishParams, now time.Time) {
 		// Non-zero asks for further read-only lookups; zero waits for an
 		// operator.
 		op.NextCheckAt = UTC(p.NextCheckAt)
-		op.ReviewReason = p.ReviewReason
+		op.ReviewCode, op.ReviewReason = p.ReviewCode, p.ReviewReason
 		// ReviewAt is when the operation entered review: staying in review
 		// (a lookup that settled nothing) keeps it, so that the oldest
 		// reviews still list first.

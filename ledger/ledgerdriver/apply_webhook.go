@@ -80,9 +80,10 @@ func ApplyWebhook(op ledger.Operation, earlier Generations, e ledger.WebhookEven
 	}
 	obj := ObjectOf(op, earlier, t)
 	disp, settleTo := webhookRule(op, t.Effect)
+	var code ledger.ReviewCode
 	var why string
 	if t.Effect != ledger.EffectLookup {
-		disp, settleTo, why = objectRule(op, earlier, obj, t, disp, settleTo)
+		disp, settleTo, code, why = objectRule(op, earlier, obj, t, disp, settleTo)
 	}
 	ch := Change{Op: op}
 	switch disp {
@@ -91,10 +92,11 @@ func ApplyWebhook(op ledger.Operation, earlier Generations, e ledger.WebhookEven
 		ch.Op.UpdatedAt = now
 	case ledger.WebhookContradiction, ledger.WebhookDuplicate:
 		if why == "" {
-			why = ledger.ReasonWebhookContradiction + ": " + e.Type + reasonDetail(t.Detail)
+			code, why = ledger.ReviewCodeWebhookContradiction, ledger.ReasonWebhookContradiction+": "+e.Type+reasonDetail(t.Detail)
 		}
 		ch.Attempt = closeAttempt(op, recorded, e, now)
 		ch.Op.Status = ledger.StatusManualReview
+		ch.Op.ReviewCode = code
 		ch.Op.ReviewReason = truncateText(why)
 		ch.Op.ReviewAt = now
 		// Wait for an operator: a lookup would only repeat the answer the
@@ -229,35 +231,35 @@ func ObjectOf(op ledger.Operation, earlier Generations, t ledger.WebhookTarget) 
 }
 
 // objectRule refines the table's disposition (disp, settleTo) by the
-// object the event is about, and says why when it sends the operation to
-// review. Only an object of the current generation that belongs to the
+// object the event is about, and gives the review code and says why when it
+// sends the operation to review. Only an object of the current generation that belongs to the
 // operation keeps the table's answer.
-func objectRule(op ledger.Operation, earlier Generations, obj ledger.WebhookObject, t ledger.WebhookTarget, disp ledger.WebhookDisposition, settleTo ledger.Status) (ledger.WebhookDisposition, ledger.Status, string) {
+func objectRule(op ledger.Operation, earlier Generations, obj ledger.WebhookObject, t ledger.WebhookTarget, disp ledger.WebhookDisposition, settleTo ledger.Status) (ledger.WebhookDisposition, ledger.Status, ledger.ReviewCode, string) {
 	waiting := op.Status == ledger.StatusManualReview && op.NextCheckAt.IsZero()
 	switch obj {
 	case ledger.ObjectCurrent:
 		why := webhookMismatch(op, t)
 		if why == "" {
-			return disp, settleTo, ""
+			return disp, settleTo, "", ""
 		}
 		if waiting {
 			// An operator decides already; the event is one more fact.
-			return ledger.WebhookNoted, "", ""
+			return ledger.WebhookNoted, "", "", ""
 		}
-		return ledger.WebhookContradiction, "", ledger.ReasonContradicted + ": " + why
+		return ledger.WebhookContradiction, "", ledger.ReviewCodeContradicted, ledger.ReasonContradicted + ": " + why
 	case ledger.ObjectUnplaced:
 		if t.Effect == ledger.EffectSucceeded && !waiting {
 			// Money moved under this operation, under a key that cannot
 			// be told: this generation's own, or an earlier one's while
 			// this one is being sent too. Settling on it could hide a
 			// second movement; an operator compares the objects.
-			return ledger.WebhookDuplicate, "", ledger.ReasonDuplicated + ": an object whose key generation cannot be told succeeded, " +
+			return ledger.WebhookDuplicate, "", ledger.ReviewCodeDuplicated, ledger.ReasonDuplicated + ": an object whose key generation cannot be told succeeded, " +
 				orNone(t.ProviderRef) + "; it may be this generation's own or an earlier one's: compare the provider's objects"
 		}
 		// Which generation's object this is cannot be told: a lookup, which
 		// sees every generation (adapterkit.Combine), decides.
 		lookup, _ := webhookRule(op, ledger.EffectLookup)
-		return lookup, "", ""
+		return lookup, "", "", ""
 	}
 	// An earlier generation's object, or another object with the
 	// operation's id. Its failure says nothing about the current
@@ -268,13 +270,13 @@ func objectRule(op ledger.Operation, earlier Generations, obj ledger.WebhookObje
 	// much as its success.
 	moved := t.Effect == ledger.EffectSucceeded || (t.Effect == ledger.EffectReversed && op.Kind == "charge")
 	if !moved {
-		return ledger.WebhookOtherObject, "", ""
+		return ledger.WebhookOtherObject, "", "", ""
 	}
 	if op.Kind != "charge" && earlier.failedObject(t) {
 		// A refund, capture or cancel whose failure is on record never
 		// succeeds again (its failure is final at the provider): this
 		// success is an older event arriving late, not a second movement.
-		return ledger.WebhookOtherObject, "", ""
+		return ledger.WebhookOtherObject, "", "", ""
 	}
 	// It moved money. A later generation exists (or the recorded object is
 	// another one), so the operation may have moved money twice: never
@@ -284,9 +286,9 @@ func objectRule(op ledger.Operation, earlier Generations, obj ledger.WebhookObje
 		what = "another object carrying the operation's id"
 	}
 	if t.Effect == ledger.EffectReversed {
-		return ledger.WebhookDuplicate, "", ledger.ReasonDuplicated + ": " + what + " was charged back, " + orNone(t.ProviderRef) + ": it had moved money"
+		return ledger.WebhookDuplicate, "", ledger.ReviewCodeDuplicated, ledger.ReasonDuplicated + ": " + what + " was charged back, " + orNone(t.ProviderRef) + ": it had moved money"
 	}
-	return ledger.WebhookDuplicate, "", ledger.ReasonDuplicated + ": " + what + " succeeded, " + orNone(t.ProviderRef)
+	return ledger.WebhookDuplicate, "", ledger.ReviewCodeDuplicated, ledger.ReasonDuplicated + ": " + what + " succeeded, " + orNone(t.ProviderRef)
 }
 
 func orNone(ref string) string {
@@ -364,7 +366,7 @@ func webhookRule(op ledger.Operation, effect ledger.WebhookEffect) (ledger.Webho
 		}
 		return ledger.WebhookConfirmed, ""
 	case ledger.StatusManualReview:
-		if op.NextCheckAt.IsZero() || strings.HasPrefix(op.ReviewReason, ledger.ReasonWebhookContradiction) ||
+		if op.NextCheckAt.IsZero() || op.ReviewCode == ledger.ReviewCodeWebhookContradiction ||
 			(effect == ledger.EffectReversed && op.Kind == "charge") {
 			return ledger.WebhookNoted, ""
 		}

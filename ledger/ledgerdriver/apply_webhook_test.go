@@ -47,8 +47,17 @@ func operatorReview() ledger.Operation {
 // an operator because of its reason.
 func contradictedReview() ledger.Operation {
 	op := opIn(ledger.StatusManualReview)
+	op.ReviewCode = ledger.ReviewCodeWebhookContradiction
 	op.ReviewReason = ledger.ReasonWebhookContradiction + ": refund.failed"
 	return op
+}
+
+// codeOfReason is the review code ApplyWebhook records with each reason it
+// starts with these texts.
+var codeOfReason = map[string]ledger.ReviewCode{
+	ledger.ReasonDuplicated:           ledger.ReviewCodeDuplicated,
+	ledger.ReasonContradicted:         ledger.ReviewCodeContradicted,
+	ledger.ReasonWebhookContradiction: ledger.ReviewCodeWebhookContradiction,
 }
 
 // ofKind is op as an operation of kind (a capture, cancel or refund).
@@ -177,7 +186,7 @@ func TestApplyWebhook(t *testing.T) {
 				require.Equal(t, want, ch.Op, "only due now")
 				require.Nil(t, ch.Attempt)
 			case ledger.WebhookContradiction:
-				require.True(t, strings.HasPrefix(ch.Op.ReviewReason, ledger.ReasonWebhookContradiction))
+				require.Equal(t, ledger.ReviewCodeWebhookContradiction, ch.Op.ReviewCode, ch.Op.ReviewReason)
 				require.Contains(t, ch.Op.ReviewReason, e.Type)
 				require.Contains(t, ch.Op.ReviewReason, "code=1")
 				require.Equal(t, now, ch.Op.ReviewAt)
@@ -383,7 +392,8 @@ func TestApplyWebhookObjects(t *testing.T) {
 				require.Equal(t, r.op, ch.Op, "the current generation is unchanged")
 				require.Nil(t, ch.Attempt)
 			case ledger.WebhookDuplicate, ledger.WebhookContradiction:
-				require.True(t, strings.HasPrefix(ch.Op.ReviewReason, r.reason), ch.Op.ReviewReason)
+				require.Equal(t, codeOfReason[r.reason], ch.Op.ReviewCode, ch.Op.ReviewReason)
+				require.Contains(t, ch.Op.ReviewReason, r.reason)
 				require.True(t, ch.Op.NextCheckAt.IsZero(), "waits for an operator")
 				require.Equal(t, r.op.ProviderRef, ch.Op.ProviderRef, "never recorded as the operation's object")
 				require.Equal(t, r.op.Result, ch.Op.Result)
@@ -425,7 +435,7 @@ func TestApplyWebhookUnplacedSuccessBeforeTheNewKeyIsSent(t *testing.T) {
 		ch, disp := ledgerdriver.ApplyWebhook(op, gens, e, target, nil, now)
 		require.Equal(t, ledger.WebhookDuplicate, disp, "%s: an earlier object's success while the new key is unsent", kind)
 		require.Equal(t, ledger.StatusManualReview, ch.Op.Status, kind)
-		require.True(t, strings.HasPrefix(ch.Op.ReviewReason, ledger.ReasonDuplicated), ch.Op.ReviewReason)
+		require.Equal(t, ledger.ReviewCodeDuplicated, ch.Op.ReviewCode, ch.Op.ReviewReason)
 		require.True(t, ch.Op.NextCheckAt.IsZero(), "%s: the new generation must not be sent", kind)
 	}
 }

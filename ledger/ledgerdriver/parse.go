@@ -29,6 +29,12 @@ func ParseEventKind(s string) (ledger.EventKind, error) {
 	return parseEnum("event kind", s, ledger.EventLookup, ledger.EventResolution, ledger.EventNote, ledger.EventWebhook)
 }
 
+// ParseReviewCode turns a stored or user-supplied string into a
+// ledger.ReviewCode, or returns an error naming the allowed values.
+func ParseReviewCode(s string) (ledger.ReviewCode, error) {
+	return parseEnum("review code", s, ledger.ReviewCodes...)
+}
+
 // parseEnum returns the value of allowed that s spells, or an error naming
 // what s should be and the allowed values in order.
 func parseEnum[T ~string](what, s string, allowed ...T) (T, error) {

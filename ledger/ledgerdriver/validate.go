@@ -141,6 +141,13 @@ func ValidateFinish(p ledger.FinishParams) error {
 		return invalid("ReviewReason", "is %d bytes; at most %d", len(p.ReviewReason), ledger.MaxTextBytes)
 	case p.To == ledger.StatusManualReview && p.ReviewReason == "":
 		return invalid("ReviewReason", "required when moving to manual_review")
+	case p.To == ledger.StatusManualReview && p.ReviewCode == "":
+		return invalid("ReviewCode", "required when moving to manual_review (one of ledger.ReviewCodes)")
+	}
+	if p.ReviewCode != "" {
+		if _, err := ParseReviewCode(string(p.ReviewCode)); err != nil {
+			return invalid("ReviewCode", "%v", err)
+		}
 	}
 	if _, err := ParseStatus(string(p.From)); err != nil {
 		return invalid("From", "%v", err)
@@ -242,7 +249,14 @@ func ValidateList(f ledger.ListFilter) error {
 func ListLimit(f ledger.ListFilter) int { return orDefault(f.Limit, ledger.DefaultListLimit) }
 
 // ValidateReviewFilter checks a ReviewFilter.
-func ValidateReviewFilter(f ledger.ReviewFilter) error { return checkListLimit(f.Limit) }
+func ValidateReviewFilter(f ledger.ReviewFilter) error {
+	if f.Code != "" {
+		if _, err := ParseReviewCode(string(f.Code)); err != nil {
+			return invalid("Code", "%v", err)
+		}
+	}
+	return checkListLimit(f.Limit)
+}
 
 // ReviewLimit is f.Limit, or ledger.DefaultListLimit when it is zero.
 func ReviewLimit(f ledger.ReviewFilter) int { return orDefault(f.Limit, ledger.DefaultListLimit) }

@@ -33,7 +33,7 @@ func feedQueries(r *strings.Replacer) (page, beyond, durable, purge string) {
 	// ended, so a long transaction anywhere in the cluster (xids are
 	// cluster-wide) holds the feed back for as long as it runs.
 	page = r.Replace(`SELECT pos::text, seq, operation_id, key, generation, provider, kind, refs,
-			coalesce(from_status, ''), to_status, coalesce(provider_ref, ''), coalesce(review_reason, ''), at
+			coalesce(from_status, ''), to_status, coalesce(provider_ref, ''), coalesce(review_code, ''), coalesce(review_reason, ''), at
 		FROM {{feed}}
 		WHERE (pos, seq) > ($1::text::xid8, $2::bigint)
 		  AND pos < pg_snapshot_xmin(pg_current_snapshot())

@@ -214,10 +214,9 @@ func TestFeedCursorKeptAcrossVersion8(t *testing.T) {
 		require.NoError(t, rows.Err())
 		return ids
 	}
-	for _, id := range []string{"op-1", "op-2"} {
-		_, _, err := old.CreateOrGet(ctx, newOp(id), t0)
-		require.NoError(t, err)
-	}
+	// Written as a version 6 build did (this build's writes name columns of
+	// later versions).
+	insertRawOps(t, pool, schema, []ledger.Operation{ledgerdriver.ApplyCreate(newOp("op-1"), t0), ledgerdriver.ApplyCreate(newOp("op-2"), t0)})
 	for deadline := time.Now().Add(30 * time.Second); len(readV6("")) < 2; time.Sleep(5 * time.Millisecond) {
 		require.True(t, time.Now().Before(deadline), "both entries readable")
 	}

@@ -17,7 +17,7 @@ import (
 var opColumns = []string{
 	"id", "key", "provider", "kind", "refs", "generation", "fingerprint", "request", "status",
 	"provider_ref", "result", "attempts", "key_ttl_ms", "window_start", "key_expires_at",
-	"lease_owner", "lease_expires_at", "next_check_at", "review_reason", "review_at",
+	"lease_owner", "lease_expires_at", "next_check_at", "review_code", "review_reason", "review_at",
 	"resolved_by", "resolution_note", "resolution_outcome", "resolved_at",
 	"created_at", "updated_at", "finished_at", "payment_ref",
 }
@@ -28,7 +28,7 @@ func opArgs(op ledger.Operation) []any {
 	return []any{
 		op.ID, op.Key, op.Provider, op.Kind, op.References, op.Generation, op.Fingerprint, string(op.Request), string(op.Status),
 		nullText(op.ProviderRef), nullBytes(op.Result), op.Attempts, op.KeyTTL.Milliseconds(), nullTime(op.WindowStart), nullTime(op.KeyExpiresAt),
-		nullText(op.LeaseOwner), nullTime(op.LeaseExpiresAt), nullTime(op.NextCheckAt), nullText(op.ReviewReason), nullTime(op.ReviewAt),
+		nullText(op.LeaseOwner), nullTime(op.LeaseExpiresAt), nullTime(op.NextCheckAt), nullText(string(op.ReviewCode)), nullText(op.ReviewReason), nullTime(op.ReviewAt),
 		r[0], r[1], r[2], r[3],
 		ts(op.CreatedAt), ts(op.UpdatedAt), nullTime(op.FinishedAt), nullText(op.PaymentRef),
 	}
@@ -43,7 +43,7 @@ func saveArgs(op ledger.Operation) []any {
 		nullTime(op.WindowStart), nullTime(op.KeyExpiresAt), nullText(op.LeaseOwner), nullTime(op.LeaseExpiresAt),
 		nullTime(op.NextCheckAt), nullText(op.ReviewReason), nullTime(op.ReviewAt),
 		r[0], r[1], r[2], r[3],
-		ts(op.UpdatedAt), nullTime(op.FinishedAt),
+		ts(op.UpdatedAt), nullTime(op.FinishedAt), nullText(string(op.ReviewCode)),
 	}
 }
 
@@ -61,6 +61,7 @@ type opScan struct {
 	op                                                     ledger.Operation
 	request, status                                        string
 	providerRef, result, leaseOwner, reviewReason          pgtype.Text
+	reviewCode                                             pgtype.Text
 	paymentRef                                             pgtype.Text
 	resolvedBy, resolutionNote, resolutionOutcome          pgtype.Text
 	keyTTLms                                               int64
@@ -74,7 +75,7 @@ func (s *opScan) dest() []any {
 	return []any{
 		&o.ID, &o.Key, &o.Provider, &o.Kind, &o.References, &o.Generation, &o.Fingerprint, &s.request, &s.status,
 		&s.providerRef, &s.result, &o.Attempts, &s.keyTTLms, &s.windowStart, &s.keyExpiresAt,
-		&s.leaseOwner, &s.leaseExpiresAt, &s.nextCheckAt, &s.reviewReason, &s.reviewAt,
+		&s.leaseOwner, &s.leaseExpiresAt, &s.nextCheckAt, &s.reviewCode, &s.reviewReason, &s.reviewAt,
 		&s.resolvedBy, &s.resolutionNote, &s.resolutionOutcome, &s.resolvedAt,
 		&s.createdAt, &s.updatedAt, &s.finishedAt, &s.paymentRef,
 	}
@@ -104,6 +105,11 @@ func (s *opScan) operation() (ledger.Operation, error) {
 	op.LeaseOwner = s.leaseOwner.String
 	op.LeaseExpiresAt = timeOf(s.leaseExpiresAt)
 	op.NextCheckAt = timeOf(s.nextCheckAt)
+	if s.reviewCode.Valid {
+		if op.ReviewCode, err = ledgerdriver.ParseReviewCode(s.reviewCode.String); err != nil {
+			return ledger.Operation{}, ledgerdriver.Corrupt(op.ID, "review_code", err)
+		}
+	}
 	op.ReviewReason = s.reviewReason.String
 	op.ReviewAt = timeOf(s.reviewAt)
 	if s.resolutionOutcome.Valid {

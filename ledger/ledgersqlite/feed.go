@@ -44,7 +44,7 @@ func (s *Store) Feed(ctx context.Context, p ledger.FeedParams) ([]ledger.FeedEnt
 			err = s.read(ctx, func(c *sql.Conn) error {
 				var err error
 				out, err = collect(ctx, c, scanFeedRow, `SELECT seq, operation_id, key, generation, provider, kind, refs,
-						coalesce(from_status, ''), to_status, coalesce(provider_ref, ''), coalesce(review_reason, ''), at
+						coalesce(from_status, ''), to_status, coalesce(provider_ref, ''), coalesce(review_code, ''), coalesce(review_reason, ''), at
 					FROM payonce_feed
 					WHERE seq > ?1
 					  AND (?2 = '' OR provider = ?2)

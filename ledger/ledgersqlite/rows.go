@@ -75,7 +75,7 @@ func ttlMillis(d time.Duration) int64 { return d.Milliseconds() }
 // opColumns lists payonce_operations in the order scanOp reads them.
 const opColumns = `id, key, provider, kind, refs, generation, fingerprint, request, status,
 	provider_ref, result, attempts, key_ttl_ms, window_start, key_expires_at,
-	lease_owner, lease_expires_at, next_check_at, review_reason, review_at,
+	lease_owner, lease_expires_at, next_check_at, review_code, review_reason, review_at,
 	resolved_by, resolution_note, resolution_outcome, resolved_at,
 	created_at, updated_at, finished_at, payment_ref`
 
@@ -90,6 +90,7 @@ type opRow struct {
 	refs, request, status                                  string
 	generation, attempts, ttlMS                            int64
 	providerRef, result, leaseOwner, reviewReason          sql.NullString
+	reviewCode                                             sql.NullString
 	paymentRef                                             sql.NullString
 	resolvedBy, resolutionNote, resolutionOutcome          sql.NullString
 	windowStart, keyExpiresAt, leaseExpiresAt, nextCheckAt sql.NullInt64
@@ -101,7 +102,7 @@ var opRows = sync.Pool{New: func() any {
 	r := new(opRow)
 	r.dest = []any{&r.id, &r.key, &r.provider, &r.kind, &r.refs, &r.generation, &r.fingerprint, &r.request, &r.status,
 		&r.providerRef, &r.result, &r.attempts, &r.ttlMS, &r.windowStart, &r.keyExpiresAt,
-		&r.leaseOwner, &r.leaseExpiresAt, &r.nextCheckAt, &r.reviewReason, &r.reviewAt,
+		&r.leaseOwner, &r.leaseExpiresAt, &r.nextCheckAt, &r.reviewCode, &r.reviewReason, &r.reviewAt,
 		&r.resolvedBy, &r.resolutionNote, &r.resolutionOutcome, &r.resolvedAt,
 		&r.createdAt, &r.updatedAt, &r.finishedAt, &r.paymentRef}
 	return r
@@ -141,6 +142,11 @@ func scanOp(sc scanner) (ledger.Operation, error) {
 	op.LeaseOwner = r.leaseOwner.String
 	op.LeaseExpiresAt = fromMicros(r.leaseExpiresAt)
 	op.NextCheckAt = fromMicros(r.nextCheckAt)
+	if r.reviewCode.Valid {
+		if op.ReviewCode, err = ledgerdriver.ParseReviewCode(r.reviewCode.String); err != nil {
+			return ledger.Operation{}, ledgerdriver.Corrupt(op.ID, "review_code", err)
+		}
+	}
 	op.ReviewReason = r.reviewReason.String
 	op.ReviewAt = fromMicros(r.reviewAt)
 	if r.resolvedBy.Valid || r.resolutionOutcome.Valid {
@@ -200,7 +206,7 @@ func queryOps(ctx context.Context, q querier, query string, args ...any) ([]ledg
 const saveOpSQL = `UPDATE payonce_operations SET
 		key = ?, generation = ?, status = ?, provider_ref = ?, result = ?, attempts = ?,
 		window_start = ?, key_expires_at = ?, lease_owner = ?, lease_expires_at = ?, next_check_at = ?,
-		review_reason = ?, review_at = ?, resolved_by = ?, resolution_note = ?, resolution_outcome = ?,
+		review_code = ?, review_reason = ?, review_at = ?, resolved_by = ?, resolution_note = ?, resolution_outcome = ?,
 		resolved_at = ?, updated_at = ?, finished_at = ?, revision = revision + 1
 		WHERE id = ?`
 
@@ -221,11 +227,11 @@ func saveArgs(op *ledger.Operation, more ...any) []any {
 	if r := op.Resolution; r != nil {
 		resolvedBy, resolutionNote, resolutionOutcome, resolvedAt = text(r.Actor), text(r.Note), text(string(r.Outcome)), micros(r.At)
 	}
-	args := make([]any, 0, 20+len(more))
+	args := make([]any, 0, 21+len(more))
 	args = append(args,
 		op.Key, int64(op.Generation), string(op.Status), text(op.ProviderRef), blobText(op.Result), int64(op.Attempts),
 		micros(op.WindowStart), micros(op.KeyExpiresAt), text(op.LeaseOwner), micros(op.LeaseExpiresAt), micros(op.NextCheckAt),
-		text(op.ReviewReason), micros(op.ReviewAt), resolvedBy, resolutionNote, resolutionOutcome,
+		text(string(op.ReviewCode)), text(op.ReviewReason), micros(op.ReviewAt), resolvedBy, resolutionNote, resolutionOutcome,
 		resolvedAt, micros(op.UpdatedAt), micros(op.FinishedAt),
 		op.ID)
 	return append(args, more...)

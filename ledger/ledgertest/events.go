@@ -195,7 +195,7 @@ func testEventsResolve(t *testing.T, h *Harness) {
 		require.NoError(t, err)
 		mustFinish(t, s, ledger.FinishParams{
 			ID: op.ID, Owner: ownerB, Now: t2.Add(time.Second), From: ledger.StatusInFlight, To: ledger.StatusManualReview,
-			Attempt: attemptOutcome(2, ledger.StatusUnknown), ReviewReason: "window passed again",
+			Attempt: attemptOutcome(2, ledger.StatusUnknown), ReviewCode: ledger.ReviewCodeWindowPassed, ReviewReason: "window passed again",
 		})
 		t3 := at(3 * time.Hour)
 		mustResolve(t, s, ledger.ResolveParams{ID: op.ID, Actor: "carol", Note: "charge found", Outcome: ledger.ResolveSucceeded, ProviderRef: "pi_g1", Now: t3})

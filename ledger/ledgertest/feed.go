@@ -107,7 +107,7 @@ func testFeedTransitions(t *testing.T, h *Harness) {
 	mustFinish(t, s, ledger.FinishParams{ID: c.ID, Owner: ownerA, Now: at(7 * time.Second), From: ledger.StatusInFlight,
 		To: ledger.StatusUnknown, Attempt: attemptOutcome(1, ledger.StatusUnknown), KeepLease: true, NextCheckAt: at(time.Minute)})
 	mustFinish(t, s, ledger.FinishParams{ID: c.ID, Owner: ownerA, Now: at(8 * time.Second), From: ledger.StatusUnknown,
-		To: ledger.StatusManualReview, ReviewReason: "lookup contradicts the attempt"})
+		To: ledger.StatusManualReview, ReviewCode: ledger.ReviewCodeContradicted, ReviewReason: "lookup contradicts the attempt"})
 	_, err := s.Resolve(t.Context(), ledger.ResolveParams{ID: c.ID, Actor: "ops", Note: "provider has no record",
 		Outcome: ledger.ResolveResend, NewKey: "op-c/1", NewGeneration: 1, Now: at(9 * time.Second)})
 	require.NoError(t, err)
@@ -135,6 +135,8 @@ func testFeedTransitions(t *testing.T, h *Harness) {
 	require.Equal(t, []string{"order", "op-b"}, all[3].References)
 	require.Equal(t, "lookup contradicts the attempt", all[5].ReviewReason)
 	require.Empty(t, all[6].ReviewReason)
+	require.Equal(t, ledger.ReviewCodeContradicted, all[5].ReviewCode, "the entry carries the code beside the reason")
+	require.Empty(t, all[6].ReviewCode)
 	require.Equal(t, "op-c", all[5].Key)
 	require.Equal(t, 0, all[5].Generation)
 	require.Equal(t, "op-c/1", all[6].Key, "the resend's entry names the new key")

@@ -217,7 +217,7 @@ func reach(t *testing.T, s ledger.Store, op ledger.NewOperation, owner string, s
 		fin.ProviderRef = "pi_" + op.ID
 		fin.Result = []byte(`{"status":"succeeded"}`)
 	case ledger.StatusManualReview:
-		fin.ReviewReason = "provider holds the key with other parameters"
+		fin.ReviewCode, fin.ReviewReason = ledger.ReviewCodeKeyMismatch, "provider holds the key with other parameters"
 		fin.NextCheckAt = at(time.Minute)
 	}
 	mustFinish(t, s, fin)

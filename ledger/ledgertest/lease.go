@@ -137,7 +137,7 @@ func testStolenLease(t *testing.T, h *Harness) {
 		{ID: op.ID, Owner: ownerA, Now: now, From: ledger.StatusInFlight, To: ledger.StatusSucceeded, Attempt: attemptOutcome(1, ledger.StatusSucceeded), ProviderRef: "pi_late"},
 		{ID: op.ID, Owner: ownerA, Now: now, From: ledger.StatusInFlight, To: ledger.StatusPending, Attempt: attemptOutcome(1, ledger.StatusPending)},
 		{ID: op.ID, Owner: ownerA, Now: now, From: ledger.StatusUnknown, To: ledger.StatusSucceeded, ProviderRef: "pi_late"},
-		{ID: op.ID, Owner: ownerA, Now: now, From: ledger.StatusUnknown, To: ledger.StatusManualReview, ReviewReason: "late"},
+		{ID: op.ID, Owner: ownerA, Now: now, From: ledger.StatusUnknown, To: ledger.StatusManualReview, ReviewCode: ledger.ReviewCodeOther, ReviewReason: "late"},
 	} {
 		_, err := s.Finish(t.Context(), p)
 		require.ErrorIs(t, err, ledger.ErrLeaseLost, "Finish %s -> %s by the old owner", p.From, p.To)

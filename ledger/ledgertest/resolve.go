@@ -25,7 +25,7 @@ func toReviewWith(t *testing.T, s ledger.Store, op ledger.NewOperation, ref stri
 	mustStart(t, s, op, ownerA, base)
 	mustFinish(t, s, ledger.FinishParams{
 		ID: op.ID, Owner: ownerA, Now: at(time.Second), From: ledger.StatusInFlight, To: ledger.StatusManualReview,
-		Attempt: attemptOutcome(1, ledger.StatusUnknown), ReviewReason: "window passed, outcome unknown",
+		Attempt: attemptOutcome(1, ledger.StatusUnknown), ReviewCode: ledger.ReviewCodeWindowPassed, ReviewReason: "window passed, outcome unknown",
 		ProviderRef: ref, Result: result,
 	})
 }
@@ -179,7 +179,7 @@ func testResolveResendGeneration(t *testing.T, h *Harness) {
 	mustStartAttempt(t, s, op.ID, ownerA, now)
 	mustFinish(t, s, ledger.FinishParams{
 		ID: op.ID, Owner: ownerA, Now: now.Add(time.Second), From: ledger.StatusInFlight, To: ledger.StatusManualReview,
-		Attempt: attemptOutcome(2, ledger.StatusUnknown), ReviewReason: "window passed again",
+		Attempt: attemptOutcome(2, ledger.StatusUnknown), ReviewCode: ledger.ReviewCodeWindowPassed, ReviewReason: "window passed again",
 	})
 
 	refused(resend(1, op.ID+"-g1b", at(3*time.Hour)))

@@ -25,7 +25,7 @@ func transitionParams(hd held, from, to ledger.Status) ledger.FinishParams {
 		p.Attempt = attemptOutcome(1, to)
 	}
 	if to == ledger.StatusManualReview {
-		p.ReviewReason = "window passed, outcome unknown"
+		p.ReviewCode, p.ReviewReason = ledger.ReviewCodeWindowPassed, "window passed, outcome unknown"
 	}
 	if to == ledger.StatusSucceeded {
 		p.ProviderRef = "pi_" + hd.id

@@ -229,7 +229,7 @@ func testWebhookContradictsSucceeded(t *testing.T, h *Harness) {
 
 	got, _ := mustGet(t, s, op.ID)
 	require.Equal(t, ledger.StatusManualReview, got.Status)
-	require.True(t, strings.HasPrefix(got.ReviewReason, ledger.ReasonWebhookContradiction), "reason %q", got.ReviewReason)
+	require.Equal(t, ledger.ReviewCodeWebhookContradiction, got.ReviewCode, "reason %q", got.ReviewReason)
 	require.Contains(t, got.ReviewReason, "charge.dispute.created")
 	require.Contains(t, got.ReviewReason, "fraudulent")
 	requireTime(t, now, got.ReviewAt, "ReviewAt")
@@ -257,7 +257,7 @@ func testWebhookContradictsFailed(t *testing.T, h *Harness) {
 		outcome(0, op.ID, ledger.WebhookContradiction, ledger.StatusFailed, ledger.StatusManualReview))
 	got, _ := mustGet(t, s, op.ID)
 	require.Equal(t, ledger.StatusManualReview, got.Status)
-	require.True(t, strings.HasPrefix(got.ReviewReason, ledger.ReasonWebhookContradiction))
+	require.Equal(t, ledger.ReviewCodeWebhookContradiction, got.ReviewCode, got.ReviewReason)
 	requireTime(t, time.Time{}, got.NextCheckAt, "NextCheckAt")
 }
 
@@ -789,7 +789,7 @@ func testWebhookSecondObject(t *testing.T, h *Harness) {
 	mustRecordNew(t, s, evt("evt_2", "payment_intent.succeeded", second), at(time.Hour),
 		outcome(0, op.ID, ledger.WebhookDuplicate, ledger.StatusSucceeded, ledger.StatusManualReview))
 	got, _ := mustGet(t, s, op.ID)
-	require.True(t, strings.HasPrefix(got.ReviewReason, ledger.ReasonDuplicated), got.ReviewReason)
+	require.Equal(t, ledger.ReviewCodeDuplicated, got.ReviewCode, got.ReviewReason)
 	require.Contains(t, got.ReviewReason, "pi_second")
 	require.Equal(t, "pi_"+op.ID, got.ProviderRef)
 
@@ -799,7 +799,7 @@ func testWebhookSecondObject(t *testing.T, h *Harness) {
 		ProviderRef: "pi_amount", Amount: 999, Currency: "eur", Effect: ledger.EffectSucceeded}), at(time.Hour),
 		outcome(0, other.ID, ledger.WebhookContradiction, ledger.StatusUnknown, ledger.StatusManualReview))
 	got, _ = mustGet(t, s, other.ID)
-	require.True(t, strings.HasPrefix(got.ReviewReason, ledger.ReasonContradicted), got.ReviewReason)
+	require.Equal(t, ledger.ReviewCodeContradicted, got.ReviewCode, got.ReviewReason)
 	require.Contains(t, got.ReviewReason, "amount 999, not 1000")
 }
 

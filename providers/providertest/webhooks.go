@@ -482,7 +482,7 @@ func testWebhookContradiction(t *testing.T, s *suite) {
 	b.flush()
 	op, atts := b.get(res.OperationID)
 	require.Equal(t, ledger.StatusManualReview, op.Status, Describe(op, atts))
-	require.True(t, strings.HasPrefix(op.ReviewReason, ledger.ReasonWebhookContradiction), op.ReviewReason)
+	require.Equal(t, ledger.ReviewCodeWebhookContradiction, op.ReviewCode, op.ReviewReason)
 	require.Contains(t, op.ReviewReason, rev.EventType, "the reason names the event")
 	require.True(t, op.NextCheckAt.IsZero(), "an operator decides: no lookup would settle it again")
 	list := b.inbox(ledger.InboxFilter{Disposition: ledger.WebhookContradiction, OperationID: res.OperationID})

@@ -19,17 +19,18 @@ import (
 type Row struct {
 	Epoch, Seq int64
 	From, To   string // From is empty for a creation
+	ReviewCode string // empty unless To is manual_review
 	Entry      ledger.FeedEntry
 }
 
 // Dest returns the scan destinations of the row's operation columns, in
 // the order both stores select them: operation_id, key, generation,
 // provider, kind, then (after refs, which each store decodes its own way)
-// from_status, to_status, provider_ref, review_reason.
+// from_status, to_status, provider_ref, review_code, review_reason.
 func (r *Row) Dest() (head, tail []any) {
 	e := &r.Entry
 	return []any{&e.OperationID, &e.Key, &e.Generation, &e.Provider, &e.Kind},
-		[]any{&r.From, &r.To, &e.ProviderRef, &e.ReviewReason}
+		[]any{&r.From, &r.To, &e.ProviderRef, &r.ReviewCode, &e.ReviewReason}
 }
 
 // FeedEntry turns r into a FeedEntry; a status the ledger does not know is
@@ -44,6 +45,11 @@ func (r Row) FeedEntry() (ledger.FeedEntry, error) {
 	if r.From != "" {
 		if from, err = ledgerdriver.ParseStatus(r.From); err != nil {
 			return ledger.FeedEntry{}, ledgerdriver.Corrupt(e.OperationID, fmt.Sprintf("feed[%d].from_status", r.Seq), err)
+		}
+	}
+	if r.ReviewCode != "" {
+		if e.ReviewCode, err = ledgerdriver.ParseReviewCode(r.ReviewCode); err != nil {
+			return ledger.FeedEntry{}, ledgerdriver.Corrupt(e.OperationID, fmt.Sprintf("feed[%d].review_code", r.Seq), err)
 		}
 	}
 	e.Cursor, e.From, e.To = ledgerdriver.MakeFeedCursor(r.Epoch, r.Seq), from, to
