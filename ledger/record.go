@@ -43,7 +43,7 @@ func (s Status) Terminal() bool {
 func (s Status) Final() bool { return s == StatusSucceeded || s == StatusFailed }
 
 // Outcome classes an attempt can end with. They decide the operation's next
-// state; see retry.go in the root package.
+// state; see payonce.Outcome in the root package.
 type OutcomeClass string
 
 const (
