@@ -16,6 +16,7 @@ import (
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 	"github.com/payonce/payonce/mocks"
 	"github.com/payonce/payonce/providers/stripe"
 )
@@ -60,7 +61,7 @@ func BenchmarkChargeClient(b *testing.B) {
 // memStore is the part of a ledger.Store that a first Charge uses (Begin,
 // then Finish), kept in memory with room reserved up front, so that it
 // allocates (almost) nothing per call. It applies the ledger's own state
-// machine (ledger.ApplyBegin, ledger.ApplyFinish). Any other method panics:
+// machine (ledgerdriver.ApplyBegin, ledgerdriver.ApplyFinish). Any other method panics:
 // the embedded interface is nil.
 type memStore struct {
 	ledger.Store
@@ -86,15 +87,15 @@ func (s *memStore) Begin(_ context.Context, p ledger.BeginParams) (ledger.BeginR
 	if found {
 		op = s.ops[i]
 	} else {
-		// ledger.ApplyCreate without its defensive copies: the caller does
+		// ledgerdriver.ApplyCreate without its defensive copies: the caller does
 		// not touch References or Request after the call.
-		now := ledger.UTC(p.Now)
+		now := ledgerdriver.UTC(p.Now)
 		op = ledger.Operation{ID: p.Op.ID, Key: p.Op.Key, Provider: p.Op.Provider, Kind: p.Op.Kind,
 			References: p.Op.References, Generation: p.Op.Generation, Fingerprint: p.Op.Fingerprint,
 			Request: p.Op.Request, Status: ledger.StatusPending, KeyTTL: p.Op.KeyTTL, PaymentRef: p.Op.PaymentRef,
 			NextCheckAt: now, CreatedAt: now, UpdatedAt: now}
 	}
-	res, err := ledger.ApplyBegin(op, p)
+	res, err := ledgerdriver.ApplyBegin(op, p)
 	if err != nil || !res.Claimed {
 		return res, err
 	}
@@ -124,7 +125,7 @@ func (s *memStore) Finish(_ context.Context, p ledger.FinishParams) (ledger.Oper
 	if p.Attempt != nil && s.atts[i].Number == p.Attempt.Number {
 		recorded = &s.atts[i]
 	}
-	ch, err := ledger.ApplyFinish(s.ops[i], p, recorded, time.Time{})
+	ch, err := ledgerdriver.ApplyFinish(s.ops[i], p, recorded, time.Time{})
 	if err != nil {
 		return ledger.Operation{}, err
 	}

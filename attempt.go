@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // The attempt loop: one operation, leased by a call (Client.do) or by
@@ -192,7 +193,7 @@ func (c *Client) sendJournaled(ctx context.Context, r *run, att *ledger.Attempt)
 func (c *Client) sendFinish(r *run, att *ledger.Attempt, out Outcome, errText string) ledger.FinishParams {
 	d := decideSend(out, r.windowOpenBefore)
 	fp := ledger.FinishParams{
-		ID: r.op.ID, Owner: r.owner, From: ledger.StatusInFlight, To: d.To, ReviewReason: d.ReviewReason,
+		ID: r.op.ID, Owner: r.owner, From: ledger.StatusInFlight, To: d.To, ReviewCode: d.ReviewCode, ReviewReason: d.ReviewReason,
 		Attempt: &ledger.AttemptOutcome{
 			Number: att.Number, Class: out.Class, HTTPStatus: out.HTTPStatus,
 			ProviderRequestID: out.RequestID, Error: truncate(errText, 2000), Replayed: out.Replayed,
@@ -278,7 +279,7 @@ func (c *Client) lookupAndDecide(ctx context.Context, r *run, mayResend bool) (d
 	}
 	fp.To = d.status()
 	if fp.To == ledger.StatusManualReview {
-		fp.ReviewReason = d.Reason
+		fp.ReviewCode, fp.ReviewReason = d.Code, d.Reason
 	}
 	rctx, rcancel := recordCtx(ctx)
 	defer rcancel()
@@ -396,7 +397,7 @@ func (c *Client) lookupQuery(ctx context.Context, op ledger.Operation, req Reque
 			resolutions = append(resolutions, e.Detail)
 		}
 	}
-	q.EarlierRefs = ledger.PreviousRefs(resolutions)
+	q.EarlierRefs = ledgerdriver.PreviousRefs(resolutions)
 	if atts == nil {
 		if _, atts, err = c.cfg.Store.Get(ctx, op.ID); err != nil {
 			return q, fmt.Errorf("payonce: reading the attempts of %s: %w", op.ID, err)
@@ -487,7 +488,7 @@ func (c *Client) settle(ctx context.Context, op ledger.Operation, owner string) 
 		// The ledger holds a request this version cannot read: sending a
 		// guess could move the wrong amount, so a person must look.
 		return c.finishQuiet(ctx, op, owner, ledger.FinishParams{To: ledger.StatusManualReview,
-			ReviewReason: reasonUnreadable + ": " + truncate(err.Error(), 500)})
+			ReviewCode: ledger.ReviewCodeRequestUnreadable, ReviewReason: reasonUnreadable + ": " + truncate(err.Error(), 500)})
 	}
 	if op.Status == ledger.StatusManualReview {
 		return c.lookupInReview(ctx, op, owner, req)
@@ -521,7 +522,7 @@ func isOutcome(err error) bool {
 // with a later check. It never sends a request that moves money (rule 5).
 func (c *Client) lookupInReview(ctx context.Context, op ledger.Operation, owner string, req Request) (ledger.Operation, error) {
 	now := c.cfg.Now()
-	fp := ledger.FinishParams{To: ledger.StatusManualReview, ReviewReason: op.ReviewReason,
+	fp := ledger.FinishParams{To: ledger.StatusManualReview, ReviewCode: op.ReviewCode, ReviewReason: op.ReviewReason,
 		NextCheckAt: now.Add(c.checkAfter(op, now))}
 	q, qerr := c.lookupQuery(ctx, op, req, nil)
 	if qerr != nil {
@@ -536,7 +537,7 @@ func (c *Client) lookupInReview(ctx context.Context, op ledger.Operation, owner 
 	d := decideInReview(lr, lerr)
 	span.end(ctx, lr, lerr, d.action())
 	if d.ReviewReason != "" {
-		fp.ReviewReason = d.ReviewReason
+		fp.ReviewCode, fp.ReviewReason = d.ReviewCode, d.ReviewReason
 	}
 	if d.StopChecking {
 		fp.NextCheckAt = time.Time{}
@@ -576,13 +577,13 @@ func (c *Client) finishQuiet(ctx context.Context, op ledger.Operation, owner str
 // Every caller has given up the lease when the change is terminal or a
 // review, so a hook never holds one.
 func (c *Client) recorded(ctx context.Context, from ledger.Status, op ledger.Operation) {
-	c.tel.moved(ctx, op.Kind, from, op.Status, op.ReviewReason)
+	c.tel.moved(ctx, op.Kind, from, op.Status, op.ReviewCode)
 	if from == op.Status {
 		return
 	}
 	if op.Status == ledger.StatusManualReview {
 		c.cfg.Logger.Warn("payonce: operation sent to manual review", LogKeyOperation, op.ID, "kind", op.Kind,
-			"from", string(from), "reason", op.ReviewReason, "reason_code", ReviewReasonCode(op.ReviewReason))
+			"from", string(from), "reason", op.ReviewReason, "reason_code", string(op.ReviewCode))
 	} else if debugOn(c.cfg.Logger) {
 		c.cfg.Logger.Debug("payonce: operation state changed", LogKeyOperation, op.ID, "kind", op.Kind,
 			"from", string(from), "to", string(op.Status))

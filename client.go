@@ -675,7 +675,7 @@ func (c *Client) call(ctx context.Context, build func(context.Context) (Request,
 		if br.Created {
 			from = "" // counted as "new"
 		}
-		c.tel.moved(ctx, br.Op.Kind, from, br.Op.Status, "")
+		c.tel.moved(ctx, br.Op.Kind, from, br.Op.Status, br.Op.ReviewCode)
 	}
 	return c.drive(ctx, &run{op: br.Op, att: br.Attempt, owner: owner, req: p.req})
 }

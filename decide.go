@@ -18,7 +18,8 @@ import (
 type sendDecision struct {
 	// To is the operation's next status.
 	To ledger.Status
-	// ReviewReason is set when To is manual_review.
+	// ReviewCode and ReviewReason are set when To is manual_review.
+	ReviewCode   ledger.ReviewCode
 	ReviewReason string
 	// Note, when set, is an audit note recorded with the transition.
 	Note string
@@ -50,7 +51,7 @@ func decideSend(out Outcome, windowOpenBefore bool) sendDecision {
 		// operation, amount or currency): recording it as this operation's
 		// success or failure would make the ledger disagree with the
 		// provider, and a resend could move money a second time.
-		return sendDecision{To: ledger.StatusManualReview, ReviewReason: ReasonContradicted, Release: true,
+		return sendDecision{To: ledger.StatusManualReview, ReviewCode: ledger.ReviewCodeContradicted, ReviewReason: ReasonContradicted, Release: true,
 			Note: "answer contradicts the request: " + out.Contradiction}
 	case out.Class == ledger.OutcomeSuccess && out.Processing:
 		return sendDecision{To: ledger.StatusUnknown, Release: true, CheckLater: true}
@@ -68,7 +69,7 @@ func decideSend(out Outcome, windowOpenBefore bool) sendDecision {
 	case out.Class == ledger.OutcomeNotSent:
 		return sendDecision{To: ledger.StatusPending}
 	case out.Class == ledger.OutcomeKeyMismatch:
-		return sendDecision{To: ledger.StatusManualReview, ReviewReason: ReasonKeyMismatch}
+		return sendDecision{To: ledger.StatusManualReview, ReviewCode: ledger.ReviewCodeKeyMismatch, ReviewReason: ReasonKeyMismatch}
 	default: // maybe_sent, key_in_use
 		return sendDecision{To: ledger.StatusUnknown}
 	}
@@ -135,7 +136,10 @@ type DecideInput struct {
 
 // Decision is the decision table's answer.
 type Decision struct {
-	Action      Action
+	Action Action
+	// Code is the review code with ActReview; Reason says it for a person
+	// (or, with ActCheckLater, why).
+	Code        ledger.ReviewCode
 	Reason      string
 	NextCheckAt time.Time
 }
@@ -192,13 +196,13 @@ func Decide(in DecideInput) Decision {
 		}
 		// Rule 5: outside the window nothing may be sent, and a failing
 		// lookup cannot prove the money did not move. Keep looking read-only.
-		return Decision{Action: ActReview, Reason: ReasonWindowPassed, NextCheckAt: later}
+		return Decision{Action: ActReview, Code: ledger.ReviewCodeWindowPassed, Reason: ReasonWindowPassed, NextCheckAt: later}
 	}
 	if in.Lookup.Contradiction != "" {
 		// The object found is not this operation's (another amount,
 		// currency or operation id): neither its success nor its failure
 		// can be recorded, and a resend could move money again.
-		return Decision{Action: ActReview, Reason: ReasonContradicted}
+		return Decision{Action: ActReview, Code: ledger.ReviewCodeContradicted, Reason: ReasonContradicted}
 	}
 	switch in.Lookup.State {
 	case LookupSucceeded:
@@ -207,11 +211,11 @@ func Decide(in DecideInput) Decision {
 		return Decision{Action: ActRecordFailed}
 	case LookupMultiple:
 		// Money already moved more than once: no automation can fix that.
-		return Decision{Action: ActReview, Reason: ReasonDuplicated}
+		return Decision{Action: ActReview, Code: ledger.ReviewCodeDuplicated, Reason: ReasonDuplicated}
 	case LookupProcessing:
 		if !inside && in.ProcessingReviewAfter > 0 && !in.Op.WindowStart.IsZero() &&
 			in.Now.Sub(in.Op.WindowStart) >= in.ProcessingReviewAfter {
-			return Decision{Action: ActReview, Reason: ReasonProcessing, NextCheckAt: later}
+			return Decision{Action: ActReview, Code: ledger.ReviewCodeProcessing, Reason: ReasonProcessing, NextCheckAt: later}
 		}
 		return Decision{Action: ActCheckLater, NextCheckAt: later}
 	case LookupNotFound:
@@ -242,7 +246,7 @@ func Decide(in DecideInput) Decision {
 		}
 		// Rule 5: the provider may have forgotten the key; a resend would be
 		// processed as a new request, so only a person may decide.
-		return Decision{Action: ActReview, Reason: ReasonWindowPassed, NextCheckAt: later}
+		return Decision{Action: ActReview, Code: ledger.ReviewCodeWindowPassed, Reason: ReasonWindowPassed, NextCheckAt: later}
 	}
 	return Decision{Action: ActCheckLater, NextCheckAt: later, Reason: fmt.Sprintf("unrecognised lookup state %q", in.Lookup.State)}
 }
@@ -252,7 +256,8 @@ type reviewDecision struct {
 	// Settle, when set, settles the operation with that outcome (a
 	// payonce-reconciler resolution); otherwise it stays in review.
 	Settle ledger.ResolutionOutcome
-	// ReviewReason, when set, replaces the operation's review reason.
+	// ReviewCode and ReviewReason, when set, replace the operation's.
+	ReviewCode   ledger.ReviewCode
 	ReviewReason string
 	// StopChecking ends the read-only lookups: a later one is not likely to
 	// change the answer.
@@ -288,13 +293,13 @@ func decideInReview(lr LookupResult, lerr error) reviewDecision {
 	case lr.Contradiction != "":
 		// Not this operation's object: nothing to settle, and nothing a
 		// later lookup is likely to change.
-		return reviewDecision{ReviewReason: ReasonContradicted, StopChecking: true}
+		return reviewDecision{ReviewCode: ledger.ReviewCodeContradicted, ReviewReason: ReasonContradicted, StopChecking: true}
 	case lr.State == LookupSucceeded:
 		return reviewDecision{Settle: ledger.ResolveSucceeded}
 	case lr.State == LookupFailed:
 		return reviewDecision{Settle: ledger.ResolveFailed}
 	case lr.State == LookupMultiple:
-		return reviewDecision{ReviewReason: ReasonDuplicated, StopChecking: true}
+		return reviewDecision{ReviewCode: ledger.ReviewCodeDuplicated, ReviewReason: ReasonDuplicated, StopChecking: true}
 	default:
 		return reviewDecision{}
 	}

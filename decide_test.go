@@ -22,13 +22,13 @@ func TestDecideSend(t *testing.T) {
 		want       sendDecision
 	}{
 		{"contradicts, success", Outcome{Class: ledger.OutcomeSuccess, Contradiction: contra}, false,
-			sendDecision{To: ledger.StatusManualReview, ReviewReason: ReasonContradicted, Release: true, Note: "answer contradicts the request: " + contra}},
+			sendDecision{To: ledger.StatusManualReview, ReviewCode: ledger.ReviewCodeContradicted, ReviewReason: ReasonContradicted, Release: true, Note: "answer contradicts the request: " + contra}},
 		{"contradicts, success processing", Outcome{Class: ledger.OutcomeSuccess, Processing: true, Contradiction: contra}, true,
-			sendDecision{To: ledger.StatusManualReview, ReviewReason: ReasonContradicted, Release: true, Note: "answer contradicts the request: " + contra}},
+			sendDecision{To: ledger.StatusManualReview, ReviewCode: ledger.ReviewCodeContradicted, ReviewReason: ReasonContradicted, Release: true, Note: "answer contradicts the request: " + contra}},
 		{"contradicts, refused", Outcome{Class: ledger.OutcomeRefused, Contradiction: contra}, false,
-			sendDecision{To: ledger.StatusManualReview, ReviewReason: ReasonContradicted, Release: true, Note: "answer contradicts the request: " + contra}},
+			sendDecision{To: ledger.StatusManualReview, ReviewCode: ledger.ReviewCodeContradicted, ReviewReason: ReasonContradicted, Release: true, Note: "answer contradicts the request: " + contra}},
 		{"contradicts, maybe sent", Outcome{Class: ledger.OutcomeMaybeSent, Contradiction: contra}, false,
-			sendDecision{To: ledger.StatusManualReview, ReviewReason: ReasonContradicted, Release: true, Note: "answer contradicts the request: " + contra}},
+			sendDecision{To: ledger.StatusManualReview, ReviewCode: ledger.ReviewCodeContradicted, ReviewReason: ReasonContradicted, Release: true, Note: "answer contradicts the request: " + contra}},
 		{"contradicts, not sent: nothing to contradict", Outcome{Class: ledger.OutcomeNotSent, Contradiction: contra}, false,
 			sendDecision{To: ledger.StatusPending}},
 		{"success", Outcome{Class: ledger.OutcomeSuccess}, false, sendDecision{To: ledger.StatusSucceeded}},
@@ -40,7 +40,7 @@ func TestDecideSend(t *testing.T) {
 		{"not sent, nothing out before", Outcome{Class: ledger.OutcomeNotSent}, false, sendDecision{To: ledger.StatusPending}},
 		{"not sent, an earlier attempt out", Outcome{Class: ledger.OutcomeNotSent}, true, sendDecision{To: ledger.StatusUnknown}},
 		{"key mismatch", Outcome{Class: ledger.OutcomeKeyMismatch}, false,
-			sendDecision{To: ledger.StatusManualReview, ReviewReason: ReasonKeyMismatch}},
+			sendDecision{To: ledger.StatusManualReview, ReviewCode: ledger.ReviewCodeKeyMismatch, ReviewReason: ReasonKeyMismatch}},
 		{"maybe sent", Outcome{Class: ledger.OutcomeMaybeSent}, false, sendDecision{To: ledger.StatusUnknown}},
 		{"maybe sent, window open before", Outcome{Class: ledger.OutcomeMaybeSent}, true, sendDecision{To: ledger.StatusUnknown}},
 		{"key in use", Outcome{Class: ledger.OutcomeKeyInUse}, false, sendDecision{To: ledger.StatusUnknown}},
@@ -136,6 +136,9 @@ func TestDecide(t *testing.T) {
 			require.Equal(t, r.want, d.Action)
 			if r.reason != "" {
 				require.Equal(t, r.reason, d.Reason)
+				code := map[string]ledger.ReviewCode{ReasonProcessing: ledger.ReviewCodeProcessing, ReasonDuplicated: ledger.ReviewCodeDuplicated,
+					ReasonWindowPassed: ledger.ReviewCodeWindowPassed, ReasonContradicted: ledger.ReviewCodeContradicted}[r.reason]
+				require.Equal(t, code, d.Code, "the review code beside the reason")
 			}
 			require.Equal(t, r.keepsCheck, !d.NextCheckAt.IsZero(), "NextCheckAt = %v", d.NextCheckAt)
 			if r.keepsCheck {
@@ -175,10 +178,10 @@ func TestDecideInReview(t *testing.T) {
 	}{
 		{"lookup failed", LookupResult{State: LookupSucceeded}, errors.New("timeout"), reviewDecision{}},
 		{"contradiction wins over success", LookupResult{State: LookupSucceeded, Contradiction: "amount 500, want 1000"}, nil,
-			reviewDecision{ReviewReason: ReasonContradicted, StopChecking: true}},
+			reviewDecision{ReviewCode: ledger.ReviewCodeContradicted, ReviewReason: ReasonContradicted, StopChecking: true}},
 		{"succeeded", LookupResult{State: LookupSucceeded, ProviderRef: "pi_1"}, nil, reviewDecision{Settle: ledger.ResolveSucceeded}},
 		{"failed", LookupResult{State: LookupFailed, ProviderRef: "pi_1"}, nil, reviewDecision{Settle: ledger.ResolveFailed}},
-		{"multiple", LookupResult{State: LookupMultiple}, nil, reviewDecision{ReviewReason: ReasonDuplicated, StopChecking: true}},
+		{"multiple", LookupResult{State: LookupMultiple}, nil, reviewDecision{ReviewCode: ledger.ReviewCodeDuplicated, ReviewReason: ReasonDuplicated, StopChecking: true}},
 		{"not found", LookupResult{State: LookupNotFound}, nil, reviewDecision{}},
 		{"processing", LookupResult{State: LookupProcessing}, nil, reviewDecision{}},
 	}

@@ -420,7 +420,7 @@ func (r *Reconciler) releaseUnstarted(ctx context.Context, owner string, ops []l
 		fp := ledger.FinishParams{ID: op.ID, Owner: owner, Now: now, From: op.Status, To: op.Status, NextCheckAt: now}
 		if op.Status == ledger.StatusManualReview {
 			// Still in review, still wanting its read-only lookups.
-			fp.ReviewReason = op.ReviewReason
+			fp.ReviewCode, fp.ReviewReason = op.ReviewCode, op.ReviewReason
 		}
 		if _, err := r.cfg.Store.Finish(rctx, fp); err != nil {
 			r.cfg.Logger.Warn("payonce: giving up a claimed operation's lease failed; it is due again when the lease ends",

@@ -284,7 +284,7 @@ func sendAs(t *testing.T, b *bundle, opID, key string, req payonce.Request) {
 
 // inReview records an operation in review by hand, with ref as its
 // provider reference, as if an earlier answer had named that object.
-func inReview(t *testing.T, b *bundle, p payonce.ChargeParams, ref, reason string) ledger.Operation {
+func inReview(t *testing.T, b *bundle, p payonce.ChargeParams, ref string, code ledger.ReviewCode, reason string) ledger.Operation {
 	t.Helper()
 	n, err := b.client.PrepareCharge(b.ctx, p)
 	require.NoError(t, err)
@@ -292,7 +292,7 @@ func inReview(t *testing.T, b *bundle, p payonce.ChargeParams, ref, reason strin
 	br, err := b.store.Begin(b.ctx, ledger.BeginParams{Op: n, Owner: "test", Now: now, LeaseUntil: now.Add(time.Minute), StartAttempt: true})
 	require.NoError(t, err)
 	op, err := b.store.Finish(b.ctx, ledger.FinishParams{ID: n.ID, Owner: "test", Now: now, From: ledger.StatusInFlight,
-		To: ledger.StatusManualReview, ReviewReason: reason, ProviderRef: ref,
+		To: ledger.StatusManualReview, ReviewCode: code, ReviewReason: reason, ProviderRef: ref,
 		Attempt: &ledger.AttemptOutcome{Number: br.Attempt.Number, Class: ledger.OutcomeMaybeSent}})
 	require.NoError(t, err)
 	return op
@@ -314,7 +314,7 @@ func TestResendAfterReviewSeesEveryGeneration(t *testing.T) {
 		declined.PaymentMethod = "pm_card_chargeDeclined"
 		sendAs(t, b, n.ID, n.Key, declined)
 		failedPI := b.fake.Truth().Payments[0].ID
-		op := inReview(t, b, p, failedPI, payonce.ReasonProcessing)
+		op := inReview(t, b, p, failedPI, ledger.ReviewCodeProcessing, payonce.ReasonProcessing)
 		b.clock.Advance(2 * time.Minute) // past the search lag
 
 		op, err = b.client.Resolve(b.ctx, payonce.ResolveParams{OperationID: op.ID, Outcome: ledger.ResolveResend,
@@ -352,7 +352,7 @@ func TestResolveResendRefusedWhenAnEarlierObjectSucceeded(t *testing.T) {
 	require.NoError(t, err)
 	req, err := payonce.ParseRequest(n.Request)
 	require.NoError(t, err)
-	op := inReview(t, b, p, "", payonce.ReasonWindowPassed)
+	op := inReview(t, b, p, "", ledger.ReviewCodeWindowPassed, payonce.ReasonWindowPassed)
 	sendAs(t, b, n.ID, n.Key, req) // the lost attempt did charge
 	b.clock.Advance(2 * time.Minute)
 
@@ -372,7 +372,7 @@ func TestResolveResendRefusedWhenAnEarlierObjectSucceeded(t *testing.T) {
 	require.Equal(t, ledger.StatusSucceeded, got.Status)
 
 	// Reason "duplicated" refuses a resend even without asking Stripe.
-	dup := inReview(t, b, charge("order-dup", 1300), "", payonce.ReasonDuplicated)
+	dup := inReview(t, b, charge("order-dup", 1300), "", ledger.ReviewCodeDuplicated, payonce.ReasonDuplicated)
 	for _, resolve := range []func() error{
 		func() error {
 			_, err := payonce.Resolve(b.ctx, b.store, payonce.ResolveParams{OperationID: dup.ID, Outcome: ledger.ResolveResend, Actor: "a", Note: "n"})
@@ -394,7 +394,7 @@ func TestResolveResendRefusedWhenAnEarlierObjectSucceeded(t *testing.T) {
 func TestResolveResendRefusedWhenTheProviderCannotBeAsked(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
-	op := inReview(t, b, charge("order-down", 1400), "", payonce.ReasonWindowPassed)
+	op := inReview(t, b, charge("order-down", 1400), "", ledger.ReviewCodeWindowPassed, payonce.ReasonWindowPassed)
 	b.clock.Advance(2 * time.Minute)
 	b.fake.Script(mocks.Match{Method: "GET", Path: "/v1/payment_intents/search"},
 		mocks.FaultGatewayBefore502, mocks.FaultGatewayBefore502, mocks.FaultGatewayBefore502, mocks.FaultGatewayBefore502)

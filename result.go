@@ -55,7 +55,11 @@ type Result struct {
 	Attempts int
 	// Replayed reports that the result came from the ledger without calling
 	// the provider (the operation had already finished).
-	Replayed     bool
+	Replayed bool
+	// ReviewCode and ReviewReason say why an operation in manual review is
+	// there: the code to compare, the sentence to show (as the ledger's
+	// Operation records them).
+	ReviewCode   ledger.ReviewCode
 	ReviewReason string
 }
 
@@ -199,7 +203,7 @@ func resultWith(op ledger.Operation, s storedResult) Result {
 	r := Result{
 		OperationID: op.ID, Key: op.Key, Provider: op.Provider, Kind: Kind(op.Kind),
 		ProviderRef: op.ProviderRef, Code: s.Code, DeclineCode: s.DeclineCode, Message: s.Message,
-		Attempts: op.Attempts, ReviewReason: op.ReviewReason,
+		Attempts: op.Attempts, ReviewCode: op.ReviewCode, ReviewReason: op.ReviewReason,
 	}
 	switch op.Status {
 	case ledger.StatusSucceeded:

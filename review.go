@@ -59,7 +59,7 @@ func resolve(ctx context.Context, store ledger.Store, p ResolveParams, seen []le
 		if why := noResend(op); why != "" {
 			return op, fmt.Errorf("%w: %s", ErrResendRefused, why)
 		}
-		if strings.HasPrefix(op.ReviewReason, ReasonDuplicated) {
+		if op.ReviewCode == ledger.ReviewCodeDuplicated {
 			// Money already moved more than once: a new key would add a
 			// third movement, never undo the second.
 			return op, fmt.Errorf("%w: operation %s is in review because %s; refund the extra payment at the provider and resolve as succeeded instead",
@@ -108,7 +108,7 @@ func (c *Client) Resolve(ctx context.Context, p ResolveParams) (ledger.Operation
 	if op.Provider != c.cfg.Provider.Name() {
 		return op, invalid("OperationID", "operation %s is a %s operation; this client calls %s", op.ID, op.Provider, c.cfg.Provider.Name())
 	}
-	if op.Status != ledger.StatusManualReview || strings.HasPrefix(op.ReviewReason, ReasonDuplicated) || noResend(op) != "" {
+	if op.Status != ledger.StatusManualReview || op.ReviewCode == ledger.ReviewCodeDuplicated || noResend(op) != "" {
 		// The store's ErrNotInReview, or Resolve's refusal, says it.
 		return Resolve(ctx, c.cfg.Store, p)
 	}
@@ -283,7 +283,7 @@ func missingRefusal(provider string, op ledger.Operation, keys []string, atts []
 
 // noResend says why op, in review, can never be sent again, or "". An
 // operation reopened from its tombstone (a provider event contradicted its
-// outcome after Cleanup, ledger.ApplyWebhook) has no request: Cleanup
+// outcome after Cleanup, ledgerdriver.ApplyWebhook) has no request: Cleanup
 // deleted it, and a resend would have nothing to send, or worse, whatever
 // an empty request decodes to.
 func noResend(op ledger.Operation) string {

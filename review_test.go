@@ -2,7 +2,6 @@ package payonce_test
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -26,7 +25,7 @@ func TestResolveResendNeedsARefusalWhenTheLookupProvesNothing(t *testing.T) {
 	client, err := payonce.New(clientConfigOf(hb))
 	require.NoError(t, err)
 
-	op := inReview(t, hb.bundle, charge("order-no-proof", 1500), "", payonce.ReasonWindowPassed)
+	op := inReview(t, hb.bundle, charge("order-no-proof", 1500), "", ledger.ReviewCodeWindowPassed, payonce.ReasonWindowPassed)
 	hb.clock.Advance(2 * time.Minute)
 	resend := payonce.ResolveParams{OperationID: op.ID, Outcome: ledger.ResolveResend, Actor: "alice", Note: "nothing in the dashboard"}
 	_, err = client.Resolve(hb.ctx, resend)
@@ -84,7 +83,7 @@ func TestLateEarlierSuccessStopsAPendingResend(t *testing.T) {
 	t.Parallel()
 	testkit.EachStore(t, func(t *testing.T, pg bool) {
 		hb := setupHooks(t, pg, setupOpts{}, false)
-		op := inReview(t, hb.bundle, charge("order-late-gen0", 1500), "", payonce.ReasonWindowPassed)
+		op := inReview(t, hb.bundle, charge("order-late-gen0", 1500), "", ledger.ReviewCodeWindowPassed, payonce.ReasonWindowPassed)
 		got, err := payonce.Resolve(hb.ctx, hb.store, payonce.ResolveParams{OperationID: op.ID, Outcome: ledger.ResolveResend,
 			Actor: "alice", Note: "nothing found at the provider", Now: hb.clock.Now()})
 		require.NoError(t, err)
@@ -95,7 +94,7 @@ func TestLateEarlierSuccessStopsAPendingResend(t *testing.T) {
 		got, _, err = hb.store.Get(hb.ctx, op.ID)
 		require.NoError(t, err)
 		require.Equal(t, ledger.StatusManualReview, got.Status, "generation 1 must not be sent: generation 0 already charged")
-		require.True(t, strings.HasPrefix(got.ReviewReason, payonce.ReasonDuplicated), got.ReviewReason)
+		require.Equal(t, ledger.ReviewCodeDuplicated, got.ReviewCode, got.ReviewReason)
 	})
 }
 
@@ -108,7 +107,7 @@ func TestLateEarlierSuccessStopsAPendingResend(t *testing.T) {
 func TestResolveResendAllowedAfterProcessingThenFailed(t *testing.T) {
 	t.Parallel()
 	hb := setupHooks(t, false, setupOpts{}, false)
-	op := inReview(t, hb.bundle, charge("order-processing-failed", 1500), "", payonce.ReasonKeyMismatch)
+	op := inReview(t, hb.bundle, charge("order-processing-failed", 1500), "", ledger.ReviewCodeKeyMismatch, payonce.ReasonKeyMismatch)
 	require.Equal(t, http.StatusOK, hb.post(t, "", "evt_proc payment_intent.processing "+op.ID+" processing ref=pi_bounced").StatusCode)
 	require.Equal(t, http.StatusOK, hb.post(t, "", "evt_fail payment_intent.payment_failed "+op.ID+" failed ref=pi_bounced").StatusCode)
 	hb.clock.Advance(2 * time.Minute) // past the search lag

@@ -1,13 +1,13 @@
 package payonce
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
@@ -94,46 +94,9 @@ const (
 	AttrErrorType   = attribute.Key("error.type")
 )
 
-// Review reason codes: the value of AttrReason on payonce.reviews and
-// payonce.operations.in_review. Review reasons themselves are sentences
-// (some carry a provider's detail), so each maps to one of these.
-const (
-	ReviewCodeWindowPassed         = "window_passed"
-	ReviewCodeDuplicated           = "duplicated"
-	ReviewCodeProcessing           = "processing"
-	ReviewCodeKeyMismatch          = "key_mismatch"
-	ReviewCodeContradicted         = "contradicted"
-	ReviewCodeWebhookContradiction = "webhook_contradiction"
-	ReviewCodeRequestUnreadable    = "request_unreadable"
-	ReviewCodeOther                = "other"
-)
-
 // reasonUnreadable starts the review reason of an operation whose stored
 // request this version cannot read.
 const reasonUnreadable = "stored request unreadable"
-
-// ReviewReasonCode maps a review reason (the Reason* constants,
-// ledger.ReasonWebhookContradiction, or an operator's text) to its
-// low-cardinality code.
-func ReviewReasonCode(reason string) string {
-	switch {
-	case reason == ReasonWindowPassed:
-		return ReviewCodeWindowPassed
-	case strings.HasPrefix(reason, ReasonDuplicated):
-		return ReviewCodeDuplicated
-	case reason == ReasonProcessing:
-		return ReviewCodeProcessing
-	case reason == ReasonKeyMismatch:
-		return ReviewCodeKeyMismatch
-	case strings.HasPrefix(reason, ReasonContradicted):
-		return ReviewCodeContradicted
-	case strings.HasPrefix(reason, ledger.ReasonWebhookContradiction):
-		return ReviewCodeWebhookContradiction
-	case strings.HasPrefix(reason, reasonUnreadable):
-		return ReviewCodeRequestUnreadable
-	}
-	return ReviewCodeOther
-}
 
 // telemetry holds one Client's or Reconciler's instruments and tracer,
 // built by newTelemetry. On no-op providers (the default globals before the
@@ -464,7 +427,7 @@ func (l lookupSpan) end(ctx context.Context, lr LookupResult, lerr error, decisi
 // moved counts a status change recorded in the ledger and, when it sends
 // the operation to review, the review by reason code. from == to counts
 // nothing.
-func (t *telemetry) moved(ctx context.Context, kind string, from, to ledger.Status, reason string) {
+func (t *telemetry) moved(ctx context.Context, kind string, from, to ledger.Status, code ledger.ReviewCode) {
 	if t == nil || from == to || to == "" {
 		return
 	}
@@ -473,7 +436,7 @@ func (t *telemetry) moved(ctx context.Context, kind string, from, to ledger.Stat
 	}
 	t.add(ctx, t.transitions, t.provider, AttrKind.String(kind), AttrFrom.String(string(from)), AttrTo.String(string(to)))
 	if to == ledger.StatusManualReview {
-		t.add(ctx, t.reviews, t.provider, AttrKind.String(kind), AttrReason.String(ReviewReasonCode(reason)))
+		t.add(ctx, t.reviews, t.provider, AttrKind.String(kind), AttrReason.String(string(cmp.Or(code, ledger.ReviewCodeOther))))
 	}
 	if s := trace.SpanFromContext(ctx); s.IsRecording() {
 		s.AddEvent("payonce.transition", trace.WithAttributes(AttrFrom.String(string(from)), AttrTo.String(string(to))))
@@ -656,12 +619,12 @@ func RegisterLedgerMetrics(src StatsSource, cfg LedgerMetricsConfig) (metric.Reg
 			o.ObserveFloat64(oldest, max(0, now.Sub(old.Since).Seconds()), metric.WithAttributes(AttrProvider.String(old.Provider), AttrKind.String(old.Kind), AttrStatus.String(string(old.Status))))
 		}
 		// Reasons are sentences, some with a provider's detail: one series
-		// per reason code, summed.
+		// per review code, summed.
 		type reviewKey struct{ provider, kind, code string }
 		byCode := map[reviewKey]int64{}
 		var order []reviewKey
 		for _, rc := range st.Reviews {
-			k := reviewKey{rc.Provider, rc.Kind, ReviewReasonCode(rc.Reason)}
+			k := reviewKey{rc.Provider, rc.Kind, string(cmp.Or(rc.Code, ledger.ReviewCodeOther))}
 			if _, seen := byCode[k]; !seen {
 				order = append(order, k)
 			}
@@ -731,7 +694,7 @@ type Hooks struct {
 	// OnSettled is called when an operation reaches succeeded or failed.
 	OnSettled func(ctx context.Context, res Result)
 	// OnReview is called when an operation enters manual_review, with the
-	// reason recorded (ReviewReasonCode gives its code).
+	// reason recorded (the ledger's Operation.ReviewCode holds its code).
 	OnReview func(ctx context.Context, res Result, reason string)
 	// Timeout is how long a hook may hold up the goroutine that calls it.
 	// Defaults to 1 s.

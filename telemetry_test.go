@@ -317,7 +317,7 @@ func TestTelemetryReview(t *testing.T) {
 	require.Equal(t, payonce.ReasonWindowPassed, op.ReviewReason)
 
 	rm = k.collect(t)
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricReviews, "payonce.reason="+payonce.ReviewCodeWindowPassed, "payonce.kind=charge"))
+	require.Equal(t, 1.0, value(t, rm, payonce.MetricReviews, "payonce.reason="+string(ledger.ReviewCodeWindowPassed), "payonce.kind=charge"))
 	require.Equal(t, 1.0, value(t, rm, payonce.MetricTransitions, "payonce.from=unknown", "payonce.to=manual_review"))
 	require.Equal(t, 1.0, value(t, rm, payonce.MetricLookups, "payonce.lookup.answer=error", "payonce.decision=review"))
 	require.Equal(t, 1.0, value(t, rm, payonce.MetricReconcileOperations, "payonce.what=claimed", "payonce.provider=stripe"))
@@ -330,23 +330,6 @@ func TestTelemetryReview(t *testing.T) {
 	looks := spanNamed(t, k.spans.Ended(), "payonce.lookup")
 	require.Len(t, looks, 2)
 	require.Equal(t, pass[0].SpanContext().SpanID(), looks[1].Parent().SpanID(), "the pass's lookups are its children")
-}
-
-func TestReviewReasonCode(t *testing.T) {
-	for reason, code := range map[string]string{
-		payonce.ReasonWindowPassed:                      payonce.ReviewCodeWindowPassed,
-		payonce.ReasonDuplicated:                        payonce.ReviewCodeDuplicated,
-		payonce.ReasonProcessing:                        payonce.ReviewCodeProcessing,
-		payonce.ReasonKeyMismatch:                       payonce.ReviewCodeKeyMismatch,
-		payonce.ReasonContradicted:                      payonce.ReviewCodeContradicted,
-		ledger.ReasonWebhookContradiction + ": evt x":   payonce.ReviewCodeWebhookContradiction,
-		"stored request unreadable: unexpected EOF":     payonce.ReviewCodeRequestUnreadable,
-		"operator: customer disputes, hold":             payonce.ReviewCodeOther,
-		"":                                              payonce.ReviewCodeOther,
-		payonce.ReasonWindowPassed + " (and more text)": payonce.ReviewCodeOther,
-	} {
-		require.Equal(t, code, payonce.ReviewReasonCode(reason), reason)
-	}
 }
 
 func TestTelemetryWebhooks(t *testing.T) {
@@ -378,7 +361,7 @@ func TestTelemetryWebhooks(t *testing.T) {
 	require.Equal(t, 1.0, value(t, rm, payonce.MetricWebhooks, "payonce.result="+payonce.WebhookResultInvalid, "payonce.webhook.disposition=none"))
 	require.Equal(t, 4.0, value(t, rm, payonce.MetricWebhooks))
 	require.Equal(t, 1.0, value(t, rm, payonce.MetricTransitions, "payonce.from=succeeded", "payonce.to=manual_review"))
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricReviews, "payonce.reason="+payonce.ReviewCodeWebhookContradiction))
+	require.Equal(t, 1.0, value(t, rm, payonce.MetricReviews, "payonce.reason="+string(ledger.ReviewCodeWebhookContradiction)))
 	checkAttributes(t, rm, res.OperationID, res.Key, res.ProviderRef, "evt_otel", "order-otel-webhook")
 
 	// A ledger that fails: the event is not recorded, and counted unavailable.
@@ -479,9 +462,10 @@ func TestLedgerMetrics(t *testing.T) {
 			{Provider: "stripe", Kind: "charge", Status: ledger.StatusManualReview, Count: 4}},
 		Oldest: []ledger.OldestOpen{{Provider: "stripe", Kind: "charge", Status: ledger.StatusUnknown, Since: t0.Add(-90 * time.Second), OperationID: "op-secret-id"},
 			{Provider: "stripe", Kind: "charge", Status: ledger.StatusManualReview, Since: t0.Add(-time.Hour), OperationID: "op-other-id"}},
-		Reviews: []ledger.ReasonCount{{Provider: "stripe", Kind: "charge", Reason: payonce.ReasonWindowPassed, Count: 1},
-			{Provider: "stripe", Kind: "charge", Reason: ledger.ReasonWebhookContradiction + ": charge.refunded", Count: 1},
-			{Provider: "stripe", Kind: "charge", Reason: ledger.ReasonWebhookContradiction + ": charge.dispute.created", Count: 2}},
+		Reviews: []ledger.ReasonCount{{Provider: "stripe", Kind: "charge", Code: ledger.ReviewCodeWindowPassed, Reason: payonce.ReasonWindowPassed, Count: 1},
+			{Provider: "stripe", Kind: "charge", Code: ledger.ReviewCodeWebhookContradiction, Reason: ledger.ReasonWebhookContradiction + ": charge.refunded", Count: 1},
+			{Provider: "stripe", Kind: "charge", Code: ledger.ReviewCodeWebhookContradiction,
+				Reason: ledger.ReasonWebhookContradiction + ": charge.dispute.created", Count: 2}},
 	}}
 	reg, err := payonce.RegisterLedgerMetrics(src, payonce.LedgerMetricsConfig{MeterProvider: k.mp, Now: clock.Now})
 	require.NoError(t, err)
@@ -491,8 +475,8 @@ func TestLedgerMetrics(t *testing.T) {
 	require.Equal(t, 4.0, value(t, rm, payonce.MetricOperationsOpen, "payonce.status=manual_review"))
 	require.Equal(t, 90.0, value(t, rm, payonce.MetricOperationsOldestAge, "payonce.status=unknown"))
 	require.Equal(t, 3600.0, value(t, rm, payonce.MetricOperationsOldestAge, "payonce.status=manual_review"))
-	require.Equal(t, 3.0, value(t, rm, payonce.MetricOperationsInReview, "payonce.reason="+payonce.ReviewCodeWebhookContradiction), "reasons summed by code")
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricOperationsInReview, "payonce.reason="+payonce.ReviewCodeWindowPassed))
+	require.Equal(t, 3.0, value(t, rm, payonce.MetricOperationsInReview, "payonce.reason="+string(ledger.ReviewCodeWebhookContradiction)), "reasons summed by code")
+	require.Equal(t, 1.0, value(t, rm, payonce.MetricOperationsInReview, "payonce.reason="+string(ledger.ReviewCodeWindowPassed)))
 	checkAttributes(t, rm, "op-", "charge.refunded", "dispute")
 
 	// Within the interval a scrape reports the last read, with ages moving.

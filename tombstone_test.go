@@ -1,7 +1,6 @@
 package payonce_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -33,7 +32,7 @@ func TestContradictionAfterCleanupReachesReview(t *testing.T) {
 		posts := postsOf(b)
 		again, err := b.client.Charge(b.ctx, charge("order-chargeback", 4200))
 		require.ErrorIs(t, err, payonce.ErrManualReview, "a late duplicate call sees the review")
-		require.True(t, strings.HasPrefix(again.ReviewReason, ledger.ReasonWebhookContradiction), again.ReviewReason)
+		require.Equal(t, ledger.ReviewCodeWebhookContradiction, again.ReviewCode, again.ReviewReason)
 		require.Equal(t, posts, postsOf(b), "nothing is sent")
 
 		resend := payonce.ResolveParams{OperationID: first.OperationID, Outcome: ledger.ResolveResend, Actor: "alice", Note: "try again"}

@@ -327,7 +327,7 @@ func (c *Client) transmit(ctx context.Context, sr SendRequest) (Outcome, string)
 	if out.HTTPStatus == 0 {
 		out.HTTPStatus = resp.StatusCode
 	}
-	// slices.Contains is ledger.ParseOutcomeClass's test without the error
+	// slices.Contains is ledgerdriver.ParseOutcomeClass's test without the error
 	// it builds.
 	if !slices.Contains(ledger.OutcomeClasses, out.Class) ||
 		(out.Class == ledger.OutcomeNotSent && resp.StatusCode >= 200 && resp.StatusCode < 300) {

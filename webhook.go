@@ -20,7 +20,7 @@ import (
 // half of the idempotency pattern. Every event is verified by the adapter,
 // recorded once in the ledger's inbox (insert-or-nothing on the provider's
 // event identity) in the same transaction that applies it, and applied by
-// the ledger's state rules (ledger.ApplyWebhook). An event never causes a
+// the ledger's state rules (ledgerdriver.ApplyWebhook). An event never causes a
 // request to be sent.
 
 // WebhookParser is implemented by adapters whose provider pushes events.
@@ -465,13 +465,13 @@ func (c *Client) webhookRecorded(ctx context.Context, le ledger.WebhookEvent, re
 	c.tel.webhook(ctx, WebhookResultRecorded, rep)
 	for _, o := range rep.Outcomes {
 		if o.Target >= 0 && o.Target < len(le.Targets) {
-			// The review reason the event gave, for the payonce.reviews
-			// code: a second object is a duplicate, not a contradiction.
-			reason := ledger.ReasonWebhookContradiction
+			// The review code the event gave, for payonce.reviews: a
+			// second object is a duplicate, not a contradiction.
+			code := ledger.ReviewCodeWebhookContradiction
 			if o.Disposition == ledger.WebhookDuplicate {
-				reason = ledger.ReasonDuplicated
+				code = ledger.ReviewCodeDuplicated
 			}
-			c.tel.moved(ctx, le.Targets[o.Target].Kind, o.From, o.To, reason)
+			c.tel.moved(ctx, le.Targets[o.Target].Kind, o.From, o.To, code)
 		}
 	}
 }

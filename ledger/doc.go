@@ -1,8 +1,9 @@
 // Package ledger defines the durable record payonce keeps of every operation
 // and every attempt: the Store interface, its record types and the rules
 // every store enforces. Concrete stores live in ledgerpg (PostgreSQL, shared
-// by replicas) and ledgersqlite (embedded, one process); ledgertest is the
-// conformance suite both pass.
+// by replicas) and ledgersqlite (embedded, one process); they are built with
+// package ledgerdriver (the state rules, validation, tombstones and cursor
+// helpers they share), and ledgertest is the conformance suite both pass.
 //
 // The ledger is the only source of truth inside a service and the outbox that
 // background jobs drain. Its rules, each enforced inside one transaction:
@@ -24,74 +25,88 @@
 //     may have been sent), never pending.
 //   - Only succeeded and failed operations whose key window has closed are
 //     ever deleted, and never sooner than the provider's key TTL.
-//   - Deleting an operation leaves a tombstone (Tombstone), in the same
+//   - Deleting an operation leaves a tombstone (Operation.Tombstone), in the same
 //     transaction: a late duplicate call with the same ID gets the recorded
 //     outcome and nothing is created, where a new operation would be sent
 //     again under a key the provider has forgotten. No live operation row
 //     and tombstone of one ID ever coexist.
 //   - A lease is never granted already lapsed: a call that waited (on a
 //     lock) until Now plus the time it took reaches LeaseUntil writes
-//     nothing and fails with ErrLeaseLost (CheckLeaseGranted).
+//     nothing and fails with ErrLeaseLost (ledgerdriver.CheckLeaseGranted).
 //
 // Store.Feed is the settlement feed: a cursor-ordered, gap-safe list of
 // every operation's creation and of every change into succeeded, failed or
 // manual review (and out of review), written in the transaction of the
 // change. A consumer marks its order and stores the entry's cursor in one
 // transaction of its own, so it learns each settlement exactly once, after
-// any crash (feed.go). Store.Stats is a read-only summary of open work for
-// dashboards, one statement whose cost is bounded by the open operations
-// (stats.go).
+// any crash (see "The settlement feed" below). Store.Stats is a read-only
+// summary of open work for dashboards, one statement whose cost is bounded
+// by the open operations (see Stats).
+//
+// # The settlement feed
+//
+// The settlement feed (Store.Feed) is a durable, ordered, cursor-based
+// list of the status changes of operations, so that a service learns every settlement made in
+// the background (by ClaimDue workers, webhooks, operators) exactly once,
+// across crashes. The consumer's loop is the processed-event pattern:
+//
+//	entries, _ := store.Feed(ctx, ledger.FeedParams{After: cursor, Limit: 100})
+//	for _, e := range entries {
+//		// in the consumer's own transaction: mark the order paid (or
+//		// failed) for e, and store e.Cursor as its new cursor.
+//	}
+//
+// A crash between reading and committing reads the same entries again; a
+// crash after the commit resumes after them. Nothing is skipped and nothing
+// is applied twice, because the cursor commits with what it stands for.
+//
+// What is recorded: one entry when an operation is created (From is empty,
+// To is pending, also when Begin starts its first attempt in the same
+// transaction), one for every change of status into succeeded, failed or
+// manual_review, and one for every change out of manual_review (an
+// operator's resend back to pending). The churn of sending (pending,
+// in_flight, unknown and back) is not recorded: it is the hot path, and no
+// consumer acts on it. So the common life of an operation costs two feed
+// rows: its creation and its settlement. An update that keeps the status
+// (manual_review to manual_review) records nothing.
+//
+// Entries are written by the database in the transaction of the change
+// itself (a trigger on the operations table, so that no writing path can
+// forget one): a change that commits has its entry, a change that rolls
+// back has none, and a crash can neither lose nor duplicate one.
+//
+// Order: entries come in cursor order, and a cursor never goes back. An
+// entry committed after a reader passed its position is never skipped:
+// each store returns only entries whose position no later commit can
+// precede (see each store's Feed). The order is not strictly commit order
+// nor creation order, but two entries of one operation are always in the
+// order they were made, also when the changes were made by transactions
+// that waited for each other (a webhook waiting for the Finish that
+// settled its operation first).
+//
+// Durability: Feed returns an entry only once it is durable, with
+// everything committed before it (PostgreSQL: flushed to the write-ahead
+// log; SQLite: the WAL file synced), also when the change itself was
+// committed lazily (Finish, see each store's DurableOutcomes). A crash of
+// the database server, the operating system or the machine can therefore
+// neither take back an entry a consumer was given nor make the store
+// write later entries before a cursor it handed out. This costs a small
+// write and one flush per page that returns entries no Feed returned
+// before, nothing per change.
+//
+// A ledger upgraded to the feed's schema starts with an empty feed: what
+// happened before the upgrade has no entries; the changes made after it
+// have.
+//
+// Retention: Cleanup deletes feed entries older than
+// CleanupParams.FeedRetention (default DefaultFeedRetention), counted from
+// their At. Entries outlive the operations they name: an operation deleted
+// by Cleanup keeps its entries until then. A consumer must read the feed
+// more often than that.
 //
 // # Implementing a store
 //
-// A store keeps records and makes each method one transaction. It does not
-// write the rules again: this package computes every state change, so all
-// stores apply them alike. Each write method reads the operation under the
-// store's lock (a row lock, a write transaction), calls the function of the
-// method with it, and writes what that returns in the same transaction. On an
-// error it writes nothing and returns the error, wrapped:
-//
-//   - Begin: ApplyCreate for a new ID, then ApplyBegin (which also checks the
-//     fingerprint); insert the attempt it starts. An ID with a tombstone and
-//     no operation row is not new: ApplyBegin on Tombstone.Operation, which
-//     returns it unclaimed.
-//   - CreateOrGet: ApplyCreate for a new ID, CheckFingerprint on an existing
-//     one (or on the tombstone's Operation, returned with created false).
-//   - Cleanup: TombstoneOf each deleted operation, inserted in the
-//     transaction of the delete.
-//   - Claim: ApplyClaim.
-//   - StartAttempt: ApplyStartAttempt; insert its attempt and its events.
-//   - Finish: ApplyFinish. With an attempt outcome, the store also reads the
-//     attempt being finished and the earliest start of the other attempts
-//     under the current key that may have reached the provider, and updates
-//     the finished attempt it returns.
-//   - Resolve: ApplyResolve.
-//
-// Change holds what one call writes: the operation's new state, its
-// attempt row, and its audit entries (Actor set, Detail of resolutions made
-// by ResolutionDetail). Validate the parameters first (ValidateCreate for
-// CreateOrGet). The store itself enforces what only the database can: keys
-// unique across operations (ErrKeyConflict), the numbering of events, and
-// ClaimDue and Cleanup, whose selection and update run as statements over
-// many rows. They follow the rules below: ClaimDue turns an expired in_flight
-// into unknown, as ApplyClaim does.
-//
-// Times are kept as UTC microseconds (see UTC). next_check_at drives
-// background work: Begin, Claim and StartAttempt set it to the lease expiry
-// (so a dead worker's operation becomes due when its lease ends); Finish sets
-// it to NextCheckAt (or Now when zero) for pending and unknown, to
-// NextCheckAt (possibly zero) for manual_review, and clears it for succeeded
-// and failed. ClaimDue picks rows with next_check_at <= Now and no live lease.
-// Finish releases the lease unless KeepLease is set and the new status is not
-// terminal. Begin, Claim, StartAttempt and ClaimDue call CheckLeaseGranted
-// with the real time the call took before they commit. Every method validates its parameters with the Validate methods
-// in this package before touching the database, and returns ErrCorrupt
-// (through Corrupt) for a stored value it cannot read back.
-//
-// Events are the operation's audit trail, written in the transaction of the
-// change they document: Seq counts from 1 per operation, At is the call's
-// Now, Actor defaults to the call's Owner; in Finish the caller's events come
-// first, then the resolution entry. A resolution's Detail is JSON:
-// {"outcome","note"} plus "provider_ref" or "new_key", "new_generation" and
-// "previous_provider_ref".
+// A store is built with package ledgerdriver, which computes every state
+// change, and proven by package ledgertest, the conformance suite every
+// store passes.
 package ledger

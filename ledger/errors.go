@@ -56,13 +56,3 @@ func (e *ValidationError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalid) true for every ValidationError.
 func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
-
-func invalid(field, format string, args ...any) error {
-	return &ValidationError{Field: field, Problem: fmt.Sprintf(format, args...)}
-}
-
-// Corrupt returns an error wrapping ErrCorrupt that names the operation and
-// the unreadable value. Stores use it when scanning rows.
-func Corrupt(id, field string, err error) error {
-	return fmt.Errorf("%w: operation %q field %s: %v", ErrCorrupt, id, field, err)
-}

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -31,10 +32,6 @@ const (
 // Statuses lists every status in a stable order.
 var Statuses = []Status{StatusPending, StatusInFlight, StatusUnknown, StatusSucceeded, StatusFailed, StatusManualReview}
 
-// ParseStatus turns a stored or user-supplied string into a Status. An
-// unrecognised value returns an error naming the allowed values.
-func ParseStatus(s string) (Status, error) { return parseEnum("status", s, Statuses...) }
-
 // Terminal reports whether automation is done with an operation in this
 // status: succeeded, failed or manual_review.
 func (s Status) Terminal() bool {
@@ -46,7 +43,7 @@ func (s Status) Terminal() bool {
 func (s Status) Final() bool { return s == StatusSucceeded || s == StatusFailed }
 
 // Outcome classes an attempt can end with. They decide the operation's next
-// state; see retry.go in the root package.
+// state; see payonce.Outcome in the root package.
 type OutcomeClass string
 
 const (
@@ -70,12 +67,6 @@ const (
 // OutcomeClasses lists every outcome class in a stable order.
 var OutcomeClasses = []OutcomeClass{OutcomeSuccess, OutcomeRefused, OutcomeNotSent, OutcomeMaybeSent, OutcomeKeyInUse, OutcomeKeyMismatch}
 
-// ParseOutcomeClass turns a string into an OutcomeClass, or returns an error
-// naming the allowed values.
-func ParseOutcomeClass(s string) (OutcomeClass, error) {
-	return parseEnum("outcome class", s, OutcomeClasses...)
-}
-
 // MayHaveReached reports whether an attempt that ended with this class may
 // have been processed by the provider, which opens (or keeps open) the key
 // window. Only not_sent proves the opposite.
@@ -94,12 +85,6 @@ const (
 	// operation goes back to pending under a new key generation.
 	ResolveResend ResolutionOutcome = "resend"
 )
-
-// ParseResolutionOutcome turns a string into a ResolutionOutcome, or returns
-// an error naming the allowed values.
-func ParseResolutionOutcome(s string) (ResolutionOutcome, error) {
-	return parseEnum("resolution outcome", s, ResolveSucceeded, ResolveFailed, ResolveResend)
-}
 
 // Operation is one intended money movement as the ledger records it.
 //
@@ -156,11 +141,15 @@ type Operation struct {
 	// lease). Zero when no background work is due (final states).
 	NextCheckAt time.Time
 
-	// ReviewReason says why the operation went to manual review.
+	// ReviewCode says why the operation went to manual review, as one of
+	// ReviewCodes: what programs compare and count.
+	ReviewCode ReviewCode
+	// ReviewReason says it for a person: a sentence, often with the
+	// provider's detail.
 	ReviewReason string
 	// ReviewAt is when the operation last entered manual review; zero if it
-	// never did. ReviewReason and ReviewAt are kept as history after an
-	// operator resolves the review.
+	// never did. ReviewCode, ReviewReason and ReviewAt are kept as history
+	// after an operator resolves the review.
 	ReviewAt time.Time
 	// Resolution is the operator's decision, once an operation in review was
 	// resolved; nil otherwise.
@@ -178,6 +167,43 @@ type Operation struct {
 	// recorded outcome instead of being sent again.
 	Tombstone bool
 }
+
+// ReviewCode says, in one word, why an operation went to manual review. It
+// is stored in its own column beside the human reason (Operation.ReviewCode
+// and ReviewReason), so that programs compare codes, never the text: the
+// resend refusal, the webhook rules and the telemetry's reason label all
+// read it. The values are stable: they are metric label values.
+type ReviewCode string
+
+const (
+	// ReviewCodeWindowPassed: the key window passed with the outcome
+	// unknown; a resend would be a new charge. Lookups may continue.
+	ReviewCodeWindowPassed ReviewCode = "window_passed"
+	// ReviewCodeDuplicated: the provider holds more than one object that
+	// moved money for the operation. A resend is never allowed.
+	ReviewCodeDuplicated ReviewCode = "duplicated"
+	// ReviewCodeProcessing: the provider kept processing for longer than the
+	// configured age.
+	ReviewCodeProcessing ReviewCode = "processing"
+	// ReviewCodeKeyMismatch: the provider holds the key with other
+	// parameters.
+	ReviewCodeKeyMismatch ReviewCode = "key_mismatch"
+	// ReviewCodeContradicted: a provider answer, lookup or event does not
+	// belong to the operation (another operation id, amount or currency).
+	ReviewCodeContradicted ReviewCode = "contradicted"
+	// ReviewCodeWebhookContradiction: a provider event contradicted a
+	// settled outcome. Lookups do not settle it again: only an operator.
+	ReviewCodeWebhookContradiction ReviewCode = "webhook_contradiction"
+	// ReviewCodeRequestUnreadable: this version cannot read the stored
+	// request.
+	ReviewCodeRequestUnreadable ReviewCode = "request_unreadable"
+	// ReviewCodeOther: any other reason (an operator's or a caller's own).
+	ReviewCodeOther ReviewCode = "other"
+)
+
+// ReviewCodes lists every review code in a stable order.
+var ReviewCodes = []ReviewCode{ReviewCodeWindowPassed, ReviewCodeDuplicated, ReviewCodeProcessing, ReviewCodeKeyMismatch,
+	ReviewCodeContradicted, ReviewCodeWebhookContradiction, ReviewCodeRequestUnreadable, ReviewCodeOther}
 
 // Resolution is an operator's decision on an operation in review, kept as an
 // audit record.
@@ -231,27 +257,6 @@ const (
 	EventWebhook EventKind = "webhook"
 )
 
-// ParseEventKind turns a string into an EventKind, or returns an error naming
-// the allowed values.
-func ParseEventKind(s string) (EventKind, error) {
-	return parseEnum("event kind", s, EventLookup, EventResolution, EventNote, EventWebhook)
-}
-
-// parseEnum returns the value of allowed that s spells, or an error naming
-// what s should be and the allowed values in order.
-func parseEnum[T ~string](what, s string, allowed ...T) (T, error) {
-	for _, v := range allowed {
-		if string(v) == s {
-			return v, nil
-		}
-	}
-	names := make([]string, len(allowed))
-	for i, v := range allowed {
-		names[i] = string(v)
-	}
-	return "", fmt.Errorf("ledger: unknown %s %q (allowed: %s)", what, s, strings.Join(names, ", "))
-}
-
 // NewEvent is an audit entry a caller records with a transition.
 type NewEvent struct {
 	Kind EventKind
@@ -271,4 +276,31 @@ type Event struct {
 	Kind   EventKind
 	Actor  string
 	Detail string
+}
+
+// ResolutionDetail is the Detail of an EventResolution entry, as JSON: the
+// outcome and the note, plus the provider reference, or the new key and
+// generation (and the provider reference the operation had before the
+// resend, which the new generation does not keep), when the call set them.
+// Decode an entry's Detail into it to read one.
+type ResolutionDetail struct {
+	Outcome             ResolutionOutcome `json:"outcome"`
+	Note                string            `json:"note"`
+	ProviderRef         string            `json:"provider_ref,omitempty"`
+	NewKey              string            `json:"new_key,omitempty"`
+	NewGeneration       int               `json:"new_generation,omitempty"`
+	PreviousProviderRef string            `json:"previous_provider_ref,omitempty"`
+}
+
+// String is the JSON text recorded as the entry's Detail.
+func (d ResolutionDetail) String() string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // a note reads as the operator wrote it
+	if err := enc.Encode(d); err != nil {
+		// Strings (valid UTF-8, checked by the store before it writes) and an int: Encode
+		// cannot fail; keep the essentials anyway.
+		return fmt.Sprintf("outcome %s: %s", d.Outcome, d.Note)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -31,8 +31,9 @@ type Stats struct {
 	// earliest ReviewAt, when it entered review), ordered as Open. Of
 	// several operations with that time, the one with the smallest ID.
 	Oldest []OldestOpen
-	// Reviews counts the operations in manual review by provider, kind and
-	// ReviewReason, ordered by provider, kind and reason.
+	// Reviews counts the operations in manual review by provider, kind,
+	// ReviewCode and ReviewReason, ordered by provider, kind, code and
+	// reason.
 	Reviews []ReasonCount
 }
 
@@ -57,10 +58,11 @@ type OldestOpen struct {
 }
 
 // ReasonCount is how many operations in manual review of one provider and
-// kind have Reason.
+// kind have Code and Reason.
 type ReasonCount struct {
 	Provider string
 	Kind     string
+	Code     ReviewCode
 	Reason   string
 	Count    int64
 }

@@ -137,7 +137,7 @@ type Store interface {
 	// and applies it to the operations it names, in one durable
 	// transaction: insert-or-nothing on (Event.Provider, Event.ID); when the
 	// event is new, each target's operation is found (see WebhookTarget),
-	// locked, changed as ApplyWebhook says and given its EventWebhook
+	// locked, changed as ledgerdriver.ApplyWebhook says and given its EventWebhook
 	// entry, and the outcomes are stored with the entry. An event already
 	// recorded changes nothing and returns Duplicate with the first
 	// delivery's outcomes: redeliveries and replays are harmless. A target
@@ -167,8 +167,8 @@ type Store interface {
 	Stats(ctx context.Context, p StatsParams) (Stats, error)
 
 	// Feed returns up to p.Limit entries of the settlement feed after
-	// p.After, in cursor order (see FeedEntry and the feed's description in
-	// feed.go): every operation's creation, and each change of status into
+	// p.After, in cursor order (see FeedEntry and the package's section
+	// "The settlement feed"): every operation's creation, and each change of status into
 	// succeeded, failed or manual_review or out of manual_review, written in
 	// the transaction of the change. An entry is returned only once no
 	// transaction still running can commit one before it, so a reader that
@@ -271,7 +271,7 @@ type FinishParams struct {
 	Now   time.Time
 	// From is the status the caller expects the operation to be in.
 	From Status
-	// To is the new status. Legal moves (CheckTransition): from in_flight
+	// To is the new status. Legal moves (ledgerdriver.CheckTransition): from in_flight
 	// (Attempt required) to pending, unknown, succeeded, failed or
 	// manual_review; from pending to pending, failed or manual_review; from
 	// unknown to unknown, succeeded, failed or manual_review; from
@@ -292,7 +292,10 @@ type FinishParams struct {
 	// non-zero value asks for further read-only lookups; ignored for
 	// succeeded and failed.
 	NextCheckAt time.Time
-	// ReviewReason is required when To is manual_review.
+	// ReviewCode and ReviewReason are required when To is manual_review:
+	// the code (one of ReviewCodes) and the sentence for a person. They
+	// replace the operation's; an unknown code is refused.
+	ReviewCode   ReviewCode
 	ReviewReason string
 	// Resolution, when set, is recorded with the transition, and as an
 	// EventResolution audit entry: used when background work settles an
@@ -335,6 +338,8 @@ type ListFilter struct {
 type ReviewFilter struct {
 	Provider string
 	Kind     string
+	// Code keeps operations whose review code is Code.
+	Code ReviewCode
 	// Reason matches the review reason exactly.
 	Reason string
 	// EnteredBefore keeps operations that entered review before this time.

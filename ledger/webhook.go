@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"encoding/json"
-	"strconv"
 	"time"
 )
 
@@ -10,8 +9,8 @@ import (
 // insert-or-nothing on (Provider, ID), in the same transaction that applies
 // it to the operations it names (Store.RecordWebhook), so that a redelivered
 // or replayed event changes nothing and a crash between "recorded" and
-// "applied" cannot happen. The rules of what an event does are ApplyWebhook,
-// the one copy every store uses.
+// "applied" cannot happen. The rules of what an event does are
+// ledgerdriver.ApplyWebhook, the one copy every store uses.
 
 // WebhookEffect is what a provider event says about one operation.
 type WebhookEffect string
@@ -37,12 +36,6 @@ const (
 
 // WebhookEffects lists every effect in a stable order.
 var WebhookEffects = []WebhookEffect{EffectSucceeded, EffectFailed, EffectProcessing, EffectReversed, EffectLookup}
-
-// ParseWebhookEffect turns a string into a WebhookEffect, or returns an error
-// naming the allowed values.
-func ParseWebhookEffect(s string) (WebhookEffect, error) {
-	return parseEnum("webhook effect", s, WebhookEffects...)
-}
 
 // WebhookDisposition is what recording an event did to one operation.
 type WebhookDisposition string
@@ -99,12 +92,6 @@ const (
 var WebhookDispositions = []WebhookDisposition{WebhookSettled, WebhookConfirmed, WebhookStale,
 	WebhookContradiction, WebhookNoted, WebhookNudged, WebhookUnmatched, WebhookAmbiguous, WebhookTombstoned,
 	WebhookOtherObject, WebhookDuplicate, WebhookUnreadable}
-
-// ParseWebhookDisposition turns a string into a WebhookDisposition, or
-// returns an error naming the allowed values.
-func ParseWebhookDisposition(s string) (WebhookDisposition, error) {
-	return parseEnum("webhook disposition", s, WebhookDispositions...)
-}
 
 // WebhookTarget is what an event says about one object, and how to find the
 // operation behind it.
@@ -248,75 +235,6 @@ type InboxFilter struct {
 	Limit int
 }
 
-// Validate checks InboxFilter.
-func (f InboxFilter) Validate() error {
-	if f.Disposition != "" {
-		if _, err := ParseWebhookDisposition(string(f.Disposition)); err != nil {
-			return invalid("Disposition", "%v", err)
-		}
-	}
-	return checkListLimit(f.Limit)
-}
-
-// Validate checks RecordWebhookParams: the event's fields name what to fix.
-func (p RecordWebhookParams) Validate() error {
-	e := p.Event
-	switch {
-	case p.Now.IsZero():
-		return invalid("Now", "is zero; pass the current time")
-	case e.Provider == "":
-		return invalid("Event.Provider", "is empty; set the provider's name")
-	case e.ID == "":
-		return invalid("Event.ID", "is empty; set the provider's event id (or the adapter's derived identity)")
-	case len(e.ID) > MaxWebhookIDBytes:
-		return invalid("Event.ID", "is %d bytes; at most %d", len(e.ID), MaxWebhookIDBytes)
-	case e.Type == "":
-		return invalid("Event.Type", "is empty; set the provider's event type")
-	case len(e.Targets) > MaxWebhookTargets:
-		return invalid("Event.Targets", "has %d targets; at most %d", len(e.Targets), MaxWebhookTargets)
-	}
-	if err := checkAllStored("Event.Provider", e.Provider, "Event.ID", e.ID, "Event.Type", e.Type,
-		"Event.Unreadable", e.Unreadable); err != nil {
-		return err
-	}
-	if e.Unreadable != "" {
-		// Nothing of an event the adapter could not read may settle an
-		// operation: it is recorded for an operator, never applied.
-		switch {
-		case len(e.Targets) > 0:
-			return invalid("Event.Targets", "has %d targets, but the event is Unreadable; an unreadable event has none", len(e.Targets))
-		case len(e.Unreadable) > MaxTextBytes:
-			return invalid("Event.Unreadable", "is %d bytes; at most %d", len(e.Unreadable), MaxTextBytes)
-		}
-	}
-	for i, t := range e.Targets {
-		f := func(name string) string { return "Event.Targets[" + strconv.Itoa(i) + "]." + name }
-		if t.Kind == "" {
-			return invalid(f("Kind"), "is empty; set the kind of operation the target speaks of")
-		}
-		if _, err := ParseWebhookEffect(string(t.Effect)); err != nil {
-			return invalid(f("Effect"), "%v", err)
-		}
-		if t.OperationID == "" && t.ProviderRef == "" && t.PaymentRef == "" {
-			return invalid(f("OperationID"), "is empty, and so are ProviderRef and PaymentRef; a target needs one of them")
-		}
-		if len(t.Detail) > MaxTextBytes {
-			return invalid(f("Detail"), "is %d bytes; at most %d", len(t.Detail), MaxTextBytes)
-		}
-		if t.Amount < 0 {
-			return invalid(f("Amount"), "is %d; an object's amount is at least 0 (0: not given)", t.Amount)
-		}
-		if err := checkAllStored(f("Kind"), t.Kind, f("OperationID"), t.OperationID, f("ProviderRef"), t.ProviderRef,
-			f("PaymentRef"), t.PaymentRef, f("Key"), t.Key, f("Currency"), t.Currency, f("Detail"), t.Detail); err != nil {
-			return err
-		}
-		if t.Result != nil && !json.Valid(t.Result) {
-			return invalid(f("Result"), "is not valid JSON")
-		}
-	}
-	return nil
-}
-
 // WebhookDetail is the JSON detail of an EventWebhook audit entry.
 type WebhookDetail struct {
 	Provider    string             `json:"provider"`
@@ -327,7 +245,7 @@ type WebhookDetail struct {
 	ProviderRef string             `json:"provider_ref,omitempty"`
 	// Key is the idempotency key the event's object carries, when the
 	// provider echoes it; Object is which of the operation's objects the
-	// event was about when it was applied (ObjectOf). Together they tell
+	// event was about when it was applied (ledgerdriver.ObjectOf). Together they tell
 	// which key generation an event speaks for (Client.Resolve reads them
 	// as evidence).
 	Key    string        `json:"key,omitempty"`
@@ -341,11 +259,8 @@ func (d WebhookDetail) String() string {
 	return string(b)
 }
 
-// WebhookActor is the actor of the audit entries an event writes.
-func WebhookActor(provider string) string { return "webhook:" + provider }
-
 // ReasonWebhookContradiction starts the review reason of an operation that an
-// event contradicted after it was settled. Background lookups do not settle
+// event contradicted after it was settled (ReviewCodeWebhookContradiction). Background lookups do not settle
 // such an operation again: only an operator does, because the lookup that
 // settled it is what the provider now says was wrong.
 const ReasonWebhookContradiction = "provider reported a change after settlement"
@@ -353,10 +268,33 @@ const ReasonWebhookContradiction = "provider reported a change after settlement"
 // ReasonDuplicated starts the review reason of an operation for which the
 // provider holds more than one object that moved money (a lookup found
 // two, or an event named a second object or an earlier key generation's
-// that succeeded). A resend under a new key is never allowed for it.
+// that succeeded: ReviewCodeDuplicated). A resend under a new key is never allowed for it.
 const ReasonDuplicated = "provider holds more than one object for this operation"
 
 // ReasonContradicted starts the review reason of an operation whose
 // provider answer, lookup or event does not belong to it (another
-// operation id, amount or currency).
+// operation id, amount or currency: ReviewCodeContradicted).
 const ReasonContradicted = "provider answer contradicts the ledger"
+
+// WebhookObject says which of an operation's objects an event is about.
+type WebhookObject string
+
+const (
+	// ObjectCurrent: the current key generation's object: the event names
+	// its key, or the object the ledger recorded, or (at generation 0,
+	// before any object is recorded) an object carrying the operation's
+	// id, of which there can be only one under its key.
+	ObjectCurrent WebhookObject = "current"
+	// ObjectEarlier: an object created under an earlier key generation
+	// (its key, or the reference recorded under it, before an operator's
+	// resend).
+	ObjectEarlier WebhookObject = "earlier"
+	// ObjectOther: an object that carries the operation's id but is neither
+	// the recorded one nor created under any key the operation sent: a
+	// second object for one operation.
+	ObjectOther WebhookObject = "other"
+	// ObjectUnplaced: the generation cannot be told: the event names no key
+	// and no object the ledger knows, and the operation was resent under a
+	// new key, so the object may be any generation's.
+	ObjectUnplaced WebhookObject = "unplaced"
+)

@@ -64,7 +64,7 @@ func (k *kindStats) add(o kindStats) {
 
 // settler names what settled a succeeded or failed operation, from its
 // audit entries: "webhook" when an EventWebhook entry has the disposition
-// settled (ledger.ApplyWebhook), "lookup" when a status lookup found the
+// settled (ledgerdriver.ApplyWebhook), "lookup" when a status lookup found the
 // outcome (the EventLookup entry lookupEvent writes, "state=succeeded" or
 // "state=failed" without a contradiction, is recorded in the transition
 // it decides), else "call". It returns "" for an operation not settled.

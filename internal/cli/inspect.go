@@ -12,6 +12,7 @@ import (
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 func runOps(ctx context.Context, a *App, args []string) error {
@@ -35,7 +36,7 @@ func runOpsList(ctx context.Context, a *App, args []string) error {
 		return err
 	}
 	filter := ledger.ListFilter{Provider: provider, AfterID: after, Limit: limit}
-	st, err := parseOptional("status", status, ledger.ParseStatus, "pending, in_flight, unknown, succeeded, failed or manual_review")
+	st, err := parseOptional("status", status, ledgerdriver.ParseStatus, "pending, in_flight, unknown, succeeded, failed or manual_review")
 	if err != nil {
 		return err
 	}
@@ -135,6 +136,7 @@ type opJSON struct {
 	LeaseOwner     string          `json:"lease_owner"`
 	LeaseExpiresAt *time.Time      `json:"lease_expires_at"`
 	NextCheckAt    *time.Time      `json:"next_check_at"`
+	ReviewCode     string          `json:"review_code"`
 	ReviewReason   string          `json:"review_reason"`
 	ReviewAt       *time.Time      `json:"review_at"`
 	Resolution     *resolutionJSON `json:"resolution"`
@@ -177,7 +179,7 @@ func fullJSON(op ledger.Operation) opJSON {
 		Status: string(op.Status), ProviderRef: op.ProviderRef, Result: rawJSON(op.Result), Attempts: op.Attempts,
 		KeyTTLSeconds: op.KeyTTL.Seconds(), WindowStart: timeJSON(op.WindowStart), KeyExpiresAt: timeJSON(op.KeyExpiresAt),
 		LeaseOwner: op.LeaseOwner, LeaseExpiresAt: timeJSON(op.LeaseExpiresAt), NextCheckAt: timeJSON(op.NextCheckAt),
-		ReviewReason: op.ReviewReason, ReviewAt: timeJSON(op.ReviewAt),
+		ReviewCode: string(op.ReviewCode), ReviewReason: op.ReviewReason, ReviewAt: timeJSON(op.ReviewAt),
 		CreatedAt: timeJSON(op.CreatedAt), UpdatedAt: timeJSON(op.UpdatedAt), FinishedAt: timeJSON(op.FinishedAt),
 	}
 	if r := op.Resolution; r != nil {
@@ -276,7 +278,7 @@ func printOperation(w io.Writer, op ledger.Operation, atts []ledger.Attempt, eve
 		row("lease", fmt.Sprintf("%s until %s", op.LeaseOwner, timeText(op.LeaseExpiresAt)))
 	}
 	if op.ReviewReason != "" {
-		row("review", fmt.Sprintf("%s (since %s)", op.ReviewReason, timeText(op.ReviewAt)))
+		row("review", fmt.Sprintf("%s: %s (since %s)", op.ReviewCode, op.ReviewReason, timeText(op.ReviewAt)))
 	}
 	if r := op.Resolution; r != nil {
 		row("resolution", fmt.Sprintf("%s by %s at %s: %s", r.Outcome, r.Actor, timeText(r.At), r.Note))
@@ -339,16 +341,17 @@ func runReview(ctx context.Context, a *App, args []string) error {
 }
 
 func runReviewList(ctx context.Context, a *App, args []string) error {
-	f := newFlags("review list", "payonce review list [--provider P] [--kind K] [--limit N] [--json]",
+	f := newFlags("review list", "payonce review list [--provider P] [--kind K] [--code C] [--limit N] [--json]",
 		`Lists the operations in manual review, oldest first. Automation sends nothing
 more for them (it only keeps looking them up, read-only); an operator checks
 the provider's dashboard and resolves each with "payonce review resolve".`)
 	var asJSON bool
 	lf := addLedgerFlags(f, &asJSON, "print one JSON object per operation")
-	var provider, kind string
+	var provider, kind, code string
 	var limit int
 	f.StringVar(&provider, "provider", "", "only operations of provider `P`")
 	f.StringVar(&kind, "kind", "", "only operations of kind `K`")
+	f.StringVar(&code, "code", "", "only operations whose review code is `C` (window_passed, duplicated, ...)")
 	f.IntVar(&limit, "limit", 100, "at most `N` operations")
 	if _, err := f.parseArgs(a, args); err != nil {
 		return err
@@ -359,12 +362,16 @@ the provider's dashboard and resolves each with "payonce review resolve".`)
 	if _, err := parseKindFlag(kind); err != nil {
 		return err
 	}
+	reviewCode, err := parseOptional("code", code, ledgerdriver.ParseReviewCode, "window_passed, duplicated, processing, key_mismatch, contradicted, webhook_contradiction, request_unreadable or other")
+	if err != nil {
+		return err
+	}
 	l, err := a.openLedger(ctx, lf, openExisting)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	ops, err := l.store.ListReview(ctx, ledger.ReviewFilter{Provider: provider, Kind: kind, Limit: limit})
+	ops, err := l.store.ListReview(ctx, ledger.ReviewFilter{Provider: provider, Kind: kind, Code: reviewCode, Limit: limit})
 	if err != nil {
 		return fmt.Errorf("listing operations in review: %w", err)
 	}
@@ -372,14 +379,15 @@ the provider's dashboard and resolves each with "payonce review resolve".`)
 		func(op ledger.Operation) any {
 			return struct {
 				opListJSON
+				ReviewCode   string     `json:"review_code"`
 				ReviewReason string     `json:"review_reason"`
 				ReviewAt     *time.Time `json:"review_at"`
-			}{listJSON(op), op.ReviewReason, timeJSON(op.ReviewAt)}
+			}{listJSON(op), string(op.ReviewCode), op.ReviewReason, timeJSON(op.ReviewAt)}
 		},
-		"ID\tPROVIDER\tKIND\tREFERENCES\tIN REVIEW SINCE\tATTEMPTS\tPROVIDER REF\tREASON",
+		"ID\tPROVIDER\tKIND\tREFERENCES\tIN REVIEW SINCE\tATTEMPTS\tPROVIDER REF\tCODE\tREASON",
 		func(w io.Writer, op ledger.Operation) {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", op.ID, op.Provider, op.Kind, strings.Join(op.References, "/"),
-				timeText(op.ReviewAt), op.Attempts, dash(op.ProviderRef), op.ReviewReason)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", op.ID, op.Provider, op.Kind, strings.Join(op.References, "/"),
+				timeText(op.ReviewAt), op.Attempts, dash(op.ProviderRef), op.ReviewCode, op.ReviewReason)
 		})
 	return err
 }
@@ -411,7 +419,7 @@ defaults to the operation's own.`)
 	if err != nil {
 		return err
 	}
-	out, err := ledger.ParseResolutionOutcome(outcome)
+	out, err := ledgerdriver.ParseResolutionOutcome(outcome)
 	if err != nil {
 		return usageErrorf("--outcome %q: use succeeded, failed or resend", outcome)
 	}

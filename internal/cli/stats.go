@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
 )
 
@@ -80,7 +79,8 @@ type oldestOpenJSON struct {
 type reviewReasonJSON struct {
 	Provider string `json:"provider"`
 	Kind     string `json:"kind"`
-	// ReasonCode is the reason's payonce.reason attribute on the metrics.
+	// ReasonCode is the stored review code (ledger.ReviewCode), the payonce.reason
+	// attribute on the metrics.
 	ReasonCode string `json:"reason_code"`
 	Reason     string `json:"reason"`
 	Count      int64  `json:"count"`
@@ -102,7 +102,7 @@ func statsToJSON(desc string, st ledger.Stats, now time.Time) statsJSON {
 	}
 	for _, r := range st.Reviews {
 		out.Reviews = append(out.Reviews, reviewReasonJSON{Provider: r.Provider, Kind: r.Kind,
-			ReasonCode: payonce.ReviewReasonCode(r.Reason), Reason: r.Reason, Count: r.Count})
+			ReasonCode: string(r.Code), Reason: r.Reason, Count: r.Count})
 	}
 	return out
 }
@@ -177,7 +177,7 @@ func printStats(w io.Writer, st ledger.Stats, now time.Time) {
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  PROVIDER\tKIND\tCOUNT\tCODE\tREASON")
 	for _, r := range st.Reviews {
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\n", r.Provider, r.Kind, r.Count, payonce.ReviewReasonCode(r.Reason), r.Reason)
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\n", r.Provider, r.Kind, r.Count, r.Code, r.Reason)
 	}
 	_ = tw.Flush()
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 func runWebhooks(ctx context.Context, a *App, args []string) error {
@@ -207,7 +208,7 @@ in the provider's dashboard, then settle what it names by hand).`)
 		return err
 	}
 	filter := ledger.InboxFilter{Provider: provider, OperationID: opID, Limit: limit}
-	d, err := parseOptional("disposition", disp, ledger.ParseWebhookDisposition, dispositionNames())
+	d, err := parseOptional("disposition", disp, ledgerdriver.ParseWebhookDisposition, dispositionNames())
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // maxVanish bounds how often Begin and CreateOrGet start over when the
@@ -28,7 +29,7 @@ var errVanished = errors.New("operation deleted concurrently")
 // then read under a row lock, checked and updated in one transaction.
 func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginResult, error) {
 	start := time.Now() // the lease check measures the real time from here
-	if err := p.Validate(); err != nil {
+	if err := ledgerdriver.ValidateBegin(p); err != nil {
 		return ledger.BeginResult{}, err
 	}
 	for range maxVanish {
@@ -63,7 +64,7 @@ func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginRe
 func (s *Store) beginNew(ctx context.Context, p ledger.BeginParams, start time.Time) (res ledger.BeginResult, done bool, err error) {
 	// A new operation has the caller's fingerprint and no lease: the caller
 	// claims it, and ApplyBegin cannot fail.
-	res, err = ledger.ApplyBegin(newOperation(p.Op, ledger.UTC(p.Now)), p)
+	res, err = ledgerdriver.ApplyBegin(newOperation(p.Op, ledgerdriver.UTC(p.Now)), p)
 	if err != nil {
 		return ledger.BeginResult{}, true, err
 	}
@@ -147,7 +148,7 @@ func (s *Store) refused(ctx context.Context, p ledger.BeginParams, start time.Ti
 	case found:
 		// Cleanup removed this ID while the insert waited for it: answer
 		// with the recorded outcome, as for any terminal operation.
-		res, err := ledger.ApplyBegin(tomb.Operation(), p)
+		res, err := ledgerdriver.ApplyBegin(tomb.Operation(), p)
 		return res, true, err
 	}
 	if err := storeflow.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start); err != nil {
@@ -171,13 +172,13 @@ func (s *Store) beginExisting(ctx context.Context, p ledger.BeginParams, start t
 			if err != nil {
 				return err
 			}
-			res, err = ledger.ApplyBegin(tomb, p)
+			res, err = ledgerdriver.ApplyBegin(tomb, p)
 			return err
 		}
 		if err != nil {
 			return err
 		}
-		res, err = ledger.ApplyBegin(op, p)
+		res, err = ledgerdriver.ApplyBegin(op, p)
 		if err != nil || !res.Claimed {
 			return err // a terminal operation: the recorded result answers the caller
 		}
@@ -274,7 +275,7 @@ func (s *Store) oneTrip(ctx context.Context, method string, explicit bool, stmts
 // CreateOrGet implements ledger.Store: CreateOrGetTx in a transaction of
 // its own.
 func (s *Store) CreateOrGet(ctx context.Context, n ledger.NewOperation, now time.Time) (ledger.Operation, bool, error) {
-	if err := ledger.ValidateCreate(n, now); err != nil {
+	if err := ledgerdriver.ValidateCreate(n, now); err != nil {
 		return ledger.Operation{}, false, err
 	}
 	var (
@@ -283,7 +284,7 @@ func (s *Store) CreateOrGet(ctx context.Context, n ledger.NewOperation, now time
 	)
 	err := s.durable(ctx, "create", func(tx pgx.Tx) error {
 		var err error
-		got, created, err = s.createOrGet(ctx, tx, n, ledger.UTC(now))
+		got, created, err = s.createOrGet(ctx, tx, n, ledgerdriver.UTC(now))
 		return err
 	})
 	if err != nil {
@@ -329,27 +330,27 @@ func (s *Store) CreateOrGetTx(ctx context.Context, tx pgx.Tx, n ledger.NewOperat
 	if tx == nil {
 		return ledger.Operation{}, false, &ledger.ValidationError{Field: "tx", Problem: "must not be nil: pass the caller's pgx.Tx"}
 	}
-	if err := ledger.ValidateCreate(n, now); err != nil {
+	if err := ledgerdriver.ValidateCreate(n, now); err != nil {
 		return ledger.Operation{}, false, err
 	}
-	got, created, err := s.createOrGet(ctx, tx, n, ledger.UTC(now))
+	got, created, err := s.createOrGet(ctx, tx, n, ledgerdriver.UTC(now))
 	if err != nil {
 		return ledger.Operation{}, false, translate("create in caller's transaction", err)
 	}
 	return got, created, nil
 }
 
-// newOperation is ledger.ApplyCreate with the key TTL as the store keeps
+// newOperation is ledgerdriver.ApplyCreate with the key TTL as the store keeps
 // it (see storedTTL).
 func newOperation(n ledger.NewOperation, now time.Time) ledger.Operation {
-	op := ledger.ApplyCreate(n, now)
+	op := ledgerdriver.ApplyCreate(n, now)
 	op.KeyTTL = storedTTL(op.KeyTTL)
 	return op
 }
 
 // storedTTL is the key TTL as the store keeps it: whole milliseconds,
 // rounded down, so the recorded key window never outlasts the provider's
-// memory (NewOperation.Validate refuses TTLs under a second).
+// memory (ledgerdriver.ValidateOperation refuses TTLs under a second).
 func storedTTL(d time.Duration) time.Duration {
 	return d.Truncate(time.Millisecond)
 }
@@ -395,7 +396,7 @@ func (s *Store) createOrGet(ctx context.Context, tx pgx.Tx, n ledger.NewOperatio
 					return ledger.Operation{}, false, err
 				}
 				got := tomb.Operation()
-				return got, false, ledger.CheckFingerprint(got, n.Fingerprint)
+				return got, false, ledgerdriver.CheckFingerprint(got, n.Fingerprint)
 			case visible > 1:
 				return ledger.Operation{}, false, fmt.Errorf("operation %q was removed by a concurrent Cleanup after this transaction's snapshot was taken (REPEATABLE READ or SERIALIZABLE); the snapshot cannot see its tombstone: roll back and retry the transaction", n.ID)
 			}
@@ -409,7 +410,7 @@ func (s *Store) createOrGet(ctx context.Context, tx pgx.Tx, n ledger.NewOperatio
 			}
 		}
 		if err == nil {
-			err = ledger.CheckFingerprint(got, n.Fingerprint)
+			err = ledgerdriver.CheckFingerprint(got, n.Fingerprint)
 		}
 		if err != nil {
 			return ledger.Operation{}, false, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // ClaimDue implements ledger.Store. The selection and the lease update are
@@ -24,10 +25,10 @@ import (
 // anything) and the error wraps ledger.ErrLeaseLost.
 func (s *Store) ClaimDue(ctx context.Context, p ledger.ClaimDueParams) ([]ledger.Operation, error) {
 	start := time.Now()
-	if err := p.Validate(); err != nil {
+	if err := ledgerdriver.ValidateClaimDue(p); err != nil {
 		return nil, err
 	}
-	now, until := ledger.UTC(p.Now), ledger.UTC(p.LeaseUntil)
+	now, until := ledgerdriver.UTC(p.Now), ledgerdriver.UTC(p.LeaseUntil)
 	statuses := []string{string(ledger.StatusPending), string(ledger.StatusUnknown), string(ledger.StatusInFlight)}
 	if p.IncludeReview {
 		// Read-only lookups only; Finish never lets manual_review go back
@@ -60,7 +61,7 @@ func (s *Store) ClaimDue(ctx context.Context, p ledger.ClaimDueParams) ([]ledger
 		if err != nil || len(got) == 0 {
 			return err
 		}
-		return ledger.CheckLeaseGranted(fmt.Sprintf("%d due operations for %q", len(got), p.Owner), p.Now, p.LeaseUntil, time.Since(start))
+		return ledgerdriver.CheckLeaseGranted(fmt.Sprintf("%d due operations for %q", len(got), p.Owner), p.Now, p.LeaseUntil, time.Since(start))
 	})
 	if err != nil {
 		return nil, translate("claim due", err)
@@ -87,7 +88,7 @@ func (s *Store) ClaimDue(ctx context.Context, p ledger.ClaimDueParams) ([]ledger
 // each one after the winner sees the winner's live lease.
 func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operation, error) {
 	start := time.Now()
-	if err := p.Validate(); err != nil {
+	if err := ledgerdriver.ValidateClaim(p); err != nil {
 		return ledger.Operation{}, err
 	}
 	var out ledger.Operation
@@ -96,7 +97,7 @@ func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operati
 		if err != nil {
 			return err
 		}
-		if out, err = ledger.ApplyClaim(op, p); err != nil {
+		if out, err = ledgerdriver.ApplyClaim(op, p); err != nil {
 			return err
 		}
 		if err := s.save(ctx, tx, out, nil, time.Time{}, nil); err != nil {
@@ -115,7 +116,7 @@ func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operati
 // request may have left. p.Events are recorded in the same transaction.
 func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (ledger.Operation, ledger.Attempt, error) {
 	start := time.Now()
-	if err := p.Validate(); err != nil {
+	if err := ledgerdriver.ValidateStartAttempt(p); err != nil {
 		return ledger.Operation{}, ledger.Attempt{}, err
 	}
 	if ch, ok, err := s.startAttemptFast(ctx, p, start); ok || err != nil {
@@ -124,16 +125,16 @@ func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (
 		}
 		return ch.Op, *ch.Attempt, nil
 	}
-	var ch ledger.Change
+	var ch ledgerdriver.Change
 	err := s.durable(ctx, "start attempt", func(tx pgx.Tx) error {
 		op, err := s.lock(ctx, tx, p.ID)
 		if err != nil {
 			return err
 		}
-		if ch, err = ledger.ApplyStartAttempt(op, p); err != nil {
+		if ch, err = ledgerdriver.ApplyStartAttempt(op, p); err != nil {
 			return err
 		}
-		if err := s.save(ctx, tx, ch.Op, ch.Attempt, ledger.UTC(p.Now), ch.Events); err != nil {
+		if err := s.save(ctx, tx, ch.Op, ch.Attempt, ledgerdriver.UTC(p.Now), ch.Events); err != nil {
 			return err
 		}
 		// The caller sends once this commits: the lease it extends must
@@ -152,30 +153,30 @@ func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (
 // copy, the row had moved on, or the lease ended before the write): the
 // long way then reads the row under its lock, decides again and reports a
 // lease that ended.
-func (s *Store) startAttemptFast(ctx context.Context, p ledger.StartAttemptParams, start time.Time) (ledger.Change, bool, error) {
+func (s *Store) startAttemptFast(ctx context.Context, p ledger.StartAttemptParams, start time.Time) (ledgerdriver.Change, bool, error) {
 	rev, ok := s.revs.Take(p.ID)
 	if !ok || s.longWayOnly {
-		return ledger.Change{}, false, nil
+		return ledgerdriver.Change{}, false, nil
 	}
-	ch, err := ledger.ApplyStartAttempt(rev.op, p)
+	ch, err := ledgerdriver.ApplyStartAttempt(rev.op, p)
 	if err != nil {
 		// Only the row read under the lock may refuse the caller.
-		return ledger.Change{}, false, nil
+		return ledgerdriver.Change{}, false, nil
 	}
 	// The caller sends once this commits: the lease it extends must not
 	// have ended by the write, which the statement checks against the
 	// time left here, when the trip is sent.
 	remaining := p.LeaseUntil.Sub(p.Now) - time.Since(start)
 	if remaining <= 0 {
-		return ledger.Change{}, false, nil
+		return ledgerdriver.Change{}, false, nil
 	}
 	a := ch.Attempt
 	args := append(saveArgs(ch.Op), rev.xmin, p.Owner, string(rev.op.Status), remaining.Microseconds(),
 		a.Number, a.Key, ts(a.StartedAt))
-	args = appendEvents(args, ledger.UTC(p.Now), ch.Events)
+	args = appendEvents(args, ledgerdriver.UTC(p.Now), ch.Events)
 	xmin, wrote, err := s.writeIfUnchanged(ctx, "start attempt", s.q.startAttemptFast, args)
 	if err != nil || !wrote {
-		return ledger.Change{}, false, err
+		return ledgerdriver.Change{}, false, err
 	}
 	s.revs.Put(ch.Op.ID, revision{op: asStored(ch.Op), att: attemptAsStored(*a), xmin: xmin})
 	return ch, true, nil

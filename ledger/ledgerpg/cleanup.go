@@ -10,6 +10,7 @@ import (
 
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // Cleanup implements ledger.Store. Each batch is one transaction: one
@@ -17,12 +18,12 @@ import (
 // with them by ON DELETE CASCADE), then their tombstones. Then, with a
 // TombstoneRetention, tombstones old enough are deleted in batches too;
 // then webhook inbox entries received before p.Now -
-// p.EffectiveInboxRetention() (their outcomes go with them by ON DELETE
+// ledgerdriver.InboxRetention(p) (their outcomes go with them by ON DELETE
 // CASCADE), likewise; then the settlement feed's old entries (purgeFeed).
 // When ctx is cancelled between batches, Cleanup stops and returns what it
 // did so far with the context's error.
 func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.CleanupReport, error) {
-	if err := p.Validate(); err != nil {
+	if err := ledgerdriver.ValidateCleanup(p); err != nil {
 		return ledger.CleanupReport{}, err
 	}
 	return storeflow.Cleanup(ctx, p, storeflow.CleanupSteps{
@@ -45,7 +46,7 @@ func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.Cle
 				// see the operation gone and its tombstone not yet there.
 				b := &pgx.Batch{}
 				for _, op := range ops {
-					b.Queue(s.q.insertTombstone, tombstoneArgs(ledger.TombstoneOf(op, now))...)
+					b.Queue(s.q.insertTombstone, tombstoneArgs(ledgerdriver.TombstoneOf(op, now))...)
 				}
 				if err := tx.SendBatch(ctx, b).Close(); err != nil {
 					return err

@@ -88,7 +88,7 @@ func TestJournalIsDurableWhateverTheDefault(t *testing.T) {
 			_, _, err = s.StartAttempt(ctx, ledger.StartAttemptParams{ID: "op-queued", Owner: "w", Now: t0, LeaseUntil: lease(t0)})
 			require.NoError(t, err)
 			_, err = s.Finish(ctx, ledger.FinishParams{ID: "op-queued", Owner: "w", Now: t0, From: ledger.StatusInFlight, To: ledger.StatusManualReview,
-				ReviewReason: "r", Attempt: &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeMaybeSent}})
+				ReviewCode: ledger.ReviewCodeOther, ReviewReason: "r", Attempt: &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeMaybeSent}})
 			require.NoError(t, err)
 			_, err = s.Resolve(ctx, ledger.ResolveParams{ID: "op-queued", Actor: "a", Note: "n", Outcome: ledger.ResolveResend, NewKey: "op-queued-g1", NewGeneration: 1, Now: t0})
 			require.NoError(t, err)

@@ -13,7 +13,7 @@
 //
 // Every method is one transaction. Rows an operation's rules depend on are
 // read under a row lock (SELECT ... FOR UPDATE), the rules of package ledger
-// (ledger.ApplyFinish and its siblings) are applied to them, and the result
+// (ledgerdriver.ApplyFinish and its siblings) are applied to them, and the result
 // is written back in the same transaction, so leases are compare-and-set
 // across processes. A new operation is recorded by Begin in a single round
 // trip, and the store keeps what it wrote with the row's version (xmin): the

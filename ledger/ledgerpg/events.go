@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // Events implements ledger.Store: the audit entries of one operation by
@@ -40,9 +41,9 @@ func (s *Store) Events(ctx context.Context, id string) ([]ledger.Event, error) {
 		if !seq.Valid {
 			continue // the operation has no events: the LEFT JOIN's empty side
 		}
-		k, err := ledger.ParseEventKind(kind.String)
+		k, err := ledgerdriver.ParseEventKind(kind.String)
 		if err != nil {
-			return nil, translate("events", ledger.Corrupt(id, fmt.Sprintf("events[%d].kind", seq.Int32), err))
+			return nil, translate("events", ledgerdriver.Corrupt(id, fmt.Sprintf("events[%d].kind", seq.Int32), err))
 		}
 		out = append(out, ledger.Event{
 			OperationID: id,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/internal/feedsql"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // feedQueries returns the statements of Feed and of its purge, with the
@@ -35,7 +36,7 @@ func feedQueries(r *strings.Replacer) (page, beyond, durable, purge string) {
 	// named pos would be what ORDER BY pos sorts, as text, putting 10000
 	// before 9999 and moving a consumer's cursor backwards.
 	page = r.Replace(`SELECT pos::text AS pos_text, seq, operation_id, key, generation, provider, kind, refs,
-			coalesce(from_status, ''), to_status, coalesce(provider_ref, ''), coalesce(review_reason, ''), at
+			coalesce(from_status, ''), to_status, coalesce(provider_ref, ''), coalesce(review_code, ''), coalesce(review_reason, ''), at
 		FROM {{feed}}
 		WHERE (pos, seq) > ($1::text::xid8, $2::bigint)
 		  AND pos < pg_snapshot_xmin(pg_current_snapshot())
@@ -99,7 +100,7 @@ func feedQueries(r *strings.Replacer) (page, beyond, durable, purge string) {
 // flush per page with new entries, nothing per Charge; an empty page, or
 // one read before, waits for nothing.
 func (s *Store) Feed(ctx context.Context, p ledger.FeedParams) ([]ledger.FeedEntry, error) {
-	if err := p.Validate(); err != nil {
+	if err := ledgerdriver.ValidateFeed(p); err != nil {
 		return nil, err // before a round trip
 	}
 	var out []ledger.FeedEntry

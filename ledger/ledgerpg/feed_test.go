@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 	"github.com/payonce/payonce/ledger/ledgerpg"
 )
 
@@ -115,7 +116,7 @@ func TestFeedCommitsDurablyBeforeHandingOut(t *testing.T) {
 	require.Equal(t, "on", last.sync, "the Feed that returned new entries commits durably")
 	require.NotZero(t, last.xid, "having written, so that its COMMIT waits for the flush")
 	for _, e := range entries {
-		pos, _, err := e.Cursor.Parse()
+		pos, _, err := ledgerdriver.ParseFeedCursor(e.Cursor)
 		require.NoError(t, err)
 		require.Greater(t, last.xid, pos, "its id was taken after the read: above every position it returned")
 	}
@@ -198,7 +199,7 @@ func TestFeedCursorKeptAcrossVersion8(t *testing.T) {
 	ledgerpg.KeepMigrationsUpTo(old, 6)
 	// A version 6 read: the columns and the order of that version.
 	readV6 := func(after ledger.FeedCursor) []string {
-		epoch, seq, err := after.Parse()
+		epoch, seq, err := ledgerdriver.ParseFeedCursor(after)
 		require.NoError(t, err)
 		rows, err := pool.Query(ctx, `SELECT operation_id FROM `+table(schema, "payonce_feed")+`
 			WHERE (txid, seq) > ($1::text::xid8, $2) AND txid < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY txid, seq`,
@@ -213,16 +214,15 @@ func TestFeedCursorKeptAcrossVersion8(t *testing.T) {
 		require.NoError(t, rows.Err())
 		return ids
 	}
-	for _, id := range []string{"op-1", "op-2"} {
-		_, _, err := old.CreateOrGet(ctx, newOp(id), t0)
-		require.NoError(t, err)
-	}
+	// Written as a version 6 build did (this build's writes name columns of
+	// later versions).
+	insertRawOps(t, pool, schema, []ledger.Operation{ledgerdriver.ApplyCreate(newOp("op-1"), t0), ledgerdriver.ApplyCreate(newOp("op-2"), t0)})
 	for deadline := time.Now().Add(30 * time.Second); len(readV6("")) < 2; time.Sleep(5 * time.Millisecond) {
 		require.True(t, time.Now().Before(deadline), "both entries readable")
 	}
 	var pos, seq int64
 	require.NoError(t, pool.QueryRow(ctx, `SELECT txid::text::bigint, seq FROM `+table(schema, "payonce_feed")+` WHERE operation_id = 'op-1'`).Scan(&pos, &seq))
-	cursor := ledger.MakeFeedCursor(pos, seq) // what a version 6 Feed handed out for op-1
+	cursor := ledgerdriver.MakeFeedCursor(pos, seq) // what a version 6 Feed handed out for op-1
 
 	s := upgradeFrom(t, pool, schema, 6, "feed_position_durable")
 	_, _, err = s.CreateOrGet(ctx, newOp("op-3"), t0)

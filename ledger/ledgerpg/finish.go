@@ -12,6 +12,7 @@ import (
 
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // Finish implements ledger.Store. It is conditional on the owner and the
@@ -20,10 +21,10 @@ import (
 // then the EventResolution entry of p.Resolution when set, are recorded in
 // the same transaction.
 func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Operation, error) {
-	if err := p.Validate(); err != nil {
+	if err := ledgerdriver.ValidateFinish(p); err != nil {
 		return ledger.Operation{}, err
 	}
-	now := ledger.UTC(p.Now)
+	now := ledgerdriver.UTC(p.Now)
 	// One statement when the store wrote the row last (revision.go).
 	if out, ok, err := s.finishFast(ctx, p, now); ok || err != nil {
 		return out, translate("finish", err)
@@ -68,7 +69,7 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 				return err
 			}
 		}
-		ch, err := ledger.ApplyFinish(op, p, recorded, timeOf(othersStart))
+		ch, err := ledgerdriver.ApplyFinish(op, p, recorded, timeOf(othersStart))
 		if err != nil {
 			return err
 		}
@@ -238,10 +239,10 @@ func (s *Store) twoTrips(ctx context.Context, method, sync string, read func(*pg
 // Resolve implements ledger.Store. The decision is recorded on the
 // operation and as an EventResolution entry, in one transaction.
 func (s *Store) Resolve(ctx context.Context, p ledger.ResolveParams) (ledger.Operation, error) {
-	if err := p.Validate(); err != nil {
+	if err := ledgerdriver.ValidateResolve(p); err != nil {
 		return ledger.Operation{}, err
 	}
-	now := ledger.UTC(p.Now)
+	now := ledgerdriver.UTC(p.Now)
 	var out ledger.Operation
 	err := s.durable(ctx, "resolve", func(tx pgx.Tx) error {
 		op, err := s.lock(ctx, tx, p.ID)
@@ -253,11 +254,11 @@ func (s *Store) Resolve(ctx context.Context, p ledger.ResolveParams) (ledger.Ope
 			if err := tx.QueryRow(ctx, s.q.countEvents, p.ID).Scan(&n); err != nil {
 				return err
 			}
-			if err := ledger.CheckEventsSeen(p.ID, p.EventsSeen, n); err != nil {
+			if err := ledgerdriver.CheckEventsSeen(p.ID, p.EventsSeen, n); err != nil {
 				return err
 			}
 		}
-		ch, err := ledger.ApplyResolve(op, p)
+		ch, err := ledgerdriver.ApplyResolve(op, p)
 		if err != nil {
 			return err
 		}

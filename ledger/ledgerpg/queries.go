@@ -187,14 +187,14 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 		window_start = $8, key_expires_at = $9, lease_owner = $10, lease_expires_at = $11,
 		next_check_at = $12, review_reason = $13, review_at = $14,
 		resolved_by = $15, resolution_note = $16, resolution_outcome = $17, resolved_at = $18,
-		updated_at = $19, finished_at = $20
+		updated_at = $19, finished_at = $20, review_code = $21
 		WHERE id = $1`)
 	q.insertAttempt = r.Replace(`INSERT INTO {{attempts}} (operation_id, number, key, started_at, may_have_reached)
 		VALUES ($1, $2, $3, $4, true)`)
 	// The attempt being finished, and the start of the earliest other
 	// attempt under the same key that may have reached the provider: where
 	// the key window starts if this attempt turns out never to have left
-	// (what ledger.ApplyFinish needs).
+	// (what ledgerdriver.ApplyFinish needs).
 	q.attemptForFinish = r.Replace(`SELECT {{a.cols}},
 		(SELECT min(e.started_at) FROM {{attempts}} e
 		  WHERE e.operation_id = a.operation_id AND e.key = a.key AND e.may_have_reached AND e.number <> a.number)
@@ -215,7 +215,7 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 	if lazyOutcomes {
 		finishSync = syncOffExpr
 	}
-	fastSave := strings.Replace(q.save, "WHERE id = $1", "WHERE id = $1 AND xmin = $21 AND lease_owner = $22 AND status = $23", 1)
+	fastSave := strings.Replace(q.save, "WHERE id = $1", "WHERE id = $1 AND xmin = $22 AND lease_owner = $23 AND status = $24", 1)
 	fastEvents := func(first int) string {
 		return fmt.Sprintf(`ev AS (
 			INSERT INTO {{events}} (operation_id, seq, at, kind, actor, detail)
@@ -226,40 +226,40 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 	}
 	// Finish of the attempt in flight. The attempt row must be the version
 	// the copy holds too: it was written by the same transaction as the
-	// operation's row ($21 is both rows' xmin), and nothing else may have
+	// operation's row ($22 is both rows' xmin), and nothing else may have
 	// touched it (a hand edit would otherwise go unread). Should the
 	// attempt's update find it changed after all (a writer that committed
 	// between the statement's snapshot and its row lock), the division by
 	// zero fails the statement, so that the operation's update is not
 	// committed without it; the store then takes the long way.
 	q.finishFast = r.Replace(`WITH op AS (` + fastSave + `
-			AND EXISTS (SELECT 1 FROM {{attempts}} WHERE operation_id = $1 AND number = $24 AND xmin = $21)
+			AND EXISTS (SELECT 1 FROM {{attempts}} WHERE operation_id = $1 AND number = $25 AND xmin = $22)
 			RETURNING xmin
 		),
 		att AS (
 			UPDATE {{attempts}} a SET
-				finished_at = $25, may_have_reached = $26, outcome = $27, http_status = $28, provider_request_id = $29,
-				error = $30, replayed = $31
-			FROM op WHERE a.operation_id = $1 AND a.number = $24 AND a.xmin = $21
+				finished_at = $26, may_have_reached = $27, outcome = $28, http_status = $29, provider_request_id = $30,
+				error = $31, replayed = $32
+			FROM op WHERE a.operation_id = $1 AND a.number = $25 AND a.xmin = $22
 			RETURNING 1
 		),
-		` + fastEvents(32) + `
+		` + fastEvents(33) + `
 		SELECT (SELECT xmin FROM op), CASE WHEN EXISTS (SELECT 1 FROM op) THEN 1 / (SELECT count(*) FROM att) END, ` + finishSync + ``)
 	q.finishFastNoAttempt = r.Replace(`WITH op AS (` + fastSave + ` RETURNING xmin),
-		` + fastEvents(24) + `
+		` + fastEvents(25) + `
 		SELECT (SELECT xmin FROM op), 1, ` + finishSync + ``)
 	// StartAttempt: the lease it extends must not have ended before the
-	// write ($24: the microseconds it had left when the trip was sent,
+	// write ($25: the microseconds it had left when the trip was sent,
 	// against the time the transaction has been open; as createdGuard).
 	q.startAttemptFast = r.Replace(`WITH op AS (` + fastSave + `
-			AND clock_timestamp() < transaction_timestamp() + $24::bigint * interval '1 microsecond'
+			AND clock_timestamp() < transaction_timestamp() + $25::bigint * interval '1 microsecond'
 			RETURNING xmin
 		),
 		att AS (
 			INSERT INTO {{attempts}} (operation_id, number, key, started_at, may_have_reached)
-			SELECT $1, $25, $26, $27, true FROM op
+			SELECT $1, $26, $27, $28, true FROM op
 		),
-		` + fastEvents(28) + `
+		` + fastEvents(29) + `
 		SELECT (SELECT xmin FROM op), 1, ` + syncOnExpr + ``)
 	// SKIP LOCKED lets concurrent reconcilers share the due rows without
 	// waiting on each other; the lock and the lease update are one

@@ -10,6 +10,7 @@ import (
 
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/internal/listsql"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // Get implements ledger.Store: the operation and its attempts, read in one
@@ -62,40 +63,40 @@ func (s *Store) Get(ctx context.Context, id string) (ledger.Operation, []ledger.
 }
 
 // tombstone reads the tombstone of id; found is false when there is none.
-func (s *Store) tombstone(ctx context.Context, id string) (ledger.Tombstone, bool, error) {
+func (s *Store) tombstone(ctx context.Context, id string) (ledgerdriver.Tombstone, bool, error) {
 	var ts tombstoneScan
 	err := s.pool.QueryRow(ctx, s.q.selectTombstone, id).Scan(ts.dest()...)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return ledger.Tombstone{}, false, nil
+		return ledgerdriver.Tombstone{}, false, nil
 	}
 	if err != nil {
-		return ledger.Tombstone{}, false, err
+		return ledgerdriver.Tombstone{}, false, err
 	}
 	return ts.tombstone()
 }
 
 // List implements ledger.Store: operations ordered by ID, at most
-// f.EffectiveLimit(), after f.AfterID when set.
+// ledgerdriver.ListLimit(f), after f.AfterID when set.
 func (s *Store) List(ctx context.Context, f ledger.ListFilter) ([]ledger.Operation, error) {
-	if err := f.Validate(); err != nil {
+	if err := ledgerdriver.ValidateList(f); err != nil {
 		return nil, err
 	}
 	var w where
 	listsql.List(f, w.add)
-	return s.listOps(ctx, "list", w, "id", f.EffectiveLimit())
+	return s.listOps(ctx, "list", w, "id", ledgerdriver.ListLimit(f))
 }
 
 // ListReview implements ledger.Store: operations in manual_review, oldest
 // review first.
 func (s *Store) ListReview(ctx context.Context, f ledger.ReviewFilter) ([]ledger.Operation, error) {
-	if err := f.Validate(); err != nil {
+	if err := ledgerdriver.ValidateReviewFilter(f); err != nil {
 		return nil, err
 	}
 	var w where
 	// Literal, to match the review index's predicate.
 	w.conds = append(w.conds, "status = 'manual_review'")
-	listsql.Review(f, func(t time.Time) any { return ledger.UTC(t) }, w.add)
-	return s.listOps(ctx, "list review", w, "review_at, id", f.EffectiveLimit())
+	listsql.Review(f, func(t time.Time) any { return ledgerdriver.UTC(t) }, w.add)
+	return s.listOps(ctx, "list review", w, "review_at, id", ledgerdriver.ReviewLimit(f))
 }
 
 // listOps reads at most limit operations matching w, sorted by orderBy, for

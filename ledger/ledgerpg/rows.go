@@ -9,6 +9,7 @@ import (
 
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // opColumns are the payonce_operations columns in the order opScan reads
@@ -16,7 +17,7 @@ import (
 var opColumns = []string{
 	"id", "key", "provider", "kind", "refs", "generation", "fingerprint", "request", "status",
 	"provider_ref", "result", "attempts", "key_ttl_ms", "window_start", "key_expires_at",
-	"lease_owner", "lease_expires_at", "next_check_at", "review_reason", "review_at",
+	"lease_owner", "lease_expires_at", "next_check_at", "review_code", "review_reason", "review_at",
 	"resolved_by", "resolution_note", "resolution_outcome", "resolved_at",
 	"created_at", "updated_at", "finished_at", "payment_ref",
 }
@@ -27,7 +28,7 @@ func opArgs(op ledger.Operation) []any {
 	return []any{
 		op.ID, op.Key, op.Provider, op.Kind, op.References, op.Generation, op.Fingerprint, string(op.Request), string(op.Status),
 		nullText(op.ProviderRef), nullBytes(op.Result), op.Attempts, op.KeyTTL.Milliseconds(), nullTime(op.WindowStart), nullTime(op.KeyExpiresAt),
-		nullText(op.LeaseOwner), nullTime(op.LeaseExpiresAt), nullTime(op.NextCheckAt), nullText(op.ReviewReason), nullTime(op.ReviewAt),
+		nullText(op.LeaseOwner), nullTime(op.LeaseExpiresAt), nullTime(op.NextCheckAt), nullText(string(op.ReviewCode)), nullText(op.ReviewReason), nullTime(op.ReviewAt),
 		r[0], r[1], r[2], r[3],
 		ts(op.CreatedAt), ts(op.UpdatedAt), nullTime(op.FinishedAt), nullText(op.PaymentRef),
 	}
@@ -42,7 +43,7 @@ func saveArgs(op ledger.Operation) []any {
 		nullTime(op.WindowStart), nullTime(op.KeyExpiresAt), nullText(op.LeaseOwner), nullTime(op.LeaseExpiresAt),
 		nullTime(op.NextCheckAt), nullText(op.ReviewReason), nullTime(op.ReviewAt),
 		r[0], r[1], r[2], r[3],
-		ts(op.UpdatedAt), nullTime(op.FinishedAt),
+		ts(op.UpdatedAt), nullTime(op.FinishedAt), nullText(string(op.ReviewCode)),
 	}
 }
 
@@ -60,6 +61,7 @@ type opScan struct {
 	op                                                     ledger.Operation
 	request, status                                        string
 	providerRef, result, leaseOwner, reviewReason          pgtype.Text
+	reviewCode                                             pgtype.Text
 	paymentRef                                             pgtype.Text
 	resolvedBy, resolutionNote, resolutionOutcome          pgtype.Text
 	keyTTLms                                               int64
@@ -73,7 +75,7 @@ func (s *opScan) dest() []any {
 	return []any{
 		&o.ID, &o.Key, &o.Provider, &o.Kind, &o.References, &o.Generation, &o.Fingerprint, &s.request, &s.status,
 		&s.providerRef, &s.result, &o.Attempts, &s.keyTTLms, &s.windowStart, &s.keyExpiresAt,
-		&s.leaseOwner, &s.leaseExpiresAt, &s.nextCheckAt, &s.reviewReason, &s.reviewAt,
+		&s.leaseOwner, &s.leaseExpiresAt, &s.nextCheckAt, &s.reviewCode, &s.reviewReason, &s.reviewAt,
 		&s.resolvedBy, &s.resolutionNote, &s.resolutionOutcome, &s.resolvedAt,
 		&s.createdAt, &s.updatedAt, &s.finishedAt, &s.paymentRef,
 	}
@@ -83,12 +85,12 @@ func (s *opScan) dest() []any {
 // ledger.ErrCorrupt for a value the ledger cannot have written.
 func (s *opScan) operation() (ledger.Operation, error) {
 	op := s.op
-	status, err := ledger.ParseStatus(s.status)
+	status, err := ledgerdriver.ParseStatus(s.status)
 	if err != nil {
-		return ledger.Operation{}, ledger.Corrupt(op.ID, "status", err)
+		return ledger.Operation{}, ledgerdriver.Corrupt(op.ID, "status", err)
 	}
 	if s.keyTTLms <= 0 {
-		return ledger.Operation{}, ledger.Corrupt(op.ID, "key_ttl_ms", fmt.Errorf("%d is not a positive TTL", s.keyTTLms))
+		return ledger.Operation{}, ledgerdriver.Corrupt(op.ID, "key_ttl_ms", fmt.Errorf("%d is not a positive TTL", s.keyTTLms))
 	}
 	op.Status = status
 	op.Request = []byte(s.request)
@@ -103,6 +105,11 @@ func (s *opScan) operation() (ledger.Operation, error) {
 	op.LeaseOwner = s.leaseOwner.String
 	op.LeaseExpiresAt = timeOf(s.leaseExpiresAt)
 	op.NextCheckAt = timeOf(s.nextCheckAt)
+	if s.reviewCode.Valid {
+		if op.ReviewCode, err = ledgerdriver.ParseReviewCode(s.reviewCode.String); err != nil {
+			return ledger.Operation{}, ledgerdriver.Corrupt(op.ID, "review_code", err)
+		}
+	}
 	op.ReviewReason = s.reviewReason.String
 	op.ReviewAt = timeOf(s.reviewAt)
 	if s.resolutionOutcome.Valid {
@@ -157,9 +164,9 @@ func (s *attemptScan) attempt() (a ledger.Attempt, ok bool, err error) {
 		Replayed:          s.replayed.Bool,
 	}
 	if s.outcome.Valid {
-		class, err := ledger.ParseOutcomeClass(s.outcome.String)
+		class, err := ledgerdriver.ParseOutcomeClass(s.outcome.String)
 		if err != nil {
-			return ledger.Attempt{}, false, ledger.Corrupt(a.OperationID, fmt.Sprintf("attempts[%d].outcome", a.Number), err)
+			return ledger.Attempt{}, false, ledgerdriver.Corrupt(a.OperationID, fmt.Sprintf("attempts[%d].outcome", a.Number), err)
 		}
 		a.Outcome = class
 	}
@@ -175,7 +182,7 @@ var tombstoneColumns = []string{
 }
 
 // tombstoneArgs are the values of every column of t, in tombstoneColumns order.
-func tombstoneArgs(t ledger.Tombstone) []any {
+func tombstoneArgs(t ledgerdriver.Tombstone) []any {
 	return []any{
 		t.ID, t.Key, t.Provider, t.Kind, t.References, t.Generation, t.Fingerprint, string(t.Status),
 		nullText(t.ProviderRef), nullBytes(t.Result), t.Amount, t.Currency, t.KeyTTL.Milliseconds(),
@@ -204,21 +211,21 @@ func (s *tombstoneScan) dest() []any {
 
 // tombstone converts the scanned row; ok is false for the empty side of a
 // LEFT JOIN. A value the store cannot have written is reported as corrupt.
-func (s *tombstoneScan) tombstone() (t ledger.Tombstone, ok bool, err error) {
+func (s *tombstoneScan) tombstone() (t ledgerdriver.Tombstone, ok bool, err error) {
 	if !s.id.Valid {
-		return ledger.Tombstone{}, false, nil
+		return ledgerdriver.Tombstone{}, false, nil
 	}
-	status, err := ledger.ParseStatus(s.status.String)
+	status, err := ledgerdriver.ParseStatus(s.status.String)
 	if err != nil || !status.Final() {
 		if err == nil {
 			err = fmt.Errorf("%s is not a final status", status)
 		}
-		return ledger.Tombstone{}, false, ledger.Corrupt(s.id.String, "tombstone status", err)
+		return ledgerdriver.Tombstone{}, false, ledgerdriver.Corrupt(s.id.String, "tombstone status", err)
 	}
 	if s.keyTTLms.Int64 <= 0 {
-		return ledger.Tombstone{}, false, ledger.Corrupt(s.id.String, "tombstone key_ttl_ms", fmt.Errorf("%d is not a positive TTL", s.keyTTLms.Int64))
+		return ledgerdriver.Tombstone{}, false, ledgerdriver.Corrupt(s.id.String, "tombstone key_ttl_ms", fmt.Errorf("%d is not a positive TTL", s.keyTTLms.Int64))
 	}
-	t = ledger.Tombstone{
+	t = ledgerdriver.Tombstone{
 		ID:           s.id.String,
 		Key:          s.key.String,
 		Provider:     s.provider.String,

@@ -213,7 +213,7 @@ func TestReservedAndMixedCaseSchemas(t *testing.T) {
 			due, err := s.ClaimDue(ctx, ledger.ClaimDueParams{Owner: "r", Now: t0.Add(time.Hour), LeaseUntil: lease(t0.Add(time.Hour)), Limit: 10})
 			require.NoError(t, err)
 			require.Len(t, due, 2)
-			_, err = s.Finish(ctx, ledger.FinishParams{ID: "op-2", Owner: "r", Now: t0.Add(time.Hour), From: ledger.StatusPending, To: ledger.StatusManualReview, ReviewReason: "r"})
+			_, err = s.Finish(ctx, ledger.FinishParams{ID: "op-2", Owner: "r", Now: t0.Add(time.Hour), From: ledger.StatusPending, To: ledger.StatusManualReview, ReviewCode: ledger.ReviewCodeOther, ReviewReason: "r"})
 			require.NoError(t, err)
 			review, err := s.ListReview(ctx, ledger.ReviewFilter{})
 			require.NoError(t, err)
@@ -335,6 +335,21 @@ func TestUpgradeFromVersion4(t *testing.T) {
 	s := upgradeFrom(t, pool, schema, 4, "stats")
 	require.True(t, exists(t, pool, schema, "payonce_operations_open_idx"), "version 5 has the open-work index")
 	ledgertest.RequireUpgradedFromVersion4(t, s, t0)
+}
+
+// A schema left at version 9 upgrades to the review code: each operation
+// with a reason gets the code its reason maps to, and its feed entries too.
+func TestUpgradeFromVersion9(t *testing.T) {
+	t.Parallel()
+	old, pool := unmigratedStore(t)
+	ledgerpg.KeepMigrationsUpTo(old, 9)
+	_, err := old.MigrateReport(t.Context())
+	require.NoError(t, err)
+	schema := old.Schema()
+	insertRawOps(t, pool, schema, ledgertest.Version9Operations(t0))
+	// Version 7 is SQLite's only: version 9 is the eighth migration here.
+	s := upgradeFrom(t, pool, schema, 8, "review_code")
+	ledgertest.RequireUpgradedFromVersion9(t, s, t0)
 }
 
 // schemaAtVersion is a fresh schema migrated up to version only, as a build

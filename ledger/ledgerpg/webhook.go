@@ -13,10 +13,11 @@ import (
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/internal/listsql"
 	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // RecordWebhook implements ledger.Store: the inbox entry, the changes the
-// event makes (ledger.ApplyWebhook), their audit entries and the outcomes
+// event makes (ledgerdriver.ApplyWebhook), their audit entries and the outcomes
 // commit in one durable transaction, with the operations it changes locked
 // (SELECT ... FOR UPDATE) from their read to the commit. An event already
 // recorded changes nothing and returns Duplicate with the first delivery's
@@ -30,7 +31,7 @@ import (
 // commit lost in a crash would lose the event for good, where a lost Finish
 // is recovered by a status lookup.
 func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams) (ledger.WebhookReport, error) {
-	if err := p.Validate(); err != nil {
+	if err := ledgerdriver.ValidateRecordWebhook(p); err != nil {
 		return ledger.WebhookReport{}, err
 	}
 	targets, err := storeflow.EncodeInbox(p.Event)
@@ -43,7 +44,7 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 		var err error
 		rep, err = storeflow.RecordEvent(p, storeflow.WebhookSteps{
 			Insert: func() (bool, error) {
-				tag, err := tx.Exec(ctx, s.q.insertWebhook, e.Provider, e.ID, e.Type, nullTime(ledger.UTC(e.OccurredAt)), ledger.UTC(p.Now), targets)
+				tag, err := tx.Exec(ctx, s.q.insertWebhook, e.Provider, e.ID, e.Type, nullTime(ledgerdriver.UTC(e.OccurredAt)), ledgerdriver.UTC(p.Now), targets)
 				return tag.RowsAffected() == 1, err
 			},
 			Outcomes: func() ([]ledger.WebhookOutcome, error) {
@@ -56,16 +57,16 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 				}
 				return op, err == nil, err
 			},
-			Tombstone: func(id string) (ledger.Tombstone, bool, error) {
+			Tombstone: func(id string) (ledgerdriver.Tombstone, bool, error) {
 				// A later statement than the lock: a Cleanup the lock
 				// waited for has its tombstone committed with its delete.
 				var ts tombstoneScan
 				err := tx.QueryRow(ctx, s.q.selectTombstone, id).Scan(ts.dest()...)
 				if errors.Is(err, pgx.ErrNoRows) {
-					return ledger.Tombstone{}, false, nil
+					return ledgerdriver.Tombstone{}, false, nil
 				}
 				if err != nil {
-					return ledger.Tombstone{}, false, err
+					return ledgerdriver.Tombstone{}, false, err
 				}
 				return ts.tombstone()
 			},
@@ -104,7 +105,7 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 					return p, row.Scan(&p[0], &p[1])
 				})
 			},
-			Write: func(ch ledger.Change, now time.Time) error {
+			Write: func(ch ledgerdriver.Change, now time.Time) error {
 				b := &pgx.Batch{}
 				b.Queue(s.q.save, saveArgs(ch.Op)...)
 				if a := ch.Attempt; a != nil {
@@ -123,7 +124,7 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 				_, err := tx.Exec(ctx, s.q.insertOutcomes, e.Provider, e.ID, targets, opIDs, disps, froms, tos)
 				return err
 			},
-			Reopen: func(tomb ledger.Operation, ch ledger.Change, now time.Time) error {
+			Reopen: func(tomb ledger.Operation, ch ledgerdriver.Change, now time.Time) error {
 				return s.reopen(ctx, tx, tomb, ch, now)
 			},
 		})
@@ -146,7 +147,7 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 // ends, and the insert then finds that transaction's row. The whole
 // transaction is then rolled back (the error), and the provider's
 // redelivery finds the live operation.
-func (s *Store) reopen(ctx context.Context, tx pgx.Tx, tomb ledger.Operation, ch ledger.Change, now time.Time) error {
+func (s *Store) reopen(ctx context.Context, tx pgx.Tx, tomb ledger.Operation, ch ledgerdriver.Change, now time.Time) error {
 	row := ch.Op
 	row.Status = tomb.Status
 	var deleted, inserted, dropped int64
@@ -197,7 +198,7 @@ func (s *Store) outcomesOf(ctx context.Context, tx pgx.Tx, provider, eventID str
 // first (then by provider and event id), each with its targets and
 // outcomes, read in one statement.
 func (s *Store) ListWebhooks(ctx context.Context, f ledger.InboxFilter) ([]ledger.InboxEntry, error) {
-	if err := f.Validate(); err != nil {
+	if err := ledgerdriver.ValidateInbox(f); err != nil {
 		return nil, err
 	}
 	var w where

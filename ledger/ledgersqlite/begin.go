@@ -9,6 +9,7 @@ import (
 
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // Begin creates the operation if its ID is new, refuses a different
@@ -21,7 +22,7 @@ import (
 // its end, nothing is written and the error wraps ledger.ErrLeaseLost.
 func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginResult, error) {
 	start := time.Now() // the lease check measures the real time from here
-	if err := p.Validate(); err != nil {
+	if err := ledgerdriver.ValidateBegin(p); err != nil {
 		return ledger.BeginResult{}, fail("begin", err)
 	}
 	var res ledger.BeginResult
@@ -31,7 +32,7 @@ func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginRe
 		if err != nil {
 			return err
 		}
-		res, err = ledger.ApplyBegin(op, p)
+		res, err = ledgerdriver.ApplyBegin(op, p)
 		res.Created = created
 		if err != nil || !res.Claimed {
 			return err // a terminal operation or a tombstone: the recorded result is the answer
@@ -71,7 +72,7 @@ func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginRe
 // existing ID with another fingerprint returns ledger.ErrFingerprintMismatch.
 // It is CreateOrGetTx in a write transaction of its own.
 func (s *Store) CreateOrGet(ctx context.Context, op ledger.NewOperation, now time.Time) (ledger.Operation, bool, error) {
-	if err := ledger.ValidateCreate(op, now); err != nil {
+	if err := ledgerdriver.ValidateCreate(op, now); err != nil {
 		return ledger.Operation{}, false, fail("create", err)
 	}
 	var (
@@ -80,7 +81,7 @@ func (s *Store) CreateOrGet(ctx context.Context, op ledger.NewOperation, now tim
 	)
 	err := s.write(ctx, func(c *sql.Conn) error {
 		var err error
-		got, created, err = createOrGet(ctx, c, op, ledger.UTC(now))
+		got, created, err = createOrGet(ctx, c, op, ledgerdriver.UTC(now))
 		return err
 	})
 	if err != nil {
@@ -133,10 +134,10 @@ func (s *Store) CreateOrGetTx(ctx context.Context, tx *sql.Tx, op ledger.NewOper
 	if tx == nil {
 		return ledger.Operation{}, false, fail("create in caller's transaction", &ledger.ValidationError{Field: "tx", Problem: "must not be nil: pass the caller's *sql.Tx"})
 	}
-	if err := ledger.ValidateCreate(op, now); err != nil {
+	if err := ledgerdriver.ValidateCreate(op, now); err != nil {
 		return ledger.Operation{}, false, fail("create in caller's transaction", err)
 	}
-	got, created, err := createOrGet(ctx, tx, op, ledger.UTC(now))
+	got, created, err := createOrGet(ctx, tx, op, ledgerdriver.UTC(now))
 	if err != nil {
 		return ledger.Operation{}, false, fail("create in caller's transaction", err)
 	}
@@ -151,13 +152,13 @@ func createOrGet(ctx context.Context, q querier, op ledger.NewOperation, now tim
 	if err != nil {
 		return ledger.Operation{}, false, err
 	}
-	if err := ledger.CheckFingerprint(got, op.Fingerprint); err != nil {
+	if err := ledgerdriver.CheckFingerprint(got, op.Fingerprint); err != nil {
 		return ledger.Operation{}, false, err
 	}
 	return got, created, nil
 }
 
-// recordOrFind records n (ledger.ApplyCreate) if its ID has neither an
+// recordOrFind records n (ledgerdriver.ApplyCreate) if its ID has neither an
 // operation row nor a tombstone, inside a write transaction, and returns the
 // operation as stored; otherwise it returns the recorded operation, or the
 // tombstone's Operation, with created false and nothing written.
@@ -168,7 +169,7 @@ func createOrGet(ctx context.Context, q querier, op ledger.NewOperation, now tim
 // statement that inserts, so nothing can come between the check and the
 // insert (and the write transaction holds SQLite's one write lock anyway).
 func recordOrFind(ctx context.Context, q querier, n ledger.NewOperation, now time.Time) (ledger.Operation, bool, error) {
-	fresh := ledger.ApplyCreate(n, now)
+	fresh := ledgerdriver.ApplyCreate(n, now)
 	created, err := insertOp(ctx, q, fresh)
 	if err != nil {
 		// A key another operation holds (the statement alone failed), or a
@@ -198,10 +199,10 @@ func recordOrFind(ctx context.Context, q querier, n ledger.NewOperation, now tim
 // asStored returns op, a new operation that insertOp wrote, as scanOp reads
 // its row back. The only lossy column is key_ttl_ms (whole milliseconds).
 // Every other one holds its value exactly: the text was validated as UTF-8
-// without NUL bytes (ledger.NewOperation.Validate), which SQLite's STRICT
+// without NUL bytes (ledgerdriver.ValidateOperation), which SQLite's STRICT
 // TEXT columns and the refs JSON keep byte for byte; References and Request
 // are non-empty, so none reads back as nil where op holds an empty value;
-// times are already at microsecond precision in UTC (ledger.UTC); and the
+// times are already at microsecond precision in UTC (ledgerdriver.UTC); and the
 // columns insertOp leaves out have no default, so they read back NULL, that
 // is the zero value op holds.
 func asStored(op ledger.Operation) ledger.Operation {
@@ -209,7 +210,7 @@ func asStored(op ledger.Operation) ledger.Operation {
 	return op
 }
 
-// insertOp records op, a new operation (ledger.ApplyCreate), unless its ID
+// insertOp records op, a new operation (ledgerdriver.ApplyCreate), unless its ID
 // exists or has a tombstone (created false, nothing written). A key already
 // used by another operation fails with a unique violation, which fail turns
 // into ledger.ErrKeyConflict.
@@ -234,8 +235,8 @@ func insertOp(ctx context.Context, c querier, op ledger.Operation) (bool, error)
 	return n == 1, err
 }
 
-// insertAttempt records a started attempt (ledger.ApplyBegin,
-// ledger.ApplyStartAttempt).
+// insertAttempt records a started attempt (ledgerdriver.ApplyBegin,
+// ledgerdriver.ApplyStartAttempt).
 func insertAttempt(ctx context.Context, c querier, a ledger.Attempt) error {
 	_, err := c.ExecContext(ctx, `INSERT INTO payonce_attempts
 		(operation_id, number, key, started_at, may_have_reached) VALUES (?, ?, ?, ?, ?)`,

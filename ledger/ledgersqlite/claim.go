@@ -9,6 +9,7 @@ import (
 
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // Claim takes the lease on one operation by compare-and-set inside a write
@@ -16,7 +17,7 @@ import (
 // Errors wrap ledger.ErrNotFound, ledger.ErrTerminal or ledger.ErrInProgress.
 func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operation, error) {
 	start := time.Now()
-	if err := p.Validate(); err != nil {
+	if err := ledgerdriver.ValidateClaim(p); err != nil {
 		return ledger.Operation{}, fail("claim", err)
 	}
 	var op ledger.Operation
@@ -25,7 +26,7 @@ func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operati
 		if op, err = getOp(ctx, c, p.ID); err != nil {
 			return err
 		}
-		if op, err = ledger.ApplyClaim(op, p); err != nil {
+		if op, err = ledgerdriver.ApplyClaim(op, p); err != nil {
 			return err
 		}
 		if err := saveOp(ctx, c, &op); err != nil {
@@ -45,20 +46,20 @@ func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operati
 // ledger.ErrLeaseLost, ledger.ErrStateConflict or ledger.ErrNotFound.
 func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (ledger.Operation, ledger.Attempt, error) {
 	start := time.Now()
-	if err := p.Validate(); err != nil {
+	if err := ledgerdriver.ValidateStartAttempt(p); err != nil {
 		return ledger.Operation{}, ledger.Attempt{}, fail("start attempt", err)
 	}
 	// This write makes the copy of a Finish that kept the lease out of
 	// date (revision.go): drop it, so that the next Finish does not try it
 	// first.
 	s.revs.Take(p.ID)
-	var ch ledger.Change
+	var ch ledgerdriver.Change
 	err := s.write(ctx, func(c *sql.Conn) error {
 		op, err := getOp(ctx, c, p.ID)
 		if err != nil {
 			return err
 		}
-		if ch, err = ledger.ApplyStartAttempt(op, p); err != nil {
+		if ch, err = ledgerdriver.ApplyStartAttempt(op, p); err != nil {
 			return err
 		}
 		if err := insertAttempt(ctx, c, *ch.Attempt); err != nil {
@@ -67,7 +68,7 @@ func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (
 		if err := saveOp(ctx, c, &ch.Op); err != nil {
 			return err
 		}
-		if err := insertEvents(ctx, c, op.ID, ledger.UTC(p.Now), ch.Events); err != nil {
+		if err := insertEvents(ctx, c, op.ID, ledgerdriver.UTC(p.Now), ch.Events); err != nil {
 			return err
 		}
 		// The caller sends once this commits: the lease it extends must not
@@ -88,10 +89,10 @@ func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (
 // at the same time, and the error wraps ledger.ErrLeaseLost.
 func (s *Store) ClaimDue(ctx context.Context, p ledger.ClaimDueParams) ([]ledger.Operation, error) {
 	start := time.Now()
-	if err := p.Validate(); err != nil {
+	if err := ledgerdriver.ValidateClaimDue(p); err != nil {
 		return nil, fail("claim due", err)
 	}
-	now, until := ledger.UTC(p.Now), ledger.UTC(p.LeaseUntil)
+	now, until := ledgerdriver.UTC(p.Now), ledgerdriver.UTC(p.LeaseUntil)
 	statuses := `'pending', 'unknown', 'in_flight'`
 	if p.IncludeReview {
 		// Read-only lookups only: Finish never lets manual_review go back
@@ -142,7 +143,7 @@ func (s *Store) ClaimDue(ctx context.Context, p ledger.ClaimDueParams) ([]ledger
 				out = append(out, op)
 			}
 		}
-		return ledger.CheckLeaseGranted(fmt.Sprintf("%d due operations for %q", len(out), p.Owner), p.Now, p.LeaseUntil, time.Since(start))
+		return ledgerdriver.CheckLeaseGranted(fmt.Sprintf("%d due operations for %q", len(out), p.Owner), p.Now, p.LeaseUntil, time.Since(start))
 	})
 	if err != nil {
 		return nil, fail("claim due", err)

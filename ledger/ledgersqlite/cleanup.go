@@ -9,21 +9,22 @@ import (
 
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // Cleanup deletes succeeded and failed operations, with their attempts and
 // events, that finished before p.Now - p.Retention and whose key window has
-// closed, one write transaction per batch of at most p.EffectiveBatchSize()
+// closed, one write transaction per batch of at most ledgerdriver.CleanupBatchSize(p)
 // operations, so writers are never blocked for long. Each deleted operation
-// leaves a tombstone (ledger.TombstoneOf), written in the transaction of its
+// leaves a tombstone (ledgerdriver.TombstoneOf), written in the transaction of its
 // delete. It never deletes an operation that is not final. With
 // p.TombstoneRetention, tombstones whose operation finished longer ago than
 // that are then deleted, in batches too; then webhook inbox entries received
-// before p.Now - p.EffectiveInboxRetention(), with their outcomes, likewise. When ctx ends between batches, the
+// before p.Now - ledgerdriver.InboxRetention(p), with their outcomes, likewise. When ctx ends between batches, the
 // report counts the batches already committed and the error wraps
 // ctx.Err().
 func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.CleanupReport, error) {
-	if err := p.Validate(); err != nil {
+	if err := ledgerdriver.ValidateCleanup(p); err != nil {
 		return ledger.CleanupReport{}, fail("cleanup", err)
 	}
 	return storeflow.Cleanup(ctx, p, storeflow.CleanupSteps{
@@ -31,7 +32,7 @@ func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.Cle
 			var n int
 			err := s.write(ctx, func(c *sql.Conn) error {
 				var err error
-				n, err = deleteFinished(ctx, c, now, ledger.UTC(finishedBefore), batch)
+				n, err = deleteFinished(ctx, c, now, ledgerdriver.UTC(finishedBefore), batch)
 				return err
 			})
 			if err != nil {
@@ -101,7 +102,7 @@ func deleteFinished(ctx context.Context, c *sql.Conn, now, cutoff time.Time, bat
 		// The tombstone commits with the delete: a late duplicate
 		// finds either the operation or its tombstone, never
 		// nothing.
-		if err := insertTombstone(ctx, c, ledger.TombstoneOf(op, now)); err != nil {
+		if err := insertTombstone(ctx, c, ledgerdriver.TombstoneOf(op, now)); err != nil {
 			return 0, err
 		}
 	}
@@ -140,7 +141,7 @@ func (s *Store) purgeStep(ctx context.Context, purge func(context.Context, *sql.
 		var n int
 		err := s.write(ctx, func(c *sql.Conn) error {
 			var err error
-			n, err = purge(ctx, c, ledger.UTC(before), batch)
+			n, err = purge(ctx, c, ledgerdriver.UTC(before), batch)
 			return err
 		})
 		if err != nil {

@@ -20,7 +20,7 @@
 // start with BEGIN IMMEDIATE, so goroutines never see SQLITE_BUSY; reads run
 // concurrently. The fast path of a call that succeeds costs two commits
 // (Begin, then Finish). Each write transaction reads the operation, applies
-// the rules of package ledger to it (ledger.ApplyFinish and its siblings) and
+// the rules of package ledger to it (ledgerdriver.ApplyFinish and its siblings) and
 // writes the result back. Audit entries (Events) are written in the write
 // transaction of the change they document.
 //

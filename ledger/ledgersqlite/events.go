@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // Events returns the audit entries of one operation ordered by seq (an
@@ -40,9 +41,9 @@ func (s *Store) Events(ctx context.Context, id string) ([]ledger.Event, error) {
 			if !seq.Valid {
 				continue // no events: the LEFT JOIN's empty side
 			}
-			k, err := ledger.ParseEventKind(kind.String)
+			k, err := ledgerdriver.ParseEventKind(kind.String)
 			if err != nil {
-				return ledger.Corrupt(id, fmt.Sprintf("events[%d].kind", seq.Int64), err)
+				return ledgerdriver.Corrupt(id, fmt.Sprintf("events[%d].kind", seq.Int64), err)
 			}
 			out = append(out, ledger.Event{
 				OperationID: id,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/internal/feedsql"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // Feed implements ledger.Store: one read of the page in seq order, made
@@ -43,7 +44,7 @@ func (s *Store) Feed(ctx context.Context, p ledger.FeedParams) ([]ledger.FeedEnt
 			err = s.read(ctx, func(c *sql.Conn) error {
 				var err error
 				out, err = collect(ctx, c, scanFeedRow, `SELECT seq, operation_id, key, generation, provider, kind, refs,
-						coalesce(from_status, ''), to_status, coalesce(provider_ref, ''), coalesce(review_reason, ''), at
+						coalesce(from_status, ''), to_status, coalesce(provider_ref, ''), coalesce(review_code, ''), coalesce(review_reason, ''), at
 					FROM payonce_feed
 					WHERE seq > ?1
 					  AND (?2 = '' OR provider = ?2)
@@ -113,7 +114,7 @@ func scanFeedRow(sc scanner) (feedsql.Row, error) {
 		return r, err
 	}
 	if err := json.Unmarshal([]byte(refs), &r.Entry.References); err != nil {
-		return r, ledger.Corrupt(r.Entry.OperationID, "feed.refs", err)
+		return r, ledgerdriver.Corrupt(r.Entry.OperationID, "feed.refs", err)
 	}
 	r.Entry.At = fromMicros(at)
 	return r, nil

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 	"github.com/payonce/payonce/ledger/ledgersqlite"
 )
 
@@ -44,7 +45,7 @@ func TestFeedSyncsBeforeHandingOut(t *testing.T) {
 	entries, err := s.Feed(ctx, ledger.FeedParams{})
 	require.NoError(t, err)
 	require.Len(t, entries, 2)
-	_, last, err := entries[1].Cursor.Parse()
+	_, last, err := ledgerdriver.ParseFeedCursor(entries[1].Cursor)
 	require.NoError(t, err)
 	require.Equal(t, last, durable(), "synced up to the page's last entry")
 
@@ -64,7 +65,7 @@ func TestFeedSyncsBeforeHandingOut(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, next, 1)
 	require.Equal(t, "op-2", next[0].OperationID)
-	_, last, err = next[0].Cursor.Parse()
+	_, last, err = ledgerdriver.ParseFeedCursor(next[0].Cursor)
 	require.NoError(t, err)
 	require.Equal(t, last, durable())
 

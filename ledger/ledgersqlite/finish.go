@@ -8,6 +8,7 @@ import (
 
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // Finish records the transition p.From -> p.To, and the outcome of the
@@ -18,10 +19,10 @@ import (
 // ledger.ErrStateConflict, ledger.ErrNotFound or ledger.ErrCorrupt, and then
 // nothing has changed.
 func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Operation, error) {
-	if err := p.Validate(); err != nil {
+	if err := ledgerdriver.ValidateFinish(p); err != nil {
 		return ledger.Operation{}, fail("finish", err)
 	}
-	now := ledger.UTC(p.Now)
+	now := ledgerdriver.UTC(p.Now)
 	// One conditional write when the store wrote the row last (revision.go).
 	if out, ok, err := s.finishFast(ctx, p, now); ok || err != nil {
 		if err != nil {
@@ -29,7 +30,7 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 		}
 		return out, nil
 	}
-	return s.transition(ctx, "finish", p.ID, s.lazyOutcomes, now, func(c querier, op ledger.Operation) (ledger.Change, error) {
+	return s.transition(ctx, "finish", p.ID, s.lazyOutcomes, now, func(c querier, op ledger.Operation) (ledgerdriver.Change, error) {
 		var (
 			recorded    *ledger.Attempt
 			othersStart time.Time
@@ -37,16 +38,16 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 		)
 		if p.Attempt != nil {
 			if recorded, othersStart, err = attemptForFinish(ctx, c, op.ID, p.Attempt.Number); err != nil {
-				return ledger.Change{}, err
+				return ledgerdriver.Change{}, err
 			}
 		}
-		ch, err := ledger.ApplyFinish(op, p, recorded, othersStart)
+		ch, err := ledgerdriver.ApplyFinish(op, p, recorded, othersStart)
 		if err != nil {
-			return ledger.Change{}, err
+			return ledgerdriver.Change{}, err
 		}
 		if ch.Attempt != nil {
 			if err := finishAttempt(ctx, c, *ch.Attempt); err != nil {
-				return ledger.Change{}, err
+				return ledgerdriver.Change{}, err
 			}
 		}
 		return ch, nil
@@ -59,7 +60,7 @@ func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Opera
 // then write the changed operation and its events stamped now. It returns
 // the operation as written; errors are wrapped for method, and then nothing
 // has changed.
-func (s *Store) transition(ctx context.Context, method, id string, lazy bool, now time.Time, apply func(c querier, op ledger.Operation) (ledger.Change, error)) (ledger.Operation, error) {
+func (s *Store) transition(ctx context.Context, method, id string, lazy bool, now time.Time, apply func(c querier, op ledger.Operation) (ledgerdriver.Change, error)) (ledger.Operation, error) {
 	var out ledger.Operation
 	err := s.writeTx(ctx, lazy, func(conn *sql.Conn) error {
 		c := quietTx(ctx, conn)
@@ -87,7 +88,7 @@ func (s *Store) transition(ctx context.Context, method, id string, lazy bool, no
 // recorded) and the start of the earliest other attempt under the same key
 // that may have reached the provider (zero when there is none): where the key
 // window starts if this attempt turns out never to have left. These are the
-// facts ledger.ApplyFinish needs.
+// facts ledgerdriver.ApplyFinish needs.
 func attemptForFinish(ctx context.Context, c querier, id string, number int) (*ledger.Attempt, time.Time, error) {
 	a, othersStart, err := scanAttemptExtra(c.QueryRowContext(ctx, `SELECT `+attemptColumns+`,
 		(SELECT MIN(e.started_at) FROM payonce_attempts e
@@ -188,7 +189,7 @@ const finishAttemptSQL = `UPDATE payonce_attempts SET
 // reports as ErrCorrupt), so a row that differs takes the long way.
 const finishOpenAttemptSQL = finishAttemptSQL + ` AND finished_at IS NULL AND outcome IS NULL`
 
-// finishAttempt records the outcome of an attempt (ledger.ApplyFinish).
+// finishAttempt records the outcome of an attempt (ledgerdriver.ApplyFinish).
 func finishAttempt(ctx context.Context, c querier, a ledger.Attempt) error {
 	_, err := execFinishAttempt(ctx, c, finishAttemptSQL, a)
 	return err
@@ -209,19 +210,19 @@ func execFinishAttempt(ctx context.Context, c querier, query string, a ledger.At
 // (a resend whose NewGeneration is not the next one), ledger.ErrKeyConflict
 // or ledger.ErrInvalid.
 func (s *Store) Resolve(ctx context.Context, p ledger.ResolveParams) (ledger.Operation, error) {
-	if err := p.Validate(); err != nil {
+	if err := ledgerdriver.ValidateResolve(p); err != nil {
 		return ledger.Operation{}, fail("resolve", err)
 	}
-	return s.transition(ctx, "resolve", p.ID, false, ledger.UTC(p.Now), func(c querier, op ledger.Operation) (ledger.Change, error) {
+	return s.transition(ctx, "resolve", p.ID, false, ledgerdriver.UTC(p.Now), func(c querier, op ledger.Operation) (ledgerdriver.Change, error) {
 		if p.CheckEvents {
 			var n int
 			if err := c.QueryRowContext(ctx, `SELECT count(*) FROM payonce_events WHERE operation_id = ?`, p.ID).Scan(&n); err != nil {
-				return ledger.Change{}, err
+				return ledgerdriver.Change{}, err
 			}
-			if err := ledger.CheckEventsSeen(p.ID, p.EventsSeen, n); err != nil {
-				return ledger.Change{}, err
+			if err := ledgerdriver.CheckEventsSeen(p.ID, p.EventsSeen, n); err != nil {
+				return ledgerdriver.Change{}, err
 			}
 		}
-		return ledger.ApplyResolve(op, p)
+		return ledgerdriver.ApplyResolve(op, p)
 	})
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // currentVersion is the schema version of the embedded migrations.
-const currentVersion = 9
+const currentVersion = 10
 
 // A database left at schema version 1 by an older build upgrades to the
 // current version with its data intact: the upgraded store reads the
@@ -83,7 +83,7 @@ func TestMigrate(t *testing.T) {
 		names = append(names, name)
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"initial", "events", "tombstones", "webhooks", "stats", "feed", "revision", "feed_durable", "tombstone_refs"}, names)
+	require.Equal(t, []string{"initial", "events", "tombstones", "webhooks", "stats", "feed", "revision", "feed_durable", "tombstone_refs", "review_code"}, names)
 	require.Positive(t, appliedAt)
 
 	t.Run("TwiceIsNoOp", func(t *testing.T) {
@@ -168,7 +168,21 @@ func TestUpgradeFromVersion4(t *testing.T) {
 	t.Parallel()
 	path, raw := fileAtVersion(t, 4)
 	require.Zero(t, schemaObjects(t, raw, "payonce_operations_open"), "version 4 has no open-work index")
-	for _, op := range ledgertest.Version4Operations(t0) {
+	insertRawOps(t, raw, ledgertest.Version4Operations(t0))
+
+	s := openAt(t, path)
+	requireCurrentVersion(t, s)
+	require.Equal(t, 1, schemaObjects(t, raw, "payonce_operations_open"), "version 5 has the open-work index")
+	require.Equal(t, 3, schemaObjects(t, raw, "payonce_feed", "payonce_feed_created", "payonce_feed_changed"), "version 6 has the feed and its triggers")
+	ledgertest.RequireUpgradedFromVersion4(t, s, t0)
+}
+
+// insertRawOps writes ops into payonce_operations of raw with plain SQL, as
+// an older build did: every field in its column, NULL for a zero or empty
+// one (the review code excepted: no build before version 10 had one).
+func insertRawOps(t *testing.T, raw *sql.DB, ops []ledger.Operation) {
+	t.Helper()
+	for _, op := range ops {
 		refs, err := json.Marshal(op.References)
 		require.NoError(t, err)
 		_, err = raw.Exec(`INSERT INTO payonce_operations (id, key, provider, kind, refs, generation, fingerprint, request, status,
@@ -182,11 +196,18 @@ func TestUpgradeFromVersion4(t *testing.T) {
 		require.NoError(t, err, "insert %s", op.ID)
 	}
 
+}
+
+// A database left at schema version 9 upgrades to the review code: each
+// operation with a reason gets the code its reason maps to, and its feed
+// entries too.
+func TestUpgradeFromVersion9(t *testing.T) {
+	t.Parallel()
+	path, raw := fileAtVersion(t, 9)
+	insertRawOps(t, raw, ledgertest.Version9Operations(t0))
 	s := openAt(t, path)
 	requireCurrentVersion(t, s)
-	require.Equal(t, 1, schemaObjects(t, raw, "payonce_operations_open"), "version 5 has the open-work index")
-	require.Equal(t, 3, schemaObjects(t, raw, "payonce_feed", "payonce_feed_created", "payonce_feed_changed"), "version 6 has the feed and its triggers")
-	ledgertest.RequireUpgradedFromVersion4(t, s, t0)
+	ledgertest.RequireUpgradedFromVersion9(t, s, t0)
 }
 
 // fileAtVersion is a fresh database file migrated up to version only, as a

@@ -7,6 +7,7 @@ import (
 
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/internal/listsql"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // Get returns one operation and its attempts ordered by number, read from one
@@ -49,26 +50,26 @@ func (s *Store) Get(ctx context.Context, id string) (ledger.Operation, []ledger.
 }
 
 // List returns operations matching f ordered by ID, at most
-// f.EffectiveLimit() of them, starting after f.AfterID.
+// ledgerdriver.ListLimit(f) of them, starting after f.AfterID.
 func (s *Store) List(ctx context.Context, f ledger.ListFilter) ([]ledger.Operation, error) {
-	if err := f.Validate(); err != nil {
+	if err := ledgerdriver.ValidateList(f); err != nil {
 		return nil, fail("list", err)
 	}
 	var w where
 	listsql.List(f, w.add)
-	return s.listOps(ctx, "list", w, "id", f.EffectiveLimit())
+	return s.listOps(ctx, "list", w, "id", ledgerdriver.ListLimit(f))
 }
 
 // ListReview returns operations in manual_review matching f, oldest review
-// first (by review time, then ID), at most f.EffectiveLimit() of them.
+// first (by review time, then ID), at most ledgerdriver.ReviewLimit(f) of them.
 func (s *Store) ListReview(ctx context.Context, f ledger.ReviewFilter) ([]ledger.Operation, error) {
-	if err := f.Validate(); err != nil {
+	if err := ledgerdriver.ValidateReviewFilter(f); err != nil {
 		return nil, fail("list review", err)
 	}
 	// Literal, to match the review index's predicate.
 	w := where{conds: []string{"status = 'manual_review'"}}
 	listsql.Review(f, micros, w.add)
-	return s.listOps(ctx, "list review", w, "review_at, id", f.EffectiveLimit())
+	return s.listOps(ctx, "list review", w, "review_at, id", ledgerdriver.ReviewLimit(f))
 }
 
 // listOps reads at most limit operations matching w, sorted by orderBy, for

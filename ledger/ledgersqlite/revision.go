@@ -15,7 +15,7 @@ import (
 // new operation with its first attempt) and a Finish that keeps the lease
 // keep what they wrote here, with the row's revision (the column of
 // migration 007, advanced by every update of the row), and the next Finish
-// of that operation applies ledger.ApplyFinish to that copy and writes the
+// of that operation applies ledgerdriver.ApplyFinish to that copy and writes the
 // result in one conditional statement: UPDATE … WHERE id = ? AND revision
 // = ? AND lease_owner = ? AND status = ?, then the attempt's outcome only if
 // the attempt is still unfinished (AND finished_at IS NULL). Both must

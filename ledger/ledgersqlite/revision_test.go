@@ -90,7 +90,7 @@ var writeFlows = []writeFlow{
 		name:  "to review",
 		setup: ledgertest.BeginWithAttempt(t0),
 		writes: []ledgertest.Write{ledgertest.FinishWith(ledger.FinishParams{
-			Now: t1, From: ledger.StatusInFlight, To: ledger.StatusManualReview, ReviewReason: "key_window_expired",
+			Now: t1, From: ledger.StatusInFlight, To: ledger.StatusManualReview, ReviewCode: ledger.ReviewCodeWindowPassed, ReviewReason: "key_window_expired",
 			Attempt: &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeMaybeSent},
 		})},
 		fast: []bool{true},

@@ -11,17 +11,18 @@ import (
 
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // Encoding between Go values and columns. Times are INTEGER unix
-// microseconds in UTC (ledger.UTC precision), NULL for the zero time; optional
+// microseconds in UTC (ledgerdriver.UTC precision), NULL for the zero time; optional
 // text is NULL when empty, so "not set" has one representation.
 
 func micros(t time.Time) any {
 	if t.IsZero() {
 		return nil
 	}
-	return ledger.UTC(t).UnixMicro()
+	return ledgerdriver.UTC(t).UnixMicro()
 }
 
 func fromMicros(n sql.NullInt64) time.Time {
@@ -74,7 +75,7 @@ func ttlMillis(d time.Duration) int64 { return d.Milliseconds() }
 // opColumns lists payonce_operations in the order scanOp reads them.
 const opColumns = `id, key, provider, kind, refs, generation, fingerprint, request, status,
 	provider_ref, result, attempts, key_ttl_ms, window_start, key_expires_at,
-	lease_owner, lease_expires_at, next_check_at, review_reason, review_at,
+	lease_owner, lease_expires_at, next_check_at, review_code, review_reason, review_at,
 	resolved_by, resolution_note, resolution_outcome, resolved_at,
 	created_at, updated_at, finished_at, payment_ref`
 
@@ -89,6 +90,7 @@ type opRow struct {
 	refs, request, status                                  string
 	generation, attempts, ttlMS                            int64
 	providerRef, result, leaseOwner, reviewReason          sql.NullString
+	reviewCode                                             sql.NullString
 	paymentRef                                             sql.NullString
 	resolvedBy, resolutionNote, resolutionOutcome          sql.NullString
 	windowStart, keyExpiresAt, leaseExpiresAt, nextCheckAt sql.NullInt64
@@ -100,14 +102,14 @@ var opRows = sync.Pool{New: func() any {
 	r := new(opRow)
 	r.dest = []any{&r.id, &r.key, &r.provider, &r.kind, &r.refs, &r.generation, &r.fingerprint, &r.request, &r.status,
 		&r.providerRef, &r.result, &r.attempts, &r.ttlMS, &r.windowStart, &r.keyExpiresAt,
-		&r.leaseOwner, &r.leaseExpiresAt, &r.nextCheckAt, &r.reviewReason, &r.reviewAt,
+		&r.leaseOwner, &r.leaseExpiresAt, &r.nextCheckAt, &r.reviewCode, &r.reviewReason, &r.reviewAt,
 		&r.resolvedBy, &r.resolutionNote, &r.resolutionOutcome, &r.resolvedAt,
 		&r.createdAt, &r.updatedAt, &r.finishedAt, &r.paymentRef}
 	return r
 }}
 
 // scanOp reads one operation row. A value that cannot be read back (unknown
-// status, malformed references, ...) is reported with ledger.Corrupt and the
+// status, malformed references, ...) is reported with ledgerdriver.Corrupt and the
 // row is left untouched for an operator.
 func scanOp(sc scanner) (ledger.Operation, error) {
 	r := opRows.Get().(*opRow)
@@ -122,11 +124,11 @@ func scanOp(sc scanner) (ledger.Operation, error) {
 	}
 	op := ledger.Operation{ID: r.id, Key: r.key, Provider: r.provider, Kind: r.kind, Fingerprint: r.fingerprint}
 	var err error
-	if op.Status, err = ledger.ParseStatus(r.status); err != nil {
-		return ledger.Operation{}, ledger.Corrupt(op.ID, "status", err)
+	if op.Status, err = ledgerdriver.ParseStatus(r.status); err != nil {
+		return ledger.Operation{}, ledgerdriver.Corrupt(op.ID, "status", err)
 	}
 	if err := json.Unmarshal([]byte(r.refs), &op.References); err != nil {
-		return ledger.Operation{}, ledger.Corrupt(op.ID, "refs", err)
+		return ledger.Operation{}, ledgerdriver.Corrupt(op.ID, "refs", err)
 	}
 	op.Generation = int(r.generation)
 	op.Request = []byte(r.request)
@@ -140,6 +142,11 @@ func scanOp(sc scanner) (ledger.Operation, error) {
 	op.LeaseOwner = r.leaseOwner.String
 	op.LeaseExpiresAt = fromMicros(r.leaseExpiresAt)
 	op.NextCheckAt = fromMicros(r.nextCheckAt)
+	if r.reviewCode.Valid {
+		if op.ReviewCode, err = ledgerdriver.ParseReviewCode(r.reviewCode.String); err != nil {
+			return ledger.Operation{}, ledgerdriver.Corrupt(op.ID, "review_code", err)
+		}
+	}
 	op.ReviewReason = r.reviewReason.String
 	op.ReviewAt = fromMicros(r.reviewAt)
 	if r.resolvedBy.Valid || r.resolutionOutcome.Valid {
@@ -199,7 +206,7 @@ func queryOps(ctx context.Context, q querier, query string, args ...any) ([]ledg
 const saveOpSQL = `UPDATE payonce_operations SET
 		key = ?, generation = ?, status = ?, provider_ref = ?, result = ?, attempts = ?,
 		window_start = ?, key_expires_at = ?, lease_owner = ?, lease_expires_at = ?, next_check_at = ?,
-		review_reason = ?, review_at = ?, resolved_by = ?, resolution_note = ?, resolution_outcome = ?,
+		review_code = ?, review_reason = ?, review_at = ?, resolved_by = ?, resolution_note = ?, resolution_outcome = ?,
 		resolved_at = ?, updated_at = ?, finished_at = ?, revision = revision + 1
 		WHERE id = ?`
 
@@ -220,11 +227,11 @@ func saveArgs(op *ledger.Operation, more ...any) []any {
 	if r := op.Resolution; r != nil {
 		resolvedBy, resolutionNote, resolutionOutcome, resolvedAt = text(r.Actor), text(r.Note), text(string(r.Outcome)), micros(r.At)
 	}
-	args := make([]any, 0, 20+len(more))
+	args := make([]any, 0, 21+len(more))
 	args = append(args,
 		op.Key, int64(op.Generation), string(op.Status), text(op.ProviderRef), blobText(op.Result), int64(op.Attempts),
 		micros(op.WindowStart), micros(op.KeyExpiresAt), text(op.LeaseOwner), micros(op.LeaseExpiresAt), micros(op.NextCheckAt),
-		text(op.ReviewReason), micros(op.ReviewAt), resolvedBy, resolutionNote, resolutionOutcome,
+		text(string(op.ReviewCode)), text(op.ReviewReason), micros(op.ReviewAt), resolvedBy, resolutionNote, resolutionOutcome,
 		resolvedAt, micros(op.UpdatedAt), micros(op.FinishedAt),
 		op.ID)
 	return append(args, more...)
@@ -285,9 +292,9 @@ func (r *attemptRow) attempt() (ledger.Attempt, error) {
 	a.MayHaveReached = r.mayHaveReached != 0
 	a.Replayed = r.replayed != 0
 	if r.outcome.Valid && r.outcome.String != "" {
-		c, err := ledger.ParseOutcomeClass(r.outcome.String)
+		c, err := ledgerdriver.ParseOutcomeClass(r.outcome.String)
 		if err != nil {
-			return ledger.Attempt{}, ledger.Corrupt(a.OperationID, fmt.Sprintf("attempts[%d].outcome", a.Number), err)
+			return ledger.Attempt{}, ledgerdriver.Corrupt(a.OperationID, fmt.Sprintf("attempts[%d].outcome", a.Number), err)
 		}
 		a.Outcome = c
 	}
@@ -302,10 +309,10 @@ func (r *attemptRow) attempt() (ledger.Attempt, error) {
 const tombstoneColumns = `id, key, provider, kind, refs, generation, fingerprint, status,
 	provider_ref, result, amount, currency, key_ttl_ms, created_at, finished_at, tombstoned_at`
 
-// insertTombstone records t (ledger.TombstoneOf). A tombstone and a live row
+// insertTombstone records t (ledgerdriver.TombstoneOf). A tombstone and a live row
 // of one ID never coexist, so the conflict cannot happen; should it, the
 // newest record of the ID wins.
-func insertTombstone(ctx context.Context, q querier, t ledger.Tombstone) error {
+func insertTombstone(ctx context.Context, q querier, t ledgerdriver.Tombstone) error {
 	refs, err := json.Marshal(t.References)
 	if err != nil {
 		return err
@@ -319,7 +326,7 @@ func insertTombstone(ctx context.Context, q querier, t ledger.Tombstone) error {
 }
 
 // getTombstone reads the tombstone of id; found is false when there is none.
-func getTombstone(ctx context.Context, q querier, id string) (t ledger.Tombstone, found bool, err error) {
+func getTombstone(ctx context.Context, q querier, id string) (t ledgerdriver.Tombstone, found bool, err error) {
 	var (
 		refs, status                       string
 		generation, amount, ttlMS          int64
@@ -330,19 +337,19 @@ func getTombstone(ctx context.Context, q querier, id string) (t ledger.Tombstone
 		&t.ID, &t.Key, &t.Provider, &t.Kind, &refs, &generation, &t.Fingerprint, &status,
 		&providerRef, &result, &amount, &t.Currency, &ttlMS, &createdAt, &finishedAt, &tombstoneAt)
 	if errors.Is(err, sql.ErrNoRows) {
-		return ledger.Tombstone{}, false, nil
+		return ledgerdriver.Tombstone{}, false, nil
 	}
 	if err != nil {
-		return ledger.Tombstone{}, false, err
+		return ledgerdriver.Tombstone{}, false, err
 	}
-	if t.Status, err = ledger.ParseStatus(status); err != nil || !t.Status.Final() {
+	if t.Status, err = ledgerdriver.ParseStatus(status); err != nil || !t.Status.Final() {
 		if err == nil {
 			err = fmt.Errorf("%s is not a final status", status)
 		}
-		return ledger.Tombstone{}, false, ledger.Corrupt(id, "tombstone status", err)
+		return ledgerdriver.Tombstone{}, false, ledgerdriver.Corrupt(id, "tombstone status", err)
 	}
 	if err := json.Unmarshal([]byte(refs), &t.References); err != nil {
-		return ledger.Tombstone{}, false, ledger.Corrupt(id, "tombstone refs", err)
+		return ledgerdriver.Tombstone{}, false, ledgerdriver.Corrupt(id, "tombstone refs", err)
 	}
 	t.Generation = int(generation)
 	t.ProviderRef = providerRef.String

@@ -11,10 +11,11 @@ import (
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/internal/listsql"
 	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // RecordWebhook records a verified provider event in the inbox once and
-// applies it to the operations it names (ledger.ApplyWebhook), in one
+// applies it to the operations it names (ledgerdriver.ApplyWebhook), in one
 // durable write transaction: the inbox row, the operations' changes, their
 // audit entries and the outcomes commit together or not at all. An event
 // already recorded changes nothing and returns Duplicate with the first
@@ -28,7 +29,7 @@ import (
 // lost to a power cut would lose the event for good, where a lost Finish is
 // recovered by a status lookup.
 func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams) (ledger.WebhookReport, error) {
-	if err := p.Validate(); err != nil {
+	if err := ledgerdriver.ValidateRecordWebhook(p); err != nil {
 		return ledger.WebhookReport{}, fail("record webhook", err)
 	}
 	targets, err := storeflow.EncodeInbox(p.Event)
@@ -62,7 +63,7 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 				}
 				return op, err == nil, err
 			},
-			Tombstone: func(id string) (ledger.Tombstone, bool, error) {
+			Tombstone: func(id string) (ledgerdriver.Tombstone, bool, error) {
 				return getTombstone(ctx, c, id)
 			},
 			TombstonesByRef: func(provider, kind, ref string) ([]string, error) {
@@ -101,7 +102,7 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 					return p, r.Scan(&p[0], &p[1])
 				}, earlierQuery, id, current)
 			},
-			Write: func(ch ledger.Change, now time.Time) error {
+			Write: func(ch ledgerdriver.Change, now time.Time) error {
 				if err := saveOp(ctx, c, &ch.Op); err != nil {
 					return err
 				}
@@ -124,7 +125,7 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 				}
 				return nil
 			},
-			Reopen: func(tomb ledger.Operation, ch ledger.Change, now time.Time) error {
+			Reopen: func(tomb ledger.Operation, ch ledgerdriver.Change, now time.Time) error {
 				return reopen(ctx, c, tomb, ch, now)
 			},
 		})
@@ -144,7 +145,7 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 // manual_review. SQLite has one writer at a time, so the newest feed row
 // is the insert's; its number is not handed out again (AUTOINCREMENT),
 // and no reader can have seen it.
-func reopen(ctx context.Context, c *sql.Conn, tomb ledger.Operation, ch ledger.Change, now time.Time) error {
+func reopen(ctx context.Context, c *sql.Conn, tomb ledger.Operation, ch ledgerdriver.Change, now time.Time) error {
 	res, err := c.ExecContext(ctx, `DELETE FROM payonce_tombstones WHERE id = ?`, tomb.ID)
 	if err := wroteOne(res, err); err != nil {
 		return fmt.Errorf("reopening operation %q: deleting its tombstone: %w", tomb.ID, err)
@@ -182,7 +183,7 @@ func outcomesOf(ctx context.Context, q querier, provider, eventID string) ([]led
 // ledger.DefaultListLimit), each with its targets and outcomes, read in
 // one statement.
 func (s *Store) ListWebhooks(ctx context.Context, f ledger.InboxFilter) ([]ledger.InboxEntry, error) {
-	if err := f.Validate(); err != nil {
+	if err := ledgerdriver.ValidateInbox(f); err != nil {
 		return nil, fail("list webhooks", err)
 	}
 	var w where

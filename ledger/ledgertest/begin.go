@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // requireCreatedLeased checks what a Begin by ownerA at base of a new ID
@@ -152,7 +153,7 @@ func testBeginInProgress(t *testing.T, h *Harness) {
 func testTimesAreUTCMicroseconds(t *testing.T, h *Harness) {
 	s := h.Store
 	// Nanoseconds and a non-UTC zone: the store keeps UTC microseconds,
-	// truncated (not rounded), as ledger.UTC does.
+	// truncated (not rounded), as ledgerdriver.UTC does.
 	now := time.Date(2026, 11, 30, 13, 0, 0, 123456789, time.FixedZone("CET", 3600))
 	op := NewOp("op-times")
 	res := mustBegin(t, s, beginParams(op, ownerA, now, true))
@@ -173,7 +174,7 @@ func testTimesAreUTCMicroseconds(t *testing.T, h *Harness) {
 		{"returned Attempt.StartedAt", now, res.Attempt.StartedAt},
 	} {
 		require.Equal(t, time.UTC, c.got.Location(), "%s must be in UTC", c.field)
-		require.Equal(t, ledger.UTC(c.want), c.got, "%s must be the UTC microsecond", c.field)
+		require.Equal(t, ledgerdriver.UTC(c.want), c.got, "%s must be the UTC microsecond", c.field)
 	}
 }
 

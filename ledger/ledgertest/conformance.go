@@ -89,6 +89,7 @@ func suite() []group {
 			{"OwnExpiredLeaseNotTaken", testFinishOwnExpiredLease},
 			{"ProviderRefAndResult", testFinishProviderRefAndResult},
 			{"Review", testFinishReview},
+			{"ReviewCodeRoundTrips", testReviewCodes},
 			{"NotFound", testFinishNotFound},
 		}},
 		{"KeyWindow", []testCase{

@@ -142,7 +142,7 @@ func testClaimDueReview(t *testing.T, h *Harness) {
 		mustStart(t, s, op, ownerA, base)
 		mustFinish(t, s, ledger.FinishParams{
 			ID: id, Owner: ownerA, Now: at(time.Second), From: ledger.StatusInFlight, To: ledger.StatusManualReview,
-			Attempt: attemptOutcome(1, ledger.StatusManualReview), ReviewReason: "window passed", NextCheckAt: next,
+			Attempt: attemptOutcome(1, ledger.StatusManualReview), ReviewCode: ledger.ReviewCodeWindowPassed, ReviewReason: "window passed", NextCheckAt: next,
 		})
 	}
 	toReview("op-review-lookup", at(time.Minute))

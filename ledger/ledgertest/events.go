@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // Audit entries (ledger.Event) are written by StartAttempt (its Events),
@@ -56,8 +57,8 @@ func requireEvents(t *testing.T, s ledger.Store, id string, want ...wantEvent) {
 			}
 			g.Detail = ""
 		}
-		g.At = ledger.UTC(g.At)
-		w.At = ledger.UTC(w.At)
+		g.At = ledgerdriver.UTC(g.At)
+		w.At = ledgerdriver.UTC(w.At)
 		require.Equal(t, w.Event, g, "event %d of %s", i+1, id)
 	}
 }
@@ -194,7 +195,7 @@ func testEventsResolve(t *testing.T, h *Harness) {
 		require.NoError(t, err)
 		mustFinish(t, s, ledger.FinishParams{
 			ID: op.ID, Owner: ownerB, Now: t2.Add(time.Second), From: ledger.StatusInFlight, To: ledger.StatusManualReview,
-			Attempt: attemptOutcome(2, ledger.StatusUnknown), ReviewReason: "window passed again",
+			Attempt: attemptOutcome(2, ledger.StatusUnknown), ReviewCode: ledger.ReviewCodeWindowPassed, ReviewReason: "window passed again",
 		})
 		t3 := at(3 * time.Hour)
 		mustResolve(t, s, ledger.ResolveParams{ID: op.ID, Actor: "carol", Note: "charge found", Outcome: ledger.ResolveSucceeded, ProviderRef: "pi_g1", Now: t3})

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // feedAll reads the whole feed after after with pages of limit, checking
@@ -106,7 +107,7 @@ func testFeedTransitions(t *testing.T, h *Harness) {
 	mustFinish(t, s, ledger.FinishParams{ID: c.ID, Owner: ownerA, Now: at(7 * time.Second), From: ledger.StatusInFlight,
 		To: ledger.StatusUnknown, Attempt: attemptOutcome(1, ledger.StatusUnknown), KeepLease: true, NextCheckAt: at(time.Minute)})
 	mustFinish(t, s, ledger.FinishParams{ID: c.ID, Owner: ownerA, Now: at(8 * time.Second), From: ledger.StatusUnknown,
-		To: ledger.StatusManualReview, ReviewReason: "lookup contradicts the attempt"})
+		To: ledger.StatusManualReview, ReviewCode: ledger.ReviewCodeContradicted, ReviewReason: "lookup contradicts the attempt"})
 	_, err := s.Resolve(t.Context(), ledger.ResolveParams{ID: c.ID, Actor: "ops", Note: "provider has no record",
 		Outcome: ledger.ResolveResend, NewKey: "op-c/1", NewGeneration: 1, Now: at(9 * time.Second)})
 	require.NoError(t, err)
@@ -134,6 +135,8 @@ func testFeedTransitions(t *testing.T, h *Harness) {
 	require.Equal(t, []string{"order", "op-b"}, all[3].References)
 	require.Equal(t, "lookup contradicts the attempt", all[5].ReviewReason)
 	require.Empty(t, all[6].ReviewReason)
+	require.Equal(t, ledger.ReviewCodeContradicted, all[5].ReviewCode, "the entry carries the code beside the reason")
+	require.Empty(t, all[6].ReviewCode)
 	require.Equal(t, "op-c", all[5].Key)
 	require.Equal(t, 0, all[5].Generation)
 	require.Equal(t, "op-c/1", all[6].Key, "the resend's entry names the new key")
@@ -188,7 +191,7 @@ func testFeedInvalid(t *testing.T, h *Harness) {
 	mustCreate(t, s, NewOp("op-1"), base)
 	entries := feedWait(t, s, "", 10, 1)
 	require.Len(t, entries, 1)
-	epoch, seq, err := entries[0].Cursor.Parse()
+	epoch, seq, err := ledgerdriver.ParseFeedCursor(entries[0].Cursor)
 	require.NoError(t, err)
 
 	for _, c := range []struct {
@@ -201,8 +204,8 @@ func testFeedInvalid(t *testing.T, h *Harness) {
 		{"UnknownStatus", ledger.FeedParams{Statuses: []ledger.Status{ledger.StatusSucceeded, "paid"}}, "Statuses[1]"},
 		{"MalformedCursor", ledger.FeedParams{After: "not-a-cursor"}, "After"},
 		{"NegativeCursor", ledger.FeedParams{After: "-1.5"}, "After"},
-		{"CursorPastTheSequence", ledger.FeedParams{After: ledger.MakeFeedCursor(epoch, seq+1000)}, "After"},
-		{"CursorOfAnotherEpoch", ledger.FeedParams{After: ledger.MakeFeedCursor(epoch+1<<40, seq)}, "After"},
+		{"CursorPastTheSequence", ledger.FeedParams{After: ledgerdriver.MakeFeedCursor(epoch, seq+1000)}, "After"},
+		{"CursorOfAnotherEpoch", ledger.FeedParams{After: ledgerdriver.MakeFeedCursor(epoch+1<<40, seq)}, "After"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := s.Feed(t.Context(), c.p)

@@ -192,7 +192,7 @@ func testFinishReview(t *testing.T, h *Harness) {
 
 		got := mustFinish(t, s, ledger.FinishParams{
 			ID: op.ID, Owner: ownerA, Now: hd.now, From: ledger.StatusManualReview, To: ledger.StatusManualReview,
-			ReviewReason: "provider lookup still failing",
+			ReviewCode: ledger.ReviewCodeOther, ReviewReason: "provider lookup still failing",
 		})
 		require.Equal(t, "provider lookup still failing", got.ReviewReason)
 		requireTime(t, entered.ReviewAt, got.ReviewAt, "ReviewAt is kept while the operation stays in review")

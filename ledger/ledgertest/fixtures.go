@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // base is the instant every scenario starts from. Scenarios move time
@@ -216,7 +217,7 @@ func reach(t *testing.T, s ledger.Store, op ledger.NewOperation, owner string, s
 		fin.ProviderRef = "pi_" + op.ID
 		fin.Result = []byte(`{"status":"succeeded"}`)
 	case ledger.StatusManualReview:
-		fin.ReviewReason = "provider holds the key with other parameters"
+		fin.ReviewCode, fin.ReviewReason = ledger.ReviewCodeKeyMismatch, "provider holds the key with other parameters"
 		fin.NextCheckAt = at(time.Minute)
 	}
 	mustFinish(t, s, fin)
@@ -238,7 +239,7 @@ func requireTime(t *testing.T, want, got time.Time, field string) {
 		require.Truef(t, got.IsZero(), "%s: want zero time, got %v", field, got)
 		return
 	}
-	require.Truef(t, ledger.UTC(want).Equal(got), "%s: want %v, got %v", field, ledger.UTC(want), got)
+	require.Truef(t, ledgerdriver.UTC(want).Equal(got), "%s: want %v, got %v", field, ledgerdriver.UTC(want), got)
 }
 
 func requireLease(t *testing.T, op ledger.Operation, owner string, until time.Time) {
@@ -273,7 +274,7 @@ func requireIdentity(t *testing.T, want ledger.NewOperation, got ledger.Operatio
 // method's returned record can be compared with what Get reads back.
 func canon(op ledger.Operation) ledger.Operation {
 	for _, p := range []*time.Time{&op.WindowStart, &op.KeyExpiresAt, &op.LeaseExpiresAt, &op.NextCheckAt, &op.ReviewAt, &op.CreatedAt, &op.UpdatedAt, &op.FinishedAt} {
-		*p = ledger.UTC(*p)
+		*p = ledgerdriver.UTC(*p)
 	}
 	if len(op.Result) == 0 {
 		op.Result = nil
@@ -283,15 +284,15 @@ func canon(op ledger.Operation) ledger.Operation {
 	}
 	if op.Resolution != nil {
 		r := *op.Resolution
-		r.At = ledger.UTC(r.At)
+		r.At = ledgerdriver.UTC(r.At)
 		op.Resolution = &r
 	}
 	return op
 }
 
 func canonAttempt(a ledger.Attempt) ledger.Attempt {
-	a.StartedAt = ledger.UTC(a.StartedAt)
-	a.FinishedAt = ledger.UTC(a.FinishedAt)
+	a.StartedAt = ledgerdriver.UTC(a.StartedAt)
+	a.FinishedAt = ledgerdriver.UTC(a.FinishedAt)
 	return a
 }
 

@@ -219,7 +219,13 @@ func testInvalidFinish(t *testing.T, h *Harness) {
 		{"oversized Attempt.Error", func(p *ledger.FinishParams) {
 			p.Attempt = &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeRefused, Error: strings.Repeat("e", ledger.MaxTextBytes+1)}
 		}},
-		{"manual_review without ReviewReason", func(p *ledger.FinishParams) { p.To = ledger.StatusManualReview }},
+		{"manual_review without ReviewReason", func(p *ledger.FinishParams) {
+			p.To, p.ReviewCode = ledger.StatusManualReview, ledger.ReviewCodeOther
+		}},
+		{"manual_review without ReviewCode", func(p *ledger.FinishParams) { p.To, p.ReviewReason = ledger.StatusManualReview, "why" }},
+		{"unknown ReviewCode", func(p *ledger.FinishParams) {
+			p.To, p.ReviewCode, p.ReviewReason = ledger.StatusManualReview, "window-passed", "why"
+		}},
 		{"oversized ReviewReason", func(p *ledger.FinishParams) {
 			p.To, p.ReviewReason = ledger.StatusManualReview, strings.Repeat("r", ledger.MaxTextBytes+1)
 		}},

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 func testClaimPending(t *testing.T, h *Harness) {
@@ -136,7 +137,7 @@ func testStolenLease(t *testing.T, h *Harness) {
 		{ID: op.ID, Owner: ownerA, Now: now, From: ledger.StatusInFlight, To: ledger.StatusSucceeded, Attempt: attemptOutcome(1, ledger.StatusSucceeded), ProviderRef: "pi_late"},
 		{ID: op.ID, Owner: ownerA, Now: now, From: ledger.StatusInFlight, To: ledger.StatusPending, Attempt: attemptOutcome(1, ledger.StatusPending)},
 		{ID: op.ID, Owner: ownerA, Now: now, From: ledger.StatusUnknown, To: ledger.StatusSucceeded, ProviderRef: "pi_late"},
-		{ID: op.ID, Owner: ownerA, Now: now, From: ledger.StatusUnknown, To: ledger.StatusManualReview, ReviewReason: "late"},
+		{ID: op.ID, Owner: ownerA, Now: now, From: ledger.StatusUnknown, To: ledger.StatusManualReview, ReviewCode: ledger.ReviewCodeOther, ReviewReason: "late"},
 	} {
 		_, err := s.Finish(t.Context(), p)
 		require.ErrorIs(t, err, ledger.ErrLeaseLost, "Finish %s -> %s by the old owner", p.From, p.To)
@@ -168,7 +169,7 @@ func testStartAttempt(t *testing.T, h *Harness) {
 		requireTime(t, now.Add(leaseFor), got.NextCheckAt, "NextCheckAt (the lease expiry)")
 		requireTime(t, now, got.WindowStart, "WindowStart")
 		requireTime(t, now.Add(keyTTL), got.KeyExpiresAt, "KeyExpiresAt")
-		require.Equal(t, ledger.Attempt{OperationID: op.ID, Number: 1, Key: op.Key, StartedAt: ledger.UTC(now), MayHaveReached: true}, canonAttempt(att))
+		require.Equal(t, ledger.Attempt{OperationID: op.ID, Number: 1, Key: op.Key, StartedAt: ledgerdriver.UTC(now), MayHaveReached: true}, canonAttempt(att))
 		requireStored(t, s, got)
 		_, atts := mustGet(t, s, op.ID)
 		require.Len(t, atts, 1)

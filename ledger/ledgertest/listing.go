@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 func testList(t *testing.T, h *Harness) {
@@ -38,7 +39,7 @@ func testList(t *testing.T, h *Harness) {
 		var out []string
 		for _, r := range rows {
 			if (f.Status == "" || r.status == f.Status) && (f.Provider == "" || r.provider == f.Provider) &&
-				(f.Kind == "" || r.kind == f.Kind) && r.id > f.AfterID && len(out) < f.EffectiveLimit() {
+				(f.Kind == "" || r.kind == f.Kind) && r.id > f.AfterID && len(out) < ledgerdriver.ListLimit(f) {
 				out = append(out, r.id)
 			}
 		}
@@ -111,7 +112,8 @@ func testListReview(t *testing.T, h *Harness) {
 	toReview := func(id, provider, kind, reason string, when time.Time) {
 		op := newOpFor(id, provider, kind)
 		mustBegin(t, s, beginParams(op, ownerA, when.Add(-time.Second), false))
-		mustFinish(t, s, ledger.FinishParams{ID: id, Owner: ownerA, Now: when, From: ledger.StatusPending, To: ledger.StatusManualReview, ReviewReason: reason})
+		mustFinish(t, s, ledger.FinishParams{ID: id, Owner: ownerA, Now: when, From: ledger.StatusPending, To: ledger.StatusManualReview,
+			ReviewCode: reviewCodeOf(reason), ReviewReason: reason})
 	}
 	// rv-3 enters before rv-2 at the same instant: ties are broken by ID.
 	toReview("rv-3", "stripe", "refund", "window passed", at(time.Minute))
@@ -134,6 +136,9 @@ func testListReview(t *testing.T, h *Harness) {
 		{ledger.ReviewFilter{Provider: "stripe"}, []string{"rv-3", "rv-4", "rv-1"}},
 		{ledger.ReviewFilter{Kind: "refund"}, []string{"rv-2", "rv-3"}},
 		{ledger.ReviewFilter{Reason: "duplicate"}, []string{"rv-2", "rv-4"}},
+		{ledger.ReviewFilter{Code: ledger.ReviewCodeDuplicated}, []string{"rv-2", "rv-4"}},
+		{ledger.ReviewFilter{Provider: "stripe", Code: ledger.ReviewCodeWindowPassed}, []string{"rv-3", "rv-1"}},
+		{ledger.ReviewFilter{Code: ledger.ReviewCodeProcessing}, nil},
 		{ledger.ReviewFilter{EnteredBefore: at(2 * time.Minute)}, []string{"rv-2", "rv-3"}},
 		{ledger.ReviewFilter{EnteredBefore: at(2*time.Minute + time.Second)}, []string{"rv-2", "rv-3", "rv-4"}},
 		{ledger.ReviewFilter{Provider: "stripe", Reason: "window passed"}, []string{"rv-3", "rv-1"}},
@@ -153,4 +158,6 @@ func testListReview(t *testing.T, h *Harness) {
 			requireStored(t, s, op)
 		}
 	}
+	_, err = s.ListReview(t.Context(), ledger.ReviewFilter{Code: "window-passed"})
+	require.ErrorIs(t, err, ledger.ErrInvalid, "an unknown review code is refused")
 }

@@ -2,7 +2,6 @@ package ledgertest
 
 import (
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // A provider event that contradicts the outcome of an operation Cleanup
@@ -55,11 +55,13 @@ func testReopenRefundFailedAfterCleanup(t *testing.T, h *Harness) {
 	require.False(t, got.Tombstone, "the tombstone is replaced by the operation")
 	require.Empty(t, atts)
 	require.Empty(t, got.Request, "the request was deleted by Cleanup")
-	require.True(t, strings.HasPrefix(got.ReviewReason, ledger.ReasonWebhookContradiction+": refund.failed"), "reason %q", got.ReviewReason)
+	require.Equal(t, ledger.ReviewCodeWebhookContradiction, got.ReviewCode, "reason %q", got.ReviewReason)
+	require.Contains(t, got.ReviewReason, "refund.failed")
 	require.Contains(t, got.ReviewReason, "expired_or_canceled_card")
 	want := was
 	want.Request, want.Attempts, want.WindowStart, want.KeyExpiresAt = got.Request, 0, time.Time{}, time.Time{}
-	want.Status, want.ReviewReason, want.ReviewAt, want.UpdatedAt = ledger.StatusManualReview, got.ReviewReason, now, now
+	want.Status, want.ReviewCode, want.ReviewReason = ledger.StatusManualReview, ledger.ReviewCodeWebhookContradiction, got.ReviewReason
+	want.ReviewAt, want.UpdatedAt = now, now
 	require.Equal(t, canon(want), canon(got), "identity, key, fingerprint, reference, result, key TTL and times as recorded")
 	requireNoLease(t, got)
 	requireTime(t, time.Time{}, got.NextCheckAt, "NextCheckAt: only an operator settles it")
@@ -72,7 +74,7 @@ func testReopenRefundFailedAfterCleanup(t *testing.T, h *Harness) {
 	require.Equal(t, []ledger.WebhookDetail{{Provider: "stripe", EventID: "evt_rf", Type: "refund.failed", Effect: ledger.EffectReversed,
 		Disposition: ledger.WebhookContradiction, Object: ledger.ObjectCurrent, Detail: "expired_or_canceled_card"}}, details)
 	require.Equal(t, ledger.EventNote, evs[1].Kind)
-	require.Equal(t, ledger.WebhookActor("stripe"), evs[1].Actor)
+	require.Equal(t, ledgerdriver.WebhookActor("stripe"), evs[1].Actor)
 	require.Contains(t, evs[1].Detail, "reopened from the tombstone Cleanup wrote at "+cleanedAt.Format(time.RFC3339))
 
 	// An operator sees it where every review is: the queue, the gauges and
@@ -82,10 +84,12 @@ func testReopenRefundFailedAfterCleanup(t *testing.T, h *Harness) {
 	require.Equal(t, []string{was.ID}, ids(review))
 	st := mustStats(t, s, false)
 	require.Equal(t, []ledger.StatusCount{{Provider: "stripe", Kind: "refund", Status: ledger.StatusManualReview, Count: 1}}, st.Open)
-	require.Equal(t, []ledger.ReasonCount{{Provider: "stripe", Kind: "refund", Reason: got.ReviewReason, Count: 1}}, st.Reviews)
+	require.Equal(t, []ledger.ReasonCount{{Provider: "stripe", Kind: "refund", Code: ledger.ReviewCodeWebhookContradiction,
+		Reason: got.ReviewReason, Count: 1}}, st.Reviews)
 	entries := feedWait(t, s, cursor, 100, 1)
 	require.Equal(t, []feedStep{{was.ID, ledger.StatusSucceeded, ledger.StatusManualReview}}, stepsOf(entries))
 	require.Equal(t, got.ReviewReason, entries[0].ReviewReason)
+	require.Equal(t, ledger.ReviewCodeWebhookContradiction, entries[0].ReviewCode)
 	require.Equal(t, was.Key, entries[0].Key)
 	require.Equal(t, was.ProviderRef, entries[0].ProviderRef)
 	requireTime(t, now, entries[0].At, "the entry's At")

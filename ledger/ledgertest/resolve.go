@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // toReview records op, sends one attempt at base that may have reached the
@@ -24,7 +25,7 @@ func toReviewWith(t *testing.T, s ledger.Store, op ledger.NewOperation, ref stri
 	mustStart(t, s, op, ownerA, base)
 	mustFinish(t, s, ledger.FinishParams{
 		ID: op.ID, Owner: ownerA, Now: at(time.Second), From: ledger.StatusInFlight, To: ledger.StatusManualReview,
-		Attempt: attemptOutcome(1, ledger.StatusUnknown), ReviewReason: "window passed, outcome unknown",
+		Attempt: attemptOutcome(1, ledger.StatusUnknown), ReviewCode: ledger.ReviewCodeWindowPassed, ReviewReason: "window passed, outcome unknown",
 		ProviderRef: ref, Result: result,
 	})
 }
@@ -39,7 +40,7 @@ func mustResolve(t *testing.T, s ledger.Store, p ledger.ResolveParams) ledger.Op
 func requireResolution(t *testing.T, p ledger.ResolveParams, got ledger.Operation) {
 	t.Helper()
 	require.NotNil(t, got.Resolution, "the decision is recorded")
-	require.Equal(t, ledger.Resolution{Actor: p.Actor, Note: p.Note, Outcome: p.Outcome, At: ledger.UTC(p.Now)}, *canon(got).Resolution)
+	require.Equal(t, ledger.Resolution{Actor: p.Actor, Note: p.Note, Outcome: p.Outcome, At: ledgerdriver.UTC(p.Now)}, *canon(got).Resolution)
 }
 
 func testResolveSucceeded(t *testing.T, h *Harness) {
@@ -178,7 +179,7 @@ func testResolveResendGeneration(t *testing.T, h *Harness) {
 	mustStartAttempt(t, s, op.ID, ownerA, now)
 	mustFinish(t, s, ledger.FinishParams{
 		ID: op.ID, Owner: ownerA, Now: now.Add(time.Second), From: ledger.StatusInFlight, To: ledger.StatusManualReview,
-		Attempt: attemptOutcome(2, ledger.StatusUnknown), ReviewReason: "window passed again",
+		Attempt: attemptOutcome(2, ledger.StatusUnknown), ReviewCode: ledger.ReviewCodeWindowPassed, ReviewReason: "window passed again",
 	})
 
 	refused(resend(1, op.ID+"-g1b", at(3*time.Hour)))

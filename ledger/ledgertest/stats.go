@@ -21,11 +21,24 @@ func mustStats(t *testing.T, s ledger.Store, includeSettled bool) ledger.Stats {
 }
 
 // reviewFor records op at created and moves it from pending to
-// manual_review with reason at reviewed.
+// manual_review with reason (and its code, reviewCodeOf) at reviewed.
 func reviewFor(t *testing.T, s ledger.Store, op ledger.NewOperation, reason string, created, reviewed time.Time) {
 	t.Helper()
 	mustBegin(t, s, beginParams(op, ownerA, created, false))
-	mustFinish(t, s, ledger.FinishParams{ID: op.ID, Owner: ownerA, Now: reviewed, From: ledger.StatusPending, To: ledger.StatusManualReview, ReviewReason: reason})
+	mustFinish(t, s, ledger.FinishParams{ID: op.ID, Owner: ownerA, Now: reviewed, From: ledger.StatusPending, To: ledger.StatusManualReview,
+		ReviewCode: reviewCodeOf(reason), ReviewReason: reason})
+}
+
+// reviewCodeOf is the code the suite records with each review reason it
+// makes up.
+func reviewCodeOf(reason string) ledger.ReviewCode {
+	switch reason {
+	case "window passed":
+		return ledger.ReviewCodeWindowPassed
+	case "duplicate":
+		return ledger.ReviewCodeDuplicated
+	}
+	return ledger.ReviewCodeOther
 }
 
 func testStatsEmpty(t *testing.T, h *Harness) {
@@ -80,8 +93,8 @@ func testStatsCounts(t *testing.T, h *Harness) {
 		{Provider: "stripe", Kind: "charge", Status: ledger.StatusUnknown, Since: at(4 * time.Second), OperationID: "u-1"},
 	}
 	reviews := []ledger.ReasonCount{
-		{Provider: "adyen", Kind: "refund", Reason: "duplicate", Count: 2},
-		{Provider: "adyen", Kind: "refund", Reason: "window passed", Count: 1},
+		{Provider: "adyen", Kind: "refund", Code: ledger.ReviewCodeDuplicated, Reason: "duplicate", Count: 2},
+		{Provider: "adyen", Kind: "refund", Code: ledger.ReviewCodeWindowPassed, Reason: "window passed", Count: 1},
 	}
 	require.Equal(t, ledger.Stats{Open: open, Oldest: oldest, Reviews: reviews}, mustStats(t, s, false),
 		"without IncludeSettled, Settled is nil")
@@ -116,8 +129,8 @@ func testStatsCounts(t *testing.T, h *Harness) {
 		oldest[4],
 	}, got.Oldest)
 	require.Equal(t, []ledger.ReasonCount{
-		{Provider: "adyen", Kind: "refund", Reason: "duplicate", Count: 1},
-		{Provider: "adyen", Kind: "refund", Reason: "window passed", Count: 1},
+		{Provider: "adyen", Kind: "refund", Code: ledger.ReviewCodeDuplicated, Reason: "duplicate", Count: 1},
+		{Provider: "adyen", Kind: "refund", Code: ledger.ReviewCodeWindowPassed, Reason: "window passed", Count: 1},
 	}, got.Reviews)
 	require.Equal(t, []ledger.StatusCount{
 		{Provider: "adyen", Kind: "refund", Status: ledger.StatusSucceeded, Count: 1},

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // Cleanup leaves a tombstone of every operation it deletes, so that a late
@@ -44,7 +45,7 @@ func settled(t *testing.T, s ledger.Store, op ledger.NewOperation, to ledger.Sta
 // tombstoneOf is the Operation a store returns for the tombstone of was,
 // written at when.
 func tombstoneOf(was ledger.Operation, when time.Time) ledger.Operation {
-	return ledger.TombstoneOf(was, when).Operation()
+	return ledgerdriver.TombstoneOf(was, when).Operation()
 }
 
 // requireTombstone checks that got is the tombstone of was written at when.
@@ -244,7 +245,7 @@ func testTombstoneReport(t *testing.T, h *Harness) {
 
 // canonReport normalizes the time in a report for comparison.
 func canonReport(r ledger.CleanupReport) ledger.CleanupReport {
-	r.OldestFinishedAt = ledger.UTC(r.OldestFinishedAt)
+	r.OldestFinishedAt = ledgerdriver.UTC(r.OldestFinishedAt)
 	return r
 }
 

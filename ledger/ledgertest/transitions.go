@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // transitionParams builds the Finish call that moves an operation brought to
@@ -24,7 +25,7 @@ func transitionParams(hd held, from, to ledger.Status) ledger.FinishParams {
 		p.Attempt = attemptOutcome(1, to)
 	}
 	if to == ledger.StatusManualReview {
-		p.ReviewReason = "window passed, outcome unknown"
+		p.ReviewCode, p.ReviewReason = ledger.ReviewCodeWindowPassed, "window passed, outcome unknown"
 	}
 	if to == ledger.StatusSucceeded {
 		p.ProviderRef = "pi_" + hd.id
@@ -44,7 +45,7 @@ func transitionOp(from, to ledger.Status) ledger.NewOperation {
 func eachTransition(t *testing.T, s ledger.Store, legal bool, check func(t *testing.T, from, to ledger.Status, op ledger.NewOperation, hd held)) {
 	for _, from := range ledger.Statuses {
 		for _, to := range ledger.Statuses {
-			if (ledger.CheckTransition(from, to) == nil) != legal {
+			if (ledgerdriver.CheckTransition(from, to) == nil) != legal {
 				continue
 			}
 			t.Run(fmt.Sprintf("%s_to_%s", from, to), func(t *testing.T) {

@@ -1,6 +1,7 @@
 package ledgertest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -91,6 +92,9 @@ func Version4Operations(t0 time.Time) []ledger.Operation {
 func RequireUpgradedFromVersion4(t *testing.T, s ledger.Store, t0 time.Time) {
 	t.Helper()
 	for _, want := range Version4Operations(t0) {
+		if want.ReviewReason != "" {
+			want.ReviewCode = ledger.ReviewCodeOther // migration 010, from a reason of no known prefix
+		}
 		got, _ := mustGet(t, s, want.ID)
 		require.Equal(t, canon(want), canon(got), "operation %s of version 4", want.ID)
 	}
@@ -108,7 +112,7 @@ func RequireUpgradedFromVersion4(t *testing.T, s ledger.Store, t0 time.Time) {
 				{Provider: "stripe", Kind: "charge", Status: ledger.StatusManualReview, Since: t0.Add(2 * time.Second), OperationID: "op-3"},
 				{Provider: "stripe", Kind: "refund", Status: ledger.StatusPending, Since: t0.Add(time.Second), OperationID: "op-2"},
 			},
-			Reviews: []ledger.ReasonCount{{Provider: "stripe", Kind: "charge", Reason: "amount mismatch", Count: 1}},
+			Reviews: []ledger.ReasonCount{{Provider: "stripe", Kind: "charge", Code: ledger.ReviewCodeOther, Reason: "amount mismatch", Count: 1}},
 			Settled: []ledger.StatusCount{charge(ledger.StatusSucceeded, succeeded)},
 		}
 	}
@@ -123,4 +127,86 @@ func RequireUpgradedFromVersion4(t *testing.T, s ledger.Store, t0 time.Time) {
 	// before has no entries, what happens after has.
 	require.Equal(t, []feedStep{{"op-1", ledger.StatusUnknown, ledger.StatusSucceeded}, {"op-5", "", ledger.StatusPending}},
 		stepsOf(feedWait(t, s, "", 10, 2)))
+}
+
+// Version9Operations are the operations a version 9 build left in the
+// ledger, for a store's upgrade test to write with raw SQL (as
+// Version4Operations): charges in manual_review since t0+1s, each with a
+// reason that build wrote, and what migration 010 must make of it as
+// ReviewCode; rv-settled, a charge that succeeded after a review (its
+// reason kept as history); rv-none, a pending charge with no reason.
+func Version9Operations(t0 time.Time) []ledger.Operation {
+	reasons := []struct {
+		reason string
+		code   ledger.ReviewCode
+	}{
+		{"key window passed with the outcome unknown", ledger.ReviewCodeWindowPassed},
+		{ledger.ReasonDuplicated + ": an earlier key generation's object succeeded, pi_9", ledger.ReviewCodeDuplicated},
+		{"provider still processing after the configured age", ledger.ReviewCodeProcessing},
+		{"provider holds this key with other parameters", ledger.ReviewCodeKeyMismatch},
+		{ledger.ReasonContradicted + ": the event's object has amount 999, not 1000", ledger.ReviewCodeContradicted},
+		{ledger.ReasonWebhookContradiction + ": charge.dispute.created (fraudulent)", ledger.ReviewCodeWebhookContradiction},
+		{"stored request unreadable: json: cannot unmarshal", ledger.ReviewCodeRequestUnreadable},
+		{"amount mismatch", ledger.ReviewCodeOther},
+		// Only a prefix of the texts that carry a detail counts: the fixed
+		// texts must match whole.
+		{"key window passed with the outcome unknown, said the operator", ledger.ReviewCodeOther},
+	}
+	var ops []ledger.Operation
+	for i, r := range reasons {
+		n := NewOp(fmt.Sprintf("rv-%d", i))
+		ops = append(ops, ledger.Operation{
+			ID: n.ID, Key: n.Key, Provider: n.Provider, Kind: n.Kind, References: n.References, Fingerprint: n.Fingerprint,
+			Request: n.Request, Status: ledger.StatusManualReview, KeyTTL: n.KeyTTL, ReviewCode: r.code, ReviewReason: r.reason,
+			ReviewAt: t0.Add(time.Second), CreatedAt: t0, UpdatedAt: t0.Add(time.Second),
+		})
+	}
+	settled, none := NewOp("rv-settled"), NewOp("rv-none")
+	ops = append(ops, ledger.Operation{
+		ID: settled.ID, Key: settled.Key, Provider: settled.Provider, Kind: settled.Kind, References: settled.References,
+		Fingerprint: settled.Fingerprint, Request: settled.Request, Status: ledger.StatusSucceeded, KeyTTL: settled.KeyTTL,
+		ProviderRef: "pi_s", ReviewCode: ledger.ReviewCodeDuplicated, ReviewReason: ledger.ReasonDuplicated + ": two objects",
+		ReviewAt: t0.Add(time.Second), CreatedAt: t0, UpdatedAt: t0.Add(2 * time.Second), FinishedAt: t0.Add(2 * time.Second),
+	}, ledger.Operation{
+		ID: none.ID, Key: none.Key, Provider: none.Provider, Kind: none.Kind, References: none.References, Fingerprint: none.Fingerprint,
+		Request: none.Request, Status: ledger.StatusPending, KeyTTL: none.KeyTTL, NextCheckAt: t0, CreatedAt: t0, UpdatedAt: t0,
+	})
+	return ops
+}
+
+// RequireUpgradedFromVersion9 checks a store just migrated from schema
+// version 9 that held Version9Operations(t0), written without their
+// ReviewCode (version 9 had no such column): each reads back with the code
+// migration 010 gave it from its reason, ListReview filters by it, Stats
+// counts by it, and the feed entries the version 9 triggers wrote carry it
+// too.
+func RequireUpgradedFromVersion9(t *testing.T, s ledger.Store, t0 time.Time) {
+	t.Helper()
+	ops := Version9Operations(t0)
+	codeOf := map[string]ledger.ReviewCode{}
+	for _, want := range ops {
+		got, _ := mustGet(t, s, want.ID)
+		require.Equal(t, canon(want), canon(got), "operation %s of version 9 (reason %q)", want.ID, want.ReviewReason)
+		codeOf[want.ID] = want.ReviewCode
+	}
+	dup, err := s.ListReview(t.Context(), ledger.ReviewFilter{Code: ledger.ReviewCodeDuplicated})
+	require.NoError(t, err)
+	require.Equal(t, []string{"rv-1"}, ids(dup), "ListReview by code: the settled one is not in review")
+	other, err := s.ListReview(t.Context(), ledger.ReviewFilter{Code: ledger.ReviewCodeOther})
+	require.NoError(t, err)
+	require.Equal(t, []string{"rv-7", "rv-8"}, ids(other))
+	for _, rc := range mustStats(t, s, false).Reviews {
+		require.NotEmpty(t, rc.Code, "Stats counts reason %q by its code", rc.Reason)
+	}
+	// The version 9 triggers wrote an entry for each insert (its creation,
+	// pending, with the reason of an operation inserted in review); each
+	// with a reason now carries its code.
+	entries := feedWait(t, s, "", 100, len(ops))
+	for _, e := range entries {
+		if e.ReviewReason != "" {
+			require.Equal(t, codeOf[e.OperationID], e.ReviewCode, "feed entry of %s", e.OperationID)
+		} else {
+			require.Empty(t, e.ReviewCode)
+		}
+	}
 }

@@ -11,11 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // The webhook inbox (Store.RecordWebhook, ListWebhooks): a provider event is
 // recorded once, by its (provider, event id), in the transaction that applies
-// it to the operations it names by ledger.ApplyWebhook's rules; a redelivery
+// it to the operations it names by ledgerdriver.ApplyWebhook's rules; a redelivery
 // or a replay changes nothing, and Cleanup keeps entries as long as the
 // provider may deliver them again.
 
@@ -158,7 +159,7 @@ func testWebhookSettleUnknown(t *testing.T, h *Harness) {
 	require.Len(t, evs, 1)
 	require.Len(t, mustEvents(t, s, op.ID), 1, "one audit entry")
 	requireTime(t, now, evs[0].At, "At of the webhook entry")
-	require.Equal(t, ledger.WebhookActor("stripe"), evs[0].Actor)
+	require.Equal(t, ledgerdriver.WebhookActor("stripe"), evs[0].Actor)
 	require.Equal(t, ledger.WebhookDetail{Provider: "stripe", EventID: "evt_1", Type: "payment_intent.succeeded", Effect: ledger.EffectSucceeded,
 		Disposition: ledger.WebhookSettled, ProviderRef: "pi_hook", Object: ledger.ObjectCurrent, Detail: "amount_received=1000"}, details[0])
 }
@@ -228,7 +229,7 @@ func testWebhookContradictsSucceeded(t *testing.T, h *Harness) {
 
 	got, _ := mustGet(t, s, op.ID)
 	require.Equal(t, ledger.StatusManualReview, got.Status)
-	require.True(t, strings.HasPrefix(got.ReviewReason, ledger.ReasonWebhookContradiction), "reason %q", got.ReviewReason)
+	require.Equal(t, ledger.ReviewCodeWebhookContradiction, got.ReviewCode, "reason %q", got.ReviewReason)
 	require.Contains(t, got.ReviewReason, "charge.dispute.created")
 	require.Contains(t, got.ReviewReason, "fraudulent")
 	requireTime(t, now, got.ReviewAt, "ReviewAt")
@@ -256,7 +257,7 @@ func testWebhookContradictsFailed(t *testing.T, h *Harness) {
 		outcome(0, op.ID, ledger.WebhookContradiction, ledger.StatusFailed, ledger.StatusManualReview))
 	got, _ := mustGet(t, s, op.ID)
 	require.Equal(t, ledger.StatusManualReview, got.Status)
-	require.True(t, strings.HasPrefix(got.ReviewReason, ledger.ReasonWebhookContradiction))
+	require.Equal(t, ledger.ReviewCodeWebhookContradiction, got.ReviewCode, got.ReviewReason)
 	requireTime(t, time.Time{}, got.NextCheckAt, "NextCheckAt")
 }
 
@@ -278,15 +279,15 @@ func testWebhookSettlesReview(t *testing.T, h *Harness) {
 	require.Equal(t, "pi_r", got.ProviderRef)
 	requireNoLease(t, got)
 	require.NotNil(t, got.Resolution)
-	require.Equal(t, ledger.WebhookActor("stripe"), got.Resolution.Actor)
+	require.Equal(t, ledgerdriver.WebhookActor("stripe"), got.Resolution.Actor)
 	require.Equal(t, ledger.ResolveSucceeded, got.Resolution.Outcome)
 	require.Contains(t, got.Resolution.Note, "evt_1")
 	requireTime(t, now, got.Resolution.At, "Resolution.At")
 	detail := ledger.WebhookDetail{Provider: "stripe", EventID: "evt_1", Type: "payment_intent.succeeded", Effect: ledger.EffectSucceeded,
 		Disposition: ledger.WebhookSettled, ProviderRef: "pi_r", Object: ledger.ObjectCurrent}
 	requireEvents(t, s, op.ID,
-		event(op.ID, 1, now, ledger.EventWebhook, ledger.WebhookActor("stripe"), detail.String()),
-		resolutionEvent(op.ID, 2, now, ledger.WebhookActor("stripe"), map[string]any{"outcome": "succeeded", "provider_ref": "pi_r"}))
+		event(op.ID, 1, now, ledger.EventWebhook, ledgerdriver.WebhookActor("stripe"), detail.String()),
+		resolutionEvent(op.ID, 2, now, ledgerdriver.WebhookActor("stripe"), map[string]any{"outcome": "succeeded", "provider_ref": "pi_r"}))
 }
 
 // A review that waits for an operator is not settled by an event: the event
@@ -788,7 +789,7 @@ func testWebhookSecondObject(t *testing.T, h *Harness) {
 	mustRecordNew(t, s, evt("evt_2", "payment_intent.succeeded", second), at(time.Hour),
 		outcome(0, op.ID, ledger.WebhookDuplicate, ledger.StatusSucceeded, ledger.StatusManualReview))
 	got, _ := mustGet(t, s, op.ID)
-	require.True(t, strings.HasPrefix(got.ReviewReason, ledger.ReasonDuplicated), got.ReviewReason)
+	require.Equal(t, ledger.ReviewCodeDuplicated, got.ReviewCode, got.ReviewReason)
 	require.Contains(t, got.ReviewReason, "pi_second")
 	require.Equal(t, "pi_"+op.ID, got.ProviderRef)
 
@@ -798,7 +799,7 @@ func testWebhookSecondObject(t *testing.T, h *Harness) {
 		ProviderRef: "pi_amount", Amount: 999, Currency: "eur", Effect: ledger.EffectSucceeded}), at(time.Hour),
 		outcome(0, other.ID, ledger.WebhookContradiction, ledger.StatusUnknown, ledger.StatusManualReview))
 	got, _ = mustGet(t, s, other.ID)
-	require.True(t, strings.HasPrefix(got.ReviewReason, ledger.ReasonContradicted), got.ReviewReason)
+	require.Equal(t, ledger.ReviewCodeContradicted, got.ReviewCode, got.ReviewReason)
 	require.Contains(t, got.ReviewReason, "amount 999, not 1000")
 }
 

@@ -44,7 +44,7 @@ func FuzzParseWebhook(f *testing.F) {
 				t.Fatalf("event not storable: %+v", ev)
 			}
 			for _, tg := range ev.Targets {
-				// What the ledger refuses to store (RecordWebhookParams.Validate).
+				// What the ledger refuses to store (ledgerdriver.ValidateRecordWebhook).
 				if tg.Amount < 0 || !utf8.ValidString(tg.Key) || !utf8.ValidString(tg.Currency) ||
 					strings.IndexByte(tg.Key, 0) >= 0 || strings.IndexByte(tg.Currency, 0) >= 0 {
 					t.Fatalf("target not storable: %+v", tg)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 	"github.com/payonce/payonce/mocks"
 )
 
@@ -129,7 +130,7 @@ func (b *bench) webhookAudit(id string) []ledger.WebhookDetail {
 		}
 		var d ledger.WebhookDetail
 		require.NoError(b.t, json.Unmarshal([]byte(e.Detail), &d), e.Detail)
-		require.Equal(b.t, ledger.WebhookActor(b.env.Provider.Name()), e.Actor)
+		require.Equal(b.t, ledgerdriver.WebhookActor(b.env.Provider.Name()), e.Actor)
 		out = append(out, d)
 	}
 	return out
@@ -428,7 +429,7 @@ func testWebhookInReview(t *testing.T, s *suite) {
 	op = b.settledByWebhook(res.OperationID, ledger.StatusSucceeded)
 	if !b.env.WebhooksLookupOnly {
 		require.NotNil(t, op.Resolution, "settled from review: a resolution says by what")
-		require.Equal(t, ledger.WebhookActor(b.env.Provider.Name()), op.Resolution.Actor)
+		require.Equal(t, ledgerdriver.WebhookActor(b.env.Provider.Name()), op.Resolution.Actor)
 		require.Contains(t, op.Resolution.Note, "settled by webhook")
 	}
 	require.Equal(t, 1, b.posts(b.env.Charge), "nothing posted outside the key window")
@@ -481,7 +482,7 @@ func testWebhookContradiction(t *testing.T, s *suite) {
 	b.flush()
 	op, atts := b.get(res.OperationID)
 	require.Equal(t, ledger.StatusManualReview, op.Status, Describe(op, atts))
-	require.True(t, strings.HasPrefix(op.ReviewReason, ledger.ReasonWebhookContradiction), op.ReviewReason)
+	require.Equal(t, ledger.ReviewCodeWebhookContradiction, op.ReviewCode, op.ReviewReason)
 	require.Contains(t, op.ReviewReason, rev.EventType, "the reason names the event")
 	require.True(t, op.NextCheckAt.IsZero(), "an operator decides: no lookup would settle it again")
 	list := b.inbox(ledger.InboxFilter{Disposition: ledger.WebhookContradiction, OperationID: res.OperationID})

@@ -58,7 +58,7 @@ func testWebhookStripeOlderRefundEvents(t *testing.T, s *suite) {
 		b.flush()
 		op, atts := b.get(res.OperationID)
 		require.Equal(t, ledger.StatusManualReview, op.Status, "%s: %s", version, Describe(op, atts))
-		require.True(t, strings.HasPrefix(op.ReviewReason, ledger.ReasonWebhookContradiction), op.ReviewReason)
+		require.Equal(t, ledger.ReviewCodeWebhookContradiction, op.ReviewCode, op.ReviewReason)
 		require.Contains(t, op.ReviewReason, "charge.refund.updated", "the reason names the event")
 		require.True(t, op.NextCheckAt.IsZero(), "an operator decides: no lookup would settle it again")
 		list := b.inbox(ledger.InboxFilter{Disposition: ledger.WebhookContradiction, OperationID: res.OperationID})

@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // Row is one stored feed row as a store read it: Entry holds every field
@@ -18,34 +19,40 @@ import (
 type Row struct {
 	Epoch, Seq int64
 	From, To   string // From is empty for a creation
+	ReviewCode string // empty unless To is manual_review
 	Entry      ledger.FeedEntry
 }
 
 // Dest returns the scan destinations of the row's operation columns, in
 // the order both stores select them: operation_id, key, generation,
 // provider, kind, then (after refs, which each store decodes its own way)
-// from_status, to_status, provider_ref, review_reason.
+// from_status, to_status, provider_ref, review_code, review_reason.
 func (r *Row) Dest() (head, tail []any) {
 	e := &r.Entry
 	return []any{&e.OperationID, &e.Key, &e.Generation, &e.Provider, &e.Kind},
-		[]any{&r.From, &r.To, &e.ProviderRef, &e.ReviewReason}
+		[]any{&r.From, &r.To, &e.ProviderRef, &r.ReviewCode, &e.ReviewReason}
 }
 
 // FeedEntry turns r into a FeedEntry; a status the ledger does not know is
 // reported as ledger.ErrCorrupt naming the row.
 func (r Row) FeedEntry() (ledger.FeedEntry, error) {
 	e := r.Entry
-	to, err := ledger.ParseStatus(r.To)
+	to, err := ledgerdriver.ParseStatus(r.To)
 	if err != nil {
-		return ledger.FeedEntry{}, ledger.Corrupt(e.OperationID, fmt.Sprintf("feed[%d].to_status", r.Seq), err)
+		return ledger.FeedEntry{}, ledgerdriver.Corrupt(e.OperationID, fmt.Sprintf("feed[%d].to_status", r.Seq), err)
 	}
 	var from ledger.Status
 	if r.From != "" {
-		if from, err = ledger.ParseStatus(r.From); err != nil {
-			return ledger.FeedEntry{}, ledger.Corrupt(e.OperationID, fmt.Sprintf("feed[%d].from_status", r.Seq), err)
+		if from, err = ledgerdriver.ParseStatus(r.From); err != nil {
+			return ledger.FeedEntry{}, ledgerdriver.Corrupt(e.OperationID, fmt.Sprintf("feed[%d].from_status", r.Seq), err)
 		}
 	}
-	e.Cursor, e.From, e.To = ledger.MakeFeedCursor(r.Epoch, r.Seq), from, to
+	if r.ReviewCode != "" {
+		if e.ReviewCode, err = ledgerdriver.ParseReviewCode(r.ReviewCode); err != nil {
+			return ledger.FeedEntry{}, ledgerdriver.Corrupt(e.OperationID, fmt.Sprintf("feed[%d].review_code", r.Seq), err)
+		}
+	}
+	e.Cursor, e.From, e.To = ledgerdriver.MakeFeedCursor(r.Epoch, r.Seq), from, to
 	return e, nil
 }
 
@@ -68,10 +75,10 @@ type Steps struct {
 // Read runs ledger.Store.Feed: validation errors are returned as they are,
 // store errors wrapped by wrap. The result is empty, never nil.
 func Read(p ledger.FeedParams, steps Steps, wrap func(error) error) ([]ledger.FeedEntry, error) {
-	if err := p.Validate(); err != nil {
+	if err := ledgerdriver.ValidateFeed(p); err != nil {
 		return nil, err
 	}
-	epoch, seq, err := p.After.Parse()
+	epoch, seq, err := ledgerdriver.ParseFeedCursor(p.After)
 	if err != nil {
 		return nil, err
 	}
@@ -83,10 +90,10 @@ func Read(p ledger.FeedParams, steps Steps, wrap func(error) error) ([]ledger.Fe
 			return nil, wrap(err)
 		}
 		if beyond {
-			return nil, ledger.FeedCursorBeyondEnd(p.After)
+			return nil, ledgerdriver.FeedCursorBeyondEnd(p.After)
 		}
 	}
-	rows, err := steps.Page(epoch, seq, p.EffectiveLimit(), p.Provider, p.StatusNames())
+	rows, err := steps.Page(epoch, seq, ledgerdriver.FeedLimit(p), p.Provider, ledgerdriver.FeedStatusNames(p))
 	if err != nil {
 		return nil, wrap(err)
 	}

@@ -48,6 +48,7 @@ func Review(f ledger.ReviewFilter, at func(time.Time) any, add Add) {
 	addSet(add,
 		cond{f.Provider != "", "provider = ?", f.Provider},
 		cond{f.Kind != "", "kind = ?", f.Kind},
+		cond{f.Code != "", "review_code = ?", string(f.Code)},
 		cond{f.Reason != "", "review_reason = ?", f.Reason},
 		cond{!f.EnteredBefore.IsZero(), "review_at < ?", at(f.EnteredBefore)},
 	)

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // The row kinds of the statement, its first column.
@@ -44,7 +45,7 @@ const (
 // the partial indexes (open work: migration 005; review: migration 001), so
 // that both planners prove each index usable.
 const (
-	openBranch = `SELECT 'open' AS part, g.status, g.provider, g.kind, '' AS reason, g.n, g.since,
+	openBranch = `SELECT 'open' AS part, g.status, g.provider, g.kind, '' AS code, '' AS reason, g.n, g.since,
 	(SELECT o.id FROM {{ops}} o
 	  WHERE o.status IN ('pending', 'in_flight', 'unknown')
 	    AND o.status = g.status AND o.provider = g.provider AND o.kind = g.kind AND o.created_at = g.since
@@ -54,21 +55,22 @@ FROM (SELECT status, provider, kind, count(*) AS n, min(created_at) AS since
 	WHERE status IN ('pending', 'in_flight', 'unknown')
 	GROUP BY status, provider, kind) g`
 
-	reviewBranch = `SELECT 'review', 'manual_review', g.provider, g.kind, g.reason, g.n, g.since,
+	reviewBranch = `SELECT 'review', 'manual_review', g.provider, g.kind, g.code, g.reason, g.n, g.since,
 	(SELECT o.id FROM {{ops}} o
 	  WHERE o.status = 'manual_review'
 	    AND o.review_at = g.since AND o.provider = g.provider AND o.kind = g.kind
-	    AND coalesce(o.review_reason, '') = g.reason
+	    AND coalesce(o.review_code, '') = g.code AND coalesce(o.review_reason, '') = g.reason
 	  ORDER BY o.id LIMIT 1)
-FROM (SELECT provider, kind, coalesce(review_reason, '') AS reason, count(*) AS n, min(review_at) AS since
+FROM (SELECT provider, kind, coalesce(review_code, '') AS code, coalesce(review_reason, '') AS reason, count(*) AS n,
+		min(review_at) AS since
 	FROM {{ops}}
 	WHERE status = 'manual_review'
-	GROUP BY provider, kind, coalesce(review_reason, '')) g`
+	GROUP BY provider, kind, coalesce(review_code, ''), coalesce(review_reason, '')) g`
 
 	// No index helps here, nor should one: an index over every settled row
 	// would cost every write that settles an operation, for a count only
 	// operators ask for.
-	settledBranch = `SELECT 'settled', status, provider, kind, '', count(*), NULL, NULL
+	settledBranch = `SELECT 'settled', status, provider, kind, '', '', count(*), NULL, NULL
 FROM {{ops}}
 WHERE status IN ('succeeded', 'failed')
 GROUP BY status, provider, kind`
@@ -77,7 +79,7 @@ GROUP BY status, provider, kind`
 // Statement returns the text of Stats' statement on the operations table
 // ops (as the store's SQL names it, quoted and qualified if need be), with
 // the settled branch when includeSettled. It has no parameters. Its columns
-// are those of Row, in order: part, status, provider, kind, reason, count,
+// are those of Row, in order: part, status, provider, kind, code, reason, count,
 // since (the store's time encoding, NULL for settled rows) and id (NULL for
 // settled rows).
 func Statement(ops string, includeSettled bool) string {
@@ -94,6 +96,7 @@ type Row struct {
 	Status   string
 	Provider string
 	Kind     string
+	Code     string // the review code; empty but for review rows
 	Reason   string
 	Count    int64
 	// Since is the oldest creation time (open) or review time (review); zero
@@ -105,10 +108,11 @@ type Row struct {
 }
 
 // Dest returns the scan destinations of the row's columns before since,
-// in the statement's order: part, status, provider, kind, reason, count.
+// in the statement's order: part, status, provider, kind, code, reason,
+// count.
 // Each store scans since and id its own way after them.
 func (r *Row) Dest() []any {
-	return []any{&r.Part, &r.Status, &r.Provider, &r.Kind, &r.Reason, &r.Count}
+	return []any{&r.Part, &r.Status, &r.Provider, &r.Kind, &r.Code, &r.Reason, &r.Count}
 }
 
 // Assemble turns the rows of the statement into a ledger.Stats, ordered as
@@ -124,7 +128,7 @@ func Assemble(rows []Row, includeSettled bool) (ledger.Stats, error) {
 	type group struct{ provider, kind string }
 	inReview := map[group]int{} // index in st.Open and st.Oldest
 	for _, r := range rows {
-		status, err := ledger.ParseStatus(r.Status)
+		status, err := ledgerdriver.ParseStatus(r.Status)
 		if err != nil {
 			return ledger.Stats{}, fmt.Errorf("%w: stats: %v", ledger.ErrCorrupt, err)
 		}
@@ -135,7 +139,13 @@ func Assemble(rows []Row, includeSettled bool) (ledger.Stats, error) {
 			st.Open = append(st.Open, count)
 			st.Oldest = append(st.Oldest, oldest)
 		case r.Part == partReview && status == ledger.StatusManualReview:
-			st.Reviews = append(st.Reviews, ledger.ReasonCount{Provider: r.Provider, Kind: r.Kind, Reason: r.Reason, Count: r.Count})
+			var code ledger.ReviewCode
+			if r.Code != "" {
+				if code, err = ledgerdriver.ParseReviewCode(r.Code); err != nil {
+					return ledger.Stats{}, fmt.Errorf("%w: stats: %v", ledger.ErrCorrupt, err)
+				}
+			}
+			st.Reviews = append(st.Reviews, ledger.ReasonCount{Provider: r.Provider, Kind: r.Kind, Code: code, Reason: r.Reason, Count: r.Count})
 			g := group{r.Provider, r.Kind}
 			i, seen := inReview[g]
 			if !seen {
@@ -163,7 +173,8 @@ func Assemble(rows []Row, includeSettled bool) (ledger.Stats, error) {
 		return compareGroup(a.Provider, a.Kind, a.Status, b.Provider, b.Kind, b.Status)
 	})
 	slices.SortFunc(st.Reviews, func(a, b ledger.ReasonCount) int {
-		return cmp.Or(cmp.Compare(a.Provider, b.Provider), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Reason, b.Reason))
+		return cmp.Or(cmp.Compare(a.Provider, b.Provider), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Code, b.Code),
+			cmp.Compare(a.Reason, b.Reason))
 	})
 	return st, nil
 }

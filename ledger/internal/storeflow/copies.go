@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // MaxCopies bounds the copies one store keeps (Copies).
@@ -57,7 +58,7 @@ func (c *Copies[T]) Len() int {
 	return len(c.m)
 }
 
-// FinishOnCopy applies ledger.ApplyFinish to a store's copy of its last
+// FinishOnCopy applies ledgerdriver.ApplyFinish to a store's copy of its last
 // write of the operation: op, and att, the attempt that write journaled
 // (nil when it journaled none). ok is false when the copy cannot decide and
 // Finish must take the long way (read the row under the store's lock, then
@@ -69,14 +70,14 @@ func (c *Copies[T]) Len() int {
 //     hold; an attempt that may have reached leaves the window as it is;
 //   - the rules refuse the copy (a lease lost, a state conflict): only a
 //     row read under the lock may turn into an error for the caller.
-func FinishOnCopy(op ledger.Operation, att *ledger.Attempt, p ledger.FinishParams) (ch ledger.Change, ok bool) {
+func FinishOnCopy(op ledger.Operation, att *ledger.Attempt, p ledger.FinishParams) (ch ledgerdriver.Change, ok bool) {
 	var recorded *ledger.Attempt
 	if p.Attempt != nil {
 		if att == nil || att.Number != p.Attempt.Number || (att.Number != 1 && !p.Attempt.Class.MayHaveReached()) {
-			return ledger.Change{}, false
+			return ledgerdriver.Change{}, false
 		}
 		recorded = att
 	}
-	ch, err := ledger.ApplyFinish(op, p, recorded, time.Time{})
+	ch, err := ledgerdriver.ApplyFinish(op, p, recorded, time.Time{})
 	return ch, err == nil
 }

@@ -10,21 +10,22 @@ import (
 	"time"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
-// LeaseGranted is ledger.CheckLeaseGranted for operation id with the real
+// LeaseGranted is ledgerdriver.CheckLeaseGranted for operation id with the real
 // time since start, measured on the monotonic clock.
 func LeaseGranted(id string, now, until, start time.Time) error {
-	return ledger.CheckLeaseGranted(fmt.Sprintf("operation %q", id), now, until, time.Since(start))
+	return ledgerdriver.CheckLeaseGranted(fmt.Sprintf("operation %q", id), now, until, time.Since(start))
 }
 
 // Resolution rebuilds the resolution stored on operation id from its
 // columns (empty strings for NULL), reporting an outcome the ledger cannot
 // have written as corrupt.
 func Resolution(id, actor, note, outcome string, at time.Time) (*ledger.Resolution, error) {
-	o, err := ledger.ParseResolutionOutcome(outcome)
+	o, err := ledgerdriver.ParseResolutionOutcome(outcome)
 	if err != nil {
-		return nil, ledger.Corrupt(id, "resolution_outcome", err)
+		return nil, ledgerdriver.Corrupt(id, "resolution_outcome", err)
 	}
 	return &ledger.Resolution{Actor: actor, Note: note, Outcome: o, At: at}, nil
 }
@@ -57,12 +58,12 @@ type CleanupSteps struct {
 // Cleanup runs ledger.Store.Cleanup for validated p: batches of deletes
 // until one comes back short, then, with a TombstoneRetention, batches of
 // tombstone purges likewise, then batches of inbox purges (entries older
-// than p.EffectiveInboxRetention()), then batches of feed purges
-// (p.EffectiveFeedRetention()), then the stats. When ctx ends between batches
+// than ledgerdriver.InboxRetention(p)), then batches of feed purges
+// (ledgerdriver.FeedRetention(p)), then the stats. When ctx ends between batches
 // it stops and returns what it did so far with steps.Stopped(ctx.Err()).
 func Cleanup(ctx context.Context, p ledger.CleanupParams, steps CleanupSteps) (ledger.CleanupReport, error) {
-	now := ledger.UTC(p.Now)
-	batch := p.EffectiveBatchSize()
+	now := ledgerdriver.UTC(p.Now)
+	batch := ledgerdriver.CleanupBatchSize(p)
 	var rep ledger.CleanupReport
 	for {
 		if err := ctx.Err(); err != nil {
@@ -106,7 +107,7 @@ func Cleanup(ctx context.Context, p ledger.CleanupParams, steps CleanupSteps) (l
 	// The inbox outlives the provider's redelivery window (see
 	// ledger.CleanupParams.InboxRetention): an entry deleted while its
 	// event may still arrive would let the redelivery apply a second time.
-	if err := purge(&rep.InboxPurged, steps.PurgeInbox, now.Add(-p.EffectiveInboxRetention())); err != nil {
+	if err := purge(&rep.InboxPurged, steps.PurgeInbox, now.Add(-ledgerdriver.InboxRetention(p))); err != nil {
 		return rep, err
 	}
 	// Feed entries are purged by age from the oldest end only, and a batch
@@ -114,7 +115,7 @@ func Cleanup(ctx context.Context, p ledger.CleanupParams, steps CleanupSteps) (l
 	// need (younger than the retention) is never deleted, and the entries
 	// left are always a suffix of the feed, so no consumer sees a hole in
 	// the middle of it.
-	if err := purge(&rep.FeedPurged, steps.PurgeFeed, now.Add(-p.EffectiveFeedRetention())); err != nil {
+	if err := purge(&rep.FeedPurged, steps.PurgeFeed, now.Add(-ledgerdriver.FeedRetention(p))); err != nil {
 		return rep, err
 	}
 	if err := steps.Stats(&rep); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // WebhookSteps are one store's statements for RecordWebhook. Every step
@@ -27,7 +28,7 @@ type WebhookSteps struct {
 	ByID func(id, provider, kind string) (op ledger.Operation, found bool, err error)
 	// Tombstone reads the tombstone of id; found is false when there is
 	// none.
-	Tombstone func(id string) (t ledger.Tombstone, found bool, err error)
+	Tombstone func(id string) (t ledgerdriver.Tombstone, found bool, err error)
 	// TombstonesByRef reads the ids of at most two tombstones of provider
 	// and kind whose provider reference is ref, in ID order.
 	TombstonesByRef func(provider, kind, ref string) ([]string, error)
@@ -45,18 +46,18 @@ type WebhookSteps struct {
 	// ch.Attempt when it is set, and appends ch.Events stamped now,
 	// numbered after the operation's last one. The caller holds the row
 	// lock (ByID, ByRef).
-	Write func(ch ledger.Change, now time.Time) error
+	Write func(ch ledgerdriver.Change, now time.Time) error
 	// SaveOutcomes stores outs with the inbox entry, in order.
 	SaveOutcomes func(outs []ledger.WebhookOutcome) error
 	// Reopen replaces the tombstone tomb (as Tombstone.Operation returns
-	// it) with ch.Op, the operation ledger.ApplyWebhook reopened in
+	// it) with ch.Op, the operation ledgerdriver.ApplyWebhook reopened in
 	// review: it deletes the tombstone, inserts ch.Op's row in tomb's
 	// final status without the feed's creation entry, then writes ch as
 	// Write does, so that the feed records the change from tomb's status
 	// into manual_review as for a live operation. It fails when the
 	// tombstone is gone (another transaction reopened it): nothing is then
 	// recorded, and a redelivery applies the event to the live operation.
-	Reopen func(tomb ledger.Operation, ch ledger.Change, now time.Time) error
+	Reopen func(tomb ledger.Operation, ch ledgerdriver.Change, now time.Time) error
 }
 
 // RecordWebhook runs ledger.Store.RecordWebhook for validated p with the
@@ -71,7 +72,7 @@ func RecordWebhook(p ledger.RecordWebhookParams, steps WebhookSteps) (ledger.Web
 	if rep, inserted, err := insertOrReplay(steps); err != nil || !inserted {
 		return rep, err
 	}
-	now := ledger.UTC(p.Now)
+	now := ledgerdriver.UTC(p.Now)
 	e := p.Event
 	var outs []ledger.WebhookOutcome
 	for i, t := range e.Targets {
@@ -106,8 +107,8 @@ func RecordWebhook(p ledger.RecordWebhookParams, steps WebhookSteps) (ledger.Web
 			for _, op := range cands {
 				to, got := op.Status, ledger.WebhookNoted
 				if !op.Tombstone && !op.Status.Final() {
-					var ch ledger.Change
-					ch, got = ledger.ApplyWebhook(op, ledger.Generations{}, e, lookup, nil, now)
+					var ch ledgerdriver.Change
+					ch, got = ledgerdriver.ApplyWebhook(op, ledgerdriver.Generations{}, e, lookup, nil, now)
 					if got == ledger.WebhookNudged {
 						if err := steps.Write(ch, now); err != nil {
 							return ledger.WebhookReport{}, err
@@ -257,7 +258,7 @@ func applyOne(op ledger.Operation, e ledger.WebhookEvent, t ledger.WebhookTarget
 	if err != nil {
 		return ledger.WebhookOutcome{}, err
 	}
-	ch, disp := ledger.ApplyWebhook(op, earlier, e, t, recorded, now)
+	ch, disp := ledgerdriver.ApplyWebhook(op, earlier, e, t, recorded, now)
 	switch {
 	case !op.Tombstone:
 		err = steps.Write(ch, now)
@@ -272,14 +273,14 @@ func applyOne(op ledger.Operation, e ledger.WebhookEvent, t ledger.WebhookTarget
 
 // earlierGenerations is what op recorded under its earlier key generations
 // (none at generation 0, and none for a tombstone, whose history went with
-// it): what ledger.ObjectOf tells an earlier generation's object by.
-func earlierGenerations(op ledger.Operation, steps WebhookSteps) (ledger.Generations, error) {
+// it): what ledgerdriver.ObjectOf tells an earlier generation's object by.
+func earlierGenerations(op ledger.Operation, steps WebhookSteps) (ledgerdriver.Generations, error) {
 	if op.Tombstone || op.Generation == 0 {
-		return ledger.Generations{}, nil
+		return ledgerdriver.Generations{}, nil
 	}
 	rows, err := steps.Earlier(op.ID, op.Key)
 	if err != nil {
-		return ledger.Generations{}, err
+		return ledgerdriver.Generations{}, err
 	}
 	var keys, resolutions, webhooks []string
 	for _, r := range rows {
@@ -292,7 +293,7 @@ func earlierGenerations(op ledger.Operation, steps WebhookSteps) (ledger.Generat
 			webhooks = append(webhooks, r[1])
 		}
 	}
-	return ledger.Generations{Keys: keys, Refs: ledger.PreviousRefs(resolutions), Failed: ledger.FailedObjects(webhooks)}, nil
+	return ledgerdriver.Generations{Keys: keys, Refs: ledgerdriver.PreviousRefs(resolutions), Failed: ledgerdriver.FailedObjects(webhooks)}, nil
 }
 
 // EarlierQuery is the statement behind WebhookSteps.Earlier in both
@@ -336,7 +337,7 @@ func EncodeTargets(ts []ledger.WebhookTarget) (string, error) {
 // targets. A value the store cannot have written is reported as corrupt.
 func DecodeTargets(provider, eventID, text string) ([]ledger.WebhookTarget, error) {
 	return decodeList(provider, eventID, "targets", text, func(i int, t storedTarget) (ledger.WebhookTarget, error) {
-		if _, err := ledger.ParseWebhookEffect(string(t.Effect)); err != nil {
+		if _, err := ledgerdriver.ParseWebhookEffect(string(t.Effect)); err != nil {
 			return ledger.WebhookTarget{}, corruptEntry(provider, eventID, fmt.Sprintf("targets[%d].effect", i), err)
 		}
 		return ledger.WebhookTarget(t), nil
@@ -410,7 +411,7 @@ func ScanOutcome(row interface{ Scan(dest ...any) error }, provider, eventID str
 // Outcome converts one stored outcome row (empty strings for NULL),
 // reporting a value the store cannot have written as corrupt.
 func Outcome(provider, eventID string, target int, operationID, disposition, from, to string) (ledger.WebhookOutcome, error) {
-	d, err := ledger.ParseWebhookDisposition(disposition)
+	d, err := ledgerdriver.ParseWebhookDisposition(disposition)
 	if err != nil {
 		return ledger.WebhookOutcome{}, corruptEntry(provider, eventID, fmt.Sprintf("outcomes[target %d].disposition", target), err)
 	}
@@ -422,7 +423,7 @@ func Outcome(provider, eventID string, target int, operationID, disposition, fro
 		if s.text == "" {
 			continue
 		}
-		if *s.dst, err = ledger.ParseStatus(s.text); err != nil {
+		if *s.dst, err = ledgerdriver.ParseStatus(s.text); err != nil {
 			return ledger.WebhookOutcome{}, corruptEntry(provider, eventID, fmt.Sprintf("outcomes[target %d].status", target), err)
 		}
 	}

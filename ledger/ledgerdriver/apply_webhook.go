@@ -1,4 +1,4 @@
-package ledger
+package ledgerdriver
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/payonce/payonce/ledger"
 )
 
 // ApplyWebhook is what target t of event e does to op, read under the
@@ -63,36 +65,38 @@ import (
 //     naming the event, as a definitive lookup would. A review that waits
 //     for an operator (more than one object, a contradiction) is only
 //     noted: the event is one more fact for the operator.
-func ApplyWebhook(op Operation, earlier Generations, e WebhookEvent, t WebhookTarget, recorded *Attempt, now time.Time) (Change, WebhookDisposition) {
+func ApplyWebhook(op ledger.Operation, earlier Generations, e ledger.WebhookEvent, t ledger.WebhookTarget, recorded *ledger.Attempt, now time.Time) (Change, ledger.WebhookDisposition) {
 	now = UTC(now)
 	if op.Tombstone {
 		// An event that would put the live operation in review (a
 		// contradiction) reopens the one Cleanup removed in review (see
 		// reopened); any other leaves the tombstone as it is.
 		ch, disp := ApplyWebhook(reopened(op), Generations{}, e, t, nil, now)
-		if ch.Op.Status != StatusManualReview {
-			return Change{Op: op}, WebhookTombstoned
+		if ch.Op.Status != ledger.StatusManualReview {
+			return Change{Op: op}, ledger.WebhookTombstoned
 		}
 		ch.Events = append(ch.Events, reopenNote(op, WebhookActor(e.Provider)))
 		return ch, disp
 	}
 	obj := ObjectOf(op, earlier, t)
 	disp, settleTo := webhookRule(op, t.Effect)
+	var code ledger.ReviewCode
 	var why string
-	if t.Effect != EffectLookup {
-		disp, settleTo, why = objectRule(op, earlier, obj, t, disp, settleTo)
+	if t.Effect != ledger.EffectLookup {
+		disp, settleTo, code, why = objectRule(op, earlier, obj, t, disp, settleTo)
 	}
 	ch := Change{Op: op}
 	switch disp {
-	case WebhookNudged:
+	case ledger.WebhookNudged:
 		ch.Op.NextCheckAt = now
 		ch.Op.UpdatedAt = now
-	case WebhookContradiction, WebhookDuplicate:
+	case ledger.WebhookContradiction, ledger.WebhookDuplicate:
 		if why == "" {
-			why = ReasonWebhookContradiction + ": " + e.Type + reasonDetail(t.Detail)
+			code, why = ledger.ReviewCodeWebhookContradiction, ledger.ReasonWebhookContradiction+": "+e.Type+reasonDetail(t.Detail)
 		}
 		ch.Attempt = closeAttempt(op, recorded, e, now)
-		ch.Op.Status = StatusManualReview
+		ch.Op.Status = ledger.StatusManualReview
+		ch.Op.ReviewCode = code
 		ch.Op.ReviewReason = truncateText(why)
 		ch.Op.ReviewAt = now
 		// Wait for an operator: a lookup would only repeat the answer the
@@ -100,7 +104,7 @@ func ApplyWebhook(op Operation, earlier Generations, e WebhookEvent, t WebhookTa
 		ch.Op.NextCheckAt = time.Time{}
 		ch.Op.LeaseOwner, ch.Op.LeaseExpiresAt = "", time.Time{}
 		ch.Op.UpdatedAt = now
-	case WebhookSettled:
+	case ledger.WebhookSettled:
 		ch.Attempt = closeAttempt(op, recorded, e, now)
 		ch.Op.Status = settleTo
 		if t.ProviderRef != "" {
@@ -118,44 +122,21 @@ func ApplyWebhook(op Operation, earlier Generations, e WebhookEvent, t WebhookTa
 	// The detail is cut before it is encoded, so that the entry stays
 	// valid JSON whatever the provider's message: ids and types are
 	// bounded by Validate, and 2 KiB of message is plenty for a person.
-	d := WebhookDetail{Provider: e.Provider, EventID: e.ID, Type: e.Type, Effect: t.Effect,
+	d := ledger.WebhookDetail{Provider: e.Provider, EventID: e.ID, Type: e.Type, Effect: t.Effect,
 		Disposition: disp, ProviderRef: t.ProviderRef, Key: t.Key, Object: obj, Detail: truncateTo(t.Detail, 2<<10)}
-	ch.Events = []NewEvent{{Kind: EventWebhook, Actor: actor, Detail: d.String()}}
-	if disp == WebhookSettled && op.Status == StatusManualReview {
-		outcome := ResolveSucceeded
-		if settleTo == StatusFailed {
-			outcome = ResolveFailed
+	ch.Events = []ledger.NewEvent{{Kind: ledger.EventWebhook, Actor: actor, Detail: d.String()}}
+	if disp == ledger.WebhookSettled && op.Status == ledger.StatusManualReview {
+		outcome := ledger.ResolveSucceeded
+		if settleTo == ledger.StatusFailed {
+			outcome = ledger.ResolveFailed
 		}
 		note := "settled by webhook " + e.Type + " " + e.ID
-		ch.Op.Resolution = &Resolution{Actor: actor, Note: note, Outcome: outcome, At: now}
-		rd := ResolutionDetail{Outcome: outcome, Note: note, ProviderRef: ch.Op.ProviderRef}
-		ch.Events = append(ch.Events, NewEvent{Kind: EventResolution, Actor: actor, Detail: rd.String()})
+		ch.Op.Resolution = &ledger.Resolution{Actor: actor, Note: note, Outcome: outcome, At: now}
+		rd := ledger.ResolutionDetail{Outcome: outcome, Note: note, ProviderRef: ch.Op.ProviderRef}
+		ch.Events = append(ch.Events, ledger.NewEvent{Kind: ledger.EventResolution, Actor: actor, Detail: rd.String()})
 	}
 	return ch, disp
 }
-
-// WebhookObject says which of an operation's objects an event is about.
-type WebhookObject string
-
-const (
-	// ObjectCurrent: the current key generation's object: the event names
-	// its key, or the object the ledger recorded, or (at generation 0,
-	// before any object is recorded) an object carrying the operation's
-	// id, of which there can be only one under its key.
-	ObjectCurrent WebhookObject = "current"
-	// ObjectEarlier: an object created under an earlier key generation
-	// (its key, or the reference recorded under it, before an operator's
-	// resend).
-	ObjectEarlier WebhookObject = "earlier"
-	// ObjectOther: an object that carries the operation's id but is neither
-	// the recorded one nor created under any key the operation sent: a
-	// second object for one operation.
-	ObjectOther WebhookObject = "other"
-	// ObjectUnplaced: the generation cannot be told: the event names no key
-	// and no object the ledger knows, and the operation was resent under a
-	// new key, so the object may be any generation's.
-	ObjectUnplaced WebhookObject = "unplaced"
-)
 
 // Generations is what the ledger knows of an operation's earlier key
 // generations: what an object created under one of them is recognised by.
@@ -169,12 +150,12 @@ type Generations struct {
 	// Failed are the objects whose failure an event recorded on the
 	// operation reported (FailedObjects): a refund, capture or cancel that
 	// failed does not succeed again, so a later success of one is stale.
-	Failed []WebhookDetail
+	Failed []ledger.WebhookDetail
 }
 
 // failedObject reports whether g records a failure of the object t names:
 // by its reference when both have one, else by its key.
-func (g Generations) failedObject(t WebhookTarget) bool {
+func (g Generations) failedObject(t ledger.WebhookTarget) bool {
 	for _, d := range g.Failed {
 		switch {
 		case t.ProviderRef != "" && d.ProviderRef != "":
@@ -190,11 +171,11 @@ func (g Generations) failedObject(t WebhookTarget) bool {
 
 // FailedObjects reads, from the details of an operation's EventWebhook
 // entries, those that reported an object failed (or a success undone).
-func FailedObjects(webhookDetails []string) []WebhookDetail {
-	var out []WebhookDetail
+func FailedObjects(webhookDetails []string) []ledger.WebhookDetail {
+	var out []ledger.WebhookDetail
 	for _, text := range webhookDetails {
-		var d WebhookDetail
-		if json.Unmarshal([]byte(text), &d) == nil && (d.Effect == EffectFailed || d.Effect == EffectReversed) {
+		var d ledger.WebhookDetail
+		if json.Unmarshal([]byte(text), &d) == nil && (d.Effect == ledger.EffectFailed || d.Effect == ledger.EffectReversed) {
 			out = append(out, d)
 		}
 	}
@@ -211,13 +192,13 @@ func FailedObjects(webhookDetails []string) []WebhookDetail {
 // PaymentRef: a capture or cancel of a PaymentIntent) is about that
 // payment for every generation; the key the payment carries is its
 // charge's, not the operation's, and is not read.
-func ObjectOf(op Operation, earlier Generations, t WebhookTarget) WebhookObject {
+func ObjectOf(op ledger.Operation, earlier Generations, t ledger.WebhookTarget) ledger.WebhookObject {
 	if t.PaymentRef != "" && t.ProviderRef == t.PaymentRef {
 		// No generation creates an object of its own: the payment's state
 		// is the one answer for all of them (a payment is captured or
 		// cancelled once). That it is this operation's payment is
 		// webhookMismatch's check.
-		return ObjectCurrent
+		return ledger.ObjectCurrent
 	}
 	key := t.Key
 	switch {
@@ -225,60 +206,60 @@ func ObjectOf(op Operation, earlier Generations, t WebhookTarget) WebhookObject 
 		if t.ProviderRef != "" && op.ProviderRef != "" && t.ProviderRef != op.ProviderRef {
 			// A second object under the current key: created after the
 			// provider forgot the key, by a resend outside payonce.
-			return ObjectOther
+			return ledger.ObjectOther
 		}
-		return ObjectCurrent
+		return ledger.ObjectCurrent
 	case key != "" && slices.Contains(earlier.Keys, key):
-		return ObjectEarlier
+		return ledger.ObjectEarlier
 	case key != "":
-		return ObjectOther
+		return ledger.ObjectOther
 	case t.ProviderRef != "" && t.ProviderRef == op.ProviderRef:
-		return ObjectCurrent
+		return ledger.ObjectCurrent
 	case t.ProviderRef != "" && slices.Contains(earlier.Refs, t.ProviderRef):
-		return ObjectEarlier
+		return ledger.ObjectEarlier
 	case t.ProviderRef != "" && op.ProviderRef != "":
-		return ObjectOther
+		return ledger.ObjectOther
 	case op.Generation == 0:
-		return ObjectCurrent
+		return ledger.ObjectCurrent
 	case op.WindowStart.IsZero():
 		// Nothing under the current key may have reached the provider (a
 		// resend not sent yet), so the object cannot be the current
 		// generation's: it is an earlier one's, or another.
-		return ObjectOther
+		return ledger.ObjectOther
 	}
-	return ObjectUnplaced
+	return ledger.ObjectUnplaced
 }
 
 // objectRule refines the table's disposition (disp, settleTo) by the
-// object the event is about, and says why when it sends the operation to
-// review. Only an object of the current generation that belongs to the
+// object the event is about, and gives the review code and says why when it
+// sends the operation to review. Only an object of the current generation that belongs to the
 // operation keeps the table's answer.
-func objectRule(op Operation, earlier Generations, obj WebhookObject, t WebhookTarget, disp WebhookDisposition, settleTo Status) (WebhookDisposition, Status, string) {
-	waiting := op.Status == StatusManualReview && op.NextCheckAt.IsZero()
+func objectRule(op ledger.Operation, earlier Generations, obj ledger.WebhookObject, t ledger.WebhookTarget, disp ledger.WebhookDisposition, settleTo ledger.Status) (ledger.WebhookDisposition, ledger.Status, ledger.ReviewCode, string) {
+	waiting := op.Status == ledger.StatusManualReview && op.NextCheckAt.IsZero()
 	switch obj {
-	case ObjectCurrent:
+	case ledger.ObjectCurrent:
 		why := webhookMismatch(op, t)
 		if why == "" {
-			return disp, settleTo, ""
+			return disp, settleTo, "", ""
 		}
 		if waiting {
 			// An operator decides already; the event is one more fact.
-			return WebhookNoted, "", ""
+			return ledger.WebhookNoted, "", "", ""
 		}
-		return WebhookContradiction, "", ReasonContradicted + ": " + why
-	case ObjectUnplaced:
-		if t.Effect == EffectSucceeded && !waiting {
+		return ledger.WebhookContradiction, "", ledger.ReviewCodeContradicted, ledger.ReasonContradicted + ": " + why
+	case ledger.ObjectUnplaced:
+		if t.Effect == ledger.EffectSucceeded && !waiting {
 			// Money moved under this operation, under a key that cannot
 			// be told: this generation's own, or an earlier one's while
 			// this one is being sent too. Settling on it could hide a
 			// second movement; an operator compares the objects.
-			return WebhookDuplicate, "", ReasonDuplicated + ": an object whose key generation cannot be told succeeded, " +
+			return ledger.WebhookDuplicate, "", ledger.ReviewCodeDuplicated, ledger.ReasonDuplicated + ": an object whose key generation cannot be told succeeded, " +
 				orNone(t.ProviderRef) + "; it may be this generation's own or an earlier one's: compare the provider's objects"
 		}
 		// Which generation's object this is cannot be told: a lookup, which
 		// sees every generation (adapterkit.Combine), decides.
-		lookup, _ := webhookRule(op, EffectLookup)
-		return lookup, "", ""
+		lookup, _ := webhookRule(op, ledger.EffectLookup)
+		return lookup, "", "", ""
 	}
 	// An earlier generation's object, or another object with the
 	// operation's id. Its failure says nothing about the current
@@ -287,27 +268,27 @@ func objectRule(op Operation, earlier Generations, obj WebhookObject, t WebhookT
 	// A charge reversed (charged back, disputed) had moved money before it
 	// was pulled back: for another object, that is a second movement as
 	// much as its success.
-	moved := t.Effect == EffectSucceeded || (t.Effect == EffectReversed && op.Kind == "charge")
+	moved := t.Effect == ledger.EffectSucceeded || (t.Effect == ledger.EffectReversed && op.Kind == "charge")
 	if !moved {
-		return WebhookOtherObject, "", ""
+		return ledger.WebhookOtherObject, "", "", ""
 	}
 	if op.Kind != "charge" && earlier.failedObject(t) {
 		// A refund, capture or cancel whose failure is on record never
 		// succeeds again (its failure is final at the provider): this
 		// success is an older event arriving late, not a second movement.
-		return WebhookOtherObject, "", ""
+		return ledger.WebhookOtherObject, "", "", ""
 	}
 	// It moved money. A later generation exists (or the recorded object is
 	// another one), so the operation may have moved money twice: never
 	// "confirmed", never settled on it; an operator compares both objects.
 	what := "an earlier key generation's object"
-	if obj == ObjectOther {
+	if obj == ledger.ObjectOther {
 		what = "another object carrying the operation's id"
 	}
-	if t.Effect == EffectReversed {
-		return WebhookDuplicate, "", ReasonDuplicated + ": " + what + " was charged back, " + orNone(t.ProviderRef) + ": it had moved money"
+	if t.Effect == ledger.EffectReversed {
+		return ledger.WebhookDuplicate, "", ledger.ReviewCodeDuplicated, ledger.ReasonDuplicated + ": " + what + " was charged back, " + orNone(t.ProviderRef) + ": it had moved money"
 	}
-	return WebhookDuplicate, "", ReasonDuplicated + ": " + what + " succeeded, " + orNone(t.ProviderRef)
+	return ledger.WebhookDuplicate, "", ledger.ReviewCodeDuplicated, ledger.ReasonDuplicated + ": " + what + " succeeded, " + orNone(t.ProviderRef)
 }
 
 func orNone(ref string) string {
@@ -323,7 +304,7 @@ func orNone(ref string) string {
 // (adapterkit.Belongs), applied to events. An amount of 0 or an empty
 // currency, in the request or in the event, is not checked (a full capture
 // or refund fixes no amount; an event may not carry it).
-func webhookMismatch(op Operation, t WebhookTarget) string {
+func webhookMismatch(op ledger.Operation, t ledger.WebhookTarget) string {
 	var why []string
 	if t.OperationID != "" && t.OperationID != op.ID {
 		why = append(why, fmt.Sprintf("operation id %q, not %q", t.OperationID, op.ID))
@@ -350,7 +331,7 @@ func webhookMismatch(op Operation, t WebhookTarget) string {
 func PreviousRefs(resolutionDetails []string) []string {
 	var refs []string
 	for _, text := range resolutionDetails {
-		var d ResolutionDetail
+		var d ledger.ResolutionDetail
 		if json.Unmarshal([]byte(text), &d) == nil && d.PreviousProviderRef != "" && !slices.Contains(refs, d.PreviousProviderRef) {
 			refs = append(refs, d.PreviousProviderRef)
 		}
@@ -360,55 +341,55 @@ func PreviousRefs(resolutionDetails []string) []string {
 
 // webhookRule is the table of ApplyWebhook: the disposition of effect on
 // op, and the status a settling disposition moves it to.
-func webhookRule(op Operation, effect WebhookEffect) (WebhookDisposition, Status) {
-	settleTo := StatusSucceeded
-	if effect == EffectFailed || effect == EffectReversed {
-		settleTo = StatusFailed
+func webhookRule(op ledger.Operation, effect ledger.WebhookEffect) (ledger.WebhookDisposition, ledger.Status) {
+	settleTo := ledger.StatusSucceeded
+	if effect == ledger.EffectFailed || effect == ledger.EffectReversed {
+		settleTo = ledger.StatusFailed
 	}
 	switch effect {
-	case EffectLookup:
-		if op.Status == StatusPending || op.Status == StatusUnknown ||
-			(op.Status == StatusManualReview && !op.NextCheckAt.IsZero()) {
-			return WebhookNudged, ""
+	case ledger.EffectLookup:
+		if op.Status == ledger.StatusPending || op.Status == ledger.StatusUnknown ||
+			(op.Status == ledger.StatusManualReview && !op.NextCheckAt.IsZero()) {
+			return ledger.WebhookNudged, ""
 		}
-		return WebhookNoted, ""
-	case EffectProcessing:
+		return ledger.WebhookNoted, ""
+	case ledger.EffectProcessing:
 		if op.Status.Final() {
-			return WebhookStale, ""
+			return ledger.WebhookStale, ""
 		}
-		return WebhookNoted, ""
+		return ledger.WebhookNoted, ""
 	}
 	switch op.Status {
-	case StatusSucceeded, StatusFailed:
+	case ledger.StatusSucceeded, ledger.StatusFailed:
 		if contradicts(op.Status, effect) {
-			return WebhookContradiction, ""
+			return ledger.WebhookContradiction, ""
 		}
-		return WebhookConfirmed, ""
-	case StatusManualReview:
-		if op.NextCheckAt.IsZero() || strings.HasPrefix(op.ReviewReason, ReasonWebhookContradiction) ||
-			(effect == EffectReversed && op.Kind == "charge") {
-			return WebhookNoted, ""
+		return ledger.WebhookConfirmed, ""
+	case ledger.StatusManualReview:
+		if op.NextCheckAt.IsZero() || op.ReviewCode == ledger.ReviewCodeWebhookContradiction ||
+			(effect == ledger.EffectReversed && op.Kind == "charge") {
+			return ledger.WebhookNoted, ""
 		}
-		return WebhookSettled, settleTo
+		return ledger.WebhookSettled, settleTo
 	default: // pending, in_flight, unknown
-		if effect == EffectReversed && op.Kind == "charge" {
+		if effect == ledger.EffectReversed && op.Kind == "charge" {
 			// A charge reversed before the ledger settled it (a chargeback
 			// on a charge whose answer was lost): the money moved and was
 			// pulled back, which is neither succeeded nor failed. An
 			// operator decides.
-			return WebhookContradiction, ""
+			return ledger.WebhookContradiction, ""
 		}
-		return WebhookSettled, settleTo
+		return ledger.WebhookSettled, settleTo
 	}
 }
 
 // contradicts reports whether effect disagrees with a final status.
-func contradicts(s Status, effect WebhookEffect) bool {
+func contradicts(s ledger.Status, effect ledger.WebhookEffect) bool {
 	switch s {
-	case StatusSucceeded:
-		return effect == EffectFailed || effect == EffectReversed
-	case StatusFailed:
-		return effect == EffectSucceeded
+	case ledger.StatusSucceeded:
+		return effect == ledger.EffectFailed || effect == ledger.EffectReversed
+	case ledger.StatusFailed:
+		return effect == ledger.EffectSucceeded
 	}
 	return false
 }
@@ -424,21 +405,21 @@ func reasonDetail(d string) string {
 // an event settled (or contradicted) the operation before the attempt's
 // answer was recorded: the provider has the request, so it reached it. Nil
 // when op is not in flight.
-func closeAttempt(op Operation, recorded *Attempt, e WebhookEvent, now time.Time) *Attempt {
-	if op.Status != StatusInFlight || recorded == nil || !recorded.FinishedAt.IsZero() {
+func closeAttempt(op ledger.Operation, recorded *ledger.Attempt, e ledger.WebhookEvent, now time.Time) *ledger.Attempt {
+	if op.Status != ledger.StatusInFlight || recorded == nil || !recorded.FinishedAt.IsZero() {
 		return nil
 	}
 	a := *recorded
 	a.FinishedAt = now
 	a.MayHaveReached = true
-	a.Outcome = OutcomeMaybeSent
+	a.Outcome = ledger.OutcomeMaybeSent
 	a.Error = "answer superseded by webhook " + e.ID
 	return &a
 }
 
 // truncateText cuts s to MaxTextBytes on a rune boundary, so that a long
 // provider message never makes the whole event unrecordable.
-func truncateText(s string) string { return truncateTo(s, MaxTextBytes) }
+func truncateText(s string) string { return truncateTo(s, ledger.MaxTextBytes) }
 
 // truncateTo cuts s to at most n bytes on a rune boundary.
 func truncateTo(s string, n int) string {

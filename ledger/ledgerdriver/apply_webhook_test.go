@@ -1,4 +1,4 @@
-package ledger_test
+package ledgerdriver_test
 
 import (
 	"encoding/json"
@@ -10,12 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // opIn is an operation in status st as a store reads it: leased to owner
 // (except when final), due at t0 unless final.
 func opIn(st ledger.Status) ledger.Operation {
-	op := ledger.ApplyCreate(newOp(), t0)
+	op := ledgerdriver.ApplyCreate(newOp(), t0)
 	op.Status = st
 	op.LeaseOwner, op.LeaseExpiresAt = owner, until
 	switch st {
@@ -46,8 +47,17 @@ func operatorReview() ledger.Operation {
 // an operator because of its reason.
 func contradictedReview() ledger.Operation {
 	op := opIn(ledger.StatusManualReview)
+	op.ReviewCode = ledger.ReviewCodeWebhookContradiction
 	op.ReviewReason = ledger.ReasonWebhookContradiction + ": refund.failed"
 	return op
+}
+
+// codeOfReason is the review code ApplyWebhook records with each reason it
+// starts with these texts.
+var codeOfReason = map[string]ledger.ReviewCode{
+	ledger.ReasonDuplicated:           ledger.ReviewCodeDuplicated,
+	ledger.ReasonContradicted:         ledger.ReviewCodeContradicted,
+	ledger.ReasonWebhookContradiction: ledger.ReviewCodeWebhookContradiction,
 }
 
 // ofKind is op as an operation of kind (a capture, cancel or refund).
@@ -58,7 +68,7 @@ func ofKind(op ledger.Operation, kind string) ledger.Operation {
 
 func tombstoneIn(st ledger.Status) ledger.Operation {
 	op := opIn(st)
-	return ledger.TombstoneOf(op, t0).Operation()
+	return ledgerdriver.TombstoneOf(op, t0).Operation()
 }
 
 // TestApplyWebhook has one row per rule of ApplyWebhook's doc comment, in
@@ -136,7 +146,7 @@ func TestApplyWebhook(t *testing.T) {
 			if r.op.Status == inFlight && !r.op.Tombstone {
 				recorded = &ledger.Attempt{OperationID: r.op.ID, Number: 1, Key: r.op.Key, StartedAt: t0, MayHaveReached: true}
 			}
-			ch, disp := ledger.ApplyWebhook(r.op, ledger.Generations{}, e, target, recorded, now)
+			ch, disp := ledgerdriver.ApplyWebhook(r.op, ledgerdriver.Generations{}, e, target, recorded, now)
 			require.Equal(t, r.disp, disp)
 			require.Equal(t, r.to, ch.Op.Status)
 
@@ -176,7 +186,7 @@ func TestApplyWebhook(t *testing.T) {
 				require.Equal(t, want, ch.Op, "only due now")
 				require.Nil(t, ch.Attempt)
 			case ledger.WebhookContradiction:
-				require.True(t, strings.HasPrefix(ch.Op.ReviewReason, ledger.ReasonWebhookContradiction))
+				require.Equal(t, ledger.ReviewCodeWebhookContradiction, ch.Op.ReviewCode, ch.Op.ReviewReason)
 				require.Contains(t, ch.Op.ReviewReason, e.Type)
 				require.Contains(t, ch.Op.ReviewReason, "code=1")
 				require.Equal(t, now, ch.Op.ReviewAt)
@@ -224,12 +234,12 @@ func TestApplyWebhookEdges(t *testing.T) {
 	op := opIn(ledger.StatusInFlight)
 	done := &ledger.Attempt{OperationID: op.ID, Number: 1, StartedAt: t0, FinishedAt: t0, Outcome: ledger.OutcomeMaybeSent, MayHaveReached: true}
 	e := ledger.WebhookEvent{Provider: "stripe", ID: "evt_1", Type: "t"}
-	ch, disp := ledger.ApplyWebhook(op, ledger.Generations{}, e, ledger.WebhookTarget{Kind: "charge", OperationID: op.ID, Effect: ledger.EffectSucceeded}, done, now)
+	ch, disp := ledgerdriver.ApplyWebhook(op, ledgerdriver.Generations{}, e, ledger.WebhookTarget{Kind: "charge", OperationID: op.ID, Effect: ledger.EffectSucceeded}, done, now)
 	require.Equal(t, ledger.WebhookSettled, disp)
 	require.Nil(t, ch.Attempt)
 
 	long := strings.Repeat("é", ledger.MaxTextBytes)
-	ch, disp = ledger.ApplyWebhook(opIn(ledger.StatusSucceeded), ledger.Generations{}, e,
+	ch, disp = ledgerdriver.ApplyWebhook(opIn(ledger.StatusSucceeded), ledgerdriver.Generations{}, e,
 		ledger.WebhookTarget{Kind: "charge", OperationID: op.ID, Effect: ledger.EffectReversed, Detail: long}, nil, now)
 	require.Equal(t, ledger.WebhookContradiction, disp)
 	require.LessOrEqual(t, len(ch.Op.ReviewReason), ledger.MaxTextBytes)
@@ -264,7 +274,7 @@ func TestApplyWebhookObjects(t *testing.T) {
 		pending, inFlight, unknown = ledger.StatusPending, ledger.StatusInFlight, ledger.StatusUnknown
 		succeeded, failed, review  = ledger.StatusSucceeded, ledger.StatusFailed, ledger.StatusManualReview
 	)
-	gens := ledger.Generations{Keys: []string{"op-1"}, Refs: []string{"re_0"}}
+	gens := ledgerdriver.Generations{Keys: []string{"op-1"}, Refs: []string{"re_0"}}
 	refund := func(st ledger.Status) ledger.Operation { return ofKind(opIn(st), "refund") }
 	capture := ofKind(opIn(pending), "capture")
 	capture.PaymentRef = "pi_pay"
@@ -276,7 +286,7 @@ func TestApplyWebhookObjects(t *testing.T) {
 	type row struct {
 		name   string
 		op     ledger.Operation
-		gens   ledger.Generations
+		gens   ledgerdriver.Generations
 		target ledger.WebhookTarget
 		obj    ledger.WebhookObject
 		disp   ledger.WebhookDisposition
@@ -289,9 +299,9 @@ func TestApplyWebhookObjects(t *testing.T) {
 			ledger.WebhookTarget{Key: "op-1", ProviderRef: "re_0", Effect: ledger.EffectFailed}, ledger.ObjectEarlier, ledger.WebhookOtherObject, pending, ""},
 		{"earlier key reversed, generation 1 in flight", resent(refund(inFlight)), gens,
 			ledger.WebhookTarget{Key: "op-1", ProviderRef: "re_0", Effect: ledger.EffectReversed}, ledger.ObjectEarlier, ledger.WebhookOtherObject, inFlight, ""},
-		{"earlier charge charged back while generation 1 is pending", resent(opIn(pending)), ledger.Generations{Keys: []string{"op-1"}, Refs: []string{"pi_0"}},
+		{"earlier charge charged back while generation 1 is pending", resent(opIn(pending)), ledgerdriver.Generations{Keys: []string{"op-1"}, Refs: []string{"pi_0"}},
 			ledger.WebhookTarget{ProviderRef: "pi_0", Effect: ledger.EffectReversed}, ledger.ObjectEarlier, ledger.WebhookDuplicate, review, ledger.ReasonDuplicated},
-		{"second charge charged back", opIn(succeeded), ledger.Generations{},
+		{"second charge charged back", opIn(succeeded), ledgerdriver.Generations{},
 			ledger.WebhookTarget{ProviderRef: "pi_2", Effect: ledger.EffectReversed}, ledger.ObjectOther, ledger.WebhookDuplicate, review, ledger.ReasonDuplicated},
 		{"earlier key processing", resent(refund(unknown)), gens,
 			ledger.WebhookTarget{Key: "op-1", Effect: ledger.EffectProcessing}, ledger.ObjectEarlier, ledger.WebhookOtherObject, unknown, ""},
@@ -316,44 +326,44 @@ func TestApplyWebhookObjects(t *testing.T) {
 			ledger.WebhookTarget{ProviderRef: "re_9", Effect: ledger.EffectFailed}, ledger.ObjectUnplaced, ledger.WebhookNoted, inFlight, ""},
 		{"unknown object after a resend, in flight, succeeded: review", sent(resent(refund(inFlight))), gens,
 			ledger.WebhookTarget{ProviderRef: "re_9", Effect: ledger.EffectSucceeded}, ledger.ObjectUnplaced, ledger.WebhookDuplicate, review, ledger.ReasonDuplicated},
-		{"earlier refund's stale success after its failure", resent(refund(pending)), ledger.Generations{Keys: []string{"op-1"}, Refs: []string{"re_0"},
+		{"earlier refund's stale success after its failure", resent(refund(pending)), ledgerdriver.Generations{Keys: []string{"op-1"}, Refs: []string{"re_0"},
 			Failed: []ledger.WebhookDetail{{ProviderRef: "re_0", Effect: ledger.EffectReversed}}},
 			ledger.WebhookTarget{ProviderRef: "re_0", Effect: ledger.EffectSucceeded}, ledger.ObjectEarlier, ledger.WebhookOtherObject, pending, ""},
-		{"earlier charge's success after its failure is a duplicate", resent(opIn(pending)), ledger.Generations{Keys: []string{"op-1"}, Refs: []string{"pi_0"},
+		{"earlier charge's success after its failure is a duplicate", resent(opIn(pending)), ledgerdriver.Generations{Keys: []string{"op-1"}, Refs: []string{"pi_0"},
 			Failed: []ledger.WebhookDetail{{ProviderRef: "pi_0", Effect: ledger.EffectFailed}}},
 			ledger.WebhookTarget{ProviderRef: "pi_0", Effect: ledger.EffectSucceeded}, ledger.ObjectEarlier, ledger.WebhookDuplicate, review, ledger.ReasonDuplicated},
 		// A second object at generation 0.
-		{"second object succeeded after the first", opIn(succeeded), ledger.Generations{},
+		{"second object succeeded after the first", opIn(succeeded), ledgerdriver.Generations{},
 			ledger.WebhookTarget{ProviderRef: "pi_2", Effect: ledger.EffectSucceeded}, ledger.ObjectOther, ledger.WebhookDuplicate, review, ledger.ReasonDuplicated},
-		{"second object under the same key", opIn(succeeded), ledger.Generations{},
+		{"second object under the same key", opIn(succeeded), ledgerdriver.Generations{},
 			ledger.WebhookTarget{Key: "op-1", ProviderRef: "pi_2", Effect: ledger.EffectSucceeded}, ledger.ObjectOther, ledger.WebhookDuplicate, review, ledger.ReasonDuplicated},
-		{"second object failed", opIn(succeeded), ledger.Generations{},
+		{"second object failed", opIn(succeeded), ledgerdriver.Generations{},
 			ledger.WebhookTarget{ProviderRef: "pi_2", Effect: ledger.EffectFailed}, ledger.ObjectOther, ledger.WebhookOtherObject, succeeded, ""},
-		{"an object named while in review for an operator", operatorReview(), ledger.Generations{},
+		{"an object named while in review for an operator", operatorReview(), ledgerdriver.Generations{},
 			ledger.WebhookTarget{ProviderRef: "pi_2", Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookNoted, review, ""},
-		{"first object named at generation 0", opIn(unknown), ledger.Generations{},
+		{"first object named at generation 0", opIn(unknown), ledgerdriver.Generations{},
 			ledger.WebhookTarget{ProviderRef: "pi_1", Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookSettled, succeeded, ""},
 		// A capture names the payment it acts on, whose key is its charge's.
-		{"capture of the payment", capture, ledger.Generations{},
+		{"capture of the payment", capture, ledgerdriver.Generations{},
 			ledger.WebhookTarget{Key: "charge-key", ProviderRef: "pi_pay", PaymentRef: "pi_pay", Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookSettled, succeeded, ""},
-		{"capture of the payment after a resend", resent(capture), ledger.Generations{Keys: []string{"op-1"}, Refs: []string{"pi_pay"}},
+		{"capture of the payment after a resend", resent(capture), ledgerdriver.Generations{Keys: []string{"op-1"}, Refs: []string{"pi_pay"}},
 			ledger.WebhookTarget{Key: "charge-key", ProviderRef: "pi_pay", PaymentRef: "pi_pay", Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookSettled, succeeded, ""},
-		{"capture of another payment", capture, ledger.Generations{},
+		{"capture of another payment", capture, ledgerdriver.Generations{},
 			ledger.WebhookTarget{ProviderRef: "pi_else", PaymentRef: "pi_else", Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookContradiction, review, ledger.ReasonContradicted},
 		// The object must belong to the operation.
-		{"another amount", eur(opIn(unknown)), ledger.Generations{},
+		{"another amount", eur(opIn(unknown)), ledgerdriver.Generations{},
 			ledger.WebhookTarget{ProviderRef: "pi_1", Amount: 500, Currency: "eur", Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookContradiction, review, ledger.ReasonContradicted},
-		{"another currency", eur(opIn(unknown)), ledger.Generations{},
+		{"another currency", eur(opIn(unknown)), ledgerdriver.Generations{},
 			ledger.WebhookTarget{ProviderRef: "pi_1", Amount: 1000, Currency: "usd", Effect: ledger.EffectFailed}, ledger.ObjectCurrent, ledger.WebhookContradiction, review, ledger.ReasonContradicted},
-		{"another operation id", eur(opIn(unknown)), ledger.Generations{},
+		{"another operation id", eur(opIn(unknown)), ledgerdriver.Generations{},
 			ledger.WebhookTarget{OperationID: "op-2", ProviderRef: "pi_1", Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookContradiction, review, ledger.ReasonContradicted},
-		{"another amount after success", withRef(eur(opIn(succeeded)), "pi_1"), ledger.Generations{},
+		{"another amount after success", withRef(eur(opIn(succeeded)), "pi_1"), ledgerdriver.Generations{},
 			ledger.WebhookTarget{ProviderRef: "pi_1", Amount: 999, Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookContradiction, review, ledger.ReasonContradicted},
-		{"same amount and currency", eur(opIn(unknown)), ledger.Generations{},
+		{"same amount and currency", eur(opIn(unknown)), ledgerdriver.Generations{},
 			ledger.WebhookTarget{ProviderRef: "pi_1", Amount: 1000, Currency: "eur", Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookSettled, succeeded, ""},
-		{"no amount in the event", eur(opIn(unknown)), ledger.Generations{},
+		{"no amount in the event", eur(opIn(unknown)), ledgerdriver.Generations{},
 			ledger.WebhookTarget{ProviderRef: "pi_1", Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookSettled, succeeded, ""},
-		{"another amount, review for an operator", eur(operatorReview()), ledger.Generations{},
+		{"another amount, review for an operator", eur(operatorReview()), ledgerdriver.Generations{},
 			ledger.WebhookTarget{ProviderRef: "pi_1", Amount: 1, Effect: ledger.EffectSucceeded}, ledger.ObjectCurrent, ledger.WebhookNoted, review, ""},
 	}
 	e := ledger.WebhookEvent{Provider: "stripe", ID: "evt_1", Type: "refund.updated"}
@@ -365,12 +375,12 @@ func TestApplyWebhookObjects(t *testing.T) {
 			if target.OperationID == "" {
 				target.OperationID = r.op.ID
 			}
-			require.Equal(t, r.obj, ledger.ObjectOf(r.op, r.gens, target))
+			require.Equal(t, r.obj, ledgerdriver.ObjectOf(r.op, r.gens, target))
 			var recorded *ledger.Attempt
 			if r.op.Status == inFlight {
 				recorded = &ledger.Attempt{OperationID: r.op.ID, Number: 2, Key: r.op.Key, StartedAt: t0, MayHaveReached: true}
 			}
-			ch, disp := ledger.ApplyWebhook(r.op, r.gens, e, target, recorded, now)
+			ch, disp := ledgerdriver.ApplyWebhook(r.op, r.gens, e, target, recorded, now)
 			require.Equal(t, r.disp, disp)
 			require.Equal(t, r.to, ch.Op.Status)
 			var d ledger.WebhookDetail
@@ -382,7 +392,8 @@ func TestApplyWebhookObjects(t *testing.T) {
 				require.Equal(t, r.op, ch.Op, "the current generation is unchanged")
 				require.Nil(t, ch.Attempt)
 			case ledger.WebhookDuplicate, ledger.WebhookContradiction:
-				require.True(t, strings.HasPrefix(ch.Op.ReviewReason, r.reason), ch.Op.ReviewReason)
+				require.Equal(t, codeOfReason[r.reason], ch.Op.ReviewCode, ch.Op.ReviewReason)
+				require.Contains(t, ch.Op.ReviewReason, r.reason)
 				require.True(t, ch.Op.NextCheckAt.IsZero(), "waits for an operator")
 				require.Equal(t, r.op.ProviderRef, ch.Op.ProviderRef, "never recorded as the operation's object")
 				require.Equal(t, r.op.Result, ch.Op.Result)
@@ -400,8 +411,8 @@ func TestPreviousRefs(t *testing.T) {
 	d := func(ref string) string {
 		return ledger.ResolutionDetail{Outcome: ledger.ResolveResend, Note: "n", PreviousProviderRef: ref}.String()
 	}
-	require.Equal(t, []string{"re_0", "re_1"}, ledger.PreviousRefs([]string{d("re_0"), d(""), "not json", d("re_1"), d("re_0")}))
-	require.Nil(t, ledger.PreviousRefs(nil))
+	require.Equal(t, []string{"re_0", "re_1"}, ledgerdriver.PreviousRefs([]string{d("re_0"), d(""), "not json", d("re_1"), d("re_0")}))
+	require.Nil(t, ledgerdriver.PreviousRefs(nil))
 }
 
 // An earlier key generation whose reference the ledger never recorded
@@ -418,13 +429,13 @@ func TestApplyWebhookUnplacedSuccessBeforeTheNewKeyIsSent(t *testing.T) {
 		op := resent(ofKind(opIn(ledger.StatusPending), kind))
 		require.True(t, op.WindowStart.IsZero(), "nothing was sent under the new key")
 		// Generation 0 sent its key; no reference was recorded under it.
-		gens := ledger.Generations{Keys: []string{"op-1"}}
+		gens := ledgerdriver.Generations{Keys: []string{"op-1"}}
 		target := ledger.WebhookTarget{Kind: kind, OperationID: op.ID, ProviderRef: "obj_gen0", Effect: ledger.EffectSucceeded}
 		e := ledger.WebhookEvent{Provider: "stripe", ID: "evt_late", Type: "late.succeeded"}
-		ch, disp := ledger.ApplyWebhook(op, gens, e, target, nil, now)
+		ch, disp := ledgerdriver.ApplyWebhook(op, gens, e, target, nil, now)
 		require.Equal(t, ledger.WebhookDuplicate, disp, "%s: an earlier object's success while the new key is unsent", kind)
 		require.Equal(t, ledger.StatusManualReview, ch.Op.Status, kind)
-		require.True(t, strings.HasPrefix(ch.Op.ReviewReason, ledger.ReasonDuplicated), ch.Op.ReviewReason)
+		require.Equal(t, ledger.ReviewCodeDuplicated, ch.Op.ReviewCode, ch.Op.ReviewReason)
 		require.True(t, ch.Op.NextCheckAt.IsZero(), "%s: the new generation must not be sent", kind)
 	}
 }

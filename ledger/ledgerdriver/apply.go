@@ -1,12 +1,12 @@
-package ledger
+package ledgerdriver
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
+
+	"github.com/payonce/payonce/ledger"
 )
 
 // The functions in this file are the state machine every store applies, so
@@ -21,14 +21,14 @@ import (
 // Change is what one call writes in its transaction.
 type Change struct {
 	// Op is the operation's new state: write its mutable columns.
-	Op Operation
+	Op ledger.Operation
 	// Attempt is the attempt row the call writes; nil when there is none.
 	// From ApplyStartAttempt it is the attempt to insert; from ApplyFinish it
 	// is the finished attempt, with its outcome, whose row to update.
-	Attempt *Attempt
+	Attempt *ledger.Attempt
 	// Events are the audit entries to append, in this order, numbered after
 	// the operation's last one and stamped at the call's Now. Actor is set.
-	Events []NewEvent
+	Events []ledger.NewEvent
 }
 
 // ApplyCreate is the operation recorded for an ID seen for the first time
@@ -36,9 +36,9 @@ type Change struct {
 // sends it even if the caller dies right after recording it. KeyTTL is
 // n.KeyTTL as given: a store that keeps it at a coarser precision returns
 // what it kept.
-func ApplyCreate(n NewOperation, now time.Time) Operation {
+func ApplyCreate(n ledger.NewOperation, now time.Time) ledger.Operation {
 	now = UTC(now)
-	return Operation{
+	return ledger.Operation{
 		ID:          n.ID,
 		Key:         n.Key,
 		Provider:    n.Provider,
@@ -47,7 +47,7 @@ func ApplyCreate(n NewOperation, now time.Time) Operation {
 		Generation:  n.Generation,
 		Fingerprint: n.Fingerprint,
 		Request:     bytes.Clone(n.Request),
-		Status:      StatusPending,
+		Status:      ledger.StatusPending,
 		KeyTTL:      n.KeyTTL,
 		PaymentRef:  n.PaymentRef,
 		NextCheckAt: now,
@@ -61,10 +61,10 @@ func ApplyCreate(n NewOperation, now time.Time) Operation {
 // caller bug, and sending it would reuse the first request's key with other
 // parameters. CreateOrGet calls it on the operation it found; ApplyBegin
 // calls it itself.
-func CheckFingerprint(op Operation, fingerprint string) error {
+func CheckFingerprint(op ledger.Operation, fingerprint string) error {
 	if op.Fingerprint != fingerprint {
 		return fmt.Errorf("%w: operation %q is recorded with fingerprint %s, this request has %s",
-			ErrFingerprintMismatch, op.ID, op.Fingerprint, fingerprint)
+			ledger.ErrFingerprintMismatch, op.ID, op.Fingerprint, fingerprint)
 	}
 	return nil
 }
@@ -79,25 +79,25 @@ func CheckFingerprint(op Operation, fingerprint string) error {
 // returns ErrInProgress with res.Op set to op, so the caller sees who holds
 // it. A fingerprint mismatch returns ErrFingerprintMismatch and a zero
 // result.
-func ApplyBegin(op Operation, p BeginParams) (BeginResult, error) {
+func ApplyBegin(op ledger.Operation, p ledger.BeginParams) (ledger.BeginResult, error) {
 	now, until := UTC(p.Now), UTC(p.LeaseUntil)
 	if err := CheckFingerprint(op, p.Op.Fingerprint); err != nil {
-		return BeginResult{}, err
+		return ledger.BeginResult{}, err
 	}
 	if op.Status.Terminal() {
-		return BeginResult{Op: op}, nil
+		return ledger.BeginResult{Op: op}, nil
 	}
 	if err := checkNoLiveLease(op, p.Owner, now); err != nil {
-		return BeginResult{Op: op}, err
+		return ledger.BeginResult{Op: op}, err
 	}
 	// The ledger's key wins over p.Op.Key: after an operator approved a
 	// resend, the operation sends under its newer generation's key.
 	op = takeLease(op, p.Owner, now, until)
-	res := BeginResult{Op: op, Claimed: true}
+	res := ledger.BeginResult{Op: op, Claimed: true}
 	// Only a pending operation may be sent at once. An unknown one (or an
 	// in_flight one that takeLease just made unknown) may have been sent:
 	// the caller must look its status up first.
-	if p.StartAttempt && op.Status == StatusPending {
+	if p.StartAttempt && op.Status == ledger.StatusPending {
 		a := startAttempt(&op, now, until)
 		res.Op, res.Attempt = op, &a
 	}
@@ -106,14 +106,14 @@ func ApplyBegin(op Operation, p BeginParams) (BeginResult, error) {
 
 // ApplyClaim is Claim on op read under the store's lock: the compare-and-set
 // of the lease. Errors: ErrTerminal, ErrInProgress.
-func ApplyClaim(op Operation, p ClaimParams) (Operation, error) {
+func ApplyClaim(op ledger.Operation, p ledger.ClaimParams) (ledger.Operation, error) {
 	if op.Status.Terminal() {
 		// Automation is done with it: succeeded and failed are final, and
 		// manual_review waits for an operator.
-		return Operation{}, fmt.Errorf("%w: operation %q is %s", ErrTerminal, op.ID, op.Status)
+		return ledger.Operation{}, fmt.Errorf("%w: operation %q is %s", ledger.ErrTerminal, op.ID, op.Status)
 	}
 	if err := checkNoLiveLease(op, p.Owner, UTC(p.Now)); err != nil {
-		return Operation{}, err
+		return ledger.Operation{}, err
 	}
 	return takeLease(op, p.Owner, UTC(p.Now), UTC(p.LeaseUntil)), nil
 }
@@ -121,18 +121,18 @@ func ApplyClaim(op Operation, p ClaimParams) (Operation, error) {
 // ApplyStartAttempt is StartAttempt on op read under the store's lock. The
 // Change holds the new operation, the attempt to insert, and p.Events.
 // Errors: ErrLeaseLost, ErrStateConflict.
-func ApplyStartAttempt(op Operation, p StartAttemptParams) (Change, error) {
+func ApplyStartAttempt(op ledger.Operation, p ledger.StartAttemptParams) (Change, error) {
 	if op.LeaseOwner != p.Owner {
 		// Rule 3: only the lease holder sends. An expired lease that nobody
 		// took is still the caller's: no one else can have acted. One taken
 		// by another worker is not, and its new holder may be sending now.
 		return Change{}, leaseLost(op, p.Owner)
 	}
-	if op.Status != StatusPending && op.Status != StatusUnknown {
+	if op.Status != ledger.StatusPending && op.Status != ledger.StatusUnknown {
 		// in_flight: an attempt is already out; terminal: nothing may be
 		// sent any more.
 		return Change{}, fmt.Errorf("%w: operation %q is %s; an attempt starts only from pending or unknown",
-			ErrStateConflict, op.ID, op.Status)
+			ledger.ErrStateConflict, op.ID, op.Status)
 	}
 	a := startAttempt(&op, UTC(p.Now), UTC(p.LeaseUntil))
 	return Change{Op: op, Attempt: &a, Events: callerEvents(p.Events, p.Owner)}, nil
@@ -152,7 +152,7 @@ func ApplyStartAttempt(op Operation, p StartAttemptParams) (Change, error) {
 // the EventResolution entry of p.Resolution when it is set. Errors:
 // ErrLeaseLost, ErrStateConflict, ErrCorrupt (the latest attempt is counted
 // but not recorded).
-func ApplyFinish(op Operation, p FinishParams, recorded *Attempt, othersWindowStart time.Time) (Change, error) {
+func ApplyFinish(op ledger.Operation, p ledger.FinishParams, recorded *ledger.Attempt, othersWindowStart time.Time) (Change, error) {
 	now := UTC(p.Now)
 	if op.LeaseOwner != p.Owner {
 		// A worker whose lease was taken over must not overwrite the new
@@ -160,12 +160,12 @@ func ApplyFinish(op Operation, p FinishParams, recorded *Attempt, othersWindowSt
 		return Change{}, leaseLost(op, p.Owner)
 	}
 	if op.Status != p.From {
-		return Change{}, fmt.Errorf("%w: operation %q is %s, not %s", ErrStateConflict, op.ID, op.Status, p.From)
+		return Change{}, fmt.Errorf("%w: operation %q is %s, not %s", ledger.ErrStateConflict, op.ID, op.Status, p.From)
 	}
 	if err := CheckTransition(p.From, p.To); err != nil {
 		return Change{}, err
 	}
-	var finished *Attempt
+	var finished *ledger.Attempt
 	if p.Attempt != nil {
 		a, err := finishAttempt(&op, *p.Attempt, recorded, othersWindowStart, now)
 		if err != nil {
@@ -180,8 +180,8 @@ func ApplyFinish(op Operation, p FinishParams, recorded *Attempt, othersWindowSt
 
 	evs := callerEvents(p.Events, p.Owner)
 	if r := p.Resolution; r != nil {
-		d := ResolutionDetail{Outcome: r.Outcome, Note: r.Note, ProviderRef: p.ProviderRef}
-		evs = append(evs, NewEvent{Kind: EventResolution, Actor: r.Actor, Detail: d.String()})
+		d := ledger.ResolutionDetail{Outcome: r.Outcome, Note: r.Note, ProviderRef: p.ProviderRef}
+		evs = append(evs, ledger.NewEvent{Kind: ledger.EventResolution, Actor: r.Actor, Detail: d.String()})
 	}
 	return Change{Op: op, Attempt: finished, Events: evs}, nil
 }
@@ -190,19 +190,19 @@ func ApplyFinish(op Operation, p FinishParams, recorded *Attempt, othersWindowSt
 // of op's attempt in flight: recorded is that attempt as stored. It returns
 // the finished attempt and, when the attempt proves never to have left,
 // moves op's key window (see ApplyFinish for othersWindowStart).
-func finishAttempt(op *Operation, out AttemptOutcome, recorded *Attempt, othersWindowStart, now time.Time) (Attempt, error) {
+func finishAttempt(op *ledger.Operation, out ledger.AttemptOutcome, recorded *ledger.Attempt, othersWindowStart, now time.Time) (ledger.Attempt, error) {
 	// Only the attempt now in flight can be finished, and only once: a
 	// late outcome of an older attempt must not rewrite history.
 	if out.Number != op.Attempts {
-		return Attempt{}, fmt.Errorf("%w: operation %q: attempt %d is not the latest (latest is %d)",
-			ErrStateConflict, op.ID, out.Number, op.Attempts)
+		return ledger.Attempt{}, fmt.Errorf("%w: operation %q: attempt %d is not the latest (latest is %d)",
+			ledger.ErrStateConflict, op.ID, out.Number, op.Attempts)
 	}
 	if recorded == nil {
-		return Attempt{}, Corrupt(op.ID, "attempts", fmt.Errorf("attempt %d is counted but not recorded", out.Number))
+		return ledger.Attempt{}, Corrupt(op.ID, "attempts", fmt.Errorf("attempt %d is counted but not recorded", out.Number))
 	}
 	if !recorded.FinishedAt.IsZero() {
-		return Attempt{}, fmt.Errorf("%w: operation %q: attempt %d is already finished as %s",
-			ErrStateConflict, op.ID, out.Number, recorded.Outcome)
+		return ledger.Attempt{}, fmt.Errorf("%w: operation %q: attempt %d is already finished as %s",
+			ledger.ErrStateConflict, op.ID, out.Number, recorded.Outcome)
 	}
 	a := *recorded
 	a.FinishedAt = now
@@ -226,20 +226,20 @@ func finishAttempt(op *Operation, out AttemptOutcome, recorded *Attempt, othersW
 
 // checkBackToPending is the rule of ApplyFinish for in_flight → pending,
 // checked on op after its attempt is finished.
-func checkBackToPending(op Operation, p FinishParams) error {
-	if p.From == StatusInFlight && p.To == StatusPending {
+func checkBackToPending(op ledger.Operation, p ledger.FinishParams) error {
+	if p.From == ledger.StatusInFlight && p.To == ledger.StatusPending {
 		// Pending means "nothing can have been sent: safe to send at any
 		// time". Only an attempt proven never to have left may return an
 		// operation there, and only if no other attempt under this key may
 		// have reached the provider; otherwise the operation is unknown,
 		// and the next sender must look up and respect the key window.
-		if p.Attempt.Class != OutcomeNotSent {
+		if p.Attempt.Class != ledger.OutcomeNotSent {
 			return fmt.Errorf("%w: operation %q: a %s attempt may have reached the provider; record unknown, not pending",
-				ErrStateConflict, op.ID, p.Attempt.Class)
+				ledger.ErrStateConflict, op.ID, p.Attempt.Class)
 		}
 		if !op.WindowStart.IsZero() {
 			return fmt.Errorf("%w: operation %q: an earlier attempt may have reached the provider; record unknown, not pending",
-				ErrStateConflict, op.ID)
+				ledger.ErrStateConflict, op.ID)
 		}
 	}
 	return nil
@@ -247,7 +247,7 @@ func checkBackToPending(op Operation, p FinishParams) error {
 
 // applyOutcome is the part of ApplyFinish that records p on op (status,
 // outcome fields, schedule, resolution, lease) at now.
-func applyOutcome(op *Operation, p FinishParams, now time.Time) {
+func applyOutcome(op *ledger.Operation, p ledger.FinishParams, now time.Time) {
 	op.Status = p.To
 	if p.ProviderRef != "" {
 		op.ProviderRef = p.ProviderRef
@@ -256,25 +256,25 @@ func applyOutcome(op *Operation, p FinishParams, now time.Time) {
 		op.Result = bytes.Clone(p.Result)
 	}
 	switch p.To {
-	case StatusPending, StatusUnknown:
+	case ledger.StatusPending, ledger.StatusUnknown:
 		// Background work must come back to an operation that is not
 		// final, or it would be lost; zero means at once.
 		op.NextCheckAt = UTC(p.NextCheckAt)
 		if op.NextCheckAt.IsZero() {
 			op.NextCheckAt = now
 		}
-	case StatusManualReview:
+	case ledger.StatusManualReview:
 		// Non-zero asks for further read-only lookups; zero waits for an
 		// operator.
 		op.NextCheckAt = UTC(p.NextCheckAt)
-		op.ReviewReason = p.ReviewReason
+		op.ReviewCode, op.ReviewReason = p.ReviewCode, p.ReviewReason
 		// ReviewAt is when the operation entered review: staying in review
 		// (a lookup that settled nothing) keeps it, so that the oldest
 		// reviews still list first.
-		if p.From != StatusManualReview || op.ReviewAt.IsZero() {
+		if p.From != ledger.StatusManualReview || op.ReviewAt.IsZero() {
 			op.ReviewAt = now
 		}
-	case StatusSucceeded, StatusFailed:
+	case ledger.StatusSucceeded, ledger.StatusFailed:
 		// Final: no background work, and retention counts from FinishedAt.
 		op.NextCheckAt = time.Time{}
 		op.FinishedAt = now
@@ -284,7 +284,7 @@ func applyOutcome(op *Operation, p FinishParams, now time.Time) {
 		if at.IsZero() {
 			at = now
 		}
-		op.Resolution = &Resolution{Actor: r.Actor, Note: r.Note, Outcome: r.Outcome, At: at}
+		op.Resolution = &ledger.Resolution{Actor: r.Actor, Note: r.Note, Outcome: r.Outcome, At: at}
 	}
 	// A terminal status releases the lease whatever KeepLease says:
 	// automation is done with the operation.
@@ -301,17 +301,17 @@ func applyOutcome(op *Operation, p FinishParams, now time.Time) {
 // unique index on keys). Errors: ErrNotInReview, ErrStateConflict (a resend
 // whose NewGeneration is not the next one), ErrInvalid (a resend whose
 // NewKey is the current key).
-func ApplyResolve(op Operation, p ResolveParams) (Change, error) {
+func ApplyResolve(op ledger.Operation, p ledger.ResolveParams) (Change, error) {
 	now := UTC(p.Now)
-	if op.Status != StatusManualReview {
-		return Change{}, fmt.Errorf("%w: operation %q is %s", ErrNotInReview, op.ID, op.Status)
+	if op.Status != ledger.StatusManualReview {
+		return Change{}, fmt.Errorf("%w: operation %q is %s", ledger.ErrNotInReview, op.ID, op.Status)
 	}
-	d := ResolutionDetail{Outcome: p.Outcome, Note: p.Note}
+	d := ledger.ResolutionDetail{Outcome: p.Outcome, Note: p.Note}
 	switch p.Outcome {
-	case ResolveSucceeded, ResolveFailed:
-		op.Status = StatusSucceeded
-		if p.Outcome == ResolveFailed {
-			op.Status = StatusFailed
+	case ledger.ResolveSucceeded, ledger.ResolveFailed:
+		op.Status = ledger.StatusSucceeded
+		if p.Outcome == ledger.ResolveFailed {
+			op.Status = ledger.StatusFailed
 		}
 		if p.ProviderRef != "" {
 			op.ProviderRef = p.ProviderRef
@@ -319,25 +319,25 @@ func ApplyResolve(op Operation, p ResolveParams) (Change, error) {
 		d.ProviderRef = p.ProviderRef
 		op.NextCheckAt = time.Time{}
 		op.FinishedAt = now
-	case ResolveResend:
+	case ledger.ResolveResend:
 		if len(op.Request) == 0 {
 			// Reopened from its tombstone (see reopened): Cleanup deleted
 			// the request, so a new generation would have nothing to send.
 			return Change{}, fmt.Errorf("%w: operation %q has no request to send (Cleanup deleted it before a provider event reopened the operation for review); resolve it as succeeded or failed",
-				ErrStateConflict, op.ID)
+				ledger.ErrStateConflict, op.ID)
 		}
 		// The next generation is derived from the current one; skipping or
 		// repeating one would reuse a key the provider may still remember.
 		if p.NewGeneration != op.Generation+1 {
 			return Change{}, fmt.Errorf("%w: operation %q is at generation %d; a resend must move to generation %d, not %d",
-				ErrStateConflict, op.ID, op.Generation, op.Generation+1, p.NewGeneration)
+				ledger.ErrStateConflict, op.ID, op.Generation, op.Generation+1, p.NewGeneration)
 		}
 		if p.NewKey == op.Key {
-			return Change{}, &ValidationError{Field: "NewKey", Problem: "must differ from the current key: the provider may still remember it"}
+			return Change{}, &ledger.ValidationError{Field: "NewKey", Problem: "must differ from the current key: the provider may still remember it"}
 		}
 		op.Key = p.NewKey
 		op.Generation = p.NewGeneration
-		op.Status = StatusPending
+		op.Status = ledger.StatusPending
 		// The new key has never been sent: its window is closed until its
 		// first attempt.
 		op.WindowStart = time.Time{}
@@ -356,39 +356,12 @@ func ApplyResolve(op Operation, p ResolveParams) (Change, error) {
 		d.NewKey, d.NewGeneration = p.NewKey, p.NewGeneration
 	}
 	// ReviewReason and ReviewAt stay as history of the review.
-	op.Resolution = &Resolution{Actor: p.Actor, Note: p.Note, Outcome: p.Outcome, At: now}
+	op.Resolution = &ledger.Resolution{Actor: p.Actor, Note: p.Note, Outcome: p.Outcome, At: now}
 	// The operator's decision overrides read-only lookups in progress.
 	op.LeaseOwner = ""
 	op.LeaseExpiresAt = time.Time{}
 	op.UpdatedAt = now
-	return Change{Op: op, Events: []NewEvent{{Kind: EventResolution, Actor: p.Actor, Detail: d.String()}}}, nil
-}
-
-// ResolutionDetail is the Detail of an EventResolution entry, as JSON: the
-// outcome and the note, plus the provider reference, or the new key and
-// generation (and the provider reference the operation had before the
-// resend, which the new generation does not keep), when the call set them.
-// Decode an entry's Detail into it to read one.
-type ResolutionDetail struct {
-	Outcome             ResolutionOutcome `json:"outcome"`
-	Note                string            `json:"note"`
-	ProviderRef         string            `json:"provider_ref,omitempty"`
-	NewKey              string            `json:"new_key,omitempty"`
-	NewGeneration       int               `json:"new_generation,omitempty"`
-	PreviousProviderRef string            `json:"previous_provider_ref,omitempty"`
-}
-
-// String is the JSON text recorded as the entry's Detail.
-func (d ResolutionDetail) String() string {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false) // a note reads as the operator wrote it
-	if err := enc.Encode(d); err != nil {
-		// Strings (valid UTF-8, checked by Validate) and an int: Encode
-		// cannot fail; keep the essentials anyway.
-		return fmt.Sprintf("outcome %s: %s", d.Outcome, d.Note)
-	}
-	return strings.TrimSuffix(b.String(), "\n")
+	return Change{Op: op, Events: []ledger.NewEvent{{Kind: ledger.EventResolution, Actor: p.Actor, Detail: d.String()}}}, nil
 }
 
 // CheckLeaseGranted refuses to grant a lease that would already have lapsed
@@ -407,28 +380,28 @@ func CheckLeaseGranted(subject string, now, until time.Time, waited time.Duratio
 		return nil
 	}
 	return fmt.Errorf("%w: %s: the lease would have lapsed before it was granted: the write waited %s",
-		ErrLeaseLost, subject, waited.Round(time.Millisecond))
+		ledger.ErrLeaseLost, subject, waited.Round(time.Millisecond))
 }
 
 // checkNoLiveLease refuses the lease while another worker holds it and it
 // has not expired (ErrInProgress): rule 3, one attempt in flight per
 // operation.
-func checkNoLiveLease(op Operation, owner string, now time.Time) error {
+func checkNoLiveLease(op ledger.Operation, owner string, now time.Time) error {
 	if op.LeaseOwner != "" && op.LeaseOwner != owner && op.LeaseExpiresAt.After(now) {
 		return fmt.Errorf("%w: operation %q is leased by %q until %s",
-			ErrInProgress, op.ID, op.LeaseOwner, op.LeaseExpiresAt.Format(time.RFC3339Nano))
+			ledger.ErrInProgress, op.ID, op.LeaseOwner, op.LeaseExpiresAt.Format(time.RFC3339Nano))
 	}
 	return nil
 }
 
 // takeLease gives the lease to owner. The caller has checked that the
 // operation is not terminal and that nobody else holds a live lease.
-func takeLease(op Operation, owner string, now, until time.Time) Operation {
-	if op.Status == StatusInFlight {
+func takeLease(op ledger.Operation, owner string, now, until time.Time) ledger.Operation {
+	if op.Status == ledger.StatusInFlight {
 		// The previous holder recorded an attempt and then lost its lease
 		// (or the caller is taking over its own): the request may have
 		// reached the provider, so the next step is a lookup, not a send.
-		op.Status = StatusUnknown
+		op.Status = ledger.StatusUnknown
 	}
 	op.LeaseOwner = owner
 	op.LeaseExpiresAt = until
@@ -442,17 +415,17 @@ func takeLease(op Operation, owner string, now, until time.Time) Operation {
 // startAttempt records the next attempt on op and returns it. It is written
 // before the request is sent (rule 2), so it may have reached the provider
 // from the start, and the key window opens at the first such attempt.
-func startAttempt(op *Operation, now, until time.Time) Attempt {
+func startAttempt(op *ledger.Operation, now, until time.Time) ledger.Attempt {
 	op.Attempts++
 	if op.WindowStart.IsZero() {
 		op.WindowStart = now
 	}
 	op.KeyExpiresAt = keyExpiry(*op)
-	op.Status = StatusInFlight
+	op.Status = ledger.StatusInFlight
 	op.LeaseExpiresAt = until
 	op.NextCheckAt = until
 	op.UpdatedAt = now
-	return Attempt{
+	return ledger.Attempt{
 		OperationID:    op.ID,
 		Number:         op.Attempts,
 		Key:            op.Key,
@@ -462,25 +435,25 @@ func startAttempt(op *Operation, now, until time.Time) Attempt {
 }
 
 // keyExpiry is WindowStart + KeyTTL, zero while the window is closed.
-func keyExpiry(op Operation) time.Time {
+func keyExpiry(op ledger.Operation) time.Time {
 	if op.WindowStart.IsZero() {
 		return time.Time{}
 	}
 	return UTC(op.WindowStart.Add(op.KeyTTL))
 }
 
-func leaseLost(op Operation, owner string) error {
+func leaseLost(op ledger.Operation, owner string) error {
 	holder := "nobody"
 	if op.LeaseOwner != "" {
 		holder = fmt.Sprintf("%q", op.LeaseOwner)
 	}
-	return fmt.Errorf("%w: operation %q is leased by %s, not %q", ErrLeaseLost, op.ID, holder, owner)
+	return fmt.Errorf("%w: operation %q is leased by %s, not %q", ledger.ErrLeaseLost, op.ID, holder, owner)
 }
 
 // callerEvents are the events a caller passed, each one's actor defaulting
 // to the lease owner.
-func callerEvents(evs []NewEvent, owner string) []NewEvent {
-	out := make([]NewEvent, 0, len(evs)+1)
+func callerEvents(evs []ledger.NewEvent, owner string) []ledger.NewEvent {
+	out := make([]ledger.NewEvent, 0, len(evs)+1)
 	for _, e := range evs {
 		if e.Actor == "" {
 			e.Actor = owner

@@ -1,10 +1,12 @@
-package ledger
+package ledgerdriver
 
 import (
 	"bytes"
 	"encoding/json"
 	"slices"
 	"time"
+
+	"github.com/payonce/payonce/ledger"
 )
 
 // Tombstone is what Cleanup keeps of an operation it deletes: enough to
@@ -25,7 +27,7 @@ type Tombstone struct {
 	Generation  int
 	Fingerprint string
 	// Status is the final status: succeeded or failed.
-	Status      Status
+	Status      ledger.Status
 	ProviderRef string
 	Result      []byte
 	// Amount and Currency are read, best effort, from the canonical request
@@ -41,7 +43,7 @@ type Tombstone struct {
 
 // TombstoneOf is the tombstone of op, a final operation Cleanup deletes at
 // now.
-func TombstoneOf(op Operation, now time.Time) Tombstone {
+func TombstoneOf(op ledger.Operation, now time.Time) Tombstone {
 	amount, currency := RequestAmount(op.Request)
 	return Tombstone{
 		ID:           op.ID,
@@ -67,8 +69,8 @@ func TombstoneOf(op Operation, now time.Time) Tombstone {
 // the final status, reference and result as recorded, no request, no
 // attempts, no lease and no background work due. UpdatedAt is when the
 // tombstone was written.
-func (t Tombstone) Operation() Operation {
-	return Operation{
+func (t Tombstone) Operation() ledger.Operation {
+	return ledger.Operation{
 		ID:          t.ID,
 		Key:         t.Key,
 		Provider:    t.Provider,
@@ -104,7 +106,7 @@ func (t Tombstone) Operation() Operation {
 // no attempt and no due time no background work touches it. The rules then
 // treat it as the live operation it was (ApplyWebhook), which leaves it in
 // review waiting for an operator.
-func reopened(op Operation) Operation {
+func reopened(op ledger.Operation) ledger.Operation {
 	op.Tombstone = false
 	op.Request = nil
 	op.Attempts = 0
@@ -115,8 +117,8 @@ func reopened(op Operation) Operation {
 // reopenNote is the audit entry that says why an operation in review has
 // no request, attempts or earlier entries: its tombstone (written at
 // op.UpdatedAt, see Tombstone.Operation) was reopened.
-func reopenNote(op Operation, actor string) NewEvent {
-	return NewEvent{Kind: EventNote, Actor: actor, Detail: "reopened from the tombstone Cleanup wrote at " +
+func reopenNote(op ledger.Operation, actor string) ledger.NewEvent {
+	return ledger.NewEvent{Kind: ledger.EventNote, Actor: actor, Detail: "reopened from the tombstone Cleanup wrote at " +
 		UTC(op.UpdatedAt).Format(time.RFC3339) + ": the request, attempts and earlier entries were deleted then; " +
 		"it cannot be sent again, so resolve it as succeeded or failed after checking the provider's dashboard"}
 }

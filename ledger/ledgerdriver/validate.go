@@ -1,4 +1,4 @@
-package ledger
+package ledgerdriver
 
 import (
 	"errors"
@@ -6,23 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-)
 
-// Limits shared by every store.
-const (
-	// MaxLimit bounds Limit in listing and claiming calls.
-	MaxLimit = 10000
-	// DefaultListLimit is the Limit used when a filter leaves it zero.
-	DefaultListLimit = 100
-	// DefaultCleanupBatch is the BatchSize used when CleanupParams leaves it zero.
-	DefaultCleanupBatch = 1000
-	// MaxCleanupBatch bounds CleanupParams.BatchSize.
-	MaxCleanupBatch = 100000
-	// MaxRequestBytes bounds the canonical request stored with an operation.
-	MaxRequestBytes = 64 << 10
-	// MaxTextBytes bounds free text (error text, notes, reasons) stored by
-	// the ledger; longer text is refused, not truncated silently.
-	MaxTextBytes = 8 << 10
+	"github.com/payonce/payonce/ledger"
 )
 
 // checkStored refuses text no store can keep byte for byte: invalid UTF-8
@@ -46,8 +31,8 @@ func checkAllStored(fields ...string) error {
 	return nil
 }
 
-// Validate checks a NewOperation before anything is written.
-func (op NewOperation) Validate() error {
+// ValidateOperation checks a NewOperation before anything is written.
+func ValidateOperation(op ledger.NewOperation) error {
 	switch {
 	case op.ID == "":
 		return invalid("ID", "must not be empty")
@@ -67,8 +52,8 @@ func (op NewOperation) Validate() error {
 		return invalid("Fingerprint", "must not be empty")
 	case len(op.Request) == 0:
 		return invalid("Request", "must not be empty (the canonical request JSON)")
-	case len(op.Request) > MaxRequestBytes:
-		return invalid("Request", "is %d bytes; at most %d", len(op.Request), MaxRequestBytes)
+	case len(op.Request) > ledger.MaxRequestBytes:
+		return invalid("Request", "is %d bytes; at most %d", len(op.Request), ledger.MaxRequestBytes)
 	case op.KeyTTL < time.Second:
 		// Stores keep the TTL in milliseconds; a key window shorter than a
 		// second is no real provider's and would round towards zero.
@@ -90,8 +75,8 @@ func (op NewOperation) Validate() error {
 
 // ValidateCreate checks the arguments of Store.CreateOrGet (and of a store's
 // variant in the caller's transaction): the operation, and a set now.
-func ValidateCreate(op NewOperation, now time.Time) error {
-	if err := op.Validate(); err != nil {
+func ValidateCreate(op ledger.NewOperation, now time.Time) error {
+	if err := ValidateOperation(op); err != nil {
 		return err
 	}
 	if now.IsZero() {
@@ -114,24 +99,24 @@ func checkLease(owner string, now, until time.Time) error {
 	return nil
 }
 
-// Validate checks BeginParams.
-func (p BeginParams) Validate() error {
-	if err := p.Op.Validate(); err != nil {
+// ValidateBegin checks BeginParams.
+func ValidateBegin(p ledger.BeginParams) error {
+	if err := ValidateOperation(p.Op); err != nil {
 		return err
 	}
 	return checkLease(p.Owner, p.Now, p.LeaseUntil)
 }
 
-// Validate checks ClaimParams.
-func (p ClaimParams) Validate() error {
+// ValidateClaim checks ClaimParams.
+func ValidateClaim(p ledger.ClaimParams) error {
 	if p.ID == "" {
 		return invalid("ID", "must not be empty")
 	}
 	return checkLease(p.Owner, p.Now, p.LeaseUntil)
 }
 
-// Validate checks StartAttemptParams.
-func (p StartAttemptParams) Validate() error {
+// ValidateStartAttempt checks StartAttemptParams.
+func ValidateStartAttempt(p ledger.StartAttemptParams) error {
 	if p.ID == "" {
 		return invalid("ID", "must not be empty")
 	}
@@ -141,8 +126,8 @@ func (p StartAttemptParams) Validate() error {
 	return checkLease(p.Owner, p.Now, p.LeaseUntil)
 }
 
-// Validate checks FinishParams, including that From -> To is a legal move.
-func (p FinishParams) Validate() error {
+// ValidateFinish checks FinishParams, including that From -> To is a legal move.
+func ValidateFinish(p ledger.FinishParams) error {
 	switch {
 	case p.ID == "":
 		return invalid("ID", "must not be empty")
@@ -152,10 +137,17 @@ func (p FinishParams) Validate() error {
 		return invalid("Owner", "is %d bytes; at most 256", len(p.Owner))
 	case p.Now.IsZero():
 		return invalid("Now", "must be set")
-	case len(p.ReviewReason) > MaxTextBytes:
-		return invalid("ReviewReason", "is %d bytes; at most %d", len(p.ReviewReason), MaxTextBytes)
-	case p.To == StatusManualReview && p.ReviewReason == "":
+	case len(p.ReviewReason) > ledger.MaxTextBytes:
+		return invalid("ReviewReason", "is %d bytes; at most %d", len(p.ReviewReason), ledger.MaxTextBytes)
+	case p.To == ledger.StatusManualReview && p.ReviewReason == "":
 		return invalid("ReviewReason", "required when moving to manual_review")
+	case p.To == ledger.StatusManualReview && p.ReviewCode == "":
+		return invalid("ReviewCode", "required when moving to manual_review (one of ledger.ReviewCodes)")
+	}
+	if p.ReviewCode != "" {
+		if _, err := ParseReviewCode(string(p.ReviewCode)); err != nil {
+			return invalid("ReviewCode", "%v", err)
+		}
 	}
 	if _, err := ParseStatus(string(p.From)); err != nil {
 		return invalid("From", "%v", err)
@@ -163,10 +155,10 @@ func (p FinishParams) Validate() error {
 	if _, err := ParseStatus(string(p.To)); err != nil {
 		return invalid("To", "%v", err)
 	}
-	if p.From == StatusInFlight && p.Attempt == nil {
+	if p.From == ledger.StatusInFlight && p.Attempt == nil {
 		return invalid("Attempt", "required when finishing an in_flight operation")
 	}
-	if p.From != StatusInFlight && p.Attempt != nil {
+	if p.From != ledger.StatusInFlight && p.Attempt != nil {
 		return invalid("Attempt", "only an in_flight operation has an attempt to finish (From is %s)", p.From)
 	}
 	if a := p.Attempt; a != nil {
@@ -176,8 +168,8 @@ func (p FinishParams) Validate() error {
 		if _, err := ParseOutcomeClass(string(a.Class)); err != nil {
 			return invalid("Attempt.Class", "%v", err)
 		}
-		if len(a.Error) > MaxTextBytes {
-			return invalid("Attempt.Error", "is %d bytes; at most %d", len(a.Error), MaxTextBytes)
+		if len(a.Error) > ledger.MaxTextBytes {
+			return invalid("Attempt.Error", "is %d bytes; at most %d", len(a.Error), ledger.MaxTextBytes)
 		}
 	}
 	if err := checkAllStored("ProviderRef", p.ProviderRef, "Result", string(p.Result), "ReviewReason", p.ReviewReason); err != nil {
@@ -210,41 +202,41 @@ func (p FinishParams) Validate() error {
 // back to pending (it may have been sent: only a lookup or an operator
 // settles it); manual_review never goes back to sending (outside the key
 // window a resend would be a new charge); succeeded and failed are final.
-func CheckTransition(from, to Status) error {
+func CheckTransition(from, to ledger.Status) error {
 	ok := false
 	switch from {
-	case StatusInFlight:
-		ok = to != StatusInFlight
-	case StatusPending:
-		ok = to == StatusPending || to == StatusFailed || to == StatusManualReview
-	case StatusUnknown:
-		ok = to == StatusUnknown || to == StatusSucceeded || to == StatusFailed || to == StatusManualReview
-	case StatusManualReview:
-		ok = to == StatusManualReview || to == StatusSucceeded || to == StatusFailed
+	case ledger.StatusInFlight:
+		ok = to != ledger.StatusInFlight
+	case ledger.StatusPending:
+		ok = to == ledger.StatusPending || to == ledger.StatusFailed || to == ledger.StatusManualReview
+	case ledger.StatusUnknown:
+		ok = to == ledger.StatusUnknown || to == ledger.StatusSucceeded || to == ledger.StatusFailed || to == ledger.StatusManualReview
+	case ledger.StatusManualReview:
+		ok = to == ledger.StatusManualReview || to == ledger.StatusSucceeded || to == ledger.StatusFailed
 	}
 	if !ok {
-		return fmt.Errorf("%w: %s -> %s is not a legal transition", ErrStateConflict, from, to)
+		return fmt.Errorf("%w: %s -> %s is not a legal transition", ledger.ErrStateConflict, from, to)
 	}
 	return nil
 }
 
-// Validate checks ClaimDueParams.
-func (p ClaimDueParams) Validate() error {
-	if p.Limit < 1 || p.Limit > MaxLimit {
-		return invalid("Limit", "must be between 1 and %d, got %d", MaxLimit, p.Limit)
+// ValidateClaimDue checks ClaimDueParams.
+func ValidateClaimDue(p ledger.ClaimDueParams) error {
+	if p.Limit < 1 || p.Limit > ledger.MaxLimit {
+		return invalid("Limit", "must be between 1 and %d, got %d", ledger.MaxLimit, p.Limit)
 	}
 	return checkLease(p.Owner, p.Now, p.LeaseUntil)
 }
 
 func checkListLimit(limit int) error {
-	if limit < 0 || limit > MaxLimit {
-		return invalid("Limit", "must be between 0 (default %d) and %d, got %d", DefaultListLimit, MaxLimit, limit)
+	if limit < 0 || limit > ledger.MaxLimit {
+		return invalid("Limit", "must be between 0 (default %d) and %d, got %d", ledger.DefaultListLimit, ledger.MaxLimit, limit)
 	}
 	return nil
 }
 
-// Validate checks a ListFilter.
-func (f ListFilter) Validate() error {
+// ValidateList checks a ListFilter.
+func ValidateList(f ledger.ListFilter) error {
 	if f.Status != "" {
 		if _, err := ParseStatus(string(f.Status)); err != nil {
 			return invalid("Status", "%v", err)
@@ -253,14 +245,21 @@ func (f ListFilter) Validate() error {
 	return checkListLimit(f.Limit)
 }
 
-// EffectiveLimit is Limit, or DefaultListLimit when Limit is zero.
-func (f ListFilter) EffectiveLimit() int { return orDefault(f.Limit, DefaultListLimit) }
+// ListLimit is f.Limit, or ledger.DefaultListLimit when it is zero.
+func ListLimit(f ledger.ListFilter) int { return orDefault(f.Limit, ledger.DefaultListLimit) }
 
-// Validate checks a ReviewFilter.
-func (f ReviewFilter) Validate() error { return checkListLimit(f.Limit) }
+// ValidateReviewFilter checks a ReviewFilter.
+func ValidateReviewFilter(f ledger.ReviewFilter) error {
+	if f.Code != "" {
+		if _, err := ParseReviewCode(string(f.Code)); err != nil {
+			return invalid("Code", "%v", err)
+		}
+	}
+	return checkListLimit(f.Limit)
+}
 
-// EffectiveLimit is Limit, or DefaultListLimit when Limit is zero.
-func (f ReviewFilter) EffectiveLimit() int { return orDefault(f.Limit, DefaultListLimit) }
+// ReviewLimit is f.Limit, or ledger.DefaultListLimit when it is zero.
+func ReviewLimit(f ledger.ReviewFilter) int { return orDefault(f.Limit, ledger.DefaultListLimit) }
 
 func orDefault(v, def int) int {
 	if v == 0 {
@@ -277,14 +276,14 @@ func checkResolutionText(actor, note string) error {
 		return invalid("Note", "required: why the review is resolved this way")
 	case len(actor) > 256:
 		return invalid("Actor", "is %d bytes; at most 256", len(actor))
-	case len(note) > MaxTextBytes:
-		return invalid("Note", "is %d bytes; at most %d", len(note), MaxTextBytes)
+	case len(note) > ledger.MaxTextBytes:
+		return invalid("Note", "is %d bytes; at most %d", len(note), ledger.MaxTextBytes)
 	}
 	return checkAllStored("Actor", actor, "Note", note)
 }
 
-// Validate checks ResolveParams.
-func (p ResolveParams) Validate() error {
+// ValidateResolve checks ResolveParams.
+func ValidateResolve(p ledger.ResolveParams) error {
 	if p.ID == "" {
 		return invalid("ID", "must not be empty")
 	}
@@ -304,11 +303,11 @@ func (p ResolveParams) Validate() error {
 		return invalid("EventsSeen", "is %d; pass the number of audit entries read", p.EventsSeen)
 	}
 	switch p.Outcome {
-	case ResolveSucceeded:
+	case ledger.ResolveSucceeded:
 		if p.ProviderRef == "" {
 			return invalid("ProviderRef", "required when resolving as succeeded: the provider's id of the object")
 		}
-	case ResolveResend:
+	case ledger.ResolveResend:
 		if p.NewKey == "" {
 			return invalid("NewKey", "required when resolving with resend: the key of the next generation")
 		}
@@ -319,22 +318,22 @@ func (p ResolveParams) Validate() error {
 	return nil
 }
 
-// Validate checks CleanupParams. A retention shorter than the key TTL wraps
+// ValidateCleanup checks CleanupParams. A retention shorter than the key TTL wraps
 // ErrRetentionTooShort.
-func (p CleanupParams) Validate() error {
+func ValidateCleanup(p ledger.CleanupParams) error {
 	switch {
 	case p.Now.IsZero():
 		return invalid("Now", "must be set")
 	case p.KeyTTL <= 0:
 		return invalid("KeyTTL", "must be > 0: the longest key TTL of the providers in use")
-	case p.BatchSize < 0 || p.BatchSize > MaxCleanupBatch:
-		return invalid("BatchSize", "must be between 0 (default %d) and %d, got %d", DefaultCleanupBatch, MaxCleanupBatch, p.BatchSize)
+	case p.BatchSize < 0 || p.BatchSize > ledger.MaxCleanupBatch:
+		return invalid("BatchSize", "must be between 0 (default %d) and %d, got %d", ledger.DefaultCleanupBatch, ledger.MaxCleanupBatch, p.BatchSize)
 	case p.Retention < p.KeyTTL:
 		// Rule 6: a row deleted while the provider still remembers its key
 		// would let a late retry look new to the ledger and be sent again.
-		return fmt.Errorf("%w: retention %v < key TTL %v; keep finished operations at least as long as the provider remembers their keys", ErrRetentionTooShort, p.Retention, p.KeyTTL)
+		return fmt.Errorf("%w: retention %v < key TTL %v; keep finished operations at least as long as the provider remembers their keys", ledger.ErrRetentionTooShort, p.Retention, p.KeyTTL)
 	case p.FeedRetention < 0:
-		return invalid("FeedRetention", "must be >= 0 (0 means %v), got %v", DefaultFeedRetention, p.FeedRetention)
+		return invalid("FeedRetention", "must be >= 0 (0 means %v), got %v", ledger.DefaultFeedRetention, p.FeedRetention)
 	case p.TombstoneRetention < 0:
 		return invalid("TombstoneRetention", "must be >= 0 (0 keeps tombstones forever), got %v", p.TombstoneRetention)
 	case p.TombstoneRetention > 0 && p.TombstoneRetention < p.Retention:
@@ -343,31 +342,34 @@ func (p CleanupParams) Validate() error {
 		// would make the tombstone pointless.
 		return invalid("TombstoneRetention", "%v must not be shorter than Retention %v (or 0 to keep tombstones forever)", p.TombstoneRetention, p.Retention)
 	case p.InboxRetention < 0:
-		return invalid("InboxRetention", "must be >= 0 (0 means %v), got %v", DefaultInboxRetention, p.InboxRetention)
+		return invalid("InboxRetention", "must be >= 0 (0 means %v), got %v", ledger.DefaultInboxRetention, p.InboxRetention)
 	case p.WebhookRedelivery < 0:
 		return invalid("WebhookRedelivery", "must be >= 0 (the longest redelivery of the providers in use; 0 when none pushes events), got %v", p.WebhookRedelivery)
-	case p.EffectiveInboxRetention() < p.WebhookRedelivery:
+	case InboxRetention(p) < p.WebhookRedelivery:
 		// An event's inbox entry is what makes its redelivery a duplicate.
 		// Checkout.com and Adyen sign no timestamp, so a delivery whose
 		// entry is gone verifies and applies again, whether the provider
 		// or someone who captured it sends it.
 		return invalid("InboxRetention", "%v is shorter than the providers' webhook redelivery window %v: an event delivered again after its inbox entry is deleted would apply again; keep entries at least %v",
-			p.EffectiveInboxRetention(), p.WebhookRedelivery, p.WebhookRedelivery)
+			InboxRetention(p), p.WebhookRedelivery, p.WebhookRedelivery)
 	}
 	return nil
 }
 
-// EffectiveInboxRetention is InboxRetention, or DefaultInboxRetention when it
-// is zero.
-func (p CleanupParams) EffectiveInboxRetention() time.Duration {
+// InboxRetention is p.InboxRetention, or ledger.DefaultInboxRetention
+// when it is zero.
+func InboxRetention(p ledger.CleanupParams) time.Duration {
 	if p.InboxRetention == 0 {
-		return DefaultInboxRetention
+		return ledger.DefaultInboxRetention
 	}
 	return p.InboxRetention
 }
 
-// EffectiveBatchSize is BatchSize, or DefaultCleanupBatch when it is zero.
-func (p CleanupParams) EffectiveBatchSize() int { return orDefault(p.BatchSize, DefaultCleanupBatch) }
+// CleanupBatchSize is p.BatchSize, or ledger.DefaultCleanupBatch when it
+// is zero.
+func CleanupBatchSize(p ledger.CleanupParams) int {
+	return orDefault(p.BatchSize, ledger.DefaultCleanupBatch)
+}
 
 // UTC normalizes a time the way every store keeps it: UTC, truncated to the
 // microsecond (PostgreSQL's precision). The zero time stays zero.
@@ -378,18 +380,15 @@ func UTC(t time.Time) time.Time {
 	return t.UTC().Truncate(time.Microsecond)
 }
 
-// MaxEventsPerCall bounds the events one call records.
-const MaxEventsPerCall = 16
-
-func checkEvents(evs []NewEvent) error {
-	if len(evs) > MaxEventsPerCall {
-		return invalid("Events", "at most %d per call, got %d", MaxEventsPerCall, len(evs))
+func checkEvents(evs []ledger.NewEvent) error {
+	if len(evs) > ledger.MaxEventsPerCall {
+		return invalid("Events", "at most %d per call, got %d", ledger.MaxEventsPerCall, len(evs))
 	}
 	for i, e := range evs {
 		if err := checkEvent(e); err != nil {
 			// The field's name is built only for an error: this runs on
 			// every write.
-			var v *ValidationError
+			var v *ledger.ValidationError
 			if errors.As(err, &v) {
 				v.Field = fmt.Sprintf("Events[%d].%s", i, v.Field)
 			}
@@ -401,12 +400,12 @@ func checkEvents(evs []NewEvent) error {
 
 // checkEvent is checkEvents for one event, naming its fields without the
 // index.
-func checkEvent(e NewEvent) error {
+func checkEvent(e ledger.NewEvent) error {
 	if _, err := ParseEventKind(string(e.Kind)); err != nil {
 		return invalid("Kind", "%v", err)
 	}
-	if len(e.Detail) > MaxTextBytes {
-		return invalid("Detail", "is %d bytes; at most %d", len(e.Detail), MaxTextBytes)
+	if len(e.Detail) > ledger.MaxTextBytes {
+		return invalid("Detail", "is %d bytes; at most %d", len(e.Detail), ledger.MaxTextBytes)
 	}
 	if len(e.Actor) > 256 {
 		return invalid("Actor", "is %d bytes; at most 256", len(e.Actor))
@@ -421,7 +420,7 @@ func checkEvent(e NewEvent) error {
 func CheckEventsSeen(id string, expect, now int) error {
 	if now > expect {
 		return fmt.Errorf("%w: %d audit entries were recorded on operation %s after the %d the decision was made on (a provider event arrived); read it again and decide again",
-			ErrStateConflict, now-expect, id, expect)
+			ledger.ErrStateConflict, now-expect, id, expect)
 	}
 	return nil
 }

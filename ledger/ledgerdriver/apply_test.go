@@ -1,4 +1,4 @@
-package ledger_test
+package ledgerdriver_test
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // The Apply functions are pure: every case builds an operation by hand,
@@ -43,7 +44,7 @@ func newOp() ledger.NewOperation {
 // started at t0 under its key (except when pending), leased by owner until
 // after now (except when final).
 func stored(st ledger.Status) ledger.Operation {
-	op := ledger.ApplyCreate(newOp(), t0)
+	op := ledgerdriver.ApplyCreate(newOp(), t0)
 	op.Status = st
 	op.UpdatedAt = t0.Add(time.Second)
 	if st != ledger.StatusPending {
@@ -92,11 +93,11 @@ func TestApplyCreate(t *testing.T) {
 	n := newOp()
 	// A local, nanosecond time: stored as UTC microseconds.
 	at := time.Date(2026, 3, 1, 13, 0, 0, 123456789, time.FixedZone("CET", 3600))
-	got := ledger.ApplyCreate(n, at)
+	got := ledgerdriver.ApplyCreate(n, at)
 	want := ledger.Operation{
 		ID: "op-1", Key: "op-1", Provider: "stripe", Kind: "charge", References: []string{"order", "42"},
 		Fingerprint: "fp-1", Request: []byte(`{"amount":1000}`), Status: ledger.StatusPending, KeyTTL: keyTTL,
-		NextCheckAt: ledger.UTC(at), CreatedAt: ledger.UTC(at), UpdatedAt: ledger.UTC(at),
+		NextCheckAt: ledgerdriver.UTC(at), CreatedAt: ledgerdriver.UTC(at), UpdatedAt: ledgerdriver.UTC(at),
 	}
 	require.Equal(t, want, got)
 	require.Equal(t, time.UTC, got.CreatedAt.Location())
@@ -110,21 +111,21 @@ func TestApplyCreate(t *testing.T) {
 
 func TestCheckFingerprint(t *testing.T) {
 	op := stored(ledger.StatusPending)
-	require.NoError(t, ledger.CheckFingerprint(op, "fp-1"))
-	err := ledger.CheckFingerprint(op, "fp-2")
+	require.NoError(t, ledgerdriver.CheckFingerprint(op, "fp-1"))
+	err := ledgerdriver.CheckFingerprint(op, "fp-2")
 	require.ErrorIs(t, err, ledger.ErrFingerprintMismatch)
 	require.ErrorContains(t, err, "fp-2")
 }
 
 func TestValidateCreate(t *testing.T) {
-	require.NoError(t, ledger.ValidateCreate(newOp(), now))
-	err := ledger.ValidateCreate(newOp(), time.Time{})
+	require.NoError(t, ledgerdriver.ValidateCreate(newOp(), now))
+	err := ledgerdriver.ValidateCreate(newOp(), time.Time{})
 	var ve *ledger.ValidationError
 	require.ErrorAs(t, err, &ve)
 	require.Equal(t, "now", ve.Field)
 	bad := newOp()
 	bad.Fingerprint = ""
-	require.ErrorIs(t, ledger.ValidateCreate(bad, now), ledger.ErrInvalid)
+	require.ErrorIs(t, ledgerdriver.ValidateCreate(bad, now), ledger.ErrInvalid)
 }
 
 func TestApplyBegin(t *testing.T) {
@@ -165,12 +166,12 @@ func TestApplyBegin(t *testing.T) {
 		p     ledger.BeginParams
 		check func(t *testing.T, before ledger.Operation, res ledger.BeginResult, err error)
 	}{
-		{"new operation, no attempt asked", ledger.ApplyCreate(newOp(), now), begin(false),
+		{"new operation, no attempt asked", ledgerdriver.ApplyCreate(newOp(), now), begin(false),
 			claims(ledger.StatusPending, func(t *testing.T, before ledger.Operation, res ledger.BeginResult) {
 				require.Nil(t, res.Attempt)
 				require.True(t, res.Op.WindowStart.IsZero(), "nothing sent: the window stays closed")
 			})},
-		{"new operation, attempt started", ledger.ApplyCreate(newOp(), now), begin(true),
+		{"new operation, attempt started", ledgerdriver.ApplyCreate(newOp(), now), begin(true),
 			claims(ledger.StatusInFlight, func(t *testing.T, before ledger.Operation, res ledger.BeginResult) {
 				require.Equal(t, &ledger.Attempt{OperationID: "op-1", Number: 1, Key: "op-1", StartedAt: now, MayHaveReached: true}, res.Attempt)
 				require.Equal(t, now, res.Op.WindowStart, "the window opens at the first attempt")
@@ -233,7 +234,7 @@ func TestApplyBegin(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := c.op
-			res, err := ledger.ApplyBegin(c.op, c.p)
+			res, err := ledgerdriver.ApplyBegin(c.op, c.p)
 			c.check(t, before, res, err)
 			require.Equal(t, before, c.op, "the operation passed in is not modified")
 		})
@@ -247,7 +248,7 @@ func TestApplyBegin(t *testing.T) {
 			if st == ledger.StatusManualReview {
 				op.LeaseOwner = other
 			}
-			res, err := ledger.ApplyBegin(op, begin(true))
+			res, err := ledgerdriver.ApplyBegin(op, begin(true))
 			require.NoError(t, err)
 			require.Equal(t, ledger.BeginResult{Op: op}, res, "not claimed, nothing to write")
 		})
@@ -285,7 +286,7 @@ func TestApplyClaim(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := c.op
-			got, _ := applyChecked(t, c.op, c.want, func(op ledger.Operation) (ledger.Operation, error) { return ledger.ApplyClaim(op, p) })
+			got, _ := applyChecked(t, c.op, c.want, func(op ledger.Operation) (ledger.Operation, error) { return ledgerdriver.ApplyClaim(op, p) })
 			if c.want != nil {
 				return
 			}
@@ -321,7 +322,7 @@ func TestApplyStartAttempt(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := c.op
-			ch, _ := applyChecked(t, c.op, c.want, func(op ledger.Operation) (ledger.Change, error) { return ledger.ApplyStartAttempt(op, p) })
+			ch, _ := applyChecked(t, c.op, c.want, func(op ledger.Operation) (ledgerdriver.Change, error) { return ledgerdriver.ApplyStartAttempt(op, p) })
 			if c.want != nil {
 				return
 			}
@@ -342,7 +343,7 @@ func TestApplyStartAttempt(t *testing.T) {
 	t.Run("events default to the lease owner", func(t *testing.T) {
 		p := p
 		p.Events = []ledger.NewEvent{{Kind: ledger.EventLookup, Detail: `{"found":false}`}, {Kind: ledger.EventNote, Actor: "scheduler", Detail: "resend"}}
-		ch, err := ledger.ApplyStartAttempt(stored(ledger.StatusUnknown), p)
+		ch, err := ledgerdriver.ApplyStartAttempt(stored(ledger.StatusUnknown), p)
 		require.NoError(t, err)
 		require.Equal(t, []ledger.NewEvent{
 			{Kind: ledger.EventLookup, Actor: owner, Detail: `{"found":false}`},
@@ -354,7 +355,7 @@ func TestApplyStartAttempt(t *testing.T) {
 		p := p
 		p.Now = now.In(time.FixedZone("X", -7200)).Add(999)
 		p.LeaseUntil = until.In(time.FixedZone("X", -7200)).Add(999)
-		ch, err := ledger.ApplyStartAttempt(stored(ledger.StatusPending), p)
+		ch, err := ledgerdriver.ApplyStartAttempt(stored(ledger.StatusPending), p)
 		require.NoError(t, err)
 		require.Equal(t, now, ch.Op.WindowStart)
 		require.Equal(t, now, ch.Attempt.StartedAt)
@@ -386,10 +387,10 @@ func TestApplyFinishTransitions(t *testing.T) {
 				op := stored(from)
 				op.LeaseOwner = owner // final states too: the lease is not what refuses them
 				p := finishFrom(from, to)
-				ch, err := ledger.ApplyFinish(op, p, attempt1(), time.Time{})
-				if ledger.CheckTransition(from, to) != nil {
+				ch, err := ledgerdriver.ApplyFinish(op, p, attempt1(), time.Time{})
+				if ledgerdriver.CheckTransition(from, to) != nil {
 					require.ErrorIs(t, err, ledger.ErrStateConflict)
-					require.Equal(t, ledger.Change{}, ch)
+					require.Equal(t, ledgerdriver.Change{}, ch)
 					return
 				}
 				require.NoError(t, err)
@@ -414,7 +415,7 @@ func TestApplyFinishTransitions(t *testing.T) {
 			for _, l := range legal[from] {
 				want = want || l == to
 			}
-			require.Equal(t, want, ledger.CheckTransition(from, to) == nil, "%s -> %s", from, to)
+			require.Equal(t, want, ledgerdriver.CheckTransition(from, to) == nil, "%s -> %s", from, to)
 		}
 	}
 }
@@ -444,14 +445,14 @@ func TestApplyFinishPreconditions(t *testing.T) {
 		{"attempt already finished", inFlight, finishFrom(ledger.StatusInFlight, ledger.StatusSucceeded), finished, ledger.ErrStateConflict},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			applyChecked(t, c.op, c.want, func(op ledger.Operation) (ledger.Change, error) {
-				return ledger.ApplyFinish(op, c.p, c.recorded, time.Time{})
+			applyChecked(t, c.op, c.want, func(op ledger.Operation) (ledgerdriver.Change, error) {
+				return ledgerdriver.ApplyFinish(op, c.p, c.recorded, time.Time{})
 			})
 		})
 	}
 	t.Run("own expired lease nobody took", func(t *testing.T) {
 		op := with(inFlight, func(op *ledger.Operation) { op.LeaseExpiresAt = now.Add(-time.Hour) })
-		_, err := ledger.ApplyFinish(op, finishFrom(ledger.StatusInFlight, ledger.StatusSucceeded), attempt1(), time.Time{})
+		_, err := ledgerdriver.ApplyFinish(op, finishFrom(ledger.StatusInFlight, ledger.StatusSucceeded), attempt1(), time.Time{})
 		require.NoError(t, err)
 	})
 }
@@ -462,7 +463,7 @@ func TestApplyFinishAttempt(t *testing.T) {
 			p := finishFrom(ledger.StatusInFlight, ledger.StatusFailed)
 			p.Attempt = &ledger.AttemptOutcome{Number: 1, Class: ledger.OutcomeRefused, HTTPStatus: 402, ProviderRequestID: "req_1", Error: "card_declined", Replayed: replayed}
 			rec := attempt1()
-			ch, err := ledger.ApplyFinish(stored(ledger.StatusInFlight), p, rec, time.Time{})
+			ch, err := ledgerdriver.ApplyFinish(stored(ledger.StatusInFlight), p, rec, time.Time{})
 			require.NoError(t, err)
 			require.Equal(t, &ledger.Attempt{
 				OperationID: "op-1", Number: 1, Key: "op-1", StartedAt: t0, FinishedAt: now, MayHaveReached: true,
@@ -493,7 +494,7 @@ func TestApplyFinishKeyWindow(t *testing.T) {
 			t.Run(string(class)+"/"+c.name, func(t *testing.T) {
 				p := finishFrom(ledger.StatusInFlight, ledger.StatusUnknown)
 				p.Attempt = &ledger.AttemptOutcome{Number: 2, Class: class}
-				ch, err := ledger.ApplyFinish(twoAttempts, p, rec2, c.others)
+				ch, err := ledgerdriver.ApplyFinish(twoAttempts, p, rec2, c.others)
 				require.NoError(t, err)
 				require.Equal(t, class.MayHaveReached(), ch.Attempt.MayHaveReached)
 				if class.MayHaveReached() {
@@ -511,7 +512,7 @@ func TestApplyFinishKeyWindow(t *testing.T) {
 		}
 	}
 	t.Run("ignored without an attempt", func(t *testing.T) {
-		ch, err := ledger.ApplyFinish(stored(ledger.StatusUnknown), finishFrom(ledger.StatusUnknown, ledger.StatusUnknown), nil, t0.Add(time.Hour))
+		ch, err := ledgerdriver.ApplyFinish(stored(ledger.StatusUnknown), finishFrom(ledger.StatusUnknown, ledger.StatusUnknown), nil, t0.Add(time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, t0, ch.Op.WindowStart)
 		require.Nil(t, ch.Attempt)
@@ -539,7 +540,7 @@ func TestApplyFinishNextCheckAt(t *testing.T) {
 			op := stored(c.from)
 			p := finishFrom(c.from, c.to)
 			p.NextCheckAt = c.next
-			ch, err := ledger.ApplyFinish(op, p, attempt1(), time.Time{})
+			ch, err := ledgerdriver.ApplyFinish(op, p, attempt1(), time.Time{})
 			require.NoError(t, err)
 			require.Equal(t, c.want, ch.Op.NextCheckAt)
 			if c.to.Final() {
@@ -573,7 +574,7 @@ func TestApplyFinishReview(t *testing.T) {
 		}), finishFrom(ledger.StatusUnknown, ledger.StatusFailed), t0, "earlier review"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ch, err := ledger.ApplyFinish(c.op, c.p, attempt1(), time.Time{})
+			ch, err := ledgerdriver.ApplyFinish(c.op, c.p, attempt1(), time.Time{})
 			require.NoError(t, err)
 			require.Equal(t, c.wantAt, ch.Op.ReviewAt)
 			require.Equal(t, c.wantReason, ch.Op.ReviewReason)
@@ -588,7 +589,7 @@ func TestApplyFinishLease(t *testing.T) {
 				op := stored(ledger.StatusInFlight)
 				p := finishFrom(ledger.StatusInFlight, to)
 				p.KeepLease = keep
-				ch, err := ledger.ApplyFinish(op, p, attempt1(), time.Time{})
+				ch, err := ledgerdriver.ApplyFinish(op, p, attempt1(), time.Time{})
 				require.NoError(t, err)
 				if keep && !to.Terminal() {
 					require.Equal(t, owner, ch.Op.LeaseOwner)
@@ -606,7 +607,7 @@ func TestApplyFinishRecordsResult(t *testing.T) {
 		op.ProviderRef, op.Result = "pi_old", []byte(`{"old":true}`)
 	})
 	t.Run("empty values keep what is recorded", func(t *testing.T) {
-		ch, err := ledger.ApplyFinish(op, finishFrom(ledger.StatusUnknown, ledger.StatusUnknown), nil, time.Time{})
+		ch, err := ledgerdriver.ApplyFinish(op, finishFrom(ledger.StatusUnknown, ledger.StatusUnknown), nil, time.Time{})
 		require.NoError(t, err)
 		require.Equal(t, "pi_old", ch.Op.ProviderRef)
 		require.Equal(t, `{"old":true}`, string(ch.Op.Result))
@@ -616,7 +617,7 @@ func TestApplyFinishRecordsResult(t *testing.T) {
 	t.Run("set values replace it", func(t *testing.T) {
 		p := finishFrom(ledger.StatusUnknown, ledger.StatusSucceeded)
 		p.ProviderRef, p.Result = "pi_new", []byte(`{"new":true}`)
-		ch, err := ledger.ApplyFinish(op, p, nil, time.Time{})
+		ch, err := ledgerdriver.ApplyFinish(op, p, nil, time.Time{})
 		require.NoError(t, err)
 		require.Equal(t, "pi_new", ch.Op.ProviderRef)
 		require.Equal(t, `{"new":true}`, string(ch.Op.Result))
@@ -633,7 +634,7 @@ func TestApplyFinishEvents(t *testing.T) {
 	p.Events = []ledger.NewEvent{{Kind: ledger.EventLookup, Detail: `{"status":"succeeded"}`}, {Kind: ledger.EventNote, Actor: "scheduler"}}
 	p.Resolution = &ledger.Resolution{Actor: "reconciler", Note: `found <after> the window & "late"`, Outcome: ledger.ResolveSucceeded}
 
-	ch, err := ledger.ApplyFinish(op, p, nil, time.Time{})
+	ch, err := ledgerdriver.ApplyFinish(op, p, nil, time.Time{})
 	require.NoError(t, err)
 	require.Equal(t, &ledger.Resolution{Actor: "reconciler", Note: p.Resolution.Note, Outcome: ledger.ResolveSucceeded, At: now}, ch.Op.Resolution, "At defaults to Now")
 	require.Equal(t, []ledger.NewEvent{
@@ -643,7 +644,7 @@ func TestApplyFinishEvents(t *testing.T) {
 	}, ch.Events, "the caller's events, then the resolution")
 
 	p.Resolution.At = t0.In(time.FixedZone("X", 3600)).Add(1)
-	ch, err = ledger.ApplyFinish(op, p, nil, time.Time{})
+	ch, err = ledgerdriver.ApplyFinish(op, p, nil, time.Time{})
 	require.NoError(t, err)
 	require.Equal(t, t0, ch.Op.Resolution.At, "a given At is kept, as UTC microseconds")
 }
@@ -653,9 +654,9 @@ func TestApplyResolveNotInReview(t *testing.T) {
 		for _, outcome := range []ledger.ResolutionOutcome{ledger.ResolveSucceeded, ledger.ResolveFailed, ledger.ResolveResend} {
 			t.Run(string(st)+"/"+string(outcome), func(t *testing.T) {
 				p := ledger.ResolveParams{ID: "op-1", Actor: "alice", Note: "n", Outcome: outcome, ProviderRef: "pi_x", NewKey: "op-1-g1", NewGeneration: 1, Now: now}
-				ch, err := ledger.ApplyResolve(stored(st), p)
+				ch, err := ledgerdriver.ApplyResolve(stored(st), p)
 				require.ErrorIs(t, err, ledger.ErrNotInReview)
-				require.Equal(t, ledger.Change{}, ch)
+				require.Equal(t, ledgerdriver.Change{}, ch)
 			})
 		}
 	}
@@ -682,7 +683,7 @@ func TestApplyResolve(t *testing.T) {
 			p := c.p
 			p.ID, p.Actor, p.Note, p.Now = "op-1", "alice", "checked the dashboard", now
 			before := review
-			ch, err := ledger.ApplyResolve(review, p)
+			ch, err := ledgerdriver.ApplyResolve(review, p)
 			require.NoError(t, err)
 			require.Equal(t, before, review, "the operation passed in is not modified")
 			op := ch.Op
@@ -732,7 +733,7 @@ func TestApplyResolveResend(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := c.op
-			ch, err := applyChecked(t, c.op, c.want, func(op ledger.Operation) (ledger.Change, error) { return ledger.ApplyResolve(op, c.p) })
+			ch, err := applyChecked(t, c.op, c.want, func(op ledger.Operation) (ledgerdriver.Change, error) { return ledgerdriver.ApplyResolve(op, c.p) })
 			if c.want != nil {
 				if c.field != "" {
 					var ve *ledger.ValidationError
@@ -769,7 +770,7 @@ func TestApplyResolveResend(t *testing.T) {
 	t.Run("a resend's provider reference is not recorded", func(t *testing.T) {
 		p := resend(1, "op-1-g1")
 		p.ProviderRef = "pi_ignored"
-		ch, err := ledger.ApplyResolve(stored(ledger.StatusManualReview), p)
+		ch, err := ledgerdriver.ApplyResolve(stored(ledger.StatusManualReview), p)
 		require.NoError(t, err)
 		require.Empty(t, ch.Op.ProviderRef)
 		require.NotContains(t, ch.Events[0].Detail, "pi_ignored")
@@ -803,12 +804,12 @@ func TestApplyFinishPendingNeedsAClosedWindow(t *testing.T) {
 	p := finishFrom(ledger.StatusInFlight, ledger.StatusPending)
 	p.Attempt = &ledger.AttemptOutcome{Number: 2, Class: ledger.OutcomeNotSent}
 
-	ch, err := ledger.ApplyFinish(twoAttempts, p, rec2, time.Time{})
+	ch, err := ledgerdriver.ApplyFinish(twoAttempts, p, rec2, time.Time{})
 	require.NoError(t, err, "no other attempt may have reached: pending")
 	require.Equal(t, ledger.StatusPending, ch.Op.Status)
 	require.True(t, ch.Op.WindowStart.IsZero())
 
-	_, err = ledger.ApplyFinish(twoAttempts, p, rec2, t0)
+	_, err = ledgerdriver.ApplyFinish(twoAttempts, p, rec2, t0)
 	require.ErrorIs(t, err, ledger.ErrStateConflict, "attempt 1 may have reached the provider: unknown, not pending")
 
 	for _, class := range ledger.OutcomeClasses {
@@ -816,7 +817,7 @@ func TestApplyFinishPendingNeedsAClosedWindow(t *testing.T) {
 			continue
 		}
 		p.Attempt.Class = class
-		_, err := ledger.ApplyFinish(twoAttempts, p, rec2, time.Time{})
+		_, err := ledgerdriver.ApplyFinish(twoAttempts, p, rec2, time.Time{})
 		require.ErrorIs(t, err, ledger.ErrStateConflict, "a %s attempt may have reached the provider", class)
 	}
 }
@@ -838,7 +839,7 @@ func TestCheckLeaseGranted(t *testing.T) {
 		{"longer than the lease", 2*time.Minute + time.Second + 400*time.Microsecond, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			err := ledger.CheckLeaseGranted(`operation "op-1"`, now, now.Add(lease), c.waited)
+			err := ledgerdriver.CheckLeaseGranted(`operation "op-1"`, now, now.Add(lease), c.waited)
 			if c.ok {
 				require.NoError(t, err)
 				return
@@ -869,7 +870,7 @@ func TestRequestAmount(t *testing.T) {
 		{``, 0, ""},
 	} {
 		t.Run(c.request, func(t *testing.T) {
-			amount, currency := ledger.RequestAmount([]byte(c.request))
+			amount, currency := ledgerdriver.RequestAmount([]byte(c.request))
 			require.Equal(t, c.amount, amount)
 			require.Equal(t, c.currency, currency)
 		})
@@ -883,8 +884,8 @@ func TestTombstone(t *testing.T) {
 		op.Resolution = &ledger.Resolution{Actor: "alice", Note: "n", Outcome: ledger.ResolveSucceeded, At: t0}
 	})
 	at := now.Add(30 * 24 * time.Hour)
-	tomb := ledger.TombstoneOf(op, at.In(time.FixedZone("CET", 3600)).Add(123))
-	require.Equal(t, ledger.Tombstone{
+	tomb := ledgerdriver.TombstoneOf(op, at.In(time.FixedZone("CET", 3600)).Add(123))
+	require.Equal(t, ledgerdriver.Tombstone{
 		ID: "op-1", Key: "op-1", Provider: "stripe", Kind: "charge", References: []string{"order", "42"}, Fingerprint: "fp-1",
 		Status: ledger.StatusSucceeded, ProviderRef: "pi_1", Result: []byte(`{"status":"succeeded"}`), Amount: 1000, Currency: "EUR",
 		KeyTTL: keyTTL, CreatedAt: t0, FinishedAt: t0.Add(time.Second), TombstonedAt: at,
@@ -902,11 +903,11 @@ func TestTombstone(t *testing.T) {
 	// A late Begin on the tombstone gets it back unclaimed, like any
 	// terminal operation; another request is refused.
 	begin := ledger.BeginParams{Op: newOp(), Owner: owner, Now: at, LeaseUntil: at.Add(time.Minute), StartAttempt: true}
-	res, err := ledger.ApplyBegin(tomb.Operation(), begin)
+	res, err := ledgerdriver.ApplyBegin(tomb.Operation(), begin)
 	require.NoError(t, err)
 	require.Equal(t, ledger.BeginResult{Op: tomb.Operation()}, res)
 	begin.Op.Fingerprint = "fp-other"
-	_, err = ledger.ApplyBegin(tomb.Operation(), begin)
+	_, err = ledgerdriver.ApplyBegin(tomb.Operation(), begin)
 	require.ErrorIs(t, err, ledger.ErrFingerprintMismatch)
 }
 

@@ -1,4 +1,4 @@
-package ledger_test
+package ledgerdriver_test
 
 import (
 	"strings"
@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // A bad reference part or event is named with its index, so that the
@@ -15,11 +16,11 @@ import (
 func TestValidationNamesTheIndex(t *testing.T) {
 	op := ledger.NewOperation{ID: "op", Key: "op", Provider: "stripe", Kind: "charge", References: []string{"order", "a\x00b"},
 		Fingerprint: "fp", Request: []byte(`{}`), KeyTTL: 24 * 60 * 60 * 1e9}
-	require.ErrorContains(t, op.Validate(), "invalid References[1]: must not contain a NUL byte")
+	require.ErrorContains(t, ledgerdriver.ValidateOperation(op), "invalid References[1]: must not contain a NUL byte")
 	op.References[1] = ""
-	require.ErrorContains(t, op.Validate(), "invalid References[1]: must not be empty")
+	require.ErrorContains(t, ledgerdriver.ValidateOperation(op), "invalid References[1]: must not be empty")
 	op.References[1] = "1"
-	require.NoError(t, op.Validate())
+	require.NoError(t, ledgerdriver.ValidateOperation(op))
 
 	good := ledger.NewEvent{Kind: ledger.EventNote, Actor: "w"}
 	for _, c := range []struct {
@@ -32,7 +33,7 @@ func TestValidationNamesTheIndex(t *testing.T) {
 		{ledger.NewEvent{Kind: good.Kind, Detail: "\xff"}, "invalid Events[1].Detail: must be valid UTF-8"},
 	} {
 		p := ledger.StartAttemptParams{ID: "op", Events: []ledger.NewEvent{good, c.bad}}
-		err := p.Validate()
+		err := ledgerdriver.ValidateStartAttempt(p)
 		require.ErrorContains(t, err, c.want)
 		require.ErrorIs(t, err, ledger.ErrInvalid)
 	}
@@ -60,7 +61,7 @@ func TestCleanupInboxRetentionOutlastsRedelivery(t *testing.T) {
 	} {
 		p := valid
 		p.InboxRetention, p.WebhookRedelivery = c.inbox, c.redelivery
-		err := p.Validate()
+		err := ledgerdriver.ValidateCleanup(p)
 		if c.want == "" {
 			require.NoError(t, err, "inbox %v, redelivery %v", c.inbox, c.redelivery)
 			continue

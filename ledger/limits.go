@@ -1,0 +1,21 @@
+package ledger
+
+// Limits shared by every store.
+const (
+	// MaxLimit bounds Limit in listing and claiming calls.
+	MaxLimit = 10000
+	// DefaultListLimit is the Limit used when a filter leaves it zero.
+	DefaultListLimit = 100
+	// DefaultCleanupBatch is the BatchSize used when CleanupParams leaves it zero.
+	DefaultCleanupBatch = 1000
+	// MaxCleanupBatch bounds CleanupParams.BatchSize.
+	MaxCleanupBatch = 100000
+	// MaxRequestBytes bounds the canonical request stored with an operation.
+	MaxRequestBytes = 64 << 10
+	// MaxTextBytes bounds free text (error text, notes, reasons) stored by
+	// the ledger; longer text is refused, not truncated silently.
+	MaxTextBytes = 8 << 10
+)
+
+// MaxEventsPerCall bounds the events one call records.
+const MaxEventsPerCall = 16
