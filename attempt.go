@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/semconv"
 )
 
 // The attempt loop: one operation, leased by a call (Client.do) or by
@@ -141,7 +142,7 @@ func (c *Client) sendAttempt(ctx context.Context, r *run) (done bool, err error)
 		// and reconciliation will look it up: never a blind resend.
 		// Warn, not Error: the design expects a ledger to fail now and
 		// then, and recovers from it by itself (the lookup above).
-		c.cfg.Logger.Warn("payonce: recording an attempt outcome failed", LogKeyOperation, r.op.ID, "attempt", att.Number, "class", string(out.Class), "error", err)
+		c.cfg.Logger.Warn("payonce: recording an attempt outcome failed", semconv.LogKeyOperation, r.op.ID, "attempt", att.Number, "class", string(out.Class), "error", err)
 		return true, &recordError{what: "the attempt's outcome", err: err}
 	}
 	c.recorded(actx, fp.From, op)
@@ -158,7 +159,7 @@ func (c *Client) sendAttempt(ctx context.Context, r *run) (done bool, err error)
 		return true, ErrOutcomeUnknown
 	}
 	if debugOn(c.cfg.Logger) {
-		c.cfg.Logger.Debug("payonce: attempt recorded", LogKeyOperation, op.ID, "kind", op.Kind, "attempt", att.Number, "class", string(out.Class), "status", string(op.Status))
+		c.cfg.Logger.Debug("payonce: attempt recorded", semconv.LogKeyOperation, op.ID, "kind", op.Kind, "attempt", att.Number, "class", string(out.Class), "status", string(op.Status))
 	}
 	span.end(out, errText) // the backoff is not part of the attempt
 	c.pauseBeforeNext(ctx, r, out.RetryAfter)
@@ -581,10 +582,10 @@ func (c *Client) recorded(ctx context.Context, from ledger.Status, op ledger.Ope
 		return
 	}
 	if op.Status == ledger.StatusManualReview {
-		c.cfg.Logger.Warn("payonce: operation sent to manual review", LogKeyOperation, op.ID, "kind", op.Kind,
+		c.cfg.Logger.Warn("payonce: operation sent to manual review", semconv.LogKeyOperation, op.ID, "kind", op.Kind,
 			"from", string(from), "reason", op.ReviewReason, "reason_code", ReviewReasonCode(op.ReviewReason))
 	} else if debugOn(c.cfg.Logger) {
-		c.cfg.Logger.Debug("payonce: operation state changed", LogKeyOperation, op.ID, "kind", op.Kind,
+		c.cfg.Logger.Debug("payonce: operation state changed", semconv.LogKeyOperation, op.ID, "kind", op.Kind,
 			"from", string(from), "to", string(op.Status))
 	}
 	c.cfg.Hooks.fire(ctx, c.cfg.Logger, from, op)
@@ -607,7 +608,7 @@ func (c *Client) lookupFailed(ctx context.Context, opID string, err error) {
 	if ctx.Err() != nil {
 		level = slog.LevelDebug
 	}
-	c.cfg.Logger.Log(ctx, level, "payonce: status lookup failed", LogKeyOperation, opID, "error", err)
+	c.cfg.Logger.Log(ctx, level, "payonce: status lookup failed", semconv.LogKeyOperation, opID, "error", err)
 }
 
 // checkAfter spaces lookups of an operation out as it ages: a tenth of its

@@ -83,7 +83,8 @@ type Config struct {
 	// ledger.
 	InboxRetention time.Duration
 	// MeterProvider receives the client's metrics (payonce.call.duration,
-	// payonce.attempts, ...: MetricNames). Defaults to otel.GetMeterProvider().
+	// payonce.attempts, ...: semconv.MetricNames). Defaults to
+	// otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
 	// TracerProvider receives the client's spans: one per call
 	// ("payonce.charge", ...), with a child per attempt and per lookup.

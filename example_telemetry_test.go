@@ -10,10 +10,11 @@ import (
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/semconv"
 )
 
 // A client reporting to an application's OpenTelemetry providers. payonce
-// records its own metrics and spans (payonce.MetricNames) and leaves HTTP
+// records its own metrics and spans (semconv.MetricNames) and leaves HTTP
 // and SQL to the instrumentation made for them, which the application
 // installs where payonce's requests and queries pass:
 //
@@ -40,7 +41,7 @@ func Example_openTelemetry() {
 	var store ledger.Store                                       // e.g. ledgerpg.New(pool, ledgerpg.Config{})
 	httpClient := &http.Client{Transport: http.DefaultTransport} // otelhttp.NewTransport(...) in production
 	if psp == nil || store == nil {
-		fmt.Println("metrics:", len(payonce.MetricNames()))
+		fmt.Println("metrics:", len(semconv.MetricNames()))
 		return
 	}
 	client, err := payonce.New(payonce.Config{Provider: psp, Store: store, HTTPClient: httpClient,

@@ -14,6 +14,7 @@ import (
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/mocks"
 	"github.com/payonce/payonce/providers/providertest"
+	"github.com/payonce/payonce/semconv"
 )
 
 // hookLog records what hooks were called with, and what the ledger said
@@ -154,7 +155,7 @@ func TestHooksContained(t *testing.T) {
 	panics := logs.withMessage("payonce: hook panicked")
 	require.Len(t, panics, 1)
 	require.Equal(t, slog.LevelError, panics[0].level)
-	require.Equal(t, res.OperationID, panics[0].attrs[payonce.LogKeyOperation])
+	require.Equal(t, res.OperationID, panics[0].attrs[semconv.LogKeyOperation])
 	require.Contains(t, panics[0].attrs["panic"], "hook bug (test)")
 
 	released := make(chan struct{})

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/semconv"
 )
 
 // ReconcilerConfig configures a Reconciler. Zero fields take the defaults
@@ -424,7 +425,7 @@ func (r *Reconciler) releaseUnstarted(ctx context.Context, owner string, ops []l
 		}
 		if _, err := r.cfg.Store.Finish(rctx, fp); err != nil {
 			r.cfg.Logger.Warn("payonce: giving up a claimed operation's lease failed; it is due again when the lease ends",
-				LogKeyOperation, op.ID, "lease_until", op.LeaseExpiresAt, "error", err)
+				semconv.LogKeyOperation, op.ID, "lease_until", op.LeaseExpiresAt, "error", err)
 			if rctx.Err() != nil {
 				return released
 			}

@@ -11,6 +11,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/semconv"
 )
 
 // This test binary never registers a global provider, so
@@ -62,7 +63,7 @@ func TestTelemetryFreeWhenUnset(t *testing.T) {
 		look.end(lctx, LookupResult{State: LookupSucceeded}, nil, ActRecordSucceeded)
 		tel.moved(cctx, "charge", ledger.StatusUnknown, ledger.StatusManualReview, ReasonWindowPassed)
 		tel.breakerChanged("open")
-		tel.webhook(cctx, WebhookResultRecorded, ledger.WebhookReport{})
+		tel.webhook(cctx, semconv.WebhookResultRecorded, ledger.WebhookReport{})
 		call.end(cctx, now, Result{Status: ResultUnknown}, fail)
 	})
 	if allocs != 0 {
