@@ -171,7 +171,7 @@ func (c *Client) sendAttempt(ctx context.Context, r *run) (done bool, err error)
 func (c *Client) sendJournaled(ctx context.Context, r *run, att *ledger.Attempt) (Outcome, string) {
 	now := c.cfg.Now()
 	switch {
-	case r.windowOpenBefore && !InsideWindow(r.op, now, c.cfg.SafetyMargin):
+	case r.windowOpenBefore && !insideWindow(r.op, now, c.cfg.SafetyMargin):
 		// The window was checked before the attempt was journaled; a slow
 		// ledger write may have used up the margin since. Rule 5: nothing
 		// is sent outside the window, journal or not.
@@ -244,7 +244,7 @@ func (c *Client) lookupAndDecide(ctx context.Context, r *run, mayResend bool) (d
 		c.lookupFailed(ctx, r.op.ID, lerr)
 	}
 	now := c.cfg.Now()
-	in := DecideInput{
+	in := decideInput{
 		Op: r.op, LastAttemptAt: h.lastEnd, Lookup: lr, LookupErr: lerr, Now: now,
 		Margin: c.cfg.SafetyMargin, CheckAfter: c.checkAfter(r.op, now), ProcessingReviewAfter: c.cfg.ProcessingReviewAfter,
 		KeyAnswered: h.keyAnswered,
@@ -257,14 +257,14 @@ func (c *Client) lookupAndDecide(ctx context.Context, r *run, mayResend bool) (d
 		// within one call are bounded by Retry.MaxAttempts and its backoff.
 		in.ResendNotBefore = h.lastEnd.Add(c.resendDelay(r.op.Attempts))
 	}
-	d := Decide(in)
+	d := decide(in)
 	span.end(ctx, lr, lerr, d.Action)
-	if d.Action == ActResend && !mayResend {
+	if d.Action == actResend && !mayResend {
 		res, err := c.release(ctx, r, ErrOutcomeUnknown)
 		return true, res, err
 	}
 	event := lookupEvent(lr, lerr)
-	if d.Action == ActResend {
+	if d.Action == actResend {
 		if err := c.startAttempt(ctx, r, event); err != nil {
 			res, err := c.leaseError(ctx, r, err)
 			return true, res, err

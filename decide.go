@@ -8,7 +8,7 @@ import (
 )
 
 // The decision table, both halves, as pure functions: decideSend says what
-// the classified answer to a send means for the operation, Decide what a
+// the classified answer to a send means for the operation, decide what a
 // status lookup's answer means after a "maybe sent" outcome, and
 // decideInReview what a read-only lookup of an operation in review means.
 // attempt.go carries their decisions out; nothing here reads a clock or a
@@ -74,22 +74,22 @@ func decideSend(out Outcome, windowOpenBefore bool) sendDecision {
 	}
 }
 
-// Action is what the decision table says to do after a status lookup.
-type Action string
+// action is what the decision table says to do after a status lookup.
+type action string
 
 const (
-	// ActRecordSucceeded: the provider confirms the operation took effect.
-	ActRecordSucceeded Action = "record_succeeded"
-	// ActRecordFailed: the provider confirms the operation definitively failed.
-	ActRecordFailed Action = "record_failed"
-	// ActResend: the provider has no record and still remembers keys sent
+	// actRecordSucceeded: the provider confirms the operation took effect.
+	actRecordSucceeded action = "record_succeeded"
+	// actRecordFailed: the provider confirms the operation definitively failed.
+	actRecordFailed action = "record_failed"
+	// actResend: the provider has no record and still remembers keys sent
 	// when the first attempt did: resend with the same key.
-	ActResend Action = "resend"
-	// ActCheckLater: nothing to conclude yet; look up again at NextCheckAt.
-	ActCheckLater Action = "check_later"
-	// ActReview: automation must stop; an operator decides. NextCheckAt,
+	actResend action = "resend"
+	// actCheckLater: nothing to conclude yet; look up again at NextCheckAt.
+	actCheckLater action = "check_later"
+	// actReview: automation must stop; an operator decides. NextCheckAt,
 	// when set, asks for further read-only lookups while in review.
-	ActReview Action = "review"
+	actReview action = "review"
 )
 
 // Review reasons recorded with ActReview. They are stable strings that
@@ -102,8 +102,8 @@ const (
 	ReasonContradicted = ledger.ReasonContradicted
 )
 
-// DecideInput is everything the decision table looks at.
-type DecideInput struct {
+// decideInput is everything the decision table looks at.
+type decideInput struct {
 	// Op is the operation as the ledger holds it (WindowStart, KeyExpiresAt).
 	Op ledger.Operation
 	// LastAttemptAt is when the operation's latest attempt ended: its last
@@ -133,31 +133,31 @@ type DecideInput struct {
 	ResendNotBefore time.Time
 }
 
-// Decision is the decision table's answer.
-type Decision struct {
-	Action      Action
+// decision is the decision table's answer.
+type decision struct {
+	Action      action
 	Reason      string
 	NextCheckAt time.Time
 }
 
 // status is the operation's next status under d, for every action but
-// ActResend (which journals an attempt instead): unchanged means unknown.
-func (d Decision) status() ledger.Status {
+// actResend (which journals an attempt instead): unchanged means unknown.
+func (d decision) status() ledger.Status {
 	switch d.Action {
-	case ActRecordSucceeded:
+	case actRecordSucceeded:
 		return ledger.StatusSucceeded
-	case ActRecordFailed:
+	case actRecordFailed:
 		return ledger.StatusFailed
-	case ActReview:
+	case actReview:
 		return ledger.StatusManualReview
 	}
 	return ledger.StatusUnknown
 }
 
-// InsideWindow reports whether a resend with the operation's current key is
+// insideWindow reports whether a resend with the operation's current key is
 // still safe at now: no attempt may have reached the provider yet (the window
 // is not open), or the provider still remembers the key, with margin to spare.
-func InsideWindow(op ledger.Operation, now time.Time, margin time.Duration) bool {
+func insideWindow(op ledger.Operation, now time.Time, margin time.Duration) bool {
 	if op.WindowStart.IsZero() {
 		// Rule 2 makes this a proof: every attempt is journaled before it
 		// is sent, so no open window means nothing can have been sent.
@@ -166,7 +166,7 @@ func InsideWindow(op ledger.Operation, now time.Time, margin time.Duration) bool
 	return now.Before(op.KeyExpiresAt.Add(-margin))
 }
 
-// Decide is the decision table of docs/ARCHITECTURE.md as a pure function:
+// decide is the decision table of docs/ARCHITECTURE.md as a pure function:
 // after a "maybe sent" outcome, what the status lookup's answer means.
 //
 //	lookup says            inside key window        window passed
@@ -183,50 +183,50 @@ func InsideWindow(op ledger.Operation, now time.Time, margin time.Duration) bool
 // "check later". Inside the window, "not found" resends only when the key's
 // answer is not a replayed stored error (KeyAnswered) and ResendNotBefore
 // has come; otherwise it is "check later".
-func Decide(in DecideInput) Decision {
-	inside := InsideWindow(in.Op, in.Now, in.Margin)
+func decide(in decideInput) decision {
+	inside := insideWindow(in.Op, in.Now, in.Margin)
 	later := in.Now.Add(in.CheckAfter)
 	if in.LookupErr != nil {
 		if inside {
-			return Decision{Action: ActCheckLater, NextCheckAt: later}
+			return decision{Action: actCheckLater, NextCheckAt: later}
 		}
 		// Rule 5: outside the window nothing may be sent, and a failing
 		// lookup cannot prove the money did not move. Keep looking read-only.
-		return Decision{Action: ActReview, Reason: ReasonWindowPassed, NextCheckAt: later}
+		return decision{Action: actReview, Reason: ReasonWindowPassed, NextCheckAt: later}
 	}
 	if in.Lookup.Contradiction != "" {
 		// The object found is not this operation's (another amount,
 		// currency or operation id): neither its success nor its failure
 		// can be recorded, and a resend could move money again.
-		return Decision{Action: ActReview, Reason: ReasonContradicted}
+		return decision{Action: actReview, Reason: ReasonContradicted}
 	}
 	switch in.Lookup.State {
 	case LookupSucceeded:
-		return Decision{Action: ActRecordSucceeded}
+		return decision{Action: actRecordSucceeded}
 	case LookupFailed:
-		return Decision{Action: ActRecordFailed}
+		return decision{Action: actRecordFailed}
 	case LookupMultiple:
 		// Money already moved more than once: no automation can fix that.
-		return Decision{Action: ActReview, Reason: ReasonDuplicated}
+		return decision{Action: actReview, Reason: ReasonDuplicated}
 	case LookupProcessing:
 		if !inside && in.ProcessingReviewAfter > 0 && !in.Op.WindowStart.IsZero() &&
 			in.Now.Sub(in.Op.WindowStart) >= in.ProcessingReviewAfter {
-			return Decision{Action: ActReview, Reason: ReasonProcessing, NextCheckAt: later}
+			return decision{Action: actReview, Reason: ReasonProcessing, NextCheckAt: later}
 		}
-		return Decision{Action: ActCheckLater, NextCheckAt: later}
+		return decision{Action: actCheckLater, NextCheckAt: later}
 	case LookupNotFound:
 		// An eventually consistent search may not show an object created by
 		// the last attempt yet: "not found" proves nothing until the lag has
 		// passed, and acting on it early could send a second charge.
 		if settled := in.LastAttemptAt.Add(in.Lookup.Lag); in.Lookup.Lag > 0 && in.Now.Before(settled) {
-			return Decision{Action: ActCheckLater, NextCheckAt: settled}
+			return decision{Action: actCheckLater, NextCheckAt: settled}
 		}
 		if inside && in.KeyAnswered {
 			// The provider stored an error under this key and replays it:
 			// a resend cannot change the answer, and each one counts
 			// against the provider's limits. Keep looking until the window
 			// passes.
-			return Decision{Action: ActCheckLater, NextCheckAt: later}
+			return decision{Action: actCheckLater, NextCheckAt: later}
 		}
 		if inside && in.Now.Before(in.ResendNotBefore) {
 			next := in.ResendNotBefore
@@ -235,16 +235,16 @@ func Decide(in DecideInput) Decision {
 				// when it does, to hand the operation to a person then.
 				next = closes
 			}
-			return Decision{Action: ActCheckLater, NextCheckAt: next}
+			return decision{Action: actCheckLater, NextCheckAt: next}
 		}
 		if inside {
-			return Decision{Action: ActResend}
+			return decision{Action: actResend}
 		}
 		// Rule 5: the provider may have forgotten the key; a resend would be
 		// processed as a new request, so only a person may decide.
-		return Decision{Action: ActReview, Reason: ReasonWindowPassed, NextCheckAt: later}
+		return decision{Action: actReview, Reason: ReasonWindowPassed, NextCheckAt: later}
 	}
-	return Decision{Action: ActCheckLater, NextCheckAt: later, Reason: fmt.Sprintf("unrecognised lookup state %q", in.Lookup.State)}
+	return decision{Action: actCheckLater, NextCheckAt: later, Reason: fmt.Sprintf("unrecognised lookup state %q", in.Lookup.State)}
 }
 
 // reviewDecision is what a read-only lookup of an operation in review means.
@@ -259,16 +259,16 @@ type reviewDecision struct {
 	StopChecking bool
 }
 
-// action is the review decision as the Action its lookup is counted under
+// action is the review decision as the action its lookup is counted under
 // (payonce.lookups): settled succeeded or failed, or kept in review.
-func (d reviewDecision) action() Action {
+func (d reviewDecision) action() action {
 	switch d.Settle {
 	case ledger.ResolveSucceeded:
-		return ActRecordSucceeded
+		return actRecordSucceeded
 	case ledger.ResolveFailed:
-		return ActRecordFailed
+		return actRecordFailed
 	}
-	return ActReview
+	return actReview
 }
 
 // decideInReview is the table for operations in review. Automation never

@@ -390,7 +390,7 @@ func lookupAnswer(lr LookupResult, lerr error) string {
 
 // end counts the lookup by answer and decision and ends its span. A
 // failed lookup fails the span; what it found, whatever it was, does not.
-func (l lookupSpan) end(ctx context.Context, lr LookupResult, lerr error, decision Action) {
+func (l lookupSpan) end(ctx context.Context, lr LookupResult, lerr error, decision action) {
 	answer := lookupAnswer(lr, lerr)
 	l.t.add(ctx, l.t.lookups, l.t.provider, semconv.AttrKind.String(l.kind), semconv.AttrAnswer.String(answer), semconv.AttrDecision.String(string(decision)))
 	if l.span == nil {

@@ -60,7 +60,7 @@ func TestTelemetryFreeWhenUnset(t *testing.T) {
 		tel.moved(actx, "charge", ledger.StatusInFlight, ledger.StatusUnknown, "")
 		att.end(out, "timeout")
 		lctx, look := tel.startLookup(cctx, "charge")
-		look.end(lctx, LookupResult{State: LookupSucceeded}, nil, ActRecordSucceeded)
+		look.end(lctx, LookupResult{State: LookupSucceeded}, nil, actRecordSucceeded)
 		tel.moved(cctx, "charge", ledger.StatusUnknown, ledger.StatusManualReview, ReasonWindowPassed)
 		tel.breakerChanged("open")
 		tel.webhook(cctx, semconv.WebhookResultRecorded, ledger.WebhookReport{})
