@@ -76,17 +76,7 @@ type ReconcilerConfig struct {
 	// review, OnPass after every pass. Best-effort, after the ledger
 	// commit, bounded by Hooks.Timeout (see Hooks). The Clients' own
 	// Config.Hooks fire for the same operations too: set one or the other.
-	Hooks ReconcilerHooks
-}
-
-// ReconcilerHooks are the Reconciler's in-process callbacks: the Hooks of
-// the operations its passes move, and OnPass.
-type ReconcilerHooks struct {
-	Hooks
-	// OnPass is called after every pass (RunOnce, and each pass of Run)
-	// with its report, also when claiming failed (the report so far). It
-	// gets its own copy of the report.
-	OnPass func(rep ReconcileReport)
+	Hooks Hooks
 }
 
 // Reconciler drives unfinished operations to a terminal state in the
@@ -153,7 +143,7 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.Hooks.Hooks = hooks
+	cfg.Hooks = hooks
 	switch {
 	case cfg.BatchSize < 1 || cfg.BatchSize > ledger.MaxLimit:
 		return nil, invalid("ReconcilerConfig.BatchSize", "must be between 1 and %d, got %d", ledger.MaxLimit, cfg.BatchSize)

@@ -627,7 +627,8 @@ func (c *statsCache) read(ctx context.Context) (ledger.Stats, time.Time, error) 
 	return c.st, now, c.err
 }
 
-// Hooks are in-process callbacks on what happened to an operation. They are
+// Hooks are in-process callbacks on what happened to an operation, for a
+// Client (Config.Hooks) or a Reconciler (ReconcilerConfig.Hooks). They are
 // best-effort: they run in this process only, after the ledger committed
 // the change, and a crash, a deploy or a timed-out hook loses the
 // notification while the ledger keeps the fact. They are not a durable
@@ -649,6 +650,11 @@ type Hooks struct {
 	// OnReview is called when an operation enters manual_review, with the
 	// reason recorded (ReviewReasonCode gives its code).
 	OnReview func(ctx context.Context, res Result, reason string)
+	// OnPass is called by a Reconciler after every pass (RunOnce, and each
+	// pass of Run) with its report, also when claiming failed (the report
+	// so far). It gets its own copy of the report. A Client never calls it:
+	// one Hooks value may serve both Config.Hooks and ReconcilerConfig.Hooks.
+	OnPass func(rep ReconcileReport)
 	// Timeout is how long a hook may hold up the goroutine that calls it.
 	// Defaults to 1 s.
 	Timeout time.Duration
