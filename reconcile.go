@@ -254,7 +254,7 @@ func (r *Reconciler) onPass(ctx context.Context, rep ReconcileReport) {
 // On stopping, Run gives up the leases of the operations its last pass had
 // claimed but not started (RunOnce), so that a deploy does not leave them
 // waiting for their leases to end. Stop Run after the service's own calls
-// have drained (doc.go, "Lifecycle").
+// have drained (the package documentation's "Lifecycle" section).
 func (r *Reconciler) Run(ctx context.Context) error {
 	for {
 		rep, err := r.RunOnce(ctx)
