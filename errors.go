@@ -74,14 +74,24 @@ func invalid(field, format string, args ...any) error {
 
 // DeclinedError is a definitive refusal by the provider: a card decline, a
 // validation or authentication error. The operation is recorded as failed.
+//
+// Its JSON form uses the snake_case names of its tags, leaving out what the
+// provider did not send.
 type DeclinedError struct {
-	Provider    string
-	Code        string
-	DeclineCode string
-	Message     string
-	ProviderRef string
-	HTTPStatus  int
-	RequestID   string
+	// Provider is the provider's name (Provider.Name).
+	Provider string `json:"provider"`
+	// Code, DeclineCode and Message are what the provider said, as it
+	// sent them.
+	Code        string `json:"code,omitempty"`
+	DeclineCode string `json:"decline_code,omitempty"`
+	Message     string `json:"message,omitempty"`
+	// ProviderRef is the provider's id of the refused object, if any.
+	ProviderRef string `json:"provider_ref,omitempty"`
+	// HTTPStatus is the status of the provider's answer; zero when not
+	// known (a refusal read from a status lookup, for one).
+	HTTPStatus int `json:"http_status,omitempty"`
+	// RequestID is the provider's id of the request that was refused.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 func (e *DeclinedError) Error() string {

@@ -98,19 +98,23 @@ type Reconciler struct {
 	stats metric.Registration
 }
 
-// ReconcileReport says what one RunOnce did.
+// ReconcileReport says what one RunOnce did. Its JSON form uses the
+// snake_case names of its tags and leaves Errors out (an error has no JSON
+// form); error_count says how many there were.
 type ReconcileReport struct {
 	// Claimed counts operations claimed, Settled those that reached a
 	// terminal state, Skipped those left for later (lease too short).
-	Claimed, Settled, Skipped int
+	Claimed int `json:"claimed"`
+	Settled int `json:"settled"`
+	Skipped int `json:"skipped"`
 	// Released counts operations claimed and never started because ctx
 	// ended, whose leases were given up: due again at once.
-	Released int
+	Released int `json:"released"`
 	// Transitions counts status changes, keyed "from->to".
-	Transitions map[string]int
+	Transitions map[string]int `json:"transitions"`
 	// Errors holds the first errors met (at most 20); ErrorCount counts all.
-	Errors     []error
-	ErrorCount int
+	Errors     []error `json:"-"`
+	ErrorCount int     `json:"error_count"`
 }
 
 // NewReconciler builds a Reconciler from cfg.

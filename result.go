@@ -40,23 +40,40 @@ const (
 	ResultManualReview ResultStatus = "manual_review"
 )
 
-// Result is what a call reports about its operation.
+// Result is what a call reports about its operation. Its JSON form (for a
+// handler that answers with it) uses the snake_case names of its tags; an
+// empty provider_ref, code, decline_code, message or review_reason is left
+// out, as it means the provider or the ledger said nothing of it. The
+// names are part of the API: they change only with a major version.
 type Result struct {
-	OperationID string
-	Key         string
-	Provider    string
-	Kind        Kind
-	Status      ResultStatus
-	ProviderRef string
-	Code        string
-	DeclineCode string
-	Message     string
+	// OperationID is the operation's id in the ledger
+	// (Identity.OperationID): the same for every call with the same
+	// business identity, across key generations.
+	OperationID string `json:"operation_id"`
+	// Key is the idempotency key sent to the provider (Identity.Key).
+	Key string `json:"key"`
+	// Provider is the provider's name (Provider.Name).
+	Provider string `json:"provider"`
+	// Kind is the kind of money movement: charge, capture, cancel, refund.
+	Kind Kind `json:"kind"`
+	// Status is where the operation stands; see ResultStatus for the error
+	// that comes with each.
+	Status ResultStatus `json:"status"`
+	// ProviderRef is the provider's id of the object the operation created
+	// or acted on, once known.
+	ProviderRef string `json:"provider_ref,omitempty"`
+	// Code, DeclineCode and Message are what the provider said of a
+	// decline or an error, as it sent them.
+	Code        string `json:"code,omitempty"`
+	DeclineCode string `json:"decline_code,omitempty"`
+	Message     string `json:"message,omitempty"`
 	// Attempts is the number of attempts recorded for the operation so far.
-	Attempts int
+	Attempts int `json:"attempts"`
 	// Replayed reports that the result came from the ledger without calling
 	// the provider (the operation had already finished).
-	Replayed     bool
-	ReviewReason string
+	Replayed bool `json:"replayed"`
+	// ReviewReason is why the operation is in manual review, when it is.
+	ReviewReason string `json:"review_reason,omitempty"`
 }
 
 // storedResult is the normalized result kept in the ledger (the Result
