@@ -52,8 +52,11 @@ type Config struct {
 	// 3 × AttemptTimeout + Retry.MaxDelay.
 	LeaseDuration time.Duration
 	// SafetyMargin is subtracted from the provider's key TTL: resends stop
-	// this long before the provider may forget the key. Defaults to the
-	// larger of 1 minute and 1 % of the key TTL, plus AttemptTimeout.
+	// this long before the provider may forget the key. Defaults to
+	// AttemptTimeout + max(ClockSkew, 1 % of the key TTL): with the
+	// defaults and Stripe's 24 h keys, 30 s + 14 min 24 s. A value set
+	// must be at least AttemptTimeout + ClockSkew, so that a resend started
+	// inside the window also lands inside it, and below the key TTL.
 	SafetyMargin time.Duration
 	// CheckInterval is how long after an unsettled call background work first
 	// looks the operation up. Defaults to 30 s.
