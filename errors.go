@@ -96,6 +96,8 @@ type DeclinedError struct {
 	RequestID string `json:"request_id,omitempty"`
 }
 
+// Error names the provider and what it said: its code, decline code and
+// message, when given.
 func (e *DeclinedError) Error() string {
 	s := "payonce: " + e.Provider + " refused the operation"
 	if e.Code != "" {

@@ -31,12 +31,22 @@ import (
 // the mapping.
 type ResultStatus string
 
+// The statuses a call reports; the table on ResultStatus gives the error
+// that comes with each. Their values never change.
 const (
-	ResultSucceeded    ResultStatus = "succeeded"
-	ResultFailed       ResultStatus = "failed"
-	ResultPending      ResultStatus = "pending"
-	ResultUnknown      ResultStatus = "unknown"
-	ResultInProgress   ResultStatus = "in_progress"
+	// ResultSucceeded: the provider confirmed the operation. Final.
+	ResultSucceeded ResultStatus = "succeeded"
+	// ResultFailed: the provider refused the operation. Final.
+	ResultFailed ResultStatus = "failed"
+	// ResultPending: recorded, nothing sent yet; background work sends it.
+	ResultPending ResultStatus = "pending"
+	// ResultUnknown: an attempt may have reached the provider;
+	// reconciliation settles it.
+	ResultUnknown ResultStatus = "unknown"
+	// ResultInProgress: another worker holds the operation's lease.
+	ResultInProgress ResultStatus = "in_progress"
+	// ResultManualReview: an operator decides; automation sends nothing
+	// more for it.
 	ResultManualReview ResultStatus = "manual_review"
 )
 
