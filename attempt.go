@@ -279,7 +279,7 @@ func (c *Client) release(ctx context.Context, r *run, why error) (Result, error)
 	now := c.cfg.Now()
 	next := now.Add(c.cfg.CheckInterval)
 	if r.op.Status == ledger.StatusPending {
-		next = now.Add(c.cfg.Retry.Backoff(r.sent, 0, c.cfg.Random))
+		next = now.Add(c.cfg.Retry.backoff(r.sent, 0, c.cfg.Random))
 	}
 	op, err := c.cfg.Store.Finish(rctx, ledger.FinishParams{
 		ID: r.op.ID, Owner: r.owner, Now: now, From: r.op.Status, To: r.op.Status, NextCheckAt: next,

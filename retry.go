@@ -81,11 +81,11 @@ func onOrZero[T ~int | ~int64](n T) T { return max(n, 0) }
 // retryAfterLimit is the longest Retry-After a call waits for.
 func (p RetryPolicy) retryAfterLimit() time.Duration { return onOrZero(p.MaxRetryAfter) }
 
-// Backoff returns the wait before retry number n (0-based): exponential with
+// backoff returns the wait before retry number n (0-based): exponential with
 // full jitter (a uniformly random wait up to BaseDelay*2^n, capped at
 // MaxDelay), so that many clients recovering at once do not retry in step.
 // A provider's Retry-After, when longer, wins. random returns [0, 1).
-func (p RetryPolicy) Backoff(n int, retryAfter time.Duration, random func() float64) time.Duration {
+func (p RetryPolicy) backoff(n int, retryAfter time.Duration, random func() float64) time.Duration {
 	ceiling := p.MaxDelay
 	if n < 30 {
 		if step := p.BaseDelay << n; step > 0 && step < ceiling {
@@ -119,7 +119,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // asking for a longer wait than the call may spend (retryAfter), or a
 // context that ends, leaves the rest to background work.
 func (c *Client) pauseBeforeNext(ctx context.Context, r *run, retryAfter time.Duration) {
-	wait := c.cfg.Retry.Backoff(r.sent-1, retryAfter, c.cfg.Random)
+	wait := c.cfg.Retry.backoff(r.sent-1, retryAfter, c.cfg.Random)
 	if r.sent >= r.maxAttempts(c) {
 		// No attempt left in this run: look up at once, then leave the
 		// rest to background work.

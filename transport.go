@@ -132,7 +132,7 @@ func newHTTPLayer(cfg *Config, tel *telemetry) *httpLayer {
 		// deadline through its context.
 	}
 	backoff := func(minWait, maxWait time.Duration, n int, resp *http.Response) time.Duration {
-		return cfg.Retry.Backoff(n, 0, cfg.Random)
+		return cfg.Retry.backoff(n, 0, cfg.Random)
 	}
 	logHook := func(_ retryablehttp.Logger, req *http.Request, n int) {
 		if n > 0 {
