@@ -174,12 +174,12 @@ func TestKeyIsNewSHA1(t *testing.T) {
 		require.NoError(t, err)
 		key, err := id.Key()
 		require.NoError(t, err)
-		require.Equal(t, uuid.NewSHA1(payonce.Namespace, canonical).String(), key, "identity %d", i)
+		require.Equal(t, uuid.NewSHA1(uuid.MustParse(payonce.Namespace), canonical).String(), key, "identity %d", i)
 		id.Generation = 0
 		canonical, err = id.Canonical()
 		require.NoError(t, err)
 		opID, err := id.OperationID()
 		require.NoError(t, err)
-		require.Equal(t, uuid.NewSHA1(payonce.Namespace, canonical).String(), opID, "identity %d", i)
+		require.Equal(t, uuid.NewSHA1(uuid.MustParse(payonce.Namespace), canonical).String(), opID, "identity %d", i)
 	}
 }

@@ -5,17 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/ledgerdriver"
+	"github.com/payonce/payonce/semconv"
 )
 
 // The attempt loop: one operation, leased by a call (Client.do) or by
-// background work (Client.settle), driven towards a terminal state. What
-// each answer and each lookup means is decided in decide.go; this file
-// journals, sends, looks up and records.
+// background work (Client.settle), driven towards a terminal state. This
+// file journals, sends and records, and decideSend says what the answer to
+// a send means; the status query of an unknown operation and what its
+// answer decides are in status.go, the retry and backoff policy in
+// retry.go.
 
 // run is the state of one operation while a call or worker holds its lease.
 type run struct {
@@ -142,7 +143,7 @@ func (c *Client) sendAttempt(ctx context.Context, r *run) (done bool, err error)
 		// and reconciliation will look it up: never a blind resend.
 		// Warn, not Error: the design expects a ledger to fail now and
 		// then, and recovers from it by itself (the lookup above).
-		c.cfg.Logger.Warn("payonce: recording an attempt outcome failed", LogKeyOperation, r.op.ID, "attempt", att.Number, "class", string(out.Class), "error", err)
+		c.cfg.Logger.Warn("payonce: recording an attempt outcome failed", semconv.LogKeyOperation, r.op.ID, "attempt", att.Number, "class", string(out.Class), "error", err)
 		return true, &recordError{what: "the attempt's outcome", err: err}
 	}
 	c.recorded(actx, fp.From, op)
@@ -159,7 +160,7 @@ func (c *Client) sendAttempt(ctx context.Context, r *run) (done bool, err error)
 		return true, ErrOutcomeUnknown
 	}
 	if debugOn(c.cfg.Logger) {
-		c.cfg.Logger.Debug("payonce: attempt recorded", LogKeyOperation, op.ID, "kind", op.Kind, "attempt", att.Number, "class", string(out.Class), "status", string(op.Status))
+		c.cfg.Logger.Debug("payonce: attempt recorded", semconv.LogKeyOperation, op.ID, "kind", op.Kind, "attempt", att.Number, "class", string(out.Class), "status", string(op.Status))
 	}
 	span.end(out, errText) // the backoff is not part of the attempt
 	c.pauseBeforeNext(ctx, r, out.RetryAfter)
@@ -171,7 +172,7 @@ func (c *Client) sendAttempt(ctx context.Context, r *run) (done bool, err error)
 func (c *Client) sendJournaled(ctx context.Context, r *run, att *ledger.Attempt) (Outcome, string) {
 	now := c.cfg.Now()
 	switch {
-	case r.windowOpenBefore && !InsideWindow(r.op, now, c.cfg.SafetyMargin):
+	case r.windowOpenBefore && !insideWindow(r.op, now, c.cfg.SafetyMargin):
 		// The window was checked before the attempt was journaled; a slow
 		// ledger write may have used up the margin since. Rule 5: nothing
 		// is sent outside the window, journal or not.
@@ -210,219 +211,65 @@ func (c *Client) sendFinish(r *run, att *ledger.Attempt, out Outcome, errText st
 	return fp
 }
 
-// pauseBeforeNext waits the backoff after a not-sent or maybe-sent attempt,
-// keeping the lease, before the run sends again or looks up. A provider
-// asking for a longer wait than the call may spend (retryAfter), or a
-// context that ends, leaves the rest to background work.
-func (c *Client) pauseBeforeNext(ctx context.Context, r *run, retryAfter time.Duration) {
-	wait := c.cfg.Retry.Backoff(r.sent-1, retryAfter, c.cfg.Random)
-	if r.sent >= r.maxAttempts(c) {
-		// No attempt left in this run: look up at once, then leave the
-		// rest to background work.
-		return
-	}
-	if retryAfter > c.cfg.Retry.retryAfterLimit() || sleep(ctx, wait) != nil {
-		r.sent = r.maxAttempts(c)
-	}
+// sendDecision is what the answer to one send means for the operation.
+type sendDecision struct {
+	// To is the operation's next status.
+	To ledger.Status
+	// ReviewCode and ReviewReason are set when To is manual_review.
+	ReviewCode   ledger.ReviewCode
+	ReviewReason string
+	// Note, when set, is an audit note recorded with the transition.
+	Note string
+	// Release reports that the run gives the lease up and ends the call:
+	// the operation waits for background work or a person.
+	Release bool
+	// CheckLater asks background work to look the operation up after
+	// CheckInterval.
+	CheckLater bool
 }
 
-// lookupAndDecide asks the provider what became of an unknown operation and
-// applies the decision table. done reports that the call is over. When
-// mayResend is false (the call used its attempts), a resend is left to
-// background work.
-func (c *Client) lookupAndDecide(ctx context.Context, r *run, mayResend bool) (done bool, res Result, err error) {
-	h, herr := c.history(ctx, r)
-	if herr != nil {
-		// Without the attempts the lag, the pacing and the earlier
-		// generations are unknown: deciding anyway could resend too early.
-		res, err := c.release(ctx, r, ErrOutcomeUnknown)
-		return true, res, err
+// decideSend is the first half of the decision table: the next status after
+// the classified answer out to an attempt. windowOpenBefore reports that an
+// earlier attempt may already have reached the provider.
+//
+//	answer                               next status
+//	contradicts the request (sent)       manual_review (contradicted), lease released
+//	success                              succeeded
+//	success, still processing            unknown, lease released, look up later
+//	refused                              failed
+//	not sent, no earlier attempt out     pending
+//	not sent, an earlier attempt out     unknown
+//	key in use with other parameters     manual_review (key mismatch)
+//	maybe sent, key in use (409)         unknown
+func decideSend(out Outcome, windowOpenBefore bool) sendDecision {
+	switch {
+	case out.Contradiction != "" && out.Class != ledger.OutcomeNotSent:
+		// The answer names an object that is not this request's (another
+		// operation, amount or currency): recording it as this operation's
+		// success or failure would make the ledger disagree with the
+		// provider, and a resend could move money a second time.
+		return sendDecision{To: ledger.StatusManualReview, ReviewCode: ledger.ReviewCodeContradicted, ReviewReason: ReasonContradicted, Release: true,
+			Note: "answer contradicts the request: " + out.Contradiction}
+	case out.Class == ledger.OutcomeSuccess && out.Processing:
+		return sendDecision{To: ledger.StatusUnknown, Release: true, CheckLater: true}
+	case out.Class == ledger.OutcomeSuccess:
+		return sendDecision{To: ledger.StatusSucceeded}
+	case out.Class == ledger.OutcomeRefused:
+		return sendDecision{To: ledger.StatusFailed}
+	case out.Class == ledger.OutcomeNotSent && windowOpenBefore:
+		// This attempt provably never left, but an earlier one may have
+		// reached the provider: the operation is still "maybe sent".
+		// Back to pending, the next call would send without a lookup and
+		// without the key-window check, possibly after the provider
+		// forgot the key.
+		return sendDecision{To: ledger.StatusUnknown}
+	case out.Class == ledger.OutcomeNotSent:
+		return sendDecision{To: ledger.StatusPending}
+	case out.Class == ledger.OutcomeKeyMismatch:
+		return sendDecision{To: ledger.StatusManualReview, ReviewCode: ledger.ReviewCodeKeyMismatch, ReviewReason: ReasonKeyMismatch}
+	default: // maybe_sent, key_in_use
+		return sendDecision{To: ledger.StatusUnknown}
 	}
-	lctx, span := c.tel.startLookup(ctx, r.op.Kind)
-	lr, lerr := c.lookup(lctx, h.query)
-	if lerr != nil {
-		c.lookupFailed(ctx, r.op.ID, lerr)
-	}
-	now := c.cfg.Now()
-	in := DecideInput{
-		Op: r.op, LastAttemptAt: h.lastEnd, Lookup: lr, LookupErr: lerr, Now: now,
-		Margin: c.cfg.SafetyMargin, CheckAfter: c.checkAfter(r.op, now), ProcessingReviewAfter: c.cfg.ProcessingReviewAfter,
-		KeyAnswered: h.keyAnswered,
-	}
-	if r.sent == 0 {
-		// The first resend of a call or a reconciler pass waits a growing
-		// time after the operation's latest attempt, so that no operation
-		// is sent more than a handful of times within its window, whatever
-		// the faults and however often it is called or claimed. Resends
-		// within one call are bounded by Retry.MaxAttempts and its backoff.
-		in.ResendNotBefore = h.lastEnd.Add(c.resendDelay(r.op.Attempts))
-	}
-	d := Decide(in)
-	span.end(ctx, lr, lerr, d.Action)
-	if d.Action == ActResend && !mayResend {
-		res, err := c.release(ctx, r, ErrOutcomeUnknown)
-		return true, res, err
-	}
-	event := lookupEvent(lr, lerr)
-	if d.Action == ActResend {
-		if err := c.startAttempt(ctx, r, event); err != nil {
-			res, err := c.leaseError(ctx, r, err)
-			return true, res, err
-		}
-		return false, Result{}, nil
-	}
-	fp := ledger.FinishParams{ID: r.op.ID, Owner: r.owner, Now: now, From: r.op.Status, NextCheckAt: d.NextCheckAt,
-		Events: []ledger.NewEvent{event}}
-	if lerr == nil && lr.Contradiction == "" {
-		fp.ProviderRef = lr.ProviderRef
-		fp.Result = encodeResult(Outcome{ProviderRef: lr.ProviderRef, Code: lr.Code, DeclineCode: lr.DeclineCode, Message: lr.Message})
-	}
-	fp.To = d.status()
-	if fp.To == ledger.StatusManualReview {
-		fp.ReviewCode, fp.ReviewReason = d.Code, d.Reason
-	}
-	rctx, rcancel := recordCtx(ctx)
-	defer rcancel()
-	op, err := c.cfg.Store.Finish(rctx, fp)
-	if settled, ok := c.settledMeanwhile(rctx, r, err); ok {
-		return true, resultOf(settled), errorOf(settled, c.cfg.Provider.Name())
-	}
-	if err != nil {
-		return true, resultOf(r.op), &recordError{what: "the lookup's decision", err: err}
-	}
-	c.recorded(ctx, fp.From, op)
-	r.op = op
-	if fp.To == ledger.StatusUnknown {
-		return true, resultOf(op), ErrOutcomeUnknown
-	}
-	return true, resultOf(op), errorOf(op, c.cfg.Provider.Name())
-}
-
-// history is what a lookup needs from the operation's past: the query
-// (with every earlier key generation), when the latest attempt ended, and
-// whether the provider replayed a stored error under the current key.
-type history struct {
-	query       LookupQuery
-	lastEnd     time.Time
-	keyAnswered bool
-}
-
-// history reads the operation's attempts (and, after a resend under a new
-// key generation, its resolution events) from the ledger.
-func (c *Client) history(ctx context.Context, r *run) (history, error) {
-	op := r.op
-	_, atts, err := c.cfg.Store.Get(ctx, op.ID)
-	if err != nil {
-		return history{}, fmt.Errorf("payonce: reading the attempts of %s: %w", op.ID, err)
-	}
-	h := history{keyAnswered: r.keyAnswered, lastEnd: r.lastAttemptEnd}
-	for _, a := range atts {
-		if a.Key == op.Key && answeredByReplay(a.Replayed, a.Outcome) {
-			h.keyAnswered = true
-		}
-	}
-	if h.lastEnd.IsZero() {
-		h.lastEnd = c.lastAttemptEnd(atts)
-	}
-	if h.lastEnd.IsZero() && !op.WindowStart.IsZero() {
-		// Attempts unknown but the window open: assume the latest possible
-		// end, so that the lag protects the longest.
-		h.lastEnd = c.cfg.Now()
-	}
-	h.query, err = c.lookupQuery(ctx, op, r.req, atts)
-	return h, err
-}
-
-// answeredByReplay reports whether an attempt's answer makes the key's
-// answer final: a stored error the provider replayed. A replayed success
-// settles the operation anyway, and a not_sent attempt was not answered.
-func answeredByReplay(replayed bool, class ledger.OutcomeClass) bool {
-	return replayed && class != ledger.OutcomeSuccess && class != ledger.OutcomeNotSent
-}
-
-// lastAttemptEnd is when the latest attempt that may have reached the
-// provider ended, zero when none may have: an eventually consistent
-// lookup's lag counts from there.
-func (c *Client) lastAttemptEnd(atts []ledger.Attempt) time.Time {
-	for i := len(atts) - 1; i >= 0; i-- {
-		a := atts[i]
-		if !a.MayHaveReached {
-			continue // provably never left: nothing of it can show up late
-		}
-		if !a.FinishedAt.IsZero() {
-			return a.FinishedAt
-		}
-		// Never finished (the process died, or its outcome was lost): it
-		// may have been transmitted until its timeout.
-		return a.StartedAt.Add(c.cfg.AttemptTimeout)
-	}
-	return time.Time{}
-}
-
-// lookup asks the provider, read-only and within one AttemptTimeout, what
-// became of the operation q describes.
-func (c *Client) lookup(ctx context.Context, q LookupQuery) (LookupResult, error) {
-	lctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
-	defer cancel()
-	return c.cfg.Provider.Lookup(lctx, lookupDoer{c: c.http.read, opID: q.OperationID}, q)
-}
-
-// lookupQuery is the lookup of op: its current key and reference, and the
-// keys and references of its earlier key generations, so that the lookup
-// sees every object any generation created (rule 1 of a resend: a new key
-// must not hide an earlier key's payment). atts are the operation's
-// attempts when the caller has read them; nil reads them when needed.
-func (c *Client) lookupQuery(ctx context.Context, op ledger.Operation, req Request, atts []ledger.Attempt) (LookupQuery, error) {
-	q := LookupQuery{OperationID: op.ID, Key: op.Key, Request: req, ProviderRef: op.ProviderRef,
-		Since: op.WindowStart, Generation: op.Generation}
-	if op.Generation == 0 {
-		return q, nil
-	}
-	id := Identity{Provider: op.Provider, Kind: Kind(op.Kind), References: op.References}
-	for g := 0; g < op.Generation; g++ {
-		id.Generation = g
-		k, err := id.Key()
-		if err != nil {
-			return q, fmt.Errorf("payonce: the recorded identity of %s is invalid: %w", op.ID, err)
-		}
-		q.EarlierKeys = append(q.EarlierKeys, k)
-	}
-	evs, err := c.cfg.Store.Events(ctx, op.ID)
-	if err != nil {
-		return q, fmt.Errorf("payonce: reading the history of %s: %w", op.ID, err)
-	}
-	var resolutions []string
-	for _, e := range evs {
-		if e.Kind == ledger.EventResolution {
-			resolutions = append(resolutions, e.Detail)
-		}
-	}
-	q.EarlierRefs = ledgerdriver.PreviousRefs(resolutions)
-	if atts == nil {
-		if _, atts, err = c.cfg.Store.Get(ctx, op.ID); err != nil {
-			return q, fmt.Errorf("payonce: reading the attempts of %s: %w", op.ID, err)
-		}
-	}
-	// A list by creation time must start at the first generation's first
-	// attempt, not at the current window.
-	if len(atts) > 0 && (q.Since.IsZero() || atts[0].StartedAt.Before(q.Since)) {
-		q.Since = atts[0].StartedAt
-	}
-	return q, nil
-}
-
-// resendDelay is the least time between the end of an operation's latest
-// attempt and a resend that starts a new call or pass, after n attempts:
-// CheckInterval, growing fourfold with every attempt, capped at a quarter
-// of the key TTL (but never below CheckInterval). Within a 24 h window and a
-// 30 s interval that allows about eight such resends.
-func (c *Client) resendDelay(n int) time.Duration {
-	ceiling := max(c.cfg.CheckInterval, c.info.KeyTTL/4)
-	d := c.cfg.CheckInterval
-	for i := 1; i < n && d < ceiling; i++ {
-		d *= 4
-	}
-	return min(d, ceiling)
 }
 
 // release gives up the lease of an operation the call could not finish,
@@ -433,7 +280,7 @@ func (c *Client) release(ctx context.Context, r *run, why error) (Result, error)
 	now := c.cfg.Now()
 	next := now.Add(c.cfg.CheckInterval)
 	if r.op.Status == ledger.StatusPending {
-		next = now.Add(c.cfg.Retry.Backoff(r.sent, 0, c.cfg.Random))
+		next = now.Add(c.cfg.Retry.backoff(r.sent, 0, c.cfg.Random))
 	}
 	op, err := c.cfg.Store.Finish(rctx, ledger.FinishParams{
 		ID: r.op.ID, Owner: r.owner, Now: now, From: r.op.Status, To: r.op.Status, NextCheckAt: next,
@@ -517,44 +364,6 @@ func isOutcome(err error) bool {
 	return errors.Is(err, ErrOutcomeUnknown) && !errors.As(err, &re)
 }
 
-// lookupInReview looks up an operation in review, read-only. A definitive
-// answer settles it with an audit entry; anything else keeps it in review
-// with a later check. It never sends a request that moves money (rule 5).
-func (c *Client) lookupInReview(ctx context.Context, op ledger.Operation, owner string, req Request) (ledger.Operation, error) {
-	now := c.cfg.Now()
-	fp := ledger.FinishParams{To: ledger.StatusManualReview, ReviewCode: op.ReviewCode, ReviewReason: op.ReviewReason,
-		NextCheckAt: now.Add(c.checkAfter(op, now))}
-	q, qerr := c.lookupQuery(ctx, op, req, nil)
-	if qerr != nil {
-		fp.Events = []ledger.NewEvent{lookupEvent(LookupResult{}, qerr)}
-		return c.finishQuiet(ctx, op, owner, fp)
-	}
-	lctx, span := c.tel.startLookup(ctx, op.Kind)
-	lr, lerr := c.lookup(lctx, q)
-	now = c.cfg.Now()
-	fp.NextCheckAt = now.Add(c.checkAfter(op, now))
-	fp.Events = []ledger.NewEvent{lookupEvent(lr, lerr)}
-	d := decideInReview(lr, lerr)
-	span.end(ctx, lr, lerr, d.action())
-	if d.ReviewReason != "" {
-		fp.ReviewCode, fp.ReviewReason = d.ReviewCode, d.ReviewReason
-	}
-	if d.StopChecking {
-		fp.NextCheckAt = time.Time{}
-	}
-	if d.Settle != "" {
-		fp.To = ledger.StatusSucceeded
-		if d.Settle == ledger.ResolveFailed {
-			fp.To = ledger.StatusFailed
-		}
-		fp.ProviderRef = lr.ProviderRef
-		fp.Result = encodeResult(Outcome{ProviderRef: lr.ProviderRef, Code: lr.Code, DeclineCode: lr.DeclineCode, Message: lr.Message})
-		fp.Resolution = &ledger.Resolution{Actor: "payonce-reconciler", Outcome: d.Settle, At: now,
-			Note: fmt.Sprintf("settled automatically: %s reports the operation %s", c.cfg.Provider.Name(), lr.State)}
-	}
-	return c.finishQuiet(ctx, op, owner, fp)
-}
-
 // finishQuiet records a transition from op's current status.
 func (c *Client) finishQuiet(ctx context.Context, op ledger.Operation, owner string, fp ledger.FinishParams) (ledger.Operation, error) {
 	fp.ID, fp.Owner, fp.From = op.ID, owner, op.Status
@@ -582,10 +391,10 @@ func (c *Client) recorded(ctx context.Context, from ledger.Status, op ledger.Ope
 		return
 	}
 	if op.Status == ledger.StatusManualReview {
-		c.cfg.Logger.Warn("payonce: operation sent to manual review", LogKeyOperation, op.ID, "kind", op.Kind,
+		c.cfg.Logger.Warn("payonce: operation sent to manual review", semconv.LogKeyOperation, op.ID, "kind", op.Kind,
 			"from", string(from), "reason", op.ReviewReason, "reason_code", string(op.ReviewCode))
 	} else if debugOn(c.cfg.Logger) {
-		c.cfg.Logger.Debug("payonce: operation state changed", LogKeyOperation, op.ID, "kind", op.Kind,
+		c.cfg.Logger.Debug("payonce: operation state changed", semconv.LogKeyOperation, op.ID, "kind", op.Kind,
 			"from", string(from), "to", string(op.Status))
 	}
 	c.cfg.Hooks.fire(ctx, c.cfg.Logger, from, op)
@@ -598,51 +407,4 @@ func (c *Client) recorded(ctx context.Context, from ledger.Status, op ledger.Ope
 // call when Debug is off, as it usually is.
 func debugOn(log *slog.Logger) bool {
 	return log.Enabled(context.Background(), slog.LevelDebug)
-}
-
-// lookupFailed logs a failed status lookup: at Warn, since the provider
-// or the network is failing, unless the lookup failed because the caller
-// stopped (a deadline, a shutdown), which is no fault at all.
-func (c *Client) lookupFailed(ctx context.Context, opID string, err error) {
-	level := slog.LevelWarn
-	if ctx.Err() != nil {
-		level = slog.LevelDebug
-	}
-	c.cfg.Logger.Log(ctx, level, "payonce: status lookup failed", LogKeyOperation, opID, "error", err)
-}
-
-// checkAfter spaces lookups of an operation out as it ages: a tenth of its
-// age since the window opened, at least CheckInterval, at most an hour.
-// Stateless, so every replica computes the same schedule.
-func (c *Client) checkAfter(op ledger.Operation, now time.Time) time.Duration {
-	since := op.WindowStart
-	if since.IsZero() {
-		since = op.CreatedAt
-	}
-	d := now.Sub(since) / 10
-	return min(max(d, c.cfg.CheckInterval), time.Hour)
-}
-
-// lookupEvent is the audit entry of one status lookup.
-func lookupEvent(lr LookupResult, lerr error) ledger.NewEvent {
-	if lerr != nil {
-		return ledger.NewEvent{Kind: ledger.EventLookup, Detail: truncate("lookup failed: "+lerr.Error(), 2000)}
-	}
-	d := "state=" + string(lr.State)
-	if lr.ProviderRef != "" {
-		d += " ref=" + lr.ProviderRef
-	}
-	if len(lr.Refs) > 1 {
-		d += fmt.Sprintf(" objects=%v", lr.Refs)
-	}
-	if lr.Code != "" {
-		d += " code=" + lr.Code
-	}
-	if lr.Lag > 0 {
-		d += " lag=" + lr.Lag.String()
-	}
-	if lr.Contradiction != "" {
-		d += " contradiction=" + strconv.Quote(lr.Contradiction)
-	}
-	return ledger.NewEvent{Kind: ledger.EventLookup, Detail: truncate(d, 2000)}
 }

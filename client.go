@@ -52,8 +52,11 @@ type Config struct {
 	// 3 × AttemptTimeout + Retry.MaxDelay.
 	LeaseDuration time.Duration
 	// SafetyMargin is subtracted from the provider's key TTL: resends stop
-	// this long before the provider may forget the key. Defaults to the
-	// larger of 1 minute and 1 % of the key TTL, plus AttemptTimeout.
+	// this long before the provider may forget the key. Defaults to
+	// AttemptTimeout + max(ClockSkew, 1 % of the key TTL): with the
+	// defaults and Stripe's 24 h keys, 30 s + 14 min 24 s. A value set
+	// must be at least AttemptTimeout + ClockSkew, so that a resend started
+	// inside the window also lands inside it, and below the key TTL.
 	SafetyMargin time.Duration
 	// CheckInterval is how long after an unsettled call background work first
 	// looks the operation up. Defaults to 30 s.
@@ -83,7 +86,8 @@ type Config struct {
 	// ledger.
 	InboxRetention time.Duration
 	// MeterProvider receives the client's metrics (payonce.call.duration,
-	// payonce.attempts, ...: MetricNames). Defaults to otel.GetMeterProvider().
+	// payonce.attempts, ...: semconv.MetricNames). Defaults to
+	// otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
 	// TracerProvider receives the client's spans: one per call
 	// ("payonce.charge", ...), with a child per attempt and per lookup.
@@ -298,47 +302,74 @@ type ChargeParams struct {
 	// Amount in minor units (cents). Required, > 0.
 	Amount int64
 	// Currency is the ISO 4217 code in upper case, e.g. "USD". Required.
-	Currency      string
+	Currency string
+	// PaymentMethod is the provider's id or token of the payment method
+	// (e.g. Stripe's "pm_..."), as the adapter requires it.
 	PaymentMethod string
-	Customer      string
+	// Customer is the provider's customer id, if any.
+	Customer string
 	// CaptureManual authorizes only; Capture moves the money later.
 	CaptureManual bool
-	Description   string
-	Metadata      map[string]string
+	// Description is free text for the provider, at most 1000 bytes.
+	Description string
+	// Metadata is passed to the provider: at most 50 keys of 1 to 40
+	// bytes, values of at most 500 bytes. Like every field, it is part of
+	// the request's fingerprint: the same order with other metadata is
+	// ErrFingerprintMismatch.
+	Metadata map[string]string
 }
 
 // CaptureParams are the arguments of Capture.
 type CaptureParams struct {
+	// OrderID is the order whose charge (an authorization) is captured.
+	// Required; one order's charge is captured at most once.
 	OrderID string
 	// Amount to capture in minor units; 0 captures the full authorization.
-	Amount   int64
+	Amount int64
+	// Currency is the ISO 4217 code in upper case; required with Amount.
 	Currency string
 	// PaymentRef is the provider's id of the payment. Defaults to the
 	// provider reference of the order's charge in the ledger.
 	PaymentRef string
-	Metadata   map[string]string
+	// Metadata is passed to the provider: at most 50 keys of 1 to 40
+	// bytes, values of at most 500 bytes. Like every field, it is part of
+	// the request's fingerprint: the same order with other metadata is
+	// ErrFingerprintMismatch.
+	Metadata map[string]string
 }
 
 // CancelParams are the arguments of Cancel.
 type CancelParams struct {
+	// OrderID is the order whose authorization is released. Required; one
+	// order's charge is cancelled at most once.
 	OrderID string
 	// PaymentRef defaults to the provider reference of the order's charge.
 	PaymentRef string
-	Metadata   map[string]string
+	// Metadata is passed to the provider: at most 50 keys of 1 to 40
+	// bytes, values of at most 500 bytes. Like every field, it is part of
+	// the request's fingerprint: the same order with other metadata is
+	// ErrFingerprintMismatch.
+	Metadata map[string]string
 }
 
 // RefundParams are the arguments of Refund.
 type RefundParams struct {
+	// OrderID is the order whose payment is refunded. Required.
 	OrderID string
 	// RefundSeq numbers the refunds of one order from 1: refund #2 of an
 	// order is a different operation from refund #1. Required, >= 1.
 	RefundSeq int
 	// Amount in minor units; 0 refunds what remains.
-	Amount   int64
+	Amount int64
+	// Currency is the ISO 4217 code in upper case; required with Amount.
 	Currency string
 	// PaymentRef defaults to the provider reference of the order's charge.
 	PaymentRef string
-	Metadata   map[string]string
+	// Metadata is passed to the provider: at most 50 keys of 1 to 40
+	// bytes, values of at most 500 bytes. Like every field, it is part of
+	// the request's fingerprint: the same order with other metadata is
+	// ErrFingerprintMismatch.
+	Metadata map[string]string
 }
 
 // MaxAmount is the largest amount, in minor units, a call accepts.

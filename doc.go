@@ -74,7 +74,7 @@
 // # Logs
 //
 // Config.Logger and ReconcilerConfig.Logger (log/slog) get: entering
-// manual review at Warn, with the operation id (LogKeyOperation) and the
+// manual review at Warn, with the operation id (semconv.LogKeyOperation) and the
 // reason, since a person must act; failed lookups, failed ledger writes and
 // failed passes at Warn, since the design recovers from them; state changes
 // and retries, including the HTTP layer's own retransmissions, at Debug,
@@ -87,12 +87,12 @@
 // payonce is instrumented with the OpenTelemetry API (never the SDK):
 // Config.MeterProvider and Config.TracerProvider, and the same fields of
 // ReconcilerConfig, default to otel.GetMeterProvider() and
-// otel.GetTracerProvider(); the instrumentation scope is ScopeName, the
-// import path. With no provider registered, instrumentation costs no
+// otel.GetTracerProvider(); the instrumentation scope is semconv.ScopeName,
+// the import path. With no provider registered, instrumentation costs no
 // allocation.
 //
-// Metrics (MetricNames lists them; attributes are enums only, never ids,
-// keys, references or amounts):
+// Metrics (semconv.MetricNames lists them; attributes are enums only, never
+// ids, keys, references or amounts):
 //
 //	payonce.call.duration              histogram s       provider, kind, result (the call's status, invalid, error)
 //	payonce.attempts                   counter           provider, kind, outcome (success, refused, not_sent, maybe_sent, key_in_use, key_mismatch)
@@ -101,14 +101,14 @@
 //	payonce.reviews                    counter           provider, kind, reason (ReviewReasonCode)
 //	payonce.resend.key_window_remaining histogram s      provider, kind: key window left, less the safety margin, at each resend
 //	payonce.breaker.state_changes      counter           provider, breaker.state (the state entered)
-//	payonce.webhooks                   counter           provider, result (WebhookResult*), webhook.disposition
+//	payonce.webhooks                   counter           provider, result (semconv.WebhookResult*), webhook.disposition
 //	payonce.reconcile.pass.duration    histogram s       provider, result
 //	payonce.reconcile.operations       counter           provider, what (claimed, settled, skipped, failed)
 //	payonce.operations.open            gauge             provider, kind, status
 //	payonce.operations.oldest_age      gauge s           provider, kind, status
 //	payonce.operations.in_review       gauge             provider, kind, reason
 //
-// Attribute keys carry the payonce. prefix (AttrProvider...); failures
+// Attribute keys (package semconv) carry the payonce. prefix; failures
 // carry error.type. Per-operation metrics come from the Client that acts
 // (the Reconciler's work included); the Reconciler reports its passes. The
 // ledger gauges read Store.Stats when collected, at most once per

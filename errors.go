@@ -21,8 +21,10 @@ var (
 	// reconciliation will settle it (calling again with the same identity is
 	// safe and returns the settled result once known).
 	ErrOutcomeUnknown = errors.New("payonce: outcome unknown; reconciliation will settle it")
-	// ErrInProgress: another worker holds the operation's lease right now.
-	// It is ledger.ErrInProgress.
+	// ErrInProgress: another worker holds the operation's lease right now
+	// (another call for the same operation, or a Reconciler); this call sent
+	// nothing, and the holder settles the operation. It is
+	// ledger.ErrInProgress.
 	ErrInProgress = ledger.ErrInProgress
 	// ErrManualReview: the operation needs an operator; automation will send
 	// nothing more for it.
@@ -74,16 +76,28 @@ func invalid(field, format string, args ...any) error {
 
 // DeclinedError is a definitive refusal by the provider: a card decline, a
 // validation or authentication error. The operation is recorded as failed.
+//
+// Its JSON form uses the snake_case names of its tags, leaving out what the
+// provider did not send.
 type DeclinedError struct {
-	Provider    string
-	Code        string
-	DeclineCode string
-	Message     string
-	ProviderRef string
-	HTTPStatus  int
-	RequestID   string
+	// Provider is the provider's name (Provider.Name).
+	Provider string `json:"provider"`
+	// Code, DeclineCode and Message are what the provider said, as it
+	// sent them.
+	Code        string `json:"code,omitempty"`
+	DeclineCode string `json:"decline_code,omitempty"`
+	Message     string `json:"message,omitempty"`
+	// ProviderRef is the provider's id of the refused object, if any.
+	ProviderRef string `json:"provider_ref,omitempty"`
+	// HTTPStatus is the status of the provider's answer; zero when not
+	// known (a refusal read from a status lookup, for one).
+	HTTPStatus int `json:"http_status,omitempty"`
+	// RequestID is the provider's id of the request that was refused.
+	RequestID string `json:"request_id,omitempty"`
 }
 
+// Error names the provider and what it said: its code, decline code and
+// message, when given.
 func (e *DeclinedError) Error() string {
 	s := "payonce: " + e.Provider + " refused the operation"
 	if e.Code != "" {
@@ -140,12 +154,20 @@ func (e *recordError) Is(target error) bool { return target == ErrOutcomeUnknown
 // the operation will settle without its help. 409 and 422 follow the IETF
 // Idempotency-Key draft (draft-ietf-httpapi-idempotency-key-header,
 // "Error Scenarios": a retry while the first request is processed is 409, a
-// key reused with another payload is 422). ErrDeclined is 402 as in
-// Stripe's own API ("Request Failed": valid parameters, refused), except
-// that a provider's 401 or 403 says that this service's credentials are
-// wrong, which is not the customer's doing. A status endpoint built on
+// key reused with another payload is 422), and Stripe answers a concurrent
+// request with the same key 409 too. ErrDeclined is 402 as in Stripe's own
+// API ("Request Failed": valid parameters, refused), except that a
+// provider's 401 or 403 says that this service's credentials are wrong,
+// which is not the customer's doing. A status endpoint built on
 // Client.Status answers 200 with the Result for every recorded operation,
 // whatever its status, and 404 for ErrNotFound.
+//
+// 409 for ErrInProgress is for a second request arriving while the first
+// is processed. A handler that recorded the operation itself (CreateOrGetTx
+// in its own transaction) and then calls Charge gets ErrInProgress when a
+// Reconciler claimed the operation first: nothing was sent by the call, the
+// Reconciler settles it, and that handler's own request was accepted, so it
+// answers 202 rather than HTTPStatus's 409.
 func HTTPStatus(err error) int {
 	var d *DeclinedError
 	switch {

@@ -128,3 +128,32 @@ func TestCreateOrGetTxErrorsMatchSQLite(t *testing.T) {
 		return tx.Commit()
 	})
 }
+
+// Record in the transaction, then charge: when a reconciler claimed the
+// recorded operation first, the call returns ErrInProgress and sends
+// nothing. HTTPStatus answers 409 for it, as for a second request arriving
+// while the first is processed; the handler that recorded the operation
+// itself knows its request was accepted and answers 202 (HTTPStatus's doc
+// and the README say so).
+func TestRecordThenChargeFindsTheReconcilerFirst(t *testing.T) {
+	t.Parallel()
+	eachSetup(t, setupOpts{}, func(t *testing.T, b *bundle) {
+		p := charge("order-record-then-charge", 700)
+		op, err := b.client.PrepareCharge(b.ctx, p)
+		require.NoError(t, err)
+		_, err = b.client.Enqueue(b.ctx, op) // as CreateOrGetTx records it in the caller's transaction
+		require.NoError(t, err)
+		now := b.clock.Now()
+		claimed, err := b.store.ClaimDue(b.ctx, ledger.ClaimDueParams{Owner: "a-reconciler", Now: now,
+			LeaseUntil: now.Add(time.Minute), Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, claimed, 1, "an operation recorded this way is due at once")
+
+		res, err := b.client.Charge(b.ctx, p)
+		require.ErrorIs(t, err, payonce.ErrInProgress)
+		require.Equal(t, payonce.ResultInProgress, res.Status)
+		require.Equal(t, op.ID, res.OperationID)
+		require.Equal(t, 409, payonce.HTTPStatus(err))
+		require.Zero(t, requestsTo(b), "the call sent nothing: the reconciler holds the operation")
+	})
+}

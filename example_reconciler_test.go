@@ -26,9 +26,9 @@ func ExampleReconciler_Run() {
 	}
 	settled := make(chan payonce.Result, 1)
 	rec, err := payonce.NewReconciler(payonce.ReconcilerConfig{Store: env.Store, Clients: []*payonce.Client{client},
-		Hooks: payonce.ReconcilerHooks{Hooks: payonce.Hooks{
+		Hooks: payonce.Hooks{
 			OnSettled: func(_ context.Context, res payonce.Result) { settled <- res },
-		}}})
+		}})
 	if err != nil {
 		panic(err)
 	}

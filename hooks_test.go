@@ -14,6 +14,7 @@ import (
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/mocks"
 	"github.com/payonce/payonce/providers/providertest"
+	"github.com/payonce/payonce/semconv"
 )
 
 // hookLog records what hooks were called with, and what the ledger said
@@ -54,7 +55,10 @@ func TestClientHooksAfterCommit(t *testing.T) {
 	t.Parallel()
 	eachSetup(t, setupOpts{}, func(t *testing.T, b *bundle) {
 		h := &hookLog{store: b.store}
-		c := clientWith(t, b, func(cfg *payonce.Config) { cfg.Hooks = h.hooks(t) })
+		c := clientWith(t, b, func(cfg *payonce.Config) {
+			cfg.Hooks = h.hooks(t)
+			cfg.Hooks.OnPass = func(payonce.ReconcileReport) { t.Error("a Client called OnPass") }
+		})
 
 		ok, err := c.Charge(b.ctx, charge("order-hook-ok", 1200))
 		require.NoError(t, err)
@@ -104,7 +108,7 @@ func TestReconcilerHooks(t *testing.T) {
 	res := chargeLostWhileLookupsFail(t, b, charge("order-hook-review", 900), 200)
 	require.Empty(t, ch.settled, "unknown is neither settled nor review")
 	r := newReconciler(t, b, func(rc *payonce.ReconcilerConfig) {
-		rc.Hooks.Hooks = rh.hooks(t)
+		rc.Hooks = rh.hooks(t)
 		rc.Hooks.OnPass = func(rep payonce.ReconcileReport) {
 			rh.mu.Lock()
 			defer rh.mu.Unlock()
@@ -154,7 +158,7 @@ func TestHooksContained(t *testing.T) {
 	panics := logs.withMessage("payonce: hook panicked")
 	require.Len(t, panics, 1)
 	require.Equal(t, slog.LevelError, panics[0].level)
-	require.Equal(t, res.OperationID, panics[0].attrs[payonce.LogKeyOperation])
+	require.Equal(t, res.OperationID, panics[0].attrs[semconv.LogKeyOperation])
 	require.Contains(t, panics[0].attrs["panic"], "hook bug (test)")
 
 	released := make(chan struct{})
@@ -186,7 +190,7 @@ func TestHooksTimeoutValidated(t *testing.T) {
 	require.ErrorContains(t, err, "Config.Hooks.Timeout")
 
 	_, err = payonce.NewReconciler(payonce.ReconcilerConfig{Store: b.store, Clients: []*payonce.Client{b.client},
-		Hooks: payonce.ReconcilerHooks{Hooks: payonce.Hooks{Timeout: -1}}})
+		Hooks: payonce.Hooks{Timeout: -1}})
 	require.ErrorIs(t, err, payonce.ErrInvalid)
 	require.ErrorContains(t, err, "ReconcilerConfig.Hooks.Timeout")
 }

@@ -22,20 +22,18 @@ import (
 // a way that makes a stored identity invalid. A new scheme gets a new version
 // tag and lives beside this one.
 
-// namespaceText is Namespace written out. It was derived once as
+// Namespace is the UUID namespace of every payonce key, written out: keys
+// are uuid.NewSHA1(uuid.MustParse(Namespace), id.Canonical()). It is a
+// constant, published so that other implementations can reproduce keys.
+// It was derived once as
 // uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.com/payonce/payonce/keys/v1"))
 // and is hard-coded so that no change in that derivation can move it.
 // IT MUST NEVER CHANGE: every key of every deployed service depends on it.
-const namespaceText = "321e0492-cca3-5391-af6d-cfe6412907e7"
+const Namespace = "321e0492-cca3-5391-af6d-cfe6412907e7"
 
-// Namespace is the UUID namespace of every payonce key:
-// 321e0492-cca3-5391-af6d-cfe6412907e7, fixed forever. It is exported so
-// that other implementations can reproduce keys; keys are computed from a
-// private copy, so assigning to this variable does not change them.
-var Namespace = uuid.MustParse(namespaceText)
-
-// namespace is the copy keys are derived from; no caller can reassign it.
-var namespace = uuid.MustParse(namespaceText)
+// namespace is Namespace parsed, the value keys are derived from; nothing
+// assigns to it.
+var namespace = uuid.MustParse(Namespace)
 
 // keyVersion is the first field of every canonical identity encoding.
 const keyVersion = "payonce/key/v1"
@@ -168,8 +166,8 @@ func (id Identity) Canonical() ([]byte, error) {
 }
 
 // Key returns the idempotency key of the operation id names:
-// uuid.NewSHA1(Namespace, id.Canonical()) in its 36-character lower-case
-// form (UUID version 5, RFC 4122 variant). The same Identity gives the same
+// uuid.NewSHA1(uuid.MustParse(Namespace), id.Canonical()) in its
+// 36-character lower-case form (UUID version 5, RFC 4122 variant). The same Identity gives the same
 // key in every process, on every machine and in every release, so a retry
 // after a restart carries the key of the first attempt. 36 characters fit
 // every provider's key carrier (Stripe 255, PayPal 108, Adyen 64, Square 45,

@@ -14,6 +14,7 @@ import (
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/mocks"
+	"github.com/payonce/payonce/semconv"
 )
 
 // logCapture is a slog.Handler that keeps every record, at every level,
@@ -109,7 +110,7 @@ func TestExpectedFaultsLogQuietly(t *testing.T) {
 		retries := 0
 		for _, rec := range logs.withMessage(retryMsg) {
 			require.Equal(t, slog.LevelDebug, rec.level)
-			if rec.attrs[payonce.LogKeyOperation] == res.OperationID {
+			if rec.attrs[semconv.LogKeyOperation] == res.OperationID {
 				retries++
 			}
 		}
@@ -123,7 +124,7 @@ func TestExpectedFaultsLogQuietly(t *testing.T) {
 		require.ErrorIs(t, err, payonce.ErrProviderUnavailable)
 		dials := 0
 		for _, rec := range logs.withMessage(retryMsg) {
-			if rec.attrs[payonce.LogKeyOperation] == res.OperationID && rec.attrs["method"] == "POST" {
+			if rec.attrs[semconv.LogKeyOperation] == res.OperationID && rec.attrs["method"] == "POST" {
 				dials++
 			}
 		}
@@ -199,14 +200,14 @@ func TestReviewLogsWarnWithOperation(t *testing.T) {
 	}
 	require.Len(t, review, 1, "one Warn record for entering review")
 	require.Equal(t, slog.LevelWarn, review[0].level)
-	require.Equal(t, res.OperationID, review[0].attrs[payonce.LogKeyOperation])
+	require.Equal(t, res.OperationID, review[0].attrs[semconv.LogKeyOperation])
 	require.Equal(t, payonce.ReasonWindowPassed, review[0].attrs["reason"])
 
 	changes := logs.withMessage("payonce: operation state changed")
 	require.NotEmpty(t, changes)
 	for _, rec := range changes {
 		require.Equal(t, slog.LevelDebug, rec.level)
-		require.Equal(t, res.OperationID, rec.attrs[payonce.LogKeyOperation])
+		require.Equal(t, res.OperationID, rec.attrs[semconv.LogKeyOperation])
 	}
 	logs.requireNoError(t)
 }

@@ -128,6 +128,8 @@ type Outcome struct {
 // count a replayed 5xx against the provider's health: it is the stored
 // answer of an earlier request, not a new failure.
 type ReplayDetector interface {
+	// Replayed reports whether the answer with status and header is the
+	// provider's replay of an earlier request's stored answer.
 	Replayed(status int, header http.Header) bool
 }
 
@@ -150,9 +152,14 @@ const (
 
 // LookupQuery says what to look up.
 type LookupQuery struct {
+	// OperationID is payonce's id of the operation, as the adapter wrote
+	// it on the provider's object (metadata, reference).
 	OperationID string
-	Key         string
-	Request     Request
+	// Key is the idempotency key of the current generation.
+	Key string
+	// Request is the operation's request, as recorded: what a found object
+	// must match (amount, currency, kind).
+	Request Request
 	// ProviderRef is the provider's id of the object, when the ledger knows it.
 	ProviderRef string
 	// Since is the start of the first attempt that may have reached the
@@ -174,11 +181,14 @@ type LookupQuery struct {
 
 // LookupResult is what a status lookup found.
 type LookupResult struct {
+	// State is what the provider reports of the operation.
 	State LookupState
 	// ProviderRef is the id of the object found (the first, for Multiple).
 	ProviderRef string
 	// Refs lists every object found for the operation.
-	Refs        []string
+	Refs []string
+	// Code, DeclineCode and Message are the provider's details of a
+	// failure, when it gives them. Message must hold no secret.
 	Code        string
 	DeclineCode string
 	Message     string

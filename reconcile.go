@@ -17,6 +17,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/semconv"
 )
 
 // ReconcilerConfig configures a Reconciler. Zero fields take the defaults
@@ -75,17 +76,7 @@ type ReconcilerConfig struct {
 	// review, OnPass after every pass. Best-effort, after the ledger
 	// commit, bounded by Hooks.Timeout (see Hooks). The Clients' own
 	// Config.Hooks fire for the same operations too: set one or the other.
-	Hooks ReconcilerHooks
-}
-
-// ReconcilerHooks are the Reconciler's in-process callbacks: the Hooks of
-// the operations its passes move, and OnPass.
-type ReconcilerHooks struct {
-	Hooks
-	// OnPass is called after every pass (RunOnce, and each pass of Run)
-	// with its report, also when claiming failed (the report so far). It
-	// gets its own copy of the report.
-	OnPass func(rep ReconcileReport)
+	Hooks Hooks
 }
 
 // Reconciler drives unfinished operations to a terminal state in the
@@ -107,19 +98,23 @@ type Reconciler struct {
 	stats metric.Registration
 }
 
-// ReconcileReport says what one RunOnce did.
+// ReconcileReport says what one RunOnce did. Its JSON form uses the
+// snake_case names of its tags and leaves Errors out (an error has no JSON
+// form); error_count says how many there were.
 type ReconcileReport struct {
 	// Claimed counts operations claimed, Settled those that reached a
 	// terminal state, Skipped those left for later (lease too short).
-	Claimed, Settled, Skipped int
+	Claimed int `json:"claimed"`
+	Settled int `json:"settled"`
+	Skipped int `json:"skipped"`
 	// Released counts operations claimed and never started because ctx
 	// ended, whose leases were given up: due again at once.
-	Released int
+	Released int `json:"released"`
 	// Transitions counts status changes, keyed "from->to".
-	Transitions map[string]int
+	Transitions map[string]int `json:"transitions"`
 	// Errors holds the first errors met (at most 20); ErrorCount counts all.
-	Errors     []error
-	ErrorCount int
+	Errors     []error `json:"-"`
+	ErrorCount int     `json:"error_count"`
 }
 
 // NewReconciler builds a Reconciler from cfg.
@@ -152,7 +147,7 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.Hooks.Hooks = hooks
+	cfg.Hooks = hooks
 	switch {
 	case cfg.BatchSize < 1 || cfg.BatchSize > ledger.MaxLimit:
 		return nil, invalid("ReconcilerConfig.BatchSize", "must be between 1 and %d, got %d", ledger.MaxLimit, cfg.BatchSize)
@@ -263,7 +258,7 @@ func (r *Reconciler) onPass(ctx context.Context, rep ReconcileReport) {
 // On stopping, Run gives up the leases of the operations its last pass had
 // claimed but not started (RunOnce), so that a deploy does not leave them
 // waiting for their leases to end. Stop Run after the service's own calls
-// have drained (doc.go, "Lifecycle").
+// have drained (the package documentation's "Lifecycle" section).
 func (r *Reconciler) Run(ctx context.Context) error {
 	for {
 		rep, err := r.RunOnce(ctx)
@@ -424,7 +419,7 @@ func (r *Reconciler) releaseUnstarted(ctx context.Context, owner string, ops []l
 		}
 		if _, err := r.cfg.Store.Finish(rctx, fp); err != nil {
 			r.cfg.Logger.Warn("payonce: giving up a claimed operation's lease failed; it is due again when the lease ends",
-				LogKeyOperation, op.ID, "lease_until", op.LeaseExpiresAt, "error", err)
+				semconv.LogKeyOperation, op.ID, "lease_until", op.LeaseExpiresAt, "error", err)
 			if rctx.Err() != nil {
 				return released
 			}

@@ -31,36 +31,62 @@ import (
 // the mapping.
 type ResultStatus string
 
+// The statuses a call reports; the table on ResultStatus gives the error
+// that comes with each. Their values never change.
 const (
-	ResultSucceeded    ResultStatus = "succeeded"
-	ResultFailed       ResultStatus = "failed"
-	ResultPending      ResultStatus = "pending"
-	ResultUnknown      ResultStatus = "unknown"
-	ResultInProgress   ResultStatus = "in_progress"
+	// ResultSucceeded: the provider confirmed the operation. Final.
+	ResultSucceeded ResultStatus = "succeeded"
+	// ResultFailed: the provider refused the operation. Final.
+	ResultFailed ResultStatus = "failed"
+	// ResultPending: recorded, nothing sent yet; background work sends it.
+	ResultPending ResultStatus = "pending"
+	// ResultUnknown: an attempt may have reached the provider;
+	// reconciliation settles it.
+	ResultUnknown ResultStatus = "unknown"
+	// ResultInProgress: another worker holds the operation's lease.
+	ResultInProgress ResultStatus = "in_progress"
+	// ResultManualReview: an operator decides; automation sends nothing
+	// more for it.
 	ResultManualReview ResultStatus = "manual_review"
 )
 
-// Result is what a call reports about its operation.
+// Result is what a call reports about its operation. Its JSON form (for a
+// handler that answers with it) uses the snake_case names of its tags; an
+// empty provider_ref, code, decline_code, message or review_reason is left
+// out, as it means the provider or the ledger said nothing of it. The
+// names are part of the API: they change only with a major version.
 type Result struct {
-	OperationID string
-	Key         string
-	Provider    string
-	Kind        Kind
-	Status      ResultStatus
-	ProviderRef string
-	Code        string
-	DeclineCode string
-	Message     string
+	// OperationID is the operation's id in the ledger
+	// (Identity.OperationID): the same for every call with the same
+	// business identity, across key generations.
+	OperationID string `json:"operation_id"`
+	// Key is the idempotency key sent to the provider (Identity.Key).
+	Key string `json:"key"`
+	// Provider is the provider's name (Provider.Name).
+	Provider string `json:"provider"`
+	// Kind is the kind of money movement: charge, capture, cancel, refund.
+	Kind Kind `json:"kind"`
+	// Status is where the operation stands; see ResultStatus for the error
+	// that comes with each.
+	Status ResultStatus `json:"status"`
+	// ProviderRef is the provider's id of the object the operation created
+	// or acted on, once known.
+	ProviderRef string `json:"provider_ref,omitempty"`
+	// Code, DeclineCode and Message are what the provider said of a
+	// decline or an error, as it sent them.
+	Code        string `json:"code,omitempty"`
+	DeclineCode string `json:"decline_code,omitempty"`
+	Message     string `json:"message,omitempty"`
 	// Attempts is the number of attempts recorded for the operation so far.
-	Attempts int
+	Attempts int `json:"attempts"`
 	// Replayed reports that the result came from the ledger without calling
 	// the provider (the operation had already finished).
-	Replayed bool
+	Replayed bool `json:"replayed"`
 	// ReviewCode and ReviewReason say why an operation in manual review is
 	// there: the code to compare, the sentence to show (as the ledger's
 	// Operation records them).
-	ReviewCode   ledger.ReviewCode
-	ReviewReason string
+	ReviewCode   ledger.ReviewCode `json:"review_code,omitempty"`
+	ReviewReason string            `json:"review_reason,omitempty"`
 }
 
 // storedResult is the normalized result kept in the ledger (the Result

@@ -3,6 +3,8 @@ package payonce
 import (
 	"context"
 	"time"
+
+	"github.com/payonce/payonce/ledger"
 )
 
 // RetryPolicy bounds the attempt loop of one call. Zero fields take the
@@ -79,11 +81,11 @@ func onOrZero[T ~int | ~int64](n T) T { return max(n, 0) }
 // retryAfterLimit is the longest Retry-After a call waits for.
 func (p RetryPolicy) retryAfterLimit() time.Duration { return onOrZero(p.MaxRetryAfter) }
 
-// Backoff returns the wait before retry number n (0-based): exponential with
+// backoff returns the wait before retry number n (0-based): exponential with
 // full jitter (a uniformly random wait up to BaseDelay*2^n, capped at
 // MaxDelay), so that many clients recovering at once do not retry in step.
 // A provider's Retry-After, when longer, wins. random returns [0, 1).
-func (p RetryPolicy) Backoff(n int, retryAfter time.Duration, random func() float64) time.Duration {
+func (p RetryPolicy) backoff(n int, retryAfter time.Duration, random func() float64) time.Duration {
 	ceiling := p.MaxDelay
 	if n < 30 {
 		if step := p.BaseDelay << n; step > 0 && step < ceiling {
@@ -110,4 +112,46 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// pauseBeforeNext waits the backoff after a not-sent or maybe-sent attempt,
+// keeping the lease, before the run sends again or looks up. A provider
+// asking for a longer wait than the call may spend (retryAfter), or a
+// context that ends, leaves the rest to background work.
+func (c *Client) pauseBeforeNext(ctx context.Context, r *run, retryAfter time.Duration) {
+	wait := c.cfg.Retry.backoff(r.sent-1, retryAfter, c.cfg.Random)
+	if r.sent >= r.maxAttempts(c) {
+		// No attempt left in this run: look up at once, then leave the
+		// rest to background work.
+		return
+	}
+	if retryAfter > c.cfg.Retry.retryAfterLimit() || sleep(ctx, wait) != nil {
+		r.sent = r.maxAttempts(c)
+	}
+}
+
+// resendDelay is the least time between the end of an operation's latest
+// attempt and a resend that starts a new call or pass, after n attempts:
+// CheckInterval, growing fourfold with every attempt, capped at a quarter
+// of the key TTL (but never below CheckInterval). Within a 24 h window and a
+// 30 s interval that allows about eight such resends.
+func (c *Client) resendDelay(n int) time.Duration {
+	ceiling := max(c.cfg.CheckInterval, c.info.KeyTTL/4)
+	d := c.cfg.CheckInterval
+	for i := 1; i < n && d < ceiling; i++ {
+		d *= 4
+	}
+	return min(d, ceiling)
+}
+
+// checkAfter spaces lookups of an operation out as it ages: a tenth of its
+// age since the window opened, at least CheckInterval, at most an hour.
+// Stateless, so every replica computes the same schedule.
+func (c *Client) checkAfter(op ledger.Operation, now time.Time) time.Duration {
+	since := op.WindowStart
+	if since.IsZero() {
+		since = op.CreatedAt
+	}
+	d := now.Sub(since) / 10
+	return min(max(d, c.cfg.CheckInterval), time.Hour)
 }

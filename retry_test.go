@@ -10,12 +10,12 @@ import (
 func TestBackoffFullJitter(t *testing.T) {
 	t.Parallel()
 	p := RetryPolicy{}.withDefaults()
-	require.Equal(t, time.Duration(0), p.Backoff(0, 0, func() float64 { return 0 }))
-	require.Equal(t, 100*time.Millisecond, p.Backoff(0, 0, func() float64 { return 0.5 }))
-	require.Equal(t, 400*time.Millisecond, p.Backoff(2, 0, func() float64 { return 0.5 }))
-	require.Equal(t, 2500*time.Millisecond, p.Backoff(20, 0, func() float64 { return 0.5 }), "capped at MaxDelay")
-	require.Equal(t, 2500*time.Millisecond, p.Backoff(100, 0, func() float64 { return 0.5 }), "no overflow")
-	require.Equal(t, 3*time.Second, p.Backoff(0, 3*time.Second, func() float64 { return 0.5 }), "Retry-After wins when longer")
+	require.Equal(t, time.Duration(0), p.backoff(0, 0, func() float64 { return 0 }))
+	require.Equal(t, 100*time.Millisecond, p.backoff(0, 0, func() float64 { return 0.5 }))
+	require.Equal(t, 400*time.Millisecond, p.backoff(2, 0, func() float64 { return 0.5 }))
+	require.Equal(t, 2500*time.Millisecond, p.backoff(20, 0, func() float64 { return 0.5 }), "capped at MaxDelay")
+	require.Equal(t, 2500*time.Millisecond, p.backoff(100, 0, func() float64 { return 0.5 }), "no overflow")
+	require.Equal(t, 3*time.Second, p.backoff(0, 3*time.Second, func() float64 { return 0.5 }), "Retry-After wins when longer")
 }
 
 // Zero takes the default; -1 switches a setting off and survives the

@@ -14,6 +14,7 @@ import (
 
 // ResolveParams are an operator's decision on an operation in review.
 type ResolveParams struct {
+	// OperationID is the operation to resolve. Required.
 	OperationID string
 	// Outcome: succeeded (the money moved: give ProviderRef), failed (it did
 	// not), or resend (the operator asserts the provider has no record; the

@@ -19,6 +19,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/semconv"
 )
 
 // OpenTelemetry instrumentation, following OpenTelemetry's rules for
@@ -34,65 +35,8 @@ import (
 // anything a provider sent back are never attributes: they would make a
 // series per payment, and some of them identify a customer's payment.
 
-// ScopeName is the instrumentation scope of payonce's meters and tracers:
-// its import path.
-const ScopeName = "github.com/payonce/payonce"
-
-// Metric names, exported for dashboards and alerts. MetricNames lists them.
-const (
-	MetricCallDuration          = "payonce.call.duration"
-	MetricAttempts              = "payonce.attempts"
-	MetricLookups               = "payonce.lookups"
-	MetricTransitions           = "payonce.transitions"
-	MetricReviews               = "payonce.reviews"
-	MetricResendWindowRemaining = "payonce.resend.key_window_remaining"
-	MetricBreakerStateChanges   = "payonce.breaker.state_changes"
-	MetricReconcilePassDuration = "payonce.reconcile.pass.duration"
-	MetricReconcileOperations   = "payonce.reconcile.operations"
-	MetricWebhooks              = "payonce.webhooks"
-	MetricOperationsOpen        = "payonce.operations.open"
-	MetricOperationsOldestAge   = "payonce.operations.oldest_age"
-	MetricOperationsInReview    = "payonce.operations.in_review"
-)
-
 // spanPrefix starts the name of every span payonce starts.
 const spanPrefix = "payonce."
-
-// MetricNames returns the name of every metric payonce records, in a
-// stable order: what a dashboard or alert may query. The ledger gauges
-// (payonce.operations.*) are reported only where RegisterLedgerMetrics was
-// called (a Reconciler does it unless ReconcilerConfig.StatsInterval is -1).
-// The returned slice is a copy.
-func MetricNames() []string {
-	return []string{
-		MetricCallDuration, MetricAttempts, MetricLookups, MetricTransitions, MetricReviews,
-		MetricResendWindowRemaining, MetricBreakerStateChanges, MetricReconcilePassDuration,
-		MetricReconcileOperations, MetricWebhooks, MetricOperationsOpen, MetricOperationsOldestAge,
-		MetricOperationsInReview,
-	}
-}
-
-// Attribute keys. OpenTelemetry asks a library's own attributes to carry
-// its namespace; error.type is the semantic conventions' attribute for the
-// class of a failure.
-const (
-	AttrProvider    = attribute.Key("payonce.provider")
-	AttrKind        = attribute.Key("payonce.kind")
-	AttrResult      = attribute.Key("payonce.result")
-	AttrOutcome     = attribute.Key("payonce.outcome")
-	AttrAnswer      = attribute.Key("payonce.lookup.answer")
-	AttrDecision    = attribute.Key("payonce.decision")
-	AttrFrom        = attribute.Key("payonce.from")
-	AttrTo          = attribute.Key("payonce.to")
-	AttrStatus      = attribute.Key("payonce.status")
-	AttrReason      = attribute.Key("payonce.reason")
-	AttrState       = attribute.Key("payonce.breaker.state")
-	AttrWhat        = attribute.Key("payonce.what")
-	AttrDisposition = attribute.Key("payonce.webhook.disposition")
-	AttrAttempt     = attribute.Key("payonce.attempt")
-	AttrReplayed    = attribute.Key("payonce.replayed")
-	AttrErrorType   = attribute.Key("error.type")
-)
 
 // reasonUnreadable starts the review reason of an operation whose stored
 // request this version cannot read.
@@ -136,14 +80,14 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, provider str
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	t := &telemetry{tracer: tp.Tracer(ScopeName), provider: AttrProvider.String(provider)}
+	t := &telemetry{tracer: tp.Tracer(semconv.ScopeName), provider: semconv.AttrProvider.String(provider)}
 	switch {
 	case isNoopTracerProvider(tp):
 		t.spansOff = true
 	case isUnsetGlobal(tp):
 		t.unsetGlobal = tp
 	}
-	m := mp.Meter(ScopeName)
+	m := mp.Meter(semconv.ScopeName)
 	var err error
 	hist := func(name, unit, desc string, bounds ...float64) metric.Float64Histogram {
 		h, e := m.Float64Histogram(name, metric.WithUnit(unit), metric.WithDescription(desc), metric.WithExplicitBucketBoundaries(bounds...))
@@ -158,18 +102,18 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, provider str
 	// Call and pass durations span a zero-latency fake to a call that
 	// waits out retries and Retry-After: milliseconds to minutes.
 	durations := []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
-	t.callDuration = hist(MetricCallDuration, "s", "Duration of a Charge, Capture, Cancel or Refund call, by the status it reported.", durations...)
-	t.attempts = counter(MetricAttempts, "{attempt}", "Attempts sent (or refused before sending), by outcome class.")
-	t.lookups = counter(MetricLookups, "{lookup}", "Status lookups, by what the provider answered and what was decided.")
-	t.transitions = counter(MetricTransitions, "{transition}", "Status changes of operations recorded in the ledger.")
-	t.reviews = counter(MetricReviews, "{operation}", "Operations sent to manual review, by reason code.")
+	t.callDuration = hist(semconv.MetricCallDuration, "s", "Duration of a Charge, Capture, Cancel or Refund call, by the status it reported.", durations...)
+	t.attempts = counter(semconv.MetricAttempts, "{attempt}", "Attempts sent (or refused before sending), by outcome class.")
+	t.lookups = counter(semconv.MetricLookups, "{lookup}", "Status lookups, by what the provider answered and what was decided.")
+	t.transitions = counter(semconv.MetricTransitions, "{transition}", "Status changes of operations recorded in the ledger.")
+	t.reviews = counter(semconv.MetricReviews, "{operation}", "Operations sent to manual review, by reason code.")
 	// A key window is hours (Stripe 24 h): resolution near its end matters.
-	t.resendRemaining = hist(MetricResendWindowRemaining, "s", "Time left of the key window (less the safety margin) when a resend was sent.",
+	t.resendRemaining = hist(semconv.MetricResendWindowRemaining, "s", "Time left of the key window (less the safety margin) when a resend was sent.",
 		60, 300, 900, 1800, 3600, 7200, 14400, 28800, 43200, 86400, 172800, 604800)
-	t.breakerChanges = counter(MetricBreakerStateChanges, "{change}", "Circuit breaker state changes, by the state entered.")
-	t.passDuration = hist(MetricReconcilePassDuration, "s", "Duration of one reconciler pass over one provider's due operations.", durations...)
-	t.reconcileOps = counter(MetricReconcileOperations, "{operation}", "Operations a reconciler claimed, settled, skipped or failed on.")
-	t.webhooks = counter(MetricWebhooks, "{event}", "Webhook events and rejected deliveries, by result and disposition.")
+	t.breakerChanges = counter(semconv.MetricBreakerStateChanges, "{change}", "Circuit breaker state changes, by the state entered.")
+	t.passDuration = hist(semconv.MetricReconcilePassDuration, "s", "Duration of one reconciler pass over one provider's due operations.", durations...)
+	t.reconcileOps = counter(semconv.MetricReconcileOperations, "{operation}", "Operations a reconciler claimed, settled, skipped or failed on.")
+	t.webhooks = counter(semconv.MetricWebhooks, "{event}", "Webhook events and rejected deliveries, by result and disposition.")
 	if err != nil {
 		return nil, invalid("Config.MeterProvider", "creating payonce's instruments failed: %v", err)
 	}
@@ -244,7 +188,7 @@ func failSpan(s trace.Span, err error, errType string) {
 	}
 	s.RecordError(err)
 	s.SetStatus(codes.Error, err.Error())
-	s.SetAttributes(AttrErrorType.String(errType))
+	s.SetAttributes(semconv.AttrErrorType.String(errType))
 }
 
 // callSpan is one Charge, Capture, Cancel or Refund in flight.
@@ -259,7 +203,7 @@ type callSpan struct {
 func (t *telemetry) startCall(ctx context.Context, kind Kind, now time.Time) (context.Context, callSpan) {
 	ctx, s := t.start(ctx, callSpanName(kind), trace.SpanKindInternal)
 	if s != nil && s.IsRecording() {
-		s.SetAttributes(t.provider, AttrKind.String(string(kind)))
+		s.SetAttributes(t.provider, semconv.AttrKind.String(string(kind)))
 	}
 	return ctx, callSpan{t: t, span: s, kind: kind, start: now}
 }
@@ -313,12 +257,12 @@ func isRecordError(err error) bool {
 // the result of a call that worked, not a failure of it.
 func (c callSpan) end(ctx context.Context, now time.Time, res Result, err error) {
 	result, failed := callResult(res, err)
-	c.t.record(ctx, c.t.callDuration, now.Sub(c.start).Seconds(), c.t.provider, AttrKind.String(string(c.kind)), AttrResult.String(result))
+	c.t.record(ctx, c.t.callDuration, now.Sub(c.start).Seconds(), c.t.provider, semconv.AttrKind.String(string(c.kind)), semconv.AttrResult.String(result))
 	if c.span == nil {
 		return
 	}
 	if c.span.IsRecording() {
-		c.span.SetAttributes(AttrResult.String(result), AttrReplayed.Bool(res.Replayed))
+		c.span.SetAttributes(semconv.AttrResult.String(result), semconv.AttrReplayed.Bool(res.Replayed))
 		if failed {
 			failSpan(c.span, err, result)
 		}
@@ -337,14 +281,14 @@ type attemptSpan struct {
 func (t *telemetry) startAttempt(ctx context.Context, kind string, n int) (context.Context, attemptSpan) {
 	ctx, s := t.start(ctx, spanPrefix+"attempt", trace.SpanKindClient)
 	if s != nil && s.IsRecording() {
-		s.SetAttributes(t.provider, AttrKind.String(kind), AttrAttempt.Int(n))
+		s.SetAttributes(t.provider, semconv.AttrKind.String(kind), semconv.AttrAttempt.Int(n))
 	}
 	return ctx, attemptSpan{t: t, span: s, kind: kind}
 }
 
 // sent counts an attempt by outcome class.
 func (a attemptSpan) sent(ctx context.Context, class ledger.OutcomeClass) {
-	a.t.add(ctx, a.t.attempts, a.t.provider, AttrKind.String(a.kind), AttrOutcome.String(string(class)))
+	a.t.add(ctx, a.t.attempts, a.t.provider, semconv.AttrKind.String(a.kind), semconv.AttrOutcome.String(string(class)))
 }
 
 // resend records, for a resend about to leave (an earlier attempt may have
@@ -352,7 +296,7 @@ func (a attemptSpan) sent(ctx context.Context, class ledger.OutcomeClass) {
 // margin, is left: how close resends come to the point where only a person
 // may decide.
 func (t *telemetry) resend(ctx context.Context, kind string, remaining time.Duration) {
-	t.record(ctx, t.resendRemaining, remaining.Seconds(), t.provider, AttrKind.String(kind))
+	t.record(ctx, t.resendRemaining, remaining.Seconds(), t.provider, semconv.AttrKind.String(kind))
 }
 
 // end ends the attempt's span; a second call does nothing. An attempt
@@ -364,7 +308,7 @@ func (a *attemptSpan) end(out Outcome, errText string) {
 		return
 	}
 	if a.span.IsRecording() {
-		a.span.SetAttributes(AttrOutcome.String(string(out.Class)), AttrReplayed.Bool(out.Replayed))
+		a.span.SetAttributes(semconv.AttrOutcome.String(string(out.Class)), semconv.AttrReplayed.Bool(out.Replayed))
 		if out.Class != ledger.OutcomeSuccess && out.Class != ledger.OutcomeRefused {
 			failSpan(a.span, textError(errText), string(out.Class))
 		}
@@ -388,7 +332,7 @@ type lookupSpan struct {
 func (t *telemetry) startLookup(ctx context.Context, kind string) (context.Context, lookupSpan) {
 	ctx, s := t.start(ctx, spanPrefix+"lookup", trace.SpanKindClient)
 	if s != nil && s.IsRecording() {
-		s.SetAttributes(t.provider, AttrKind.String(kind))
+		s.SetAttributes(t.provider, semconv.AttrKind.String(kind))
 	}
 	return ctx, lookupSpan{t: t, span: s, kind: kind}
 }
@@ -409,14 +353,14 @@ func lookupAnswer(lr LookupResult, lerr error) string {
 
 // end counts the lookup by answer and decision and ends its span. A
 // failed lookup fails the span; what it found, whatever it was, does not.
-func (l lookupSpan) end(ctx context.Context, lr LookupResult, lerr error, decision Action) {
+func (l lookupSpan) end(ctx context.Context, lr LookupResult, lerr error, decision action) {
 	answer := lookupAnswer(lr, lerr)
-	l.t.add(ctx, l.t.lookups, l.t.provider, AttrKind.String(l.kind), AttrAnswer.String(answer), AttrDecision.String(string(decision)))
+	l.t.add(ctx, l.t.lookups, l.t.provider, semconv.AttrKind.String(l.kind), semconv.AttrAnswer.String(answer), semconv.AttrDecision.String(string(decision)))
 	if l.span == nil {
 		return
 	}
 	if l.span.IsRecording() {
-		l.span.SetAttributes(AttrAnswer.String(answer), AttrDecision.String(string(decision)))
+		l.span.SetAttributes(semconv.AttrAnswer.String(answer), semconv.AttrDecision.String(string(decision)))
 		if lerr != nil {
 			failSpan(l.span, lerr, "lookup_failed")
 		}
@@ -434,12 +378,12 @@ func (t *telemetry) moved(ctx context.Context, kind string, from, to ledger.Stat
 	if from == "" {
 		from = "new"
 	}
-	t.add(ctx, t.transitions, t.provider, AttrKind.String(kind), AttrFrom.String(string(from)), AttrTo.String(string(to)))
+	t.add(ctx, t.transitions, t.provider, semconv.AttrKind.String(kind), semconv.AttrFrom.String(string(from)), semconv.AttrTo.String(string(to)))
 	if to == ledger.StatusManualReview {
-		t.add(ctx, t.reviews, t.provider, AttrKind.String(kind), AttrReason.String(string(cmp.Or(code, ledger.ReviewCodeOther))))
+		t.add(ctx, t.reviews, t.provider, semconv.AttrKind.String(kind), semconv.AttrReason.String(string(cmp.Or(code, ledger.ReviewCodeOther))))
 	}
 	if s := trace.SpanFromContext(ctx); s.IsRecording() {
-		s.AddEvent("payonce.transition", trace.WithAttributes(AttrFrom.String(string(from)), AttrTo.String(string(to))))
+		s.AddEvent("payonce.transition", trace.WithAttributes(semconv.AttrFrom.String(string(from)), semconv.AttrTo.String(string(to))))
 	}
 }
 
@@ -448,31 +392,8 @@ func (t *telemetry) breakerChanged(to string) {
 	if t == nil {
 		return
 	}
-	t.add(context.Background(), t.breakerChanges, t.provider, AttrState.String(to))
+	t.add(context.Background(), t.breakerChanges, t.provider, semconv.AttrState.String(to))
 }
-
-// Webhook results: the value of AttrResult on payonce.webhooks.
-const (
-	WebhookResultRecorded = "recorded"
-	// WebhookResultRecordedUnreadable: an event that verified but could not
-	// be read (WebhookEvent.Unreadable), recorded and acknowledged without
-	// being applied. An operator must read it in the provider's dashboard:
-	// alert on any.
-	WebhookResultRecordedUnreadable = "recorded_unreadable"
-	WebhookResultDuplicate          = "duplicate"
-	WebhookResultUnavailable        = "unavailable"
-	WebhookResultUnauthorized       = "rejected_credentials"
-	WebhookResultForbidden          = "rejected_forbidden"
-	WebhookResultInvalid            = "rejected_invalid"
-	WebhookResultTooLarge           = "rejected_too_large"
-	// WebhookResultUnreadable: the request's body could not be read (the
-	// connection failed); nothing was verified or recorded.
-	WebhookResultUnreadable = "rejected_unreadable"
-	// WebhookResultTimeout: the body did not arrive within
-	// WebhookOptions.Timeout (408).
-	WebhookResultTimeout = "rejected_timeout"
-	WebhookResultBusy    = "busy"
-)
 
 // webhookDispositionNone is the disposition of a rejected delivery and of
 // an event about nothing payonce sent.
@@ -489,7 +410,7 @@ func (t *telemetry) webhook(ctx context.Context, result string, rep ledger.Webho
 	if len(rep.Outcomes) > 0 {
 		disp = string(rep.Outcomes[0].Disposition)
 	}
-	t.add(ctx, t.webhooks, t.provider, AttrResult.String(result), AttrDisposition.String(disp))
+	t.add(ctx, t.webhooks, t.provider, semconv.AttrResult.String(result), semconv.AttrDisposition.String(disp))
 }
 
 // passSpan is one reconciler pass over one provider.
@@ -501,7 +422,7 @@ type passSpan struct {
 }
 
 func (t *telemetry) startPass(ctx context.Context, provider string, now time.Time) (context.Context, passSpan) {
-	p := AttrProvider.String(provider)
+	p := semconv.AttrProvider.String(provider)
 	ctx, s := t.start(ctx, spanPrefix+"reconcile", trace.SpanKindInternal)
 	if s != nil && s.IsRecording() {
 		s.SetAttributes(p)
@@ -516,13 +437,13 @@ func (p passSpan) end(ctx context.Context, now time.Time, claimed, settled, skip
 	if err != nil {
 		result = "error"
 	}
-	p.t.record(ctx, p.t.passDuration, now.Sub(p.start).Seconds(), p.provider, AttrResult.String(result))
+	p.t.record(ctx, p.t.passDuration, now.Sub(p.start).Seconds(), p.provider, semconv.AttrResult.String(result))
 	for _, w := range []struct {
 		what string
 		n    int
 	}{{"claimed", claimed}, {"settled", settled}, {"skipped", skipped}, {"failed", failed}} {
 		if w.n > 0 && p.t.reconcileOps.Enabled(ctx) {
-			p.t.reconcileOps.Add(ctx, int64(w.n), metric.WithAttributes(p.provider, AttrWhat.String(w.what)))
+			p.t.reconcileOps.Add(ctx, int64(w.n), metric.WithAttributes(p.provider, semconv.AttrWhat.String(w.what)))
 		}
 	}
 	if p.span == nil {
@@ -596,12 +517,12 @@ func RegisterLedgerMetrics(src StatsSource, cfg LedgerMetricsConfig) (metric.Reg
 	case cfg.Timeout < 0:
 		return nil, invalid("LedgerMetricsConfig.Timeout", "must be > 0 (0 for the default 5s), got %v", cfg.Timeout)
 	}
-	m := cfg.MeterProvider.Meter(ScopeName)
-	open, err1 := m.Int64ObservableGauge(MetricOperationsOpen, metric.WithUnit("{operation}"),
+	m := cfg.MeterProvider.Meter(semconv.ScopeName)
+	open, err1 := m.Int64ObservableGauge(semconv.MetricOperationsOpen, metric.WithUnit("{operation}"),
 		metric.WithDescription("Operations not settled (pending, in flight, unknown, in review), by provider, kind and status."))
-	oldest, err2 := m.Float64ObservableGauge(MetricOperationsOldestAge, metric.WithUnit("s"),
+	oldest, err2 := m.Float64ObservableGauge(semconv.MetricOperationsOldestAge, metric.WithUnit("s"),
 		metric.WithDescription("Age of the oldest open operation (in review: since it entered review), by provider, kind and status."))
-	review, err3 := m.Int64ObservableGauge(MetricOperationsInReview, metric.WithUnit("{operation}"),
+	review, err3 := m.Int64ObservableGauge(semconv.MetricOperationsInReview, metric.WithUnit("{operation}"),
 		metric.WithDescription("Operations in manual review, by provider, kind and reason code."))
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return nil, invalid("LedgerMetricsConfig.MeterProvider", "creating the ledger gauges failed: %v", err)
@@ -613,10 +534,10 @@ func RegisterLedgerMetrics(src StatsSource, cfg LedgerMetricsConfig) (metric.Reg
 			return err
 		}
 		for _, sc := range st.Open {
-			o.ObserveInt64(open, sc.Count, metric.WithAttributes(AttrProvider.String(sc.Provider), AttrKind.String(sc.Kind), AttrStatus.String(string(sc.Status))))
+			o.ObserveInt64(open, sc.Count, metric.WithAttributes(semconv.AttrProvider.String(sc.Provider), semconv.AttrKind.String(sc.Kind), semconv.AttrStatus.String(string(sc.Status))))
 		}
 		for _, old := range st.Oldest {
-			o.ObserveFloat64(oldest, max(0, now.Sub(old.Since).Seconds()), metric.WithAttributes(AttrProvider.String(old.Provider), AttrKind.String(old.Kind), AttrStatus.String(string(old.Status))))
+			o.ObserveFloat64(oldest, max(0, now.Sub(old.Since).Seconds()), metric.WithAttributes(semconv.AttrProvider.String(old.Provider), semconv.AttrKind.String(old.Kind), semconv.AttrStatus.String(string(old.Status))))
 		}
 		// Reasons are sentences, some with a provider's detail: one series
 		// per review code, summed.
@@ -631,7 +552,7 @@ func RegisterLedgerMetrics(src StatsSource, cfg LedgerMetricsConfig) (metric.Reg
 			byCode[k] += rc.Count
 		}
 		for _, k := range order {
-			o.ObserveInt64(review, byCode[k], metric.WithAttributes(AttrProvider.String(k.provider), AttrKind.String(k.kind), AttrReason.String(k.code)))
+			o.ObserveInt64(review, byCode[k], metric.WithAttributes(semconv.AttrProvider.String(k.provider), semconv.AttrKind.String(k.kind), semconv.AttrReason.String(k.code)))
 		}
 		return nil
 	}, open, oldest, review)
@@ -669,12 +590,8 @@ func (c *statsCache) read(ctx context.Context) (ledger.Stats, time.Time, error) 
 	return c.st, now, c.err
 }
 
-// LogKeyOperation is the log attribute that carries an operation's id in
-// every record about one operation (state changes, reviews, retries), so
-// that one grep follows a payment through the logs.
-const LogKeyOperation = "operation_id"
-
-// Hooks are in-process callbacks on what happened to an operation. They are
+// Hooks are in-process callbacks on what happened to an operation, for a
+// Client (Config.Hooks) or a Reconciler (ReconcilerConfig.Hooks). They are
 // best-effort: they run in this process only, after the ledger committed
 // the change, and a crash, a deploy or a timed-out hook loses the
 // notification while the ledger keeps the fact. They are not a durable
@@ -696,6 +613,11 @@ type Hooks struct {
 	// OnReview is called when an operation enters manual_review, with the
 	// reason recorded (the ledger's Operation.ReviewCode holds its code).
 	OnReview func(ctx context.Context, res Result, reason string)
+	// OnPass is called by a Reconciler after every pass (RunOnce, and each
+	// pass of Run) with its report, also when claiming failed (the report
+	// so far). It gets its own copy of the report. A Client never calls it:
+	// one Hooks value may serve both Config.Hooks and ReconcilerConfig.Hooks.
+	OnPass func(rep ReconcileReport)
 	// Timeout is how long a hook may hold up the goroutine that calls it.
 	// Defaults to 1 s.
 	Timeout time.Duration
@@ -757,7 +679,7 @@ func runHook(ctx context.Context, log *slog.Logger, timeout time.Duration, name,
 			if p := recover(); p != nil {
 				// A bug in the hook, not a fault of the payment: the ledger
 				// has the change, and nothing else depends on the hook.
-				log.Error("payonce: hook panicked", "hook", name, LogKeyOperation, opID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				log.Error("payonce: hook panicked", "hook", name, semconv.LogKeyOperation, opID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			}
 		}()
 		fn(hctx)
@@ -765,6 +687,6 @@ func runHook(ctx context.Context, log *slog.Logger, timeout time.Duration, name,
 	select {
 	case <-done:
 	case <-hctx.Done():
-		log.Warn("payonce: hook still running after its timeout; no longer waiting for it", "hook", name, LogKeyOperation, opID, "timeout", timeout)
+		log.Warn("payonce: hook still running after its timeout; no longer waiting for it", "hook", name, semconv.LogKeyOperation, opID, "timeout", timeout)
 	}
 }

@@ -7,11 +7,22 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/semconv"
 )
+
+// recordingTracerProvider stands for an application's SDK provider: any
+// TracerProvider that is neither the no-op one nor the unset global. The
+// root package's tests use the OpenTelemetry API only.
+type recordingTracerProvider struct{ embedded.TracerProvider }
+
+func (recordingTracerProvider) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return tracenoop.NewTracerProvider().Tracer(name, opts...)
+}
 
 // This test binary never registers a global provider, so
 // otel.GetTracerProvider is the unset delegate.
@@ -19,7 +30,7 @@ func TestUnsetGlobalDetected(t *testing.T) {
 	if !isUnsetGlobal(otel.GetTracerProvider()) {
 		t.Fatalf("the global delegate %T is not recognised: every call would start spans nobody records", otel.GetTracerProvider())
 	}
-	if isUnsetGlobal(sdktrace.NewTracerProvider()) || isUnsetGlobal(tracenoop.NewTracerProvider()) {
+	if isUnsetGlobal(recordingTracerProvider{}) || isUnsetGlobal(&recordingTracerProvider{}) || isUnsetGlobal(tracenoop.NewTracerProvider()) {
 		t.Fatal("a registered provider taken for the unset global")
 	}
 	tel, err := newTelemetry(nil, nil, "stripe")
@@ -33,9 +44,9 @@ func TestUnsetGlobalDetected(t *testing.T) {
 	if tel.tracing() {
 		t.Fatal("spans started on a no-op provider")
 	}
-	tel, _ = newTelemetry(nil, sdktrace.NewTracerProvider(), "stripe")
+	tel, _ = newTelemetry(nil, recordingTracerProvider{}, "stripe")
 	if !tel.tracing() {
-		t.Fatal("no spans on an SDK provider")
+		t.Fatal("no spans on an application's provider")
 	}
 }
 
@@ -59,10 +70,10 @@ func TestTelemetryFreeWhenUnset(t *testing.T) {
 		tel.moved(actx, "charge", ledger.StatusInFlight, ledger.StatusUnknown, "")
 		att.end(out, "timeout")
 		lctx, look := tel.startLookup(cctx, "charge")
-		look.end(lctx, LookupResult{State: LookupSucceeded}, nil, ActRecordSucceeded)
+		look.end(lctx, LookupResult{State: LookupSucceeded}, nil, actRecordSucceeded)
 		tel.moved(cctx, "charge", ledger.StatusUnknown, ledger.StatusManualReview, ReasonWindowPassed)
 		tel.breakerChanged("open")
-		tel.webhook(cctx, WebhookResultRecorded, ledger.WebhookReport{})
+		tel.webhook(cctx, semconv.WebhookResultRecorded, ledger.WebhookReport{})
 		call.end(cctx, now, Result{Status: ResultUnknown}, fail)
 	})
 	if allocs != 0 {

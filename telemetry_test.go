@@ -27,6 +27,7 @@ import (
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/mocks"
+	"github.com/payonce/payonce/semconv"
 )
 
 // otelKit is an SDK meter provider on a manual reader and an SDK tracer
@@ -75,7 +76,7 @@ func points(t *testing.T, rm metricdata.ResourceMetrics, name string) []point {
 			if m.Name != name {
 				continue
 			}
-			require.Equal(t, payonce.ScopeName, sm.Scope.Name)
+			require.Equal(t, semconv.ScopeName, sm.Scope.Name)
 			switch d := m.Data.(type) {
 			case metricdata.Sum[int64]:
 				for _, p := range d.DataPoints {
@@ -124,10 +125,10 @@ next:
 // low-cardinality key and that no value holds an identifier or amount.
 func checkAttributes(t *testing.T, rm metricdata.ResourceMetrics, forbidden ...string) {
 	t.Helper()
-	allowed := []attribute.Key{payonce.AttrProvider, payonce.AttrKind, payonce.AttrResult, payonce.AttrOutcome,
-		payonce.AttrAnswer, payonce.AttrDecision, payonce.AttrFrom, payonce.AttrTo, payonce.AttrStatus, payonce.AttrReason,
-		payonce.AttrState, payonce.AttrWhat, payonce.AttrDisposition}
-	names := payonce.MetricNames()
+	allowed := []attribute.Key{semconv.AttrProvider, semconv.AttrKind, semconv.AttrResult, semconv.AttrOutcome,
+		semconv.AttrAnswer, semconv.AttrDecision, semconv.AttrFrom, semconv.AttrTo, semconv.AttrStatus, semconv.AttrReason,
+		semconv.AttrState, semconv.AttrWhat, semconv.AttrDisposition}
+	names := semconv.MetricNames()
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
 			require.Contains(t, names, m.Name, "every metric is listed in MetricNames")
@@ -164,7 +165,7 @@ func attrOf(s sdktrace.ReadOnlySpan, k attribute.Key) string {
 }
 
 func TestMetricNamesListed(t *testing.T) {
-	names := payonce.MetricNames()
+	names := semconv.MetricNames()
 	require.Len(t, names, 13)
 	for _, n := range names {
 		require.True(t, strings.HasPrefix(n, "payonce."), n)
@@ -173,7 +174,7 @@ func TestMetricNamesListed(t *testing.T) {
 	slices.Sort(sorted)
 	require.Len(t, slices.Compact(sorted), len(names), "no name twice")
 	names[0] = "changed"
-	require.Equal(t, payonce.MetricCallDuration, payonce.MetricNames()[0], "a copy")
+	require.Equal(t, semconv.MetricCallDuration, semconv.MetricNames()[0], "a copy")
 }
 
 // chargedWithKit charges order (19.99 USD) through a client reporting to a
@@ -192,25 +193,25 @@ func TestTelemetryChargeSucceeds(t *testing.T) {
 	k, _, res := chargedWithKit(t, "order-otel-ok")
 
 	rm := k.collect(t)
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricCallDuration, "payonce.provider=stripe", "payonce.kind=charge", "payonce.result=succeeded"))
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricAttempts, "payonce.outcome=success"))
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricAttempts), "one attempt in all")
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricTransitions, "payonce.from=new", "payonce.to=in_flight"))
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricTransitions, "payonce.from=in_flight", "payonce.to=succeeded"))
-	require.Zero(t, value(t, rm, payonce.MetricLookups))
-	require.Zero(t, value(t, rm, payonce.MetricResendWindowRemaining), "a first attempt is no resend")
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricCallDuration, "payonce.provider=stripe", "payonce.kind=charge", "payonce.result=succeeded"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricAttempts, "payonce.outcome=success"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricAttempts), "one attempt in all")
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricTransitions, "payonce.from=new", "payonce.to=in_flight"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricTransitions, "payonce.from=in_flight", "payonce.to=succeeded"))
+	require.Zero(t, value(t, rm, semconv.MetricLookups))
+	require.Zero(t, value(t, rm, semconv.MetricResendWindowRemaining), "a first attempt is no resend")
 	checkAttributes(t, rm, res.OperationID, res.Key, res.ProviderRef, "order-otel-ok", "1999")
 
 	spans := k.spans.Ended()
 	call := spanNamed(t, spans, "payonce.charge")
 	require.Len(t, call, 1)
 	require.Equal(t, codes.Unset, call[0].Status().Code)
-	require.Equal(t, "succeeded", attrOf(call[0], payonce.AttrResult))
+	require.Equal(t, "succeeded", attrOf(call[0], semconv.AttrResult))
 	att := spanNamed(t, spans, "payonce.attempt")
 	require.Len(t, att, 1)
 	require.Equal(t, call[0].SpanContext().SpanID(), att[0].Parent().SpanID(), "the attempt is the call's child")
-	require.Equal(t, "1", attrOf(att[0], payonce.AttrAttempt))
-	require.Equal(t, "success", attrOf(att[0], payonce.AttrOutcome))
+	require.Equal(t, "1", attrOf(att[0], semconv.AttrAttempt))
+	require.Equal(t, "success", attrOf(att[0], semconv.AttrOutcome))
 	require.Equal(t, trace.SpanKindClient, att[0].SpanKind())
 	for _, s := range spans {
 		for _, kv := range s.Attributes() {
@@ -231,8 +232,8 @@ func TestTelemetryDeclineIsNoSpanError(t *testing.T) {
 	_, err := b.client.Charge(b.ctx, p)
 	require.ErrorIs(t, err, payonce.ErrDeclined)
 	rm := k.collect(t)
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricCallDuration, "payonce.result=failed"))
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricAttempts, "payonce.outcome=refused"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricCallDuration, "payonce.result=failed"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricAttempts, "payonce.outcome=refused"))
 	for _, s := range k.spans.Ended() {
 		require.Equal(t, codes.Unset, s.Status().Code, s.Name())
 	}
@@ -241,11 +242,11 @@ func TestTelemetryDeclineIsNoSpanError(t *testing.T) {
 	_, err = b.client.Charge(b.ctx, charge("order-otel-invalid", -1))
 	require.ErrorIs(t, err, payonce.ErrInvalid)
 	rm = k.collect(t)
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricCallDuration, "payonce.result=invalid"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricCallDuration, "payonce.result=invalid"))
 	calls := spanNamed(t, k.spans.Ended(), "payonce.charge")
 	require.Len(t, calls, 2)
 	require.Equal(t, codes.Error, calls[1].Status().Code)
-	require.Equal(t, "invalid", attrOf(calls[1], payonce.AttrErrorType))
+	require.Equal(t, "invalid", attrOf(calls[1], semconv.AttrErrorType))
 }
 
 // An attempt that times out after the provider processed it is looked up
@@ -263,12 +264,12 @@ func TestTelemetryTimeoutThenLookupSettles(t *testing.T) {
 	require.Equal(t, 1, b.chargesOf(t, res.OperationID))
 
 	rm := k.collect(t)
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricAttempts, "payonce.outcome=maybe_sent"))
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricAttempts), "never sent again")
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricLookups, "payonce.lookup.answer=succeeded", "payonce.decision=record_succeeded"))
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricTransitions, "payonce.from=in_flight", "payonce.to=unknown"))
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricTransitions, "payonce.from=unknown", "payonce.to=succeeded"))
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricCallDuration, "payonce.result=succeeded"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricAttempts, "payonce.outcome=maybe_sent"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricAttempts), "never sent again")
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricLookups, "payonce.lookup.answer=succeeded", "payonce.decision=record_succeeded"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricTransitions, "payonce.from=in_flight", "payonce.to=unknown"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricTransitions, "payonce.from=unknown", "payonce.to=succeeded"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricCallDuration, "payonce.result=succeeded"))
 	checkAttributes(t, rm, res.OperationID, res.Key, res.ProviderRef, "order-otel-timeout", "1500")
 
 	spans := k.spans.Ended()
@@ -278,13 +279,13 @@ func TestTelemetryTimeoutThenLookupSettles(t *testing.T) {
 	att := spanNamed(t, spans, "payonce.attempt")
 	require.Len(t, att, 1)
 	require.Equal(t, codes.Error, att[0].Status().Code)
-	require.Equal(t, "maybe_sent", attrOf(att[0], payonce.AttrErrorType))
+	require.Equal(t, "maybe_sent", attrOf(att[0], semconv.AttrErrorType))
 	require.True(t, slices.ContainsFunc(att[0].Events(), func(e sdktrace.Event) bool { return e.Name == "exception" }), "the error is recorded")
 	look := spanNamed(t, spans, "payonce.lookup")
 	require.Len(t, look, 1)
 	require.Equal(t, call[0].SpanContext().SpanID(), look[0].Parent().SpanID())
-	require.Equal(t, "succeeded", attrOf(look[0], payonce.AttrAnswer))
-	require.Equal(t, "record_succeeded", attrOf(look[0], payonce.AttrDecision))
+	require.Equal(t, "succeeded", attrOf(look[0], semconv.AttrAnswer))
+	require.Equal(t, "record_succeeded", attrOf(look[0], semconv.AttrDecision))
 	require.Equal(t, codes.Unset, look[0].Status().Code)
 }
 
@@ -296,8 +297,8 @@ func TestTelemetryReview(t *testing.T) {
 	b := setup(t, setupOpts{config: k.config})
 	res := chargeLostWhileLookupsFail(t, b, charge("order-otel-review", 2500), 100)
 	rm := k.collect(t)
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricCallDuration, "payonce.result=unknown"))
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricLookups, "payonce.lookup.answer=error", "payonce.decision=check_later"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricCallDuration, "payonce.result=unknown"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricLookups, "payonce.lookup.answer=error", "payonce.decision=check_later"))
 	for _, s := range spanNamed(t, k.spans.Ended(), "payonce.charge") {
 		require.Equal(t, codes.Unset, s.Status().Code, "an unknown outcome is a result of the call")
 	}
@@ -317,12 +318,12 @@ func TestTelemetryReview(t *testing.T) {
 	require.Equal(t, payonce.ReasonWindowPassed, op.ReviewReason)
 
 	rm = k.collect(t)
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricReviews, "payonce.reason="+string(ledger.ReviewCodeWindowPassed), "payonce.kind=charge"))
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricTransitions, "payonce.from=unknown", "payonce.to=manual_review"))
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricLookups, "payonce.lookup.answer=error", "payonce.decision=review"))
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricReconcileOperations, "payonce.what=claimed", "payonce.provider=stripe"))
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricReconcileOperations, "payonce.what=settled"), "terminal for automation, as ReconcileReport.Settled counts it")
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricReconcilePassDuration, "payonce.provider=stripe", "payonce.result=ok"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricReviews, "payonce.reason="+string(ledger.ReviewCodeWindowPassed), "payonce.kind=charge"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricTransitions, "payonce.from=unknown", "payonce.to=manual_review"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricLookups, "payonce.lookup.answer=error", "payonce.decision=review"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricReconcileOperations, "payonce.what=claimed", "payonce.provider=stripe"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricReconcileOperations, "payonce.what=settled"), "terminal for automation, as ReconcileReport.Settled counts it")
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricReconcilePassDuration, "payonce.provider=stripe", "payonce.result=ok"))
 	checkAttributes(t, rm, res.OperationID, res.Key, "order-otel-review", "2500")
 
 	pass := spanNamed(t, k.spans.Ended(), "payonce.reconcile")
@@ -355,13 +356,13 @@ func TestTelemetryWebhooks(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, w.Code)
 
 	rm := k.collect(t)
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricWebhooks, "payonce.result=recorded", "payonce.webhook.disposition=contradiction"))
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricWebhooks, "payonce.result=duplicate", "payonce.webhook.disposition=contradiction"))
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricWebhooks, "payonce.result=recorded", "payonce.webhook.disposition=none"), "an event about nothing payonce sent")
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricWebhooks, "payonce.result="+payonce.WebhookResultInvalid, "payonce.webhook.disposition=none"))
-	require.Equal(t, 4.0, value(t, rm, payonce.MetricWebhooks))
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricTransitions, "payonce.from=succeeded", "payonce.to=manual_review"))
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricReviews, "payonce.reason="+string(ledger.ReviewCodeWebhookContradiction)))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricWebhooks, "payonce.result=recorded", "payonce.webhook.disposition=contradiction"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricWebhooks, "payonce.result=duplicate", "payonce.webhook.disposition=contradiction"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricWebhooks, "payonce.result=recorded", "payonce.webhook.disposition=none"), "an event about nothing payonce sent")
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricWebhooks, "payonce.result="+semconv.WebhookResultInvalid, "payonce.webhook.disposition=none"))
+	require.Equal(t, 4.0, value(t, rm, semconv.MetricWebhooks))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricTransitions, "payonce.from=succeeded", "payonce.to=manual_review"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricReviews, "payonce.reason="+string(ledger.ReviewCodeWebhookContradiction)))
 	checkAttributes(t, rm, res.OperationID, res.Key, res.ProviderRef, "evt_otel", "order-otel-webhook")
 
 	// A ledger that fails: the event is not recorded, and counted unavailable.
@@ -370,7 +371,7 @@ func TestTelemetryWebhooks(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.RecordWebhook(b.ctx, payonce.WebhookEvent{ID: "evt_otel_3", Type: "charge.succeeded"})
 	require.Error(t, err)
-	require.Equal(t, 1.0, value(t, k2.collect(t), payonce.MetricWebhooks, "payonce.result=unavailable"))
+	require.Equal(t, 1.0, value(t, k2.collect(t), semconv.MetricWebhooks, "payonce.result=unavailable"))
 }
 
 type failingWebhooks struct{ ledger.Store }
@@ -471,26 +472,26 @@ func TestLedgerMetrics(t *testing.T) {
 	require.NoError(t, err)
 
 	rm := k.collect(t)
-	require.Equal(t, 3.0, value(t, rm, payonce.MetricOperationsOpen, "payonce.provider=stripe", "payonce.kind=charge", "payonce.status=unknown"))
-	require.Equal(t, 4.0, value(t, rm, payonce.MetricOperationsOpen, "payonce.status=manual_review"))
-	require.Equal(t, 90.0, value(t, rm, payonce.MetricOperationsOldestAge, "payonce.status=unknown"))
-	require.Equal(t, 3600.0, value(t, rm, payonce.MetricOperationsOldestAge, "payonce.status=manual_review"))
-	require.Equal(t, 3.0, value(t, rm, payonce.MetricOperationsInReview, "payonce.reason="+string(ledger.ReviewCodeWebhookContradiction)), "reasons summed by code")
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricOperationsInReview, "payonce.reason="+string(ledger.ReviewCodeWindowPassed)))
+	require.Equal(t, 3.0, value(t, rm, semconv.MetricOperationsOpen, "payonce.provider=stripe", "payonce.kind=charge", "payonce.status=unknown"))
+	require.Equal(t, 4.0, value(t, rm, semconv.MetricOperationsOpen, "payonce.status=manual_review"))
+	require.Equal(t, 90.0, value(t, rm, semconv.MetricOperationsOldestAge, "payonce.status=unknown"))
+	require.Equal(t, 3600.0, value(t, rm, semconv.MetricOperationsOldestAge, "payonce.status=manual_review"))
+	require.Equal(t, 3.0, value(t, rm, semconv.MetricOperationsInReview, "payonce.reason="+string(ledger.ReviewCodeWebhookContradiction)), "reasons summed by code")
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricOperationsInReview, "payonce.reason="+string(ledger.ReviewCodeWindowPassed)))
 	checkAttributes(t, rm, "op-", "charge.refunded", "dispute")
 
 	// Within the interval a scrape reports the last read, with ages moving.
 	clock.Advance(10 * time.Second)
 	rm = k.collect(t)
 	require.Equal(t, 1, src.reads, "cached")
-	require.Equal(t, 100.0, value(t, rm, payonce.MetricOperationsOldestAge, "payonce.status=unknown"))
+	require.Equal(t, 100.0, value(t, rm, semconv.MetricOperationsOldestAge, "payonce.status=unknown"))
 	clock.Advance(5 * time.Second)
 	src.mu.Lock()
 	src.st.Open[0].Count = 5
 	src.mu.Unlock()
 	rm = k.collect(t)
 	require.Equal(t, 2, src.reads, "read again after 15s")
-	require.Equal(t, 5.0, value(t, rm, payonce.MetricOperationsOpen, "payonce.status=unknown"))
+	require.Equal(t, 5.0, value(t, rm, semconv.MetricOperationsOpen, "payonce.status=unknown"))
 
 	// A failing ledger reports nothing, and is not asked again at once.
 	src.mu.Lock()
@@ -499,13 +500,13 @@ func TestLedgerMetrics(t *testing.T) {
 	clock.Advance(15 * time.Second)
 	var failed metricdata.ResourceMetrics
 	require.ErrorContains(t, k.reader.Collect(context.Background(), &failed), "ledger down", "the SDK hears of the failure")
-	require.Empty(t, points(t, failed, payonce.MetricOperationsOpen))
+	require.Empty(t, points(t, failed, semconv.MetricOperationsOpen))
 	require.Error(t, k.reader.Collect(context.Background(), &failed))
 	require.Equal(t, 3, src.reads, "the failure is cached too")
 
 	require.NoError(t, reg.Unregister())
 	clock.Advance(time.Minute)
-	require.Empty(t, points(t, k.collect(t), payonce.MetricOperationsOpen))
+	require.Empty(t, points(t, k.collect(t), semconv.MetricOperationsOpen))
 	require.Equal(t, 3, src.reads, "unregistered: not read")
 
 	_, err = payonce.RegisterLedgerMetrics(nil, payonce.LedgerMetricsConfig{})
@@ -523,14 +524,14 @@ func TestReconcilerLedgerGauges(t *testing.T) {
 	k := newOtelKit(t)
 	r := newReconciler(t, b, func(c *payonce.ReconcilerConfig) { c.MeterProvider = k.mp })
 	rm := k.collect(t)
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricOperationsOpen, "payonce.provider=stripe", "payonce.kind=charge", "payonce.status=unknown"))
-	require.Equal(t, 1, len(points(t, rm, payonce.MetricOperationsOldestAge)))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricOperationsOpen, "payonce.provider=stripe", "payonce.kind=charge", "payonce.status=unknown"))
+	require.Equal(t, 1, len(points(t, rm, semconv.MetricOperationsOldestAge)))
 	require.NoError(t, r.Close())
-	require.Empty(t, points(t, k.collect(t), payonce.MetricOperationsOpen))
+	require.Empty(t, points(t, k.collect(t), semconv.MetricOperationsOpen))
 
 	k2 := newOtelKit(t)
 	newReconciler(t, b, func(c *payonce.ReconcilerConfig) { c.MeterProvider, c.StatsInterval = k2.mp, -1 })
-	require.Empty(t, points(t, k2.collect(t), payonce.MetricOperationsOpen))
+	require.Empty(t, points(t, k2.collect(t), semconv.MetricOperationsOpen))
 
 	_, err := payonce.NewReconciler(payonce.ReconcilerConfig{Store: b.store, Clients: []*payonce.Client{b.client}, StatsInterval: -2})
 	require.ErrorIs(t, err, payonce.ErrInvalid)
@@ -552,6 +553,6 @@ func TestTelemetryBreakerStateChanges(t *testing.T) {
 		require.Error(t, err)
 	}
 	rm := k.collect(t)
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricBreakerStateChanges, "payonce.provider=stripe", "payonce.breaker.state=open"))
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricAttempts, "payonce.outcome=not_sent"), "the open breaker refused the second")
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricBreakerStateChanges, "payonce.provider=stripe", "payonce.breaker.state=open"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricAttempts, "payonce.outcome=not_sent"), "the open breaker refused the second")
 }

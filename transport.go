@@ -17,6 +17,7 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/semconv"
 	"github.com/sony/gobreaker/v2"
 )
 
@@ -131,7 +132,7 @@ func newHTTPLayer(cfg *Config, tel *telemetry) *httpLayer {
 		// deadline through its context.
 	}
 	backoff := func(minWait, maxWait time.Duration, n int, resp *http.Response) time.Duration {
-		return cfg.Retry.Backoff(n, 0, cfg.Random)
+		return cfg.Retry.backoff(n, 0, cfg.Random)
 	}
 	logHook := func(_ retryablehttp.Logger, req *http.Request, n int) {
 		if n > 0 {
@@ -139,7 +140,7 @@ func newHTTPLayer(cfg *Config, tel *telemetry) *httpLayer {
 			// work, and what it led to is recorded (and logged) by the
 			// attempt loop. Method and path only: headers carry the
 			// credentials.
-			cfg.Logger.DebugContext(req.Context(), "payonce: retrying transmission", LogKeyOperation, operationOf(req.Context()),
+			cfg.Logger.DebugContext(req.Context(), "payonce: retrying transmission", semconv.LogKeyOperation, operationOf(req.Context()),
 				"method", req.Method, "path", req.URL.Path, "retry", n)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/semconv"
 )
 
 // Webhooks are the provider's own account of what happened: the receiving
@@ -223,13 +224,13 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooBig):
-			h.c.tel.webhook(ctx, WebhookResultTooLarge, ledger.WebhookReport{})
+			h.c.tel.webhook(ctx, semconv.WebhookResultTooLarge, ledger.WebhookReport{})
 			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
-			h.c.tel.webhook(ctx, WebhookResultTimeout, ledger.WebhookReport{})
+			h.c.tel.webhook(ctx, semconv.WebhookResultTimeout, ledger.WebhookReport{})
 			http.Error(w, "body not received in time", http.StatusRequestTimeout)
 		default:
-			h.c.tel.webhook(ctx, WebhookResultUnreadable, ledger.WebhookReport{})
+			h.c.tel.webhook(ctx, semconv.WebhookResultUnreadable, ledger.WebhookReport{})
 			http.Error(w, "could not read the body", http.StatusBadRequest)
 		}
 		return
@@ -240,7 +241,7 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case h.slots <- struct{}{}:
 		defer func() { <-h.slots }()
 	case <-ctx.Done():
-		h.c.tel.webhook(ctx, WebhookResultBusy, ledger.WebhookReport{})
+		h.c.tel.webhook(ctx, semconv.WebhookResultBusy, ledger.WebhookReport{})
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, "busy", http.StatusServiceUnavailable)
 		return
@@ -323,11 +324,11 @@ func webhookRejectStatus(err error) int {
 func webhookRejectResult(status int) string {
 	switch status {
 	case http.StatusUnauthorized:
-		return WebhookResultUnauthorized
+		return semconv.WebhookResultUnauthorized
 	case http.StatusForbidden:
-		return WebhookResultForbidden
+		return semconv.WebhookResultForbidden
 	}
-	return WebhookResultInvalid
+	return semconv.WebhookResultInvalid
 }
 
 func logWebhook(log *slog.Logger, ev WebhookEvent, rep ledger.WebhookReport) {
@@ -371,7 +372,7 @@ func (c *Client) RecordWebhook(ctx context.Context, ev WebhookEvent) (ledger.Web
 // (unreadable, when the ledger refused it as it was).
 func (c *Client) recordWebhook(ctx context.Context, ev WebhookEvent) (WebhookEvent, ledger.WebhookReport, error) {
 	if err := c.checkWebhookAge(ev); err != nil {
-		c.tel.webhook(ctx, WebhookResultInvalid, ledger.WebhookReport{})
+		c.tel.webhook(ctx, semconv.WebhookResultInvalid, ledger.WebhookReport{})
 		return ev, ledger.WebhookReport{}, err
 	}
 	le, rep, err := c.storeWebhook(ctx, ev)
@@ -453,16 +454,16 @@ func (c *Client) checkWebhookAge(ev WebhookEvent) error {
 func (c *Client) webhookRecorded(ctx context.Context, le ledger.WebhookEvent, rep ledger.WebhookReport, err error) {
 	switch {
 	case err != nil:
-		c.tel.webhook(ctx, WebhookResultUnavailable, ledger.WebhookReport{})
+		c.tel.webhook(ctx, semconv.WebhookResultUnavailable, ledger.WebhookReport{})
 		return
 	case rep.Duplicate:
-		c.tel.webhook(ctx, WebhookResultDuplicate, rep)
+		c.tel.webhook(ctx, semconv.WebhookResultDuplicate, rep)
 		return
 	case le.Unreadable != "":
-		c.tel.webhook(ctx, WebhookResultRecordedUnreadable, rep)
+		c.tel.webhook(ctx, semconv.WebhookResultRecordedUnreadable, rep)
 		return
 	}
-	c.tel.webhook(ctx, WebhookResultRecorded, rep)
+	c.tel.webhook(ctx, semconv.WebhookResultRecorded, rep)
 	for _, o := range rep.Outcomes {
 		if o.Target >= 0 && o.Target < len(le.Targets) {
 			// The review code the event gave, for payonce.reviews: a

@@ -20,6 +20,7 @@ import (
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/mocks"
 	"github.com/payonce/payonce/providers/providertest"
+	"github.com/payonce/payonce/semconv"
 )
 
 // hookPSP is the Stripe adapter with a stand-in webhook parser and,
@@ -454,8 +455,8 @@ func TestWebhookUnreadableCounted(t *testing.T) {
 	require.Equal(t, ledger.StatusSucceeded, op.Status, "what the ledger could not store settles nothing")
 
 	rm := k.collect(t)
-	require.Equal(t, 2.0, value(t, rm, payonce.MetricWebhooks, "payonce.result="+payonce.WebhookResultRecordedUnreadable, "payonce.webhook.disposition=unreadable"))
-	require.Equal(t, 1.0, value(t, rm, payonce.MetricWebhooks, "payonce.result="+payonce.WebhookResultDuplicate, "payonce.webhook.disposition=unreadable"))
+	require.Equal(t, 2.0, value(t, rm, semconv.MetricWebhooks, "payonce.result="+semconv.WebhookResultRecordedUnreadable, "payonce.webhook.disposition=unreadable"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricWebhooks, "payonce.result="+semconv.WebhookResultDuplicate, "payonce.webhook.disposition=unreadable"))
 }
 
 // TestWebhookSlowBodyHoldsNoSlot: connections that send their headers and

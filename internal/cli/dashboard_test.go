@@ -20,6 +20,7 @@ import (
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger/ledgersqlite"
 	"github.com/payonce/payonce/mocks"
+	"github.com/payonce/payonce/semconv"
 )
 
 // dashboardPath is the Grafana dashboard shipped with payonce.
@@ -122,7 +123,7 @@ func exporterNames(otelName string) []string {
 // Stripe with the exporter --metrics-addr uses, scrapes it over HTTP, and
 // checks that every metric the Grafana dashboard queries is one payonce
 // exports: in the scrape, or (for metrics this run did not produce, such as
-// breaker changes) a name of payonce.MetricNames() under the exporter's
+// breaker changes) a name of semconv.MetricNames() under the exporter's
 // naming rules, which the scrape confirms for the rest.
 func TestDashboardQueriesExportedMetrics(t *testing.T) {
 	t.Parallel()
@@ -186,7 +187,7 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 
 	// The naming rules hold for every payonce metric the scrape has.
 	known := map[string]string{} // exported name -> OTel name
-	for _, n := range payonce.MetricNames() {
+	for _, n := range semconv.MetricNames() {
 		for _, e := range exporterNames(n) {
 			known[e] = n
 		}
@@ -233,9 +234,9 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 // become underscores).
 func attrLabels() []string {
 	var out []string
-	for _, k := range []attribute.Key{payonce.AttrProvider, payonce.AttrKind, payonce.AttrResult, payonce.AttrOutcome, payonce.AttrAnswer,
-		payonce.AttrDecision, payonce.AttrFrom, payonce.AttrTo, payonce.AttrStatus, payonce.AttrReason, payonce.AttrState, payonce.AttrWhat,
-		payonce.AttrDisposition} {
+	for _, k := range []attribute.Key{semconv.AttrProvider, semconv.AttrKind, semconv.AttrResult, semconv.AttrOutcome, semconv.AttrAnswer,
+		semconv.AttrDecision, semconv.AttrFrom, semconv.AttrTo, semconv.AttrStatus, semconv.AttrReason, semconv.AttrState, semconv.AttrWhat,
+		semconv.AttrDisposition} {
 		out = append(out, strings.ReplaceAll(string(k), ".", "_"))
 	}
 	return out

@@ -74,7 +74,7 @@ func TestDecide(t *testing.T) {
 		err        error
 		lastAt     time.Time
 		op         *ledger.Operation
-		want       Action
+		want       action
 		reason     string
 		keepsCheck bool      // NextCheckAt set
 		answered   bool      // KeyAnswered
@@ -84,34 +84,34 @@ func TestDecide(t *testing.T) {
 		reviewAfter time.Duration
 	}
 	rows := []row{
-		{name: "succeeded inside", now: inside, lookup: LookupResult{State: LookupSucceeded}, want: ActRecordSucceeded},
-		{name: "succeeded outside", now: outside, lookup: LookupResult{State: LookupSucceeded}, want: ActRecordSucceeded},
-		{name: "failed inside", now: inside, lookup: LookupResult{State: LookupFailed}, want: ActRecordFailed},
-		{name: "failed outside", now: outside, lookup: LookupResult{State: LookupFailed}, want: ActRecordFailed},
-		{name: "processing inside", now: inside, lookup: LookupResult{State: LookupProcessing}, want: ActCheckLater, keepsCheck: true},
-		{name: "processing outside, young", now: outside, lookup: LookupResult{State: LookupProcessing}, want: ActCheckLater, keepsCheck: true},
-		{name: "processing outside, old", now: start.Add(73 * time.Hour), lookup: LookupResult{State: LookupProcessing}, want: ActReview, reason: ReasonProcessing, keepsCheck: true},
-		{name: "processing outside, old, review for age off", now: start.Add(1000 * time.Hour), lookup: LookupResult{State: LookupProcessing}, reviewAfter: off, want: ActCheckLater, keepsCheck: true},
-		{name: "multiple inside", now: inside, lookup: LookupResult{State: LookupMultiple}, want: ActReview, reason: ReasonDuplicated},
-		{name: "multiple outside", now: outside, lookup: LookupResult{State: LookupMultiple}, want: ActReview, reason: ReasonDuplicated},
-		{name: "not found inside", now: inside, lookup: LookupResult{State: LookupNotFound}, want: ActResend},
-		{name: "not found at margin", now: atMargin, lookup: LookupResult{State: LookupNotFound}, want: ActReview, reason: ReasonWindowPassed, keepsCheck: true},
-		{name: "not found outside", now: outside, lookup: LookupResult{State: LookupNotFound}, want: ActReview, reason: ReasonWindowPassed, keepsCheck: true},
-		{name: "not found within lag", now: inside, lastAt: inside.Add(-10 * time.Second), lookup: LookupResult{State: LookupNotFound, Lag: time.Minute}, want: ActCheckLater, keepsCheck: true},
-		{name: "not found after lag", now: inside, lastAt: inside.Add(-2 * time.Minute), lookup: LookupResult{State: LookupNotFound, Lag: time.Minute}, want: ActResend},
-		{name: "not found within lag outside", now: outside, lastAt: outside.Add(-10 * time.Second), lookup: LookupResult{State: LookupNotFound, Lag: time.Minute}, want: ActCheckLater, keepsCheck: true},
-		{name: "lookup failed inside", now: inside, err: lookupErr, want: ActCheckLater, keepsCheck: true},
-		{name: "lookup failed outside", now: outside, err: lookupErr, want: ActReview, reason: ReasonWindowPassed, keepsCheck: true},
-		{name: "window never opened", now: outside, op: &ledger.Operation{Status: ledger.StatusUnknown}, lookup: LookupResult{State: LookupNotFound}, want: ActResend},
-		{name: "unrecognised state", now: inside, lookup: LookupResult{State: "weird"}, want: ActCheckLater, keepsCheck: true},
-		{name: "contradiction inside", now: inside, lookup: LookupResult{State: LookupSucceeded, Contradiction: "amount 5, not 10"}, want: ActReview, reason: ReasonContradicted},
-		{name: "contradiction outside", now: outside, lookup: LookupResult{State: LookupFailed, Contradiction: "currency"}, want: ActReview, reason: ReasonContradicted},
-		{name: "not found, key answered by a replay", now: inside, answered: true, lookup: LookupResult{State: LookupNotFound}, want: ActCheckLater, keepsCheck: true},
-		{name: "not found, key answered, outside", now: outside, answered: true, lookup: LookupResult{State: LookupNotFound}, want: ActReview, reason: ReasonWindowPassed, keepsCheck: true},
-		{name: "succeeded, key answered", now: inside, answered: true, lookup: LookupResult{State: LookupSucceeded}, want: ActRecordSucceeded},
-		{name: "not found before the resend pacing", now: inside, notBefore: inside.Add(time.Minute), lookup: LookupResult{State: LookupNotFound}, want: ActCheckLater, keepsCheck: true},
-		{name: "resend pacing past the window waits for its close", now: inside, notBefore: outside, lookup: LookupResult{State: LookupNotFound}, want: ActCheckLater, keepsCheck: true, nextAt: start.Add(ttl - margin)},
-		{name: "not found after the resend pacing", now: inside, notBefore: inside, lookup: LookupResult{State: LookupNotFound}, want: ActResend},
+		{name: "succeeded inside", now: inside, lookup: LookupResult{State: LookupSucceeded}, want: actRecordSucceeded},
+		{name: "succeeded outside", now: outside, lookup: LookupResult{State: LookupSucceeded}, want: actRecordSucceeded},
+		{name: "failed inside", now: inside, lookup: LookupResult{State: LookupFailed}, want: actRecordFailed},
+		{name: "failed outside", now: outside, lookup: LookupResult{State: LookupFailed}, want: actRecordFailed},
+		{name: "processing inside", now: inside, lookup: LookupResult{State: LookupProcessing}, want: actCheckLater, keepsCheck: true},
+		{name: "processing outside, young", now: outside, lookup: LookupResult{State: LookupProcessing}, want: actCheckLater, keepsCheck: true},
+		{name: "processing outside, old", now: start.Add(73 * time.Hour), lookup: LookupResult{State: LookupProcessing}, want: actReview, reason: ReasonProcessing, keepsCheck: true},
+		{name: "processing outside, old, review for age off", now: start.Add(1000 * time.Hour), lookup: LookupResult{State: LookupProcessing}, reviewAfter: off, want: actCheckLater, keepsCheck: true},
+		{name: "multiple inside", now: inside, lookup: LookupResult{State: LookupMultiple}, want: actReview, reason: ReasonDuplicated},
+		{name: "multiple outside", now: outside, lookup: LookupResult{State: LookupMultiple}, want: actReview, reason: ReasonDuplicated},
+		{name: "not found inside", now: inside, lookup: LookupResult{State: LookupNotFound}, want: actResend},
+		{name: "not found at margin", now: atMargin, lookup: LookupResult{State: LookupNotFound}, want: actReview, reason: ReasonWindowPassed, keepsCheck: true},
+		{name: "not found outside", now: outside, lookup: LookupResult{State: LookupNotFound}, want: actReview, reason: ReasonWindowPassed, keepsCheck: true},
+		{name: "not found within lag", now: inside, lastAt: inside.Add(-10 * time.Second), lookup: LookupResult{State: LookupNotFound, Lag: time.Minute}, want: actCheckLater, keepsCheck: true},
+		{name: "not found after lag", now: inside, lastAt: inside.Add(-2 * time.Minute), lookup: LookupResult{State: LookupNotFound, Lag: time.Minute}, want: actResend},
+		{name: "not found within lag outside", now: outside, lastAt: outside.Add(-10 * time.Second), lookup: LookupResult{State: LookupNotFound, Lag: time.Minute}, want: actCheckLater, keepsCheck: true},
+		{name: "lookup failed inside", now: inside, err: lookupErr, want: actCheckLater, keepsCheck: true},
+		{name: "lookup failed outside", now: outside, err: lookupErr, want: actReview, reason: ReasonWindowPassed, keepsCheck: true},
+		{name: "window never opened", now: outside, op: &ledger.Operation{Status: ledger.StatusUnknown}, lookup: LookupResult{State: LookupNotFound}, want: actResend},
+		{name: "unrecognised state", now: inside, lookup: LookupResult{State: "weird"}, want: actCheckLater, keepsCheck: true},
+		{name: "contradiction inside", now: inside, lookup: LookupResult{State: LookupSucceeded, Contradiction: "amount 5, not 10"}, want: actReview, reason: ReasonContradicted},
+		{name: "contradiction outside", now: outside, lookup: LookupResult{State: LookupFailed, Contradiction: "currency"}, want: actReview, reason: ReasonContradicted},
+		{name: "not found, key answered by a replay", now: inside, answered: true, lookup: LookupResult{State: LookupNotFound}, want: actCheckLater, keepsCheck: true},
+		{name: "not found, key answered, outside", now: outside, answered: true, lookup: LookupResult{State: LookupNotFound}, want: actReview, reason: ReasonWindowPassed, keepsCheck: true},
+		{name: "succeeded, key answered", now: inside, answered: true, lookup: LookupResult{State: LookupSucceeded}, want: actRecordSucceeded},
+		{name: "not found before the resend pacing", now: inside, notBefore: inside.Add(time.Minute), lookup: LookupResult{State: LookupNotFound}, want: actCheckLater, keepsCheck: true},
+		{name: "resend pacing past the window waits for its close", now: inside, notBefore: outside, lookup: LookupResult{State: LookupNotFound}, want: actCheckLater, keepsCheck: true, nextAt: start.Add(ttl - margin)},
+		{name: "not found after the resend pacing", now: inside, notBefore: inside, lookup: LookupResult{State: LookupNotFound}, want: actResend},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
@@ -128,7 +128,7 @@ func TestDecide(t *testing.T) {
 			if reviewAfter == 0 {
 				reviewAfter = 72 * time.Hour
 			}
-			d := Decide(DecideInput{
+			d := decide(decideInput{
 				Op: o, LastAttemptAt: lastAt, Lookup: r.lookup, LookupErr: r.err, Now: r.now,
 				Margin: margin, CheckAfter: check, ProcessingReviewAfter: reviewAfter,
 				KeyAnswered: r.answered, ResendNotBefore: r.notBefore,
@@ -147,9 +147,9 @@ func TestDecide(t *testing.T) {
 			if !r.nextAt.IsZero() {
 				require.Equal(t, r.nextAt, d.NextCheckAt)
 			}
-			if r.want != ActResend {
-				require.Equal(t, map[Action]ledger.Status{ActRecordSucceeded: ledger.StatusSucceeded, ActRecordFailed: ledger.StatusFailed,
-					ActReview: ledger.StatusManualReview, ActCheckLater: ledger.StatusUnknown}[r.want], d.status(), "the status recorded")
+			if r.want != actResend {
+				require.Equal(t, map[action]ledger.Status{actRecordSucceeded: ledger.StatusSucceeded, actRecordFailed: ledger.StatusFailed,
+					actReview: ledger.StatusManualReview, actCheckLater: ledger.StatusUnknown}[r.want], d.status(), "the status recorded")
 			}
 		})
 	}
@@ -159,11 +159,11 @@ func TestInsideWindow(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	op := ledger.Operation{WindowStart: start, KeyExpiresAt: start.Add(time.Hour)}
-	require.True(t, InsideWindow(op, start, time.Minute))
-	require.True(t, InsideWindow(op, start.Add(58*time.Minute), time.Minute))
-	require.False(t, InsideWindow(op, start.Add(59*time.Minute), time.Minute))
-	require.False(t, InsideWindow(op, start.Add(2*time.Hour), 0))
-	require.True(t, InsideWindow(ledger.Operation{}, start.Add(100*time.Hour), time.Minute), "no window open: nothing can have been sent")
+	require.True(t, insideWindow(op, start, time.Minute))
+	require.True(t, insideWindow(op, start.Add(58*time.Minute), time.Minute))
+	require.False(t, insideWindow(op, start.Add(59*time.Minute), time.Minute))
+	require.False(t, insideWindow(op, start.Add(2*time.Hour), 0))
+	require.True(t, insideWindow(ledger.Operation{}, start.Add(100*time.Hour), time.Minute), "no window open: nothing can have been sent")
 }
 
 // TestDecideInReview covers every row of the table for operations in
