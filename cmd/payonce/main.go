@@ -15,7 +15,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/payonce/payonce/internal/cli"
+	"github.com/payonce/payonce/cmd/payonce/internal/cli"
 )
 
 func main() {

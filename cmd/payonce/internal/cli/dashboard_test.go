@@ -24,7 +24,7 @@ import (
 )
 
 // dashboardPath is the Grafana dashboard shipped with payonce.
-var dashboardPath = filepath.Join("..", "..", "docs", "grafana", "payonce.json")
+var dashboardPath = filepath.Join("..", "..", "..", "..", "docs", "grafana", "payonce.json")
 
 // dashboardExprs returns every PromQL expression of the dashboard's panels
 // and template variables.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench/run.sh: what payonce's safety costs against this machine's physical
-# limit, as one table (metric, value, goal, met?).
+# cmd/payonce/bench/run.sh: what payonce's safety costs against this
+# machine's physical limit, as one table (metric, value, goal, met?).
 #
 # It runs pgbench (one-row insert-or-nothing commits: the ceiling, pgbench's
 # tps / 2 since an operation needs two commits) and payonce's Charge on a
@@ -14,7 +14,7 @@
 # (3 x levels + 2) x --duration (+ levels x --duration with --pair) plus
 # the drains: ~2.5 minutes by default.
 #
-# Usage: bash bench/run.sh [flags]
+# Usage: bash cmd/payonce/bench/run.sh [flags]
 #
 #   --duration D        each pgbench run, Charge measurement and raw POST run (default 10s)
 #   --concurrency LIST  callers / pgbench clients (default 1,8,32)
@@ -34,7 +34,9 @@
 # Progress goes to stderr, the table (Markdown) to stdout. Run it on an idle
 # machine: the load average at start and end is printed with the table.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# From the repository root (its go.work includes the command's module), so
+# that a relative --cpuprofile path is taken from there.
+cd "$(dirname "$0")/../../.."
 
 pgbench_bin=pgbench
 args=("$@")
@@ -45,9 +47,9 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   esac
 done
 if ! command -v "$pgbench_bin" >/dev/null 2>&1; then
-  echo "bench/run.sh: pgbench not found ('$pgbench_bin'): install PostgreSQL's client tools" \
+  echo "cmd/payonce/bench/run.sh: pgbench not found ('$pgbench_bin'): install PostgreSQL's client tools" \
     "(Debian: apt-get install postgresql-client) or pass --pgbench PATH" >&2
   exit 2
 fi
 
-exec go run ./bench "$@"
+exec go run ./cmd/payonce/bench "$@"

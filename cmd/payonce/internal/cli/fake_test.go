@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
-	"github.com/payonce/payonce/internal/cli"
+	"github.com/payonce/payonce/cmd/payonce/internal/cli"
 	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger/ledgersqlite"
 	"github.com/payonce/payonce/mocks"

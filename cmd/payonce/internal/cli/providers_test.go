@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
-	"github.com/payonce/payonce/internal/cli"
+	"github.com/payonce/payonce/cmd/payonce/internal/cli"
 	"github.com/payonce/payonce/mocks"
 	"github.com/payonce/payonce/providers/checkout"
 	"github.com/payonce/payonce/providers/stripe"

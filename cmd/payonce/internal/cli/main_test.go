@@ -16,7 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/payonce/payonce/internal/cli"
+	"github.com/payonce/payonce/cmd/payonce/internal/cli"
 	"github.com/payonce/payonce/internal/testkit"
 )
 
@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 		args = append(args, "-race")
 	}
 	if os.Getenv(envCoverDir) != "" {
-		args = append(args, "-cover", "-coverpkg=github.com/payonce/payonce/internal/cli,github.com/payonce/payonce/cmd/payonce")
+		args = append(args, "-cover", "-coverpkg=github.com/payonce/payonce/cmd/payonce/internal/cli,github.com/payonce/payonce/cmd/payonce")
 	}
 	cmd := exec.Command("go", append(args, "github.com/payonce/payonce/cmd/payonce")...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr

@@ -26,9 +26,9 @@
 //     Charge at each level above 1: what the feed's durability (a small
 //     write and a WAL flush per page with new entries) costs beside it.
 //
-// Run it with bench/run.sh, or:
+// Run it with cmd/payonce/bench/run.sh, or from the repository root:
 //
-//	go run ./bench --duration 10s --concurrency 1,8,32 --backlog 20000
+//	go run ./cmd/payonce/bench --duration 10s --concurrency 1,8,32 --backlog 20000
 //
 // It needs a PostgreSQL it may create and drop schemas in (--pg, default
 // postgres://postgres@127.0.0.1:5432/test) and pgbench. Everything it

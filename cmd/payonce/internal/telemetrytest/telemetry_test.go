@@ -1,4 +1,4 @@
-package payonce_test
+package telemetrytest_test
 
 import (
 	"context"
@@ -555,4 +555,35 @@ func TestTelemetryBreakerStateChanges(t *testing.T) {
 	rm := k.collect(t)
 	require.Equal(t, 1.0, value(t, rm, semconv.MetricBreakerStateChanges, "payonce.provider=stripe", "payonce.breaker.state=open"))
 	require.Equal(t, 1.0, value(t, rm, semconv.MetricAttempts, "payonce.outcome=not_sent"), "the open breaker refused the second")
+}
+
+// TestWebhookUnreadableCounted: unreadable events have their own result on
+// payonce.webhooks, so that an operator can alert on them.
+func TestWebhookUnreadableCounted(t *testing.T) {
+	t.Parallel()
+	k, b, res := chargedWithKit(t, "order-otel-unreadable")
+	ev := payonce.WebhookEvent{ID: "psp_1:AUTHORISATION:maybe", Type: "AUTHORISATION", Unreadable: "success is \"maybe\""}
+	for range 2 {
+		_, err := b.client.RecordWebhook(b.ctx, ev)
+		require.NoError(t, err)
+	}
+	// Refused by the ledger as read (an id with a NUL byte): recorded as
+	// unreadable under an id derived from it.
+	rep, err := b.client.RecordWebhook(b.ctx, payonce.WebhookEvent{ID: "evt_\x00", Type: "charge.refunded",
+		Targets: []payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: res.OperationID, State: payonce.LookupFailed, Reversal: true}}})
+	require.NoError(t, err)
+	require.Equal(t, ledger.WebhookUnreadable, rep.Outcomes[0].Disposition)
+	list, err := b.store.ListWebhooks(b.ctx, ledger.InboxFilter{Disposition: ledger.WebhookUnreadable})
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	require.Equal(t, "psp_1:AUTHORISATION:maybe", list[0].ID, "same received time: by event id")
+	require.True(t, strings.HasPrefix(list[1].ID, "sha256:"), list[1].ID)
+	require.Contains(t, list[1].Unreadable, "Event.ID")
+	op, _, err := b.store.Get(b.ctx, res.OperationID)
+	require.NoError(t, err)
+	require.Equal(t, ledger.StatusSucceeded, op.Status, "what the ledger could not store settles nothing")
+
+	rm := k.collect(t)
+	require.Equal(t, 2.0, value(t, rm, semconv.MetricWebhooks, "payonce.result="+semconv.WebhookResultRecordedUnreadable, "payonce.webhook.disposition=unreadable"))
+	require.Equal(t, 1.0, value(t, rm, semconv.MetricWebhooks, "payonce.result="+semconv.WebhookResultDuplicate, "payonce.webhook.disposition=unreadable"))
 }
