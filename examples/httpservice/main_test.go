@@ -175,6 +175,21 @@ func TestServiceSurvivesKillAgainstFaultyFake(t *testing.T) {
 			t.Errorf("order %s was answered before the kill and is gone: %d %+v", orders[i].ID, code, v)
 		}
 	}
+	// Nor did any order commit without its charge, answered or cut by the
+	// kill: the Reconciler charges what committed, nobody else would.
+	committed, err := pool.Query(ctx, "SELECT id FROM "+pgx.Identifier{schema, "orders"}.Sanitize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(committed, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if v, code := getOrder(t, httpc, base, id); code != http.StatusOK || v.Payment.Status == "" {
+			t.Errorf("order %s committed without its charge: %d %+v", id, code, v)
+		}
+	}
 	// 3. Every order again, as clients retrying after errors and timeouts do.
 	fire(all, func(int) {})
 
