@@ -126,9 +126,8 @@ func (s *fakeServer) Close() {
 type Options struct {
 	// Clock is the fake's notion of now: object timestamps, key expiry,
 	// Stripe's search lag and the timestamps of Stripe's webhook
-	// signatures are read from it.
-	// Defaults to time.Now; pass (*ManualClock).Now to cross windows
-	// without sleeping.
+	// signatures are read from it. Defaults to time.Now; pass
+	// (*ManualClock).Now to cross windows without sleeping.
 	Clock func() time.Time
 	// KeyTTL is how long the fake remembers an idempotency key from its
 	// first request; a repeat after that is a new request. Defaults to
