@@ -62,7 +62,7 @@ func TestChargeFaults(t *testing.T) {
 		for _, f := range []mocks.FaultKind{mocks.FaultDropAfterProcessing, mocks.FaultHangAfterProcessing, mocks.FaultGatewayAfter502, mocks.FaultSlow} {
 			t.Run(f.String(), func(t *testing.T) {
 				t.Parallel()
-				b := setup(t, setupOpts{postgres: pg, fake: mocks.StripeOptions{HangFor: 10 * time.Second, SlowFor: 20 * time.Millisecond},
+				b := setup(t, setupOpts{postgres: pg, fake: mocks.StripeOptions{Options: mocks.Options{HangFor: 10 * time.Second, SlowFor: 20 * time.Millisecond}},
 					config: func(c *payonce.Config) { c.AttemptTimeout = 300 * time.Millisecond }})
 				b.fake.Script(mocks.Match{Method: "POST", Path: chargePath}, f)
 				res, err := b.client.Charge(b.ctx, charge("order-"+f.String(), 1500))
@@ -124,7 +124,7 @@ func TestChargeFaults(t *testing.T) {
 
 		t.Run("rate_limit_429: nothing sent, window stays closed", func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, setupOpts{postgres: pg, fake: mocks.StripeOptions{RetryAfter: 3 * time.Second},
+			b := setup(t, setupOpts{postgres: pg, fake: mocks.StripeOptions{Options: mocks.Options{RetryAfter: 3 * time.Second}},
 				config: func(c *payonce.Config) { c.Retry.MaxRetryAfter = 100 * time.Millisecond }})
 			b.fake.Script(mocks.Match{Method: "POST", Path: chargePath}, mocks.FaultRateLimit429)
 			res, err := b.client.Charge(b.ctx, charge("order-429", 1500))
@@ -201,7 +201,7 @@ func TestChargeFaults(t *testing.T) {
 
 		t.Run("lookup failing inside the window: check later", func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, setupOpts{postgres: pg, fake: mocks.StripeOptions{FaultGETs: true}})
+			b := setup(t, setupOpts{postgres: pg, fake: mocks.StripeOptions{Options: mocks.Options{FaultGETs: true}}})
 			b.fake.Script(mocks.Match{Method: "POST", Path: chargePath}, mocks.FaultGatewayAfter502)
 			b.fake.Script(mocks.Match{Method: "GET"}, mocks.FaultGatewayBefore502, mocks.FaultGatewayBefore502, mocks.FaultGatewayBefore502,
 				mocks.FaultGatewayBefore502, mocks.FaultGatewayBefore502, mocks.FaultGatewayBefore502, mocks.FaultGatewayBefore502,
@@ -325,7 +325,7 @@ func TestCaptureCancelRefund(t *testing.T) {
 
 func TestConcurrentCallersChargeOnce(t *testing.T) {
 	t.Parallel()
-	eachSetup(t, setupOpts{fake: mocks.StripeOptions{SlowFor: 50 * time.Millisecond}}, func(t *testing.T, b *bundle) {
+	eachSetup(t, setupOpts{fake: mocks.StripeOptions{Options: mocks.Options{SlowFor: 50 * time.Millisecond}}}, func(t *testing.T, b *bundle) {
 		b.fake.Script(mocks.Match{Method: "POST", Path: chargePath}, mocks.FaultSlow)
 		var wg sync.WaitGroup
 		results := make([]error, 20)
@@ -492,7 +492,7 @@ func TestResendNotSentWhenJournalingOutlastsTheWindow(t *testing.T) {
 // owner carries a random part per Client.
 func TestSameOwnerOnTwoClientsNeverSharesALease(t *testing.T) {
 	t.Parallel()
-	eachSetup(t, setupOpts{fake: mocks.StripeOptions{SlowFor: 300 * time.Millisecond},
+	eachSetup(t, setupOpts{fake: mocks.StripeOptions{Options: mocks.Options{SlowFor: 300 * time.Millisecond}},
 		config: func(c *payonce.Config) { c.Owner = "orders-api" }}, func(t *testing.T, b *bundle) {
 		b.fake.Script(mocks.Match{Method: "POST", Path: chargePath}, mocks.FaultSlow)
 		psp, err := stripe.New(stripe.Config{APIKey: b.fake.APIKey(), BaseURL: b.fake.URL(), Now: b.clock.Now})

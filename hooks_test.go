@@ -100,7 +100,7 @@ func clientWith(t *testing.T, b *bundle, tweak func(*payonce.Config)) *payonce.C
 func TestReconcilerHooks(t *testing.T) {
 	t.Parallel()
 	ch, rh := &hookLog{}, &hookLog{}
-	b := setup(t, setupOpts{fake: mocks.StripeOptions{FaultGETs: true}, config: func(c *payonce.Config) {
+	b := setup(t, setupOpts{fake: mocks.StripeOptions{Options: mocks.Options{FaultGETs: true}}, config: func(c *payonce.Config) {
 		c.Breaker.ConsecutiveFailures = 1000
 		c.Hooks = ch.hooks(t)
 	}})

@@ -99,7 +99,7 @@ func TestExpectedFaultsLogQuietly(t *testing.T) {
 	}
 
 	t.Run("lookups fail", func(t *testing.T) {
-		b := setup(t, setupOpts{fake: mocks.StripeOptions{FaultGETs: true}, config: withLog})
+		b := setup(t, setupOpts{fake: mocks.StripeOptions{Options: mocks.Options{FaultGETs: true}}, config: withLog})
 		res := chargeLostWhileLookupsFail(t, b, charge("order-logs-lookup", 1500), 3)
 		r := newReconciler(t, b, func(rc *payonce.ReconcilerConfig) { rc.Logger = log })
 		b.clock.Advance(time.Hour)
@@ -180,7 +180,7 @@ func (s *claimFailing) ClaimDue(context.Context, ledger.ClaimDueParams) ([]ledge
 func TestReviewLogsWarnWithOperation(t *testing.T) {
 	t.Parallel()
 	log, logs := newLogCapture()
-	b := setup(t, setupOpts{fake: mocks.StripeOptions{FaultGETs: true}, config: func(c *payonce.Config) {
+	b := setup(t, setupOpts{fake: mocks.StripeOptions{Options: mocks.Options{FaultGETs: true}}, config: func(c *payonce.Config) {
 		c.Logger = log
 		c.Breaker.ConsecutiveFailures = 1000
 	}})

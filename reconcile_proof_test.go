@@ -269,8 +269,11 @@ func TestReconcilersInSeparateProcesses(t *testing.T) {
 		mocks.FaultProcessed500:        0.02,
 	}
 	h := mocks.NewStripeHandler(mocks.StripeOptions{
-		Seed: 42, KeyTTL: keyTTL, SearchLag: 200 * time.Millisecond,
-		HangFor: time.Second, SlowFor: 100 * time.Millisecond, FaultRates: rates,
+		Options: mocks.Options{
+			Seed: 42, KeyTTL: keyTTL,
+			HangFor: time.Second, SlowFor: 100 * time.Millisecond, FaultRates: rates,
+		},
+		SearchLag: 200 * time.Millisecond,
 	})
 	tracker := newInflightTracker(h)
 	srv := httptest.NewServer(tracker)
@@ -653,7 +656,7 @@ func TestBacklog100k(t *testing.T) {
 		defer cancel()
 		pool, store := testkit.NewPGLedger(t, ctx)
 		schema := store.Schema()
-		fake := mocks.NewStripe(mocks.StripeOptions{Seed: int64(n)})
+		fake := mocks.NewStripe(mocks.StripeOptions{Options: mocks.Options{Seed: int64(n)}})
 		t.Cleanup(fake.Close)
 		psp, err := stripe.New(stripe.Config{APIKey: fake.APIKey(), BaseURL: fake.URL()})
 		require.NoError(t, err)

@@ -78,7 +78,7 @@ func TestReconcilerTakesOverAfterExpiredLease(t *testing.T) {
 // answers again, the review is settled automatically with an audit entry.
 func TestReviewSettledByLaterLookup(t *testing.T) {
 	t.Parallel()
-	eachSetup(t, setupOpts{fake: mocks.StripeOptions{FaultGETs: true},
+	eachSetup(t, setupOpts{fake: mocks.StripeOptions{Options: mocks.Options{FaultGETs: true}},
 		// The breaker runs on the real clock; keep it closed so the
 		// test is about the ledger's clock only.
 		config: func(c *payonce.Config) { c.Breaker.ConsecutiveFailures = 1000 }}, func(t *testing.T, b *bundle) {
@@ -303,7 +303,7 @@ func inReview(t *testing.T, b *bundle, p payonce.ChargeParams, ref string, code 
 // PaymentIntent must not make the new one's charge read as failed.
 func TestResendAfterReviewSeesEveryGeneration(t *testing.T) {
 	t.Parallel()
-	eachSetup(t, setupOpts{fake: mocks.StripeOptions{HangFor: 10 * time.Second},
+	eachSetup(t, setupOpts{fake: mocks.StripeOptions{Options: mocks.Options{HangFor: 10 * time.Second}},
 		config: func(c *payonce.Config) { c.AttemptTimeout = 300 * time.Millisecond }}, func(t *testing.T, b *bundle) {
 		p := charge("order-gen", 2500)
 		n, err := b.client.PrepareCharge(b.ctx, p)

@@ -241,7 +241,7 @@ func TestRequestPathBoundsHangingCharge(t *testing.T) {
 	t.Parallel()
 	const hang = 25 * time.Second
 	eachSetup(t, setupOpts{
-		fake: mocks.StripeOptions{HangFor: hang},
+		fake: mocks.StripeOptions{Options: mocks.Options{HangFor: hang}},
 		config: func(c *payonce.Config) {
 			c.AttemptTimeout = 20 * time.Second // what RequestPath must override
 			*c = payonce.RequestPath(*c)

@@ -46,9 +46,9 @@ func setupMock(t *testing.T) *mockBundle {
 
 // succeededPI is the PaymentIntent the charge of order created, as Stripe
 // returns it: with payonce's metadata, so that it belongs to the operation.
-func succeededPI(id, order string) mocks.StripePaymentIntent {
+func succeededPI(id, order string) mockhttp.StripePaymentIntent {
 	op, _ := payonce.Identity{Provider: "stripe", Kind: payonce.KindCharge, References: []string{order}}.OperationID()
-	return mocks.StripePaymentIntent{ID: id, Object: "payment_intent", Amount: 500, AmountReceived: 500, Currency: "usd", Status: "succeeded",
+	return mockhttp.StripePaymentIntent{ID: id, Object: "payment_intent", Amount: 500, AmountReceived: 500, Currency: "usd", Status: "succeeded",
 		Metadata: map[string]string{stripe.MetaOperation: op, stripe.MetaKey: op, stripe.MetaKind: "charge"}}
 }
 

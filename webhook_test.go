@@ -264,7 +264,7 @@ func TestWebhookLedgerDown(t *testing.T) {
 // instead of "in progress", and nothing is sent twice.
 func TestWebhookBeforeAnswer(t *testing.T) {
 	t.Parallel()
-	hb := setupHooks(t, false, setupOpts{fake: mocks.StripeOptions{SlowFor: 1500 * time.Millisecond}}, false)
+	hb := setupHooks(t, false, setupOpts{fake: mocks.StripeOptions{Options: mocks.Options{SlowFor: 1500 * time.Millisecond}}}, false)
 	hb.fake.Script(mocks.Match{Method: "POST", Path: chargePath}, mocks.FaultSlow)
 	p := charge("order-race", 900)
 	op, err := hb.client.PrepareCharge(hb.ctx, p)

@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -13,12 +12,12 @@ import (
 
 // Adyen facts the fake follows.
 const (
-	// AdyenKeyTTL is how long Adyen keeps an Idempotency-Key: "valid for a
+	// adyenKeyTTL is how long Adyen keeps an Idempotency-Key: "valid for a
 	// minimum period of 31 days after first submission"
 	// (https://docs.adyen.com/development-resources/api-idempotency).
-	AdyenKeyTTL = 31 * 24 * time.Hour
-	// AdyenMerchantAccount is the fake's default merchant account.
-	AdyenMerchantAccount = "PayonceTestMerchant"
+	adyenKeyTTL = 31 * 24 * time.Hour
+	// adyenMerchantAccount is the fake's default merchant account.
+	adyenMerchantAccount = "PayonceTestMerchant"
 )
 
 // Test stored payment methods of the Adyen fake, passed as
@@ -38,33 +37,25 @@ const (
 	AdyenMethodRedirect = "adyen_test_redirect"
 )
 
-// AdyenOptions configures a fake Adyen Checkout API (v71). The zero value
-// is ready to use; every field documents its default.
+// AdyenOptions configures a fake Adyen Checkout API (v71): the Options
+// every fake takes, and Adyen's own. The zero value is ready to use; every
+// field documents its default.
+//
+// Options.Webhooks delivers Adyen's standard notifications (AUTHORISATION,
+// CAPTURE, CANCELLATION, REFUND, and CAPTURE_FAILED / REFUND_FAILED
+// through FailCapture and FailRefund) whenever a payment or one of its
+// modifications changes, one notification item per delivery. Each item is
+// signed in additionalData.hmacSignature with Webhooks.Secret, the
+// endpoint's HMAC key in hex as the Customer Area shows it (required when
+// URL is set), and every delivery carries HTTP Basic auth when
+// Webhooks.Username and Password are set.
 type AdyenOptions struct {
-	// Clock is the fake's notion of now. Defaults to time.Now.
-	Clock func() time.Time
-	// KeyTTL is how long an answer stays stored under its Idempotency-Key.
-	// Defaults to AdyenKeyTTL (31 days).
-	KeyTTL time.Duration
-	// Seed seeds identifiers, default credentials and random faults.
-	Seed int64
-	// FaultRates gives each fault kind a probability per request (their sum
-	// must not exceed 1); POSTs only unless FaultGETs is set.
-	FaultRates map[FaultKind]float64
-	// FaultGETs lets FaultRates apply to GET requests too.
-	FaultGETs bool
-	// HangFor is how long FaultHangAfterProcessing holds an answer.
-	// Defaults to 30s.
-	HangFor time.Duration
-	// SlowFor is the delay of FaultSlow. Defaults to 500ms.
-	SlowFor time.Duration
-	// RetryAfter is the Retry-After of FaultRateLimit429. Defaults to 1s.
-	RetryAfter time.Duration
+	Options
 	// APIKey is the accepted X-API-Key. Defaults to a test key derived from
 	// Seed, returned by APIKey.
 	APIKey string
 	// MerchantAccount is the merchant account requests name. Defaults to
-	// AdyenMerchantAccount.
+	// "PayonceTestMerchant".
 	MerchantAccount string
 	// MerchantAccounts are further merchant accounts of the same company
 	// that requests may name, with the same API key. As at Adyen, every
@@ -95,19 +86,6 @@ type AdyenOptions struct {
 	// request with the key. The 500 after processing (FaultProcessed500) is
 	// always non-transient: the request may have been acted upon.
 	TransientErrors bool
-	// Logger receives one record per request; keys and headers are never
-	// logged. Defaults to discarding.
-	Logger *slog.Logger
-	// Webhooks delivers Adyen's standard notifications (AUTHORISATION,
-	// CAPTURE, CANCELLATION, REFUND, and CAPTURE_FAILED / REFUND_FAILED
-	// through FailCapture and FailRefund) whenever a payment or one of its
-	// modifications changes, one notification item per delivery (see
-	// AdyenNotification). Each item is signed in
-	// additionalData.hmacSignature with Webhooks.Secret, the endpoint's
-	// HMAC key in hex as the Customer Area shows it (required when URL is
-	// set), and every delivery carries HTTP Basic auth when
-	// Webhooks.Username and Password are set. Defaults to none.
-	Webhooks WebhookDelivery
 }
 
 // Validate reports the first option that cannot work, saying how to fix it.
@@ -129,7 +107,7 @@ func (o AdyenOptions) Validate() error {
 }
 
 func (o AdyenOptions) coreConfig() coreConfig {
-	return coreConfig{"adyen", "AdyenOptions", o.Clock, o.KeyTTL, o.Seed, o.FaultRates, o.FaultGETs, o.HangFor, o.SlowFor, o.RetryAfter, o.Logger}
+	return o.Options.coreConfig("adyen", "AdyenOptions")
 }
 
 // AdyenHandler is the fake Adyen Checkout API as an http.Handler: POST
@@ -185,8 +163,8 @@ func NewAdyenHandler(opts AdyenOptions) *AdyenHandler {
 	// executed answer is kept, errors included, but for one marked
 	// Transient-Error: true, which a request with the same key may run
 	// again (TransientErrors).
-	h.setUp(opts, AdyenKeyTTL, idemPolicy{forget: adyTransient}, h, h.truthRecords)
-	h.apiKey, h.merchant = opts.APIKey, cmp.Or(opts.MerchantAccount, AdyenMerchantAccount)
+	h.setUp(opts, adyenKeyTTL, idemPolicy{forget: adyTransient}, h, h.truthRecords)
+	h.apiKey, h.merchant = opts.APIKey, cmp.Or(opts.MerchantAccount, adyenMerchantAccount)
 	if h.apiKey == "" {
 		h.apiKey = "AQE" + h.core.ids.next("", 40) + "==-test"
 	}
@@ -356,8 +334,8 @@ func (h *AdyenHandler) deliver(hd http.Header, c *call, replayed bool) {
 	}
 }
 
-// AdyenError is Adyen's ServiceError body.
-type AdyenError struct {
+// adyenError is Adyen's ServiceError body.
+type adyenError struct {
 	Status       int    `json:"status"`
 	ErrorCode    string `json:"errorCode"`
 	Message      string `json:"message"`
@@ -370,7 +348,7 @@ func (h *AdyenHandler) jsonResponse(status int, v any) *response {
 }
 
 func (h *AdyenHandler) errorResponse(c *call, status int, code, typ, msg string) *response {
-	return h.jsonResponse(status, AdyenError{Status: status, ErrorCode: code, Message: msg, ErrorType: typ, PspReference: c.requestID})
+	return h.jsonResponse(status, adyenError{Status: status, ErrorCode: code, Message: msg, ErrorType: typ, PspReference: c.requestID})
 }
 
 func (h *AdyenHandler) unknownRoute(c *call) (*response, bool) {

@@ -3,7 +3,7 @@ package mocks
 import "net/http"
 
 type adyPaymentRequest struct {
-	Amount        *AdyenAmount `json:"amount"`
+	Amount        *adyenAmount `json:"amount"`
 	Reference     string       `json:"reference"`
 	Merchant      string       `json:"merchantAccount"`
 	PaymentMethod *struct {
@@ -18,15 +18,15 @@ type adyPaymentRequest struct {
 	Metadata                 map[string]string `json:"metadata"`
 }
 
-// AdyenAmount is Adyen's Amount: a value in minor units and its currency.
-type AdyenAmount struct {
+// adyenAmount is Adyen's Amount: a value in minor units and its currency.
+type adyenAmount struct {
 	Currency string `json:"currency"`
 	Value    int64  `json:"value"`
 }
 
 type adyModificationRequest struct {
 	Merchant  string       `json:"merchantAccount"`
-	Amount    *AdyenAmount `json:"amount"`
+	Amount    *adyenAmount `json:"amount"`
 	Reference string       `json:"reference"`
 }
 
@@ -35,7 +35,7 @@ type adyPaymentResponse struct {
 	PspReference      string       `json:"pspReference,omitempty"`
 	ResultCode        string       `json:"resultCode"`
 	MerchantReference string       `json:"merchantReference"`
-	Amount            *AdyenAmount `json:"amount,omitempty"`
+	Amount            *adyenAmount `json:"amount,omitempty"`
 	RefusalReason     string       `json:"refusalReason,omitempty"`
 	RefusalReasonCode string       `json:"refusalReasonCode,omitempty"`
 	Action            any          `json:"action,omitempty"`
@@ -44,7 +44,7 @@ type adyPaymentResponse struct {
 // adyModificationResponse is the 201 answer to a modification.
 type adyModificationResponse struct {
 	MerchantAccount     string       `json:"merchantAccount"`
-	Amount              *AdyenAmount `json:"amount,omitempty"`
+	Amount              *adyenAmount `json:"amount,omitempty"`
 	PaymentPspReference string       `json:"paymentPspReference"`
 	PspReference        string       `json:"pspReference"`
 	Reference           string       `json:"reference,omitempty"`
@@ -105,7 +105,7 @@ func (h *AdyenHandler) createPayment(c *call) (*response, bool) {
 	}
 	h.payments[pay.psp] = pay
 	h.paymentList = append(h.paymentList, pay)
-	amt := &AdyenAmount{Currency: pay.currency, Value: pay.amount}
+	amt := &adyenAmount{Currency: pay.currency, Value: pay.amount}
 	resp := adyPaymentResponse{PspReference: pay.psp, ResultCode: p.result, MerchantReference: pay.reference, Amount: amt,
 		RefusalReason: p.reason, RefusalReasonCode: p.code}
 	if p.result == "RedirectShopper" {
@@ -206,7 +206,7 @@ func (h *AdyenHandler) modify(c *call, kind string) (*response, bool) {
 	if ok {
 		m.status = "succeeded"
 	}
-	h.emitLocked(c.now, event, m.psp, pay.psp, m.reference, AdyenAmount{Currency: pay.currency, Value: m.amount}, ok, reason)
+	h.emitLocked(c.now, event, m.psp, pay.psp, m.reference, adyenAmount{Currency: pay.currency, Value: m.amount}, ok, reason)
 	resp := adyModificationResponse{MerchantAccount: pay.merchant, PaymentPspReference: pay.psp, PspReference: m.psp,
 		Reference: m.reference, Status: "received"}
 	if req.Amount != nil {

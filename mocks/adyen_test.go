@@ -75,7 +75,7 @@ func adyHooks(t *testing.T, d mocks.WebhookDelivery) (*adyBundle, *hookReceiver)
 	if d.RetryAfter == 0 {
 		d.RetryAfter = time.Millisecond
 	}
-	return adySetup(t, mocks.AdyenOptions{Webhooks: d}), rec
+	return adySetup(t, mocks.AdyenOptions{Options: mocks.Options{Webhooks: d}}), rec
 }
 
 // adyVerifier checks a delivery as Adyen documents it, with the test's
@@ -226,7 +226,7 @@ func TestAdyenDeclinesAndRedirect(t *testing.T) {
 
 func TestAdyenIdempotency(t *testing.T) {
 	t.Parallel()
-	b := adySetup(t, mocks.AdyenOptions{SlowFor: 300 * time.Millisecond})
+	b := adySetup(t, mocks.AdyenOptions{Options: mocks.Options{SlowFor: 300 * time.Millisecond}})
 	body := adyPayment(b.f, 700, mocks.AdyenMethodAuthorised, "op-i", false)
 	first := b.c.post("/payments", body, "ki")
 	require.Equal(t, 200, first.status)
@@ -315,8 +315,13 @@ func TestAdyenKeysPerCompany(t *testing.T) {
 	require.Equal(t, "901", e.ErrorCode)
 
 	// Notifications carry the payment's account.
-	hooks := adySetup(t, mocks.AdyenOptions{MerchantAccounts: []string{other}, Webhooks: mocks.WebhookDelivery{URL: rec.URL(),
-		Secret: testAdyHMAC, Username: testAdyUser, Password: testAdyPass, RetryAfter: time.Millisecond}})
+	hooks := adySetup(t, mocks.AdyenOptions{
+		Options: mocks.Options{
+			Webhooks: mocks.WebhookDelivery{URL: rec.URL(),
+				Secret: testAdyHMAC, Username: testAdyUser, Password: testAdyPass, RetryAfter: time.Millisecond},
+		},
+		MerchantAccounts: []string{other},
+	})
 	pay := decode[map[string]any](t, hooks.c.post("/payments", onOther(adyPayment(hooks.f, 300, mocks.AdyenMethodAuthorised, "op-n", false)), "k-n"), 200)
 	decode[map[string]any](t, hooks.c.post("/payments/"+pay["pspReference"].(string)+"/refunds", onOther(adyMod(hooks.f, 300, "op-nr")), "k-nr"), 201)
 	flush(t, hooks.f)
@@ -333,7 +338,7 @@ func TestAdyenKeysPerCompany(t *testing.T) {
 func TestAdyenKeyInUse(t *testing.T) {
 	t.Parallel()
 	for _, status := range []int{0, http.StatusConflict, http.StatusUnprocessableEntity} {
-		b := adySetup(t, mocks.AdyenOptions{SlowFor: 300 * time.Millisecond, KeyInUseStatus: status})
+		b := adySetup(t, mocks.AdyenOptions{Options: mocks.Options{SlowFor: 300 * time.Millisecond}, KeyInUseStatus: status})
 		want := cmp.Or(status, http.StatusConflict)
 		b.f.Script(mocks.Match{Method: "POST", Path: "/payments"}, mocks.FaultSlow)
 		body := adyPayment(b.f, 5, mocks.AdyenMethodAuthorised, "op-slow", false)
@@ -454,8 +459,12 @@ func TestAdyenWebhookRefusedIsRetried(t *testing.T) {
 		attempts = append(attempts, body)
 		return len(attempts) > 1 && verify(r, body)
 	})
-	b := adySetup(t, mocks.AdyenOptions{Webhooks: mocks.WebhookDelivery{URL: rec.URL(), Secret: testAdyHMAC,
-		Username: testAdyUser, Password: testAdyPass, RetryAfter: time.Millisecond}})
+	b := adySetup(t, mocks.AdyenOptions{
+		Options: mocks.Options{
+			Webhooks: mocks.WebhookDelivery{URL: rec.URL(), Secret: testAdyHMAC,
+				Username: testAdyUser, Password: testAdyPass, RetryAfter: time.Millisecond},
+		},
+	})
 	decode[map[string]any](t, b.c.post("/payments", adyPayment(b.f, 100, mocks.AdyenMethodAuthorised, "op-w", false), "kw"), 200)
 	flush(t, b.f)
 	require.Equal(t, mocks.WebhookStats{Queued: 1, Delivered: 1, Failed: 1}, b.f.WebhookStats())
@@ -483,7 +492,7 @@ func TestAdyenOptionsValidate(t *testing.T) {
 	hooks := func(mod func(*mocks.WebhookDelivery)) mocks.AdyenOptions {
 		d := mocks.WebhookDelivery{URL: "http://127.0.0.1:9/webhooks", Secret: testAdyHMAC, Username: testAdyUser, Password: testAdyPass}
 		mod(&d)
-		return mocks.AdyenOptions{Webhooks: d}
+		return mocks.AdyenOptions{Options: mocks.Options{Webhooks: d}}
 	}
 	for _, tc := range []struct {
 		name string
@@ -492,12 +501,12 @@ func TestAdyenOptionsValidate(t *testing.T) {
 	}{
 		{"key not hex", hooks(func(d *mocks.WebhookDelivery) { d.Secret = "zz" }), "Webhooks.Secret is not a hex HMAC key"},
 		{"no key", hooks(func(d *mocks.WebhookDelivery) { d.Secret = "" }), "Webhooks.Secret is not a hex HMAC key"},
-		{"key not hex, webhooks off", mocks.AdyenOptions{Webhooks: mocks.WebhookDelivery{Secret: "not-hex"}}, "hex"},
+		{"key not hex, webhooks off", mocks.AdyenOptions{Options: mocks.Options{Webhooks: mocks.WebhookDelivery{Secret: "not-hex"}}}, "hex"},
 		{"user without password", hooks(func(d *mocks.WebhookDelivery) { d.Password = "" }), "set both or neither"},
 		{"colon in user", hooks(func(d *mocks.WebhookDelivery) { d.Username = "a:b" }), "Username contains ':'"},
 		{"authorization header", hooks(func(d *mocks.WebhookDelivery) { d.Username, d.Password, d.Authorization = "", "", "Bearer x" }), "only HTTP Basic"},
 		{"not loopback", hooks(func(d *mocks.WebhookDelivery) { d.URL = "https://example.com/webhooks" }), "loopback"},
-		{"key ttl", mocks.AdyenOptions{KeyTTL: -1}, "KeyTTL"},
+		{"key ttl", mocks.AdyenOptions{Options: mocks.Options{KeyTTL: -1}}, "KeyTTL"},
 		{"key in use status", mocks.AdyenOptions{KeyInUseStatus: http.StatusTooManyRequests}, "KeyInUseStatus is 429; Adyen answers errorCode 704 with 409 or 422"},
 		{"empty merchant account", mocks.AdyenOptions{MerchantAccounts: []string{"A", ""}}, "MerchantAccounts[1]"},
 		{"merchant account with space", mocks.AdyenOptions{MerchantAccounts: []string{"A B"}}, "MerchantAccounts[0]"},

@@ -37,26 +37,26 @@ import (
 // for its webhooks, so a receiver must not depend on one.
 const adyUserAgent = "payonce-mocks-adyen-webhooks"
 
-// AdyenNotification is the body of one delivery.
-type AdyenNotification struct {
+// adyenNotification is the body of one delivery.
+type adyenNotification struct {
 	Live              string                       `json:"live"`
-	NotificationItems []AdyenNotificationContainer `json:"notificationItems"`
+	NotificationItems []adyenNotificationContainer `json:"notificationItems"`
 }
 
-// AdyenNotificationContainer wraps one item, as Adyen does.
-type AdyenNotificationContainer struct {
-	Item AdyenNotificationItem `json:"NotificationRequestItem"`
+// adyenNotificationContainer wraps one item, as Adyen does.
+type adyenNotificationContainer struct {
+	Item adyenNotificationItem `json:"NotificationRequestItem"`
 }
 
-// AdyenNotificationItem is one event. AdditionalData holds hmacSignature:
+// adyenNotificationItem is one event. AdditionalData holds hmacSignature:
 // base64 of the HMAC-SHA256, keyed with the hex-decoded
 // AdyenOptions.Webhooks.Secret, of pspReference:originalReference:
 // merchantAccountCode:merchantReference:value:currency:eventCode:success;
 // on AUTHORISATION also the payment request's metadata, each key prefixed
 // "metadata." (metadata.payonce_key is the key the adapter sent).
-type AdyenNotificationItem struct {
+type adyenNotificationItem struct {
 	AdditionalData      map[string]string `json:"additionalData"`
-	Amount              AdyenAmount       `json:"amount"`
+	Amount              adyenAmount       `json:"amount"`
 	EventCode           string            `json:"eventCode"`
 	EventDate           string            `json:"eventDate"`
 	MerchantAccountCode string            `json:"merchantAccountCode"`
@@ -69,19 +69,19 @@ type AdyenNotificationItem struct {
 }
 
 // Items returns the notification's items in order.
-func (n AdyenNotification) Items() []AdyenNotificationItem {
-	out := make([]AdyenNotificationItem, len(n.NotificationItems))
+func (n adyenNotification) Items() []adyenNotificationItem {
+	out := make([]adyenNotificationItem, len(n.NotificationItems))
 	for i, c := range n.NotificationItems {
 		out[i] = c.Item
 	}
 	return out
 }
 
-// NewAdyenNotification returns the body of one delivery holding items in
+// newAdyenNotification returns the body of one delivery holding items in
 // order, e.g. items of several single-item deliveries batched as Adyen may
 // batch them. Each item keeps its own signature.
-func NewAdyenNotification(items ...AdyenNotificationItem) AdyenNotification {
-	n := AdyenNotification{Live: "false", NotificationItems: make([]AdyenNotificationContainer, len(items))}
+func newAdyenNotification(items ...adyenNotificationItem) adyenNotification {
+	n := adyenNotification{Live: "false", NotificationItems: make([]adyenNotificationContainer, len(items))}
 	for i, it := range items {
 		n.NotificationItems[i].Item = it
 	}
@@ -93,7 +93,7 @@ func NewAdyenNotification(items ...AdyenNotificationItem) AdyenNotification {
 // value:currency:eventCode:success, as Adyen's SDKs compute it
 // (Adyen/adyen-go-api-library src/hmacvalidator/hmacvalidator.go
 // GetDataToSign), nothing escaped.
-func adySignedData(it AdyenNotificationItem) string {
+func adySignedData(it adyenNotificationItem) string {
 	return strings.Join([]string{it.PspReference, it.OriginalReference, it.MerchantAccountCode, it.MerchantReference,
 		strconv.FormatInt(it.Amount.Value, 10), it.Amount.Currency, it.EventCode, it.Success}, ":")
 }
@@ -128,11 +128,11 @@ func adySignWebhook(_ []byte, h http.Header) {
 
 // emitLocked queues the notification of one event, signed. h.mu must be
 // held, so that notifications queue in the order the changes happened.
-func (h *AdyenHandler) emitLocked(now time.Time, event, psp, orig, ref string, amt AdyenAmount, success bool, reason string) {
+func (h *AdyenHandler) emitLocked(now time.Time, event, psp, orig, ref string, amt adyenAmount, success bool, reason string) {
 	if !h.webhooksOn() {
 		return
 	}
-	it := AdyenNotificationItem{
+	it := adyenNotificationItem{
 		Amount: amt, EventCode: event, EventDate: now.Format(time.RFC3339), MerchantAccountCode: h.merchantOfLocked(psp, orig),
 		MerchantReference: ref, OriginalReference: orig, PaymentMethod: "visa", PspReference: psp, Reason: reason,
 		Success: strconv.FormatBool(success),
@@ -150,7 +150,7 @@ func (h *AdyenHandler) emitLocked(now time.Time, event, psp, orig, ref string, a
 			it.AdditionalData["metadata."+k] = v
 		}
 	}
-	body, err := json.Marshal(NewAdyenNotification(it))
+	body, err := json.Marshal(newAdyenNotification(it))
 	if err != nil {
 		panic(fmt.Sprintf("mocks: cannot render an Adyen notification: %v", err))
 	}
@@ -189,6 +189,6 @@ func (h *AdyenHandler) failLater(psp, kind, event, reason string) bool {
 	}
 	// As in Adyen's examples, the failure event reports success "true": the
 	// event (the failure) happened.
-	h.emitLocked(h.core.now(), event, m.psp, m.payment, m.reference, AdyenAmount{Currency: m.currency, Value: m.amount}, true, reason)
+	h.emitLocked(h.core.now(), event, m.psp, m.payment, m.reference, adyenAmount{Currency: m.currency, Value: m.amount}, true, reason)
 	return true
 }

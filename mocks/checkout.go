@@ -2,7 +2,6 @@ package mocks
 
 import (
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -10,9 +9,9 @@ import (
 
 // Checkout.com facts the fake follows.
 const (
-	// CheckoutKeyTTL is how long Checkout.com keeps a Cko-Idempotency-Key
+	// checkoutKeyTTL is how long Checkout.com keeps a Cko-Idempotency-Key
 	// by default: 24 hours, after which the request is processed as normal.
-	CheckoutKeyTTL = 24 * time.Hour
+	checkoutKeyTTL = 24 * time.Hour
 )
 
 // Test sources of the Checkout.com fake, passed as {"type": "id", "id": ...}
@@ -35,43 +34,23 @@ const (
 	CheckoutSourceRefundDeclined = "src_test_refund_declined"
 )
 
-// CheckoutOptions configures a fake Checkout.com. The zero value is ready to
-// use; every field documents its default.
+// CheckoutOptions configures a fake Checkout.com: the Options every fake
+// takes, and Checkout.com's own. The zero value is ready to use; every
+// field documents its default.
+//
+// Options.Webhooks delivers Checkout.com payment events (payment_approved,
+// payment_captured, payment_refunded, ...) whenever a payment or one of
+// its actions changes, with Cko-Signature keyed by Webhooks.Secret (the
+// webhook's signature key, required when URL is set) and, when
+// Webhooks.Authorization is set, that Authorization header. Checkout.com
+// sends no Basic credentials: Webhooks.Username must stay empty.
 type CheckoutOptions struct {
-	// Clock is the fake's notion of now. Defaults to time.Now.
-	Clock func() time.Time
-	// KeyTTL is how long a 2xx answer stays stored under its
-	// Cko-Idempotency-Key. Defaults to CheckoutKeyTTL (24h).
-	KeyTTL time.Duration
-	// Seed seeds identifiers and random faults. Defaults to 0.
-	Seed int64
-	// FaultRates gives each fault kind a probability per request (their sum
-	// must not exceed 1); POSTs only unless FaultGETs is set.
-	FaultRates map[FaultKind]float64
-	// FaultGETs lets FaultRates apply to GET requests too.
-	FaultGETs bool
-	// HangFor is how long FaultHangAfterProcessing holds an answer.
-	// Defaults to 30s.
-	HangFor time.Duration
-	// SlowFor is the delay of FaultSlow. Defaults to 500ms.
-	SlowFor time.Duration
-	// RetryAfter is the Retry-After of FaultRateLimit429, rounded up to whole
-	// seconds. Defaults to 1s.
-	RetryAfter time.Duration
+	Options
 	// SecretKey is the accepted secret key ("Authorization: Bearer
 	// sk_sbox_..." or the bare key). It must be a sandbox or test key
 	// (sk_sbox_... or sk_test_...). Defaults to a key derived from Seed,
 	// returned by SecretKey.
 	SecretKey string
-	// Logger receives one record per request; keys and headers are never
-	// logged. Defaults to discarding.
-	Logger *slog.Logger
-	// Webhooks delivers Checkout.com payment events (payment_approved,
-	// payment_captured, payment_refunded, ...) whenever a payment or one
-	// of its actions changes, with Cko-Signature keyed by Webhooks.Secret
-	// (the webhook's signature key) and, when Webhooks.Authorization is
-	// set, that Authorization header; see CheckoutEvent. Defaults to none.
-	Webhooks WebhookDelivery
 	// KeyInUseStatus is how the fake answers a request whose
 	// Cko-Idempotency-Key belongs to a request still being processed.
 	// Checkout.com has documented both answers: http.StatusConflict, 409
@@ -114,7 +93,7 @@ func (o CheckoutOptions) Validate() error {
 
 // coreConfig is the provider-neutral half of the options.
 func (o CheckoutOptions) coreConfig() coreConfig {
-	return coreConfig{"checkout", "CheckoutOptions", o.Clock, o.KeyTTL, o.Seed, o.FaultRates, o.FaultGETs, o.HangFor, o.SlowFor, o.RetryAfter, o.Logger}
+	return o.Options.coreConfig("checkout", "CheckoutOptions")
 }
 
 // CheckoutHandler is the fake Checkout.com as an http.Handler: it serves
@@ -136,8 +115,8 @@ type CheckoutHandler struct {
 type ckoPayment struct {
 	stored
 	source  string // test source name (src_test_...)
-	p       CheckoutPayment
-	actions []CheckoutAction // oldest first
+	p       checkoutPayment
+	actions []checkoutAction // oldest first
 }
 
 // ckoRefund is a Refund action. Refunds are not numbered (their seq stays
@@ -147,7 +126,7 @@ type ckoRefund struct {
 	stored
 	paymentID string
 	currency  string
-	action    CheckoutAction
+	action    checkoutAction
 }
 
 // NewCheckoutHandler returns a fake Checkout.com handler. It panics if opts
@@ -159,7 +138,7 @@ func NewCheckoutHandler(opts CheckoutOptions) *CheckoutHandler {
 	// was made) the same key is processed anew: a blind resend after a
 	// 5xx can charge twice.
 	idem := idemPolicy{keep: func(status int) bool { return status >= 200 && status < 300 }}
-	h.setUp(opts, CheckoutKeyTTL, idem, h, h.truthRecords)
+	h.setUp(opts, checkoutKeyTTL, idem, h, h.truthRecords)
 	h.secretKey, h.inUse = opts.SecretKey, opts.KeyInUseStatus
 	if h.inUse == 0 {
 		h.inUse = http.StatusConflict
@@ -301,7 +280,7 @@ func (h *CheckoutHandler) jsonResponse(status int, v any) *response {
 }
 
 func (h *CheckoutHandler) errorResponse(c *call, status int, errType string, codes ...string) *response {
-	return h.jsonResponse(status, CheckoutError{RequestID: c.requestID, ErrorType: errType, ErrorCodes: codes})
+	return h.jsonResponse(status, checkoutError{RequestID: c.requestID, ErrorType: errType, ErrorCodes: codes})
 }
 
 func (h *CheckoutHandler) invalid(c *call, codes ...string) *response {

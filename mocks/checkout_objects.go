@@ -1,18 +1,18 @@
 package mocks
 
-// CheckoutLink is one entry of a Checkout.com "_links" object.
-type CheckoutLink struct {
+// checkoutLink is one entry of a Checkout.com "_links" object.
+type checkoutLink struct {
 	Href string `json:"href"`
 }
 
-// CheckoutSource is the source of a payment as Checkout.com renders it.
-type CheckoutSource struct {
+// checkoutSource is the source of a payment as Checkout.com renders it.
+type checkoutSource struct {
 	Type string `json:"type"`
 	ID   string `json:"id,omitempty"`
 }
 
-// CheckoutBalances are a payment's running totals, in minor units.
-type CheckoutBalances struct {
+// checkoutBalances are a payment's running totals, in minor units.
+type checkoutBalances struct {
 	TotalAuthorized    int64 `json:"total_authorized"`
 	TotalVoided        int64 `json:"total_voided"`
 	AvailableToVoid    int64 `json:"available_to_void"`
@@ -22,13 +22,13 @@ type CheckoutBalances struct {
 	AvailableToRefund  int64 `json:"available_to_refund"`
 }
 
-// CheckoutPayment is a payment as Checkout.com's API renders it: the answer
+// checkoutPayment is a payment as Checkout.com's API renders it: the answer
 // to POST /payments (201 processed, 202 pending) and GET /payments/{id}.
 // Status is Pending, Authorized, Captured, Partially Captured, Declined,
 // Voided, Refunded, Partially Refunded, ... Amounts are integer minor
 // units. It is exported so tests can decode the fake's answers and build
 // httpmock fixtures.
-type CheckoutPayment struct {
+type checkoutPayment struct {
 	ID              string                  `json:"id"`
 	ActionID        string                  `json:"action_id,omitempty"`
 	RequestedOn     string                  `json:"requested_on,omitempty"`
@@ -42,15 +42,15 @@ type CheckoutPayment struct {
 	ResponseSummary string                  `json:"response_summary,omitempty"`
 	Reference       string                  `json:"reference,omitempty"`
 	Description     string                  `json:"description,omitempty"`
-	Source          *CheckoutSource         `json:"source,omitempty"`
-	Balances        *CheckoutBalances       `json:"balances,omitempty"`
+	Source          *checkoutSource         `json:"source,omitempty"`
+	Balances        *checkoutBalances       `json:"balances,omitempty"`
 	Metadata        map[string]string       `json:"metadata,omitempty"`
-	Links           map[string]CheckoutLink `json:"_links,omitempty"`
+	Links           map[string]checkoutLink `json:"_links,omitempty"`
 }
 
-// CheckoutAction is one entry of GET /payments/{id}/actions (a bare JSON
+// checkoutAction is one entry of GET /payments/{id}/actions (a bare JSON
 // array): Type is Authorization, Capture, Void or Refund.
-type CheckoutAction struct {
+type checkoutAction struct {
 	ID              string            `json:"id"`
 	Type            string            `json:"type"`
 	ProcessedOn     string            `json:"processed_on"`
@@ -62,25 +62,25 @@ type CheckoutAction struct {
 	Metadata        map[string]string `json:"metadata,omitempty"`
 }
 
-// CheckoutActionAccepted is the 202 answer to a capture, void or refund:
+// checkoutActionAccepted is the 202 answer to a capture, void or refund:
 // the action is accepted and processed asynchronously.
-type CheckoutActionAccepted struct {
+type checkoutActionAccepted struct {
 	ActionID  string                  `json:"action_id"`
 	Reference string                  `json:"reference,omitempty"`
-	Links     map[string]CheckoutLink `json:"_links,omitempty"`
+	Links     map[string]checkoutLink `json:"_links,omitempty"`
 }
 
-// CheckoutPaymentList is the answer to GET /payments?reference=...
-type CheckoutPaymentList struct {
+// checkoutPaymentList is the answer to GET /payments?reference=...
+type checkoutPaymentList struct {
 	Limit      int               `json:"limit"`
 	Skip       int               `json:"skip"`
 	TotalCount int               `json:"total_count"`
-	Data       []CheckoutPayment `json:"data"`
+	Data       []checkoutPayment `json:"data"`
 }
 
-// CheckoutError is Checkout.com's error body: {"request_id": ...,
+// checkoutError is Checkout.com's error body: {"request_id": ...,
 // "error_type": "request_invalid", "error_codes": [...]}.
-type CheckoutError struct {
+type checkoutError struct {
 	RequestID  string   `json:"request_id"`
 	ErrorType  string   `json:"error_type"`
 	ErrorCodes []string `json:"error_codes,omitempty"`

@@ -91,16 +91,16 @@ func stringMetadata(md map[string]any) map[string]string {
 	return out
 }
 
-func (h *CheckoutHandler) links(id string, extra ...string) map[string]CheckoutLink {
-	l := map[string]CheckoutLink{
+func (h *CheckoutHandler) links(id string, extra ...string) map[string]checkoutLink {
+	l := map[string]checkoutLink{
 		"self":    {Href: "https://api.sandbox.checkout.com/payments/" + id},
 		"actions": {Href: "https://api.sandbox.checkout.com/payments/" + id + "/actions"},
 	}
 	for _, e := range extra {
 		if e == "redirect" {
-			l[e] = CheckoutLink{Href: "https://3ds2-sandbox.ckotech.co/interceptor/3ds_" + id}
+			l[e] = checkoutLink{Href: "https://3ds2-sandbox.ckotech.co/interceptor/3ds_" + id}
 		} else {
-			l[e] = CheckoutLink{Href: "https://api.sandbox.checkout.com/payments/" + id + "/" + e + "s"}
+			l[e] = checkoutLink{Href: "https://api.sandbox.checkout.com/payments/" + id + "/" + e + "s"}
 		}
 	}
 	return l
@@ -155,16 +155,16 @@ func (h *CheckoutHandler) createPayment(c *call) (*response, bool) {
 	defer h.mu.Unlock()
 	amount := *req.Amount
 	p := &ckoPayment{stored: h.stamp(c), source: srcName}
-	p.p = CheckoutPayment{
+	p.p = checkoutPayment{
 		ID:          ckoID(h.core.ids, "pay_"),
 		RequestedOn: ckoTime(c.now),
 		Amount:      amount,
 		Currency:    req.Currency,
 		Reference:   req.Reference,
 		Description: req.Description,
-		Source:      &CheckoutSource{Type: "card", ID: ckoID(h.core.ids, "src_")},
+		Source:      &checkoutSource{Type: "card", ID: ckoID(h.core.ids, "src_")},
 		Metadata:    stringMetadata(req.Metadata),
-		Balances:    &CheckoutBalances{},
+		Balances:    &checkoutBalances{},
 	}
 	h.payments[p.p.ID] = p
 	h.paymentList = append(h.paymentList, p)
@@ -175,7 +175,7 @@ func (h *CheckoutHandler) createPayment(c *call) (*response, bool) {
 		h.emitLocked(c.now, ckoEvtPending, p, nil)
 		return h.jsonResponse(http.StatusAccepted, p.p), true
 	}
-	auth := CheckoutAction{ID: ckoID(h.core.ids, "act_"), Type: "Authorization", ProcessedOn: ckoTime(c.now),
+	auth := checkoutAction{ID: ckoID(h.core.ids, "act_"), Type: "Authorization", ProcessedOn: ckoTime(c.now),
 		Amount: amount, Approved: src.approved, ResponseCode: src.code, ResponseSummary: src.summary, Reference: req.Reference}
 	p.actions = append(p.actions, auth)
 	p.p.ActionID = auth.ID
@@ -192,7 +192,7 @@ func (h *CheckoutHandler) createPayment(c *call) (*response, bool) {
 	b := p.p.Balances
 	b.TotalAuthorized = amount
 	if capture {
-		p.actions = append(p.actions, CheckoutAction{ID: ckoID(h.core.ids, "act_"), Type: "Capture",
+		p.actions = append(p.actions, checkoutAction{ID: ckoID(h.core.ids, "act_"), Type: "Capture",
 			ProcessedOn: ckoTime(c.now), Amount: amount, Approved: true, ResponseCode: "10000",
 			ResponseSummary: "Approved", Reference: req.Reference})
 		p.p.Status = "Captured"
@@ -256,7 +256,7 @@ func (h *CheckoutHandler) listPayments(c *call) (*response, bool) {
 		return p.p.Reference == ref
 	})
 	sort.Slice(all, func(i, j int) bool { return all[i].seq > all[j].seq })
-	out := CheckoutPaymentList{Limit: limit, Skip: skip, TotalCount: len(all), Data: []CheckoutPayment{}}
+	out := checkoutPaymentList{Limit: limit, Skip: skip, TotalCount: len(all), Data: []checkoutPayment{}}
 	for i := skip; i < len(all) && i < skip+limit; i++ {
 		out.Data = append(out.Data, all[i].p)
 	}
@@ -266,7 +266,7 @@ func (h *CheckoutHandler) listPayments(c *call) (*response, bool) {
 // getActions is GET /payments/{id}/actions: a bare array, newest first.
 func (h *CheckoutHandler) getActions(c *call) (*response, bool) {
 	return h.withPayment(c, func(p *ckoPayment) (*response, bool) {
-		out := make([]CheckoutAction, 0, len(p.actions))
+		out := make([]checkoutAction, 0, len(p.actions))
 		for i := len(p.actions) - 1; i >= 0; i-- {
 			out = append(out, p.actions[i])
 		}
@@ -277,7 +277,7 @@ func (h *CheckoutHandler) getActions(c *call) (*response, bool) {
 // action runs a capture, void or refund on the payment of the route: it
 // reads the body, finds the payment and calls do under the lock. do returns
 // the action to record or the refusal.
-func (h *CheckoutHandler) action(c *call, do func(p *ckoPayment, req ckoActionRequest) (*CheckoutAction, *response)) (*response, bool) {
+func (h *CheckoutHandler) action(c *call, do func(p *ckoPayment, req ckoActionRequest) (*checkoutAction, *response)) (*response, bool) {
 	var req ckoActionRequest
 	if r := h.decodeBody(c, &req); r != nil {
 		return r, false
@@ -299,8 +299,8 @@ func (h *CheckoutHandler) action(c *call, do func(p *ckoPayment, req ckoActionRe
 			h.refunds = append(h.refunds, &ckoRefund{stored: stored{createdAt: c.now, key: c.key}, paymentID: p.p.ID, currency: p.p.Currency, action: *act})
 		}
 		h.emitActionLocked(c.now, p)
-		return h.jsonResponse(http.StatusAccepted, CheckoutActionAccepted{ActionID: act.ID, Reference: req.Reference,
-			Links: map[string]CheckoutLink{"payment": {Href: "https://api.sandbox.checkout.com/payments/" + p.p.ID}}}), true
+		return h.jsonResponse(http.StatusAccepted, checkoutActionAccepted{ActionID: act.ID, Reference: req.Reference,
+			Links: map[string]checkoutLink{"payment": {Href: "https://api.sandbox.checkout.com/payments/" + p.p.ID}}}), true
 	})
 }
 
@@ -311,7 +311,7 @@ func (h *CheckoutHandler) notAllowed(c *call, what string) *response {
 // capture is POST /payments/{id}/captures: one capture of all or part of
 // the authorization (the rest is released).
 func (h *CheckoutHandler) capture(c *call) (*response, bool) {
-	return h.action(c, func(p *ckoPayment, req ckoActionRequest) (*CheckoutAction, *response) {
+	return h.action(c, func(p *ckoPayment, req ckoActionRequest) (*checkoutAction, *response) {
 		b := p.p.Balances
 		if p.p.Status != "Authorized" || b.AvailableToCapture == 0 {
 			return nil, h.notAllowed(c, "capture")
@@ -326,13 +326,13 @@ func (h *CheckoutHandler) capture(c *call) (*response, bool) {
 			p.p.Status = "Partially Captured"
 		}
 		p.p.Links = h.links(p.p.ID, "refund")
-		return &CheckoutAction{Type: "Capture", Amount: amount, Approved: true, ResponseCode: "10000", ResponseSummary: "Approved"}, nil
+		return &checkoutAction{Type: "Capture", Amount: amount, Approved: true, ResponseCode: "10000", ResponseSummary: "Approved"}, nil
 	})
 }
 
 // void is POST /payments/{id}/voids: releases an uncaptured authorization.
 func (h *CheckoutHandler) void(c *call) (*response, bool) {
-	return h.action(c, func(p *ckoPayment, req ckoActionRequest) (*CheckoutAction, *response) {
+	return h.action(c, func(p *ckoPayment, req ckoActionRequest) (*checkoutAction, *response) {
 		b := p.p.Balances
 		if req.Amount != nil {
 			return nil, h.invalid(c, "amount_invalid")
@@ -343,14 +343,14 @@ func (h *CheckoutHandler) void(c *call) (*response, bool) {
 		b.TotalVoided, b.AvailableToVoid, b.AvailableToCapture = b.TotalAuthorized, 0, 0
 		p.p.Status = "Voided"
 		p.p.Links = h.links(p.p.ID)
-		return &CheckoutAction{Type: "Void", Amount: b.TotalAuthorized, Approved: true, ResponseCode: "10000", ResponseSummary: "Approved"}, nil
+		return &checkoutAction{Type: "Void", Amount: b.TotalAuthorized, Approved: true, ResponseCode: "10000", ResponseSummary: "Approved"}, nil
 	})
 }
 
 // refund is POST /payments/{id}/refunds: all (by default) or part of what
 // was captured and not yet refunded.
 func (h *CheckoutHandler) refund(c *call) (*response, bool) {
-	return h.action(c, func(p *ckoPayment, req ckoActionRequest) (*CheckoutAction, *response) {
+	return h.action(c, func(p *ckoPayment, req ckoActionRequest) (*checkoutAction, *response) {
 		b := p.p.Balances
 		if b.AvailableToRefund == 0 {
 			return nil, h.notAllowed(c, "refund")
@@ -360,7 +360,7 @@ func (h *CheckoutHandler) refund(c *call) (*response, bool) {
 			return nil, h.invalid(c, "refund_amount_exceeds_balance")
 		}
 		if s, _ := lookupCkoSource(p.source); s.refundDeclined {
-			return &CheckoutAction{Type: "Refund", Amount: amount, Approved: false, ResponseCode: "20005",
+			return &checkoutAction{Type: "Refund", Amount: amount, Approved: false, ResponseCode: "20005",
 				ResponseSummary: "Declined - Do Not Honour"}, nil
 		}
 		b.TotalRefunded += amount
@@ -369,6 +369,6 @@ func (h *CheckoutHandler) refund(c *call) (*response, bool) {
 		if b.TotalRefunded == b.TotalCaptured {
 			p.p.Status = "Refunded"
 		}
-		return &CheckoutAction{Type: "Refund", Amount: amount, Approved: true, ResponseCode: "10000", ResponseSummary: "Approved"}, nil
+		return &checkoutAction{Type: "Refund", Amount: amount, Approved: true, ResponseCode: "10000", ResponseSummary: "Approved"}, nil
 	})
 }

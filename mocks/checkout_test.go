@@ -179,7 +179,7 @@ func TestCheckoutIdempotencyReplaysOnly2xx(t *testing.T) {
 // replays, creates nothing, and answers 409 while the first still runs.
 func TestCheckoutSameKeyOtherRequestReplays(t *testing.T) {
 	t.Parallel()
-	b := ckoSetup(t, mocks.CheckoutOptions{SlowFor: 300 * time.Millisecond})
+	b := ckoSetup(t, mocks.CheckoutOptions{Options: mocks.Options{SlowFor: 300 * time.Millisecond}})
 	first := b.c.post("/payments", ckoPayment(1000, mocks.CheckoutSourceApproved, "order-a", true), "shared")
 	p := decode[mocks.CheckoutPayment](t, first, 201)
 
@@ -264,7 +264,7 @@ func TestCheckoutGatewayAfter502Replays(t *testing.T) {
 
 func TestCheckoutConflictWhileProcessing(t *testing.T) {
 	t.Parallel()
-	b := ckoSetup(t, mocks.CheckoutOptions{SlowFor: 300 * time.Millisecond})
+	b := ckoSetup(t, mocks.CheckoutOptions{Options: mocks.Options{SlowFor: 300 * time.Millisecond}})
 	b.f.Script(ckoCreate, mocks.FaultSlow)
 	body := ckoPayment(100, mocks.CheckoutSourceApproved, "slow", true)
 	done := holdKey(t, b.f, b.c, "/payments", body, "slow")
@@ -281,7 +281,7 @@ func TestCheckoutConflictWhileProcessing(t *testing.T) {
 // too_many_requests): a client can tell the two apart only by the body.
 func TestCheckoutKeyInUse429(t *testing.T) {
 	t.Parallel()
-	b := ckoSetup(t, mocks.CheckoutOptions{SlowFor: 300 * time.Millisecond, KeyInUseStatus: http.StatusTooManyRequests})
+	b := ckoSetup(t, mocks.CheckoutOptions{Options: mocks.Options{SlowFor: 300 * time.Millisecond}, KeyInUseStatus: http.StatusTooManyRequests})
 	b.f.Script(ckoCreate, mocks.FaultSlow)
 	body := ckoPayment(100, mocks.CheckoutSourceApproved, "slow", true)
 	done := holdKey(t, b.f, b.c, "/payments", body, "slow")
@@ -310,7 +310,7 @@ func TestCheckoutKeyInUse429(t *testing.T) {
 
 func TestCheckoutAuthAndRateLimit(t *testing.T) {
 	t.Parallel()
-	b := ckoSetup(t, mocks.CheckoutOptions{RetryAfter: 1500 * time.Millisecond, SecretKey: "sk_sbox_fakekeyforpayoncetests"})
+	b := ckoSetup(t, mocks.CheckoutOptions{Options: mocks.Options{RetryAfter: 1500 * time.Millisecond}, SecretKey: "sk_sbox_fakekeyforpayoncetests"})
 	for _, auth := range []func(*http.Request){
 		nil,
 		func(r *http.Request) { r.Header.Set("Authorization", "Bearer sk_sbox_wrong") },

@@ -45,18 +45,18 @@ const (
 	ckoActionCapture          = "Capture"
 )
 
-// CheckoutEvent is a Checkout.com webhook notification in the shape of its
+// checkoutEvent is a Checkout.com webhook notification in the shape of its
 // webhook examples (id, type, created_on, data, _links;
 // https://www.checkout.com/docs/reporting-and-insights/webhooks/webhook-examples/payment_captured).
-type CheckoutEvent struct {
+type checkoutEvent struct {
 	ID        string                  `json:"id"`
 	Type      string                  `json:"type"`
 	CreatedOn string                  `json:"created_on"`
-	Data      CheckoutEventData       `json:"data"`
-	Links     map[string]CheckoutLink `json:"_links"`
+	Data      checkoutEventData       `json:"data"`
+	Links     map[string]checkoutLink `json:"_links"`
 }
 
-// CheckoutEventData is the payment an event is about: its id, amount,
+// checkoutEventData is the payment an event is about: its id, amount,
 // currency, reference and metadata (the metadata payonce writes, payonce_op,
 // payonce_key and payonce_kind, included), as in Checkout.com's examples
 // (https://www.checkout.com/docs/workflows/webhook-event-types/payment_captured,
@@ -67,7 +67,7 @@ type CheckoutEvent struct {
 // checkout/checkout-woocommerce-plugin,
 // includes/class-wc-gateway-checkout-com-webhook.php); Reference, Currency
 // and Metadata are the payment's.
-type CheckoutEventData struct {
+type checkoutEventData struct {
 	ID              string            `json:"id"`
 	ActionID        string            `json:"action_id,omitempty"`
 	Reference       string            `json:"reference,omitempty"`
@@ -76,7 +76,7 @@ type CheckoutEventData struct {
 	ProcessedOn     string            `json:"processed_on,omitempty"`
 	ResponseCode    string            `json:"response_code,omitempty"`
 	ResponseSummary string            `json:"response_summary,omitempty"`
-	Balances        *CheckoutBalances `json:"balances,omitempty"`
+	Balances        *checkoutBalances `json:"balances,omitempty"`
 	Metadata        map[string]string `json:"metadata,omitempty"`
 }
 
@@ -93,12 +93,12 @@ func ckoSignWebhook(secret string) func(body []byte, h http.Header) {
 
 // emitLocked queues the event typ about p, and about act when it is an
 // action's event (nil for a payment's own event). h.mu must be held.
-func (h *CheckoutHandler) emitLocked(now time.Time, typ string, p *ckoPayment, act *CheckoutAction) {
+func (h *CheckoutHandler) emitLocked(now time.Time, typ string, p *ckoPayment, act *checkoutAction) {
 	if !h.webhooksOn() {
 		return
 	}
 	id := ckoID(h.eventIDs, "evt_")
-	d := CheckoutEventData{
+	d := checkoutEventData{
 		ID: p.p.ID, Reference: p.p.Reference, Amount: p.p.Amount, Currency: p.p.Currency,
 		ProcessedOn: p.p.ProcessedOn, ResponseCode: p.p.ResponseCode, ResponseSummary: p.p.ResponseSummary,
 		ActionID: p.p.ActionID, Metadata: maps.Clone(p.p.Metadata),
@@ -111,9 +111,9 @@ func (h *CheckoutHandler) emitLocked(now time.Time, typ string, p *ckoPayment, a
 		snapshot := *b
 		d.Balances = &snapshot
 	}
-	ev := CheckoutEvent{
+	ev := checkoutEvent{
 		ID: id, Type: typ, CreatedOn: ckoTime(now), Data: d,
-		Links: map[string]CheckoutLink{
+		Links: map[string]checkoutLink{
 			"self":    {Href: "https://api.sandbox.checkout.com/events/" + id},
 			"payment": {Href: "https://api.sandbox.checkout.com/payments/" + p.p.ID},
 		},

@@ -26,7 +26,7 @@ func ckoHooks(t *testing.T, d mocks.WebhookDelivery) (*ckoBundle, *hookReceiver)
 	if d.RetryAfter == 0 {
 		d.RetryAfter = time.Millisecond
 	}
-	return ckoSetup(t, mocks.CheckoutOptions{Webhooks: d}), rec
+	return ckoSetup(t, mocks.CheckoutOptions{Options: mocks.Options{Webhooks: d}}), rec
 }
 
 func ckoTypes(evs []mocks.CheckoutEvent) []string {
@@ -192,10 +192,14 @@ func TestCheckoutWebhooksParseWithTheAdapter(t *testing.T) {
 }
 
 func TestCheckoutWebhookOptions(t *testing.T) {
-	require.ErrorContains(t, mocks.CheckoutOptions{Webhooks: mocks.WebhookDelivery{URL: "http://127.0.0.1:1/"}}.Validate(),
+	require.ErrorContains(t, mocks.CheckoutOptions{Options: mocks.Options{Webhooks: mocks.WebhookDelivery{URL: "http://127.0.0.1:1/"}}}.Validate(),
 		"CheckoutOptions.Webhooks.Secret is empty")
-	require.ErrorContains(t, mocks.CheckoutOptions{Webhooks: mocks.WebhookDelivery{URL: "http://127.0.0.1:1/", Secret: "k",
-		Username: "u", Password: "p"}}.Validate(), "Checkout.com sends no Basic credentials")
-	require.ErrorContains(t, mocks.CheckoutOptions{Webhooks: mocks.WebhookDelivery{URL: "http://203.0.113.9/", Secret: "k"}}.Validate(),
+	require.ErrorContains(t, mocks.CheckoutOptions{
+		Options: mocks.Options{
+			Webhooks: mocks.WebhookDelivery{URL: "http://127.0.0.1:1/", Secret: "k",
+				Username: "u", Password: "p"},
+		},
+	}.Validate(), "Checkout.com sends no Basic credentials")
+	require.ErrorContains(t, mocks.CheckoutOptions{Options: mocks.Options{Webhooks: mocks.WebhookDelivery{URL: "http://203.0.113.9/", Secret: "k"}}}.Validate(),
 		"CheckoutOptions.Webhooks.URL")
 }

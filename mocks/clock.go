@@ -7,7 +7,7 @@ import (
 
 // ManualClock is a clock that moves only when told to, for tests that cross
 // a key window or a search lag without sleeping. Pass its Now method as
-// StripeOptions.Clock. It is safe for concurrent use.
+// Options.Clock. It is safe for concurrent use.
 type ManualClock struct {
 	mu  sync.Mutex
 	now time.Time

@@ -14,8 +14,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/payonce/payonce"
 )
 
 // This file is the provider-neutral half of every fake: the request pipeline
@@ -354,17 +352,23 @@ func (k *core) log(c *call, status int, replayed bool, fault FaultKind) {
 	)
 }
 
-// readBody reads a request body of at most payonce.MaxBodyBytes, the most
-// the client itself reads of an answer; a missing body reads as empty.
+// maxBodyBytes is the largest request body a fake reads: the most the
+// payonce client itself reads of an answer (payonce.MaxBodyBytes; a test
+// keeps the two equal), so that the package does not import the SDK it
+// is a fake for.
+const maxBodyBytes = 1 << 20
+
+// readBody reads a request body of at most maxBodyBytes; a missing body
+// reads as empty.
 func readBody(r *http.Request) ([]byte, error) {
 	if r.Body == nil {
 		return nil, nil
 	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, payonce.MaxBodyBytes+1))
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > payonce.MaxBodyBytes {
+	if len(b) > maxBodyBytes {
 		return nil, errBodyTooLarge
 	}
 	return b, nil

@@ -1,65 +1,114 @@
 // Package mocks provides fake payment providers for tests: HTTP servers that
 // speak a provider's real wire format and keep its idempotency rules, inject
 // the faults that make payments hard (answers lost after the money moved,
-// hangs, proxy 502s, rate limits, stored 500s), and report what really
-// happened, so a test can prove that no fault moved money twice.
+// hangs, proxy 502s, rate limits, stored 500s), deliver its webhooks, and
+// report what really happened, so that a test can prove that no fault moved
+// money twice.
 //
-// The Stripe fake serves PaymentIntents (create, confirm, capture, cancel,
-// retrieve, list, search) and Refunds (create, retrieve, list) on API v1,
-// with form-encoded requests, JSON answers, Request-Id headers, Stripe's
-// error objects and test payment methods (pm_card_visa,
-// pm_card_chargeDeclined, ...). Idempotency-Key works as at Stripe: the
-// first executed answer (500s included) is stored and replayed with
+// # Starting a fake
+//
+// Four providers are faked: NewStripe, NewYooKassa, NewCheckout (Checkout.com)
+// and NewAdyen. Each starts a real HTTP server on 127.0.0.1 and takes its
+// own options type (StripeOptions, YooKassaOptions, CheckoutOptions,
+// AdyenOptions), which embeds the Options every fake shares (clock, key TTL,
+// seed, fault rates and delays, logger, webhooks) and adds the provider's
+// credentials and quirks. The zero value of each is ready to use:
+//
+//	f := mocks.NewStripe(mocks.StripeOptions{})
+//	defer f.Close()
+//	// point the code under test at f.URL() with f.APIKey()
+//
+// A constructor panics if its options do not validate (a wrong option is a
+// bug in the test); each options type's Validate says what is wrong and how
+// to fix it. URL and Client reach the server; the credentials it accepts
+// come from APIKey (Stripe, Adyen), SecretKey (Checkout.com) or ShopID and
+// SecretKey (YooKassa), derived from Seed unless set. NewStripeHandler,
+// NewYooKassaHandler, NewCheckoutHandler and NewAdyenHandler return the same
+// fakes as http.Handlers, for a server of the caller's own (the payonce fake
+// command serves them so). Every fake and handler is safe for concurrent use.
+//
+// # What each fake serves, and its idempotency rule
+//
+// Stripe (API v1, form-encoded requests, JSON answers): PaymentIntents
+// (create, confirm, capture, cancel, retrieve, list, search), Refunds
+// (create, retrieve, list) and Charges (retrieve), with Request-Id headers,
+// Stripe's error objects and test payment methods (pm_card_visa,
+// pm_card_chargeDeclined, ...). The first executed answer under an
+// Idempotency-Key, 500s included, is stored and replayed with
 // Idempotent-Replayed: true; the same key with other parameters is an
 // idempotency_error; a repeat while the first still runs is a 409
-// idempotency_key_in_use; keys are forgotten after KeyTTL on the fake's
-// clock, after which a repeat is a new request.
+// idempotency_key_in_use.
 //
-// The YooKassa fake (NewYooKassa) serves API v3 payments (create with a
-// saved payment method, retrieve, list with cursor, capture, cancel) and
-// refunds (create, retrieve, list) with JSON bodies and HTTP Basic auth. Its
-// Idempotence-Key keeps YooKassa's rules: a repeat within KeyTTL (24 h) is the
-// same request, a repeat while the first still runs gets 202 with
-// retry_after (milliseconds), another body under the key gets 400
-// "Idempotence key duplicated", and a 500 is never replayed: a repeat learns
-// the real outcome. Test methods: YooKassaMethodSucceeds,
-// YooKassaMethodInsufficientFunds, ...
+// YooKassa (API v3, JSON, HTTP Basic auth): payments with a saved payment
+// method (create, retrieve, list with cursor, capture, cancel) and refunds
+// (create, retrieve, list); test methods YooKassaMethodSucceeds,
+// YooKassaMethodInsufficientFunds, .... A repeat of an Idempotence-Key is
+// the same request; a repeat while the first still runs gets 202 with
+// retry_after (milliseconds); another body under the key gets 400
+// "Idempotence key duplicated"; a 500 is never replayed: a repeat learns the
+// real outcome.
 //
-// The Checkout.com fake (NewCheckout) serves POST /payments, GET
-// /payments/{id}, GET /payments?reference=, GET /payments/{id}/actions and
-// captures, voids and refunds (202 Accepted). Its Cko-Idempotency-Key keeps
-// an answer only when it was 2xx: after a 4xx or a 5xx (FaultProcessed500:
-// the payment was made, then a 500) the same key is processed as a new
-// payment, which is what makes a blind resend charge twice there. A repeat
-// while the first runs gets 409. Test sources: CheckoutSourceApproved,
-// CheckoutSourceDoNotHonour, ...; Truth().ChargesByReference counts
-// payments per reference.
+// Checkout.com: POST /payments, GET /payments/{id}, GET
+// /payments?reference=, GET /payments/{id}/actions, and captures, voids and
+// refunds (202 Accepted); test sources CheckoutSourceApproved,
+// CheckoutSourceDoNotHonour, .... A Cko-Idempotency-Key keeps an answer only
+// when it was 2xx: after a 4xx or a 5xx (FaultProcessed500: the payment was
+// made, then a 500) the same key is processed as a new payment, which is what
+// makes a blind resend charge twice there. A repeat while the first runs gets
+// 409 (or 429, CheckoutOptions.KeyInUseStatus).
 //
-// The Adyen fake (NewAdyen) serves POST /payments (Checkout API v71) and
-// captures, cancels and refunds by pspReference, which answer 201
-// "received": their outcomes come only by webhook. Its Idempotency-Key
-// replays the first answer; a repeat while the first runs gets 409 with
-// errorCode 704.
+// Adyen (Checkout API v71): POST /payments and the captures, cancels and
+// refunds of a payment by pspReference, which answer 201 "received": their
+// outcomes come only by webhook. An Idempotency-Key replays the first
+// answer, for every merchant account of the company; a repeat while the
+// first runs gets errorCode 704 (409, or 422). Test methods
+// AdyenMethodAuthorised, AdyenMethodRefused, ....
 //
-// Every fake can deliver webhooks as its provider does (Options.Webhooks, a
-// WebhookDelivery): to a loopback URL only, at least once, possibly late
-// (Delay), twice (DuplicateRate), out of order (ReorderRate), with attempts
-// failing on the way (FailRate) and retried with backoff up to
-// MaxAttempts. The events are the provider's own: Stripe Events signed
-// with Stripe-Signature (StripeEvent), Checkout.com notifications signed
-// with Cko-Signature (CheckoutEvent), YooKassa notifications, unsigned
-// (YooKassaNotification), Adyen standard notifications (AdyenNotification,
-// one item per delivery, each signed in additionalData.hmacSignature with
-// the hex key Webhooks.Secret, with Basic auth from Webhooks.Username and
-// Password); each carries the object as the fake's GET
-// returns it at the moment of the change. FlushWebhooks waits for the
-// queue, WebhookStats counts what happened, Close stops the sender. Test
-// hooks change money after the fact: Stripe's FailRefund (a refund fails
-// after it succeeded: refund.failed) and Checkout.com's DeclineCapture (an
-// accepted capture is declined: payment_capture_declined), Adyen's
-// FailCapture and FailRefund (CAPTURE_FAILED, REFUND_FAILED).
+// Every fake forgets a key Options.KeyTTL after its first request, on the
+// fake's clock (the provider's documented period by default); a repeat after
+// that is a new request.
 //
-// The smallest use:
+// # Faults
+//
+// A FaultKind says how the path between client and provider fails, and
+// whether the provider processed the request first: FaultDropAfterProcessing,
+// FaultHangAfterProcessing, FaultGatewayBefore502, FaultGatewayAfter502,
+// FaultRateLimit429, FaultSlow, FaultStored500 and FaultProcessed500. Script
+// queues faults for the requests a Match selects, in order; Options.FaultRates
+// injects them at random (reproducibly for a Seed). Release ends every hang
+// and delay at once.
+//
+// # Truth
+//
+// Truth returns what the fake actually did, whatever any client heard: every
+// payment and refund it holds (TruthPayment, TruthRefund) and counters of
+// requests, faults, replays and refused keys. Truth.Duplicates and
+// Truth.ChargesBy find a reference charged twice; Truth.ChargesByReference
+// does so for Checkout.com's own reference field.
+//
+// # Webhooks
+//
+// With Options.Webhooks (a WebhookDelivery) set, a fake delivers its
+// provider's own events whenever a payment or refund changes: Stripe Events
+// signed with Stripe-Signature, Checkout.com notifications signed with
+// Cko-Signature, YooKassa notifications (unsigned), Adyen standard
+// notifications (one item per delivery, each item HMAC-signed, with Basic
+// auth). Each event carries the object as the fake's GET returns it at the
+// moment of the change. Deliveries go to a loopback URL only, at least once,
+// possibly late (Delay), twice (DuplicateRate), out of order (ReorderRate),
+// with attempts failing on the way (FailRate) and retried with backoff up to
+// MaxAttempts. FlushWebhooks waits for the queue, WebhookStats counts what
+// happened, Close stops the sender. Test hooks change money after the fact:
+// StripeHandler.FailRefund (refund.failed), CheckoutHandler.DeclineCapture
+// (payment_capture_declined), AdyenHandler.FailCapture and
+// AdyenHandler.FailRefund (CAPTURE_FAILED, REFUND_FAILED).
+//
+// # Time
+//
+// A ManualClock, passed as Options.Clock, moves only when told to, so that a
+// test crosses a key's TTL or Stripe's search lag without sleeping.
+//
+// # A whole test
 //
 //	f := mocks.NewStripe(mocks.StripeOptions{})
 //	defer f.Close()
@@ -79,10 +128,16 @@
 //		t.Fatalf("charged twice: %v", dup)
 //	}
 //
-// The fault, idempotency and truth machinery (faults.go, idempotency.go,
-// truth.go, core.go, clock.go), the handler and server every fake embeds
-// (fake.go), the handling of stored objects (objects.go) and the webhook
-// sender (webhooks.go) are provider-neutral; each provider's wire format lives in its own files
-// (stripe*.go, yookassa*.go, checkout*.go). httpmock responders in Stripe's
-// wire format live in the subpackage mockhttp, which only tests import.
+// The fakes talk HTTP only: their wire types are not exported, and a test
+// decodes their answers as the code under test does. httpmock responders in
+// Stripe's wire format, for unit tests that need no server, are in the
+// subpackage mockhttp, which only tests import.
 package mocks
+
+// Where the code is: the provider-neutral machinery (faults, idempotency,
+// truth, the request pipeline, the clock, the handler and server every fake
+// embeds, stored objects, the webhook sender) is in faults.go,
+// idempotency.go, truth.go, core.go, clock.go, fake.go, objects.go and
+// webhooks.go; each provider's wire format is in its own files (stripe*.go,
+// yookassa*.go, checkout*.go, adyen*.go); Stripe's objects, which mockhttp
+// renders too, are in internal/stripewire.

@@ -3,6 +3,7 @@ package mocks
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -114,6 +115,61 @@ func (s *fakeServer) Close() {
 		// After the server: requests in progress may still emit events.
 		s.stopWebhooks()
 	})
+}
+
+// Options is what every fake takes, whichever provider it plays: its
+// clock, how long it keeps idempotency keys, the faults it injects at
+// random and how long they last, its logger and its webhook delivery.
+// StripeOptions, YooKassaOptions, CheckoutOptions and AdyenOptions embed
+// it and add the provider's credentials and quirks. The zero value is
+// ready to use; every field documents its default.
+type Options struct {
+	// Clock is the fake's notion of now: object timestamps, key expiry,
+	// Stripe's search lag and the timestamps of Stripe's webhook
+	// signatures are read from it. Defaults to time.Now; pass
+	// (*ManualClock).Now to cross windows without sleeping.
+	Clock func() time.Time
+	// KeyTTL is how long the fake remembers an idempotency key from its
+	// first request; a repeat after that is a new request. Defaults to
+	// the provider's documented period: 24h for Stripe, YooKassa and
+	// Checkout.com, 31 days for Adyen.
+	KeyTTL time.Duration
+	// Seed seeds identifiers, default credentials and random faults: the
+	// same seed and the same request order give the same ids, keys and
+	// faults. Defaults to 0.
+	Seed int64
+	// FaultRates gives each fault kind a probability per request (their
+	// sum must not exceed 1). Random faults apply to POSTs only unless
+	// FaultGETs is set; scripted faults (Script) take precedence.
+	// Defaults to none.
+	FaultRates map[FaultKind]float64
+	// FaultGETs lets FaultRates apply to GET requests too (failing
+	// lookups).
+	FaultGETs bool
+	// HangFor is how long FaultHangAfterProcessing holds an answer, unless
+	// the client goes away first. Defaults to 30s.
+	HangFor time.Duration
+	// SlowFor is the delay of FaultSlow. Defaults to 500ms.
+	SlowFor time.Duration
+	// RetryAfter is the wait FaultRateLimit429 asks for (Retry-After,
+	// rounded up to whole seconds; YooKassa's retry_after in
+	// milliseconds), and YooKassa's retry_after of the 202 answered to a
+	// repeat while the first request runs. Defaults to 1s.
+	RetryAfter time.Duration
+	// Logger receives one record per request (Debug; Info when a fault
+	// was injected). Keys, credentials and headers are never logged.
+	// Defaults to discarding.
+	Logger *slog.Logger
+	// Webhooks delivers the provider's own events whenever a payment or
+	// refund changes; each provider's options type says which events and
+	// how they are signed. Defaults to none.
+	Webhooks WebhookDelivery
+}
+
+// coreConfig is the provider-neutral configuration o gives the core of
+// the fake called name, whose options type is typ (for error messages).
+func (o Options) coreConfig(name, typ string) coreConfig {
+	return coreConfig{name, typ, o.Clock, o.KeyTTL, o.Seed, o.FaultRates, o.FaultGETs, o.HangFor, o.SlowFor, o.RetryAfter, o.Logger}
 }
 
 // Defaults of the options every fake has.

@@ -52,7 +52,7 @@ func TestFaultDropAfterProcessingTransportRetry(t *testing.T) {
 
 func TestFaultHangAfterProcessing(t *testing.T) {
 	t.Parallel()
-	b := setup(t, mocks.StripeOptions{HangFor: time.Minute})
+	b := setup(t, mocks.StripeOptions{Options: mocks.Options{HangFor: time.Minute}})
 	b.f.Script(createPI, mocks.FaultHangAfterProcessing)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -75,8 +75,8 @@ func TestFaultDelays(t *testing.T) {
 		opts  mocks.StripeOptions
 		delay time.Duration
 	}{
-		{mocks.FaultHangAfterProcessing, mocks.StripeOptions{HangFor: 20 * time.Millisecond}, 20 * time.Millisecond},
-		{mocks.FaultSlow, mocks.StripeOptions{SlowFor: 30 * time.Millisecond}, 30 * time.Millisecond},
+		{mocks.FaultHangAfterProcessing, mocks.StripeOptions{Options: mocks.Options{HangFor: 20 * time.Millisecond}}, 20 * time.Millisecond},
+		{mocks.FaultSlow, mocks.StripeOptions{Options: mocks.Options{SlowFor: 30 * time.Millisecond}}, 30 * time.Millisecond},
 	} {
 		t.Run(tc.fault.String(), func(t *testing.T) {
 			t.Parallel()
@@ -125,7 +125,7 @@ func TestFaultGateway502(t *testing.T) {
 
 func TestFaultRateLimit429(t *testing.T) {
 	t.Parallel()
-	b := setup(t, mocks.StripeOptions{RetryAfter: 1500 * time.Millisecond})
+	b := setup(t, mocks.StripeOptions{Options: mocks.Options{RetryAfter: 1500 * time.Millisecond}})
 	b.f.Script(createPI, mocks.FaultRateLimit429)
 	r := b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "rl-1")
 	e := r.err(t, http.StatusTooManyRequests)
@@ -217,8 +217,12 @@ func TestFaultScriptMatching(t *testing.T) {
 func TestFaultRatesAreSeeded(t *testing.T) {
 	t.Parallel()
 	run := func(seed int64) []int {
-		b := setup(t, mocks.StripeOptions{Seed: seed, FaultRates: map[mocks.FaultKind]float64{
-			mocks.FaultGatewayBefore502: 0.3, mocks.FaultRateLimit429: 0.2}})
+		b := setup(t, mocks.StripeOptions{
+			Options: mocks.Options{
+				Seed: seed, FaultRates: map[mocks.FaultKind]float64{
+					mocks.FaultGatewayBefore502: 0.3, mocks.FaultRateLimit429: 0.2},
+			},
+		})
 		var statuses []int
 		for range 40 {
 			statuses = append(statuses, b.c.post("/v1/payment_intents", charge("100", "pm_card_visa"), "").status)
@@ -238,7 +242,7 @@ func TestFaultRatesAreSeeded(t *testing.T) {
 
 func TestFaultRatesOnGETs(t *testing.T) {
 	t.Parallel()
-	b := setup(t, mocks.StripeOptions{FaultGETs: true, FaultRates: map[mocks.FaultKind]float64{mocks.FaultStored500: 1}})
+	b := setup(t, mocks.StripeOptions{Options: mocks.Options{FaultGETs: true, FaultRates: map[mocks.FaultKind]float64{mocks.FaultStored500: 1}}})
 	require.Equal(t, 500, b.c.get("/v1/payment_intents").status)
 	require.Equal(t, 500, b.c.get("/v1/payment_intents").status)
 	require.Equal(t, 2, b.f.Truth().Faults[mocks.FaultStored500])
@@ -253,7 +257,7 @@ func TestFaultKindString(t *testing.T) {
 
 func TestReleaseEndsHeldRequests(t *testing.T) {
 	t.Parallel()
-	b := setup(t, mocks.StripeOptions{HangFor: time.Hour})
+	b := setup(t, mocks.StripeOptions{Options: mocks.Options{HangFor: time.Hour}})
 	b.f.Script(createPI, mocks.FaultHangAfterProcessing)
 	done := b.c.postAsync("/v1/payment_intents", charge("1000", "pm_card_visa"), "")
 	require.Eventually(t, func() bool { return len(b.f.Truth().Payments) == 1 }, 5*time.Second, time.Millisecond)

@@ -92,7 +92,7 @@ func TestIdempotencyScopedPerAPIKey(t *testing.T) {
 
 func TestIdempotencyKeyInUse(t *testing.T) {
 	t.Parallel()
-	b := setup(t, mocks.StripeOptions{SlowFor: time.Minute})
+	b := setup(t, mocks.StripeOptions{Options: mocks.Options{SlowFor: time.Minute}})
 	b.f.Script(mocks.Match{Path: "/v1/payment_intents"}, mocks.FaultSlow)
 
 	done := b.c.postAsync("/v1/payment_intents", charge("1000", "pm_card_visa"), "busy")
@@ -138,7 +138,7 @@ func TestIdempotencyConcurrentSameKey(t *testing.T) {
 
 func TestIdempotencyKeyTTL(t *testing.T) {
 	t.Parallel()
-	b := setup(t, mocks.StripeOptions{KeyTTL: 24 * time.Hour})
+	b := setup(t, mocks.StripeOptions{Options: mocks.Options{KeyTTL: 24 * time.Hour}})
 	first := b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa", "order", "7"), "order-7").pi(t)
 
 	b.clock.Advance(24*time.Hour - time.Second)
@@ -232,16 +232,18 @@ func TestTruthCounts(t *testing.T) {
 func TestConcurrentClientsUnderFaults(t *testing.T) {
 	t.Parallel()
 	b := setup(t, mocks.StripeOptions{
-		Seed:    11,
-		HangFor: 300 * time.Millisecond,
-		SlowFor: 5 * time.Millisecond,
-		FaultRates: map[mocks.FaultKind]float64{
-			mocks.FaultDropAfterProcessing: 0.05,
-			mocks.FaultHangAfterProcessing: 0.03,
-			mocks.FaultGatewayBefore502:    0.05,
-			mocks.FaultGatewayAfter502:     0.05,
-			mocks.FaultRateLimit429:        0.05,
-			mocks.FaultSlow:                0.05,
+		Options: mocks.Options{
+			Seed:    11,
+			HangFor: 300 * time.Millisecond,
+			SlowFor: 5 * time.Millisecond,
+			FaultRates: map[mocks.FaultKind]float64{
+				mocks.FaultDropAfterProcessing: 0.05,
+				mocks.FaultHangAfterProcessing: 0.03,
+				mocks.FaultGatewayBefore502:    0.05,
+				mocks.FaultGatewayAfter502:     0.05,
+				mocks.FaultRateLimit429:        0.05,
+				mocks.FaultSlow:                0.05,
+			},
 		},
 	})
 	const clients = 50

@@ -30,3 +30,10 @@ func (s *idSource) next(prefix string, n int) string {
 	}
 	return string(b)
 }
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -21,19 +21,27 @@ func TestOptionsValidate(t *testing.T) {
 		want string // a part of the error, "" for none
 	}{
 		{"stripe zero", mocks.StripeOptions{}.Validate(), ""},
-		{"stripe KeyTTL", mocks.StripeOptions{KeyTTL: -time.Second}.Validate(), "KeyTTL"},
-		{"stripe rates sum", mocks.StripeOptions{FaultRates: map[mocks.FaultKind]float64{
-			mocks.FaultSlow: 0.6, mocks.FaultStored500: 0.6}}.Validate(), "at most 1"},
-		{"stripe rate kind", mocks.StripeOptions{FaultRates: map[mocks.FaultKind]float64{
-			mocks.FaultNone: 0.1}}.Validate(), "unknown fault kind"},
+		{"stripe KeyTTL", mocks.StripeOptions{Options: mocks.Options{KeyTTL: -time.Second}}.Validate(), "KeyTTL"},
+		{"stripe rates sum", mocks.StripeOptions{
+			Options: mocks.Options{
+				FaultRates: map[mocks.FaultKind]float64{
+					mocks.FaultSlow: 0.6, mocks.FaultStored500: 0.6},
+			},
+		}.Validate(), "at most 1"},
+		{"stripe rate kind", mocks.StripeOptions{
+			Options: mocks.Options{
+				FaultRates: map[mocks.FaultKind]float64{
+					mocks.FaultNone: 0.1},
+			},
+		}.Validate(), "unknown fault kind"},
 		{"stripe live key", mocks.StripeOptions{APIKeys: []string{"sk_live_123"}}.Validate(), "test-mode"},
 		{"yookassa zero", mocks.YooKassaOptions{}.Validate(), ""},
-		{"yookassa KeyTTL", mocks.YooKassaOptions{KeyTTL: -1}.Validate(), "KeyTTL"},
+		{"yookassa KeyTTL", mocks.YooKassaOptions{Options: mocks.Options{KeyTTL: -1}}.Validate(), "KeyTTL"},
 		{"yookassa live key", mocks.YooKassaOptions{SecretKey: "live_x"}.Validate(), "test_"},
 		{"yookassa ShopID", mocks.YooKassaOptions{ShopID: "1:2"}.Validate(), "ShopID"},
-		{"yookassa rate", mocks.YooKassaOptions{FaultRates: map[mocks.FaultKind]float64{mocks.FaultProcessed500: 2}}.Validate(), "probability"},
+		{"yookassa rate", mocks.YooKassaOptions{Options: mocks.Options{FaultRates: map[mocks.FaultKind]float64{mocks.FaultProcessed500: 2}}}.Validate(), "probability"},
 		{"checkout zero", mocks.CheckoutOptions{}.Validate(), ""},
-		{"checkout SlowFor", mocks.CheckoutOptions{SlowFor: -1}.Validate(), "SlowFor"},
+		{"checkout SlowFor", mocks.CheckoutOptions{Options: mocks.Options{SlowFor: -1}}.Validate(), "SlowFor"},
 	} {
 		if tc.want == "" {
 			require.NoError(t, tc.err, tc.name)
@@ -41,14 +49,14 @@ func TestOptionsValidate(t *testing.T) {
 			require.ErrorContains(t, tc.err, tc.want, tc.name)
 		}
 	}
-	require.Panics(t, func() { mocks.NewStripe(mocks.StripeOptions{SlowFor: -1}) })
+	require.Panics(t, func() { mocks.NewStripe(mocks.StripeOptions{Options: mocks.Options{SlowFor: -1}}) })
 	require.Panics(t, func() { mocks.NewCheckout(mocks.CheckoutOptions{SecretKey: "sk_live_x"}) })
 }
 
 func TestLoggerNeverSeesTheKey(t *testing.T) {
 	t.Parallel()
 	var buf testkit.SyncBuffer
-	b := setup(t, mocks.StripeOptions{Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	b := setup(t, mocks.StripeOptions{Options: mocks.Options{Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))}})
 	b.f.Script(createPI, mocks.FaultGatewayAfter502)
 	b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "k")
 	b.c.post("/v1/payment_intents", charge("1000", "pm_card_visa"), "k")
@@ -66,7 +74,7 @@ func TestLoggerNeverSeesTheKey(t *testing.T) {
 func TestYooKassaLogsNoSecrets(t *testing.T) {
 	t.Parallel()
 	var buf testkit.SyncBuffer
-	b := ykSetup(t, mocks.YooKassaOptions{Logger: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	b := ykSetup(t, mocks.YooKassaOptions{Options: mocks.Options{Logger: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))}})
 	b.c.post("/v3/payments", ykPayment("1.00", "RUB", mocks.YooKassaMethodSucceeds, true), "k")
 	require.Contains(t, buf.String(), `"provider":"yookassa"`)
 	require.NotContains(t, buf.String(), b.f.SecretKey())
@@ -76,7 +84,7 @@ func TestYooKassaLogsNoSecrets(t *testing.T) {
 func TestSeededIDsRepeat(t *testing.T) {
 	t.Parallel()
 	ids := func() []string {
-		b := setup(t, mocks.StripeOptions{Seed: 5})
+		b := setup(t, mocks.StripeOptions{Options: mocks.Options{Seed: 5}})
 		var out []string
 		for range 3 {
 			r := b.c.post("/v1/payment_intents", charge("100", "pm_card_visa"), "")

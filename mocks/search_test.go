@@ -11,7 +11,7 @@ import (
 	"github.com/payonce/payonce/mocks"
 )
 
-func search(t *testing.T, b *bundle, query string, extra ...string) mocks.StripeSearchResult[mocks.StripePaymentIntent] {
+func search(t *testing.T, b *bundle, query string, extra ...string) mocks.StripeIntentSearch {
 	t.Helper()
 	q := url.Values{"query": {query}}
 	for i := 0; i+1 < len(extra); i += 2 {
@@ -19,7 +19,7 @@ func search(t *testing.T, b *bundle, query string, extra ...string) mocks.Stripe
 	}
 	r := b.c.get("/v1/payment_intents/search?" + q.Encode())
 	require.Equal(t, 200, r.status, string(r.body))
-	var res mocks.StripeSearchResult[mocks.StripePaymentIntent]
+	var res mocks.StripeIntentSearch
 	require.NoError(t, json.Unmarshal(r.body, &res))
 	require.Equal(t, "search_result", res.Object)
 	require.Equal(t, "/v1/payment_intents/search", res.URL)

@@ -3,70 +3,43 @@ package mocks
 import (
 	"encoding/base64"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/payonce/payonce/mocks/internal/stripewire"
 )
 
-// Stripe facts the fake follows (API v1).
-const (
-	// StripeKeyTTL is how long Stripe is documented to keep idempotency
-	// keys at least: they may be pruned once 24 hours old.
-	StripeKeyTTL = 24 * time.Hour
-	// StripeAPIVersion is the Stripe-Version header the fake answers with,
-	// and the API version of its webhook endpoint unless
-	// StripeOptions.WebhookAPIVersion says otherwise.
-	StripeAPIVersion = "2025-03-31.basil"
-)
+// StripeAPIVersion is the Stripe API version the fake Stripe speaks: the
+// Stripe-Version header of its answers, and the version its webhook
+// events render as unless StripeOptions.WebhookAPIVersion says otherwise.
+const StripeAPIVersion = "2025-03-31.basil"
 
-// StripeOptions configures a fake Stripe. The zero value is ready to use;
-// every field documents its default.
+// stripeKeyTTL is how long Stripe is documented to keep idempotency keys
+// at least: they may be pruned once 24 hours old.
+const stripeKeyTTL = 24 * time.Hour
+
+// StripeOptions configures a fake Stripe: the Options every fake takes,
+// and Stripe's own. The zero value is ready to use; every field documents
+// its default.
+//
+// Options.Webhooks delivers Stripe Events (payment_intent.*, refund.*,
+// charge.refunded, charge.refund.updated) whenever an object changes,
+// signed in Stripe-Signature with Webhooks.Secret, the endpoint's signing
+// secret (whsec_..., required when URL is set). The signature's timestamp
+// is read from Clock at each attempt, so a receiver that checks its age
+// must read the same clock.
 type StripeOptions struct {
-	// Clock is the fake's notion of now: object timestamps, key expiry and
-	// search lag are measured on it. Defaults to time.Now; pass
-	// (*ManualClock).Now to cross windows without sleeping.
-	Clock func() time.Time
-	// KeyTTL is how long an idempotency key is remembered from its first
-	// request; a repeat after that is a new request. Defaults to
-	// StripeKeyTTL (24h).
-	KeyTTL time.Duration
+	Options
 	// SearchLag is how long after its creation a PaymentIntent becomes
 	// visible to the search endpoint (lists and retrieval are immediate).
 	// Defaults to 0: searchable at once.
 	SearchLag time.Duration
-	// Seed seeds identifiers and random faults. The same seed and the same
-	// request order give the same ids and the same faults. Defaults to 0.
-	Seed int64
-	// FaultRates gives each fault kind a probability per request (their sum
-	// must not exceed 1). Random faults apply to POSTs only unless FaultGETs
-	// is set. Scripted faults (Script) take precedence. Defaults to none.
-	FaultRates map[FaultKind]float64
-	// FaultGETs lets FaultRates apply to GET requests too (failing lookups).
-	FaultGETs bool
-	// HangFor is how long FaultHangAfterProcessing holds an answer, unless
-	// the client goes away first. Defaults to 30s.
-	HangFor time.Duration
-	// SlowFor is the delay of FaultSlow. Defaults to 500ms.
-	SlowFor time.Duration
-	// RetryAfter is the Retry-After of FaultRateLimit429, rounded up to whole
-	// seconds. Defaults to 1s.
-	RetryAfter time.Duration
 	// APIKeys are the secret keys accepted as "Authorization: Bearer <key>"
 	// (or HTTP Basic with the key as user name). Each must be a test-mode key
 	// (sk_test_... or rk_test_...); idempotency keys are scoped per API key.
 	// Defaults to one key derived from Seed, returned by APIKey.
 	APIKeys []string
-	// Logger receives one record per request (Debug; Info when a fault was
-	// injected). Keys and headers are never logged. Defaults to discarding.
-	Logger *slog.Logger
-	// Webhooks delivers Stripe events (payment_intent.*, refund.*,
-	// charge.refunded, charge.refund.updated) signed with Webhooks.Secret, the endpoint's signing
-	// secret (whsec_...), whenever an object changes; see StripeEvent.
-	// The signature's timestamp is read from Clock at each attempt, so a
-	// receiver that checks its age must read the same clock. Defaults to
-	// none.
-	Webhooks WebhookDelivery
 	// WebhookAPIVersion is the API version of the webhook endpoint
 	// ("2024-06-20", "2024-10-28.acacia"): its events render as that
 	// version does where versions differ about refunds (see
@@ -97,7 +70,7 @@ func (o StripeOptions) Validate() error {
 
 // coreConfig is the provider-neutral half of the options.
 func (o StripeOptions) coreConfig() coreConfig {
-	return coreConfig{"stripe", "StripeOptions", o.Clock, o.KeyTTL, o.Seed, o.FaultRates, o.FaultGETs, o.HangFor, o.SlowFor, o.RetryAfter, o.Logger}
+	return o.Options.coreConfig("stripe", "StripeOptions")
 }
 
 // StripeHandler is the fake Stripe as an http.Handler, for callers who mount
@@ -115,9 +88,9 @@ type StripeHandler struct {
 	objectStore
 	intents     map[string]*stripeIntent
 	intentOrder []*stripeIntent
-	charges     map[string]*stripeIntent // successful charge id -> intent
-	chargeObjs  map[string]*StripeCharge // every charge (declined too), by id
-	methods     map[string]string        // issued pm_ id -> test method name
+	charges     map[string]*stripeIntent      // successful charge id -> intent
+	chargeObjs  map[string]*stripewire.Charge // every charge (declined too), by id
+	methods     map[string]string             // issued pm_ id -> test method name
 	refunds     map[string]*stripeRefund
 	refundOrder []*stripeRefund
 }
@@ -125,7 +98,7 @@ type StripeHandler struct {
 // stripeIntent is the fake's record of one PaymentIntent.
 type stripeIntent struct {
 	stored
-	pi         StripePaymentIntent
+	pi         stripewire.PaymentIntent
 	authorized bool
 	chargeID   string   // the successful charge, "" if none
 	chargeIDs  []string // every charge of the intent, oldest first
@@ -134,7 +107,7 @@ type stripeIntent struct {
 
 type stripeRefund struct {
 	stored
-	re StripeRefund
+	re stripewire.Refund
 }
 
 // NewStripeHandler returns a fake Stripe handler. It panics if opts do not
@@ -146,13 +119,13 @@ func NewStripeHandler(opts StripeOptions) *StripeHandler {
 		searchLag:  opts.SearchLag,
 		intents:    make(map[string]*stripeIntent),
 		charges:    make(map[string]*stripeIntent),
-		chargeObjs: make(map[string]*StripeCharge),
+		chargeObjs: make(map[string]*stripewire.Charge),
 		methods:    make(map[string]string),
 		refunds:    make(map[string]*stripeRefund),
 	}
 	s.webhookVersion = orDefault(opts.WebhookAPIVersion, StripeAPIVersion)
 	// Stripe stores every executed answer, 500s included.
-	s.setUp(opts, StripeKeyTTL, idemPolicy{}, s, s.truthRecords)
+	s.setUp(opts, stripeKeyTTL, idemPolicy{}, s, s.truthRecords)
 	s.apiKeys = append([]string(nil), opts.APIKeys...)
 	if len(s.apiKeys) == 0 {
 		s.apiKeys = []string{s.core.ids.next("sk_test_", 24)}
@@ -244,7 +217,7 @@ func (s *StripeHandler) authenticate(c *call) (string, *response) {
 }
 
 func (s *StripeHandler) unauthorized(c *call, msg string) *response {
-	r := s.errorResponse(c, http.StatusUnauthorized, StripeError{Type: "invalid_request_error", Message: msg})
+	r := s.errorResponse(c, http.StatusUnauthorized, stripewire.Error{Type: "invalid_request_error", Message: msg})
 	r.header.Set("Www-Authenticate", `Basic realm="Stripe"`)
 	return r
 }
@@ -262,12 +235,12 @@ func redactKey(k string) string {
 }
 
 func (s *StripeHandler) malformed(c *call, err error) *response {
-	return s.errorResponse(c, http.StatusBadRequest, StripeError{
+	return s.errorResponse(c, http.StatusBadRequest, stripewire.Error{
 		Type: "invalid_request_error", Message: "Invalid request body: " + err.Error() + "."})
 }
 
 func (s *StripeHandler) rateLimited(c *call, retryAfter time.Duration) *response {
-	r := s.errorResponse(c, http.StatusTooManyRequests, StripeError{
+	r := s.errorResponse(c, http.StatusTooManyRequests, stripewire.Error{
 		Type:    "invalid_request_error",
 		Code:    "rate_limit",
 		Message: "Request rate limit exceeded. You can learn more about rate limits here https://stripe.com/docs/rate-limits.",
@@ -277,7 +250,7 @@ func (s *StripeHandler) rateLimited(c *call, retryAfter time.Duration) *response
 }
 
 func (s *StripeHandler) serverError(c *call) *response {
-	r := s.errorResponse(c, http.StatusInternalServerError, StripeError{
+	r := s.errorResponse(c, http.StatusInternalServerError, stripewire.Error{
 		Type:    "api_error",
 		Message: "An unknown error occurred while processing this request (" + c.requestID + "). Contact Stripe support if the problem persists.",
 	})
@@ -287,7 +260,7 @@ func (s *StripeHandler) serverError(c *call) *response {
 }
 
 func (s *StripeHandler) keyMismatch(c *call) *response {
-	return s.errorResponse(c, http.StatusBadRequest, StripeError{
+	return s.errorResponse(c, http.StatusBadRequest, stripewire.Error{
 		Type: "idempotency_error",
 		Message: "Keys for idempotent requests can only be used with the same parameters they were first used with. " +
 			"Try using a key other than '" + c.key + "' if you meant to execute a different request.",
@@ -295,7 +268,7 @@ func (s *StripeHandler) keyMismatch(c *call) *response {
 }
 
 func (s *StripeHandler) keyInUse(c *call) *response {
-	r := s.errorResponse(c, http.StatusConflict, StripeError{
+	r := s.errorResponse(c, http.StatusConflict, stripewire.Error{
 		Type: "invalid_request_error",
 		Code: "idempotency_key_in_use",
 		Message: "There is currently another in-progress request using this Idempotent Key (probably because of a timeout). " +
@@ -326,28 +299,28 @@ func (s *StripeHandler) jsonResponse(c *call, status int, v any) *response {
 	return renderJSON(status, h, v)
 }
 
-func (s *StripeHandler) errorResponse(c *call, status int, e StripeError) *response {
+func (s *StripeHandler) errorResponse(c *call, status int, e stripewire.Error) *response {
 	if e.Code != "" && e.DocURL == "" {
 		e.DocURL = "https://stripe.com/docs/error-codes/" + strings.ReplaceAll(e.Code, "_", "-")
 	}
 	e.RequestLogURL = "https://dashboard.stripe.com/test/logs/" + c.requestID
-	return s.jsonResponse(c, status, StripeErrorBody{Error: e})
+	return s.jsonResponse(c, status, stripewire.ErrorBody{Error: e})
 }
 
 // invalid is a 400 invalid_request_error for a parameter.
 func (s *StripeHandler) invalid(c *call, code, param, msg string) *response {
-	return s.errorResponse(c, http.StatusBadRequest, StripeError{
+	return s.errorResponse(c, http.StatusBadRequest, stripewire.Error{
 		Type: "invalid_request_error", Code: code, Param: param, Message: msg})
 }
 
 func (s *StripeHandler) notFound(c *call, object, id, param string) *response {
-	return s.errorResponse(c, http.StatusNotFound, StripeError{
+	return s.errorResponse(c, http.StatusNotFound, stripewire.Error{
 		Type: "invalid_request_error", Code: "resource_missing", Param: param,
 		Message: fmt.Sprintf("No such %s: '%s'", object, id)})
 }
 
 func (s *StripeHandler) unknownRoute(c *call) (*response, bool) {
-	return s.errorResponse(c, http.StatusNotFound, StripeError{
+	return s.errorResponse(c, http.StatusNotFound, stripewire.Error{
 		Type: "invalid_request_error",
 		Message: fmt.Sprintf("Unrecognized request URL (%s: %s). Please see https://stripe.com/docs or we can help at https://support.stripe.com/.",
 			c.method, c.path),

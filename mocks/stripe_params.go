@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/text/currency"
+
+	"github.com/payonce/payonce/mocks/internal/stripewire"
 )
 
 // paramSet lists the form parameters an endpoint accepts: exact names and
@@ -222,9 +224,9 @@ func (s *StripeHandler) listParams(c *call, filters ...string) (listPage, create
 
 // stripeList is the page p asks for of all (newest first), in Stripe's list
 // envelope for url, rendered by object.
-func stripeList[R, T any](url string, all []R, p listPage, id func(R) string, object func(R) T) StripeList[T] {
+func stripeList[R, T any](url string, all []R, p listPage, id func(R) string, object func(R) T) stripewire.List[T] {
 	items, more := page(all, id, p)
-	out := StripeList[T]{Object: "list", URL: url, HasMore: more, Data: make([]T, 0, len(items))}
+	out := stripewire.List[T]{Object: "list", URL: url, HasMore: more, Data: make([]T, 0, len(items))}
 	for _, it := range items {
 		out.Data = append(out.Data, object(it))
 	}

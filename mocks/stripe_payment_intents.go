@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/payonce/payonce/mocks/internal/stripewire"
 )
 
 var intentCreateParams = paramSet{
@@ -82,7 +84,7 @@ func (s *StripeHandler) createIntent(c *call) (*response, bool) {
 	id := s.core.ids.next("pi_", 24)
 	in := &stripeIntent{
 		stored: s.stamp(c),
-		pi: StripePaymentIntent{
+		pi: stripewire.PaymentIntent{
 			ID:                 id,
 			Object:             "payment_intent",
 			Amount:             amount,
@@ -142,7 +144,7 @@ func (s *StripeHandler) confirmLocked(c *call, in *stripeIntent, card stripeTest
 		pi.NextAction = map[string]any{"type": "use_stripe_sdk", "use_stripe_sdk": map[string]any{}}
 		return s.jsonResponse(c, http.StatusOK, *pi)
 	case card.code != "":
-		lpe := StripeError{
+		lpe := stripewire.Error{
 			Type:        "card_error",
 			Code:        card.code,
 			DeclineCode: card.declineCode,
@@ -154,7 +156,7 @@ func (s *StripeHandler) confirmLocked(c *call, in *stripeIntent, card stripeTest
 		pi.LastPaymentError = &lpe
 		pi.Status = "requires_payment_method"
 		pi.NextAction = nil
-		s.chargeObjs[chargeID] = &StripeCharge{
+		s.chargeObjs[chargeID] = &stripewire.Charge{
 			ID: chargeID, Object: "charge", Amount: pi.Amount, Created: c.now.Unix(), Currency: pi.Currency,
 			FailureCode: card.code, FailureMessage: card.message, Metadata: cloneMap(pi.Metadata),
 			PaymentIntent: pi.ID, PaymentMethod: pi.PaymentMethod, Status: "failed",
@@ -172,7 +174,7 @@ func (s *StripeHandler) confirmLocked(c *call, in *stripeIntent, card stripeTest
 	in.authorized = true
 	in.chargeID = chargeID
 	s.charges[chargeID] = in
-	ch := &StripeCharge{
+	ch := &stripewire.Charge{
 		ID: chargeID, Object: "charge", Amount: pi.Amount, Created: c.now.Unix(), Currency: pi.Currency,
 		Metadata: cloneMap(pi.Metadata), Paid: true, PaymentIntent: pi.ID, PaymentMethod: pi.PaymentMethod, Status: "succeeded",
 	}
@@ -203,7 +205,7 @@ func (s *StripeHandler) getIntent(c *call) (*response, bool) {
 // getCharge is GET /v1/charges/{id}.
 func (s *StripeHandler) getCharge(c *call) (*response, bool) {
 	missing := func(id string) *response { return s.notFound(c, "charge", id, "id") }
-	return withObject(&s.mu, s.chargeObjs, c, missing, func(ch *StripeCharge) (*response, bool) {
+	return withObject(&s.mu, s.chargeObjs, c, missing, func(ch *stripewire.Charge) (*response, bool) {
 		return s.jsonResponse(c, http.StatusOK, *ch), true
 	})
 }
@@ -221,7 +223,7 @@ func (s *StripeHandler) listIntents(c *call) (*response, bool) {
 		return (customer == "" || in.pi.Customer == customer) && (!created.set || created.matches(in.pi.Created))
 	})
 	out := stripeList("/v1/payment_intents", all, p, func(in *stripeIntent) string { return in.pi.ID },
-		func(in *stripeIntent) StripePaymentIntent { return in.pi })
+		func(in *stripeIntent) stripewire.PaymentIntent { return in.pi })
 	return s.jsonResponse(c, http.StatusOK, out), true
 }
 
@@ -238,7 +240,7 @@ func (s *StripeHandler) withIntent(c *call, fn func(in *stripeIntent) (*response
 // the PaymentIntent.
 func (s *StripeHandler) unexpectedState(c *call, in *stripeIntent, msg string) *response {
 	snapshot := in.pi
-	return s.errorResponse(c, http.StatusBadRequest, StripeError{
+	return s.errorResponse(c, http.StatusBadRequest, stripewire.Error{
 		Type: "invalid_request_error", Code: "payment_intent_unexpected_state",
 		Message: msg, PaymentIntent: &snapshot,
 	})

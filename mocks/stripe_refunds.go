@@ -3,6 +3,8 @@ package mocks
 import (
 	"fmt"
 	"net/http"
+
+	"github.com/payonce/payonce/mocks/internal/stripewire"
 )
 
 var refundCreateParams = paramSet{
@@ -79,7 +81,7 @@ func (s *StripeHandler) createRefund(c *call) (*response, bool) {
 	}
 	re := &stripeRefund{
 		stored: s.stamp(c),
-		re: StripeRefund{
+		re: stripewire.Refund{
 			ID:                 s.core.ids.next("re_", 24),
 			Object:             "refund",
 			Amount:             amount,
@@ -136,6 +138,6 @@ func (s *StripeHandler) listRefunds(c *call) (*response, bool) {
 			(!created.set || created.matches(re.re.Created))
 	})
 	out := stripeList("/v1/refunds", all, p, func(re *stripeRefund) string { return re.re.ID },
-		func(re *stripeRefund) StripeRefund { return re.re })
+		func(re *stripeRefund) stripewire.Refund { return re.re })
 	return s.jsonResponse(c, http.StatusOK, out), true
 }

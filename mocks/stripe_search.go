@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/payonce/payonce/mocks/internal/stripewire"
 )
 
 // searchClause is one term of Stripe's search query language:
@@ -159,7 +161,7 @@ func quoted(s string) (string, int, error) {
 	return "", 0, fmt.Errorf("unterminated string")
 }
 
-func (cl searchClause) matches(pi *StripePaymentIntent) bool {
+func (cl searchClause) matches(pi *stripewire.PaymentIntent) bool {
 	var ok bool
 	switch cl.field {
 	case "metadata":
@@ -197,7 +199,7 @@ func (cl searchClause) matches(pi *StripePaymentIntent) bool {
 	return ok != cl.negate
 }
 
-func (q searchQuery) matches(pi *StripePaymentIntent) bool {
+func (q searchQuery) matches(pi *stripewire.PaymentIntent) bool {
 	for _, cl := range q.clauses {
 		m := cl.matches(pi)
 		if q.or && m {
@@ -249,8 +251,8 @@ func (s *StripeHandler) searchIntents(c *call) (*response, bool) {
 	hits := newestFirst(s.intentOrder, func(in *stripeIntent) bool {
 		return !in.createdAt.After(visibleBefore) && q.matches(&in.pi)
 	})
-	out := StripeSearchResult[StripePaymentIntent]{Object: "search_result", URL: "/v1/payment_intents/search",
-		Data: []StripePaymentIntent{}}
+	out := stripewire.SearchResult[stripewire.PaymentIntent]{Object: "search_result", URL: "/v1/payment_intents/search",
+		Data: []stripewire.PaymentIntent{}}
 	if offset > len(hits) {
 		offset = len(hits)
 	}

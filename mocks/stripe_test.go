@@ -269,7 +269,7 @@ func TestListIntents(t *testing.T) {
 			b.clock.Advance(time.Second)
 		}
 	}
-	var l mocks.StripeList[mocks.StripePaymentIntent]
+	var l mocks.StripeIntentList
 	r := b.c.get("/v1/payment_intents?limit=2")
 	require.Equal(t, 200, r.status)
 	require.NoError(t, json.Unmarshal(r.body, &l))
@@ -278,12 +278,12 @@ func TestListIntents(t *testing.T) {
 	require.True(t, l.HasMore)
 	require.Equal(t, []string{ids[2], ids[1]}, piIDs(l.Data))
 
-	l = mocks.StripeList[mocks.StripePaymentIntent]{}
+	l = mocks.StripeIntentList{}
 	require.NoError(t, json.Unmarshal(b.c.get("/v1/payment_intents?limit=2&starting_after="+ids[1]).body, &l))
 	require.False(t, l.HasMore)
 	require.Equal(t, []string{ids[0]}, piIDs(l.Data))
 
-	l = mocks.StripeList[mocks.StripePaymentIntent]{}
+	l = mocks.StripeIntentList{}
 	q := url.Values{"created[gte]": {strconv.FormatInt(epoch.Unix()+1, 10)}}
 	require.NoError(t, json.Unmarshal(b.c.get("/v1/payment_intents?"+q.Encode()).body, &l))
 	require.Equal(t, []string{ids[2], ids[1]}, piIDs(l.Data))
@@ -326,7 +326,7 @@ func TestRefunds(t *testing.T) {
 	e = b.c.get("/v1/refunds/re_missing").err(t, 404)
 	require.Equal(t, "resource_missing", e.Code)
 
-	var l mocks.StripeList[mocks.StripeRefund]
+	var l mocks.StripeRefundList
 	require.NoError(t, json.Unmarshal(b.c.get("/v1/refunds?payment_intent="+pi.ID).body, &l))
 	require.Equal(t, "list", l.Object)
 	require.Len(t, l.Data, 2)
@@ -403,7 +403,7 @@ func TestUnknownRoute(t *testing.T) {
 
 func TestNewStripeHandlerMounted(t *testing.T) {
 	t.Parallel()
-	h := mocks.NewStripeHandler(mocks.StripeOptions{Seed: 7})
+	h := mocks.NewStripeHandler(mocks.StripeOptions{Options: mocks.Options{Seed: 7}})
 	defer h.Release()
 	mux := http.NewServeMux()
 	mux.Handle("/stripe/", http.StripPrefix("/stripe", h))

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/payonce/payonce/mocks/internal/stripewire"
 )
 
 // Stripe events the fake emits (EventType constants in event.go of
@@ -46,48 +48,48 @@ const (
 	stripeRefundStatusSucceded = "succeeded"
 )
 
-// StripeRefundFailureReasons are the failure_reason values FailRefund
+// stripeRefundFailureReasons are the failure_reason values FailRefund
 // accepts: the values Stripe documents for Refund.failure_reason
 // (stripe-go refund.go, Refund.FailureReason).
-var StripeRefundFailureReasons = []string{
+var stripeRefundFailureReasons = []string{
 	"lost_or_stolen_card", "expired_or_canceled_card", "charge_for_pending_refund_disputed",
 	"insufficient_funds", "declined", "merchant_request", "unknown",
 }
 
-// StripeEvent is a Stripe Event as a webhook delivers it
+// stripeEvent is a Stripe Event as a webhook delivers it
 // (https://docs.stripe.com/api/events/object; stripe-go event.go, Event):
 // Data.Object is the object the event is about, rendered exactly as the
 // fake's GET of it answers at the moment of the change.
-type StripeEvent struct {
+type stripeEvent struct {
 	ID              string              `json:"id"`
 	Object          string              `json:"object"`
 	APIVersion      string              `json:"api_version"`
 	Created         int64               `json:"created"`
-	Data            StripeEventData     `json:"data"`
+	Data            stripeEventData     `json:"data"`
 	Livemode        bool                `json:"livemode"`
 	PendingWebhooks int64               `json:"pending_webhooks"`
-	Request         *StripeEventRequest `json:"request"`
+	Request         *stripeEventRequest `json:"request"`
 	Type            string              `json:"type"`
 }
 
-// StripeEventData is an event's data: the object, and for *.updated
+// stripeEventData is an event's data: the object, and for *.updated
 // events the attributes it had before.
-type StripeEventData struct {
+type stripeEventData struct {
 	Object             json.RawMessage `json:"object"`
 	PreviousAttributes map[string]any  `json:"previous_attributes,omitempty"`
 }
 
-// StripeEventRequest names the API request that caused an event; both
+// stripeEventRequest names the API request that caused an event; both
 // fields are null for an event nobody's request caused (a refund failing
 // later).
-type StripeEventRequest struct {
+type stripeEventRequest struct {
 	ID             string `json:"id"`
 	IdempotencyKey string `json:"idempotency_key"`
 }
 
 // MarshalJSON renders the empty fields as null, as Stripe does.
-func (r StripeEventRequest) MarshalJSON() ([]byte, error) {
-	return marshalWithNulls(r, "id", "idempotency_key")
+func (r stripeEventRequest) MarshalJSON() ([]byte, error) {
+	return stripewire.MarshalWithNulls(r, "id", "idempotency_key")
 }
 
 // The API versions whose changes to events the fake renders.
@@ -165,8 +167,8 @@ func (s *StripeHandler) renderLocked(obj any) json.RawMessage {
 		return raw
 	}
 	switch o := obj.(type) {
-	case StripePaymentIntent:
-		var charges []StripeCharge
+	case stripewire.PaymentIntent:
+		var charges []stripewire.Charge
 		if in := s.intents[o.ID]; in != nil {
 			for i := len(in.chargeIDs) - 1; i >= 0; i-- { // newest first
 				if ch := s.chargeObjs[in.chargeIDs[i]]; ch != nil {
@@ -175,8 +177,8 @@ func (s *StripeHandler) renderLocked(obj any) json.RawMessage {
 			}
 		}
 		return withMembers(raw, "latest_charge", "charges", stripeSublist(charges, "/v1/charges?payment_intent="+o.ID))
-	case StripeCharge:
-		var refunds []StripeRefund
+	case stripewire.Charge:
+		var refunds []stripewire.Refund
 		for i := len(s.refundOrder) - 1; i >= 0; i-- { // newest first
 			if re := s.refundOrder[i]; re.re.Charge == o.ID {
 				refunds = append(refunds, re.re)
@@ -189,11 +191,11 @@ func (s *StripeHandler) renderLocked(obj any) json.RawMessage {
 
 // stripeSublist is a list embedded in an object, as API versions before
 // 2022-11-15 render one: every item, has_more false.
-func stripeSublist[T any](items []T, url string) StripeList[T] {
+func stripeSublist[T any](items []T, url string) stripewire.List[T] {
 	if items == nil {
 		items = []T{}
 	}
-	return StripeList[T]{Object: "list", Data: items, URL: url}
+	return stripewire.List[T]{Object: "list", Data: items, URL: url}
 }
 
 // withMembers is the JSON object raw without its member drop (none when
@@ -235,14 +237,14 @@ func (s *StripeHandler) emitLocked(c *call, now time.Time, typ string, obj any, 
 		return
 	}
 	raw := s.renderLocked(obj)
-	ev := StripeEvent{
+	ev := stripeEvent{
 		ID:              s.eventID("evt_", stripeEventIDLength),
 		Object:          "event",
 		APIVersion:      s.webhookVersion,
 		Created:         now.Unix(),
-		Data:            StripeEventData{Object: raw, PreviousAttributes: previous},
+		Data:            stripeEventData{Object: raw, PreviousAttributes: previous},
 		PendingWebhooks: stripeWebhookPendingCount,
-		Request:         &StripeEventRequest{},
+		Request:         &stripeEventRequest{},
 		Type:            typ,
 	}
 	if c != nil {
@@ -266,15 +268,18 @@ func (s *StripeHandler) emitIntentLocked(c *call, in *stripeIntent, typ string) 
 // FailRefund makes the refund id fail after it succeeded, as a card refund
 // can at Stripe days later (the card was closed, lost or stolen;
 // https://docs.stripe.com/refunds#failed-refunds): its status becomes
-// failed with failure_reason reason (one of StripeRefundFailureReasons) and
-// a failure_balance_transaction, the amount counts as unrefunded again on
+// failed with failure_reason reason and a failure_balance_transaction, the amount counts as unrefunded again on
 // its charge and PaymentIntent, and refund.updated then refund.failed are
 // emitted; an endpoint of an API version before 2024-10-28 gets
 // charge.refund.updated instead (SetWebhookAPIVersion). Only a succeeded
-// or pending refund can fail.
+// or pending refund can fail. reason is one of the values Stripe documents
+// for a refund's failure_reason: lost_or_stolen_card,
+// expired_or_canceled_card, charge_for_pending_refund_disputed,
+// insufficient_funds, declined, merchant_request or unknown; another
+// reason, or an id that is no such refund, is an error.
 func (s *StripeHandler) FailRefund(id, reason string) error {
-	if !slices.Contains(StripeRefundFailureReasons, reason) {
-		return fmt.Errorf("mocks: FailRefund reason %q is not a Stripe refund failure_reason; use one of %v", reason, StripeRefundFailureReasons)
+	if !slices.Contains(stripeRefundFailureReasons, reason) {
+		return fmt.Errorf("mocks: FailRefund reason %q is not a Stripe refund failure_reason; use one of %v", reason, stripeRefundFailureReasons)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

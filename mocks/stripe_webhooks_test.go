@@ -27,7 +27,7 @@ func stripeHooks(t *testing.T, d mocks.WebhookDelivery) (*bundle, *hookReceiver)
 	if d.RetryAfter == 0 {
 		d.RetryAfter = time.Millisecond
 	}
-	return setup(t, mocks.StripeOptions{Webhooks: d}), rec
+	return setup(t, mocks.StripeOptions{Options: mocks.Options{Webhooks: d}}), rec
 }
 
 // byType groups events by type.
@@ -208,9 +208,9 @@ func TestStripeWebhooksParseWithTheAdapter(t *testing.T) {
 }
 
 func TestStripeWebhookOptions(t *testing.T) {
-	require.ErrorContains(t, mocks.StripeOptions{Webhooks: mocks.WebhookDelivery{URL: "http://127.0.0.1:1/"}}.Validate(),
+	require.ErrorContains(t, mocks.StripeOptions{Options: mocks.Options{Webhooks: mocks.WebhookDelivery{URL: "http://127.0.0.1:1/"}}}.Validate(),
 		"StripeOptions.Webhooks.Secret is not an endpoint signing secret")
-	require.ErrorContains(t, mocks.StripeOptions{Webhooks: mocks.WebhookDelivery{URL: "https://hooks.example.com/", Secret: testWhsec}}.Validate(),
+	require.ErrorContains(t, mocks.StripeOptions{Options: mocks.Options{Webhooks: mocks.WebhookDelivery{URL: "https://hooks.example.com/", Secret: testWhsec}}}.Validate(),
 		"StripeOptions.Webhooks.URL has host \"hooks.example.com\", which is not a loopback address")
 	// Without webhooks the fake emits nothing and flushing is immediate.
 	b := setup(t, mocks.StripeOptions{})
@@ -221,8 +221,12 @@ func TestStripeWebhookOptions(t *testing.T) {
 
 func TestStripeCloseStopsWebhooks(t *testing.T) {
 	rec := newHookReceiver(t, func(*http.Request, []byte) bool { return false }) // refuses all: retried
-	f := mocks.NewStripe(mocks.StripeOptions{Webhooks: mocks.WebhookDelivery{URL: rec.URL(), Secret: testWhsec,
-		RetryAfter: 10 * time.Millisecond, MaxAttempts: 1000}})
+	f := mocks.NewStripe(mocks.StripeOptions{
+		Options: mocks.Options{
+			Webhooks: mocks.WebhookDelivery{URL: rec.URL(), Secret: testWhsec,
+				RetryAfter: 10 * time.Millisecond, MaxAttempts: 1000},
+		},
+	})
 	c := newClient(t, f, f.Client())
 	c.post("/v1/payment_intents", charge("1500", "pm_card_visa"), "k1")
 	require.Eventually(t, func() bool { return rec.rejects() > 0 }, 2*time.Second, time.Millisecond)
@@ -344,8 +348,12 @@ func TestStripeWebhookAPIVersionOption(t *testing.T) {
 	}
 	// Set at construction, as SetWebhookAPIVersion does later.
 	rec := newHookReceiver(t, stripeVerifier(testWhsec))
-	b := setup(t, mocks.StripeOptions{WebhookAPIVersion: "2023-10-16",
-		Webhooks: mocks.WebhookDelivery{URL: rec.URL(), Secret: testWhsec, RetryAfter: time.Millisecond}})
+	b := setup(t, mocks.StripeOptions{
+		Options: mocks.Options{
+			Webhooks: mocks.WebhookDelivery{URL: rec.URL(), Secret: testWhsec, RetryAfter: time.Millisecond},
+		},
+		WebhookAPIVersion: "2023-10-16",
+	})
 	pi := b.c.post("/v1/payment_intents", charge("1500", "pm_card_visa"), "k1").pi(t)
 	b.c.post("/v1/refunds", refundForm(pi.ID, ""), "k2")
 	flush(t, b.f)

@@ -49,14 +49,14 @@ import (
 
 // Defaults of WebhookDelivery.
 const (
-	// DefaultWebhookMaxAttempts is how many times a delivery is attempted
+	// defaultWebhookMaxAttempts is how many times a delivery is attempted
 	// before the sender gives up on it. Checkout.com resends up to 8 times;
 	// Stripe and Adyen try for days, which a test cannot wait for.
-	DefaultWebhookMaxAttempts = 8
-	// DefaultWebhookRetryAfter is the wait after the first failed attempt;
+	defaultWebhookMaxAttempts = 8
+	// defaultWebhookRetryAfter is the wait after the first failed attempt;
 	// it doubles after each further one, up to webhookBackoffCap times
 	// itself.
-	DefaultWebhookRetryAfter = 50 * time.Millisecond
+	defaultWebhookRetryAfter = 50 * time.Millisecond
 )
 
 const (
@@ -107,12 +107,13 @@ type WebhookDelivery struct {
 	// arrives first. The event after a held one is never held itself.
 	ReorderRate float64
 	// MaxAttempts is how many attempts a delivery gets before the sender
-	// gives up (WebhookStats.GaveUp). Defaults to
-	// DefaultWebhookMaxAttempts (8).
+	// gives up (WebhookStats.GaveUp). Defaults to 8: Checkout.com resends
+	// up to 8 times; Stripe and Adyen try for days, which a test cannot
+	// wait for.
 	MaxAttempts int
 	// RetryAfter is the wait after the first failed attempt, doubling
 	// after each further failure up to 16 times RetryAfter. Defaults to
-	// DefaultWebhookRetryAfter (50ms).
+	// 50ms.
 	RetryAfter time.Duration
 	// Client sends the deliveries. Redirects are never followed (a 3xx is
 	// a failed attempt, as at the providers). Defaults to a client with a
@@ -152,10 +153,10 @@ func (d WebhookDelivery) check(name string) error {
 		return fmt.Errorf("mocks: %s.Delay is %v; use 0 (at once) or a positive duration", name, d.Delay)
 	}
 	if d.RetryAfter < 0 {
-		return fmt.Errorf("mocks: %s.RetryAfter is %v; use 0 for the default (%v) or a positive duration", name, d.RetryAfter, DefaultWebhookRetryAfter)
+		return fmt.Errorf("mocks: %s.RetryAfter is %v; use 0 for the default (%v) or a positive duration", name, d.RetryAfter, defaultWebhookRetryAfter)
 	}
 	if d.MaxAttempts < 0 {
-		return fmt.Errorf("mocks: %s.MaxAttempts is %d; use 0 for the default (%d) or a positive count", name, d.MaxAttempts, DefaultWebhookMaxAttempts)
+		return fmt.Errorf("mocks: %s.MaxAttempts is %d; use 0 for the default (%d) or a positive count", name, d.MaxAttempts, defaultWebhookMaxAttempts)
 	}
 	return nil
 }
@@ -256,10 +257,10 @@ func newWebhookSender(d WebhookDelivery, seed int64, sign func(body []byte, h ht
 		return s
 	}
 	if s.d.MaxAttempts == 0 {
-		s.d.MaxAttempts = DefaultWebhookMaxAttempts
+		s.d.MaxAttempts = defaultWebhookMaxAttempts
 	}
 	if s.d.RetryAfter == 0 {
-		s.d.RetryAfter = DefaultWebhookRetryAfter
+		s.d.RetryAfter = defaultWebhookRetryAfter
 	}
 	if d.Client != nil {
 		c := *d.Client

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -12,12 +11,12 @@ import (
 
 // YooKassa facts the fake follows (API v3, https://yookassa.ru/developers).
 const (
-	// YooKassaKeyTTL is how long YooKassa treats a repeat with the same
+	// yooKassaKeyTTL is how long YooKassa treats a repeat with the same
 	// Idempotence-Key as the same request: 24 hours from the first; after it
 	// a repeat is a new request.
-	YooKassaKeyTTL = 24 * time.Hour
-	// YooKassaMaxKeyLength is the longest Idempotence-Key the fake accepts.
-	YooKassaMaxKeyLength = 64
+	yooKassaKeyTTL = 24 * time.Hour
+	// yooKassaMaxKeyLength is the longest Idempotence-Key the fake accepts.
+	yooKassaMaxKeyLength = 64
 )
 
 // Test payment methods of the YooKassa fake, passed as payment_method_id
@@ -43,47 +42,24 @@ const (
 	YooKassaMethodRefundFails = "yk-test-card-refund-fails"
 )
 
-// YooKassaOptions configures a fake YooKassa. The zero value is ready to
-// use; every field documents its default.
+// YooKassaOptions configures a fake YooKassa: the Options every fake
+// takes, and YooKassa's credentials. The zero value is ready to use; every
+// field documents its default.
+//
+// Options.Webhooks delivers YooKassa notifications (payment.succeeded,
+// payment.waiting_for_capture, payment.canceled, refund.succeeded)
+// whenever a payment or refund changes. YooKassa signs nothing and sends
+// no credentials (a receiver checks the source address, and the fake
+// posts from loopback), so Webhooks.Secret, Username and Authorization
+// must stay empty.
 type YooKassaOptions struct {
-	// Clock is the fake's notion of now: created_at, key expiry. Defaults to
-	// time.Now; pass (*ManualClock).Now to cross windows without sleeping.
-	Clock func() time.Time
-	// KeyTTL is how long a repeat with the same Idempotence-Key is the same
-	// request. Defaults to YooKassaKeyTTL (24h).
-	KeyTTL time.Duration
-	// Seed seeds identifiers and random faults. Defaults to 0.
-	Seed int64
-	// FaultRates gives each fault kind a probability per request (their sum
-	// must not exceed 1); POSTs only unless FaultGETs is set.
-	FaultRates map[FaultKind]float64
-	// FaultGETs lets FaultRates apply to GET requests too.
-	FaultGETs bool
-	// HangFor is how long FaultHangAfterProcessing holds an answer.
-	// Defaults to 30s.
-	HangFor time.Duration
-	// SlowFor is the delay of FaultSlow. Defaults to 500ms.
-	SlowFor time.Duration
-	// RetryAfter is the retry_after (in milliseconds in the body) of the
-	// 429 of FaultRateLimit429 and of the 202 "still processing" answer to a
-	// repeat while the first request runs. Defaults to 1s.
-	RetryAfter time.Duration
+	Options
 	// ShopID and SecretKey are the accepted HTTP Basic credentials (shop id
 	// as user name, secret key as password). SecretKey must be a test key
 	// (test_...). Idempotence keys are scoped per shop. Default to values
 	// derived from Seed, returned by ShopID and SecretKey.
 	ShopID    string
 	SecretKey string
-	// Logger receives one record per request. Credentials and headers are
-	// never logged. Defaults to discarding.
-	Logger *slog.Logger
-	// Webhooks delivers YooKassa notifications (payment.succeeded,
-	// payment.waiting_for_capture, payment.canceled, refund.succeeded)
-	// whenever a payment or refund changes; see YooKassaNotification.
-	// YooKassa signs nothing and sends no credentials (a receiver checks
-	// the source address, and the fake posts from loopback), so Secret,
-	// Username and Authorization must stay empty. Defaults to none.
-	Webhooks WebhookDelivery
 }
 
 // Validate reports the first option that cannot work, saying how to fix it.
@@ -105,7 +81,7 @@ func (o YooKassaOptions) Validate() error {
 
 // coreConfig is the provider-neutral half of the options.
 func (o YooKassaOptions) coreConfig() coreConfig {
-	return coreConfig{"yookassa", "YooKassaOptions", o.Clock, o.KeyTTL, o.Seed, o.FaultRates, o.FaultGETs, o.HangFor, o.SlowFor, o.RetryAfter, o.Logger}
+	return o.Options.coreConfig("yookassa", "YooKassaOptions")
 }
 
 // YooKassaHandler is the fake YooKassa as an http.Handler: it serves
@@ -132,13 +108,13 @@ type ykPayment struct {
 	scale      int
 	refunded   int64
 	authorized bool
-	p          YooKassaPayment
+	p          yooKassaPayment
 }
 
 type ykRefund struct {
 	stored
 	amount int64
-	r      YooKassaRefund
+	r      yooKassaRefund
 }
 
 // NewYooKassaHandler returns a fake YooKassa handler. It panics if opts do
@@ -155,7 +131,7 @@ func NewYooKassaHandler(opts YooKassaOptions) *YooKassaHandler {
 	// 5xx answers are not replayed, and after a processed 500 the key
 	// keeps the real outcome.
 	idem := idemPolicy{keep: func(status int) bool { return status < 500 }, keepRealAfter500: true}
-	y.setUp(opts, YooKassaKeyTTL, idem, y, y.truthRecords)
+	y.setUp(opts, yooKassaKeyTTL, idem, y, y.truthRecords)
 	y.shopID, y.secretKey = opts.ShopID, opts.SecretKey
 	if y.shopID == "" {
 		y.shopID = "5" + strings.Map(digitOf, y.core.ids.next("", 5))
@@ -260,7 +236,7 @@ func (y *YooKassaHandler) malformed(c *call, err error) *response {
 
 func (y *YooKassaHandler) rateLimited(c *call, retryAfter time.Duration) *response {
 	r := y.errorResponse(c, http.StatusTooManyRequests, "too_many_requests", "", "Too many requests. Try reducing the request rate")
-	var e YooKassaError
+	var e yooKassaError
 	_ = json.Unmarshal(r.body, &e)
 	e.RetryAfter = retryAfter.Milliseconds()
 	return y.jsonResponse(http.StatusTooManyRequests, e)
@@ -276,7 +252,7 @@ func (y *YooKassaHandler) keyMismatch(c *call) *response {
 }
 
 func (y *YooKassaHandler) keyInUse(c *call) *response {
-	return y.jsonResponse(http.StatusAccepted, YooKassaProcessing{
+	return y.jsonResponse(http.StatusAccepted, yooKassaProcessing{
 		Type: "processing", Description: "Request accepted", RetryAfter: y.core.cfg.retryAfter.Milliseconds()})
 }
 
@@ -289,7 +265,7 @@ func (y *YooKassaHandler) jsonResponse(status int, v any) *response {
 }
 
 func (y *YooKassaHandler) errorResponse(c *call, status int, code, param, desc string) *response {
-	return y.jsonResponse(status, YooKassaError{Type: "error", ID: c.requestID, Code: code, Parameter: param, Description: desc})
+	return y.jsonResponse(status, yooKassaError{Type: "error", ID: c.requestID, Code: code, Parameter: param, Description: desc})
 }
 
 func (y *YooKassaHandler) invalid(c *call, param, desc string) *response {
@@ -310,8 +286,8 @@ func (y *YooKassaHandler) requireKey(c *call) *response {
 	switch {
 	case c.key == "":
 		return y.invalid(c, "Idempotence-Key", "Idempotence-Key header is required")
-	case len(c.key) > YooKassaMaxKeyLength:
-		return y.invalid(c, "Idempotence-Key", fmt.Sprintf("Idempotence key is longer than %d characters", YooKassaMaxKeyLength))
+	case len(c.key) > yooKassaMaxKeyLength:
+		return y.invalid(c, "Idempotence-Key", fmt.Sprintf("Idempotence key is longer than %d characters", yooKassaMaxKeyLength))
 	}
 	return nil
 }

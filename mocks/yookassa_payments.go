@@ -26,7 +26,7 @@ const (
 )
 
 type ykCreatePaymentRequest struct {
-	Amount             *YooKassaAmount   `json:"amount"`
+	Amount             *yooKassaAmount   `json:"amount"`
 	Capture            *bool             `json:"capture"`
 	PaymentMethodID    string            `json:"payment_method_id"`
 	Description        string            `json:"description"`
@@ -35,7 +35,7 @@ type ykCreatePaymentRequest struct {
 }
 
 type ykCaptureRequest struct {
-	Amount *YooKassaAmount `json:"amount"`
+	Amount *yooKassaAmount `json:"amount"`
 }
 
 // ykTestMethod is the behaviour of one of the fake's test payment methods.
@@ -83,7 +83,7 @@ func ykCurrencyScale(code string) (int, bool) {
 
 // ykParseAmount reads a YooKassa amount into minor units. desc is the
 // refusal when it is not valid.
-func ykParseAmount(a *YooKassaAmount) (minor int64, scale int, desc, param string) {
+func ykParseAmount(a *yooKassaAmount) (minor int64, scale int, desc, param string) {
 	if a == nil {
 		return 0, 0, "Amount is required", "amount"
 	}
@@ -109,7 +109,7 @@ func ykParseAmount(a *YooKassaAmount) (minor int64, scale int, desc, param strin
 }
 
 // ykFormatAmount renders minor units with scale decimal places.
-func ykFormatAmount(minor int64, scale int, cur string) YooKassaAmount {
+func ykFormatAmount(minor int64, scale int, cur string) yooKassaAmount {
 	s := strconv.FormatInt(minor, 10)
 	if scale > 0 {
 		if len(s) <= scale {
@@ -117,7 +117,7 @@ func ykFormatAmount(minor int64, scale int, cur string) YooKassaAmount {
 		}
 		s = s[:len(s)-scale] + "." + s[len(s)-scale:]
 	}
-	return YooKassaAmount{Value: s, Currency: cur}
+	return yooKassaAmount{Value: s, Currency: cur}
 }
 
 func (y *YooKassaHandler) checkMetadata(c *call, md map[string]string) *response {
@@ -165,11 +165,11 @@ func (y *YooKassaHandler) createPayment(c *call) (*response, bool) {
 	defer y.mu.Unlock()
 	p := &ykPayment{stored: y.stamp(c), method: req.PaymentMethodID,
 		requested: amount, amount: amount, scale: scale}
-	p.p = YooKassaPayment{
+	p.p = yooKassaPayment{
 		ID:            ykUUID(y.core.ids, "5000", "9000"),
 		Amount:        ykFormatAmount(amount, scale, req.Amount.Currency),
 		Description:   req.Description,
-		PaymentMethod: &YooKassaPaymentMethod{Type: "bank_card", ID: req.PaymentMethodID, Saved: true, Title: m.title},
+		PaymentMethod: &yooKassaPaymentMethod{Type: "bank_card", ID: req.PaymentMethodID, Saved: true, Title: m.title},
 		CreatedAt:     ykTime(c.now),
 		Test:          true,
 		Metadata:      cloneMap(req.Metadata),
@@ -180,10 +180,10 @@ func (y *YooKassaHandler) createPayment(c *call) (*response, bool) {
 	switch {
 	case m.confirmation:
 		p.p.Status = "pending"
-		p.p.Confirmation = &YooKassaConfirmation{Type: "redirect", ConfirmationURL: ykConfirmationURLPattern + p.p.ID}
+		p.p.Confirmation = &yooKassaConfirmation{Type: "redirect", ConfirmationURL: ykConfirmationURLPattern + p.p.ID}
 	case m.party != "":
 		p.p.Status = "canceled"
-		p.p.CancellationDetails = &YooKassaCancellationDetails{Party: m.party, Reason: m.reason}
+		p.p.CancellationDetails = &yooKassaCancellationDetails{Party: m.party, Reason: m.reason}
 	default:
 		p.authorized = true
 		p.p.Paid = true
@@ -273,7 +273,7 @@ func (y *YooKassaHandler) cancelPayment(c *call) (*response, bool) {
 		p.p.Status = "canceled"
 		p.p.Paid = false
 		p.p.ExpiresAt = ""
-		p.p.CancellationDetails = &YooKassaCancellationDetails{Party: "merchant", Reason: "canceled_by_merchant"}
+		p.p.CancellationDetails = &yooKassaCancellationDetails{Party: "merchant", Reason: "canceled_by_merchant"}
 		y.emitPaymentLocked(p)
 		return y.jsonResponse(http.StatusOK, p.p), true
 	})
@@ -375,16 +375,16 @@ func (y *YooKassaHandler) listPayments(c *call) (*response, bool) {
 	all := newestFirst(y.paymentList, func(p *ykPayment) bool {
 		return q.matches(p.createdAt, p.p.Status) && (method == "" || method == p.p.PaymentMethod.Type)
 	})
-	return y.jsonResponse(http.StatusOK, ykList(all, q, func(p *ykPayment) YooKassaPayment { return p.p })), true
+	return y.jsonResponse(http.StatusOK, ykList(all, q, func(p *ykPayment) yooKassaPayment { return p.p })), true
 }
 
 // ykList is the page q asks for of all (newest first), rendered by object.
-func ykList[R ordered, T any](all []R, q ykListQuery, object func(R) T) YooKassaList[T] {
+func ykList[R ordered, T any](all []R, q ykListQuery, object func(R) T) yooKassaList[T] {
 	page, next := ykPage(all, func(r R) int64 {
 		_, seq := r.order()
 		return seq
 	}, q)
-	out := YooKassaList[T]{Type: "list", Items: make([]T, 0, len(page)), NextCursor: next}
+	out := yooKassaList[T]{Type: "list", Items: make([]T, 0, len(page)), NextCursor: next}
 	for _, r := range page {
 		out.Items = append(out.Items, object(r))
 	}

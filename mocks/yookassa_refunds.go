@@ -8,7 +8,7 @@ import (
 
 type ykCreateRefundRequest struct {
 	PaymentID   string          `json:"payment_id"`
-	Amount      *YooKassaAmount `json:"amount"`
+	Amount      *yooKassaAmount `json:"amount"`
 	Description string          `json:"description"`
 }
 
@@ -45,7 +45,7 @@ func (y *YooKassaHandler) createRefund(c *call) (*response, bool) {
 		return y.invalid(c, "amount.value", fmt.Sprintf("Refund amount %s is greater than the amount left to refund %s",
 			req.Amount.Value, ykFormatAmount(remaining, p.scale, p.p.Amount.Currency).Value)), true
 	}
-	rf := &ykRefund{stored: y.stamp(c), amount: amount, r: YooKassaRefund{
+	rf := &ykRefund{stored: y.stamp(c), amount: amount, r: yooKassaRefund{
 		ID:          ykUUID(y.core.ids, "0016", "b000"),
 		PaymentID:   p.p.ID,
 		CreatedAt:   ykTime(c.now),
@@ -55,7 +55,7 @@ func (y *YooKassaHandler) createRefund(c *call) (*response, bool) {
 	}}
 	if m, _ := lookupYKMethod(p.method); m.refundFails {
 		rf.r.Status = "canceled"
-		rf.r.CancellationDetails = &YooKassaCancellationDetails{Party: "payment_network", Reason: "general_decline"}
+		rf.r.CancellationDetails = &yooKassaCancellationDetails{Party: "payment_network", Reason: "general_decline"}
 	} else {
 		p.refunded += amount
 		p.p.RefundedAmount = ptr(ykFormatAmount(p.refunded, p.scale, p.p.Amount.Currency))
@@ -91,5 +91,5 @@ func (y *YooKassaHandler) listRefunds(c *call) (*response, bool) {
 	all := newestFirst(y.refundList, func(rf *ykRefund) bool {
 		return q.matches(rf.createdAt, rf.r.Status) && (q.paymentID == "" || rf.r.PaymentID == q.paymentID)
 	})
-	return y.jsonResponse(http.StatusOK, ykList(all, q, func(rf *ykRefund) YooKassaRefund { return rf.r })), true
+	return y.jsonResponse(http.StatusOK, ykList(all, q, func(rf *ykRefund) yooKassaRefund { return rf.r })), true
 }

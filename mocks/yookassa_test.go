@@ -205,7 +205,7 @@ func TestYooKassaIdempotency(t *testing.T) {
 
 func TestYooKassaStillProcessing(t *testing.T) {
 	t.Parallel()
-	b := ykSetup(t, mocks.YooKassaOptions{SlowFor: 300 * time.Millisecond, RetryAfter: 1800 * time.Millisecond})
+	b := ykSetup(t, mocks.YooKassaOptions{Options: mocks.Options{SlowFor: 300 * time.Millisecond, RetryAfter: 1800 * time.Millisecond}})
 	b.f.Script(ykCreate, mocks.FaultSlow)
 	body := ykPayment("10.00", "RUB", mocks.YooKassaMethodSucceeds, true)
 	done := holdKey(t, b.f, b.c, "/v3/payments", body, "slow")
@@ -248,7 +248,7 @@ func TestYooKassa500s(t *testing.T) {
 
 func TestYooKassaFaultsShared(t *testing.T) {
 	t.Parallel()
-	b := ykSetup(t, mocks.YooKassaOptions{RetryAfter: 2500 * time.Millisecond})
+	b := ykSetup(t, mocks.YooKassaOptions{Options: mocks.Options{RetryAfter: 2500 * time.Millisecond}})
 	body := ykPayment("10.00", "RUB", mocks.YooKassaMethodSucceeds, true)
 
 	b.f.Script(ykCreate, mocks.FaultRateLimit429)
@@ -298,7 +298,7 @@ func TestYooKassaRefunds(t *testing.T) {
 	decode[mocks.YooKassaError](t, b.c.post("/v3/refunds", map[string]any{"payment_id": p.ID,
 		"amount": map[string]string{"value": "1.00", "currency": "RUB"}, "metadata": map[string]string{"a": "b"}}, "r5"), 400)
 
-	l := decode[mocks.YooKassaList[mocks.YooKassaRefund]](t, b.c.get("/v3/refunds?payment_id="+p.ID), 200)
+	l := decode[mocks.YooKassaRefundList](t, b.c.get("/v3/refunds?payment_id="+p.ID), 200)
 	require.Equal(t, "list", l.Type)
 	require.Len(t, l.Items, 2)
 	require.Equal(t, "payonce_op:r2", l.Items[0].Description, "newest first")
@@ -339,7 +339,7 @@ func TestYooKassaListPaging(t *testing.T) {
 		if cursor != "" {
 			path += "&cursor=" + cursor
 		}
-		l := decode[mocks.YooKassaList[mocks.YooKassaPayment]](t, b.c.get(path), 200)
+		l := decode[mocks.YooKassaPaymentList](t, b.c.get(path), 200)
 		for _, p := range l.Items {
 			seen = append(seen, p.ID)
 		}

@@ -25,7 +25,7 @@ const (
 	ykNotificationType     = "notification"
 )
 
-// YooKassaNotification is a YooKassa webhook notification: {"type":
+// yooKassaNotification is a YooKassa webhook notification: {"type":
 // "notification", "event": ..., "object": {...}}, object being the payment
 // or refund as the fake's GET of it answers at the moment of the change,
 // amount, metadata (payonce_op, payonce_key, payonce_kind) and refund
@@ -35,7 +35,7 @@ const (
 // in the Python SDK's webhook_notification.py). It
 // carries no signature: a receiver must trust it only after reading the
 // object back by id.
-type YooKassaNotification struct {
+type yooKassaNotification struct {
 	Type   string          `json:"type"`
 	Event  string          `json:"event"`
 	Object json.RawMessage `json:"object"`
@@ -47,7 +47,7 @@ func (y *YooKassaHandler) emitLocked(event string, obj any) {
 		return
 	}
 	raw := mustMarshal(obj)
-	body, err := json.Marshal(YooKassaNotification{Type: ykNotificationType, Event: event, Object: raw})
+	body, err := json.Marshal(yooKassaNotification{Type: ykNotificationType, Event: event, Object: raw})
 	if err != nil {
 		panic(fmt.Sprintf("mocks: cannot render a YooKassa notification: %v", err))
 	}

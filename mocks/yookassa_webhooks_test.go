@@ -27,8 +27,12 @@ func ykVerifier(r *http.Request, _ []byte) bool {
 
 func TestYooKassaWebhooksEveryChangeUnderFaults(t *testing.T) {
 	rec := newHookReceiver(t, ykVerifier)
-	b := ykSetup(t, mocks.YooKassaOptions{Webhooks: mocks.WebhookDelivery{URL: rec.URL(),
-		FailRate: 0.5, MaxAttempts: 40, RetryAfter: time.Millisecond}})
+	b := ykSetup(t, mocks.YooKassaOptions{
+		Options: mocks.Options{
+			Webhooks: mocks.WebhookDelivery{URL: rec.URL(),
+				FailRate: 0.5, MaxAttempts: 40, RetryAfter: time.Millisecond},
+		},
+	})
 	paid := decode[mocks.YooKassaPayment](t, b.c.post("/v3/payments", ykPayment("10.00", "RUB", mocks.YooKassaMethodSucceeds, true), "k1"), 200)
 	auth := decode[mocks.YooKassaPayment](t, b.c.post("/v3/payments", ykPayment("5.00", "RUB", mocks.YooKassaMethodSucceeds, false), "k2"), 200)
 	b.c.post("/v3/payments/"+auth.ID+"/capture", map[string]any{}, "k3")
@@ -85,7 +89,7 @@ func TestYooKassaWebhooksEveryChangeUnderFaults(t *testing.T) {
 // the targets carry the key payonce wrote, the amount and the currency.
 func TestYooKassaWebhooksParseWithTheAdapter(t *testing.T) {
 	rec := newHookReceiver(t, ykVerifier)
-	b := ykSetup(t, mocks.YooKassaOptions{Webhooks: mocks.WebhookDelivery{URL: rec.URL(), RetryAfter: time.Millisecond}})
+	b := ykSetup(t, mocks.YooKassaOptions{Options: mocks.Options{Webhooks: mocks.WebhookDelivery{URL: rec.URL(), RetryAfter: time.Millisecond}}})
 	p, err := yookassa.New(yookassa.Config{ShopID: "123456", SecretKey: "test_fake", BaseURL: b.f.URL(),
 		WebhookAllow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	require.NoError(t, err)
@@ -130,9 +134,9 @@ func TestYooKassaWebhooksParseWithTheAdapter(t *testing.T) {
 }
 
 func TestYooKassaWebhookOptions(t *testing.T) {
-	require.ErrorContains(t, mocks.YooKassaOptions{Webhooks: mocks.WebhookDelivery{URL: "http://127.0.0.1:1/", Secret: "s"}}.Validate(),
+	require.ErrorContains(t, mocks.YooKassaOptions{Options: mocks.Options{Webhooks: mocks.WebhookDelivery{URL: "http://127.0.0.1:1/", Secret: "s"}}}.Validate(),
 		"YooKassa neither signs notifications nor sends credentials")
-	require.ErrorContains(t, mocks.YooKassaOptions{Webhooks: mocks.WebhookDelivery{URL: "http://198.51.100.7/"}}.Validate(),
+	require.ErrorContains(t, mocks.YooKassaOptions{Options: mocks.Options{Webhooks: mocks.WebhookDelivery{URL: "http://198.51.100.7/"}}}.Validate(),
 		"YooKassaOptions.Webhooks.URL")
-	require.NoError(t, mocks.YooKassaOptions{Webhooks: mocks.WebhookDelivery{URL: "http://127.0.0.1:1/"}}.Validate())
+	require.NoError(t, mocks.YooKassaOptions{Options: mocks.Options{Webhooks: mocks.WebhookDelivery{URL: "http://127.0.0.1:1/"}}}.Validate())
 }

@@ -295,7 +295,7 @@ func TestCrashBetweenJournalAndSend(t *testing.T) {
 func TestCrashBetweenSendAndRecord(t *testing.T) {
 	t.Parallel()
 	testkit.EachStore(t, func(t *testing.T, pg bool) {
-		e := newCrashEnv(t, pg, mocks.StripeOptions{SearchLag: 20 * time.Second, HangFor: 10 * time.Minute})
+		e := newCrashEnv(t, pg, mocks.StripeOptions{Options: mocks.Options{HangFor: 10 * time.Minute}, SearchLag: 20 * time.Second})
 		e.fake.Script(mocks.Match{Path: "/v1/payment_intents"}, mocks.FaultHangAfterProcessing)
 		const order = "order-crash-record"
 		opID := crashOpID(t, order)
@@ -355,7 +355,7 @@ func TestCrashBetweenSendAndRecord(t *testing.T) {
 func TestCrashConcurrentProcesses(t *testing.T) {
 	t.Parallel()
 	testkit.EachStore(t, func(t *testing.T, pg bool) {
-		e := newCrashEnv(t, pg, mocks.StripeOptions{SlowFor: 5 * time.Second})
+		e := newCrashEnv(t, pg, mocks.StripeOptions{Options: mocks.Options{SlowFor: 5 * time.Second}})
 		e.fake.Script(mocks.Match{Path: "/v1/payment_intents"}, mocks.FaultSlow)
 		const order = "order-crash-race"
 		opID := crashOpID(t, order)

@@ -56,15 +56,17 @@ func runFake(cfg childConfig) int {
 		webhooks.Client = obs.client()
 	}
 	h := mocks.NewStripeHandler(mocks.StripeOptions{
-		KeyTTL:     cfg.KeyTTL,
-		SearchLag:  cfg.FakeSearchLag,
-		Seed:       cfg.FakeSeed,
-		FaultRates: rates,
-		FaultGETs:  cfg.FaultGETs,
-		HangFor:    cfg.HangFor,
-		SlowFor:    cfg.SlowFor,
-		RetryAfter: cfg.RetryAfter,
-		Webhooks:   webhooks,
+		Options: mocks.Options{
+			KeyTTL:     cfg.KeyTTL,
+			Seed:       cfg.FakeSeed,
+			FaultRates: rates,
+			FaultGETs:  cfg.FaultGETs,
+			HangFor:    cfg.HangFor,
+			SlowFor:    cfg.SlowFor,
+			RetryAfter: cfg.RetryAfter,
+			Webhooks:   webhooks,
+		},
+		SearchLag: cfg.FakeSearchLag,
 	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+truthPath, func(w http.ResponseWriter, r *http.Request) {

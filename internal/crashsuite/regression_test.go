@@ -39,7 +39,7 @@ func TestRegressionTransportResendMasksProcessedAttempt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	clock := mocks.NewManualClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
-	fake := mocks.NewStripe(mocks.StripeOptions{Clock: clock.Now})
+	fake := mocks.NewStripe(mocks.StripeOptions{Options: mocks.Options{Clock: clock.Now}})
 	t.Cleanup(fake.Close)
 	store, err := ledgersqlite.Open(filepath.Join(t.TempDir(), "ledger.db"), ledgersqlite.Config{})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/jarcoal/httpmock"
 
 	"github.com/payonce/payonce/mocks"
+	"github.com/payonce/payonce/mocks/internal/stripewire"
 )
 
 // These helpers build github.com/jarcoal/httpmock responders that answer in
@@ -18,16 +19,30 @@ import (
 // (req_httpmock_1, _2, ... per responder); add others with the responder's
 // HeaderSet, e.g. .HeaderSet(http.Header{"Idempotent-Replayed": {"true"}}).
 
+// StripePaymentIntent is a PaymentIntent as Stripe's API v1 renders it,
+// in the shape the fake Stripe of package mocks answers with: the fields
+// payonce reads, named as Stripe's JSON names them
+// (https://docs.stripe.com/api/payment_intents/object). Its MarshalJSON
+// renders empty nullable fields as null and fills in Stripe's defaults
+// ("object": "payment_intent", "metadata": {}), so a fixture needs only
+// the fields a test is about.
+type StripePaymentIntent = stripewire.PaymentIntent
+
+// StripeRefund is a Refund as Stripe's API v1 renders it, in the fake
+// Stripe's shape (https://docs.stripe.com/api/refunds/object), with
+// Stripe's nulls and defaults filled in when rendered.
+type StripeRefund = stripewire.Refund
+
 // StripeErrorResponder answers status with Stripe's error body
 // {"error": {"type": typ, "code": code, "decline_code": declineCode,
 // "message": message}}; empty code and declineCode are left out. For a 429
 // it also sets Retry-After: 1.
 func StripeErrorResponder(status int, typ, code, declineCode, message string) httpmock.Responder {
-	e := mocks.StripeError{Type: typ, Code: code, DeclineCode: declineCode, Message: message}
+	e := stripewire.Error{Type: typ, Code: code, DeclineCode: declineCode, Message: message}
 	if code != "" {
 		e.DocURL = "https://stripe.com/docs/error-codes/" + strings.ReplaceAll(code, "_", "-")
 	}
-	r := stripeJSONResponder(status, mocks.StripeErrorBody{Error: e})
+	r := stripeJSONResponder(status, stripewire.ErrorBody{Error: e})
 	if status == http.StatusTooManyRequests {
 		r = r.HeaderSet(http.Header{"Retry-After": {"1"}})
 	}
@@ -36,19 +51,19 @@ func StripeErrorResponder(status int, typ, code, declineCode, message string) ht
 
 // StripePaymentIntentResponder answers 200 with pi rendered as Stripe does
 // (object, nulls and metadata filled in).
-func StripePaymentIntentResponder(pi mocks.StripePaymentIntent) httpmock.Responder {
+func StripePaymentIntentResponder(pi StripePaymentIntent) httpmock.Responder {
 	return stripeJSONResponder(http.StatusOK, pi)
 }
 
 // StripeRefundResponder answers 200 with re rendered as Stripe does.
-func StripeRefundResponder(re mocks.StripeRefund) httpmock.Responder {
+func StripeRefundResponder(re StripeRefund) httpmock.Responder {
 	return stripeJSONResponder(http.StatusOK, re)
 }
 
 // StripeSearchResponder answers 200 with a PaymentIntent search result
 // holding pis and has_more false.
-func StripeSearchResponder(pis ...mocks.StripePaymentIntent) httpmock.Responder {
-	return stripeJSONResponder(http.StatusOK, mocks.StripeSearchResult[mocks.StripePaymentIntent]{
+func StripeSearchResponder(pis ...StripePaymentIntent) httpmock.Responder {
+	return stripeJSONResponder(http.StatusOK, stripewire.SearchResult[StripePaymentIntent]{
 		Object: "search_result", Data: pis, URL: "/v1/payment_intents/search"})
 }
 
@@ -58,7 +73,7 @@ func StripeListResponder[T any](url string, items ...T) httpmock.Responder {
 	if items == nil {
 		items = []T{}
 	}
-	return stripeJSONResponder(http.StatusOK, mocks.StripeList[T]{Object: "list", Data: items, URL: url})
+	return stripeJSONResponder(http.StatusOK, stripewire.List[T]{Object: "list", Data: items, URL: url})
 }
 
 func stripeJSONResponder(status int, v any) httpmock.Responder {

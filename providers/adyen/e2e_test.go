@@ -44,7 +44,7 @@ func newE2E(t *testing.T, mods ...func(*mocks.AdyenOptions)) *e2e {
 	hooks.Hold()
 	wh := hooks.Delivery()
 	wh.Secret, wh.Username, wh.Password = testHMAC, whUser, whPass
-	opts := mocks.AdyenOptions{Clock: clock.Now, Seed: 7, Webhooks: wh}
+	opts := mocks.AdyenOptions{Options: mocks.Options{Clock: clock.Now, Seed: 7, Webhooks: wh}}
 	for _, mod := range mods {
 		mod(&opts)
 	}
@@ -249,7 +249,7 @@ func TestE2ETransientErrorIsResent(t *testing.T) {
 func TestE2EKeyInUse(t *testing.T) {
 	t.Parallel()
 	for _, status := range []int{http.StatusConflict, http.StatusUnprocessableEntity} {
-		fake := mocks.NewAdyen(mocks.AdyenOptions{KeyInUseStatus: status, SlowFor: 300 * time.Millisecond})
+		fake := mocks.NewAdyen(mocks.AdyenOptions{Options: mocks.Options{SlowFor: 300 * time.Millisecond}, KeyInUseStatus: status})
 		t.Cleanup(fake.Close)
 		p, err := adyen.New(adyen.Config{APIKey: fake.APIKey(), MerchantAccount: fake.MerchantAccount(), BaseURL: fake.URL()})
 		require.NoError(t, err)

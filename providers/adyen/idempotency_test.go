@@ -88,7 +88,7 @@ func TestE2ETwoMerchantAccounts(t *testing.T) {
 	t.Parallel()
 	const other = "PayonceOtherMerchant"
 	clock := mocks.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	fake := mocks.NewAdyen(mocks.AdyenOptions{Clock: clock.Now, Seed: 11, MerchantAccounts: []string{other}})
+	fake := mocks.NewAdyen(mocks.AdyenOptions{Options: mocks.Options{Clock: clock.Now, Seed: 11}, MerchantAccounts: []string{other}})
 	t.Cleanup(fake.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)

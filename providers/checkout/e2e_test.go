@@ -137,7 +137,7 @@ func TestE2ESameKeyOtherRequest(t *testing.T) {
 // and holding a slow request until it is released.
 func keyInUseEnv(status int) func(*testing.T, providertest.Options) *providertest.Env {
 	return func(t *testing.T, o providertest.Options) *providertest.Env {
-		fake := mocks.NewCheckout(mocks.CheckoutOptions{Clock: o.Clock.Now, SlowFor: 10 * time.Minute, KeyInUseStatus: status})
+		fake := mocks.NewCheckout(mocks.CheckoutOptions{Options: mocks.Options{Clock: o.Clock.Now, SlowFor: 10 * time.Minute}, KeyInUseStatus: status})
 		t.Cleanup(fake.Close)
 		psp, err := checkout.New(checkout.Config{SecretKey: fake.SecretKey(), BaseURL: fake.URL(), Now: o.Clock.Now})
 		require.NoError(t, err)

@@ -1,6 +1,7 @@
 package providertest
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -45,10 +46,13 @@ func StripeEnv(t *testing.T, o Options) *Env {
 	hooks := o.WebhookDelivery(false)
 	hooks.Secret = stripeWebhookSecret
 	fake := mocks.NewStripe(mocks.StripeOptions{
-		Clock: o.Clock.Now, KeyTTL: o.KeyTTL, SearchLag: o.FakeLag, Seed: o.Seed,
-		FaultRates: o.FaultRates, FaultGETs: o.FaultGETs,
-		HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.RetryAfter,
-		Webhooks: hooks,
+		Options: mocks.Options{
+			Clock: o.Clock.Now, KeyTTL: o.KeyTTL, Seed: o.Seed,
+			FaultRates: o.FaultRates, FaultGETs: o.FaultGETs,
+			HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.RetryAfter,
+			Webhooks: hooks,
+		},
+		SearchLag: o.FakeLag,
 	})
 	psp, err := stripe.New(stripe.Config{APIKey: fake.APIKey(), BaseURL: fake.URL(),
 		KeyTTL: o.KeyTTL, SearchLag: o.LookupLag, Now: o.Clock.Now, WebhookSecret: stripeWebhookSecret})
@@ -104,11 +108,13 @@ func stripeSignature(secret string, unix int64, body []byte) string {
 // YooKassaEnv is the environment of the YooKassa adapter.
 func YooKassaEnv(t *testing.T, o Options) *Env {
 	fake := mocks.NewYooKassa(mocks.YooKassaOptions{
-		Clock: o.Clock.Now, KeyTTL: o.KeyTTL, Seed: o.Seed,
-		FaultRates: o.FaultRates, FaultGETs: o.FaultGETs,
-		HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.RetryAfter,
-		// YooKassa signs nothing and sends no credentials.
-		Webhooks: o.WebhookDelivery(false),
+		Options: mocks.Options{
+			Clock: o.Clock.Now, KeyTTL: o.KeyTTL, Seed: o.Seed,
+			FaultRates: o.FaultRates, FaultGETs: o.FaultGETs,
+			HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.RetryAfter,
+			// YooKassa signs nothing and sends no credentials.
+			Webhooks: o.WebhookDelivery(false),
+		},
 	})
 	psp, err := yookassa.New(yookassa.Config{ShopID: fake.ShopID(), SecretKey: fake.SecretKey(), BaseURL: fake.URL(),
 		KeyTTL: o.KeyTTL, ListLag: o.LookupLag, Now: o.Clock.Now,
@@ -154,10 +160,12 @@ func CheckoutEnv(t *testing.T, o Options) *Env {
 	hooks := o.WebhookDelivery(false)
 	hooks.Secret, hooks.Authorization = checkoutWebhookSecret, checkoutWebhookAuthorization
 	fake := mocks.NewCheckout(mocks.CheckoutOptions{
-		Clock: o.Clock.Now, KeyTTL: o.KeyTTL, Seed: o.Seed,
-		FaultRates: o.FaultRates, FaultGETs: o.FaultGETs,
-		HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.RetryAfter,
-		Webhooks: hooks,
+		Options: mocks.Options{
+			Clock: o.Clock.Now, KeyTTL: o.KeyTTL, Seed: o.Seed,
+			FaultRates: o.FaultRates, FaultGETs: o.FaultGETs,
+			HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.RetryAfter,
+			Webhooks: hooks,
+		},
 	})
 	psp, err := checkout.New(checkout.Config{SecretKey: fake.SecretKey(), BaseURL: fake.URL(),
 		KeyTTL: o.KeyTTL, SettleLag: o.LookupLag, Now: o.Clock.Now,
@@ -217,10 +225,12 @@ func AdyenEnv(t *testing.T, o Options) *Env {
 	hooks := o.WebhookDelivery(true)
 	hooks.Secret, hooks.Username, hooks.Password = adyenHMACKey, adyenWebhookUser, adyenWebhookPass
 	fake := mocks.NewAdyen(mocks.AdyenOptions{
-		Clock: o.Clock.Now, KeyTTL: o.KeyTTL, Seed: o.Seed,
-		FaultRates: o.FaultRates, FaultGETs: o.FaultGETs,
-		HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.RetryAfter,
-		Webhooks: hooks,
+		Options: mocks.Options{
+			Clock: o.Clock.Now, KeyTTL: o.KeyTTL, Seed: o.Seed,
+			FaultRates: o.FaultRates, FaultGETs: o.FaultGETs,
+			HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.RetryAfter,
+			Webhooks: hooks,
+		},
 	})
 	psp, err := adyen.New(adyen.Config{APIKey: fake.APIKey(), MerchantAccount: fake.MerchantAccount(), BaseURL: fake.URL(),
 		KeyTTL: o.KeyTTL, WebhookLag: o.LookupLag, Now: o.Clock.Now,
@@ -268,15 +278,20 @@ func AdyenEnv(t *testing.T, o Options) *Env {
 					d.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(adyenWebhookUser+":wrong")))
 				}},
 				{Name: "amount changed after signing", Status: http.StatusBadRequest, Forge: func(d *Delivery) {
-					adyenItems(t, d, func(it *mocks.AdyenNotificationItem) { it.Amount.Value++ })
+					adyenItems(t, d, func(it adyenItem) {
+						amount := it["amount"].(map[string]any)
+						v, err := amount["value"].(json.Number).Int64()
+						require.NoError(t, err)
+						amount["value"] = v + 1
+					})
 				}},
 				{Name: "signed with another HMAC key", Status: http.StatusBadRequest, Forge: func(d *Delivery) {
-					adyenItems(t, d, func(it *mocks.AdyenNotificationItem) {
-						it.AdditionalData = map[string]string{"hmacSignature": adyenSignature(adyenAnotherHMACKey, *it)}
+					adyenItems(t, d, func(it adyenItem) {
+						it["additionalData"] = map[string]string{"hmacSignature": adyenSignature(adyenAnotherHMACKey, it)}
 					})
 				}},
 				{Name: "no hmacSignature", Status: http.StatusBadRequest, Forge: func(d *Delivery) {
-					adyenItems(t, d, func(it *mocks.AdyenNotificationItem) { it.AdditionalData = nil })
+					adyenItems(t, d, func(it adyenItem) { it["additionalData"] = nil })
 				}},
 			},
 			// A capture can be rejected by the card scheme after Adyen
@@ -291,27 +306,49 @@ func AdyenEnv(t *testing.T, o Options) *Env {
 		})
 }
 
-// adyenItems rewrites every notification item of d's body with change.
-func adyenItems(t *testing.T, d *Delivery, change func(*mocks.AdyenNotificationItem)) {
-	var n mocks.AdyenNotification
-	require.NoError(t, json.Unmarshal(d.Body, &n))
-	items := n.Items()
-	for i := range items {
-		change(&items[i])
+// adyenItem is one NotificationRequestItem of an Adyen notification as
+// decoded JSON (numbers as json.Number), so that a forgery changes the one
+// member it means to and keeps every other as the fake rendered it.
+type adyenItem map[string]any
+
+// adyenItems rewrites every notification item of d's body,
+// {"live": ..., "notificationItems": [{"NotificationRequestItem": {...}}]},
+// with change.
+func adyenItems(t *testing.T, d *Delivery, change func(adyenItem)) {
+	var n map[string]any
+	dec := json.NewDecoder(bytes.NewReader(d.Body))
+	dec.UseNumber()
+	require.NoError(t, dec.Decode(&n))
+	containers, ok := n["notificationItems"].([]any)
+	require.True(t, ok, "an Adyen notification has notificationItems")
+	for _, c := range containers {
+		it, ok := c.(map[string]any)["NotificationRequestItem"].(map[string]any)
+		require.True(t, ok, "each notificationItems entry wraps a NotificationRequestItem")
+		change(it)
 	}
-	body, err := json.Marshal(mocks.NewAdyenNotification(items...))
+	body, err := json.Marshal(n)
 	require.NoError(t, err)
 	d.Body = body
 }
 
 // adyenSignature is an item's hmacSignature under the hex key.
-func adyenSignature(hexKey string, it mocks.AdyenNotificationItem) string {
+func adyenSignature(hexKey string, it adyenItem) string {
 	key, err := hex.DecodeString(hexKey)
 	if err != nil {
 		panic(err)
 	}
-	data := strings.Join([]string{it.PspReference, it.OriginalReference, it.MerchantAccountCode, it.MerchantReference,
-		strconv.FormatInt(it.Amount.Value, 10), it.Amount.Currency, it.EventCode, it.Success}, ":")
+	str := func(m map[string]any, k string) string {
+		switch v := m[k].(type) {
+		case string:
+			return v
+		case json.Number:
+			return v.String()
+		}
+		return ""
+	}
+	amount, _ := it["amount"].(map[string]any)
+	data := strings.Join([]string{str(it, "pspReference"), str(it, "originalReference"), str(it, "merchantAccountCode"),
+		str(it, "merchantReference"), str(amount, "value"), str(amount, "currency"), str(it, "eventCode"), str(it, "success")}, ":")
 	raw, _ := hex.DecodeString(hmacHex(string(key), []byte(data)))
 	return base64.StdEncoding.EncodeToString(raw)
 }

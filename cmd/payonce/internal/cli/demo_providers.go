@@ -290,8 +290,11 @@ func stripeDemo() demoProvider {
 // STRIPE_API_KEY.
 func stripeFake(o fakeOptions) (fakeHandler, map[string]string, error) {
 	return buildFake(mocks.StripeOptions{
-		Seed: o.Seed, KeyTTL: o.KeyTTL, SearchLag: o.SearchLag, FaultRates: o.FaultRates,
-		HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.Retry, Webhooks: o.Webhooks,
+		Options: mocks.Options{
+			Seed: o.Seed, KeyTTL: o.KeyTTL, FaultRates: o.FaultRates,
+			HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.Retry, Webhooks: o.Webhooks,
+		},
+		SearchLag: o.SearchLag,
 	}, mocks.NewStripeHandler, func(h *mocks.StripeHandler) map[string]string {
 		return map[string]string{"STRIPE_API_KEY": h.APIKey()}
 	})
@@ -334,8 +337,10 @@ func yookassaDemo() demoProvider {
 // YOOKASSA_SHOP_ID and YOOKASSA_SECRET_KEY (HTTP Basic).
 func yookassaFake(o fakeOptions) (fakeHandler, map[string]string, error) {
 	return buildFake(mocks.YooKassaOptions{
-		Seed: o.Seed, KeyTTL: o.KeyTTL, FaultRates: o.FaultRates,
-		HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.Retry, Webhooks: o.Webhooks,
+		Options: mocks.Options{
+			Seed: o.Seed, KeyTTL: o.KeyTTL, FaultRates: o.FaultRates,
+			HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.Retry, Webhooks: o.Webhooks,
+		},
 	}, mocks.NewYooKassaHandler, func(h *mocks.YooKassaHandler) map[string]string {
 		return map[string]string{"YOOKASSA_SHOP_ID": h.ShopID(), "YOOKASSA_SECRET_KEY": h.SecretKey()}
 	})
@@ -380,8 +385,10 @@ func checkoutDemo() demoProvider {
 // CHECKOUT_SECRET_KEY.
 func checkoutFake(o fakeOptions) (fakeHandler, map[string]string, error) {
 	return buildFake(mocks.CheckoutOptions{
-		Seed: o.Seed, KeyTTL: o.KeyTTL, FaultRates: o.FaultRates,
-		HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.Retry, Webhooks: o.Webhooks,
+		Options: mocks.Options{
+			Seed: o.Seed, KeyTTL: o.KeyTTL, FaultRates: o.FaultRates,
+			HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.Retry, Webhooks: o.Webhooks,
+		},
 	}, mocks.NewCheckoutHandler, func(h *mocks.CheckoutHandler) map[string]string {
 		return map[string]string{"CHECKOUT_SECRET_KEY": h.SecretKey()}
 	})
@@ -391,8 +398,10 @@ func checkoutFake(o fakeOptions) (fakeHandler, map[string]string, error) {
 // ADYEN_API_KEY and names ADYEN_MERCHANT_ACCOUNT.
 func adyenFake(o fakeOptions) (fakeHandler, map[string]string, error) {
 	return buildFake(mocks.AdyenOptions{
-		Seed: o.Seed, KeyTTL: o.KeyTTL, FaultRates: o.FaultRates,
-		HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.Retry, Webhooks: o.Webhooks,
+		Options: mocks.Options{
+			Seed: o.Seed, KeyTTL: o.KeyTTL, FaultRates: o.FaultRates,
+			HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.Retry, Webhooks: o.Webhooks,
+		},
 	}, mocks.NewAdyenHandler, func(h *mocks.AdyenHandler) map[string]string {
 		return map[string]string{"ADYEN_API_KEY": h.APIKey(), "ADYEN_MERCHANT_ACCOUNT": h.MerchantAccount()}
 	})

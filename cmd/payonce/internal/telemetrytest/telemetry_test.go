@@ -254,7 +254,7 @@ func TestTelemetryDeclineIsNoSpanError(t *testing.T) {
 func TestTelemetryTimeoutThenLookupSettles(t *testing.T) {
 	t.Parallel()
 	k := newOtelKit(t)
-	b := setup(t, setupOpts{fake: mocks.StripeOptions{HangFor: 10 * time.Second}, config: func(c *payonce.Config) {
+	b := setup(t, setupOpts{fake: mocks.StripeOptions{Options: mocks.Options{HangFor: 10 * time.Second}}, config: func(c *payonce.Config) {
 		k.config(c)
 		c.AttemptTimeout = 300 * time.Millisecond
 	}})

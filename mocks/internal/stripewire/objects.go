@@ -1,4 +1,10 @@
-package mocks
+// Package stripewire holds Stripe's API v1 objects as the fake Stripe of
+// package mocks renders them: PaymentIntents, Refunds, Charges, error
+// bodies and the list and search envelopes, with Stripe's nulls and
+// defaults. It is written once here so that the fake (package mocks) and
+// the httpmock responders (package mocks/mockhttp) answer in the same
+// shape; users name these types through mockhttp.
+package stripewire
 
 import (
 	"encoding/json"
@@ -7,12 +13,11 @@ import (
 	"strings"
 )
 
-// StripePaymentIntent is a PaymentIntent as Stripe's API v1 renders it (the
+// PaymentIntent is a PaymentIntent as Stripe's API v1 renders it (the
 // fields payonce reads). Empty nullable fields are rendered as JSON null, as
-// Stripe does. It is exported so tests can decode the fake's answers and
-// build httpmock fixtures. Field names follow Stripe's JSON names; see
+// Stripe does. Field names follow Stripe's JSON names; see
 // https://docs.stripe.com/api/payment_intents/object.
-type StripePaymentIntent struct {
+type PaymentIntent struct {
 	ID                 string            `json:"id"`
 	Object             string            `json:"object"`
 	Amount             int64             `json:"amount"`
@@ -27,7 +32,7 @@ type StripePaymentIntent struct {
 	Currency           string            `json:"currency"`
 	Customer           string            `json:"customer"`
 	Description        string            `json:"description"`
-	LastPaymentError   *StripeError      `json:"last_payment_error"`
+	LastPaymentError   *Error            `json:"last_payment_error"`
 	LatestCharge       string            `json:"latest_charge"`
 	Livemode           bool              `json:"livemode"`
 	Metadata           map[string]string `json:"metadata"`
@@ -39,7 +44,7 @@ type StripePaymentIntent struct {
 
 // MarshalJSON renders the PaymentIntent with Stripe's nulls and defaults
 // ("object": "payment_intent", "metadata": {}).
-func (p StripePaymentIntent) MarshalJSON() ([]byte, error) {
+func (p PaymentIntent) MarshalJSON() ([]byte, error) {
 	p.Object = orDefault(p.Object, "payment_intent")
 	p.CaptureMethod = orDefault(p.CaptureMethod, "automatic")
 	p.ConfirmationMethod = orDefault(p.ConfirmationMethod, "automatic")
@@ -49,13 +54,13 @@ func (p StripePaymentIntent) MarshalJSON() ([]byte, error) {
 	if p.PaymentMethodTypes == nil {
 		p.PaymentMethodTypes = []string{"card"}
 	}
-	return marshalWithNulls(p, "canceled_at", "cancellation_reason", "client_secret", "customer",
+	return MarshalWithNulls(p, "canceled_at", "cancellation_reason", "client_secret", "customer",
 		"description", "latest_charge", "payment_method")
 }
 
-// StripeRefund is a Refund as Stripe's API v1 renders it; field names follow
+// Refund is a Refund as Stripe's API v1 renders it; field names follow
 // Stripe's JSON names (https://docs.stripe.com/api/refunds/object).
-type StripeRefund struct {
+type Refund struct {
 	ID                 string `json:"id"`
 	Object             string `json:"object"`
 	Amount             int64  `json:"amount"`
@@ -76,23 +81,23 @@ type StripeRefund struct {
 }
 
 // MarshalJSON renders the Refund with Stripe's nulls and defaults.
-func (r StripeRefund) MarshalJSON() ([]byte, error) {
+func (r Refund) MarshalJSON() ([]byte, error) {
 	r.Object = orDefault(r.Object, "refund")
 	if r.Metadata == nil {
 		r.Metadata = map[string]string{}
 	}
-	return marshalWithNulls(r, "balance_transaction", "charge", "failure_balance_transaction", "failure_reason",
+	return MarshalWithNulls(r, "balance_transaction", "charge", "failure_balance_transaction", "failure_reason",
 		"payment_intent", "reason")
 }
 
-// StripeCharge is a Charge as Stripe's API v1 renders it (the fields
+// Charge is a Charge as Stripe's API v1 renders it (the fields
 // payonce reads); field names follow Stripe's JSON names
 // (https://docs.stripe.com/api/charges/object). Every confirmation of a
 // PaymentIntent creates one: paid is "true if the charge succeeded, or was
 // successfully authorized for later capture", captured tells an
 // authorization from a capture, and a PaymentIntent's latest_charge names
 // the latest one.
-type StripeCharge struct {
+type Charge struct {
 	ID             string `json:"id"`
 	Object         string `json:"object"`
 	Amount         int64  `json:"amount"`
@@ -117,47 +122,47 @@ type StripeCharge struct {
 
 // MarshalJSON renders the Charge with Stripe's nulls and defaults
 // ("object": "charge", "metadata": {}).
-func (ch StripeCharge) MarshalJSON() ([]byte, error) {
+func (ch Charge) MarshalJSON() ([]byte, error) {
 	ch.Object = orDefault(ch.Object, "charge")
 	if ch.Metadata == nil {
 		ch.Metadata = map[string]string{}
 	}
-	return marshalWithNulls(ch, "failure_code", "failure_message", "payment_intent", "payment_method")
+	return MarshalWithNulls(ch, "failure_code", "failure_message", "payment_intent", "payment_method")
 }
 
-// StripeError is the object under "error" in Stripe's error answers, and
+// Error is the object under "error" in Stripe's error answers, and
 // the shape of a PaymentIntent's last_payment_error. Type is one of
 // api_error, card_error, idempotency_error or invalid_request_error.
-type StripeError struct {
-	Type          string               `json:"type"`
-	Code          string               `json:"code,omitempty"`
-	DeclineCode   string               `json:"decline_code,omitempty"`
-	Message       string               `json:"message,omitempty"`
-	Param         string               `json:"param,omitempty"`
-	Charge        string               `json:"charge,omitempty"`
-	DocURL        string               `json:"doc_url,omitempty"`
-	RequestLogURL string               `json:"request_log_url,omitempty"`
-	PaymentIntent *StripePaymentIntent `json:"payment_intent,omitempty"`
+type Error struct {
+	Type          string         `json:"type"`
+	Code          string         `json:"code,omitempty"`
+	DeclineCode   string         `json:"decline_code,omitempty"`
+	Message       string         `json:"message,omitempty"`
+	Param         string         `json:"param,omitempty"`
+	Charge        string         `json:"charge,omitempty"`
+	DocURL        string         `json:"doc_url,omitempty"`
+	RequestLogURL string         `json:"request_log_url,omitempty"`
+	PaymentIntent *PaymentIntent `json:"payment_intent,omitempty"`
 }
 
-// StripeErrorBody is the whole body of a Stripe error answer:
+// ErrorBody is the whole body of a Stripe error answer:
 // {"error": {...}}.
-type StripeErrorBody struct {
-	Error StripeError `json:"error"`
+type ErrorBody struct {
+	Error Error `json:"error"`
 }
 
-// StripeList is Stripe's list envelope ({"object": "list", "data": [...],
+// List is Stripe's list envelope ({"object": "list", "data": [...],
 // "has_more": ..., "url": ...}).
-type StripeList[T any] struct {
+type List[T any] struct {
 	Object  string `json:"object"`
 	Data    []T    `json:"data"`
 	HasMore bool   `json:"has_more"`
 	URL     string `json:"url"`
 }
 
-// StripeSearchResult is Stripe's search envelope
+// SearchResult is Stripe's search envelope
 // ({"object": "search_result", ...}); NextPage is "" on the last page.
-type StripeSearchResult[T any] struct {
+type SearchResult[T any] struct {
 	Object   string `json:"object"`
 	Data     []T    `json:"data"`
 	HasMore  bool   `json:"has_more"`
@@ -166,21 +171,21 @@ type StripeSearchResult[T any] struct {
 }
 
 // MarshalJSON renders next_page as null on the last page.
-func (s StripeSearchResult[T]) MarshalJSON() ([]byte, error) {
+func (s SearchResult[T]) MarshalJSON() ([]byte, error) {
 	s.Object = orDefault(s.Object, "search_result")
 	if s.Data == nil {
 		s.Data = []T{}
 	}
-	return marshalWithNulls(s, "next_page")
+	return MarshalWithNulls(s, "next_page")
 }
 
-// marshalWithNulls renders v, a struct whose fields all carry a json name
+// MarshalWithNulls renders v, a struct whose fields all carry a json name
 // tag, as encoding/json does, fields in order, except that the fields
 // named in nulls render as null while they hold their zero value: Stripe
 // says null for an unset nullable field, where Go's zero value would say ""
 // or 0. It is what a MarshalJSON method calls instead of a mirror struct of
 // pointers, so that each object's shape is written once.
-func marshalWithNulls(v any, nulls ...string) ([]byte, error) {
+func MarshalWithNulls(v any, nulls ...string) ([]byte, error) {
 	rv := reflect.ValueOf(v)
 	b := []byte{'{'}
 	for i := range rv.NumField() {
