@@ -79,7 +79,7 @@ func newReviewEnv() *reviewEnv {
 	if err != nil {
 		panic(err)
 	}
-	fake := mocks.NewStripe(mocks.StripeOptions{Webhooks: mocks.WebhookDelivery{URL: srv.URL + "/webhooks/stripe", Secret: secret}})
+	fake := mocks.NewStripe(mocks.StripeOptions{Options: mocks.Options{Webhooks: mocks.WebhookDelivery{URL: srv.URL + "/webhooks/stripe", Secret: secret}}})
 	psp, err := stripe.New(stripe.Config{APIKey: fake.APIKey(), BaseURL: fake.URL(), WebhookSecret: secret})
 	if err != nil {
 		panic(err)

@@ -83,7 +83,7 @@ func newWebhookEnv(url string) *webhookEnv {
 	if err != nil {
 		panic(err)
 	}
-	fake := mocks.NewStripe(mocks.StripeOptions{Webhooks: mocks.WebhookDelivery{URL: url, Secret: secret}})
+	fake := mocks.NewStripe(mocks.StripeOptions{Options: mocks.Options{Webhooks: mocks.WebhookDelivery{URL: url, Secret: secret}}})
 	psp, err := stripe.New(stripe.Config{APIKey: fake.APIKey(), BaseURL: fake.URL(), WebhookSecret: secret})
 	if err != nil {
 		panic(err)
