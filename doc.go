@@ -98,7 +98,7 @@
 //	payonce.attempts                   counter           provider, kind, outcome (success, refused, not_sent, maybe_sent, key_in_use, key_mismatch)
 //	payonce.lookups                    counter           provider, kind, lookup.answer, decision (the decision table's action)
 //	payonce.transitions                counter           provider, kind, from, to
-//	payonce.reviews                    counter           provider, kind, reason (ReviewReasonCode)
+//	payonce.reviews                    counter           provider, kind, reason (the review code, ledger.ReviewCode)
 //	payonce.resend.key_window_remaining histogram s      provider, kind: key window left, less the safety margin, at each resend
 //	payonce.breaker.state_changes      counter           provider, breaker.state (the state entered)
 //	payonce.webhooks                   counter           provider, result (semconv.WebhookResult*), webhook.disposition
@@ -106,7 +106,7 @@
 //	payonce.reconcile.operations       counter           provider, what (claimed, settled, skipped, failed)
 //	payonce.operations.open            gauge             provider, kind, status
 //	payonce.operations.oldest_age      gauge s           provider, kind, status
-//	payonce.operations.in_review       gauge             provider, kind, reason
+//	payonce.operations.in_review       gauge             provider, kind, reason (the review code)
 //
 // Attribute keys (package semconv) carry the payonce. prefix; failures
 // carry error.type. Per-operation metrics come from the Client that acts
