@@ -23,6 +23,7 @@ type hookLog struct {
 	mu      sync.Mutex
 	settled []payonce.Result
 	reviews []string
+	codes   []ledger.ReviewCode
 	seen    []ledger.Operation // the ledger's record when the hook ran
 	passes  []payonce.ReconcileReport
 	store   ledger.Store // read by the hooks; set before any call
@@ -42,10 +43,11 @@ func (h *hookLog) hooks(t *testing.T) payonce.Hooks {
 			h.settled = append(h.settled, res)
 			look(ctx, res.OperationID)
 		},
-		OnReview: func(ctx context.Context, res payonce.Result, reason string) {
+		OnReview: func(ctx context.Context, res payonce.Result) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			h.reviews = append(h.reviews, reason)
+			h.reviews = append(h.reviews, res.ReviewReason)
+			h.codes = append(h.codes, res.ReviewCode)
 			look(ctx, res.OperationID)
 		},
 	}
@@ -122,6 +124,7 @@ func TestReconcilerHooks(t *testing.T) {
 	require.Equal(t, 1, rep.Transitions["unknown->manual_review"])
 	for _, h := range []*hookLog{ch, rh} {
 		require.Equal(t, []string{payonce.ReasonWindowPassed}, h.reviews)
+		require.Equal(t, []ledger.ReviewCode{ledger.ReviewCodeWindowPassed}, h.codes)
 		require.Equal(t, ledger.StatusManualReview, h.seen[0].Status)
 		require.Empty(t, h.seen[0].LeaseOwner)
 	}

@@ -41,8 +41,9 @@ const (
 	actReview action = "review"
 )
 
-// Review reasons recorded with ActReview. They are stable strings that
-// operators filter on.
+// Review reasons: the text a person reads beside the review code that
+// Operation.ReviewCode and Result.ReviewCode carry. A program compares the
+// code (ledger.ReviewCodeWindowPassed, ...); the text may grow a detail.
 const (
 	ReasonWindowPassed = "key window passed with the outcome unknown"
 	ReasonDuplicated   = ledger.ReasonDuplicated

@@ -610,9 +610,10 @@ func (c *statsCache) read(ctx context.Context) (ledger.Stats, time.Time, error) 
 type Hooks struct {
 	// OnSettled is called when an operation reaches succeeded or failed.
 	OnSettled func(ctx context.Context, res Result)
-	// OnReview is called when an operation enters manual_review, with the
-	// reason recorded (the ledger's Operation.ReviewCode holds its code).
-	OnReview func(ctx context.Context, res Result, reason string)
+	// OnReview is called when an operation enters manual_review; the
+	// result's ReviewCode says why (compare it), ReviewReason says it for a
+	// person.
+	OnReview func(ctx context.Context, res Result)
 	// OnPass is called by a Reconciler after every pass (RunOnce, and each
 	// pass of Run) with its report, also when claiming failed (the report
 	// so far). It gets its own copy of the report. A Client never calls it:
@@ -661,7 +662,7 @@ func (h Hooks) fireSettled(ctx context.Context, log *slog.Logger, op ledger.Oper
 }
 
 func (h Hooks) fireReview(ctx context.Context, log *slog.Logger, op ledger.Operation) {
-	runHook(ctx, log, h.Timeout, "OnReview", op.ID, func(ctx context.Context) { h.OnReview(ctx, resultOf(op), op.ReviewReason) })
+	runHook(ctx, log, h.Timeout, "OnReview", op.ID, func(ctx context.Context) { h.OnReview(ctx, resultOf(op)) })
 }
 
 // runHook runs fn for at most timeout, recovering a panic. fn's context

@@ -98,7 +98,7 @@ const (
 	AttrTo = attribute.Key("payonce.to")
 	// AttrStatus is an operation's status (ledger.Status).
 	AttrStatus = attribute.Key("payonce.status")
-	// AttrReason is a review's reason code (payonce.ReviewReasonCode).
+	// AttrReason is a review's code (ledger.ReviewCode), never its text.
 	AttrReason = attribute.Key("payonce.reason")
 	// AttrState is the circuit breaker state entered.
 	AttrState = attribute.Key("payonce.breaker.state")

@@ -25,7 +25,7 @@ import (
 // an operation a webhook settled is never looked up again. Lookup only ever
 // sees operations no webhook has settled yet.
 //
-// How it fits the decision table (decide.go): a "not found" is believed
+// How it fits the decision after a "maybe sent" outcome: a "not found" is believed
 // only once Lag has passed since the last attempt, which leaves the
 // webhook WebhookLag to arrive. After that, inside the key window (31
 // days), the client resends with the SAME key, and Adyen answers a key it
