@@ -35,7 +35,7 @@
 // for any other (an older build, an operator's or a caller's SQL). When
 // the row moved on, or the rules refuse the copy, nothing is written and
 // Finish takes the long way, so only a row read inside the write
-// transaction ever turns into an error for the caller (revision.go).
+// transaction ever turns into an error for the caller.
 //
 // Statements: the pool Open creates keeps every statement the Store runs
 // prepared on each connection (finalized when the connection closes), so a

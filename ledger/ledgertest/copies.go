@@ -11,7 +11,7 @@ import (
 
 // Write is one write on operation id, a step of the flows with which a
 // store's tests check its writes on the copy of its last write (each
-// store's revision.go) against the long way.
+// store's one-statement fast path) against the long way.
 type Write func(t *testing.T, s ledger.Store, id string)
 
 // BeginWithAttempt creates operation id (NewOp) at at with its first

@@ -140,7 +140,7 @@ func (p *Provider) answers() adapterkit.Answer[apiError] {
 
 // Classify reads Adyen's answer to one attempt:
 //
-//	2xx charge                      by resultCode (states.go): Authorised → success;
+//	2xx charge                      by resultCode: Authorised → success;
 //	                                Refused, Cancelled, Error → refused (DeclineCode =
 //	                                refusalReasonCode); Pending, Received →
 //	                                success+Processing; RedirectShopper,

@@ -105,14 +105,14 @@ type modificationBody struct {
 //
 // Every request carries IdempotencyKey(Config.MerchantAccount, r.Key) in
 // the Idempotency-Key header (Adyen keeps keys per company account, so the
-// key is scoped to the merchant account: idempotency.go) and the API key in
+// key is scoped to the merchant account: IdempotencyKey) and the API key in
 // X-API-Key; every payment carries Config.ReturnURL as returnUrl. The body
 // is the same bytes on every attempt. An error (nothing to send) is a
 // *payonce.ValidationError naming the field.
 //
 // The reference stays the operation id, the same on every merchant
 // account: webhooks name the operation by it (merchantReference), and an
-// item is read only with its merchantAccountCode, which webhook.go checks
+// item is read only with its merchantAccountCode, which the webhook parser checks
 // against Config.MerchantAccount, so the pair (merchant account,
 // reference) is what names an operation at Adyen. Adyen neither
 // deduplicates nor replays anything by reference (it only "strongly

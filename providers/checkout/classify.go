@@ -104,7 +104,7 @@ func (p *Provider) answers() adapterkit.Answer[apiError] {
 
 // Classify reads Checkout.com's answer to one attempt:
 //
-//	2xx charge, payment readable    by status and approved (states.go, shared with
+//	2xx charge, payment readable    by status and approved (the rules shared with
 //	                                Lookup): approved → success; Pending, Retry
 //	                                Scheduled → success+Processing; Declined, or
 //	                                Canceled/Expired unapproved → refused

@@ -88,7 +88,7 @@ type webhookData struct {
 // The event's id (evt_...) is its identity. data.id is the payment
 // (pay_...); for an action's event (capture, void, refund) data.action_id
 // is the action (act_...), which is what the adapter records as the
-// operation's ProviderRef (classify.go), so a target matches by it, and
+// operation's ProviderRef (Classify records it), so a target matches by it, and
 // by the payment (PaymentRef) when the answer was lost. What each type
 // says, by the same rules as a lookup (chargeState, actionState in
 // states.go):
@@ -116,7 +116,7 @@ type webhookData struct {
 // capture's or refund's.
 //
 // Each target also carries what the lookup checks the object against
-// (adapterkit.Belongs in states.go), as far as the event carries it:
+// (adapterkit.Belongs), as far as the event carries it:
 //
 //	charge (payment events)   Key: payonce_key when payonce_kind is charge;
 //	                          Amount, Currency: data.amount, data.currency

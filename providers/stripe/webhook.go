@@ -96,8 +96,8 @@ type dispute struct {
 //
 //   - payment_intent.succeeded, .payment_failed, .canceled, .processing,
 //     .amount_capturable_updated: the PaymentIntent, read by the same
-//     rules as a lookup (chargeVerdict, captureVerdict, cancelVerdict in
-//     states.go): a charge target (payonce_op when payonce_kind is
+//     rules as a lookup (chargeVerdict, captureVerdict, cancelVerdict):
+//     a charge target (payonce_op when payonce_kind is
 //     charge; ProviderRef the pi_ id), and capture and cancel targets
 //     (PaymentRef the pi_ id) when the PaymentIntent's state decides them.
 //   - refund.created, .updated, .failed, charge.refund.updated, and

@@ -82,7 +82,7 @@ type notification struct {
 // changed ("В уведомлении будут все данные об объекте на момент, когда его
 // статус изменился", https://yookassa.ru/developers/using-api/webhooks), so
 // each target also carries what the lookup checks the object against
-// (adapterkit.Belongs in states.go), unverified like the rest:
+// (adapterkit.Belongs), unverified like the rest:
 //
 //	charge            Key: payonce_key when payonce_kind is charge; Amount,
 //	                  Currency: the payment's
