@@ -53,6 +53,51 @@ UPDATE {{schema}}.payonce_feed SET review_code = CASE
     END
 WHERE review_reason IS NOT NULL;
 
+-- Builds of version 9 keep writing during a rolling deploy: they set the
+-- reason and leave review_code alone. A row they send to review would read
+-- back without a code, and one this build sent to review (processing,
+-- window_passed: re-checked in the background) would keep its old code
+-- when their re-check rewrites the reason (a second object: duplicated).
+-- Programs compare the code (the resend refusal of a duplicated operation),
+-- so before every write the code follows the reason when the writer did
+-- not set it: a reason without a code, or a reason changed while the code
+-- was not, gets the code its text names by the mapping above. A reason of
+-- the writer's own words (other) never replaces a code already stored: an
+-- operator's note does not weaken it. Runs before the feed's trigger, which
+-- so copies the code too.
+CREATE FUNCTION {{schema}}.payonce_review_code_follow() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    code text;
+BEGIN
+    code := CASE
+        WHEN NEW.review_reason = 'key window passed with the outcome unknown' THEN 'window_passed'
+        WHEN substr(NEW.review_reason, 1, 54) = 'provider holds more than one object for this operation' THEN 'duplicated'
+        WHEN NEW.review_reason = 'provider still processing after the configured age' THEN 'processing'
+        WHEN NEW.review_reason = 'provider holds this key with other parameters' THEN 'key_mismatch'
+        WHEN substr(NEW.review_reason, 1, 38) = 'provider answer contradicts the ledger' THEN 'contradicted'
+        WHEN substr(NEW.review_reason, 1, 43) = 'provider reported a change after settlement' THEN 'webhook_contradiction'
+        WHEN substr(NEW.review_reason, 1, 25) = 'stored request unreadable' THEN 'request_unreadable'
+        ELSE 'other'
+    END;
+    IF NEW.review_code IS NULL OR code <> 'other' THEN
+        NEW.review_code := code;
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER payonce_review_code_created
+BEFORE INSERT ON {{schema}}.payonce_operations
+FOR EACH ROW WHEN (NEW.review_reason IS NOT NULL AND NEW.review_code IS NULL)
+EXECUTE FUNCTION {{schema}}.payonce_review_code_follow();
+
+CREATE TRIGGER payonce_review_code_changed
+BEFORE UPDATE ON {{schema}}.payonce_operations
+FOR EACH ROW WHEN (NEW.review_reason IS NOT NULL AND (NEW.review_code IS NULL
+    OR (NEW.review_reason IS DISTINCT FROM OLD.review_reason AND NEW.review_code IS NOT DISTINCT FROM OLD.review_code)))
+EXECUTE FUNCTION {{schema}}.payonce_review_code_follow();
+
 -- The feed's trigger function of version 8, writing the code beside the
 -- reason.
 CREATE OR REPLACE FUNCTION {{schema}}.payonce_feed_record() RETURNS trigger
