@@ -29,28 +29,25 @@
 ALTER TABLE {{schema}}.payonce_operations ADD COLUMN review_code text;
 ALTER TABLE {{schema}}.payonce_feed ADD COLUMN review_code text;
 
-UPDATE {{schema}}.payonce_operations SET review_code = CASE
-        WHEN review_reason = 'key window passed with the outcome unknown' THEN 'window_passed'
-        WHEN substr(review_reason, 1, 54) = 'provider holds more than one object for this operation' THEN 'duplicated'
-        WHEN review_reason = 'provider still processing after the configured age' THEN 'processing'
-        WHEN review_reason = 'provider holds this key with other parameters' THEN 'key_mismatch'
-        WHEN substr(review_reason, 1, 38) = 'provider answer contradicts the ledger' THEN 'contradicted'
-        WHEN substr(review_reason, 1, 43) = 'provider reported a change after settlement' THEN 'webhook_contradiction'
-        WHEN substr(review_reason, 1, 25) = 'stored request unreadable' THEN 'request_unreadable'
+-- The mapping, once: the backfill below and the trigger after it use it.
+CREATE FUNCTION {{schema}}.payonce_review_code_of(reason text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE
+        WHEN reason = 'key window passed with the outcome unknown' THEN 'window_passed'
+        WHEN substr(reason, 1, 54) = 'provider holds more than one object for this operation' THEN 'duplicated'
+        WHEN reason = 'provider still processing after the configured age' THEN 'processing'
+        WHEN reason = 'provider holds this key with other parameters' THEN 'key_mismatch'
+        WHEN substr(reason, 1, 38) = 'provider answer contradicts the ledger' THEN 'contradicted'
+        WHEN substr(reason, 1, 43) = 'provider reported a change after settlement' THEN 'webhook_contradiction'
+        WHEN substr(reason, 1, 25) = 'stored request unreadable' THEN 'request_unreadable'
         ELSE 'other'
     END
+$$;
+
+UPDATE {{schema}}.payonce_operations SET review_code = {{schema}}.payonce_review_code_of(review_reason)
 WHERE review_reason IS NOT NULL;
 
-UPDATE {{schema}}.payonce_feed SET review_code = CASE
-        WHEN review_reason = 'key window passed with the outcome unknown' THEN 'window_passed'
-        WHEN substr(review_reason, 1, 54) = 'provider holds more than one object for this operation' THEN 'duplicated'
-        WHEN review_reason = 'provider still processing after the configured age' THEN 'processing'
-        WHEN review_reason = 'provider holds this key with other parameters' THEN 'key_mismatch'
-        WHEN substr(review_reason, 1, 38) = 'provider answer contradicts the ledger' THEN 'contradicted'
-        WHEN substr(review_reason, 1, 43) = 'provider reported a change after settlement' THEN 'webhook_contradiction'
-        WHEN substr(review_reason, 1, 25) = 'stored request unreadable' THEN 'request_unreadable'
-        ELSE 'other'
-    END
+UPDATE {{schema}}.payonce_feed SET review_code = {{schema}}.payonce_review_code_of(review_reason)
 WHERE review_reason IS NOT NULL;
 
 -- Builds of version 9 keep writing during a rolling deploy: they set the
@@ -68,18 +65,8 @@ WHERE review_reason IS NOT NULL;
 CREATE FUNCTION {{schema}}.payonce_review_code_follow() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
-    code text;
+    code text := {{schema}}.payonce_review_code_of(NEW.review_reason);
 BEGIN
-    code := CASE
-        WHEN NEW.review_reason = 'key window passed with the outcome unknown' THEN 'window_passed'
-        WHEN substr(NEW.review_reason, 1, 54) = 'provider holds more than one object for this operation' THEN 'duplicated'
-        WHEN NEW.review_reason = 'provider still processing after the configured age' THEN 'processing'
-        WHEN NEW.review_reason = 'provider holds this key with other parameters' THEN 'key_mismatch'
-        WHEN substr(NEW.review_reason, 1, 38) = 'provider answer contradicts the ledger' THEN 'contradicted'
-        WHEN substr(NEW.review_reason, 1, 43) = 'provider reported a change after settlement' THEN 'webhook_contradiction'
-        WHEN substr(NEW.review_reason, 1, 25) = 'stored request unreadable' THEN 'request_unreadable'
-        ELSE 'other'
-    END;
     IF NEW.review_code IS NULL OR code <> 'other' THEN
         NEW.review_code := code;
     END IF;
