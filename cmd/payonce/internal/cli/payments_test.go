@@ -79,7 +79,7 @@ func TestChargeRefundCaptureCancel(t *testing.T) {
 		require.True(t, strings.HasPrefix(res["provider_ref"].(string), "pi_"), "%s", r)
 		require.Equal(t, false, res["replayed"])
 		require.EqualValues(t, 1, res["attempts"])
-		for _, k := range []string{"code", "decline_code", "message", "review_reason"} {
+		for _, k := range []string{"code", "decline_code", "message", "review_code", "review_reason"} {
 			require.Contains(t, res, k)
 		}
 		posts := fake.Truth().Requests["POST /v1/payment_intents"]

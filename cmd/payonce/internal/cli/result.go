@@ -27,6 +27,7 @@ type resultJSON struct {
 	Message      string `json:"message"`
 	Attempts     int    `json:"attempts"`
 	Replayed     bool   `json:"replayed"`
+	ReviewCode   string `json:"review_code"`
 	ReviewReason string `json:"review_reason"`
 }
 
@@ -87,7 +88,7 @@ func (a *App) printResult(kind payonce.Kind, res payonce.Result, err error, asJS
 		if jerr := writeJSON(a.Stdout, resultJSON{
 			OperationID: res.OperationID, Key: res.Key, Provider: res.Provider, Kind: string(res.Kind),
 			Status: string(res.Status), ProviderRef: res.ProviderRef, Code: res.Code, DeclineCode: res.DeclineCode,
-			Message: res.Message, Attempts: res.Attempts, Replayed: res.Replayed, ReviewReason: res.ReviewReason,
+			Message: res.Message, Attempts: res.Attempts, Replayed: res.Replayed, ReviewCode: string(res.ReviewCode), ReviewReason: res.ReviewReason,
 		}); jerr != nil {
 			return jerr
 		}
@@ -126,6 +127,7 @@ func printResultText(w io.Writer, res payonce.Result) {
 		row("code", strings.TrimSpace(res.Code+" "+paren(res.DeclineCode)))
 	}
 	row("message", res.Message)
+	row("review code", string(res.ReviewCode))
 	row("review reason", res.ReviewReason)
 	_ = tw.Flush()
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/mocks"
 	"github.com/payonce/payonce/providers/stripe"
 )
@@ -46,6 +47,7 @@ func TestReviewListAndResolve(t *testing.T) {
 			res := r.jsonObject(t)
 			require.Equal(t, "manual_review", res["status"])
 			require.Equal(t, payonce.ReasonWindowPassed, res["review_reason"])
+			require.Equal(t, string(ledger.ReviewCodeWindowPassed), res["review_code"])
 		}
 		r := runBinary(t, env, append([]string{"charge", "--order", "order-r1", "--amount", "900", "--currency", "USD", "--payment-method", "pm_card_visa"}, tuning...)...)
 		require.Equal(t, 6, r.code, "%s", r)
