@@ -184,8 +184,5 @@ func (p *Provider) answers() adapterkit.Answer[apiErrorBody] {
 // Replayed (Idempotent-Replayed: true, see Replayed). Messages come from
 // Stripe's error JSON with anything resembling an API key removed.
 func (p *Provider) Classify(r payonce.SendRequest, status int, header http.Header, body []byte) payonce.Outcome {
-	if p.answer != nil {
-		return p.answer.Classify(r, status, header, body)
-	}
-	return p.answers().Classify(r, status, header, body) // a Provider not made by New
+	return p.answer.Classify(r, status, header, body)
 }

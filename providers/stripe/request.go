@@ -133,10 +133,7 @@ func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http
 
 	body := form.encode() // sorted by key, as url.Values.Encode: the same bytes on every attempt
 	const contentType = "application/x-www-form-urlencoded"
-	u := p.chargeURL
-	if path != chargePath || u == "" { // u is empty in a Provider not made by New
-		u = p.baseURL + path
-	}
+	u := p.baseURL + path
 	if p.apiVersion != "" {
 		return adapterkit.PostHeaders(ctx, "stripe", req.Kind, u, body, contentType, "Idempotency-Key", r.Key,
 			"Authorization", string(p.authorization()), "Accept", "application/json", "Stripe-Version", p.apiVersion)
@@ -167,10 +164,7 @@ func lowerCurrency(c string) string {
 // authorization is the Authorization header's value: the API key as a
 // Bearer token.
 func (p *Provider) authorization() adapterkit.Secret {
-	if p.bearer == "" {
-		return adapterkit.Secret("Bearer " + string(p.apiKey)) // a Provider not made by New
-	}
-	return p.bearer
+	return adapterkit.Secret("Bearer " + string(p.apiKey))
 }
 
 func invalidSend(field, format string, args ...any) error {

@@ -74,14 +74,8 @@ type Config struct {
 // Stripe's v1 API (PaymentIntents and Refunds). It is safe for concurrent
 // use and holds no mutable state.
 type Provider struct {
-	apiKey adapterkit.Secret
-	// bearer is the Authorization header's value, "Bearer " + apiKey, made
-	// once by New rather than on every request.
-	bearer  adapterkit.Secret
-	baseURL string // without a trailing slash
-	// chargeURL is baseURL + "/v1/payment_intents", made once by New: a
-	// charge's URL is the same on every request.
-	chargeURL  string
+	apiKey     adapterkit.Secret
+	baseURL    string // without a trailing slash
 	keyTTL     time.Duration
 	searchLag  time.Duration
 	apiVersion string
@@ -120,8 +114,6 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.bearer = adapterkit.Secret("Bearer " + cfg.APIKey)
-	p.chargeURL = p.baseURL + chargePath
 	answer := p.answers()
 	p.answer = &answer
 	// APIVersion, optional, is checked last, so that a Config with several
