@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// TestMetadataDecodesAsMap checks metadata.UnmarshalJSON against what it
-// replaces: decoding into a map[string]string and reading payonce's keys,
-// with the same error, inside an object and inside a list.
+// TestMetadataDecodesAsMap checks that metadata reads payonce's keys as
+// decoding into a map[string]string does, with the same error, inside an
+// object and inside a list.
 func TestMetadataDecodesAsMap(t *testing.T) {
 	type withMap struct {
 		ID       string            `json:"id"`
@@ -81,40 +81,4 @@ func TestMetadataDecodesAsMap(t *testing.T) {
 			}
 		}
 	}
-}
-
-// BenchmarkDecodePaymentIntent decodes a create-and-confirm answer as
-// Classify does (metadata) and as it did before (map).
-func BenchmarkDecodePaymentIntent(b *testing.B) {
-	body, _ := json.MarshalIndent(map[string]any{
-		"id": "pi_3Abc", "object": "payment_intent", "amount": 1999, "amount_capturable": 0, "amount_received": 1999,
-		"currency": "usd", "status": "succeeded", "capture_method": "automatic", "confirmation_method": "automatic",
-		"created": 1700000000, "livemode": false, "latest_charge": "ch_3Abc", "payment_method": "pm_card_visa",
-		"payment_method_types": []string{"card"}, "cancellation_reason": nil, "client_secret": nil, "customer": nil,
-		"description": nil, "last_payment_error": nil,
-		"automatic_payment_methods": map[string]any{"enabled": true, "allow_redirects": "never"},
-		"metadata": map[string]string{MetaOperation: "9b2f6c1e-4d5a-5b7c-8d9e-0f1a2b3c4d5e", MetaKey: "9b2f6c1e-4d5a-5b7c-8d9e-0f1a2b3c4d5e",
-			MetaKind: "charge", MetaReferences: `["order-123"]`},
-	}, "", "  ")
-	b.Run("metadata", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := decodePaymentIntent(body); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("map", func(b *testing.B) {
-		type old struct {
-			paymentIntent
-			Metadata map[string]string `json:"metadata"`
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			var v old
-			if err := json.Unmarshal(body, &v); err != nil || v.ID == "" {
-				b.Fatal(err)
-			}
-		}
-	})
 }

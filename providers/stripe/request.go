@@ -50,26 +50,21 @@ func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http
 		return nil, err
 	}
 	req := r.Request
-	var (
-		path string
-		// A charge sets at most 12 fields besides the caller's metadata:
-		// the backing array keeps a usual form off the heap.
-		fields [16]formField
-		form   = formFields(fields[:0])
-	)
+	var path string
+	form := url.Values{}
 	switch req.Kind {
 	case payonce.KindCharge:
 		if r.OperationID == "" {
 			return nil, invalidSend("OperationID", "is empty; it is written to the PaymentIntent's metadata so that a lookup can find it")
 		}
 		path = chargePath
-		form = form.set("amount", strconv.FormatInt(req.Amount, 10))
-		form = form.set("currency", lowerCurrency(req.Currency))
-		form = form.set("confirm", "true")
+		form.Set("amount", strconv.FormatInt(req.Amount, 10))
+		form.Set("currency", strings.ToLower(req.Currency))
+		form.Set("confirm", "true")
 		if req.CaptureManual {
-			form = form.set("capture_method", "manual")
+			form.Set("capture_method", "manual")
 		} else {
-			form = form.set("capture_method", "automatic")
+			form.Set("capture_method", "automatic")
 		}
 		// A server-side create-and-confirm has nobody to redirect. Since API
 		// 2023-08-16 a PaymentIntent enables the Dashboard's payment methods
@@ -89,13 +84,12 @@ func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http
 		// leaves the PaymentIntent in requires_action, which Classify
 		// refuses: payonce never hands out the client secret, so nobody can
 		// complete the action and no money can move.
-		form = form.set("automatic_payment_methods[enabled]", "true")
-		form = form.set("automatic_payment_methods[allow_redirects]", "never")
-		form = form.setIf("payment_method", req.PaymentMethod)
-		form = form.setIf("customer", req.Customer)
-		form = form.setIf("description", req.Description)
-		var err error
-		if form, err = setMetadata(form, r); err != nil {
+		form.Set("automatic_payment_methods[enabled]", "true")
+		form.Set("automatic_payment_methods[allow_redirects]", "never")
+		setIf(form, "payment_method", req.PaymentMethod)
+		setIf(form, "customer", req.Customer)
+		setIf(form, "description", req.Description)
+		if err := setMetadata(form, r); err != nil {
 			return nil, err
 		}
 	case payonce.KindCapture:
@@ -104,7 +98,7 @@ func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http
 		}
 		path = "/v1/payment_intents/" + url.PathEscape(req.PaymentRef) + "/capture"
 		if req.Amount > 0 {
-			form = form.set("amount_to_capture", strconv.FormatInt(req.Amount, 10))
+			form.Set("amount_to_capture", strconv.FormatInt(req.Amount, 10))
 		}
 	case payonce.KindCancel:
 		if req.PaymentRef == "" {
@@ -119,19 +113,18 @@ func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http
 			return nil, invalidSend("OperationID", "is empty; it is written to the Refund's metadata so that a lookup can find it")
 		}
 		path = "/v1/refunds"
-		form = form.set("payment_intent", req.PaymentRef)
+		form.Set("payment_intent", req.PaymentRef)
 		if req.Amount > 0 {
-			form = form.set("amount", strconv.FormatInt(req.Amount, 10))
+			form.Set("amount", strconv.FormatInt(req.Amount, 10))
 		}
-		var err error
-		if form, err = setMetadata(form, r); err != nil {
+		if err := setMetadata(form, r); err != nil {
 			return nil, err
 		}
 	default:
 		return nil, invalidSend("Request.Kind", "is %q; the Stripe adapter sends charge, capture, cancel and refund", string(req.Kind))
 	}
 
-	body := form.encode() // sorted by key, as url.Values.Encode: the same bytes on every attempt
+	body := []byte(form.Encode()) // sorted by key: the same bytes on every attempt
 	const contentType = "application/x-www-form-urlencoded"
 	u := p.baseURL + path
 	if p.apiVersion != "" {
@@ -146,21 +139,6 @@ func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http
 // confirmed) there.
 const chargePath = "/v1/payment_intents"
 
-// lowerCurrency is strings.ToLower(c). The codes callers pass are ISO 4217
-// in upper case, so the usual ones are constants here instead of a new
-// string per request.
-func lowerCurrency(c string) string {
-	switch c {
-	case "USD":
-		return "usd"
-	case "EUR":
-		return "eur"
-	case "GBP":
-		return "gbp"
-	}
-	return strings.ToLower(c)
-}
-
 // authorization is the Authorization header's value: the API key as a
 // Bearer token.
 func (p *Provider) authorization() adapterkit.Secret {
@@ -171,11 +149,11 @@ func invalidSend(field, format string, args ...any) error {
 	return adapterkit.Invalid("stripe ", field, format, args...)
 }
 
-func (form formFields) setIf(k, v string) formFields {
+// setIf sets k to v unless v is empty.
+func setIf(form url.Values, k, v string) {
 	if v != "" {
-		form = form.set(k, v)
+		form.Set(k, v)
 	}
-	return form
 }
 
 // setMetadata writes the caller's metadata and payonce's own keys. The
@@ -183,134 +161,24 @@ func (form formFields) setIf(k, v string) formFields {
 // cannot know: the "payonce_" prefix is reserved, keys may not hold square
 // brackets (they would change the form's structure), and the caller may use
 // at most 50 - 4 keys since payonce adds four.
-func setMetadata(form formFields, r payonce.SendRequest) (formFields, error) {
+func setMetadata(form url.Values, r payonce.SendRequest) error {
 	md := r.Request.Metadata
 	if err := adapterkit.CheckMetadata("stripe ", md, adapterkit.MetadataLimits{Provider: "Stripe", Keys: stripeMaxMetadataKeys}); err != nil {
-		return form, err
+		return err
 	}
 	for k, v := range md {
 		if strings.ContainsAny(k, "[]") {
-			return form, invalidSend("Request.Metadata", "key %q contains a square bracket, which Stripe does not allow in metadata keys", k)
+			return invalidSend("Request.Metadata", "key %q contains a square bracket, which Stripe does not allow in metadata keys", k)
 		}
-		form = form.set("metadata["+k+"]", v)
+		form.Set("metadata["+k+"]", v)
 	}
 	// payonce's own keys (adapterkit.Metadata), set after the caller's.
-	// They are constants, so their form keys are too; the map Metadata
-	// returns would be built only to be read once.
-	form = form.set("metadata["+adapterkit.MetaOperation+"]", r.OperationID)
-	form = form.set("metadata["+adapterkit.MetaKey+"]", r.Key)
-	form = form.set("metadata["+adapterkit.MetaKind+"]", string(r.Request.Kind))
-	form = form.set("metadata["+adapterkit.MetaReferences+"]", adapterkit.References(r.Request.References, stripeMaxMetadataValue, adapterkit.Bytes))
-	return form, nil
+	form.Set("metadata["+adapterkit.MetaOperation+"]", r.OperationID)
+	form.Set("metadata["+adapterkit.MetaKey+"]", r.Key)
+	form.Set("metadata["+adapterkit.MetaKind+"]", string(r.Request.Kind))
+	form.Set("metadata["+adapterkit.MetaReferences+"]", adapterkit.References(r.Request.References, stripeMaxMetadataValue, adapterkit.Bytes))
+	return nil
 }
-
-// formField is one key and value of a form being built.
-type formField struct{ k, v string }
-
-// formFields builds a form body as url.Values does (Set, then Encode)
-// for keys with one value each, without the map and the slice per value.
-// Its output is byte for byte that of url.Values.Encode: keys sorted,
-// key=value pairs joined by "&", both escaped by url.QueryEscape. It is
-// passed and returned by value, like append's slices, so that the array
-// behind a usual form stays on the caller's stack.
-type formFields []formField
-
-// set replaces the value of k, or adds k, as url.Values.Set does.
-func (f formFields) set(k, v string) formFields {
-	for i := range f {
-		if f[i].k == k {
-			f[i].v = v
-			return f
-		}
-	}
-	return append(f, formField{k, v})
-}
-
-// encode is url.Values.Encode of the form, in one allocation.
-func (f formFields) encode() []byte {
-	if !queryEscapeVerified {
-		v := make(url.Values, len(f))
-		for _, fl := range f {
-			v.Set(fl.k, fl.v)
-		}
-		return []byte(v.Encode())
-	}
-	// Insertion sort: a form has a few dozen keys at most, and unlike
-	// slices.SortFunc it keeps the fields' array on the caller's stack.
-	fs := f
-	for i := 1; i < len(fs); i++ {
-		for j := i; j > 0 && fs[j].k < fs[j-1].k; j-- {
-			fs[j], fs[j-1] = fs[j-1], fs[j]
-		}
-	}
-	n := 0
-	for i, fl := range f {
-		if i > 0 {
-			n++
-		}
-		n += queryEscapedLen(fl.k) + 1 + queryEscapedLen(fl.v)
-	}
-	b := make([]byte, 0, n)
-	for i, fl := range f {
-		if i > 0 {
-			b = append(b, '&')
-		}
-		b = appendQueryEscape(b, fl.k)
-		b = append(b, '=')
-		b = appendQueryEscape(b, fl.v)
-	}
-	return b
-}
-
-// queryUnreserved reports the bytes url.QueryEscape leaves as they are:
-// letters, digits and "-_.~" (RFC 3986 unreserved). It turns a space into
-// "+" and every other byte into %XX with upper-case hex digits.
-func queryUnreserved(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-		c == '-' || c == '_' || c == '.' || c == '~'
-}
-
-func queryEscapedLen(s string) int {
-	n := len(s)
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c != ' ' && !queryUnreserved(c) {
-			n += 2
-		}
-	}
-	return n
-}
-
-// appendQueryEscape appends url.QueryEscape(s) to b.
-func appendQueryEscape(b []byte, s string) []byte {
-	const upperhex = "0123456789ABCDEF"
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case queryUnreserved(c):
-			b = append(b, c)
-		case c == ' ':
-			b = append(b, '+')
-		default:
-			b = append(b, '%', upperhex[c>>4], upperhex[c&15])
-		}
-	}
-	return b
-}
-
-// queryEscapeVerified reports that appendQueryEscape escapes every byte as
-// this Go version's url.QueryEscape does. QueryEscape maps each byte on its
-// own, so agreeing on all 256 bytes is agreeing on every string. Should a
-// future net/url escape differently, the form is encoded by url.Values
-// itself: the body of an attempt must stay what url.Values.Encode makes.
-var queryEscapeVerified = func() bool {
-	var one [1]byte
-	for c := range 256 {
-		one[0] = byte(c)
-		if string(appendQueryEscape(nil, string(one[:]))) != url.QueryEscape(string(one[:])) {
-			return false
-		}
-	}
-	return true
-}()
 
 // setHeaders writes the headers of every request but the key and the
 // content type: the API key, Accept and, when set, Stripe-Version.

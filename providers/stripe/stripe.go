@@ -85,7 +85,7 @@ type Provider struct {
 	webhookTolerance time.Duration
 
 	// answer is answers(), built once by New: the table depends only on
-	// the Provider's fixed fields, and building it allocates every rule.
+	// the Provider's fixed fields.
 	answer *adapterkit.Answer[apiErrorBody]
 }
 

@@ -3,8 +3,6 @@ package stripe
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
-	"unicode/utf8"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/internal/adapterkit"
@@ -132,10 +130,6 @@ func (e *expandable) UnmarshalJSON(b []byte) error {
 	case string(b) == "null":
 		return nil
 	case len(b) > 0 && b[0] == '"':
-		if id, ok := plainJSONString(b); ok {
-			e.ID = id
-			return nil
-		}
 		return json.Unmarshal(b, &e.ID)
 	}
 	var o struct {
@@ -146,22 +140,6 @@ func (e *expandable) UnmarshalJSON(b []byte) error {
 	}
 	e.ID, e.Object = o.ID, append(json.RawMessage(nil), b...)
 	return nil
-}
-
-// plainJSONString is the value of b, a JSON string literal (as a decoder
-// hands it to UnmarshalJSON), when it holds no escape, no control
-// character and only valid UTF-8: encoding/json then decodes it as the
-// bytes between the quotes, and ok is true. Anything else is left to
-// json.Unmarshal.
-func plainJSONString(b []byte) (string, bool) {
-	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
-		return "", false
-	}
-	in, ok := plainJSONBytes(b)
-	if !ok {
-		return "", false
-	}
-	return string(in), true
 }
 
 type listOf[T any] struct {
@@ -252,10 +230,11 @@ func decodeError(body []byte) *apiErrorBody {
 }
 
 // metadata is what the adapter reads of an object's metadata: payonce's
-// own keys (MetaOperation, MetaKey, MetaKind), compared exactly, as a
-// map[string]string would hold them. Decoding only these, instead of a map
-// of every key, saves the map and a string per key and value on every
-// answer read; a caller's keys are never read back.
+// own keys (MetaOperation, MetaKey, MetaKind). It decodes as a
+// map[string]string: null is no metadata, a member whose value is null is
+// "", the last of repeated keys wins, keys are compared exactly, and a
+// value of another JSON type is an error. A caller's keys are never read
+// back.
 type metadata struct{ op, key, kind string }
 
 // get is md[k] of the map the metadata decodes to, for payonce's own keys;
@@ -272,144 +251,13 @@ func (md metadata) get(k string) string {
 	return ""
 }
 
-var (
-	stringType   = reflect.TypeFor[string]()
-	metadataType = reflect.TypeFor[map[string]string]()
-)
-
-// UnmarshalJSON decodes b as encoding/json decodes it into a
-// map[string]string and keeps payonce's keys: null is no metadata, a
-// member whose value is null is "", the last of repeated keys wins, and a
-// value of another JSON type is the *json.UnmarshalTypeError the map would
-// give. b is one JSON value the decoder has already checked, so the scan
-// below only needs to find where tokens end.
+// UnmarshalJSON decodes b into a map[string]string and keeps payonce's keys.
 func (md *metadata) UnmarshalJSON(b []byte) error {
-	*md = metadata{}
-	if string(b) == "null" {
-		return nil
+	var m map[string]string
+	if err := json.Unmarshal(b, &m); err != nil {
+		*md = metadata{}
+		return err
 	}
-	if len(b) == 0 || b[0] != '{' {
-		return &json.UnmarshalTypeError{Value: jsonKind(b), Type: metadataType}
-	}
-	i := skipSpace(b, 1)
-	if i < len(b) && b[i] == '}' {
-		return nil
-	}
-	for i < len(b) {
-		// A member: "key" : value, then , or }.
-		end := stringEnd(b, i)
-		rawKey := b[i:end]
-		i = skipSpace(b, end)
-		i = skipSpace(b, i+1) // the colon
-		var dst *string
-		if k, ok := plainJSONBytes(rawKey); ok {
-			dst = md.fieldOf(k)
-		} else {
-			var k string
-			if err := json.Unmarshal(rawKey, &k); err != nil {
-				return err
-			}
-			dst = md.fieldOf([]byte(k)) // an escaped key: rare
-		}
-		switch {
-		case b[i] == '"':
-			end = stringEnd(b, i)
-			if dst != nil {
-				v, ok := plainJSONString(b[i:end])
-				if !ok {
-					if err := json.Unmarshal(b[i:end], &v); err != nil {
-						return err
-					}
-				}
-				*dst = v
-			}
-		case b[i] == 'n': // null
-			end = i + len("null")
-			if dst != nil {
-				*dst = ""
-			}
-		default:
-			return &json.UnmarshalTypeError{Value: jsonKind(b[i:]), Type: stringType}
-		}
-		i = skipSpace(b, end)
-		if i >= len(b) || b[i] == '}' {
-			return nil
-		}
-		i = skipSpace(b, i+1) // the comma
-	}
+	*md = metadata{op: m[MetaOperation], key: m[MetaKey], kind: m[MetaKind]}
 	return nil
-}
-
-// fieldOf is where the value of key k goes; nil for a key the adapter does
-// not read. A switch on the conversion compares the bytes in place.
-func (md *metadata) fieldOf(k []byte) *string {
-	switch string(k) {
-	case MetaOperation:
-		return &md.op
-	case MetaKey:
-		return &md.key
-	case MetaKind:
-		return &md.kind
-	}
-	return nil
-}
-
-// jsonKind names the JSON type of the value b starts with, as
-// json.UnmarshalTypeError does.
-func jsonKind(b []byte) string {
-	if len(b) == 0 {
-		return "value"
-	}
-	switch b[0] {
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case '"':
-		return "string"
-	case 't', 'f':
-		return "bool"
-	case 'n':
-		return "null"
-	}
-	return "number"
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// stringEnd is the index after the JSON string literal that starts at
-// b[i], a quote.
-func stringEnd(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return len(b)
-}
-
-// plainJSONBytes is plainJSONString without the copy: the bytes between
-// the quotes.
-func plainJSONBytes(b []byte) ([]byte, bool) {
-	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
-		return nil, false
-	}
-	in := b[1 : len(b)-1]
-	for _, c := range in {
-		if c < 0x20 || c == '"' || c == '\\' {
-			return nil, false
-		}
-	}
-	if !utf8.Valid(in) {
-		return nil, false
-	}
-	return in, true
 }
