@@ -55,13 +55,13 @@ func TestLookupChargeByID(t *testing.T) {
 		return b.P, b.HC, b.MT
 	}
 	testkit.RequireReadByID(t, serve, lookupQuery(payonce.KindCharge, "", "pay_1"), []testkit.ReadCase{
-		testkit.ReadAs("captured", getPay("pay_1", "Captured", true, chargeReq().OperationID), payonce.LookupSucceeded, "", ""),
-		testkit.ReadAs("authorized", getPay("pay_1", "Authorized", true, chargeReq().OperationID), payonce.LookupSucceeded, "", ""),
-		testkit.ReadAs("voided after approval", getPay("pay_1", "Voided", true, chargeReq().OperationID), payonce.LookupSucceeded, "", ""),
-		testkit.ReadAs("refunded", getPay("pay_1", "Refunded", true, chargeReq().OperationID), payonce.LookupSucceeded, "", ""),
-		testkit.ReadAs("expired after approval", getPay("pay_1", "Expired", true, chargeReq().OperationID), payonce.LookupSucceeded, "", ""),
-		testkit.ReadAs("pending", getPay("pay_1", "Pending", false, chargeReq().OperationID), payonce.LookupProcessing, "", ""),
-		testkit.ReadAs("expired unapproved", getPay("pay_1", "Expired", false, chargeReq().OperationID), payonce.LookupFailed, "declined", ""),
+		{Name: "captured", Body: getPay("pay_1", "Captured", true, chargeReq().OperationID), State: payonce.LookupSucceeded},
+		{Name: "authorized", Body: getPay("pay_1", "Authorized", true, chargeReq().OperationID), State: payonce.LookupSucceeded},
+		{Name: "voided after approval", Body: getPay("pay_1", "Voided", true, chargeReq().OperationID), State: payonce.LookupSucceeded},
+		{Name: "refunded", Body: getPay("pay_1", "Refunded", true, chargeReq().OperationID), State: payonce.LookupSucceeded},
+		{Name: "expired after approval", Body: getPay("pay_1", "Expired", true, chargeReq().OperationID), State: payonce.LookupSucceeded},
+		{Name: "pending", Body: getPay("pay_1", "Pending", false, chargeReq().OperationID), State: payonce.LookupProcessing},
+		{Name: "expired unapproved", Body: getPay("pay_1", "Expired", false, chargeReq().OperationID), State: payonce.LookupFailed, Code: "declined"},
 	}, 0)
 }
 
@@ -226,18 +226,18 @@ func TestLookupErrors(t *testing.T) {
 		return b.P, b.HC
 	}
 	testkit.RequireLookupErrors[*checkout.APIError](t, serve, []testkit.LookupErrorCase{
-		testkit.LookupFails("500 by id", lookupQuery(payonce.KindCharge, "", "pay_1"), "/payments/pay_1", 500, ``, true),
-		testkit.LookupFails("429 list", lookupQuery(payonce.KindCharge, "", ""), "/payments", 429, ``, true),
-		testkit.LookupFails("401", lookupQuery(payonce.KindCharge, "", "pay_1"), "/payments/pay_1", 401, echo, false),
-		testkit.LookupFails("422 list", lookupQuery(payonce.KindCharge, "", ""), "/payments", 422, echo, false),
-		testkit.LookupFails("malformed payment", lookupQuery(payonce.KindCharge, "", "pay_1"), "/payments/pay_1", 200, `{"id":`, true),
-		testkit.LookupFails("list without total", lookupQuery(payonce.KindCharge, "", ""), "/payments", 200, `{"data":[]}`, true),
-		testkit.LookupFails("list item without id", lookupQuery(payonce.KindCharge, "", ""), "/payments", 200, list(1, `{"status":"Captured"}`), true),
-		testkit.LookupFails("list short", lookupQuery(payonce.KindCharge, "", ""), "/payments", 200, list(5), true),
-		testkit.LookupFails("actions not a list", lookupQuery(payonce.KindCapture, "pay_1", ""), "/payments/pay_1/actions", 200, `{"actions":[]}`, true),
-		testkit.LookupFails("actions null", lookupQuery(payonce.KindCapture, "pay_1", ""), "/payments/pay_1/actions", 200, `null`, true),
-		testkit.LookupFails("action without type", lookupQuery(payonce.KindCapture, "pay_1", ""), "/payments/pay_1/actions", 200, `[{"id":"act_1"}]`, true),
-		testkit.LookupFails("actions 503", lookupQuery(payonce.KindRefund, "pay_1", ""), "/payments/pay_1/actions", 503, ``, true),
+		{Name: "500 by id", Q: lookupQuery(payonce.KindCharge, "", "pay_1"), URL: "/payments/pay_1", Status: 500, Temporary: true},
+		{Name: "429 list", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/payments", Status: 429, Temporary: true},
+		{Name: "401", Q: lookupQuery(payonce.KindCharge, "", "pay_1"), URL: "/payments/pay_1", Status: 401, Body: echo},
+		{Name: "422 list", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/payments", Status: 422, Body: echo},
+		{Name: "malformed payment", Q: lookupQuery(payonce.KindCharge, "", "pay_1"), URL: "/payments/pay_1", Status: 200, Body: `{"id":`, Temporary: true},
+		{Name: "list without total", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/payments", Status: 200, Body: `{"data":[]}`, Temporary: true},
+		{Name: "list item without id", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/payments", Status: 200, Body: list(1, `{"status":"Captured"}`), Temporary: true},
+		{Name: "list short", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/payments", Status: 200, Body: list(5), Temporary: true},
+		{Name: "actions not a list", Q: lookupQuery(payonce.KindCapture, "pay_1", ""), URL: "/payments/pay_1/actions", Status: 200, Body: `{"actions":[]}`, Temporary: true},
+		{Name: "actions null", Q: lookupQuery(payonce.KindCapture, "pay_1", ""), URL: "/payments/pay_1/actions", Status: 200, Body: `null`, Temporary: true},
+		{Name: "action without type", Q: lookupQuery(payonce.KindCapture, "pay_1", ""), URL: "/payments/pay_1/actions", Status: 200, Body: `[{"id":"act_1"}]`, Temporary: true},
+		{Name: "actions 503", Q: lookupQuery(payonce.KindRefund, "pay_1", ""), URL: "/payments/pay_1/actions", Status: 503, Temporary: true},
 	}, nil, testKey)
 }
 

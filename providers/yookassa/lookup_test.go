@@ -78,13 +78,13 @@ func TestLookupChargeByID(t *testing.T) {
 		return b.P, b.HC, b.MT
 	}
 	testkit.RequireReadByID(t, serve, lookupQuery(payonce.KindCharge, "", "p1"), []testkit.ReadCase{
-		testkit.ReadAs("succeeded", pmOp("p1", "succeeded", op), payonce.LookupSucceeded, "", ""),
-		testkit.ReadAs("waiting_for_capture", pmOp("p1", "waiting_for_capture", op), payonce.LookupSucceeded, "", ""),
-		testkit.ReadAs("pending", pmOp("p1", "pending", op), payonce.LookupProcessing, "", ""),
-		testkit.ReadAs("declined", pm("p1", "canceled", `{"party":"payment_network","reason":"card_expired"}`), payonce.LookupFailed, "canceled", "card_expired"),
-		testkit.ReadAs("canceled bare", pm("p1", "canceled", ""), payonce.LookupFailed, "canceled", ""),
-		testkit.ReadAs("canceled by merchant after authorization", pm("p1", "canceled", `{"party":"merchant","reason":"canceled_by_merchant"}`), payonce.LookupSucceeded, "", ""),
-		testkit.ReadAs("expired on capture", pm("p1", "canceled", `{"party":"yoo_money","reason":"expired_on_capture"}`), payonce.LookupSucceeded, "", ""),
+		{Name: "succeeded", Body: pmOp("p1", "succeeded", op), State: payonce.LookupSucceeded},
+		{Name: "waiting_for_capture", Body: pmOp("p1", "waiting_for_capture", op), State: payonce.LookupSucceeded},
+		{Name: "pending", Body: pmOp("p1", "pending", op), State: payonce.LookupProcessing},
+		{Name: "declined", Body: pm("p1", "canceled", `{"party":"payment_network","reason":"card_expired"}`), State: payonce.LookupFailed, Code: "canceled", Decline: "card_expired"},
+		{Name: "canceled bare", Body: pm("p1", "canceled", ""), State: payonce.LookupFailed, Code: "canceled"},
+		{Name: "canceled by merchant after authorization", Body: pm("p1", "canceled", `{"party":"merchant","reason":"canceled_by_merchant"}`), State: payonce.LookupSucceeded},
+		{Name: "expired on capture", Body: pm("p1", "canceled", `{"party":"yoo_money","reason":"expired_on_capture"}`), State: payonce.LookupSucceeded},
 	}, 1)
 }
 
@@ -261,18 +261,18 @@ func TestLookupErrors(t *testing.T) {
 		return b.P, b.HC
 	}
 	testkit.RequireLookupErrors[*yookassa.APIError](t, serve, []testkit.LookupErrorCase{
-		testkit.LookupFails("500 by id", lookupQuery(payonce.KindCharge, "", "p1"), "/v3/payments/p1", 500, `{"type":"error","code":"internal_server_error"}`, true),
-		testkit.LookupFails("429 list", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 429, `{"type":"error","code":"too_many_requests"}`, true),
-		testkit.LookupFails("503 refunds", lookupQuery(payonce.KindRefund, "p1", ""), "/v3/refunds", 503, ``, true),
-		testkit.LookupFails("401", lookupQuery(payonce.KindCapture, "p1", ""), "/v3/payments/p1", 401, echo, false),
-		testkit.LookupFails("malformed payment", lookupQuery(payonce.KindCharge, "", "p1"), "/v3/payments/p1", 200, `{"id":"p1",`, true),
-		testkit.LookupFails("error object in 200", lookupQuery(payonce.KindCancel, "p1", ""), "/v3/payments/p1", 200, `{"type":"error","code":"x"}`, true),
-		testkit.LookupFails("unknown status", lookupQuery(payonce.KindCharge, "", "p1"), "/v3/payments/p1", 200, pm("p1", "brand_new", ""), false),
-		testkit.LookupFails("list wrong type", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 200, `{"type":"payment","items":[]}`, true),
-		testkit.LookupFails("list bad item", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 200, ykList("", `{"status":"succeeded"}`), true),
-		testkit.LookupFails("list no progress", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 200, ykList("c1"), true),
-		testkit.LookupFails("list oversized", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 200, huge, true),
-		testkit.LookupFails("refund bad item", lookupQuery(payonce.KindRefund, "p1", ""), "/v3/refunds", 200, ykList("", `{"type":"error"}`), true),
+		{Name: "500 by id", Q: lookupQuery(payonce.KindCharge, "", "p1"), URL: "/v3/payments/p1", Status: 500, Body: `{"type":"error","code":"internal_server_error"}`, Temporary: true},
+		{Name: "429 list", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/v3/payments", Status: 429, Body: `{"type":"error","code":"too_many_requests"}`, Temporary: true},
+		{Name: "503 refunds", Q: lookupQuery(payonce.KindRefund, "p1", ""), URL: "/v3/refunds", Status: 503, Temporary: true},
+		{Name: "401", Q: lookupQuery(payonce.KindCapture, "p1", ""), URL: "/v3/payments/p1", Status: 401, Body: echo},
+		{Name: "malformed payment", Q: lookupQuery(payonce.KindCharge, "", "p1"), URL: "/v3/payments/p1", Status: 200, Body: `{"id":"p1",`, Temporary: true},
+		{Name: "error object in 200", Q: lookupQuery(payonce.KindCancel, "p1", ""), URL: "/v3/payments/p1", Status: 200, Body: `{"type":"error","code":"x"}`, Temporary: true},
+		{Name: "unknown status", Q: lookupQuery(payonce.KindCharge, "", "p1"), URL: "/v3/payments/p1", Status: 200, Body: pm("p1", "brand_new", "")},
+		{Name: "list wrong type", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/v3/payments", Status: 200, Body: `{"type":"payment","items":[]}`, Temporary: true},
+		{Name: "list bad item", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/v3/payments", Status: 200, Body: ykList("", `{"status":"succeeded"}`), Temporary: true},
+		{Name: "list no progress", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/v3/payments", Status: 200, Body: ykList("c1"), Temporary: true},
+		{Name: "list oversized", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/v3/payments", Status: 200, Body: huge, Temporary: true},
+		{Name: "refund bad item", Q: lookupQuery(payonce.KindRefund, "p1", ""), URL: "/v3/refunds", Status: 200, Body: ykList("", `{"type":"error"}`), Temporary: true},
 	}, nil, testSecret, testShopID)
 }
 

@@ -122,7 +122,9 @@ func TestClassifyContradiction(t *testing.T) {
 	b := setup(t)
 	charge := chargeReq()
 	op, key := charge.OperationID, charge.Key
-	capture, cancel, refundR := testkit.Actions(withKind, charge, "p1", 0, 100)
+	capture := withKind(charge, payonce.KindCapture, 0, "p1")
+	cancel := withKind(charge, payonce.KindCancel, 0, "p1")
+	refundR := withKind(charge, payonce.KindRefund, 100, "p1")
 	rf := func(payment, value, cur, desc string) string {
 		return fmt.Sprintf(`{"id":"r1","payment_id":%q,"status":"succeeded","amount":{"value":%q,"currency":%q},"description":%q}`, payment, value, cur, desc)
 	}
