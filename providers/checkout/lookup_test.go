@@ -132,17 +132,17 @@ func TestLookupChargeByReference(t *testing.T) {
 		ref     string
 		refs    []string
 	}{
-		{"none", []string{list(0)}, nil, payonce.LookupNotFound, "", nil},
-		{"one", []string{list(1, getPay("pay_1", "Captured", true, op))}, []string{getPay("pay_1", "Captured", true, op)}, payonce.LookupSucceeded, "pay_1", []string{"pay_1"}},
-		{"one pending", []string{list(1, getPay("pay_1", "Pending", false, op))}, []string{getPay("pay_1", "Pending", false, op)}, payonce.LookupProcessing, "pay_1", []string{"pay_1"}},
-		{"other reference ignored", []string{list(1, getPay("pay_9", "Captured", true, op+"-x"))}, nil, payonce.LookupNotFound, "", nil},
-		{"two: charged twice", []string{list(2, getPay("pay_2", "Captured", true, op), getPay("pay_1", "Captured", true, op))},
-			[]string{getPay("pay_2", "Captured", true, op), getPay("pay_1", "Captured", true, op)}, payonce.LookupMultiple, "pay_2", []string{"pay_2", "pay_1"}},
-		{"second page: one declined, one captured", []string{list(2, getPay("pay_2", "Declined", false, op)), `{"limit":100,"skip":1,"total_count":2,"data":[` + getPay("pay_1", "Captured", true, op) + `]}`},
-			[]string{getPay("pay_2", "Declined", false, op), getPay("pay_1", "Captured", true, op)}, payonce.LookupSucceeded, "pay_1", []string{"pay_2", "pay_1"}},
+		{name: "none", pages: []string{list(0)}, state: payonce.LookupNotFound},
+		{name: "one", pages: []string{list(1, getPay("pay_1", "Captured", true, op))}, objects: []string{getPay("pay_1", "Captured", true, op)}, state: payonce.LookupSucceeded, ref: "pay_1", refs: []string{"pay_1"}},
+		{name: "one pending", pages: []string{list(1, getPay("pay_1", "Pending", false, op))}, objects: []string{getPay("pay_1", "Pending", false, op)}, state: payonce.LookupProcessing, ref: "pay_1", refs: []string{"pay_1"}},
+		{name: "other reference ignored", pages: []string{list(1, getPay("pay_9", "Captured", true, op+"-x"))}, state: payonce.LookupNotFound},
+		{name: "two: charged twice", pages: []string{list(2, getPay("pay_2", "Captured", true, op), getPay("pay_1", "Captured", true, op))},
+			objects: []string{getPay("pay_2", "Captured", true, op), getPay("pay_1", "Captured", true, op)}, state: payonce.LookupMultiple, ref: "pay_2", refs: []string{"pay_2", "pay_1"}},
+		{name: "second page: one declined, one captured", pages: []string{list(2, getPay("pay_2", "Declined", false, op)), `{"limit":100,"skip":1,"total_count":2,"data":[` + getPay("pay_1", "Captured", true, op) + `]}`},
+			objects: []string{getPay("pay_2", "Declined", false, op), getPay("pay_1", "Captured", true, op)}, state: payonce.LookupSucceeded, ref: "pay_1", refs: []string{"pay_2", "pay_1"}},
 		// The list is not trusted for status: the read by id decides.
-		{"listed captured, read declined", []string{list(1, getPay("pay_1", "Captured", true, op))}, []string{getPay("pay_1", "Declined", false, op)}, payonce.LookupFailed, "pay_1", []string{"pay_1"}},
-		{"listed pending, read authorized", []string{list(1, getPay("pay_1", "Pending", false, op))}, []string{getPay("pay_1", "Authorized", true, op)}, payonce.LookupSucceeded, "pay_1", []string{"pay_1"}},
+		{name: "listed captured, read declined", pages: []string{list(1, getPay("pay_1", "Captured", true, op))}, objects: []string{getPay("pay_1", "Declined", false, op)}, state: payonce.LookupFailed, ref: "pay_1", refs: []string{"pay_1"}},
+		{name: "listed pending, read authorized", pages: []string{list(1, getPay("pay_1", "Pending", false, op))}, objects: []string{getPay("pay_1", "Authorized", true, op)}, state: payonce.LookupSucceeded, ref: "pay_1", refs: []string{"pay_1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -186,15 +186,15 @@ func TestLookupActions(t *testing.T) {
 		refs    []string
 		decline string
 	}{
-		{"capture none", payonce.KindCapture, "", []string{act("act_a", "Authorization", true, "charge-op", "10000")}, payonce.LookupNotFound, nil, ""},
-		{"capture approved", payonce.KindCapture, "", []string{act("act_c", "Capture", true, op, "10000"), act("act_a", "Authorization", true, "charge-op", "10000")}, payonce.LookupSucceeded, []string{"act_c"}, ""},
-		{"auto capture of the charge is not ours", payonce.KindCapture, "", []string{act("act_c", "Capture", true, "charge-op", "10000")}, payonce.LookupNotFound, nil, ""},
-		{"capture by action id", payonce.KindCapture, "act_c", []string{act("act_c", "Capture", true, "", "10000")}, payonce.LookupSucceeded, []string{"act_c"}, ""},
-		{"void approved", payonce.KindCancel, "", []string{act("act_v", "Void", true, op, "10000")}, payonce.LookupSucceeded, []string{"act_v"}, ""},
-		{"void with our reference but a refund", payonce.KindCancel, "", []string{act("act_r", "Refund", true, op, "10000")}, payonce.LookupNotFound, nil, ""},
-		{"refund declined", payonce.KindRefund, "", []string{act("act_r", "Refund", false, op, "20005")}, payonce.LookupFailed, []string{"act_r"}, "20005"},
-		{"refund undecided", payonce.KindRefund, "", []string{act("act_r", "Refund", nil, op, "")}, payonce.LookupProcessing, []string{"act_r"}, ""},
-		{"refund twice", payonce.KindRefund, "", []string{act("act_r2", "Refund", true, op, "10000"), act("act_r1", "Refund", true, op, "10000")}, payonce.LookupMultiple, []string{"act_r2", "act_r1"}, ""},
+		{name: "capture none", kind: payonce.KindCapture, actions: []string{act("act_a", "Authorization", true, "charge-op", "10000")}, state: payonce.LookupNotFound},
+		{name: "capture approved", kind: payonce.KindCapture, actions: []string{act("act_c", "Capture", true, op, "10000"), act("act_a", "Authorization", true, "charge-op", "10000")}, state: payonce.LookupSucceeded, refs: []string{"act_c"}},
+		{name: "auto capture of the charge is not ours", kind: payonce.KindCapture, actions: []string{act("act_c", "Capture", true, "charge-op", "10000")}, state: payonce.LookupNotFound},
+		{name: "capture by action id", kind: payonce.KindCapture, ref: "act_c", actions: []string{act("act_c", "Capture", true, "", "10000")}, state: payonce.LookupSucceeded, refs: []string{"act_c"}},
+		{name: "void approved", kind: payonce.KindCancel, actions: []string{act("act_v", "Void", true, op, "10000")}, state: payonce.LookupSucceeded, refs: []string{"act_v"}},
+		{name: "void with our reference but a refund", kind: payonce.KindCancel, actions: []string{act("act_r", "Refund", true, op, "10000")}, state: payonce.LookupNotFound},
+		{name: "refund declined", kind: payonce.KindRefund, actions: []string{act("act_r", "Refund", false, op, "20005")}, state: payonce.LookupFailed, refs: []string{"act_r"}, decline: "20005"},
+		{name: "refund undecided", kind: payonce.KindRefund, actions: []string{act("act_r", "Refund", nil, op, "")}, state: payonce.LookupProcessing, refs: []string{"act_r"}},
+		{name: "refund twice", kind: payonce.KindRefund, actions: []string{act("act_r2", "Refund", true, op, "10000"), act("act_r1", "Refund", true, op, "10000")}, state: payonce.LookupMultiple, refs: []string{"act_r2", "act_r1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

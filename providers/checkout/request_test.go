@@ -66,11 +66,11 @@ func TestNewRequestActions(t *testing.T) {
 		path   string
 		want   map[string]any
 	}{
-		{payonce.KindCapture, 500, "/payments/pay_1/captures", map[string]any{"amount": json.Number("500")}},
-		{payonce.KindCapture, 0, "/payments/pay_1/captures", map[string]any{}},
-		{payonce.KindCancel, 0, "/payments/pay_1/voids", map[string]any{}},
-		{payonce.KindRefund, 700, "/payments/pay_1/refunds", map[string]any{"amount": json.Number("700")}},
-		{payonce.KindRefund, 0, "/payments/pay_1/refunds", map[string]any{}},
+		{kind: payonce.KindCapture, amount: 500, path: "/payments/pay_1/captures", want: map[string]any{"amount": json.Number("500")}},
+		{kind: payonce.KindCapture, amount: 0, path: "/payments/pay_1/captures", want: map[string]any{}},
+		{kind: payonce.KindCancel, amount: 0, path: "/payments/pay_1/voids", want: map[string]any{}},
+		{kind: payonce.KindRefund, amount: 700, path: "/payments/pay_1/refunds", want: map[string]any{"amount": json.Number("700")}},
+		{kind: payonce.KindRefund, amount: 0, path: "/payments/pay_1/refunds", want: map[string]any{}},
 	} {
 		r := withKind(chargeReq(), tc.kind, tc.amount, "pay_1")
 		hr, body := testkit.Build(t, b.P, r)

@@ -103,12 +103,12 @@ func TestLookupChargeSearch(t *testing.T) {
 		state payonce.LookupState
 		refs  []string
 	}{
-		{"none", searchJSON(false), payonce.LookupNotFound, nil},
-		{"one succeeded", searchJSON(false, piJSON("pi_1", "succeeded", 1999, "")), payonce.LookupSucceeded, []string{"pi_1"}},
-		{"one processing", searchJSON(false, piJSON("pi_1", "processing", 0, "")), payonce.LookupProcessing, []string{"pi_1"}},
-		{"one failed", searchJSON(false, piJSON("pi_1", "requires_payment_method", 0, declined)), payonce.LookupFailed, []string{"pi_1"}},
-		{"two", searchJSON(false, piJSON("pi_1", "succeeded", 1999, ""), piJSON("pi_2", "succeeded", 1999, "")), payonce.LookupMultiple, []string{"pi_1", "pi_2"}},
-		{"one and more", searchJSON(true, piJSON("pi_1", "succeeded", 1999, "")), payonce.LookupMultiple, []string{"pi_1"}},
+		{name: "none", body: searchJSON(false), state: payonce.LookupNotFound},
+		{name: "one succeeded", body: searchJSON(false, piJSON("pi_1", "succeeded", 1999, "")), state: payonce.LookupSucceeded, refs: []string{"pi_1"}},
+		{name: "one processing", body: searchJSON(false, piJSON("pi_1", "processing", 0, "")), state: payonce.LookupProcessing, refs: []string{"pi_1"}},
+		{name: "one failed", body: searchJSON(false, piJSON("pi_1", "requires_payment_method", 0, declined)), state: payonce.LookupFailed, refs: []string{"pi_1"}},
+		{name: "two", body: searchJSON(false, piJSON("pi_1", "succeeded", 1999, ""), piJSON("pi_2", "succeeded", 1999, "")), state: payonce.LookupMultiple, refs: []string{"pi_1", "pi_2"}},
+		{name: "one and more", body: searchJSON(true, piJSON("pi_1", "succeeded", 1999, "")), state: payonce.LookupMultiple, refs: []string{"pi_1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -205,14 +205,14 @@ func TestLookupRefund(t *testing.T) {
 		refs  []string
 		code  string
 	}{
-		{"none", refundList(false), payonce.LookupNotFound, nil, ""},
-		{"only others", refundList(false, other, `{"id":"re_manual","object":"refund","status":"succeeded","metadata":{}}`), payonce.LookupNotFound, nil, ""},
-		{"succeeded", refundList(false, other, refundJSON("re_1", op, "succeeded", "")), payonce.LookupSucceeded, []string{"re_1"}, ""},
-		{"pending", refundList(false, refundJSON("re_1", op, "pending", "")), payonce.LookupProcessing, []string{"re_1"}, ""},
-		{"requires_action", refundList(false, refundJSON("re_1", op, "requires_action", "")), payonce.LookupProcessing, []string{"re_1"}, ""},
-		{"failed", refundList(false, refundJSON("re_1", op, "failed", "lost_or_stolen_card")), payonce.LookupFailed, []string{"re_1"}, "lost_or_stolen_card"},
-		{"canceled", refundList(false, refundJSON("re_1", op, "canceled", "")), payonce.LookupFailed, []string{"re_1"}, "refund_canceled"},
-		{"two", refundList(false, refundJSON("re_1", op, "succeeded", ""), other, refundJSON("re_2", op, "succeeded", "")), payonce.LookupMultiple, []string{"re_1", "re_2"}, ""},
+		{name: "none", body: refundList(false), state: payonce.LookupNotFound},
+		{name: "only others", body: refundList(false, other, `{"id":"re_manual","object":"refund","status":"succeeded","metadata":{}}`), state: payonce.LookupNotFound},
+		{name: "succeeded", body: refundList(false, other, refundJSON("re_1", op, "succeeded", "")), state: payonce.LookupSucceeded, refs: []string{"re_1"}},
+		{name: "pending", body: refundList(false, refundJSON("re_1", op, "pending", "")), state: payonce.LookupProcessing, refs: []string{"re_1"}},
+		{name: "requires_action", body: refundList(false, refundJSON("re_1", op, "requires_action", "")), state: payonce.LookupProcessing, refs: []string{"re_1"}},
+		{name: "failed", body: refundList(false, refundJSON("re_1", op, "failed", "lost_or_stolen_card")), state: payonce.LookupFailed, refs: []string{"re_1"}, code: "lost_or_stolen_card"},
+		{name: "canceled", body: refundList(false, refundJSON("re_1", op, "canceled", "")), state: payonce.LookupFailed, refs: []string{"re_1"}, code: "refund_canceled"},
+		{name: "two", body: refundList(false, refundJSON("re_1", op, "succeeded", ""), other, refundJSON("re_2", op, "succeeded", "")), state: payonce.LookupMultiple, refs: []string{"re_1", "re_2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -342,11 +342,11 @@ func TestLookupUnknownStatusIsScrubbed(t *testing.T) {
 		u    string
 		body string
 	}{
-		{"charge", lookupQuery(payonce.KindCharge, "", "pi_1"), "/v1/payment_intents/pi_1", piJSON(id, status, 0, "")},
-		{"capture", lookupQuery(payonce.KindCapture, "pi_1", ""), "/v1/payment_intents/pi_1", piJSON(id, status, 0, "")},
-		{"capture succeeded without amount", lookupQuery(payonce.KindCapture, "pi_1", ""), "/v1/payment_intents/pi_1", piJSON(id, "succeeded", 0, "")},
-		{"cancel", lookupQuery(payonce.KindCancel, "pi_1", ""), "/v1/payment_intents/pi_1", piJSON(id, status, 0, "")},
-		{"refund", lookupQuery(payonce.KindRefund, "pi_1", ""), "/v1/refunds", refundList(false, refundJSON("re_"+testKey, chargeReq().OperationID, status, ""))},
+		{name: "charge", q: lookupQuery(payonce.KindCharge, "", "pi_1"), u: "/v1/payment_intents/pi_1", body: piJSON(id, status, 0, "")},
+		{name: "capture", q: lookupQuery(payonce.KindCapture, "pi_1", ""), u: "/v1/payment_intents/pi_1", body: piJSON(id, status, 0, "")},
+		{name: "capture succeeded without amount", q: lookupQuery(payonce.KindCapture, "pi_1", ""), u: "/v1/payment_intents/pi_1", body: piJSON(id, "succeeded", 0, "")},
+		{name: "cancel", q: lookupQuery(payonce.KindCancel, "pi_1", ""), u: "/v1/payment_intents/pi_1", body: piJSON(id, status, 0, "")},
+		{name: "refund", q: lookupQuery(payonce.KindRefund, "pi_1", ""), u: "/v1/refunds", body: refundList(false, refundJSON("re_"+testKey, chargeReq().OperationID, status, ""))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -111,16 +111,16 @@ func TestLookupChargeSearch(t *testing.T) {
 		state   payonce.LookupState
 		refs    []string
 	}{
-		{"none", []string{ykList("")}, nil, payonce.LookupNotFound, nil},
-		{"others only", []string{ykList("", pmOp("p9", "succeeded", "other"), `{"id":"p8","status":"succeeded","amount":{"value":"1.00","currency":"RUB"}}`)}, nil, payonce.LookupNotFound, nil},
-		{"one succeeded", []string{ykList("", pmOp("p9", "succeeded", "other"), pmOp("p1", "succeeded", op))}, []string{pmOp("p1", "succeeded", op)}, payonce.LookupSucceeded, []string{"p1"}},
-		{"one pending", []string{ykList("", pmOp("p1", "pending", op))}, []string{pmOp("p1", "pending", op)}, payonce.LookupProcessing, []string{"p1"}},
-		{"one declined", []string{ykList("", pmOp("p1", "canceled", op))}, []string{pmOp("p1", "canceled", op)}, payonce.LookupFailed, []string{"p1"}},
-		{"on the second page", []string{ykList("c2", pmOp("p9", "succeeded", "other")), ykList("", pmOp("p1", "succeeded", op))}, []string{pmOp("p1", "succeeded", op)}, payonce.LookupSucceeded, []string{"p1"}},
-		{"two across pages", []string{ykList("c2", pmOp("p2", "succeeded", op)), ykList("", pmOp("p1", "succeeded", op))}, []string{pmOp("p2", "succeeded", op), pmOp("p1", "succeeded", op)}, payonce.LookupMultiple, []string{"p2", "p1"}},
+		{name: "none", pages: []string{ykList("")}, state: payonce.LookupNotFound},
+		{name: "others only", pages: []string{ykList("", pmOp("p9", "succeeded", "other"), `{"id":"p8","status":"succeeded","amount":{"value":"1.00","currency":"RUB"}}`)}, state: payonce.LookupNotFound},
+		{name: "one succeeded", pages: []string{ykList("", pmOp("p9", "succeeded", "other"), pmOp("p1", "succeeded", op))}, objects: []string{pmOp("p1", "succeeded", op)}, state: payonce.LookupSucceeded, refs: []string{"p1"}},
+		{name: "one pending", pages: []string{ykList("", pmOp("p1", "pending", op))}, objects: []string{pmOp("p1", "pending", op)}, state: payonce.LookupProcessing, refs: []string{"p1"}},
+		{name: "one declined", pages: []string{ykList("", pmOp("p1", "canceled", op))}, objects: []string{pmOp("p1", "canceled", op)}, state: payonce.LookupFailed, refs: []string{"p1"}},
+		{name: "on the second page", pages: []string{ykList("c2", pmOp("p9", "succeeded", "other")), ykList("", pmOp("p1", "succeeded", op))}, objects: []string{pmOp("p1", "succeeded", op)}, state: payonce.LookupSucceeded, refs: []string{"p1"}},
+		{name: "two across pages", pages: []string{ykList("c2", pmOp("p2", "succeeded", op)), ykList("", pmOp("p1", "succeeded", op))}, objects: []string{pmOp("p2", "succeeded", op), pmOp("p1", "succeeded", op)}, state: payonce.LookupMultiple, refs: []string{"p2", "p1"}},
 		// The list is not trusted for status: the read by id decides.
-		{"listed succeeded, read pending", []string{ykList("", pmOp("p1", "succeeded", op))}, []string{pmOp("p1", "pending", op)}, payonce.LookupProcessing, []string{"p1"}},
-		{"listed pending, read declined", []string{ykList("", pmOp("p1", "pending", op))}, []string{pmOp("p1", "canceled", op)}, payonce.LookupFailed, []string{"p1"}},
+		{name: "listed succeeded, read pending", pages: []string{ykList("", pmOp("p1", "succeeded", op))}, objects: []string{pmOp("p1", "pending", op)}, state: payonce.LookupProcessing, refs: []string{"p1"}},
+		{name: "listed pending, read declined", pages: []string{ykList("", pmOp("p1", "pending", op))}, objects: []string{pmOp("p1", "canceled", op)}, state: payonce.LookupFailed, refs: []string{"p1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -204,15 +204,15 @@ func TestLookupRefund(t *testing.T) {
 		refs  []string
 		decl  string
 	}{
-		{"none", []string{ykList("")}, payonce.LookupNotFound, nil, ""},
-		{"others", []string{ykList("", refundJSON("r9", "succeeded", "payonce_op:"+op+"0"), refundJSON("r8", "succeeded", "manual refund"))}, payonce.LookupNotFound, nil, ""},
-		{"succeeded", []string{ykList("", refundJSON("r9", "succeeded", "x"), mine("r1", "succeeded"))}, payonce.LookupSucceeded, []string{"r1"}, ""},
-		{"with caller text", []string{ykList("", refundJSON("r1", "succeeded", "Returned goods payonce_op:"+op))}, payonce.LookupSucceeded, []string{"r1"}, ""},
-		{"by metadata", []string{ykList("", `{"id":"r1","payment_id":"p1","status":"succeeded","amount":{"value":"1200.00","currency":"RUB"},"metadata":{"payonce_op":"`+op+`"}}`)}, payonce.LookupSucceeded, []string{"r1"}, ""},
-		{"pending", []string{ykList("", mine("r1", "pending"))}, payonce.LookupProcessing, []string{"r1"}, ""},
-		{"canceled", []string{ykList("", `{"id":"r1","payment_id":"p1","status":"canceled","amount":{"value":"1200.00","currency":"RUB"},"description":"payonce_op:`+op+`","cancellation_details":{"party":"payment_network","reason":"general_decline"}}`)}, payonce.LookupFailed, []string{"r1"}, "general_decline"},
-		{"second page", []string{ykList("c2", refundJSON("r9", "succeeded", "x")), ykList("", mine("r1", "succeeded"))}, payonce.LookupSucceeded, []string{"r1"}, ""},
-		{"two", []string{ykList("", mine("r2", "succeeded"), mine("r1", "succeeded"))}, payonce.LookupMultiple, []string{"r2", "r1"}, ""},
+		{name: "none", pages: []string{ykList("")}, state: payonce.LookupNotFound},
+		{name: "others", pages: []string{ykList("", refundJSON("r9", "succeeded", "payonce_op:"+op+"0"), refundJSON("r8", "succeeded", "manual refund"))}, state: payonce.LookupNotFound},
+		{name: "succeeded", pages: []string{ykList("", refundJSON("r9", "succeeded", "x"), mine("r1", "succeeded"))}, state: payonce.LookupSucceeded, refs: []string{"r1"}},
+		{name: "with caller text", pages: []string{ykList("", refundJSON("r1", "succeeded", "Returned goods payonce_op:"+op))}, state: payonce.LookupSucceeded, refs: []string{"r1"}},
+		{name: "by metadata", pages: []string{ykList("", `{"id":"r1","payment_id":"p1","status":"succeeded","amount":{"value":"1200.00","currency":"RUB"},"metadata":{"payonce_op":"`+op+`"}}`)}, state: payonce.LookupSucceeded, refs: []string{"r1"}},
+		{name: "pending", pages: []string{ykList("", mine("r1", "pending"))}, state: payonce.LookupProcessing, refs: []string{"r1"}},
+		{name: "canceled", pages: []string{ykList("", `{"id":"r1","payment_id":"p1","status":"canceled","amount":{"value":"1200.00","currency":"RUB"},"description":"payonce_op:`+op+`","cancellation_details":{"party":"payment_network","reason":"general_decline"}}`)}, state: payonce.LookupFailed, refs: []string{"r1"}, decl: "general_decline"},
+		{name: "second page", pages: []string{ykList("c2", refundJSON("r9", "succeeded", "x")), ykList("", mine("r1", "succeeded"))}, state: payonce.LookupSucceeded, refs: []string{"r1"}},
+		{name: "two", pages: []string{ykList("", mine("r2", "succeeded"), mine("r1", "succeeded"))}, state: payonce.LookupMultiple, refs: []string{"r2", "r1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
