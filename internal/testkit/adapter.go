@@ -197,8 +197,9 @@ func (e *E2E) Posts(route string) int { return e.Fake.Truth().Requests["POST "+r
 // ---- shared checks of the provider adapters' tests ----
 //
 // Each adapter's tests keep their own tables (the provider's answers, its
-// Config fields, its request rules: provider facts); the code that walks
-// a table is here, once.
+// Config fields, its request rules: provider facts), written as slices of
+// the *Case types below with every field named; the code that walks a
+// table (the Require functions) is here, once.
 
 // OpID is the operation id (and generation-0 key) of the charge every
 // adapter test starts from (ChargeRequest).
