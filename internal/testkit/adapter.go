@@ -35,14 +35,14 @@ type DoerFunc func(*http.Request) (*http.Response, error)
 // Do calls f.
 func (f DoerFunc) Do(r *http.Request) (*http.Response, error) { return f(r) }
 
-// TrackedBody is an answer body that records whether it was closed.
-type TrackedBody struct {
+// trackedBody is an answer body that records whether it was closed.
+type trackedBody struct {
 	io.Reader
 	Closed bool
 }
 
 // Close records the close.
-func (b *TrackedBody) Close() error { b.Closed = true; return nil }
+func (b *trackedBody) Close() error { b.Closed = true; return nil }
 
 // Header builds a header from name, value pairs.
 func Header(kv ...string) http.Header {
@@ -104,11 +104,11 @@ func RequireInvalid(t testing.TB, err error, field string, secrets ...string) *p
 	return ve
 }
 
-// Printed returns every way values may end up printed: under each fmt verb
+// printed returns every way values may end up printed: under each fmt verb
 // a careless log line might use, through String and GoString when they
 // have them, and logged by slog as JSON. A leak test checks that no secret
 // appears in any of them.
-func Printed(values ...any) []string {
+func printed(values ...any) []string {
 	var texts []string
 	for _, v := range values {
 		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%d", "%T"} {
@@ -139,7 +139,7 @@ func RequireLookupTransport(t *testing.T, p payonce.Provider, failQ, q payonce.L
 	require.ErrorContains(t, err, "connection reset")
 
 	for _, status := range []int{200, 404, 500} {
-		b := &TrackedBody{Reader: strings.NewReader(body)}
+		b := &trackedBody{Reader: strings.NewReader(body)}
 		var sent *http.Request
 		_, _ = p.Lookup(context.Background(), DoerFunc(func(req *http.Request) (*http.Response, error) {
 			sent = req
@@ -197,8 +197,9 @@ func (e *E2E) Posts(route string) int { return e.Fake.Truth().Requests["POST "+r
 // ---- shared checks of the provider adapters' tests ----
 //
 // Each adapter's tests keep their own tables (the provider's answers, its
-// Config fields, its request rules: provider facts); the code that walks
-// a table is here, once.
+// Config fields, its request rules: provider facts), written as slices of
+// the *Case types below with every field named; the code that walks a
+// table (the Require functions) is here, once.
 
 // OpID is the operation id (and generation-0 key) of the charge every
 // adapter test starts from (ChargeRequest).
@@ -501,7 +502,7 @@ type LeakCheck struct {
 	// Secrets must appear in no text (each credential, and the part of a
 	// key after its public prefix).
 	Secrets []string
-	// Values are printed every way (Printed): Config, *Config, Provider,
+	// Values are printed every way (printed): Config, *Config, Provider,
 	// *Provider.
 	Values []any
 	// Errors are the adapter's errors (New, NewRequest, Lookup).
@@ -523,7 +524,7 @@ type LeakCheck struct {
 // error texts (plain and %+v), Outcomes (%+v and JSON) and Texts.
 func RequireNoLeak(t *testing.T, c LeakCheck) {
 	t.Helper()
-	texts := append(Printed(c.Values...), c.Texts...)
+	texts := append(printed(c.Values...), c.Texts...)
 	for _, err := range c.Errors {
 		require.Error(t, err)
 		texts = append(texts, err.Error(), fmt.Sprintf("%+v", err))
@@ -587,11 +588,6 @@ type LookupErrorCase struct {
 	Temporary bool
 }
 
-// LookupFails is the LookupErrorCase name.
-func LookupFails(name string, q payonce.LookupQuery, u string, status int, body string, temporary bool) LookupErrorCase {
-	return LookupErrorCase{Name: name, Q: q, URL: u, Status: status, Body: body, Temporary: temporary}
-}
-
 // RequireLookupErrors checks that Lookup fails for every case on the
 // provider and client serve returns (a fresh adapter whose transport
 // answers the case), with an empty result and none of secrets in the
@@ -626,34 +622,11 @@ func RequireLookupErrors[E interface {
 	}
 }
 
-// Refuse is the ConfigCase name: New(cfg) fails on field, saying hint.
-func Refuse[C any](name string, cfg C, field, hint string) ConfigCase[C] {
-	return ConfigCase[C]{Name: name, Cfg: cfg, Field: field, Hint: hint}
-}
-
-// Classified is the ClassifyCase name: the answer (status, header pairs
-// hdr, body) to r must classify as want.
-func Classified(name string, r payonce.SendRequest, status int, hdr []string, body string, want ClassifyWant) ClassifyCase {
-	return ClassifyCase{Name: name, R: r, Status: status, Hdr: hdr, Body: body, Want: want}
-}
-
-// Invalid is the RequestCase name: base() changed by mod is refused on
-// field.
-func Invalid(name string, mod func(*payonce.SendRequest), field string) RequestCase {
-	return RequestCase{Name: name, Mod: mod, Field: field}
-}
-
 // ReadCase is an object a lookup reads by id, and what it must say.
 type ReadCase struct {
 	Name, Body    string
 	State         payonce.LookupState
 	Code, Decline string
-}
-
-// ReadAs is the ReadCase name: body read by id says state, code and
-// decline.
-func ReadAs(name, body string, state payonce.LookupState, code, decline string) ReadCase {
-	return ReadCase{Name: name, Body: body, State: state, Code: code, Decline: decline}
 }
 
 // RequireReadByID checks p.Lookup of q, whose q.ProviderRef the ledger
@@ -772,24 +745,6 @@ func RequireAgree(t *testing.T, want Agreement, o payonce.Outcome, res payonce.L
 	}
 }
 
-// CommonRequestErrors are the requests every adapter refuses, on fields
-// named after the adapter (name, as in "stripe Key"): a capture, cancel or
-// refund without the payment's reference (built by the adapter's
-// withKind), no key, a key longer than maxKey or with a newline, no
-// operation id, and an unknown kind.
-func CommonRequestErrors(name string, maxKey int, withKind func(payonce.SendRequest, payonce.Kind, int64, string) payonce.SendRequest) []RequestCase {
-	return []RequestCase{
-		Invalid("capture without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCapture, 0, "") }, name+" Request.PaymentRef"),
-		Invalid("cancel without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCancel, 0, "") }, name+" Request.PaymentRef"),
-		Invalid("refund without ref", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindRefund, 1, "") }, name+" Request.PaymentRef"),
-		Invalid("no key", func(r *payonce.SendRequest) { r.Key = "" }, name+" Key"),
-		Invalid("long key", func(r *payonce.SendRequest) { r.Key = strings.Repeat("a", maxKey+1) }, name+" Key"),
-		Invalid("key with newline", func(r *payonce.SendRequest) { r.Key = "abc\ndef" }, name+" Key"),
-		Invalid("no operation id", func(r *payonce.SendRequest) { r.OperationID = "" }, name+" OperationID"),
-		Invalid("unknown kind", func(r *payonce.SendRequest) { r.Request.Kind = "payout" }, name+" Request.Kind"),
-	}
-}
-
 // LookupCase is a lookup of Q on a fresh adapter whose transport Serve
 // answers: it finds an object that is not the operation's (Contradiction
 // names the difference), or fails (Err, part of the error).
@@ -865,15 +820,6 @@ func RequireNew[C any, P interface {
 	}
 }
 
-// Actions returns the capture (of amount capture), cancel and refund (of
-// amount refund) of charge's payment ref, made with the adapter's
-// withKind.
-func Actions(withKind func(payonce.SendRequest, payonce.Kind, int64, string) payonce.SendRequest,
-	charge payonce.SendRequest, ref string, capture, refund int64) (payonce.SendRequest, payonce.SendRequest, payonce.SendRequest) {
-	return withKind(charge, payonce.KindCapture, capture, ref), withKind(charge, payonce.KindCancel, 0, ref),
-		withKind(charge, payonce.KindRefund, refund, ref)
-}
-
 // StateCase is an object a lookup reads, and the state and code it must
 // give; with Err, the lookup must fail instead.
 type StateCase struct {
@@ -926,12 +872,10 @@ func RequireActionFallback(t *testing.T, p payonce.Provider, hc payonce.HTTPDoer
 }
 
 // RequireMalformed checks that parse (an adapter's ParseWebhook of a
-// genuine delivery of body) refuses every body as ErrWebhookMalformed,
-// never as unauthenticated: the bodies given, an empty one and one that is
-// not JSON.
+// genuine delivery of body) refuses every one of bodies as
+// ErrWebhookMalformed, never as unauthenticated.
 func RequireMalformed(t *testing.T, parse func(body string) error, bodies map[string]string) {
 	t.Helper()
-	bodies["empty"], bodies["not json"] = ``, `{"id":`
 	for name, body := range bodies {
 		err := parse(body)
 		require.ErrorIs(t, err, payonce.ErrWebhookMalformed, name)

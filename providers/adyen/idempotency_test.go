@@ -24,13 +24,13 @@ func TestIdempotencyKeyGolden(t *testing.T) {
 	t.Parallel()
 	const key = "a9b1c2d3-0000-5000-8000-000000000001"
 	for _, tc := range []struct{ merchant, key, want string }{
-		{"PayonceTestMerchant", key, "7cce7f27-f378-8fcf-af3c-5bd4047706b8"},
-		{"PayonceOtherMerchant", key, "17165b45-6f5f-8174-8e6a-8c6c4630bc54"},
-		{"payoncetestmerchant", key, "018e8df5-64e6-8ba1-bc74-d71c441603b4"},
-		{"PayonceTestMerchant", "k", "a7a3c03b-5d5a-8d96-a017-e8abfb5f9d71"},
+		{merchant: "PayonceTestMerchant", key: key, want: "7cce7f27-f378-8fcf-af3c-5bd4047706b8"},
+		{merchant: "PayonceOtherMerchant", key: key, want: "17165b45-6f5f-8174-8e6a-8c6c4630bc54"},
+		{merchant: "payoncetestmerchant", key: key, want: "018e8df5-64e6-8ba1-bc74-d71c441603b4"},
+		{merchant: "PayonceTestMerchant", key: "k", want: "a7a3c03b-5d5a-8d96-a017-e8abfb5f9d71"},
 		// The NUL that ends the merchant account is not ambiguous.
-		{"A", "\x00B", "d9e41b2f-86d4-85f1-9e5a-f9a25630e710"},
-		{"A\x00", "", "644d3310-0184-82d1-bb5b-228c03065756"},
+		{merchant: "A", key: "\x00B", want: "d9e41b2f-86d4-85f1-9e5a-f9a25630e710"},
+		{merchant: "A\x00", want: "644d3310-0184-82d1-bb5b-228c03065756"},
 	} {
 		require.Equal(t, tc.want, adyen.IdempotencyKey(tc.merchant, tc.key), "%q %q", tc.merchant, tc.key)
 	}

@@ -65,9 +65,9 @@ func TestModificationRequests(t *testing.T) {
 		path   string
 		want   string
 	}{
-		{payonce.KindCapture, 1999, "/payments/PAY%2F1/captures", `{"merchantAccount":"` + merchant + `","amount":{"currency":"EUR","value":1999},"reference":"` + r.OperationID + `"}`},
-		{payonce.KindCancel, 0, "/payments/PAY%2F1/cancels", `{"merchantAccount":"` + merchant + `","reference":"` + r.OperationID + `"}`},
-		{payonce.KindRefund, 500, "/payments/PAY%2F1/refunds", `{"merchantAccount":"` + merchant + `","amount":{"currency":"EUR","value":500},"reference":"` + r.OperationID + `"}`},
+		{kind: payonce.KindCapture, amount: 1999, path: "/payments/PAY%2F1/captures", want: `{"merchantAccount":"` + merchant + `","amount":{"currency":"EUR","value":1999},"reference":"` + r.OperationID + `"}`},
+		{kind: payonce.KindCancel, amount: 0, path: "/payments/PAY%2F1/cancels", want: `{"merchantAccount":"` + merchant + `","reference":"` + r.OperationID + `"}`},
+		{kind: payonce.KindRefund, amount: 500, path: "/payments/PAY%2F1/refunds", want: `{"merchantAccount":"` + merchant + `","amount":{"currency":"EUR","value":500},"reference":"` + r.OperationID + `"}`},
 	} {
 		m := withKind(r, tc.kind, tc.amount, "PAY/1")
 		if tc.kind == payonce.KindCancel {

@@ -163,22 +163,22 @@ func TestParseWebhookAuthentication(t *testing.T) {
 		body       []byte
 		want       error
 	}{
-		{"no credentials", "", "", good, payonce.ErrWebhookCredentials},
-		{"wrong password", whUser, whPass + "x", good, payonce.ErrWebhookCredentials},
-		{"wrong user", "x" + whUser, whPass, good, payonce.ErrWebhookCredentials},
-		{"bad signature", whUser, whPass, deliveryJSON(t, signedItem(item{psp: "PSP1", event: "AUTHORISATION", sig: "ipnxGCaUZ4l8TUW75a71/ghd2Fe5ffvX0pV4TLTntIc="})), payonce.ErrWebhookUnauthenticated},
-		{"no signature", whUser, whPass, []byte(`{"live":"false","notificationItems":[{"NotificationRequestItem":{"eventCode":"AUTHORISATION","pspReference":"P","success":"true"}}]}`), payonce.ErrWebhookUnauthenticated},
-		{"one forged item rejects the batch", whUser, whPass, deliveryJSON(t,
+		{name: "no credentials", body: good, want: payonce.ErrWebhookCredentials},
+		{name: "wrong password", user: whUser, pass: whPass + "x", body: good, want: payonce.ErrWebhookCredentials},
+		{name: "wrong user", user: "x" + whUser, pass: whPass, body: good, want: payonce.ErrWebhookCredentials},
+		{name: "bad signature", user: whUser, pass: whPass, body: deliveryJSON(t, signedItem(item{psp: "PSP1", event: "AUTHORISATION", sig: "ipnxGCaUZ4l8TUW75a71/ghd2Fe5ffvX0pV4TLTntIc="})), want: payonce.ErrWebhookUnauthenticated},
+		{name: "no signature", user: whUser, pass: whPass, body: []byte(`{"live":"false","notificationItems":[{"NotificationRequestItem":{"eventCode":"AUTHORISATION","pspReference":"P","success":"true"}}]}`), want: payonce.ErrWebhookUnauthenticated},
+		{name: "one forged item rejects the batch", user: whUser, pass: whPass, body: deliveryJSON(t,
 			signedItem(item{psp: "PSP1", event: "AUTHORISATION"}),
-			signedItem(item{psp: "PSP2", event: "REFUND", sig: "AAAA"})), payonce.ErrWebhookUnauthenticated},
-		{"tampered amount", whUser, whPass, tamper(t, good, func(m map[string]any) { m["amount"].(map[string]any)["value"] = 1 }), payonce.ErrWebhookUnauthenticated},
-		{"not json", whUser, whPass, []byte(`<xml/>`), payonce.ErrWebhookMalformed},
-		{"no items", whUser, whPass, []byte(`{"live":"false","notificationItems":[]}`), payonce.ErrWebhookMalformed},
-		{"bad success not signed as sent", whUser, whPass, tamper(t, good, func(m map[string]any) { m["success"] = "yes" }), payonce.ErrWebhookUnauthenticated},
-		{"unreadable item forged", whUser, whPass, tamper(t, deliveryJSON(t, signedItem(item{psp: "PSP1", event: "AUTHORISATION", success: "yes"})),
-			func(m map[string]any) { m["pspReference"] = "PSP2" }), payonce.ErrWebhookUnauthenticated},
-		{"no NotificationRequestItem", whUser, whPass, []byte(`{"live":"false","notificationItems":[{"x":1}]}`), payonce.ErrWebhookMalformed},
-		{"data after the notification", whUser, whPass, append(append([]byte(nil), good...), ']'), payonce.ErrWebhookMalformed},
+			signedItem(item{psp: "PSP2", event: "REFUND", sig: "AAAA"})), want: payonce.ErrWebhookUnauthenticated},
+		{name: "tampered amount", user: whUser, pass: whPass, body: tamper(t, good, func(m map[string]any) { m["amount"].(map[string]any)["value"] = 1 }), want: payonce.ErrWebhookUnauthenticated},
+		{name: "not json", user: whUser, pass: whPass, body: []byte(`<xml/>`), want: payonce.ErrWebhookMalformed},
+		{name: "no items", user: whUser, pass: whPass, body: []byte(`{"live":"false","notificationItems":[]}`), want: payonce.ErrWebhookMalformed},
+		{name: "bad success not signed as sent", user: whUser, pass: whPass, body: tamper(t, good, func(m map[string]any) { m["success"] = "yes" }), want: payonce.ErrWebhookUnauthenticated},
+		{name: "unreadable item forged", user: whUser, pass: whPass, body: tamper(t, deliveryJSON(t, signedItem(item{psp: "PSP1", event: "AUTHORISATION", success: "yes"})),
+			func(m map[string]any) { m["pspReference"] = "PSP2" }), want: payonce.ErrWebhookUnauthenticated},
+		{name: "no NotificationRequestItem", user: whUser, pass: whPass, body: []byte(`{"live":"false","notificationItems":[{"x":1}]}`), want: payonce.ErrWebhookMalformed},
+		{name: "data after the notification", user: whUser, pass: whPass, body: append(append([]byte(nil), good...), ']'), want: payonce.ErrWebhookMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -242,31 +242,31 @@ func TestWebhookEvents(t *testing.T) {
 		it   item
 		want want
 	}{
-		{"authorised", item{psp: "PAY1", ref: op, event: "AUTHORISATION", extra: withKey}, want{kind: payonce.KindCharge, opID: op, ref: "PAY1", state: payonce.LookupSucceeded, targetCount: 1, key: "k-gen-1", amount: 1999, currency: "EUR"}},
-		{"authorised, no metadata", item{psp: "PAY1", ref: op, event: "AUTHORISATION"}, want{kind: payonce.KindCharge, opID: op, ref: "PAY1", state: payonce.LookupSucceeded, targetCount: 1, amount: 1999, currency: "EUR"}},
-		{"refused", item{psp: "PAY1", ref: op, event: "AUTHORISATION", success: "false", reason: "Refused", extra: withKey}, want{kind: payonce.KindCharge, opID: op, ref: "PAY1", state: payonce.LookupFailed, code: "refused", targetCount: 1, key: "k-gen-1", amount: 1999, currency: "EUR"}},
-		{"foreign reference", item{psp: "PAY1", ref: "order-42", event: "AUTHORISATION"}, want{kind: payonce.KindCharge, ref: "PAY1", state: payonce.LookupSucceeded, targetCount: 1, amount: 1999, currency: "EUR"}},
-		{"value as a string", item{psp: "PAY1", ref: op, event: "AUTHORISATION", rawValue: "500", rawText: "500", currency: "USD"}, want{kind: payonce.KindCharge, opID: op, ref: "PAY1", state: payonce.LookupSucceeded, targetCount: 1, amount: 500, currency: "USD"}},
-		{"no amount", item{psp: "PAY1", ref: op, event: "AUTHORISATION", noAmount: true}, want{kind: payonce.KindCharge, opID: op, ref: "PAY1", state: payonce.LookupSucceeded, targetCount: 1}},
-		{"capture", item{psp: "CAP1", orig: "PAY1", ref: capOp, event: "CAPTURE", value: 700}, want{kind: payonce.KindCapture, opID: capOp, ref: "CAP1", payment: "PAY1", state: payonce.LookupSucceeded, targetCount: 1, amount: 700, currency: "EUR"}},
+		{name: "authorised", it: item{psp: "PAY1", ref: op, event: "AUTHORISATION", extra: withKey}, want: want{kind: payonce.KindCharge, opID: op, ref: "PAY1", state: payonce.LookupSucceeded, targetCount: 1, key: "k-gen-1", amount: 1999, currency: "EUR"}},
+		{name: "authorised, no metadata", it: item{psp: "PAY1", ref: op, event: "AUTHORISATION"}, want: want{kind: payonce.KindCharge, opID: op, ref: "PAY1", state: payonce.LookupSucceeded, targetCount: 1, amount: 1999, currency: "EUR"}},
+		{name: "refused", it: item{psp: "PAY1", ref: op, event: "AUTHORISATION", success: "false", reason: "Refused", extra: withKey}, want: want{kind: payonce.KindCharge, opID: op, ref: "PAY1", state: payonce.LookupFailed, code: "refused", targetCount: 1, key: "k-gen-1", amount: 1999, currency: "EUR"}},
+		{name: "foreign reference", it: item{psp: "PAY1", ref: "order-42", event: "AUTHORISATION"}, want: want{kind: payonce.KindCharge, ref: "PAY1", state: payonce.LookupSucceeded, targetCount: 1, amount: 1999, currency: "EUR"}},
+		{name: "value as a string", it: item{psp: "PAY1", ref: op, event: "AUTHORISATION", rawValue: "500", rawText: "500", currency: "USD"}, want: want{kind: payonce.KindCharge, opID: op, ref: "PAY1", state: payonce.LookupSucceeded, targetCount: 1, amount: 500, currency: "USD"}},
+		{name: "no amount", it: item{psp: "PAY1", ref: op, event: "AUTHORISATION", noAmount: true}, want: want{kind: payonce.KindCharge, opID: op, ref: "PAY1", state: payonce.LookupSucceeded, targetCount: 1}},
+		{name: "capture", it: item{psp: "CAP1", orig: "PAY1", ref: capOp, event: "CAPTURE", value: 700}, want: want{kind: payonce.KindCapture, opID: capOp, ref: "CAP1", payment: "PAY1", state: payonce.LookupSucceeded, targetCount: 1, amount: 700, currency: "EUR"}},
 		// A modification item's metadata could only be the payment's: no
 		// Key is taken from it.
-		{"capture with the payment's metadata", item{psp: "CAP1", orig: "PAY1", ref: capOp, event: "CAPTURE", extra: withKey}, want{kind: payonce.KindCapture, opID: capOp, ref: "CAP1", payment: "PAY1", state: payonce.LookupSucceeded, targetCount: 1, amount: 1999, currency: "EUR"}},
-		{"capture refused", item{psp: "CAP1", orig: "PAY1", ref: capOp, event: "CAPTURE", success: "false"}, want{kind: payonce.KindCapture, opID: capOp, ref: "CAP1", payment: "PAY1", state: payonce.LookupFailed, code: "modification_failed", targetCount: 1, amount: 1999, currency: "EUR"}},
-		{"capture failed later", item{psp: "CAP1", orig: "PAY1", ref: capOp, event: "CAPTURE_FAILED", reason: "Capture Failed"}, want{kind: payonce.KindCapture, opID: capOp, ref: "CAP1", payment: "PAY1", state: payonce.LookupFailed, reversal: true, code: "capture_failed", targetCount: 1, amount: 1999, currency: "EUR"}},
-		{"cancellation", item{psp: "CAN1", orig: "PAY1", ref: capOp, event: "CANCELLATION", noAmount: true}, want{kind: payonce.KindCancel, opID: capOp, ref: "CAN1", payment: "PAY1", state: payonce.LookupSucceeded, targetCount: 1}},
+		{name: "capture with the payment's metadata", it: item{psp: "CAP1", orig: "PAY1", ref: capOp, event: "CAPTURE", extra: withKey}, want: want{kind: payonce.KindCapture, opID: capOp, ref: "CAP1", payment: "PAY1", state: payonce.LookupSucceeded, targetCount: 1, amount: 1999, currency: "EUR"}},
+		{name: "capture refused", it: item{psp: "CAP1", orig: "PAY1", ref: capOp, event: "CAPTURE", success: "false"}, want: want{kind: payonce.KindCapture, opID: capOp, ref: "CAP1", payment: "PAY1", state: payonce.LookupFailed, code: "modification_failed", targetCount: 1, amount: 1999, currency: "EUR"}},
+		{name: "capture failed later", it: item{psp: "CAP1", orig: "PAY1", ref: capOp, event: "CAPTURE_FAILED", reason: "Capture Failed"}, want: want{kind: payonce.KindCapture, opID: capOp, ref: "CAP1", payment: "PAY1", state: payonce.LookupFailed, reversal: true, code: "capture_failed", targetCount: 1, amount: 1999, currency: "EUR"}},
+		{name: "cancellation", it: item{psp: "CAN1", orig: "PAY1", ref: capOp, event: "CANCELLATION", noAmount: true}, want: want{kind: payonce.KindCancel, opID: capOp, ref: "CAN1", payment: "PAY1", state: payonce.LookupSucceeded, targetCount: 1}},
 		// A CANCELLATION's amount is the payment's, not the cancel's.
-		{"cancellation with the payment's amount", item{psp: "CAN1", orig: "PAY1", ref: capOp, event: "CANCELLATION"}, want{kind: payonce.KindCancel, opID: capOp, ref: "CAN1", payment: "PAY1", state: payonce.LookupSucceeded, targetCount: 1}},
-		{"refund", item{psp: "REF1", orig: "PAY1", ref: capOp, event: "REFUND", value: 300, currency: "GBP"}, want{kind: payonce.KindRefund, opID: capOp, ref: "REF1", payment: "PAY1", state: payonce.LookupSucceeded, targetCount: 1, amount: 300, currency: "GBP"}},
-		{"refund failed", item{psp: "REF1", orig: "PAY1", ref: capOp, event: "REFUND_FAILED"}, want{kind: payonce.KindRefund, opID: capOp, ref: "REF1", payment: "PAY1", state: payonce.LookupFailed, reversal: true, code: "refund_failed", targetCount: 1, amount: 1999, currency: "EUR"}},
-		{"refunded reversed", item{psp: "REF1", orig: "PAY1", ref: capOp, event: "REFUNDED_REVERSED"}, want{kind: payonce.KindRefund, opID: capOp, ref: "REF1", payment: "PAY1", state: payonce.LookupFailed, reversal: true, code: "refunded_reversed", targetCount: 1, amount: 1999, currency: "EUR"}},
+		{name: "cancellation with the payment's amount", it: item{psp: "CAN1", orig: "PAY1", ref: capOp, event: "CANCELLATION"}, want: want{kind: payonce.KindCancel, opID: capOp, ref: "CAN1", payment: "PAY1", state: payonce.LookupSucceeded, targetCount: 1}},
+		{name: "refund", it: item{psp: "REF1", orig: "PAY1", ref: capOp, event: "REFUND", value: 300, currency: "GBP"}, want: want{kind: payonce.KindRefund, opID: capOp, ref: "REF1", payment: "PAY1", state: payonce.LookupSucceeded, targetCount: 1, amount: 300, currency: "GBP"}},
+		{name: "refund failed", it: item{psp: "REF1", orig: "PAY1", ref: capOp, event: "REFUND_FAILED"}, want: want{kind: payonce.KindRefund, opID: capOp, ref: "REF1", payment: "PAY1", state: payonce.LookupFailed, reversal: true, code: "refund_failed", targetCount: 1, amount: 1999, currency: "EUR"}},
+		{name: "refunded reversed", it: item{psp: "REF1", orig: "PAY1", ref: capOp, event: "REFUNDED_REVERSED"}, want: want{kind: payonce.KindRefund, opID: capOp, ref: "REF1", payment: "PAY1", state: payonce.LookupFailed, reversal: true, code: "refunded_reversed", targetCount: 1, amount: 1999, currency: "EUR"}},
 		// The disputed amount may be part of the payment: not the charge's.
-		{"chargeback", item{psp: "CB1", orig: "PAY1", ref: op, event: "CHARGEBACK", value: 500}, want{kind: payonce.KindCharge, opID: op, ref: "PAY1", state: payonce.LookupFailed, reversal: true, code: "chargeback", targetCount: 1}},
-		{"capture failed that did not happen", item{psp: "CAP1", orig: "PAY1", ref: capOp, event: "CAPTURE_FAILED", success: "false"}, want{}},
-		{"cancel or refund", item{psp: "X1", orig: "PAY1", ref: op, event: "CANCEL_OR_REFUND"}, want{}},
-		{"technical cancel", item{psp: "X1", orig: "PAY1", ref: op, event: "TECHNICAL_CANCEL"}, want{}},
-		{"report", item{psp: "R1", event: "REPORT_AVAILABLE"}, want{}},
-		{"other merchant", item{psp: "PAY1", ref: op, event: "AUTHORISATION", merchant: "Other", extra: withKey}, want{}},
+		{name: "chargeback", it: item{psp: "CB1", orig: "PAY1", ref: op, event: "CHARGEBACK", value: 500}, want: want{kind: payonce.KindCharge, opID: op, ref: "PAY1", state: payonce.LookupFailed, reversal: true, code: "chargeback", targetCount: 1}},
+		{name: "capture failed that did not happen", it: item{psp: "CAP1", orig: "PAY1", ref: capOp, event: "CAPTURE_FAILED", success: "false"}, want: want{}},
+		{name: "cancel or refund", it: item{psp: "X1", orig: "PAY1", ref: op, event: "CANCEL_OR_REFUND"}, want: want{}},
+		{name: "technical cancel", it: item{psp: "X1", orig: "PAY1", ref: op, event: "TECHNICAL_CANCEL"}, want: want{}},
+		{name: "report", it: item{psp: "R1", event: "REPORT_AVAILABLE"}, want: want{}},
+		{name: "other merchant", it: item{psp: "PAY1", ref: op, event: "AUTHORISATION", merchant: "Other", extra: withKey}, want: want{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -314,19 +314,19 @@ func TestParseWebhookUnreadable(t *testing.T) {
 		name, typ, reason string
 		it                item
 	}{
-		{"success neither true nor false", "AUTHORISATION", `success is "yes"`, item{psp: "PSP1", ref: op, event: "AUTHORISATION", success: "yes"}},
-		{"no success", "AUTHORISATION", `success is ""`, item{psp: "PSP1", ref: op, event: "AUTHORISATION", success: "-"}},
-		{"NUL in pspReference", "AUTHORISATION", "pspReference", item{psp: "PSP\x00", ref: op, event: "AUTHORISATION"}},
-		{"no pspReference", "CAPTURE", "no pspReference", item{orig: "PAY1", ref: op, event: "CAPTURE"}},
-		{"long pspReference", "REFUND", "longer than", item{psp: strings.Repeat("P", 200), orig: "PAY1", event: "REFUND"}},
-		{"control character in eventCode", "unreadable", "eventCode", item{psp: "PSP1", event: "AUTHORISATION\n"}},
-		{"value not an integer (string)", "AUTHORISATION", `amount.value "12.5"`, item{psp: "PSP1", ref: op, event: "AUTHORISATION", rawValue: "12.5", rawText: "12.5"}},
-		{"value not an integer (number)", "REFUND", `amount.value "12.5"`, item{psp: "REF1", orig: "PAY1", ref: op, event: "REFUND", rawValue: 12.5, rawText: "12.5"}},
-		{"negative value", "CAPTURE", `amount.value "-5"`, item{psp: "CAP1", orig: "PAY1", ref: op, event: "CAPTURE", value: -5}},
-		{"currency not a code", "AUTHORISATION", `amount.currency "EURO"`, item{psp: "PSP1", ref: op, event: "AUTHORISATION", currency: "EURO"}},
-		{"value without currency", "AUTHORISATION", "no currency", item{psp: "PSP1", ref: op, event: "AUTHORISATION", rawValue: 100, rawText: "100", currency: "-"}},
-		{"key not a string", "AUTHORISATION", "metadata.payonce_key", item{psp: "PSP1", ref: op, event: "AUTHORISATION", extra: map[string]any{"metadata.payonce_key": 42}}},
-		{"key too long", "AUTHORISATION", "metadata.payonce_key", item{psp: "PSP1", ref: op, event: "AUTHORISATION", extra: map[string]any{"metadata.payonce_key": strings.Repeat("k", adyen.MaxKeyLength+1)}}},
+		{name: "success neither true nor false", typ: "AUTHORISATION", reason: `success is "yes"`, it: item{psp: "PSP1", ref: op, event: "AUTHORISATION", success: "yes"}},
+		{name: "no success", typ: "AUTHORISATION", reason: `success is ""`, it: item{psp: "PSP1", ref: op, event: "AUTHORISATION", success: "-"}},
+		{name: "NUL in pspReference", typ: "AUTHORISATION", reason: "pspReference", it: item{psp: "PSP\x00", ref: op, event: "AUTHORISATION"}},
+		{name: "no pspReference", typ: "CAPTURE", reason: "no pspReference", it: item{orig: "PAY1", ref: op, event: "CAPTURE"}},
+		{name: "long pspReference", typ: "REFUND", reason: "longer than", it: item{psp: strings.Repeat("P", 200), orig: "PAY1", event: "REFUND"}},
+		{name: "control character in eventCode", typ: "unreadable", reason: "eventCode", it: item{psp: "PSP1", event: "AUTHORISATION\n"}},
+		{name: "value not an integer (string)", typ: "AUTHORISATION", reason: `amount.value "12.5"`, it: item{psp: "PSP1", ref: op, event: "AUTHORISATION", rawValue: "12.5", rawText: "12.5"}},
+		{name: "value not an integer (number)", typ: "REFUND", reason: `amount.value "12.5"`, it: item{psp: "REF1", orig: "PAY1", ref: op, event: "REFUND", rawValue: 12.5, rawText: "12.5"}},
+		{name: "negative value", typ: "CAPTURE", reason: `amount.value "-5"`, it: item{psp: "CAP1", orig: "PAY1", ref: op, event: "CAPTURE", value: -5}},
+		{name: "currency not a code", typ: "AUTHORISATION", reason: `amount.currency "EURO"`, it: item{psp: "PSP1", ref: op, event: "AUTHORISATION", currency: "EURO"}},
+		{name: "value without currency", typ: "AUTHORISATION", reason: "no currency", it: item{psp: "PSP1", ref: op, event: "AUTHORISATION", rawValue: 100, rawText: "100", currency: "-"}},
+		{name: "key not a string", typ: "AUTHORISATION", reason: "metadata.payonce_key", it: item{psp: "PSP1", ref: op, event: "AUTHORISATION", extra: map[string]any{"metadata.payonce_key": 42}}},
+		{name: "key too long", typ: "AUTHORISATION", reason: "metadata.payonce_key", it: item{psp: "PSP1", ref: op, event: "AUTHORISATION", extra: map[string]any{"metadata.payonce_key": strings.Repeat("k", adyen.MaxKeyLength+1)}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

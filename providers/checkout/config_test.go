@@ -29,16 +29,16 @@ func TestNew(t *testing.T) {
 func TestNewValidation(t *testing.T) {
 	t.Parallel()
 	testkit.RequireConfigErrors(t, checkout.New, []testkit.ConfigCase[checkout.Config]{
-		testkit.Refuse("no key", checkout.Config{}, "checkout.Config.SecretKey", "secret key"),
-		testkit.Refuse("key with space", checkout.Config{SecretKey: "sk_a b"}, "checkout.Config.SecretKey", "exactly"),
-		testkit.Refuse("bad channel", checkout.Config{SecretKey: testKey, ProcessingChannelID: "pc 1"}, "checkout.Config.ProcessingChannelID", "pc_"),
-		testkit.Refuse("relative URL", checkout.Config{SecretKey: testKey, BaseURL: "api.checkout.com"}, "checkout.Config.BaseURL", "https://"),
-		testkit.Refuse("no host", checkout.Config{SecretKey: testKey, BaseURL: "https:///x"}, "checkout.Config.BaseURL", "host"),
-		testkit.Refuse("unparsable", checkout.Config{SecretKey: testKey, BaseURL: "https://[::1"}, "checkout.Config.BaseURL", "valid URL"),
-		testkit.Refuse("user info", checkout.Config{SecretKey: testKey, BaseURL: "https://" + testKey + "@api.checkout.com"}, "checkout.Config.BaseURL", "user info"),
-		testkit.Refuse("fragment", checkout.Config{SecretKey: testKey, BaseURL: "https://api.checkout.com#x"}, "checkout.Config.BaseURL", "fragment"),
-		testkit.Refuse("negative TTL", checkout.Config{SecretKey: testKey, KeyTTL: -time.Second}, "checkout.Config.KeyTTL", "negative"),
-		testkit.Refuse("negative lag", checkout.Config{SecretKey: testKey, SettleLag: -time.Second}, "checkout.Config.SettleLag", "negative"),
+		{Name: "no key", Cfg: checkout.Config{}, Field: "checkout.Config.SecretKey", Hint: "secret key"},
+		{Name: "key with space", Cfg: checkout.Config{SecretKey: "sk_a b"}, Field: "checkout.Config.SecretKey", Hint: "exactly"},
+		{Name: "bad channel", Cfg: checkout.Config{SecretKey: testKey, ProcessingChannelID: "pc 1"}, Field: "checkout.Config.ProcessingChannelID", Hint: "pc_"},
+		{Name: "relative URL", Cfg: checkout.Config{SecretKey: testKey, BaseURL: "api.checkout.com"}, Field: "checkout.Config.BaseURL", Hint: "https://"},
+		{Name: "no host", Cfg: checkout.Config{SecretKey: testKey, BaseURL: "https:///x"}, Field: "checkout.Config.BaseURL", Hint: "host"},
+		{Name: "unparsable", Cfg: checkout.Config{SecretKey: testKey, BaseURL: "https://[::1"}, Field: "checkout.Config.BaseURL", Hint: "valid URL"},
+		{Name: "user info", Cfg: checkout.Config{SecretKey: testKey, BaseURL: "https://" + testKey + "@api.checkout.com"}, Field: "checkout.Config.BaseURL", Hint: "user info"},
+		{Name: "fragment", Cfg: checkout.Config{SecretKey: testKey, BaseURL: "https://api.checkout.com#x"}, Field: "checkout.Config.BaseURL", Hint: "fragment"},
+		{Name: "negative TTL", Cfg: checkout.Config{SecretKey: testKey, KeyTTL: -time.Second}, Field: "checkout.Config.KeyTTL", Hint: "negative"},
+		{Name: "negative lag", Cfg: checkout.Config{SecretKey: testKey, SettleLag: -time.Second}, Field: "checkout.Config.SettleLag", Hint: "negative"},
 	}, testKey)
 }
 

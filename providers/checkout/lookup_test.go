@@ -55,13 +55,13 @@ func TestLookupChargeByID(t *testing.T) {
 		return b.P, b.HC, b.MT
 	}
 	testkit.RequireReadByID(t, serve, lookupQuery(payonce.KindCharge, "", "pay_1"), []testkit.ReadCase{
-		testkit.ReadAs("captured", getPay("pay_1", "Captured", true, chargeReq().OperationID), payonce.LookupSucceeded, "", ""),
-		testkit.ReadAs("authorized", getPay("pay_1", "Authorized", true, chargeReq().OperationID), payonce.LookupSucceeded, "", ""),
-		testkit.ReadAs("voided after approval", getPay("pay_1", "Voided", true, chargeReq().OperationID), payonce.LookupSucceeded, "", ""),
-		testkit.ReadAs("refunded", getPay("pay_1", "Refunded", true, chargeReq().OperationID), payonce.LookupSucceeded, "", ""),
-		testkit.ReadAs("expired after approval", getPay("pay_1", "Expired", true, chargeReq().OperationID), payonce.LookupSucceeded, "", ""),
-		testkit.ReadAs("pending", getPay("pay_1", "Pending", false, chargeReq().OperationID), payonce.LookupProcessing, "", ""),
-		testkit.ReadAs("expired unapproved", getPay("pay_1", "Expired", false, chargeReq().OperationID), payonce.LookupFailed, "declined", ""),
+		{Name: "captured", Body: getPay("pay_1", "Captured", true, chargeReq().OperationID), State: payonce.LookupSucceeded},
+		{Name: "authorized", Body: getPay("pay_1", "Authorized", true, chargeReq().OperationID), State: payonce.LookupSucceeded},
+		{Name: "voided after approval", Body: getPay("pay_1", "Voided", true, chargeReq().OperationID), State: payonce.LookupSucceeded},
+		{Name: "refunded", Body: getPay("pay_1", "Refunded", true, chargeReq().OperationID), State: payonce.LookupSucceeded},
+		{Name: "expired after approval", Body: getPay("pay_1", "Expired", true, chargeReq().OperationID), State: payonce.LookupSucceeded},
+		{Name: "pending", Body: getPay("pay_1", "Pending", false, chargeReq().OperationID), State: payonce.LookupProcessing},
+		{Name: "expired unapproved", Body: getPay("pay_1", "Expired", false, chargeReq().OperationID), State: payonce.LookupFailed, Code: "declined"},
 	}, 0)
 }
 
@@ -132,17 +132,17 @@ func TestLookupChargeByReference(t *testing.T) {
 		ref     string
 		refs    []string
 	}{
-		{"none", []string{list(0)}, nil, payonce.LookupNotFound, "", nil},
-		{"one", []string{list(1, getPay("pay_1", "Captured", true, op))}, []string{getPay("pay_1", "Captured", true, op)}, payonce.LookupSucceeded, "pay_1", []string{"pay_1"}},
-		{"one pending", []string{list(1, getPay("pay_1", "Pending", false, op))}, []string{getPay("pay_1", "Pending", false, op)}, payonce.LookupProcessing, "pay_1", []string{"pay_1"}},
-		{"other reference ignored", []string{list(1, getPay("pay_9", "Captured", true, op+"-x"))}, nil, payonce.LookupNotFound, "", nil},
-		{"two: charged twice", []string{list(2, getPay("pay_2", "Captured", true, op), getPay("pay_1", "Captured", true, op))},
-			[]string{getPay("pay_2", "Captured", true, op), getPay("pay_1", "Captured", true, op)}, payonce.LookupMultiple, "pay_2", []string{"pay_2", "pay_1"}},
-		{"second page: one declined, one captured", []string{list(2, getPay("pay_2", "Declined", false, op)), `{"limit":100,"skip":1,"total_count":2,"data":[` + getPay("pay_1", "Captured", true, op) + `]}`},
-			[]string{getPay("pay_2", "Declined", false, op), getPay("pay_1", "Captured", true, op)}, payonce.LookupSucceeded, "pay_1", []string{"pay_2", "pay_1"}},
+		{name: "none", pages: []string{list(0)}, state: payonce.LookupNotFound},
+		{name: "one", pages: []string{list(1, getPay("pay_1", "Captured", true, op))}, objects: []string{getPay("pay_1", "Captured", true, op)}, state: payonce.LookupSucceeded, ref: "pay_1", refs: []string{"pay_1"}},
+		{name: "one pending", pages: []string{list(1, getPay("pay_1", "Pending", false, op))}, objects: []string{getPay("pay_1", "Pending", false, op)}, state: payonce.LookupProcessing, ref: "pay_1", refs: []string{"pay_1"}},
+		{name: "other reference ignored", pages: []string{list(1, getPay("pay_9", "Captured", true, op+"-x"))}, state: payonce.LookupNotFound},
+		{name: "two: charged twice", pages: []string{list(2, getPay("pay_2", "Captured", true, op), getPay("pay_1", "Captured", true, op))},
+			objects: []string{getPay("pay_2", "Captured", true, op), getPay("pay_1", "Captured", true, op)}, state: payonce.LookupMultiple, ref: "pay_2", refs: []string{"pay_2", "pay_1"}},
+		{name: "second page: one declined, one captured", pages: []string{list(2, getPay("pay_2", "Declined", false, op)), `{"limit":100,"skip":1,"total_count":2,"data":[` + getPay("pay_1", "Captured", true, op) + `]}`},
+			objects: []string{getPay("pay_2", "Declined", false, op), getPay("pay_1", "Captured", true, op)}, state: payonce.LookupSucceeded, ref: "pay_1", refs: []string{"pay_2", "pay_1"}},
 		// The list is not trusted for status: the read by id decides.
-		{"listed captured, read declined", []string{list(1, getPay("pay_1", "Captured", true, op))}, []string{getPay("pay_1", "Declined", false, op)}, payonce.LookupFailed, "pay_1", []string{"pay_1"}},
-		{"listed pending, read authorized", []string{list(1, getPay("pay_1", "Pending", false, op))}, []string{getPay("pay_1", "Authorized", true, op)}, payonce.LookupSucceeded, "pay_1", []string{"pay_1"}},
+		{name: "listed captured, read declined", pages: []string{list(1, getPay("pay_1", "Captured", true, op))}, objects: []string{getPay("pay_1", "Declined", false, op)}, state: payonce.LookupFailed, ref: "pay_1", refs: []string{"pay_1"}},
+		{name: "listed pending, read authorized", pages: []string{list(1, getPay("pay_1", "Pending", false, op))}, objects: []string{getPay("pay_1", "Authorized", true, op)}, state: payonce.LookupSucceeded, ref: "pay_1", refs: []string{"pay_1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -186,15 +186,15 @@ func TestLookupActions(t *testing.T) {
 		refs    []string
 		decline string
 	}{
-		{"capture none", payonce.KindCapture, "", []string{act("act_a", "Authorization", true, "charge-op", "10000")}, payonce.LookupNotFound, nil, ""},
-		{"capture approved", payonce.KindCapture, "", []string{act("act_c", "Capture", true, op, "10000"), act("act_a", "Authorization", true, "charge-op", "10000")}, payonce.LookupSucceeded, []string{"act_c"}, ""},
-		{"auto capture of the charge is not ours", payonce.KindCapture, "", []string{act("act_c", "Capture", true, "charge-op", "10000")}, payonce.LookupNotFound, nil, ""},
-		{"capture by action id", payonce.KindCapture, "act_c", []string{act("act_c", "Capture", true, "", "10000")}, payonce.LookupSucceeded, []string{"act_c"}, ""},
-		{"void approved", payonce.KindCancel, "", []string{act("act_v", "Void", true, op, "10000")}, payonce.LookupSucceeded, []string{"act_v"}, ""},
-		{"void with our reference but a refund", payonce.KindCancel, "", []string{act("act_r", "Refund", true, op, "10000")}, payonce.LookupNotFound, nil, ""},
-		{"refund declined", payonce.KindRefund, "", []string{act("act_r", "Refund", false, op, "20005")}, payonce.LookupFailed, []string{"act_r"}, "20005"},
-		{"refund undecided", payonce.KindRefund, "", []string{act("act_r", "Refund", nil, op, "")}, payonce.LookupProcessing, []string{"act_r"}, ""},
-		{"refund twice", payonce.KindRefund, "", []string{act("act_r2", "Refund", true, op, "10000"), act("act_r1", "Refund", true, op, "10000")}, payonce.LookupMultiple, []string{"act_r2", "act_r1"}, ""},
+		{name: "capture none", kind: payonce.KindCapture, actions: []string{act("act_a", "Authorization", true, "charge-op", "10000")}, state: payonce.LookupNotFound},
+		{name: "capture approved", kind: payonce.KindCapture, actions: []string{act("act_c", "Capture", true, op, "10000"), act("act_a", "Authorization", true, "charge-op", "10000")}, state: payonce.LookupSucceeded, refs: []string{"act_c"}},
+		{name: "auto capture of the charge is not ours", kind: payonce.KindCapture, actions: []string{act("act_c", "Capture", true, "charge-op", "10000")}, state: payonce.LookupNotFound},
+		{name: "capture by action id", kind: payonce.KindCapture, ref: "act_c", actions: []string{act("act_c", "Capture", true, "", "10000")}, state: payonce.LookupSucceeded, refs: []string{"act_c"}},
+		{name: "void approved", kind: payonce.KindCancel, actions: []string{act("act_v", "Void", true, op, "10000")}, state: payonce.LookupSucceeded, refs: []string{"act_v"}},
+		{name: "void with our reference but a refund", kind: payonce.KindCancel, actions: []string{act("act_r", "Refund", true, op, "10000")}, state: payonce.LookupNotFound},
+		{name: "refund declined", kind: payonce.KindRefund, actions: []string{act("act_r", "Refund", false, op, "20005")}, state: payonce.LookupFailed, refs: []string{"act_r"}, decline: "20005"},
+		{name: "refund undecided", kind: payonce.KindRefund, actions: []string{act("act_r", "Refund", nil, op, "")}, state: payonce.LookupProcessing, refs: []string{"act_r"}},
+		{name: "refund twice", kind: payonce.KindRefund, actions: []string{act("act_r2", "Refund", true, op, "10000"), act("act_r1", "Refund", true, op, "10000")}, state: payonce.LookupMultiple, refs: []string{"act_r2", "act_r1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -226,18 +226,18 @@ func TestLookupErrors(t *testing.T) {
 		return b.P, b.HC
 	}
 	testkit.RequireLookupErrors[*checkout.APIError](t, serve, []testkit.LookupErrorCase{
-		testkit.LookupFails("500 by id", lookupQuery(payonce.KindCharge, "", "pay_1"), "/payments/pay_1", 500, ``, true),
-		testkit.LookupFails("429 list", lookupQuery(payonce.KindCharge, "", ""), "/payments", 429, ``, true),
-		testkit.LookupFails("401", lookupQuery(payonce.KindCharge, "", "pay_1"), "/payments/pay_1", 401, echo, false),
-		testkit.LookupFails("422 list", lookupQuery(payonce.KindCharge, "", ""), "/payments", 422, echo, false),
-		testkit.LookupFails("malformed payment", lookupQuery(payonce.KindCharge, "", "pay_1"), "/payments/pay_1", 200, `{"id":`, true),
-		testkit.LookupFails("list without total", lookupQuery(payonce.KindCharge, "", ""), "/payments", 200, `{"data":[]}`, true),
-		testkit.LookupFails("list item without id", lookupQuery(payonce.KindCharge, "", ""), "/payments", 200, list(1, `{"status":"Captured"}`), true),
-		testkit.LookupFails("list short", lookupQuery(payonce.KindCharge, "", ""), "/payments", 200, list(5), true),
-		testkit.LookupFails("actions not a list", lookupQuery(payonce.KindCapture, "pay_1", ""), "/payments/pay_1/actions", 200, `{"actions":[]}`, true),
-		testkit.LookupFails("actions null", lookupQuery(payonce.KindCapture, "pay_1", ""), "/payments/pay_1/actions", 200, `null`, true),
-		testkit.LookupFails("action without type", lookupQuery(payonce.KindCapture, "pay_1", ""), "/payments/pay_1/actions", 200, `[{"id":"act_1"}]`, true),
-		testkit.LookupFails("actions 503", lookupQuery(payonce.KindRefund, "pay_1", ""), "/payments/pay_1/actions", 503, ``, true),
+		{Name: "500 by id", Q: lookupQuery(payonce.KindCharge, "", "pay_1"), URL: "/payments/pay_1", Status: 500, Temporary: true},
+		{Name: "429 list", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/payments", Status: 429, Temporary: true},
+		{Name: "401", Q: lookupQuery(payonce.KindCharge, "", "pay_1"), URL: "/payments/pay_1", Status: 401, Body: echo},
+		{Name: "422 list", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/payments", Status: 422, Body: echo},
+		{Name: "malformed payment", Q: lookupQuery(payonce.KindCharge, "", "pay_1"), URL: "/payments/pay_1", Status: 200, Body: `{"id":`, Temporary: true},
+		{Name: "list without total", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/payments", Status: 200, Body: `{"data":[]}`, Temporary: true},
+		{Name: "list item without id", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/payments", Status: 200, Body: list(1, `{"status":"Captured"}`), Temporary: true},
+		{Name: "list short", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/payments", Status: 200, Body: list(5), Temporary: true},
+		{Name: "actions not a list", Q: lookupQuery(payonce.KindCapture, "pay_1", ""), URL: "/payments/pay_1/actions", Status: 200, Body: `{"actions":[]}`, Temporary: true},
+		{Name: "actions null", Q: lookupQuery(payonce.KindCapture, "pay_1", ""), URL: "/payments/pay_1/actions", Status: 200, Body: `null`, Temporary: true},
+		{Name: "action without type", Q: lookupQuery(payonce.KindCapture, "pay_1", ""), URL: "/payments/pay_1/actions", Status: 200, Body: `[{"id":"act_1"}]`, Temporary: true},
+		{Name: "actions 503", Q: lookupQuery(payonce.KindRefund, "pay_1", ""), URL: "/payments/pay_1/actions", Status: 503, Temporary: true},
 	}, nil, testKey)
 }
 

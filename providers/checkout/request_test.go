@@ -2,6 +2,7 @@ package checkout_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -65,11 +66,11 @@ func TestNewRequestActions(t *testing.T) {
 		path   string
 		want   map[string]any
 	}{
-		{payonce.KindCapture, 500, "/payments/pay_1/captures", map[string]any{"amount": json.Number("500")}},
-		{payonce.KindCapture, 0, "/payments/pay_1/captures", map[string]any{}},
-		{payonce.KindCancel, 0, "/payments/pay_1/voids", map[string]any{}},
-		{payonce.KindRefund, 700, "/payments/pay_1/refunds", map[string]any{"amount": json.Number("700")}},
-		{payonce.KindRefund, 0, "/payments/pay_1/refunds", map[string]any{}},
+		{kind: payonce.KindCapture, amount: 500, path: "/payments/pay_1/captures", want: map[string]any{"amount": json.Number("500")}},
+		{kind: payonce.KindCapture, amount: 0, path: "/payments/pay_1/captures", want: map[string]any{}},
+		{kind: payonce.KindCancel, amount: 0, path: "/payments/pay_1/voids", want: map[string]any{}},
+		{kind: payonce.KindRefund, amount: 700, path: "/payments/pay_1/refunds", want: map[string]any{"amount": json.Number("700")}},
+		{kind: payonce.KindRefund, amount: 0, path: "/payments/pay_1/refunds", want: map[string]any{}},
 	} {
 		r := withKind(chargeReq(), tc.kind, tc.amount, "pay_1")
 		hr, body := testkit.Build(t, b.P, r)
@@ -91,12 +92,20 @@ func TestNewRequestActions(t *testing.T) {
 func TestNewRequestErrors(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	testkit.RequireRequestErrors(t, b.P, chargeReq, append(testkit.CommonRequestErrors("checkout", 36, withKind),
-		testkit.Invalid("no payment method", func(r *payonce.SendRequest) { r.Request.PaymentMethod = "" }, "checkout Request.PaymentMethod"),
-		testkit.Invalid("card number", func(r *payonce.SendRequest) { r.Request.PaymentMethod = "4242424242424242" }, "checkout Request.PaymentMethod"),
-		testkit.Invalid("zero amount", func(r *payonce.SendRequest) { r.Request.Amount = 0 }, "checkout Request.Amount"),
-		testkit.Invalid("reserved metadata", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"payonce_kind": "x"} }, "checkout Request.Metadata"),
-	), testKey)
+	testkit.RequireRequestErrors(t, b.P, chargeReq, []testkit.RequestCase{
+		{Name: "capture without ref", Mod: func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCapture, 0, "") }, Field: "checkout Request.PaymentRef"},
+		{Name: "cancel without ref", Mod: func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCancel, 0, "") }, Field: "checkout Request.PaymentRef"},
+		{Name: "refund without ref", Mod: func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindRefund, 1, "") }, Field: "checkout Request.PaymentRef"},
+		{Name: "no key", Mod: func(r *payonce.SendRequest) { r.Key = "" }, Field: "checkout Key"},
+		{Name: "long key", Mod: func(r *payonce.SendRequest) { r.Key = strings.Repeat("a", 37) }, Field: "checkout Key"},
+		{Name: "key with newline", Mod: func(r *payonce.SendRequest) { r.Key = "abc\ndef" }, Field: "checkout Key"},
+		{Name: "no operation id", Mod: func(r *payonce.SendRequest) { r.OperationID = "" }, Field: "checkout OperationID"},
+		{Name: "unknown kind", Mod: func(r *payonce.SendRequest) { r.Request.Kind = "payout" }, Field: "checkout Request.Kind"},
+		{Name: "no payment method", Mod: func(r *payonce.SendRequest) { r.Request.PaymentMethod = "" }, Field: "checkout Request.PaymentMethod"},
+		{Name: "card number", Mod: func(r *payonce.SendRequest) { r.Request.PaymentMethod = "4242424242424242" }, Field: "checkout Request.PaymentMethod"},
+		{Name: "zero amount", Mod: func(r *payonce.SendRequest) { r.Request.Amount = 0 }, Field: "checkout Request.Amount"},
+		{Name: "reserved metadata", Mod: func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"payonce_kind": "x"} }, Field: "checkout Request.Metadata"},
+	}, testKey)
 }
 
 func TestNewRequestLongReferences(t *testing.T) {

@@ -47,24 +47,24 @@ func TestStatesAgree(t *testing.T) {
 		approved string
 		want     agreement
 	}{
-		{"pending", "Pending", "", processing},
-		{"retry scheduled", "Retry Scheduled", "false", processing},
-		{"authorized", "Authorized", "true", succeeded},
-		{"authorized, not approved", "Authorized", "false", unknown},
-		{"card verified", "Card Verified", "true", notACharge},
-		{"captured", "Captured", "true", succeeded},
-		{"partially captured", "Partially Captured", "true", succeeded},
-		{"paid", "Paid", "true", succeeded},
-		{"declined", "Declined", "false", declined},
-		{"declined, approved flag true", "Declined", "true", declined},
-		{"voided after authorization", "Voided", "true", succeeded},
-		{"refunded", "Refunded", "true", succeeded},
-		{"partially refunded", "Partially Refunded", "true", succeeded},
-		{"canceled after authorization", "Canceled", "true", succeeded},
-		{"canceled before authorization", "Canceled", "false", declined},
-		{"expired after authorization", "Expired", "true", succeeded},
-		{"expired before authorization", "Expired", "false", declined},
-		{"unknown status", "Brand New", "true", unknown},
+		{name: "pending", status: "Pending", want: processing},
+		{name: "retry scheduled", status: "Retry Scheduled", approved: "false", want: processing},
+		{name: "authorized", status: "Authorized", approved: "true", want: succeeded},
+		{name: "authorized, not approved", status: "Authorized", approved: "false", want: unknown},
+		{name: "card verified", status: "Card Verified", approved: "true", want: notACharge},
+		{name: "captured", status: "Captured", approved: "true", want: succeeded},
+		{name: "partially captured", status: "Partially Captured", approved: "true", want: succeeded},
+		{name: "paid", status: "Paid", approved: "true", want: succeeded},
+		{name: "declined", status: "Declined", approved: "false", want: declined},
+		{name: "declined, approved flag true", status: "Declined", approved: "true", want: declined},
+		{name: "voided after authorization", status: "Voided", approved: "true", want: succeeded},
+		{name: "refunded", status: "Refunded", approved: "true", want: succeeded},
+		{name: "partially refunded", status: "Partially Refunded", approved: "true", want: succeeded},
+		{name: "canceled after authorization", status: "Canceled", approved: "true", want: succeeded},
+		{name: "canceled before authorization", status: "Canceled", approved: "false", want: declined},
+		{name: "expired after authorization", status: "Expired", approved: "true", want: succeeded},
+		{name: "expired before authorization", status: "Expired", approved: "false", want: declined},
+		{name: "unknown status", status: "Brand New", approved: "true", want: unknown},
 	} {
 		t.Run("charge/"+tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -88,9 +88,9 @@ func TestStatesAgree(t *testing.T) {
 			approved any
 			want     payonce.LookupState
 		}{
-			{"approved", true, payonce.LookupSucceeded},
-			{"declined", false, payonce.LookupFailed},
-			{"not decided", nil, payonce.LookupProcessing},
+			{name: "approved", approved: true, want: payonce.LookupSucceeded},
+			{name: "declined", approved: false, want: payonce.LookupFailed},
+			{name: "not decided", want: payonce.LookupProcessing},
 		} {
 			t.Run(string(kind)+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
@@ -123,9 +123,9 @@ func TestLookupCanceledWithoutApprovalReadsTheActions(t *testing.T) {
 		actions string
 		state   payonce.LookupState
 	}{
-		{"[" + act("act_a", "Authorization", true, op, "10000") + "]", payonce.LookupSucceeded},
-		{"[" + act("act_a", "Authorization", false, op, "20051") + "]", payonce.LookupFailed},
-		{"[]", payonce.LookupFailed},
+		{actions: "[" + act("act_a", "Authorization", true, op, "10000") + "]", state: payonce.LookupSucceeded},
+		{actions: "[" + act("act_a", "Authorization", false, op, "20051") + "]", state: payonce.LookupFailed},
+		{actions: "[]", state: payonce.LookupFailed},
 	} {
 		b := setup(t)
 		body := payOf("pay_1", "Expired", "", op)
@@ -158,15 +158,15 @@ func TestClassifySameKeyOtherRequest(t *testing.T) {
 		body   string
 		why    string // in Contradiction; "" for an error answer
 	}{
-		{"the first request's payment: another operation", charge, 201, other(1999, "USD", "someone-else"), `operation id "someone-else"`},
-		{"the first request's payment: another amount", charge, 201, other(5000, "USD", op), "amount 5000, not 1999"},
-		{"the first request's payment: another currency", charge, 201, other(1999, "EUR", op), `currency "EUR"`},
-		{"a declined payment of another operation", charge, 201, strings.Replace(other(1999, "USD", "someone-else"), `"approved":true,"status":"Captured"`, `"approved":false,"status":"Declined"`, 1), `operation id "someone-else"`},
-		{"a reference that is not ours", charge, 201, `{"id":"pay_9","amount":1999,"currency":"USD","approved":true,"status":"Captured","reference":"someone-else","metadata":{}}`, `operation id "someone-else"`},
-		{"an accepted action of another operation", refundR, 202, `{"action_id":"act_9","reference":"someone-else"}`, `operation id "someone-else"`},
-		{"a payment where an action was expected", refundR, 201, other(1999, "USD", op), `payment "pay_9"`},
-		{"422 naming the key", charge, 422, ckoErr("request_invalid", "idempotency_key_reused"), ""},
-		{"400 idempotency error type", charge, 400, ckoErr("idempotency_error"), ""},
+		{name: "the first request's payment: another operation", r: charge, status: 201, body: other(1999, "USD", "someone-else"), why: `operation id "someone-else"`},
+		{name: "the first request's payment: another amount", r: charge, status: 201, body: other(5000, "USD", op), why: "amount 5000, not 1999"},
+		{name: "the first request's payment: another currency", r: charge, status: 201, body: other(1999, "EUR", op), why: `currency "EUR"`},
+		{name: "a declined payment of another operation", r: charge, status: 201, body: strings.Replace(other(1999, "USD", "someone-else"), `"approved":true,"status":"Captured"`, `"approved":false,"status":"Declined"`, 1), why: `operation id "someone-else"`},
+		{name: "a reference that is not ours", r: charge, status: 201, body: `{"id":"pay_9","amount":1999,"currency":"USD","approved":true,"status":"Captured","reference":"someone-else","metadata":{}}`, why: `operation id "someone-else"`},
+		{name: "an accepted action of another operation", r: refundR, status: 202, body: `{"action_id":"act_9","reference":"someone-else"}`, why: `operation id "someone-else"`},
+		{name: "a payment where an action was expected", r: refundR, status: 201, body: other(1999, "USD", op), why: `payment "pay_9"`},
+		{name: "422 naming the key", r: charge, status: 422, body: ckoErr("request_invalid", "idempotency_key_reused")},
+		{name: "400 idempotency error type", r: charge, status: 400, body: ckoErr("idempotency_error")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -243,16 +243,16 @@ func TestLookupGenerations(t *testing.T) {
 		ref     string
 		refs    []string
 	}{
-		{"earlier declined, nothing under the new key", gen1(payonce.KindCharge, "", ""),
-			[]string{payOf("pay_0", "Declined", "false", op)}, nil, payonce.LookupNotFound, "", nil},
-		{"earlier declined, new key pending", gen1(payonce.KindCharge, "", ""),
-			[]string{payOf("pay_1", "Pending", "", key1), payOf("pay_0", "Declined", "false", op)}, nil, payonce.LookupProcessing, "pay_1", []string{"pay_1", "pay_0"}},
-		{"earlier succeeded, read by its reference only", gen1(payonce.KindCharge, "", "", "pay_0"),
-			nil, []string{payOf("pay_0", "Captured", "true", op)}, payonce.LookupSucceeded, "pay_0", []string{"pay_0"}},
-		{"earlier and new both succeeded", gen1(payonce.KindCharge, "", "", "pay_0"),
-			[]string{payOf("pay_1", "Captured", "true", key1)}, []string{payOf("pay_0", "Authorized", "true", op)}, payonce.LookupMultiple, "pay_0", []string{"pay_0", "pay_1"}},
-		{"new key known and pending, earlier captured in the list", gen1(payonce.KindCharge, "", "pay_1"),
-			[]string{payOf("pay_0", "Captured", "true", op)}, []string{payOf("pay_1", "Pending", "", key1)}, payonce.LookupSucceeded, "pay_0", []string{"pay_1", "pay_0"}},
+		{name: "earlier declined, nothing under the new key", q: gen1(payonce.KindCharge, "", ""),
+			listed: []string{payOf("pay_0", "Declined", "false", op)}, state: payonce.LookupNotFound},
+		{name: "earlier declined, new key pending", q: gen1(payonce.KindCharge, "", ""),
+			listed: []string{payOf("pay_1", "Pending", "", key1), payOf("pay_0", "Declined", "false", op)}, state: payonce.LookupProcessing, ref: "pay_1", refs: []string{"pay_1", "pay_0"}},
+		{name: "earlier succeeded, read by its reference only", q: gen1(payonce.KindCharge, "", "", "pay_0"),
+			listed: nil, objects: []string{payOf("pay_0", "Captured", "true", op)}, state: payonce.LookupSucceeded, ref: "pay_0", refs: []string{"pay_0"}},
+		{name: "earlier and new both succeeded", q: gen1(payonce.KindCharge, "", "", "pay_0"),
+			listed: []string{payOf("pay_1", "Captured", "true", key1)}, objects: []string{payOf("pay_0", "Authorized", "true", op)}, state: payonce.LookupMultiple, ref: "pay_0", refs: []string{"pay_0", "pay_1"}},
+		{name: "new key known and pending, earlier captured in the list", q: gen1(payonce.KindCharge, "", "pay_1"),
+			listed: []string{payOf("pay_0", "Captured", "true", op)}, objects: []string{payOf("pay_1", "Pending", "", key1)}, state: payonce.LookupSucceeded, ref: "pay_0", refs: []string{"pay_1", "pay_0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -75,11 +75,11 @@ func TestWebhookSignature(t *testing.T) {
 		body []byte
 		want string
 	}{
-		"missing":       {"", body, "no Cko-Signature header"},
-		"wrong secret":  {ckoSig("other", body), body, "does not match"},
-		"tampered body": {ckoSig(whSecret, body), bytes.Replace(body, []byte("pay_1"), []byte("pay_2"), 1), "does not match"},
-		"not hex":       {"zz", body, "does not match"},
-		"truncated":     {ckoSig(whSecret, body)[:40], body, "does not match"},
+		"missing":       {sig: "", body: body, want: "no Cko-Signature header"},
+		"wrong secret":  {sig: ckoSig("other", body), body: body, want: "does not match"},
+		"tampered body": {sig: ckoSig(whSecret, body), body: bytes.Replace(body, []byte("pay_1"), []byte("pay_2"), 1), want: "does not match"},
+		"not hex":       {sig: "zz", body: body, want: "does not match"},
+		"truncated":     {sig: ckoSig(whSecret, body)[:40], body: body, want: "does not match"},
 	} {
 		_, err := p.ParseWebhook(delivery(tc.body, tc.sig, ""), tc.body)
 		require.ErrorIs(t, err, payonce.ErrWebhookUnauthenticated, name)
@@ -113,6 +113,8 @@ func TestWebhookMalformed(t *testing.T) {
 	t.Parallel()
 	p := webhookProvider(t)
 	testkit.RequireMalformed(t, func(body string) error { _, err := parseSigned(t, p, body); return err }, map[string]string{
+		"empty":         ``,
+		"not json":      `{"id":`,
 		"no id":         `{"type":"payment_approved","data":{"id":"pay_1"}}`,
 		"no type":       `{"id":"evt_1","data":{"id":"pay_1"}}`,
 		"no data":       `{"id":"evt_1","type":"payment_approved"}`,
@@ -147,46 +149,46 @@ func TestWebhookTargets(t *testing.T) {
 		name, typ, data string
 		want            []payonce.WebhookTarget
 	}{
-		{"approved", "payment_approved", `{"id":"pay_1","action_id":"act_0","reference":"op-c",` + payMeta + `}`,
-			[]payonce.WebhookTarget{chargeOK}},
-		{"approved, reference only", "payment_approved", `{"id":"pay_1","reference":"op-c"}`,
-			[]payonce.WebhookTarget{chargeOK}},
-		{"approved, another kind's metadata", "payment_approved", `{"id":"pay_1","reference":"op-c",` + actMeta("refund") + `}`,
-			[]payonce.WebhookTarget{{Kind: payonce.KindCharge, ProviderRef: "pay_1", State: payonce.LookupSucceeded}}},
-		{"declined", "payment_declined", `{"id":"pay_1","reference":"op-c",` + decl + `,` + payMeta + `}`,
-			[]payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: "op-c", ProviderRef: "pay_1", State: payonce.LookupFailed,
+		{name: "approved", typ: "payment_approved", data: `{"id":"pay_1","action_id":"act_0","reference":"op-c",` + payMeta + `}`,
+			want: []payonce.WebhookTarget{chargeOK}},
+		{name: "approved, reference only", typ: "payment_approved", data: `{"id":"pay_1","reference":"op-c"}`,
+			want: []payonce.WebhookTarget{chargeOK}},
+		{name: "approved, another kind's metadata", typ: "payment_approved", data: `{"id":"pay_1","reference":"op-c",` + actMeta("refund") + `}`,
+			want: []payonce.WebhookTarget{{Kind: payonce.KindCharge, ProviderRef: "pay_1", State: payonce.LookupSucceeded}}},
+		{name: "declined", typ: "payment_declined", data: `{"id":"pay_1","reference":"op-c",` + decl + `,` + payMeta + `}`,
+			want: []payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: "op-c", ProviderRef: "pay_1", State: payonce.LookupFailed,
 				Code: "declined", DeclineCode: "20051", Message: "Insufficient Funds"}}},
-		{"pending", "payment_pending", `{"id":"pay_1","reference":"op-c"}`,
-			[]payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: "op-c", ProviderRef: "pay_1", State: payonce.LookupProcessing}}},
-		{"expired: a lookup decides", "payment_expired", `{"id":"pay_1","reference":"op-c"}`,
-			[]payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: "op-c", ProviderRef: "pay_1", State: payonce.LookupProcessing,
+		{name: "pending", typ: "payment_pending", data: `{"id":"pay_1","reference":"op-c"}`,
+			want: []payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: "op-c", ProviderRef: "pay_1", State: payonce.LookupProcessing}}},
+		{name: "expired: a lookup decides", typ: "payment_expired", data: `{"id":"pay_1","reference":"op-c"}`,
+			want: []payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: "op-c", ProviderRef: "pay_1", State: payonce.LookupProcessing,
 				LookupOnly: true, Message: "checkout: payment expired; a lookup decides whether it was authorized first"}}},
-		{"captured: the capture and the charge", "payment_captured", `{"id":"pay_1","action_id":"act_1","reference":"op-c",` + payMeta + `}`,
-			[]payonce.WebhookTarget{action(payonce.KindCapture, payonce.LookupSucceeded, ""), chargeOK}},
-		{"captured, the action's metadata", "payment_captured", `{"id":"pay_1","action_id":"act_1","reference":"op-a",` + actMeta("capture") + `}`,
-			[]payonce.WebhookTarget{action(payonce.KindCapture, payonce.LookupSucceeded, "op-a"),
+		{name: "captured: the capture and the charge", typ: "payment_captured", data: `{"id":"pay_1","action_id":"act_1","reference":"op-c",` + payMeta + `}`,
+			want: []payonce.WebhookTarget{action(payonce.KindCapture, payonce.LookupSucceeded, ""), chargeOK}},
+		{name: "captured, the action's metadata", typ: "payment_captured", data: `{"id":"pay_1","action_id":"act_1","reference":"op-a",` + actMeta("capture") + `}`,
+			want: []payonce.WebhookTarget{action(payonce.KindCapture, payonce.LookupSucceeded, "op-a"),
 				{Kind: payonce.KindCharge, ProviderRef: "pay_1", State: payonce.LookupSucceeded}}},
-		{"capture declined: a reversal", "payment_capture_declined", `{"id":"pay_1","action_id":"act_1",` + decl + `,` + actMeta("capture") + `}`,
-			[]payonce.WebhookTarget{func() payonce.WebhookTarget {
+		{name: "capture declined: a reversal", typ: "payment_capture_declined", data: `{"id":"pay_1","action_id":"act_1",` + decl + `,` + actMeta("capture") + `}`,
+			want: []payonce.WebhookTarget{func() payonce.WebhookTarget {
 				t := declined(payonce.KindCapture, "op-a", "")
 				t.Reversal = true
 				return t
 			}()}},
-		{"capture pending", "payment_capture_pending", `{"id":"pay_1","action_id":"act_1"}`,
-			[]payonce.WebhookTarget{action(payonce.KindCapture, payonce.LookupProcessing, "")}},
-		{"voided", "payment_voided", `{"id":"pay_1","action_id":"act_1",` + actMeta("cancel") + `}`,
-			[]payonce.WebhookTarget{action(payonce.KindCancel, payonce.LookupSucceeded, "op-a")}},
-		{"void declined", "payment_void_declined", `{"id":"pay_1","action_id":"act_1"}`,
-			[]payonce.WebhookTarget{declined(payonce.KindCancel, "", "Void")}},
-		{"refunded", "payment_refunded", `{"id":"pay_1","action_id":"act_1","reference":"op-a",` + actMeta("refund") + `}`,
-			[]payonce.WebhookTarget{action(payonce.KindRefund, payonce.LookupSucceeded, "op-a")}},
-		{"refunded, the payment's metadata: no operation id", "payment_refunded", `{"id":"pay_1","action_id":"act_1","reference":"op-c",` + payMeta + `}`,
-			[]payonce.WebhookTarget{action(payonce.KindRefund, payonce.LookupSucceeded, "")}},
-		{"refund declined", "payment_refund_declined", `{"id":"pay_1","action_id":"act_1",` + decl + `,` + actMeta("refund") + `}`,
-			[]payonce.WebhookTarget{declined(payonce.KindRefund, "op-a", "")}},
-		{"refund pending", "payment_refund_pending", `{"id":"pay_1","action_id":"act_1"}`,
-			[]payonce.WebhookTarget{action(payonce.KindRefund, payonce.LookupProcessing, "")}},
-		{"unknown type", "dispute_received", `{"id":"dsp_1"}`, nil},
+		{name: "capture pending", typ: "payment_capture_pending", data: `{"id":"pay_1","action_id":"act_1"}`,
+			want: []payonce.WebhookTarget{action(payonce.KindCapture, payonce.LookupProcessing, "")}},
+		{name: "voided", typ: "payment_voided", data: `{"id":"pay_1","action_id":"act_1",` + actMeta("cancel") + `}`,
+			want: []payonce.WebhookTarget{action(payonce.KindCancel, payonce.LookupSucceeded, "op-a")}},
+		{name: "void declined", typ: "payment_void_declined", data: `{"id":"pay_1","action_id":"act_1"}`,
+			want: []payonce.WebhookTarget{declined(payonce.KindCancel, "", "Void")}},
+		{name: "refunded", typ: "payment_refunded", data: `{"id":"pay_1","action_id":"act_1","reference":"op-a",` + actMeta("refund") + `}`,
+			want: []payonce.WebhookTarget{action(payonce.KindRefund, payonce.LookupSucceeded, "op-a")}},
+		{name: "refunded, the payment's metadata: no operation id", typ: "payment_refunded", data: `{"id":"pay_1","action_id":"act_1","reference":"op-c",` + payMeta + `}`,
+			want: []payonce.WebhookTarget{action(payonce.KindRefund, payonce.LookupSucceeded, "")}},
+		{name: "refund declined", typ: "payment_refund_declined", data: `{"id":"pay_1","action_id":"act_1",` + decl + `,` + actMeta("refund") + `}`,
+			want: []payonce.WebhookTarget{declined(payonce.KindRefund, "op-a", "")}},
+		{name: "refund pending", typ: "payment_refund_pending", data: `{"id":"pay_1","action_id":"act_1"}`,
+			want: []payonce.WebhookTarget{action(payonce.KindRefund, payonce.LookupProcessing, "")}},
+		{name: "unknown type", typ: "dispute_received", data: `{"id":"dsp_1"}`},
 	} {
 		evs, err := parseSigned(t, p, ckoEvent(tc.typ, tc.data))
 		require.NoError(t, err, tc.name)
@@ -232,29 +234,29 @@ func TestWebhookTargetsKeyAmountCurrency(t *testing.T) {
 		name, typ, data string
 		want            []kac
 	}{
-		{"approved", "payment_approved", pay(payMeta), []kac{charge}},
-		{"declined", "payment_declined", pay(`"response_code":"20051",` + payMeta), []kac{charge}},
-		{"pending", "payment_pending", pay(payMeta), []kac{charge}},
-		{"canceled (lookup only)", "payment_canceled", pay(payMeta), []kac{charge}},
-		{"expired (lookup only)", "payment_expired", pay(payMeta), []kac{charge}},
-		{"approved, another kind's metadata: no key", "payment_approved", pay(actMeta("refund")),
-			[]kac{{payonce.KindCharge, "", 1999, "USD", "pay_1"}}},
-		{"approved, no amount", "payment_approved", `{"id":"pay_1","reference":"op-c",` + payMeta + `}`,
-			[]kac{{payonce.KindCharge, "key-c1", 0, "", "pay_1"}}},
-		{"approved, amount null", "payment_approved", `{"id":"pay_1","amount":null,"currency":"EUR",` + payMeta + `}`,
-			[]kac{{payonce.KindCharge, "key-c1", 0, "EUR", "pay_1"}}},
-		{"captured: the capture's amount, the charge's key and currency", "payment_captured", act("700", payMeta),
-			[]kac{{payonce.KindCapture, "", 700, "", "act_1"}, {payonce.KindCharge, "key-c1", 0, "USD", "pay_1"}}},
-		{"captured, the action's metadata", "payment_captured", act("700", actMeta("capture")),
-			[]kac{{payonce.KindCapture, "key-a1", 700, "", "act_1"}, {payonce.KindCharge, "", 0, "USD", "pay_1"}}},
-		{"capture declined", "payment_capture_declined", act("700", payMeta), []kac{{payonce.KindCapture, "", 700, "", "act_1"}}},
-		{"capture pending", "payment_capture_pending", act("700", actMeta("capture")), []kac{{payonce.KindCapture, "key-a1", 700, "", "act_1"}}},
-		{"voided: no amount", "payment_voided", act("1999", actMeta("cancel")), []kac{{payonce.KindCancel, "key-a1", 0, "", "act_1"}}},
-		{"void declined", "payment_void_declined", act("1999", payMeta), []kac{{payonce.KindCancel, "", 0, "", "act_1"}}},
-		{"refunded, the payment's metadata", "payment_refunded", act("300", payMeta), []kac{{payonce.KindRefund, "", 300, "", "act_1"}}},
-		{"refunded, the action's metadata", "payment_refunded", act("300", actMeta("refund")), []kac{{payonce.KindRefund, "key-a1", 300, "", "act_1"}}},
-		{"refund declined", "payment_refund_declined", act("300", actMeta("refund")), []kac{{payonce.KindRefund, "key-a1", 300, "", "act_1"}}},
-		{"refund pending", "payment_refund_pending", act("300", payMeta), []kac{{payonce.KindRefund, "", 300, "", "act_1"}}},
+		{name: "approved", typ: "payment_approved", data: pay(payMeta), want: []kac{charge}},
+		{name: "declined", typ: "payment_declined", data: pay(`"response_code":"20051",` + payMeta), want: []kac{charge}},
+		{name: "pending", typ: "payment_pending", data: pay(payMeta), want: []kac{charge}},
+		{name: "canceled (lookup only)", typ: "payment_canceled", data: pay(payMeta), want: []kac{charge}},
+		{name: "expired (lookup only)", typ: "payment_expired", data: pay(payMeta), want: []kac{charge}},
+		{name: "approved, another kind's metadata: no key", typ: "payment_approved", data: pay(actMeta("refund")),
+			want: []kac{{kind: payonce.KindCharge, amount: 1999, currency: "USD", ref: "pay_1"}}},
+		{name: "approved, no amount", typ: "payment_approved", data: `{"id":"pay_1","reference":"op-c",` + payMeta + `}`,
+			want: []kac{{kind: payonce.KindCharge, key: "key-c1", amount: 0, ref: "pay_1"}}},
+		{name: "approved, amount null", typ: "payment_approved", data: `{"id":"pay_1","amount":null,"currency":"EUR",` + payMeta + `}`,
+			want: []kac{{kind: payonce.KindCharge, key: "key-c1", amount: 0, currency: "EUR", ref: "pay_1"}}},
+		{name: "captured: the capture's amount, the charge's key and currency", typ: "payment_captured", data: act("700", payMeta),
+			want: []kac{{kind: payonce.KindCapture, amount: 700, ref: "act_1"}, {kind: payonce.KindCharge, key: "key-c1", amount: 0, currency: "USD", ref: "pay_1"}}},
+		{name: "captured, the action's metadata", typ: "payment_captured", data: act("700", actMeta("capture")),
+			want: []kac{{kind: payonce.KindCapture, key: "key-a1", amount: 700, ref: "act_1"}, {kind: payonce.KindCharge, amount: 0, currency: "USD", ref: "pay_1"}}},
+		{name: "capture declined", typ: "payment_capture_declined", data: act("700", payMeta), want: []kac{{kind: payonce.KindCapture, amount: 700, ref: "act_1"}}},
+		{name: "capture pending", typ: "payment_capture_pending", data: act("700", actMeta("capture")), want: []kac{{kind: payonce.KindCapture, key: "key-a1", amount: 700, ref: "act_1"}}},
+		{name: "voided: no amount", typ: "payment_voided", data: act("1999", actMeta("cancel")), want: []kac{{kind: payonce.KindCancel, key: "key-a1", amount: 0, ref: "act_1"}}},
+		{name: "void declined", typ: "payment_void_declined", data: act("1999", payMeta), want: []kac{{kind: payonce.KindCancel, amount: 0, ref: "act_1"}}},
+		{name: "refunded, the payment's metadata", typ: "payment_refunded", data: act("300", payMeta), want: []kac{{kind: payonce.KindRefund, amount: 300, ref: "act_1"}}},
+		{name: "refunded, the action's metadata", typ: "payment_refunded", data: act("300", actMeta("refund")), want: []kac{{kind: payonce.KindRefund, key: "key-a1", amount: 300, ref: "act_1"}}},
+		{name: "refund declined", typ: "payment_refund_declined", data: act("300", actMeta("refund")), want: []kac{{kind: payonce.KindRefund, key: "key-a1", amount: 300, ref: "act_1"}}},
+		{name: "refund pending", typ: "payment_refund_pending", data: act("300", payMeta), want: []kac{{kind: payonce.KindRefund, amount: 300, ref: "act_1"}}},
 	} {
 		evs, err := parseSigned(t, p, ckoEvent(tc.typ, tc.data))
 		require.NoError(t, err, tc.name)
@@ -269,6 +271,8 @@ func TestWebhookTargetsKeyAmountCurrency(t *testing.T) {
 	// An amount that is not minor units, or a key that cannot be stored:
 	// not Checkout.com's event, refused before anything is recorded.
 	testkit.RequireMalformed(t, func(body string) error { _, err := parseSigned(t, p, body); return err }, map[string]string{
+		"empty":           ``,
+		"not json":        `{"id":`,
 		"negative amount": ckoEvent("payment_approved", `{"id":"pay_1","amount":-5,"currency":"USD"}`),
 		"decimal amount":  ckoEvent("payment_refunded", `{"id":"pay_1","action_id":"act_1","amount":10.5}`),
 		"string amount":   ckoEvent("payment_captured", `{"id":"pay_1","action_id":"act_1","amount":"700"}`),

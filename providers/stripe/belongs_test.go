@@ -31,21 +31,21 @@ func TestContradictions(t *testing.T) {
 		// the lookup's answer is unusable (an error), not a contradiction.
 		readErr bool
 	}{
-		{"charge of another operation", payonce.KindCharge, nil, piObj("pi_1", "succeeded", "metadata", otherOp), "operation id", false},
-		{"charge without payonce_op", payonce.KindCharge, nil, piObj("pi_1", "succeeded", "metadata", map[string]string{}), "no payonce_op", false},
-		{"charge of another amount", payonce.KindCharge, nil, piObj("pi_1", "succeeded", "amount", 2000), "amount 2000, not 1999", false},
-		{"charge in another currency", payonce.KindCharge, nil, piObj("pi_1", "succeeded", "currency", "usd"), "currency", false},
-		{"declined charge of another amount", payonce.KindCharge, nil, piObj("pi_1", "requires_payment_method", "amount", 5), "amount 5", false},
-		{"capture answered by another PaymentIntent", payonce.KindCapture, nil, piObj("pi_2", "succeeded", "amount_received", 1999), "pi_2", true},
-		{"capture in another currency", payonce.KindCapture, nil, piObj("pi_1", "succeeded", "amount_received", 1999, "currency", "usd"), "currency", false},
-		{"capture of another amount", payonce.KindCapture, fixedCapture, piObj("pi_1", "succeeded", "amount_received", 1999), "amount 1999, not 1000", false},
-		{"cancel answered by another PaymentIntent", payonce.KindCancel, nil, piObj("pi_2", "canceled"), "pi_2", true},
-		{"cancel in another currency", payonce.KindCancel, nil, piObj("pi_1", "canceled", "currency", "gbp"), "currency", false},
-		{"refund of another operation", payonce.KindRefund, nil, refundObj("re_1", "succeeded", "metadata", otherOp), "operation id", false},
-		{"refund of another amount", payonce.KindRefund, nil, refundObj("re_1", "succeeded", "amount", 200), "amount 200, not 100", false},
-		{"refund in another currency", payonce.KindRefund, nil, refundObj("re_1", "succeeded", "currency", "usd"), "currency", false},
-		{"refund of another PaymentIntent", payonce.KindRefund, nil, refundObj("re_1", "succeeded", "payment_intent", "pi_9"), "pi_9", false},
-		{"full refund in another currency", payonce.KindRefund, fullRefund, refundObj("re_1", "failed", "currency", "usd"), "currency", false},
+		{name: "charge of another operation", kind: payonce.KindCharge, body: piObj("pi_1", "succeeded", "metadata", otherOp), why: "operation id"},
+		{name: "charge without payonce_op", kind: payonce.KindCharge, body: piObj("pi_1", "succeeded", "metadata", map[string]string{}), why: "no payonce_op"},
+		{name: "charge of another amount", kind: payonce.KindCharge, body: piObj("pi_1", "succeeded", "amount", 2000), why: "amount 2000, not 1999"},
+		{name: "charge in another currency", kind: payonce.KindCharge, body: piObj("pi_1", "succeeded", "currency", "usd"), why: "currency"},
+		{name: "declined charge of another amount", kind: payonce.KindCharge, body: piObj("pi_1", "requires_payment_method", "amount", 5), why: "amount 5"},
+		{name: "capture answered by another PaymentIntent", kind: payonce.KindCapture, body: piObj("pi_2", "succeeded", "amount_received", 1999), why: "pi_2", readErr: true},
+		{name: "capture in another currency", kind: payonce.KindCapture, body: piObj("pi_1", "succeeded", "amount_received", 1999, "currency", "usd"), why: "currency"},
+		{name: "capture of another amount", kind: payonce.KindCapture, mod: fixedCapture, body: piObj("pi_1", "succeeded", "amount_received", 1999), why: "amount 1999, not 1000"},
+		{name: "cancel answered by another PaymentIntent", kind: payonce.KindCancel, body: piObj("pi_2", "canceled"), why: "pi_2", readErr: true},
+		{name: "cancel in another currency", kind: payonce.KindCancel, body: piObj("pi_1", "canceled", "currency", "gbp"), why: "currency"},
+		{name: "refund of another operation", kind: payonce.KindRefund, body: refundObj("re_1", "succeeded", "metadata", otherOp), why: "operation id"},
+		{name: "refund of another amount", kind: payonce.KindRefund, body: refundObj("re_1", "succeeded", "amount", 200), why: "amount 200, not 100"},
+		{name: "refund in another currency", kind: payonce.KindRefund, body: refundObj("re_1", "succeeded", "currency", "usd"), why: "currency"},
+		{name: "refund of another PaymentIntent", kind: payonce.KindRefund, body: refundObj("re_1", "succeeded", "payment_intent", "pi_9"), why: "pi_9"},
+		{name: "full refund in another currency", kind: payonce.KindRefund, mod: fullRefund, body: refundObj("re_1", "failed", "currency", "usd"), why: "currency"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -99,10 +99,10 @@ func TestLookupSearchHitsAreReadByID(t *testing.T) {
 		state  payonce.LookupState
 		contra string
 	}{
-		{"stale success", piObj("pi_1", "succeeded", "amount_received", 1999), piObj("pi_1", "requires_payment_method", "last_payment_error", map[string]string{"code": "card_declined"}), payonce.LookupFailed, ""},
-		{"stale processing", piObj("pi_1", "processing"), piObj("pi_1", "succeeded", "amount_received", 1999), payonce.LookupSucceeded, ""},
-		{"another amount when read", piObj("pi_1", "succeeded", "amount_received", 1999), piObj("pi_1", "succeeded", "amount", 5000, "amount_received", 5000), payonce.LookupProcessing, "amount 5000"},
-		{"hit without metadata", piObj("pi_1", "succeeded", "metadata", map[string]string{}), piObj("pi_1", "succeeded", "amount_received", 1999), payonce.LookupSucceeded, ""},
+		{name: "stale success", hit: piObj("pi_1", "succeeded", "amount_received", 1999), byID: piObj("pi_1", "requires_payment_method", "last_payment_error", map[string]string{"code": "card_declined"}), state: payonce.LookupFailed},
+		{name: "stale processing", hit: piObj("pi_1", "processing"), byID: piObj("pi_1", "succeeded", "amount_received", 1999), state: payonce.LookupSucceeded},
+		{name: "another amount when read", hit: piObj("pi_1", "succeeded", "amount_received", 1999), byID: piObj("pi_1", "succeeded", "amount", 5000, "amount_received", 5000), state: payonce.LookupProcessing, contra: "amount 5000"},
+		{name: "hit without metadata", hit: piObj("pi_1", "succeeded", "metadata", map[string]string{}), byID: piObj("pi_1", "succeeded", "amount_received", 1999), state: payonce.LookupSucceeded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

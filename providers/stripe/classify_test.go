@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
 )
@@ -34,101 +35,98 @@ func TestClassify(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	charge := chargeReq()
-	capture, cancel, refundR := testkit.Actions(withKind, charge, "pi_1", 0, 100)
+	capture := withKind(charge, payonce.KindCapture, 0, "pi_1")
+	cancel := withKind(charge, payonce.KindCancel, 0, "pi_1")
+	refundR := withKind(charge, payonce.KindRefund, 100, "pi_1")
 	huge := `{"id":"pi_1","object":"payment_intent","status":"succeeded","pad":"` + strings.Repeat("x", 1<<20) + `"}`
 	httpDate := testNow.Add(30 * time.Second).Format(http.TimeFormat)
 
 	type want = testkit.ClassifyWant
 	testkit.RequireClassify(t, b.P, []testkit.ClassifyCase{
 		// 2xx charge
-		testkit.Classified("charge succeeded", charge, 200, []string{"Request-Id", "req_1"}, pi("pi_1", "succeeded"), want{Class: ledger.OutcomeSuccess, Ref: "pi_1", RequestID: "req_1"}),
-		testkit.Classified("charge requires_capture", charge, 200, nil, pi("pi_1", "requires_capture"), want{Class: ledger.OutcomeSuccess, Ref: "pi_1"}),
-		testkit.Classified("charge processing", charge, 200, nil, pi("pi_1", "processing"), want{Class: ledger.OutcomeSuccess, Processing: true, Ref: "pi_1"}),
-		testkit.Classified("charge requires_action", charge, 200, nil, pi("pi_1", "requires_action"), want{Class: ledger.OutcomeRefused, Ref: "pi_1", Code: "requires_action"}),
-		testkit.Classified("charge requires_confirmation", charge, 200, nil, pi("pi_1", "requires_confirmation"), want{Class: ledger.OutcomeRefused, Ref: "pi_1", Code: "requires_confirmation"}),
-		testkit.Classified("charge canceled", charge, 200, nil, pi("pi_1", "canceled"), want{Class: ledger.OutcomeRefused, Ref: "pi_1", Code: "canceled"}),
-		testkit.Classified("charge requires_payment_method", charge, 200, nil,
-			piObj("pi_1", "requires_payment_method", "last_payment_error", map[string]string{"type": "card_error", "code": "card_declined", "decline_code": "insufficient_funds", "message": "Your card has insufficient funds."}),
-			want{Class: ledger.OutcomeRefused, Ref: "pi_1", Code: "card_declined", Decline: "insufficient_funds", Msg: "insufficient funds"}),
-		testkit.Classified("charge replayed", charge, 201, []string{"Idempotent-Replayed", "true"}, pi("pi_1", "succeeded"), want{Class: ledger.OutcomeSuccess, Ref: "pi_1", Replayed: true}),
-		testkit.Classified("charge replayed false", charge, 200, []string{"Idempotent-Replayed", "false"}, pi("pi_1", "succeeded"), want{Class: ledger.OutcomeSuccess, Ref: "pi_1"}),
-		testkit.Classified("charge unknown status", charge, 200, nil, pi("pi_1", "requires_something_new"), want{Class: ledger.OutcomeMaybeSent, Ref: "pi_1", Msg: "requires_something_new"}),
-		testkit.Classified("charge malformed", charge, 200, nil, `{"id":"pi_1","object":"payment_in`, want{Class: ledger.OutcomeMaybeSent, Msg: "unreadable"}),
-		testkit.Classified("charge empty body", charge, 200, nil, ``, want{Class: ledger.OutcomeMaybeSent}),
-		testkit.Classified("charge null body", charge, 200, nil, `null`, want{Class: ledger.OutcomeMaybeSent}),
-		testkit.Classified("charge html body", charge, 200, nil, `<html>ok</html>`, want{Class: ledger.OutcomeMaybeSent}),
-		testkit.Classified("charge wrong types", charge, 200, nil, `{"id":5,"object":"payment_intent"}`, want{Class: ledger.OutcomeMaybeSent}),
-		testkit.Classified("charge no id", charge, 200, nil, `{"object":"payment_intent","status":"succeeded"}`, want{Class: ledger.OutcomeMaybeSent, Msg: "no id"}),
-		testkit.Classified("charge wrong object", charge, 200, nil, refundObj("re_1", "succeeded"), want{Class: ledger.OutcomeMaybeSent, Msg: "refund"}),
-		testkit.Classified("charge error object in 200", charge, 200, nil, stripeErr("api_error", "", "x", ""), want{Class: ledger.OutcomeMaybeSent}),
-		testkit.Classified("charge oversized", charge, 200, nil, huge, want{Class: ledger.OutcomeMaybeSent, Msg: "bytes"}),
+		{Name: "charge succeeded", R: charge, Status: 200, Hdr: []string{"Request-Id", "req_1"}, Body: pi("pi_1", "succeeded"), Want: want{Class: ledger.OutcomeSuccess, Ref: "pi_1", RequestID: "req_1"}},
+		{Name: "charge requires_capture", R: charge, Status: 200, Body: pi("pi_1", "requires_capture"), Want: want{Class: ledger.OutcomeSuccess, Ref: "pi_1"}},
+		{Name: "charge processing", R: charge, Status: 200, Body: pi("pi_1", "processing"), Want: want{Class: ledger.OutcomeSuccess, Processing: true, Ref: "pi_1"}},
+		{Name: "charge requires_action", R: charge, Status: 200, Body: pi("pi_1", "requires_action"), Want: want{Class: ledger.OutcomeRefused, Ref: "pi_1", Code: "requires_action"}},
+		{Name: "charge requires_confirmation", R: charge, Status: 200, Body: pi("pi_1", "requires_confirmation"), Want: want{Class: ledger.OutcomeRefused, Ref: "pi_1", Code: "requires_confirmation"}},
+		{Name: "charge canceled", R: charge, Status: 200, Body: pi("pi_1", "canceled"), Want: want{Class: ledger.OutcomeRefused, Ref: "pi_1", Code: "canceled"}},
+		{Name: "charge requires_payment_method", R: charge, Status: 200, Body: piObj("pi_1", "requires_payment_method", "last_payment_error", map[string]string{"type": "card_error", "code": "card_declined", "decline_code": "insufficient_funds", "message": "Your card has insufficient funds."}), Want: want{Class: ledger.OutcomeRefused, Ref: "pi_1", Code: "card_declined", Decline: "insufficient_funds", Msg: "insufficient funds"}},
+		{Name: "charge replayed", R: charge, Status: 201, Hdr: []string{"Idempotent-Replayed", "true"}, Body: pi("pi_1", "succeeded"), Want: want{Class: ledger.OutcomeSuccess, Ref: "pi_1", Replayed: true}},
+		{Name: "charge replayed false", R: charge, Status: 200, Hdr: []string{"Idempotent-Replayed", "false"}, Body: pi("pi_1", "succeeded"), Want: want{Class: ledger.OutcomeSuccess, Ref: "pi_1"}},
+		{Name: "charge unknown status", R: charge, Status: 200, Body: pi("pi_1", "requires_something_new"), Want: want{Class: ledger.OutcomeMaybeSent, Ref: "pi_1", Msg: "requires_something_new"}},
+		{Name: "charge malformed", R: charge, Status: 200, Body: `{"id":"pi_1","object":"payment_in`, Want: want{Class: ledger.OutcomeMaybeSent, Msg: "unreadable"}},
+		{Name: "charge empty body", R: charge, Status: 200, Want: want{Class: ledger.OutcomeMaybeSent}},
+		{Name: "charge null body", R: charge, Status: 200, Body: `null`, Want: want{Class: ledger.OutcomeMaybeSent}},
+		{Name: "charge html body", R: charge, Status: 200, Body: `<html>ok</html>`, Want: want{Class: ledger.OutcomeMaybeSent}},
+		{Name: "charge wrong types", R: charge, Status: 200, Body: `{"id":5,"object":"payment_intent"}`, Want: want{Class: ledger.OutcomeMaybeSent}},
+		{Name: "charge no id", R: charge, Status: 200, Body: `{"object":"payment_intent","status":"succeeded"}`, Want: want{Class: ledger.OutcomeMaybeSent, Msg: "no id"}},
+		{Name: "charge wrong object", R: charge, Status: 200, Body: refundObj("re_1", "succeeded"), Want: want{Class: ledger.OutcomeMaybeSent, Msg: "refund"}},
+		{Name: "charge error object in 200", R: charge, Status: 200, Body: stripeErr("api_error", "", "x", ""), Want: want{Class: ledger.OutcomeMaybeSent}},
+		{Name: "charge oversized", R: charge, Status: 200, Body: huge, Want: want{Class: ledger.OutcomeMaybeSent, Msg: "bytes"}},
 
 		// 2xx capture / cancel
-		testkit.Classified("capture succeeded", capture, 200, nil, pi("pi_1", "succeeded"), want{Class: ledger.OutcomeSuccess, Ref: "pi_1"}),
-		testkit.Classified("capture processing", capture, 200, nil, pi("pi_1", "processing"), want{Class: ledger.OutcomeSuccess, Processing: true, Ref: "pi_1"}),
-		testkit.Classified("capture still requires_capture", capture, 200, nil, pi("pi_1", "requires_capture"), want{Class: ledger.OutcomeMaybeSent, Ref: "pi_1"}),
-		testkit.Classified("capture malformed", capture, 200, nil, `{`, want{Class: ledger.OutcomeMaybeSent}),
-		testkit.Classified("cancel canceled", cancel, 200, nil, pi("pi_1", "canceled"), want{Class: ledger.OutcomeSuccess, Ref: "pi_1"}),
-		testkit.Classified("cancel not canceled", cancel, 200, nil, pi("pi_1", "succeeded"), want{Class: ledger.OutcomeMaybeSent, Ref: "pi_1"}),
+		{Name: "capture succeeded", R: capture, Status: 200, Body: pi("pi_1", "succeeded"), Want: want{Class: ledger.OutcomeSuccess, Ref: "pi_1"}},
+		{Name: "capture processing", R: capture, Status: 200, Body: pi("pi_1", "processing"), Want: want{Class: ledger.OutcomeSuccess, Processing: true, Ref: "pi_1"}},
+		{Name: "capture still requires_capture", R: capture, Status: 200, Body: pi("pi_1", "requires_capture"), Want: want{Class: ledger.OutcomeMaybeSent, Ref: "pi_1"}},
+		{Name: "capture malformed", R: capture, Status: 200, Body: `{`, Want: want{Class: ledger.OutcomeMaybeSent}},
+		{Name: "cancel canceled", R: cancel, Status: 200, Body: pi("pi_1", "canceled"), Want: want{Class: ledger.OutcomeSuccess, Ref: "pi_1"}},
+		{Name: "cancel not canceled", R: cancel, Status: 200, Body: pi("pi_1", "succeeded"), Want: want{Class: ledger.OutcomeMaybeSent, Ref: "pi_1"}},
 
 		// 2xx refund
-		testkit.Classified("refund succeeded", refundR, 200, nil, refundObj("re_1", "succeeded"), want{Class: ledger.OutcomeSuccess, Ref: "re_1"}),
-		testkit.Classified("refund pending", refundR, 200, nil, refundObj("re_1", "pending"), want{Class: ledger.OutcomeSuccess, Processing: true, Ref: "re_1"}),
-		testkit.Classified("refund requires_action", refundR, 200, nil, refundObj("re_1", "requires_action"), want{Class: ledger.OutcomeSuccess, Processing: true, Ref: "re_1"}),
-		testkit.Classified("refund failed", refundR, 200, nil, refundObj("re_1", "failed", "failure_reason", "expired_or_canceled_card"), want{Class: ledger.OutcomeRefused, Ref: "re_1", Code: "expired_or_canceled_card"}),
-		testkit.Classified("refund canceled", refundR, 200, nil, refundObj("re_1", "canceled"), want{Class: ledger.OutcomeRefused, Ref: "re_1", Code: "refund_canceled"}),
-		testkit.Classified("refund unknown status", refundR, 200, nil, refundObj("re_1", "weird"), want{Class: ledger.OutcomeMaybeSent, Ref: "re_1"}),
-		testkit.Classified("refund wrong object", refundR, 200, nil, pi("pi_1", "succeeded"), want{Class: ledger.OutcomeMaybeSent}),
-		testkit.Classified("refund no id", refundR, 200, nil, `{"object":"refund","status":"succeeded"}`, want{Class: ledger.OutcomeMaybeSent}),
+		{Name: "refund succeeded", R: refundR, Status: 200, Body: refundObj("re_1", "succeeded"), Want: want{Class: ledger.OutcomeSuccess, Ref: "re_1"}},
+		{Name: "refund pending", R: refundR, Status: 200, Body: refundObj("re_1", "pending"), Want: want{Class: ledger.OutcomeSuccess, Processing: true, Ref: "re_1"}},
+		{Name: "refund requires_action", R: refundR, Status: 200, Body: refundObj("re_1", "requires_action"), Want: want{Class: ledger.OutcomeSuccess, Processing: true, Ref: "re_1"}},
+		{Name: "refund failed", R: refundR, Status: 200, Body: refundObj("re_1", "failed", "failure_reason", "expired_or_canceled_card"), Want: want{Class: ledger.OutcomeRefused, Ref: "re_1", Code: "expired_or_canceled_card"}},
+		{Name: "refund canceled", R: refundR, Status: 200, Body: refundObj("re_1", "canceled"), Want: want{Class: ledger.OutcomeRefused, Ref: "re_1", Code: "refund_canceled"}},
+		{Name: "refund unknown status", R: refundR, Status: 200, Body: refundObj("re_1", "weird"), Want: want{Class: ledger.OutcomeMaybeSent, Ref: "re_1"}},
+		{Name: "refund wrong object", R: refundR, Status: 200, Body: pi("pi_1", "succeeded"), Want: want{Class: ledger.OutcomeMaybeSent}},
+		{Name: "refund no id", R: refundR, Status: 200, Body: `{"object":"refund","status":"succeeded"}`, Want: want{Class: ledger.OutcomeMaybeSent}},
 
 		// 402
-		testkit.Classified("402 card_error", charge, 402, []string{"Request-Id", "req_2"},
-			stripeErr("card_error", "card_declined", "Your card was declined.", `"decline_code":"generic_decline","payment_intent":{"id":"pi_9","object":"payment_intent","status":"requires_payment_method"}`),
-			want{Class: ledger.OutcomeRefused, Ref: "pi_9", Code: "card_declined", Decline: "generic_decline", Msg: "declined", RequestID: "req_2"}),
-		testkit.Classified("402 without pi", charge, 402, nil, stripeErr("card_error", "expired_card", "Your card has expired.", ""), want{Class: ledger.OutcomeRefused, Code: "expired_card"}),
+		{Name: "402 card_error", R: charge, Status: 402, Hdr: []string{"Request-Id", "req_2"}, Body: stripeErr("card_error", "card_declined", "Your card was declined.", `"decline_code":"generic_decline","payment_intent":{"id":"pi_9","object":"payment_intent","status":"requires_payment_method"}`), Want: want{Class: ledger.OutcomeRefused, Ref: "pi_9", Code: "card_declined", Decline: "generic_decline", Msg: "declined", RequestID: "req_2"}},
+		{Name: "402 without pi", R: charge, Status: 402, Body: stripeErr("card_error", "expired_card", "Your card has expired.", ""), Want: want{Class: ledger.OutcomeRefused, Code: "expired_card"}},
 
 		// 400 / 401 / 403 / 404
-		testkit.Classified("400 idempotency_error", charge, 400, nil, stripeErr("idempotency_error", "", "Keys for idempotent requests can only be used with the same parameters they were first used with.", ""),
-			want{Class: ledger.OutcomeKeyMismatch, Msg: "same parameters"}),
-		testkit.Classified("400 invalid_request", charge, 400, nil, stripeErr("invalid_request_error", "parameter_missing", "Missing required param: amount.", `"param":"amount"`), want{Class: ledger.OutcomeRefused, Code: "parameter_missing"}),
-		testkit.Classified("400 unexpected state", capture, 400, nil, stripeErr("invalid_request_error", "payment_intent_unexpected_state", "This PaymentIntent could not be captured.", ""), want{Class: ledger.OutcomeRefused, Code: "payment_intent_unexpected_state"}),
-		testkit.Classified("400 no body", charge, 400, nil, ``, want{Class: ledger.OutcomeRefused}),
-		testkit.Classified("401", charge, 401, nil, stripeErr("invalid_request_error", "", "Invalid API Key provided: sk_test_****************************wxyz", ""), want{Class: ledger.OutcomeRefused, Msg: "Invalid API Key"}),
-		testkit.Classified("403", charge, 403, nil, stripeErr("invalid_request_error", "", "The provided key does not have the required permissions.", ""), want{Class: ledger.OutcomeRefused}),
-		testkit.Classified("404", capture, 404, nil, stripeErr("invalid_request_error", "resource_missing", "No such payment_intent: 'pi_1'", ""), want{Class: ledger.OutcomeRefused, Code: "resource_missing"}),
+		{Name: "400 idempotency_error", R: charge, Status: 400, Body: stripeErr("idempotency_error", "", "Keys for idempotent requests can only be used with the same parameters they were first used with.", ""), Want: want{Class: ledger.OutcomeKeyMismatch, Msg: "same parameters"}},
+		{Name: "400 invalid_request", R: charge, Status: 400, Body: stripeErr("invalid_request_error", "parameter_missing", "Missing required param: amount.", `"param":"amount"`), Want: want{Class: ledger.OutcomeRefused, Code: "parameter_missing"}},
+		{Name: "400 unexpected state", R: capture, Status: 400, Body: stripeErr("invalid_request_error", "payment_intent_unexpected_state", "This PaymentIntent could not be captured.", ""), Want: want{Class: ledger.OutcomeRefused, Code: "payment_intent_unexpected_state"}},
+		{Name: "400 no body", R: charge, Status: 400, Want: want{Class: ledger.OutcomeRefused}},
+		{Name: "401", R: charge, Status: 401, Body: stripeErr("invalid_request_error", "", "Invalid API Key provided: sk_test_****************************wxyz", ""), Want: want{Class: ledger.OutcomeRefused, Msg: "Invalid API Key"}},
+		{Name: "403", R: charge, Status: 403, Body: stripeErr("invalid_request_error", "", "The provided key does not have the required permissions.", ""), Want: want{Class: ledger.OutcomeRefused}},
+		{Name: "404", R: capture, Status: 404, Body: stripeErr("invalid_request_error", "resource_missing", "No such payment_intent: 'pi_1'", ""), Want: want{Class: ledger.OutcomeRefused, Code: "resource_missing"}},
 
 		// 409
-		testkit.Classified("409 key in use", charge, 409, nil, stripeErr("idempotency_error", "idempotency_key_in_use", "There is currently another in-progress request using this Idempotent Key.", ""), want{Class: ledger.OutcomeKeyInUse, Code: "idempotency_key_in_use"}),
-		testkit.Classified("key in use under 400", charge, 400, nil, stripeErr("invalid_request_error", "idempotency_key_in_use", "in progress", ""), want{Class: ledger.OutcomeKeyInUse}),
-		testkit.Classified("409 other", charge, 409, nil, stripeErr("invalid_request_error", "resource_already_exists", "conflict", ""), want{Class: ledger.OutcomeMaybeSent, Code: "resource_already_exists"}),
-		testkit.Classified("409 no body", charge, 409, nil, ``, want{Class: ledger.OutcomeMaybeSent}),
+		{Name: "409 key in use", R: charge, Status: 409, Body: stripeErr("idempotency_error", "idempotency_key_in_use", "There is currently another in-progress request using this Idempotent Key.", ""), Want: want{Class: ledger.OutcomeKeyInUse, Code: "idempotency_key_in_use"}},
+		{Name: "key in use under 400", R: charge, Status: 400, Body: stripeErr("invalid_request_error", "idempotency_key_in_use", "in progress", ""), Want: want{Class: ledger.OutcomeKeyInUse}},
+		{Name: "409 other", R: charge, Status: 409, Body: stripeErr("invalid_request_error", "resource_already_exists", "conflict", ""), Want: want{Class: ledger.OutcomeMaybeSent, Code: "resource_already_exists"}},
+		{Name: "409 no body", R: charge, Status: 409, Want: want{Class: ledger.OutcomeMaybeSent}},
 
 		// 429
-		testkit.Classified("429 seconds", charge, 429, []string{"Retry-After", "5"}, stripeErr("invalid_request_error", "rate_limit", "Too many requests.", ""), want{Class: ledger.OutcomeNotSent, Code: "rate_limit", RetryAfter: 5 * time.Second}),
-		testkit.Classified("429 date", charge, 429, []string{"Retry-After", httpDate}, stripeErr("invalid_request_error", "rate_limit", "Too many requests.", ""), want{Class: ledger.OutcomeNotSent, Code: "rate_limit", RetryAfter: 30 * time.Second}),
-		testkit.Classified("429 past date", charge, 429, []string{"Retry-After", testNow.Add(-time.Minute).Format(http.TimeFormat)}, ``, want{Class: ledger.OutcomeNotSent, Code: "rate_limit"}),
-		testkit.Classified("429 lock_timeout", capture, 429, []string{"Retry-After", "2"}, stripeErr("invalid_request_error", "lock_timeout", "This object cannot be accessed right now.", ""), want{Class: ledger.OutcomeMaybeSent, Code: "lock_timeout", RetryAfter: 2 * time.Second}),
-		testkit.Classified("429 lock_timeout on a charge", charge, 429, nil, stripeErr("invalid_request_error", "lock_timeout", "This object cannot be accessed right now.", ""), want{Class: ledger.OutcomeMaybeSent, Code: "lock_timeout"}),
-		testkit.Classified("429 unknown code", refundR, 429, nil, stripeErr("invalid_request_error", "something_new", "Slow down.", ""), want{Class: ledger.OutcomeMaybeSent, Code: "something_new"}),
-		testkit.Classified("429 rate_limit without Retry-After", refundR, 429, nil, stripeErr("invalid_request_error", "rate_limit", "Too many requests.", ""), want{Class: ledger.OutcomeNotSent, Code: "rate_limit"}),
-		testkit.Classified("429 error without code", charge, 429, nil, stripeErr("invalid_request_error", "", "Too many requests.", ""), want{Class: ledger.OutcomeNotSent, Code: "rate_limit"}),
-		testkit.Classified("429 html", charge, 429, nil, `<html>Too Many Requests</html>`, want{Class: ledger.OutcomeNotSent, Code: "rate_limit"}),
-		testkit.Classified("429 no body no header", charge, 429, nil, ``, want{Class: ledger.OutcomeNotSent, Code: "rate_limit"}),
-		testkit.Classified("429 malformed header", charge, 429, []string{"Retry-After", "soon"}, ``, want{Class: ledger.OutcomeNotSent, Code: "rate_limit"}),
-		testkit.Classified("429 negative header", charge, 429, []string{"Retry-After", "-3"}, ``, want{Class: ledger.OutcomeNotSent, Code: "rate_limit"}),
-		testkit.Classified("429 fractional header", charge, 429, []string{"Retry-After", "1.5"}, ``, want{Class: ledger.OutcomeNotSent, Code: "rate_limit"}),
-		testkit.Classified("429 huge header", charge, 429, []string{"Retry-After", "99999999999999999"}, ``, want{Class: ledger.OutcomeNotSent, Code: "rate_limit", RetryAfter: 24 * time.Hour}),
-		testkit.Classified("429 overflow header", charge, 429, []string{"Retry-After", "999999999999999999999999"}, ``, want{Class: ledger.OutcomeNotSent, Code: "rate_limit"}),
+		{Name: "429 seconds", R: charge, Status: 429, Hdr: []string{"Retry-After", "5"}, Body: stripeErr("invalid_request_error", "rate_limit", "Too many requests.", ""), Want: want{Class: ledger.OutcomeNotSent, Code: "rate_limit", RetryAfter: 5 * time.Second}},
+		{Name: "429 date", R: charge, Status: 429, Hdr: []string{"Retry-After", httpDate}, Body: stripeErr("invalid_request_error", "rate_limit", "Too many requests.", ""), Want: want{Class: ledger.OutcomeNotSent, Code: "rate_limit", RetryAfter: 30 * time.Second}},
+		{Name: "429 past date", R: charge, Status: 429, Hdr: []string{"Retry-After", testNow.Add(-time.Minute).Format(http.TimeFormat)}, Want: want{Class: ledger.OutcomeNotSent, Code: "rate_limit"}},
+		{Name: "429 lock_timeout", R: capture, Status: 429, Hdr: []string{"Retry-After", "2"}, Body: stripeErr("invalid_request_error", "lock_timeout", "This object cannot be accessed right now.", ""), Want: want{Class: ledger.OutcomeMaybeSent, Code: "lock_timeout", RetryAfter: 2 * time.Second}},
+		{Name: "429 lock_timeout on a charge", R: charge, Status: 429, Body: stripeErr("invalid_request_error", "lock_timeout", "This object cannot be accessed right now.", ""), Want: want{Class: ledger.OutcomeMaybeSent, Code: "lock_timeout"}},
+		{Name: "429 unknown code", R: refundR, Status: 429, Body: stripeErr("invalid_request_error", "something_new", "Slow down.", ""), Want: want{Class: ledger.OutcomeMaybeSent, Code: "something_new"}},
+		{Name: "429 rate_limit without Retry-After", R: refundR, Status: 429, Body: stripeErr("invalid_request_error", "rate_limit", "Too many requests.", ""), Want: want{Class: ledger.OutcomeNotSent, Code: "rate_limit"}},
+		{Name: "429 error without code", R: charge, Status: 429, Body: stripeErr("invalid_request_error", "", "Too many requests.", ""), Want: want{Class: ledger.OutcomeNotSent, Code: "rate_limit"}},
+		{Name: "429 html", R: charge, Status: 429, Body: `<html>Too Many Requests</html>`, Want: want{Class: ledger.OutcomeNotSent, Code: "rate_limit"}},
+		{Name: "429 no body no header", R: charge, Status: 429, Want: want{Class: ledger.OutcomeNotSent, Code: "rate_limit"}},
+		{Name: "429 malformed header", R: charge, Status: 429, Hdr: []string{"Retry-After", "soon"}, Want: want{Class: ledger.OutcomeNotSent, Code: "rate_limit"}},
+		{Name: "429 negative header", R: charge, Status: 429, Hdr: []string{"Retry-After", "-3"}, Want: want{Class: ledger.OutcomeNotSent, Code: "rate_limit"}},
+		{Name: "429 fractional header", R: charge, Status: 429, Hdr: []string{"Retry-After", "1.5"}, Want: want{Class: ledger.OutcomeNotSent, Code: "rate_limit"}},
+		{Name: "429 huge header", R: charge, Status: 429, Hdr: []string{"Retry-After", "99999999999999999"}, Want: want{Class: ledger.OutcomeNotSent, Code: "rate_limit", RetryAfter: 24 * time.Hour}},
+		{Name: "429 overflow header", R: charge, Status: 429, Hdr: []string{"Retry-After", "999999999999999999999999"}, Want: want{Class: ledger.OutcomeNotSent, Code: "rate_limit"}},
 
 		// 5xx and others
-		testkit.Classified("500 api_error", charge, 500, []string{"Request-Id", "req_5", "Idempotent-Replayed", "true"}, stripeErr("api_error", "", "An unknown error occurred", ""), want{Class: ledger.OutcomeMaybeSent, RequestID: "req_5", Replayed: true, Msg: "unknown error"}),
-		testkit.Classified("502 html", charge, 502, nil, `<html>Bad Gateway</html>`, want{Class: ledger.OutcomeMaybeSent}),
-		testkit.Classified("503", charge, 503, []string{"Retry-After", "10"}, ``, want{Class: ledger.OutcomeMaybeSent}),
-		testkit.Classified("504", refundR, 504, nil, ``, want{Class: ledger.OutcomeMaybeSent}),
-		testkit.Classified("418", charge, 418, nil, ``, want{Class: ledger.OutcomeMaybeSent}),
-		testkit.Classified("302", charge, 302, nil, ``, want{Class: ledger.OutcomeMaybeSent}),
-		testkit.Classified("long message", charge, 400, nil, stripeErr("invalid_request_error", "x", strings.Repeat("é", 3000), ""), want{Class: ledger.OutcomeRefused, Msg: "..."}),
-		testkit.Classified("oversized error body", charge, 402, nil, `{"error":{"type":"card_error","message":"`+strings.Repeat("x", 1<<20)+`"}}`, want{Class: ledger.OutcomeRefused}),
+		{Name: "500 api_error", R: charge, Status: 500, Hdr: []string{"Request-Id", "req_5", "Idempotent-Replayed", "true"}, Body: stripeErr("api_error", "", "An unknown error occurred", ""), Want: want{Class: ledger.OutcomeMaybeSent, RequestID: "req_5", Replayed: true, Msg: "unknown error"}},
+		{Name: "502 html", R: charge, Status: 502, Body: `<html>Bad Gateway</html>`, Want: want{Class: ledger.OutcomeMaybeSent}},
+		{Name: "503", R: charge, Status: 503, Hdr: []string{"Retry-After", "10"}, Want: want{Class: ledger.OutcomeMaybeSent}},
+		{Name: "504", R: refundR, Status: 504, Want: want{Class: ledger.OutcomeMaybeSent}},
+		{Name: "418", R: charge, Status: 418, Want: want{Class: ledger.OutcomeMaybeSent}},
+		{Name: "302", R: charge, Status: 302, Want: want{Class: ledger.OutcomeMaybeSent}},
+		{Name: "long message", R: charge, Status: 400, Body: stripeErr("invalid_request_error", "x", strings.Repeat("é", 3000), ""), Want: want{Class: ledger.OutcomeRefused, Msg: "..."}},
+		{Name: "oversized error body", R: charge, Status: 402, Body: `{"error":{"type":"card_error","message":"` + strings.Repeat("x", 1<<20) + `"}}`, Want: want{Class: ledger.OutcomeRefused}},
 	}, testkit.ClassifyChecks{ExactRequestID: true})
 }
 

@@ -29,19 +29,19 @@ func TestNew(t *testing.T) {
 func TestNewValidation(t *testing.T) {
 	t.Parallel()
 	testkit.RequireConfigErrors(t, stripe.New, []testkit.ConfigCase[stripe.Config]{
-		testkit.Refuse("no key", stripe.Config{}, "stripe.Config.APIKey", "secret key"),
-		testkit.Refuse("key with newline", stripe.Config{APIKey: testKey + "\n"}, "stripe.Config.APIKey", "exactly"),
-		testkit.Refuse("key with space", stripe.Config{APIKey: "sk_test_a b"}, "stripe.Config.APIKey", "exactly"),
-		testkit.Refuse("relative URL", stripe.Config{APIKey: testKey, BaseURL: "api.stripe.com"}, "stripe.Config.BaseURL", "https://"),
-		testkit.Refuse("ftp URL", stripe.Config{APIKey: testKey, BaseURL: "ftp://api.stripe.com"}, "stripe.Config.BaseURL", "https://"),
-		testkit.Refuse("no host", stripe.Config{APIKey: testKey, BaseURL: "https:///v1"}, "stripe.Config.BaseURL", "host"),
-		testkit.Refuse("unparsable", stripe.Config{APIKey: testKey, BaseURL: "https://[::1"}, "stripe.Config.BaseURL", "valid URL"),
-		testkit.Refuse("user info", stripe.Config{APIKey: testKey, BaseURL: "https://" + testKey + ":@api.stripe.com"}, "stripe.Config.BaseURL", "user info"),
-		testkit.Refuse("query", stripe.Config{APIKey: testKey, BaseURL: "https://api.stripe.com?x=1"}, "stripe.Config.BaseURL", "query"),
-		testkit.Refuse("fragment", stripe.Config{APIKey: testKey, BaseURL: "https://api.stripe.com#x"}, "stripe.Config.BaseURL", "fragment"),
-		testkit.Refuse("negative TTL", stripe.Config{APIKey: testKey, KeyTTL: -time.Second}, "stripe.Config.KeyTTL", "negative"),
-		testkit.Refuse("negative lag", stripe.Config{APIKey: testKey, SearchLag: -time.Second}, "stripe.Config.SearchLag", "negative"),
-		testkit.Refuse("bad version", stripe.Config{APIKey: testKey, APIVersion: "2024-06-20\r\nX: y"}, "stripe.Config.APIVersion", "API version"),
+		{Name: "no key", Cfg: stripe.Config{}, Field: "stripe.Config.APIKey", Hint: "secret key"},
+		{Name: "key with newline", Cfg: stripe.Config{APIKey: testKey + "\n"}, Field: "stripe.Config.APIKey", Hint: "exactly"},
+		{Name: "key with space", Cfg: stripe.Config{APIKey: "sk_test_a b"}, Field: "stripe.Config.APIKey", Hint: "exactly"},
+		{Name: "relative URL", Cfg: stripe.Config{APIKey: testKey, BaseURL: "api.stripe.com"}, Field: "stripe.Config.BaseURL", Hint: "https://"},
+		{Name: "ftp URL", Cfg: stripe.Config{APIKey: testKey, BaseURL: "ftp://api.stripe.com"}, Field: "stripe.Config.BaseURL", Hint: "https://"},
+		{Name: "no host", Cfg: stripe.Config{APIKey: testKey, BaseURL: "https:///v1"}, Field: "stripe.Config.BaseURL", Hint: "host"},
+		{Name: "unparsable", Cfg: stripe.Config{APIKey: testKey, BaseURL: "https://[::1"}, Field: "stripe.Config.BaseURL", Hint: "valid URL"},
+		{Name: "user info", Cfg: stripe.Config{APIKey: testKey, BaseURL: "https://" + testKey + ":@api.stripe.com"}, Field: "stripe.Config.BaseURL", Hint: "user info"},
+		{Name: "query", Cfg: stripe.Config{APIKey: testKey, BaseURL: "https://api.stripe.com?x=1"}, Field: "stripe.Config.BaseURL", Hint: "query"},
+		{Name: "fragment", Cfg: stripe.Config{APIKey: testKey, BaseURL: "https://api.stripe.com#x"}, Field: "stripe.Config.BaseURL", Hint: "fragment"},
+		{Name: "negative TTL", Cfg: stripe.Config{APIKey: testKey, KeyTTL: -time.Second}, Field: "stripe.Config.KeyTTL", Hint: "negative"},
+		{Name: "negative lag", Cfg: stripe.Config{APIKey: testKey, SearchLag: -time.Second}, Field: "stripe.Config.SearchLag", Hint: "negative"},
+		{Name: "bad version", Cfg: stripe.Config{APIKey: testKey, APIVersion: "2024-06-20\r\nX: y"}, Field: "stripe.Config.APIVersion", Hint: "API version"},
 	}, testKey)
 }
 

@@ -49,12 +49,12 @@ func TestReplayed(t *testing.T) {
 		header []string
 		want   bool
 	}{
-		{[]string{"Idempotent-Replayed", "true"}, true},
-		{[]string{"Idempotent-Replayed", "True"}, true},
-		{[]string{"Idempotent-Replayed", " true "}, true},
-		{[]string{"Idempotent-Replayed", "false"}, false},
-		{[]string{"Idempotent-Replayed", ""}, false},
-		{nil, false},
+		{header: []string{"Idempotent-Replayed", "true"}, want: true},
+		{header: []string{"Idempotent-Replayed", "True"}, want: true},
+		{header: []string{"Idempotent-Replayed", " true "}, want: true},
+		{header: []string{"Idempotent-Replayed", "false"}},
+		{header: []string{"Idempotent-Replayed", ""}},
+		{header: nil},
 	} {
 		h := http.Header{}
 		if tc.header != nil {

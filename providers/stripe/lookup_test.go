@@ -74,15 +74,15 @@ func TestLookupChargeByID(t *testing.T) {
 		return b.P, b.HC, b.MT
 	}
 	testkit.RequireReadByID(t, serve, lookupQuery(payonce.KindCharge, "", "pi_1"), []testkit.ReadCase{
-		testkit.ReadAs("succeeded", piJSON("pi_1", "succeeded", 1999, ""), payonce.LookupSucceeded, "", ""),
-		testkit.ReadAs("requires_capture", piJSON("pi_1", "requires_capture", 0, ""), payonce.LookupSucceeded, "", ""),
-		testkit.ReadAs("processing", piJSON("pi_1", "processing", 0, ""), payonce.LookupProcessing, "", ""),
-		testkit.ReadAs("requires_payment_method", piJSON("pi_1", "requires_payment_method", 0, declined), payonce.LookupFailed, "card_declined", "do_not_honor"),
-		testkit.ReadAs("requires_payment_method bare", piJSON("pi_1", "requires_payment_method", 0, ""), payonce.LookupFailed, "requires_payment_method", ""),
-		testkit.ReadAs("canceled", piJSON("pi_1", "canceled", 0, ""), payonce.LookupFailed, "canceled", ""),
-		testkit.ReadAs("canceled after decline", piJSON("pi_1", "canceled", 0, declined), payonce.LookupFailed, "card_declined", "do_not_honor"),
-		testkit.ReadAs("requires_action", piJSON("pi_1", "requires_action", 0, ""), payonce.LookupFailed, "requires_action", ""),
-		testkit.ReadAs("requires_confirmation", piJSON("pi_1", "requires_confirmation", 0, ""), payonce.LookupFailed, "requires_confirmation", ""),
+		{Name: "succeeded", Body: piJSON("pi_1", "succeeded", 1999, ""), State: payonce.LookupSucceeded},
+		{Name: "requires_capture", Body: piJSON("pi_1", "requires_capture", 0, ""), State: payonce.LookupSucceeded},
+		{Name: "processing", Body: piJSON("pi_1", "processing", 0, ""), State: payonce.LookupProcessing},
+		{Name: "requires_payment_method", Body: piJSON("pi_1", "requires_payment_method", 0, declined), State: payonce.LookupFailed, Code: "card_declined", Decline: "do_not_honor"},
+		{Name: "requires_payment_method bare", Body: piJSON("pi_1", "requires_payment_method", 0, ""), State: payonce.LookupFailed, Code: "requires_payment_method"},
+		{Name: "canceled", Body: piJSON("pi_1", "canceled", 0, ""), State: payonce.LookupFailed, Code: "canceled"},
+		{Name: "canceled after decline", Body: piJSON("pi_1", "canceled", 0, declined), State: payonce.LookupFailed, Code: "card_declined", Decline: "do_not_honor"},
+		{Name: "requires_action", Body: piJSON("pi_1", "requires_action", 0, ""), State: payonce.LookupFailed, Code: "requires_action"},
+		{Name: "requires_confirmation", Body: piJSON("pi_1", "requires_confirmation", 0, ""), State: payonce.LookupFailed, Code: "requires_confirmation"},
 	}, 1)
 }
 
@@ -103,12 +103,12 @@ func TestLookupChargeSearch(t *testing.T) {
 		state payonce.LookupState
 		refs  []string
 	}{
-		{"none", searchJSON(false), payonce.LookupNotFound, nil},
-		{"one succeeded", searchJSON(false, piJSON("pi_1", "succeeded", 1999, "")), payonce.LookupSucceeded, []string{"pi_1"}},
-		{"one processing", searchJSON(false, piJSON("pi_1", "processing", 0, "")), payonce.LookupProcessing, []string{"pi_1"}},
-		{"one failed", searchJSON(false, piJSON("pi_1", "requires_payment_method", 0, declined)), payonce.LookupFailed, []string{"pi_1"}},
-		{"two", searchJSON(false, piJSON("pi_1", "succeeded", 1999, ""), piJSON("pi_2", "succeeded", 1999, "")), payonce.LookupMultiple, []string{"pi_1", "pi_2"}},
-		{"one and more", searchJSON(true, piJSON("pi_1", "succeeded", 1999, "")), payonce.LookupMultiple, []string{"pi_1"}},
+		{name: "none", body: searchJSON(false), state: payonce.LookupNotFound},
+		{name: "one succeeded", body: searchJSON(false, piJSON("pi_1", "succeeded", 1999, "")), state: payonce.LookupSucceeded, refs: []string{"pi_1"}},
+		{name: "one processing", body: searchJSON(false, piJSON("pi_1", "processing", 0, "")), state: payonce.LookupProcessing, refs: []string{"pi_1"}},
+		{name: "one failed", body: searchJSON(false, piJSON("pi_1", "requires_payment_method", 0, declined)), state: payonce.LookupFailed, refs: []string{"pi_1"}},
+		{name: "two", body: searchJSON(false, piJSON("pi_1", "succeeded", 1999, ""), piJSON("pi_2", "succeeded", 1999, "")), state: payonce.LookupMultiple, refs: []string{"pi_1", "pi_2"}},
+		{name: "one and more", body: searchJSON(true, piJSON("pi_1", "succeeded", 1999, "")), state: payonce.LookupMultiple, refs: []string{"pi_1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -205,14 +205,14 @@ func TestLookupRefund(t *testing.T) {
 		refs  []string
 		code  string
 	}{
-		{"none", refundList(false), payonce.LookupNotFound, nil, ""},
-		{"only others", refundList(false, other, `{"id":"re_manual","object":"refund","status":"succeeded","metadata":{}}`), payonce.LookupNotFound, nil, ""},
-		{"succeeded", refundList(false, other, refundJSON("re_1", op, "succeeded", "")), payonce.LookupSucceeded, []string{"re_1"}, ""},
-		{"pending", refundList(false, refundJSON("re_1", op, "pending", "")), payonce.LookupProcessing, []string{"re_1"}, ""},
-		{"requires_action", refundList(false, refundJSON("re_1", op, "requires_action", "")), payonce.LookupProcessing, []string{"re_1"}, ""},
-		{"failed", refundList(false, refundJSON("re_1", op, "failed", "lost_or_stolen_card")), payonce.LookupFailed, []string{"re_1"}, "lost_or_stolen_card"},
-		{"canceled", refundList(false, refundJSON("re_1", op, "canceled", "")), payonce.LookupFailed, []string{"re_1"}, "refund_canceled"},
-		{"two", refundList(false, refundJSON("re_1", op, "succeeded", ""), other, refundJSON("re_2", op, "succeeded", "")), payonce.LookupMultiple, []string{"re_1", "re_2"}, ""},
+		{name: "none", body: refundList(false), state: payonce.LookupNotFound},
+		{name: "only others", body: refundList(false, other, `{"id":"re_manual","object":"refund","status":"succeeded","metadata":{}}`), state: payonce.LookupNotFound},
+		{name: "succeeded", body: refundList(false, other, refundJSON("re_1", op, "succeeded", "")), state: payonce.LookupSucceeded, refs: []string{"re_1"}},
+		{name: "pending", body: refundList(false, refundJSON("re_1", op, "pending", "")), state: payonce.LookupProcessing, refs: []string{"re_1"}},
+		{name: "requires_action", body: refundList(false, refundJSON("re_1", op, "requires_action", "")), state: payonce.LookupProcessing, refs: []string{"re_1"}},
+		{name: "failed", body: refundList(false, refundJSON("re_1", op, "failed", "lost_or_stolen_card")), state: payonce.LookupFailed, refs: []string{"re_1"}, code: "lost_or_stolen_card"},
+		{name: "canceled", body: refundList(false, refundJSON("re_1", op, "canceled", "")), state: payonce.LookupFailed, refs: []string{"re_1"}, code: "refund_canceled"},
+		{name: "two", body: refundList(false, refundJSON("re_1", op, "succeeded", ""), other, refundJSON("re_2", op, "succeeded", "")), state: payonce.LookupMultiple, refs: []string{"re_1", "re_2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -289,24 +289,24 @@ func TestLookupErrors(t *testing.T) {
 		return b.P, b.HC
 	}
 	testkit.RequireLookupErrors(t, serve, []testkit.LookupErrorCase{
-		testkit.LookupFails("500 by id", lookupQuery(payonce.KindCharge, "", "pi_1"), "/v1/payment_intents/pi_1", 500, `{"error":{"type":"api_error","message":"boom"}}`, true),
-		testkit.LookupFails("429 search", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 429, `{"error":{"type":"invalid_request_error","code":"rate_limit"}}`, true),
-		testkit.LookupFails("503 refunds", lookupQuery(payonce.KindRefund, "pi_1", ""), "/v1/refunds", 503, ``, true),
-		testkit.LookupFails("401", lookupQuery(payonce.KindCapture, "pi_1", ""), "/v1/payment_intents/pi_1", 401, `{"error":{"type":"invalid_request_error","message":"Invalid API Key provided: sk_test_****wxyz"}}`, false),
-		testkit.LookupFails("404 on search", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 404, `{"error":{"type":"invalid_request_error","code":"resource_missing"}}`, false),
-		testkit.LookupFails("404 not from Stripe", lookupQuery(payonce.KindCharge, "", "pi_1"), "/v1/payment_intents/pi_1", 404, `<html>Not Found</html>`, false),
-		testkit.LookupFails("malformed PI", lookupQuery(payonce.KindCharge, "", "pi_1"), "/v1/payment_intents/pi_1", 200, `{"id":"pi_1",`, true),
-		testkit.LookupFails("wrong object", lookupQuery(payonce.KindCancel, "pi_1", ""), "/v1/payment_intents/pi_1", 200, `{"id":"re_1","object":"refund","status":"succeeded"}`, true),
-		testkit.LookupFails("PI without id", lookupQuery(payonce.KindCancel, "pi_1", ""), "/v1/payment_intents/pi_1", 200, `{"object":"payment_intent","status":"canceled"}`, true),
-		testkit.LookupFails("unknown charge status", lookupQuery(payonce.KindCharge, "", "pi_1"), "/v1/payment_intents/pi_1", 200, piJSON("pi_1", "brand_new", 0, ""), false),
-		testkit.LookupFails("search wrong object", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 200, `{"object":"list","data":[]}`, true),
-		testkit.LookupFails("search bad item", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 200, searchJSON(false, `{"object":"payment_intent"}`), true),
-		testkit.LookupFails("search empty but more", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 200, searchJSON(true), true),
-		testkit.LookupFails("search oversized", lookupQuery(payonce.KindCharge, "", ""), "/v1/payment_intents/search", 200, huge, true),
-		testkit.LookupFails("refund list wrong object", lookupQuery(payonce.KindRefund, "pi_1", ""), "/v1/refunds", 200, searchJSON(false), true),
-		testkit.LookupFails("refund bad item", lookupQuery(payonce.KindRefund, "pi_1", ""), "/v1/refunds", 200, refundList(false, `{"id":"re_1","object":"charge"}`), true),
-		testkit.LookupFails("refund unknown status", lookupQuery(payonce.KindRefund, "pi_1", ""), "/v1/refunds", 200, refundList(false, refundJSON("re_1", chargeReq().OperationID, "weird", "")), false),
-		testkit.LookupFails("refund empty but more", lookupQuery(payonce.KindRefund, "pi_1", ""), "/v1/refunds", 200, refundList(true), true),
+		{Name: "500 by id", Q: lookupQuery(payonce.KindCharge, "", "pi_1"), URL: "/v1/payment_intents/pi_1", Status: 500, Body: `{"error":{"type":"api_error","message":"boom"}}`, Temporary: true},
+		{Name: "429 search", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/v1/payment_intents/search", Status: 429, Body: `{"error":{"type":"invalid_request_error","code":"rate_limit"}}`, Temporary: true},
+		{Name: "503 refunds", Q: lookupQuery(payonce.KindRefund, "pi_1", ""), URL: "/v1/refunds", Status: 503, Temporary: true},
+		{Name: "401", Q: lookupQuery(payonce.KindCapture, "pi_1", ""), URL: "/v1/payment_intents/pi_1", Status: 401, Body: `{"error":{"type":"invalid_request_error","message":"Invalid API Key provided: sk_test_****wxyz"}}`},
+		{Name: "404 on search", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/v1/payment_intents/search", Status: 404, Body: `{"error":{"type":"invalid_request_error","code":"resource_missing"}}`},
+		{Name: "404 not from Stripe", Q: lookupQuery(payonce.KindCharge, "", "pi_1"), URL: "/v1/payment_intents/pi_1", Status: 404, Body: `<html>Not Found</html>`},
+		{Name: "malformed PI", Q: lookupQuery(payonce.KindCharge, "", "pi_1"), URL: "/v1/payment_intents/pi_1", Status: 200, Body: `{"id":"pi_1",`, Temporary: true},
+		{Name: "wrong object", Q: lookupQuery(payonce.KindCancel, "pi_1", ""), URL: "/v1/payment_intents/pi_1", Status: 200, Body: `{"id":"re_1","object":"refund","status":"succeeded"}`, Temporary: true},
+		{Name: "PI without id", Q: lookupQuery(payonce.KindCancel, "pi_1", ""), URL: "/v1/payment_intents/pi_1", Status: 200, Body: `{"object":"payment_intent","status":"canceled"}`, Temporary: true},
+		{Name: "unknown charge status", Q: lookupQuery(payonce.KindCharge, "", "pi_1"), URL: "/v1/payment_intents/pi_1", Status: 200, Body: piJSON("pi_1", "brand_new", 0, "")},
+		{Name: "search wrong object", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/v1/payment_intents/search", Status: 200, Body: `{"object":"list","data":[]}`, Temporary: true},
+		{Name: "search bad item", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/v1/payment_intents/search", Status: 200, Body: searchJSON(false, `{"object":"payment_intent"}`), Temporary: true},
+		{Name: "search empty but more", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/v1/payment_intents/search", Status: 200, Body: searchJSON(true), Temporary: true},
+		{Name: "search oversized", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/v1/payment_intents/search", Status: 200, Body: huge, Temporary: true},
+		{Name: "refund list wrong object", Q: lookupQuery(payonce.KindRefund, "pi_1", ""), URL: "/v1/refunds", Status: 200, Body: searchJSON(false), Temporary: true},
+		{Name: "refund bad item", Q: lookupQuery(payonce.KindRefund, "pi_1", ""), URL: "/v1/refunds", Status: 200, Body: refundList(false, `{"id":"re_1","object":"charge"}`), Temporary: true},
+		{Name: "refund unknown status", Q: lookupQuery(payonce.KindRefund, "pi_1", ""), URL: "/v1/refunds", Status: 200, Body: refundList(false, refundJSON("re_1", chargeReq().OperationID, "weird", ""))},
+		{Name: "refund empty but more", Q: lookupQuery(payonce.KindRefund, "pi_1", ""), URL: "/v1/refunds", Status: 200, Body: refundList(true), Temporary: true},
 	}, func(t *testing.T, ae *stripe.APIError) { require.Equal(t, "req_x", ae.RequestID) }, testKey, "Bearer")
 }
 
@@ -342,11 +342,11 @@ func TestLookupUnknownStatusIsScrubbed(t *testing.T) {
 		u    string
 		body string
 	}{
-		{"charge", lookupQuery(payonce.KindCharge, "", "pi_1"), "/v1/payment_intents/pi_1", piJSON(id, status, 0, "")},
-		{"capture", lookupQuery(payonce.KindCapture, "pi_1", ""), "/v1/payment_intents/pi_1", piJSON(id, status, 0, "")},
-		{"capture succeeded without amount", lookupQuery(payonce.KindCapture, "pi_1", ""), "/v1/payment_intents/pi_1", piJSON(id, "succeeded", 0, "")},
-		{"cancel", lookupQuery(payonce.KindCancel, "pi_1", ""), "/v1/payment_intents/pi_1", piJSON(id, status, 0, "")},
-		{"refund", lookupQuery(payonce.KindRefund, "pi_1", ""), "/v1/refunds", refundList(false, refundJSON("re_"+testKey, chargeReq().OperationID, status, ""))},
+		{name: "charge", q: lookupQuery(payonce.KindCharge, "", "pi_1"), u: "/v1/payment_intents/pi_1", body: piJSON(id, status, 0, "")},
+		{name: "capture", q: lookupQuery(payonce.KindCapture, "pi_1", ""), u: "/v1/payment_intents/pi_1", body: piJSON(id, status, 0, "")},
+		{name: "capture succeeded without amount", q: lookupQuery(payonce.KindCapture, "pi_1", ""), u: "/v1/payment_intents/pi_1", body: piJSON(id, "succeeded", 0, "")},
+		{name: "cancel", q: lookupQuery(payonce.KindCancel, "pi_1", ""), u: "/v1/payment_intents/pi_1", body: piJSON(id, status, 0, "")},
+		{name: "refund", q: lookupQuery(payonce.KindRefund, "pi_1", ""), u: "/v1/refunds", body: refundList(false, refundJSON("re_"+testKey, chargeReq().OperationID, status, ""))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

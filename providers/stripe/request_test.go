@@ -148,15 +148,23 @@ func TestNewRequestErrors(t *testing.T) {
 	for i := range 47 {
 		tooMany[strings.Repeat("k", 1+i%40)+string(rune('a'+i%26))+string(rune('a'+i/26))] = "v"
 	}
-	testkit.RequireRequestErrors(t, b.P, chargeReq, append(testkit.CommonRequestErrors("stripe", 255, withKind),
-		testkit.Invalid("refund no operation id", func(r *payonce.SendRequest) {
+	testkit.RequireRequestErrors(t, b.P, chargeReq, []testkit.RequestCase{
+		{Name: "capture without ref", Mod: func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCapture, 0, "") }, Field: "stripe Request.PaymentRef"},
+		{Name: "cancel without ref", Mod: func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCancel, 0, "") }, Field: "stripe Request.PaymentRef"},
+		{Name: "refund without ref", Mod: func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindRefund, 1, "") }, Field: "stripe Request.PaymentRef"},
+		{Name: "no key", Mod: func(r *payonce.SendRequest) { r.Key = "" }, Field: "stripe Key"},
+		{Name: "long key", Mod: func(r *payonce.SendRequest) { r.Key = strings.Repeat("a", 256) }, Field: "stripe Key"},
+		{Name: "key with newline", Mod: func(r *payonce.SendRequest) { r.Key = "abc\ndef" }, Field: "stripe Key"},
+		{Name: "no operation id", Mod: func(r *payonce.SendRequest) { r.OperationID = "" }, Field: "stripe OperationID"},
+		{Name: "unknown kind", Mod: func(r *payonce.SendRequest) { r.Request.Kind = "payout" }, Field: "stripe Request.Kind"},
+		{Name: "refund no operation id", Mod: func(r *payonce.SendRequest) {
 			*r = withKind(*r, payonce.KindRefund, 1, "pi_1")
 			r.OperationID = ""
-		}, "stripe OperationID"),
-		testkit.Invalid("reserved metadata", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"payonce_op": "x"} }, "stripe Request.Metadata"),
-		testkit.Invalid("bracket metadata", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"a[b]": "x"} }, "stripe Request.Metadata"),
-		testkit.Invalid("too much metadata", func(r *payonce.SendRequest) { r.Request.Metadata = tooMany }, "stripe Request.Metadata"),
-	), testKey)
+		}, Field: "stripe OperationID"},
+		{Name: "reserved metadata", Mod: func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"payonce_op": "x"} }, Field: "stripe Request.Metadata"},
+		{Name: "bracket metadata", Mod: func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"a[b]": "x"} }, Field: "stripe Request.Metadata"},
+		{Name: "too much metadata", Mod: func(r *payonce.SendRequest) { r.Request.Metadata = tooMany }, Field: "stripe Request.Metadata"},
+	}, testKey)
 }
 
 func TestNewRequestMetadataLimitEdge(t *testing.T) {

@@ -48,81 +48,81 @@ func TestEveryStatus(t *testing.T) {
 		code   string // Classify's and Lookup's code, when checked
 	}
 	chargeRows := []row{
-		{"requires_payment_method", piObj("pi_1", "requires_payment_method", "latest_charge", ch, "last_payment_error", lpe), "", ledger.OutcomeRefused, false, payonce.LookupFailed, "card_declined"},
-		{"requires_confirmation", piObj("pi_1", "requires_confirmation"), "", ledger.OutcomeRefused, false, payonce.LookupFailed, "requires_confirmation"},
-		{"requires_action", piObj("pi_1", "requires_action"), "", ledger.OutcomeRefused, false, payonce.LookupFailed, "requires_action"},
-		{"processing", piObj("pi_1", "processing", "latest_charge", ch), "", ledger.OutcomeSuccess, true, payonce.LookupProcessing, ""},
-		{"requires_capture", piObj("pi_1", "requires_capture", "amount_capturable", 1999, "latest_charge", ch), "", ledger.OutcomeSuccess, false, payonce.LookupSucceeded, ""},
-		{"succeeded", piObj("pi_1", "succeeded", "amount_received", 1999, "latest_charge", ch), "", ledger.OutcomeSuccess, false, payonce.LookupSucceeded, ""},
+		{name: "requires_payment_method", body: piObj("pi_1", "requires_payment_method", "latest_charge", ch, "last_payment_error", lpe), class: ledger.OutcomeRefused, state: payonce.LookupFailed, code: "card_declined"},
+		{name: "requires_confirmation", body: piObj("pi_1", "requires_confirmation"), class: ledger.OutcomeRefused, state: payonce.LookupFailed, code: "requires_confirmation"},
+		{name: "requires_action", body: piObj("pi_1", "requires_action"), class: ledger.OutcomeRefused, state: payonce.LookupFailed, code: "requires_action"},
+		{name: "processing", body: piObj("pi_1", "processing", "latest_charge", ch), class: ledger.OutcomeSuccess, proc: true, state: payonce.LookupProcessing},
+		{name: "requires_capture", body: piObj("pi_1", "requires_capture", "amount_capturable", 1999, "latest_charge", ch), class: ledger.OutcomeSuccess, state: payonce.LookupSucceeded},
+		{name: "succeeded", body: piObj("pi_1", "succeeded", "amount_received", 1999, "latest_charge", ch), class: ledger.OutcomeSuccess, state: payonce.LookupSucceeded},
 		// Canceled before any confirmation: latest_charge is null.
-		{"canceled never confirmed", piObj("pi_1", "canceled", "cancellation_reason", "abandoned"), "", ledger.OutcomeRefused, false, payonce.LookupFailed, "canceled"},
+		{name: "canceled never confirmed", body: piObj("pi_1", "canceled", "cancellation_reason", "abandoned"), class: ledger.OutcomeRefused, state: payonce.LookupFailed, code: "canceled"},
 		// Canceled after a decline: the latest charge failed.
-		{"canceled after decline", piObj("pi_1", "canceled", "cancellation_reason", "abandoned", "latest_charge", ch), declinedCh, ledger.OutcomeMaybeSent, false, payonce.LookupFailed, ""},
+		{name: "canceled after decline", body: piObj("pi_1", "canceled", "cancellation_reason", "abandoned", "latest_charge", ch), charge: declinedCh, class: ledger.OutcomeMaybeSent, state: payonce.LookupFailed},
 		// Authorized (requires_capture), then released: the charge succeeded.
-		{"canceled authorized requested_by_customer", piObj("pi_1", "canceled", "capture_method", "manual", "cancellation_reason", "requested_by_customer", "latest_charge", ch), auth, ledger.OutcomeMaybeSent, false, payonce.LookupSucceeded, ""},
-		{"canceled authorized abandoned", piObj("pi_1", "canceled", "capture_method", "manual", "cancellation_reason", "abandoned", "latest_charge", ch), auth, ledger.OutcomeMaybeSent, false, payonce.LookupSucceeded, ""},
-		{"canceled authorized duplicate", piObj("pi_1", "canceled", "capture_method", "manual", "cancellation_reason", "duplicate", "latest_charge", ch), auth, ledger.OutcomeMaybeSent, false, payonce.LookupSucceeded, ""},
-		{"canceled authorized fraudulent", piObj("pi_1", "canceled", "capture_method", "manual", "cancellation_reason", "fraudulent", "latest_charge", ch), auth, ledger.OutcomeMaybeSent, false, payonce.LookupSucceeded, ""},
-		{"canceled authorization expired", piObj("pi_1", "canceled", "capture_method", "manual", "cancellation_reason", "automatic", "latest_charge", ch), auth, ledger.OutcomeMaybeSent, false, payonce.LookupSucceeded, ""},
-		{"canceled authorized no reason", piObj("pi_1", "canceled", "capture_method", "manual", "latest_charge", ch), auth, ledger.OutcomeMaybeSent, false, payonce.LookupSucceeded, ""},
+		{name: "canceled authorized requested_by_customer", body: piObj("pi_1", "canceled", "capture_method", "manual", "cancellation_reason", "requested_by_customer", "latest_charge", ch), charge: auth, class: ledger.OutcomeMaybeSent, state: payonce.LookupSucceeded},
+		{name: "canceled authorized abandoned", body: piObj("pi_1", "canceled", "capture_method", "manual", "cancellation_reason", "abandoned", "latest_charge", ch), charge: auth, class: ledger.OutcomeMaybeSent, state: payonce.LookupSucceeded},
+		{name: "canceled authorized duplicate", body: piObj("pi_1", "canceled", "capture_method", "manual", "cancellation_reason", "duplicate", "latest_charge", ch), charge: auth, class: ledger.OutcomeMaybeSent, state: payonce.LookupSucceeded},
+		{name: "canceled authorized fraudulent", body: piObj("pi_1", "canceled", "capture_method", "manual", "cancellation_reason", "fraudulent", "latest_charge", ch), charge: auth, class: ledger.OutcomeMaybeSent, state: payonce.LookupSucceeded},
+		{name: "canceled authorization expired", body: piObj("pi_1", "canceled", "capture_method", "manual", "cancellation_reason", "automatic", "latest_charge", ch), charge: auth, class: ledger.OutcomeMaybeSent, state: payonce.LookupSucceeded},
+		{name: "canceled authorized no reason", body: piObj("pi_1", "canceled", "capture_method", "manual", "latest_charge", ch), charge: auth, class: ledger.OutcomeMaybeSent, state: payonce.LookupSucceeded},
 		// The latest charge expanded in the answer decides at once.
-		{"canceled authorized charge expanded", piObj("pi_1", "canceled", "latest_charge", rawJSON(auth)), "", ledger.OutcomeSuccess, false, payonce.LookupSucceeded, ""},
-		{"canceled declined charge expanded", piObj("pi_1", "canceled", "latest_charge", rawJSON(declinedCh)), "", ledger.OutcomeRefused, false, payonce.LookupFailed, "canceled"},
+		{name: "canceled authorized charge expanded", body: piObj("pi_1", "canceled", "latest_charge", rawJSON(auth)), class: ledger.OutcomeSuccess, state: payonce.LookupSucceeded},
+		{name: "canceled declined charge expanded", body: piObj("pi_1", "canceled", "latest_charge", rawJSON(declinedCh)), class: ledger.OutcomeRefused, state: payonce.LookupFailed, code: "canceled"},
 		// API versions before 2022-11-15 embed the charges instead.
-		{"canceled authorized old API", piObj("pi_1", "canceled", "charges", oldAPI(auth)), "", ledger.OutcomeSuccess, false, payonce.LookupSucceeded, ""},
-		{"canceled declined old API", piObj("pi_1", "canceled", "charges", oldAPI(declinedCh)), "", ledger.OutcomeRefused, false, payonce.LookupFailed, "canceled"},
-		{"canceled no charge old API", piObj("pi_1", "canceled", "charges", oldAPI()), "", ledger.OutcomeRefused, false, payonce.LookupFailed, "canceled"},
+		{name: "canceled authorized old API", body: piObj("pi_1", "canceled", "charges", oldAPI(auth)), class: ledger.OutcomeSuccess, state: payonce.LookupSucceeded},
+		{name: "canceled declined old API", body: piObj("pi_1", "canceled", "charges", oldAPI(declinedCh)), class: ledger.OutcomeRefused, state: payonce.LookupFailed, code: "canceled"},
+		{name: "canceled no charge old API", body: piObj("pi_1", "canceled", "charges", oldAPI()), class: ledger.OutcomeRefused, state: payonce.LookupFailed, code: "canceled"},
 		// An embedded list without a paid charge does not hide a latest
 		// charge that decides.
-		{"canceled charges list and latest_charge", piObj("pi_1", "canceled", "charges", oldAPI(declinedCh), "latest_charge", ch), auth, ledger.OutcomeMaybeSent, false, payonce.LookupSucceeded, ""},
+		{name: "canceled charges list and latest_charge", body: piObj("pi_1", "canceled", "charges", oldAPI(declinedCh), "latest_charge", ch), charge: auth, class: ledger.OutcomeMaybeSent, state: payonce.LookupSucceeded},
 		// Canceled while processing, the charge still pending: money may
 		// still move.
-		{"canceled charge pending", piObj("pi_1", "canceled", "latest_charge", ch), pendingCh, ledger.OutcomeMaybeSent, false, payonce.LookupProcessing, ""},
-		{"canceled charge of another PaymentIntent", piObj("pi_1", "canceled", "latest_charge", ch), chargeObj(ch, "pi_other", "succeeded", true), ledger.OutcomeMaybeSent, false, lookupErr, ""},
-		{"unknown status", piObj("pi_1", "requires_something_new"), "", ledger.OutcomeMaybeSent, false, lookupErr, ""},
+		{name: "canceled charge pending", body: piObj("pi_1", "canceled", "latest_charge", ch), charge: pendingCh, class: ledger.OutcomeMaybeSent, state: payonce.LookupProcessing},
+		{name: "canceled charge of another PaymentIntent", body: piObj("pi_1", "canceled", "latest_charge", ch), charge: chargeObj(ch, "pi_other", "succeeded", true), class: ledger.OutcomeMaybeSent, state: lookupErr},
+		{name: "unknown status", body: piObj("pi_1", "requires_something_new"), class: ledger.OutcomeMaybeSent, state: lookupErr},
 	}
 	captureRows := []row{
-		{"requires_payment_method", piObj("pi_1", "requires_payment_method"), "", ledger.OutcomeMaybeSent, false, payonce.LookupFailed, ""},
-		{"requires_confirmation", piObj("pi_1", "requires_confirmation"), "", ledger.OutcomeMaybeSent, false, payonce.LookupFailed, ""},
-		{"requires_action", piObj("pi_1", "requires_action"), "", ledger.OutcomeMaybeSent, false, payonce.LookupFailed, ""},
-		{"processing", piObj("pi_1", "processing"), "", ledger.OutcomeSuccess, true, payonce.LookupProcessing, ""},
+		{name: "requires_payment_method", body: piObj("pi_1", "requires_payment_method"), class: ledger.OutcomeMaybeSent, state: payonce.LookupFailed},
+		{name: "requires_confirmation", body: piObj("pi_1", "requires_confirmation"), class: ledger.OutcomeMaybeSent, state: payonce.LookupFailed},
+		{name: "requires_action", body: piObj("pi_1", "requires_action"), class: ledger.OutcomeMaybeSent, state: payonce.LookupFailed},
+		{name: "processing", body: piObj("pi_1", "processing"), class: ledger.OutcomeSuccess, proc: true, state: payonce.LookupProcessing},
 		// Still only authorized: the capture did not take effect.
-		{"requires_capture", piObj("pi_1", "requires_capture", "amount_capturable", 1999), "", ledger.OutcomeMaybeSent, false, payonce.LookupNotFound, ""},
-		{"succeeded", piObj("pi_1", "succeeded", "amount_received", 1999), "", ledger.OutcomeSuccess, false, payonce.LookupSucceeded, ""},
-		{"succeeded without amount_received", piObj("pi_1", "succeeded"), "", ledger.OutcomeMaybeSent, false, lookupErr, ""},
-		{"canceled authorized", piObj("pi_1", "canceled", "latest_charge", ch), "", ledger.OutcomeMaybeSent, false, payonce.LookupFailed, "payment_intent_unexpected_state"},
-		{"canceled never confirmed", piObj("pi_1", "canceled"), "", ledger.OutcomeMaybeSent, false, payonce.LookupFailed, "payment_intent_unexpected_state"},
-		{"unknown status", piObj("pi_1", "requires_something_new"), "", ledger.OutcomeMaybeSent, false, lookupErr, ""},
+		{name: "requires_capture", body: piObj("pi_1", "requires_capture", "amount_capturable", 1999), class: ledger.OutcomeMaybeSent, state: payonce.LookupNotFound},
+		{name: "succeeded", body: piObj("pi_1", "succeeded", "amount_received", 1999), class: ledger.OutcomeSuccess, state: payonce.LookupSucceeded},
+		{name: "succeeded without amount_received", body: piObj("pi_1", "succeeded"), class: ledger.OutcomeMaybeSent, state: lookupErr},
+		{name: "canceled authorized", body: piObj("pi_1", "canceled", "latest_charge", ch), class: ledger.OutcomeMaybeSent, state: payonce.LookupFailed, code: "payment_intent_unexpected_state"},
+		{name: "canceled never confirmed", body: piObj("pi_1", "canceled"), class: ledger.OutcomeMaybeSent, state: payonce.LookupFailed, code: "payment_intent_unexpected_state"},
+		{name: "unknown status", body: piObj("pi_1", "requires_something_new"), class: ledger.OutcomeMaybeSent, state: lookupErr},
 	}
 	cancelRows := []row{
-		{"requires_payment_method", piObj("pi_1", "requires_payment_method"), "", ledger.OutcomeMaybeSent, false, payonce.LookupNotFound, ""},
-		{"requires_confirmation", piObj("pi_1", "requires_confirmation"), "", ledger.OutcomeMaybeSent, false, payonce.LookupNotFound, ""},
-		{"requires_action", piObj("pi_1", "requires_action"), "", ledger.OutcomeMaybeSent, false, payonce.LookupNotFound, ""},
-		{"processing", piObj("pi_1", "processing"), "", ledger.OutcomeMaybeSent, false, payonce.LookupNotFound, ""},
-		{"requires_capture", piObj("pi_1", "requires_capture", "amount_capturable", 1999), "", ledger.OutcomeMaybeSent, false, payonce.LookupNotFound, ""},
+		{name: "requires_payment_method", body: piObj("pi_1", "requires_payment_method"), class: ledger.OutcomeMaybeSent, state: payonce.LookupNotFound},
+		{name: "requires_confirmation", body: piObj("pi_1", "requires_confirmation"), class: ledger.OutcomeMaybeSent, state: payonce.LookupNotFound},
+		{name: "requires_action", body: piObj("pi_1", "requires_action"), class: ledger.OutcomeMaybeSent, state: payonce.LookupNotFound},
+		{name: "processing", body: piObj("pi_1", "processing"), class: ledger.OutcomeMaybeSent, state: payonce.LookupNotFound},
+		{name: "requires_capture", body: piObj("pi_1", "requires_capture", "amount_capturable", 1999), class: ledger.OutcomeMaybeSent, state: payonce.LookupNotFound},
 		// Captured: it can no longer be canceled.
-		{"succeeded", piObj("pi_1", "succeeded", "amount_received", 1999), "", ledger.OutcomeMaybeSent, false, payonce.LookupFailed, "payment_intent_unexpected_state"},
-		{"canceled authorized", piObj("pi_1", "canceled", "cancellation_reason", "requested_by_customer", "latest_charge", ch), "", ledger.OutcomeSuccess, false, payonce.LookupSucceeded, ""},
-		{"canceled never confirmed", piObj("pi_1", "canceled"), "", ledger.OutcomeSuccess, false, payonce.LookupSucceeded, ""},
-		{"unknown status", piObj("pi_1", "requires_something_new"), "", ledger.OutcomeMaybeSent, false, lookupErr, ""},
+		{name: "succeeded", body: piObj("pi_1", "succeeded", "amount_received", 1999), class: ledger.OutcomeMaybeSent, state: payonce.LookupFailed, code: "payment_intent_unexpected_state"},
+		{name: "canceled authorized", body: piObj("pi_1", "canceled", "cancellation_reason", "requested_by_customer", "latest_charge", ch), class: ledger.OutcomeSuccess, state: payonce.LookupSucceeded},
+		{name: "canceled never confirmed", body: piObj("pi_1", "canceled"), class: ledger.OutcomeSuccess, state: payonce.LookupSucceeded},
+		{name: "unknown status", body: piObj("pi_1", "requires_something_new"), class: ledger.OutcomeMaybeSent, state: lookupErr},
 	}
 	refundRows := []row{
-		{"pending", refundObj("re_1", "pending"), "", ledger.OutcomeSuccess, true, payonce.LookupProcessing, ""},
-		{"requires_action", refundObj("re_1", "requires_action"), "", ledger.OutcomeSuccess, true, payonce.LookupProcessing, ""},
-		{"succeeded", refundObj("re_1", "succeeded"), "", ledger.OutcomeSuccess, false, payonce.LookupSucceeded, ""},
-		{"failed", refundObj("re_1", "failed", "failure_reason", "lost_or_stolen_card"), "", ledger.OutcomeRefused, false, payonce.LookupFailed, "lost_or_stolen_card"},
-		{"canceled", refundObj("re_1", "canceled"), "", ledger.OutcomeRefused, false, payonce.LookupFailed, "refund_canceled"},
-		{"unknown status", refundObj("re_1", "weird"), "", ledger.OutcomeMaybeSent, false, lookupErr, ""},
+		{name: "pending", body: refundObj("re_1", "pending"), class: ledger.OutcomeSuccess, proc: true, state: payonce.LookupProcessing},
+		{name: "requires_action", body: refundObj("re_1", "requires_action"), class: ledger.OutcomeSuccess, proc: true, state: payonce.LookupProcessing},
+		{name: "succeeded", body: refundObj("re_1", "succeeded"), class: ledger.OutcomeSuccess, state: payonce.LookupSucceeded},
+		{name: "failed", body: refundObj("re_1", "failed", "failure_reason", "lost_or_stolen_card"), class: ledger.OutcomeRefused, state: payonce.LookupFailed, code: "lost_or_stolen_card"},
+		{name: "canceled", body: refundObj("re_1", "canceled"), class: ledger.OutcomeRefused, state: payonce.LookupFailed, code: "refund_canceled"},
+		{name: "unknown status", body: refundObj("re_1", "weird"), class: ledger.OutcomeMaybeSent, state: lookupErr},
 	}
 
 	for _, kind := range []struct {
 		kind payonce.Kind
 		rows []row
 	}{
-		{payonce.KindCharge, chargeRows},
-		{payonce.KindCapture, captureRows},
-		{payonce.KindCancel, cancelRows},
-		{payonce.KindRefund, refundRows},
+		{kind: payonce.KindCharge, rows: chargeRows},
+		{kind: payonce.KindCapture, rows: captureRows},
+		{kind: payonce.KindCancel, rows: cancelRows},
+		{kind: payonce.KindRefund, rows: refundRows},
 	} {
 		for _, tc := range kind.rows {
 			t.Run(string(kind.kind)+"/"+tc.name, func(t *testing.T) {
@@ -195,10 +195,10 @@ func TestLookupCanceledChargeUnreadable(t *testing.T) {
 		status int
 		body   string
 	}{
-		{"missing", 404, `{"error":{"type":"invalid_request_error","code":"resource_missing","message":"No such charge: 'ch_1'"}}`},
-		{"500", 500, `{"error":{"type":"api_error","message":"boom"}}`},
-		{"not a charge", 200, refundObj("ch_1", "succeeded")},
-		{"another charge", 200, chargeObj("ch_2", "pi_1", "succeeded", true)},
+		{name: "missing", status: 404, body: `{"error":{"type":"invalid_request_error","code":"resource_missing","message":"No such charge: 'ch_1'"}}`},
+		{name: "500", status: 500, body: `{"error":{"type":"api_error","message":"boom"}}`},
+		{name: "not a charge", status: 200, body: refundObj("ch_1", "succeeded")},
+		{name: "another charge", status: 200, body: chargeObj("ch_2", "pi_1", "succeeded", true)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -31,19 +31,19 @@ func TestNewValidation(t *testing.T) {
 	ok := yookassa.Config{ShopID: testShopID, SecretKey: testSecret}
 	with := func(f func(*yookassa.Config)) yookassa.Config { c := ok; f(&c); return c }
 	testkit.RequireConfigErrors(t, yookassa.New, []testkit.ConfigCase[yookassa.Config]{
-		testkit.Refuse("no shop", with(func(c *yookassa.Config) { c.ShopID = "" }), "yookassa.Config.ShopID", "shop id"),
-		testkit.Refuse("shop with colon", with(func(c *yookassa.Config) { c.ShopID = "12:34" }), "yookassa.Config.ShopID", "colon"),
-		testkit.Refuse("shop with space", with(func(c *yookassa.Config) { c.ShopID = "12 34" }), "yookassa.Config.ShopID", "exactly"),
-		testkit.Refuse("no secret", with(func(c *yookassa.Config) { c.SecretKey = "" }), "yookassa.Config.SecretKey", "secret key"),
-		testkit.Refuse("secret with newline", with(func(c *yookassa.Config) { c.SecretKey = testSecret + "\n" }), "yookassa.Config.SecretKey", "exactly"),
-		testkit.Refuse("relative URL", with(func(c *yookassa.Config) { c.BaseURL = "api.yookassa.ru" }), "yookassa.Config.BaseURL", "https://"),
-		testkit.Refuse("no host", with(func(c *yookassa.Config) { c.BaseURL = "https:///v3" }), "yookassa.Config.BaseURL", "host"),
-		testkit.Refuse("unparsable", with(func(c *yookassa.Config) { c.BaseURL = "https://[::1" }), "yookassa.Config.BaseURL", "valid URL"),
-		testkit.Refuse("user info", with(func(c *yookassa.Config) { c.BaseURL = "https://" + testShopID + ":" + testSecret + "@api.yookassa.ru" }), "yookassa.Config.BaseURL", "user info"),
-		testkit.Refuse("query", with(func(c *yookassa.Config) { c.BaseURL = "https://api.yookassa.ru?x=1" }), "yookassa.Config.BaseURL", "query"),
-		testkit.Refuse("negative TTL", with(func(c *yookassa.Config) { c.KeyTTL = -time.Second }), "yookassa.Config.KeyTTL", "negative"),
-		testkit.Refuse("negative lag", with(func(c *yookassa.Config) { c.ListLag = -time.Second }), "yookassa.Config.ListLag", "negative"),
-		testkit.Refuse("negative margin", with(func(c *yookassa.Config) { c.LookupMargin = -time.Second }), "yookassa.Config.LookupMargin", "negative"),
+		{Name: "no shop", Cfg: with(func(c *yookassa.Config) { c.ShopID = "" }), Field: "yookassa.Config.ShopID", Hint: "shop id"},
+		{Name: "shop with colon", Cfg: with(func(c *yookassa.Config) { c.ShopID = "12:34" }), Field: "yookassa.Config.ShopID", Hint: "colon"},
+		{Name: "shop with space", Cfg: with(func(c *yookassa.Config) { c.ShopID = "12 34" }), Field: "yookassa.Config.ShopID", Hint: "exactly"},
+		{Name: "no secret", Cfg: with(func(c *yookassa.Config) { c.SecretKey = "" }), Field: "yookassa.Config.SecretKey", Hint: "secret key"},
+		{Name: "secret with newline", Cfg: with(func(c *yookassa.Config) { c.SecretKey = testSecret + "\n" }), Field: "yookassa.Config.SecretKey", Hint: "exactly"},
+		{Name: "relative URL", Cfg: with(func(c *yookassa.Config) { c.BaseURL = "api.yookassa.ru" }), Field: "yookassa.Config.BaseURL", Hint: "https://"},
+		{Name: "no host", Cfg: with(func(c *yookassa.Config) { c.BaseURL = "https:///v3" }), Field: "yookassa.Config.BaseURL", Hint: "host"},
+		{Name: "unparsable", Cfg: with(func(c *yookassa.Config) { c.BaseURL = "https://[::1" }), Field: "yookassa.Config.BaseURL", Hint: "valid URL"},
+		{Name: "user info", Cfg: with(func(c *yookassa.Config) { c.BaseURL = "https://" + testShopID + ":" + testSecret + "@api.yookassa.ru" }), Field: "yookassa.Config.BaseURL", Hint: "user info"},
+		{Name: "query", Cfg: with(func(c *yookassa.Config) { c.BaseURL = "https://api.yookassa.ru?x=1" }), Field: "yookassa.Config.BaseURL", Hint: "query"},
+		{Name: "negative TTL", Cfg: with(func(c *yookassa.Config) { c.KeyTTL = -time.Second }), Field: "yookassa.Config.KeyTTL", Hint: "negative"},
+		{Name: "negative lag", Cfg: with(func(c *yookassa.Config) { c.ListLag = -time.Second }), Field: "yookassa.Config.ListLag", Hint: "negative"},
+		{Name: "negative margin", Cfg: with(func(c *yookassa.Config) { c.LookupMargin = -time.Second }), Field: "yookassa.Config.LookupMargin", Hint: "negative"},
 	}, testSecret)
 }
 

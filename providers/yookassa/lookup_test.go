@@ -78,13 +78,13 @@ func TestLookupChargeByID(t *testing.T) {
 		return b.P, b.HC, b.MT
 	}
 	testkit.RequireReadByID(t, serve, lookupQuery(payonce.KindCharge, "", "p1"), []testkit.ReadCase{
-		testkit.ReadAs("succeeded", pmOp("p1", "succeeded", op), payonce.LookupSucceeded, "", ""),
-		testkit.ReadAs("waiting_for_capture", pmOp("p1", "waiting_for_capture", op), payonce.LookupSucceeded, "", ""),
-		testkit.ReadAs("pending", pmOp("p1", "pending", op), payonce.LookupProcessing, "", ""),
-		testkit.ReadAs("declined", pm("p1", "canceled", `{"party":"payment_network","reason":"card_expired"}`), payonce.LookupFailed, "canceled", "card_expired"),
-		testkit.ReadAs("canceled bare", pm("p1", "canceled", ""), payonce.LookupFailed, "canceled", ""),
-		testkit.ReadAs("canceled by merchant after authorization", pm("p1", "canceled", `{"party":"merchant","reason":"canceled_by_merchant"}`), payonce.LookupSucceeded, "", ""),
-		testkit.ReadAs("expired on capture", pm("p1", "canceled", `{"party":"yoo_money","reason":"expired_on_capture"}`), payonce.LookupSucceeded, "", ""),
+		{Name: "succeeded", Body: pmOp("p1", "succeeded", op), State: payonce.LookupSucceeded},
+		{Name: "waiting_for_capture", Body: pmOp("p1", "waiting_for_capture", op), State: payonce.LookupSucceeded},
+		{Name: "pending", Body: pmOp("p1", "pending", op), State: payonce.LookupProcessing},
+		{Name: "declined", Body: pm("p1", "canceled", `{"party":"payment_network","reason":"card_expired"}`), State: payonce.LookupFailed, Code: "canceled", Decline: "card_expired"},
+		{Name: "canceled bare", Body: pm("p1", "canceled", ""), State: payonce.LookupFailed, Code: "canceled"},
+		{Name: "canceled by merchant after authorization", Body: pm("p1", "canceled", `{"party":"merchant","reason":"canceled_by_merchant"}`), State: payonce.LookupSucceeded},
+		{Name: "expired on capture", Body: pm("p1", "canceled", `{"party":"yoo_money","reason":"expired_on_capture"}`), State: payonce.LookupSucceeded},
 	}, 1)
 }
 
@@ -111,16 +111,16 @@ func TestLookupChargeSearch(t *testing.T) {
 		state   payonce.LookupState
 		refs    []string
 	}{
-		{"none", []string{ykList("")}, nil, payonce.LookupNotFound, nil},
-		{"others only", []string{ykList("", pmOp("p9", "succeeded", "other"), `{"id":"p8","status":"succeeded","amount":{"value":"1.00","currency":"RUB"}}`)}, nil, payonce.LookupNotFound, nil},
-		{"one succeeded", []string{ykList("", pmOp("p9", "succeeded", "other"), pmOp("p1", "succeeded", op))}, []string{pmOp("p1", "succeeded", op)}, payonce.LookupSucceeded, []string{"p1"}},
-		{"one pending", []string{ykList("", pmOp("p1", "pending", op))}, []string{pmOp("p1", "pending", op)}, payonce.LookupProcessing, []string{"p1"}},
-		{"one declined", []string{ykList("", pmOp("p1", "canceled", op))}, []string{pmOp("p1", "canceled", op)}, payonce.LookupFailed, []string{"p1"}},
-		{"on the second page", []string{ykList("c2", pmOp("p9", "succeeded", "other")), ykList("", pmOp("p1", "succeeded", op))}, []string{pmOp("p1", "succeeded", op)}, payonce.LookupSucceeded, []string{"p1"}},
-		{"two across pages", []string{ykList("c2", pmOp("p2", "succeeded", op)), ykList("", pmOp("p1", "succeeded", op))}, []string{pmOp("p2", "succeeded", op), pmOp("p1", "succeeded", op)}, payonce.LookupMultiple, []string{"p2", "p1"}},
+		{name: "none", pages: []string{ykList("")}, state: payonce.LookupNotFound},
+		{name: "others only", pages: []string{ykList("", pmOp("p9", "succeeded", "other"), `{"id":"p8","status":"succeeded","amount":{"value":"1.00","currency":"RUB"}}`)}, state: payonce.LookupNotFound},
+		{name: "one succeeded", pages: []string{ykList("", pmOp("p9", "succeeded", "other"), pmOp("p1", "succeeded", op))}, objects: []string{pmOp("p1", "succeeded", op)}, state: payonce.LookupSucceeded, refs: []string{"p1"}},
+		{name: "one pending", pages: []string{ykList("", pmOp("p1", "pending", op))}, objects: []string{pmOp("p1", "pending", op)}, state: payonce.LookupProcessing, refs: []string{"p1"}},
+		{name: "one declined", pages: []string{ykList("", pmOp("p1", "canceled", op))}, objects: []string{pmOp("p1", "canceled", op)}, state: payonce.LookupFailed, refs: []string{"p1"}},
+		{name: "on the second page", pages: []string{ykList("c2", pmOp("p9", "succeeded", "other")), ykList("", pmOp("p1", "succeeded", op))}, objects: []string{pmOp("p1", "succeeded", op)}, state: payonce.LookupSucceeded, refs: []string{"p1"}},
+		{name: "two across pages", pages: []string{ykList("c2", pmOp("p2", "succeeded", op)), ykList("", pmOp("p1", "succeeded", op))}, objects: []string{pmOp("p2", "succeeded", op), pmOp("p1", "succeeded", op)}, state: payonce.LookupMultiple, refs: []string{"p2", "p1"}},
 		// The list is not trusted for status: the read by id decides.
-		{"listed succeeded, read pending", []string{ykList("", pmOp("p1", "succeeded", op))}, []string{pmOp("p1", "pending", op)}, payonce.LookupProcessing, []string{"p1"}},
-		{"listed pending, read declined", []string{ykList("", pmOp("p1", "pending", op))}, []string{pmOp("p1", "canceled", op)}, payonce.LookupFailed, []string{"p1"}},
+		{name: "listed succeeded, read pending", pages: []string{ykList("", pmOp("p1", "succeeded", op))}, objects: []string{pmOp("p1", "pending", op)}, state: payonce.LookupProcessing, refs: []string{"p1"}},
+		{name: "listed pending, read declined", pages: []string{ykList("", pmOp("p1", "pending", op))}, objects: []string{pmOp("p1", "canceled", op)}, state: payonce.LookupFailed, refs: []string{"p1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -204,15 +204,15 @@ func TestLookupRefund(t *testing.T) {
 		refs  []string
 		decl  string
 	}{
-		{"none", []string{ykList("")}, payonce.LookupNotFound, nil, ""},
-		{"others", []string{ykList("", refundJSON("r9", "succeeded", "payonce_op:"+op+"0"), refundJSON("r8", "succeeded", "manual refund"))}, payonce.LookupNotFound, nil, ""},
-		{"succeeded", []string{ykList("", refundJSON("r9", "succeeded", "x"), mine("r1", "succeeded"))}, payonce.LookupSucceeded, []string{"r1"}, ""},
-		{"with caller text", []string{ykList("", refundJSON("r1", "succeeded", "Returned goods payonce_op:"+op))}, payonce.LookupSucceeded, []string{"r1"}, ""},
-		{"by metadata", []string{ykList("", `{"id":"r1","payment_id":"p1","status":"succeeded","amount":{"value":"1200.00","currency":"RUB"},"metadata":{"payonce_op":"`+op+`"}}`)}, payonce.LookupSucceeded, []string{"r1"}, ""},
-		{"pending", []string{ykList("", mine("r1", "pending"))}, payonce.LookupProcessing, []string{"r1"}, ""},
-		{"canceled", []string{ykList("", `{"id":"r1","payment_id":"p1","status":"canceled","amount":{"value":"1200.00","currency":"RUB"},"description":"payonce_op:`+op+`","cancellation_details":{"party":"payment_network","reason":"general_decline"}}`)}, payonce.LookupFailed, []string{"r1"}, "general_decline"},
-		{"second page", []string{ykList("c2", refundJSON("r9", "succeeded", "x")), ykList("", mine("r1", "succeeded"))}, payonce.LookupSucceeded, []string{"r1"}, ""},
-		{"two", []string{ykList("", mine("r2", "succeeded"), mine("r1", "succeeded"))}, payonce.LookupMultiple, []string{"r2", "r1"}, ""},
+		{name: "none", pages: []string{ykList("")}, state: payonce.LookupNotFound},
+		{name: "others", pages: []string{ykList("", refundJSON("r9", "succeeded", "payonce_op:"+op+"0"), refundJSON("r8", "succeeded", "manual refund"))}, state: payonce.LookupNotFound},
+		{name: "succeeded", pages: []string{ykList("", refundJSON("r9", "succeeded", "x"), mine("r1", "succeeded"))}, state: payonce.LookupSucceeded, refs: []string{"r1"}},
+		{name: "with caller text", pages: []string{ykList("", refundJSON("r1", "succeeded", "Returned goods payonce_op:"+op))}, state: payonce.LookupSucceeded, refs: []string{"r1"}},
+		{name: "by metadata", pages: []string{ykList("", `{"id":"r1","payment_id":"p1","status":"succeeded","amount":{"value":"1200.00","currency":"RUB"},"metadata":{"payonce_op":"`+op+`"}}`)}, state: payonce.LookupSucceeded, refs: []string{"r1"}},
+		{name: "pending", pages: []string{ykList("", mine("r1", "pending"))}, state: payonce.LookupProcessing, refs: []string{"r1"}},
+		{name: "canceled", pages: []string{ykList("", `{"id":"r1","payment_id":"p1","status":"canceled","amount":{"value":"1200.00","currency":"RUB"},"description":"payonce_op:`+op+`","cancellation_details":{"party":"payment_network","reason":"general_decline"}}`)}, state: payonce.LookupFailed, refs: []string{"r1"}, decl: "general_decline"},
+		{name: "second page", pages: []string{ykList("c2", refundJSON("r9", "succeeded", "x")), ykList("", mine("r1", "succeeded"))}, state: payonce.LookupSucceeded, refs: []string{"r1"}},
+		{name: "two", pages: []string{ykList("", mine("r2", "succeeded"), mine("r1", "succeeded"))}, state: payonce.LookupMultiple, refs: []string{"r2", "r1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -261,18 +261,18 @@ func TestLookupErrors(t *testing.T) {
 		return b.P, b.HC
 	}
 	testkit.RequireLookupErrors[*yookassa.APIError](t, serve, []testkit.LookupErrorCase{
-		testkit.LookupFails("500 by id", lookupQuery(payonce.KindCharge, "", "p1"), "/v3/payments/p1", 500, `{"type":"error","code":"internal_server_error"}`, true),
-		testkit.LookupFails("429 list", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 429, `{"type":"error","code":"too_many_requests"}`, true),
-		testkit.LookupFails("503 refunds", lookupQuery(payonce.KindRefund, "p1", ""), "/v3/refunds", 503, ``, true),
-		testkit.LookupFails("401", lookupQuery(payonce.KindCapture, "p1", ""), "/v3/payments/p1", 401, echo, false),
-		testkit.LookupFails("malformed payment", lookupQuery(payonce.KindCharge, "", "p1"), "/v3/payments/p1", 200, `{"id":"p1",`, true),
-		testkit.LookupFails("error object in 200", lookupQuery(payonce.KindCancel, "p1", ""), "/v3/payments/p1", 200, `{"type":"error","code":"x"}`, true),
-		testkit.LookupFails("unknown status", lookupQuery(payonce.KindCharge, "", "p1"), "/v3/payments/p1", 200, pm("p1", "brand_new", ""), false),
-		testkit.LookupFails("list wrong type", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 200, `{"type":"payment","items":[]}`, true),
-		testkit.LookupFails("list bad item", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 200, ykList("", `{"status":"succeeded"}`), true),
-		testkit.LookupFails("list no progress", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 200, ykList("c1"), true),
-		testkit.LookupFails("list oversized", lookupQuery(payonce.KindCharge, "", ""), "/v3/payments", 200, huge, true),
-		testkit.LookupFails("refund bad item", lookupQuery(payonce.KindRefund, "p1", ""), "/v3/refunds", 200, ykList("", `{"type":"error"}`), true),
+		{Name: "500 by id", Q: lookupQuery(payonce.KindCharge, "", "p1"), URL: "/v3/payments/p1", Status: 500, Body: `{"type":"error","code":"internal_server_error"}`, Temporary: true},
+		{Name: "429 list", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/v3/payments", Status: 429, Body: `{"type":"error","code":"too_many_requests"}`, Temporary: true},
+		{Name: "503 refunds", Q: lookupQuery(payonce.KindRefund, "p1", ""), URL: "/v3/refunds", Status: 503, Temporary: true},
+		{Name: "401", Q: lookupQuery(payonce.KindCapture, "p1", ""), URL: "/v3/payments/p1", Status: 401, Body: echo},
+		{Name: "malformed payment", Q: lookupQuery(payonce.KindCharge, "", "p1"), URL: "/v3/payments/p1", Status: 200, Body: `{"id":"p1",`, Temporary: true},
+		{Name: "error object in 200", Q: lookupQuery(payonce.KindCancel, "p1", ""), URL: "/v3/payments/p1", Status: 200, Body: `{"type":"error","code":"x"}`, Temporary: true},
+		{Name: "unknown status", Q: lookupQuery(payonce.KindCharge, "", "p1"), URL: "/v3/payments/p1", Status: 200, Body: pm("p1", "brand_new", "")},
+		{Name: "list wrong type", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/v3/payments", Status: 200, Body: `{"type":"payment","items":[]}`, Temporary: true},
+		{Name: "list bad item", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/v3/payments", Status: 200, Body: ykList("", `{"status":"succeeded"}`), Temporary: true},
+		{Name: "list no progress", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/v3/payments", Status: 200, Body: ykList("c1"), Temporary: true},
+		{Name: "list oversized", Q: lookupQuery(payonce.KindCharge, "", ""), URL: "/v3/payments", Status: 200, Body: huge, Temporary: true},
+		{Name: "refund bad item", Q: lookupQuery(payonce.KindRefund, "p1", ""), URL: "/v3/refunds", Status: 200, Body: ykList("", `{"type":"error"}`), Temporary: true},
 	}, nil, testSecret, testShopID)
 }
 

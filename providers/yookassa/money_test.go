@@ -15,15 +15,15 @@ func TestAmounts(t *testing.T) {
 		cur   string
 		value string
 	}{
-		{120000, "RUB", "1200.00"},
-		{1, "RUB", "0.01"},
-		{99, "USD", "0.99"},
-		{100, "EUR", "1.00"},
-		{1500, "JPY", "1500"}, // no minor unit
-		{1, "KRW", "1"},
-		{1234, "KWD", "1.234"}, // three digits
-		{5, "BHD", "0.005"},
-		{123456789012, "RUB", "1234567890.12"},
+		{minor: 120000, cur: "RUB", value: "1200.00"},
+		{minor: 1, cur: "RUB", value: "0.01"},
+		{minor: 99, cur: "USD", value: "0.99"},
+		{minor: 100, cur: "EUR", value: "1.00"},
+		{minor: 1500, cur: "JPY", value: "1500"}, // no minor unit
+		{minor: 1, cur: "KRW", value: "1"},
+		{minor: 1234, cur: "KWD", value: "1.234"}, // three digits
+		{minor: 5, cur: "BHD", value: "0.005"},
+		{minor: 123456789012, cur: "RUB", value: "1234567890.12"},
 	} {
 		v, c, err := yookassa.FormatAmount(tc.minor, tc.cur)
 		require.NoError(t, err, tc.cur)
@@ -36,7 +36,7 @@ func TestAmounts(t *testing.T) {
 	for _, bad := range []struct {
 		minor int64
 		cur   string
-	}{{0, "RUB"}, {-1, "RUB"}, {1, "rub"}, {1, "XYZ"}, {1, ""}} {
+	}{{minor: 0, cur: "RUB"}, {minor: -1, cur: "RUB"}, {minor: 1, cur: "rub"}, {minor: 1, cur: "XYZ"}, {minor: 1}} {
 		_, _, err := yookassa.FormatAmount(bad.minor, bad.cur)
 		require.Error(t, err, "%d %s", bad.minor, bad.cur)
 	}

@@ -117,20 +117,28 @@ func TestNewRequestErrors(t *testing.T) {
 	for i := range 13 {
 		tooMany["k"+string(rune('a'+i))] = "v"
 	}
-	testkit.RequireRequestErrors(t, b.P, chargeReq, append(testkit.CommonRequestErrors("yookassa", 64, withKind),
-		testkit.Invalid("refund without amount", func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindRefund, 0, "p1") }, "yookassa Request.Amount"),
-		testkit.Invalid("refund without operation", func(r *payonce.SendRequest) {
+	testkit.RequireRequestErrors(t, b.P, chargeReq, []testkit.RequestCase{
+		{Name: "capture without ref", Mod: func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCapture, 0, "") }, Field: "yookassa Request.PaymentRef"},
+		{Name: "cancel without ref", Mod: func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindCancel, 0, "") }, Field: "yookassa Request.PaymentRef"},
+		{Name: "refund without ref", Mod: func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindRefund, 1, "") }, Field: "yookassa Request.PaymentRef"},
+		{Name: "no key", Mod: func(r *payonce.SendRequest) { r.Key = "" }, Field: "yookassa Key"},
+		{Name: "long key", Mod: func(r *payonce.SendRequest) { r.Key = strings.Repeat("a", 65) }, Field: "yookassa Key"},
+		{Name: "key with newline", Mod: func(r *payonce.SendRequest) { r.Key = "abc\ndef" }, Field: "yookassa Key"},
+		{Name: "no operation id", Mod: func(r *payonce.SendRequest) { r.OperationID = "" }, Field: "yookassa OperationID"},
+		{Name: "unknown kind", Mod: func(r *payonce.SendRequest) { r.Request.Kind = "payout" }, Field: "yookassa Request.Kind"},
+		{Name: "refund without amount", Mod: func(r *payonce.SendRequest) { *r = withKind(*r, payonce.KindRefund, 0, "p1") }, Field: "yookassa Request.Amount"},
+		{Name: "refund without operation", Mod: func(r *payonce.SendRequest) {
 			*r = withKind(*r, payonce.KindRefund, 1, "p1")
 			r.OperationID = ""
-		}, "yookassa OperationID"),
-		testkit.Invalid("no payment method", func(r *payonce.SendRequest) { r.Request.PaymentMethod = "" }, "yookassa Request.PaymentMethod"),
-		testkit.Invalid("zero amount", func(r *payonce.SendRequest) { r.Request.Amount = 0 }, "yookassa Request.Amount"),
-		testkit.Invalid("no currency", func(r *payonce.SendRequest) { r.Request.Currency = "" }, "yookassa Request.Amount"),
-		testkit.Invalid("long description", func(r *payonce.SendRequest) { r.Request.Description = strings.Repeat("d", 129) }, "yookassa Request.Description"),
-		testkit.Invalid("reserved metadata", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"payonce_op": "x"} }, "yookassa Request.Metadata"),
-		testkit.Invalid("long metadata key", func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{strings.Repeat("k", 33): "x"} }, "yookassa Request.Metadata"),
-		testkit.Invalid("too much metadata", func(r *payonce.SendRequest) { r.Request.Metadata = tooMany }, "yookassa Request.Metadata"),
-	), testSecret)
+		}, Field: "yookassa OperationID"},
+		{Name: "no payment method", Mod: func(r *payonce.SendRequest) { r.Request.PaymentMethod = "" }, Field: "yookassa Request.PaymentMethod"},
+		{Name: "zero amount", Mod: func(r *payonce.SendRequest) { r.Request.Amount = 0 }, Field: "yookassa Request.Amount"},
+		{Name: "no currency", Mod: func(r *payonce.SendRequest) { r.Request.Currency = "" }, Field: "yookassa Request.Amount"},
+		{Name: "long description", Mod: func(r *payonce.SendRequest) { r.Request.Description = strings.Repeat("d", 129) }, Field: "yookassa Request.Description"},
+		{Name: "reserved metadata", Mod: func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{"payonce_op": "x"} }, Field: "yookassa Request.Metadata"},
+		{Name: "long metadata key", Mod: func(r *payonce.SendRequest) { r.Request.Metadata = map[string]string{strings.Repeat("k", 33): "x"} }, Field: "yookassa Request.Metadata"},
+		{Name: "too much metadata", Mod: func(r *payonce.SendRequest) { r.Request.Metadata = tooMany }, Field: "yookassa Request.Metadata"},
+	}, testSecret)
 }
 
 func TestNewRequestLongReferences(t *testing.T) {

@@ -51,42 +51,42 @@ func TestStatesAgree(t *testing.T) {
 		want agreement
 	}{
 		// Charges: the payment the charge created.
-		{payonce.KindCharge, "pending", payment("pending", ""), processing},
-		{payonce.KindCharge, "waiting_for_capture", payment("waiting_for_capture", ""), succeeded},
-		{payonce.KindCharge, "succeeded", payment("succeeded", ""), succeeded},
-		{payonce.KindCharge, "canceled after authorization by the merchant", payment("canceled", cd("merchant", "canceled_by_merchant")), succeeded},
-		{payonce.KindCharge, "canceled after authorization, capture period expired", payment("canceled", cd("yoo_money", "expired_on_capture")), succeeded},
-		{payonce.KindCharge, "canceled before authorization: insufficient_funds", payment("canceled", cd("payment_network", "insufficient_funds")), declined("insufficient_funds")},
-		{payonce.KindCharge, "canceled before authorization: card_expired", payment("canceled", cd("payment_network", "card_expired")), declined("card_expired")},
-		{payonce.KindCharge, "canceled before authorization: 3d_secure_failed", payment("canceled", cd("payment_network", "3d_secure_failed")), declined("3d_secure_failed")},
-		{payonce.KindCharge, "canceled before authorization: expired_on_confirmation", payment("canceled", cd("yoo_money", "expired_on_confirmation")), declined("expired_on_confirmation")},
-		{payonce.KindCharge, "canceled before authorization: fraud_suspected", payment("canceled", cd("yoo_money", "fraud_suspected")), declined("fraud_suspected")},
-		{payonce.KindCharge, "canceled without details", payment("canceled", ""), declined("")},
-		{payonce.KindCharge, "unknown status", payment("brand_new", ""), unknown},
+		{kind: payonce.KindCharge, name: "pending", body: payment("pending", ""), want: processing},
+		{kind: payonce.KindCharge, name: "waiting_for_capture", body: payment("waiting_for_capture", ""), want: succeeded},
+		{kind: payonce.KindCharge, name: "succeeded", body: payment("succeeded", ""), want: succeeded},
+		{kind: payonce.KindCharge, name: "canceled after authorization by the merchant", body: payment("canceled", cd("merchant", "canceled_by_merchant")), want: succeeded},
+		{kind: payonce.KindCharge, name: "canceled after authorization, capture period expired", body: payment("canceled", cd("yoo_money", "expired_on_capture")), want: succeeded},
+		{kind: payonce.KindCharge, name: "canceled before authorization: insufficient_funds", body: payment("canceled", cd("payment_network", "insufficient_funds")), want: declined("insufficient_funds")},
+		{kind: payonce.KindCharge, name: "canceled before authorization: card_expired", body: payment("canceled", cd("payment_network", "card_expired")), want: declined("card_expired")},
+		{kind: payonce.KindCharge, name: "canceled before authorization: 3d_secure_failed", body: payment("canceled", cd("payment_network", "3d_secure_failed")), want: declined("3d_secure_failed")},
+		{kind: payonce.KindCharge, name: "canceled before authorization: expired_on_confirmation", body: payment("canceled", cd("yoo_money", "expired_on_confirmation")), want: declined("expired_on_confirmation")},
+		{kind: payonce.KindCharge, name: "canceled before authorization: fraud_suspected", body: payment("canceled", cd("yoo_money", "fraud_suspected")), want: declined("fraud_suspected")},
+		{kind: payonce.KindCharge, name: "canceled without details", body: payment("canceled", ""), want: declined("")},
+		{kind: payonce.KindCharge, name: "unknown status", body: payment("brand_new", ""), want: unknown},
 
 		// Captures: the payment the capture acted on.
-		{payonce.KindCapture, "pending", payment("pending", ""), notYet},
-		{payonce.KindCapture, "waiting_for_capture", payment("waiting_for_capture", ""), notYet},
-		{payonce.KindCapture, "succeeded", payment("succeeded", ""), succeeded},
-		{payonce.KindCapture, "canceled by the merchant", payment("canceled", cd("merchant", "canceled_by_merchant")), declined("canceled_by_merchant")},
-		{payonce.KindCapture, "capture period expired", payment("canceled", cd("yoo_money", "expired_on_capture")), declined("expired_on_capture")},
-		{payonce.KindCapture, "declined before authorization", payment("canceled", cd("payment_network", "insufficient_funds")), declined("insufficient_funds")},
-		{payonce.KindCapture, "unknown status", payment("brand_new", ""), unknown},
+		{kind: payonce.KindCapture, name: "pending", body: payment("pending", ""), want: notYet},
+		{kind: payonce.KindCapture, name: "waiting_for_capture", body: payment("waiting_for_capture", ""), want: notYet},
+		{kind: payonce.KindCapture, name: "succeeded", body: payment("succeeded", ""), want: succeeded},
+		{kind: payonce.KindCapture, name: "canceled by the merchant", body: payment("canceled", cd("merchant", "canceled_by_merchant")), want: declined("canceled_by_merchant")},
+		{kind: payonce.KindCapture, name: "capture period expired", body: payment("canceled", cd("yoo_money", "expired_on_capture")), want: declined("expired_on_capture")},
+		{kind: payonce.KindCapture, name: "declined before authorization", body: payment("canceled", cd("payment_network", "insufficient_funds")), want: declined("insufficient_funds")},
+		{kind: payonce.KindCapture, name: "unknown status", body: payment("brand_new", ""), want: unknown},
 
 		// Cancels: the payment the cancel acted on.
-		{payonce.KindCancel, "pending", payment("pending", ""), notYet},
-		{payonce.KindCancel, "waiting_for_capture", payment("waiting_for_capture", ""), notYet},
-		{payonce.KindCancel, "succeeded (captured)", payment("succeeded", ""), agreement{Class: ledger.OutcomeRefused, State: payonce.LookupFailed, Code: "unexpected_status"}},
-		{payonce.KindCancel, "canceled by the merchant", payment("canceled", cd("merchant", "canceled_by_merchant")), succeeded},
-		{payonce.KindCancel, "canceled, capture period expired", payment("canceled", cd("yoo_money", "expired_on_capture")), succeeded},
-		{payonce.KindCancel, "unknown status", payment("brand_new", ""), unknown},
+		{kind: payonce.KindCancel, name: "pending", body: payment("pending", ""), want: notYet},
+		{kind: payonce.KindCancel, name: "waiting_for_capture", body: payment("waiting_for_capture", ""), want: notYet},
+		{kind: payonce.KindCancel, name: "succeeded (captured)", body: payment("succeeded", ""), want: agreement{Class: ledger.OutcomeRefused, State: payonce.LookupFailed, Code: "unexpected_status"}},
+		{kind: payonce.KindCancel, name: "canceled by the merchant", body: payment("canceled", cd("merchant", "canceled_by_merchant")), want: succeeded},
+		{kind: payonce.KindCancel, name: "canceled, capture period expired", body: payment("canceled", cd("yoo_money", "expired_on_capture")), want: succeeded},
+		{kind: payonce.KindCancel, name: "unknown status", body: payment("brand_new", ""), want: unknown},
 
 		// Refunds.
-		{payonce.KindRefund, "pending", refund("pending", ""), processing},
-		{payonce.KindRefund, "succeeded", refund("succeeded", ""), succeeded},
-		{payonce.KindRefund, "canceled", refund("canceled", cd("payment_network", "general_decline")),
-			agreement{Class: ledger.OutcomeRefused, State: payonce.LookupFailed, Code: "refund_canceled", Decline: "general_decline"}},
-		{payonce.KindRefund, "unknown status", refund("weird", ""), unknown},
+		{kind: payonce.KindRefund, name: "pending", body: refund("pending", ""), want: processing},
+		{kind: payonce.KindRefund, name: "succeeded", body: refund("succeeded", ""), want: succeeded},
+		{kind: payonce.KindRefund, name: "canceled", body: refund("canceled", cd("payment_network", "general_decline")),
+			want: agreement{Class: ledger.OutcomeRefused, State: payonce.LookupFailed, Code: "refund_canceled", Decline: "general_decline"}},
+		{kind: payonce.KindRefund, name: "unknown status", body: refund("weird", ""), want: unknown},
 	} {
 		t.Run(string(tc.kind)+"/"+tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -122,7 +122,9 @@ func TestClassifyContradiction(t *testing.T) {
 	b := setup(t)
 	charge := chargeReq()
 	op, key := charge.OperationID, charge.Key
-	capture, cancel, refundR := testkit.Actions(withKind, charge, "p1", 0, 100)
+	capture := withKind(charge, payonce.KindCapture, 0, "p1")
+	cancel := withKind(charge, payonce.KindCancel, 0, "p1")
+	refundR := withKind(charge, payonce.KindRefund, 100, "p1")
 	rf := func(payment, value, cur, desc string) string {
 		return fmt.Sprintf(`{"id":"r1","payment_id":%q,"status":"succeeded","amount":{"value":%q,"currency":%q},"description":%q}`, payment, value, cur, desc)
 	}
@@ -132,15 +134,15 @@ func TestClassifyContradiction(t *testing.T) {
 		body string
 		why  string
 	}{
-		{"charge of another operation", charge, pmGen("p1", "succeeded", "someone-else", key, "1200.00", ""), `operation id "someone-else"`},
-		{"charge of another amount", charge, pmGen("p1", "succeeded", op, key, "12.00", ""), "amount 1200, not 120000"},
-		{"charge in another currency", charge, `{"id":"p1","status":"succeeded","amount":{"value":"1200.00","currency":"USD"},"metadata":{"payonce_op":"` + op + `"}}`, `currency "USD"`},
-		{"a declined charge of another amount", charge, pmGen("p1", "canceled", op, key, "1.00", `{"party":"payment_network","reason":"insufficient_funds"}`), "amount 100"},
-		{"capture answered with another payment", capture, pmGen("p2", "succeeded", op, key, "1200.00", ""), `payment "p2", not "p1"`},
-		{"cancel answered with another payment", cancel, pmGen("p2", "canceled", op, key, "1200.00", `{"party":"merchant","reason":"canceled_by_merchant"}`), `payment "p2"`},
-		{"refund of another payment", refundR, rf("p2", "1.00", "RUB", "payonce_op:"+op), `payment "p2", not "p1"`},
-		{"refund of another operation", refundR, rf("p1", "1.00", "RUB", "payonce_op:someone-else"), `operation id "someone-else"`},
-		{"refund of another amount", refundR, rf("p1", "2.00", "RUB", "payonce_op:"+op), "amount 200, not 100"},
+		{name: "charge of another operation", r: charge, body: pmGen("p1", "succeeded", "someone-else", key, "1200.00", ""), why: `operation id "someone-else"`},
+		{name: "charge of another amount", r: charge, body: pmGen("p1", "succeeded", op, key, "12.00", ""), why: "amount 1200, not 120000"},
+		{name: "charge in another currency", r: charge, body: `{"id":"p1","status":"succeeded","amount":{"value":"1200.00","currency":"USD"},"metadata":{"payonce_op":"` + op + `"}}`, why: `currency "USD"`},
+		{name: "a declined charge of another amount", r: charge, body: pmGen("p1", "canceled", op, key, "1.00", `{"party":"payment_network","reason":"insufficient_funds"}`), why: "amount 100"},
+		{name: "capture answered with another payment", r: capture, body: pmGen("p2", "succeeded", op, key, "1200.00", ""), why: `payment "p2", not "p1"`},
+		{name: "cancel answered with another payment", r: cancel, body: pmGen("p2", "canceled", op, key, "1200.00", `{"party":"merchant","reason":"canceled_by_merchant"}`), why: `payment "p2"`},
+		{name: "refund of another payment", r: refundR, body: rf("p2", "1.00", "RUB", "payonce_op:"+op), why: `payment "p2", not "p1"`},
+		{name: "refund of another operation", r: refundR, body: rf("p1", "1.00", "RUB", "payonce_op:someone-else"), why: `operation id "someone-else"`},
+		{name: "refund of another amount", r: refundR, body: rf("p1", "2.00", "RUB", "payonce_op:"+op), why: "amount 200, not 100"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -228,24 +230,24 @@ func TestLookupGenerations(t *testing.T) {
 		ref     string
 		refs    []string
 	}{
-		{"earlier declined, nothing under the new key", gen1(""),
-			[]string{pmGen("p0", "canceled", op, op, "1200.00", declined)}, nil,
-			payonce.LookupNotFound, "", nil},
-		{"earlier declined, new key pending", gen1(""),
-			[]string{pmGen("p1", "pending", op, key1, "1200.00", ""), pmGen("p0", "canceled", op, op, "1200.00", declined)}, nil,
-			payonce.LookupProcessing, "p1", []string{"p1", "p0"}},
-		{"earlier succeeded, read by its reference only", gen1("", "p0"),
-			nil, []string{pmGen("p0", "succeeded", op, op, "1200.00", "")},
-			payonce.LookupSucceeded, "p0", []string{"p0"}},
-		{"earlier and new both succeeded", gen1("", "p0"),
-			[]string{pmGen("p1", "succeeded", op, key1, "1200.00", "")}, []string{pmGen("p0", "waiting_for_capture", op, op, "1200.00", "")},
-			payonce.LookupMultiple, "p0", []string{"p0", "p1"}},
-		{"new key known and pending, earlier succeeded in the list", gen1("p1"),
-			[]string{pmGen("p0", "succeeded", op, op, "1200.00", "")}, []string{pmGen("p1", "pending", op, key1, "1200.00", "")},
-			payonce.LookupSucceeded, "p0", []string{"p1", "p0"}},
-		{"new key declined, earlier declined", gen1("p1", "p0"),
-			nil, []string{pmGen("p1", "canceled", op, key1, "1200.00", declined), pmGen("p0", "canceled", op, op, "1200.00", declined)},
-			payonce.LookupFailed, "p1", []string{"p1", "p0"}},
+		{name: "earlier declined, nothing under the new key", q: gen1(""),
+			listed: []string{pmGen("p0", "canceled", op, op, "1200.00", declined)},
+			state:  payonce.LookupNotFound},
+		{name: "earlier declined, new key pending", q: gen1(""),
+			listed: []string{pmGen("p1", "pending", op, key1, "1200.00", ""), pmGen("p0", "canceled", op, op, "1200.00", declined)},
+			state:  payonce.LookupProcessing, ref: "p1", refs: []string{"p1", "p0"}},
+		{name: "earlier succeeded, read by its reference only", q: gen1("", "p0"),
+			listed: nil, objects: []string{pmGen("p0", "succeeded", op, op, "1200.00", "")},
+			state: payonce.LookupSucceeded, ref: "p0", refs: []string{"p0"}},
+		{name: "earlier and new both succeeded", q: gen1("", "p0"),
+			listed: []string{pmGen("p1", "succeeded", op, key1, "1200.00", "")}, objects: []string{pmGen("p0", "waiting_for_capture", op, op, "1200.00", "")},
+			state: payonce.LookupMultiple, ref: "p0", refs: []string{"p0", "p1"}},
+		{name: "new key known and pending, earlier succeeded in the list", q: gen1("p1"),
+			listed: []string{pmGen("p0", "succeeded", op, op, "1200.00", "")}, objects: []string{pmGen("p1", "pending", op, key1, "1200.00", "")},
+			state: payonce.LookupSucceeded, ref: "p0", refs: []string{"p1", "p0"}},
+		{name: "new key declined, earlier declined", q: gen1("p1", "p0"),
+			listed: nil, objects: []string{pmGen("p1", "canceled", op, key1, "1200.00", declined), pmGen("p0", "canceled", op, op, "1200.00", declined)},
+			state: payonce.LookupFailed, ref: "p1", refs: []string{"p1", "p0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -86,23 +86,23 @@ func TestWebhookTargets(t *testing.T) {
 		name, event, object, id string
 		want                    []payonce.WebhookTarget
 	}{
-		{"waiting for capture", "payment.waiting_for_capture", `{"id":"pm1","status":"waiting_for_capture",` + meta + `}`, "pm1:payment.waiting_for_capture",
-			[]payonce.WebhookTarget{lookup(payonce.KindCharge, "op-1", "pm1", "", payonce.LookupSucceeded, "payment.waiting_for_capture")}},
-		{"succeeded", "payment.succeeded", `{"id":"pm1","status":"succeeded",` + meta + `}`, "pm1:payment.succeeded",
-			[]payonce.WebhookTarget{lookup(payonce.KindCharge, "op-1", "pm1", "", payonce.LookupSucceeded, "payment.succeeded"),
+		{name: "waiting for capture", event: "payment.waiting_for_capture", object: `{"id":"pm1","status":"waiting_for_capture",` + meta + `}`, id: "pm1:payment.waiting_for_capture",
+			want: []payonce.WebhookTarget{lookup(payonce.KindCharge, "op-1", "pm1", "", payonce.LookupSucceeded, "payment.waiting_for_capture")}},
+		{name: "succeeded", event: "payment.succeeded", object: `{"id":"pm1","status":"succeeded",` + meta + `}`, id: "pm1:payment.succeeded",
+			want: []payonce.WebhookTarget{lookup(payonce.KindCharge, "op-1", "pm1", "", payonce.LookupSucceeded, "payment.succeeded"),
 				lookup(payonce.KindCapture, "", "pm1", "pm1", payonce.LookupSucceeded, "payment.succeeded"),
 				lookup(payonce.KindCancel, "", "pm1", "pm1", payonce.LookupFailed, "payment.succeeded")}},
-		{"canceled", "payment.canceled", `{"id":"pm1","status":"canceled","cancellation_details":{"party":"merchant","reason":"canceled_by_merchant"}}`, "pm1:payment.canceled",
-			[]payonce.WebhookTarget{lookup(payonce.KindCharge, "", "pm1", "", payonce.LookupSucceeded, "payment.canceled"),
+		{name: "canceled", event: "payment.canceled", object: `{"id":"pm1","status":"canceled","cancellation_details":{"party":"merchant","reason":"canceled_by_merchant"}}`, id: "pm1:payment.canceled",
+			want: []payonce.WebhookTarget{lookup(payonce.KindCharge, "", "pm1", "", payonce.LookupSucceeded, "payment.canceled"),
 				lookup(payonce.KindCapture, "", "pm1", "pm1", payonce.LookupFailed, "payment.canceled"),
 				lookup(payonce.KindCancel, "", "pm1", "pm1", payonce.LookupSucceeded, "payment.canceled")}},
-		{"refund", "refund.succeeded", `{"id":"rf1","payment_id":"pm1","status":"succeeded","description":"x payonce_op:op-r"}`, "rf1:refund.succeeded",
-			[]payonce.WebhookTarget{func() payonce.WebhookTarget {
+		{name: "refund", event: "refund.succeeded", object: `{"id":"rf1","payment_id":"pm1","status":"succeeded","description":"x payonce_op:op-r"}`, id: "rf1:refund.succeeded",
+			want: []payonce.WebhookTarget{func() payonce.WebhookTarget {
 				t := lookup(payonce.KindRefund, "op-r", "rf1", "pm1", payonce.LookupSucceeded, "refund.succeeded")
 				t.Key = "op-r" // generation 0: the key is the operation id
 				return t
 			}()}},
-		{"other event", "deal.closed", `{"id":"dl1"}`, "dl1:deal.closed", nil},
+		{name: "other event", event: "deal.closed", object: `{"id":"dl1"}`, id: "dl1:deal.closed"},
 	} {
 		body := notice(tc.event, tc.object)
 		evs, err := p.ParseWebhook(delivery(yooKassaAddr, body), body)
@@ -129,30 +129,30 @@ func TestWebhookTargetsKeyAmountCurrency(t *testing.T) {
 		amount   int64
 		currency string
 	}
-	capCancel := []kac{{payonce.KindCapture, "", 0, "RUB"}, {payonce.KindCancel, "", 0, "RUB"}}
+	capCancel := []kac{{kind: payonce.KindCapture, amount: 0, currency: "RUB"}, {kind: payonce.KindCancel, amount: 0, currency: "RUB"}}
 	for _, tc := range []struct {
 		name, event, object string
 		want                []kac
 	}{
-		{"waiting for capture", "payment.waiting_for_capture", pay("waiting_for_capture", chargeMD),
-			[]kac{{payonce.KindCharge, "key-1", 150050, "RUB"}}},
-		{"succeeded", "payment.succeeded", pay("succeeded", chargeMD), append([]kac{{payonce.KindCharge, "key-1", 150050, "RUB"}}, capCancel...)},
-		{"canceled", "payment.canceled", pay("canceled", chargeMD), append([]kac{{payonce.KindCharge, "key-1", 150050, "RUB"}}, capCancel...)},
-		{"another kind's metadata: no key", "payment.succeeded", pay("succeeded", `{"payonce_op":"op-1","payonce_key":"key-1","payonce_kind":"refund"}`),
-			append([]kac{{payonce.KindCharge, "", 150050, "RUB"}}, capCancel...)},
-		{"no metadata", "payment.waiting_for_capture", pay("waiting_for_capture", `{}`), []kac{{payonce.KindCharge, "", 150050, "RUB"}}},
-		{"amount unreadable: not given", "payment.waiting_for_capture",
-			`{"id":"pm1","status":"waiting_for_capture","amount":{"value":"1.234","currency":"RUB"},"metadata":` + chargeMD + `}`,
-			[]kac{{payonce.KindCharge, "key-1", 0, "RUB"}}},
-		{"refund, generation 0", "refund.succeeded",
-			`{"id":"rf1","payment_id":"pm1","status":"succeeded","amount":{"value":"300.00","currency":"RUB"},"description":"Возврат payonce_op:op-r"}`,
-			[]kac{{payonce.KindRefund, "op-r", 30000, "RUB"}}},
-		{"refund, a later generation", "refund.succeeded",
-			`{"id":"rf1","payment_id":"pm1","status":"succeeded","amount":{"value":"300","currency":"RUB"},"description":"payonce_op:op-r payonce_key:key-r2"}`,
-			[]kac{{payonce.KindRefund, "key-r2", 30000, "RUB"}}},
-		{"refund not payonce's", "refund.succeeded",
-			`{"id":"rf1","payment_id":"pm1","status":"succeeded","amount":{"value":"10.00","currency":"USD"},"description":"manual"}`,
-			[]kac{{payonce.KindRefund, "", 1000, "USD"}}},
+		{name: "waiting for capture", event: "payment.waiting_for_capture", object: pay("waiting_for_capture", chargeMD),
+			want: []kac{{kind: payonce.KindCharge, key: "key-1", amount: 150050, currency: "RUB"}}},
+		{name: "succeeded", event: "payment.succeeded", object: pay("succeeded", chargeMD), want: append([]kac{{kind: payonce.KindCharge, key: "key-1", amount: 150050, currency: "RUB"}}, capCancel...)},
+		{name: "canceled", event: "payment.canceled", object: pay("canceled", chargeMD), want: append([]kac{{kind: payonce.KindCharge, key: "key-1", amount: 150050, currency: "RUB"}}, capCancel...)},
+		{name: "another kind's metadata: no key", event: "payment.succeeded", object: pay("succeeded", `{"payonce_op":"op-1","payonce_key":"key-1","payonce_kind":"refund"}`),
+			want: append([]kac{{kind: payonce.KindCharge, amount: 150050, currency: "RUB"}}, capCancel...)},
+		{name: "no metadata", event: "payment.waiting_for_capture", object: pay("waiting_for_capture", `{}`), want: []kac{{kind: payonce.KindCharge, amount: 150050, currency: "RUB"}}},
+		{name: "amount unreadable: not given", event: "payment.waiting_for_capture",
+			object: `{"id":"pm1","status":"waiting_for_capture","amount":{"value":"1.234","currency":"RUB"},"metadata":` + chargeMD + `}`,
+			want:   []kac{{kind: payonce.KindCharge, key: "key-1", amount: 0, currency: "RUB"}}},
+		{name: "refund, generation 0", event: "refund.succeeded",
+			object: `{"id":"rf1","payment_id":"pm1","status":"succeeded","amount":{"value":"300.00","currency":"RUB"},"description":"Возврат payonce_op:op-r"}`,
+			want:   []kac{{kind: payonce.KindRefund, key: "op-r", amount: 30000, currency: "RUB"}}},
+		{name: "refund, a later generation", event: "refund.succeeded",
+			object: `{"id":"rf1","payment_id":"pm1","status":"succeeded","amount":{"value":"300","currency":"RUB"},"description":"payonce_op:op-r payonce_key:key-r2"}`,
+			want:   []kac{{kind: payonce.KindRefund, key: "key-r2", amount: 30000, currency: "RUB"}}},
+		{name: "refund not payonce's", event: "refund.succeeded",
+			object: `{"id":"rf1","payment_id":"pm1","status":"succeeded","amount":{"value":"10.00","currency":"USD"},"description":"manual"}`,
+			want:   []kac{{kind: payonce.KindRefund, amount: 1000, currency: "USD"}}},
 	} {
 		body := notice(tc.event, tc.object)
 		evs, err := p.ParseWebhook(delivery(yooKassaAddr, body), body)
@@ -174,6 +174,8 @@ func TestWebhookMalformed(t *testing.T) {
 		_, err := p.ParseWebhook(delivery(yooKassaAddr, []byte(body)), []byte(body))
 		return err
 	}, map[string]string{
+		"empty":          ``,
+		"not json":       `{"id":`,
 		"a lone brace":   `{`,
 		"not a notice":   `{"type":"payment","event":"payment.succeeded","object":{"id":"pm1","status":"succeeded"}}`,
 		"no event":       `{"type":"notification","object":{"id":"pm1"}}`,
