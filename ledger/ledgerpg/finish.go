@@ -169,7 +169,7 @@ func isSerializationFailure(err error) bool {
 }
 
 // isGuardFailure reports the division by zero with which a statement's
-// guard refuses to go on (queries.finishFast, readCommittedGuard): the
+// guard refuses to go on (queries.finishFast, queries.createdGuard): the
 // statement and its transaction wrote nothing.
 func isGuardFailure(err error) bool {
 	if err == nil {

@@ -123,13 +123,12 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 			SELECT id, $%d, $%d, $%d, true FROM op
 		)
 		SELECT count(*), coalesce(max(xmin::text::bigint), 0) FROM op`, q.insertOp, n+1, n+2, n+3))
-	// Begin's one-trip path runs this in its transaction right after the
-	// insert, with the transaction's synchronous_commit (rule 2: durable
-	// before the send) and its guard on the isolation level (see oneTrip).
-	// It fails the statement (division by zero, SQLSTATE 22012), and with
-	// it the whole transaction: the insert, its attempt and its feed entry
-	// are rolled back, when this transaction inserted the row and the ID
-	// has a tombstone or the lease would have lapsed. A later statement:
+	// Begin's one-trip path runs this in its transaction (READ COMMITTED,
+	// see oneTrip) right after the insert. It fails the statement
+	// (division by zero, SQLSTATE 22012), and with it the whole
+	// transaction: the insert, its attempt and its feed entry are rolled
+	// back, when this transaction inserted the row and the ID has a
+	// tombstone or the lease would have lapsed. A later statement:
 	// under READ COMMITTED its snapshot sees a Cleanup that the insert
 	// waited for (the insert's own snapshot, taken before the wait, does
 	// not). Only an insert of this transaction is refused (xmin is this
@@ -140,16 +139,14 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 	// (refusedInsert). $2 is the time in microseconds the lease had left
 	// when the transaction was sent. The divisor is not a constant, so the
 	// planner cannot fold it into an error at plan time.
-	q.createdGuard = r.Replace(`SELECT ` + syncOnExpr + `, ` + readCommittedGuard + `,
-		1 / (CASE WHEN (clock_timestamp() >= transaction_timestamp() + $2::bigint * interval '1 microsecond'
+	q.createdGuard = r.Replace(`SELECT 1 / (CASE WHEN (clock_timestamp() >= transaction_timestamp() + $2::bigint * interval '1 microsecond'
 		                OR EXISTS (SELECT 1 FROM {{tombstones}} t WHERE t.id = $1))
 		           AND EXISTS (SELECT 1 FROM {{ops}} o
 		                       WHERE o.id = $1 AND o.xmin::text::bigint = txid_current_if_assigned() % 4294967296)
 		          THEN 0 ELSE 1 END)`)
-	// Why Begin's one trip was refused (it wrote nothing): the isolation
-	// level of a transaction of the session's default (readCommittedGuard)
-	// and the tombstone of the ID, if any (createdGuard).
-	q.refusedInsert = r.Replace(`SELECT current_setting('transaction_isolation'), {{t.cols}}
+	// Why Begin's one trip was refused (it wrote nothing): the tombstone of
+	// the ID, if any (createdGuard).
+	q.refusedInsert = r.Replace(`SELECT {{t.cols}}
 		FROM (SELECT 1) AS one LEFT JOIN {{tombstones}} t ON t.id = $1`)
 	// CreateOrGet's check, sent with its insert (a later statement of the
 	// same transaction, as above): the tombstone of the ID, if any, and how
