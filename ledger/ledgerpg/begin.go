@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
@@ -81,7 +81,7 @@ func (s *Store) beginNew(ctx context.Context, p ledger.BeginParams, start time.T
 		inserted, xmin = false, 0
 		remaining := p.LeaseUntil.Sub(p.Now) - time.Since(start)
 		if remaining <= 0 {
-			return storeflow.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
+			return sqlstore.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
 		}
 		if a := res.Attempt; a == nil {
 			b.Queue(s.q.insertOp, opArgs(res.Op)...).Exec(func(tag pgconn.CommandTag) error {
@@ -135,7 +135,7 @@ func (s *Store) refused(ctx context.Context, p ledger.BeginParams, start time.Ti
 		res, err := ledgerdriver.ApplyBegin(tomb.Operation(), p)
 		return res, true, err
 	}
-	if err := storeflow.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start); err != nil {
+	if err := sqlstore.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start); err != nil {
 		return ledger.BeginResult{}, true, err
 	}
 	// Neither holds any longer (a tombstone purged since, say): the ID has
@@ -171,7 +171,7 @@ func (s *Store) beginExisting(ctx context.Context, p ledger.BeginParams, start t
 		}
 		// The lock may have waited (a caller's open CreateOrGetTx, another
 		// writer) past the end of the lease it grants.
-		return storeflow.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
+		return sqlstore.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
 	})
 	switch {
 	case errors.Is(err, ledger.ErrInProgress):

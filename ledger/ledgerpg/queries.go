@@ -7,8 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/payonce/payonce/ledger/internal/statsql"
-	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 )
 
 // queries holds the SQL of one Store with its schema's quoted table names
@@ -337,7 +336,7 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 	q.lockByPaymentRef = r.Replace(`SELECT {{cols}} FROM {{ops}}
 		WHERE provider = $1 AND kind = $2 AND payment_ref = $3 ORDER BY id FOR UPDATE`)
 	q.latestAttempt = r.Replace(`SELECT {{a.cols}} FROM {{attempts}} a WHERE a.operation_id = $1 ORDER BY a.number DESC LIMIT 1`)
-	q.earlier = storeflow.EarlierQuery(func(n int) string { return "$" + strconv.Itoa(n) }, q.attempts, q.events)
+	q.earlier = sqlstore.EarlierQuery(func(n int) string { return "$" + strconv.Itoa(n) }, q.attempts, q.events)
 	q.insertOutcomes = r.Replace(`INSERT INTO {{outcomes}} (provider, event_id, seq, target, operation_id, disposition, from_status, to_status)
 		SELECT $1::text, $2::text, o.ord - 1, o.target, NULLIF(o.op, ''), o.disp, NULLIF(o.from_s, ''), NULLIF(o.to_s, '')
 		FROM unnest($3::int[], $4::text[], $5::text[], $6::text[], $7::text[])
@@ -367,8 +366,8 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 			ORDER BY received_at LIMIT $2
 			FOR UPDATE SKIP LOCKED)`)
 	q.feedPage, q.feedBeyond, q.feedDurable, q.purgeFeed = feedQueries(r)
-	q.stats = statsql.Statement(q.ops, false)
-	q.statsSettled = statsql.Statement(q.ops, true)
+	q.stats = sqlstore.StatsStatement(q.ops, false)
+	q.statsSettled = sqlstore.StatsStatement(q.ops, true)
 	return q
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 )
 
 // Config configures a Store. The zero value is valid.
@@ -54,7 +54,7 @@ type Store struct {
 	fsyncWarned sync.Once
 	// revs are the store's last writes, for the one-statement writes
 	// (revision.go).
-	revs storeflow.Copies[revision]
+	revs sqlstore.Copies[revision]
 	// prepareFirst: the pool's connections cache prepared statements
 	// (pgx's default mode), so oneTrip prepares its statements before it
 	// measures the lease. Read once: the connection's Config() is a copy
