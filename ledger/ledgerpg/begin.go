@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
@@ -77,12 +77,11 @@ func (s *Store) beginNew(ctx context.Context, p ledger.BeginParams, start time.T
 		inserted bool
 		xmin     int64
 	)
-	explicit := s.explicitTx.Load()
-	err = s.oneTrip(ctx, "begin", explicit, []string{insert, s.q.createdGuard}, func(b *pgx.Batch) error {
+	err = s.oneTrip(ctx, "begin", true, []string{insert, s.q.createdGuard}, func(b *pgx.Batch) error {
 		inserted, xmin = false, 0
 		remaining := p.LeaseUntil.Sub(p.Now) - time.Since(start)
 		if remaining <= 0 {
-			return storeflow.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
+			return sqlstore.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
 		}
 		if a := res.Attempt; a == nil {
 			b.Queue(s.q.insertOp, opArgs(res.Op)...).Exec(func(tag pgconn.CommandTag) error {
@@ -99,17 +98,14 @@ func (s *Store) beginNew(ctx context.Context, p ledger.BeginParams, start time.T
 			})
 		}
 		b.Queue(s.q.createdGuard, p.Op.ID, remaining.Microseconds()).QueryRow(func(row pgx.Row) error {
-			var (
-				sync          string
-				isolation, ok int
-			)
-			return row.Scan(&sync, &isolation, &ok)
+			var ok int
+			return row.Scan(&ok)
 		})
 		return nil
 	})
 	switch {
-	case isGuardFailure(err), !explicit && isSerializationFailure(err):
-		return s.refused(ctx, p, start, explicit, err)
+	case isGuardFailure(err):
+		return s.refused(ctx, p, start)
 	case err != nil:
 		return ledger.BeginResult{}, true, err
 	case !inserted:
@@ -122,24 +118,12 @@ func (s *Store) beginNew(ctx context.Context, p ledger.BeginParams, start time.T
 	return res, true, nil
 }
 
-// refused is beginNew after its trip was refused (err): nothing was
-// written, and one read tells which guard refused it.
-func (s *Store) refused(ctx context.Context, p ledger.BeginParams, start time.Time, explicit bool, err error) (ledger.BeginResult, bool, error) {
-	var (
-		isolation string
-		ts        tombstoneScan
-	)
-	if err := s.pool.QueryRow(ctx, s.q.refusedInsert, p.Op.ID).Scan(append([]any{&isolation}, ts.dest()...)...); err != nil {
+// refused is beginNew after its trip was refused by createdGuard: nothing
+// was written, and one read tells whether a tombstone or the lease did it.
+func (s *Store) refused(ctx context.Context, p ledger.BeginParams, start time.Time) (ledger.BeginResult, bool, error) {
+	var ts tombstoneScan
+	if err := s.pool.QueryRow(ctx, s.q.refusedInsert, p.Op.ID).Scan(ts.dest()...); err != nil {
 		return ledger.BeginResult{}, true, err
-	}
-	if !explicit && (isSerializationFailure(err) || isolation != "read committed") {
-		// The server's default isolation is not READ COMMITTED (the
-		// guard in createdGuard, or the insert met a row committed after
-		// its snapshot, which READ COMMITTED never reports): from now on
-		// this store opens the transaction itself.
-		s.explicitTx.Store(true)
-		s.logger.Info("ledgerpg: the server's default_transaction_isolation is not read committed; Begin opens its own transactions (one round trip still, three statements more)")
-		return s.beginNew(ctx, p, start)
 	}
 	tomb, found, err := ts.tombstone()
 	switch {
@@ -151,7 +135,7 @@ func (s *Store) refused(ctx context.Context, p ledger.BeginParams, start time.Ti
 		res, err := ledgerdriver.ApplyBegin(tomb.Operation(), p)
 		return res, true, err
 	}
-	if err := storeflow.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start); err != nil {
+	if err := sqlstore.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start); err != nil {
 		return ledger.BeginResult{}, true, err
 	}
 	// Neither holds any longer (a tombstone purged since, say): the ID has
@@ -187,7 +171,7 @@ func (s *Store) beginExisting(ctx context.Context, p ledger.BeginParams, start t
 		}
 		// The lock may have waited (a caller's open CreateOrGetTx, another
 		// writer) past the end of the lease it grants.
-		return storeflow.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
+		return sqlstore.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
 	})
 	switch {
 	case errors.Is(err, ledger.ErrInProgress):
@@ -223,15 +207,13 @@ func (s *Store) whyNotInserted(ctx context.Context, db querier, op ledger.NewOpe
 }
 
 // oneTrip runs what queue adds (with result callbacks) as one pipeline:
-// one round trip, one commit. Without explicit, the pipeline is sent
-// without BEGIN and COMMIT: PostgreSQL runs the statements before its Sync
-// as one implicit transaction (all or nothing, committed at the Sync), and
-// each statement sets what the transaction needs itself (synchronous_commit,
-// a guard on the isolation level); three statements fewer per write. With
-// explicit, it is BEGIN ISOLATION LEVEL READ COMMITTED, synchronous_commit
-// at least on, the statements, COMMIT. On an error the transaction is
-// rolled back (and a connection whose rollback fails is closed rather than
-// returned to the pool mid-transaction); an error from queue sends nothing.
+// one round trip, one commit. With explicit (Begin), the pipeline is BEGIN
+// ISOLATION LEVEL READ COMMITTED, synchronous_commit at least on, the
+// statements, COMMIT. Without it (the one-statement writes), the single
+// statement is sent alone and is its own transaction, setting its
+// synchronous_commit itself. On an error the transaction is rolled back
+// (and a connection whose rollback fails is closed rather than returned to
+// the pool mid-transaction); an error from queue sends nothing.
 //
 // With pgx's default statement cache, stmts (what queue will add) are
 // prepared on the connection first: a no-op once they are, and otherwise

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
@@ -103,7 +103,7 @@ func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operati
 		if err := s.save(ctx, tx, out, nil, time.Time{}, nil); err != nil {
 			return err
 		}
-		return storeflow.LeaseGranted(p.ID, p.Now, p.LeaseUntil, start)
+		return sqlstore.LeaseGranted(p.ID, p.Now, p.LeaseUntil, start)
 	})
 	if err != nil {
 		return ledger.Operation{}, translate("claim", err)
@@ -139,7 +139,7 @@ func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (
 		}
 		// The caller sends once this commits: the lease it extends must
 		// not have ended meanwhile.
-		return storeflow.LeaseGranted(p.ID, p.Now, p.LeaseUntil, start)
+		return sqlstore.LeaseGranted(p.ID, p.Now, p.LeaseUntil, start)
 	})
 	if err != nil {
 		return ledger.Operation{}, ledger.Attempt{}, translate("start attempt", err)

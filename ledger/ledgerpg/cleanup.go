@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
@@ -26,7 +26,7 @@ func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.Cle
 	if err := ledgerdriver.ValidateCleanup(p); err != nil {
 		return ledger.CleanupReport{}, err
 	}
-	return storeflow.Cleanup(ctx, p, storeflow.CleanupSteps{
+	return sqlstore.Cleanup(ctx, p, sqlstore.CleanupSteps{
 		DeleteBatch: func(now, finishedBefore time.Time, batch int) (int, error) {
 			var n int
 			err := s.durable(ctx, "cleanup", func(tx pgx.Tx) error {

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/internal/feedsql"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
@@ -58,7 +58,7 @@ func feedQueries(r *strings.Replacer) (page, beyond, durable, purge string) {
 		WHERE (d.pos, d.seq) < (excluded.pos, excluded.seq)`)
 	// The old rows of the feed's first batch rows, up to the first one that
 	// is not old (bool_and over the running window): the purge only ever
-	// removes a prefix of the feed (see storeflow.Cleanup). SKIP LOCKED
+	// removes a prefix of the feed (see sqlstore.Cleanup). SKIP LOCKED
 	// lets two Cleanups run at once without waiting on each other.
 	purge = r.Replace(`DELETE FROM {{feed}} f USING (
 			SELECT pos, seq, bool_and(at < $1) OVER (ORDER BY pos, seq) AS old
@@ -106,13 +106,13 @@ func (s *Store) Feed(ctx context.Context, p ledger.FeedParams) ([]ledger.FeedEnt
 	var out []ledger.FeedEntry
 	err := s.durable(ctx, "feed", func(tx pgx.Tx) error {
 		var err error
-		out, err = feedsql.Read(p, feedsql.Steps{
+		out, err = sqlstore.ReadFeed(p, sqlstore.FeedSteps{
 			Beyond: func(epoch, seq int64) (bool, error) {
 				var beyond bool
 				err := tx.QueryRow(ctx, s.q.feedBeyond, strconv.FormatInt(epoch, 10), seq).Scan(&beyond)
 				return beyond, err
 			},
-			Page: func(epoch, seq int64, limit int, provider string, statuses []string) ([]feedsql.Row, error) {
+			Page: func(epoch, seq int64, limit int, provider string, statuses []string) ([]sqlstore.FeedRow, error) {
 				rows, err := tx.Query(ctx, s.q.feedPage, strconv.FormatInt(epoch, 10), seq, provider, statuses, limit)
 				if err != nil {
 					return nil, err
@@ -121,7 +121,7 @@ func (s *Store) Feed(ctx context.Context, p ledger.FeedParams) ([]ledger.FeedEnt
 			},
 			// The flush is the COMMIT's, which s.durable runs after this
 			// function returns; out is returned only if it succeeds.
-			Durable: func(last feedsql.Row) error {
+			Durable: func(last sqlstore.FeedRow) error {
 				_, err := tx.Exec(ctx, s.q.feedDurable, strconv.FormatInt(last.Epoch, 10), last.Seq)
 				return err
 			},
@@ -139,9 +139,9 @@ func (s *Store) Feed(ctx context.Context, p ledger.FeedParams) ([]ledger.FeedEnt
 }
 
 // scanFeedRow reads one row of Feed's page.
-func scanFeedRow(row pgx.CollectableRow) (feedsql.Row, error) {
+func scanFeedRow(row pgx.CollectableRow) (sqlstore.FeedRow, error) {
 	var (
-		r   feedsql.Row
+		r   sqlstore.FeedRow
 		pos string
 		at  pgtype.Timestamptz
 	)

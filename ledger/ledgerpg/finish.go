@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
@@ -97,7 +97,7 @@ func (s *Store) finishFast(ctx context.Context, p ledger.FinishParams, now time.
 	if !ok || s.longWayOnly {
 		return ledger.Operation{}, false, nil
 	}
-	ch, ok := storeflow.FinishOnCopy(rev.op, rev.att, p)
+	ch, ok := sqlstore.FinishOnCopy(rev.op, rev.att, p)
 	if !ok {
 		return ledger.Operation{}, false, nil
 	}
@@ -169,7 +169,7 @@ func isSerializationFailure(err error) bool {
 }
 
 // isGuardFailure reports the division by zero with which a statement's
-// guard refuses to go on (queries.finishFast, readCommittedGuard): the
+// guard refuses to go on (queries.finishFast, queries.createdGuard): the
 // statement and its transaction wrote nothing.
 func isGuardFailure(err error) bool {
 	if err == nil {

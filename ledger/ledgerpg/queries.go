@@ -7,8 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/payonce/payonce/ledger/internal/statsql"
-	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 )
 
 // queries holds the SQL of one Store with its schema's quoted table names
@@ -123,13 +122,12 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 			SELECT id, $%d, $%d, $%d, true FROM op
 		)
 		SELECT count(*), coalesce(max(xmin::text::bigint), 0) FROM op`, q.insertOp, n+1, n+2, n+3))
-	// Begin's one-trip path runs this in its transaction right after the
-	// insert, with the transaction's synchronous_commit (rule 2: durable
-	// before the send) and its guard on the isolation level (see oneTrip).
-	// It fails the statement (division by zero, SQLSTATE 22012), and with
-	// it the whole transaction: the insert, its attempt and its feed entry
-	// are rolled back, when this transaction inserted the row and the ID
-	// has a tombstone or the lease would have lapsed. A later statement:
+	// Begin's one-trip path runs this in its transaction (READ COMMITTED,
+	// see oneTrip) right after the insert. It fails the statement
+	// (division by zero, SQLSTATE 22012), and with it the whole
+	// transaction: the insert, its attempt and its feed entry are rolled
+	// back, when this transaction inserted the row and the ID has a
+	// tombstone or the lease would have lapsed. A later statement:
 	// under READ COMMITTED its snapshot sees a Cleanup that the insert
 	// waited for (the insert's own snapshot, taken before the wait, does
 	// not). Only an insert of this transaction is refused (xmin is this
@@ -140,16 +138,14 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 	// (refusedInsert). $2 is the time in microseconds the lease had left
 	// when the transaction was sent. The divisor is not a constant, so the
 	// planner cannot fold it into an error at plan time.
-	q.createdGuard = r.Replace(`SELECT ` + syncOnExpr + `, ` + readCommittedGuard + `,
-		1 / (CASE WHEN (clock_timestamp() >= transaction_timestamp() + $2::bigint * interval '1 microsecond'
+	q.createdGuard = r.Replace(`SELECT 1 / (CASE WHEN (clock_timestamp() >= transaction_timestamp() + $2::bigint * interval '1 microsecond'
 		                OR EXISTS (SELECT 1 FROM {{tombstones}} t WHERE t.id = $1))
 		           AND EXISTS (SELECT 1 FROM {{ops}} o
 		                       WHERE o.id = $1 AND o.xmin::text::bigint = txid_current_if_assigned() % 4294967296)
 		          THEN 0 ELSE 1 END)`)
-	// Why Begin's one trip was refused (it wrote nothing): the isolation
-	// level of a transaction of the session's default (readCommittedGuard)
-	// and the tombstone of the ID, if any (createdGuard).
-	q.refusedInsert = r.Replace(`SELECT current_setting('transaction_isolation'), {{t.cols}}
+	// Why Begin's one trip was refused (it wrote nothing): the tombstone of
+	// the ID, if any (createdGuard).
+	q.refusedInsert = r.Replace(`SELECT {{t.cols}}
 		FROM (SELECT 1) AS one LEFT JOIN {{tombstones}} t ON t.id = $1`)
 	// CreateOrGet's check, sent with its insert (a later statement of the
 	// same transaction, as above): the tombstone of the ID, if any, and how
@@ -340,7 +336,7 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 	q.lockByPaymentRef = r.Replace(`SELECT {{cols}} FROM {{ops}}
 		WHERE provider = $1 AND kind = $2 AND payment_ref = $3 ORDER BY id FOR UPDATE`)
 	q.latestAttempt = r.Replace(`SELECT {{a.cols}} FROM {{attempts}} a WHERE a.operation_id = $1 ORDER BY a.number DESC LIMIT 1`)
-	q.earlier = storeflow.EarlierQuery(func(n int) string { return "$" + strconv.Itoa(n) }, q.attempts, q.events)
+	q.earlier = sqlstore.EarlierQuery(func(n int) string { return "$" + strconv.Itoa(n) }, q.attempts, q.events)
 	q.insertOutcomes = r.Replace(`INSERT INTO {{outcomes}} (provider, event_id, seq, target, operation_id, disposition, from_status, to_status)
 		SELECT $1::text, $2::text, o.ord - 1, o.target, NULLIF(o.op, ''), o.disp, NULLIF(o.from_s, ''), NULLIF(o.to_s, '')
 		FROM unnest($3::int[], $4::text[], $5::text[], $6::text[], $7::text[])
@@ -370,8 +366,8 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 			ORDER BY received_at LIMIT $2
 			FOR UPDATE SKIP LOCKED)`)
 	q.feedPage, q.feedBeyond, q.feedDurable, q.purgeFeed = feedQueries(r)
-	q.stats = statsql.Statement(q.ops, false)
-	q.statsSettled = statsql.Statement(q.ops, true)
+	q.stats = sqlstore.StatsStatement(q.ops, false)
+	q.statsSettled = sqlstore.StatsStatement(q.ops, true)
 	return q
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/internal/listsql"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
@@ -82,7 +82,7 @@ func (s *Store) List(ctx context.Context, f ledger.ListFilter) ([]ledger.Operati
 		return nil, err
 	}
 	var w where
-	listsql.List(f, w.add)
+	sqlstore.ListConds(f, w.add)
 	return s.listOps(ctx, "list", w, "id", ledgerdriver.ListLimit(f))
 }
 
@@ -95,7 +95,7 @@ func (s *Store) ListReview(ctx context.Context, f ledger.ReviewFilter) ([]ledger
 	var w where
 	// Literal, to match the review index's predicate.
 	w.conds = append(w.conds, "status = 'manual_review'")
-	listsql.Review(f, func(t time.Time) any { return ledgerdriver.UTC(t) }, w.add)
+	sqlstore.ReviewConds(f, func(t time.Time) any { return ledgerdriver.UTC(t) }, w.add)
 	return s.listOps(ctx, "list review", w, "review_at, id", ledgerdriver.ReviewLimit(f))
 }
 

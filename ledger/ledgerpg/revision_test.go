@@ -275,11 +275,9 @@ func waitForLockWait(t *testing.T, pool *pgxpool.Pool, schema string) {
 	}
 }
 
-// Begin's one-trip path and the one-statement writes run as implicit
-// transactions, whose isolation is the server's default. With another
-// default, Begin's guard sees it, nothing is written, and the store opens
-// READ COMMITTED transactions itself from then on; the one-statement
-// writes, which need no particular level, stay one statement.
+// Begin's one trip opens its own READ COMMITTED transaction, whatever the
+// server's default isolation; the one-statement writes, which need no
+// particular level, run in the server's default and stay one statement.
 func TestOneTripUnderAnotherDefaultIsolation(t *testing.T) {
 	t.Parallel()
 	for _, level := range []string{"repeatable read", "serializable"} {
@@ -294,7 +292,7 @@ func TestOneTripUnderAnotherDefaultIsolation(t *testing.T) {
 			require.NoError(t, pool.QueryRow(t.Context(), "SHOW transaction_isolation").Scan(&got))
 			require.Equal(t, level, got)
 
-			ledgertest.BeginWithAttempt(t0)(t, s, "op-1") // the guard refuses; then BEGIN ... READ COMMITTED
+			ledgertest.BeginWithAttempt(t0)(t, s, "op-1")
 			before := counter.roundTrips.Load()
 			ledgertest.BeginWithAttempt(t0)(t, s, "op-2")
 			require.Equal(t, int64(1), counter.roundTrips.Load()-before, "Begin: one round trip")

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
@@ -113,7 +113,7 @@ func (s *opScan) operation() (ledger.Operation, error) {
 	op.ReviewReason = s.reviewReason.String
 	op.ReviewAt = timeOf(s.reviewAt)
 	if s.resolutionOutcome.Valid {
-		if op.Resolution, err = storeflow.Resolution(op.ID, s.resolvedBy.String, s.resolutionNote.String, s.resolutionOutcome.String, timeOf(s.resolvedAt)); err != nil {
+		if op.Resolution, err = sqlstore.Resolution(op.ID, s.resolvedBy.String, s.resolutionNote.String, s.resolutionOutcome.String, timeOf(s.resolvedAt)); err != nil {
 			return ledger.Operation{}, err
 		}
 	}

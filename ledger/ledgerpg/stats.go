@@ -7,10 +7,10 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/internal/statsql"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 )
 
-// Stats implements ledger.Store with one statement (see package statsql):
+// Stats implements ledger.Store with one statement (see sqlstore.StatsStatement):
 // one snapshot under READ COMMITTED, no transaction, no row locks. Its
 // table lock (ACCESS SHARE) conflicts with no write, only with DDL.
 func (s *Store) Stats(ctx context.Context, p ledger.StatsParams) (ledger.Stats, error) {
@@ -26,14 +26,14 @@ func (s *Store) Stats(ctx context.Context, p ledger.StatsParams) (ledger.Stats, 
 	if err != nil {
 		return ledger.Stats{}, translate("stats", err)
 	}
-	st, err := statsql.Assemble(got, p.IncludeSettled)
+	st, err := sqlstore.AssembleStats(got, p.IncludeSettled)
 	return st, translate("stats", err)
 }
 
 // scanStatsRow reads one row of Stats' statement.
-func scanStatsRow(row pgx.CollectableRow) (statsql.Row, error) {
+func scanStatsRow(row pgx.CollectableRow) (sqlstore.StatsRow, error) {
 	var (
-		r     statsql.Row
+		r     sqlstore.StatsRow
 		since pgtype.Timestamptz
 		id    pgtype.Text
 	)

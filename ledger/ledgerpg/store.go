@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -16,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 )
 
 // Config configures a Store. The zero value is valid.
@@ -55,11 +54,7 @@ type Store struct {
 	fsyncWarned sync.Once
 	// revs are the store's last writes, for the one-statement writes
 	// (revision.go).
-	revs storeflow.Copies[revision]
-	// explicitTx makes Begin's one-trip path open its transaction with
-	// BEGIN ISOLATION LEVEL READ COMMITTED, once the server was seen to
-	// default to another level (see oneTrip).
-	explicitTx atomic.Bool
+	revs sqlstore.Copies[revision]
 	// prepareFirst: the pool's connections cache prepared statements
 	// (pgx's default mode), so oneTrip prepares its statements before it
 	// measures the lease. Read once: the connection's Config() is a copy
@@ -162,15 +157,6 @@ var (
 	syncOnExpr  = strings.TrimPrefix(syncOn, "SELECT ")
 	syncOffExpr = strings.TrimPrefix(syncOff, "SELECT ")
 )
-
-// readCommittedGuard fails the statement (division by zero, SQLSTATE 22012)
-// when its transaction is not READ COMMITTED: Begin's one-trip path runs
-// without BEGIN, in the implicit transaction of its pipeline, whose level
-// is the server's default_transaction_isolation, and its check after the insert is
-// only right under READ COMMITTED (see queries.createdGuard). The
-// expression reads a stable function, so the planner cannot fold it into
-// an error at plan time.
-const readCommittedGuard = `1 / (CASE WHEN current_setting('transaction_isolation') = 'read committed' THEN 1 ELSE 0 END)`
 
 // durableTx opens the store's durable write transactions in one round trip
 // (a simple-protocol query of two statements).

@@ -11,8 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/internal/listsql"
-	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
@@ -34,7 +33,7 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 	if err := ledgerdriver.ValidateRecordWebhook(p); err != nil {
 		return ledger.WebhookReport{}, err
 	}
-	targets, err := storeflow.EncodeInbox(p.Event)
+	targets, err := sqlstore.EncodeInbox(p.Event)
 	if err != nil {
 		return ledger.WebhookReport{}, translate("record webhook", err)
 	}
@@ -42,7 +41,7 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 	var rep ledger.WebhookReport
 	err = s.durable(ctx, "record webhook", func(tx pgx.Tx) error {
 		var err error
-		rep, err = storeflow.RecordEvent(p, storeflow.WebhookSteps{
+		rep, err = sqlstore.RecordEvent(p, sqlstore.WebhookSteps{
 			Insert: func() (bool, error) {
 				tag, err := tx.Exec(ctx, s.q.insertWebhook, e.Provider, e.ID, e.Type, nullTime(ledgerdriver.UTC(e.OccurredAt)), ledgerdriver.UTC(p.Now), targets)
 				return tag.RowsAffected() == 1, err
@@ -136,7 +135,7 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 	return rep, nil
 }
 
-// reopen is RecordWebhook's Reopen step (storeflow.WebhookSteps) in one
+// reopen is RecordWebhook's Reopen step (sqlstore.WebhookSteps) in one
 // round trip: the tombstone's delete, the operation's insert in the
 // tombstone's final status, the undo of the feed's creation entry, then
 // the update into review and its audit entries, whose trigger writes the
@@ -190,7 +189,7 @@ func (s *Store) outcomesOf(ctx context.Context, tx pgx.Tx, provider, eventID str
 	// Appended to nil, not collected: none is nil, as ledgersqlite reads it
 	// and as a first delivery without targets reports.
 	return pgx.AppendRows([]ledger.WebhookOutcome(nil), rows, func(row pgx.CollectableRow) (ledger.WebhookOutcome, error) {
-		return storeflow.ScanOutcome(row, provider, eventID)
+		return sqlstore.ScanOutcome(row, provider, eventID)
 	})
 }
 
@@ -202,8 +201,8 @@ func (s *Store) ListWebhooks(ctx context.Context, f ledger.InboxFilter) ([]ledge
 		return nil, err
 	}
 	var w where
-	listsql.Inbox(f, s.q.outcomes, w.add)
-	w.args = append(w.args, storeflow.InboxLimit(f))
+	sqlstore.InboxConds(f, s.q.outcomes, w.add)
+	w.args = append(w.args, sqlstore.InboxLimit(f))
 	sql := fmt.Sprintf("%s%s ORDER BY w.received_at DESC, w.provider, w.event_id LIMIT $%d", s.q.listWebhooks, w.String(), len(w.args))
 	rows, err := s.pool.Query(ctx, sql, w.args...)
 	if err != nil {
@@ -228,6 +227,6 @@ func scanInboxEntry(row pgx.CollectableRow) (ledger.InboxEntry, error) {
 		return e, err
 	}
 	e.OccurredAt, e.ReceivedAt = timeOf(occurred), received.UTC()
-	err := storeflow.DecodeInbox(&e, targets, outcomes)
+	err := sqlstore.DecodeInbox(&e, targets, outcomes)
 	return e, err
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
@@ -47,7 +47,7 @@ func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginRe
 		}
 		// The write lock may have been waited for (another process, a
 		// caller's transaction) past the end of the lease granted here.
-		return storeflow.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
+		return sqlstore.LeaseGranted(p.Op.ID, p.Now, p.LeaseUntil, start)
 	})
 	if err != nil {
 		if errors.Is(err, ledger.ErrInProgress) {

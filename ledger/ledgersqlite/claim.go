@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
@@ -32,7 +32,7 @@ func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operati
 		if err := saveOp(ctx, c, &op); err != nil {
 			return err
 		}
-		return storeflow.LeaseGranted(p.ID, p.Now, p.LeaseUntil, start)
+		return sqlstore.LeaseGranted(p.ID, p.Now, p.LeaseUntil, start)
 	})
 	if err != nil {
 		return ledger.Operation{}, fail("claim", err)
@@ -73,7 +73,7 @@ func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (
 		}
 		// The caller sends once this commits: the lease it extends must not
 		// have ended meanwhile.
-		return storeflow.LeaseGranted(p.ID, p.Now, p.LeaseUntil, start)
+		return sqlstore.LeaseGranted(p.ID, p.Now, p.LeaseUntil, start)
 	})
 	if err != nil {
 		return ledger.Operation{}, ledger.Attempt{}, fail("start attempt", err)

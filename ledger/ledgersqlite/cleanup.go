@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
@@ -27,7 +27,7 @@ func (s *Store) Cleanup(ctx context.Context, p ledger.CleanupParams) (ledger.Cle
 	if err := ledgerdriver.ValidateCleanup(p); err != nil {
 		return ledger.CleanupReport{}, fail("cleanup", err)
 	}
-	return storeflow.Cleanup(ctx, p, storeflow.CleanupSteps{
+	return sqlstore.Cleanup(ctx, p, sqlstore.CleanupSteps{
 		DeleteBatch: func(now, finishedBefore time.Time, batch int) (int, error) {
 			var n int
 			err := s.write(ctx, func(c *sql.Conn) error {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/internal/feedsql"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
@@ -22,7 +22,7 @@ import (
 // Cursors carry epoch 0.
 func (s *Store) Feed(ctx context.Context, p ledger.FeedParams) ([]ledger.FeedEntry, error) {
 	wrap := func(err error) error { return fail("feed", err) }
-	return feedsql.Read(p, feedsql.Steps{
+	return sqlstore.ReadFeed(p, sqlstore.FeedSteps{
 		Beyond: func(epoch, seq int64) (bool, error) {
 			if epoch != 0 {
 				return true, nil // a PostgreSQL ledger's cursor
@@ -35,12 +35,12 @@ func (s *Store) Feed(ctx context.Context, p ledger.FeedParams) ([]ledger.FeedEnt
 			})
 			return seq > last, err
 		},
-		Page: func(_, seq int64, limit int, provider string, statuses []string) ([]feedsql.Row, error) {
+		Page: func(_, seq int64, limit int, provider string, statuses []string) ([]sqlstore.FeedRow, error) {
 			statusJSON, err := json.Marshal(statuses)
 			if err != nil {
 				return nil, err
 			}
-			var out []feedsql.Row
+			var out []sqlstore.FeedRow
 			err = s.read(ctx, func(c *sql.Conn) error {
 				var err error
 				out, err = collect(ctx, c, scanFeedRow, `SELECT seq, operation_id, key, generation, provider, kind, refs,
@@ -54,7 +54,7 @@ func (s *Store) Feed(ctx context.Context, p ledger.FeedParams) ([]ledger.FeedEnt
 			})
 			return out, err
 		},
-		Durable: func(last feedsql.Row) error { return s.syncFeed(ctx, last.Seq) },
+		Durable: func(last sqlstore.FeedRow) error { return s.syncFeed(ctx, last.Seq) },
 	}, wrap)
 }
 
@@ -102,9 +102,9 @@ func (s *Store) syncFeed(ctx context.Context, seq int64) error {
 }
 
 // scanFeedRow reads one row of Feed's page.
-func scanFeedRow(sc scanner) (feedsql.Row, error) {
+func scanFeedRow(sc scanner) (sqlstore.FeedRow, error) {
 	var (
-		r    feedsql.Row
+		r    sqlstore.FeedRow
 		refs string
 		at   sql.NullInt64
 	)
@@ -122,7 +122,7 @@ func scanFeedRow(sc scanner) (feedsql.Row, error) {
 
 // purgeFeed deletes, of the feed's first batch rows, those before the
 // first one made at or after madeBefore (a running min over seq order): the
-// purge only ever removes a prefix of the feed (see storeflow.Cleanup).
+// purge only ever removes a prefix of the feed (see sqlstore.Cleanup).
 func purgeFeed(ctx context.Context, c *sql.Conn, madeBefore time.Time, batch int) (int, error) {
 	res, err := c.ExecContext(ctx, `DELETE FROM payonce_feed WHERE seq IN (
 			SELECT seq FROM (

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
@@ -124,7 +124,7 @@ func (s *Store) finishFast(ctx context.Context, p ledger.FinishParams, now time.
 	if !ok || s.longWayOnly {
 		return ledger.Operation{}, false, nil
 	}
-	ch, ok := storeflow.FinishOnCopy(rev.op, rev.att, p)
+	ch, ok := sqlstore.FinishOnCopy(rev.op, rev.att, p)
 	if !ok {
 		return ledger.Operation{}, false, nil
 	}

@@ -6,7 +6,7 @@ import (
 	"errors"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/internal/listsql"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
@@ -56,7 +56,7 @@ func (s *Store) List(ctx context.Context, f ledger.ListFilter) ([]ledger.Operati
 		return nil, fail("list", err)
 	}
 	var w where
-	listsql.List(f, w.add)
+	sqlstore.ListConds(f, w.add)
 	return s.listOps(ctx, "list", w, "id", ledgerdriver.ListLimit(f))
 }
 
@@ -68,7 +68,7 @@ func (s *Store) ListReview(ctx context.Context, f ledger.ReviewFilter) ([]ledger
 	}
 	// Literal, to match the review index's predicate.
 	w := where{conds: []string{"status = 'manual_review'"}}
-	listsql.Review(f, micros, w.add)
+	sqlstore.ReviewConds(f, micros, w.add)
 	return s.listOps(ctx, "list review", w, "review_at, id", ledgerdriver.ReviewLimit(f))
 }
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
@@ -150,7 +150,7 @@ func scanOp(sc scanner) (ledger.Operation, error) {
 	op.ReviewReason = r.reviewReason.String
 	op.ReviewAt = fromMicros(r.reviewAt)
 	if r.resolvedBy.Valid || r.resolutionOutcome.Valid {
-		if op.Resolution, err = storeflow.Resolution(op.ID, r.resolvedBy.String, r.resolutionNote.String, r.resolutionOutcome.String, fromMicros(r.resolvedAt)); err != nil {
+		if op.Resolution, err = sqlstore.Resolution(op.ID, r.resolvedBy.String, r.resolutionNote.String, r.resolutionOutcome.String, fromMicros(r.resolvedAt)); err != nil {
 			return ledger.Operation{}, err
 		}
 	}

@@ -5,16 +5,16 @@ import (
 	"database/sql"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/internal/statsql"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 )
 
-// The statements of Stats, built once (see package statsql).
+// The statements of Stats, built once (see sqlstore.StatsStatement).
 var (
-	statsQuery        = statsql.Statement("payonce_operations", false)
-	statsSettledQuery = statsql.Statement("payonce_operations", true)
+	statsQuery        = sqlstore.StatsStatement("payonce_operations", false)
+	statsSettledQuery = sqlstore.StatsStatement("payonce_operations", true)
 )
 
-// Stats implements ledger.Store with one statement (see package statsql)
+// Stats implements ledger.Store with one statement (see sqlstore.StatsStatement)
 // on a read connection: in autocommit, one snapshot. Under WAL a reader
 // neither waits for the writer nor holds it up, and Stats never queues for
 // the Store's write lock.
@@ -23,7 +23,7 @@ func (s *Store) Stats(ctx context.Context, p ledger.StatsParams) (ledger.Stats, 
 	if p.IncludeSettled {
 		query = statsSettledQuery
 	}
-	var got []statsql.Row
+	var got []sqlstore.StatsRow
 	err := s.read(ctx, func(c *sql.Conn) error {
 		var err error
 		got, err = collect(ctx, c, scanStatsRow, query)
@@ -32,7 +32,7 @@ func (s *Store) Stats(ctx context.Context, p ledger.StatsParams) (ledger.Stats, 
 	if err != nil {
 		return ledger.Stats{}, fail("stats", err)
 	}
-	st, err := statsql.Assemble(got, p.IncludeSettled)
+	st, err := sqlstore.AssembleStats(got, p.IncludeSettled)
 	if err != nil {
 		return ledger.Stats{}, fail("stats", err)
 	}
@@ -40,9 +40,9 @@ func (s *Store) Stats(ctx context.Context, p ledger.StatsParams) (ledger.Stats, 
 }
 
 // scanStatsRow reads one row of Stats' statement.
-func scanStatsRow(sc scanner) (statsql.Row, error) {
+func scanStatsRow(sc scanner) (sqlstore.StatsRow, error) {
 	var (
-		r     statsql.Row
+		r     sqlstore.StatsRow
 		since sql.NullInt64
 		id    sql.NullString
 	)

@@ -16,7 +16,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 )
 
 // Compile-time proof that *Store implements ledger.Store.
@@ -61,7 +61,7 @@ type Store struct {
 
 	// revs holds the Store's copies of its last writes, on which Finish
 	// writes without reading the row first (revision.go).
-	revs storeflow.Copies[revision]
+	revs sqlstore.Copies[revision]
 	// fastFinishes counts the Finishes written on a copy (for tests).
 	fastFinishes atomic.Int64
 	// longWayOnly turns the writes on a copy off, so that tests can

@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/internal/listsql"
-	"github.com/payonce/payonce/ledger/internal/storeflow"
+	"github.com/payonce/payonce/ledger/internal/sqlstore"
 	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
@@ -32,7 +31,7 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 	if err := ledgerdriver.ValidateRecordWebhook(p); err != nil {
 		return ledger.WebhookReport{}, fail("record webhook", err)
 	}
-	targets, err := storeflow.EncodeInbox(p.Event)
+	targets, err := sqlstore.EncodeInbox(p.Event)
 	if err != nil {
 		return ledger.WebhookReport{}, fail("record webhook", err)
 	}
@@ -40,7 +39,7 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 	var rep ledger.WebhookReport
 	err = s.write(ctx, func(c *sql.Conn) error {
 		var err error
-		rep, err = storeflow.RecordEvent(p, storeflow.WebhookSteps{
+		rep, err = sqlstore.RecordEvent(p, sqlstore.WebhookSteps{
 			Insert: func() (bool, error) {
 				res, err := c.ExecContext(ctx, `INSERT INTO payonce_webhooks
 					(provider, event_id, type, occurred_at, received_at, targets) VALUES (?, ?, ?, ?, ?, ?)
@@ -137,7 +136,7 @@ func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams)
 	return rep, nil
 }
 
-// reopen is RecordWebhook's Reopen step (storeflow.WebhookSteps), in the
+// reopen is RecordWebhook's Reopen step (sqlstore.WebhookSteps), in the
 // write transaction on c: the tombstone's delete, the operation's insert in
 // the tombstone's final status, the undo of the feed's creation entry that
 // insert wrote, then the update into review and its audit entries, whose
@@ -173,7 +172,7 @@ func reopen(ctx context.Context, c *sql.Conn, tomb ledger.Operation, ch ledgerdr
 // outcomesOf reads the stored outcomes of one event in order.
 func outcomesOf(ctx context.Context, q querier, provider, eventID string) ([]ledger.WebhookOutcome, error) {
 	return collect(ctx, q, func(sc scanner) (ledger.WebhookOutcome, error) {
-		return storeflow.ScanOutcome(sc, provider, eventID)
+		return sqlstore.ScanOutcome(sc, provider, eventID)
 	}, `SELECT target, operation_id, disposition, from_status, to_status
 		FROM payonce_webhook_outcomes WHERE provider = ? AND event_id = ? ORDER BY seq`, provider, eventID)
 }
@@ -187,14 +186,14 @@ func (s *Store) ListWebhooks(ctx context.Context, f ledger.InboxFilter) ([]ledge
 		return nil, fail("list webhooks", err)
 	}
 	var w where
-	listsql.Inbox(f, "payonce_webhook_outcomes", w.add)
+	sqlstore.InboxConds(f, "payonce_webhook_outcomes", w.add)
 	query := `SELECT w.provider, w.event_id, w.type, w.occurred_at, w.received_at, w.targets,
 		(SELECT json_group_array(json_object('target', o.target, 'operation_id', o.operation_id,
 			'disposition', o.disposition, 'from_status', o.from_status, 'to_status', o.to_status) ORDER BY o.seq)
 		 FROM payonce_webhook_outcomes o WHERE o.provider = w.provider AND o.event_id = w.event_id)
 		FROM payonce_webhooks w` + w.String() + `
 		ORDER BY w.received_at DESC, w.provider, w.event_id LIMIT ?`
-	args := append(w.args, storeflow.InboxLimit(f))
+	args := append(w.args, sqlstore.InboxLimit(f))
 	var out []ledger.InboxEntry
 	err := s.read(ctx, func(c *sql.Conn) error {
 		var err error
@@ -221,7 +220,7 @@ func scanInboxEntry(sc scanner) (ledger.InboxEntry, error) {
 		return e, err
 	}
 	e.OccurredAt, e.ReceivedAt = fromMicros(occurred), fromMicros(received)
-	err := storeflow.DecodeInbox(&e, targets, outcomes)
+	err := sqlstore.DecodeInbox(&e, targets, outcomes)
 	return e, err
 }
 
@@ -249,5 +248,5 @@ func purgeInbox(ctx context.Context, c *sql.Conn, cutoff time.Time, batch int) (
 }
 
 // earlierQuery reads what an operation recorded under its earlier key
-// generations (storeflow.EarlierQuery).
-var earlierQuery = storeflow.EarlierQuery(func(n int) string { return "?" + strconv.Itoa(n) }, "payonce_attempts", "payonce_events")
+// generations (sqlstore.EarlierQuery).
+var earlierQuery = sqlstore.EarlierQuery(func(n int) string { return "?" + strconv.Itoa(n) }, "payonce_attempts", "payonce_events")

@@ -1,8 +1,9 @@
-// Package listsql is the one home of what the SQL stores (ledgerpg and
-// ledgersqlite) select for the ledger's list filters: each filter field
-// set becomes one condition of the WHERE clause, the same in both stores.
+// What the SQL stores (ledgerpg and ledgersqlite) select for the ledger's
+// list filters: each filter field set becomes one condition of the WHERE
+// clause, the same in both stores.
 // The stores keep their own placeholders and value encodings.
-package listsql
+
+package sqlstore
 
 import (
 	"time"
@@ -10,8 +11,8 @@ import (
 	"github.com/payonce/payonce/ledger"
 )
 
-// Add appends a condition whose single "?" stands for arg.
-type Add func(cond string, arg any)
+// AddCond appends a condition whose single "?" stands for arg.
+type AddCond func(cond string, arg any)
 
 // cond is one condition of a filter: added when its field is set.
 type cond struct {
@@ -21,7 +22,7 @@ type cond struct {
 }
 
 // addSet adds the conditions that are set, in order.
-func addSet(add Add, conds ...cond) {
+func addSet(add AddCond, conds ...cond) {
 	for _, c := range conds {
 		if c.set {
 			add(c.sql, c.arg)
@@ -29,9 +30,9 @@ func addSet(add Add, conds ...cond) {
 	}
 }
 
-// List adds the conditions of f, a filter that passed Validate: its
+// ListConds adds the conditions of f, a filter that passed Validate: its
 // status, provider, kind and the ID to list after, each when set.
-func List(f ledger.ListFilter, add Add) {
+func ListConds(f ledger.ListFilter, add AddCond) {
 	addSet(add,
 		cond{f.Status != "", "status = ?", string(f.Status)},
 		cond{f.Provider != "", "provider = ?", f.Provider},
@@ -40,11 +41,11 @@ func List(f ledger.ListFilter, add Add) {
 	)
 }
 
-// Review adds the conditions of f, a filter that passed Validate, beyond
+// ReviewConds adds the conditions of f, a filter that passed Validate, beyond
 // the status (the stores write status = 'manual_review' as a literal, to
 // match the review index's predicate): its provider, kind, reason and
 // entry time, each when set. at is the store's encoding of a time.
-func Review(f ledger.ReviewFilter, at func(time.Time) any, add Add) {
+func ReviewConds(f ledger.ReviewFilter, at func(time.Time) any, add AddCond) {
 	addSet(add,
 		cond{f.Provider != "", "provider = ?", f.Provider},
 		cond{f.Kind != "", "kind = ?", f.Kind},
@@ -54,11 +55,11 @@ func Review(f ledger.ReviewFilter, at func(time.Time) any, add Add) {
 	)
 }
 
-// Inbox adds the conditions of f, a filter that passed Validate, on the
+// InboxConds adds the conditions of f, a filter that passed Validate, on the
 // inbox table aliased w, whose outcomes are in the table outcomes (the
 // store's name for payonce_webhook_outcomes): its provider, and entries
 // with an outcome of its disposition or on its operation, each when set.
-func Inbox(f ledger.InboxFilter, outcomes string, add Add) {
+func InboxConds(f ledger.InboxFilter, outcomes string, add AddCond) {
 	has := func(col string) string {
 		return "EXISTS (SELECT 1 FROM " + outcomes + " o WHERE o.provider = w.provider AND o.event_id = w.event_id AND o." + col + " = ?)"
 	}

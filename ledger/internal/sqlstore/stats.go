@@ -1,7 +1,7 @@
-// Package statsql is the one home of ledger.Store.Stats for the SQL stores
-// (ledgerpg and ledgersqlite): the statement, whose text is the same in both
-// (each store fills in its table name and scans the values its way), and the
-// assembly of its rows into a ledger.Stats.
+// ledger.Store.Stats for the SQL stores (ledgerpg and ledgersqlite): the
+// statement, whose text is the same in both (each store fills in its table
+// name and scans the values its way), and the assembly of its rows into a
+// ledger.Stats.
 //
 // The statement is one SELECT, so that every count comes from one snapshot
 // (PostgreSQL under READ COMMITTED and SQLite in autocommit both give a
@@ -20,7 +20,8 @@
 //     reason). One lookup per (provider, kind, reason) finds the oldest ID.
 //   - with IncludeSettled, succeeded and failed operations: every one of
 //     them, the settled history. Only the caller who asks pays for it.
-package statsql
+
+package sqlstore
 
 import (
 	"cmp"
@@ -76,13 +77,13 @@ WHERE status IN ('succeeded', 'failed')
 GROUP BY status, provider, kind`
 )
 
-// Statement returns the text of Stats' statement on the operations table
+// StatsStatement returns the text of Stats' statement on the operations table
 // ops (as the store's SQL names it, quoted and qualified if need be), with
 // the settled branch when includeSettled. It has no parameters. Its columns
-// are those of Row, in order: part, status, provider, kind, code, reason, count,
+// are those of StatsRow, in order: part, status, provider, kind, code, reason, count,
 // since (the store's time encoding, NULL for settled rows) and id (NULL for
 // settled rows).
-func Statement(ops string, includeSettled bool) string {
+func StatsStatement(ops string, includeSettled bool) string {
 	branches := []string{openBranch, reviewBranch}
 	if includeSettled {
 		branches = append(branches, settledBranch)
@@ -90,8 +91,8 @@ func Statement(ops string, includeSettled bool) string {
 	return strings.ReplaceAll(strings.Join(branches, "\nUNION ALL\n"), "{{ops}}", ops)
 }
 
-// Row is one row of the statement, its values decoded by the store.
-type Row struct {
+// StatsRow is one row of the statement, its values decoded by the store.
+type StatsRow struct {
 	Part     string
 	Status   string
 	Provider string
@@ -111,16 +112,16 @@ type Row struct {
 // in the statement's order: part, status, provider, kind, code, reason,
 // count.
 // Each store scans since and id its own way after them.
-func (r *Row) Dest() []any {
+func (r *StatsRow) Dest() []any {
 	return []any{&r.Part, &r.Status, &r.Provider, &r.Kind, &r.Code, &r.Reason, &r.Count}
 }
 
-// Assemble turns the rows of the statement into a ledger.Stats, ordered as
+// AssembleStats turns the rows of the statement into a ledger.Stats, ordered as
 // ledger.Stats documents. The manual_review entries of Open and Oldest are
 // the sums and minimums of the review rows of their provider and kind.
 // Settled is nil unless includeSettled. An unexpected row (a part or status
 // the statement cannot produce) is reported as ledger.ErrCorrupt.
-func Assemble(rows []Row, includeSettled bool) (ledger.Stats, error) {
+func AssembleStats(rows []StatsRow, includeSettled bool) (ledger.Stats, error) {
 	st := ledger.Stats{Open: []ledger.StatusCount{}, Oldest: []ledger.OldestOpen{}, Reviews: []ledger.ReasonCount{}}
 	if includeSettled {
 		st.Settled = []ledger.StatusCount{}

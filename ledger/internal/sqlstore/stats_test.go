@@ -1,4 +1,4 @@
-package statsql
+package sqlstore
 
 import (
 	"testing"
@@ -14,10 +14,10 @@ import (
 // the smaller ID).
 func TestAssembleMergesReviewReasons(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	review := func(reason string, n int64, since time.Time, id string) Row {
-		return Row{Part: partReview, Status: "manual_review", Provider: "adyen", Kind: "refund", Reason: reason, Count: n, Since: since, ID: id}
+	review := func(reason string, n int64, since time.Time, id string) StatsRow {
+		return StatsRow{Part: partReview, Status: "manual_review", Provider: "adyen", Kind: "refund", Reason: reason, Count: n, Since: since, ID: id}
 	}
-	st, err := Assemble([]Row{
+	st, err := AssembleStats([]StatsRow{
 		review("c", 1, time.Time{}, ""),
 		review("b", 2, t0, "op-9"),
 		review("a", 3, t0, "op-2"),
@@ -38,7 +38,7 @@ func TestAssembleMergesReviewReasons(t *testing.T) {
 
 // A row the statement cannot produce is reported, not counted.
 func TestAssembleRefusesUnexpectedRows(t *testing.T) {
-	for name, r := range map[string]Row{
+	for name, r := range map[string]StatsRow{
 		"unknown status":          {Part: partOpen, Status: "exploded"},
 		"settled status as open":  {Part: partOpen, Status: "succeeded"},
 		"review as open":          {Part: partOpen, Status: "manual_review"},
@@ -47,7 +47,7 @@ func TestAssembleRefusesUnexpectedRows(t *testing.T) {
 		"open status as a review": {Part: partReview, Status: "pending"},
 		"unknown part":            {Part: "other", Status: "pending"},
 	} {
-		_, err := Assemble([]Row{r}, name == "open status as settled")
+		_, err := AssembleStats([]StatsRow{r}, name == "open status as settled")
 		require.ErrorIs(t, err, ledger.ErrCorrupt, name)
 	}
 }

@@ -1,11 +1,12 @@
-// Package feedsql is the one home of what the SQL stores (ledgerpg and
-// ledgersqlite) share for the settlement feed (ledger.Store.Feed): the flow
-// of a read (validate, check the cursor against the end of the feed, read a
-// page, make what it read durable before handing it out) and the turning of
-// a stored row into a ledger.FeedEntry. What each store says to its
+// What the SQL stores (ledgerpg and ledgersqlite) share for the settlement
+// feed (ledger.Store.Feed): the flow of a read (validate, check the cursor
+// against the end of the feed, read a page, make what it read durable
+// before handing it out) and the turning of a stored row into a
+// ledger.FeedEntry. What each store says to its
 // database, and how it keeps the feed gap-safe and durable, stays in the
 // store.
-package feedsql
+
+package sqlstore
 
 import (
 	"fmt"
@@ -14,9 +15,9 @@ import (
 	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
-// Row is one stored feed row as a store read it: Entry holds every field
+// FeedRow is one stored feed row as a store read it: Entry holds every field
 // but Cursor, From and To, which Entry() fills from the rest.
-type Row struct {
+type FeedRow struct {
 	Epoch, Seq int64
 	From, To   string // From is empty for a creation
 	ReviewCode string // empty unless To is manual_review
@@ -27,7 +28,7 @@ type Row struct {
 // the order both stores select them: operation_id, key, generation,
 // provider, kind, then (after refs, which each store decodes its own way)
 // from_status, to_status, provider_ref, review_code, review_reason.
-func (r *Row) Dest() (head, tail []any) {
+func (r *FeedRow) Dest() (head, tail []any) {
 	e := &r.Entry
 	return []any{&e.OperationID, &e.Key, &e.Generation, &e.Provider, &e.Kind},
 		[]any{&r.From, &r.To, &e.ProviderRef, &r.ReviewCode, &e.ReviewReason}
@@ -35,7 +36,7 @@ func (r *Row) Dest() (head, tail []any) {
 
 // FeedEntry turns r into a FeedEntry; a status the ledger does not know is
 // reported as ledger.ErrCorrupt naming the row.
-func (r Row) FeedEntry() (ledger.FeedEntry, error) {
+func (r FeedRow) FeedEntry() (ledger.FeedEntry, error) {
 	e := r.Entry
 	to, err := ledgerdriver.ParseStatus(r.To)
 	if err != nil {
@@ -56,25 +57,25 @@ func (r Row) FeedEntry() (ledger.FeedEntry, error) {
 	return e, nil
 }
 
-// Steps are one store's statements for a Feed read. Each returns its
-// errors unwrapped; Read wraps them with wrap.
-type Steps struct {
+// FeedSteps are one store's statements for a Feed read. Each returns its
+// errors unwrapped; ReadFeed wraps them with wrap.
+type FeedSteps struct {
 	// Beyond reports whether the position (epoch, seq) is past anything the
 	// store can have handed out.
 	Beyond func(epoch, seq int64) (bool, error)
 	// Page reads up to limit rows after (epoch, seq) in feed order, of the
 	// provider (when not empty) and with To in statuses (when not empty).
-	Page func(epoch, seq int64, limit int, provider string, statuses []string) ([]Row, error)
+	Page func(epoch, seq int64, limit int, provider string, statuses []string) ([]FeedRow, error)
 	// Durable runs after a Page that read rows, before they are handed
 	// out: once it returns nil, no crash of the database (PostgreSQL: of
 	// its server; SQLite: of the machine) can take back any of them, nor
 	// anything committed before them. last is the page's last row.
-	Durable func(last Row) error
+	Durable func(last FeedRow) error
 }
 
-// Read runs ledger.Store.Feed: validation errors are returned as they are,
+// ReadFeed runs ledger.Store.Feed: validation errors are returned as they are,
 // store errors wrapped by wrap. The result is empty, never nil.
-func Read(p ledger.FeedParams, steps Steps, wrap func(error) error) ([]ledger.FeedEntry, error) {
+func ReadFeed(p ledger.FeedParams, steps FeedSteps, wrap func(error) error) ([]ledger.FeedEntry, error) {
 	if err := ledgerdriver.ValidateFeed(p); err != nil {
 		return nil, err
 	}

@@ -1,8 +1,11 @@
-// Package storeflow is the one home of the Go-side flow that the SQL stores
-// (ledgerpg and ledgersqlite) share: the same steps in the same order, each
-// store supplying its own statements, transactions and error wrapping. What
-// a store says to its database stays in the store.
-package storeflow
+// Package sqlstore is the one home of what the SQL stores (ledgerpg and
+// ledgersqlite) share: the Go-side flow (the same steps in the same order,
+// each store supplying its own statements, transactions and error
+// wrapping), the settlement feed's read flow (ReadFeed), the list filters'
+// conditions (ListConds, ReviewConds, InboxConds), and Stats' statement and
+// the assembly of its rows (StatsStatement, AssembleStats). What a store
+// says to its database stays in the store.
+package sqlstore
 
 import (
 	"context"

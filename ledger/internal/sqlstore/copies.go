@@ -1,4 +1,4 @@
-package storeflow
+package sqlstore
 
 import (
 	"sync"
