@@ -118,17 +118,6 @@ func (a API) GetObject(ctx context.Context, hc payonce.HTTPDoer, path string) (s
 	return status, header, body, true, nil
 }
 
-// Decode parses an answer's body into a T (DecodeJSON) and checks with
-// check that it is the object the endpoint returns (its type, its id);
-// check's error says what is wrong.
-func Decode[T any](body []byte, check func(*T) error) (T, error) {
-	var v T
-	if err := DecodeJSON(body, &v); err != nil {
-		return v, err
-	}
-	return v, check(&v)
-}
-
 // DecodeError parses an error answer's body into a T; nil when the body
 // is empty, larger than MaxBodyBytes, not JSON, or holds no error by
 // isError (an HTML page from a proxy, an empty body, ...).

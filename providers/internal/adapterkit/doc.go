@@ -13,11 +13,11 @@
 //     WithMetadata and CheckMetadata (the caller's metadata held to the
 //     provider's limits), References, EncodeJSON, Post, PostJSON
 //     (metadata.go, request.go).
-//   - Answers: Answer, Rule, Status, Refusal, RetryAfterHeader, Reply,
-//     Object, Unreadable, Contradicted (classify.go); State and Verdict, one
+//   - Answers: Answer, Rule, Status, Refusal, RetryAfterHeader,
+//     Unreadable, Contradicted (classify.go); State and Verdict, one
 //     mapping of a provider object for Classify and Lookup (state.go).
 //   - Reading: API (bounded GETs, the provider's own 404, every failure a
-//     Failure the adapter copies into its APIError), Decode, DecodeError,
+//     Failure the adapter copies into its APIError), DecodeJSON, DecodeError,
 //     ErrorText, Temporary (api.go, http.go).
 //   - Lookups: Lookups, NeedsSearch, Objects, Combine, Belongs, IsEarlier
 //     (lookup.go, match.go): the one place where the objects a lookup found
