@@ -6,8 +6,8 @@
 // through a new adapter).
 //
 //   - Secrets: Secret, Format, LogValue, NowSet, DisplayURL, Scrub (redact.go).
-//   - Configs: Setup (header values, base URL, durations, clock: the
-//     checks of every adapter's New), CheckBaseURL, SetDurations
+//   - Configs: NotToken (a header value's characters), CheckBaseURL,
+//     DurationOrDefault: what each adapter's New checks in plain code
 //     (config.go, http.go).
 //   - Requests: CheckKey, Invalid, Metadata, MetadataLimits with
 //     WithMetadata and CheckMetadata (the caller's metadata held to the

@@ -121,13 +121,13 @@ func TestClassifyError(t *testing.T) {
 
 func TestRequestHelpers(t *testing.T) {
 	t.Parallel()
-	var ttl, lag time.Duration
-	require.NoError(t, adapterkit.SetDurations("x.Config.",
-		adapterkit.Duration{Field: "KeyTTL", Value: 0, Dst: &ttl, Default: time.Hour},
-		adapterkit.Duration{Field: "Lag", Value: time.Second, Dst: &lag, Default: time.Minute}))
+	ttl, err := adapterkit.DurationOrDefault("x.Config.", "KeyTTL", 0, time.Hour, "")
+	require.NoError(t, err)
+	lag, err := adapterkit.DurationOrDefault("x.Config.", "Lag", time.Second, time.Minute, "")
+	require.NoError(t, err)
 	require.Equal(t, time.Hour, ttl)
 	require.Equal(t, time.Second, lag)
-	err := adapterkit.SetDurations("x.Config.", adapterkit.Duration{Field: "Lag", Value: -1, Dst: &lag, Default: time.Minute, Hint: "!"})
+	_, err = adapterkit.DurationOrDefault("x.Config.", "Lag", -1, time.Minute, "!")
 	var ve *payonce.ValidationError
 	require.ErrorAs(t, err, &ve)
 	require.Equal(t, "x.Config.Lag", ve.Field)
