@@ -16,9 +16,9 @@
 //   - Answers: Answer, Rule, Status, Refusal, RetryAfterHeader,
 //     Unreadable, Contradicted (classify.go); State and Verdict, one
 //     mapping of a provider object for Classify and Lookup (state.go).
-//   - Reading: API (bounded GETs, the provider's own 404, every failure a
-//     Failure the adapter copies into its APIError), DecodeJSON, DecodeError,
-//     ErrorText, Temporary (api.go, http.go).
+//   - Reading: Get (one bounded GET; an answer a lookup cannot use is a
+//     Failure, which the adapter turns into its APIError), Fail,
+//     DecodeJSON, DecodeError, ErrorText, Temporary (api.go, http.go).
 //   - Lookups: Lookups, NeedsSearch, Objects, Combine, Belongs, IsEarlier
 //     (lookup.go, match.go): the one place where the objects a lookup found
 //     become a LookupResult.
