@@ -16,7 +16,7 @@ import (
 )
 
 // MaxBodyBytes is the most of an answer an adapter reads: the client's
-// own limit (payonce.MaxBodyBytes, defined once in transport.go).
+// own limit, payonce.MaxBodyBytes.
 const MaxBodyBytes = payonce.MaxBodyBytes
 
 // MaxRetryAfter bounds a wait read from an answer (Retry-After or a body's
