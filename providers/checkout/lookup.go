@@ -22,7 +22,7 @@ func (p *Provider) lookupCharge(ctx context.Context, hc payonce.HTTPDoer, q payo
 	objs := adapterkit.Objects[payment]{Provider: p.Name(),
 		Get: func(id string) (payment, bool, error) { return p.getPayment(ctx, hc, id) },
 		Missing: func(id string) error {
-			return p.apiError(adapterkit.Fail("/payments/{id}", 0, nil, p.scrub("payment "+id+" is listed by reference but GET by id answers 404")))
+			return p.apiError(adapterkit.Fail("/payments/{id}", 0, nil, "payment "+id+" is listed by reference but GET by id answers 404"))
 		},
 		Match: func(pm payment) (adapterkit.Match, error) { return p.chargeMatch(ctx, hc, q, pm) },
 	}
@@ -72,9 +72,9 @@ func (p *Provider) searchPayments(ctx context.Context, hc payonce.HTTPDoer, op s
 		}
 		query := url.Values{"reference": {op}, "limit": {strconv.Itoa(listLimit)}, "skip": {strconv.Itoa(skip)}}
 		var res paymentList
-		header, err := p.getJSON(ctx, hc, path, query, &res)
+		header, err := adapterkit.GetJSON(ctx, hc, p.Name(), p.baseURL, path, query, p.setHeaders, &res)
 		if err != nil {
-			return nil, err
+			return nil, p.apiError(err)
 		}
 		if res.TotalCount == nil {
 			return nil, p.unusable(path, header, errors.New("answer has no total_count: not a payment list"))

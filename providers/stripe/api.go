@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/url"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/internal/adapterkit"
@@ -39,14 +38,14 @@ func (e *APIError) Error() string {
 func (e *APIError) Temporary() bool { return adapterkit.Temporary(e.HTTPStatus) }
 
 // apiError is err as an *APIError when it is an answer the lookup cannot
-// use (an adapterkit.Failure); nil and the transport's errors pass as they
-// are.
+// use (an adapterkit.Failure), every text in it scrubbed; nil and the
+// transport's errors pass as they are.
 func (p *Provider) apiError(err error) error {
 	var f *adapterkit.Failure
 	if !errors.As(err, &f) {
 		return err
 	}
-	e := &APIError{Method: f.Method, Path: f.Path, HTTPStatus: f.HTTPStatus, RequestID: f.Header.Get("Request-Id"), Message: f.Message}
+	e := &APIError{Method: f.Method, Path: f.Path, HTTPStatus: f.HTTPStatus, RequestID: f.Header.Get("Request-Id"), Message: p.scrub(f.Message)}
 	if b := decodeError(f.Body); b != nil {
 		e.Type, e.Code, e.DeclineCode, e.Message = b.Type, b.Code, b.DeclineCode, p.scrub(b.Message)
 	}
@@ -65,20 +64,6 @@ func (p *Provider) getObject(ctx context.Context, hc payonce.HTTPDoer, path stri
 	return status, header, body, err == nil, p.apiError(err)
 }
 
-// getJSON reads path with query (adapterkit.Get) and decodes its answer
-// into v; every failure is an *APIError, a body that does not decode an
-// unusable one.
-func (p *Provider) getJSON(ctx context.Context, hc payonce.HTTPDoer, path string, query url.Values, v any) (http.Header, error) {
-	_, header, body, err := adapterkit.Get(ctx, hc, p.Name(), p.baseURL, path, query, p.setHeaders)
-	if err != nil {
-		return nil, p.apiError(err)
-	}
-	if err := adapterkit.DecodeJSON(body, v); err != nil {
-		return nil, p.unusable(path, header, err)
-	}
-	return header, nil
-}
-
 // isResourceMissing reports Stripe's own "no such object" error body.
 func isResourceMissing(body []byte) bool {
 	e := decodeError(body)
@@ -88,5 +73,5 @@ func isResourceMissing(body []byte) bool {
 // unusable is the *APIError of a 2xx answer to a GET of path whose body is
 // not what the endpoint returns: err says why.
 func (p *Provider) unusable(path string, header http.Header, err error) error {
-	return p.apiError(adapterkit.Fail(path, 0, header, p.scrub("unusable answer: "+err.Error())))
+	return p.apiError(adapterkit.Unusable(path, header, err))
 }

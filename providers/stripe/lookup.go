@@ -210,9 +210,9 @@ func (p *Provider) searchCharges(ctx context.Context, hc payonce.HTTPDoer, op st
 // the endpoint in the error of an unusable answer ("search", "list").
 func getList[T object](ctx context.Context, p *Provider, hc payonce.HTTPDoer, path string, query url.Values, want, item, what string) (listOf[T], error) {
 	var res listOf[T]
-	header, err := p.getJSON(ctx, hc, path, query, &res)
+	header, err := adapterkit.GetJSON(ctx, hc, p.Name(), p.baseURL, path, query, p.setHeaders, &res)
 	if err != nil {
-		return res, err
+		return res, p.apiError(err)
 	}
 	if res.Object != want {
 		return res, p.unusable(path, header, fmt.Errorf("object is %q, want %q", res.Object, want))

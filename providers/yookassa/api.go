@@ -61,8 +61,8 @@ func pageList[T any](ctx context.Context, p *Provider, hc payonce.HTTPDoer, path
 			query.Set("cursor", cursor)
 		}
 		var res listOf[T]
-		if _, err := p.getJSON(ctx, hc, path, query, &res); err != nil {
-			return err
+		if _, err := adapterkit.GetJSON(ctx, hc, p.Name(), p.baseURL, path, query, p.setHeaders, &res); err != nil {
+			return p.apiError(err)
 		}
 		if res.Type != typeList {
 			return p.unusable(path, fmt.Errorf("type is %q, want %q", res.Type, typeList))
@@ -83,14 +83,14 @@ func pageList[T any](ctx context.Context, p *Provider, hc payonce.HTTPDoer, path
 }
 
 // apiError is err as an *APIError when it is an answer the lookup cannot
-// use (an adapterkit.Failure); nil and the transport's errors pass as they
-// are.
+// use (an adapterkit.Failure), every text in it scrubbed; nil and the
+// transport's errors pass as they are.
 func (p *Provider) apiError(err error) error {
 	var f *adapterkit.Failure
 	if !errors.As(err, &f) {
 		return err
 	}
-	e := &APIError{Method: f.Method, Path: f.Path, HTTPStatus: f.HTTPStatus, Message: f.Message}
+	e := &APIError{Method: f.Method, Path: f.Path, HTTPStatus: f.HTTPStatus, Message: p.scrub(f.Message)}
 	if b := decodeError(f.Body); b != nil {
 		e.RequestID, e.Code, e.Message = b.ID, b.Code, p.scrub(b.Description)
 	}
@@ -108,20 +108,6 @@ func (p *Provider) getObject(ctx context.Context, hc payonce.HTTPDoer, path stri
 	return status, header, body, err == nil, p.apiError(err)
 }
 
-// getJSON reads path with query (adapterkit.Get) and decodes its answer
-// into v; every failure is an *APIError, a body that does not decode an
-// unusable one.
-func (p *Provider) getJSON(ctx context.Context, hc payonce.HTTPDoer, path string, query url.Values, v any) (http.Header, error) {
-	_, header, body, err := adapterkit.Get(ctx, hc, p.Name(), p.baseURL, path, query, p.setHeaders)
-	if err != nil {
-		return nil, p.apiError(err)
-	}
-	if err := adapterkit.DecodeJSON(body, v); err != nil {
-		return nil, p.unusable(path, err)
-	}
-	return header, nil
-}
-
 // isNotFound reports YooKassa's own "no such object" error body.
 func isNotFound(body []byte) bool {
 	e := decodeError(body)
@@ -131,5 +117,5 @@ func isNotFound(body []byte) bool {
 // unusable is the *APIError of a 2xx answer to a GET of path whose body is
 // not what the endpoint returns: err says why.
 func (p *Provider) unusable(path string, err error) error {
-	return p.apiError(adapterkit.Fail(path, 0, nil, p.scrub("unusable answer: "+err.Error())))
+	return p.apiError(adapterkit.Unusable(path, nil, err))
 }

@@ -22,8 +22,9 @@ type Failure struct {
 	// Body is an error answer's body; nil for an answer too large to read
 	// or an unusable 2xx body, whose Message says what is wrong.
 	Body []byte
-	// Message describes an answer too large to read or an unusable body
-	// (scrubbed by whoever wrote it); it is empty for an error answer.
+	// Message describes an answer too large to read or an unusable body;
+	// it is empty for an error answer. It is not scrubbed: the adapter
+	// scrubs it as it builds its APIError.
 	Message string
 }
 
@@ -33,9 +34,15 @@ func (f *Failure) Error() string {
 }
 
 // Fail is the Failure of a GET of path answered with status (0 for a 2xx)
-// and header, with message (already scrubbed) saying what is wrong.
+// and header, with message saying what is wrong.
 func Fail(path string, status int, header http.Header, message string) *Failure {
 	return &Failure{Method: http.MethodGet, Path: path, HTTPStatus: status, Header: header, Message: message}
+}
+
+// Unusable is the Failure of a 2xx answer to a GET of path whose body is
+// not what the endpoint returns: err says why.
+func Unusable(path string, header http.Header, err error) *Failure {
+	return Fail(path, 0, header, "unusable answer: "+err.Error())
 }
 
 // DecodeError parses an error answer's body into a T; nil when the body

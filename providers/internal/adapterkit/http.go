@@ -90,6 +90,19 @@ func Get(ctx context.Context, hc payonce.HTTPDoer, name, base, path string, quer
 	return resp.StatusCode, resp.Header, body, nil
 }
 
+// GetJSON sends one GET (Get) and decodes its answer into v; a body that
+// does not decode is Unusable.
+func GetJSON(ctx context.Context, hc payonce.HTTPDoer, name, base, path string, query url.Values, setHeaders func(http.Header), v any) (http.Header, error) {
+	_, header, body, err := Get(ctx, hc, name, base, path, query, setHeaders)
+	if err != nil {
+		return nil, err
+	}
+	if err := DecodeJSON(body, v); err != nil {
+		return nil, Unusable(path, header, err)
+	}
+	return header, nil
+}
+
 // DecodeJSON parses an answer's body into v; a body larger than
 // MaxBodyBytes is refused unread. See also DecodeError.
 func DecodeJSON(body []byte, v any) error {
