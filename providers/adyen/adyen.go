@@ -140,28 +140,34 @@ var (
 func New(cfg Config) (*Provider, error) {
 	p := &Provider{apiKey: adapterkit.Secret(cfg.APIKey), merchant: cfg.MerchantAccount, returnURL: cmp.Or(cfg.ReturnURL, DefaultReturnURL),
 		user: adapterkit.Secret(cfg.WebhookUsername), pass: adapterkit.Secret(cfg.WebhookPassword)}
+	const prefix = "adyen.Config."
+	switch {
+	case cfg.APIKey == "":
+		return nil, adapterkit.Invalid(prefix, "APIKey", "is empty; set it to the API key of your Adyen web service user (Customer Area > Developers > API credentials)")
+	case strings.ContainsFunc(cfg.APIKey, adapterkit.NotToken):
+		return nil, adapterkit.Invalid(prefix, "APIKey", "contains spaces or control characters; copy the key exactly as the Customer Area shows it")
+	case cfg.MerchantAccount == "":
+		return nil, adapterkit.Invalid(prefix, "MerchantAccount", "is empty; set it to your Adyen merchant account name")
+	case strings.ContainsFunc(cfg.MerchantAccount, adapterkit.NotToken):
+		return nil, adapterkit.Invalid(prefix, "MerchantAccount", "contains spaces or control characters; use the merchant account name exactly as the Customer Area shows it")
+	case strings.ContainsFunc(cfg.WebhookUsername, adapterkit.NotToken) || strings.Contains(cfg.WebhookUsername, ":"):
+		// HTTP Basic auth cannot carry a ':' in the user name.
+		return nil, adapterkit.Invalid(prefix, "WebhookUsername", "contains spaces, control characters or ':'; use the user name configured on the webhook")
+	case strings.ContainsFunc(cfg.WebhookPassword, adapterkit.NotToken):
+		return nil, adapterkit.Invalid(prefix, "WebhookPassword", "contains spaces or control characters; use the password configured on the webhook")
+	}
 	var err error
-	p.baseURL, p.now, err = adapterkit.Setup{Prefix: "adyen.Config.",
-		Headers: []adapterkit.Header{
-			{Field: "APIKey", Value: cfg.APIKey, Empty: "is empty; set it to the API key of your Adyen web service user (Customer Area > Developers > API credentials)",
-				Bad: "contains spaces or control characters; copy the key exactly as the Customer Area shows it"},
-			{Field: "MerchantAccount", Value: cfg.MerchantAccount, Empty: "is empty; set it to your Adyen merchant account name",
-				Bad: "contains spaces or control characters; use the merchant account name exactly as the Customer Area shows it"},
-			{Field: "WebhookUsername", Value: cfg.WebhookUsername, Forbid: ":",
-				Bad: "contains spaces, control characters or ':'; use the user name configured on the webhook"},
-			{Field: "WebhookPassword", Value: cfg.WebhookPassword,
-				Bad: "contains spaces or control characters; use the password configured on the webhook"},
-		},
-		BaseURL: cfg.BaseURL, DefaultBaseURL: TestBaseURL,
-		Credentials: "the API key goes in Config.APIKey (live accounts use https://{PREFIX}-checkout-live.adyenpayments.com/checkout/v71)",
-		Durations: []adapterkit.Duration{
-			{Field: "KeyTTL", Value: cfg.KeyTTL, Dst: &p.keyTTL, Default: DefaultKeyTTL},
-			{Field: "WebhookLag", Value: cfg.WebhookLag, Dst: &p.webhookLag, Default: DefaultWebhookLag},
-		},
-		Now: cfg.Now,
-	}.Check()
-	if err != nil {
+	if p.baseURL, err = adapterkit.CheckBaseURL(cfg.BaseURL, TestBaseURL, "the API key goes in Config.APIKey (live accounts use https://{PREFIX}-checkout-live.adyenpayments.com/checkout/v71)"); err != nil {
+		return nil, adapterkit.Invalid(prefix, "BaseURL", "%v", err)
+	}
+	if p.keyTTL, err = adapterkit.DurationOrDefault(prefix, "KeyTTL", cfg.KeyTTL, DefaultKeyTTL, ""); err != nil {
 		return nil, err
+	}
+	if p.webhookLag, err = adapterkit.DurationOrDefault(prefix, "WebhookLag", cfg.WebhookLag, DefaultWebhookLag, ""); err != nil {
+		return nil, err
+	}
+	if p.now = cfg.Now; p.now == nil {
+		p.now = time.Now
 	}
 	if (cfg.WebhookUsername == "") != (cfg.WebhookPassword == "") {
 		return nil, adapterkit.Invalid("adyen.Config.", "WebhookPassword", "and WebhookUsername must be set together (both, for basic auth on the webhook endpoint, or neither)")

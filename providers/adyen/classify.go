@@ -12,56 +12,67 @@ import (
 // classifySuccess reads a 2xx answer. Whatever cannot be understood is
 // maybe_sent: Adyen answered 2xx, so something may have happened.
 func (p *Provider) classifySuccess(r payonce.SendRequest, o payonce.Outcome, body []byte) payonce.Outcome {
-	rp := adapterkit.Reply{Provider: "adyen", Scrub: p.scrub, Mismatch: ledger.OutcomeKeyMismatch}
 	switch r.Request.Kind {
 	case payonce.KindCharge:
-		return adapterkit.Object(rp, o, body, decodePayment, func(pm paymentResponse) string { return pm.PspReference },
-			func(pm paymentResponse) (string, error) {
-				// A PaymentResponse names no merchant account (its fields
-				// in CheckoutService-v71.json: action, additionalData,
-				// amount, donationToken, fraudResult, merchantReference,
-				// order, paymentMethod, paymentValidations, pspReference,
-				// refusalReason, refusalReasonCode, resultCode, threeDS*),
-				// and its merchantReference is the operation id on every
-				// merchant account: nothing in it can show that it is
-				// this account's payment. Only the key keeps accounts
-				// apart: it is scoped to Config.MerchantAccount
-				// (idempotency.go), so no other account's request can
-				// store the answer this key replays.
-				return paymentContradiction(r.Request, r.OperationID, pm), nil
-			},
-			func(pm paymentResponse, o payonce.Outcome) payonce.Outcome {
-				return p.paymentState(pm).Outcome("adyen", o)
-			})
+		pm, err := decodePayment(body)
+		if err != nil {
+			return p.unreadableAnswer(o, err.Error())
+		}
+		o.ProviderRef = pm.PspReference
+		// A PaymentResponse names no merchant account (its fields in
+		// CheckoutService-v71.json: action, additionalData, amount,
+		// donationToken, fraudResult, merchantReference, order,
+		// paymentMethod, paymentValidations, pspReference, refusalReason,
+		// refusalReasonCode, resultCode, threeDS*), and its
+		// merchantReference is the operation id on every merchant account:
+		// nothing in it can show that it is this account's payment. Only
+		// the key keeps accounts apart: it is scoped to
+		// Config.MerchantAccount (idempotency.go), so no other account's
+		// request can store the answer this key replays.
+		if why := paymentContradiction(r.Request, r.OperationID, pm); why != "" {
+			return p.contradictedAnswer(o, why)
+		}
+		return p.paymentState(pm).Outcome("adyen", o)
 	case payonce.KindCapture, payonce.KindCancel, payonce.KindRefund:
-		return adapterkit.Object(rp, o, body, decodeModification, func(m modificationResponse) string { return m.PspReference },
-			func(m modificationResponse) (string, error) {
-				if why := modificationContradiction(r.Request, r.OperationID, m); why != "" {
-					return why, nil
-				}
-				// A modification's answer names its merchant account
-				// ("merchantAccount ... used to process the payment",
-				// required in PaymentCaptureResponse, PaymentCancelResponse
-				// and PaymentRefundResponse): an answer of another account
-				// is one this key was not sent for.
-				if m.MerchantAccount != "" && m.MerchantAccount != p.merchant {
-					return "the provider's object belongs to merchant account " + quote(p.scrub(m.MerchantAccount)) + ", not " + quote(p.merchant), nil
-				}
-				return "", nil
-			},
-			func(_ modificationResponse, o payonce.Outcome) payonce.Outcome {
-				// 201 "received": Adyen has taken the modification, not
-				// done it ("The status of your request. This will always
-				// have the value received"). Its outcome comes only by the
-				// CAPTURE, CANCELLATION or REFUND webhook, which names this
-				// pspReference (ProviderRef): the operation stays unknown
-				// until then.
-				o.Class = ledger.OutcomeSuccess
-				o.Processing = true
-				return o
-			})
+		m, err := decodeModification(body)
+		if err != nil {
+			return p.unreadableAnswer(o, err.Error())
+		}
+		o.ProviderRef = m.PspReference
+		if why := modificationContradiction(r.Request, r.OperationID, m); why != "" {
+			return p.contradictedAnswer(o, why)
+		}
+		// A modification's answer names its merchant account
+		// ("merchantAccount ... used to process the payment", required in
+		// PaymentCaptureResponse, PaymentCancelResponse and
+		// PaymentRefundResponse): an answer of another account is one this
+		// key was not sent for.
+		if m.MerchantAccount != "" && m.MerchantAccount != p.merchant {
+			return p.contradictedAnswer(o, "the provider's object belongs to merchant account "+quote(p.scrub(m.MerchantAccount))+", not "+quote(p.merchant))
+		}
+		// 201 "received": Adyen has taken the modification, not done it
+		// ("The status of your request. This will always have the value
+		// received"). Its outcome comes only by the CAPTURE, CANCELLATION
+		// or REFUND webhook, which names this pspReference (ProviderRef):
+		// the operation stays unknown until then.
+		o.Class = ledger.OutcomeSuccess
+		o.Processing = true
+		return o
 	}
-	return rp.Unreadable(o, adapterkit.UnknownKind(r.Request.Kind))
+	return p.unreadableAnswer(o, adapterkit.UnknownKind(r.Request.Kind))
+}
+
+// unreadableAnswer is adapterkit.Unreadable for Adyen, what scrubbed.
+func (p *Provider) unreadableAnswer(o payonce.Outcome, what string) payonce.Outcome {
+	return adapterkit.Unreadable("adyen", o, p.scrub(what))
+}
+
+// contradictedAnswer is a 2xx answer whose object belongs to another request
+// (adapterkit.Contradicted): key_mismatch, why scrubbed as its
+// Contradiction.
+func (p *Provider) contradictedAnswer(o payonce.Outcome, why string) payonce.Outcome {
+	why = p.scrub(why)
+	return adapterkit.Contradicted(o, ledger.OutcomeKeyMismatch, why, "adyen: "+why)
 }
 
 // transientHeader is the answer header with which Adyen marks an error

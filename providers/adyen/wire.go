@@ -96,29 +96,33 @@ func (e *apiError) namesIdempotencyKey() bool {
 }
 
 func decodePayment(body []byte) (paymentResponse, error) {
-	return adapterkit.Decode(body, func(p *paymentResponse) error {
-		switch {
-		case p.ErrorCode != "":
-			return fmt.Errorf("body is an error (errorCode %q), not a payment", p.ErrorCode)
-		case p.ResultCode == "":
-			return errors.New("payment answer has no resultCode")
-		}
-		return nil
-	})
+	var p paymentResponse
+	if err := adapterkit.DecodeJSON(body, &p); err != nil {
+		return p, err
+	}
+	switch {
+	case p.ErrorCode != "":
+		return p, fmt.Errorf("body is an error (errorCode %q), not a payment", p.ErrorCode)
+	case p.ResultCode == "":
+		return p, errors.New("payment answer has no resultCode")
+	}
+	return p, nil
 }
 
 func decodeModification(body []byte) (modificationResponse, error) {
-	return adapterkit.Decode(body, func(m *modificationResponse) error {
-		switch {
-		case m.ErrorCode != "":
-			return fmt.Errorf("body is an error (errorCode %q), not a modification", m.ErrorCode)
-		case m.PspReference == "":
-			return adapterkit.ErrNoID
-		case m.Status != statusReceived:
-			return fmt.Errorf("modification status is %q, not %q", m.Status, statusReceived)
-		}
-		return nil
-	})
+	var m modificationResponse
+	if err := adapterkit.DecodeJSON(body, &m); err != nil {
+		return m, err
+	}
+	switch {
+	case m.ErrorCode != "":
+		return m, fmt.Errorf("body is an error (errorCode %q), not a modification", m.ErrorCode)
+	case m.PspReference == "":
+		return m, adapterkit.ErrNoID
+	case m.Status != statusReceived:
+		return m, fmt.Errorf("modification status is %q, not %q", m.Status, statusReceived)
+	}
+	return m, nil
 }
 
 // readError reads Adyen's ServiceError into o: errorCode is the code,

@@ -1,8 +1,11 @@
 package checkout
 
 import (
+	"context"
+	"errors"
 	"net/http"
 
+	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
 
@@ -32,26 +35,36 @@ func (e *APIError) Error() string {
 // a 5xx, or an unusable 2xx body.
 func (e *APIError) Temporary() bool { return adapterkit.Temporary(e.HTTPStatus) }
 
-// api is how the lookups read Checkout.com: a 404 counts as "no such
-// payment" only when it is Checkout.com's own (ckoNotFound), and every
-// failure is an *APIError carrying the Cko-Request-Id (or, when the header
-// is missing, the error body's request_id).
-func (p *Provider) api() adapterkit.API {
-	return adapterkit.API{Name: p.Name(), BaseURL: p.baseURL, SetHeaders: p.setHeaders, NotFound: ckoNotFound,
-		RequestIDHeader: "Cko-Request-Id", Scrub: p.scrub,
-		Error: func(f adapterkit.Failure, body []byte) error {
-			e := &APIError{Method: f.Method, Path: f.Path, HTTPStatus: f.HTTPStatus, RequestID: f.RequestID, Message: f.Message}
-			if b := decodeError(body); b != nil {
-				e.Code, e.Message = p.scrub(b.ErrorType), p.scrub(b.message())
-				if e.RequestID == "" {
-					e.RequestID = b.RequestID
-				}
-			}
-			return e
-		},
+// apiError is err as an *APIError when it is an answer the lookup cannot
+// use (an adapterkit.Failure), every text in it scrubbed; nil and the
+// transport's errors pass as they are.
+func (p *Provider) apiError(err error) error {
+	var f *adapterkit.Failure
+	if !errors.As(err, &f) {
+		return err
 	}
+	e := &APIError{Method: f.Method, Path: f.Path, HTTPStatus: f.HTTPStatus, RequestID: f.Header.Get("Cko-Request-Id"), Message: p.scrub(f.Message)}
+	if b := decodeError(f.Body); b != nil {
+		e.Code, e.Message = p.scrub(b.ErrorType), p.scrub(b.message())
+		if e.RequestID == "" {
+			e.RequestID = b.RequestID
+		}
+	}
+	return e
 }
 
+// getObject reads one object by id (adapterkit.Get): found is false on
+// Checkout.com's own 404 (ckoNotFound); every other failure is an *APIError.
+func (p *Provider) getObject(ctx context.Context, hc payonce.HTTPDoer, path string) (status int, header http.Header, body []byte, found bool, err error) {
+	status, header, body, err = adapterkit.Get(ctx, hc, p.Name(), p.baseURL, path, nil, p.setHeaders)
+	if f := (*adapterkit.Failure)(nil); errors.As(err, &f) && f.HTTPStatus == http.StatusNotFound && ckoNotFound(f.Header, f.Body) {
+		return f.HTTPStatus, f.Header, nil, false, nil
+	}
+	return status, header, body, err == nil, p.apiError(err)
+}
+
+// unusable is the *APIError of a 2xx answer to a GET of path whose body is
+// not what the endpoint returns: err says why.
 func (p *Provider) unusable(path string, header http.Header, err error) error {
-	return p.api().Unusable(path, header, err)
+	return p.apiError(adapterkit.Unusable(path, header, err))
 }

@@ -95,23 +95,27 @@ var _ payonce.Provider = (*Provider)(nil)
 // Config field and how to fix it; it never contains the secret key.
 func New(cfg Config) (*Provider, error) {
 	p := &Provider{secretKey: adapterkit.Secret(cfg.SecretKey), channel: cfg.ProcessingChannelID}
+	const prefix = "checkout.Config."
+	switch {
+	case cfg.SecretKey == "":
+		return nil, adapterkit.Invalid(prefix, "SecretKey", "is empty; set it to your Checkout.com secret key (sk_... or sk_sbox_...)")
+	case strings.ContainsFunc(cfg.SecretKey, adapterkit.NotToken):
+		return nil, adapterkit.Invalid(prefix, "SecretKey", "contains spaces or control characters; copy the key exactly as the Dashboard shows it")
+	case strings.ContainsFunc(cfg.ProcessingChannelID, adapterkit.NotToken):
+		return nil, adapterkit.Invalid(prefix, "ProcessingChannelID", "contains spaces or control characters; use the channel id (pc_...)")
+	}
 	var err error
-	p.baseURL, p.now, err = adapterkit.Setup{Prefix: "checkout.Config.",
-		Headers: []adapterkit.Header{
-			{Field: "SecretKey", Value: cfg.SecretKey, Empty: "is empty; set it to your Checkout.com secret key (sk_... or sk_sbox_...)",
-				Bad: "contains spaces or control characters; copy the key exactly as the Dashboard shows it"},
-			{Field: "ProcessingChannelID", Value: cfg.ProcessingChannelID,
-				Bad: "contains spaces or control characters; use the channel id (pc_...)"},
-		},
-		BaseURL: cfg.BaseURL, DefaultBaseURL: DefaultBaseURL, Credentials: "the key goes in Config.SecretKey",
-		Durations: []adapterkit.Duration{
-			{Field: "KeyTTL", Value: cfg.KeyTTL, Dst: &p.keyTTL, Default: DefaultKeyTTL},
-			{Field: "SettleLag", Value: cfg.SettleLag, Dst: &p.settleLag, Default: DefaultSettleLag},
-		},
-		Now: cfg.Now,
-	}.Check()
-	if err != nil {
+	if p.baseURL, err = adapterkit.CheckBaseURL(cfg.BaseURL, DefaultBaseURL, "the key goes in Config.SecretKey"); err != nil {
+		return nil, adapterkit.Invalid(prefix, "BaseURL", "%v", err)
+	}
+	if p.keyTTL, err = adapterkit.DurationOrDefault(prefix, "KeyTTL", cfg.KeyTTL, DefaultKeyTTL, ""); err != nil {
 		return nil, err
+	}
+	if p.settleLag, err = adapterkit.DurationOrDefault(prefix, "SettleLag", cfg.SettleLag, DefaultSettleLag, ""); err != nil {
+		return nil, err
+	}
+	if p.now = cfg.Now; p.now == nil {
+		p.now = time.Now
 	}
 	// The webhook credentials, optional, are checked last, so that a Config
 	// with several problems keeps reporting the same first one. They are

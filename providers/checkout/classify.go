@@ -12,26 +12,31 @@ import (
 // classifySuccess reads a 2xx answer. Whatever cannot be understood is
 // maybe_sent: Checkout.com answered 2xx, so something may have happened.
 func (p *Provider) classifySuccess(r payonce.SendRequest, o payonce.Outcome, body []byte) payonce.Outcome {
-	rp := adapterkit.Reply{Provider: "checkout", Scrub: p.scrub, Mismatch: ledger.OutcomeKeyMismatch}
 	switch r.Request.Kind {
 	case payonce.KindCharge:
-		return adapterkit.Object(rp, o, body, decodePayment, func(pm payment) string { return pm.ID },
-			func(pm payment) (string, error) { return paymentContradiction(r.Request, r.OperationID, pm), nil },
-			func(pm payment, o payonce.Outcome) payonce.Outcome { return p.chargeState(pm).Outcome("checkout", o) })
+		pm, err := decodePayment(body)
+		if err != nil {
+			return p.unreadableAnswer(o, err.Error())
+		}
+		o.ProviderRef = pm.ID
+		if why := paymentContradiction(r.Request, r.OperationID, pm); why != "" {
+			return p.contradictedAnswer(o, why)
+		}
+		return p.chargeState(pm).Outcome("checkout", o)
 	case payonce.KindCapture, payonce.KindCancel, payonce.KindRefund:
 		a, err := decodeAccepted(body)
 		if err != nil {
-			return rp.Unreadable(o, err.Error())
+			return p.unreadableAnswer(o, err.Error())
 		}
 		if a.ID != "" || a.Status != "" {
 			// A payment (id, status) where an accepted action was expected:
 			// the key answered for another request.
 			o.ProviderRef = a.ID
-			return rp.Contradicted(o, fmt.Sprintf("the provider's answer is payment %q (status %q), not an accepted %s", a.ID, a.Status, r.Request.Kind))
+			return p.contradictedAnswer(o, fmt.Sprintf("the provider's answer is payment %q (status %q), not an accepted %s", a.ID, a.Status, r.Request.Kind))
 		}
 		o.ProviderRef = a.ActionID
 		if why := adapterkit.Belongs(payonce.Request{}, r.OperationID, a.Reference, 0, ""); why != "" {
-			return rp.Contradicted(o, why)
+			return p.contradictedAnswer(o, why)
 		}
 		// 202 Accepted: Checkout.com has queued the action; it can still
 		// be declined. The operation stays unknown until a lookup of the
@@ -40,7 +45,20 @@ func (p *Provider) classifySuccess(r payonce.SendRequest, o payonce.Outcome, bod
 		o.Processing = true
 		return o
 	}
-	return rp.Unreadable(o, adapterkit.UnknownKind(r.Request.Kind))
+	return p.unreadableAnswer(o, adapterkit.UnknownKind(r.Request.Kind))
+}
+
+// unreadableAnswer is adapterkit.Unreadable for Checkout.com, what scrubbed.
+func (p *Provider) unreadableAnswer(o payonce.Outcome, what string) payonce.Outcome {
+	return adapterkit.Unreadable("checkout", o, p.scrub(what))
+}
+
+// contradictedAnswer is a 2xx answer whose object belongs to another request
+// (adapterkit.Contradicted): key_mismatch, why scrubbed as its
+// Contradiction.
+func (p *Provider) contradictedAnswer(o payonce.Outcome, why string) payonce.Outcome {
+	why = p.scrub(why)
+	return adapterkit.Contradicted(o, ledger.OutcomeKeyMismatch, why, "checkout: "+why)
 }
 
 // answers is how Checkout.com's answers classify: the Cko-Request-Id

@@ -22,7 +22,7 @@ func (p *Provider) lookupCharge(ctx context.Context, hc payonce.HTTPDoer, q payo
 	objs := adapterkit.Objects[payment]{Provider: p.Name(),
 		Get: func(id string) (payment, bool, error) { return p.getPayment(ctx, hc, id) },
 		Missing: func(id string) error {
-			return p.api().Fail("/payments/{id}", 0, nil, p.scrub("payment "+id+" is listed by reference but GET by id answers 404"))
+			return p.apiError(adapterkit.Fail("/payments/{id}", 0, nil, "payment "+id+" is listed by reference but GET by id answers 404"))
 		},
 		Match: func(pm payment) (adapterkit.Match, error) { return p.chargeMatch(ctx, hc, q, pm) },
 	}
@@ -34,7 +34,7 @@ func (p *Provider) lookupCharge(ctx context.Context, hc payonce.HTTPDoer, q payo
 // getPayment reads one payment; found is false on Checkout.com's 404.
 func (p *Provider) getPayment(ctx context.Context, hc payonce.HTTPDoer, id string) (payment, bool, error) {
 	path := "/payments/" + url.PathEscape(id)
-	_, header, body, found, err := p.api().GetObject(ctx, hc, path)
+	_, header, body, found, err := p.getObject(ctx, hc, path)
 	if err != nil || !found {
 		return payment{}, false, err
 	}
@@ -72,9 +72,9 @@ func (p *Provider) searchPayments(ctx context.Context, hc payonce.HTTPDoer, op s
 		}
 		query := url.Values{"reference": {op}, "limit": {strconv.Itoa(listLimit)}, "skip": {strconv.Itoa(skip)}}
 		var res paymentList
-		header, err := p.api().GetJSON(ctx, hc, path, query, &res)
+		header, err := adapterkit.GetJSON(ctx, hc, p.Name(), p.baseURL, path, query, p.setHeaders, &res)
 		if err != nil {
-			return nil, err
+			return nil, p.apiError(err)
 		}
 		if res.TotalCount == nil {
 			return nil, p.unusable(path, header, errors.New("answer has no total_count: not a payment list"))
@@ -203,7 +203,7 @@ var errNoPayment = errors.New("checkout: no such payment")
 // on Checkout.com's 404.
 func (p *Provider) actions(ctx context.Context, hc payonce.HTTPDoer, id string) ([]action, error) {
 	path := "/payments/" + url.PathEscape(id) + "/actions"
-	_, header, body, found, err := p.api().GetObject(ctx, hc, path)
+	_, header, body, found, err := p.getObject(ctx, hc, path)
 	if err != nil {
 		return nil, err
 	}

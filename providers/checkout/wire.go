@@ -128,32 +128,36 @@ func (e *apiError) namesIdempotencyKey() bool {
 }
 
 func decodePayment(body []byte) (payment, error) {
-	return adapterkit.Decode(body, func(p *payment) error {
-		switch {
-		case p.ErrorType != "":
-			return fmt.Errorf("body is an error (%q), not a payment", p.ErrorType)
-		case p.ID == "":
-			return adapterkit.ErrNoID
-		case p.Status == "":
-			return errors.New("payment has no status")
-		}
-		return nil
-	})
+	var p payment
+	if err := adapterkit.DecodeJSON(body, &p); err != nil {
+		return p, err
+	}
+	switch {
+	case p.ErrorType != "":
+		return p, fmt.Errorf("body is an error (%q), not a payment", p.ErrorType)
+	case p.ID == "":
+		return p, adapterkit.ErrNoID
+	case p.Status == "":
+		return p, errors.New("payment has no status")
+	}
+	return p, nil
 }
 
 func decodeAccepted(body []byte) (accepted, error) {
-	return adapterkit.Decode(body, func(a *accepted) error {
-		switch {
-		case a.ErrorType != "":
-			return fmt.Errorf("body is an error (%q), not an accepted action", a.ErrorType)
-		case a.ID != "" || a.Status != "":
-			// A payment, not an accepted action: the caller reports it.
-			return nil
-		case a.ActionID == "":
-			return errors.New("answer has no action_id")
-		}
-		return nil
-	})
+	var a accepted
+	if err := adapterkit.DecodeJSON(body, &a); err != nil {
+		return a, err
+	}
+	switch {
+	case a.ErrorType != "":
+		return a, fmt.Errorf("body is an error (%q), not an accepted action", a.ErrorType)
+	case a.ID != "" || a.Status != "":
+		// A payment, not an accepted action: the caller reports it.
+		return a, nil
+	case a.ActionID == "":
+		return a, errors.New("answer has no action_id")
+	}
+	return a, nil
 }
 
 // readError reads Checkout.com's error JSON into o: error_type is the

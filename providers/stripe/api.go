@@ -1,8 +1,11 @@
 package stripe
 
 import (
+	"context"
+	"errors"
 	"net/http"
 
+	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
 
@@ -34,27 +37,41 @@ func (e *APIError) Error() string {
 // a 5xx, or an unusable 2xx body (a truncated or proxied answer).
 func (e *APIError) Temporary() bool { return adapterkit.Temporary(e.HTTPStatus) }
 
-// api is how the lookups read Stripe: a 404 counts as "no such object"
-// only with Stripe's own resource_missing (a 404 page from a proxy or a
-// wrong BaseURL says nothing about the object), and every failure is an
-// *APIError.
-func (p *Provider) api() adapterkit.API {
-	return adapterkit.API{Name: p.Name(), BaseURL: p.baseURL, SetHeaders: p.setHeaders,
-		RequestIDHeader: "Request-Id", Scrub: p.scrub,
-		Error: func(f adapterkit.Failure, body []byte) error {
-			e := &APIError{Method: f.Method, Path: f.Path, HTTPStatus: f.HTTPStatus, RequestID: f.RequestID, Message: f.Message}
-			if b := decodeError(body); b != nil {
-				e.Type, e.Code, e.DeclineCode, e.Message = b.Type, b.Code, b.DeclineCode, p.scrub(b.Message)
-			}
-			return e
-		},
-		NotFound: func(_ http.Header, body []byte) bool {
-			e := decodeError(body)
-			return e != nil && e.Code == codeResourceMissing
-		},
+// apiError is err as an *APIError when it is an answer the lookup cannot
+// use (an adapterkit.Failure), every text in it scrubbed; nil and the
+// transport's errors pass as they are.
+func (p *Provider) apiError(err error) error {
+	var f *adapterkit.Failure
+	if !errors.As(err, &f) {
+		return err
 	}
+	e := &APIError{Method: f.Method, Path: f.Path, HTTPStatus: f.HTTPStatus, RequestID: f.Header.Get("Request-Id"), Message: p.scrub(f.Message)}
+	if b := decodeError(f.Body); b != nil {
+		e.Type, e.Code, e.DeclineCode, e.Message = b.Type, b.Code, b.DeclineCode, p.scrub(b.Message)
+	}
+	return e
 }
 
+// getObject reads one object by id (adapterkit.Get): found is false on
+// Stripe's own 404 resource_missing (a 404 page from a proxy or a wrong
+// BaseURL says nothing about the object); every other failure is an
+// *APIError.
+func (p *Provider) getObject(ctx context.Context, hc payonce.HTTPDoer, path string) (status int, header http.Header, body []byte, found bool, err error) {
+	status, header, body, err = adapterkit.Get(ctx, hc, p.Name(), p.baseURL, path, nil, p.setHeaders)
+	if f := (*adapterkit.Failure)(nil); errors.As(err, &f) && f.HTTPStatus == http.StatusNotFound && isResourceMissing(f.Body) {
+		return f.HTTPStatus, f.Header, nil, false, nil
+	}
+	return status, header, body, err == nil, p.apiError(err)
+}
+
+// isResourceMissing reports Stripe's own "no such object" error body.
+func isResourceMissing(body []byte) bool {
+	e := decodeError(body)
+	return e != nil && e.Code == codeResourceMissing
+}
+
+// unusable is the *APIError of a 2xx answer to a GET of path whose body is
+// not what the endpoint returns: err says why.
 func (p *Provider) unusable(path string, header http.Header, err error) error {
-	return p.api().Unusable(path, header, err)
+	return p.apiError(adapterkit.Unusable(path, header, err))
 }

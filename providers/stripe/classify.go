@@ -30,30 +30,32 @@ func (p *Provider) Replayed(_ int, header http.Header) bool {
 // client sends the operation to review and never records it succeeded or
 // failed on that object.
 func (p *Provider) classifySuccess(r payonce.SendRequest, o payonce.Outcome, body []byte) payonce.Outcome {
-	rp := adapterkit.Reply{Provider: "stripe", Mismatch: ledger.OutcomeMaybeSent, MismatchMessage: "stripe: the answer does not belong to this request"}
-
 	if r.Request.Kind == payonce.KindRefund {
-		return adapterkit.Object(rp, o, body, decodeRefund, refund.objectID,
-			func(rf refund) (string, error) { return p.scrub(refundBelongs(r.OperationID, r.Request, rf)), nil },
-			func(rf refund, o payonce.Outcome) payonce.Outcome {
-				v := refundVerdict(rf)
-				if v.unknown != "" {
-					return rp.Unreadable(o, v.unknown)
-				}
-				return v.outcome(o, p)
-			})
+		rf, err := decodeRefund(body)
+		if err != nil {
+			return unreadableAnswer(o, err.Error())
+		}
+		o.ProviderRef = rf.ID
+		if why := refundBelongs(r.OperationID, r.Request, rf); why != "" {
+			return contradictedAnswer(o, p.scrub(why))
+		}
+		v := refundVerdict(rf)
+		if v.unknown != "" {
+			return unreadableAnswer(o, v.unknown)
+		}
+		return v.outcome(o, p)
 	}
 
 	pi, err := decodePaymentIntent(body)
 	if err != nil {
-		return rp.Unreadable(o, err.Error())
+		return unreadableAnswer(o, err.Error())
 	}
 	o.ProviderRef = pi.ID
 	var v verdict
 	switch r.Request.Kind {
 	case payonce.KindCharge:
 		if why := chargeBelongs(r.OperationID, r.Request, pi); why != "" {
-			return rp.Contradicted(o, p.scrub(why))
+			return contradictedAnswer(o, p.scrub(why))
 		}
 		// A create-and-confirm answer never embeds the latest charge as an
 		// object (the request does not expand it), so a canceled
@@ -62,28 +64,28 @@ func (p *Provider) classifySuccess(r payonce.SendRequest, o payonce.Outcome, bod
 		v = chargeVerdict(pi, nil)
 	case payonce.KindCapture:
 		if why := actedOnBelongs(r.Request, r.Request.PaymentRef, pi, true); why != "" {
-			return rp.Contradicted(o, p.scrub(why))
+			return contradictedAnswer(o, p.scrub(why))
 		}
 		v = captureVerdict(pi)
 		if v.state != payonce.LookupSucceeded && v.state != payonce.LookupProcessing {
 			// A 2xx to a capture whose PaymentIntent is not captured is
 			// not an answer Stripe gives; its meaning is unknown.
-			return rp.Unreadable(o, "captured PaymentIntent has status "+strconv.Quote(pi.Status))
+			return unreadableAnswer(o, "captured PaymentIntent has status "+strconv.Quote(pi.Status))
 		}
 	case payonce.KindCancel:
 		if why := actedOnBelongs(r.Request, r.Request.PaymentRef, pi, false); why != "" {
-			return rp.Contradicted(o, p.scrub(why))
+			return contradictedAnswer(o, p.scrub(why))
 		}
 		v = cancelVerdict(pi)
 		if v.state != payonce.LookupSucceeded {
-			return rp.Unreadable(o, "canceled PaymentIntent has status "+strconv.Quote(pi.Status))
+			return unreadableAnswer(o, "canceled PaymentIntent has status "+strconv.Quote(pi.Status))
 		}
 	default:
-		return rp.Unreadable(o, adapterkit.UnknownKind(r.Request.Kind))
+		return unreadableAnswer(o, adapterkit.UnknownKind(r.Request.Kind))
 	}
 	switch {
 	case v.unknown != "":
-		return rp.Unreadable(o, v.unknown)
+		return unreadableAnswer(o, v.unknown)
 	case v.needCharge != "":
 		// Undecided until the charge is read: maybe_sent, and the lookup
 		// (which reads it) settles the operation.
@@ -92,6 +94,19 @@ func (p *Provider) classifySuccess(r payonce.SendRequest, o payonce.Outcome, bod
 		return o
 	}
 	return v.outcome(o, p)
+}
+
+// unreadableAnswer is adapterkit.Unreadable for Stripe; what must already be
+// scrubbed.
+func unreadableAnswer(o payonce.Outcome, what string) payonce.Outcome {
+	return adapterkit.Unreadable("stripe", o, what)
+}
+
+// contradictedAnswer is a 2xx answer whose object belongs to another request
+// (adapterkit.Contradicted): maybe_sent, why (already scrubbed) as its
+// Contradiction.
+func contradictedAnswer(o payonce.Outcome, why string) payonce.Outcome {
+	return adapterkit.Contradicted(o, ledger.OutcomeMaybeSent, why, "stripe: the answer does not belong to this request")
 }
 
 // answers is how Stripe's answers classify: the Request-Id header, the

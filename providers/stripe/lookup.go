@@ -55,8 +55,8 @@ func (p *Provider) lookupCharge(ctx context.Context, hc payonce.HTTPDoer, q payo
 	objs := adapterkit.Objects[paymentIntent]{Provider: p.Name(),
 		Get: func(id string) (paymentIntent, bool, error) { return p.getPaymentIntent(ctx, hc, id) },
 		Missing: func(id string) error {
-			return p.api().Fail("/v1/payment_intents/"+url.PathEscape(id), http.StatusNotFound, nil,
-				"a PaymentIntent found by the search is missing when read by id")
+			return p.apiError(adapterkit.Fail("/v1/payment_intents/"+url.PathEscape(id), http.StatusNotFound, nil,
+				"a PaymentIntent found by the search is missing when read by id"))
 		},
 		Match: func(pi paymentIntent) (adapterkit.Match, error) { return p.chargeMatch(ctx, hc, q, pi) },
 	}
@@ -140,12 +140,12 @@ func (p *Provider) getRefund(ctx context.Context, hc payonce.HTTPDoer, id string
 // exist: the PaymentIntent names it.
 func (p *Provider) getCharge(ctx context.Context, hc payonce.HTTPDoer, id string) (charge, error) {
 	path := "/v1/charges/" + url.PathEscape(id)
-	status, header, body, found, err := p.api().GetObject(ctx, hc, path)
+	status, header, body, found, err := p.getObject(ctx, hc, path)
 	if err != nil {
 		return charge{}, err
 	}
 	if !found {
-		return charge{}, p.api().Fail(path, http.StatusNotFound, header, "the latest charge of a canceled PaymentIntent is missing")
+		return charge{}, p.apiError(adapterkit.Fail(path, http.StatusNotFound, header, "the latest charge of a canceled PaymentIntent is missing"))
 	}
 	return checkID(p, path, id, status, header, body, decodeCharge)
 }
@@ -154,7 +154,7 @@ func (p *Provider) getCharge(ctx context.Context, hc payonce.HTTPDoer, id string
 // false on Stripe's own 404 resource_missing.
 func getByID[T object](ctx context.Context, p *Provider, hc payonce.HTTPDoer, prefix, id string, decode func([]byte) (T, error)) (T, bool, error) {
 	path := prefix + url.PathEscape(id)
-	status, header, body, found, err := p.api().GetObject(ctx, hc, path)
+	status, header, body, found, err := p.getObject(ctx, hc, path)
 	if err != nil || !found {
 		var zero T
 		return zero, false, err
@@ -210,9 +210,9 @@ func (p *Provider) searchCharges(ctx context.Context, hc payonce.HTTPDoer, op st
 // the endpoint in the error of an unusable answer ("search", "list").
 func getList[T object](ctx context.Context, p *Provider, hc payonce.HTTPDoer, path string, query url.Values, want, item, what string) (listOf[T], error) {
 	var res listOf[T]
-	header, err := p.api().GetJSON(ctx, hc, path, query, &res)
+	header, err := adapterkit.GetJSON(ctx, hc, p.Name(), p.baseURL, path, query, p.setHeaders, &res)
 	if err != nil {
-		return res, err
+		return res, p.apiError(err)
 	}
 	if res.Object != want {
 		return res, p.unusable(path, header, fmt.Errorf("object is %q, want %q", res.Object, want))

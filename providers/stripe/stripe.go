@@ -96,23 +96,30 @@ var _ payonce.Provider = (*Provider)(nil)
 // Config field and how to fix it; it never contains the API key.
 func New(cfg Config) (*Provider, error) {
 	p := &Provider{apiKey: adapterkit.Secret(cfg.APIKey), apiVersion: cfg.APIVersion, webhookSecret: adapterkit.Secret(cfg.WebhookSecret)}
+	const prefix = "stripe.Config."
+	switch {
+	case cfg.APIKey == "":
+		return nil, adapterkit.Invalid(prefix, "APIKey", "is empty; set it to your Stripe secret key (sk_live_... / sk_test_...) or a restricted key (rk_...)")
+	case strings.ContainsFunc(cfg.APIKey, adapterkit.NotToken):
+		return nil, adapterkit.Invalid(prefix, "APIKey", "contains spaces or control characters; copy the key exactly as the Stripe Dashboard shows it")
+	case strings.ContainsFunc(cfg.WebhookSecret, adapterkit.NotToken):
+		return nil, adapterkit.Invalid(prefix, "WebhookSecret", "contains spaces or control characters; copy the endpoint's signing secret (whsec_...) exactly as the Stripe Dashboard shows it")
+	}
 	var err error
-	p.baseURL, p.now, err = adapterkit.Setup{Prefix: "stripe.Config.",
-		Headers: []adapterkit.Header{{Field: "APIKey", Value: cfg.APIKey,
-			Empty: "is empty; set it to your Stripe secret key (sk_live_... / sk_test_...) or a restricted key (rk_...)",
-			Bad:   "contains spaces or control characters; copy the key exactly as the Stripe Dashboard shows it"},
-			{Field: "WebhookSecret", Value: cfg.WebhookSecret,
-				Bad: "contains spaces or control characters; copy the endpoint's signing secret (whsec_...) exactly as the Stripe Dashboard shows it"}},
-		BaseURL: cfg.BaseURL, DefaultBaseURL: DefaultBaseURL, Credentials: "the API key goes in Config.APIKey",
-		Durations: []adapterkit.Duration{
-			{Field: "KeyTTL", Value: cfg.KeyTTL, Dst: &p.keyTTL, Default: DefaultKeyTTL, Hint: " or set Stripe's key window"},
-			{Field: "SearchLag", Value: cfg.SearchLag, Dst: &p.searchLag, Default: DefaultSearchLag},
-			{Field: "WebhookTolerance", Value: cfg.WebhookTolerance, Dst: &p.webhookTolerance, Default: DefaultWebhookTolerance},
-		},
-		Now: cfg.Now,
-	}.Check()
-	if err != nil {
+	if p.baseURL, err = adapterkit.CheckBaseURL(cfg.BaseURL, DefaultBaseURL, "the API key goes in Config.APIKey"); err != nil {
+		return nil, adapterkit.Invalid(prefix, "BaseURL", "%v", err)
+	}
+	if p.keyTTL, err = adapterkit.DurationOrDefault(prefix, "KeyTTL", cfg.KeyTTL, DefaultKeyTTL, " or set Stripe's key window"); err != nil {
 		return nil, err
+	}
+	if p.searchLag, err = adapterkit.DurationOrDefault(prefix, "SearchLag", cfg.SearchLag, DefaultSearchLag, ""); err != nil {
+		return nil, err
+	}
+	if p.webhookTolerance, err = adapterkit.DurationOrDefault(prefix, "WebhookTolerance", cfg.WebhookTolerance, DefaultWebhookTolerance, ""); err != nil {
+		return nil, err
+	}
+	if p.now = cfg.Now; p.now == nil {
+		p.now = time.Now
 	}
 	answer := p.answers()
 	p.answer = &answer

@@ -183,7 +183,11 @@ func (d dispute) objectID() string          { return d.ID }
 
 // decodeObject parses an object and checks it (checkObject).
 func decodeObject[T object](body []byte, want string) (T, error) {
-	return adapterkit.Decode(body, func(v *T) error { return checkObject(*v, want) })
+	var v T
+	if err := adapterkit.DecodeJSON(body, &v); err != nil {
+		return v, err
+	}
+	return v, checkObject(v, want)
 }
 
 // checkObject checks that v is an object of type want with an id.

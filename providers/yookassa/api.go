@@ -61,8 +61,8 @@ func pageList[T any](ctx context.Context, p *Provider, hc payonce.HTTPDoer, path
 			query.Set("cursor", cursor)
 		}
 		var res listOf[T]
-		if _, err := p.api().GetJSON(ctx, hc, path, query, &res); err != nil {
-			return err
+		if _, err := adapterkit.GetJSON(ctx, hc, p.Name(), p.baseURL, path, query, p.setHeaders, &res); err != nil {
+			return p.apiError(err)
 		}
 		if res.Type != typeList {
 			return p.unusable(path, fmt.Errorf("type is %q, want %q", res.Type, typeList))
@@ -82,24 +82,40 @@ func pageList[T any](ctx context.Context, p *Provider, hc payonce.HTTPDoer, path
 	}
 }
 
-// api is how the lookups read YooKassa: a 404 counts as "no such object"
-// only with YooKassa's own not_found (a 404 page from a proxy or a wrong
-// BaseURL says nothing), and every failure is an *APIError. YooKassa
-// sends no request id header; an error body's id is the RequestID.
-func (p *Provider) api() adapterkit.API {
-	return adapterkit.API{Name: p.Name(), BaseURL: p.baseURL, SetHeaders: p.setHeaders, Scrub: p.scrub,
-		Error: func(f adapterkit.Failure, body []byte) error {
-			e := &APIError{Method: f.Method, Path: f.Path, HTTPStatus: f.HTTPStatus, Message: f.Message}
-			if b := decodeError(body); b != nil {
-				e.RequestID, e.Code, e.Message = b.ID, b.Code, p.scrub(b.Description)
-			}
-			return e
-		},
-		NotFound: func(_ http.Header, body []byte) bool {
-			e := decodeError(body)
-			return e != nil && e.Code == codeNotFound
-		},
+// apiError is err as an *APIError when it is an answer the lookup cannot
+// use (an adapterkit.Failure), every text in it scrubbed; nil and the
+// transport's errors pass as they are.
+func (p *Provider) apiError(err error) error {
+	var f *adapterkit.Failure
+	if !errors.As(err, &f) {
+		return err
 	}
+	e := &APIError{Method: f.Method, Path: f.Path, HTTPStatus: f.HTTPStatus, Message: p.scrub(f.Message)}
+	if b := decodeError(f.Body); b != nil {
+		e.RequestID, e.Code, e.Message = b.ID, b.Code, p.scrub(b.Description)
+	}
+	return e
 }
 
-func (p *Provider) unusable(path string, err error) error { return p.api().Unusable(path, nil, err) }
+// getObject reads one object by id (adapterkit.Get): found is false on
+// YooKassa's own 404 not_found (a 404 page from a proxy or a wrong BaseURL
+// says nothing about the object); every other failure is an *APIError.
+func (p *Provider) getObject(ctx context.Context, hc payonce.HTTPDoer, path string) (status int, header http.Header, body []byte, found bool, err error) {
+	status, header, body, err = adapterkit.Get(ctx, hc, p.Name(), p.baseURL, path, nil, p.setHeaders)
+	if f := (*adapterkit.Failure)(nil); errors.As(err, &f) && f.HTTPStatus == http.StatusNotFound && isNotFound(f.Body) {
+		return f.HTTPStatus, f.Header, nil, false, nil
+	}
+	return status, header, body, err == nil, p.apiError(err)
+}
+
+// isNotFound reports YooKassa's own "no such object" error body.
+func isNotFound(body []byte) bool {
+	e := decodeError(body)
+	return e != nil && e.Code == codeNotFound
+}
+
+// unusable is the *APIError of a 2xx answer to a GET of path whose body is
+// not what the endpoint returns: err says why.
+func (p *Provider) unusable(path string, err error) error {
+	return p.apiError(adapterkit.Unusable(path, nil, err))
+}

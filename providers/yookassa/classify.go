@@ -49,21 +49,50 @@ func (p *Provider) answers() adapterkit.Answer[apiError] {
 // carrying someone else's object means the key and the ledger disagree).
 // The verdict on the object comes from states.go, which Lookup shares.
 func (p *Provider) classifySuccess(r payonce.SendRequest, o payonce.Outcome, body []byte) payonce.Outcome {
-	rp := adapterkit.Reply{Provider: "yookassa", Scrub: p.scrub, Mismatch: ledger.OutcomeKeyMismatch}
-
 	switch r.Request.Kind {
 	case payonce.KindRefund:
-		return adapterkit.Object(rp, o, body, decodeRefund, func(rf refund) string { return rf.ID },
-			func(rf refund) (string, error) { return refundContradiction(r.Request, r.OperationID, rf) },
-			func(rf refund, o payonce.Outcome) payonce.Outcome { return p.refundState(rf).Outcome("yookassa", o) })
+		rf, err := decodeRefund(body)
+		if err != nil {
+			return p.unreadableAnswer(o, err.Error())
+		}
+		o.ProviderRef = rf.ID
+		why, err := refundContradiction(r.Request, r.OperationID, rf)
+		switch {
+		case err != nil:
+			return p.unreadableAnswer(o, err.Error())
+		case why != "":
+			return p.contradictedAnswer(o, why)
+		}
+		return p.refundState(rf).Outcome("yookassa", o)
 	case payonce.KindCharge, payonce.KindCapture, payonce.KindCancel:
-		return adapterkit.Object(rp, o, body, decodePayment, func(pm payment) string { return pm.ID },
-			func(pm payment) (string, error) { return paymentContradiction(r.Request, r.OperationID, pm) },
-			func(pm payment, o payonce.Outcome) payonce.Outcome {
-				return p.paymentState(r.Request.Kind, pm).Outcome("yookassa", o)
-			})
+		pm, err := decodePayment(body)
+		if err != nil {
+			return p.unreadableAnswer(o, err.Error())
+		}
+		o.ProviderRef = pm.ID
+		why, err := paymentContradiction(r.Request, r.OperationID, pm)
+		switch {
+		case err != nil:
+			return p.unreadableAnswer(o, err.Error())
+		case why != "":
+			return p.contradictedAnswer(o, why)
+		}
+		return p.paymentState(r.Request.Kind, pm).Outcome("yookassa", o)
 	}
-	return rp.Unreadable(o, adapterkit.UnknownKind(r.Request.Kind))
+	return p.unreadableAnswer(o, adapterkit.UnknownKind(r.Request.Kind))
+}
+
+// unreadableAnswer is adapterkit.Unreadable for YooKassa, what scrubbed.
+func (p *Provider) unreadableAnswer(o payonce.Outcome, what string) payonce.Outcome {
+	return adapterkit.Unreadable("yookassa", o, p.scrub(what))
+}
+
+// contradictedAnswer is a 2xx answer whose object belongs to another request
+// (adapterkit.Contradicted): key_mismatch, why scrubbed as its
+// Contradiction.
+func (p *Provider) contradictedAnswer(o payonce.Outcome, why string) payonce.Outcome {
+	why = p.scrub(why)
+	return adapterkit.Contradicted(o, ledger.OutcomeKeyMismatch, why, "yookassa: "+why)
 }
 
 // Classify reads YooKassa's answer to one attempt:

@@ -109,7 +109,7 @@ func (p *Provider) getRefund(ctx context.Context, hc payonce.HTTPDoer, id string
 // not_found.
 func getByID[T any](ctx context.Context, p *Provider, hc payonce.HTTPDoer, path string, decode func([]byte) (T, error)) (T, bool, error) {
 	var zero T
-	_, _, body, found, err := p.api().GetObject(ctx, hc, path)
+	_, _, body, found, err := p.getObject(ctx, hc, path)
 	if err != nil || !found {
 		return zero, false, err
 	}

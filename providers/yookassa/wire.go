@@ -109,33 +109,37 @@ type apiError struct {
 }
 
 func decodePayment(body []byte) (payment, error) {
-	return adapterkit.Decode(body, func(p *payment) error {
-		switch {
-		case p.Type != "":
-			return fmt.Errorf("body is a %q, not a payment", p.Type)
-		case p.ID == "":
-			return adapterkit.ErrNoID
-		case p.Status == "":
-			return errors.New("payment has no status")
-		}
-		return nil
-	})
+	var p payment
+	if err := adapterkit.DecodeJSON(body, &p); err != nil {
+		return p, err
+	}
+	switch {
+	case p.Type != "":
+		return p, fmt.Errorf("body is a %q, not a payment", p.Type)
+	case p.ID == "":
+		return p, adapterkit.ErrNoID
+	case p.Status == "":
+		return p, errors.New("payment has no status")
+	}
+	return p, nil
 }
 
 func decodeRefund(body []byte) (refund, error) {
-	return adapterkit.Decode(body, func(r *refund) error {
-		switch {
-		case r.Type != "":
-			return fmt.Errorf("body is a %q, not a refund", r.Type)
-		case r.ID == "":
-			return adapterkit.ErrNoID
-		case r.PaymentID == "":
-			return errors.New("object has no payment_id: not a refund")
-		case r.Status == "":
-			return errors.New("refund has no status")
-		}
-		return nil
-	})
+	var r refund
+	if err := adapterkit.DecodeJSON(body, &r); err != nil {
+		return r, err
+	}
+	switch {
+	case r.Type != "":
+		return r, fmt.Errorf("body is a %q, not a refund", r.Type)
+	case r.ID == "":
+		return r, adapterkit.ErrNoID
+	case r.PaymentID == "":
+		return r, errors.New("object has no payment_id: not a refund")
+	case r.Status == "":
+		return r, errors.New("refund has no status")
+	}
+	return r, nil
 }
 
 // readError reads YooKassa's error JSON into o: its id is the request id

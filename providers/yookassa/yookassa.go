@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/payonce/payonce"
@@ -98,26 +99,34 @@ var _ payonce.Provider = (*Provider)(nil)
 // Config field and how to fix it; it never contains a credential.
 func New(cfg Config) (*Provider, error) {
 	p := &Provider{shopID: adapterkit.Secret(cfg.ShopID), secretKey: adapterkit.Secret(cfg.SecretKey)}
+	const prefix = "yookassa.Config."
+	switch {
+	case cfg.ShopID == "":
+		return nil, adapterkit.Invalid(prefix, "ShopID", "is empty; set it to your shop id (Integration > API keys in the YooKassa Merchant Profile)")
+	case strings.ContainsFunc(cfg.ShopID, adapterkit.NotToken) || strings.Contains(cfg.ShopID, ":"):
+		// The shop id is the user name of HTTP Basic auth, which cannot
+		// carry a ':'.
+		return nil, adapterkit.Invalid(prefix, "ShopID", "contains spaces, a colon or control characters; copy the shop id exactly as the Merchant Profile shows it")
+	case cfg.SecretKey == "":
+		return nil, adapterkit.Invalid(prefix, "SecretKey", "is empty; set it to your shop's secret key (live_... or test_...)")
+	case strings.ContainsFunc(cfg.SecretKey, adapterkit.NotToken):
+		return nil, adapterkit.Invalid(prefix, "SecretKey", "contains spaces or control characters; copy the key exactly as the Merchant Profile shows it")
+	}
 	var err error
-	p.baseURL, p.now, err = adapterkit.Setup{Prefix: "yookassa.Config.",
-		Headers: []adapterkit.Header{
-			{Field: "ShopID", Value: cfg.ShopID, Forbid: ":",
-				Empty: "is empty; set it to your shop id (Integration > API keys in the YooKassa Merchant Profile)",
-				Bad:   "contains spaces, a colon or control characters; copy the shop id exactly as the Merchant Profile shows it"},
-			{Field: "SecretKey", Value: cfg.SecretKey,
-				Empty: "is empty; set it to your shop's secret key (live_... or test_...)",
-				Bad:   "contains spaces or control characters; copy the key exactly as the Merchant Profile shows it"},
-		},
-		BaseURL: cfg.BaseURL, DefaultBaseURL: DefaultBaseURL, Credentials: "the credentials go in Config.ShopID and Config.SecretKey",
-		Durations: []adapterkit.Duration{
-			{Field: "KeyTTL", Value: cfg.KeyTTL, Dst: &p.keyTTL, Default: DefaultKeyTTL},
-			{Field: "ListLag", Value: cfg.ListLag, Dst: &p.listLag, Default: DefaultListLag},
-			{Field: "LookupMargin", Value: cfg.LookupMargin, Dst: &p.lookupMargin, Default: DefaultLookupMargin},
-		},
-		Now: cfg.Now,
-	}.Check()
-	if err != nil {
+	if p.baseURL, err = adapterkit.CheckBaseURL(cfg.BaseURL, DefaultBaseURL, "the credentials go in Config.ShopID and Config.SecretKey"); err != nil {
+		return nil, adapterkit.Invalid(prefix, "BaseURL", "%v", err)
+	}
+	if p.keyTTL, err = adapterkit.DurationOrDefault(prefix, "KeyTTL", cfg.KeyTTL, DefaultKeyTTL, ""); err != nil {
 		return nil, err
+	}
+	if p.listLag, err = adapterkit.DurationOrDefault(prefix, "ListLag", cfg.ListLag, DefaultListLag, ""); err != nil {
+		return nil, err
+	}
+	if p.lookupMargin, err = adapterkit.DurationOrDefault(prefix, "LookupMargin", cfg.LookupMargin, DefaultLookupMargin, ""); err != nil {
+		return nil, err
+	}
+	if p.now = cfg.Now; p.now == nil {
+		p.now = time.Now
 	}
 	// WebhookAllow, optional, is checked last, so that a Config with
 	// several problems keeps reporting the same first one.

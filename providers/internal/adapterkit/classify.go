@@ -24,65 +24,6 @@ func Unreadable(provider string, o payonce.Outcome, what string) payonce.Outcome
 	return o
 }
 
-// Reply is how an adapter words a 2xx answer it cannot settle on.
-type Reply struct {
-	Provider string
-	// Scrub cleans what an answer says before it is kept; nil keeps it as
-	// it is (texts the adapter wrote itself).
-	Scrub func(string) string
-	// Mismatch is the class of an answer naming another request's object:
-	// maybe_sent, or key_mismatch where a 2xx carrying someone else's
-	// object means the key and the ledger disagree.
-	Mismatch ledger.OutcomeClass
-	// MismatchMessage is that Outcome's Message; "" makes it
-	// "<provider>: <why>".
-	MismatchMessage string
-}
-
-func (rp Reply) scrub(s string) string {
-	if rp.Scrub == nil {
-		return s
-	}
-	return rp.Scrub(s)
-}
-
-// Unreadable is Unreadable for rp's provider, what scrubbed.
-func (rp Reply) Unreadable(o payonce.Outcome, what string) payonce.Outcome {
-	return Unreadable(rp.Provider, o, rp.scrub(what))
-}
-
-// Contradicted is Contradicted with rp's class and message, why scrubbed.
-func (rp Reply) Contradicted(o payonce.Outcome, why string) payonce.Outcome {
-	why = rp.scrub(why)
-	msg := rp.MismatchMessage
-	if msg == "" {
-		msg = rp.Provider + ": " + why
-	}
-	return Contradicted(o, rp.Mismatch, why, msg)
-}
-
-// Object reads the object of a 2xx answer, rp wording what goes wrong:
-// decode it (Unreadable when it does not decode), make id(obj) the
-// Outcome's ProviderRef, check that it belongs to the request (check says
-// why it does not: Contradicted; or fails: Unreadable), and return what it
-// says (settle, usually its State's Outcome).
-func Object[T any](rp Reply, o payonce.Outcome, body []byte, decode func([]byte) (T, error), id func(T) string,
-	check func(T) (string, error), settle func(T, payonce.Outcome) payonce.Outcome) payonce.Outcome {
-	obj, err := decode(body)
-	if err != nil {
-		return rp.Unreadable(o, err.Error())
-	}
-	o.ProviderRef = id(obj)
-	why, err := check(obj)
-	switch {
-	case err != nil:
-		return rp.Unreadable(o, err.Error())
-	case why != "":
-		return rp.Contradicted(o, why)
-	}
-	return settle(obj, o)
-}
-
 // UnknownKind is what Unreadable says of an answer to a request of a
 // kind the adapter does not send.
 func UnknownKind(k payonce.Kind) string {

@@ -3,32 +3,32 @@
 // providers/adyen) do the same way, so that each adapter writes only its
 // provider's facts: its request shapes, its classification table, its
 // lookup queries and what its webhooks sign (docs/ADAPTERS.md walks
-// through a new adapter).
+// through a new adapter). Its helpers are plain functions and types that
+// an adapter calls in order; an adapter's New, Classify and lookups read
+// top to bottom.
 //
-//   - Secrets: Secret, Format, LogValue, NowSet, DisplayURL, Scrub (redact.go).
-//   - Configs: Setup (header values, base URL, durations, clock: the
-//     checks of every adapter's New), CheckBaseURL, SetDurations
-//     (config.go, http.go).
-//   - Requests: CheckKey, Invalid, Metadata, MetadataLimits with
-//     WithMetadata and CheckMetadata (the caller's metadata held to the
-//     provider's limits), References, EncodeJSON, Post, PostJSON
-//     (metadata.go, request.go).
-//   - Answers: Answer, Rule, Status, Refusal, RetryAfterHeader, Reply,
-//     Object, Unreadable, Contradicted (classify.go); State and Verdict, one
-//     mapping of a provider object for Classify and Lookup (state.go).
-//   - Reading: API (bounded GETs, the provider's own 404, every failure a
-//     Failure the adapter copies into its APIError), Decode, DecodeError,
-//     ErrorText, Temporary (api.go, http.go).
-//   - Lookups: Lookups, NeedsSearch, Objects, Combine, Belongs, IsEarlier
-//     (lookup.go, match.go): the one place where the objects a lookup found
-//     become a LookupResult.
+//   - Secrets: Secret, Format, LogValue, NowSet, DisplayURL, Scrub.
+//   - Configs: NotToken (a header value's characters), CheckBaseURL,
+//     DurationOrDefault, Invalid: what each adapter's New checks, in order.
+//   - Requests: CheckKey, Metadata, MetadataLimits with WithMetadata and
+//     CheckMetadata (the caller's metadata held to the provider's limits),
+//     References, EncodeJSON, Post, PostJSON.
+//   - Answers: Answer, Rule, Status, Refusal, RetryAfterHeader (the
+//     classification table of answers that are not 2xx); Unreadable and
+//     Contradicted (a 2xx the adapter cannot settle on); State and Verdict,
+//     one mapping of a provider object for Classify and Lookup.
+//   - Reading: Get (one bounded GET; an answer a lookup cannot use is a
+//     Failure, which the adapter turns into its APIError), Fail,
+//     DecodeJSON, DecodeError, ErrorText, Temporary.
+//   - Lookups: Lookups, NeedsSearch, Objects, Combine, Belongs, IsEarlier:
+//     Objects is the one place where the objects a lookup found become a
+//     LookupResult.
 //   - Webhooks: HMACSHA256, EqualHex, EqualBase64, EqualSecret (constant-time
 //     signature and credential checks); Unauthenticated, Credentials,
 //     Forbidden, Malformed (errors wrapping payonce's ErrWebhook*, which
 //     pick the handler's status); DecodeWebhook (a bounded body);
 //     CheckEvent (an event the ledger can store), OneEvent (a delivery of
-//     one such event); WebhookState (a State as a LookupState)
-//     (webhook.go).
+//     one such event); WebhookState (a State as a LookupState).
 //
 // The package is internal to providers/: its API may change with the
 // adapters.

@@ -16,7 +16,7 @@ import (
 )
 
 // MaxBodyBytes is the most of an answer an adapter reads: the client's
-// own limit (payonce.MaxBodyBytes, defined once in transport.go).
+// own limit, payonce.MaxBodyBytes.
 const MaxBodyBytes = payonce.MaxBodyBytes
 
 // MaxRetryAfter bounds a wait read from an answer (Retry-After or a body's
@@ -50,27 +50,13 @@ func CheckBaseURL(base, def, credentials string) (string, error) {
 	return strings.TrimRight(u.String(), "/"), nil
 }
 
-// TooLargeError is an answer larger than MaxBodyBytes: its body was not
-// kept.
-type TooLargeError struct {
-	// Status is the answer's HTTP status, or 0 when it was 2xx: a 2xx body
-	// that cannot be read is an unusable answer, as the adapters' APIError
-	// types document.
-	Status int
-	// Header is the answer's header, for its request id.
-	Header http.Header
-}
-
-// Error says how large an answer may be.
-func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("answer is larger than %d bytes", MaxBodyBytes)
-}
-
 // Get sends one GET of base+path (with query, if any) through hc, with the
 // headers setHeaders writes, and reads at most MaxBodyBytes of the answer;
-// the body is always closed. A larger answer is a *TooLargeError. Other
-// errors start with name ("stripe: GET /v1/...") and name the path, never
-// the query; an http.Client error names the URL, which holds no secret, and
+// the body is always closed. It returns a 2xx answer; any other answer is
+// a *Failure holding its status, header and body, and one larger than
+// MaxBodyBytes a *Failure that says so, without the body. Other errors
+// start with name ("stripe: GET /v1/...") and name the path, never the
+// query; an http.Client error names the URL, which holds no secret, and
 // never a header.
 func Get(ctx context.Context, hc payonce.HTTPDoer, name, base, path string, query url.Values, setHeaders func(http.Header)) (status int, header http.Header, body []byte, err error) {
 	u := base + path
@@ -91,18 +77,34 @@ func Get(ctx context.Context, hc payonce.HTTPDoer, name, base, path string, quer
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("%s: GET %s: read answer: %w", name, path, err)
 	}
-	if len(body) > MaxBodyBytes {
-		e := &TooLargeError{Status: resp.StatusCode, Header: resp.Header}
-		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-			e.Status = 0
-		}
-		return 0, nil, nil, e
+	switch {
+	case len(body) > MaxBodyBytes && Success(resp.StatusCode):
+		// A 2xx body that cannot be read is an unusable answer
+		// (HTTPStatus 0), as the adapters' APIError types document.
+		return 0, nil, nil, Fail(path, 0, resp.Header, fmt.Sprintf("answer is larger than %d bytes", MaxBodyBytes))
+	case len(body) > MaxBodyBytes:
+		return 0, nil, nil, Fail(path, resp.StatusCode, resp.Header, fmt.Sprintf("answer is larger than %d bytes", MaxBodyBytes))
+	case !Success(resp.StatusCode):
+		return 0, nil, nil, &Failure{Method: http.MethodGet, Path: path, HTTPStatus: resp.StatusCode, Header: resp.Header, Body: body}
 	}
 	return resp.StatusCode, resp.Header, body, nil
 }
 
+// GetJSON sends one GET (Get) and decodes its answer into v; a body that
+// does not decode is Unusable.
+func GetJSON(ctx context.Context, hc payonce.HTTPDoer, name, base, path string, query url.Values, setHeaders func(http.Header), v any) (http.Header, error) {
+	_, header, body, err := Get(ctx, hc, name, base, path, query, setHeaders)
+	if err != nil {
+		return nil, err
+	}
+	if err := DecodeJSON(body, v); err != nil {
+		return nil, Unusable(path, header, err)
+	}
+	return header, nil
+}
+
 // DecodeJSON parses an answer's body into v; a body larger than
-// MaxBodyBytes is refused unread. See also Decode and DecodeError.
+// MaxBodyBytes is refused unread. See also DecodeError.
 func DecodeJSON(body []byte, v any) error {
 	if len(body) > MaxBodyBytes {
 		return fmt.Errorf("body is %d bytes, more than the %d the adapter reads", len(body), MaxBodyBytes)

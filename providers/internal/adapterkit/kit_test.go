@@ -3,7 +3,10 @@ package adapterkit_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,13 +124,13 @@ func TestClassifyError(t *testing.T) {
 
 func TestRequestHelpers(t *testing.T) {
 	t.Parallel()
-	var ttl, lag time.Duration
-	require.NoError(t, adapterkit.SetDurations("x.Config.",
-		adapterkit.Duration{Field: "KeyTTL", Value: 0, Dst: &ttl, Default: time.Hour},
-		adapterkit.Duration{Field: "Lag", Value: time.Second, Dst: &lag, Default: time.Minute}))
+	ttl, err := adapterkit.DurationOrDefault("x.Config.", "KeyTTL", 0, time.Hour, "")
+	require.NoError(t, err)
+	lag, err := adapterkit.DurationOrDefault("x.Config.", "Lag", time.Second, time.Minute, "")
+	require.NoError(t, err)
 	require.Equal(t, time.Hour, ttl)
 	require.Equal(t, time.Second, lag)
-	err := adapterkit.SetDurations("x.Config.", adapterkit.Duration{Field: "Lag", Value: -1, Dst: &lag, Default: time.Minute, Hint: "!"})
+	_, err = adapterkit.DurationOrDefault("x.Config.", "Lag", -1, time.Minute, "!")
 	var ve *payonce.ValidationError
 	require.ErrorAs(t, err, &ve)
 	require.Equal(t, "x.Config.Lag", ve.Field)
@@ -155,4 +158,51 @@ func TestRequestHelpers(t *testing.T) {
 	require.Equal(t, "key1", hr.Header.Get("Idem-Key"))
 	require.Equal(t, "Bearer k", hr.Header.Get("Authorization"))
 	require.EqualValues(t, len(`{"a":"1","b":"<"}`), hr.ContentLength)
+}
+
+// doer answers every request with status and body.
+type doer struct {
+	status int
+	body   string
+}
+
+func (d doer) Do(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: d.status, Header: http.Header{"Request-Id": {"req_1"}},
+		Body: io.NopCloser(strings.NewReader(d.body)), Request: r}, nil
+}
+
+func TestGet(t *testing.T) {
+	t.Parallel()
+	get := func(d doer) (int, []byte, error) {
+		status, _, body, err := adapterkit.Get(context.Background(), d, "x", "http://127.0.0.1:1", "/v1/o", nil, func(h http.Header) { h.Set("Accept", "application/json") })
+		return status, body, err
+	}
+	status, body, err := get(doer{200, `{"id":"o_1"}`})
+	require.NoError(t, err)
+	require.Equal(t, 200, status)
+	require.Equal(t, `{"id":"o_1"}`, string(body))
+
+	// An error answer is a Failure holding its status, header and body.
+	_, _, err = get(doer{404, `{"error":"missing"}`})
+	var f *adapterkit.Failure
+	require.ErrorAs(t, err, &f)
+	require.Equal(t, adapterkit.Failure{Method: "GET", Path: "/v1/o", HTTPStatus: 404, Header: http.Header{"Request-Id": {"req_1"}}, Body: []byte(`{"error":"missing"}`)}, *f)
+
+	// An answer too large to read keeps no body; a 2xx one is unusable
+	// (status 0).
+	big := strings.Repeat("x", adapterkit.MaxBodyBytes+1)
+	for status, want := range map[int]int{200: 0, 500: 500} {
+		_, _, err = get(doer{status, big})
+		require.ErrorAs(t, err, &f)
+		require.Equal(t, want, f.HTTPStatus)
+		require.Nil(t, f.Body)
+		require.Equal(t, fmt.Sprintf("answer is larger than %d bytes", adapterkit.MaxBodyBytes), f.Message)
+	}
+
+	// A 2xx body that does not decode is Unusable.
+	var v struct{ ID string }
+	_, err = adapterkit.GetJSON(context.Background(), doer{200, `<html>`}, "x", "http://127.0.0.1:1", "/v1/o", nil, func(http.Header) {}, &v)
+	require.ErrorAs(t, err, &f)
+	require.Equal(t, 0, f.HTTPStatus)
+	require.Contains(t, f.Message, "unusable answer: body is not the expected JSON")
 }
