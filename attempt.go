@@ -86,7 +86,7 @@ func (c *Client) drive(ctx context.Context, r *run) (Result, error) {
 				return res, err
 			}
 		default:
-			return resultOf(r.op), errorOf(r.op, c.cfg.Provider.Name())
+			return ResultOf(r.op), errorOf(r.op, c.cfg.Provider.Name())
 		}
 	}
 }
@@ -288,7 +288,7 @@ func (c *Client) release(ctx context.Context, r *run, why error) (Result, error)
 	if err == nil {
 		r.op = op
 	}
-	res := resultOf(r.op)
+	res := ResultOf(r.op)
 	return res, why
 }
 
@@ -316,9 +316,9 @@ func (c *Client) leaseError(ctx context.Context, r *run, err error) (Result, err
 	rctx, cancel := recordCtx(ctx)
 	defer cancel()
 	if op, ok := c.settledMeanwhile(rctx, r, err); ok {
-		return resultOf(op), errorOf(op, c.cfg.Provider.Name())
+		return ResultOf(op), errorOf(op, c.cfg.Provider.Name())
 	}
-	res := resultOf(r.op)
+	res := ResultOf(r.op)
 	if errors.Is(err, ledger.ErrLeaseLost) || errors.Is(err, ledger.ErrStateConflict) {
 		res.Status = ResultInProgress
 		return res, fmt.Errorf("%w: %w", ErrInProgress, err)

@@ -31,10 +31,6 @@ import (
 // IT MUST NEVER CHANGE: every key of every deployed service depends on it.
 const Namespace = "321e0492-cca3-5391-af6d-cfe6412907e7"
 
-// namespace is Namespace parsed, the value keys are derived from; nothing
-// assigns to it.
-var namespace = uuid.MustParse(Namespace)
-
 // keyVersion is the first field of every canonical identity encoding.
 const keyVersion = "payonce/key/v1"
 
@@ -196,6 +192,7 @@ func (id Identity) OperationID() (string, error) {
 // bytes; version 5; RFC 4122 variant), with the input on the stack when it
 // fits, so that a key costs one allocation (the string) instead of five.
 func (id Identity) key() string {
+	namespace := uuid.MustParse(Namespace)
 	var stack [256]byte
 	b := stack[:0]
 	if n := len(namespace) + id.canonicalSize(); n > len(stack) {

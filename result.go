@@ -213,9 +213,6 @@ func decodeResult(b []byte) storedResult {
 	return s
 }
 
-// resultOf is ResultOf.
-func resultOf(op ledger.Operation) Result { return ResultOf(op) }
-
 // ResultOf reports a ledger record as the Result a call returns for it,
 // with the status mapping documented on ResultStatus. It reads nothing but
 // op: use it on operations from a ledger.Store (Get, a store's

@@ -149,7 +149,7 @@ func isUnsetGlobal(tp trace.TracerProvider) bool {
 
 // tracing reports whether spans are worth starting.
 func (t *telemetry) tracing() bool {
-	if t == nil || t.spansOff {
+	if t.spansOff {
 		return false
 	}
 	return t.unsetGlobal == nil || otel.GetTracerProvider() != t.unsetGlobal
@@ -167,14 +167,14 @@ func (t *telemetry) start(ctx context.Context, name string, kind trace.SpanKind)
 // add and record guard every measurement with Enabled, so that building
 // its attribute set costs nothing when no SDK is registered.
 func (t *telemetry) add(ctx context.Context, c metric.Int64Counter, attrs ...attribute.KeyValue) {
-	if t == nil || c == nil || !c.Enabled(ctx) {
+	if !c.Enabled(ctx) {
 		return
 	}
 	c.Add(ctx, 1, metric.WithAttributes(attrs...))
 }
 
 func (t *telemetry) record(ctx context.Context, h metric.Float64Histogram, v float64, attrs ...attribute.KeyValue) {
-	if t == nil || h == nil || !h.Enabled(ctx) {
+	if !h.Enabled(ctx) {
 		return
 	}
 	h.Record(ctx, v, metric.WithAttributes(attrs...))
@@ -372,7 +372,7 @@ func (l lookupSpan) end(ctx context.Context, lr LookupResult, lerr error, decisi
 // the operation to review, the review by reason code. from == to counts
 // nothing.
 func (t *telemetry) moved(ctx context.Context, kind string, from, to ledger.Status, code ledger.ReviewCode) {
-	if t == nil || from == to || to == "" {
+	if from == to || to == "" {
 		return
 	}
 	if from == "" {
@@ -389,9 +389,6 @@ func (t *telemetry) moved(ctx context.Context, kind string, from, to ledger.Stat
 
 // breakerChanged counts a circuit breaker entering state to.
 func (t *telemetry) breakerChanged(to string) {
-	if t == nil {
-		return
-	}
 	t.add(context.Background(), t.breakerChanges, t.provider, semconv.AttrState.String(to))
 }
 
@@ -403,9 +400,6 @@ const webhookDispositionNone = "none"
 // unavailable, with the disposition of its first target) or one rejected
 // delivery (disposition "none").
 func (t *telemetry) webhook(ctx context.Context, result string, rep ledger.WebhookReport) {
-	if t == nil {
-		return
-	}
 	disp := webhookDispositionNone
 	if len(rep.Outcomes) > 0 {
 		disp = string(rep.Outcomes[0].Disposition)
@@ -658,11 +652,11 @@ func (h Hooks) fire(ctx context.Context, log *slog.Logger, from ledger.Status, o
 // because the closure captures op: in fire, op would move to the heap on
 // every call, hooks set or not.
 func (h Hooks) fireSettled(ctx context.Context, log *slog.Logger, op ledger.Operation) {
-	runHook(ctx, log, h.Timeout, "OnSettled", op.ID, func(ctx context.Context) { h.OnSettled(ctx, resultOf(op)) })
+	runHook(ctx, log, h.Timeout, "OnSettled", op.ID, func(ctx context.Context) { h.OnSettled(ctx, ResultOf(op)) })
 }
 
 func (h Hooks) fireReview(ctx context.Context, log *slog.Logger, op ledger.Operation) {
-	runHook(ctx, log, h.Timeout, "OnReview", op.ID, func(ctx context.Context) { h.OnReview(ctx, resultOf(op)) })
+	runHook(ctx, log, h.Timeout, "OnReview", op.ID, func(ctx context.Context) { h.OnReview(ctx, ResultOf(op)) })
 }
 
 // runHook runs fn for at most timeout, recovering a panic. fn's context

@@ -78,13 +78,9 @@ func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	return resp, err
 }
 
-func newBreaker(name string, s BreakerSettings, log *slog.Logger) *gobreaker.CircuitBreaker[*http.Response] {
-	return newCountedBreaker(name, s, log, nil)
-}
-
-// newCountedBreaker is newBreaker counting its state changes in tel
-// (payonce.breaker.state_changes).
-func newCountedBreaker(name string, s BreakerSettings, log *slog.Logger, tel *telemetry) *gobreaker.CircuitBreaker[*http.Response] {
+// newBreaker builds the breaker of provider name from s, logging its state
+// changes and counting them in tel (payonce.breaker.state_changes).
+func newBreaker(name string, s BreakerSettings, log *slog.Logger, tel *telemetry) *gobreaker.CircuitBreaker[*http.Response] {
 	if s.ConsecutiveFailures == 0 {
 		s.ConsecutiveFailures = 5
 	}
@@ -122,7 +118,7 @@ func newHTTPLayer(cfg *Config, tel *telemetry) *httpLayer {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	cb := newCountedBreaker(cfg.Provider.Name(), cfg.Breaker, cfg.Logger, tel)
+	cb := newBreaker(cfg.Provider.Name(), cfg.Breaker, cfg.Logger, tel)
 	replay, _ := cfg.Provider.(ReplayDetector)
 	hc := &http.Client{
 		Transport:     &breakerTransport{base: base, cb: cb, replay: replay},
