@@ -160,8 +160,7 @@ func BenchmarkMemStore(b *testing.B) {
 }
 
 // TestKeyIsNewSHA1 checks the key derivation against its definition,
-// uuid.NewSHA1(Namespace, Canonical()), on identities short enough for the
-// stack buffer of Identity.key and longer ones.
+// uuid.NewSHA1(Namespace, Canonical()), on identities short and long.
 func TestKeyIsNewSHA1(t *testing.T) {
 	r := mrand.New(mrand.NewPCG(7, 11))
 	for i := range 3000 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/payonce/payonce/ledger"
@@ -39,9 +38,6 @@ type run struct {
 	// windowOpenBefore reports that an earlier attempt may already have
 	// reached the provider when the current attempt was journaled.
 	windowOpenBefore bool
-	// known is the result the run last wrote with its decoding, for the
-	// Result the call returns (resultOfKnown).
-	known knownResult
 }
 
 func (r *run) maxAttempts(c *Client) int {
@@ -75,7 +71,7 @@ func (c *Client) drive(ctx context.Context, r *run) (Result, error) {
 				}
 			}
 			if done, err := c.sendAttempt(ctx, r); done {
-				return resultOfKnown(r.op, &r.known), err
+				return ResultOf(r.op), err
 			}
 		case ledger.StatusUnknown:
 			if ctx.Err() != nil {
@@ -86,7 +82,7 @@ func (c *Client) drive(ctx context.Context, r *run) (Result, error) {
 				return res, err
 			}
 		default:
-			return resultOf(r.op), errorOf(r.op, c.cfg.Provider.Name())
+			return ResultOf(r.op), errorOf(r.op, c.cfg.Provider.Name())
 		}
 	}
 }
@@ -148,9 +144,6 @@ func (c *Client) sendAttempt(ctx context.Context, r *run) (done bool, err error)
 	}
 	c.recorded(actx, fp.From, op)
 	r.op = op
-	if s := storedOf(out); s.roundTrips() {
-		r.known = knownResult{raw: fp.Result, s: s}
-	}
 	if op.Status.Terminal() {
 		return true, errorOf(op, c.cfg.Provider.Name())
 	}
@@ -159,9 +152,7 @@ func (c *Client) sendAttempt(ctx context.Context, r *run) (done bool, err error)
 		// looks it up later.
 		return true, ErrOutcomeUnknown
 	}
-	if debugOn(c.cfg.Logger) {
-		c.cfg.Logger.Debug("payonce: attempt recorded", semconv.LogKeyOperation, op.ID, "kind", op.Kind, "attempt", att.Number, "class", string(out.Class), "status", string(op.Status))
-	}
+	c.cfg.Logger.Debug("payonce: attempt recorded", semconv.LogKeyOperation, op.ID, "kind", op.Kind, "attempt", att.Number, "class", string(out.Class), "status", string(op.Status))
 	span.end(out, errText) // the backoff is not part of the attempt
 	c.pauseBeforeNext(ctx, r, out.RetryAfter)
 	return false, nil
@@ -288,7 +279,7 @@ func (c *Client) release(ctx context.Context, r *run, why error) (Result, error)
 	if err == nil {
 		r.op = op
 	}
-	res := resultOf(r.op)
+	res := ResultOf(r.op)
 	return res, why
 }
 
@@ -316,9 +307,9 @@ func (c *Client) leaseError(ctx context.Context, r *run, err error) (Result, err
 	rctx, cancel := recordCtx(ctx)
 	defer cancel()
 	if op, ok := c.settledMeanwhile(rctx, r, err); ok {
-		return resultOf(op), errorOf(op, c.cfg.Provider.Name())
+		return ResultOf(op), errorOf(op, c.cfg.Provider.Name())
 	}
-	res := resultOf(r.op)
+	res := ResultOf(r.op)
 	if errors.Is(err, ledger.ErrLeaseLost) || errors.Is(err, ledger.ErrStateConflict) {
 		res.Status = ResultInProgress
 		return res, fmt.Errorf("%w: %w", ErrInProgress, err)
@@ -393,18 +384,9 @@ func (c *Client) recorded(ctx context.Context, from ledger.Status, op ledger.Ope
 	if op.Status == ledger.StatusManualReview {
 		c.cfg.Logger.Warn("payonce: operation sent to manual review", semconv.LogKeyOperation, op.ID, "kind", op.Kind,
 			"from", string(from), "reason", op.ReviewReason, "reason_code", string(op.ReviewCode))
-	} else if debugOn(c.cfg.Logger) {
+	} else {
 		c.cfg.Logger.Debug("payonce: operation state changed", semconv.LogKeyOperation, op.ID, "kind", op.Kind,
 			"from", string(from), "to", string(op.Status))
 	}
 	c.cfg.Hooks.fire(ctx, c.cfg.Logger, from, op)
-}
-
-// debugOn reports whether log would write a Debug record, as Logger.Debug
-// asks its handler (with context.Background()). The call sites on the
-// path of every call test it first: the arguments of a record are boxed
-// into a slice before Debug can look, which costs allocations on every
-// call when Debug is off, as it usually is.
-func debugOn(log *slog.Logger) bool {
-	return log.Enabled(context.Background(), slog.LevelDebug)
 }

@@ -34,7 +34,9 @@ func TestBreakerIgnoresReplayedAnswers(t *testing.T) {
 	}))
 	defer srv.Close()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cb := newBreaker("stripe", BreakerSettings{ConsecutiveFailures: 2, OpenFor: time.Hour}, log)
+	tel, err := newTelemetry(nil, nil, "stripe")
+	require.NoError(t, err)
+	cb := newBreaker("stripe", BreakerSettings{ConsecutiveFailures: 2, OpenFor: time.Hour}, log, tel)
 	hc := &http.Client{Transport: &breakerTransport{base: http.DefaultTransport, cb: cb, replay: replayHeader{}}}
 	send := func() {
 		resp, err := hc.Get(srv.URL)

@@ -668,11 +668,6 @@ func (c *Client) newOperation(p prepared) ledger.NewOperation {
 func (c *Client) do(ctx context.Context, kind Kind, build func(context.Context) (Request, error)) (res Result, err error) {
 	ctx, call := c.tel.startCall(ctx, kind, c.cfg.Now())
 	defer func() { call.end(ctx, c.cfg.Now(), res, err) }()
-	return c.call(ctx, build)
-}
-
-// call is do without its span.
-func (c *Client) call(ctx context.Context, build func(context.Context) (Request, error)) (Result, error) {
 	p, err := c.prepare(ctx, build)
 	if err != nil {
 		return Result{}, err

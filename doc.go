@@ -88,8 +88,8 @@
 // Config.MeterProvider and Config.TracerProvider, and the same fields of
 // ReconcilerConfig, default to otel.GetMeterProvider() and
 // otel.GetTracerProvider(); the instrumentation scope is semconv.ScopeName,
-// the import path. With no provider registered, instrumentation costs no
-// allocation.
+// the import path. With no provider registered (or a no-op one), payonce
+// records nothing and starts no spans.
 //
 // Metrics (semconv.MetricNames lists them; attributes are enums only, never
 // ids, keys, references or amounts):

@@ -39,7 +39,7 @@ import (
 // github.com/exaring/otelpgx.) The ledger gauges (payonce.operations.*) are
 // reported once per ledger: by the Reconciler, or by RegisterLedgerMetrics.
 // With no provider registered, as here, payonce's instrumentation records
-// nothing and costs no allocation.
+// nothing and starts no spans.
 func Example_openTelemetry() {
 	ctx := context.Background()
 	// The providers the application registered (the SDK's, in production);

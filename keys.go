@@ -2,7 +2,6 @@ package payonce
 
 import (
 	"bytes"
-	"crypto/sha1"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -30,10 +29,6 @@ import (
 // and is hard-coded so that no change in that derivation can move it.
 // IT MUST NEVER CHANGE: every key of every deployed service depends on it.
 const Namespace = "321e0492-cca3-5391-af6d-cfe6412907e7"
-
-// namespace is Namespace parsed, the value keys are derived from; nothing
-// assigns to it.
-var namespace = uuid.MustParse(Namespace)
 
 // keyVersion is the first field of every canonical identity encoding.
 const keyVersion = "payonce/key/v1"
@@ -162,7 +157,7 @@ func (id Identity) Canonical() ([]byte, error) {
 	if err := id.Validate(); err != nil {
 		return nil, err
 	}
-	return id.appendCanonical(make([]byte, 0, id.canonicalSize())), nil
+	return id.appendCanonical(nil), nil
 }
 
 // Key returns the idempotency key of the operation id names:
@@ -190,32 +185,9 @@ func (id Identity) OperationID() (string, error) {
 	return id.key(), nil
 }
 
-// key derives the key of an Identity already validated. It is
-// uuid.NewSHA1(namespace, canonical).String() computed the way
-// uuid.NewHash does (SHA-1 of the namespace's 16 bytes then the canonical
-// bytes; version 5; RFC 4122 variant), with the input on the stack when it
-// fits, so that a key costs one allocation (the string) instead of five.
+// key derives the key of an Identity already validated.
 func (id Identity) key() string {
-	var stack [256]byte
-	b := stack[:0]
-	if n := len(namespace) + id.canonicalSize(); n > len(stack) {
-		b = make([]byte, 0, n)
-	}
-	b = append(b, namespace[:]...)
-	sum := sha1.Sum(id.appendCanonical(b))
-	var u uuid.UUID
-	copy(u[:], sum[:])
-	u[6] = (u[6] & 0x0f) | 5<<4 // version 5 (name-based, SHA-1)
-	u[8] = (u[8] & 0x3f) | 0x80 // RFC 4122 variant
-	return u.String()
-}
-
-func (id Identity) canonicalSize() int {
-	n := 2*binary.MaxVarintLen64 + len(keyVersion) + len(id.Provider) + len(id.Kind) + 3*binary.MaxVarintLen64
-	for _, r := range id.References {
-		n += binary.MaxVarintLen64 + len(r)
-	}
-	return n
+	return uuid.NewSHA1(uuid.MustParse(Namespace), id.appendCanonical(nil)).String()
 }
 
 func (id Identity) appendCanonical(b []byte) []byte {

@@ -166,9 +166,6 @@ func (r Request) Canonical() ([]byte, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
-	if b, ok := r.appendCanonical(); ok {
-		return b, nil
-	}
 	return r.encodeCanonical()
 }
 
@@ -182,127 +179,6 @@ func (r Request) encodeCanonical() ([]byte, error) {
 		return nil, fmt.Errorf("payonce: encode request: %w", err)
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
-// appendCanonical is encodeCanonical written out by hand, in one
-// allocation and without reflection, for the usual request whose strings
-// are all printable ASCII without a quote or backslash, which JSON writes
-// as they are (HTML escaping is off); ok is false for any other, which
-// Canonical leaves to encoding/json. The bytes are the same: fields in
-// declaration order (which is alphabetical), empty optional ones left out,
-// Metadata's keys sorted, nil References as null.
-func (r Request) appendCanonical() (b []byte, ok bool) {
-	strs := [...]string{r.Currency, r.Customer, r.Description, string(r.Kind), r.PaymentMethod, r.PaymentRef}
-	n := 160 + 20 // the names, punctuation and the amount
-	for _, v := range strs {
-		if !plainCanonical(v) {
-			return nil, false
-		}
-		n += len(v)
-	}
-	for _, v := range r.References {
-		if !plainCanonical(v) {
-			return nil, false
-		}
-		n += len(v) + 3
-	}
-	for k, v := range r.Metadata {
-		if !plainCanonical(k) || !plainCanonical(v) {
-			return nil, false
-		}
-		n += len(k) + len(v) + 6
-	}
-	b = make([]byte, 0, n)
-	b = append(b, '{')
-	str := func(name, v string) {
-		if len(b) > 1 {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
-		b = append(b, name...)
-		b = append(b, `":"`...)
-		b = append(b, v...)
-		b = append(b, '"')
-	}
-	if r.Amount != 0 {
-		b = append(b, `"amount":`...)
-		b = strconv.AppendInt(b, r.Amount, 10)
-	}
-	if r.CaptureManual {
-		if len(b) > 1 {
-			b = append(b, ',')
-		}
-		b = append(b, `"capture_manual":true`...)
-	}
-	for _, f := range [...]struct{ name, v string }{{"currency", r.Currency}, {"customer", r.Customer}, {"description", r.Description}} {
-		if f.v != "" {
-			str(f.name, f.v)
-		}
-	}
-	str("kind", string(r.Kind))
-	if len(r.Metadata) > 0 {
-		b = appendPlainMap(append(b, `,"metadata":`...), r.Metadata)
-	}
-	if r.PaymentMethod != "" {
-		str("payment_method", r.PaymentMethod)
-	}
-	if r.PaymentRef != "" {
-		str("payment_ref", r.PaymentRef)
-	}
-	b = appendPlainList(append(b, `,"references":`...), r.References)
-	return append(b, '}'), true
-}
-
-// appendPlainMap appends m as JSON with its keys sorted, as encoding/json
-// writes a map; every key and value is plain (plainCanonical).
-func appendPlainMap(b []byte, m map[string]string) []byte {
-	var keys [16]string
-	ks := keys[:0]
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	b = append(b, '{')
-	for i, k := range ks {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
-		b = append(b, k...)
-		b = append(b, `":"`...)
-		b = append(b, m[k]...)
-		b = append(b, '"')
-	}
-	return append(b, '}')
-}
-
-// appendPlainList appends list as a JSON array of strings, or null when it
-// is nil, as encoding/json writes a slice; every string is plain.
-func appendPlainList(b []byte, list []string) []byte {
-	if list == nil {
-		return append(b, "null"...)
-	}
-	b = append(b, '[')
-	for i, v := range list {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
-		b = append(b, v...)
-		b = append(b, '"')
-	}
-	return append(b, ']')
-}
-
-// plainCanonical reports whether an encoder without HTML escaping writes
-// s as it is between quotes: printable ASCII without quote or backslash.
-func plainCanonical(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
 }
 
 // Fingerprint returns the lowercase hex SHA-256 (64 characters) of r's
@@ -320,10 +196,7 @@ func (r Request) Fingerprint() (string, error) {
 // fingerprintOf is the fingerprint of a Request's canonical JSON.
 func fingerprintOf(canonical []byte) string {
 	sum := sha256.Sum256(canonical)
-	// Encoded on the stack: one allocation, the string, instead of two.
-	var dst [2 * sha256.Size]byte
-	hex.Encode(dst[:], sum[:])
-	return string(dst[:])
+	return hex.EncodeToString(sum[:])
 }
 
 // ParseRequest decodes a Request stored as JSON (normally its Canonical

@@ -1,10 +1,8 @@
 package payonce
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -105,74 +103,8 @@ type storedResult struct {
 }
 
 func encodeResult(o Outcome) []byte {
-	s := storedOf(o)
-	if b, ok := s.appendPlain(); ok {
-		return b
-	}
-	b, _ := json.Marshal(s)
+	b, _ := json.Marshal(storedOf(o))
 	return b
-}
-
-// appendPlain is json.Marshal(s) written out by hand, in one allocation
-// and without reflection, for the usual result whose strings are all
-// printable ASCII that JSON leaves as it is (no quote, backslash or the
-// HTML characters <, > and & that Marshal escapes); ok is false for any
-// other, which encodeResult leaves to Marshal. The bytes are the same:
-// fields in declaration order, empty ones left out (omitempty).
-func (s storedResult) appendPlain() (b []byte, ok bool) {
-	fields := [...]struct{ name, v string }{
-		{`"provider_ref":"`, s.ProviderRef}, {`"code":"`, s.Code}, {`"decline_code":"`, s.DeclineCode},
-		{`"message":"`, s.Message}, {`"request_id":"`, s.RequestID},
-	}
-	n := len(`{}`) + len(`,"http_status":`) + 20 + len(`,"replayed":true`)
-	for _, f := range fields {
-		if !plainJSON(f.v) {
-			return nil, false
-		}
-		n += len(f.name) + len(f.v) + 2
-	}
-	b = make([]byte, 0, n)
-	b = append(b, '{')
-	add := func(name, v string) {
-		if len(b) > 1 {
-			b = append(b, ',')
-		}
-		b = append(b, name...)
-		b = append(b, v...)
-		b = append(b, '"')
-	}
-	for _, f := range fields[:4] {
-		if f.v != "" {
-			add(f.name, f.v)
-		}
-	}
-	if s.HTTPStatus != 0 {
-		if len(b) > 1 {
-			b = append(b, ',')
-		}
-		b = append(b, `"http_status":`...)
-		b = strconv.AppendInt(b, int64(s.HTTPStatus), 10)
-	}
-	if s.RequestID != "" {
-		add(fields[4].name, s.RequestID)
-	}
-	if s.Replayed {
-		if len(b) > 1 {
-			b = append(b, ',')
-		}
-		b = append(b, `"replayed":true`...)
-	}
-	return append(b, '}'), true
-}
-
-// plainJSON reports whether json.Marshal writes s as it is between quotes.
-func plainJSON(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
 }
 
 // storedOf is the stored result of an outcome, as encodeResult encodes it.
@@ -183,49 +115,18 @@ func storedOf(o Outcome) storedResult {
 	}
 }
 
-// roundTrips reports whether decodeResult(encodeResult(...)) of s gives s
-// back. It does when every string is valid UTF-8: JSON encoding replaces
-// invalid bytes, and is otherwise undone exactly by decoding.
-func (s storedResult) roundTrips() bool {
-	return utf8.ValidString(s.ProviderRef) && utf8.ValidString(s.Code) && utf8.ValidString(s.DeclineCode) &&
-		utf8.ValidString(s.Message) && utf8.ValidString(s.RequestID)
-}
-
-// knownResult is an encoded result with its decoding, so that a result the
-// client has just written need not be decoded again to be reported.
-type knownResult struct {
-	raw []byte
-	s   storedResult
-}
-
-// resultOfKnown is ResultOf(op), without decoding op.Result when k holds
-// the same bytes (decoding is a function of the bytes alone).
-func resultOfKnown(op ledger.Operation, k *knownResult) Result {
-	if k != nil && k.raw != nil && bytes.Equal(op.Result, k.raw) {
-		return resultWith(op, k.s)
-	}
-	return ResultOf(op)
-}
-
 func decodeResult(b []byte) storedResult {
 	var s storedResult
 	_ = json.Unmarshal(b, &s) // an unreadable result only loses details
 	return s
 }
 
-// resultOf is ResultOf.
-func resultOf(op ledger.Operation) Result { return ResultOf(op) }
-
 // ResultOf reports a ledger record as the Result a call returns for it,
 // with the status mapping documented on ResultStatus. It reads nothing but
 // op: use it on operations from a ledger.Store (Get, a store's
 // CreateOrGetTx, ListReview...). Replayed is false; Client.Status sets it.
 func ResultOf(op ledger.Operation) Result {
-	return resultWith(op, decodeResult(op.Result))
-}
-
-// resultWith is ResultOf with op.Result already decoded into s.
-func resultWith(op ledger.Operation, s storedResult) Result {
+	s := decodeResult(op.Result)
 	r := Result{
 		OperationID: op.ID, Key: op.Key, Provider: op.Provider, Kind: Kind(op.Kind),
 		ProviderRef: op.ProviderRef, Code: s.Code, DeclineCode: s.DeclineCode, Message: s.Message,

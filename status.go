@@ -313,17 +313,17 @@ func (c *Client) lookupAndDecide(ctx context.Context, r *run, mayResend bool) (d
 	defer rcancel()
 	op, err := c.cfg.Store.Finish(rctx, fp)
 	if settled, ok := c.settledMeanwhile(rctx, r, err); ok {
-		return true, resultOf(settled), errorOf(settled, c.cfg.Provider.Name())
+		return true, ResultOf(settled), errorOf(settled, c.cfg.Provider.Name())
 	}
 	if err != nil {
-		return true, resultOf(r.op), &recordError{what: "the lookup's decision", err: err}
+		return true, ResultOf(r.op), &recordError{what: "the lookup's decision", err: err}
 	}
 	c.recorded(ctx, fp.From, op)
 	r.op = op
 	if fp.To == ledger.StatusUnknown {
-		return true, resultOf(op), ErrOutcomeUnknown
+		return true, ResultOf(op), ErrOutcomeUnknown
 	}
-	return true, resultOf(op), errorOf(op, c.cfg.Provider.Name())
+	return true, ResultOf(op), errorOf(op, c.cfg.Provider.Name())
 }
 
 // history is what a lookup needs from the operation's past: the query

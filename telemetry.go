@@ -44,12 +44,13 @@ const reasonUnreadable = "stored request unreadable"
 
 // telemetry holds one Client's or Reconciler's instruments and tracer,
 // built by newTelemetry. On no-op providers (the default globals before the
-// application registers any) it records nothing and allocates nothing.
+// application registers any) it records nothing and starts no spans.
 type telemetry struct {
 	tracer trace.Tracer
-	// spansOff is set for a no-op TracerProvider: starting a span, even a
-	// no-op one, allocates a context per span, and the hot path of a call
-	// must cost nothing when nobody traces.
+	// spansOff is set for a no-op TracerProvider: its spans record nothing,
+	// and starting one puts a non-recording span in the context in place
+	// of the caller's own, so that the transition events (moved) would no
+	// longer reach the caller's span.
 	spansOff bool
 	// unsetGlobal, when set, is OpenTelemetry's global TracerProvider as it
 	// was at New: the delegate that hands out non-recording spans until the
@@ -149,7 +150,7 @@ func isUnsetGlobal(tp trace.TracerProvider) bool {
 
 // tracing reports whether spans are worth starting.
 func (t *telemetry) tracing() bool {
-	if t == nil || t.spansOff {
+	if t.spansOff {
 		return false
 	}
 	return t.unsetGlobal == nil || otel.GetTracerProvider() != t.unsetGlobal
@@ -167,14 +168,14 @@ func (t *telemetry) start(ctx context.Context, name string, kind trace.SpanKind)
 // add and record guard every measurement with Enabled, so that building
 // its attribute set costs nothing when no SDK is registered.
 func (t *telemetry) add(ctx context.Context, c metric.Int64Counter, attrs ...attribute.KeyValue) {
-	if t == nil || c == nil || !c.Enabled(ctx) {
+	if !c.Enabled(ctx) {
 		return
 	}
 	c.Add(ctx, 1, metric.WithAttributes(attrs...))
 }
 
 func (t *telemetry) record(ctx context.Context, h metric.Float64Histogram, v float64, attrs ...attribute.KeyValue) {
-	if t == nil || h == nil || !h.Enabled(ctx) {
+	if !h.Enabled(ctx) {
 		return
 	}
 	h.Record(ctx, v, metric.WithAttributes(attrs...))
@@ -231,25 +232,12 @@ func callResult(res Result, err error) (result string, failed bool) {
 		return string(res.Status), false
 	case errors.Is(err, ErrInvalid):
 		return "invalid", true
-	case res.Status == "" || isRecordError(err):
+	case res.Status == "" || errors.As(err, new(*recordError)):
 		// Nothing recorded (the journal write failed, or the request does
 		// not match the recorded one), or an outcome left unrecorded.
 		return "error", true
 	}
 	return string(res.Status), false
-}
-
-// isRecordError reports whether err wraps a *recordError. Unlike
-// errors.As it does not allocate, which keeps an unknown outcome's call as
-// cheap to instrument as a success.
-func isRecordError(err error) bool {
-	for err != nil {
-		if _, ok := err.(*recordError); ok {
-			return true
-		}
-		err = errors.Unwrap(err)
-	}
-	return false
 }
 
 // end ends the call: its duration by result, and its span, failed only
@@ -310,17 +298,12 @@ func (a *attemptSpan) end(out Outcome, errText string) {
 	if a.span.IsRecording() {
 		a.span.SetAttributes(semconv.AttrOutcome.String(string(out.Class)), semconv.AttrReplayed.Bool(out.Replayed))
 		if out.Class != ledger.OutcomeSuccess && out.Class != ledger.OutcomeRefused {
-			failSpan(a.span, textError(errText), string(out.Class))
+			failSpan(a.span, errors.New(errText), string(out.Class))
 		}
 	}
 	a.span.End()
 	a.span = nil
 }
-
-// textError is an error with a given text, for spans.
-type textError string
-
-func (e textError) Error() string { return string(e) }
 
 // lookupSpan is one status lookup and the decision that follows it.
 type lookupSpan struct {
@@ -372,7 +355,7 @@ func (l lookupSpan) end(ctx context.Context, lr LookupResult, lerr error, decisi
 // the operation to review, the review by reason code. from == to counts
 // nothing.
 func (t *telemetry) moved(ctx context.Context, kind string, from, to ledger.Status, code ledger.ReviewCode) {
-	if t == nil || from == to || to == "" {
+	if from == to || to == "" {
 		return
 	}
 	if from == "" {
@@ -389,9 +372,6 @@ func (t *telemetry) moved(ctx context.Context, kind string, from, to ledger.Stat
 
 // breakerChanged counts a circuit breaker entering state to.
 func (t *telemetry) breakerChanged(to string) {
-	if t == nil {
-		return
-	}
 	t.add(context.Background(), t.breakerChanges, t.provider, semconv.AttrState.String(to))
 }
 
@@ -403,9 +383,6 @@ const webhookDispositionNone = "none"
 // unavailable, with the disposition of its first target) or one rejected
 // delivery (disposition "none").
 func (t *telemetry) webhook(ctx context.Context, result string, rep ledger.WebhookReport) {
-	if t == nil {
-		return
-	}
 	disp := webhookDispositionNone
 	if len(rep.Outcomes) > 0 {
 		disp = string(rep.Outcomes[0].Disposition)
@@ -645,24 +622,13 @@ func (h Hooks) fire(ctx context.Context, log *slog.Logger, from ledger.Status, o
 	switch {
 	case op.Status == ledger.StatusSucceeded || op.Status == ledger.StatusFailed:
 		if h.OnSettled != nil {
-			h.fireSettled(ctx, log, op)
+			runHook(ctx, log, h.Timeout, "OnSettled", op.ID, func(ctx context.Context) { h.OnSettled(ctx, ResultOf(op)) })
 		}
 	case op.Status == ledger.StatusManualReview:
 		if h.OnReview != nil {
-			h.fireReview(ctx, log, op)
+			runHook(ctx, log, h.Timeout, "OnReview", op.ID, func(ctx context.Context) { h.OnReview(ctx, ResultOf(op)) })
 		}
 	}
-}
-
-// fireSettled and fireReview run a hook on op. They are apart from fire
-// because the closure captures op: in fire, op would move to the heap on
-// every call, hooks set or not.
-func (h Hooks) fireSettled(ctx context.Context, log *slog.Logger, op ledger.Operation) {
-	runHook(ctx, log, h.Timeout, "OnSettled", op.ID, func(ctx context.Context) { h.OnSettled(ctx, resultOf(op)) })
-}
-
-func (h Hooks) fireReview(ctx context.Context, log *slog.Logger, op ledger.Operation) {
-	runHook(ctx, log, h.Timeout, "OnReview", op.ID, func(ctx context.Context) { h.OnReview(ctx, resultOf(op)) })
 }
 
 // runHook runs fn for at most timeout, recovering a panic. fn's context

@@ -68,23 +68,16 @@ func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		}
 		return resp, err
 	})
-	if err != nil {
-		// Only here: bf escapes through errors.As.
-		var bf *breakerFailure
-		if errors.As(err, &bf) {
-			return bf.resp, nil
-		}
+	var bf *breakerFailure
+	if errors.As(err, &bf) {
+		return bf.resp, nil
 	}
 	return resp, err
 }
 
-func newBreaker(name string, s BreakerSettings, log *slog.Logger) *gobreaker.CircuitBreaker[*http.Response] {
-	return newCountedBreaker(name, s, log, nil)
-}
-
-// newCountedBreaker is newBreaker counting its state changes in tel
-// (payonce.breaker.state_changes).
-func newCountedBreaker(name string, s BreakerSettings, log *slog.Logger, tel *telemetry) *gobreaker.CircuitBreaker[*http.Response] {
+// newBreaker builds the breaker of provider name from s, logging its state
+// changes and counting them in tel (payonce.breaker.state_changes).
+func newBreaker(name string, s BreakerSettings, log *slog.Logger, tel *telemetry) *gobreaker.CircuitBreaker[*http.Response] {
 	if s.ConsecutiveFailures == 0 {
 		s.ConsecutiveFailures = 5
 	}
@@ -122,7 +115,7 @@ func newHTTPLayer(cfg *Config, tel *telemetry) *httpLayer {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	cb := newCountedBreaker(cfg.Provider.Name(), cfg.Breaker, cfg.Logger, tel)
+	cb := newBreaker(cfg.Provider.Name(), cfg.Breaker, cfg.Logger, tel)
 	replay, _ := cfg.Provider.(ReplayDetector)
 	hc := &http.Client{
 		Transport:     &breakerTransport{base: base, cb: cb, replay: replay},
@@ -196,8 +189,6 @@ func sendRetryPolicy(ctx context.Context, resp *http.Response, err error) (bool,
 type sendTrace struct {
 	getConns, gotConns, wrote atomic.Int32
 	opID                      string
-	// ct is the trace handed to httptrace, in the same allocation.
-	ct httptrace.ClientTrace
 }
 
 type sendTraceKey struct{}
@@ -206,13 +197,12 @@ type sendTraceKey struct{}
 // ctx.
 func withSendTrace(ctx context.Context, opID string) (context.Context, *sendTrace) {
 	st := &sendTrace{opID: opID}
-	st.ct = httptrace.ClientTrace{
+	ctx = context.WithValue(ctx, sendTraceKey{}, st)
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		GetConn:      func(string) { st.getConns.Add(1) },
 		GotConn:      func(httptrace.GotConnInfo) { st.gotConns.Add(1) },
 		WroteHeaders: func() { st.wrote.Add(1) },
-	}
-	ctx = context.WithValue(ctx, sendTraceKey{}, st)
-	return httptrace.WithClientTrace(ctx, &st.ct), st
+	}), st
 }
 
 func traceOf(ctx context.Context) *sendTrace {
@@ -314,7 +304,8 @@ func (c *Client) transmit(ctx context.Context, sr SendRequest) (Outcome, string)
 		return Outcome{Class: class}, err.Error()
 	}
 	defer resp.Body.Close()
-	body, err := readAnswer(resp.Body, resp.ContentLength)
+	// One byte past the limit tells an answer that is too large.
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodyBytes+1))
 	if err != nil || len(body) > MaxBodyBytes {
 		// The provider answered but we cannot read what it said: it may
 		// have processed the request.
@@ -353,34 +344,6 @@ func (c *Client) transmit(ctx context.Context, sr SendRequest) (Outcome, string)
 		}
 	}
 	return out, text
-}
-
-// readAnswer is io.ReadAll(io.LimitReader(body, MaxBodyBytes+1)) read
-// into one buffer of the answer's declared length (size, -1 when unknown)
-// when that is within the limit, instead of one that starts at 512 bytes
-// and grows (five allocations for a usual 2 KB answer). A wrong length
-// changes nothing read: the buffer grows as ReadAll's does.
-func readAnswer(body io.Reader, size int64) ([]byte, error) {
-	const limit = MaxBodyBytes + 1
-	c := 512
-	if size >= 0 && size < limit {
-		c = int(size) + 1 // +1: room to read the EOF without growing
-	}
-	b := make([]byte, 0, c)
-	for len(b) < limit {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := body.Read(b[len(b):min(cap(b), limit)])
-		b = b[:len(b)+n]
-		if err != nil {
-			if err == io.EOF {
-				err = nil
-			}
-			return b, err
-		}
-	}
-	return b, nil
 }
 
 // lookupDoer sends the GETs of the lookup of operation opID through the
