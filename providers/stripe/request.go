@@ -126,13 +126,7 @@ func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http
 
 	body := []byte(form.Encode()) // sorted by key: the same bytes on every attempt
 	const contentType = "application/x-www-form-urlencoded"
-	u := p.baseURL + path
-	if p.apiVersion != "" {
-		return adapterkit.PostHeaders(ctx, "stripe", req.Kind, u, body, contentType, "Idempotency-Key", r.Key,
-			"Authorization", string(p.authorization()), "Accept", "application/json", "Stripe-Version", p.apiVersion)
-	}
-	return adapterkit.PostHeaders(ctx, "stripe", req.Kind, u, body, contentType, "Idempotency-Key", r.Key,
-		"Authorization", string(p.authorization()), "Accept", "application/json")
+	return adapterkit.Post(ctx, "stripe", req.Kind, p.baseURL+path, body, p.setHeaders, contentType, "Idempotency-Key", r.Key)
 }
 
 // chargePath is the path of a charge: PaymentIntents are created (and
@@ -183,9 +177,9 @@ func setMetadata(form url.Values, r payonce.SendRequest) error {
 // setHeaders writes the headers of every request but the key and the
 // content type: the API key, Accept and, when set, Stripe-Version.
 func (p *Provider) setHeaders(h http.Header) {
+	h.Set("Authorization", string(p.authorization()))
+	h.Set("Accept", "application/json")
 	if p.apiVersion != "" {
-		adapterkit.SetHeaders(h, "Authorization", string(p.authorization()), "Accept", "application/json", "Stripe-Version", p.apiVersion)
-	} else {
-		adapterkit.SetHeaders(h, "Authorization", string(p.authorization()), "Accept", "application/json")
+		h.Set("Stripe-Version", p.apiVersion)
 	}
 }

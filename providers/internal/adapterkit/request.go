@@ -50,34 +50,9 @@ func Post(ctx context.Context, name string, kind payonce.Kind, u string, body []
 		return nil, fmt.Errorf("%s: build %s request: %w", name, kind, err)
 	}
 	setHeaders(hr.Header)
-	SetHeaders(hr.Header, "Content-Type", contentType, keyHeader, key)
+	hr.Header.Set("Content-Type", contentType)
+	hr.Header.Set(keyHeader, key)
 	return hr, nil
-}
-
-// PostHeaders is Post with the adapter's headers given as name/value
-// pairs (set in order, as setHeaders would set them) instead of a
-// function: all the headers' values then take one allocation.
-func PostHeaders(ctx context.Context, name string, kind payonce.Kind, u string, body []byte, contentType, keyHeader, key string, headers ...string) (*http.Request, error) {
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("%s: build %s request: %w", name, kind, err)
-	}
-	var buf [16]string
-	kv := append(append(buf[:0], headers...), "Content-Type", contentType, keyHeader, key)
-	SetHeaders(hr.Header, kv...)
-	return hr, nil
-}
-
-// SetHeaders is h.Set(name, value) for each name and value of kv, in
-// order, with one allocation for all the values instead of one each. Each
-// header gets its own one-element slice of that array, capacity one, so
-// that an Add to one header never writes into another's.
-func SetHeaders(h http.Header, kv ...string) {
-	vals := make([]string, len(kv)/2)
-	for i := range vals {
-		vals[i] = kv[2*i+1]
-		h[http.CanonicalHeaderKey(kv[2*i])] = vals[i : i+1 : i+1]
-	}
 }
 
 // PostJSON is Post of v encoded by EncodeJSON (struct fields in
