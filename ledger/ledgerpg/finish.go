@@ -161,9 +161,6 @@ func (s *Store) writeIfUnchanged(ctx context.Context, method, sql string, args [
 // above READ COMMITTED gets for a row another transaction changed: it wrote
 // nothing.
 func isSerializationFailure(err error) bool {
-	if err == nil {
-		return false // without the allocation of errors.As's target
-	}
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "40001"
 }
@@ -172,9 +169,6 @@ func isSerializationFailure(err error) bool {
 // guard refuses to go on (queries.finishFast, queries.createdGuard): the
 // statement and its transaction wrote nothing.
 func isGuardFailure(err error) bool {
-	if err == nil {
-		return false
-	}
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "22012"
 }

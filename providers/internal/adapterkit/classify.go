@@ -72,11 +72,8 @@ func (a Answer[E]) Classify(r payonce.SendRequest, status int, header http.Heade
 	if Success(status) {
 		return a.Success(r, o, body)
 	}
-	// A copy whose address Error takes: o itself then stays off the heap
-	// on the 2xx path.
-	eo := o
-	e := a.Error(&eo, body)
-	return ClassifyError(eo, status, header, e, a.Table)
+	e := a.Error(&o, body)
+	return ClassifyError(o, status, header, e, a.Table)
 }
 
 // Rule is one row of an adapter's classification table for answers that
