@@ -17,9 +17,9 @@
 //     classification table of answers that are not 2xx); Unreadable and
 //     Contradicted (a 2xx the adapter cannot settle on); State and Verdict,
 //     one mapping of a provider object for Classify and Lookup.
-//   - Reading: Get (one bounded GET; an answer a lookup cannot use is a
+//   - Reading: Get and GetJSON (one bounded GET; an answer a lookup cannot use is a
 //     Failure, which the adapter turns into its APIError), Fail,
-//     DecodeJSON, DecodeError, ErrorText, Temporary.
+//     Unusable, DecodeJSON, DecodeError, ErrorText, Temporary.
 //   - Lookups: Lookups, NeedsSearch, Objects, Combine, Belongs, IsEarlier:
 //     Objects is the one place where the objects a lookup found become a
 //     LookupResult.
