@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -16,15 +17,28 @@ import (
 // operation row, no attempt, no feed entry), the pool's only connection is
 // back outside a transaction and usable, and the session's
 // synchronous_commit, set for the transaction only, is what it was. Under
-// every default isolation the server may have.
+// every default isolation the server may have, in every pgx exec mode.
 func TestRefusedBeginLeavesNothingBehind(t *testing.T) {
 	t.Parallel()
+	type setup struct {
+		level string
+		mode  pgx.QueryExecMode
+	}
+	var setups []setup
 	for _, level := range []string{"read committed", "repeatable read", "serializable"} {
-		t.Run(level, func(t *testing.T) {
+		setups = append(setups, setup{level, pgx.QueryExecModeCacheStatement})
+	}
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeCacheDescribe, pgx.QueryExecModeDescribeExec, pgx.QueryExecModeExec, pgx.QueryExecModeSimpleProtocol} {
+		setups = append(setups, setup{"repeatable read", mode})
+	}
+	for _, c := range setups {
+		level := c.level
+		t.Run(level+"/"+c.mode.String(), func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
 			s, pool := storeWith(t, func(cfg *pgxpool.Config) {
 				maxConns(1)(cfg)
+				cfg.ConnConfig.DefaultQueryExecMode = c.mode
 				onConnect("SET default_transaction_isolation = '" + level + "'; SET synchronous_commit = 'local'")(cfg)
 			})
 			schema := s.Schema()
