@@ -57,7 +57,10 @@ func (p *Provider) apiError(err error) error {
 // Checkout.com's own 404 (ckoNotFound); every other failure is an *APIError.
 func (p *Provider) getObject(ctx context.Context, hc payonce.HTTPDoer, path string) (status int, header http.Header, body []byte, found bool, err error) {
 	status, header, body, err = adapterkit.Get(ctx, hc, p.Name(), p.baseURL, path, nil, p.setHeaders)
-	if f := (*adapterkit.Failure)(nil); errors.As(err, &f) && f.HTTPStatus == http.StatusNotFound && ckoNotFound(f.Header, f.Body) {
+	// Only a 404 whose body was read (Message is empty) can be
+	// Checkout.com's "no such object": ckoNotFound accepts an empty body,
+	// and one too large to read is not empty, it is unknown.
+	if f := (*adapterkit.Failure)(nil); errors.As(err, &f) && f.HTTPStatus == http.StatusNotFound && f.Message == "" && ckoNotFound(f.Header, f.Body) {
 		return f.HTTPStatus, f.Header, nil, false, nil
 	}
 	return status, header, body, err == nil, p.apiError(err)
