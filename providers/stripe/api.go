@@ -38,7 +38,8 @@ func (e *APIError) Error() string {
 func (e *APIError) Temporary() bool { return adapterkit.Temporary(e.HTTPStatus) }
 
 // apiError is err as an *APIError when it is an answer the lookup cannot
-// use (an adapterkit.Failure), every text in it scrubbed; nil and the
+// use (an adapterkit.Failure), its message scrubbed of the credentials;
+// nil and the
 // transport's errors pass as they are.
 func (p *Provider) apiError(err error) error {
 	var f *adapterkit.Failure
