@@ -39,8 +39,7 @@ func (e *APIError) Temporary() bool { return adapterkit.Temporary(e.HTTPStatus) 
 
 // apiError is err as an *APIError when it is an answer the lookup cannot
 // use (an adapterkit.Failure), its message scrubbed of the credentials;
-// nil and the
-// transport's errors pass as they are.
+// nil and the transport's errors pass as they are.
 func (p *Provider) apiError(err error) error {
 	var f *adapterkit.Failure
 	if !errors.As(err, &f) {
