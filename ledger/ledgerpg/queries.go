@@ -138,7 +138,9 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 	// (refusedInsert). $2 is the time in microseconds the lease had left
 	// when the transaction was sent. The divisor is not a constant, so the
 	// planner cannot fold it into an error at plan time.
-	q.createdGuard = r.Replace(`SELECT 1 / (CASE WHEN (clock_timestamp() >= transaction_timestamp() + $2::bigint * interval '1 microsecond'
+	// It also sets the transaction's synchronous_commit (at least on: a
+	// Begin is durable before the request is sent), read at COMMIT.
+	q.createdGuard = r.Replace(`SELECT ` + syncOnExpr + `, 1 / (CASE WHEN (clock_timestamp() >= transaction_timestamp() + $2::bigint * interval '1 microsecond'
 		                OR EXISTS (SELECT 1 FROM {{tombstones}} t WHERE t.id = $1))
 		           AND EXISTS (SELECT 1 FROM {{ops}} o
 		                       WHERE o.id = $1 AND o.xmin::text::bigint = txid_current_if_assigned() % 4294967296)
