@@ -3,13 +3,8 @@ package payonce_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/payonce/payonce"
-	"github.com/payonce/payonce/ledger/ledgersqlite"
-	"github.com/payonce/payonce/mocks"
-	"github.com/payonce/payonce/providers/stripe"
 )
 
 // A Reconciler running in the background of a service: it sends what was
@@ -18,7 +13,7 @@ import (
 // shows what settled; a service reads the ledger's feed for what it must
 // not miss (hooks are best-effort).
 func ExampleReconciler_Run() {
-	env := newBackgroundEnv()
+	env := newExampleEnv("")
 	defer env.Close()
 	client, err := payonce.New(env.Config)
 	if err != nil {
@@ -54,39 +49,4 @@ func ExampleReconciler_Run() {
 	// enqueued: pending <nil>
 	// settled: charge succeeded attempts: 1
 	// Run returned: <nil>
-}
-
-// backgroundEnv is a Config on an SQLite ledger in a temporary directory and
-// a fake Stripe (package mocks) on 127.0.0.1.
-type backgroundEnv struct {
-	payonce.Config
-	Store *ledgersqlite.Store
-	dir   string
-	fake  *mocks.Stripe
-}
-
-func newBackgroundEnv() *backgroundEnv {
-	dir, err := os.MkdirTemp("", "payonce-example")
-	if err != nil {
-		panic(err)
-	}
-	store, err := ledgersqlite.Open(filepath.Join(dir, "payonce.db"), ledgersqlite.Config{})
-	if err == nil {
-		err = store.Migrate(context.Background())
-	}
-	if err != nil {
-		panic(err)
-	}
-	fake := mocks.NewStripe(mocks.StripeOptions{})
-	psp, err := stripe.New(stripe.Config{APIKey: fake.APIKey(), BaseURL: fake.URL()})
-	if err != nil {
-		panic(err)
-	}
-	return &backgroundEnv{Store: store, dir: dir, fake: fake, Config: payonce.Config{Provider: psp, Store: store}}
-}
-
-func (e *backgroundEnv) Close() {
-	e.fake.Close()
-	_ = e.Store.Close()
-	_ = os.RemoveAll(e.dir)
 }

@@ -5,15 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"time"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/ledgersqlite"
-	"github.com/payonce/payonce/mocks"
-	"github.com/payonce/payonce/providers/stripe"
 )
 
 // An operator resolves an operation in review. A refund succeeded, then,
@@ -53,38 +47,19 @@ func ExampleClient_Resolve() {
 	// resolved: failed <nil>
 }
 
-// reviewEnv is a Client on an SQLite ledger in a temporary directory and a
-// fake Stripe (package mocks) on 127.0.0.1 that delivers its signed events
-// to the client's WebhookHandler, served on 127.0.0.1.
+// reviewEnv is an exampleEnv whose fake Stripe delivers its signed events
+// to the Client's WebhookHandler, served on 127.0.0.1.
 type reviewEnv struct {
+	*exampleEnv
 	Client *payonce.Client
-	Store  *ledgersqlite.Store
-	dir    string
 	srv    *httptest.Server
-	fake   *mocks.Stripe
 }
 
 func newReviewEnv() *reviewEnv {
-	const secret = "whsec_example" // the endpoint's signing secret
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
-	dir, err := os.MkdirTemp("", "payonce-example")
-	if err != nil {
-		panic(err)
-	}
-	store, err := ledgersqlite.Open(filepath.Join(dir, "payonce.db"), ledgersqlite.Config{})
-	if err == nil {
-		err = store.Migrate(context.Background())
-	}
-	if err != nil {
-		panic(err)
-	}
-	fake := mocks.NewStripe(mocks.StripeOptions{Options: mocks.Options{Webhooks: mocks.WebhookDelivery{URL: srv.URL + "/webhooks/stripe", Secret: secret}}})
-	psp, err := stripe.New(stripe.Config{APIKey: fake.APIKey(), BaseURL: fake.URL(), WebhookSecret: secret})
-	if err != nil {
-		panic(err)
-	}
-	client, err := payonce.New(payonce.Config{Provider: psp, Store: store})
+	env := newExampleEnv(srv.URL + "/webhooks/stripe")
+	client, err := payonce.New(env.Config)
 	if err != nil {
 		panic(err)
 	}
@@ -93,30 +68,21 @@ func newReviewEnv() *reviewEnv {
 		panic(err)
 	}
 	mux.Handle("/webhooks/stripe", hooks)
-	return &reviewEnv{Client: client, Store: store, dir: dir, srv: srv, fake: fake}
+	return &reviewEnv{exampleEnv: env, Client: client, srv: srv}
 }
 
 // FailRefund makes the refund with the provider's id fail after it
 // succeeded, as at Stripe when the card was closed, and returns once its
 // events (and every earlier one) have been delivered.
 func (e *reviewEnv) FailRefund(id string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := e.fake.FlushWebhooks(ctx)
-	if err == nil {
-		err = e.fake.FailRefund(id, "lost_or_stolen_card")
-	}
-	if err == nil {
-		err = e.fake.FlushWebhooks(ctx)
-	}
-	if err != nil {
+	e.WaitForWebhooks()
+	if err := e.fake.FailRefund(id, "lost_or_stolen_card"); err != nil {
 		panic(err)
 	}
+	e.WaitForWebhooks()
 }
 
 func (e *reviewEnv) Close() {
-	e.fake.Close()
+	e.exampleEnv.Close()
 	e.srv.Close()
-	_ = e.Store.Close()
-	_ = os.RemoveAll(e.dir)
 }

@@ -5,15 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"time"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/ledgersqlite"
-	"github.com/payonce/payonce/mocks"
-	"github.com/payonce/payonce/providers/stripe"
 )
 
 // The provider's webhooks, received on the service's own mux: the answer to
@@ -26,7 +20,7 @@ func ExampleClient_WebhookHandler() {
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux) // the service's HTTP server
 	defer srv.Close()
-	env := newWebhookEnv(srv.URL + "/webhooks/stripe")
+	env := newExampleEnv(srv.URL + "/webhooks/stripe")
 	defer env.Close()
 	ctx := context.Background()
 
@@ -58,61 +52,4 @@ func ExampleClient_WebhookHandler() {
 	// Output:
 	// succeeded <nil>
 	// settled by payment_intent.succeeded -> succeeded
-}
-
-// webhookEnv is a Config on an SQLite ledger in a temporary directory and a
-// fake Stripe (package mocks) on 127.0.0.1 that delivers its signed events
-// to url.
-type webhookEnv struct {
-	payonce.Config
-	Store *ledgersqlite.Store
-	dir   string
-	fake  *mocks.Stripe
-}
-
-func newWebhookEnv(url string) *webhookEnv {
-	const secret = "whsec_example" // the endpoint's signing secret
-	dir, err := os.MkdirTemp("", "payonce-example")
-	if err != nil {
-		panic(err)
-	}
-	store, err := ledgersqlite.Open(filepath.Join(dir, "payonce.db"), ledgersqlite.Config{})
-	if err == nil {
-		err = store.Migrate(context.Background())
-	}
-	if err != nil {
-		panic(err)
-	}
-	fake := mocks.NewStripe(mocks.StripeOptions{Options: mocks.Options{Webhooks: mocks.WebhookDelivery{URL: url, Secret: secret}}})
-	psp, err := stripe.New(stripe.Config{APIKey: fake.APIKey(), BaseURL: fake.URL(), WebhookSecret: secret})
-	if err != nil {
-		panic(err)
-	}
-	return &webhookEnv{Store: store, dir: dir, fake: fake, Config: payonce.Config{Provider: psp, Store: store,
-		// A fresh connection per request, so that a dropped answer is seen
-		// as one rather than resent by net/http.
-		HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}}
-}
-
-// LoseNextAnswer makes the fake charge the card on the next payment request
-// and drop the connection before answering, then fail the lookup that
-// follows with a proxy's 502.
-func (e *webhookEnv) LoseNextAnswer() {
-	e.fake.Script(mocks.Match{Method: "POST", Path: "/v1/payment_intents"}, mocks.FaultDropAfterProcessing)
-	e.fake.Script(mocks.Match{Method: "GET"}, mocks.FaultGatewayBefore502)
-}
-
-// WaitForWebhooks returns once the fake has delivered every event so far.
-func (e *webhookEnv) WaitForWebhooks() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := e.fake.FlushWebhooks(ctx); err != nil {
-		panic(err)
-	}
-}
-
-func (e *webhookEnv) Close() {
-	e.fake.Close()
-	_ = e.Store.Close()
-	_ = os.RemoveAll(e.dir)
 }
