@@ -223,54 +223,76 @@ func (s *StripeHandler) listParams(c *call, filters ...string) (listPage, create
 }
 
 // stripeList is the page p asks for of all (newest first), in Stripe's list
-// envelope for url, rendered by object.
-func stripeList[R, T any](url string, all []R, p listPage, id func(R) string, object func(R) T) stripewire.List[T] {
-	items, more := page(all, id, p)
+// envelope for url, rendered by object. A starting_after or ending_before
+// cursor must name an object of the list's type (every stored one, not
+// only those the filters keep): Stripe pages by the cursor object's place
+// in the newest-first order ("starting_after is an object ID that defines
+// your place in the list", https://docs.stripe.com/api/pagination). known
+// looks the cursor up; unknown answers Stripe's error for an id it does
+// not know.
+func stripeList[R ordered, T any](url string, all []R, p listPage, id func(R) string, object func(R) T,
+	known func(id string) (R, bool), unknown func(param, id string) *response) (stripewire.List[T], *response) {
+	var items []R
+	var more bool
+	switch {
+	case p.startingAfter != "":
+		cur, ok := known(p.startingAfter)
+		if !ok {
+			return stripewire.List[T]{}, unknown("starting_after", p.startingAfter)
+		}
+		items, more = afterCursor(all, cur, p.limit)
+	case p.endingBefore != "":
+		cur, ok := known(p.endingBefore)
+		if !ok {
+			return stripewire.List[T]{}, unknown("ending_before", p.endingBefore)
+		}
+		items, more = beforeCursor(all, cur, p.limit)
+	default:
+		items, more = all[:min(p.limit, len(all))], len(all) > p.limit
+	}
 	out := stripewire.List[T]{Object: "list", URL: url, HasMore: more, Data: make([]T, 0, len(items))}
 	for _, it := range items {
 		out.Data = append(out.Data, object(it))
 	}
-	return out
+	return out, nil
+}
+
+// newer reports whether a comes before b in a newest-first list.
+func newer[R ordered](a, b R) bool {
+	ca, sa := a.order()
+	cb, sb := b.order()
+	return ca > cb || ca == cb && sa > sb
+}
+
+// afterCursor is the page of up to limit items of all (newest first) that
+// come after cur, and whether more follow.
+func afterCursor[R ordered](all []R, cur R, limit int) ([]R, bool) {
+	start := len(all)
+	for i, it := range all {
+		if newer(cur, it) {
+			start = i
+			break
+		}
+	}
+	rest := all[start:]
+	return rest[:min(limit, len(rest))], len(rest) > limit
+}
+
+// beforeCursor is the page of up to limit items of all (newest first) that
+// come before cur, the ones nearest cur, and whether more precede them.
+func beforeCursor[R ordered](all []R, cur R, limit int) ([]R, bool) {
+	end := 0
+	for end < len(all) && newer(all[end], cur) {
+		end++
+	}
+	start := max(0, end-limit)
+	return all[start:end], start > 0
 }
 
 var listFilterParams = paramSet{
 	names: []string{"limit", "starting_after", "ending_before", "created", "created[gt]", "created[gte]",
 		"created[lt]", "created[lte]", "expand[]"},
 	prefixes: []string{"expand["},
-}
-
-// page cuts one page out of items ordered newest first.
-func page[T any](items []T, id func(T) string, p listPage) (out []T, hasMore bool) {
-	start, end := 0, len(items)
-	if p.startingAfter != "" {
-		start = len(items)
-		for i, it := range items {
-			if id(it) == p.startingAfter {
-				start = i + 1
-				break
-			}
-		}
-	}
-	if p.endingBefore != "" {
-		end = 0
-		for i, it := range items {
-			if id(it) == p.endingBefore {
-				end = i
-				break
-			}
-		}
-		if end-start > p.limit {
-			start = end - p.limit
-		}
-		return items[start:end], start > 0
-	}
-	if start > end {
-		start = end
-	}
-	if end-start > p.limit {
-		return items[start : start+p.limit], true
-	}
-	return items[start:end], false
 }
 
 // stripeTestCard is the behaviour of one of Stripe's test PaymentMethods.

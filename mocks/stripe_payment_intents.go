@@ -210,7 +210,13 @@ func (s *StripeHandler) getCharge(c *call) (*response, bool) {
 	})
 }
 
-// listIntents is GET /v1/payment_intents: newest first, not delayed.
+// listIntents is GET /v1/payment_intents ("List all PaymentIntents",
+// https://docs.stripe.com/api/payment_intents/list): newest first,
+// filtered by customer and created (a Unix time, or created[gt|gte|lt|lte]),
+// limit 1..100 (default 10), paged by starting_after or ending_before, and
+// not delayed: a PaymentIntent is listed as soon as it exists, unlike the
+// search ("These APIs aren't subject to the availability delays",
+// https://docs.stripe.com/search, Data freshness).
 func (s *StripeHandler) listIntents(c *call) (*response, bool) {
 	p, created, r := s.listParams(c, "customer")
 	if r != nil {
@@ -222,12 +228,26 @@ func (s *StripeHandler) listIntents(c *call) (*response, bool) {
 	all := newestFirst(s.intentOrder, func(in *stripeIntent) bool {
 		return (customer == "" || in.pi.Customer == customer) && (!created.set || created.matches(in.pi.Created))
 	})
-	out := stripeList("/v1/payment_intents", all, p, func(in *stripeIntent) string { return in.pi.ID },
-		func(in *stripeIntent) stripewire.PaymentIntent { return in.pi })
+	out, r := stripeList("/v1/payment_intents", all, p, func(in *stripeIntent) string { return in.pi.ID },
+		func(in *stripeIntent) stripewire.PaymentIntent { return in.pi },
+		func(id string) (*stripeIntent, bool) { in, ok := s.intents[id]; return in, ok },
+		func(param, id string) *response { return s.unknownCursor(c, "payment_intent", param, id) })
+	if r != nil {
+		return r, false
+	}
 	return s.jsonResponse(c, http.StatusOK, out), true
 }
 
 func (in *stripeIntent) order() (created, seq int64) { return in.pi.Created, in.seq }
+
+// unknownCursor is Stripe's answer to a starting_after or ending_before
+// that names no object of the list's type: a 400 invalid_request_error
+// resource_missing on that parameter, "No such <object>: '<id>'" (the
+// shape of Stripe's resource_missing errors; the status of this case is
+// not documented: 400, as for the list's other invalid parameters).
+func (s *StripeHandler) unknownCursor(c *call, object, param, id string) *response {
+	return s.invalid(c, "resource_missing", param, fmt.Sprintf("No such %s: '%s'", object, id))
+}
 
 // withIntent runs fn on the intent of a {id} route under the lock, or
 // answers 404.

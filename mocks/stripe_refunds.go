@@ -137,7 +137,12 @@ func (s *StripeHandler) listRefunds(c *call) (*response, bool) {
 		return (piID == "" || re.re.PaymentIntent == piID) && (chID == "" || re.re.Charge == chID) &&
 			(!created.set || created.matches(re.re.Created))
 	})
-	out := stripeList("/v1/refunds", all, p, func(re *stripeRefund) string { return re.re.ID },
-		func(re *stripeRefund) stripewire.Refund { return re.re })
+	out, r := stripeList("/v1/refunds", all, p, func(re *stripeRefund) string { return re.re.ID },
+		func(re *stripeRefund) stripewire.Refund { return re.re },
+		func(id string) (*stripeRefund, bool) { re, ok := s.refunds[id]; return re, ok },
+		func(param, id string) *response { return s.unknownCursor(c, "refund", param, id) })
+	if r != nil {
+		return r, false
+	}
 	return s.jsonResponse(c, http.StatusOK, out), true
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,8 +23,21 @@ const maxRefundPages = 50
 // searchLimit is the page size of a search; one page tells 0, 1 or "more".
 const searchLimit = 10
 
+// lookupCharge finds the charge's PaymentIntents and reads each by id.
+//
+// The ledger's ids (ProviderRef, EarlierRefs) are always read. When the
+// ledger does not know them all (adapterkit.NeedsSearch: no ProviderRef,
+// or the operation was resent under a new key), the PaymentIntents created
+// in the attempts' time window are listed (listCharges): Stripe's list
+// endpoints "aren't subject to the availability delays" of search
+// (https://docs.stripe.com/search, Data freshness), so a window listed to
+// its end proves absence at once: Lag 0. Only what the list cannot cover
+// (Since unknown, or more than MaxListPages pages in the window) falls
+// back to the search on metadata['payonce_op'], whose answers carry
+// SearchLag; with SearchDisabled it is an error instead, never "not
+// found".
 func (p *Provider) lookupCharge(ctx context.Context, hc payonce.HTTPDoer, q payonce.LookupQuery) (payonce.LookupResult, error) {
-	search, err := adapterkit.NeedsSearch(p.Name(), q)
+	find, err := adapterkit.NeedsSearch(p.Name(), q)
 	if err != nil {
 		return payonce.LookupResult{}, err
 	}
@@ -31,32 +45,51 @@ func (p *Provider) lookupCharge(ctx context.Context, hc payonce.HTTPDoer, q payo
 		hits []string
 		lag  time.Duration
 	)
-	if search {
-		found, more, err := p.searchCharges(ctx, hc, q.OperationID)
+	if find {
+		listed, complete, why, err := p.listCharges(ctx, hc, q)
 		if err != nil {
 			return payonce.LookupResult{}, err
 		}
-		lag = p.searchLag
-		if more {
-			// One page holds searchLimit objects; more than that for one
-			// operation is not a state to settle automatically.
-			return payonce.LookupResult{State: payonce.LookupMultiple, ProviderRef: found[0], Refs: found, Lag: lag,
-				Message: fmt.Sprintf("stripe: more than %d PaymentIntents carry this operation id", len(found))}, nil
+		hits = listed
+		if !complete {
+			if p.searchDisabled {
+				// Without search nothing else can prove that no
+				// PaymentIntent exists: "not found" here could lead to a
+				// second charge once the key is gone.
+				return payonce.LookupResult{}, fmt.Errorf("stripe: lookup charge: %s and search is disabled (Config.SearchDisabled): the answer is not known; settle it by webhook or by hand", why)
+			}
+			found, more, err := p.searchCharges(ctx, hc, q.OperationID)
+			if err != nil {
+				return payonce.LookupResult{}, err
+			}
+			// The search decides "not found": it may be SearchLag behind.
+			lag = p.searchLag
+			if more {
+				// One page holds searchLimit objects; more than that for one
+				// operation is not a state to settle automatically.
+				return payonce.LookupResult{State: payonce.LookupMultiple, ProviderRef: found[0], Refs: found, Lag: lag,
+					Message: fmt.Sprintf("stripe: more than %d PaymentIntents carry this operation id", len(found))}, nil
+			}
+			for _, id := range found {
+				if !slices.Contains(hits, id) {
+					hits = append(hits, id)
+				}
+			}
 		}
-		hits = found
 	}
 
-	// A search hit is not trusted for its status (Stripe's search "filters
-	// using a cached version of the PaymentIntent status, but returns data
-	// based on the latest version", docs.stripe.com/search, Data
-	// mismatches): every object is read by id, which is consistent. A
-	// recorded reference Stripe does not know is no object; a search hit
-	// missing when read by id is not an answer to build a "not found" on.
+	// A list or search hit is not trusted for its status (Stripe's search
+	// "filters using a cached version of the PaymentIntent status, but
+	// returns data based on the latest version", docs.stripe.com/search,
+	// Data mismatches): every object is read by id, which is consistent. A
+	// recorded reference Stripe does not know is no object; a listed or
+	// searched hit missing when read by id is not an answer to build a
+	// "not found" on.
 	objs := adapterkit.Objects[paymentIntent]{Provider: p.Name(),
 		Get: func(id string) (paymentIntent, bool, error) { return p.getPaymentIntent(ctx, hc, id) },
 		Missing: func(id string) error {
 			return p.apiError(adapterkit.Fail("/v1/payment_intents/"+url.PathEscape(id), http.StatusNotFound, nil,
-				"a PaymentIntent found by the search is missing when read by id"))
+				"a PaymentIntent found by the list or search is missing when read by id"))
 		},
 		Match: func(pi paymentIntent) (adapterkit.Match, error) { return p.chargeMatch(ctx, hc, q, pi) },
 	}
@@ -64,6 +97,100 @@ func (p *Provider) lookupCharge(ctx context.Context, hc payonce.HTTPDoer, q payo
 		return payonce.LookupResult{}, err
 	}
 	return objs.Result(lag), nil
+}
+
+// listPageSize is the largest page Stripe's list endpoints return: "Limit
+// can range between 1 and 100" (https://docs.stripe.com/api/pagination,
+// Parameters: limit).
+const listPageSize = 100
+
+// listWindow is the creation-time window (Unix seconds, both ends
+// included) in which the PaymentIntents of q's attempts were created:
+// from Since minus LookupMargin to now plus LookupMargin. Stripe's created
+// is whole seconds by Stripe's clock; Since and now are this host's, so
+// the margin covers the skew between them (an object created slightly
+// "before" Since by Stripe's clock is still listed). The end is now, not
+// open: PaymentIntents created after the lookup began are not ours to
+// page through. A Since ahead of now (another host's clock) moves the end
+// so that the window is never empty by construction.
+func (p *Provider) listWindow(since time.Time) (gte, lte int64) {
+	end := p.now()
+	if since.After(end) {
+		end = since
+	}
+	gte = since.Add(-p.lookupMargin).Unix()
+	// Rounded up: the whole second that holds end+margin is inside.
+	lte = end.Add(p.lookupMargin + time.Second - 1).Unix()
+	return gte, lte
+}
+
+// listCharges lists the PaymentIntents created in q's window
+// (GET /v1/payment_intents with created[gte] and created[lte], 100 a
+// page, newest first, paged with starting_after while has_more:
+// https://docs.stripe.com/api/payment_intents/list and
+// https://docs.stripe.com/api/pagination) and returns the ids of those
+// payonce wrote for the operation, of any key generation (chargeListed).
+// complete reports that the window was listed to its end; when it is
+// false, why says what the list could not cover, and the ids are those of
+// the pages read.
+//
+// Stripe's lists are consistent ("aren't subject to the availability
+// delays" of search: https://docs.stripe.com/search, Data freshness), so
+// a complete list that shows no PaymentIntent of the operation proves
+// there is none (Lag 0). The pages are bounded (MaxListPages): each is a
+// read request against Stripe's rate limits (live mode: 100 read
+// operations per second, 25 per endpoint unless noted:
+// https://docs.stripe.com/rate-limits, Rate limiter); past the bound the
+// list proves nothing and the caller falls back to search.
+func (p *Provider) listCharges(ctx context.Context, hc payonce.HTTPDoer, q payonce.LookupQuery) (hits []string, complete bool, why string, err error) {
+	if p.listDisabled {
+		return nil, false, "lists are disabled (Config.ListDisabled)", nil
+	}
+	if q.Since.IsZero() {
+		return nil, false, "LookupQuery.Since is unknown, so no creation-time window can be listed", nil
+	}
+	gte, lte := p.listWindow(q.Since)
+	after := ""
+	for range p.maxListPages {
+		query := url.Values{
+			"created[gte]": {strconv.FormatInt(gte, 10)},
+			"created[lte]": {strconv.FormatInt(lte, 10)},
+			"limit":        {strconv.Itoa(listPageSize)},
+		}
+		if after != "" {
+			query.Set("starting_after", after)
+		}
+		res, err := getList[paymentIntent](ctx, p, hc, "/v1/payment_intents", query, objList, objPaymentIntent, "list")
+		if err != nil {
+			return nil, false, "", err
+		}
+		for _, pi := range res.Data {
+			if chargeListed(q, pi) && !slices.Contains(hits, pi.ID) {
+				hits = append(hits, pi.ID)
+			}
+		}
+		if !res.HasMore {
+			return hits, true, "", nil
+		}
+		after = res.Data[len(res.Data)-1].ID
+	}
+	return hits, false, fmt.Sprintf("more than %d PaymentIntents were created in the lookup's window (%d pages of %d)",
+		p.maxListPages*listPageSize, p.maxListPages, listPageSize), nil
+}
+
+// chargeListed reports whether a listed PaymentIntent is one payonce may
+// have written for q's operation: its payonce_op is the operation id
+// (the same in every key generation), or its payonce_key is one of the
+// operation's keys. The list holds every PaymentIntent of the account, so
+// it must be filtered; what is kept is read by id, and chargeBelongs then
+// checks it (a PaymentIntent with one of our keys but another operation
+// id is a contradiction, for review, not something to drop).
+func chargeListed(q payonce.LookupQuery, pi paymentIntent) bool {
+	if op := pi.Metadata.get(MetaOperation); op != "" && op == q.OperationID {
+		return true
+	}
+	key := pi.Metadata.get(MetaKey)
+	return key != "" && (key == q.Key || slices.Contains(q.EarlierKeys, key))
 }
 
 // chargeMatch is what one PaymentIntent, read by id, says about a charge.

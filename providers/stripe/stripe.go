@@ -27,6 +27,16 @@ const (
 	// be: stripe-go's webhook.DefaultTolerance (300 s, webhook/client.go in
 	// github.com/stripe/stripe-go).
 	DefaultWebhookTolerance = 5 * time.Minute
+	// DefaultLookupMargin widens the creation-time window in which a charge
+	// lookup lists PaymentIntents, on both ends, for clock skew between this
+	// host (which dates LookupQuery.Since and the lookup) and Stripe (which
+	// dates created): LookupQuery.Since minus it to now plus it.
+	DefaultLookupMargin = 10 * time.Minute
+	// DefaultMaxListPages bounds the pages (100 PaymentIntents each) one
+	// charge lookup lists: 10 pages, 1,000 PaymentIntents created in the
+	// window, 10 read requests. Past it the lookup falls back to search
+	// (or, with SearchDisabled, reports that it cannot tell).
+	DefaultMaxListPages = 10
 )
 
 // MaxKeyLength is the longest idempotency key Stripe accepts.
@@ -53,6 +63,29 @@ type Config struct {
 	// looked up by search reports "not found" only once SearchLag has passed
 	// since the last attempt. Defaults to DefaultSearchLag (1 minute).
 	SearchLag time.Duration
+	// LookupMargin widens, on both ends, the creation-time window in which a
+	// charge lookup lists PaymentIntents: from LookupQuery.Since minus
+	// LookupMargin to now plus LookupMargin, for clock skew between this host
+	// and Stripe. Defaults to DefaultLookupMargin (10 minutes); it must be at
+	// least the skew your hosts' clocks may have against Stripe's.
+	LookupMargin time.Duration
+	// MaxListPages bounds the pages of 100 PaymentIntents one charge lookup
+	// lists in that window. Defaults to DefaultMaxListPages (10). When the
+	// window holds more, the lookup falls back to search, whose answers
+	// carry SearchLag.
+	MaxListPages int
+	// SearchDisabled makes lookups never call Stripe's search, which "is not
+	// available to merchants in India" (https://docs.stripe.com/search,
+	// Regional availability). A charge lookup whose window cannot be listed
+	// (LookupQuery.Since unknown, or more than MaxListPages pages) then
+	// fails with an error, the answer not known: never "not found".
+	SearchDisabled bool
+	// ListDisabled makes charge lookups find PaymentIntents by search
+	// alone, as before lists were used: every "not found" then waits
+	// SearchLag. It exists for tests of a lagging lookup (the conformance
+	// suite's LookupLag scenarios); production has no reason to set it.
+	// It cannot be combined with SearchDisabled.
+	ListDisabled bool
 	// APIVersion, when set, is sent as the Stripe-Version header on every
 	// request, e.g. "2024-06-20". Empty uses the account's default version.
 	APIVersion string
@@ -66,7 +99,8 @@ type Config struct {
 	// DefaultWebhookTolerance (5 minutes); keep the host's clock in sync.
 	WebhookTolerance time.Duration
 	// Now returns the current time; it turns a Retry-After date into a
-	// wait and dates webhook signatures. Defaults to time.Now; tests set it.
+	// wait, dates webhook signatures and ends a charge lookup's list
+	// window (plus LookupMargin). Defaults to time.Now; tests set it.
 	Now func() time.Time
 }
 
@@ -79,7 +113,12 @@ type Provider struct {
 	keyTTL     time.Duration
 	searchLag  time.Duration
 	apiVersion string
-	now        func() time.Time
+
+	lookupMargin   time.Duration
+	maxListPages   int
+	searchDisabled bool
+	listDisabled   bool
+	now            func() time.Time
 
 	webhookSecret    adapterkit.Secret
 	webhookTolerance time.Duration
@@ -95,7 +134,8 @@ var _ payonce.Provider = (*Provider)(nil)
 // *payonce.ValidationError (errors.Is(err, payonce.ErrInvalid)) naming the
 // Config field and how to fix it; it never contains the API key.
 func New(cfg Config) (*Provider, error) {
-	p := &Provider{apiKey: adapterkit.Secret(cfg.APIKey), apiVersion: cfg.APIVersion, webhookSecret: adapterkit.Secret(cfg.WebhookSecret)}
+	p := &Provider{apiKey: adapterkit.Secret(cfg.APIKey), apiVersion: cfg.APIVersion, webhookSecret: adapterkit.Secret(cfg.WebhookSecret),
+		searchDisabled: cfg.SearchDisabled, listDisabled: cfg.ListDisabled}
 	const prefix = "stripe.Config."
 	switch {
 	case cfg.APIKey == "":
@@ -114,6 +154,18 @@ func New(cfg Config) (*Provider, error) {
 	}
 	if p.searchLag, err = adapterkit.DurationOrDefault(prefix, "SearchLag", cfg.SearchLag, DefaultSearchLag, ""); err != nil {
 		return nil, err
+	}
+	if p.lookupMargin, err = adapterkit.DurationOrDefault(prefix, "LookupMargin", cfg.LookupMargin, DefaultLookupMargin, ""); err != nil {
+		return nil, err
+	}
+	switch p.maxListPages = cfg.MaxListPages; {
+	case p.maxListPages < 0:
+		return nil, adapterkit.Invalid(prefix, "MaxListPages", "is negative (%d); use 0 for the default %d, or a positive number of pages", cfg.MaxListPages, DefaultMaxListPages)
+	case p.maxListPages == 0:
+		p.maxListPages = DefaultMaxListPages
+	}
+	if p.listDisabled && p.searchDisabled {
+		return nil, adapterkit.Invalid(prefix, "ListDisabled", "and SearchDisabled are both set: a charge whose answer was lost could never be found; unset ListDisabled")
 	}
 	if p.webhookTolerance, err = adapterkit.DurationOrDefault(prefix, "WebhookTolerance", cfg.WebhookTolerance, DefaultWebhookTolerance, ""); err != nil {
 		return nil, err
@@ -139,8 +191,11 @@ func (p *Provider) Info() payonce.ProviderInfo {
 	return payonce.ProviderInfo{KeyTTL: p.keyTTL, MaxKeyLength: MaxKeyLength,
 		// Stripe: "In live mode, Stripe attempts to deliver a given event to your
 		// webhook endpoint for up to 3 days with an exponential back off"
-		// (https://docs.stripe.com/webhooks#retries); search by metadata,
-		// believed after SearchLag, proves absence (lookup.go).
+		// (https://docs.stripe.com/webhooks#retries). A charge's absence is
+		// proved by listing the window it was created in (consistent: Lag 0)
+		// or by the search on its metadata, believed after SearchLag
+		// (lookup.go); with SearchDisabled a window that cannot be listed
+		// is an error, never "not found".
 		LookupProvesAbsence: true, WebhookRedelivery: 3 * 24 * time.Hour}
 }
 
@@ -157,8 +212,12 @@ func (p Provider) String() string {
 	if p.webhookSecret != "" {
 		webhook = fmt.Sprintf(" WebhookSecret:%s WebhookTolerance:%s", p.webhookSecret, p.webhookTolerance)
 	}
-	return fmt.Sprintf("stripe.Provider{APIKey:%s BaseURL:%s KeyTTL:%s SearchLag:%s APIVersion:%q%s}",
-		p.apiKey, p.baseURL, p.keyTTL, p.searchLag, p.apiVersion, webhook)
+	lookup := ""
+	if p.lookupMargin != DefaultLookupMargin || p.maxListPages != DefaultMaxListPages || p.searchDisabled || p.listDisabled {
+		lookup = fmt.Sprintf(" LookupMargin:%s MaxListPages:%d SearchDisabled:%t ListDisabled:%t", p.lookupMargin, p.maxListPages, p.searchDisabled, p.listDisabled)
+	}
+	return fmt.Sprintf("stripe.Provider{APIKey:%s BaseURL:%s KeyTTL:%s SearchLag:%s APIVersion:%q%s%s}",
+		p.apiKey, p.baseURL, p.keyTTL, p.searchLag, p.apiVersion, lookup, webhook)
 }
 
 // GoString is String: %#v never shows the API key either.
@@ -175,8 +234,8 @@ func (p Provider) LogValue() slog.Value { return adapterkit.LogValue(p) }
 // redacted. A BaseURL's user
 // info is dropped: Stripe accepts the key as a Basic-auth user name.
 func (c Config) String() string {
-	return fmt.Sprintf("stripe.Config{APIKey:%s BaseURL:%q KeyTTL:%s SearchLag:%s APIVersion:%q WebhookSecret:%s WebhookTolerance:%s Now:%s}",
-		adapterkit.Secret(c.APIKey), adapterkit.DisplayURL(c.BaseURL, false), c.KeyTTL, c.SearchLag, c.APIVersion,
+	return fmt.Sprintf("stripe.Config{APIKey:%s BaseURL:%q KeyTTL:%s SearchLag:%s LookupMargin:%s MaxListPages:%d SearchDisabled:%t ListDisabled:%t APIVersion:%q WebhookSecret:%s WebhookTolerance:%s Now:%s}",
+		adapterkit.Secret(c.APIKey), adapterkit.DisplayURL(c.BaseURL, false), c.KeyTTL, c.SearchLag, c.LookupMargin, c.MaxListPages, c.SearchDisabled, c.ListDisabled, c.APIVersion,
 		adapterkit.Secret(c.WebhookSecret), c.WebhookTolerance, adapterkit.NowSet(c.Now))
 }
 
