@@ -469,7 +469,7 @@ func TestResendNotSentWhenJournalingOutlastsTheWindow(t *testing.T) {
 	res, err := b.client.Charge(b.ctx, charge("order-slow-journal", 900))
 	require.ErrorIs(t, err, payonce.ErrOutcomeUnknown)
 
-	psp, err := stripe.New(stripe.Config{APIKey: b.fake.APIKey(), BaseURL: b.fake.URL(), Now: b.clock.Now})
+	psp, err := stripe.New(stripe.Config{ListDisabled: true, APIKey: b.fake.APIKey(), BaseURL: b.fake.URL(), Now: b.clock.Now})
 	require.NoError(t, err)
 	slow, err := payonce.New(payonce.Config{Provider: psp, Store: slowJournal{Store: b.store, clock: b.clock, delay: 24 * time.Hour},
 		Now: b.clock.Now, Retry: payonce.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}})
@@ -495,7 +495,7 @@ func TestSameOwnerOnTwoClientsNeverSharesALease(t *testing.T) {
 	eachSetup(t, setupOpts{fake: mocks.StripeOptions{Options: mocks.Options{SlowFor: 300 * time.Millisecond}},
 		config: func(c *payonce.Config) { c.Owner = "orders-api" }}, func(t *testing.T, b *bundle) {
 		b.fake.Script(mocks.Match{Method: "POST", Path: chargePath}, mocks.FaultSlow)
-		psp, err := stripe.New(stripe.Config{APIKey: b.fake.APIKey(), BaseURL: b.fake.URL(), Now: b.clock.Now})
+		psp, err := stripe.New(stripe.Config{ListDisabled: true, APIKey: b.fake.APIKey(), BaseURL: b.fake.URL(), Now: b.clock.Now})
 		require.NoError(t, err)
 		replica, err := payonce.New(payonce.Config{Provider: psp, Store: b.store, Now: b.clock.Now, Owner: "orders-api",
 			AttemptTimeout: 2 * time.Second, Retry: payonce.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}})
@@ -629,7 +629,7 @@ func TestLookupLagCountsFromTheEndOfTheAttempt(t *testing.T) {
 	}})
 	// Rebuild the client with a transport that spends 50 s of clock time
 	// per POST (the bundle's clock exists only after setup).
-	psp, err := stripe.New(stripe.Config{APIKey: b.fake.APIKey(), BaseURL: b.fake.URL(), Now: b.clock.Now})
+	psp, err := stripe.New(stripe.Config{ListDisabled: true, APIKey: b.fake.APIKey(), BaseURL: b.fake.URL(), Now: b.clock.Now})
 	require.NoError(t, err)
 	slow := clockOnPost{base: &http.Transport{DisableKeepAlives: true}, clock: b.clock, by: 50 * time.Second}
 	client, err := payonce.New(payonce.Config{Provider: psp, Store: b.store, Now: b.clock.Now, CheckInterval: time.Second,

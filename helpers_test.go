@@ -87,7 +87,7 @@ func setupOn(t *testing.T, o setupOpts, store ledger.Store) *bundle {
 	if o.baseURL != "" {
 		base = o.baseURL
 	}
-	psp, err := stripe.New(stripe.Config{APIKey: fake.APIKey(), BaseURL: base, Now: clock.Now})
+	psp, err := stripe.New(stripe.Config{ListDisabled: true, APIKey: fake.APIKey(), BaseURL: base, Now: clock.Now})
 	require.NoError(t, err)
 	cfg := providertest.ClientConfig(psp, store, clock.Now)
 	if o.config != nil {

@@ -170,7 +170,7 @@ func reconcileChild() int {
 	if err := store.Migrate(ctx); err != nil {
 		return fail(reconExitSetup, "migrating: %v", err)
 	}
-	psp, err := stripe.New(stripe.Config{APIKey: cfg.StripeKey, BaseURL: cfg.StripeURL, KeyTTL: cfg.KeyTTL, SearchLag: cfg.SearchLag})
+	psp, err := stripe.New(stripe.Config{ListDisabled: true, APIKey: cfg.StripeKey, BaseURL: cfg.StripeURL, KeyTTL: cfg.KeyTTL, SearchLag: cfg.SearchLag})
 	if err != nil {
 		return fail(reconExitSetup, "stripe adapter: %v", err)
 	}

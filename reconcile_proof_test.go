@@ -279,7 +279,7 @@ func TestReconcilersInSeparateProcesses(t *testing.T) {
 	srv := httptest.NewServer(tracker)
 	t.Cleanup(func() { h.Release(); srv.Close() })
 
-	psp, err := stripe.New(stripe.Config{APIKey: h.APIKey(), BaseURL: srv.URL, KeyTTL: keyTTL, SearchLag: 500 * time.Millisecond})
+	psp, err := stripe.New(stripe.Config{ListDisabled: true, APIKey: h.APIKey(), BaseURL: srv.URL, KeyTTL: keyTTL, SearchLag: 500 * time.Millisecond})
 	require.NoError(t, err)
 	client, err := payonce.New(payonce.Config{
 		Provider: psp, Store: store, Owner: "parent",
@@ -658,7 +658,7 @@ func TestBacklog100k(t *testing.T) {
 		schema := store.Schema()
 		fake := mocks.NewStripe(mocks.StripeOptions{Options: mocks.Options{Seed: int64(n)}})
 		t.Cleanup(fake.Close)
-		psp, err := stripe.New(stripe.Config{APIKey: fake.APIKey(), BaseURL: fake.URL()})
+		psp, err := stripe.New(stripe.Config{ListDisabled: true, APIKey: fake.APIKey(), BaseURL: fake.URL()})
 		require.NoError(t, err)
 		client, err := payonce.New(payonce.Config{Provider: psp, Store: store})
 		require.NoError(t, err)
@@ -790,7 +790,7 @@ func TestReconcilerSkipsLeaseEndedWhileWaiting(t *testing.T) {
 		_, err = b.client.Enqueue(b.ctx, op)
 		require.NoError(t, err)
 	}
-	psp, err := stripe.New(stripe.Config{APIKey: b.fake.APIKey(), BaseURL: b.fake.URL(), Now: b.clock.Now})
+	psp, err := stripe.New(stripe.Config{ListDisabled: true, APIKey: b.fake.APIKey(), BaseURL: b.fake.URL(), Now: b.clock.Now})
 	require.NoError(t, err)
 	retrying, err := payonce.New(payonce.Config{Provider: psp, Store: b.store, Now: b.clock.Now,
 		HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}, AttemptTimeout: 2 * time.Second})

@@ -33,7 +33,7 @@ func setupMock(t *testing.T) *mockBundle {
 	t.Helper()
 	mt := httpmock.NewMockTransport()
 	clock := mocks.NewManualClock(t0)
-	psp, err := stripe.New(stripe.Config{APIKey: "sk_test_mock", BaseURL: mockBase, Now: clock.Now})
+	psp, err := stripe.New(stripe.Config{ListDisabled: true, APIKey: "sk_test_mock", BaseURL: mockBase, Now: clock.Now})
 	require.NoError(t, err)
 	store := newStore(t, false)
 	client, err := payonce.New(payonce.Config{Provider: psp, Store: store, Now: clock.Now,
