@@ -19,6 +19,7 @@ import (
 // ledger.ErrStateConflict, ledger.ErrNotFound or ledger.ErrCorrupt, and then
 // nothing has changed.
 func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Operation, error) {
+	defer s.feedSignal.Notify() // once committed, nudge this process's feed consumers
 	if err := ledgerdriver.ValidateFinish(p); err != nil {
 		return ledger.Operation{}, fail("finish", err)
 	}
@@ -210,6 +211,7 @@ func execFinishAttempt(ctx context.Context, c querier, query string, a ledger.At
 // (a resend whose NewGeneration is not the next one), ledger.ErrKeyConflict
 // or ledger.ErrInvalid.
 func (s *Store) Resolve(ctx context.Context, p ledger.ResolveParams) (ledger.Operation, error) {
+	defer s.feedSignal.Notify() // once committed, nudge this process's feed consumers
 	if err := ledgerdriver.ValidateResolve(p); err != nil {
 		return ledger.Operation{}, fail("resolve", err)
 	}

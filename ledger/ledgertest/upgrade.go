@@ -113,6 +113,7 @@ func RequireUpgradedFromVersion4(t *testing.T, s ledger.Store, t0 time.Time) {
 				{Provider: "stripe", Kind: "refund", Status: ledger.StatusPending, Since: t0.Add(time.Second), OperationID: "op-2"},
 			},
 			Reviews: []ledger.ReasonCount{{Provider: "stripe", Kind: "charge", Code: ledger.ReviewCodeOther, Reason: "amount mismatch", Count: 1}},
+			Consumers: []ledger.ConsumerLag{},
 			Settled: []ledger.StatusCount{charge(ledger.StatusSucceeded, succeeded)},
 		}
 	}
