@@ -155,8 +155,8 @@ func testStatsTombstones(t *testing.T, h *Harness) {
 	require.True(t, res.Op.Tombstone, "the late duplicate gets the tombstone")
 
 	require.Equal(t, ledger.Stats{
-		Open:    []ledger.StatusCount{{Provider: "stripe", Kind: "charge", Status: ledger.StatusPending, Count: 1}},
-		Oldest:  []ledger.OldestOpen{{Provider: "stripe", Kind: "charge", Status: ledger.StatusPending, Since: base, OperationID: "live"}},
+		Open:      []ledger.StatusCount{{Provider: "stripe", Kind: "charge", Status: ledger.StatusPending, Count: 1}},
+		Oldest:    []ledger.OldestOpen{{Provider: "stripe", Kind: "charge", Status: ledger.StatusPending, Since: base, OperationID: "live"}},
 		Reviews:   []ledger.ReasonCount{},
 		Consumers: []ledger.ConsumerLag{},
 		Settled:   []ledger.StatusCount{{Provider: "stripe", Kind: "charge", Status: ledger.StatusSucceeded, Count: 1}},
