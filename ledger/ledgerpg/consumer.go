@@ -125,6 +125,11 @@ func (c *Consumer) Name() string { return c.loop.Name() }
 // is applied, and returns nil, or the final pass's error. Failures before
 // that are logged and retried, never returned. One Run at a time per
 // Consumer.
+//
+// A nudge may come before the entry can be read: Feed hands an entry out
+// only once every transaction of the cluster older than it has ended (its
+// gap rule), so an entry behind a long transaction waits for the poll
+// after that transaction ends.
 func (c *Consumer) Run(ctx context.Context) error { return c.loop.Run(ctx) }
 
 // Nudge makes a waiting Run read the feed now (e.g. after a commit of a
