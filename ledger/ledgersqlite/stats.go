@@ -52,7 +52,7 @@ func (s *Store) Stats(ctx context.Context, p ledger.StatsParams) (ledger.Stats, 
 
 // consumerLagsQuery reads the feed consumers (migration 011) and, for
 // each, At of the first feed entry after its cursor (the seq after the
-// cursor's '.'; '' reads as 0): one lookup in the feed's primary key per
+// cursor's '.'; the empty cursor reads as 0): one lookup in the feed's primary key per
 // consumer.
 const consumerLagsQuery = `SELECT c.name, c.cursor, c.cursor_at, c.updated_at,
 		(SELECT f.at FROM payonce_feed f
