@@ -46,6 +46,11 @@ type Consumer struct {
 // READ COMMITTED with synchronous_commit on; it holds the consumer's
 // cursor row, so keep it short (no calls to other services in it).
 //
+// A consumer that is no longer run keeps its row, and its line in
+// Stats.Consumers with a growing lag, until an operator deletes it
+// (DELETE FROM payonce_feed_consumers WHERE name = '...'). Renaming a
+// consumer starts the new name at the beginning of the feed.
+//
 // Errors: a *ledger.ValidationError for a nil store or handle, a name that
 // is not 1 to ledger.MaxConsumerNameLen letters, digits, '.', '_' or '-',
 // or options out of range.

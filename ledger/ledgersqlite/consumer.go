@@ -46,6 +46,11 @@ type Consumer struct {
 // would wait for this transaction, which waits for handle. It commits at
 // the Store's synchronous level.
 //
+// A consumer that is no longer run keeps its row, and its line in
+// Stats.Consumers with a growing lag, until an operator deletes it
+// (DELETE FROM payonce_feed_consumers WHERE name = '...'). Renaming a
+// consumer starts the new name at the beginning of the feed.
+//
 // Errors: a *ledger.ValidationError for a nil store or handle, a name that
 // is not 1 to ledger.MaxConsumerNameLen letters, digits, '.', '_' or '-',
 // or options out of range.
