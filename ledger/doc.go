@@ -104,6 +104,41 @@
 // by Cleanup keeps its entries until then. A consumer must read the feed
 // more often than that.
 //
+// Which statuses to follow: all of them. A consumer that keeps an order's
+// state (paid, failed, in review, pending) must act on every entry,
+// pending included: an operation that an operator sends out of review
+// again (a resend) records manual_review -> pending, and a consumer that
+// follows only succeeded, failed and manual_review never sees it, so its
+// order keeps showing "review" while the payment is being sent again. Read
+// the feed without FeedParams.Statuses, and let the handler decide what
+// each entry means; a Statuses filter suits only a consumer that acts on
+// settlements and never shows a state in between.
+//
+// Named consumers: the stores ship the loop above, so that a service
+// writes only the handler. ledgerpg.NewConsumer (a pgx.Tx) and
+// ledgersqlite.NewConsumer (a *sql.Tx) keep a named consumer's cursor in
+// the ledger's own database (table payonce_feed_consumers) and call the
+// handler with each entry inside the transaction that moves the cursor:
+//
+//	c, err := ledgerpg.NewConsumer(store, "orders",
+//		func(ctx context.Context, tx pgx.Tx, e ledger.FeedEntry) error {
+//			// write the entry's effect through tx
+//			return nil
+//		}, ledger.ConsumerOptions{})
+//	// ...
+//	err = c.Run(ctx) // until ctx ends, then a last bounded pass
+//
+// Each page is one transaction whose first statement is a compare-and-set
+// of the cursor (so two replicas of one consumer never both apply a page:
+// the second waits for the row, finds the cursor moved, rolls back and
+// reads on), then the handler for each entry, then COMMIT. The consumer
+// passes every entry (ConsumerOptions has no status filter, see above); a
+// handler error rolls the page back and it is tried again with backoff,
+// so an entry the handler always refuses blocks the consumer (by design:
+// exactly once, in order). Its lag (now minus At of the oldest entry it
+// has yet to apply) is the gauge payonce.feed.consumer.lag and a line of
+// Stats.Consumers (`payonce stats`).
+//
 // # Implementing a store
 //
 // A store is built with package ledgerdriver, which computes every state

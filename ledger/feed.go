@@ -60,6 +60,8 @@ type FeedParams struct {
 	// Statuses, when non-empty, returns only entries whose To is one of them
 	// (e.g. succeeded and failed for a service that only settles orders).
 	// Filtered entries are skipped, not held back: the cursor of the last
-	// returned entry is past them.
+	// returned entry is past them. A consumer that shows an order's state
+	// must not filter: manual_review -> pending (an operator's resend) is
+	// an entry too (see "The settlement feed" in the package doc).
 	Statuses []Status
 }

@@ -35,6 +35,12 @@ type Stats struct {
 	// ReviewCode and ReviewReason, ordered by provider, kind, code and
 	// reason.
 	Reviews []ReasonCount
+	// Consumers are the named feed consumers (ledgerpg.NewConsumer,
+	// ledgersqlite.NewConsumer), ordered by name: where each one's cursor
+	// is and how far behind the feed it is. Read by a second statement
+	// (not the snapshot of the counts above), at the cost of one index
+	// lookup in the feed per consumer. Empty, never nil.
+	Consumers []ConsumerLag
 }
 
 // StatusCount is how many operations of one provider and kind have Status.

@@ -59,19 +59,25 @@ const (
 	// MetricOperationsInReview is a gauge of the operations in manual
 	// review, by provider, kind and reason code.
 	MetricOperationsInReview = "payonce.operations.in_review"
+	// MetricFeedConsumerLag is a gauge (seconds) of a settlement-feed
+	// consumer's lag: now minus the time of the oldest entry it has yet to
+	// apply, 0 when caught up; by consumer name.
+	MetricFeedConsumerLag = "payonce.feed.consumer.lag"
 )
 
 // MetricNames returns the name of every metric payonce records, in a
 // stable order: what a dashboard or alert may query. The ledger gauges
 // (payonce.operations.*) are reported only where payonce.RegisterLedgerMetrics
-// was called (a payonce.Reconciler does it unless its StatsInterval is -1).
+// was called (a payonce.Reconciler does it unless its StatsInterval is -1);
+// payonce.feed.consumer.lag only by a feed consumer given a MeterProvider
+// (ledger.ConsumerOptions).
 // The returned slice is a copy.
 func MetricNames() []string {
 	return []string{
 		MetricCallDuration, MetricAttempts, MetricLookups, MetricTransitions, MetricReviews,
 		MetricResendWindowRemaining, MetricBreakerStateChanges, MetricReconcilePassDuration,
 		MetricReconcileOperations, MetricWebhooks, MetricOperationsOpen, MetricOperationsOldestAge,
-		MetricOperationsInReview,
+		MetricOperationsInReview, MetricFeedConsumerLag,
 	}
 }
 
@@ -113,6 +119,9 @@ const (
 	// AttrReplayed reports, on an attempt's span, that the provider
 	// replayed a stored answer for the key.
 	AttrReplayed = attribute.Key("payonce.replayed")
+	// AttrConsumer is a settlement-feed consumer's name, chosen by the
+	// service (a handful per ledger).
+	AttrConsumer = attribute.Key("payonce.feed.consumer")
 	// AttrErrorType is the class of a failure (OpenTelemetry's error.type).
 	AttrErrorType = attribute.Key("error.type")
 )

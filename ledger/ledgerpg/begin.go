@@ -28,6 +28,8 @@ var errVanished = errors.New("operation deleted concurrently")
 // beginNew). For an existing one that insert changes nothing, and the row is
 // then read under a row lock, checked and updated in one transaction.
 func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginResult, error) {
+	// Once this has committed, nudge this process's feed consumers.
+	defer s.feedSignal.Notify()
 	start := time.Now() // the lease check measures the real time from here
 	if err := ledgerdriver.ValidateBegin(p); err != nil {
 		return ledger.BeginResult{}, err
@@ -260,6 +262,8 @@ func (s *Store) oneTrip(ctx context.Context, method string, explicit bool, stmts
 // CreateOrGet implements ledger.Store: CreateOrGetTx in a transaction of
 // its own.
 func (s *Store) CreateOrGet(ctx context.Context, n ledger.NewOperation, now time.Time) (ledger.Operation, bool, error) {
+	// Once this has committed, nudge this process's feed consumers.
+	defer s.feedSignal.Notify()
 	if err := ledgerdriver.ValidateCreate(n, now); err != nil {
 		return ledger.Operation{}, false, err
 	}
@@ -312,6 +316,9 @@ func (s *Store) CreateOrGet(ctx context.Context, n ledger.NewOperation, now time
 // durability is tx's (synchronous_commit of its session); nothing is sent
 // for the operation before it commits.
 func (s *Store) CreateOrGetTx(ctx context.Context, tx pgx.Tx, n ledger.NewOperation, now time.Time) (ledger.Operation, bool, error) {
+	// Early (the caller commits later): the consumer's poll, or its Nudge,
+	// finds the entry.
+	defer s.feedSignal.Notify()
 	if tx == nil {
 		return ledger.Operation{}, false, &ledger.ValidationError{Field: "tx", Problem: "must not be nil: pass the caller's pgx.Tx"}
 	}

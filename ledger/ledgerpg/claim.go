@@ -115,6 +115,8 @@ func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operati
 // committed, so a crash after sending still leaves a record that the
 // request may have left. p.Events are recorded in the same transaction.
 func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (ledger.Operation, ledger.Attempt, error) {
+	// Once this has committed, nudge this process's feed consumers.
+	defer s.feedSignal.Notify()
 	start := time.Now()
 	if err := ledgerdriver.ValidateStartAttempt(p); err != nil {
 		return ledger.Operation{}, ledger.Attempt{}, err

@@ -2,8 +2,11 @@ package ledgerpg_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -58,7 +61,63 @@ func harness(t *testing.T, pool *pgxpool.Pool, schema string) *ledgertest.Harnes
 		HoldOperation: func(t *testing.T, id string) (func() bool, func()) {
 			return holdRow(t, testkit.NewPool(t), schema, id)
 		},
+		Consumer: func(t *testing.T, s ledger.Store, name string, opts ledger.ConsumerOptions, refuse func(ledger.FeedEntry) error) (ledgertest.TestConsumer, error) {
+			createApplied(t, pool, schema)
+			return ledgerpg.NewConsumer(s.(*ledgerpg.Store), name, countingHandler(schema, name, refuse), opts)
+		},
+		Applied: func(t *testing.T, name string) map[ledger.FeedCursor]int {
+			createApplied(t, pool, schema)
+			return appliedCounts(t, pool, schema, name)
+		},
 	}
+}
+
+// createApplied creates the table countingHandler writes, in schema.
+func createApplied(t testing.TB, pool *pgxpool.Pool, schema string) {
+	t.Helper()
+	_, err := pool.Exec(context.Background(), `CREATE TABLE IF NOT EXISTS `+table(schema, "consumer_applied")+` (
+		name text, cursor text, n integer NOT NULL, PRIMARY KEY (name, cursor))`)
+	if err != nil && !isDuplicate(err) {
+		require.NoError(t, err)
+	}
+}
+
+// isDuplicate reports the catalog race of two CREATE TABLE IF NOT EXISTS.
+func isDuplicate(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07")
+}
+
+// countingHandler adds one to the entry's count in consumer_applied, in
+// the consumer's transaction, after refuse (when non-nil) let it through.
+func countingHandler(schema, name string, refuse func(ledger.FeedEntry) error) func(context.Context, pgx.Tx, ledger.FeedEntry) error {
+	stmt := `INSERT INTO ` + table(schema, "consumer_applied") + ` AS a (name, cursor, n) VALUES ($1, $2, 1)
+		ON CONFLICT (name, cursor) DO UPDATE SET n = a.n + 1`
+	return func(ctx context.Context, tx pgx.Tx, e ledger.FeedEntry) error {
+		if refuse != nil {
+			if err := refuse(e); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, stmt, name, string(e.Cursor))
+		return err
+	}
+}
+
+// appliedCounts reads consumer_applied for consumer name.
+func appliedCounts(t testing.TB, pool *pgxpool.Pool, schema, name string) map[ledger.FeedCursor]int {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT cursor, n FROM `+table(schema, "consumer_applied")+` WHERE name = $1`, name)
+	require.NoError(t, err)
+	out := map[ledger.FeedCursor]int{}
+	for rows.Next() {
+		var c string
+		var n int
+		require.NoError(t, rows.Scan(&c, &n))
+		out[ledger.FeedCursor(c)] = n
+	}
+	require.NoError(t, rows.Err())
+	return out
 }
 
 // holdRow locks the row of operation id in schema (SELECT ... FOR UPDATE)

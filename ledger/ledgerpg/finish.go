@@ -21,6 +21,8 @@ import (
 // then the EventResolution entry of p.Resolution when set, are recorded in
 // the same transaction.
 func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Operation, error) {
+	// Once this has committed, nudge this process's feed consumers.
+	defer s.feedSignal.Notify()
 	if err := ledgerdriver.ValidateFinish(p); err != nil {
 		return ledger.Operation{}, err
 	}
@@ -233,6 +235,8 @@ func (s *Store) twoTrips(ctx context.Context, method, sync string, read func(*pg
 // Resolve implements ledger.Store. The decision is recorded on the
 // operation and as an EventResolution entry, in one transaction.
 func (s *Store) Resolve(ctx context.Context, p ledger.ResolveParams) (ledger.Operation, error) {
+	// Once this has committed, nudge this process's feed consumers.
+	defer s.feedSignal.Notify()
 	if err := ledgerdriver.ValidateResolve(p); err != nil {
 		return ledger.Operation{}, err
 	}

@@ -27,7 +27,45 @@ func (s *Store) Stats(ctx context.Context, p ledger.StatsParams) (ledger.Stats, 
 		return ledger.Stats{}, translate("stats", err)
 	}
 	st, err := sqlstore.AssembleStats(got, p.IncludeSettled)
+	if err != nil {
+		return ledger.Stats{}, translate("stats", err)
+	}
+	st.Consumers, err = s.consumerLags(ctx)
 	return st, translate("stats", err)
+}
+
+// consumerLags reads the feed consumers (migration 011) and, for each, At
+// of the first feed entry after its cursor: one lookup in the feed's
+// primary key (pos, seq) per consumer. It reads what is committed, without
+// Feed's gap rule: an entry of a transaction that commits later may still
+// come before the one it finds, so Behind may be later than the truth for
+// as long as such a transaction runs.
+func (s *Store) consumerLags(ctx context.Context) ([]ledger.ConsumerLag, error) {
+	rows, err := s.pool.Query(ctx, `SELECT c.name, c.cursor, c.cursor_at, c.updated_at, f.at
+		FROM `+pgx.Identifier{s.schema, "payonce_feed_consumers"}.Sanitize()+` c
+		LEFT JOIN LATERAL (
+			SELECT at FROM `+s.q.feed+` f
+			WHERE (f.pos, f.seq) > (CASE WHEN c.cursor = '' THEN '0' ELSE split_part(c.cursor, '.', 1) END::xid8,
+			                        CASE WHEN c.cursor = '' THEN 0 ELSE split_part(c.cursor, '.', 2)::bigint END)
+			ORDER BY f.pos, f.seq LIMIT 1
+		) f ON true
+		ORDER BY c.name`)
+	if err != nil {
+		return nil, err
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.ConsumerLag, error) {
+		var (
+			c                   ledger.ConsumerLag
+			cursorAt, upd, next pgtype.Timestamptz
+		)
+		err := row.Scan(&c.Name, &c.Cursor, &cursorAt, &upd, &next)
+		c.CursorAt, c.UpdatedAt, c.Behind = timeOf(cursorAt), timeOf(upd), timeOf(next)
+		return c, err
+	})
+	if out == nil {
+		out = []ledger.ConsumerLag{}
+	}
+	return out, err
 }
 
 // scanStatsRow reads one row of Stats' statement.

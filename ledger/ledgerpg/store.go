@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/internal/feedconsumer"
 	"github.com/payonce/payonce/ledger/internal/sqlstore"
 )
 
@@ -60,6 +61,9 @@ type Store struct {
 	// measures the lease. Read once: the connection's Config() is a copy
 	// (four allocations) on every call.
 	prepareFirst bool
+	// feedSignal nudges this process's feed consumers (Consumer) after a
+	// write that may have added a feed entry.
+	feedSignal feedconsumer.Signal
 
 	// Test hooks (export_test.go); nil or empty in production.
 	//

@@ -21,6 +21,8 @@ import (
 // ledger.ErrInProgress. When waiting for the write lock took the lease past
 // its end, nothing is written and the error wraps ledger.ErrLeaseLost.
 func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginResult, error) {
+	// Once this has committed, nudge this process's feed consumers.
+	defer s.feedSignal.Notify()
 	start := time.Now() // the lease check measures the real time from here
 	if err := ledgerdriver.ValidateBegin(p); err != nil {
 		return ledger.BeginResult{}, fail("begin", err)
@@ -72,6 +74,8 @@ func (s *Store) Begin(ctx context.Context, p ledger.BeginParams) (ledger.BeginRe
 // existing ID with another fingerprint returns ledger.ErrFingerprintMismatch.
 // It is CreateOrGetTx in a write transaction of its own.
 func (s *Store) CreateOrGet(ctx context.Context, op ledger.NewOperation, now time.Time) (ledger.Operation, bool, error) {
+	// Once this has committed, nudge this process's feed consumers.
+	defer s.feedSignal.Notify()
 	if err := ledgerdriver.ValidateCreate(op, now); err != nil {
 		return ledger.Operation{}, false, fail("create", err)
 	}
@@ -131,6 +135,9 @@ func (s *Store) CreateOrGet(ctx context.Context, op ledger.NewOperation, now tim
 // other error (SQLITE_BUSY, a missing schema, a cancelled context) leaves tx
 // in a state to roll back.
 func (s *Store) CreateOrGetTx(ctx context.Context, tx *sql.Tx, op ledger.NewOperation, now time.Time) (ledger.Operation, bool, error) {
+	// Early (the caller commits later): the consumer's poll, or its Nudge,
+	// finds the entry.
+	defer s.feedSignal.Notify()
 	if tx == nil {
 		return ledger.Operation{}, false, fail("create in caller's transaction", &ledger.ValidationError{Field: "tx", Problem: "must not be nil: pass the caller's *sql.Tx"})
 	}

@@ -45,6 +45,8 @@ func (s *Store) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Operati
 // the lease and the operation must be pending or unknown; errors wrap
 // ledger.ErrLeaseLost, ledger.ErrStateConflict or ledger.ErrNotFound.
 func (s *Store) StartAttempt(ctx context.Context, p ledger.StartAttemptParams) (ledger.Operation, ledger.Attempt, error) {
+	// Once this has committed, nudge this process's feed consumers.
+	defer s.feedSignal.Notify()
 	start := time.Now()
 	if err := ledgerdriver.ValidateStartAttempt(p); err != nil {
 		return ledger.Operation{}, ledger.Attempt{}, fail("start attempt", err)

@@ -19,6 +19,8 @@ import (
 // ledger.ErrStateConflict, ledger.ErrNotFound or ledger.ErrCorrupt, and then
 // nothing has changed.
 func (s *Store) Finish(ctx context.Context, p ledger.FinishParams) (ledger.Operation, error) {
+	// Once this has committed, nudge this process's feed consumers.
+	defer s.feedSignal.Notify()
 	if err := ledgerdriver.ValidateFinish(p); err != nil {
 		return ledger.Operation{}, fail("finish", err)
 	}
@@ -210,6 +212,8 @@ func execFinishAttempt(ctx context.Context, c querier, query string, a ledger.At
 // (a resend whose NewGeneration is not the next one), ledger.ErrKeyConflict
 // or ledger.ErrInvalid.
 func (s *Store) Resolve(ctx context.Context, p ledger.ResolveParams) (ledger.Operation, error) {
+	// Once this has committed, nudge this process's feed consumers.
+	defer s.feedSignal.Notify()
 	if err := ledgerdriver.ValidateResolve(p); err != nil {
 		return ledger.Operation{}, fail("resolve", err)
 	}

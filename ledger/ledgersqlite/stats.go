@@ -36,7 +36,39 @@ func (s *Store) Stats(ctx context.Context, p ledger.StatsParams) (ledger.Stats, 
 	if err != nil {
 		return ledger.Stats{}, fail("stats", err)
 	}
+	err = s.read(ctx, func(c *sql.Conn) error {
+		var err error
+		st.Consumers, err = collect(ctx, c, scanConsumerLag, consumerLagsQuery)
+		return err
+	})
+	if err != nil {
+		return ledger.Stats{}, fail("stats", err)
+	}
+	if st.Consumers == nil {
+		st.Consumers = []ledger.ConsumerLag{}
+	}
 	return st, nil
+}
+
+// consumerLagsQuery reads the feed consumers (migration 011) and, for
+// each, At of the first feed entry after its cursor (the seq after the
+// cursor's '.'; the empty cursor reads as 0): one lookup in the feed's primary key per
+// consumer.
+const consumerLagsQuery = `SELECT c.name, c.cursor, c.cursor_at, c.updated_at,
+		(SELECT f.at FROM payonce_feed f
+		 WHERE f.seq > CAST(substr(c.cursor, instr(c.cursor, '.') + 1) AS INTEGER)
+		 ORDER BY f.seq LIMIT 1)
+	FROM payonce_feed_consumers c ORDER BY c.name`
+
+// scanConsumerLag reads one row of consumerLagsQuery.
+func scanConsumerLag(sc scanner) (ledger.ConsumerLag, error) {
+	var (
+		c                   ledger.ConsumerLag
+		cursorAt, upd, next sql.NullInt64
+	)
+	err := sc.Scan(&c.Name, &c.Cursor, &cursorAt, &upd, &next)
+	c.CursorAt, c.UpdatedAt, c.Behind = fromMicros(cursorAt), fromMicros(upd), fromMicros(next)
+	return c, err
 }
 
 // scanStatsRow reads one row of Stats' statement.

@@ -16,6 +16,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/internal/feedconsumer"
 	"github.com/payonce/payonce/ledger/internal/sqlstore"
 )
 
@@ -55,6 +56,10 @@ type Store struct {
 	busyTimeoutMS int64
 	// busyTimeoutSQL sets busyTimeoutMS, built once in New.
 	busyTimeoutSQL string
+
+	// feedSignal nudges this process's feed consumers (Consumer) after a
+	// write that may have added a feed entry.
+	feedSignal feedconsumer.Signal
 
 	// commits counts the COMMITs this Store issued (for tests and benchmarks).
 	commits atomic.Int64

@@ -28,6 +28,8 @@ import (
 // lost to a power cut would lose the event for good, where a lost Finish is
 // recovered by a status lookup.
 func (s *Store) RecordWebhook(ctx context.Context, p ledger.RecordWebhookParams) (ledger.WebhookReport, error) {
+	// Once this has committed, nudge this process's feed consumers.
+	defer s.feedSignal.Notify()
 	if err := ledgerdriver.ValidateRecordWebhook(p); err != nil {
 		return ledger.WebhookReport{}, fail("record webhook", err)
 	}

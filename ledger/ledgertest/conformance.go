@@ -214,6 +214,13 @@ func suite() []group {
 			{"Cleanup", testFeedCleanup},
 			{"OperationOrder", testFeedOperationOrder},
 		}},
+		{"Consumer", []testCase{
+			{"ReplicasApplyEachEntryOnce", testConsumerReplicas},
+			{"FinalPassOnShutdown", testConsumerFinalPass},
+			{"HandlerErrorRollsBackPage", testConsumerHandlerError},
+			{"InvalidInputs", testConsumerInvalid},
+			{"Stats", testConsumerStats},
+		}},
 		{"Durability", []testCase{
 			{"SurvivesReopen", testDurability},
 		}},

@@ -11,6 +11,7 @@
 package ledgertest
 
 import (
+	"context"
 	"testing"
 
 	"github.com/payonce/payonce/ledger"
@@ -47,4 +48,21 @@ type Harness struct {
 	// for the hold. Nil when the store has no lock narrower than every
 	// write (SQLite: one write lock per file).
 	HoldOperation func(t *testing.T, id string) (waiting func() bool, release func())
+	// Consumer builds a settlement-feed consumer (ledgerpg.NewConsumer,
+	// ledgersqlite.NewConsumer) of store (Store, or one OpenAnother
+	// returned) named name, whose handler, in the consumer's transaction,
+	// calls refuse first (when non-nil: an error refuses the entry) and
+	// then adds one to the entry's count in a table of the test's own, so
+	// that the count commits with the cursor. The error is NewConsumer's.
+	// Nil skips the consumer subtests.
+	Consumer func(t *testing.T, store ledger.Store, name string, opts ledger.ConsumerOptions, refuse func(ledger.FeedEntry) error) (TestConsumer, error)
+	// Applied returns how many times consumer name applied each entry, by
+	// the entry's cursor (from the table Consumer's handler writes).
+	Applied func(t *testing.T, name string) map[ledger.FeedCursor]int
+}
+
+// TestConsumer is a consumer as Harness.Consumer builds it.
+type TestConsumer interface {
+	Run(ctx context.Context) error
+	Nudge()
 }

@@ -112,8 +112,9 @@ func RequireUpgradedFromVersion4(t *testing.T, s ledger.Store, t0 time.Time) {
 				{Provider: "stripe", Kind: "charge", Status: ledger.StatusManualReview, Since: t0.Add(2 * time.Second), OperationID: "op-3"},
 				{Provider: "stripe", Kind: "refund", Status: ledger.StatusPending, Since: t0.Add(time.Second), OperationID: "op-2"},
 			},
-			Reviews: []ledger.ReasonCount{{Provider: "stripe", Kind: "charge", Code: ledger.ReviewCodeOther, Reason: "amount mismatch", Count: 1}},
-			Settled: []ledger.StatusCount{charge(ledger.StatusSucceeded, succeeded)},
+			Reviews:   []ledger.ReasonCount{{Provider: "stripe", Kind: "charge", Code: ledger.ReviewCodeOther, Reason: "amount mismatch", Count: 1}},
+			Consumers: []ledger.ConsumerLag{},
+			Settled:   []ledger.StatusCount{charge(ledger.StatusSucceeded, succeeded)},
 		}
 	}
 	require.Equal(t, want(charge(ledger.StatusUnknown, 1), t0, "op-1", 1), mustStats(t, s, true))

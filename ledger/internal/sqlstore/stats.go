@@ -122,7 +122,7 @@ func (r *StatsRow) Dest() []any {
 // Settled is nil unless includeSettled. An unexpected row (a part or status
 // the statement cannot produce) is reported as ledger.ErrCorrupt.
 func AssembleStats(rows []StatsRow, includeSettled bool) (ledger.Stats, error) {
-	st := ledger.Stats{Open: []ledger.StatusCount{}, Oldest: []ledger.OldestOpen{}, Reviews: []ledger.ReasonCount{}}
+	st := ledger.Stats{Open: []ledger.StatusCount{}, Oldest: []ledger.OldestOpen{}, Reviews: []ledger.ReasonCount{}, Consumers: []ledger.ConsumerLag{}}
 	if includeSettled {
 		st.Settled = []ledger.StatusCount{}
 	}

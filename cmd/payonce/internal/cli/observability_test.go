@@ -74,6 +74,7 @@ func TestStats(t *testing.T) {
 		require.NotNil(t, oldestUnknown, "%s", js)
 		require.Equal(t, lost, oldestUnknown["operation_id"])
 		require.GreaterOrEqual(t, oldestUnknown["age_seconds"].(float64), 0.0)
+		require.Equal(t, []any{}, obj["consumers"], "no feed consumer has run on this ledger: %s", js)
 
 		human := runBinary(t, env, "stats")
 		require.Equal(t, 0, human.code, "%s", human)

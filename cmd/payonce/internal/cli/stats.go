@@ -27,7 +27,10 @@ pending, in-flight, unknown and in-review operation of each provider and kind
 (with its age), and counts why operations are in manual review. The open
 counts, ages and review reasons are the numbers of the payonce.operations.*
 metrics; the settled counts (succeeded, failed) read the whole history, which
-a metrics scrape does not do. It only reads: no lock, no write.`)
+a metrics scrape does not do. It also lists the settlement-feed consumers
+(ledgerpg.NewConsumer, ledgersqlite.NewConsumer): the time of the last entry
+each applied, when it last moved, and its lag (the age of the oldest entry it
+has yet to apply). It only reads: no lock, no write.`)
 	var asJSON bool
 	lf := addLedgerFlags(f, &asJSON, "print the statistics as one JSON object")
 	if _, err := f.parseArgs(a, args); err != nil {
@@ -58,6 +61,20 @@ type statsJSON struct {
 	Totals     map[string]int64   `json:"totals"`
 	Oldest     []oldestOpenJSON   `json:"oldest"`
 	Reviews    []reviewReasonJSON `json:"reviews"`
+	Consumers  []consumerJSON     `json:"consumers"`
+}
+
+// consumerJSON is one feed consumer (ledger.ConsumerLag).
+type consumerJSON struct {
+	Name   string `json:"name"`
+	Cursor string `json:"cursor"`
+	// CursorAt is the time of the last entry applied; null before the first.
+	CursorAt  *time.Time `json:"cursor_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
+	// Behind is the time of the oldest entry not yet applied; null when
+	// caught up.
+	Behind     *time.Time `json:"behind"`
+	LagSeconds float64    `json:"lag_seconds"`
 }
 
 type statusCountJSON struct {
@@ -88,7 +105,7 @@ type reviewReasonJSON struct {
 
 func statsToJSON(desc string, st ledger.Stats, now time.Time) statsJSON {
 	out := statsJSON{Ledger: desc, At: now.UTC(), Operations: []statusCountJSON{}, Totals: map[string]int64{},
-		Oldest: []oldestOpenJSON{}, Reviews: []reviewReasonJSON{}}
+		Oldest: []oldestOpenJSON{}, Reviews: []reviewReasonJSON{}, Consumers: []consumerJSON{}}
 	for _, s := range statusColumns {
 		out.Totals[string(s)] = 0
 	}
@@ -104,6 +121,18 @@ func statsToJSON(desc string, st ledger.Stats, now time.Time) statsJSON {
 		out.Reviews = append(out.Reviews, reviewReasonJSON{Provider: r.Provider, Kind: r.Kind,
 			ReasonCode: string(r.Code), Reason: r.Reason, Count: r.Count})
 	}
+	for _, c := range st.Consumers {
+		j := consumerJSON{Name: c.Name, Cursor: string(c.Cursor), UpdatedAt: c.UpdatedAt.UTC(), LagSeconds: c.Lag(now).Seconds()}
+		if !c.CursorAt.IsZero() {
+			t := c.CursorAt.UTC()
+			j.CursorAt = &t
+		}
+		if !c.Behind.IsZero() {
+			t := c.Behind.UTC()
+			j.Behind = &t
+		}
+		out.Consumers = append(out.Consumers, j)
+	}
 	return out
 }
 
@@ -113,8 +142,38 @@ func age(since, now time.Time) time.Duration {
 	return max(now.Sub(since), 0)
 }
 
-// printStats prints the three tables of stats.
+// printStats prints the tables of stats: counts, oldest open operations,
+// review reasons, feed consumers.
 func printStats(w io.Writer, st ledger.Stats, now time.Time) {
+	printCounts(w, st, now)
+	printConsumers(w, st.Consumers, now)
+}
+
+// printConsumers prints the feed consumers' cursors and lags, when there
+// are any.
+func printConsumers(w io.Writer, cs []ledger.ConsumerLag, now time.Time) {
+	if len(cs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nfeed consumers (lag: age of the oldest entry not yet applied):")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  NAME\tLAG\tCURSOR_AT\tUPDATED\tCURSOR")
+	for _, c := range cs {
+		lag := "caught up"
+		if !c.Behind.IsZero() {
+			lag = fmtDuration(c.Lag(now).Round(time.Second))
+		}
+		cursorAt := "-"
+		if !c.CursorAt.IsZero() {
+			cursorAt = timeText(c.CursorAt)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Name, lag, cursorAt, timeText(c.UpdatedAt), dash(string(c.Cursor)))
+	}
+	_ = tw.Flush()
+}
+
+// printCounts prints the three tables of the operations.
+func printCounts(w io.Writer, st ledger.Stats, now time.Time) {
 	type row struct{ provider, kind string }
 	var rows []row
 	counts := map[row]map[ledger.Status]int64{}
