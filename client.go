@@ -357,13 +357,19 @@ type RefundParams struct {
 	// OrderID is the order whose payment is refunded. Required.
 	OrderID string
 	// RefundSeq numbers the refunds of one order from 1: refund #2 of an
-	// order is a different operation from refund #1. Required, >= 1.
+	// order is a different operation from refund #1. Required, >= 1, and
+	// without gaps: Refundable's NextSeq is the next free number (a number
+	// whose predecessor has no record is refused when the ledger is read).
 	RefundSeq int
-	// Amount in minor units; 0 refunds what remains.
+	// Amount in minor units; 0 refunds what remains. More than remains
+	// (Refundable's Remaining) is refused when the ledger is read.
 	Amount int64
 	// Currency is the ISO 4217 code in upper case; required with Amount.
 	Currency string
 	// PaymentRef defaults to the provider reference of the order's charge.
+	// Given, the ledger is not read at all: neither the amount nor the
+	// number is checked against the order's refunds, and the provider's
+	// own refusal is the only guard against an over-refund.
 	PaymentRef string
 	// Metadata is passed to the provider: at most 50 keys of 1 to 40
 	// bytes, values of at most 500 bytes. Like every field, it is part of
