@@ -357,13 +357,19 @@ type RefundParams struct {
 	// OrderID is the order whose payment is refunded. Required.
 	OrderID string
 	// RefundSeq numbers the refunds of one order from 1: refund #2 of an
-	// order is a different operation from refund #1. Required, >= 1.
+	// order is a different operation from refund #1. Required, >= 1, and
+	// without gaps: Refundable's NextSeq is the next free number (a number
+	// whose predecessor has no record is refused when the ledger is read).
 	RefundSeq int
-	// Amount in minor units; 0 refunds what remains.
+	// Amount in minor units; 0 refunds what remains. More than remains
+	// (Refundable's Remaining) is refused when the ledger is read.
 	Amount int64
 	// Currency is the ISO 4217 code in upper case; required with Amount.
 	Currency string
 	// PaymentRef defaults to the provider reference of the order's charge.
+	// Given, the ledger is not read at all: neither the amount nor the
+	// number is checked against the order's refunds, and the provider's
+	// own refusal is the only guard against an over-refund.
 	PaymentRef string
 	// Metadata is passed to the provider: at most 50 keys of 1 to 40
 	// bytes, values of at most 500 bytes. Like every field, it is part of
@@ -395,17 +401,20 @@ func (c *Client) Charge(ctx context.Context, p ChargeParams) (Result, error) {
 
 // Capture captures an authorized charge once per order.
 func (c *Client) Capture(ctx context.Context, p CaptureParams) (Result, error) {
-	return c.do(ctx, KindCapture, func(ctx context.Context) (Request, error) { return c.captureRequest(ctx, p) })
+	return c.do(ctx, KindCapture, func(ctx context.Context) (Request, error) { return c.captureRequest(ctx, c.ownReader(), p) })
 }
 
 // Cancel cancels an authorized, uncaptured charge once per order.
 func (c *Client) Cancel(ctx context.Context, p CancelParams) (Result, error) {
-	return c.do(ctx, KindCancel, func(ctx context.Context) (Request, error) { return c.cancelRequest(ctx, p) })
+	return c.do(ctx, KindCancel, func(ctx context.Context) (Request, error) { return c.cancelRequest(ctx, c.ownReader(), p) })
 }
 
-// Refund refunds once per (OrderID, RefundSeq).
+// Refund refunds once per (OrderID, RefundSeq). Without PaymentRef it reads
+// the order's charge and refunds from the ledger and refuses, before
+// anything is recorded or sent, an Amount above what can still be refunded
+// and a RefundSeq that skips a number (see PrepareRefundTx).
 func (c *Client) Refund(ctx context.Context, p RefundParams) (Result, error) {
-	return c.do(ctx, KindRefund, func(ctx context.Context) (Request, error) { return c.refundRequest(ctx, p) })
+	return c.do(ctx, KindRefund, func(ctx context.Context) (Request, error) { return c.refundRequest(ctx, c.ownReader(), p) })
 }
 
 func chargeRequest(p ChargeParams) (Request, error) {
@@ -419,8 +428,11 @@ func chargeRequest(p ChargeParams) (Request, error) {
 	}, nil
 }
 
-func (c *Client) captureRequest(ctx context.Context, p CaptureParams) (Request, error) {
-	ref, err := c.amountAndPaymentRef(ctx, p.Amount, p.OrderID, p.PaymentRef)
+func (c *Client) captureRequest(ctx context.Context, rd ledger.Reader, p CaptureParams) (Request, error) {
+	if err := checkAmount(p.Amount, false); err != nil {
+		return Request{}, err
+	}
+	ref, _, err := c.paymentRef(ctx, rd, p.OrderID, p.PaymentRef)
 	if err != nil {
 		return Request{}, err
 	}
@@ -428,30 +440,31 @@ func (c *Client) captureRequest(ctx context.Context, p CaptureParams) (Request, 
 		References: []string{p.OrderID}, PaymentRef: ref, Metadata: p.Metadata}, nil
 }
 
-// amountAndPaymentRef checks the amount of a capture or refund (zero: the
-// whole payment) and then finds the payment it acts on.
-func (c *Client) amountAndPaymentRef(ctx context.Context, amount int64, orderID, paymentRef string) (string, error) {
-	if err := checkAmount(amount, false); err != nil {
-		return "", err
-	}
-	return c.paymentRef(ctx, orderID, paymentRef)
-}
-
-func (c *Client) cancelRequest(ctx context.Context, p CancelParams) (Request, error) {
-	ref, err := c.paymentRef(ctx, p.OrderID, p.PaymentRef)
+func (c *Client) cancelRequest(ctx context.Context, rd ledger.Reader, p CancelParams) (Request, error) {
+	ref, _, err := c.paymentRef(ctx, rd, p.OrderID, p.PaymentRef)
 	if err != nil {
 		return Request{}, err
 	}
 	return Request{Kind: KindCancel, References: []string{p.OrderID}, PaymentRef: ref, Metadata: p.Metadata}, nil
 }
 
-func (c *Client) refundRequest(ctx context.Context, p RefundParams) (Request, error) {
+func (c *Client) refundRequest(ctx context.Context, rd ledger.Reader, p RefundParams) (Request, error) {
 	if p.RefundSeq < 1 {
 		return Request{}, invalid("RefundSeq", "must be >= 1 (the number of this refund within the order), got %d", p.RefundSeq)
 	}
-	ref, err := c.amountAndPaymentRef(ctx, p.Amount, p.OrderID, p.PaymentRef)
+	if err := checkAmount(p.Amount, false); err != nil {
+		return Request{}, err
+	}
+	ref, charge, err := c.paymentRef(ctx, rd, p.OrderID, p.PaymentRef)
 	if err != nil {
 		return Request{}, err
+	}
+	if p.PaymentRef == "" {
+		// The ledger was read for the charge: check the refund against
+		// the order's other refunds too (checkRefund says why and when).
+		if err := c.checkRefund(ctx, rd, p, charge); err != nil {
+			return Request{}, err
+		}
 	}
 	return Request{Kind: KindRefund, Amount: p.Amount, Currency: p.Currency,
 		References: refundReferences(p.OrderID, p.RefundSeq), PaymentRef: ref, Metadata: p.Metadata}, nil
@@ -473,19 +486,77 @@ func (c *Client) PrepareCharge(ctx context.Context, p ChargeParams) (ledger.NewO
 	return c.prepareOp(ctx, func(context.Context) (Request, error) { return chargeRequest(p) })
 }
 
-// PrepareCapture is PrepareCharge for a capture.
+// PrepareCapture is PrepareCharge for a capture. Without PaymentRef it
+// reads the order's charge from Config.Store, on the store's own
+// connection; inside a transaction use PrepareCaptureTx.
 func (c *Client) PrepareCapture(ctx context.Context, p CaptureParams) (ledger.NewOperation, error) {
-	return c.prepareOp(ctx, func(ctx context.Context) (Request, error) { return c.captureRequest(ctx, p) })
+	return c.PrepareCaptureTx(ctx, c.ownReader(), p)
 }
 
-// PrepareCancel is PrepareCharge for a cancel.
+// PrepareCaptureTx is PrepareCapture reading the ledger through rd, such as
+// a store's ReaderTx(tx) on the caller's transaction: it sees what tx wrote,
+// and takes no second connection while tx holds one (see ledger.Reader for
+// why that matters). It reads one record, the order's charge (for its
+// PaymentRef), or, when p.PaymentRef is given, nothing at all.
+func (c *Client) PrepareCaptureTx(ctx context.Context, rd ledger.Reader, p CaptureParams) (ledger.NewOperation, error) {
+	if rd == nil {
+		return ledger.NewOperation{}, nilReader()
+	}
+	return c.prepareOp(ctx, func(ctx context.Context) (Request, error) { return c.captureRequest(ctx, rd, p) })
+}
+
+// PrepareCancel is PrepareCharge for a cancel. Without PaymentRef it reads
+// the order's charge from Config.Store; inside a transaction use
+// PrepareCancelTx.
 func (c *Client) PrepareCancel(ctx context.Context, p CancelParams) (ledger.NewOperation, error) {
-	return c.prepareOp(ctx, func(ctx context.Context) (Request, error) { return c.cancelRequest(ctx, p) })
+	return c.PrepareCancelTx(ctx, c.ownReader(), p)
 }
 
-// PrepareRefund is PrepareCharge for a refund.
+// PrepareCancelTx is PrepareCancel reading the ledger through rd (see
+// PrepareCaptureTx): the order's charge, or nothing when p.PaymentRef is
+// given.
+func (c *Client) PrepareCancelTx(ctx context.Context, rd ledger.Reader, p CancelParams) (ledger.NewOperation, error) {
+	if rd == nil {
+		return ledger.NewOperation{}, nilReader()
+	}
+	return c.prepareOp(ctx, func(ctx context.Context) (Request, error) { return c.cancelRequest(ctx, rd, p) })
+}
+
+// PrepareRefund is PrepareCharge for a refund, with the checks of
+// PrepareRefundTx. It reads Config.Store on the store's own connection;
+// inside a transaction use PrepareRefundTx.
 func (c *Client) PrepareRefund(ctx context.Context, p RefundParams) (ledger.NewOperation, error) {
-	return c.prepareOp(ctx, func(ctx context.Context) (Request, error) { return c.refundRequest(ctx, p) })
+	return c.PrepareRefundTx(ctx, c.ownReader(), p)
+}
+
+// PrepareRefundTx is PrepareRefund reading the ledger through rd, such as a
+// store's ReaderTx(tx) on the caller's transaction (see PrepareCaptureTx).
+//
+// When p.PaymentRef is given it reads nothing and checks nothing against
+// the ledger: the provider's own refusal is then the only guard against
+// refunding more than was captured. Otherwise it reads what
+// RefundableTx reads (the order's charge, its capture for a manual-capture
+// charge, and its refunds numbered 1, 2, ... up to the first number not
+// recorded) plus, for a RefundSeq beyond that, the refund's own record, and
+// refuses with a *ValidationError, before anything is recorded or sent:
+//
+//   - an Amount above Refundable.Remaining, or Amount 0 (the rest) when
+//     nothing remains: the error says how much can still be refunded and
+//     why (captured, refunded, open);
+//   - a RefundSeq that leaves a gap (the number before it has no record):
+//     use Refundable.NextSeq.
+//
+// A refund whose own operation is already recorded is never refused: the
+// call replays it. The check is exact only when the refunds of one order
+// are serialized: prepare and record them (CreateOrGetTx) inside one
+// transaction that holds the order's row lock, with rd reading through it.
+// Two refunds checked concurrently without that both see the same
+// Remaining; the provider refusing the second is then the last guard.
+func (c *Client) PrepareRefundTx(ctx context.Context, rd ledger.Reader, p RefundParams) (ledger.NewOperation, error) {
+	if rd == nil {
+		return ledger.NewOperation{}, nilReader()
+	}
+	return c.prepareOp(ctx, func(ctx context.Context) (Request, error) { return c.refundRequest(ctx, rd, p) })
 }
 
 // prepareOp builds a request and returns its ledger record.
@@ -518,45 +589,47 @@ func (c *Client) Enqueue(ctx context.Context, op ledger.NewOperation) (Result, e
 }
 
 // paymentRef returns the provider's id of the order's payment: the one the
-// caller gave, or the one the ledger recorded for the order's charge.
-func (c *Client) paymentRef(ctx context.Context, orderID, given string) (string, error) {
+// caller gave (reading nothing), or the one the ledger recorded for the
+// order's charge, read through rd, with that charge.
+func (c *Client) paymentRef(ctx context.Context, rd ledger.Reader, orderID, given string) (string, ledger.Operation, error) {
 	if given != "" {
-		return given, nil
+		return given, ledger.Operation{}, nil
 	}
 	if orderID == "" {
-		return "", invalid("OrderID", "must not be empty")
+		return "", ledger.Operation{}, invalid("OrderID", "must not be empty")
 	}
-	op, err := c.operation(ctx, KindCharge, []string{orderID})
+	op, err := c.operation(ctx, rd, KindCharge, []string{orderID})
 	switch {
 	case errors.Is(err, ErrNotFound):
 		// Both: the caller may fix it by passing PaymentRef (invalid), and a
 		// handler may answer "no such order" (not found).
-		return "", fmt.Errorf("%w (%w)", invalid("PaymentRef", "the ledger has no charge for order %q; charge it first or pass the provider's payment id", orderID), ErrNotFound)
+		return "", op, fmt.Errorf("%w (%w)", invalid("PaymentRef", "the ledger has no charge for order %q; charge it first or pass the provider's payment id", orderID), ErrNotFound)
 	case err != nil:
-		return "", fmt.Errorf("payonce: reading the order's charge: %w", err)
+		return "", op, fmt.Errorf("payonce: reading the order's charge: %w", err)
 	case !op.Status.Final():
 		// Not settled: a capture or refund of a payment whose outcome is
 		// unknown would be refused by the provider and that refusal
 		// recorded for good under this operation's identity. Nothing is
 		// recorded; the caller asks again once the charge has settled.
-		return "", fmt.Errorf("%w: the charge of order %q is %s; call again once it has settled, or pass PaymentRef",
+		return "", op, fmt.Errorf("%w: the charge of order %q is %s; call again once it has settled, or pass PaymentRef",
 			ErrNotSettled, orderID, ResultOf(op).Status)
 	case op.ProviderRef == "":
-		return "", invalid("PaymentRef", "the charge of order %q %s without a provider reference; pass the provider's payment id", orderID, op.Status)
+		return "", op, invalid("PaymentRef", "the charge of order %q %s without a provider reference; pass the provider's payment id", orderID, op.Status)
 	}
-	return op.ProviderRef, nil
+	return op.ProviderRef, op, nil
 }
 
 // operation reads the operation of kind with references of this client's
-// provider from the ledger. Its error wraps ErrNotFound when the ledger has
-// no record of it (nor a tombstone).
-func (c *Client) operation(ctx context.Context, kind Kind, refs []string) (ledger.Operation, error) {
+// provider from the ledger through rd. Its error wraps ErrNotFound when the
+// ledger has no record of it (nor a tombstone); a read that ran out of time
+// says on which connection it waited (readError).
+func (c *Client) operation(ctx context.Context, rd ledger.Reader, kind Kind, refs []string) (ledger.Operation, error) {
 	id, err := Identity{Provider: c.cfg.Provider.Name(), Kind: kind, References: refs}.OperationID()
 	if err != nil {
 		return ledger.Operation{}, err
 	}
-	op, _, err := c.cfg.Store.Get(ctx, id)
-	return op, err
+	op, _, err := rd.Get(ctx, id)
+	return op, readError(rd, err)
 }
 
 // StatusQuery names an operation by its business identity, as the call
@@ -584,7 +657,21 @@ type StatusQuery struct {
 // An operation the ledger has no record of returns an error wrapping
 // ErrNotFound; a malformed query a *ValidationError (ErrInvalid). A deleted
 // operation is answered from its tombstone.
+//
+// Status reads Config.Store on the store's own connection; inside a
+// transaction use StatusTx.
 func (c *Client) Status(ctx context.Context, q StatusQuery) (Result, error) {
+	return c.StatusTx(ctx, c.ownReader(), q)
+}
+
+// StatusTx is Status reading the one record it reads through rd, such as a
+// store's ReaderTx(tx) on the caller's transaction: it sees what tx wrote
+// and has not committed, and takes no second connection while tx holds
+// one.
+func (c *Client) StatusTx(ctx context.Context, rd ledger.Reader, q StatusQuery) (Result, error) {
+	if rd == nil {
+		return Result{}, nilReader()
+	}
 	if err := q.Kind.Validate(); err != nil {
 		return Result{}, err
 	}
@@ -600,7 +687,7 @@ func (c *Client) Status(ctx context.Context, q StatusQuery) (Result, error) {
 	case q.RefundSeq != 0:
 		return Result{}, invalid("RefundSeq", "must be 0 for a %s (only refunds are numbered), got %d", q.Kind, q.RefundSeq)
 	}
-	op, err := c.operation(ctx, q.Kind, refs)
+	op, err := c.operation(ctx, rd, q.Kind, refs)
 	if errors.Is(err, ErrNotFound) {
 		return Result{}, fmt.Errorf("%w: no %s of order %q is recorded", ErrNotFound, q.Kind, q.OrderID)
 	}

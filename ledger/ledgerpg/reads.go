@@ -16,12 +16,18 @@ import (
 // Get implements ledger.Store: the operation and its attempts, read in one
 // statement so that they are consistent with each other.
 func (s *Store) Get(ctx context.Context, id string) (ledger.Operation, []ledger.Attempt, error) {
+	return s.getAll(ctx, s.pool, "get", id)
+}
+
+// getAll is Get on db (the pool, or a caller's transaction for ReaderTx),
+// its errors prefixed with method.
+func (s *Store) getAll(ctx context.Context, db querier, method, id string) (ledger.Operation, []ledger.Attempt, error) {
 	if id == "" {
 		return ledger.Operation{}, nil, &ledger.ValidationError{Field: "ID", Problem: "must not be empty"}
 	}
-	rows, err := s.pool.Query(ctx, s.q.getWithAttempts, id)
+	rows, err := db.Query(ctx, s.q.getWithAttempts, id)
 	if err != nil {
-		return ledger.Operation{}, nil, translate("get", err)
+		return ledger.Operation{}, nil, translate(method, err)
 	}
 	defer rows.Close()
 	var (
@@ -33,39 +39,41 @@ func (s *Store) Get(ctx context.Context, id string) (ledger.Operation, []ledger.
 		var as attemptScan
 		row, err := scanOp(rows, as.dest()...)
 		if err != nil {
-			return ledger.Operation{}, nil, translate("get", err)
+			return ledger.Operation{}, nil, translate(method, err)
 		}
 		op, found = row, true
 		a, ok, err := as.attempt()
 		if err != nil {
-			return ledger.Operation{}, nil, translate("get", err)
+			return ledger.Operation{}, nil, translate(method, err)
 		}
 		if ok {
 			attempts = append(attempts, a)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return ledger.Operation{}, nil, translate("get", err)
+		return ledger.Operation{}, nil, translate(method, err)
 	}
 	if !found {
 		// A later statement than the read: an operation deleted meanwhile
-		// has its tombstone committed with the delete.
-		tomb, found, err := s.tombstone(ctx, id)
+		// has its tombstone committed with the delete. (In a caller's
+		// REPEATABLE READ transaction both statements share one snapshot,
+		// which holds both the row and no tombstone, or neither.)
+		tomb, found, err := s.tombstone(ctx, db, id)
 		if err != nil {
-			return ledger.Operation{}, nil, translate("get", err)
+			return ledger.Operation{}, nil, translate(method, err)
 		}
 		if found {
 			return tomb.Operation(), nil, nil
 		}
-		return ledger.Operation{}, nil, fmt.Errorf("ledgerpg: get: %w: %q", ledger.ErrNotFound, id)
+		return ledger.Operation{}, nil, fmt.Errorf("ledgerpg: %s: %w: %q", method, ledger.ErrNotFound, id)
 	}
 	return op, attempts, nil
 }
 
 // tombstone reads the tombstone of id; found is false when there is none.
-func (s *Store) tombstone(ctx context.Context, id string) (ledgerdriver.Tombstone, bool, error) {
+func (s *Store) tombstone(ctx context.Context, db querier, id string) (ledgerdriver.Tombstone, bool, error) {
 	var ts tombstoneScan
-	err := s.pool.QueryRow(ctx, s.q.selectTombstone, id).Scan(ts.dest()...)
+	err := db.QueryRow(ctx, s.q.selectTombstone, id).Scan(ts.dest()...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ledgerdriver.Tombstone{}, false, nil
 	}
@@ -125,7 +133,9 @@ func (s *Store) get(ctx context.Context, db querier, id string) (ledger.Operatio
 	return op, err
 }
 
-// querier is what get and whyNotInserted need: a pool or a transaction.
+// querier is what get, getAll and whyNotInserted need: a pool or a
+// transaction.
 type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }

@@ -27,24 +27,34 @@ func (s *Store) Get(ctx context.Context, id string) (ledger.Operation, []ledger.
 			return err
 		}
 		defer tx.Rollback() //nolint:errcheck // read-only snapshot
-		if op, err = getOp(ctx, tx, id); errors.Is(err, ledger.ErrNotFound) {
-			// Removed by Cleanup: its tombstone, without attempts.
-			tomb, found, terr := getTombstone(ctx, tx, id)
-			if terr != nil || !found {
-				return errors.Join(err, terr)
-			}
-			op = tomb.Operation()
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		attempts, err = collect(ctx, tx, scanAttempt, `SELECT `+attemptColumns+`
-			FROM payonce_attempts WHERE operation_id = ? ORDER BY number`, id)
+		op, attempts, err = getAll(ctx, tx, id)
 		return err
 	})
 	if err != nil {
 		return ledger.Operation{}, nil, fail("get", err)
+	}
+	return op, attempts, nil
+}
+
+// getAll is Get on q, a transaction: the store's read-only snapshot, or the
+// caller's (ReaderTx).
+func getAll(ctx context.Context, q querier, id string) (ledger.Operation, []ledger.Attempt, error) {
+	op, err := getOp(ctx, q, id)
+	if errors.Is(err, ledger.ErrNotFound) {
+		// Removed by Cleanup: its tombstone, without attempts.
+		tomb, found, terr := getTombstone(ctx, q, id)
+		if terr != nil || !found {
+			return ledger.Operation{}, nil, errors.Join(err, terr)
+		}
+		return tomb.Operation(), nil, nil
+	}
+	if err != nil {
+		return ledger.Operation{}, nil, err
+	}
+	attempts, err := collect(ctx, q, scanAttempt, `SELECT `+attemptColumns+`
+		FROM payonce_attempts WHERE operation_id = ? ORDER BY number`, id)
+	if err != nil {
+		return ledger.Operation{}, nil, err
 	}
 	return op, attempts, nil
 }
