@@ -226,8 +226,18 @@ func runWorker(cfg childConfig) int {
 					skipped.Add(1)
 					continue
 				}
+				p := j.refund()
+				if j.RefundOver {
+					// payonce refuses an over-refund it can see in the
+					// ledger before anything is sent; with the charge's
+					// PaymentRef nothing is read, so what runs here is the
+					// provider's refusal, under faults and kills.
+					if ch, _, err := store.Get(ctx, j.ChargeID); err == nil {
+						p.PaymentRef = ch.ProviderRef
+					}
+				}
 				call("refund", func() error {
-					_, err := client.Refund(ctx, j.refund())
+					_, err := client.Refund(ctx, p)
 					return err
 				})
 			}

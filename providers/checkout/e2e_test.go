@@ -59,8 +59,11 @@ func TestE2ERefundSpecifics(t *testing.T) {
 	require.Equal(t, payonce.ResultSucceeded, r1.Status)
 	require.Regexp(t, `^act_`, r1.ProviderRef)
 
-	// More than what is left: refused, with Checkout.com's error code.
-	r2, err := e.Client.Refund(e.Ctx, payonce.RefundParams{OrderID: "order-r", RefundSeq: 2, Amount: 900, Currency: "USD"})
+	// More than what is left: payonce refuses it from the ledger; with
+	// PaymentRef (nothing read) Checkout.com refuses it with its error code.
+	_, err = e.Client.Refund(e.Ctx, payonce.RefundParams{OrderID: "order-r", RefundSeq: 2, Amount: 900, Currency: "USD"})
+	require.ErrorIs(t, err, payonce.ErrInvalid)
+	r2, err := e.Client.Refund(e.Ctx, payonce.RefundParams{OrderID: "order-r", RefundSeq: 2, Amount: 900, Currency: "USD", PaymentRef: ch.ProviderRef})
 	require.ErrorIs(t, err, payonce.ErrDeclined)
 	require.Equal(t, payonce.ResultFailed, r2.Status)
 	require.Contains(t, r2.Message, "refund_amount_exceeds_balance")

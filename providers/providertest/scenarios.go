@@ -415,8 +415,9 @@ func testDecline(t *testing.T, s *suite) {
 }
 
 // testRefunds: partial refunds of one charge (one with its answer lost), an
-// over-refund the provider refuses and the ledger records as failed, and the
-// rest refunded exactly.
+// over-refund payonce refuses from the ledger, the same one sent with
+// PaymentRef (nothing read) that the provider refuses and the ledger records
+// as failed, and the rest refunded exactly.
 func testRefunds(t *testing.T, s *suite) {
 	const order = "order-refunds"
 	b := newBench(t, s, setup{})
@@ -443,15 +444,26 @@ func testRefunds(t *testing.T, s *suite) {
 	require.Equal(t, payonce.ResultSucceeded, r2.Status)
 	require.Equal(t, 2, b.posts(b.env.Refund), "found by lookup: never sent again")
 
-	// More than what remains (5000): refused by the provider, recorded as
-	// failed, replayed.
-	r3, err := b.found(b.env.Refund, refund(3, 6000))
+	// More than what remains (5000), without PaymentRef: payonce refuses it
+	// from the ledger before anything is recorded or sent.
+	_, err = refund(3, 6000)()
+	require.ErrorIs(t, err, payonce.ErrInvalid, "an over-refund is refused before it is sent")
+	require.Equal(t, 2, b.posts(b.env.Refund), "a refused over-refund sends nothing")
+
+	// With PaymentRef nothing is read: the provider refuses it, the ledger
+	// records it as failed and replays it.
+	overRefund := func() (payonce.Result, error) {
+		p := b.refund(order, 3, 6000)
+		p.PaymentRef = ch.ProviderRef
+		return b.client.Refund(b.ctx, p)
+	}
+	r3, err := b.found(b.env.Refund, overRefund)
 	require.ErrorIs(t, err, payonce.ErrDeclined, "an over-refund is the provider's refusal")
 	require.Equal(t, payonce.ResultFailed, r3.Status)
 	op, _ := b.get(r3.OperationID)
 	require.Equal(t, ledger.StatusFailed, op.Status)
 	posts := b.posts(b.env.Refund)
-	_, err = refund(3, 6000)()
+	_, err = overRefund()
 	require.ErrorIs(t, err, payonce.ErrDeclined)
 	require.Equal(t, posts, b.posts(b.env.Refund))
 

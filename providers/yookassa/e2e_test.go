@@ -36,7 +36,7 @@ func rub(order string, amount int64) payonce.ChargeParams {
 func TestE2ERefundSpecifics(t *testing.T) {
 	t.Parallel()
 	e := testkit.NewE2E(t, providertest.YooKassaEnv)
-	_, err := e.Client.Charge(e.Ctx, rub("order-r", 100000))
+	ch, err := e.Client.Charge(e.Ctx, rub("order-r", 100000))
 	require.NoError(t, err)
 
 	// Refunds carry no metadata: the operation id goes in the description,
@@ -48,8 +48,11 @@ func TestE2ERefundSpecifics(t *testing.T) {
 	require.Len(t, truth.Refunds, 1)
 	require.Equal(t, yookassa.RefundMarker+r1.OperationID, truth.Refunds[0].Description)
 
-	// More than what is left: YooKassa's invalid_request.
-	r2, err := e.Client.Refund(e.Ctx, payonce.RefundParams{OrderID: "order-r", RefundSeq: 2, Amount: 80000, Currency: "RUB"})
+	// More than what is left: payonce refuses it from the ledger; with
+	// PaymentRef (nothing read) YooKassa's invalid_request.
+	_, err = e.Client.Refund(e.Ctx, payonce.RefundParams{OrderID: "order-r", RefundSeq: 2, Amount: 80000, Currency: "RUB"})
+	require.ErrorIs(t, err, payonce.ErrInvalid)
+	r2, err := e.Client.Refund(e.Ctx, payonce.RefundParams{OrderID: "order-r", RefundSeq: 2, Amount: 80000, Currency: "RUB", PaymentRef: ch.ProviderRef})
 	require.ErrorIs(t, err, payonce.ErrDeclined)
 	require.Equal(t, payonce.ResultFailed, r2.Status)
 	require.Equal(t, "invalid_request", r2.Code)
