@@ -454,8 +454,12 @@ need no credentials. --provider defaults to the operation's own.`)
 		pf.provider = cur.Provider
 	}
 	if name := pf.name(a); name != cur.Provider {
-		return usageErrorf("operation %s is a %s operation, not %s: resolve it with --provider %s (and that provider's credentials)",
-			cur.ID, cur.Provider, name, cur.Provider)
+		creds := ""
+		if out == ledger.ResolveResend {
+			creds = " (and that provider's credentials)"
+		}
+		return usageErrorf("operation %s is a %s operation, not %s: resolve it with --provider %s%s",
+			cur.ID, cur.Provider, name, cur.Provider, creds)
 	}
 	p := payonce.ResolveParams{OperationID: pos[0], Outcome: out, Actor: actor, Note: note, ProviderRef: ref}
 	var op ledger.Operation
