@@ -73,14 +73,45 @@
 //
 // # Logs
 //
-// Config.Logger and ReconcilerConfig.Logger (log/slog) get: entering
-// manual review at Warn, with the operation id (semconv.LogKeyOperation) and the
-// reason, since a person must act; failed lookups, failed ledger writes and
-// failed passes at Warn, since the design recovers from them; state changes
-// and retries, including the HTTP layer's own retransmissions, at Debug,
-// each with the operation id. Calls and reconciler passes log nothing at
-// Error for a fault the design expects; Error is for bugs, such as a hook
-// that panicked. Credentials and request bodies are never logged.
+// Config.Logger and ReconcilerConfig.Logger (log/slog) get the records
+// below; nothing else. Warn means a person should look, or the design is
+// recovering from a fault (a failed lookup, ledger write or pass); Info is
+// only a reconcile pass that changed something; everything routine is
+// Debug. Calls and reconciler passes log nothing at Error for a fault the
+// design expects: Error is for bugs. Credentials, headers and request
+// bodies are never logged. operation_id is semconv.LogKeyOperation.
+//
+//	level  message                                                     keys
+//	Error  payonce: hook panicked                                      hook, operation_id, panic, stack
+//	Warn   payonce: operation sent to manual review                    operation_id, kind, from, reason, reason_code
+//	Warn   payonce: webhook                                            provider, event_id, type, operation_id, disposition, from, to
+//	       (an event that needs a person: disposition contradiction or duplicate, or one that sent its operation to review)
+//	Warn   payonce: webhook verified but unreadable; recorded for an   provider, event_id, type, reason
+//	       operator (payonce webhooks list --disposition unreadable)
+//	Warn   payonce: webhook rejected                                   provider, status, err (and event_id, type for an event too old)
+//	Warn   payonce: webhook not recorded; the provider will deliver    provider, event_id, type, err
+//	       it again
+//	Warn   payonce: status lookup failed                               operation_id, error (Debug when the caller's context ended)
+//	Warn   payonce: recording an attempt outcome failed                operation_id, attempt, class, error
+//	Warn   payonce: circuit breaker state changed                      provider, from, to
+//	Warn   payonce: reconcile pass failed; retrying after the interval error, interval
+//	Warn   payonce: giving up a claimed operation's lease failed; it   operation_id, lease_until, error
+//	       is due again when the lease ends
+//	Warn   payonce: hook still running after its timeout; no longer    hook, operation_id, timeout
+//	       waiting for it
+//	Info   payonce: reconcile pass                                     claimed, settled, changed, skipped, released, errors
+//	       (a pass in which an operation changed status, or that met errors)
+//	Debug  payonce: reconcile pass                                     the same keys (a pass that claimed operations and changed
+//	       nothing; a pass that claimed nothing logs nothing)
+//	Debug  payonce: operation state changed                            operation_id, kind, from, to
+//	Debug  payonce: attempt recorded                                   operation_id, kind, attempt, class, status
+//	Debug  payonce: retrying transmission                              operation_id, method, path, retry
+//	Debug  payonce: webhook                                            provider, event_id, type, operation_id, disposition, from, to
+//	       (every other disposition: settled, confirmed, stale, noted, nudged, unmatched, ambiguous,
+//	       tombstoned, other_object; a Stripe payment_intent.succeeded's cancel target is unmatched)
+//	Debug  payonce: webhook duplicate                                  provider, event_id, type
+//	Debug  payonce: gave up the leases of claimed operations not       released, claimed_not_started
+//	       started
 //
 // # Observability
 //

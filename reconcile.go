@@ -284,11 +284,26 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	}
 }
 
+// logPass logs a pass at Info only when it changed something (an
+// operation changed status) or met errors: a reconciler runs a pass every
+// Interval, and a line for each pass that found nothing to do, or whose
+// lookups only found the same unknown again, would bury the lines that
+// matter. A pass that claimed operations and changed nothing is logged at
+// Debug; one that claimed nothing is not logged.
 func (r *Reconciler) logPass(rep ReconcileReport) {
-	if rep.Claimed > 0 {
-		r.cfg.Logger.Info("payonce: reconcile pass", "claimed", rep.Claimed, "settled", rep.Settled, "skipped", rep.Skipped,
-			"released", rep.Released, "errors", rep.ErrorCount)
+	changed := 0
+	for _, n := range rep.Transitions {
+		changed += n
 	}
+	level := slog.LevelDebug
+	switch {
+	case changed > 0 || rep.ErrorCount > 0:
+		level = slog.LevelInfo
+	case rep.Claimed == 0 && rep.Released == 0:
+		return
+	}
+	r.cfg.Logger.Log(context.Background(), level, "payonce: reconcile pass", "claimed", rep.Claimed, "settled", rep.Settled,
+		"changed", changed, "skipped", rep.Skipped, "released", rep.Released, "errors", rep.ErrorCount)
 }
 
 func (r *Reconciler) runProvider(ctx context.Context, name, owner string, total *ReconcileReport) (err error) {

@@ -344,13 +344,33 @@ func logWebhook(log *slog.Logger, ev WebhookEvent, rep ledger.WebhookReport) {
 		return
 	}
 	for _, o := range rep.Outcomes {
-		level := slog.LevelInfo
-		if o.Disposition == ledger.WebhookContradiction {
+		level := slog.LevelDebug
+		if webhookNeedsPerson(o) {
 			level = slog.LevelWarn
 		}
 		log.Log(context.Background(), level, "payonce: webhook", "event_id", ev.ID, "type", ev.Type,
-			"operation_id", o.OperationID, "disposition", o.Disposition, "from", o.From, "to", o.To)
+			semconv.LogKeyOperation, o.OperationID, "disposition", o.Disposition, "from", o.From, "to", o.To)
 	}
+}
+
+// webhookNeedsPerson says whether what an event did to one operation needs
+// a person, and so is logged at Warn; every other outcome is logged at
+// Debug. Most events are routine: an event settles or confirms what the
+// ledger holds, or names an object payonce did not create (a Stripe
+// payment_intent.succeeded also names the intent's cancel target, which
+// matches no operation: "unmatched" is normal). An ambiguous event only
+// makes its operations due for a lookup, which settles them; an event of
+// a cleaned-up operation that agrees with its tombstone changes nothing.
+// A person is needed when the event contradicted a settled outcome (the
+// operation, or one reopened from its tombstone, went to review), when an
+// object that is not the current one succeeded (money may have moved
+// twice), or when it moved the operation to review any other way.
+func webhookNeedsPerson(o ledger.WebhookOutcome) bool {
+	switch o.Disposition {
+	case ledger.WebhookContradiction, ledger.WebhookDuplicate:
+		return true
+	}
+	return o.To == ledger.StatusManualReview && o.From != ledger.StatusManualReview
 }
 
 // RecordWebhook records one verified event in the ledger's inbox and applies

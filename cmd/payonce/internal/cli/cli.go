@@ -32,6 +32,13 @@ const (
 	// passed, or a signal) while operations were still pending, in flight
 	// or unknown; its report says which and when they are next checked.
 	ExitNotSettled = 9
+	// ExitChargeNotSettled: a capture, cancel or refund named an order
+	// whose charge is recorded but not settled yet (pending, in flight,
+	// unknown or in manual review: payonce.ErrNotSettled). Nothing was sent
+	// or recorded; run the same command again once the charge has settled.
+	// Its own code, because a script should wait and retry it, not treat
+	// it as a crash (1) or a mistake on the command line (2).
+	ExitChargeNotSettled = 10
 )
 
 // exitCodesHelp is the exit code table printed by help.
@@ -52,6 +59,10 @@ const exitCodesHelp = `Exit codes:
      that may already have sent its request exits 4 instead
   9  not settled: "reconcile --until-settled" stopped (--settle-timeout, or a
      signal) with operations still pending, in flight or unknown
+ 10  charge not settled: capture, cancel or refund of an order whose charge is
+     still pending, in flight, unknown or in review; nothing was sent or
+     recorded. Settle the charge ("payonce reconcile", "payonce review"), then
+     run the same command again
 `
 
 // App runs commands with its own environment and output, so that tests can

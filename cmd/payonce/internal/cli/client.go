@@ -49,6 +49,17 @@ func addProviderFlags(f *cmdFlags) *providerFlags {
 	return pf
 }
 
+// name is the provider chosen: --provider, else PAYONCE_PROVIDER, else
+// the flag's default (unless the command fixed it).
+func (pf *providerFlags) name(a *App) string {
+	if !pf.fixed && !pf.f.wasSet("provider") {
+		if v := a.Env("PAYONCE_PROVIDER"); v != "" {
+			return v
+		}
+	}
+	return pf.provider
+}
+
 // newClient builds the adapter (credentials from the environment) and a
 // client on store.
 func (a *App) newClient(pf *providerFlags, store ledger.Store, logLevel slog.Level) (*payonce.Client, error) {
@@ -59,12 +70,7 @@ func (a *App) newClient(pf *providerFlags, store ledger.Store, logLevel slog.Lev
 // (nil: OpenTelemetry's global provider, a no-op unless a program
 // registers one; the binary never does).
 func (a *App) newClientMetered(pf *providerFlags, store ledger.Store, logLevel slog.Level, mp metric.MeterProvider) (*payonce.Client, error) {
-	name := pf.provider
-	if !pf.fixed && !pf.f.wasSet("provider") {
-		if v := a.Env("PAYONCE_PROVIDER"); v != "" {
-			name = v
-		}
-	}
+	name := pf.name(a)
 	base := pf.baseURL
 	if !pf.f.wasSet("base-url") {
 		base = a.Env("PAYONCE_BASE_URL")

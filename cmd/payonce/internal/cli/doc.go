@@ -26,7 +26,9 @@
 // is sqlite:payonce.db. Provider credentials are read only from the
 // environment, never from flags: STRIPE_API_KEY for --provider stripe,
 // YOOKASSA_SHOP_ID and YOOKASSA_SECRET_KEY for --provider yookassa,
-// CHECKOUT_SECRET_KEY for --provider checkout.
+// CHECKOUT_SECRET_KEY for --provider checkout. "review resolve" needs them
+// only for --outcome resend, the one outcome that asks the provider;
+// succeeded and failed are recorded in the ledger alone.
 //
 // Reconcile modes: --once (one pass), --until-idle (passes until one
 // claims nothing), --until-settled (passes, sleeping until the earliest next
@@ -62,4 +64,8 @@
 //	   may already have left when the ledger went away exits 4, never 8
 //	9  not settled: reconcile --until-settled stopped (--settle-timeout passed, or a
 //	   signal) while operations were still pending, in flight or unknown
+//	10 charge not settled: a capture, cancel or refund named an order whose charge is
+//	   still pending, in flight, unknown or in manual review (payonce.ErrNotSettled);
+//	   nothing was sent or recorded. Settle the charge (reconcile, or an operator's
+//	   review resolve), then run the same command again
 package cli

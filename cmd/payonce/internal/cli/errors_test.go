@@ -124,7 +124,8 @@ func TestHelp(t *testing.T) {
 	for _, args := range [][]string{{"charge", "-h"}, {"help", "charge"}, {"charge", "--help"}} {
 		r := runBinary(t, nil, args...)
 		require.Equal(t, 0, r.code, "%v: %s", args, r)
-		for _, w := range []string{"Usage:", "--order ID", "--amount", "--ledger", "Exit codes", "4  outcome unknown", "7  provider unavailable", "8  ledger unavailable", "9  not settled"} {
+		for _, w := range []string{"Usage:", "--order ID", "--amount", "--ledger", "Exit codes", "4  outcome unknown", "7  provider unavailable", "8  ledger unavailable", "9  not settled",
+			"10  charge not settled"} {
 			require.Contains(t, r.stdout, w, "%v", args)
 		}
 	}

@@ -404,9 +404,13 @@ The decision is kept as an audit entry naming --actor.
 Before a resend payonce asks the provider about the operation under every key
 it has carried, and refuses (exit code 2, the reason on stderr, nothing
 recorded) when an earlier object succeeded or is still processing, when the
-review reason is "duplicated", or when the provider could not be asked. So it
-needs the provider's credentials, as the payment commands do; --provider
-defaults to the operation's own.`)
+review reason is "duplicated", or when the provider could not be asked.
+
+Credentials: only --outcome resend asks the provider, so only it needs the
+provider's credentials in the environment (as the payment commands do), and
+only it reads --timeout, --key-ttl, --clock-skew, --search-lag and --base-url.
+--outcome succeeded and --outcome failed are recorded in the ledger alone and
+need no credentials. --provider defaults to the operation's own.`)
 	var asJSON bool
 	lf := addLedgerFlags(f, &asJSON, "print the resolved operation as one JSON object")
 	pf := addProviderFlags(f)
@@ -449,17 +453,27 @@ defaults to the operation's own.`)
 	if !pf.f.wasSet("provider") && a.Env("PAYONCE_PROVIDER") == "" {
 		pf.provider = cur.Provider
 	}
-	client, err := a.newClient(pf, l.store, quiet)
-	if err != nil {
-		return err
+	if name := pf.name(a); name != cur.Provider {
+		creds := ""
+		if out == ledger.ResolveResend {
+			creds = " (and that provider's credentials)"
+		}
+		return usageErrorf("operation %s is a %s operation, not %s: resolve it with --provider %s%s",
+			cur.ID, cur.Provider, name, cur.Provider, creds)
 	}
-	if name := client.Provider().Name(); name != cur.Provider {
-		return usageErrorf("operation %s is a %s operation, not %s: resolve it with --provider %s (and that provider's credentials)",
-			cur.ID, cur.Provider, name, cur.Provider)
+	p := payonce.ResolveParams{OperationID: pos[0], Outcome: out, Actor: actor, Note: note, ProviderRef: ref}
+	var op ledger.Operation
+	if out == ledger.ResolveResend {
+		op, err = a.resolveResend(ctx, pf, l.store, cur, p)
+	} else {
+		// Client.Resolve asks the provider only before a resend (a new key
+		// is safe only when the provider says no earlier one moved money);
+		// for succeeded and failed it is exactly payonce.Resolve on the
+		// ledger, the operator's word being the evidence. So those need no
+		// client, and no credentials: an operator can record what the
+		// dashboard shows from a machine that holds no provider secret.
+		op, err = payonce.Resolve(ctx, l.store, p)
 	}
-	op, err := client.Resolve(ctx, payonce.ResolveParams{
-		OperationID: pos[0], Outcome: out, Actor: actor, Note: note, ProviderRef: ref,
-	})
 	switch {
 	case errors.Is(err, payonce.ErrResendRefused):
 		return usageErrorf("%s; nothing was recorded and operation %s stays in review", strings.TrimPrefix(err.Error(), "payonce: "), pos[0])
@@ -485,6 +499,21 @@ defaults to the operation's own.`)
 			op.Key, op.Generation)
 	}
 	return nil
+}
+
+// resolveResend records a resend through a client of the operation's
+// provider, which asks the provider first (Client.Resolve), and so needs
+// its credentials.
+func (a *App) resolveResend(ctx context.Context, pf *providerFlags, store ledger.Store, cur ledger.Operation, p payonce.ResolveParams) (ledger.Operation, error) {
+	if missing := a.Providers.missing(cur.Provider, a.Env); len(missing) > 0 {
+		return ledger.Operation{}, usageErrorf("--outcome resend asks %s about every key operation %s has carried, so it needs %s set in the environment "+
+			"(credentials are never taken from flags); --outcome succeeded or failed needs none", cur.Provider, cur.ID, strings.Join(missing, " and "))
+	}
+	client, err := a.newClient(pf, store, quiet)
+	if err != nil {
+		return ledger.Operation{}, err
+	}
+	return client.Resolve(ctx, p)
 }
 
 // parseOptional parses the value of flag --name with parse, unless it is

@@ -224,6 +224,18 @@ func (r *Registry) credentialHelp() string {
 	return strings.Join(parts, "; ")
 }
 
+// missing lists the credential variables of provider name that env does
+// not set; none for a provider not registered.
+func (r *Registry) missing(name string, env func(string) string) []string {
+	var out []string
+	for _, v := range r.adapters[name].EnvVars {
+		if env(v) == "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // build returns the adapter of provider name, reading its credentials with
 // env. Every error is a usage error naming what to fix; none contains a
 // credential.
@@ -232,19 +244,13 @@ func (r *Registry) build(name string, env func(string) string, c AdapterConfig) 
 	if !ok {
 		return nil, usageErrorf("unknown provider %q: known providers are %s", name, strings.Join(r.Names(), ", "))
 	}
-	c.Env = map[string]string{}
-	var missing []string
-	for _, v := range a.EnvVars {
-		val := env(v)
-		if val == "" {
-			missing = append(missing, v)
-			continue
-		}
-		c.Env[v] = val
-	}
-	if len(missing) > 0 {
+	if missing := r.missing(name, env); len(missing) > 0 {
 		return nil, usageErrorf("provider %s needs %s set in the environment (credentials are never taken from flags)",
 			name, strings.Join(missing, " and "))
+	}
+	c.Env = map[string]string{}
+	for _, v := range a.EnvVars {
+		c.Env[v] = env(v)
 	}
 	for _, v := range a.WebhookEnvVars {
 		if val := env(v); val != "" {

@@ -40,6 +40,10 @@ func callExit(err error) (code int, outcome bool) {
 	case errors.Is(err, payonce.ErrInvalid), errors.Is(err, payonce.ErrFingerprintMismatch),
 		errors.Is(err, ledger.ErrNotFound):
 		return ExitUsage, false
+	case errors.Is(err, payonce.ErrNotSettled):
+		// Nothing was sent: the call is refused until the charge it acts
+		// on has settled. A passing state, not a usage error or a crash.
+		return ExitChargeNotSettled, false
 	case errors.Is(err, payonce.ErrDeclined):
 		return ExitFailed, true
 	case errors.Is(err, payonce.ErrManualReview):
@@ -73,6 +77,10 @@ func (a *App) printResult(kind payonce.Kind, res payonce.Result, err error, asJS
 	if !outcome {
 		if code == ExitLedgerUnavailable {
 			return unavailableErrorf("the ledger is unavailable, nothing was sent: %w; run the same command again once the database is back", err)
+		}
+		if code == ExitChargeNotSettled {
+			return withCode(code, fmt.Errorf("%w; nothing was sent or recorded. Settle the charge first (\"payonce reconcile\" looks it up; "+
+				"\"payonce review list\" if it is in review), then run this command again", err))
 		}
 		if errors.Is(err, payonce.ErrFingerprintMismatch) {
 			return usageErrorf("this %s (operation %s) was already recorded with a different request (amount, currency, "+

@@ -109,6 +109,7 @@ func TestCallExit(t *testing.T) {
 		{&payonce.ValidationError{Field: "Amount", Problem: "bad"}, ExitUsage, false},
 		{fmt.Errorf("%w: %w", payonce.ErrFingerprintMismatch, ledger.ErrFingerprintMismatch), ExitUsage, false},
 		{errors.New("disk on fire"), ExitError, false},
+		{fmt.Errorf("%w: the charge of order \"o\" is unknown", payonce.ErrNotSettled), ExitChargeNotSettled, false},
 	} {
 		code, outcome := callExit(tc.err)
 		require.Equal(t, tc.code, code, "%v", tc.err)
