@@ -55,6 +55,8 @@ func (s storedErrorTimes) print(w io.Writer) {
 	if s.Count == 0 {
 		return
 	}
-	sec := func(f float64) string { return (time.Duration(f * float64(time.Second))).Round(time.Millisecond).String() }
+	sec := func(f float64) string {
+		return (time.Duration(f * float64(time.Second))).Round(time.Millisecond).String()
+	}
 	fmt.Fprintf(w, "stored errors: %d reached review in p50 %s / max %s (from the first attempt)\n", s.Count, sec(s.P50Seconds), sec(s.MaxSeconds))
 }
