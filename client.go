@@ -67,6 +67,21 @@ type Config struct {
 	// never sends an operation to review for its age: it is looked
 	// up, read-only, until the provider settles it.
 	ProcessingReviewAfter time.Duration
+	// FailStoredErrors, off by default, records as failed (DeclinedError
+	// with Code CodeStoredError, message ReasonNothingMoved) an operation
+	// that would otherwise go to review with ledger.ReviewCodeStoredError:
+	// the provider replayed a stored error under the operation's current
+	// key and two lookups that prove absence, made after the lookup's lag,
+	// found nothing. The service may then retry under a new operation (a
+	// new OrderID). The risk: a provider whose stored error hides an object
+	// its lookup cannot see; the retry would then charge a second time.
+	// payonce counts only the lookups of adapters that declare
+	// ProviderInfo.LookupProvesAbsence (so the policy never applies to
+	// Adyen), and the audit of settled operations against the provider (a
+	// later feature) is its safety net. Operations already in review stay
+	// there, and an operation whose key was not answered by a replayed
+	// stored error is never failed by it.
+	FailStoredErrors bool
 	// Owner names this service in leases, for people reading them (e.g.
 	// "orders-api"). Defaults to host/pid. It is a label, not an identity:
 	// replicas configured with the same name must still never share a

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/payonce/payonce/ledger"
@@ -50,7 +51,19 @@ const (
 	ReasonProcessing   = "provider still processing after the configured age"
 	ReasonKeyMismatch  = "provider holds this key with other parameters"
 	ReasonContradicted = ledger.ReasonContradicted
+	// ReasonStoredError (ledger.ReviewCodeStoredError) is followed by the
+	// evidence: the lookups that found nothing and the stored answer.
+	ReasonStoredError = "provider replayed a stored error and lookups found nothing"
+	// ReasonNothingMoved is the failure message of an operation that
+	// Config.FailStoredErrors recorded as failed on the same evidence; the
+	// DeclinedError's Code is then CodeStoredError.
+	ReasonNothingMoved = "nothing moved, per the lookups: the provider replayed a stored error"
 )
+
+// CodeStoredError is the DeclinedError.Code (and Result.Code) of an
+// operation recorded as failed by Config.FailStoredErrors: not the
+// provider's code, payonce's, since the provider refused nothing.
+const CodeStoredError = "stored_error"
 
 // decideInput is everything the decision table looks at.
 type decideInput struct {
@@ -77,10 +90,71 @@ type decideInput struct {
 	// attempt under the current key: every resend under that key gets the
 	// same answer, so "not found" leads to a later lookup, never a resend.
 	KeyAnswered bool
+	// ProvesAbsence is ProviderInfo.LookupProvesAbsence: without it a "not
+	// found" is no evidence, and a stored error waits for the window.
+	ProvesAbsence bool
+	// StoredError is the evidence the ledger holds for a KeyAnswered
+	// operation: the earlier lookups that count (storedErrorHistory).
+	StoredError storedErrorEvidence
+	// FailStoredErrors is Config.FailStoredErrors: on enough evidence,
+	// record failed instead of review.
+	FailStoredErrors bool
 	// ResendNotBefore, when set, is the earliest time a resend may start:
 	// before it, a "not found" inside the window means "check later at
 	// ResendNotBefore". It paces resends of one operation.
 	ResendNotBefore time.Time
+}
+
+// storedErrorEvidence is what the ledger shows of a replayed stored error
+// under the operation's current key and of the lookups made since.
+type storedErrorEvidence struct {
+	// HTTPStatus and Error are the replayed attempt's answer.
+	HTTPStatus int
+	Error      string
+	// NotFound counts the recorded lookups that prove absence (storedErrorHistory),
+	// the first at First and the last at Last; the lookup being decided is
+	// not among them.
+	NotFound    int
+	First, Last time.Time
+}
+
+// storedErrorMinLookups is how many lookups, each made once the lookup's lag
+// had passed since the last attempt and at distinct times, must have found
+// nothing: one could be a stale read (a replica behind, an index not yet
+// caught up), two at different times are the evidence that nothing moved.
+const storedErrorMinLookups = 2
+
+// storedErrorSettled reports whether the lookup being decided (a "not found"
+// whose lag has passed) completes the evidence that a replayed stored error
+// moved nothing, and the evidence with it counted. A stored error means the
+// provider processed the key and answered it with an error, which it will
+// replay for the key's whole window: waiting for the window tells nothing
+// more than the lookups already did, it only keeps the order "processing"
+// for a day (Stripe) or a month (Adyen). Only a lookup that proves absence
+// counts (ProviderInfo.LookupProvesAbsence): Adyen's "not found" proves
+// nothing, so its stored errors still wait for the window.
+func storedErrorSettled(in decideInput) (storedErrorEvidence, bool) {
+	ev := in.StoredError
+	if !in.KeyAnswered || !in.ProvesAbsence {
+		return ev, false
+	}
+	if ev.NotFound == 0 {
+		ev.First = in.Now
+	}
+	ev.NotFound++
+	ev.Last = in.Now
+	// Two reads at the same instant are one view of the provider.
+	return ev, ev.NotFound >= storedErrorMinLookups && ev.Last.After(ev.First)
+}
+
+// storedErrorDetail is the evidence, for the reason and the audit entry.
+func storedErrorDetail(ev storedErrorEvidence) string {
+	d := fmt.Sprintf("%d lookups found nothing from %s to %s; stored answer HTTP %d",
+		ev.NotFound, ev.First.UTC().Format(time.RFC3339), ev.Last.UTC().Format(time.RFC3339), ev.HTTPStatus)
+	if ev.Error != "" {
+		d += ": " + truncate(ev.Error, 200)
+	}
+	return d
 }
 
 // decision is the decision table's answer.
@@ -128,6 +202,10 @@ func insideWindow(op ledger.Operation, now time.Time, margin time.Duration) bool
 //	processing             check later              check later; review after ProcessingReviewAfter
 //	multiple objects       review (duplicated)      review (duplicated)
 //	not found              resend, same key         review (never a new POST)
+//	not found, stored err  check later; after 2     check later; after 2 lookups
+//	  replayed for the key   lookups past the lag:    past the lag: review (stored
+//	                         review (stored error),   error), or failed; else review
+//	                         or failed (opt-in)       (window passed)
 //	lookup failed          check later (backoff)    review, keep looking
 //	contradicts the op     review (contradicted)    review (contradicted)
 //
@@ -135,7 +213,11 @@ func insideWindow(op ledger.Operation, now time.Time, margin time.Duration) bool
 // once Lag has passed since the end of the last attempt; before that it is
 // "check later". Inside the window, "not found" resends only when the key's
 // answer is not a replayed stored error (KeyAnswered) and ResendNotBefore
-// has come; otherwise it is "check later".
+// has come; otherwise it is "check later". After a replayed stored error,
+// a lookup that proves absence (ProvesAbsence) and is made past the lag
+// counts as evidence; once storedErrorMinLookups of them, at distinct
+// times, found nothing, the operation goes to review (stored error), or
+// is recorded failed with FailStoredErrors, in or after the window.
 func decide(in decideInput) decision {
 	inside := insideWindow(in.Op, in.Now, in.Margin)
 	later := in.Now.Add(in.CheckAfter)
@@ -174,11 +256,23 @@ func decide(in decideInput) decision {
 		if settled := in.LastAttemptAt.Add(in.Lookup.Lag); in.Lookup.Lag > 0 && in.Now.Before(settled) {
 			return decision{Action: actCheckLater, NextCheckAt: settled}
 		}
+		if ev, ok := storedErrorSettled(in); ok {
+			detail := storedErrorDetail(ev)
+			if in.FailStoredErrors {
+				// Opt-in: the service may retry under a new operation. The
+				// risk is a provider whose stored error hides an object its
+				// lookup cannot see; the audit is the safety net.
+				return decision{Action: actRecordFailed, Code: ledger.ReviewCodeStoredError, Reason: ReasonNothingMoved + ": " + detail}
+			}
+			// A person decides, at once rather than after the window:
+			// read-only lookups continue in review.
+			return decision{Action: actReview, Code: ledger.ReviewCodeStoredError, Reason: ReasonStoredError + ": " + detail, NextCheckAt: later}
+		}
 		if inside && in.KeyAnswered {
 			// The provider stored an error under this key and replays it:
 			// a resend cannot change the answer, and each one counts
-			// against the provider's limits. Keep looking until the window
-			// passes.
+			// against the provider's limits. Keep looking until the
+			// evidence is complete or the window passes.
 			return decision{Action: actCheckLater, NextCheckAt: later}
 		}
 		if inside && in.Now.Before(in.ResendNotBefore) {
@@ -275,7 +369,8 @@ func (c *Client) lookupAndDecide(ctx context.Context, r *run, mayResend bool) (d
 	in := decideInput{
 		Op: r.op, LastAttemptAt: h.lastEnd, Lookup: lr, LookupErr: lerr, Now: now,
 		Margin: c.cfg.SafetyMargin, CheckAfter: c.checkAfter(r.op, now), ProcessingReviewAfter: c.cfg.ProcessingReviewAfter,
-		KeyAnswered: h.keyAnswered,
+		KeyAnswered: h.keyAnswered, ProvesAbsence: c.info.LookupProvesAbsence, StoredError: h.storedError,
+		FailStoredErrors: c.cfg.FailStoredErrors,
 	}
 	if r.sent == 0 {
 		// The first resend of a call or a reconciler pass waits a growing
@@ -309,6 +404,14 @@ func (c *Client) lookupAndDecide(ctx context.Context, r *run, mayResend bool) (d
 	if fp.To == ledger.StatusManualReview {
 		fp.ReviewCode, fp.ReviewReason = d.Code, d.Reason
 	}
+	if d.Code == ledger.ReviewCodeStoredError {
+		// The evidence stays in the audit trail beside the lookup that
+		// completed it, whatever an operator later writes in the reason.
+		fp.Events = append(fp.Events, ledger.NewEvent{Kind: ledger.EventNote, Detail: truncate(d.Reason, 2000)})
+		if fp.To == ledger.StatusFailed {
+			fp.Result = encodeResult(Outcome{Code: CodeStoredError, Message: d.Reason, HTTPStatus: h.storedError.HTTPStatus})
+		}
+	}
 	rctx, rcancel := recordCtx(ctx)
 	defer rcancel()
 	op, err := c.cfg.Store.Finish(rctx, fp)
@@ -333,6 +436,9 @@ type history struct {
 	query       LookupQuery
 	lastEnd     time.Time
 	keyAnswered bool
+	// storedError is read only when keyAnswered and the lookup proves
+	// absence: otherwise nothing would count.
+	storedError storedErrorEvidence
 }
 
 // history reads the operation's attempts (and, after a resend under a new
@@ -347,6 +453,7 @@ func (c *Client) history(ctx context.Context, r *run) (history, error) {
 	for _, a := range atts {
 		if a.Key == op.Key && answeredByReplay(a.Replayed, a.Outcome) {
 			h.keyAnswered = true
+			h.storedError.HTTPStatus, h.storedError.Error = a.HTTPStatus, a.Error
 		}
 	}
 	if h.lastEnd.IsZero() {
@@ -357,8 +464,80 @@ func (c *Client) history(ctx context.Context, r *run) (history, error) {
 		// end, so that the lag protects the longest.
 		h.lastEnd = c.cfg.Now()
 	}
+	if h.keyAnswered && c.info.LookupProvesAbsence {
+		evs, err := c.cfg.Store.Events(ctx, op.ID)
+		if err != nil {
+			return history{}, fmt.Errorf("payonce: reading the lookups of %s: %w", op.ID, err)
+		}
+		h.storedError = storedErrorHistory(h.storedError, evs, h.lastEnd)
+	}
 	h.query, err = c.lookupQuery(ctx, op, r.req, atts)
 	return h, err
+}
+
+// storedErrorHistory counts the recorded lookups that are evidence that a
+// replayed stored error moved nothing: "not found" answers recorded once
+// their own lag had passed since lastEnd, the end of the operation's latest
+// attempt. The lookup audit entries (EventLookup, written in the same
+// transaction as each lookup's decision) are the durable record; counting
+// from lastEnd keeps an earlier key generation's lookups, and lookups made
+// before the replayed attempt, out: only lookups after the current key's
+// last answer speak for it. A lookup that saw an object (processing, a
+// result, a contradiction) restarts the count: the provider has something,
+// and a later "not found" would contradict it rather than prove absence. A
+// failed lookup proves nothing either way and is skipped.
+func storedErrorHistory(ev storedErrorEvidence, evs []ledger.Event, lastEnd time.Time) storedErrorEvidence {
+	ev.NotFound, ev.First, ev.Last = 0, time.Time{}, time.Time{}
+	for _, e := range evs {
+		if e.Kind != ledger.EventLookup || e.At.Before(lastEnd) {
+			continue
+		}
+		state, lag, ok := parseLookupEvent(e.Detail)
+		switch {
+		case !ok:
+			continue // a failed lookup
+		case state != LookupNotFound:
+			ev.NotFound, ev.First, ev.Last = 0, time.Time{}, time.Time{}
+		case e.At.Before(lastEnd.Add(lag)):
+			continue // inside its lag: proves nothing yet
+		default:
+			if ev.NotFound == 0 {
+				ev.First = e.At
+			}
+			ev.NotFound++
+			ev.Last = e.At
+		}
+	}
+	return ev
+}
+
+// parseLookupEvent reads back what lookupEvent wrote: the state and the lag
+// of a lookup that answered; ok is false for a failed lookup, or an entry
+// whose lag cannot be read (it then proves nothing). A lookup that named a
+// contradiction reads as the state "contradicted": it saw an object.
+func parseLookupEvent(detail string) (state LookupState, lag time.Duration, ok bool) {
+	rest, found := strings.CutPrefix(detail, "state=")
+	if !found {
+		return "", 0, false
+	}
+	if strings.Contains(rest, " contradiction=") {
+		return LookupState("contradicted"), 0, true
+	}
+	fields := strings.Fields(rest)
+	if len(fields) == 0 {
+		return "", 0, false
+	}
+	state = LookupState(fields[0])
+	// lookupEvent writes the lag last (before a contradiction): the last
+	// lag= field is its, whatever a provider's code held.
+	if v, found := strings.CutPrefix(fields[len(fields)-1], "lag="); found && len(fields) > 1 {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return "", 0, false
+		}
+		lag = d
+	}
+	return state, lag, true
 }
 
 // answeredByReplay reports whether an attempt's answer makes the key's

@@ -2,6 +2,7 @@ package payonce
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,7 +83,19 @@ func TestDecide(t *testing.T) {
 		nextAt     time.Time // expected NextCheckAt, when set
 		// reviewAfter is ProcessingReviewAfter; zero means 72 h.
 		reviewAfter time.Duration
+		// proves is ProvesAbsence, ev the recorded stored-error evidence,
+		// failStored the FailStoredErrors policy; code the expected code
+		// beside a failure.
+		proves     bool
+		ev         storedErrorEvidence
+		failStored bool
+		code       ledger.ReviewCode
 	}
+	// A stored error replayed at lastStored; the search lags a minute.
+	lastStored := inside.Add(-10 * time.Minute)
+	lag := LookupResult{State: LookupNotFound, Lag: time.Minute}
+	oneEarlier := storedErrorEvidence{HTTPStatus: 500, Error: "HTTP 500: stored", NotFound: 1, First: inside.Add(-5 * time.Minute), Last: inside.Add(-5 * time.Minute)}
+	sameInstant := storedErrorEvidence{HTTPStatus: 500, NotFound: 1, First: inside, Last: inside}
 	rows := []row{
 		{name: "succeeded inside", now: inside, lookup: LookupResult{State: LookupSucceeded}, want: actRecordSucceeded},
 		{name: "succeeded outside", now: outside, lookup: LookupResult{State: LookupSucceeded}, want: actRecordSucceeded},
@@ -112,6 +125,21 @@ func TestDecide(t *testing.T) {
 		{name: "not found before the resend pacing", now: inside, notBefore: inside.Add(time.Minute), lookup: LookupResult{State: LookupNotFound}, want: actCheckLater, keepsCheck: true},
 		{name: "resend pacing past the window waits for its close", now: inside, notBefore: outside, lookup: LookupResult{State: LookupNotFound}, want: actCheckLater, keepsCheck: true, nextAt: start.Add(ttl - margin)},
 		{name: "not found after the resend pacing", now: inside, notBefore: inside, lookup: LookupResult{State: LookupNotFound}, want: actResend},
+
+		// A replayed stored error and lookups that prove absence.
+		{name: "stored error, first lookup past the lag", now: inside, lastAt: lastStored, answered: true, proves: true, lookup: lag, want: actCheckLater, keepsCheck: true},
+		{name: "stored error, second lookup past the lag", now: inside, lastAt: lastStored, answered: true, proves: true, ev: oneEarlier, lookup: lag, want: actReview, reason: ReasonStoredError, keepsCheck: true},
+		{name: "stored error, second lookup, fail policy", now: inside, lastAt: lastStored, answered: true, proves: true, ev: oneEarlier, failStored: true, lookup: lag, want: actRecordFailed, reason: ReasonNothingMoved, code: ledger.ReviewCodeStoredError},
+		{name: "stored error, second lookup inside the lag", now: inside, lastAt: inside.Add(-30 * time.Second), answered: true, proves: true, ev: oneEarlier, failStored: true, lookup: lag, want: actCheckLater, keepsCheck: true},
+		{name: "stored error, two lookups at one instant", now: inside, lastAt: lastStored, answered: true, proves: true, ev: sameInstant, failStored: true, lookup: lag, want: actCheckLater, keepsCheck: true},
+		{name: "stored error, lookup proves no absence", now: inside, lastAt: lastStored, answered: true, ev: oneEarlier, failStored: true, lookup: lag, want: actCheckLater, keepsCheck: true},
+		{name: "stored error, lookup proves no absence, outside", now: outside, lastAt: lastStored, answered: true, ev: oneEarlier, failStored: true, lookup: lag, want: actReview, reason: ReasonWindowPassed, keepsCheck: true},
+		{name: "stored error, evidence complete outside", now: outside, lastAt: lastStored, answered: true, proves: true, ev: oneEarlier, lookup: lag, want: actReview, reason: ReasonStoredError, keepsCheck: true},
+		{name: "stored error, lookup failed", now: inside, lastAt: lastStored, answered: true, proves: true, ev: oneEarlier, failStored: true, err: lookupErr, want: actCheckLater, keepsCheck: true},
+		{name: "stored error, processing", now: inside, lastAt: lastStored, answered: true, proves: true, ev: oneEarlier, failStored: true, lookup: LookupResult{State: LookupProcessing}, want: actCheckLater, keepsCheck: true},
+		{name: "stored error, succeeded", now: inside, lastAt: lastStored, answered: true, proves: true, ev: oneEarlier, failStored: true, lookup: LookupResult{State: LookupSucceeded}, want: actRecordSucceeded},
+		{name: "key not answered: the policy never applies", now: inside, lastAt: lastStored, proves: true, ev: oneEarlier, failStored: true, lookup: lag, want: actResend},
+		{name: "key not answered, outside: window passed", now: outside, lastAt: lastStored, proves: true, ev: oneEarlier, failStored: true, lookup: lag, want: actReview, reason: ReasonWindowPassed, keepsCheck: true},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
@@ -132,13 +160,23 @@ func TestDecide(t *testing.T) {
 				Op: o, LastAttemptAt: lastAt, Lookup: r.lookup, LookupErr: r.err, Now: r.now,
 				Margin: margin, CheckAfter: check, ProcessingReviewAfter: reviewAfter,
 				KeyAnswered: r.answered, ResendNotBefore: r.notBefore,
+				ProvesAbsence: r.proves, StoredError: r.ev, FailStoredErrors: r.failStored,
 			})
 			require.Equal(t, r.want, d.Action)
 			if r.reason != "" {
-				require.Equal(t, r.reason, d.Reason)
+				require.True(t, d.Reason == r.reason || strings.HasPrefix(d.Reason, r.reason+": "), "reason %q", d.Reason)
 				code := map[string]ledger.ReviewCode{ReasonProcessing: ledger.ReviewCodeProcessing, ReasonDuplicated: ledger.ReviewCodeDuplicated,
-					ReasonWindowPassed: ledger.ReviewCodeWindowPassed, ReasonContradicted: ledger.ReviewCodeContradicted}[r.reason]
+					ReasonWindowPassed: ledger.ReviewCodeWindowPassed, ReasonContradicted: ledger.ReviewCodeContradicted,
+					ReasonStoredError: ledger.ReviewCodeStoredError, ReasonNothingMoved: ledger.ReviewCodeStoredError}[r.reason]
 				require.Equal(t, code, d.Code, "the review code beside the reason")
+			}
+			if r.reason == ReasonStoredError || r.reason == ReasonNothingMoved {
+				// The evidence: both lookups, first and last, the stored answer.
+				require.Contains(t, d.Reason, "2 lookups found nothing from "+r.ev.First.Format(time.RFC3339)+" to "+r.now.Format(time.RFC3339))
+				require.Contains(t, d.Reason, "stored answer HTTP 500: HTTP 500: stored")
+			}
+			if r.code != "" {
+				require.Equal(t, r.code, d.Code)
 			}
 			require.Equal(t, r.keepsCheck, !d.NextCheckAt.IsZero(), "NextCheckAt = %v", d.NextCheckAt)
 			if r.keepsCheck {
@@ -190,4 +228,78 @@ func TestDecideInReview(t *testing.T) {
 			require.Equal(t, tc.want, decideInReview(tc.lr, tc.lerr))
 		})
 	}
+}
+
+// TestParseLookupEvent reads back every shape lookupEvent writes.
+func TestParseLookupEvent(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		lr    LookupResult
+		lerr  error
+		state LookupState
+		lag   time.Duration
+		ok    bool
+	}{
+		{lr: LookupResult{State: LookupNotFound}, state: LookupNotFound, ok: true},
+		{lr: LookupResult{State: LookupNotFound, Lag: 90 * time.Second}, state: LookupNotFound, lag: 90 * time.Second, ok: true},
+		{lr: LookupResult{State: LookupNotFound, Code: "odd lag=0s", Lag: time.Hour}, state: LookupNotFound, lag: time.Hour, ok: true},
+		{lr: LookupResult{State: LookupFailed, ProviderRef: "pi_1", Code: "card_declined", Lag: time.Minute}, state: LookupFailed, lag: time.Minute, ok: true},
+		{lr: LookupResult{State: LookupMultiple, ProviderRef: "pi_1", Refs: []string{"pi_1", "pi_2"}}, state: LookupMultiple, ok: true},
+		{lr: LookupResult{State: LookupNotFound, Lag: time.Minute, Contradiction: "amount lag=0s"}, state: "contradicted", ok: true},
+		{lerr: errors.New("state=not_found"), ok: false},
+	}
+	for _, tc := range cases {
+		e := lookupEvent(tc.lr, tc.lerr)
+		state, lag, ok := parseLookupEvent(e.Detail)
+		require.Equal(t, tc.ok, ok, e.Detail)
+		require.Equal(t, tc.state, state, e.Detail)
+		require.Equal(t, tc.lag, lag, e.Detail)
+	}
+	_, _, ok := parseLookupEvent("state=not_found lag=soon")
+	require.False(t, ok, "an unreadable lag proves nothing")
+	_, _, ok = parseLookupEvent("state=")
+	require.False(t, ok)
+}
+
+// TestStoredErrorHistory: which recorded lookups count as evidence after a
+// stored error.
+func TestStoredErrorHistory(t *testing.T) {
+	t.Parallel()
+	end := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration, lr LookupResult, lerr error) ledger.Event {
+		e := lookupEvent(lr, lerr)
+		return ledger.Event{Kind: e.Kind, Detail: e.Detail, At: end.Add(d)}
+	}
+	nf := LookupResult{State: LookupNotFound, Lag: time.Minute}
+	base := storedErrorEvidence{HTTPStatus: 500, Error: "stored"}
+
+	t.Run("before the attempt, inside the lag, failed: none counts", func(t *testing.T) {
+		t.Parallel()
+		ev := storedErrorHistory(base, []ledger.Event{
+			at(-time.Hour, nf, nil), // an earlier generation, or before the replay
+			at(30*time.Second, nf, nil),
+			at(2*time.Minute, LookupResult{}, errors.New("503")),
+			{Kind: ledger.EventNote, Detail: "state=not_found", At: end.Add(3 * time.Minute)},
+		}, end)
+		require.Zero(t, ev.NotFound)
+		require.Equal(t, 500, ev.HTTPStatus, "the stored answer is kept")
+	})
+	t.Run("past the lag", func(t *testing.T) {
+		t.Parallel()
+		ev := storedErrorHistory(base, []ledger.Event{at(time.Minute, nf, nil), at(2*time.Minute, LookupResult{}, errors.New("503")), at(3*time.Minute, nf, nil)}, end)
+		require.Equal(t, 2, ev.NotFound)
+		require.Equal(t, end.Add(time.Minute), ev.First)
+		require.Equal(t, end.Add(3*time.Minute), ev.Last)
+	})
+	t.Run("an object seen restarts the count", func(t *testing.T) {
+		t.Parallel()
+		ev := storedErrorHistory(base, []ledger.Event{at(2*time.Minute, nf, nil), at(3*time.Minute, LookupResult{State: LookupProcessing}, nil), at(4*time.Minute, nf, nil)}, end)
+		require.Equal(t, 1, ev.NotFound)
+		require.Equal(t, end.Add(4*time.Minute), ev.First)
+	})
+	t.Run("each lookup's own lag", func(t *testing.T) {
+		t.Parallel()
+		ev := storedErrorHistory(base, []ledger.Event{at(5*time.Minute, LookupResult{State: LookupNotFound, Lag: 10 * time.Minute}, nil), at(11*time.Minute, LookupResult{State: LookupNotFound, Lag: 10 * time.Minute}, nil)}, end)
+		require.Equal(t, 1, ev.NotFound)
+	})
 }

@@ -197,13 +197,19 @@ const (
 	// ReviewCodeRequestUnreadable: this version cannot read the stored
 	// request.
 	ReviewCodeRequestUnreadable ReviewCode = "request_unreadable"
+	// ReviewCodeStoredError: the provider replayed a stored error for the
+	// operation's current key, and lookups that prove absence, made after
+	// the lookup's lag, found nothing more than once: the money did not
+	// move as far as the provider shows, but only a person (or the
+	// Config.FailOnStoredError policy) may say the operation failed.
+	ReviewCodeStoredError ReviewCode = "stored_error"
 	// ReviewCodeOther: any other reason (an operator's or a caller's own).
 	ReviewCodeOther ReviewCode = "other"
 )
 
 // ReviewCodes lists every review code in a stable order.
 var ReviewCodes = []ReviewCode{ReviewCodeWindowPassed, ReviewCodeDuplicated, ReviewCodeProcessing, ReviewCodeKeyMismatch,
-	ReviewCodeContradicted, ReviewCodeWebhookContradiction, ReviewCodeRequestUnreadable, ReviewCodeOther}
+	ReviewCodeContradicted, ReviewCodeWebhookContradiction, ReviewCodeRequestUnreadable, ReviewCodeStoredError, ReviewCodeOther}
 
 // Resolution is an operator's decision on an operation in review, kept as an
 // audit record.

@@ -204,6 +204,7 @@ type summary struct {
 	maxAttemptsOp string
 	attemptsPerOp map[string]int
 	webhooks      webhookSummary
+	storedErrors  storedErrors
 }
 
 // maxAttemptsPerOp bounds the attempts one operation may make in a run: a
@@ -258,6 +259,9 @@ func reviewReasonShort(r string) string {
 		return "key_mismatch"
 	case payonce.ReasonContradicted:
 		return "contradicted"
+	}
+	if strings.HasPrefix(r, payonce.ReasonStoredError+": ") {
+		return "stored_error" // the reason carries the evidence after it
 	}
 	return strings.ReplaceAll(r, " ", "_")
 }
@@ -460,6 +464,12 @@ func check(t *testing.T, jobs []job, truth mocks.Truth, v ledgerView, wh webhook
 			switch {
 			case op.ReviewAt.IsZero():
 				bad.add("review without a time", "%s", describeOp(op, v.atts[id]))
+			case op.ReviewCode == ledger.ReviewCodeStoredError:
+				// Legal inside the window: the key's answer is a replayed
+				// error and lookups past the lag found nothing.
+				if why := s.storedErrors.add(op, v.atts[id], movedMoney(pisOf[id], refundsOf[id])); why != "" {
+					bad.add(why, "%s", describeOp(op, v.atts[id]))
+				}
 			case reviewReasonWindow[op.ReviewReason]:
 				if op.WindowStart.IsZero() || op.ReviewAt.Before(op.KeyExpiresAt.Add(-safetyMargin)) {
 					bad.add("review while the key window was open", "%s", describeOp(op, v.atts[id]))
@@ -590,12 +600,12 @@ func (s summary) line(size string, seed int64, st suiteStats, took time.Duration
 		"max_attempts=%d (%s; bound %d) attempts_per_op%s unfinished=%d "+
 		"kills=%d (working=%d) restarts=%d pg_restarts=%d faults=%d%s requests=%d replays=%d key_in_use=%d "+
 		"duplicates=%d refunds_over_charge=%d over_refunds_refused=%d reviews%s settled_from_review=%d review_with_object=%d "+
-		"call_retries=%d ledger_error_logs=%d %s broken=%d work=%s settle=%s duration=%s",
+		"%s call_retries=%d ledger_error_logs=%d %s broken=%d work=%s settle=%s duration=%s",
 		size, seed, s.ops, s.charges, s.refunds, kv(status), s.attempts, kv(s.outcomes),
 		s.maxAttempts, s.maxAttemptsOp, maxAttemptsPerOp, kv(s.attemptsPerOp), s.unfinished,
 		st.kills, st.killsWorking, st.restarts, st.pgRestarts, s.faultTotal, kv(s.faults), s.requests, s.replays, s.keyInUse,
 		s.duplicates, s.refundsOverCharge, s.overRefused, kv(s.reviews), s.settledFromReview, st.reviewsLeftWithObject,
-		st.callRetries, st.ledgerErrors, s.webhooks.line(st, kv), s.broken, st.workPhase.Round(time.Second), st.settlePhase.Round(time.Second), took.Round(time.Second))
+		s.storedErrors.text(), st.callRetries, st.ledgerErrors, s.webhooks.line(st, kv), s.broken, st.workPhase.Round(time.Second), st.settlePhase.Round(time.Second), took.Round(time.Second))
 }
 
 // webhookInput is what the driver gathered about the webhooks besides the

@@ -198,6 +198,9 @@ type demoReport struct {
 	// Webhooks counts the fake's webhook deliveries and what the receiver
 	// did with them.
 	Webhooks webhookCounts `json:"webhooks"`
+	// StoredErrors is how long the operations in review for a stored error
+	// took to get there.
+	StoredErrors storedErrorTimes `json:"stored_errors"`
 	// ProviderReplays counts answers the fake replayed for a repeated key.
 	ProviderReplays  int            `json:"provider_replays"`
 	ProviderKeyInUse int            `json:"provider_key_in_use"`
@@ -321,6 +324,9 @@ func (d *demo) report(ctx context.Context, elapsed time.Duration) (*demoReport, 
 		r.Total.add(k)
 	}
 
+	if r.StoredErrors, err = storedErrorStats(ctx, d.ledger.store, ops); err != nil {
+		return nil, err
+	}
 	t := d.fake.Truth()
 	r.Webhooks = d.recv.webhookCounts(d.fake.WebhookStats())
 	r.ProviderReplays, r.ProviderKeyInUse = t.Replays, t.KeyInUse
@@ -453,6 +459,7 @@ func (r *demoReport) print(w io.Writer) {
 	fmt.Fprintf(w, "provider: %d POSTs, %d answers replayed for a repeated idempotency key, %d refused as key in use\n",
 		r.ProviderPOSTs, r.ProviderReplays, r.ProviderKeyInUse)
 	fmt.Fprintf(w, "reconciler: %d passes claimed %d operations and settled %d\n", r.Reconciler.Passes, r.Reconciler.Claimed, r.Reconciler.Settled)
+	r.StoredErrors.print(w)
 	r.Webhooks.print(w, s.WebhookDelay, s.WebhookDuplicate, s.WebhookReorder, s.WebhookFail)
 	fmt.Fprintln(w)
 
@@ -489,7 +496,7 @@ func (r *demoReport) print(w io.Writer) {
 		if s.TemporaryLedger {
 			hint = "run with --ledger to keep the ledger and see them with \"payonce review list\""
 		}
-		fmt.Fprintf(w, "%d operations are in manual review: their key window passed with the outcome unknown (%s)\n", r.Total.InReview, hint)
+		fmt.Fprintf(w, "%d operations are in manual review: the outcome unknown when their key window passed, or a stored error the lookups found nothing for (%s)\n", r.Total.InReview, hint)
 	}
 	fmt.Fprintf(w, "finished in %.1fs\n", r.ElapsedSeconds)
 }
