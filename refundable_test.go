@@ -369,6 +369,11 @@ func TestRefundTxUnderRowLocksDoesNotStarvePool(t *testing.T) {
 	held := make(chan struct{}, cfg.MaxConns)
 	release := make(chan struct{})
 	plainErrs := make([]error, cfg.MaxConns)
+	// No transaction ends (giving its connection back) before every read
+	// has ended: otherwise a read whose deadline came later could take the
+	// connection the first one to time out gave back.
+	var read sync.WaitGroup
+	read.Add(int(cfg.MaxConns))
 	for i := range int(cfg.MaxConns) {
 		wg.Go(func() {
 			plainErrs[i] = pgx.BeginFunc(b.ctx, pool, func(tx pgx.Tx) error {
@@ -380,6 +385,8 @@ func TestRefundTxUnderRowLocksDoesNotStarvePool(t *testing.T) {
 				short, cancel := context.WithTimeout(b.ctx, 200*time.Millisecond)
 				defer cancel()
 				_, err := b.client.PrepareRefund(short, refund("order-"+strconv.Itoa(i), 2, 100))
+				read.Done()
+				read.Wait()
 				return err
 			})
 		})
