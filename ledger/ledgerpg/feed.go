@@ -60,8 +60,19 @@ func feedQueries(r *strings.Replacer) (page, beyond, durable, purge string) {
 	// is not old (bool_and over the running window): the purge only ever
 	// removes a prefix of the feed (see sqlstore.Cleanup). SKIP LOCKED
 	// lets two Cleanups run at once without waiting on each other.
+	// Nor does the purge pass the cursor of any named consumer (migration
+	// 011; the empty cursor is the start of the feed): an entry a
+	// registered consumer has yet to apply is kept whatever its age,
+	// because a consumer reads on after its cursor and would never see an
+	// entry purged before it got there (silent loss). A consumer no longer
+	// run holds the purge back until its row is deleted (its lag shows in
+	// Stats).
 	purge = r.Replace(`DELETE FROM {{feed}} f USING (
-			SELECT pos, seq, bool_and(at < $1) OVER (ORDER BY pos, seq) AS old
+			SELECT pos, seq, bool_and(at < $1 AND NOT EXISTS (
+				SELECT 1 FROM {{consumers}} c
+				WHERE (head.pos, head.seq) > (CASE WHEN c.cursor = '' THEN '0' ELSE split_part(c.cursor, '.', 1) END::xid8,
+				                              CASE WHEN c.cursor = '' THEN 0 ELSE split_part(c.cursor, '.', 2)::bigint END)
+			)) OVER (ORDER BY pos, seq) AS old
 			FROM (SELECT pos, seq, at FROM {{feed}} ORDER BY pos, seq LIMIT $2 FOR UPDATE SKIP LOCKED) AS head
 		) AS h
 		WHERE f.pos = h.pos AND f.seq = h.seq AND h.old`)

@@ -106,6 +106,7 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 		"{{webhooks}}", q.webhooks, "{{outcomes}}", q.outcomes, "{{feed}}", q.feed,
 		"{{feedseq}}", pgx.Identifier{schema, "payonce_feed_seq"}.Sanitize(),
 		"{{feeddurable}}", pgx.Identifier{schema, "payonce_feed_durable"}.Sanitize(),
+		"{{consumers}}", pgx.Identifier{schema, "payonce_feed_consumers"}.Sanitize(),
 		"{{cols}}", cols, "{{o.cols}}", oCols, "{{a.cols}}", aCols, "{{t.cols}}", tCols, "{{tomb.cols}}", strings.Join(tombstoneColumns, ", "))
 
 	// No conflict target: a new ID whose key is another operation's key is

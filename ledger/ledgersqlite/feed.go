@@ -123,10 +123,19 @@ func scanFeedRow(sc scanner) (sqlstore.FeedRow, error) {
 // purgeFeed deletes, of the feed's first batch rows, those before the
 // first one made at or after madeBefore (a running min over seq order): the
 // purge only ever removes a prefix of the feed (see sqlstore.Cleanup).
+//
+// Nor does it pass the cursor of any named consumer (migration 011; the
+// seq after the cursor's '.', 0 for the empty cursor): an entry a
+// registered consumer has yet to apply is kept whatever its age, because a
+// consumer reads on after its cursor and would never see an entry purged
+// before it got there (silent loss). A consumer no longer run holds the
+// purge back until its row is deleted (its lag shows in Stats).
 func purgeFeed(ctx context.Context, c *sql.Conn, madeBefore time.Time, batch int) (int, error) {
 	res, err := c.ExecContext(ctx, `DELETE FROM payonce_feed WHERE seq IN (
 			SELECT seq FROM (
-				SELECT seq, min(at < ?1) OVER (ORDER BY seq) AS old
+				SELECT seq, min(at < ?1 AND seq <= coalesce(
+					(SELECT min(CAST(substr(cursor, instr(cursor, '.') + 1) AS INTEGER)) FROM payonce_feed_consumers),
+					seq)) OVER (ORDER BY seq) AS old
 				FROM (SELECT seq, at FROM payonce_feed ORDER BY seq LIMIT ?2))
 			WHERE old)`, micros(madeBefore), batch)
 	if err != nil {

@@ -137,6 +137,16 @@ func validateOptions(o ledger.ConsumerOptions) error {
 		if k == "" {
 			return invalid(fmt.Sprintf("Kinds[%d]", i), "must not be empty (e.g. \"charge\")")
 		}
+		// The cursor moves past every entry whose kind is not listed, for
+		// good: a misspelled kind ("Charge", "charges") would match nothing
+		// and silently skip every entry the handler was meant to apply. So
+		// only the kinds payonce records (payonce.Kind's constants; the
+		// ledger cannot import the root package) are accepted.
+		switch k {
+		case "charge", "capture", "cancel", "refund":
+		default:
+			return invalid(fmt.Sprintf("Kinds[%d]", i), "%q is not a kind: use \"charge\", \"capture\", \"cancel\" or \"refund\" (lower case): an unknown kind matches no entry, and the consumer would skip them all", k)
+		}
 	}
 	return nil
 }
