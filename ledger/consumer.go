@@ -34,8 +34,9 @@ type ConsumerOptions struct {
 	// Limit is the most entries applied in one transaction: 0 means
 	// DefaultFeedLimit; at most MaxFeedLimit.
 	Limit int
-	// Provider, when non-empty, passes only that provider's entries to the
-	// handler; the cursor moves past the others.
+	// Provider, when non-empty, passes only that provider's entries (its
+	// name as the adapter gives it, e.g. "stripe") to the handler; the
+	// cursor moves past the others.
 	Provider string
 	// Kinds, when non-empty, passes only entries of these kinds (charge,
 	// capture, cancel, refund) to the handler; the cursor moves past the

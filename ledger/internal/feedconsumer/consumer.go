@@ -231,7 +231,11 @@ func (l *Loop) Pass(ctx context.Context) (more bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("reading the cursor: %w", err)
 	}
-	page, err := l.b.Feed(ctx, ledger.FeedParams{After: cursor, Limit: l.opts.Limit, Provider: l.opts.Provider})
+	// The Provider filter is applied here, like Kinds, not by Feed: the
+	// cursor then moves to the end of every page read, so Stats' lag, and
+	// Cleanup (which keeps what the oldest cursor has not passed), see a
+	// filtered consumer caught up once it has passed the entries it skips.
+	page, err := l.b.Feed(ctx, ledger.FeedParams{After: cursor, Limit: l.opts.Limit})
 	if err != nil {
 		return false, fmt.Errorf("reading the feed: %w", err)
 	}
@@ -240,10 +244,10 @@ func (l *Loop) Pass(ctx context.Context) (more bool, err error) {
 		return false, nil
 	}
 	apply := page
-	if l.kinds != nil {
+	if l.kinds != nil || l.opts.Provider != "" {
 		apply = make([]ledger.FeedEntry, 0, len(page))
 		for _, e := range page {
-			if l.kinds[e.Kind] {
+			if (l.kinds == nil || l.kinds[e.Kind]) && (l.opts.Provider == "" || e.Provider == l.opts.Provider) {
 				apply = append(apply, e)
 			}
 		}

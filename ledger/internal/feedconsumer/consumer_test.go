@@ -201,3 +201,23 @@ func TestSignalNeverBlocks(t *testing.T) {
 	default:
 	}
 }
+
+// A Provider filter is applied to the page read, like Kinds: the handler
+// sees only that provider's entries and the cursor moves to the end of the
+// page, so that a filtered consumer is caught up (for Stats and Cleanup)
+// once it has passed the entries it skips.
+func TestProviderFilterMovesCursorPastOthers(t *testing.T) {
+	f := &fakeFeed{}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for i, p := range []string{"stripe", "adyen", "stripe", "adyen"} {
+		f.add("op-"+strconv.Itoa(i), "charge", at)
+		f.entries[i].Provider = p
+	}
+	l, err := New("orders", ledger.ConsumerOptions{Provider: "stripe"}, f.binding())
+	require.NoError(t, err)
+	more, err := l.Pass(context.Background())
+	require.NoError(t, err)
+	require.False(t, more)
+	require.Equal(t, []string{"op-0", "op-2"}, f.done(), "only stripe's entries reach the handler")
+	require.Equal(t, ledger.FeedCursor("4"), f.cursor, "the cursor passes the other provider's entries too")
+}
