@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/payonce/payonce/ledger"
 )
@@ -25,7 +26,8 @@ type Refundable struct {
 	// charge what its capture took (the capture's amount, or the whole
 	// authorization for a capture of Amount 0). It is 0 when the charge
 	// failed, and when a manual-capture charge has no succeeded capture
-	// (not captured yet, cancelled, the capture failed or is unsettled).
+	// (not captured yet, cancelled, the capture failed); while the capture
+	// is unsettled, Refundable returns ErrNotSettled.
 	Captured int64
 	// Refunded is the sum of the succeeded refunds (a refund of Amount 0,
 	// "the rest", counts as what was left of Captured at its number).
@@ -179,10 +181,15 @@ func (c *Client) captured(ctx context.Context, rd ledger.Reader, orderID string,
 		return nil // authorized only: nothing taken yet
 	case err != nil:
 		return fmt.Errorf("payonce: reading the capture of order %q: %w", orderID, err)
+	case !capture.Status.Final():
+		// Not settled: it may still take money, or not. Counting it as 0
+		// would answer a refund "nothing can be refunded" (ErrInvalid, a
+		// 400 the caller does not retry) for an order that will be
+		// refundable once the capture settles; say so instead, as the
+		// charge's own unsettled state does.
+		return fmt.Errorf("%w: the capture of order %q is %s", ErrNotSettled, orderID, ResultOf(capture).Status)
 	case capture.Status != ledger.StatusSucceeded:
-		// Failed, or not settled: nothing taken yet that a refund could
-		// return (a capture in flight may still take money; a refund asked
-		// meanwhile waits for it).
+		// Failed: nothing taken that a refund could return.
 		return nil
 	case capture.Tombstone:
 		r.AmountsKnown = false
@@ -240,6 +247,15 @@ func (c *Client) checkRefund(ctx context.Context, rd ledger.Reader, p RefundPara
 		// for every later refund, which could then refund it again.
 		return invalid("RefundSeq", "is %d but refund %d of order %q is not recorded: number refunds without gaps; use the next free number, %d (Refundable's NextSeq)",
 			p.RefundSeq, r.NextSeq, p.OrderID, r.NextSeq)
+	}
+	if p.Currency != "" && r.Currency != "" && !strings.EqualFold(p.Currency, r.Currency) {
+		// A refund returns money in the charge's currency. Some providers'
+		// refund requests carry no currency (Stripe's takes amount and
+		// payment_intent only), so a refund of 1000 "EUR" of a USD charge
+		// would return 1000 US cents, and only the check of the answer
+		// would notice, after the money moved. Comparing Amount with
+		// Remaining across currencies would mean nothing either.
+		return invalid("Currency", "is %s but the charge of order %q is in %s: a refund returns money in the charge's currency", p.Currency, p.OrderID, r.Currency)
 	}
 	if !r.AmountsKnown {
 		return nil // Cleanup took the amounts the check needs; the provider decides
