@@ -222,26 +222,22 @@ func (c *Client) captured(ctx context.Context, rd ledger.Reader, orderID string,
 // checked at once both see the same Remaining. Otherwise the provider's
 // refusal remains the last guard.
 func (c *Client) checkRefund(ctx context.Context, rd ledger.Reader, p RefundParams, charge ledger.Operation) error {
+	// This refund's own record first: when it exists the call is a repeat,
+	// answered from its record (or refused by its fingerprint). Checking
+	// its amount against a Remaining that already counts it would refuse
+	// every honest retry, and a repeat needs none of the other reads.
+	_, err := c.operation(ctx, rd, KindRefund, refundReferences(p.OrderID, p.RefundSeq))
+	switch {
+	case err == nil:
+		return nil
+	case !errors.Is(err, ErrNotFound):
+		return fmt.Errorf("payonce: reading refund %d of order %q: %w", p.RefundSeq, p.OrderID, err)
+	}
 	r, err := c.refundableOf(ctx, rd, p.OrderID, charge)
 	if err != nil {
 		return err
 	}
-	if p.RefundSeq < r.NextSeq {
-		// Already recorded: a repeat, answered from its record (or refused
-		// by its fingerprint). Checking its amount against a Remaining
-		// that already counts it would refuse every honest retry.
-		return nil
-	}
-	if p.RefundSeq > r.NextSeq {
-		// A refund made with PaymentRef skips the numbering check; if this
-		// number is recorded, it is a repeat all the same.
-		_, err := c.operation(ctx, rd, KindRefund, refundReferences(p.OrderID, p.RefundSeq))
-		switch {
-		case err == nil:
-			return nil
-		case !errors.Is(err, ErrNotFound):
-			return fmt.Errorf("payonce: reading refund %d of order %q: %w", p.RefundSeq, p.OrderID, err)
-		}
+	if p.RefundSeq != r.NextSeq {
 		// Refunds are found by their numbers up to the first missing one:
 		// a refund recorded beyond a gap would be invisible to this check
 		// for every later refund, which could then refund it again.
