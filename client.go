@@ -78,7 +78,10 @@ type Config struct {
 	// payonce counts only the lookups of adapters that declare
 	// ProviderInfo.LookupProvesAbsence (so the policy never applies to
 	// Adyen), and the audit of settled operations against the provider (a
-	// later feature) is its safety net. Operations already in review stay
+	// later feature) is its safety net. The policy applies only to an
+	// adapter that declares ProviderInfo.StoredErrorsFinal, which no
+	// built-in adapter does (Stripe: a stored 500 is indeterminate and may
+	// be rolled forward later); elsewhere the operation goes to review. Operations already in review stay
 	// there, and an operation whose key was not answered by a replayed
 	// stored error is never failed by it.
 	FailStoredErrors bool

@@ -66,6 +66,18 @@ type ProviderInfo struct {
 	// absence, Client.Resolve allows a resend under a new key only on a
 	// recorded refusal of every earlier key generation.
 	LookupProvesAbsence bool
+	// StoredErrorsFinal declares that an error the provider stores under a
+	// key and replays means that nothing was done for the key and nothing
+	// will be done for it later. Only then may Config.FailStoredErrors
+	// record an operation failed on lookups that found nothing: a wrong
+	// "failed" lets the service charge again. The zero value is the safe
+	// one, and no built-in adapter sets it: Stripe documents a stored 500
+	// as indeterminate and may roll the charge forward during an incident's
+	// remediation, after any lookup made minutes later
+	// (https://docs.stripe.com/error-low-level, Server errors);
+	// Checkout.com and YooKassa never mark a replay; Adyen's lookup proves
+	// nothing.
+	StoredErrorsFinal bool
 	// WebhookRedelivery is the longest time the provider documents
 	// redelivering an event it could not deliver; zero when it does not
 	// push events. The inbox must keep events at least that long, or a

@@ -99,6 +99,9 @@ type decideInput struct {
 	// FailStoredErrors is Config.FailStoredErrors: on enough evidence,
 	// record failed instead of review.
 	FailStoredErrors bool
+	// StoredErrorsFinal is ProviderInfo.StoredErrorsFinal: without it
+	// FailStoredErrors never records failed.
+	StoredErrorsFinal bool
 	// ResendNotBefore, when set, is the earliest time a resend may start:
 	// before it, a "not found" inside the window means "check later at
 	// ResendNotBefore". It paces resends of one operation.
@@ -258,10 +261,18 @@ func decide(in decideInput) decision {
 		}
 		if ev, ok := storedErrorSettled(in); ok {
 			detail := storedErrorDetail(ev)
-			if in.FailStoredErrors {
+			if in.FailStoredErrors && in.StoredErrorsFinal {
 				// Opt-in: the service may retry under a new operation. The
 				// risk is a provider whose stored error hides an object its
-				// lookup cannot see; the audit is the safety net.
+				// lookup cannot see; the audit is the safety net. Only a
+				// provider that declares its stored errors final qualifies:
+				// lookups that find nothing now say nothing of an object
+				// the provider creates later. Stripe documents exactly that
+				// for a stored 500: "treat the result of a 500 request as
+				// indeterminate", charges may be rolled forward during the
+				// incident's remediation, the cached 500 unchanged
+				// (https://docs.stripe.com/error-low-level, Server errors).
+				// Without the declaration a person decides (review below).
 				return decision{Action: actRecordFailed, Code: ledger.ReviewCodeStoredError, Reason: ReasonNothingMoved + ": " + detail}
 			}
 			// A person decides, at once rather than after the window:
@@ -370,7 +381,7 @@ func (c *Client) lookupAndDecide(ctx context.Context, r *run, mayResend bool) (d
 		Op: r.op, LastAttemptAt: h.lastEnd, Lookup: lr, LookupErr: lerr, Now: now,
 		Margin: c.cfg.SafetyMargin, CheckAfter: c.checkAfter(r.op, now), ProcessingReviewAfter: c.cfg.ProcessingReviewAfter,
 		KeyAnswered: h.keyAnswered, ProvesAbsence: c.info.LookupProvesAbsence, StoredError: h.storedError,
-		FailStoredErrors: c.cfg.FailStoredErrors,
+		FailStoredErrors: c.cfg.FailStoredErrors, StoredErrorsFinal: c.info.StoredErrorsFinal,
 	}
 	if r.sent == 0 {
 		// The first resend of a call or a reconciler pass waits a growing

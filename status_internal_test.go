@@ -89,7 +89,9 @@ func TestDecide(t *testing.T) {
 		proves     bool
 		ev         storedErrorEvidence
 		failStored bool
-		code       ledger.ReviewCode
+		// storedFinal is StoredErrorsFinal (review rev3).
+		storedFinal bool
+		code        ledger.ReviewCode
 	}
 	// A stored error replayed at lastStored; the search lags a minute.
 	lastStored := inside.Add(-10 * time.Minute)
@@ -129,7 +131,11 @@ func TestDecide(t *testing.T) {
 		// A replayed stored error and lookups that prove absence.
 		{name: "stored error, first lookup past the lag", now: inside, lastAt: lastStored, answered: true, proves: true, lookup: lag, want: actCheckLater, keepsCheck: true},
 		{name: "stored error, second lookup past the lag", now: inside, lastAt: lastStored, answered: true, proves: true, ev: oneEarlier, lookup: lag, want: actReview, reason: ReasonStoredError, keepsCheck: true},
-		{name: "stored error, second lookup, fail policy", now: inside, lastAt: lastStored, answered: true, proves: true, ev: oneEarlier, failStored: true, lookup: lag, want: actRecordFailed, reason: ReasonNothingMoved, code: ledger.ReviewCodeStoredError},
+		{name: "stored error, second lookup, fail policy", now: inside, lastAt: lastStored, answered: true, proves: true, ev: oneEarlier, failStored: true, storedFinal: true, lookup: lag, want: actRecordFailed, reason: ReasonNothingMoved, code: ledger.ReviewCodeStoredError},
+		// Review rev3: a provider whose stored errors are not final (Stripe:
+		// a stored 500 is indeterminate and may be rolled forward later)
+		// goes to review even with the policy.
+		{name: "stored error, second lookup, fail policy, stored errors not final", now: inside, lastAt: lastStored, answered: true, proves: true, ev: oneEarlier, failStored: true, lookup: lag, want: actReview, reason: ReasonStoredError, keepsCheck: true},
 		{name: "stored error, second lookup inside the lag", now: inside, lastAt: inside.Add(-30 * time.Second), answered: true, proves: true, ev: oneEarlier, failStored: true, lookup: lag, want: actCheckLater, keepsCheck: true},
 		{name: "stored error, two lookups at one instant", now: inside, lastAt: lastStored, answered: true, proves: true, ev: sameInstant, failStored: true, lookup: lag, want: actCheckLater, keepsCheck: true},
 		{name: "stored error, lookup proves no absence", now: inside, lastAt: lastStored, answered: true, ev: oneEarlier, failStored: true, lookup: lag, want: actCheckLater, keepsCheck: true},
@@ -161,6 +167,7 @@ func TestDecide(t *testing.T) {
 				Margin: margin, CheckAfter: check, ProcessingReviewAfter: reviewAfter,
 				KeyAnswered: r.answered, ResendNotBefore: r.notBefore,
 				ProvesAbsence: r.proves, StoredError: r.ev, FailStoredErrors: r.failStored,
+				StoredErrorsFinal: r.storedFinal,
 			})
 			require.Equal(t, r.want, d.Action)
 			if r.reason != "" {

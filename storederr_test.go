@@ -170,12 +170,17 @@ func TestStoredErrorGenerations(t *testing.T) {
 	})
 }
 
-// TestStoredErrorFailPolicy: with Config.FailStoredErrors the same evidence
+// TestStoredErrorFailPolicy: with Config.FailStoredErrors and an adapter
+// that declares its stored errors final (here Stripe's, wrapped: Stripe
+// itself does not, see TestStoredErrorStripeNeverFailed) the same evidence
 // records the operation failed, and the service charges the order under a
 // new operation.
 func TestStoredErrorFailPolicy(t *testing.T) {
 	t.Parallel()
-	eachSetup(t, setupOpts{config: func(c *payonce.Config) { c.FailStoredErrors = true }}, func(t *testing.T, b *bundle) {
+	eachSetup(t, setupOpts{config: func(c *payonce.Config) {
+		c.FailStoredErrors = true
+		c.Provider = finalStoredErrors{c.Provider}
+	}}, func(t *testing.T, b *bundle) {
 		p := charge("order-fail", 1200)
 		id, end := stored500Replayed(t, b, p)
 		b.clock.Set(end.Add(61 * time.Second))
