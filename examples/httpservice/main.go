@@ -41,6 +41,15 @@ import (
 	"github.com/payonce/payonce/providers/stripe"
 )
 
+// service holds what the handlers need: the service's pool, and payonce's
+// store and client.
+type service struct {
+	pool   *pgxpool.Pool
+	store  *ledgerpg.Store
+	client *payonce.Client
+	log    *slog.Logger
+}
+
 func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	// The first SIGTERM or SIGINT cancels ctx and starts the shutdown.

@@ -4,24 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/ledgerpg"
 )
-
-type service struct {
-	pool   *pgxpool.Pool
-	store  *ledgerpg.Store
-	client *payonce.Client
-	log    *slog.Logger
-}
 
 type orderRequest struct {
 	ID            string `json:"id"`
