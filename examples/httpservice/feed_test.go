@@ -1,176 +1,109 @@
 package main
 
 import (
-	"context"
-	"crypto/rand"
-	"io"
-	"log/slog"
-	"strings"
+	"errors"
+	"net/http"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/payonce/payonce"
-	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/ledgerpg"
-	"github.com/payonce/payonce/providers/stripe"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
 )
 
-// TestFeedReplicasApplyAPageOnce runs two feed consumers at once on one
-// page, as two replicas of the service do: both read the same cursor and
-// the same page, and only one may apply it. A lock on feed_cursors holds
-// both until each has read the page and started applying it; then the
-// first commits and the second's compare-and-set on the cursor must find
-// it moved and roll its page back, leaving every order settled once.
-func TestFeedReplicasApplyAPageOnce(t *testing.T) {
-	dbURL := databaseURL(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	schema := "httpservice_feed_" + strings.ToLower(rand.Text())
-	app := schema // names this test's sessions in pg_stat_activity
-	cfg, err := pgxpool.ParseConfig(withPoolSize(dbURL, 6))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	cfg.ConnConfig.RuntimeParams["application_name"] = app
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	t.Cleanup(func() {
-		if _, err := pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
+// TestFeedConsumerKilledBetweenWriteAndCommit SIGKILLs the service while
+// its feed consumer is inside a page: it has written order A's row and not
+// committed. No hook in the service: the test holds a row lock on order B,
+// which the same page writes after A, so the consumer stops there. After
+// the kill the page must be gone with its cursor (A not settled), and the
+// restarted service must apply it once: A and B settled exactly once, the
+// cursor in payonce_feed_consumers moved past them.
+func TestFeedConsumerKilledBetweenWriteAndCommit(t *testing.T) {
+	h := newHarness(t, harnessOptions{faultRate: "0", poolSize: 6, timeout: 2 * time.Minute})
+	ctx := h.ctx
+	svc := h.startService(t, "service#1")
+	cursor := func() string {
+		var c string
+		err := h.pool.QueryRow(ctx, `SELECT cursor FROM payonce_feed_consumers WHERE name = 'orders'`).Scan(&c)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return "" // not registered yet: at the start of the feed
 		}
-	})
-	if err := migrate(ctx, pool, schema); err != nil {
-		t.Fatal(err)
+		require.NoError(t, err)
+		return c
 	}
-	store, err := ledgerpg.New(pool, ledgerpg.Config{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
+	type row struct {
+		state   string
+		settled int
 	}
-	if err := store.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	psp, err := stripe.New(stripe.Config{APIKey: "sk_test_unused", BaseURL: "http://127.0.0.1:1"}) // never called
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := payonce.New(payonce.Config{Provider: psp, Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &service{pool: pool, store: store, client: client, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-
-	// Three orders recorded as createOrder records them, each then declined
-	// (failed): six feed entries, three of which settle an order.
-	const n = 3
-	for i := range n {
-		p := payonce.ChargeParams{OrderID: "order-" + string(rune('a'+i)), Amount: 100, Currency: "USD", PaymentMethod: "pm_card_visa"}
-		op, err := client.PrepareCharge(ctx, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		now := time.Now()
-		if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `INSERT INTO orders (id, amount, currency, payment_method) VALUES ($1, $2, $3, $4)`,
-				p.OrderID, p.Amount, p.Currency, p.PaymentMethod); err != nil {
-				return err
-			}
-			_, _, err := store.CreateOrGetTx(ctx, tx, op, now)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := store.Claim(ctx, ledger.ClaimParams{ID: op.ID, Owner: "test", Now: now, LeaseUntil: now.Add(time.Minute)}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := store.Finish(ctx, ledger.FinishParams{ID: op.ID, Owner: "test", Now: now, From: ledger.StatusPending, To: ledger.StatusFailed}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The feed hands an entry out once every transaction that was running
-	// when it was written has ended, anywhere in the cluster: wait for all.
-	for {
-		page, err := store.Feed(ctx, ledger.FeedParams{Limit: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page) == 2*n {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("the feed holds %d entries, want %d", len(page), 2*n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if _, err := pool.Exec(ctx, `INSERT INTO feed_cursors (name, cursor) VALUES ('orders', '')`); err != nil {
-		t.Fatal(err)
+	order := func(id string) row {
+		var r row
+		require.NoError(t, h.pool.QueryRow(ctx, `SELECT state, settled FROM orders WHERE id = $1`, id).Scan(&r.state, &r.settled))
+		return r
 	}
 
-	// The lock lets both replicas read the cursor and the page, and stops
-	// them at their first write to feed_cursors (one waits there, the
-	// other on the first one's order rows).
-	hold, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
+	// 1. Hold back the feed: it hands an entry out only once every
+	// transaction older than the entry has ended (its gap rule), so this
+	// one, with a transaction id older than A's and B's entries, keeps the
+	// consumer from seeing any of them until it ends. They then arrive in
+	// one page, A's before B's.
+	gap, err := h.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer gap.Rollback(ctx)
+	_, err = gap.Exec(ctx, `SELECT pg_current_xact_id()`)
+	require.NoError(t, err)
+	for _, id := range []string{"order-a", "order-b"} {
+		code, body, err := post(h.httpc, h.base+"/orders", orderRequest{ID: id, Amount: 1500, Currency: "USD", PaymentMethod: "pm_card_visa"})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, code, "order %s: %s", id, body)
 	}
-	defer hold.Rollback(context.Background())
-	if _, err := hold.Exec(ctx, `LOCK TABLE feed_cursors IN SHARE ROW EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
-	errs := make(chan error, 2)
-	for range 2 {
-		go func() {
-			_, err := s.applyFeedPage(ctx, "orders")
-			errs <- err
-		}()
-	}
-	for waiting := 0; waiting < 2; {
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`,
-			app).Scan(&waiting); err != nil {
-			t.Fatalf("waiting for both replicas to apply the page: %v", err)
-		}
+	before := cursor()
+	require.Equal(t, row{"pending", 0}, order("order-a"), "the consumer applied A's entries while the feed was held back")
+
+	// 2. Lock B's row (this transaction is younger than the entries: it
+	// does not hold them back), then let the feed go.
+	lock, err := h.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer lock.Rollback(ctx)
+	_, err = lock.Exec(ctx, `SELECT 1 FROM orders WHERE id = 'order-b' FOR UPDATE`)
+	require.NoError(t, err)
+	require.NoError(t, gap.Rollback(ctx))
+
+	// 3. Wait for the consumer's backend to wait on the lock.
+	for waiting := 0; waiting == 0; {
+		require.NoError(t, h.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = $1 AND wait_event_type = 'Lock' AND query LIKE 'UPDATE orders%'`, h.app).Scan(&waiting),
+			"waiting for the consumer to block on order B\n%s", svc.tail())
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := hold.Rollback(ctx); err != nil {
-		t.Fatal(err)
+	// It has written A's row and not committed: A is locked, by it.
+	_, err = h.pool.Exec(ctx, `SELECT 1 FROM orders WHERE id = 'order-a' FOR UPDATE NOWAIT`)
+	var pgErr *pgconn.PgError
+	require.True(t, errors.As(err, &pgErr) && pgErr.Code == "55P03",
+		"order A's row is not locked: the consumer's write of A is not in the page's open transaction (or a long transaction elsewhere in the cluster split the page in two): %v", err)
+	require.Equal(t, row{"pending", 0}, order("order-a"))
+
+	// 4. SIGKILL, then release B: the backend gets the lock, finds its
+	// client gone and rolls the page back, cursor included.
+	svc.kill(t)
+	require.NoError(t, lock.Rollback(ctx))
+	for n := 1; n > 0; {
+		require.NoError(t, h.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, h.app).Scan(&n))
+		time.Sleep(20 * time.Millisecond)
 	}
-	var failed int
-	for range 2 {
-		if err := <-errs; err != nil {
-			failed++
-			t.Logf("the replica that lost: %v", err)
-		}
+	require.Equal(t, row{"pending", 0}, order("order-a"), "the killed consumer's write committed")
+	require.Equal(t, row{"pending", 0}, order("order-b"))
+	require.Equal(t, before, cursor(), "the killed consumer's cursor moved")
+
+	// 5. Restart: the page is applied again, once.
+	svc = h.startService(t, "service#2")
+	for order("order-a").settled == 0 || order("order-b").settled == 0 {
+		require.NoError(t, ctx.Err(), "the restarted consumer did not settle A and B\n%s", svc.tail())
+		time.Sleep(50 * time.Millisecond)
 	}
-	if failed != 1 {
-		t.Errorf("%d of two replicas failed to apply the page, want one", failed)
-	}
-	rows, err := pool.Query(ctx, `SELECT id, state, settled FROM orders ORDER BY id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	type order struct {
-		id, state string
-		settled   int
-	}
-	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (order, error) {
-		var o order
-		return o, r.Scan(&o.id, &o.state, &o.settled)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range got {
-		if o.state != "failed" || o.settled != 1 {
-			t.Errorf("order %s: %s, settled %d times by the feed consumers, want failed once", o.id, o.state, o.settled)
-		}
-	}
-	if len(got) != n {
-		t.Errorf("%d orders, want %d", len(got), n)
-	}
+	// SIGTERM: its final pass applies anything left, and it exits 0.
+	require.NoError(t, svc.stop(syscall.SIGTERM, 20*time.Second), svc.tail())
+	require.Equal(t, row{"paid", 1}, order("order-a"))
+	require.Equal(t, row{"paid", 1}, order("order-b"))
+	require.NotEqual(t, before, cursor(), "the consumer's cursor in payonce_feed_consumers did not advance")
 }

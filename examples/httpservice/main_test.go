@@ -45,66 +45,10 @@ const (
 // either settled (its order row agreeing, settled once by the feed
 // consumer) or visibly still processing with nothing charged twice.
 func TestServiceSurvivesKillAgainstFaultyFake(t *testing.T) {
-	dbURL := databaseURL(t)
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-
-	bin := t.TempDir()
-	payonceBin, serviceBin := filepath.Join(bin, "payonce"), filepath.Join(bin, "httpservice")
-	goBuild(t, filepath.Join("..", ".."), payonceBin, "./cmd/payonce")
-	goBuild(t, ".", serviceBin, ".")
-
-	// A fresh schema per run holds both the service's tables and the ledger.
-	schema := "httpservice_" + strings.ToLower(rand.Text())
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close) // after the drop below: cleanups run last first
-	t.Cleanup(func() {
-		if os.Getenv("HTTPSERVICE_KEEP_SCHEMA") == "1" && t.Failed() {
-			return
-		}
-		dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer dcancel()
-		if _, err := pool.Exec(dctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-		}
-	})
-
-	// The service keeps one address across restarts, so that the fake's
-	// webhooks find the new process.
-	addr := freeAddr(t)
-	secret := "whsec_" + rand.Text()
-	fake := startProc(t, "fake", exec.CommandContext(ctx, payonceBin, "fake", "--provider", "stripe",
-		"--fault-rate", faultRate, "--seed", "25", "--hang-for", "3s",
-		"--webhook-url", "http://"+addr+"/webhooks/stripe", "--webhook-secret", secret, "--exit-on-stdin-eof"))
-	var ready struct {
-		URL      string            `json:"url"`
-		TruthURL string            `json:"truth_url"`
-		Env      map[string]string `json:"env"`
-	}
-	if err := json.Unmarshal([]byte(fake.waitLine(t, "{", 30*time.Second)), &ready); err != nil {
-		t.Fatalf("the fake's ready line: %v", err)
-	}
-
-	env := append(os.Environ(),
-		"DATABASE_URL="+withPoolSize(dbURL, 12), "DATABASE_SCHEMA="+schema, "ADDR="+addr,
-		"STRIPE_API_KEY="+ready.Env["STRIPE_API_KEY"], "STRIPE_BASE_URL="+ready.URL, "STRIPE_WEBHOOK_SECRET="+secret,
-		// The fake's search is never behind, and the test cannot wait
-		// out production's 30 s first check and 10 s idle passes.
-		"STRIPE_SEARCH_LAG=200ms", "PAYONCE_CHECK_INTERVAL=500ms", "PAYONCE_RECONCILE_INTERVAL=300ms", "FEED_POLL_INTERVAL=200ms")
-	startService := func(name string) *proc {
-		cmd := exec.CommandContext(ctx, serviceBin)
-		cmd.Env = env
-		p := startProc(t, name, cmd)
-		p.waitLine(t, "msg=listening", 30*time.Second)
-		return p
-	}
-	svc := startService("service#1")
-	base := "http://" + addr
-	httpc := &http.Client{Timeout: 20 * time.Second}
+	h := newHarness(t, harnessOptions{faultRate: faultRate, webhooks: true, poolSize: 12, timeout: 3 * time.Minute})
+	ctx, pool, schema, base, httpc := h.ctx, h.pool, h.schema, h.base, h.httpc
+	svc := h.startService(t, "service#1")
 
 	orders := make([]orderRequest, nOrders)
 	for i := range orders {
@@ -167,7 +111,7 @@ func TestServiceSurvivesKillAgainstFaultyFake(t *testing.T) {
 	})
 	killOnce.Do(func() { t.Fatalf("only %d orders answered: no kill", len(acked)) })
 	kills := 1
-	svc = startService("service#2")
+	svc = h.startService(t, "service#2")
 
 	// 2. Nothing acknowledged before the kill is lost.
 	for i := range acked {
@@ -200,7 +144,7 @@ func TestServiceSurvivesKillAgainstFaultyFake(t *testing.T) {
 	var truth mocks.Truth
 	deadline := time.Now().Add(40 * time.Second)
 	for {
-		truth = getTruth(t, ready.TruthURL)
+		truth = getTruth(t, h.truthURL)
 		charged := truth.ChargesBy(stripe.MetaOperation)
 		views = map[string]orderView{}
 		var waiting []string
@@ -295,14 +239,115 @@ func TestServiceSurvivesKillAgainstFaultyFake(t *testing.T) {
 	if err := svc.stop(syscall.SIGTERM, 20*time.Second); err != nil {
 		t.Errorf("service on SIGTERM: %v\n%s", err, svc.tail())
 	}
-	hooks, _ := getJSON(ready.URL + "/__webhooks")
+	hooks, _ := getJSON(h.fakeURL + "/__webhooks")
 	t.Logf("orders %d, answers %v, SIGKILLs %d; at the fake: %d payments, %d authorized, faults %v, webhooks %s; "+
 		"final charge statuses %v; %.1fs",
 		nOrders, codes, kills, len(truth.Payments), authorized, truth.Faults, bytes.TrimSpace(hooks), statuses, time.Since(start).Seconds())
-	fake.closeStdin()
-	if err := fake.stop(syscall.SIGTERM, 20*time.Second); err != nil {
+	h.fake.closeStdin()
+	if err := h.fake.stop(syscall.SIGTERM, 20*time.Second); err != nil {
 		t.Errorf("fake: %v", err)
 	}
+}
+
+// harness is the service's world: the payonce and httpservice binaries,
+// "payonce fake" as its own process, a fresh schema (dropped at the end,
+// kept with HTTPSERVICE_KEEP_SCHEMA=1 when the test fails), and the
+// service's environment.
+type harness struct {
+	ctx     context.Context
+	pool    *pgxpool.Pool // the test's own, search_path the schema
+	schema  string
+	app     string // the service's application_name, to find its backends in pg_stat_activity
+	base    string // the service's URL (one address across restarts)
+	httpc   *http.Client
+	fake    *proc
+	fakeURL string
+	// truthURL answers the fake's own record (mocks.Truth).
+	truthURL   string
+	serviceBin string
+	env        []string
+}
+
+type harnessOptions struct {
+	faultRate string        // the fake's --fault-rate
+	webhooks  bool          // the fake delivers signed webhooks to the service
+	poolSize  int           // the service's pool_max_conns
+	timeout   time.Duration // the whole test's
+}
+
+func newHarness(t *testing.T, o harnessOptions) *harness {
+	dbURL := databaseURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	t.Cleanup(cancel)
+	h := &harness{ctx: ctx, httpc: &http.Client{Timeout: 20 * time.Second}}
+
+	bin := t.TempDir()
+	payonceBin := filepath.Join(bin, "payonce")
+	h.serviceBin = filepath.Join(bin, "httpservice")
+	goBuild(t, filepath.Join("..", ".."), payonceBin, "./cmd/payonce")
+	goBuild(t, ".", h.serviceBin, ".")
+
+	// A fresh schema per run holds both the service's tables and the ledger.
+	h.schema = "httpservice_" + strings.ToLower(rand.Text())
+	h.app = h.schema
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = h.schema
+	h.pool, err = pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.pool.Close) // after the drop below: cleanups run last first
+	t.Cleanup(func() {
+		if os.Getenv("HTTPSERVICE_KEEP_SCHEMA") == "1" && t.Failed() {
+			return
+		}
+		dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer dcancel()
+		if _, err := h.pool.Exec(dctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{h.schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("dropping schema %s: %v", h.schema, err)
+		}
+	})
+
+	// The service keeps one address across restarts, so that the fake's
+	// webhooks find the new process.
+	addr := freeAddr(t)
+	h.base = "http://" + addr
+	args := []string{"fake", "--provider", "stripe", "--fault-rate", o.faultRate, "--seed", "25", "--hang-for", "3s", "--exit-on-stdin-eof"}
+	secret := ""
+	if o.webhooks {
+		secret = "whsec_" + rand.Text()
+		args = append(args, "--webhook-url", h.base+"/webhooks/stripe", "--webhook-secret", secret)
+	}
+	h.fake = startProc(t, "fake", exec.CommandContext(ctx, payonceBin, args...))
+	var ready struct {
+		URL      string            `json:"url"`
+		TruthURL string            `json:"truth_url"`
+		Env      map[string]string `json:"env"`
+	}
+	if err := json.Unmarshal([]byte(h.fake.waitLine(t, "{", 30*time.Second)), &ready); err != nil {
+		t.Fatalf("the fake's ready line: %v", err)
+	}
+	h.fakeURL, h.truthURL = ready.URL, ready.TruthURL
+	h.env = append(os.Environ(),
+		"DATABASE_URL="+withParam(withParam(dbURL, "pool_max_conns", fmt.Sprint(o.poolSize)), "application_name", h.app),
+		"DATABASE_SCHEMA="+h.schema, "ADDR="+addr,
+		"STRIPE_API_KEY="+ready.Env["STRIPE_API_KEY"], "STRIPE_BASE_URL="+ready.URL, "STRIPE_WEBHOOK_SECRET="+secret,
+		// The fake's search is never behind, and the test cannot wait
+		// out production's 30 s first check and 10 s idle passes.
+		"STRIPE_SEARCH_LAG=200ms", "PAYONCE_CHECK_INTERVAL=500ms", "PAYONCE_RECONCILE_INTERVAL=300ms", "FEED_POLL_INTERVAL=200ms")
+	return h
+}
+
+// startService starts the service and waits until it listens.
+func (h *harness) startService(t *testing.T, name string) *proc {
+	cmd := exec.CommandContext(h.ctx, h.serviceBin)
+	cmd.Env = h.env
+	p := startProc(t, name, cmd)
+	p.waitLine(t, "msg=listening", 30*time.Second)
+	return p
 }
 
 // databaseURL returns PAYONCE_TEST_DATABASE_URL, or skips (fails with
@@ -319,15 +364,16 @@ func databaseURL(t *testing.T) string {
 	return ""
 }
 
-// withPoolSize sets pgx's pool_max_conns on a URL or keyword/value DSN.
-func withPoolSize(dsn string, n int) string {
+// withParam sets a pgx or libpq parameter (pool_max_conns,
+// application_name) on a URL or keyword/value DSN.
+func withParam(dsn, key, value string) string {
 	switch {
 	case !strings.Contains(dsn, "://"):
-		return fmt.Sprintf("%s pool_max_conns=%d", dsn, n)
+		return fmt.Sprintf("%s %s=%s", dsn, key, value)
 	case strings.Contains(dsn, "?"):
-		return fmt.Sprintf("%s&pool_max_conns=%d", dsn, n)
+		return fmt.Sprintf("%s&%s=%s", dsn, key, value)
 	}
-	return fmt.Sprintf("%s?pool_max_conns=%d", dsn, n)
+	return fmt.Sprintf("%s?%s=%s", dsn, key, value)
 }
 
 func goBuild(t *testing.T, dir, out, pkg string) {

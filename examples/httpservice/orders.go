@@ -4,24 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/ledger/ledgerpg"
 )
-
-type service struct {
-	pool   *pgxpool.Pool
-	store  *ledgerpg.Store
-	client *payonce.Client
-	log    *slog.Logger
-}
 
 type orderRequest struct {
 	ID            string `json:"id"`
@@ -39,6 +29,17 @@ type orderView struct {
 	// written by the feed consumer; it follows Payment.Status.
 	State   string      `json:"state,omitempty"`
 	Payment paymentView `json:"payment"`
+	// Refunds is what the ledger says of the order's refunds, once its
+	// charge has settled.
+	Refunds *refundsView `json:"refunds,omitempty"`
+}
+
+// refundsView is payonce.Refundable, in minor units of the order's currency.
+type refundsView struct {
+	Count     int   `json:"count"`     // refunds recorded, failed ones included
+	Refunded  int64 `json:"refunded"`  // succeeded
+	Open      int64 `json:"open"`      // recorded, not settled yet: counted as taken
+	Remaining int64 `json:"remaining"` // the most a new refund may ask for
 }
 
 type paymentView struct {
@@ -130,6 +131,11 @@ func (s *service) getOrder(w http.ResponseWriter, r *http.Request) {
 		// the charge's state, not a failure of this request.
 		if res.Status != "" {
 			v.Payment = paymentOf(res, serr)
+			// Cheap: the charge and refunds 1..n, from the ledger alone.
+			// ErrNotSettled (charge still open) leaves refunds out.
+			if rf, err := s.client.Refundable(ctx, v.ID); err == nil {
+				v.Refunds = &refundsView{Count: rf.NextSeq - 1, Refunded: rf.Refunded, Open: rf.Open, Remaining: rf.Remaining}
+			}
 			writeJSON(w, http.StatusOK, v)
 			return
 		}
@@ -147,73 +153,31 @@ func paymentOf(res payonce.Result, err error) paymentView {
 	return p
 }
 
-// consumeFeed marks orders paid, failed or in review from the ledger's
-// settlement feed, whoever settled the charge: this request, another
-// replica's Reconciler, a webhook or an operator. Each page is applied in
-// one transaction with the consumer's cursor, so across crashes every
-// entry takes effect exactly once; the cursor's compare-and-set keeps two
-// replicas from both applying a page.
-func (s *service) consumeFeed(ctx context.Context, poll time.Duration) {
-	for {
-		n, err := s.applyFeedPage(ctx, "orders")
-		if err != nil && ctx.Err() == nil {
-			s.log.Warn("feed consumer", "err", err) // retried at the next poll
-		}
-		if n > 0 && err == nil {
-			continue // there may be more
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(poll):
-		}
+// applyFeedEntry is the feed consumer's handler: it marks an order paid,
+// failed, in review or pending from an entry of its charge, whoever settled
+// it (this request, another replica's Reconciler, a webhook, an operator).
+// It writes through tx, the transaction in which the consumer's cursor
+// moves: the change and the cursor commit together, so every entry takes
+// effect exactly once across crashes (orders.settled counts it).
+//
+// It follows every status, not only the settled ones: an operator's resend
+// out of review moves the charge back to pending, and the order must follow.
+func applyFeedEntry(ctx context.Context, tx pgx.Tx, e ledger.FeedEntry) error {
+	if e.Kind != string(payonce.KindCharge) || len(e.References) == 0 {
+		return nil // refunds do not change the order's state here
 	}
-}
-
-func (s *service) applyFeedPage(ctx context.Context, name string) (int, error) {
-	var cursor string
-	err := s.pool.QueryRow(ctx, `SELECT cursor FROM feed_cursors WHERE name = $1`, name).Scan(&cursor)
-	if errors.Is(err, pgx.ErrNoRows) {
-		_, err = s.pool.Exec(ctx, `INSERT INTO feed_cursors (name, cursor) VALUES ($1, '') ON CONFLICT DO NOTHING`, name)
+	state, settles := "pending", 0 // pending: created, or sent again by an operator
+	switch e.To {
+	case ledger.StatusSucceeded:
+		state, settles = "paid", 1 // a real service ships the order here
+	case ledger.StatusFailed:
+		state, settles = "failed", 1
+	case ledger.StatusManualReview:
+		state = "review"
 	}
-	if err != nil {
-		return 0, err
-	}
-	// No Statuses filter: an operator's resend out of review (to pending)
-	// must reach the order too.
-	entries, err := s.store.Feed(ctx, ledger.FeedParams{After: ledger.FeedCursor(cursor), Limit: 100})
-	if err != nil || len(entries) == 0 {
-		return 0, err
-	}
-	return len(entries), pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		for _, e := range entries {
-			if e.Kind != string(payonce.KindCharge) || len(e.References) == 0 {
-				continue
-			}
-			state, settles := "", 0
-			switch e.To {
-			case ledger.StatusSucceeded:
-				state, settles = "paid", 1 // a real service ships the order here
-			case ledger.StatusFailed:
-				state, settles = "failed", 1
-			case ledger.StatusManualReview:
-				state = "review"
-			default: // pending: created, or sent again by an operator
-				state = "pending"
-			}
-			// References[0] of a charge is its OrderID.
-			if _, err := tx.Exec(ctx, `UPDATE orders SET state = $2, settled = settled + $3 WHERE id = $1`,
-				e.References[0], state, settles); err != nil {
-				return err
-			}
-		}
-		tag, err := tx.Exec(ctx, `UPDATE feed_cursors SET cursor = $3 WHERE name = $1 AND cursor = $2`,
-			name, cursor, string(entries[len(entries)-1].Cursor))
-		if err == nil && tag.RowsAffected() != 1 {
-			err = errors.New("the feed cursor moved: another replica applied this page") // rolled back; reread
-		}
-		return err
-	})
+	// References[0] of a charge is its OrderID.
+	_, err := tx.Exec(ctx, `UPDATE orders SET state = $2, settled = settled + $3 WHERE id = $1`, e.References[0], state, settles)
+	return err
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
