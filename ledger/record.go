@@ -199,9 +199,15 @@ const (
 	ReviewCodeRequestUnreadable ReviewCode = "request_unreadable"
 	// ReviewCodeStoredError: the provider replayed a stored error for the
 	// operation's current key, and lookups that prove absence, made after
-	// the lookup's lag, found nothing more than once: the money did not
-	// move as far as the provider shows, but only a person (or the
-	// Config.FailOnStoredError policy) may say the operation failed.
+	// the lookup's lag, found nothing more than once. Nothing has moved as
+	// far as the provider shows yet, but a stored 5xx is not always final:
+	// Stripe treats it as indeterminate and may still roll the payment
+	// forward (docs.stripe.com/error-low-level, Server errors), so read-only
+	// lookups go on. Before resolving it failed (and charging again under
+	// a new operation), check the provider's dashboard or wait for its
+	// reconciliation; only an adapter that declares its stored errors
+	// final (ProviderInfo.StoredErrorsFinal) lets the Config.FailStoredErrors
+	// policy record it failed.
 	ReviewCodeStoredError ReviewCode = "stored_error"
 	// ReviewCodeOther: any other reason (an operator's or a caller's own).
 	ReviewCodeOther ReviewCode = "other"
