@@ -226,7 +226,8 @@ func TestLookupChargeListBound(t *testing.T) {
 }
 
 // Since unknown: the window cannot be listed. Search, or an error when it
-// is disabled. A list that fails is an error too, never "not found".
+// is disabled. A list that fails falls back to the search (with its lag),
+// or is an error when search is disabled: never "not found" by the list.
 func TestLookupChargeListCannotTell(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *stripe.Config) { c.SearchDisabled = true })
@@ -238,11 +239,18 @@ func TestLookupChargeListCannotTell(t *testing.T) {
 
 	b = setup(t)
 	b.MT.RegisterResponder(http.MethodGet, base+"/v1/payment_intents", httpmock.NewStringResponder(500, `{"error":{"type":"api_error","message":"boom"}}`))
-	noSearch(t, b)
+	b.MT.RegisterResponder(http.MethodGet, base+"/v1/payment_intents/search", httpmock.NewStringResponder(200, searchJSON(false)))
+	res, err := b.P.Lookup(context.Background(), b.HC, lostAnswer())
+	require.NoError(t, err, "a failed list page falls back to the search")
+	require.Equal(t, payonce.LookupNotFound, res.State)
+	require.Equal(t, stripe.DefaultSearchLag, res.Lag, "the search decided: its lag applies")
+
+	b = setup(t, func(c *stripe.Config) { c.SearchDisabled = true })
+	b.MT.RegisterResponder(http.MethodGet, base+"/v1/payment_intents", httpmock.NewStringResponder(500, `{"error":{"type":"api_error","message":"boom"}}`))
 	_, err = b.P.Lookup(context.Background(), b.HC, lostAnswer())
+	require.ErrorContains(t, err, "listing the window failed")
+	require.ErrorContains(t, err, "search is disabled")
 	var apiErr *stripe.APIError
-	require.ErrorAs(t, err, &apiErr)
-	require.True(t, apiErr.Temporary())
 
 	b = setup(t)
 	b.MT.RegisterResponder(http.MethodGet, base+"/v1/payment_intents", httpmock.NewStringResponder(200, `{"object":"search_result","data":[],"has_more":false}`))

@@ -162,7 +162,20 @@ func (p *Provider) listCharges(ctx context.Context, hc payonce.HTTPDoer, q payon
 		}
 		res, err := getList[paymentIntent](ctx, p, hc, "/v1/payment_intents", query, objList, objPaymentIntent, "list")
 		if err != nil {
-			return nil, false, "", err
+			var ae *APIError
+			if ctx.Err() != nil || errors.As(err, &ae) && ae.HTTPStatus != http.StatusTooManyRequests && ae.HTTPStatus < 500 {
+				// The lookup's time is up, or Stripe refused the list or
+				// answered with something that is not one: an error that
+				// a search would not mend, and that must be seen.
+				return nil, false, "", err
+			}
+			// A page that failed for a passing reason (5xx, 429, the
+			// network) proves nothing, and it is no reason to fail the
+			// lookup: the search answers the same question (with its
+			// lag), as it did before lists were used. Each page is one
+			// more request that can fail; without this a lookup that
+			// needs several pages would fail more often than one search.
+			return hits, false, fmt.Sprintf("listing the window failed (%v)", err), nil
 		}
 		for _, pi := range res.Data {
 			if chargeListed(q, pi) && !slices.Contains(hits, pi.ID) {

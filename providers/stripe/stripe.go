@@ -30,13 +30,20 @@ const (
 	// DefaultLookupMargin widens the creation-time window in which a charge
 	// lookup lists PaymentIntents, on both ends, for clock skew between this
 	// host (which dates LookupQuery.Since and the lookup) and Stripe (which
-	// dates created): LookupQuery.Since minus it to now plus it.
-	DefaultLookupMargin = 10 * time.Minute
+	// dates created): LookupQuery.Since minus it to now plus it. Hosts kept
+	// by NTP are within a second of each other; two minutes leaves room for
+	// a drifting clock while keeping the window (and so the pages listed)
+	// small.
+	DefaultLookupMargin = 2 * time.Minute
 	// DefaultMaxListPages bounds the pages (100 PaymentIntents each) one
-	// charge lookup lists: 10 pages, 1,000 PaymentIntents created in the
-	// window, 10 read requests. Past it the lookup falls back to search
-	// (or, with SearchDisabled, reports that it cannot tell).
-	DefaultMaxListPages = 10
+	// charge lookup lists: 3 pages, 300 PaymentIntents created in the
+	// window, 3 read requests. Past it the lookup falls back to search
+	// (or, with SearchDisabled, reports that it cannot tell). An account
+	// that creates more than about one PaymentIntent a second fills the
+	// window beyond it: listing further would cost more requests (each
+	// against Stripe's rate limits, and each one more that can fail) than
+	// the one search it would spare.
+	DefaultMaxListPages = 3
 )
 
 // MaxKeyLength is the longest idempotency key Stripe accepts.
@@ -66,11 +73,11 @@ type Config struct {
 	// LookupMargin widens, on both ends, the creation-time window in which a
 	// charge lookup lists PaymentIntents: from LookupQuery.Since minus
 	// LookupMargin to now plus LookupMargin, for clock skew between this host
-	// and Stripe. Defaults to DefaultLookupMargin (10 minutes); it must be at
+	// and Stripe. Defaults to DefaultLookupMargin (2 minutes); it must be at
 	// least the skew your hosts' clocks may have against Stripe's.
 	LookupMargin time.Duration
 	// MaxListPages bounds the pages of 100 PaymentIntents one charge lookup
-	// lists in that window. Defaults to DefaultMaxListPages (10). When the
+	// lists in that window. Defaults to DefaultMaxListPages (3). When the
 	// window holds more, the lookup falls back to search, whose answers
 	// carry SearchLag.
 	MaxListPages int
