@@ -2,6 +2,7 @@ package mocks
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 
@@ -223,15 +224,22 @@ func (s *StripeHandler) listIntents(c *call) (*response, bool) {
 		return r, false
 	}
 	customer := c.query.Get("customer")
+	// The page is copied under the lock and encoded after it: a page of
+	// 100 PaymentIntents takes a while to encode, and a real Stripe does
+	// not hold every write back while a list is read.
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	all := newestFirst(s.intentOrder, func(in *stripeIntent) bool {
 		return (customer == "" || in.pi.Customer == customer) && (!created.set || created.matches(in.pi.Created))
 	})
 	out, r := stripeList("/v1/payment_intents", all, p, func(in *stripeIntent) string { return in.pi.ID },
-		func(in *stripeIntent) stripewire.PaymentIntent { return in.pi },
+		func(in *stripeIntent) stripewire.PaymentIntent {
+			pi := in.pi
+			pi.Metadata = maps.Clone(pi.Metadata) // a capture adds to it in place
+			return pi
+		},
 		func(id string) (*stripeIntent, bool) { in, ok := s.intents[id]; return in, ok },
 		func(param, id string) *response { return s.unknownCursor(c, "payment_intent", param, id) })
+	s.mu.Unlock()
 	if r != nil {
 		return r, false
 	}

@@ -71,7 +71,7 @@ func noSearch(t *testing.T, b bundle) {
 // starting_after the last id of the page before.
 func TestLookupChargeListRequestShape(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(c *stripe.Config) { c.LookupMargin = 2 * time.Minute })
+	b := setup(t, func(c *stripe.Config) { c.LookupMargin = 2 * time.Minute; c.MaxListPages = 2 })
 	page1 := make([]string, 100)
 	for i := range page1 {
 		page1[i] = otherPI(i)
@@ -149,7 +149,7 @@ func TestLookupChargeListPagesPastOthers(t *testing.T) {
 		pages = append(pages, page)
 	}
 	pages[2] = append(pages[2], piJSON("pi_ours", "succeeded", 1999, ""))
-	b := setup(t)
+	b := setup(t, func(c *stripe.Config) { c.MaxListPages = 3 })
 	got := servePages(t, b, false, pages...)
 	noSearch(t, b)
 	getOK(t, b, base+"/v1/payment_intents/pi_ours", 200, piJSON("pi_ours", "succeeded", 1999, ""))

@@ -36,14 +36,15 @@ const (
 	// small.
 	DefaultLookupMargin = 2 * time.Minute
 	// DefaultMaxListPages bounds the pages (100 PaymentIntents each) one
-	// charge lookup lists: 3 pages, 300 PaymentIntents created in the
-	// window, 3 read requests. Past it the lookup falls back to search
+	// charge lookup lists: 1 page, 100 PaymentIntents created in the
+	// window, one read request. Past it the lookup falls back to search
 	// (or, with SearchDisabled, reports that it cannot tell). An account
-	// that creates more than about one PaymentIntent a second fills the
-	// window beyond it: listing further would cost more requests (each
-	// against Stripe's rate limits, and each one more that can fail) than
-	// the one search it would spare.
-	DefaultMaxListPages = 3
+	// that creates more than about one PaymentIntent every two seconds
+	// fills the window beyond it; listing further would cost more requests
+	// than the one search it would spare, and lookups come in bursts when
+	// Stripe is slow (timeouts), which is when extra reads hurt most: a
+	// lookup then costs at most one read more than a search alone.
+	DefaultMaxListPages = 1
 )
 
 // MaxKeyLength is the longest idempotency key Stripe accepts.
@@ -77,7 +78,7 @@ type Config struct {
 	// least the skew your hosts' clocks may have against Stripe's.
 	LookupMargin time.Duration
 	// MaxListPages bounds the pages of 100 PaymentIntents one charge lookup
-	// lists in that window. Defaults to DefaultMaxListPages (3). When the
+	// lists in that window. Defaults to DefaultMaxListPages (1). When the
 	// window holds more, the lookup falls back to search, whose answers
 	// carry SearchLag.
 	MaxListPages int
