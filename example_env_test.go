@@ -61,7 +61,9 @@ func newExampleEnv(webhookURL string) *exampleEnv {
 // follows with a proxy's 502.
 func (e *exampleEnv) LoseNextAnswer() {
 	e.fake.Script(mocks.Match{Method: "POST", Path: "/v1/payment_intents"}, mocks.FaultDropAfterProcessing)
-	e.fake.Script(mocks.Match{Method: "GET"}, mocks.FaultGatewayBefore502)
+	// Both reads of the lookup: the list of the attempt's window, and the
+	// search it falls back to when the list fails.
+	e.fake.Script(mocks.Match{Method: "GET"}, mocks.FaultGatewayBefore502, mocks.FaultGatewayBefore502)
 }
 
 // WaitForWebhooks returns once the fake has delivered every event so far.

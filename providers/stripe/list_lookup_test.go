@@ -291,3 +291,32 @@ func TestConfigListOptions(t *testing.T) {
 	require.Contains(t, p.String(), "SearchDisabled:true")
 	require.Contains(t, fmt.Sprint(stripe.Config{APIKey: testKey, MaxListPages: 3}), "MaxListPages:3")
 }
+
+// A window that held more than MaxListPages pages makes the next lookups
+// go straight to the search for a while (the account is too busy for the
+// list to cover a window): one extra read per burst, not per lookup. Once
+// that while has passed, lookups list again.
+func TestLookupChargeDenseWindowSkipsList(t *testing.T) {
+	t.Parallel()
+	now := testNow
+	b := setup(t, func(c *stripe.Config) { c.Now = func() time.Time { return now } })
+	page := make([]string, 100)
+	for i := range page {
+		page[i] = otherPI(i)
+	}
+	got := servePages(t, b, true, page)
+	b.MT.RegisterResponder(http.MethodGet, base+"/v1/payment_intents/search", httpmock.NewStringResponder(200, searchJSON(false)))
+
+	for range 3 {
+		res, err := b.P.Lookup(context.Background(), b.HC, lostAnswer())
+		require.NoError(t, err)
+		require.Equal(t, payonce.LookupNotFound, res.State)
+		require.Equal(t, stripe.DefaultSearchLag, res.Lag, "the search decided")
+	}
+	require.Len(t, *got, 1, "only the first lookup listed; the next went to the search")
+
+	now = now.Add(5*time.Minute + time.Second)
+	_, err := b.P.Lookup(context.Background(), b.HC, lostAnswer())
+	require.NoError(t, err)
+	require.Len(t, *got, 2, "a while later the list is tried again")
+}

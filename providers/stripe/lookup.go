@@ -149,6 +149,9 @@ func (p *Provider) listCharges(ctx context.Context, hc payonce.HTTPDoer, q payon
 	if q.Since.IsZero() {
 		return nil, false, "LookupQuery.Since is unknown, so no creation-time window can be listed", nil
 	}
+	if until := p.denseUntil.Load(); p.now().UnixNano() < until {
+		return nil, false, "a lookup's window held more PaymentIntents than MaxListPages pages moments ago", nil
+	}
 	gte, lte := p.listWindow(q.Since)
 	after := ""
 	for range p.maxListPages {
@@ -187,9 +190,21 @@ func (p *Provider) listCharges(ctx context.Context, hc payonce.HTTPDoer, q payon
 		}
 		after = res.Data[len(res.Data)-1].ID
 	}
+	// The account creates PaymentIntents faster than MaxListPages pages
+	// cover: the next lookups' windows will overflow too. Listing them
+	// would only add reads before the search that decides anyway, and
+	// lookups come in bursts when Stripe is slow, when every extra read
+	// counts against its rate limits and the circuit breaker; so for
+	// denseFor lookups go straight to the search.
+	p.denseUntil.Store(p.now().Add(denseFor).UnixNano())
 	return hits, false, fmt.Sprintf("more than %d PaymentIntents were created in the lookup's window (%d pages of %d)",
 		p.maxListPages*listPageSize, p.maxListPages, listPageSize), nil
 }
+
+// denseFor is how long lookups skip the list after a window overflowed
+// MaxListPages: long enough that a burst of lookups pays the extra reads
+// once, short enough that a quieter hour lists again.
+const denseFor = 5 * time.Minute
 
 // chargeListed reports whether a listed PaymentIntent is one payonce may
 // have written for q's operation: its payonce_op is the operation id

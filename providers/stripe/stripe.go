@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/payonce/payonce"
@@ -127,6 +128,10 @@ type Provider struct {
 	searchDisabled bool
 	listDisabled   bool
 	now            func() time.Time
+	// denseUntil (Unix nanoseconds by now) is when lookups list windows
+	// again after one held more than maxListPages pages (see listCharges).
+	// A pointer: the Provider's value methods copy it.
+	denseUntil *atomic.Int64
 
 	webhookSecret    adapterkit.Secret
 	webhookTolerance time.Duration
@@ -143,7 +148,7 @@ var _ payonce.Provider = (*Provider)(nil)
 // Config field and how to fix it; it never contains the API key.
 func New(cfg Config) (*Provider, error) {
 	p := &Provider{apiKey: adapterkit.Secret(cfg.APIKey), apiVersion: cfg.APIVersion, webhookSecret: adapterkit.Secret(cfg.WebhookSecret),
-		searchDisabled: cfg.SearchDisabled, listDisabled: cfg.ListDisabled}
+		searchDisabled: cfg.SearchDisabled, listDisabled: cfg.ListDisabled, denseUntil: new(atomic.Int64)}
 	const prefix = "stripe.Config."
 	switch {
 	case cfg.APIKey == "":

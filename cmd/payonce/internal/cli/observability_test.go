@@ -151,7 +151,10 @@ func TestReconcileUntilSettled(t *testing.T) {
 		base := "--base-url=" + fake.URL()
 		id := opID(t, payonce.KindCharge, "order-late")
 		fake.Script(mocks.Match{Path: "/v1/payment_intents", IdempotencyKey: id}, mocks.FaultGatewayAfter502)
-		fake.Script(mocks.Match{Method: "GET"}, mocks.FaultGatewayBefore502, mocks.FaultGatewayBefore502, mocks.FaultGatewayBefore502)
+		// Every read of the lookup fails: the list (with its retries) and
+		// the search it falls back to (with its retries).
+		fake.Script(mocks.Match{Method: "GET"}, mocks.FaultGatewayBefore502, mocks.FaultGatewayBefore502, mocks.FaultGatewayBefore502,
+			mocks.FaultGatewayBefore502, mocks.FaultGatewayBefore502, mocks.FaultGatewayBefore502)
 		r := runBinary(t, env, "charge", base, "--order", "order-late", "--amount", "900", "--currency", "USD",
 			"--payment-method", "pm_card_visa", "--timeout", "1s")
 		require.Equal(t, 4, r.code, "%s", r)
