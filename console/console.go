@@ -96,6 +96,7 @@ type handler struct {
 	pages   map[string]*template.Template
 	mux     *http.ServeMux
 	static  http.Handler
+	files   fs.FS
 }
 
 // New returns the console's handler. Mount it under a prefix with
@@ -149,6 +150,7 @@ func New(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	h.files = sub
 	h.static = http.StripPrefix("/static/", http.FileServerFS(sub))
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", h.overview)
@@ -178,6 +180,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/static/") && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		// The embedded stylesheet and script: public files, served without
 		// an identity so a login page can use them too.
+		if fi, err := fs.Stat(h.files, strings.TrimPrefix(r.URL.Path, "/static/")); err != nil || fi.IsDir() {
+			// Answered here: the file server's own error drops headers.
+			http.Error(w, "404 not found", http.StatusNotFound)
+			return
+		}
 		h.static.ServeHTTP(w, r)
 		return
 	}

@@ -80,7 +80,8 @@ type browser struct {
 func (e *env) browser(t *testing.T, operator string) *browser {
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
-	c := e.srv.Client()
+	c := new(http.Client)
+	*c = *e.srv.Client() // a copy: each browser its own jar
 	c.Jar = jar
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &browser{t: t, e: e, operator: operator, c: c}
