@@ -20,6 +20,7 @@ import (
 	"github.com/payonce/payonce/console"
 	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/mocks"
 	"github.com/payonce/payonce/providers/providertest"
 )
 
@@ -46,11 +47,17 @@ type envOpts struct {
 	tls      bool
 	loginURL string
 	noClient bool
+	pg       bool // a PostgreSQL ledger (skipped without PAYONCE_TEST_DATABASE_URL)
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
-	e := testkit.NewE2E(t, providertest.StripeEnv)
+	var e *testkit.E2E
+	if o.pg {
+		e = newPGE2E(t)
+	} else {
+		e = testkit.NewE2E(t, providertest.StripeEnv)
+	}
 	cfg := console.Config{Store: e.Store, Identity: testIdentity, Now: e.Clock.Now, LoginURL: o.loginURL}
 	if !o.noClient {
 		cfg.Clients = []*payonce.Client{e.Client}
@@ -206,3 +213,16 @@ func opPath(id string) string { return "/console/ops/" + url.PathEscape(id) }
 func orderName(i int) string { return fmt.Sprintf("order-%04d", i) }
 
 var regexpOps = regexp.MustCompile(`name="op" value="([^"]+)"`)
+
+// newPGE2E is testkit.NewE2E on a PostgreSQL ledger in a schema of its own.
+func newPGE2E(t *testing.T) *testkit.E2E {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	_, store := testkit.NewPGLedger(t, ctx)
+	clock := mocks.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	pe := providertest.StripeEnv(t, providertest.Options{Clock: clock})
+	client, err := payonce.New(providertest.ClientConfig(pe.Provider, store, clock.Now))
+	require.NoError(t, err)
+	return &testkit.E2E{Fake: pe.Fake, Clock: clock, Store: store, Client: client, Ctx: ctx}
+}
