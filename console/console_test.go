@@ -1,6 +1,9 @@
 package console_test
 
 import (
+	"context"
+	"database/sql"
+	"errors"
 	"html"
 	"net/http"
 	"net/url"
@@ -14,6 +17,7 @@ import (
 	"github.com/payonce/payonce/console"
 	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgersqlite"
 )
 
 func TestNewRefusesMissingStoreOrIdentity(t *testing.T) {
@@ -298,7 +302,23 @@ func TestOverviewShowsStats(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{})
 	op := e.inReview(t, "order-overview", ledger.ReviewCodeStoredError, "stored 500, nothing found")
+	// A feed consumer that cannot apply anything stays behind.
+	cons, err := ledgersqlite.NewConsumer(e.Store.(*ledgersqlite.Store), "billing-sync",
+		func(context.Context, *sql.Tx, ledger.FeedEntry) error { return errors.New("billing is down") }, ledger.ConsumerOptions{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(e.Ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = cons.Run(ctx) }()
+	require.Eventually(t, func() bool {
+		s, err := e.Store.Stats(e.Ctx, ledger.StatsParams{})
+		return err == nil && len(s.Consumers) == 1
+	}, 10*time.Second, 10*time.Millisecond)
+	cancel()
+	<-done
+	e.Clock.Advance(time.Minute)
 	a := e.browser(t, "vera:viewer").page("/console/")
+	require.Contains(t, a.Body, "billing-sync")
+	require.Regexp(t, `billing-sync</td>.*<td>1m\d*s?</td></tr>`, a.Body, "its lag")
 	for _, id := range []string{`id="stats"`, `id="reviews"`, `id="inbox"`, `id="consumers"`, `id="whoami"`, `id="nav-overview"`, `id="nav-review"`, `<form id="search"`} {
 		require.Contains(t, a.Body, id)
 	}
