@@ -15,7 +15,8 @@ import (
 type inboxRow struct {
 	Provider string
 	Outcome  string
-	Count    int64
+	Entries  int64
+	Outcomes int64
 }
 
 // stats is Store.Stats with the inbox counts since since.
