@@ -176,7 +176,15 @@ func TestResolveFailedLeavesTheQueue(t *testing.T) {
 			`li data-kind="created"`, `li data-kind="attempt"`, `li data-kind="review"`} {
 			require.Contains(t, page.Body, id)
 		}
-		require.Contains(t, page.Body, "HTTP status</dt><dd>500")
+		// The timeline in time order: created, the attempt, the lookup that
+	// settled nothing, the review.
+	var order []int
+	for _, k := range []string{`li data-kind="created"`, `li data-kind="attempt"`, `li data-kind="lookup"`, `li data-kind="review"`} {
+		order = append(order, strings.Index(page.Body, k))
+	}
+	require.IsIncreasing(t, order)
+	require.Contains(t, page.Body, "lookup: not found &lt;at&gt; the provider")
+	require.Contains(t, page.Body, "HTTP status</dt><dd>500")
 		require.Contains(t, page.Body, "replayed</dt><dd>yes")
 		require.Contains(t, page.Body, "order-fail")
 

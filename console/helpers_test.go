@@ -195,6 +195,7 @@ func (e *env) record(t *testing.T, n ledger.NewOperation, code ledger.ReviewCode
 	e.Clock.Advance(1500 * time.Millisecond)
 	op, err := e.Store.Finish(e.Ctx, ledger.FinishParams{ID: n.ID, Owner: "test", Now: e.Clock.Now(), From: ledger.StatusInFlight,
 		To: ledger.StatusManualReview, ReviewCode: code, ReviewReason: reason,
+		Events: []ledger.NewEvent{{Kind: ledger.EventLookup, Detail: "lookup: not found <at> the provider"}},
 		Attempt: &ledger.AttemptOutcome{Number: br.Attempt.Number, Class: ledger.OutcomeMaybeSent, HTTPStatus: 500, Replayed: true,
 			Error: "stripe: 500 api_error"}})
 	require.NoError(t, err)
