@@ -177,14 +177,14 @@ func TestResolveFailedLeavesTheQueue(t *testing.T) {
 			require.Contains(t, page.Body, id)
 		}
 		// The timeline in time order: created, the attempt, the lookup that
-	// settled nothing, the review.
-	var order []int
-	for _, k := range []string{`li data-kind="created"`, `li data-kind="attempt"`, `li data-kind="lookup"`, `li data-kind="review"`} {
-		order = append(order, strings.Index(page.Body, k))
-	}
-	require.IsIncreasing(t, order)
-	require.Contains(t, page.Body, "lookup: not found &lt;at&gt; the provider")
-	require.Contains(t, page.Body, "HTTP status</dt><dd>500")
+		// settled nothing, the review.
+		var order []int
+		for _, k := range []string{`li data-kind="created"`, `li data-kind="attempt"`, `li data-kind="lookup"`, `li data-kind="review"`} {
+			order = append(order, strings.Index(page.Body, k))
+		}
+		require.IsIncreasing(t, order)
+		require.Contains(t, page.Body, "lookup: not found &lt;at&gt; the provider")
+		require.Contains(t, page.Body, "HTTP status</dt><dd>500")
 		require.Contains(t, page.Body, "replayed</dt><dd>yes")
 		require.Contains(t, page.Body, "order-fail")
 
