@@ -67,6 +67,26 @@ func (s *Store) List(ctx context.Context, f ledger.ListFilter) ([]ledger.Operati
 	}
 	var w where
 	sqlstore.ListConds(f, w.add)
+	var ok bool
+	err := s.read(ctx, func(c *sql.Conn) error {
+		var err error
+		ok, err = sqlstore.RefConds(f, func(after sqlstore.ProviderKind, first bool) (sqlstore.ProviderKind, bool, error) {
+			q, args := sqlstore.NextRefPairQuery("payonce_operations", f, after, first)
+			var pk sqlstore.ProviderKind
+			err := c.QueryRowContext(ctx, q, args...).Scan(&pk.Provider, &pk.Kind)
+			if errors.Is(err, sql.ErrNoRows) {
+				return pk, false, nil
+			}
+			return pk, err == nil, err
+		}, w.add)
+		return err
+	})
+	if err != nil {
+		return nil, fail("list", err)
+	}
+	if !ok {
+		return []ledger.Operation{}, nil
+	}
 	return s.listOps(ctx, "list", w, "id", ledgerdriver.ListLimit(f))
 }
 
