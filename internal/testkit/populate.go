@@ -41,10 +41,11 @@ var (
 // Operation i (1..n) is "bench-<i zero-padded to 9>", its key the same
 // (unique, generation 0), its provider reference "ref-<i>" (unique),
 // created at PopulateBase + i seconds. Every reviewEvery-th operation is in
-// manual_review (review reasons and codes cycling through window_passed,
-// duplicated and processing; ReviewAt from 1 to 86,400 seconds after
-// creation, so the queue's order is not the creation order); every 50th of
-// the others failed, the rest succeeded. No attempts or events are written
+// manual_review, ReviewAt from 1 to 86,400 seconds after creation (so the
+// queue's order is not the creation order): half of them adyen's with code
+// duplicated (a filter of the queue with a deep page), the others with
+// review reasons and codes cycling through window_passed, duplicated and
+// processing. Every 50th of the others failed, the rest succeeded. No attempts or events are written
 // (List and Stats do not read them); the feed's trigger writes an entry per
 // operation as for any insert.
 //
@@ -76,19 +77,20 @@ func PopulatePG(ctx context.Context, pool *pgxpool.Pool, schema string, n int, r
 		_, err := pool.Exec(ctx, `INSERT INTO `+ops+` (id, key, provider, kind, refs, generation, fingerprint, request,
 			status, provider_ref, result, attempts, key_ttl_ms, window_start, key_expires_at, next_check_at,
 			review_reason, review_code, review_at, created_at, updated_at, finished_at)
-		SELECT id, id, ($3::text[])[1 + (i / 7) % 4], ($4::text[])[1 + (i / 3) % 4], ARRAY['order', 'o-' || i], 0,
+		SELECT id, id, CASE WHEN focus THEN 'adyen' ELSE ($3::text[])[1 + (i / 7) % 4] END, ($4::text[])[1 + (i / 3) % 4], ARRAY['order', 'o-' || i], 0,
 			md5(i::text), '{"amount":1000,"currency":"EUR"}',
 			st, 'ref-' || i,
 			CASE st WHEN 'succeeded' THEN '{"status":"succeeded"}' END,
 			1, 86400000, created, created + interval '1 day', NULL,
-			CASE WHEN st = 'manual_review' THEN ($5::text[])[1 + (i / $6) % 3] END,
-			CASE WHEN st = 'manual_review' THEN (ARRAY['window_passed', 'duplicated', 'processing'])[1 + (i / $6) % 3] END,
+			CASE WHEN focus THEN ($5::text[])[2] WHEN st = 'manual_review' THEN ($5::text[])[1 + (i / $6) % 3] END,
+			CASE WHEN focus THEN 'duplicated' WHEN st = 'manual_review' THEN (ARRAY['window_passed', 'duplicated', 'processing'])[1 + (i / $6) % 3] END,
 			CASE WHEN st = 'manual_review' THEN created + ((1 + (i * 7919) % 86400) * interval '1 second') END,
 			created, created + interval '1 second',
 			CASE WHEN st <> 'manual_review' THEN created + interval '1 second' END
 		FROM (SELECT i, 'bench-' || lpad(i::text, 9, '0') AS id,
 				$7::timestamptz + i * interval '1 second' AS created,
-				CASE WHEN i % $6 = 0 THEN 'manual_review' WHEN i % 50 = 0 THEN 'failed' ELSE 'succeeded' END AS st
+				CASE WHEN i % $6 = 0 THEN 'manual_review' WHEN i % 50 = 0 THEN 'failed' ELSE 'succeeded' END AS st,
+				i % $6 = 0 AND (i / $6) % 2 = 0 AS focus
 			FROM generate_series($1::bigint, $2::bigint) AS i) g`,
 			lo, hi, PopulateProviders, PopulateKinds, populateReasons, reviewEvery, PopulateBase)
 		if err != nil {
@@ -112,9 +114,12 @@ func PopulatePG(ctx context.Context, pool *pgxpool.Pool, schema string, n int, r
 			return fmt.Errorf("testkit: PopulatePG: inbox outcomes: %w", err)
 		}
 	}
-	_, err := pool.Exec(ctx, "ANALYZE "+ops+"; ANALYZE "+webhooks+"; ANALYZE "+outcomes)
-	if err != nil {
-		return fmt.Errorf("testkit: PopulatePG: analyze: %w", err)
+	// As autovacuum would, before the first reads: statistics for the
+	// planner, and the visibility map for index-only scans.
+	for _, t := range []string{ops, webhooks, outcomes} {
+		if _, err := pool.Exec(ctx, "VACUUM (ANALYZE) "+t); err != nil {
+			return fmt.Errorf("testkit: PopulatePG: vacuum: %w", err)
+		}
 	}
 	return nil
 }

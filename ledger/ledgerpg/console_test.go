@@ -98,7 +98,7 @@ func (f consoleFixture) reviewCursor(tb testing.TB, provider string, code ledger
 	ops := pgx.Identifier{f.s.Schema(), "payonce_operations"}.Sanitize()
 	ctx := context.Background()
 	require.NoError(tb, f.pool.QueryRow(ctx, `SELECT count(*) FROM `+ops+where, provider, string(code)).Scan(&matches))
-	if depth > matches/2 {
+	if depth > matches-ledger.DefaultListLimit {
 		depth = matches / 2
 	}
 	err := f.pool.QueryRow(ctx, `SELECT review_at, id FROM `+ops+where+` ORDER BY review_at, id OFFSET $3 LIMIT 1`,
@@ -223,7 +223,7 @@ func TestConsoleReadPlans(t *testing.T) {
 }
 
 // benchConsole1M runs the console's reads on a ledger of 1,000,000
-// operations (200,000 of them in review, 1 in 12 of those adyen's with code duplicated: a filtered page 10,000 deep exists) in the schema
+// operations (25,000 of them in review, half of those adyen's with code duplicated: a filtered page 10,000 deep exists) in the schema
 // payonce_bench_console_1m, which it keeps: a later run reuses it
 // (testkit.PopulatePG). Only with PAYONCE_BENCH_1M=1, since the first run
 // populates for a while; drop the schema to start over.
@@ -231,7 +231,7 @@ func benchConsole1M(b *testing.B, prefix string) {
 	if os.Getenv("PAYONCE_BENCH_1M") != "1" {
 		b.Skip("set PAYONCE_BENCH_1M=1: populates (once) a schema of 1,000,000 operations")
 	}
-	const n, reviewEvery = 1_000_000, 5
+	const n, reviewEvery = 1_000_000, 40
 	f := newConsoleFixture(b, "payonce_bench_console_1m", n, reviewEvery)
 	ctx := context.Background()
 	calls := consoleCalls(b, f, n)

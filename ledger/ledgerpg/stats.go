@@ -47,7 +47,7 @@ func (s *Store) Stats(ctx context.Context, p ledger.StatsParams) (ledger.Stats, 
 // index.
 func (s *Store) inboxCounts(ctx context.Context, since time.Time) ([]ledger.InboxCount, error) {
 	since = ledgerdriver.UTC(since)
-	rows, err := s.pool.Query(ctx, pgPlaceholders(sqlstore.InboxStatsStatement(s.q.webhooks, s.q.outcomes)), since, since)
+	rows, err := s.pool.Query(ctx, pgPlaceholders(sqlstore.InboxStatsStatement(s.q.webhooks+" w", s.q.outcomes)), since, since)
 	if err != nil {
 		return nil, err
 	}

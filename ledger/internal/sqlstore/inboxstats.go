@@ -10,8 +10,10 @@ import (
 	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
-// InboxStatsStatement is the statement of Stats.Inbox on the inbox tables
-// webhooks and outcomes (as the store names them). One SELECT: both
+// InboxStatsStatement is the statement of Stats.Inbox on the inbox tables:
+// webhooks is the FROM item of the entries, aliased w (the store's name
+// for payonce_webhooks, with what the store needs to add), outcomes the
+// name of payonce_webhook_outcomes. One SELECT: both
 // branches read one snapshot. Each starts from the entries received at or
 // after its "?" (InboxSince), a range of the received-at index (migration
 // 004), and the outcomes of those entries by their primary key, so its cost
@@ -21,12 +23,12 @@ import (
 // outcomes (0 in the "" row: AssembleInbox sums them).
 func InboxStatsStatement(webhooks, outcomes string) string {
 	return `SELECT w.provider, '' AS disposition, count(*) AS entries, 0 AS outcomes
-FROM ` + webhooks + ` w
+FROM ` + webhooks + `
 WHERE w.received_at >= ?
 GROUP BY w.provider
 UNION ALL
 SELECT w.provider, o.disposition, count(DISTINCT w.event_id), count(*)
-FROM ` + webhooks + ` w
+FROM ` + webhooks + `
 JOIN ` + outcomes + ` o ON o.provider = w.provider AND o.event_id = w.event_id
 WHERE w.received_at >= ?
 GROUP BY w.provider, o.disposition

@@ -62,26 +62,55 @@ type NextRefPair func(after ProviderKind, first bool) (next ProviderKind, ok boo
 
 // NextRefPairQuery is the statement of one NextRefPair probe on the table
 // ops with "?" placeholders, and its arguments: the first (provider, kind)
-// after after (of all when first), restricted to f's provider and kind
-// when set. Only the conditions that apply are written (no "? OR ..."),
-// so that a cached generic plan still seeks; the ORDER BY follows the
-// index's columns, so the probe reads one entry.
+// after after (of all when first), of f's provider when set. Each form
+// seeks in the index (provider, kind, provider_ref) and reads one entry:
+// an equality on provider then a range on kind, or a row-value range on
+// (provider, kind). (An equality on kind is not written: after a
+// provider's last kind, kind = ? would have the probe walk every entry of
+// the next provider's smaller kinds; RefConds keeps f's kind itself.)
+// Only the conditions that apply are written (no "? OR ..."), so that a
+// cached generic plan seeks too.
 func NextRefPairQuery(ops string, f ledger.ListFilter, after ProviderKind, first bool) (string, []any) {
 	q := "SELECT provider, kind FROM " + ops + " WHERE provider_ref IS NOT NULL"
 	var args []any
-	if !first {
+	switch {
+	case f.Provider != "" && first:
+		q += " AND provider = ?"
+		args = append(args, f.Provider)
+	case f.Provider != "":
+		q += " AND provider = ? AND kind > ?"
+		args = append(args, f.Provider, after.Kind)
+	case !first:
 		q += " AND (provider, kind) > (?, ?)"
 		args = append(args, after.Provider, after.Kind)
 	}
-	if f.Provider != "" {
-		q += " AND provider = ?"
-		args = append(args, f.Provider)
-	}
-	if f.Kind != "" {
-		q += " AND kind = ?"
-		args = append(args, f.Kind)
-	}
 	return q + " ORDER BY provider, kind LIMIT 1", args
+}
+
+// refPairs are the (provider, kind) pairs under which f.ProviderRef may be
+// recorded: f's own when it names both (no probe), else those the probes
+// find, of f's kind when set.
+func refPairs(f ledger.ListFilter, next NextRefPair) ([]ProviderKind, error) {
+	if f.Provider != "" && f.Kind != "" {
+		return []ProviderKind{{f.Provider, f.Kind}}, nil
+	}
+	var (
+		pairs []ProviderKind
+		after ProviderKind
+	)
+	for probes := 0; ; probes++ {
+		if probes == MaxRefPairs {
+			return nil, fmt.Errorf("more than %d (provider, kind) pairs with provider references", MaxRefPairs)
+		}
+		pk, found, err := next(after, probes == 0)
+		if err != nil || !found {
+			return pairs, err
+		}
+		after = pk
+		if f.Kind == "" || pk.Kind == f.Kind {
+			pairs = append(pairs, pk)
+		}
+	}
 }
 
 // MaxRefPairs bounds the (provider, kind) pairs RefConds enumerates: a
@@ -100,23 +129,9 @@ func RefConds(f ledger.ListFilter, next NextRefPair, add AddCond) (ok bool, err 
 	if f.ProviderRef == "" {
 		return true, nil
 	}
-	var (
-		pairs []ProviderKind
-		after ProviderKind
-	)
-	for first := true; ; first = false {
-		pk, found, err := next(after, first)
-		if err != nil {
-			return false, err
-		}
-		if !found {
-			break
-		}
-		if len(pairs) == MaxRefPairs {
-			return false, fmt.Errorf("more than %d (provider, kind) pairs with provider references", MaxRefPairs)
-		}
-		pairs = append(pairs, pk)
-		after = pk
+	pairs, err := refPairs(f, next)
+	if err != nil {
+		return false, err
 	}
 	if len(pairs) == 0 {
 		return false, nil
