@@ -7,9 +7,9 @@ import (
 	"github.com/payonce/payonce/ledger"
 )
 
-// The store calls that need the console's additions to the ledger
-// (keyset pagination of the review queue, search by provider reference
-// and key, webhook inbox counts).
+// The store calls that use the console's additions to the ledger: keyset
+// pagination of the review queue, search by provider reference and key,
+// and the webhook inbox counts.
 
 // inboxRow is one line of the overview's webhook inbox table.
 type inboxRow struct {
@@ -21,36 +21,40 @@ type inboxRow struct {
 
 // stats is Store.Stats with the inbox counts since since.
 func (h *handler) stats(ctx context.Context, since time.Time) (ledger.Stats, []inboxRow, error) {
-	s, err := h.cfg.Store.Stats(ctx, ledger.StatsParams{})
-	return s, nil, err
+	s, err := h.cfg.Store.Stats(ctx, ledger.StatsParams{InboxSince: since})
+	if err != nil {
+		return s, nil, err
+	}
+	rows := make([]inboxRow, 0, len(s.Inbox))
+	for _, c := range s.Inbox {
+		label := string(c.Disposition)
+		if label == "" {
+			label = "recorded (every entry)"
+		}
+		rows = append(rows, inboxRow{Provider: c.Provider, Outcome: label, Entries: c.Entries, Outcomes: c.Outcomes})
+	}
+	return s, rows, nil
 }
 
 // listReview is one page of the queue after (afterAt, afterID) in its
-// order, oldest first.
+// order (ReviewAt, then ID), oldest first: a keyset page, which costs what
+// the first page costs however deep it is, and stays right while
+// operations enter and leave review between pages.
 func (h *handler) listReview(ctx context.Context, f ledger.ReviewFilter, afterAt time.Time, afterID string, limit int) ([]ledger.Operation, error) {
-	if afterID == "" {
-		f.Limit = limit
-		return h.cfg.Store.ListReview(ctx, f)
-	}
-	f.Limit = ledger.MaxLimit
-	ops, err := h.cfg.Store.ListReview(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	var out []ledger.Operation
-	for _, op := range ops {
-		if op.ReviewAt.After(afterAt) || (op.ReviewAt.Equal(afterAt) && op.ID > afterID) {
-			out = append(out, op)
-			if len(out) == limit {
-				break
-			}
-		}
-	}
-	return out, nil
+	f.AfterReviewAt, f.AfterID, f.Limit = afterAt, afterID, limit
+	return h.cfg.Store.ListReview(ctx, f)
 }
 
 // findByRefOrKey lists the operations whose provider reference or current
-// key is q.
+// key is q (each an exact, indexed match).
 func (h *handler) findByRefOrKey(ctx context.Context, q string) ([]ledger.Operation, error) {
-	return nil, nil
+	byRef, err := h.cfg.Store.List(ctx, ledger.ListFilter{ProviderRef: q, Limit: 100})
+	if err != nil {
+		return nil, err
+	}
+	byKey, err := h.cfg.Store.List(ctx, ledger.ListFilter{Key: q, Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	return append(byRef, byKey...), nil
 }
