@@ -145,3 +145,57 @@ func TestReviewBlankOperatorName(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 	require.Equal(t, http.StatusUnauthorized, rec.Code)
 }
+
+// reenteredStore shows every operation as if it had left review and come
+// back since: its review entered later.
+type reenteredStore struct {
+	ledger.Store
+	on *bool
+}
+
+func (s reenteredStore) Get(ctx context.Context, id string) (ledger.Operation, []ledger.Attempt, error) {
+	op, atts, err := s.Store.Get(ctx, id)
+	if *s.on && op.Status == ledger.StatusManualReview {
+		op.ReviewAt = op.ReviewAt.Add(time.Hour)
+	}
+	return op, atts, err
+}
+
+// A single resolve form decides the review it was shown for: submitted
+// again, or after the operation left review and came back, it records
+// nothing (bulk apply has the same check); without its review time it is
+// refused.
+func TestReviewResolveFormIsForOneReview(t *testing.T) {
+	t.Parallel()
+	e := testkit.NewE2E(t, providertest.StripeEnv)
+	op := (&env{E2E: e}).inReview(t, "order-stale", ledger.ReviewCodeStoredError, "stored 500")
+	on := new(bool)
+	h, err := console.New(console.Config{Store: reenteredStore{e.Store, on}, Clients: []*payonce.Client{e.Client}, Identity: testIdentity, Now: e.Clock.Now})
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("/console/", http.StripPrefix("/console", h))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	b := (&env{E2E: e, srv: srv, handler: h}).browser(t, "alice:resolver")
+	body := b.page(opPath(op.ID)).Body
+	form := url.Values{"csrf": {csrfOf(t, body)}, "outcome": {"failed"}, "note": {"n"}}
+
+	a := b.do(http.MethodPost, opPath(op.ID)+"/resolve", form) // no review_at
+	kind, text := flashOf(t, b.follow(a).Body)
+	require.Equal(t, "error", kind)
+	require.Contains(t, text, "reload the page")
+
+	form.Set("review_at", reviewAtRE.FindStringSubmatch(body)[1])
+	*on = true
+	a = b.do(http.MethodPost, opPath(op.ID)+"/resolve", form)
+	kind, text = flashOf(t, b.follow(a).Body)
+	require.Equal(t, "error", kind)
+	require.Contains(t, text, "came back")
+	require.Equal(t, ledger.StatusManualReview, (&env{E2E: e}).op(t, op.ID).Status, "nothing recorded")
+
+	*on = false
+	a = b.do(http.MethodPost, opPath(op.ID)+"/resolve", form)
+	kind, _ = flashOf(t, b.follow(a).Body)
+	require.Equal(t, "ok", kind)
+	require.Equal(t, ledger.StatusFailed, (&env{E2E: e}).op(t, op.ID).Status)
+}

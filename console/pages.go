@@ -246,6 +246,7 @@ type opData struct {
 	WindowOn  bool
 	Left      time.Duration
 	Timeline  []entry
+	ReviewAt  string // the review's entry time (µs), sent back by the form
 	CanAct    bool   // in review: the form is shown (to a resolver)
 	NoClient  string // why it cannot be resolved here, if so
 	Outcomes  []ledger.ResolutionOutcome
@@ -276,6 +277,7 @@ func (h *handler) operation(w http.ResponseWriter, r *http.Request) {
 		d.WindowOn, d.Left = true, op.KeyExpiresAt.Sub(h.cfg.Now())
 	}
 	d.CanAct = op.Status == ledger.StatusManualReview && !op.Tombstone
+	d.ReviewAt = strconv.FormatInt(op.ReviewAt.UnixMicro(), 10)
 	if d.CanAct && h.client(op.Provider) == nil {
 		d.NoClient = noClientText(op.Provider)
 	}
@@ -294,6 +296,22 @@ func (h *handler) resolve(w http.ResponseWriter, r *http.Request) {
 	out, note, ref, msg := readResolveForm(r)
 	if msg != "" {
 		h.setFlash(w, r, flash{Kind: "error", Text: msg})
+		h.redirect(w, r, back)
+		return
+	}
+	// The form names the review it was shown for (hidden review_at, the
+	// review's entry time in µs), as bulk apply does: a form submitted
+	// again (back button, resubmit) or long after, when the operation has
+	// left review and come back, must not decide a review the operator
+	// never saw.
+	us, perr := strconv.ParseInt(r.PostForm.Get("review_at"), 10, 64)
+	if perr != nil {
+		h.setFlash(w, r, flash{Kind: "error", Text: "the form does not say which review it was shown for; reload the page and resolve again"})
+		h.redirect(w, r, back)
+		return
+	}
+	if cur, _, err := h.cfg.Store.Get(r.Context(), id); err == nil && cur.Status == ledger.StatusManualReview && cur.ReviewAt.UnixMicro() != us {
+		h.setFlash(w, r, flash{Kind: "error", Text: fmt.Sprintf("operation %s left review and came back since this page was loaded; nothing was recorded: look at it again", id)})
 		h.redirect(w, r, back)
 		return
 	}
@@ -584,6 +602,13 @@ func (h *handler) bulkApply(w http.ResponseWriter, r *http.Request) {
 	seen := map[string]bool{}
 	for _, it := range items {
 		id, at, ok := strings.Cut(it, "|")
+		if r.Context().Err() != nil {
+			// The request's time ran out (30 s; a resend asks the provider
+			// first): the rest is not tried rather than each failing with
+			// an unclear error.
+			res = append(res, bulkResult{ID: id, Text: "not tried: this request ran out of time; preview again for the rest"})
+			continue
+		}
 		us, err := strconv.ParseInt(at, 10, 64)
 		if !ok || err != nil || id == "" || seen[id] {
 			res = append(res, bulkResult{ID: id, Text: "skipped: not an item of the preview"})
