@@ -189,7 +189,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	op, ok := h.cfg.Identity(r)
-	if !ok || op.Name == "" {
+	// A blank name would be recorded as the actor of a resolution: the
+	// audit entry must name someone.
+	if !ok || strings.TrimSpace(op.Name) == "" {
 		if h.cfg.LoginURL != "" && r.Method == http.MethodGet {
 			http.Redirect(w, r, h.cfg.LoginURL, http.StatusSeeOther)
 			return

@@ -134,7 +134,12 @@ func (b *browser) page(path string) answer {
 // post POSTs the form with the CSRF token of the page at from.
 func (b *browser) post(from, path string, form url.Values) answer {
 	b.t.Helper()
-	form.Set("csrf", csrfOf(b.t, b.page(from).Body))
+	body := b.page(from).Body
+	form.Set("csrf", csrfOf(b.t, body))
+	// The resolve form's hidden review time, as a browser sends it.
+	if m := reviewAtRE.FindStringSubmatch(body); m != nil && !form.Has("review_at") {
+		form.Set("review_at", m[1])
+	}
 	return b.do(http.MethodPost, path, form)
 }
 
@@ -146,6 +151,8 @@ func (b *browser) follow(a answer) answer {
 	require.NoError(b.t, err)
 	return b.page(loc.RequestURI())
 }
+
+var reviewAtRE = regexp.MustCompile(`name="review_at" value="([0-9]+)"`)
 
 var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 

@@ -246,6 +246,7 @@ type opData struct {
 	WindowOn  bool
 	Left      time.Duration
 	Timeline  []entry
+	ReviewAt  string // the review's entry time (µs), sent back by the form
 	CanAct    bool   // in review: the form is shown (to a resolver)
 	NoClient  string // why it cannot be resolved here, if so
 	Outcomes  []ledger.ResolutionOutcome
@@ -276,6 +277,7 @@ func (h *handler) operation(w http.ResponseWriter, r *http.Request) {
 		d.WindowOn, d.Left = true, op.KeyExpiresAt.Sub(h.cfg.Now())
 	}
 	d.CanAct = op.Status == ledger.StatusManualReview && !op.Tombstone
+	d.ReviewAt = strconv.FormatInt(op.ReviewAt.UnixMicro(), 10)
 	if d.CanAct && h.client(op.Provider) == nil {
 		d.NoClient = noClientText(op.Provider)
 	}
@@ -294,6 +296,22 @@ func (h *handler) resolve(w http.ResponseWriter, r *http.Request) {
 	out, note, ref, msg := readResolveForm(r)
 	if msg != "" {
 		h.setFlash(w, r, flash{Kind: "error", Text: msg})
+		h.redirect(w, r, back)
+		return
+	}
+	// The form names the review it was shown for (hidden review_at, the
+	// review's entry time in µs), as bulk apply does: a form submitted
+	// again (back button, resubmit) or long after, when the operation has
+	// left review and come back, must not decide a review the operator
+	// never saw.
+	us, perr := strconv.ParseInt(r.PostForm.Get("review_at"), 10, 64)
+	if perr != nil {
+		h.setFlash(w, r, flash{Kind: "error", Text: "the form does not say which review it was shown for; reload the page and resolve again"})
+		h.redirect(w, r, back)
+		return
+	}
+	if cur, _, err := h.cfg.Store.Get(r.Context(), id); err == nil && cur.Status == ledger.StatusManualReview && cur.ReviewAt.UnixMicro() != us {
+		h.setFlash(w, r, flash{Kind: "error", Text: fmt.Sprintf("operation %s left review and came back since this page was loaded; nothing was recorded: look at it again", id)})
 		h.redirect(w, r, back)
 		return
 	}
@@ -359,11 +377,19 @@ func (h *handler) resolveOne(r *http.Request, id string, out ledger.ResolutionOu
 			return fmt.Sprintf("operation %s is %s, not in manual review: nothing to resolve", id, now.Status), false
 		}
 		return err.Error(), false
+	case errors.Is(err, ledger.ErrStateConflict):
+		// Another entry reached its history (a webhook, another operator)
+		// while the provider was asked: the store refused the decision
+		// taken on the older history.
+		return fmt.Sprintf("operation %s changed while this was decided (a new entry in its history); nothing was recorded: look at it again", id), false
 	case errors.Is(err, payonce.ErrInvalid), errors.Is(err, ledger.ErrInvalid):
 		return strings.TrimPrefix(err.Error(), "payonce: "), false
 	case err != nil:
+		// A store or transport error: its text may name the database's
+		// host, user or SQL, which the page does not show; the log has it.
+		// Whether the resolution was committed is unknown (a lost answer).
 		h.cfg.Logger.Error("console: resolving", "id", id, "actor", actor, "err", err)
-		return strings.TrimPrefix(err.Error(), "payonce: "), false
+		return fmt.Sprintf("resolving operation %s failed (the ledger answered an error, see the service's log); reload it to see whether the resolution was recorded", id), false
 	}
 	h.cfg.Logger.Info("console: resolved", "id", id, "actor", actor, "outcome", string(out))
 	msg := fmt.Sprintf("operation %s is now %s", op.ID, op.Status)
@@ -537,10 +563,13 @@ func (h *handler) bulkPreview(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case h.client(op.Provider) == nil:
 			it.Will, it.OK = "nothing: "+noClientText(op.Provider), false
+		case op.ReviewCode == ledger.ReviewCodeDuplicated:
+			// Money moved more than once: neither "failed" (it did move)
+			// nor a resend (a third movement) is right, and a filter must
+			// not sweep it into either. One by one, after a refund.
+			it.Will, it.OK = "nothing: "+duplicatedText, false
 		case out == ledger.ResolveFailed:
 			it.Will = "recorded failed (the money did not move); it leaves the queue"
-		case op.ReviewCode == ledger.ReviewCodeDuplicated:
-			it.Will, it.OK = "refused: a resend is never allowed for a duplicated operation", false
 		default:
 			it.Will = fmt.Sprintf("the provider is asked under every key first; if it shows that no earlier key moved money, sent again under generation %d, else refused and left in review", op.Generation+1)
 		}
@@ -548,6 +577,9 @@ func (h *handler) bulkPreview(w http.ResponseWriter, r *http.Request) {
 	}
 	h.render(w, r, http.StatusOK, "bulk", "Bulk resolve: preview", d)
 }
+
+// duplicatedText says why bulk resolution leaves a duplicated operation out.
+const duplicatedText = "it is in review because the money moved more than once (duplicated): refund the extra payment at the provider, then resolve it on its own page as succeeded"
 
 type bulkResult struct {
 	ID   string
@@ -570,6 +602,13 @@ func (h *handler) bulkApply(w http.ResponseWriter, r *http.Request) {
 	seen := map[string]bool{}
 	for _, it := range items {
 		id, at, ok := strings.Cut(it, "|")
+		if r.Context().Err() != nil {
+			// The request's time ran out (30 s; a resend asks the provider
+			// first): the rest is not tried rather than each failing with
+			// an unclear error.
+			res = append(res, bulkResult{ID: id, Text: "not tried: this request ran out of time; preview again for the rest"})
+			continue
+		}
 		us, err := strconv.ParseInt(at, 10, 64)
 		if !ok || err != nil || id == "" || seen[id] {
 			res = append(res, bulkResult{ID: id, Text: "skipped: not an item of the preview"})
@@ -577,6 +616,13 @@ func (h *handler) bulkApply(w http.ResponseWriter, r *http.Request) {
 		}
 		seen[id] = true
 		cur, _, err := h.cfg.Store.Get(r.Context(), id)
+		if err == nil && cur.Status == ledger.StatusManualReview && cur.ReviewCode == ledger.ReviewCodeDuplicated {
+			// Checked again here, not only in the preview: the list of ids
+			// is the browser's, and Client.Resolve records "failed" on a
+			// duplicated operation, whose money did move.
+			res = append(res, bulkResult{ID: id, Text: "skipped: " + duplicatedText})
+			continue
+		}
 		if err == nil && cur.Status == ledger.StatusManualReview && cur.ReviewAt.UnixMicro() != us {
 			// It left review and came back since the preview: what the
 			// operator approved was another review.

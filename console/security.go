@@ -94,7 +94,15 @@ func (h *handler) csrfValid(r *http.Request, operator string) bool {
 type flash struct {
 	Kind string `json:"k"` // "ok" or "error"
 	Text string `json:"t"`
+	// Exp (unix seconds) and Op bind the signed value to its 60 s and its
+	// operator: the cookie's MaxAge is only the browser's courtesy, and a
+	// signed value captured once (a shared machine, a sibling subdomain
+	// tossing cookies) must not be shown later or to another operator.
+	Exp int64  `json:"e"`
+	Op  string `json:"o"`
 }
+
+const flashTTL = 60 // seconds
 
 const maxFlashBytes = 2000
 
@@ -105,10 +113,11 @@ func (h *handler) setFlash(w http.ResponseWriter, r *http.Request, f flash) {
 	if len(f.Text) > maxFlashBytes {
 		f.Text = strings.ToValidUTF8(f.Text[:maxFlashBytes], "") + "…"
 	}
+	f.Exp, f.Op = h.cfg.Now().Unix()+flashTTL, state(r).op.Name
 	b, _ := json.Marshal(f)
 	v := base64.RawURLEncoding.EncodeToString(b)
 	http.SetCookie(w, &http.Cookie{Name: flashCookieName, Value: v + "." + h.sign("flash", v), Path: cookiePath(state(r).base),
-		MaxAge: 60, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: h.secure(r)})
+		MaxAge: flashTTL, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: h.secure(r)})
 }
 
 // takeFlash reads and clears the flash message, if any.
@@ -128,7 +137,8 @@ func (h *handler) takeFlash(w http.ResponseWriter, r *http.Request) *flash {
 		return nil
 	}
 	var f flash
-	if json.Unmarshal(b, &f) != nil || (f.Kind != "ok" && f.Kind != "error") {
+	if json.Unmarshal(b, &f) != nil || (f.Kind != "ok" && f.Kind != "error") ||
+		h.cfg.Now().Unix() > f.Exp || f.Op != state(r).op.Name {
 		return nil
 	}
 	return &f

@@ -156,7 +156,9 @@ func TestSecurityCSRF(t *testing.T) {
 	}
 	require.Equal(t, ledger.StatusManualReview, e.op(t, op.ID).Status, "nothing was recorded")
 	// And the right token works.
-	a := alice.do(http.MethodPost, opPath(op.ID)+"/resolve", form(good))
+	ok := form(good)
+	ok.Set("review_at", reviewAtRE.FindStringSubmatch(alice.page(opPath(op.ID)).Body)[1])
+	a := alice.do(http.MethodPost, opPath(op.ID)+"/resolve", ok)
 	require.Equal(t, http.StatusSeeOther, a.StatusCode, a.Body)
 	require.Equal(t, ledger.StatusFailed, e.op(t, op.ID).Status)
 }
