@@ -1,0 +1,144 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/bcrypt"
+)
+
+// hashPassword runs "payonce console hash-password" with pw on stdin.
+func hashPassword(t *testing.T, pw string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "console", "hash-password")
+	cmd.Env = scrubbedEnv(nil)
+	cmd.Stdin = strings.NewReader(pw)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	code := 0
+	if err := cmd.Run(); err != nil {
+		ee, ok := err.(*exec.ExitError)
+		require.True(t, ok, "%v", err)
+		code = ee.ExitCode()
+	}
+	return result{stdout: out.String(), stderr: errb.String(), code: code}
+}
+
+func TestConsoleHashPassword(t *testing.T) {
+	t.Parallel()
+	r := hashPassword(t, "correct horse battery staple\n")
+	require.Equal(t, 0, r.code, "%s", r)
+	hash := strings.TrimSpace(r.stdout)
+	require.NoError(t, bcrypt.CompareHashAndPassword([]byte(hash), []byte("correct horse battery staple")),
+		"the trailing newline is not part of the password")
+	require.NotContains(t, r.stdout+r.stderr, "correct horse", "the password is never printed")
+
+	for _, bad := range []struct{ in, want string }{
+		{"", "empty"},
+		{"\n", "empty"},
+		{strings.Repeat("x", 73) + "\n", "longer than 72 bytes"},
+	} {
+		r := hashPassword(t, bad.in)
+		require.Equal(t, 2, r.code, "%q: %s", bad.in, r)
+		require.Contains(t, r.stderr, bad.want)
+		require.Empty(t, r.stdout)
+	}
+	// The password is never a flag.
+	r = runMain(t, nil, "console", "hash-password", "--password", "x")
+	require.Equal(t, 2, r.code, "%s", r)
+}
+
+// The console refuses to start without operators, with a bad operator
+// list, or on a network address without TLS; each is exit code 2 and says
+// what to do.
+func TestConsoleRefusesToStart(t *testing.T) {
+	t.Parallel()
+	tg := sqliteTarget(t)
+	require.Equal(t, 0, runMain(t, tg.env(), "migrate").code)
+	hash, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
+	require.NoError(t, err)
+	good := "alice:resolver:" + string(hash)
+	for _, c := range []struct {
+		name  string
+		env   map[string]string
+		args  []string
+		wants []string
+	}{
+		{"no users", tg.env(), nil, []string{"PAYONCE_CONSOLE_USERS is not set", "payonce console hash-password"}},
+		{"blank users", with(tg.env(), "PAYONCE_CONSOLE_USERS", " , "), nil, []string{"lists no user", "hash-password"}},
+		{"two fields", with(tg.env(), "PAYONCE_CONSOLE_USERS", "alice:resolver"), nil, []string{"entry 1 is not name:role:bcrypt-hash"}},
+		{"bad role", with(tg.env(), "PAYONCE_CONSOLE_USERS", "alice:admin:"+string(hash)), nil, []string{`role "admin"`}},
+		{"not a hash", with(tg.env(), "PAYONCE_CONSOLE_USERS", "alice:viewer:secret123"), nil, []string{"not a bcrypt hash"}},
+		{"twice", with(tg.env(), "PAYONCE_CONSOLE_USERS", good+","+good), nil, []string{"listed twice"}},
+		{"short key", with(tg.env(), "PAYONCE_CONSOLE_USERS", good, "PAYONCE_CONSOLE_SESSION_KEY", "short"), nil, []string{"at least 32"}},
+		{"network without TLS", with(tg.env(), "PAYONCE_CONSOLE_USERS", good), []string{"--addr", "0.0.0.0:0"}, []string{"not a loopback address", "--tls-cert"}},
+		{"all interfaces", with(tg.env(), "PAYONCE_CONSOLE_USERS", good), []string{"--addr", ":8088"}, []string{"not a loopback address"}},
+		{"half TLS", with(tg.env(), "PAYONCE_CONSOLE_USERS", good), []string{"--tls-cert", "c.pem"}, []string{"go together"}},
+		{"provider flag", with(tg.env(), "PAYONCE_CONSOLE_USERS", good), []string{"--provider", "stripe"}, []string{"--provider does not apply"}},
+		{"bad addr", with(tg.env(), "PAYONCE_CONSOLE_USERS", good), []string{"--addr", "nope"}, []string{"not HOST:PORT"}},
+	} {
+		r := runMain(t, c.env, append([]string{"console"}, c.args...)...)
+		require.Equal(t, 2, r.code, "%s: %s", c.name, r)
+		for _, w := range c.wants {
+			require.Contains(t, r.stderr, w, "%s", c.name)
+		}
+		require.NotContains(t, r.stderr, string(hash), "%s: a hash is never printed", c.name)
+	}
+}
+
+// "payonce console" as a real process: it serves the login page on
+// loopback, a login opens the console, and SIGTERM stops it cleanly.
+func TestConsoleServes(t *testing.T) {
+	t.Parallel()
+	tg := sqliteTarget(t)
+	require.Equal(t, 0, runMain(t, tg.env(), "migrate").code)
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret pw"), bcrypt.MinCost)
+	require.NoError(t, err)
+	b := startBinary(t, with(tg.env(), "PAYONCE_CONSOLE_USERS", "alice:resolver:"+string(hash)), "console", "--addr", "127.0.0.1:0")
+	m := regexp.MustCompile(`console on (http://127\.0\.0\.1:\d+)/`).FindStringSubmatch(b.first)
+	require.NotNil(t, m, b.first)
+	require.Contains(t, b.first, "resend needs provider credentials")
+	base := m[1]
+
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	hc := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	// Unauthenticated: to the login page.
+	resp, err := hc.Get(base + "/")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, base+"/login", resp.Request.URL.String())
+	require.Contains(t, string(body), `id="login"`)
+	require.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"))
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(string(body))
+	require.NotNil(t, csrf)
+
+	resp, err = hc.PostForm(base+"/login", url.Values{"csrf": {csrf[1]}, "user": {"alice"}, "password": {"s3cret pw"}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, base+"/", resp.Request.URL.String(), "a login lands on the overview")
+	u, _ := url.Parse(base)
+	var names []string
+	for _, c := range jar.Cookies(u) {
+		names = append(names, c.Name)
+	}
+	require.Contains(t, names, "payonce_console_session")
+
+	rest := b.stop(t, syscall.SIGTERM)
+	require.NotContains(t, rest, "s3cret")
+}
