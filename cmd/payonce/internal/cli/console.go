@@ -178,6 +178,7 @@ func consoleHandler(o ConsoleOptions) (http.Handler, *consoleAuth, error) {
 	mux.HandleFunc("POST /login", auth.login)
 	mux.HandleFunc("GET /logout", auth.logoutPage)
 	mux.HandleFunc("POST /logout", auth.logout)
+	mux.HandleFunc("GET /favicon.ico", http.NotFound)
 	mux.Handle("/", inner)
 	return mux, auth, nil
 }
@@ -293,13 +294,24 @@ func (s *consoleAuth) render(w http.ResponseWriter, status int, d consoleAuthDat
 // in the form, guard the login against cross-site forgery (another site
 // logging the browser in as the attacker's user).
 func (s *consoleAuth) loginPage(w http.ResponseWriter, r *http.Request) {
-	s.showLogin(w, http.StatusOK, "")
+	s.showLogin(w, r, http.StatusOK, "")
 }
 
-func (s *consoleAuth) showLogin(w http.ResponseWriter, status int, msg string) {
-	nonce := make([]byte, 16)
-	_, _ = rand.Read(nonce)
-	n := b64.EncodeToString(nonce)
+func (s *consoleAuth) showLogin(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	// The browser's value is kept while it has one: a second tab, or a
+	// request the browser makes on its own (a favicon sent here by the
+	// console), must not invalidate a form already shown.
+	n := ""
+	if c, err := r.Cookie(consoleLoginCookie); err == nil {
+		if raw, err := b64.DecodeString(c.Value); err == nil && len(raw) == 16 {
+			n = c.Value
+		}
+	}
+	if n == "" {
+		nonce := make([]byte, 16)
+		_, _ = rand.Read(nonce)
+		n = b64.EncodeToString(nonce)
+	}
 	http.SetCookie(w, s.cookie(consoleLoginCookie, n, 3600))
 	s.render(w, status, consoleAuthData{Title: "log in", Error: msg, CSRF: b64.EncodeToString(s.mac("login", n))})
 }
@@ -311,13 +323,13 @@ const consoleLoginFailed = "wrong user or password"
 func (s *consoleAuth) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, consoleLoginMaxBytes)
 	if err := r.ParseForm(); err != nil {
-		s.showLogin(w, http.StatusBadRequest, "the form could not be read")
+		s.showLogin(w, r, http.StatusBadRequest, "the form could not be read")
 		return
 	}
 	c, err := r.Cookie(consoleLoginCookie)
 	tok, derr := b64.DecodeString(r.PostFormValue("csrf"))
 	if err != nil || derr != nil || !hmac.Equal(tok, s.mac("login", c.Value)) {
-		s.showLogin(w, http.StatusForbidden, "the login form expired: try again")
+		s.showLogin(w, r, http.StatusForbidden, "the login form expired: try again")
 		return
 	}
 	name, password := r.PostFormValue("user"), r.PostFormValue("password")
@@ -334,7 +346,7 @@ func (s *consoleAuth) login(w http.ResponseWriter, r *http.Request) {
 	err = bcrypt.CompareHashAndPassword(hash, []byte(password))
 	<-s.sem
 	if err != nil || !known {
-		s.showLogin(w, http.StatusUnauthorized, consoleLoginFailed)
+		s.showLogin(w, r, http.StatusUnauthorized, consoleLoginFailed)
 		return
 	}
 	http.SetCookie(w, s.cookie(consoleLoginCookie, "", -1))

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -141,4 +142,73 @@ func TestConsoleServes(t *testing.T) {
 
 	rest := b.stop(t, syscall.SIGTERM)
 	require.NotContains(t, rest, "s3cret")
+}
+
+// "payonce demo --console" keeps the run's ledger open in the console,
+// with a one-time resolver login printed to stderr, until SIGTERM.
+func TestDemoConsole(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--addr", "127.0.0.1:0"}, "use it with --console"},
+		{[]string{"--console", "--addr", "0.0.0.0:8088"}, "not a loopback address"},
+		{[]string{"--console", "--addr", "x"}, "not HOST:PORT"},
+	} {
+		r := runMain(t, nil, append([]string{"demo"}, bad.args...)...)
+		require.Equal(t, 2, r.code, "%v: %s", bad.args, r)
+		require.Contains(t, r.stderr, bad.want)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "demo", "--orders", "3", "--refunds", "1", "--fault-rate", "0", "--webhooks=false",
+		"--console", "--addr", "127.0.0.1:0")
+	cmd.Env = scrubbedEnv(nil)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	require.NoError(t, cmd.Start())
+	lineRE := regexp.MustCompile(`console at (http://127\.0\.0\.1:\d+)/ ; log in as user "demo" with password (\S+) `)
+	found := make(chan []string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sent := false
+		for sc.Scan() {
+			if m := lineRE.FindStringSubmatch(sc.Text()); m != nil && !sent {
+				found <- m
+				sent = true
+			}
+		}
+		if !sent {
+			close(found)
+		}
+	}()
+	var m []string
+	select {
+	case m = <-found:
+	case <-ctx.Done():
+	}
+	require.NotNil(t, m, "no console line")
+
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	hc := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	resp, err := hc.Get(m[1] + "/login")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(string(body))
+	require.NotNil(t, csrf)
+	resp, err = hc.PostForm(m[1]+"/login", url.Values{"csrf": {csrf[1]}, "user": {"demo"}, "password": {m[2]}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, m[1]+"/", resp.Request.URL.String(), "the printed password logs in")
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, cmd.Wait())
+	require.Contains(t, stdout.String(), "operations", "the report is printed as without --console")
+	require.NotContains(t, stdout.String(), m[2], "the password goes to stderr only")
 }
