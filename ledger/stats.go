@@ -41,6 +41,49 @@ type Stats struct {
 	// (not the snapshot of the counts above), at the cost of one index
 	// lookup in the feed per consumer. Empty, never nil.
 	Consumers []ConsumerLag
+	// Inbox counts the webhook inbox entries received at or after
+	// StatsParams.InboxSince, by provider and disposition (see
+	// InboxCount), ordered by provider, then disposition (the row of all
+	// entries, Disposition "", first). Read by a separate statement,
+	// bounded by the entries received since then (the inbox's received-at
+	// index). Nil when InboxSince is zero; otherwise empty, not nil, when
+	// nothing was received.
+	Inbox []InboxCount
+}
+
+// InboxCount is what the webhook inbox holds of one provider's events
+// received since StatsParams.InboxSince, for one disposition.
+//
+// The row with Disposition "" counts every recorded entry (each distinct
+// event the store recorded once, including events without targets, which
+// have no outcome). The other rows count by the disposition of the
+// entries' outcomes (ledger.WebhookDispositions): Entries is how many
+// entries have at least one outcome of that disposition, Outcomes how
+// many outcomes of it there are (an event with several targets, or an
+// ambiguous target nudging several operations, has several). For the
+// console's overview: recorded is the "" row, unmatched
+// WebhookUnmatched, unreadable WebhookUnreadable, contradictions
+// WebhookContradiction.
+//
+// What is not stored, so not counted: redeliveries of an event already in
+// the inbox. RecordWebhook finds the entry and writes nothing
+// (WebhookReport.Duplicate), so how often a provider delivered an event is
+// not known to the ledger. WebhookDuplicate is something else: an event
+// saying a second object succeeded (money may have moved twice), not a
+// second delivery. Events refused before RecordWebhook (a bad signature,
+// an unknown provider) are not stored either, nor are entries Cleanup
+// already purged (CleanupParams.InboxRetention).
+type InboxCount struct {
+	Provider string
+	// Disposition is the outcomes' disposition, or "" for the row of all
+	// entries.
+	Disposition WebhookDisposition
+	// Entries counts inbox entries (events): all of them in the "" row,
+	// those with an outcome of Disposition otherwise.
+	Entries int64
+	// Outcomes counts outcomes: all of them in the "" row, those of
+	// Disposition otherwise.
+	Outcomes int64
 }
 
 // StatusCount is how many operations of one provider and kind have Status.
@@ -79,4 +122,8 @@ type StatsParams struct {
 	// (Stats.Settled): a scan of the settled history, for the CLI, not for
 	// a metrics scrape.
 	IncludeSettled bool
+	// InboxSince, when not zero, also counts the webhook inbox entries
+	// received at or after it (Stats.Inbox). Zero: no inbox counts, and
+	// Stats reads no inbox row.
+	InboxSince time.Time
 }

@@ -330,6 +330,15 @@ type ListFilter struct {
 	Kind     string
 	// AfterID returns operations whose ID sorts after it (keyset paging).
 	AfterID string
+	// ProviderRef keeps the operations whose recorded provider reference
+	// is exactly this (a search by the provider's id of a payment, refund
+	// or modification). Several operations may share one (a capture
+	// recorded under its payment's id).
+	ProviderRef string
+	// Key keeps the operation whose current idempotency key is exactly
+	// this, whatever its generation (an earlier generation's key finds
+	// nothing: a resend replaced it).
+	Key string
 	// Limit defaults to 100; at most 10000.
 	Limit int
 }
@@ -344,6 +353,15 @@ type ReviewFilter struct {
 	Reason string
 	// EnteredBefore keeps operations that entered review before this time.
 	EnteredBefore time.Time
+	// AfterReviewAt and AfterID, when AfterID is non-empty, return only
+	// operations that come after (AfterReviewAt, AfterID) in the queue's
+	// order (ReviewAt, then ID): keyset pagination, where the next page
+	// starts after the last operation of the previous one (its ReviewAt
+	// and ID). Unlike an offset, a page stays correct while operations
+	// enter and leave review between pages, and a deep page costs what the
+	// first one does. One without the other is refused.
+	AfterReviewAt time.Time
+	AfterID       string
 	// Limit defaults to 100; at most 10000.
 	Limit int
 }

@@ -255,6 +255,15 @@ func ValidateReviewFilter(f ledger.ReviewFilter) error {
 			return invalid("Code", "%v", err)
 		}
 	}
+	// The keyset is a pair: an ID without its ReviewAt would start the page
+	// at the queue's beginning (or its end) instead of after that
+	// operation, silently showing the wrong page.
+	if f.AfterID != "" && f.AfterReviewAt.IsZero() {
+		return invalid("AfterReviewAt", "must be set with AfterID: the ReviewAt of the last operation of the previous page")
+	}
+	if f.AfterID == "" && !f.AfterReviewAt.IsZero() {
+		return invalid("AfterID", "must be set with AfterReviewAt: the ID of the last operation of the previous page")
+	}
 	return checkListLimit(f.Limit)
 }
 

@@ -388,10 +388,13 @@ type where struct {
 	args  []any
 }
 
-// add appends a condition whose single "?" stands for arg.
-func (w *where) add(cond string, arg any) {
-	w.args = append(w.args, arg)
-	w.conds = append(w.conds, strings.Replace(cond, "?", fmt.Sprintf("$%d", len(w.args)), 1))
+// add appends a condition whose "?"s stand for args, in order.
+func (w *where) add(cond string, args ...any) {
+	for _, a := range args {
+		w.args = append(w.args, a)
+		cond = strings.Replace(cond, "?", fmt.Sprintf("$%d", len(w.args)), 1)
+	}
+	w.conds = append(w.conds, cond)
 }
 
 func (w *where) String() string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -91,7 +92,37 @@ func (s *Store) List(ctx context.Context, f ledger.ListFilter) ([]ledger.Operati
 	}
 	var w where
 	sqlstore.ListConds(f, w.add)
+	ok, err := sqlstore.RefConds(f, func(after sqlstore.ProviderKind, first bool) (sqlstore.ProviderKind, bool, error) {
+		q, args := sqlstore.NextRefPairQuery(s.q.ops, f, after, first)
+		var pk sqlstore.ProviderKind
+		err := s.pool.QueryRow(ctx, pgPlaceholders(q), args...).Scan(&pk.Provider, &pk.Kind)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return pk, false, nil
+		}
+		return pk, err == nil, err
+	}, w.add)
+	if err != nil {
+		return nil, translate("list", err)
+	}
+	if !ok {
+		return []ledger.Operation{}, nil
+	}
 	return s.listOps(ctx, "list", w, "id", ledgerdriver.ListLimit(f))
+}
+
+// pgPlaceholders numbers the "?"s of q ($1, $2...).
+func pgPlaceholders(q string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // ListReview implements ledger.Store: operations in manual_review, oldest

@@ -2,12 +2,14 @@ package ledgerpg
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/ledger/internal/sqlstore"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // Stats implements ledger.Store with one statement (see sqlstore.StatsStatement):
@@ -31,7 +33,33 @@ func (s *Store) Stats(ctx context.Context, p ledger.StatsParams) (ledger.Stats, 
 		return ledger.Stats{}, translate("stats", err)
 	}
 	st.Consumers, err = s.consumerLags(ctx)
+	if err != nil {
+		return ledger.Stats{}, translate("stats", err)
+	}
+	if !p.InboxSince.IsZero() {
+		st.Inbox, err = s.inboxCounts(ctx, p.InboxSince)
+	}
 	return st, translate("stats", err)
+}
+
+// inboxCounts reads Stats.Inbox (see sqlstore.InboxStatsStatement): the
+// inbox entries received at or after since, a range of the received-at
+// index.
+func (s *Store) inboxCounts(ctx context.Context, since time.Time) ([]ledger.InboxCount, error) {
+	since = ledgerdriver.UTC(since)
+	rows, err := s.pool.Query(ctx, pgPlaceholders(sqlstore.InboxStatsStatement(s.q.webhooks+" w", s.q.outcomes)), since, since)
+	if err != nil {
+		return nil, err
+	}
+	got, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (sqlstore.InboxRow, error) {
+		var r sqlstore.InboxRow
+		err := row.Scan(&r.Provider, &r.Disposition, &r.Entries, &r.Outcomes)
+		return r, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sqlstore.AssembleInbox(got)
 }
 
 // consumerLags reads the feed consumers (migration 011) and, for each, At

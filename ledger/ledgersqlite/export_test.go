@@ -3,6 +3,9 @@ package ledgersqlite
 import (
 	"context"
 	"database/sql"
+
+	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/ledger/ledgerdriver"
 )
 
 // Commits returns the number of COMMITs s has issued, for tests and
@@ -73,3 +76,27 @@ func FeedSyncSynchronous(ctx context.Context, s *Store) (int, error) {
 	})
 	return level, err
 }
+
+// ReviewSQL is the statement ListReview runs for f, with its arguments.
+func ReviewSQL(f ledger.ReviewFilter) (string, []any) {
+	return listSQL(reviewWhere(f), "review_at, id", ReviewLimitOf(f))
+}
+
+// ListSQL is the statement List runs for f on s, with its arguments (after
+// its probes of the provider reference index); ok false when List would
+// not run one.
+func ListSQL(ctx context.Context, s *Store, f ledger.ListFilter) (q string, args []any, ok bool, err error) {
+	err = s.read(ctx, func(c *sql.Conn) error {
+		w, found, err := listWhere(ctx, c, f)
+		q, args = listSQL(w, "id", 100)
+		ok = found
+		return err
+	})
+	return q, args, ok, err
+}
+
+// InboxStatsSQL is the statement of Stats.Inbox.
+var InboxStatsSQL = inboxStatsQuery
+
+// ReviewLimitOf is ledgerdriver.ReviewLimit.
+func ReviewLimitOf(f ledger.ReviewFilter) int { return ledgerdriver.ReviewLimit(f) }

@@ -16,10 +16,10 @@ type where struct {
 	args  []any
 }
 
-// add appends a condition whose single "?" stands for arg.
-func (w *where) add(cond string, arg any) {
+// add appends a condition whose "?"s stand for args, in order.
+func (w *where) add(cond string, args ...any) {
 	w.conds = append(w.conds, cond)
-	w.args = append(w.args, arg)
+	w.args = append(w.args, args...)
 }
 
 func (w *where) String() string {

@@ -65,9 +65,40 @@ func (s *Store) List(ctx context.Context, f ledger.ListFilter) ([]ledger.Operati
 	if err := ledgerdriver.ValidateList(f); err != nil {
 		return nil, fail("list", err)
 	}
+	var (
+		w  where
+		ok bool
+	)
+	err := s.read(ctx, func(c *sql.Conn) error {
+		var err error
+		w, ok, err = listWhere(ctx, c, f)
+		return err
+	})
+	if err != nil {
+		return nil, fail("list", err)
+	}
+	if !ok {
+		return []ledger.Operation{}, nil
+	}
+	return s.listOps(ctx, "list", w, "id", ledgerdriver.ListLimit(f))
+}
+
+// listWhere is the WHERE clause of List for f, read on c (the provider
+// reference's (provider, kind) pairs, sqlstore.RefConds); ok is false when
+// nothing can match.
+func listWhere(ctx context.Context, c *sql.Conn, f ledger.ListFilter) (where, bool, error) {
 	var w where
 	sqlstore.ListConds(f, w.add)
-	return s.listOps(ctx, "list", w, "id", ledgerdriver.ListLimit(f))
+	ok, err := sqlstore.RefConds(f, func(after sqlstore.ProviderKind, first bool) (sqlstore.ProviderKind, bool, error) {
+		q, args := sqlstore.NextRefPairQuery("payonce_operations", f, after, first)
+		var pk sqlstore.ProviderKind
+		err := c.QueryRowContext(ctx, q, args...).Scan(&pk.Provider, &pk.Kind)
+		if errors.Is(err, sql.ErrNoRows) {
+			return pk, false, nil
+		}
+		return pk, err == nil, err
+	}, w.add)
+	return w, ok, err
 }
 
 // ListReview returns operations in manual_review matching f, oldest review
@@ -76,17 +107,26 @@ func (s *Store) ListReview(ctx context.Context, f ledger.ReviewFilter) ([]ledger
 	if err := ledgerdriver.ValidateReviewFilter(f); err != nil {
 		return nil, fail("list review", err)
 	}
+	return s.listOps(ctx, "list review", reviewWhere(f), "review_at, id", ledgerdriver.ReviewLimit(f))
+}
+
+// reviewWhere is the WHERE clause of ListReview for f.
+func reviewWhere(f ledger.ReviewFilter) where {
 	// Literal, to match the review index's predicate.
 	w := where{conds: []string{"status = 'manual_review'"}}
 	sqlstore.ReviewConds(f, micros, w.add)
-	return s.listOps(ctx, "list review", w, "review_at, id", ledgerdriver.ReviewLimit(f))
+	return w
+}
+
+// listSQL is the statement of listOps and its arguments.
+func listSQL(w where, orderBy string, limit int) (string, []any) {
+	return `SELECT ` + opColumns + ` FROM payonce_operations` + w.String() + ` ORDER BY ` + orderBy + ` LIMIT ?`, append(w.args, limit)
 }
 
 // listOps reads at most limit operations matching w, sorted by orderBy, for
 // method op.
 func (s *Store) listOps(ctx context.Context, op string, w where, orderBy string, limit int) ([]ledger.Operation, error) {
-	query := `SELECT ` + opColumns + ` FROM payonce_operations` + w.String() + ` ORDER BY ` + orderBy + ` LIMIT ?`
-	args := append(w.args, limit)
+	query, args := listSQL(w, orderBy, limit)
 	var ops []ledger.Operation
 	err := s.read(ctx, func(c *sql.Conn) error {
 		var err error

@@ -120,9 +120,12 @@ func suite() []group {
 		{"List", []testCase{
 			{"FiltersAndPaging", testList},
 			{"DefaultLimit", testListDefaultLimit},
+			{"ProviderRefAndKey", testListProviderRefAndKey},
+			{"ProviderRefAndKeyEmpty", testListProviderRefEmpty},
 		}},
 		{"ListReview", []testCase{
 			{"FiltersAndOrder", testListReview},
+			{"KeysetPages", testListReviewKeyset},
 		}},
 		{"Resolve", []testCase{
 			{"Succeeded", testResolveSucceeded},
@@ -205,6 +208,7 @@ func suite() []group {
 			{"ReadOnly", testStatsReadOnly},
 			{"OneSnapshotBesideWriters", testStatsConcurrentWriters},
 			{"CancelledContext", testStatsCancelled},
+			{"Inbox", testStatsInbox},
 		}},
 		{"Feed", []testCase{
 			{"Empty", testFeedEmpty},
