@@ -12,6 +12,7 @@ import (
 	"html/template"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -493,17 +494,23 @@ refused with the reason. SIGINT or SIGTERM stops it gracefully.`)
 	var clients []*payonce.Client
 	var with []string
 	for _, name := range a.Providers.Names() {
-		if !allSet(a.Env, a.Providers.adapters[name].EnvVars) {
-			continue
-		}
 		p := *pf
 		p.provider, p.fixed = name, true
-		c, err := a.newClient(&p, l.store, quiet)
+		var c *payonce.Client
+		if missing := a.Providers.missing(name, a.Env); len(missing) > 0 {
+			if c, err = a.offlineClient(&p, l.store, missing); err != nil {
+				// Its operations stay readable; the console says it
+				// cannot resolve them.
+				continue
+			}
+		} else {
+			c, err = a.newClient(&p, l.store, quiet)
+			with = append(with, name)
+		}
 		if err != nil {
 			return err
 		}
 		clients = append(clients, c)
-		with = append(with, name)
 	}
 	h, err := ConsoleHandler(ConsoleOptions{Store: l.store, Clients: clients, Users: usersEnv, SessionKey: key, TLS: tls,
 		Now: a.Now, Logger: a.logger(slog.LevelWarn)})
@@ -524,6 +531,55 @@ refused with the reason. SIGINT or SIGTERM stops it gracefully.`)
 	}
 	fmt.Fprintf(a.Stderr, "payonce: console on %s://%s/ (ledger %s; %s); SIGINT or SIGTERM stops\n", scheme, ln.Addr(), l.desc, clientsMsg)
 	return serveConsole(ctx, ln, h, certFile, keyFile)
+}
+
+// offlineClient is a client of pf's provider for a console without that
+// provider's credentials. The console resolves an operation, finds an
+// order's operations and records succeeded or failed through its
+// provider's client; none of that asks the provider, so it works without
+// credentials, as "review resolve" does. A resend asks the provider first:
+// here every request is refused before it leaves the process (the adapter's
+// placeholder credentials are never sent anywhere), so Client.Resolve
+// refuses the resend with this reason, naming the variables to set.
+func (a *App) offlineClient(pf *providerFlags, store ledger.Store, missing []string) (*payonce.Client, error) {
+	name := pf.name(a)
+	env := func(k string) string {
+		if v := a.Env(k); v != "" {
+			return v
+		}
+		for _, m := range missing {
+			if k == m {
+				return "payonce-console-offline"
+			}
+		}
+		return ""
+	}
+	p, err := a.Providers.build(name, env, AdapterConfig{KeyTTL: pf.keyTTL, SearchLag: pf.searchLag})
+	if err != nil {
+		return nil, err
+	}
+	reason := fmt.Errorf("no request sent: %s not set in the environment of payonce console (a resend asks %s first)",
+		strings.Join(missing, " and "), name)
+	return payonce.New(payonce.Config{
+		Provider: p, Store: store, Logger: a.logger(quiet),
+		HTTPClient:     &http.Client{Transport: refuseTransport{reason}},
+		AttemptTimeout: pf.timeout, ClockSkew: pf.clockSkew,
+		// One try, and no breaker: a refusal says nothing about the
+		// provider's health, and its reason must reach the operator
+		// rather than "circuit breaker is open".
+		Retry:   payonce.RetryPolicy{MaxAttempts: 1},
+		Breaker: payonce.BreakerSettings{ConsecutiveFailures: math.MaxUint32},
+	})
+}
+
+// refuseTransport answers every request with its error, sending nothing.
+type refuseTransport struct{ err error }
+
+func (t refuseTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		_ = r.Body.Close()
+	}
+	return nil, t.err
 }
 
 // serveConsole serves h on ln until ctx ends, then shuts down gracefully.

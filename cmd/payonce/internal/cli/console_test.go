@@ -104,11 +104,10 @@ func TestConsoleRefusesToStart(t *testing.T) {
 // loopback, a login opens the console, and SIGTERM stops it cleanly.
 func TestConsoleServes(t *testing.T) {
 	t.Parallel()
-	tg := sqliteTarget(t)
-	require.Equal(t, 0, runMain(t, tg.env(), "migrate").code)
+	env, ids := inReview(t, "order-cs1", "order-cs2")
 	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret pw"), bcrypt.MinCost)
 	require.NoError(t, err)
-	b := startBinary(t, with(tg.env(), "PAYONCE_CONSOLE_USERS", "alice:resolver:"+string(hash)), "console", "--addr", "127.0.0.1:0")
+	b := startBinary(t, with(env, "PAYONCE_CONSOLE_USERS", "alice:resolver:"+string(hash)), "console", "--addr", "127.0.0.1:0")
 	m := regexp.MustCompile(`console on (http://127\.0\.0\.1:\d+)/`).FindStringSubmatch(b.first)
 	require.NotNil(t, m, b.first)
 	require.Contains(t, b.first, "resend needs provider credentials")
@@ -139,6 +138,43 @@ func TestConsoleServes(t *testing.T) {
 		names = append(names, c.Name)
 	}
 	require.Contains(t, names, "payonce_console_session")
+
+	// Without provider credentials: an order id is found, failed is
+	// recorded, and a resend is refused naming the variable it needs.
+	get := func(path string) (string, string) {
+		t.Helper()
+		resp, err := hc.Get(base + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+		return resp.Request.URL.Path, string(body)
+	}
+	post := func(path string, form url.Values) string {
+		t.Helper()
+		resp, err := hc.PostForm(base+path, form)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body)
+	}
+	at, page := get("/search?q=order-cs1")
+	require.Equal(t, "/ops/"+ids[0], at)
+	tok := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
+	require.NotNil(t, tok, page)
+	page = post("/ops/"+ids[0]+"/resolve", url.Values{"csrf": {tok[1]}, "outcome": {"failed"}, "note": {"nothing at Stripe"}})
+	require.Regexp(t, `id="flash" class="ok"`, page)
+	r := runMain(t, env, "ops", "show", ids[0], "--json")
+	require.Equal(t, "failed", r.jsonObject(t)["operation"].(map[string]any)["status"], "%s", r)
+
+	_, page = get("/ops/" + ids[1])
+	tok = regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
+	require.NotNil(t, tok, page)
+	page = post("/ops/"+ids[1]+"/resolve", url.Values{"csrf": {tok[1]}, "outcome": {"resend"}, "note": {"again"}})
+	require.Regexp(t, `id="flash" class="error"`, page)
+	require.Contains(t, page, "STRIPE_API_KEY not set")
+	r = runMain(t, env, "ops", "show", ids[1], "--json")
+	require.Equal(t, "manual_review", r.jsonObject(t)["operation"].(map[string]any)["status"], "%s", r)
 
 	rest := b.stop(t, syscall.SIGTERM)
 	require.NotContains(t, rest, "s3cret")
