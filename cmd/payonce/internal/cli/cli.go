@@ -181,6 +181,7 @@ func commands() []command {
 		{"cleanup", "delete finished operations older than the retention", runCleanup},
 		{"stats", "count operations by provider, kind and status; the oldest open ones; review reasons", runStats},
 		{"webhooks", "receive providers' webhooks (webhooks serve) and list recorded events", runWebhooks},
+		{"console", "serve the operator console (review queue, timelines, resolve) in a browser", runConsole},
 		{"help", "show help for a command", runHelp},
 	}
 }

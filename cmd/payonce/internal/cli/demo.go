@@ -91,7 +91,7 @@ func defaultDemoSettings() demoSettings {
 
 func runDemo(ctx context.Context, a *App, args []string) error {
 	s := defaultDemoSettings()
-	f := newFlags("demo", "payonce demo [--provider stripe|yookassa|checkout|adyen] [--orders N] [--refunds M] [--concurrency C] [--seed S] [--webhooks=false] [--ledger DSN] [--json]",
+	f := newFlags("demo", "payonce demo [--provider stripe|yookassa|checkout|adyen] [--orders N] [--refunds M] [--concurrency C] [--seed S] [--webhooks=false] [--ledger DSN] [--json] [--console [--addr HOST:PORT]]",
 		`Starts a fake provider in this process (Stripe, YooKassa, Checkout.com or
 Adyen, with its own test credentials) that fails about a fifth of the
 requests that move money in the ways that matter there (answers lost after
@@ -116,7 +116,12 @@ status lookup, its outcomes come only by webhook).
 Exit code 0 when no reference was charged or refunded twice and every
 operation settled (succeeded, failed, or in manual review); 1 otherwise.
 Needs no credential and no setup: the ledger is a temporary SQLite file
-unless --ledger (or PAYONCE_LEDGER) names one.`)
+unless --ledger (or PAYONCE_LEDGER) names one.
+
+With --console the demo then serves its ledger in the operator console (as
+"payonce console" does) on --addr, printing the URL and a one-time resolver
+login to stderr, so that the review queue the run produced can be opened in
+a browser; resends go to the demo's fake. SIGINT or SIGTERM stops it.`)
 	var asJSON bool
 	lf := addLedgerFlags(f, &asJSON, "print the report as one JSON object")
 	provider := "stripe"
@@ -130,8 +135,20 @@ unless --ledger (or PAYONCE_LEDGER) names one.`)
 	f.BoolVar(&s.Webhooks, "webhooks", s.Webhooks, "have the fake deliver webhooks to a receiver on 127.0.0.1 (--webhooks=false: lookups only)")
 	f.duration(&s.ClockSkew, "clock-skew", s.ClockSkew, "clock-skew allowance (`D`): resends stop the attempt timeout ("+s.AttemptTimeout.String()+") plus\n"+
 		"the larger of this and 1% of --key-ttl before the key expires; small by default,\nsince the fake runs on this machine's clock")
+	var withConsole bool
+	consoleAddr := "127.0.0.1:8088"
+	f.BoolVar(&withConsole, "console", false, "after the run, serve its ledger in the operator console (a one-time resolver\nlogin printed to stderr) until SIGINT or SIGTERM")
+	f.StringVar(&consoleAddr, "addr", consoleAddr, "with --console: listen on `HOST:PORT` (loopback only)")
 	if _, err := f.parseArgs(a, args); err != nil {
 		return err
+	}
+	if f.wasSet("addr") && !withConsole {
+		return usageErrorf("--addr is the console's address: use it with --console")
+	}
+	if withConsole {
+		if err := checkDemoConsoleAddr(consoleAddr); err != nil {
+			return err
+		}
 	}
 	if !f.wasSet("provider") {
 		if v := a.Env("PAYONCE_PROVIDER"); v != "" {
@@ -190,15 +207,21 @@ unless --ledger (or PAYONCE_LEDGER) names one.`)
 	} else {
 		rep.print(a.Stdout)
 	}
+	var result error
 	switch {
 	case runErr != nil:
-		return withCode(ExitError, runErr)
+		result = withCode(ExitError, runErr)
 	case rep.DoubleCharges > 0 || rep.DoubleRefunds > 0:
-		return withCode(ExitError, fmt.Errorf("money moved twice: %d references charged twice, %d refunded twice", rep.DoubleCharges, rep.DoubleRefunds))
+		result = withCode(ExitError, fmt.Errorf("money moved twice: %d references charged twice, %d refunded twice", rep.DoubleCharges, rep.DoubleRefunds))
 	case rep.Total.Unsettled > 0:
-		return withCode(ExitError, fmt.Errorf("%d operations did not settle", rep.Total.Unsettled))
+		result = withCode(ExitError, fmt.Errorf("%d operations did not settle", rep.Total.Unsettled))
 	}
-	return nil
+	if withConsole && ctx.Err() == nil {
+		if err := d.serveConsole(ctx, consoleAddr); err != nil {
+			return err
+		}
+	}
+	return result
 }
 
 // demo is one run of the demo.
