@@ -16,6 +16,8 @@
 //	payonce reconcile settle what calls left unfinished
 //	payonce ops       list and show operations
 //	payonce review    list and resolve operations in manual review
+//	payonce console   serve the operator console in a browser (login from PAYONCE_CONSOLE_USERS;
+//	                  --console on demo keeps the demo's ledger open in it)
 //	payonce cleanup   delete finished operations past the retention
 //	payonce stats     count operations by provider, kind and status; the oldest open ones; review reasons
 //	payonce webhooks  receive providers' webhooks (webhooks serve) and list recorded events
