@@ -21,7 +21,8 @@ import (
 	"github.com/payonce/payonce/providers/providertest"
 )
 
-// Adversarial review of the console (rev4): each test failed before its fix.
+// Regression tests of the console's safety rules: bulk resolve and duplicated
+// operations, stale forms, error pages, flash messages, blank operators.
 
 // A duplicated operation (the money moved more than once) must never be
 // swept by a bulk resolution: "failed" would record that money did not
