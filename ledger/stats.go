@@ -49,6 +49,9 @@ type Stats struct {
 	// index). Nil when InboxSince is zero; otherwise empty, not nil, when
 	// nothing was received.
 	Inbox []InboxCount
+	// Findings counts the open audit findings by provider and class
+	// (acknowledged ones are not counted).
+	Findings []FindingCount
 }
 
 // InboxCount is what the webhook inbox holds of one provider's events

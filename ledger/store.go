@@ -183,6 +183,9 @@ type Store interface {
 	// made durable is an error, with no entries.
 	Feed(ctx context.Context, p FeedParams) ([]FeedEntry, error)
 
+	// findingStore keeps the differences audits found (see Finding).
+	findingStore
+
 	// Migrate brings the store's schema up to date. It is safe to call from
 	// several processes at once and is a no-op when the schema is current.
 	Migrate(ctx context.Context) error
@@ -339,6 +342,10 @@ type ListFilter struct {
 	// this, whatever its generation (an earlier generation's key finds
 	// nothing: a resend replaced it).
 	Key string
+	// CreatedFrom and CreatedBefore, when set, keep the operations created
+	// in [CreatedFrom, CreatedBefore) (an audit's period).
+	CreatedFrom   time.Time
+	CreatedBefore time.Time
 	// Limit defaults to 100; at most 10000.
 	Limit int
 }

@@ -1,0 +1,188 @@
+package payonce
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/payonce/payonce/ledger"
+)
+
+// Auditor is implemented by adapters whose provider lets payonce compare
+// the ledger with the provider's own records (Client.Audit). It is
+// optional: a Provider without it cannot be audited.
+type Auditor interface {
+	// AuditInfo says what an audit of this provider can see.
+	AuditInfo() AuditInfo
+}
+
+// AuditLister is an Auditor that lists the provider's own objects of a
+// period (the provider → ledger direction).
+type AuditLister interface {
+	Auditor
+	// ListObjects calls yield for every object the provider holds that was
+	// created in [q.From, q.To), in any order, read-only: it must never
+	// create, capture, cancel or refund anything. hc sends its requests
+	// (with the client's retries of safe reads, breaker and timeouts); the
+	// lister paces itself within the provider's rate limits. An error from
+	// yield stops the listing and is returned.
+	ListObjects(ctx context.Context, hc HTTPDoer, q AuditQuery, yield func(AuditObject) error) error
+}
+
+// AuditInfo says what an audit of a provider can see.
+type AuditInfo struct {
+	// ListedKinds are the operation kinds whose objects ListObjects
+	// returns (a Stripe PaymentIntent for a charge, a Refund for a
+	// refund): a ledger operation of such a kind that succeeded must be
+	// among them (ledger → provider). Empty when ListObjects is not
+	// complete enough for that (a settlement report holds only what
+	// settled).
+	ListedKinds []Kind
+	// ByLookup: the provider lists nothing; the audit checks each ledger
+	// operation of the period with the adapter's Lookup (ledger →
+	// provider), as Checkout.com allows.
+	ByLookup bool
+	// Margin widens the provider's listing on both sides of the period: an
+	// object may be created a little before the ledger records the
+	// operation (clock skew) or after (a late attempt).
+	Margin time.Duration
+	// Directions says, for people, what the audit covers, e.g.
+	// "provider → ledger: PaymentIntents and Refunds by created".
+	Directions string
+}
+
+// AuditQuery is what ListObjects lists.
+type AuditQuery struct {
+	// From and To bound the objects' creation time: [From, To).
+	From, To time.Time
+	// Report is a report the merchant downloaded from the provider, for
+	// providers audited from one (Adyen's settlement details report, CSV);
+	// nil otherwise.
+	Report io.Reader
+}
+
+// AuditState is what became of a provider's object, as an audit compares it.
+type AuditState string
+
+const (
+	// AuditSucceeded: the object took effect (a charge authorized or
+	// captured, a refund done).
+	AuditSucceeded AuditState = "succeeded"
+	// AuditFailed: the object never took effect (declined, refused, failed).
+	AuditFailed AuditState = "failed"
+	// AuditProcessing: the provider has not finished it.
+	AuditProcessing AuditState = "processing"
+	// AuditCanceled: an authorization canceled or voided (by a cancel, or
+	// by the provider when it expired).
+	AuditCanceled AuditState = "canceled"
+	// AuditReversed: the object took effect and was undone afterwards (a
+	// chargeback, a refund returned).
+	AuditReversed AuditState = "reversed"
+)
+
+// AuditObject is one of the provider's objects, as ListObjects reads it.
+type AuditObject struct {
+	// Ref is the provider's id of the object.
+	Ref string
+	// OperationID is the payonce operation the object names (its metadata
+	// or reference); empty when it carries no payonce metadata. Key is the
+	// idempotency key its metadata holds, when the provider keeps one.
+	OperationID string
+	Key         string
+	// Kind is the kind of the operation that made it (from the metadata),
+	// or what the object is when it has no metadata (a PaymentIntent: a
+	// charge; a Refund: a refund).
+	Kind Kind
+	// State is what became of it; Status is the provider's own word
+	// (e.g. "requires_capture"), for people.
+	State  AuditState
+	Status string
+	// Amount (minor units) and Currency (ISO 4217, upper case) are the
+	// object's requested amount and currency.
+	Amount   int64
+	Currency string
+	// Created is when the provider created it.
+	Created time.Time
+	// PaymentRef is the payment a refund, capture or cancel acts on.
+	PaymentRef string
+}
+
+// AuditParams are the arguments of Client.Audit.
+type AuditParams struct {
+	// From and To are the period: provider objects created in [From, To)
+	// (widened by AuditInfo.Margin) and ledger operations created in it.
+	// Required, From before To.
+	From, To time.Time
+	// Report is the provider's report to read (AuditQuery.Report).
+	Report io.Reader
+	// DryRun compares without recording findings in the ledger.
+	DryRun bool
+	// ListUnattributed lists the provider's objects that carry no payonce
+	// metadata too (AuditReport.Unattributed counts them always).
+	ListUnattributed bool
+	// MaxListed bounds AuditReport.Differences (default 1000); every
+	// difference is still counted, recorded and passed to OnDifference.
+	MaxListed int
+	// OnDifference, when set, is called with every difference as it is found.
+	OnDifference func(AuditDifference)
+	// TempDir is where the comparison spills sorted runs to disk; default
+	// os.TempDir().
+	TempDir string
+}
+
+// AuditDifference is one difference between the ledger and the provider.
+type AuditDifference struct {
+	// Class is what kind of difference; empty for an unattributed object
+	// listed on request.
+	Class       ledger.FindingClass
+	OperationID string
+	ProviderRef string
+	Kind        Kind
+	// LedgerStatus is the ledger's status of the operation (empty when the
+	// ledger has no record); ProviderState the provider's (empty when it
+	// holds nothing).
+	LedgerStatus  ledger.Status
+	ProviderState AuditState
+	// Detail says, for a person, what differs.
+	Detail string
+}
+
+// AuditReport is the result of Client.Audit.
+type AuditReport struct {
+	Provider string
+	From, To time.Time
+	// Directions is AuditInfo.Directions.
+	Directions string
+	// Objects counts the provider's objects read; Operations the ledger's
+	// operations of the period.
+	Objects    int
+	Operations int
+	// Unattributed counts the provider's objects with no payonce metadata.
+	Unattributed int
+	// Counts is the number of differences per class.
+	Counts map[ledger.FindingClass]int
+	// Differences lists the first MaxListed differences; Truncated reports
+	// that there were more.
+	Differences []AuditDifference
+	Truncated   bool
+}
+
+// Differs reports whether the audit found any difference.
+func (r AuditReport) Differs() bool {
+	for _, n := range r.Counts {
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrNotAuditable: the client's provider does not implement Auditor.
+var ErrNotAuditable = errors.New("payonce: the provider's adapter cannot audit (it does not implement payonce.Auditor)")
+
+// Audit compares the ledger with the provider's own records for a period.
+// Contract stub: replaced by the engine.
+func (c *Client) Audit(ctx context.Context, p AuditParams) (AuditReport, error) {
+	return AuditReport{}, errors.New("payonce: audit not implemented")
+}
