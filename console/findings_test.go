@@ -125,13 +125,20 @@ func TestFindingsNone(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, b.post("/console/findings", "/console/findings/abc/ack", url.Values{"note": {"x"}}).StatusCode)
 }
 
-// brokenFindings fails every findings call with a database's error.
-type brokenFindings struct{ ledger.Store }
+// brokenFindings fails AckFinding, and ListFindings when list is nil, with
+// a database's error.
+type brokenFindings struct {
+	ledger.Store
+	list []ledger.Finding
+}
 
 var errDB = errors.New("ledgerpg: failed to connect to `host=db.internal user=payments`")
 
-func (brokenFindings) ListFindings(context.Context, ledger.FindingFilter) ([]ledger.Finding, error) {
-	return nil, errDB
+func (s brokenFindings) ListFindings(context.Context, ledger.FindingFilter) ([]ledger.Finding, error) {
+	if s.list == nil {
+		return nil, errDB
+	}
+	return s.list, nil
 }
 
 func (brokenFindings) AckFinding(context.Context, ledger.AckFindingParams) (ledger.Finding, error) {
@@ -142,20 +149,24 @@ func (brokenFindings) AckFinding(context.Context, ledger.AckFindingParams) (ledg
 func TestFindingsStoreErrors(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{})
-	h, err := console.New(console.Config{Store: brokenFindings{e.Store}, Identity: testIdentity, Now: e.Clock.Now})
-	require.NoError(t, err)
-	mux := http.NewServeMux()
-	mux.Handle("/console/", http.StripPrefix("/console", h))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	b := (&env{E2E: e.E2E, srv: srv, handler: h}).browser(t, "alice:resolver")
-	res := b.get("/console/findings")
+	browse := func(store ledger.Store) *browser {
+		h, err := console.New(console.Config{Store: store, Identity: testIdentity, Now: e.Clock.Now})
+		require.NoError(t, err)
+		mux := http.NewServeMux()
+		mux.Handle("/console/", http.StripPrefix("/console", h))
+		srv := httptest.NewServer(mux)
+		t.Cleanup(srv.Close)
+		return (&env{E2E: e.E2E, srv: srv, handler: h}).browser(t, "alice:resolver")
+	}
+	res := browse(brokenFindings{Store: e.Store}).get("/console/findings")
 	require.Equal(t, http.StatusInternalServerError, res.StatusCode)
+	require.Contains(t, res.Body, "see the service&#39;s log")
 	require.NotContains(t, res.Body, "db.internal")
-	ov := b.page("/console/review")
-	res = b.do(http.MethodPost, "/console/findings/1/ack", url.Values{"csrf": {csrfOf(t, ov.Body)}, "note": {"x"}})
+
+	b := browse(brokenFindings{Store: e.Store, list: []ledger.Finding{{ID: 7, Provider: "stripe", Class: ledger.FindingDuplicated, ProviderRef: "pi_7", Detail: "two"}}})
+	res = b.post("/console/findings", "/console/findings/7/ack", url.Values{"note": {"x"}})
 	kind, text := flashOf(t, b.follow(res).Body)
 	require.Equal(t, "error", kind)
-	require.Contains(t, text, "see the service's log")
+	require.Contains(t, text, "acknowledging finding 7 failed")
 	require.NotContains(t, text, "db.internal")
 }
