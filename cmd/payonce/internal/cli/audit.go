@@ -111,7 +111,12 @@ unavailable; 1 any other error (a failed listing).`)
 	}
 	name := pf.name(a)
 	rep, err := client.Audit(ctx, p)
+	var ve *payonce.ValidationError
 	switch {
+	case errors.As(err, &ve) && ve.Field == "AuditParams.Report":
+		// A provider audited from a report it cannot be asked for (Adyen's
+		// settlement details report): the person downloads it.
+		return usageErrorf("--provider %s is audited from a report downloaded from the provider: give it with --report FILE (%s)", name, ve.Problem)
 	case errors.Is(err, payonce.ErrNotAuditable):
 		return usageErrorf("--provider %s: the adapter cannot audit (it does not implement payonce.Auditor); nothing was read or recorded", name)
 	case errors.Is(err, payonce.ErrInvalid):
