@@ -70,8 +70,9 @@ func TestFindingsPageAndAcknowledge(t *testing.T) {
 	require.Contains(t, pg.Body, "pi_audit_2")
 	require.Contains(t, pg.Body, "provider &lt;b&gt;succeeded&lt;/b&gt;", "the detail is escaped")
 	require.NotContains(t, pg.Body, `class="ack"`, "a viewer sees no form")
-	res := viewer.do(http.MethodPost, fmt.Sprintf("/console/findings/%d/ack", fs[0].ID), url.Values{"csrf": {csrfOf(t, pg.Body)}, "note": {"x"}})
+	res := viewer.do(http.MethodPost, fmt.Sprintf("/console/findings/%d/ack", fs[0].ID), url.Values{"csrf": {"a-viewer-has-no-token"}, "note": {"x"}})
 	require.Equal(t, http.StatusForbidden, res.StatusCode, res.Body)
+	require.Contains(t, res.Body, "vera is a viewer")
 
 	only := viewer.page("/console/findings?class=unknown_to_ledger")
 	require.Equal(t, []string{fmt.Sprint(fs[1].ID)}, findingRowRE.all(only.Body))
@@ -92,6 +93,7 @@ func TestFindingsPageAndAcknowledge(t *testing.T) {
 	require.Equal(t, "error", kind)
 	require.Contains(t, text, "a note is required")
 
+	require.Equal(t, http.StatusNotFound, alice.post("/console/findings", "/console/findings/abc/ack", url.Values{"note": {"x"}}).StatusCode)
 	kind, text = flashOf(t, alice.follow(alice.post("/console/findings", "/console/findings/999999/ack", url.Values{"note": {"x"}})).Body)
 	require.Equal(t, "error", kind)
 	require.Contains(t, text, "no finding with id 999999")
@@ -122,7 +124,6 @@ func TestFindingsNone(t *testing.T) {
 	b := e.browser(t, "alice:resolver")
 	require.Contains(t, b.page("/console/findings").Body, "No open audit finding.")
 	require.Contains(t, b.page("/console/").Body, `<p id="open-findings">No open audit finding.</p>`)
-	require.Equal(t, http.StatusNotFound, b.post("/console/findings", "/console/findings/abc/ack", url.Values{"note": {"x"}}).StatusCode)
 }
 
 // brokenFindings fails AckFinding, and ListFindings when list is nil, with
