@@ -98,7 +98,9 @@ func TestAuditCommand(t *testing.T) {
 
 		mu.Lock()
 		objects = []payonce.AuditObject{{Ref: "obj_1", OperationID: "op-never-recorded", Kind: payonce.KindCharge,
-			State: payonce.AuditSucceeded, Status: "paid", Amount: 500, Currency: "USD", Created: now.Add(-3 * time.Hour)}}
+			State: payonce.AuditSucceeded, Status: "paid", Amount: 500, Currency: "USD", Created: now.Add(-3 * time.Hour)},
+			{Ref: "obj_no_metadata", Kind: payonce.KindCharge, State: payonce.AuditSucceeded, Status: "paid", Amount: 100,
+				Currency: "USD", Created: now.Add(-2 * time.Hour)}}
 		mu.Unlock()
 		audit := []string{"audit", "--provider", "tiny", "--from", "-24h", "--to", "2026-12-04T12:00:00Z"}
 
@@ -116,7 +118,9 @@ func TestAuditCommand(t *testing.T) {
 		require.Equal(t, "tiny", rep["provider"])
 		require.Equal(t, "2026-12-03T12:00:00Z", rep["from"])
 		require.EqualValues(t, 1, rep["counts"].(map[string]any)["unknown_to_ledger"])
-		require.EqualValues(t, 1, rep["objects"])
+		require.EqualValues(t, 2, rep["objects"])
+		require.EqualValues(t, 1, rep["unattributed"])
+		require.Len(t, rep["differences"], 1, "unattributed objects are counted, not listed, without --unattributed")
 		require.Equal(t, true, rep["differs"])
 		require.Equal(t, false, rep["dry_run"])
 
@@ -166,6 +170,12 @@ func TestAuditCommand(t *testing.T) {
 		require.Len(t, all, 1)
 		require.EqualValues(t, 2, all[0]["times"])
 		require.Equal(t, "ann", all[0]["acked_by"])
+
+		// --unattributed lists the object without metadata too.
+		r = run(append(audit, "--unattributed", "--dry-run")...)
+		require.Equal(t, 11, r.code, "%s", r)
+		require.Regexp(t, `unattributed\s+charge\s+-\s+obj_no_metadata\s+-\s+succeeded`, r.stdout)
+		require.Regexp(t, `unattributed objects\s+1\n`, r.stdout)
 
 		// A period where nothing differs.
 		r = run("audit", "--provider", "tiny", "--from", "-1h")
