@@ -186,7 +186,6 @@ func (r AuditReport) Differs() bool {
 // ErrNotAuditable: the client's provider does not implement Auditor.
 var ErrNotAuditable = errors.New("payonce: the provider's adapter cannot audit (it does not implement payonce.Auditor)")
 
-
 // defaultMaxListed is AuditParams.MaxListed's default.
 const defaultMaxListed = 1000
 
