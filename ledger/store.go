@@ -343,7 +343,12 @@ type ListFilter struct {
 	// nothing: a resend replaced it).
 	Key string
 	// CreatedFrom and CreatedBefore, when set, keep the operations created
-	// in [CreatedFrom, CreatedBefore) (an audit's period).
+	// in [CreatedFrom, CreatedBefore) (an audit's period). Either may be set
+	// alone; with both, CreatedBefore must be after CreatedFrom. No index
+	// holds the creation time (it would cost every insert): the list still
+	// walks the operations in ID order, so a page costs about Limit divided
+	// by the share of operations in the range, and paging through a range
+	// reads the table once.
 	CreatedFrom   time.Time
 	CreatedBefore time.Time
 	// Limit defaults to 100; at most 10000.

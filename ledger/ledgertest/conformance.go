@@ -120,6 +120,7 @@ func suite() []group {
 		{"List", []testCase{
 			{"FiltersAndPaging", testList},
 			{"DefaultLimit", testListDefaultLimit},
+			{"CreatedRange", testListCreatedRange},
 			{"ProviderRefAndKey", testListProviderRefAndKey},
 			{"ProviderRefAndKeyEmpty", testListProviderRefEmpty},
 		}},
