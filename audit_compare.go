@@ -166,6 +166,13 @@ func classify(g auditGroup, provider string) []AuditDifference {
 		// Only what the provider should list and the period holds: an
 		// operation of another kind (a capture has no object of its own)
 		// or created outside the period is not expected in this listing.
+		// Edge: an operation of the period whose only object the provider
+		// created after To+Margin (an operator's resend days later) is
+		// reported missing by this period's audit and found, as a
+		// neighbouring period's object, by the later one (which skips it
+		// only when the operation and all its objects lie outside that
+		// period: here the object lies inside). Widen Margin, or read the
+		// finding's detail, for such cases.
 		if op.Status == ledger.StatusSucceeded && g.Listed && g.InPeriod && len(g.Objects) == 0 {
 			diff(ledger.FindingMissingAtProvider, nil, fmt.Sprintf("ledger: %s succeeded (ref %s); %s lists no object for it", op.Kind, op.ProviderRef, provider))
 		}
