@@ -168,11 +168,11 @@ func classify(g auditGroup, provider string) []AuditDifference {
 		// or created outside the period is not expected in this listing.
 		// Edge: an operation of the period whose only object the provider
 		// created after To+Margin (an operator's resend days later) is
-		// reported missing by this period's audit and found, as a
-		// neighbouring period's object, by the later one (which skips it
-		// only when the operation and all its objects lie outside that
-		// period: here the object lies inside). Widen Margin, or read the
-		// finding's detail, for such cases.
+		// reported missing by this period's audit; the later period's audit
+		// reads the object, finds the operation with Store.Get (the object
+		// lies inside that period, so it is not skipped) and judges them
+		// consistent, but the earlier finding stays open until a person
+		// acknowledges it. A wider Margin avoids it when resends are late.
 		if op.Status == ledger.StatusSucceeded && g.Listed && g.InPeriod && len(g.Objects) == 0 {
 			diff(ledger.FindingMissingAtProvider, nil, fmt.Sprintf("ledger: %s succeeded (ref %s); %s lists no object for it", op.Kind, op.ProviderRef, provider))
 		}
