@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/internal/testkit"
@@ -17,6 +20,7 @@ import (
 	"github.com/payonce/payonce/mocks"
 	"github.com/payonce/payonce/providers/providertest"
 	"github.com/payonce/payonce/providers/stripe"
+	"github.com/payonce/payonce/semconv"
 )
 
 // auditPSP is the Stripe adapter made auditable for these tests: its
@@ -544,4 +548,64 @@ func TestReconcilerScheduledAudit(t *testing.T) {
 		require.Equal(t, 1, rep.ErrorCount)
 		require.ErrorContains(t, rep.Errors[0], "provider down")
 	})
+}
+
+// countingMeter records the Int64Counter adds of the instruments it makes.
+type countingMeter struct {
+	noop.Meter
+	mu   sync.Mutex
+	adds map[string][]attribute.Set
+}
+
+// countingProvider hands out its countingMeter.
+type countingProvider struct {
+	noop.MeterProvider
+	m *countingMeter
+}
+
+func (p countingProvider) Meter(string, ...metric.MeterOption) metric.Meter { return p.m }
+
+func (m *countingMeter) Int64Counter(name string, _ ...metric.Int64CounterOption) (metric.Int64Counter, error) {
+	return countingCounter{m: m, name: name}, nil
+}
+
+type countingCounter struct {
+	noop.Int64Counter
+	m    *countingMeter
+	name string
+}
+
+func (c countingCounter) Enabled(context.Context) bool { return true }
+
+func (c countingCounter) Add(_ context.Context, _ int64, opts ...metric.AddOption) {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	c.m.adds[c.name] = append(c.m.adds[c.name], metric.NewAddConfig(opts).Attributes())
+}
+
+func TestAuditMetrics(t *testing.T) {
+	m := &countingMeter{adds: map[string][]attribute.Set{}}
+	f := newAuditFixture(t, false, nil)
+	cfg := providertest.ClientConfig(f.psp, f.store, f.clock.Now)
+	cfg.MeterProvider = countingProvider{m: m}
+	client, err := payonce.New(cfg)
+	require.NoError(t, err)
+	a := f.charge(t, "order-a", 1000)
+	o := objectOf(a, 1000)
+	o.Currency = "EUR"
+	f.psp.set([]payonce.AuditObject{o})
+	p := f.period
+	p.DryRun = true
+	_, err = client.Audit(f.ctx, p)
+	require.NoError(t, err)
+	diffs := m.adds[semconv.MetricAuditDifferences]
+	require.Len(t, diffs, 1)
+	class, _ := diffs[0].Value(semconv.AttrClass)
+	require.Equal(t, string(ledger.FindingContradicted), class.AsString())
+	prov, _ := diffs[0].Value(semconv.AttrProvider)
+	require.Equal(t, "stripe", prov.AsString())
+	runs := m.adds[semconv.MetricAuditRuns]
+	require.Len(t, runs, 1)
+	res, _ := runs[0].Value(semconv.AttrResult)
+	require.Equal(t, semconv.AuditResultDiffers, res.AsString())
 }
