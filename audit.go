@@ -27,7 +27,8 @@ type AuditLister interface {
 	// create, capture, cancel or refund anything. hc sends its requests
 	// (with the client's retries of safe reads, breaker and timeouts); the
 	// lister paces itself within the provider's rate limits. An error from
-	// yield stops the listing and is returned.
+	// yield stops the listing and is returned. yield must not be called
+	// from two goroutines at once.
 	ListObjects(ctx context.Context, hc HTTPDoer, q AuditQuery, yield func(AuditObject) error) error
 }
 

@@ -488,7 +488,7 @@ func TestAuditRefusesNonGETAndStopsOnListingErrors(t *testing.T) {
 	})
 }
 
-func TestAuditRequestsGoThroughReadPath(t *testing.T) {
+func TestAuditByLookup(t *testing.T) {
 	// Lookups-only audit: a consistent ledger, every request a GET.
 	testkit.EachStore(t, func(t *testing.T, pg bool) {
 		f := newAuditFixture(t, pg, func(sp *stripe.Provider, _ string) payonce.Provider { return lookupOnly{sp} })
@@ -497,6 +497,15 @@ func TestAuditRequestsGoThroughReadPath(t *testing.T) {
 		rep := f.audit(t, func(p *payonce.AuditParams) { p.DryRun = false })
 		require.False(t, rep.Differs(), "%+v", rep.Differences)
 		require.Equal(t, 2, rep.Operations)
+
+		// A lookup that keeps failing stops the audit: an operation it
+		// could not check is no evidence of consistency.
+		f.fake.Script(mocks.Match{Method: "GET"}, slices.Repeat([]mocks.FaultKind{mocks.FaultGatewayBefore502}, 20)...)
+		_, err := f.client.Audit(f.ctx, f.period)
+		require.ErrorContains(t, err, "looking up")
+		for _, s := range f.rec.take() {
+			require.Regexp(t, `^GET `, s)
+		}
 	})
 }
 
