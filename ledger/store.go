@@ -130,7 +130,8 @@ type Store interface {
 	// unless TombstoneRetention is set; see CleanupParams. Feed entries are
 	// not deleted with their operations: they are kept FeedRetention. Inbox
 	// entries are kept InboxRetention, which must not be shorter than
-	// WebhookRedelivery.
+	// WebhookRedelivery. Audit findings are never deleted: they are the
+	// audits' history (see Finding).
 	Cleanup(ctx context.Context, p CleanupParams) (CleanupReport, error)
 
 	// RecordWebhook records a verified provider event in the inbox, once,

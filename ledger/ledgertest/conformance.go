@@ -211,6 +211,15 @@ func suite() []group {
 			{"CancelledContext", testStatsCancelled},
 			{"Inbox", testStatsInbox},
 		}},
+		{"Findings", []testCase{
+			{"RecordAndFindAgain", testFindingsRecordAndRefind},
+			{"Ack", testFindingsAck},
+			{"FiltersAndPaging", testFindingsFiltersAndPaging},
+			{"DefaultLimit", testFindingsDefaultLimit},
+			{"StatsCountsOpenOnes", testFindingsStats},
+			{"KeptByCleanup", testFindingsKeptByCleanup},
+			{"InvalidInput", testInvalidFindings},
+		}},
 		{"Feed", []testCase{
 			{"Empty", testFeedEmpty},
 			{"Transitions", testFeedTransitions},
