@@ -618,3 +618,52 @@ func TestAuditMetrics(t *testing.T) {
 	res, _ := runs[0].Value(semconv.AttrResult)
 	require.Equal(t, semconv.AuditResultDiffers, res.AsString())
 }
+
+func TestAuditRecordsFindingsInTheLedger(t *testing.T) {
+	testkit.EachStore(t, func(t *testing.T, pg bool) {
+		f := newAuditFixture(t, pg, nil)
+		a := f.charge(t, "order-a", 1000)
+		b := f.charge(t, "order-b", 2500)
+		o := objectOf(a, 1000)
+		o.Currency = "EUR"
+		f.psp.set([]payonce.AuditObject{o})
+		// The real store underneath the recorder: findings in the ledger.
+		client, err := payonce.New(providertest.ClientConfig(f.psp, f.store.Store, f.clock.Now))
+		require.NoError(t, err)
+		p := f.period
+
+		p.DryRun = true
+		_, err = client.Audit(f.ctx, p)
+		require.NoError(t, err)
+		got, err := f.store.Store.ListFindings(f.ctx, ledger.FindingFilter{Provider: "stripe"})
+		require.NoError(t, err)
+		require.Empty(t, got, "a dry run records nothing")
+
+		p.DryRun = false
+		for range 2 {
+			rep, err := client.Audit(f.ctx, p)
+			require.NoError(t, err)
+			require.Equal(t, map[ledger.FindingClass]int{ledger.FindingContradicted: 1, ledger.FindingMissingAtProvider: 1}, classes(rep))
+		}
+		got, err = f.store.Store.ListFindings(f.ctx, ledger.FindingFilter{Provider: "stripe"})
+		require.NoError(t, err)
+		require.Len(t, got, 2, "found twice, recorded once each")
+		byClass := map[ledger.FindingClass]ledger.Finding{}
+		for _, fd := range got {
+			byClass[fd.Class] = fd
+			require.Equal(t, 2, fd.Times)
+			require.True(t, fd.PeriodFrom.Equal(p.From), "%v", fd.PeriodFrom)
+			require.True(t, fd.PeriodTo.Equal(p.To), "%v", fd.PeriodTo)
+		}
+		require.Equal(t, a.ID, byClass[ledger.FindingContradicted].OperationID)
+		require.Equal(t, a.ProviderRef, byClass[ledger.FindingContradicted].ProviderRef)
+		require.Equal(t, b.ID, byClass[ledger.FindingMissingAtProvider].OperationID)
+		// The audit changed no operation.
+		for _, op := range []ledger.Operation{a, b} {
+			now, _, err := f.store.Get(f.ctx, op.ID)
+			require.NoError(t, err)
+			require.Equal(t, op.Status, now.Status)
+			require.Equal(t, op.UpdatedAt, now.UpdatedAt)
+		}
+	})
+}
