@@ -23,7 +23,9 @@ type Auditor interface {
 type AuditLister interface {
 	Auditor
 	// ListObjects calls yield for every object the provider holds that was
-	// created in [q.From, q.To), in any order, read-only: it must never
+	// created in [q.From, q.To), in any order (an object yielded more than
+	// once, as a report's journal does, counts once, in the state of its
+	// row with the latest Created), read-only: it must never
 	// create, capture, cancel or refund anything. hc sends its requests
 	// (with the client's retries of safe reads, breaker and timeouts); the
 	// lister paces itself within the provider's rate limits. An error from

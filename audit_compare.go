@@ -418,7 +418,7 @@ func (a *auditRun) mergeJoin(ctx context.Context, objOut <-chan AuditObject, opO
 			objs = append(objs, o)
 			o, oOK = <-objOut
 		}
-		g.Objects = objs
+		g.Objects = latestPerRef(objs)
 		if err := a.judge(ctx, g); err != nil {
 			return err
 		}
@@ -690,13 +690,32 @@ func decodeAuditObject(b []byte) (AuditObject, error) {
 	return o, d.err
 }
 
-// compareAuditObjects orders objects by operation id, then by reference:
-// a group's objects come in a stable order.
+// compareAuditObjects orders objects by operation id, then by reference,
+// then by creation: a group's objects come in a stable order, and the rows
+// of one object (a report is a journal) are adjacent, oldest first.
 func compareAuditObjects(x, y AuditObject) int {
 	if c := strings.Compare(x.OperationID, y.OperationID); c != 0 {
 		return c
 	}
-	return strings.Compare(x.Ref, y.Ref)
+	if c := strings.Compare(x.Ref, y.Ref); c != 0 {
+		return c
+	}
+	return x.Created.Compare(y.Created)
+}
+
+// latestPerRef keeps, of the objects of one group (in compareAuditObjects
+// order), the latest row of each reference: a settlement report lists a
+// payment again when it is charged back or the chargeback reversed, and
+// those rows are one object whose state is the latest, not duplicates.
+func latestPerRef(objs []AuditObject) []AuditObject {
+	out := objs[:0]
+	for i, o := range objs {
+		if i+1 < len(objs) && objs[i+1].Ref == o.Ref {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 func encodeAuditOp(o auditOp) ([]byte, error) {

@@ -1,6 +1,7 @@
 package payonce
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -170,4 +171,26 @@ func TestAuditCodecRoundTrip(t *testing.T) {
 	got, err = decodeAuditObject(b)
 	require.NoError(t, err)
 	require.True(t, got.Created.IsZero())
+}
+
+func TestLatestPerRef(t *testing.T) {
+	row := func(ref string, s AuditState, sec int) AuditObject {
+		return AuditObject{OperationID: "op", Ref: ref, State: s, Created: auditT0.Add(time.Duration(sec) * time.Second)}
+	}
+	objs := []AuditObject{row("psp_2", AuditReversed, 9), row("psp_1", AuditSucceeded, 1), row("psp_1", AuditReversed, 5),
+		row("psp_1", AuditSucceeded, 7)}
+	slices.SortFunc(objs, compareAuditObjects)
+	got := latestPerRef(objs)
+	require.Len(t, got, 2)
+	require.Equal(t, "psp_1", got[0].Ref)
+	require.Equal(t, AuditSucceeded, got[0].State, "the chargeback was reversed: the latest row")
+	require.Equal(t, "psp_2", got[1].Ref)
+	// One payment charged back is one object that differs, not a duplicate.
+	op := &auditOp{ID: "op", Kind: "charge", Status: ledger.StatusSucceeded}
+	charged := []AuditObject{row("psp_1", AuditSucceeded, 1), row("psp_1", AuditReversed, 5)}
+	slices.SortFunc(charged, compareAuditObjects)
+	d := classify(auditGroup{ID: "op", Op: op, Objects: latestPerRef(charged)}, "adyen")
+	require.Len(t, d, 1)
+	require.Equal(t, ledger.FindingStatusDiffers, d[0].Class)
+	require.Equal(t, AuditReversed, d[0].ProviderState)
 }
