@@ -38,6 +38,9 @@ type auditPSP struct {
 	listErr error
 	// method, when set, is sent instead of GET (a lister with a bug).
 	method string
+	// all yields every object, whatever the query's period (a lister
+	// with a bug).
+	all bool
 }
 
 func (p *auditPSP) AuditInfo() payonce.AuditInfo { return p.info }
@@ -60,7 +63,7 @@ func (p *auditPSP) ListObjects(ctx context.Context, hc payonce.HTTPDoer, q payon
 	}
 	resp.Body.Close()
 	for _, o := range objs {
-		if o.Created.Before(q.From) || !o.Created.Before(q.To) {
+		if !p.all && (o.Created.Before(q.From) || !o.Created.Before(q.To)) {
 			continue
 		}
 		if err := yield(o); err != nil {
@@ -398,7 +401,13 @@ func TestAuditUnattributed(t *testing.T) {
 		require.Empty(t, rep.Differences, "listed only on request")
 		require.Empty(t, f.store.all(), "unattributed objects are not recorded")
 
+		// An object outside the listed period is left to its own period.
+		f.psp.all = true
+		old := stray
+		old.Created = t0.Add(-48 * time.Hour)
+		f.psp.set([]payonce.AuditObject{objectOf(a, 1000), stray, stray, old})
 		rep = f.audit(t, func(p *payonce.AuditParams) { p.ListUnattributed = true })
+		require.Equal(t, 3, rep.Objects)
 		require.Len(t, rep.Differences, 2)
 		require.Empty(t, rep.Differences[0].Class)
 		require.Equal(t, "pi_dashboard", rep.Differences[0].ProviderRef)
