@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -625,7 +626,29 @@ func (d auditDoer) Do(req *http.Request) (*http.Response, error) {
 		}
 		return nil, fmt.Errorf("payonce: an audit sends only GET and HEAD requests, refused %s %s", req.Method, req.URL.Path)
 	}
-	return lookupDoer{c: d.c.http.read}.Do(req)
+	// Each request within one AttemptTimeout, as a lookup: a provider
+	// that hangs mid-page must not hang the audit. The deadline covers
+	// reading the body, so it ends when the body is closed.
+	ctx, cancel := context.WithTimeout(req.Context(), d.c.cfg.AttemptTimeout)
+	resp, err := lookupDoer{c: d.c.http.read}.Do(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelOnClose ends a request's context when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
 }
 
 // The sorted runs' codec: length-prefixed fields, in a fixed order.
