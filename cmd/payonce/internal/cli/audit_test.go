@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -20,8 +22,9 @@ import (
 // holds. plain is the same provider without the Auditor methods.
 type listing struct {
 	plain
-	mu      *sync.Mutex
-	objects *[]payonce.AuditObject
+	mu          *sync.Mutex
+	objects     *[]payonce.AuditObject
+	needsReport bool
 }
 
 type plain struct{ name string }
@@ -41,7 +44,7 @@ func (plain) Lookup(context.Context, payonce.HTTPDoer, payonce.LookupQuery) (pay
 }
 
 func (l listing) AuditInfo() payonce.AuditInfo {
-	return payonce.AuditInfo{Directions: "provider → ledger: test objects by created"}
+	return payonce.AuditInfo{Directions: "provider → ledger: test objects by created", NeedsReport: l.needsReport}
 }
 
 func (l listing) ListObjects(ctx context.Context, hc payonce.HTTPDoer, q payonce.AuditQuery, yield func(payonce.AuditObject) error) error {
@@ -77,6 +80,9 @@ func TestAuditCommand(t *testing.T) {
 		reg, err := cli.NewRegistry(
 			cli.Adapter{Name: "tiny", EnvVars: []string{"TINY_KEY"}, New: func(cli.AdapterConfig) (payonce.Provider, error) {
 				return listing{plain: plain{"tiny"}, mu: &mu, objects: &objects}, nil
+			}},
+			cli.Adapter{Name: "reported", EnvVars: []string{"TINY_KEY"}, New: func(cli.AdapterConfig) (payonce.Provider, error) {
+				return listing{plain: plain{"reported"}, mu: &mu, objects: &objects, needsReport: true}, nil
 			}},
 			cli.Adapter{Name: "plain", EnvVars: []string{"TINY_KEY"}, New: func(cli.AdapterConfig) (payonce.Provider, error) {
 				return plain{"plain"}, nil
@@ -181,6 +187,15 @@ func TestAuditCommand(t *testing.T) {
 		r = run("audit", "--provider", "tiny", "--from", "-1h")
 		require.Equal(t, 0, r.code, "%s", r)
 		require.Contains(t, r.stdout, "the ledger and the provider agree")
+
+		// A provider audited from a report, without --report: what to do.
+		r = run("audit", "--provider", "reported", "--from", "-1h")
+		require.Equal(t, 2, r.code, "%s", r)
+		require.Contains(t, r.stderr, "--provider reported is audited from a report downloaded from the provider: give it with --report FILE")
+		report := filepath.Join(t.TempDir(), "report.csv")
+		require.NoError(t, os.WriteFile(report, []byte("header\n"), 0o600))
+		r = run("audit", "--provider", "reported", "--from", "-1h", "--report", report)
+		require.Equal(t, 0, r.code, "%s", r)
 
 		r = run("audit", "--provider", "plain", "--from", "-1h")
 		require.Equal(t, 2, r.code, "%s", r)
