@@ -112,6 +112,11 @@ func (p *Provider) ListObjects(ctx context.Context, hc payonce.HTTPDoer, q payon
 		return emit(o)
 	})
 	if err == nil {
+		// The refunds list is paced from its first request: it follows the
+		// payments list's last.
+		err = p.pace(ctx)
+	}
+	if err == nil {
 		err = pageListWith(ctx, p, hc, "/v3/refunds", filter, opts, func(rf refund) error {
 			if rf.ID == "" || rf.Type != "" || rf.PaymentID == "" {
 				return errors.New("list returned an item that is not a refund")

@@ -160,7 +160,7 @@ func TestListObjectsAgainstFake(t *testing.T) {
 		Amount: 10, Currency: "RUB", Created: from.Add(2 * time.Second), PaymentRef: big}, got[unmarked])
 
 	// 112 payments and 103 refunds: two pages each, GETs only, and a
-	// paced pause before each second page.
+	// paced pause before every request but the first.
 	after := f.Truth().Requests
 	for route, n := range after {
 		if n != before[route] {
@@ -169,7 +169,7 @@ func TestListObjectsAgainstFake(t *testing.T) {
 	}
 	require.Equal(t, 2, after["GET /v3/payments"]-before["GET /v3/payments"])
 	require.Equal(t, 2, after["GET /v3/refunds"]-before["GET /v3/refunds"])
-	require.Equal(t, []time.Duration{yookassa.DefaultAuditInterval, yookassa.DefaultAuditInterval}, w.all())
+	require.Equal(t, []time.Duration{yookassa.DefaultAuditInterval, yookassa.DefaultAuditInterval, yookassa.DefaultAuditInterval}, w.all())
 }
 
 // listServer answers GET /v3/payments and /v3/refunds with one page each
@@ -278,7 +278,7 @@ func TestListObjectsStates(t *testing.T) {
 		require.Empty(t, r.URL.Query().Get("cursor"))
 		require.Equal(t, wire.Authorization, r.Header.Get("Authorization"))
 	}
-	require.Empty(t, w.all(), "one page each: no pause")
+	require.Equal(t, []time.Duration{yookassa.DefaultAuditInterval}, w.all(), "one page each: one pause, between the lists")
 }
 
 func TestListObjectsBadInputs(t *testing.T) {
@@ -342,7 +342,7 @@ func TestListObjectsRateLimited(t *testing.T) {
 	got, err := listAll(t, p, f.Client(), q)
 	require.NoError(t, err)
 	require.Contains(t, got, id)
-	require.Equal(t, []time.Duration{3 * time.Second}, w.all())
+	require.Equal(t, []time.Duration{3 * time.Second, yookassa.DefaultAuditInterval}, w.all())
 	require.Equal(t, 2, f.Truth().Requests["GET /v3/payments"])
 
 	// Rate limited for good: the 429 after the last wait is the error.
@@ -356,7 +356,7 @@ func TestListObjectsRateLimited(t *testing.T) {
 	require.ErrorAs(t, err, &apiErr)
 	require.Equal(t, http.StatusTooManyRequests, apiErr.HTTPStatus)
 	require.Equal(t, "too_many_requests", apiErr.Code)
-	require.Len(t, w.all(), 1+5, "five waits, then the error")
+	require.Len(t, w.all(), 2+1+5, "the pause before the refunds, five waits, then the error")
 	require.Equal(t, 10-6, f.PendingFaults())
 
 	// A wait cut short by the context ends the listing.
