@@ -202,9 +202,9 @@ func (p Provider) LogValue() slog.Value { return adapterkit.LogValue(p) }
 // user name could be the shop id: user info is dropped whole (keepUser
 // false).
 func (c Config) String() string {
-	return fmt.Sprintf("yookassa.Config{ShopID:%s SecretKey:%s BaseURL:%q KeyTTL:%s ListLag:%s LookupMargin:%s WebhookAllow:%v Now:%s}",
+	return fmt.Sprintf("yookassa.Config{ShopID:%s SecretKey:%s BaseURL:%q KeyTTL:%s ListLag:%s LookupMargin:%s AuditInterval:%s WebhookAllow:%v Now:%s}",
 		adapterkit.Secret(c.ShopID), adapterkit.Secret(c.SecretKey), adapterkit.DisplayURL(c.BaseURL, false),
-		c.KeyTTL, c.ListLag, c.LookupMargin, c.WebhookAllow, adapterkit.NowSet(c.Now))
+		c.KeyTTL, c.ListLag, c.LookupMargin, c.AuditInterval, c.WebhookAllow, adapterkit.NowSet(c.Now))
 }
 
 // GoString is String: %#v never shows a credential either.
