@@ -158,7 +158,9 @@ func auditList[T object](ctx context.Context, a *auditPager, path, item string, 
 		}
 		res, err := getList[T](ctx, a.p, a.hc, path, query, objList, item, "list")
 		if err != nil {
-			return fmt.Errorf("stripe: audit: %w", err)
+			// An *APIError names the method and path ("stripe: GET
+			// /v1/refunds: HTTP 429 ..."); the transport's errors too.
+			return err
 		}
 		for _, v := range res.Data {
 			if err := each(v); err != nil {
@@ -193,7 +195,7 @@ func (p *Provider) auditIntent(ctx context.Context, a *auditPager, pi paymentInt
 		}
 		ch, err := p.getCharge(ctx, a.hc, v.needCharge)
 		if err != nil {
-			return payonce.AuditObject{}, fmt.Errorf("stripe: audit: %w", err)
+			return payonce.AuditObject{}, err
 		}
 		v = chargeVerdict(pi, &ch)
 	}
