@@ -2,6 +2,7 @@ package stripe_test
 
 import (
 	"context"
+	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -131,7 +132,7 @@ func TestAuditEndToEnd(t *testing.T) {
 		require.Equal(t, 3, rep.Objects)
 	})
 
-	t.Run("duplicated under an earlier key", func(t *testing.T) {
+	t.Run("duplicated under the same key", func(t *testing.T) {
 		t.Parallel()
 		e := newAuditEnv(t)
 		op, _, err := e.store.Get(e.ctx, e.charge.OperationID)
@@ -146,6 +147,42 @@ func TestAuditEndToEnd(t *testing.T) {
 		require.Equal(t, op.ID, d.OperationID)
 		require.Contains(t, d.Detail, pi)
 		require.Contains(t, d.Detail, e.charge.ProviderRef)
+	})
+
+	t.Run("duplicated across key generations", func(t *testing.T) {
+		t.Parallel()
+		e := newAuditEnv(t)
+		// The first attempt's answer is a stored 500: unknown. Past the
+		// key window the lookup finds nothing and a person must decide;
+		// the operator finds no PaymentIntent and resends under
+		// generation 1, which succeeds.
+		e.fake.Script(mocks.Match{Method: http.MethodPost, Path: "/v1/payment_intents"}, mocks.FaultStored500)
+		params := payonce.ChargeParams{OrderID: "order-resent", Amount: 900, Currency: "USD", PaymentMethod: "pm_card_visa"}
+		first := e.clock.Now()
+		res, err := e.client.Charge(e.ctx, params)
+		require.ErrorIs(t, err, payonce.ErrOutcomeUnknown)
+		gen0Key := res.Key
+		e.clock.Advance(25 * time.Hour)
+		_, err = e.client.Charge(e.ctx, params)
+		require.ErrorIs(t, err, payonce.ErrManualReview)
+		op, err := payonce.Resolve(e.ctx, e.store, payonce.ResolveParams{OperationID: res.OperationID, Outcome: ledger.ResolveResend,
+			Actor: "alice", Note: "no PaymentIntent in the dashboard", Now: e.clock.Now()})
+		require.NoError(t, err)
+		require.Equal(t, 1, op.Generation)
+		resent, err := e.client.Charge(e.ctx, params)
+		require.NoError(t, err)
+		require.Equal(t, payonce.ResultSucceeded, resent.Status)
+		require.NotEqual(t, gen0Key, resent.Key)
+		// What the operator missed: Stripe had made a PaymentIntent under
+		// the first key after all (another integration's retry of it, say).
+		gen0, err := e.fake.InjectPaymentIntent(mocks.StripeIntentSpec{Amount: 900, Currency: "usd", Created: first,
+			Metadata: map[string]string{"payonce_op": res.OperationID, "payonce_key": gen0Key, "payonce_kind": "charge"}})
+		require.NoError(t, err)
+
+		d := only(t, e.audit(t), ledger.FindingDuplicated, 1)[0]
+		require.Equal(t, res.OperationID, d.OperationID)
+		require.Contains(t, d.Detail, gen0)
+		require.Contains(t, d.Detail, resent.ProviderRef)
 	})
 
 	t.Run("refund failed later, its webhook lost", func(t *testing.T) {
