@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"golang.org/x/text/currency"
 
 	"github.com/payonce/payonce"
@@ -110,9 +111,11 @@ func (p *Provider) AuditInfo() payonce.AuditInfo {
 // Amounts are the Gross amounts in the Gross Currency, converted to
 // minor units with Adyen's decimals for the currency, the units the adapter
 // sends. The report carries no idempotency key: Key is empty. OperationID
-// is the reference as the row has it: payonce sends the operation id as
-// the reference of every payment and modification (NewRequest), and a
-// payment made elsewhere carries whatever reference its maker chose.
+// is the row's reference when it has the form of a payonce operation id:
+// payonce sends the operation id as the reference of every payment and
+// modification (NewRequest); a payment made elsewhere carries whatever
+// reference its maker chose, and one of another form is unattributed
+// (OperationID empty).
 //
 // A nil q.Report is an error saying what to pass. A malformed row is an
 // error naming its line and column. ListObjects sends nothing: hc is not
@@ -259,7 +262,7 @@ func reportRow(rec []string, col map[string]int, line int, merchant string) (pay
 	if err != nil {
 		return payonce.AuditObject{}, false, reportError(line, amountCol, "%v", err)
 	}
-	modRef, modOp, payOp := get(colModificationRef), get(colModMerchantRef), get(colMerchantRef)
+	modRef, modOp, payOp := get(colModificationRef), operationID(get(colModMerchantRef)), operationID(get(colMerchantRef))
 	obj := payonce.AuditObject{Ref: psp, OperationID: payOp, Kind: payonce.KindCharge, State: payonce.AuditSucceeded,
 		Status: typ, Amount: amount, Currency: strings.ToUpper(cur), Created: created}
 	switch kind {
@@ -280,6 +283,20 @@ func reportRow(rec []string, col map[string]int, line int, merchant string) (pay
 		}
 	}
 	return obj, true, nil
+}
+
+// operationID is ref when it is a payonce operation id (a UUID of version
+// 5 in its canonical form, Identity.OperationID), which the adapter sends
+// as the reference; "" otherwise. The report carries no metadata: a
+// reference of another form names no payonce operation (a payment made in
+// the Customer Area, by another system), and the audit counts its object
+// as unattributed rather than as an operation the ledger lacks.
+func operationID(ref string) string {
+	u, err := uuid.Parse(ref)
+	if err != nil || u.Version() != 5 || u.String() != ref {
+		return ""
+	}
+	return ref
 }
 
 // reportTime reads a Creation Date ("YYYY-MM-DD HH:MM:SS", e.g. 2012-07-26

@@ -67,7 +67,7 @@ func TestAuditReadsTheFakesReport(t *testing.T) {
 		{Ref: auto.ProviderRef, OperationID: auto.OperationID, Kind: payonce.KindCharge, State: payonce.AuditSucceeded, Status: "Settled", Amount: 1999, Currency: "EUR", Created: start},
 		{Ref: cap.ProviderRef, OperationID: cap.OperationID, Kind: payonce.KindCapture, State: payonce.AuditSucceeded, Status: "Settled", Amount: 1000, Currency: "EUR", Created: captured, PaymentRef: manual.ProviderRef},
 		{Ref: ref.ProviderRef, OperationID: ref.OperationID, Kind: payonce.KindRefund, State: payonce.AuditSucceeded, Status: "Refunded", Amount: 400, Currency: "EUR", Created: captured.Add(time.Minute), PaymentRef: auto.ProviderRef},
-		{Ref: foreign, OperationID: "order-from-the-customer-area", Kind: payonce.KindCharge, State: payonce.AuditSucceeded, Status: "Settled", Amount: 2500, Currency: "EUR", Created: later},
+		{Ref: foreign, OperationID: "", Kind: payonce.KindCharge, State: payonce.AuditSucceeded, Status: "Settled", Amount: 2500, Currency: "EUR", Created: later},
 		{Ref: manual.ProviderRef, OperationID: manual.OperationID, Kind: payonce.KindCharge, State: payonce.AuditReversed, Status: "Chargeback", Amount: 1000, Currency: "EUR", Created: later},
 		{Ref: ref.ProviderRef, OperationID: ref.OperationID, Kind: payonce.KindRefund, State: payonce.AuditReversed, Status: "RefundedReversed", Amount: 400, Currency: "EUR", Created: later, PaymentRef: auto.ProviderRef},
 	}

@@ -34,7 +34,7 @@ func fixture(t *testing.T) []byte {
 	return b
 }
 
-func op(n string) string { return "0b9e4a52-1c7f-4d3e-9a1b-0000000000" + n }
+func op(n string) string { return "0b9e4a52-1c7f-5d3e-9a1b-0000000000" + n }
 
 func cet(d, hms string) time.Time {
 	t, err := time.Parse("2006-01-02 15:04:05 -07:00", d+" "+hms+" +01:00")
@@ -65,8 +65,9 @@ func fixtureObjects() []payonce.AuditObject {
 			Status: "ChargebackReversed", Amount: 1000, Created: cet("2026-03-02", "10:00:00")}),
 		eur(payonce.AuditObject{Ref: "8815000000000004", OperationID: op("04"), Kind: payonce.KindRefund, State: payonce.AuditReversed,
 			Status: "RefundedReversed", Amount: 500, Created: cet("2026-03-02", "11:00:00"), PaymentRef: "8815000000000001"}),
-		// A payment made elsewhere, under a reference of its own.
-		{Ref: "8815000000000007", OperationID: "order-4711", Kind: payonce.KindCharge, State: payonce.AuditSucceeded,
+		// A payment made elsewhere, under a reference of its own: no
+		// payonce operation (unattributed).
+		{Ref: "8815000000000007", OperationID: "", Kind: payonce.KindCharge, State: payonce.AuditSucceeded,
 			Status: "Settled", Amount: 1500, Currency: "JPY", Created: cet("2026-03-01", "13:30:00")},
 		// ISK has two decimals at Adyen (ISO 4217: none).
 		{Ref: "8815000000000008", OperationID: op("08"), Kind: payonce.KindCharge, State: payonce.AuditSucceeded,
@@ -316,4 +317,21 @@ func FuzzSettlementReport(f *testing.F) {
 			return nil
 		})
 	})
+}
+
+// TestAuditReportOperationIDForm: the report carries no metadata, so a
+// reference names a payonce operation only in the form payonce sends (a
+// version 5 UUID, lower case); any other reference is unattributed.
+func TestAuditReportOperationIDForm(t *testing.T) {
+	for _, c := range []struct{ ref, want string }{
+		{op("01"), op("01")},
+		{strings.ToUpper(op("01")), ""},
+		{"0b9e4a52-1c7f-4d3e-9a1b-000000000001", ""}, // version 4
+		{"order-42", ""},
+		{"", ""},
+	} {
+		got, err := list(t, setCell(t, 1, "Merchant Reference", c.ref), allTime)
+		require.NoError(t, err)
+		require.Equal(t, c.want, got[0].OperationID, c.ref)
+	}
 }
