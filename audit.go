@@ -3,6 +3,7 @@ package payonce
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -22,11 +23,14 @@ type Auditor interface {
 type AuditLister interface {
 	Auditor
 	// ListObjects calls yield for every object the provider holds that was
-	// created in [q.From, q.To), in any order, read-only: it must never
+	// created in [q.From, q.To), in any order (an object yielded more than
+	// once, as a report's journal does, counts once, in the state of its
+	// row with the latest Created), read-only: it must never
 	// create, capture, cancel or refund anything. hc sends its requests
 	// (with the client's retries of safe reads, breaker and timeouts); the
 	// lister paces itself within the provider's rate limits. An error from
-	// yield stops the listing and is returned.
+	// yield stops the listing and is returned. yield must not be called
+	// from two goroutines at once.
 	ListObjects(ctx context.Context, hc HTTPDoer, q AuditQuery, yield func(AuditObject) error) error
 }
 
@@ -50,6 +54,10 @@ type AuditInfo struct {
 	// Directions says, for people, what the audit covers, e.g.
 	// "provider → ledger: PaymentIntents and Refunds by created".
 	Directions string
+	// NeedsReport: ListObjects reads AuditQuery.Report (a settlement
+	// report the merchant downloads), so Client.Audit refuses a call
+	// without one and a Reconciler's scheduled audits skip the provider.
+	NeedsReport bool
 }
 
 // AuditQuery is what ListObjects lists.
@@ -181,8 +189,77 @@ func (r AuditReport) Differs() bool {
 // ErrNotAuditable: the client's provider does not implement Auditor.
 var ErrNotAuditable = errors.New("payonce: the provider's adapter cannot audit (it does not implement payonce.Auditor)")
 
-// Audit compares the ledger with the provider's own records for a period.
-// Contract stub: replaced by the engine.
+// defaultMaxListed is AuditParams.MaxListed's default.
+const defaultMaxListed = 1000
+
+// Audit compares the ledger with the provider's own records for the
+// period [p.From, p.To) and reports, counts and (unless p.DryRun) records
+// every difference as a finding (ledger.Store.RecordFindings; the same
+// difference found again updates its finding).
+//
+// The audit is read-only towards the provider and the operations: it sends
+// only GET (or HEAD) requests, through the client's read path (the retries
+// of safe reads, the breaker and the timeouts a status lookup has), never a
+// request that moves money, and it never changes an operation's status:
+// a difference is for a person to look at, and the reconciler settles what
+// is still open. What it writes is findings, nothing else.
+//
+// How (docs/ARCHITECTURE.md, "The audit"): both sides are sorted by
+// operation id on disk (p.TempDir) and merge-joined, so that memory stays
+// bounded whatever the number of operations in the period; see classify
+// for the classes and their rules. A provider that lists nothing
+// (AuditInfo.ByLookup) is audited by looking up each settled operation of
+// the period.
+//
+// Errors: ErrNotAuditable when the provider's adapter does not implement
+// Auditor (or neither lists nor looks up); a *ValidationError naming the
+// field of p that is wrong; otherwise the first error of the listing, the
+// ledger or the recording, with the report of what was compared so far.
 func (c *Client) Audit(ctx context.Context, p AuditParams) (AuditReport, error) {
-	return AuditReport{}, errors.New("payonce: audit not implemented")
+	aud, ok := c.cfg.Provider.(Auditor)
+	if !ok {
+		return AuditReport{}, ErrNotAuditable
+	}
+	info := aud.AuditInfo()
+	lister, lists := aud.(AuditLister)
+	if !info.ByLookup && !lists {
+		return AuditReport{}, fmt.Errorf("%w: it declares no lookup audit and has no ListObjects", ErrNotAuditable)
+	}
+	if err := p.check(info); err != nil {
+		return AuditReport{}, err
+	}
+	if p.MaxListed == 0 {
+		p.MaxListed = defaultMaxListed
+	}
+	name := c.cfg.Provider.Name()
+	a := &auditRun{c: c, p: p, info: info, provider: name,
+		rep: AuditReport{Provider: name, From: p.From, To: p.To, Directions: info.Directions, Counts: map[ledger.FindingClass]int{}}}
+	var err error
+	if info.ByLookup {
+		err = a.byLookup(ctx)
+	} else {
+		err = a.compare(ctx, lister)
+	}
+	if ferr := a.flush(ctx); err == nil {
+		err = ferr
+	}
+	c.tel.audited(ctx, a.rep, err)
+	return a.rep, err
+}
+
+// check validates the parameters of an audit of a provider that says info.
+func (p AuditParams) check(info AuditInfo) error {
+	switch {
+	case p.From.IsZero():
+		return invalid("AuditParams.From", "required: the start of the period")
+	case p.To.IsZero():
+		return invalid("AuditParams.To", "required: the end of the period (excluded)")
+	case !p.From.Before(p.To):
+		return invalid("AuditParams.To", "must be after From (%s), got %s", p.From.Format(time.RFC3339), p.To.Format(time.RFC3339))
+	case p.MaxListed < 0:
+		return invalid("AuditParams.MaxListed", "must be >= 0 (0: the default, %d), got %d", defaultMaxListed, p.MaxListed)
+	case info.NeedsReport && !info.ByLookup && p.Report == nil:
+		return invalid("AuditParams.Report", "required: this provider is audited from a report downloaded from it")
+	}
+	return nil
 }

@@ -138,6 +138,8 @@
 //	payonce.operations.open            gauge             provider, kind, status
 //	payonce.operations.oldest_age      gauge s           provider, kind, status
 //	payonce.operations.in_review       gauge             provider, kind, reason (the review code)
+//	payonce.audit.runs                 counter           provider, result (consistent, differs, error): Client.Audit
+//	payonce.audit.differences          counter           provider, audit.class (ledger.FindingClass)
 //
 // Attribute keys (package semconv) carry the payonce. prefix; failures
 // carry error.type. Per-operation metrics come from the Client that acts

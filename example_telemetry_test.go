@@ -96,5 +96,5 @@ func Example_openTelemetry() {
 	// Output:
 	// charge: succeeded
 	// scope: github.com/payonce/payonce
-	// metrics: 14
+	// metrics: 16
 }

@@ -77,6 +77,38 @@ type ReconcilerConfig struct {
 	// commit, bounded by Hooks.Timeout (see Hooks). The Clients' own
 	// Config.Hooks fire for the same operations too: set one or the other.
 	Hooks Hooks
+	// Audit schedules audits of the reconciler's providers against their
+	// own records (Client.Audit); the zero value schedules none.
+	Audit AuditSchedule
+}
+
+// AuditSchedule makes a Reconciler audit its providers: every Every, the
+// first RunOnce at or after the due time audits, for each client whose
+// provider can be audited without a downloaded report (an AuditLister that
+// does not need AuditQuery.Report, or AuditInfo.ByLookup), the period
+// [now-Delay-Window, now-Delay) by the reconciler's clock, and records its
+// findings. The audit runs inside that RunOnce, after the pass: it is
+// read-only towards the provider and the operations, but it holds up the
+// pass for as long as it takes (seconds for a day of thousands of
+// payments). An audit's error is logged and counted in the report's
+// errors; it never stops reconciliation, and the next audit comes Every
+// later (a period missed is not audited again: run Client.Audit for it).
+//
+// Every replica's reconciler with an AuditSchedule audits the same
+// periods: findings are upserts (the same difference found again is one
+// finding, its Times counted up), so that is harmless but costs the
+// provider's read limits once per replica. Give the schedule to one
+// replica only to avoid it.
+type AuditSchedule struct {
+	// Every is how often to audit; zero: never.
+	Every time.Duration
+	// Window is the length of each audited period; defaults to Every, so
+	// that consecutive periods meet.
+	Window time.Duration
+	// Delay is how far the period ends before now: long enough for the
+	// provider to have settled and indexed what the period created (and
+	// for the reconciler to have settled the ledger's side), e.g. an hour.
+	Delay time.Duration
 }
 
 // Reconciler drives unfinished operations to a terminal state in the
@@ -96,6 +128,10 @@ type Reconciler struct {
 	tel       *telemetry
 	// stats is the ledger gauges' registration; nil when not reported.
 	stats metric.Registration
+	// auditMu guards nextAudit, when the next scheduled audit is due
+	// (zero: at the first pass).
+	auditMu   sync.Mutex
+	nextAudit time.Time
 }
 
 // ReconcileReport says what one RunOnce did. Its JSON form uses the
@@ -115,6 +151,10 @@ type ReconcileReport struct {
 	// Errors holds the first errors met (at most 20); ErrorCount counts all.
 	Errors     []error `json:"-"`
 	ErrorCount int     `json:"error_count"`
+	// Audits counts the scheduled audits the pass ran (AuditSchedule) and
+	// AuditDifferences the differences they found.
+	Audits           int `json:"audits"`
+	AuditDifferences int `json:"audit_differences"`
 }
 
 // NewReconciler builds a Reconciler from cfg.
@@ -159,8 +199,15 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 		return nil, invalid("ReconcilerConfig.TombstoneRetention", "must be >= 0 (0 keeps tombstones forever), got %v", cfg.TombstoneRetention)
 	case len(cfg.Owner) > 200:
 		return nil, invalid("ReconcilerConfig.Owner", "at most 200 bytes, got %d", len(cfg.Owner))
+	case cfg.Audit.Every < 0 || cfg.Audit.Window < 0 || cfg.Audit.Delay < 0:
+		return nil, invalid("ReconcilerConfig.Audit", "durations must be >= 0, got every %v, window %v, delay %v", cfg.Audit.Every, cfg.Audit.Window, cfg.Audit.Delay)
+	case cfg.Audit.Every == 0 && (cfg.Audit.Window != 0 || cfg.Audit.Delay != 0):
+		return nil, invalid("ReconcilerConfig.Audit", "Window and Delay need Every (how often to audit)")
 	case cfg.StatsInterval < 0 && cfg.StatsInterval != off:
 		return nil, invalid("ReconcilerConfig.StatsInterval", "must be > 0, or -1 to report no ledger gauges, got %v", cfg.StatsInterval)
+	}
+	if cfg.Audit.Window == 0 {
+		cfg.Audit.Window = cfg.Audit.Every
 	}
 	tel, err := newTelemetry(cfg.MeterProvider, cfg.TracerProvider, "")
 	if err != nil {
@@ -232,7 +279,71 @@ func (r *Reconciler) RunOnce(ctx context.Context) (rep ReconcileReport, err erro
 			return rep, err
 		}
 	}
+	r.audit(ctx, &rep)
 	return rep, nil
+}
+
+// audit runs the scheduled audits when they are due (AuditSchedule).
+func (r *Reconciler) audit(ctx context.Context, rep *ReconcileReport) {
+	s := r.cfg.Audit
+	if s.Every == 0 {
+		return
+	}
+	now := r.cfg.Now()
+	r.auditMu.Lock()
+	if now.Before(r.nextAudit) {
+		r.auditMu.Unlock()
+		return
+	}
+	// Claimed before the audits run: a pass running beside this one does
+	// not audit the same period again.
+	r.nextAudit = now.Add(s.Every)
+	r.auditMu.Unlock()
+	to := now.Add(-s.Delay)
+	p := AuditParams{From: to.Add(-s.Window), To: to}
+	for _, name := range r.order {
+		c := r.clients[name]
+		if !scheduledAuditable(c) || ctx.Err() != nil {
+			continue
+		}
+		ar, err := c.Audit(ctx, p)
+		rep.Audits++
+		n := 0
+		for _, k := range ar.Counts {
+			n += k
+		}
+		rep.AuditDifferences += n
+		if err != nil {
+			r.cfg.Logger.Warn("payonce: scheduled audit failed", "provider", name, "from", p.From, "to", p.To, "error", err)
+			rep.ErrorCount++
+			if len(rep.Errors) < 20 {
+				rep.Errors = append(rep.Errors, fmt.Errorf("audit of %s: %w", name, err))
+			}
+			continue
+		}
+		level := slog.LevelInfo
+		if n > 0 {
+			level = slog.LevelWarn
+		}
+		r.cfg.Logger.Log(ctx, level, "payonce: scheduled audit", "provider", name, "from", p.From, "to", p.To,
+			"objects", ar.Objects, "operations", ar.Operations, "differences", n, "unattributed", ar.Unattributed)
+	}
+}
+
+// scheduledAuditable reports whether c's provider can be audited without
+// a person: it lists its objects without a downloaded report, or it is
+// audited by lookups.
+func scheduledAuditable(c *Client) bool {
+	a, ok := c.cfg.Provider.(Auditor)
+	if !ok {
+		return false
+	}
+	info := a.AuditInfo()
+	if info.ByLookup {
+		return true
+	}
+	_, lists := a.(AuditLister)
+	return lists && !info.NeedsReport
 }
 
 // onPass hands a copy of rep to the OnPass hook: a hook that outlives its

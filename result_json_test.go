@@ -63,6 +63,6 @@ func TestDeclinedErrorAndReportJSON(t *testing.T) {
 
 	keys, m = jsonKeys(t, payonce.ReconcileReport{Claimed: 3, Settled: 2, Skipped: 1, Released: 0,
 		Transitions: map[string]int{"unknown->succeeded": 2}, Errors: []error{errors.New("x")}, ErrorCount: 1})
-	require.Equal(t, []string{"claimed", "error_count", "released", "settled", "skipped", "transitions"}, keys)
+	require.Equal(t, []string{"audit_differences", "audits", "claimed", "error_count", "released", "settled", "skipped", "transitions"}, keys)
 	require.Equal(t, map[string]any{"unknown->succeeded": 2.0}, m["transitions"])
 }

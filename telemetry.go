@@ -70,6 +70,8 @@ type telemetry struct {
 	passDuration    metric.Float64Histogram
 	reconcileOps    metric.Int64Counter
 	webhooks        metric.Int64Counter
+	auditRuns       metric.Int64Counter
+	auditDiffs      metric.Int64Counter
 }
 
 // newTelemetry builds the instruments from mp and tp (the globals when
@@ -115,6 +117,8 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, provider str
 	t.passDuration = hist(semconv.MetricReconcilePassDuration, "s", "Duration of one reconciler pass over one provider's due operations.", durations...)
 	t.reconcileOps = counter(semconv.MetricReconcileOperations, "{operation}", "Operations a reconciler claimed, settled, skipped or failed on.")
 	t.webhooks = counter(semconv.MetricWebhooks, "{event}", "Webhook events and rejected deliveries, by result and disposition.")
+	t.auditRuns = counter(semconv.MetricAuditRuns, "{audit}", "Audits of the ledger against a provider's records, by result.")
+	t.auditDiffs = counter(semconv.MetricAuditDifferences, "{difference}", "Differences audits found between the ledger and a provider, by class.")
 	if err != nil {
 		return nil, invalid("Config.MeterProvider", "creating payonce's instruments failed: %v", err)
 	}
@@ -656,4 +660,21 @@ func runHook(ctx context.Context, log *slog.Logger, timeout time.Duration, name,
 	case <-hctx.Done():
 		log.Warn("payonce: hook still running after its timeout; no longer waiting for it", "hook", name, semconv.LogKeyOperation, opID, "timeout", timeout)
 	}
+}
+
+// auditDifference counts one difference an audit found.
+func (t *telemetry) auditDifference(ctx context.Context, class ledger.FindingClass) {
+	t.add(ctx, t.auditDiffs, t.provider, semconv.AttrClass.String(string(class)))
+}
+
+// audited counts one audit by its result.
+func (t *telemetry) audited(ctx context.Context, rep AuditReport, err error) {
+	result := semconv.AuditResultConsistent
+	switch {
+	case err != nil:
+		result = semconv.AuditResultError
+	case rep.Differs():
+		result = semconv.AuditResultDiffers
+	}
+	t.add(ctx, t.auditRuns, t.provider, semconv.AttrResult.String(result))
 }

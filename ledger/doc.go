@@ -139,6 +139,29 @@
 // has yet to apply) is the gauge payonce.feed.consumer.lag and a line of
 // Stats.Consumers (`payonce stats`).
 //
+// # Audit findings
+//
+// An audit (payonce's Client.Audit, `payonce audit`) compares the ledger
+// with a provider's own records for a period and records each difference
+// as a Finding (Store.RecordFindings): money the provider moved for an
+// operation the ledger has no record of, an outcome the two sides disagree
+// on, a duplicate, a contradicted amount, a success the provider does not
+// hold. The same difference found by a later audit (same provider, class,
+// operation and provider object) is the same finding: LastFoundAt and
+// Times move, FirstFoundAt stays.
+//
+// An audit only reads and records: it never sends a request that moves
+// money, and RecordFindings never changes an operation's status or
+// anything else of it. What to do about a difference is an operator's
+// decision, recorded with AckFinding (who, why, when); an acknowledged
+// finding is no longer open (Stats.Findings counts the open ones) but
+// stays, and finding it again does not reopen it.
+//
+// Findings are the audits' history: Cleanup never deletes them, whatever
+// its retentions, nor does deleting an operation (a finding names its
+// operation by ID, without a foreign key; it may name one the ledger never
+// had).
+//
 // # Implementing a store
 //
 // A store is built with package ledgerdriver, which computes every state

@@ -8,7 +8,8 @@ import (
 // Sentinel errors every Store returns (wrapped, with details); callers test
 // them with errors.Is. Driver errors never cross the Store interface.
 var (
-	// ErrNotFound: no operation with that ID.
+	// ErrNotFound: no operation with that ID (for AckFinding: no audit
+	// finding with that ID).
 	ErrNotFound = errors.New("ledger: operation not found")
 	// ErrFingerprintMismatch: the ID exists with another request fingerprint:
 	// the same business identity was used for a different request. A caller

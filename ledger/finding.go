@@ -110,19 +110,26 @@ type FindingCount struct {
 }
 
 // findingStore is the part of Store that keeps audit findings; it is
-// embedded in Store.
+// embedded in Store. Findings are history: Cleanup never deletes them.
 type findingStore interface {
 	// RecordFindings records the differences of one audit, in one
 	// transaction: a new one is inserted, one already recorded (same
 	// Provider, Class, OperationID, ProviderRef) gets LastFoundAt = now,
-	// Times + 1, the new Detail and period. It never changes an
-	// operation. Errors: validation errors naming the field and index.
+	// Times + 1, the new Detail and period (an acknowledged one stays
+	// acknowledged). It never changes an operation. Everything is checked
+	// before anything is written: one invalid finding and none is
+	// recorded. Errors: validation errors naming the field and index
+	// ("fs[3].Class"), for a zero now, more than MaxFindingsPerCall
+	// findings (the caller records them in several calls) and one
+	// difference twice in fs (the caller merges them: it would count as
+	// found by two audits). An empty fs is a no-op.
 	RecordFindings(ctx context.Context, fs []NewFinding, now time.Time) error
-	// ListFindings returns findings matching the filter, ordered by ID.
+	// ListFindings returns findings matching the filter, ordered by ID
+	// (empty, never nil, when none). Errors: validation errors naming the
+	// field (an unknown Class, a negative AfterID, a Limit out of range).
 	ListFindings(ctx context.Context, f FindingFilter) ([]Finding, error)
 	// AckFinding records an operator's acknowledgement of a finding.
 	// Errors: ErrNotFound, validation errors naming the field. A finding
 	// already acknowledged keeps its first acknowledgement and returns it.
 	AckFinding(ctx context.Context, p AckFindingParams) (Finding, error)
 }
-

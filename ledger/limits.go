@@ -19,3 +19,9 @@ const (
 
 // MaxEventsPerCall bounds the events one call records.
 const MaxEventsPerCall = 16
+
+// MaxFindingsPerCall bounds the findings one Store.RecordFindings call
+// records: one transaction, whose size (and the lock it holds on the
+// findings it updates) must stay bounded. A caller with more records them
+// in several calls; each finding's upsert does not depend on the others.
+const MaxFindingsPerCall = 1000

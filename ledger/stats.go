@@ -50,7 +50,10 @@ type Stats struct {
 	// nothing was received.
 	Inbox []InboxCount
 	// Findings counts the open audit findings by provider and class
-	// (acknowledged ones are not counted).
+	// (acknowledged ones are not counted), ordered by provider, then class
+	// in the order of FindingClasses. Read by a separate statement (not the
+	// snapshot of the operation counts), from an index that holds only the
+	// open findings. Empty, never nil.
 	Findings []FindingCount
 }
 

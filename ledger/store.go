@@ -130,7 +130,8 @@ type Store interface {
 	// unless TombstoneRetention is set; see CleanupParams. Feed entries are
 	// not deleted with their operations: they are kept FeedRetention. Inbox
 	// entries are kept InboxRetention, which must not be shorter than
-	// WebhookRedelivery.
+	// WebhookRedelivery. Audit findings are never deleted: they are the
+	// audits' history (see Finding).
 	Cleanup(ctx context.Context, p CleanupParams) (CleanupReport, error)
 
 	// RecordWebhook records a verified provider event in the inbox, once,
@@ -343,7 +344,12 @@ type ListFilter struct {
 	// nothing: a resend replaced it).
 	Key string
 	// CreatedFrom and CreatedBefore, when set, keep the operations created
-	// in [CreatedFrom, CreatedBefore) (an audit's period).
+	// in [CreatedFrom, CreatedBefore) (an audit's period). Either may be set
+	// alone; with both, CreatedBefore must be after CreatedFrom. No index
+	// holds the creation time (it would cost every insert): the list still
+	// walks the operations in ID order, so a page costs about Limit divided
+	// by the share of operations in the range, and paging through a range
+	// reads the table once.
 	CreatedFrom   time.Time
 	CreatedBefore time.Time
 	// Limit defaults to 100; at most 10000.

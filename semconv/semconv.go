@@ -63,6 +63,13 @@ const (
 	// consumer's lag: now minus the time of the oldest entry it has yet to
 	// apply, 0 when caught up; by consumer name.
 	MetricFeedConsumerLag = "payonce.feed.consumer.lag"
+	// MetricAuditRuns counts audits (Client.Audit), by provider and result
+	// (AuditResult* values).
+	MetricAuditRuns = "payonce.audit.runs"
+	// MetricAuditDifferences counts the differences audits found, by
+	// provider and class (ledger.FindingClass). The same difference found
+	// by every audit of an overlapping period is counted each time.
+	MetricAuditDifferences = "payonce.audit.differences"
 )
 
 // MetricNames returns the name of every metric payonce records, in a
@@ -77,7 +84,7 @@ func MetricNames() []string {
 		MetricCallDuration, MetricAttempts, MetricLookups, MetricTransitions, MetricReviews,
 		MetricResendWindowRemaining, MetricBreakerStateChanges, MetricReconcilePassDuration,
 		MetricReconcileOperations, MetricWebhooks, MetricOperationsOpen, MetricOperationsOldestAge,
-		MetricOperationsInReview, MetricFeedConsumerLag,
+		MetricOperationsInReview, MetricFeedConsumerLag, MetricAuditRuns, MetricAuditDifferences,
 	}
 }
 
@@ -122,8 +129,20 @@ const (
 	// AttrConsumer is a settlement-feed consumer's name, chosen by the
 	// service (a handful per ledger).
 	AttrConsumer = attribute.Key("payonce.feed.consumer")
+	// AttrClass is the class of an audit's difference (ledger.FindingClass).
+	AttrClass = attribute.Key("payonce.audit.class")
 	// AttrErrorType is the class of a failure (OpenTelemetry's error.type).
 	AttrErrorType = attribute.Key("error.type")
+)
+
+// Audit results: the value of AttrResult on payonce.audit.runs.
+const (
+	// AuditResultConsistent: the audit completed and found no difference.
+	AuditResultConsistent = "consistent"
+	// AuditResultDiffers: the audit completed and found differences.
+	AuditResultDiffers = "differs"
+	// AuditResultError: the audit stopped on an error (its report is partial).
+	AuditResultError = "error"
 )
 
 // Webhook results: the value of AttrResult on payonce.webhooks.

@@ -20,8 +20,8 @@ func TestMetricNames(t *testing.T) {
 		}
 		seen[n] = true
 	}
-	if len(names) != 14 {
-		t.Errorf("%d metric names, want 14", len(names))
+	if len(names) != 16 {
+		t.Errorf("%d metric names, want 16", len(names))
 	}
 	names[0] = "changed"
 	if semconv.MetricNames()[0] != semconv.MetricCallDuration {

@@ -242,6 +242,13 @@ func ValidateList(f ledger.ListFilter) error {
 			return invalid("Status", "%v", err)
 		}
 	}
+	// Either bound may be set alone; both set must leave a range: an empty
+	// one is a caller's mistake (bounds swapped), not a question whose
+	// answer is "nothing".
+	if !f.CreatedFrom.IsZero() && !f.CreatedBefore.IsZero() && !f.CreatedBefore.After(f.CreatedFrom) {
+		return invalid("CreatedBefore", "must be after CreatedFrom (got %v, CreatedFrom %v): the range [CreatedFrom, CreatedBefore) is empty",
+			f.CreatedBefore, f.CreatedFrom)
+	}
 	return checkListLimit(f.Limit)
 }
 

@@ -54,6 +54,11 @@
 // settled history. StatsParams.IncludeSettled adds a scan of the settled
 // rows, for operators.
 //
+// Audit findings live in payonce_audit_findings (migration 012): one row
+// per difference, upserted on its unique (provider, class, operation_id,
+// provider_ref) by one statement per RecordFindings call, and counted for
+// Stats from a partial index of the open ones. Cleanup never deletes them.
+//
 // # Settlement feed
 //
 // Feed reads the payonce_feed table of migration 006, whose rows triggers

@@ -70,6 +70,7 @@ type queries struct {
 	feedBeyond          string
 	feedDurable         string
 	purgeFeed           string
+	findings            findingSQL
 }
 
 // newQueries builds the SQL of a store on schema; lazyOutcomes is
@@ -371,6 +372,7 @@ func newQueries(schema string, lazyOutcomes bool) queries {
 	q.feedPage, q.feedBeyond, q.feedDurable, q.purgeFeed = feedQueries(r)
 	q.stats = sqlstore.StatsStatement(q.ops, false)
 	q.statsSettled = sqlstore.StatsStatement(q.ops, true)
+	q.findings = newFindingSQL(schema)
 	return q
 }
 

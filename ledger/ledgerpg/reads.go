@@ -91,7 +91,7 @@ func (s *Store) List(ctx context.Context, f ledger.ListFilter) ([]ledger.Operati
 		return nil, err
 	}
 	var w where
-	sqlstore.ListConds(f, w.add)
+	sqlstore.ListConds(f, func(t time.Time) any { return ledgerdriver.UTC(t) }, w.add)
 	ok, err := sqlstore.RefConds(f, func(after sqlstore.ProviderKind, first bool) (sqlstore.ProviderKind, bool, error) {
 		q, args := sqlstore.NextRefPairQuery(s.q.ops, f, after, first)
 		var pk sqlstore.ProviderKind

@@ -36,6 +36,9 @@ func (s *Store) Stats(ctx context.Context, p ledger.StatsParams) (ledger.Stats, 
 	if err != nil {
 		return ledger.Stats{}, translate("stats", err)
 	}
+	if st.Findings, err = s.findingCounts(ctx); err != nil {
+		return ledger.Stats{}, translate("stats", err)
+	}
 	if !p.InboxSince.IsZero() {
 		st.Inbox, err = s.inboxCounts(ctx, p.InboxSince)
 	}

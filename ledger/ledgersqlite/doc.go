@@ -71,6 +71,12 @@
 // on disk before a consumer sees its entry, so an OS crash or a power cut
 // cannot take back an entry Feed returned. Cursors are "0.seq".
 //
+// Audit findings live in payonce_audit_findings (migration 012): one row
+// per difference, upserted on its unique (provider, class, operation_id,
+// provider_ref) in one write transaction per RecordFindings call, and
+// counted for Stats from a partial index of the open ones. Cleanup never
+// deletes them.
+//
 // CreateOrGetTx records an operation inside the caller's own *sql.Tx on the
 // same file, so that a payment is enqueued if and only if the caller's
 // business data commits with it (transactional outbox); see its

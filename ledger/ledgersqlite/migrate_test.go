@@ -15,7 +15,7 @@ import (
 )
 
 // currentVersion is the schema version of the embedded migrations.
-const currentVersion = 11
+const currentVersion = 12
 
 // A database left at schema version 1 by an older build upgrades to the
 // current version with its data intact: the upgraded store reads the
@@ -83,7 +83,7 @@ func TestMigrate(t *testing.T) {
 		names = append(names, name)
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"initial", "events", "tombstones", "webhooks", "stats", "feed", "revision", "feed_durable", "tombstone_refs", "review_code", "feed_consumers"}, names)
+	require.Equal(t, []string{"initial", "events", "tombstones", "webhooks", "stats", "feed", "revision", "feed_durable", "tombstone_refs", "review_code", "feed_consumers", "audit_findings"}, names)
 	require.Positive(t, appliedAt)
 
 	t.Run("TwiceIsNoOp", func(t *testing.T) {

@@ -88,7 +88,7 @@ func (s *Store) List(ctx context.Context, f ledger.ListFilter) ([]ledger.Operati
 // nothing can match.
 func listWhere(ctx context.Context, c *sql.Conn, f ledger.ListFilter) (where, bool, error) {
 	var w where
-	sqlstore.ListConds(f, w.add)
+	sqlstore.ListConds(f, micros, w.add)
 	ok, err := sqlstore.RefConds(f, func(after sqlstore.ProviderKind, first bool) (sqlstore.ProviderKind, bool, error) {
 		q, args := sqlstore.NextRefPairQuery("payonce_operations", f, after, first)
 		var pk sqlstore.ProviderKind

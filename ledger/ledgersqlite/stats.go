@@ -47,6 +47,9 @@ func (s *Store) Stats(ctx context.Context, p ledger.StatsParams) (ledger.Stats, 
 	if st.Consumers == nil {
 		st.Consumers = []ledger.ConsumerLag{}
 	}
+	if st.Findings, err = s.findingCounts(ctx); err != nil {
+		return ledger.Stats{}, fail("stats", err)
+	}
 	if !p.InboxSince.IsZero() {
 		var got []sqlstore.InboxRow
 		err = s.read(ctx, func(c *sql.Conn) error {

@@ -120,6 +120,7 @@ func suite() []group {
 		{"List", []testCase{
 			{"FiltersAndPaging", testList},
 			{"DefaultLimit", testListDefaultLimit},
+			{"CreatedRange", testListCreatedRange},
 			{"ProviderRefAndKey", testListProviderRefAndKey},
 			{"ProviderRefAndKeyEmpty", testListProviderRefEmpty},
 		}},
@@ -209,6 +210,15 @@ func suite() []group {
 			{"OneSnapshotBesideWriters", testStatsConcurrentWriters},
 			{"CancelledContext", testStatsCancelled},
 			{"Inbox", testStatsInbox},
+		}},
+		{"Findings", []testCase{
+			{"RecordAndFindAgain", testFindingsRecordAndRefind},
+			{"Ack", testFindingsAck},
+			{"FiltersAndPaging", testFindingsFiltersAndPaging},
+			{"DefaultLimit", testFindingsDefaultLimit},
+			{"StatsCountsOpenOnes", testFindingsStats},
+			{"KeptByCleanup", testFindingsKeptByCleanup},
+			{"InvalidInput", testInvalidFindings},
 		}},
 		{"Feed", []testCase{
 			{"Empty", testFeedEmpty},

@@ -255,7 +255,11 @@ func testInvalidList(t *testing.T, h *Harness) {
 	s := h.Store
 	seedInvalid(t, s)
 	edits := append(limitEdits(func(f *ledger.ListFilter) *int { return &f.Limit }),
-		edit[ledger.ListFilter]{"unknown Status", func(f *ledger.ListFilter) { f.Status = "bogus" }})
+		edit[ledger.ListFilter]{"unknown Status", func(f *ledger.ListFilter) { f.Status = "bogus" }},
+		edit[ledger.ListFilter]{"CreatedBefore equal to CreatedFrom", func(f *ledger.ListFilter) { f.CreatedFrom, f.CreatedBefore = base, base }},
+		edit[ledger.ListFilter]{"CreatedBefore before CreatedFrom", func(f *ledger.ListFilter) {
+			f.CreatedFrom, f.CreatedBefore = at(time.Hour), base
+		}})
 	runInvalid(t, s, ledger.ListFilter{}, edits, errOf(t.Context(), s.List))
 }
 

@@ -84,6 +84,85 @@ func testList(t *testing.T, h *Harness) {
 	require.Equal(t, expect(ledger.ListFilter{}), paged)
 }
 
+// testListCreatedRange checks ListFilter.CreatedFrom and CreatedBefore:
+// the range is [CreatedFrom, CreatedBefore), either bound alone, combined
+// with the other filters and with keyset paging, a tombstone not listed.
+func testListCreatedRange(t *testing.T, h *Harness) {
+	s := h.Store
+	type row struct {
+		id, provider string
+		created      time.Time
+	}
+	var rows []row
+	// Creation order is not ID order: op-i is created at minute (7*i)%12,
+	// so that a range of times is scattered over the IDs. A microsecond
+	// after a minute tests the bounds' precision.
+	for i := range 12 {
+		r := row{id: fmt.Sprintf("cr-%02d", i), provider: []string{"stripe", "adyen"}[i%2],
+			created: at(time.Duration((7*i)%12)*time.Minute + time.Duration(i%3)*time.Microsecond)}
+		mustCreate(t, s, newOpFor(r.id, r.provider, "charge"), r.created)
+		rows = append(rows, r)
+	}
+	// Created inside every range below, then cleaned up: its tombstone is
+	// not listed.
+	gone := shortTTL("cr-gone")
+	finished(t, s, gone, ledger.StatusSucceeded, at(5*time.Minute))
+	_, err := s.Cleanup(t.Context(), ledger.CleanupParams{Now: at(30 * 24 * time.Hour), Retention: 48 * time.Hour, KeyTTL: keyTTL})
+	require.NoError(t, err)
+	got, _ := mustGet(t, s, gone.ID)
+	require.True(t, got.Tombstone)
+
+	expect := func(f ledger.ListFilter) []string {
+		var out []string
+		for _, r := range rows {
+			if (f.CreatedFrom.IsZero() || !r.created.Before(f.CreatedFrom)) &&
+				(f.CreatedBefore.IsZero() || r.created.Before(f.CreatedBefore)) &&
+				(f.Provider == "" || r.provider == f.Provider) && r.id > f.AfterID && len(out) < ledgerdriver.ListLimit(f) {
+				out = append(out, r.id)
+			}
+		}
+		return out
+	}
+	// The bounds: from is included, before excluded, to the microsecond
+	// (cr-09 is created at from, cr-08 at before).
+	from, before := at(3*time.Minute), at(8*time.Minute+2*time.Microsecond)
+	cases := []ledger.ListFilter{
+		{CreatedFrom: from},
+		{CreatedBefore: before},
+		{CreatedFrom: from, CreatedBefore: before},
+		{CreatedFrom: from.Add(time.Microsecond), CreatedBefore: before.Add(time.Microsecond)},
+		{CreatedFrom: from, CreatedBefore: from.Add(time.Microsecond)},
+		{CreatedFrom: from, CreatedBefore: before, Provider: "adyen"},
+		{CreatedFrom: from, CreatedBefore: before, Limit: 2},
+		{CreatedFrom: from, CreatedBefore: before, AfterID: "cr-05"},
+		{CreatedFrom: at(time.Hour)},
+		{CreatedBefore: base},
+	}
+	for _, f := range cases {
+		ops, err := s.List(t.Context(), f)
+		require.NoError(t, err, "List %+v", f)
+		require.Equal(t, expect(f), ids(ops), "List %+v", f)
+	}
+	// The expectations are not all alike (a test that cannot fail).
+	require.Equal(t, []string{"cr-01", "cr-04", "cr-06", "cr-09", "cr-11"}, expect(cases[2]))
+	require.Equal(t, []string{"cr-01", "cr-04", "cr-06", "cr-08", "cr-11"}, expect(cases[3]))
+	require.Equal(t, []string{"cr-09"}, expect(cases[4]), "only the operation created at from")
+
+	// Keyset paging through a range walks it once, in ID order.
+	var paged []string
+	after := ""
+	for {
+		ops, err := s.List(t.Context(), ledger.ListFilter{CreatedFrom: from, CreatedBefore: before, AfterID: after, Limit: 4})
+		require.NoError(t, err)
+		if len(ops) == 0 {
+			break
+		}
+		paged = append(paged, ids(ops)...)
+		after = ops[len(ops)-1].ID
+	}
+	require.Equal(t, expect(ledger.ListFilter{CreatedFrom: from, CreatedBefore: before}), paged)
+}
+
 func testListDefaultLimit(t *testing.T, h *Harness) {
 	s := h.Store
 	const total = ledger.DefaultListLimit + 5

@@ -42,7 +42,7 @@ func reviewCodeOf(reason string) ledger.ReviewCode {
 }
 
 func testStatsEmpty(t *testing.T, h *Harness) {
-	empty := ledger.Stats{Open: []ledger.StatusCount{}, Oldest: []ledger.OldestOpen{}, Reviews: []ledger.ReasonCount{}, Consumers: []ledger.ConsumerLag{}}
+	empty := ledger.Stats{Open: []ledger.StatusCount{}, Oldest: []ledger.OldestOpen{}, Reviews: []ledger.ReasonCount{}, Consumers: []ledger.ConsumerLag{}, Findings: []ledger.FindingCount{}}
 	require.Equal(t, empty, mustStats(t, h.Store, false))
 	empty.Settled = []ledger.StatusCount{}
 	require.Equal(t, empty, mustStats(t, h.Store, true), "Settled counted (none): empty, not nil")
@@ -96,9 +96,9 @@ func testStatsCounts(t *testing.T, h *Harness) {
 		{Provider: "adyen", Kind: "refund", Code: ledger.ReviewCodeDuplicated, Reason: "duplicate", Count: 2},
 		{Provider: "adyen", Kind: "refund", Code: ledger.ReviewCodeWindowPassed, Reason: "window passed", Count: 1},
 	}
-	require.Equal(t, ledger.Stats{Open: open, Oldest: oldest, Reviews: reviews, Consumers: []ledger.ConsumerLag{}}, mustStats(t, s, false),
+	require.Equal(t, ledger.Stats{Open: open, Oldest: oldest, Reviews: reviews, Consumers: []ledger.ConsumerLag{}, Findings: []ledger.FindingCount{}}, mustStats(t, s, false),
 		"without IncludeSettled, Settled is nil")
-	require.Equal(t, ledger.Stats{Open: open, Oldest: oldest, Reviews: reviews, Consumers: []ledger.ConsumerLag{}, Settled: []ledger.StatusCount{
+	require.Equal(t, ledger.Stats{Open: open, Oldest: oldest, Reviews: reviews, Consumers: []ledger.ConsumerLag{}, Findings: []ledger.FindingCount{}, Settled: []ledger.StatusCount{
 		{Provider: "adyen", Kind: "refund", Status: ledger.StatusFailed, Count: 1},
 		{Provider: "stripe", Kind: "charge", Status: ledger.StatusSucceeded, Count: 2},
 		{Provider: "stripe", Kind: "charge", Status: ledger.StatusFailed, Count: 1},
@@ -158,8 +158,8 @@ func testStatsTombstones(t *testing.T, h *Harness) {
 		Open:      []ledger.StatusCount{{Provider: "stripe", Kind: "charge", Status: ledger.StatusPending, Count: 1}},
 		Oldest:    []ledger.OldestOpen{{Provider: "stripe", Kind: "charge", Status: ledger.StatusPending, Since: base, OperationID: "live"}},
 		Reviews:   []ledger.ReasonCount{},
-		Consumers: []ledger.ConsumerLag{},
-		Settled:   []ledger.StatusCount{{Provider: "stripe", Kind: "charge", Status: ledger.StatusSucceeded, Count: 1}},
+		Consumers: []ledger.ConsumerLag{}, Findings: []ledger.FindingCount{},
+		Settled: []ledger.StatusCount{{Provider: "stripe", Kind: "charge", Status: ledger.StatusSucceeded, Count: 1}},
 	}, mustStats(t, s, true))
 }
 

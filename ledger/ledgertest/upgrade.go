@@ -113,8 +113,8 @@ func RequireUpgradedFromVersion4(t *testing.T, s ledger.Store, t0 time.Time) {
 				{Provider: "stripe", Kind: "refund", Status: ledger.StatusPending, Since: t0.Add(time.Second), OperationID: "op-2"},
 			},
 			Reviews:   []ledger.ReasonCount{{Provider: "stripe", Kind: "charge", Code: ledger.ReviewCodeOther, Reason: "amount mismatch", Count: 1}},
-			Consumers: []ledger.ConsumerLag{},
-			Settled:   []ledger.StatusCount{charge(ledger.StatusSucceeded, succeeded)},
+			Consumers: []ledger.ConsumerLag{}, Findings: []ledger.FindingCount{},
+			Settled: []ledger.StatusCount{charge(ledger.StatusSucceeded, succeeded)},
 		}
 	}
 	require.Equal(t, want(charge(ledger.StatusUnknown, 1), t0, "op-1", 1), mustStats(t, s, true))
