@@ -70,14 +70,15 @@ var reportColumns = []string{colMerchantAccount, colPspReference, colMerchantRef
 const maxReportLine = 64 << 10
 
 // AuditInfo says what an audit of Adyen sees: the provider → ledger
-// direction only, from the settlement report. ListedKinds is empty: the
+// direction only, from the settlement report (NeedsReport: the merchant
+// downloads it, so scheduled audits skip Adyen). ListedKinds is empty: the
 // report holds only what settled (no authorisations, nothing refused or
 // cancelled, nothing of a batch not yet paid out), so a succeeded ledger
 // operation missing from it proves nothing, and the ledger → provider
 // direction cannot be checked. Adyen has no API that could check it either
 // (see Lookup).
 func (p *Provider) AuditInfo() payonce.AuditInfo {
-	return payonce.AuditInfo{Margin: AuditMargin,
+	return payonce.AuditInfo{Margin: AuditMargin, NeedsReport: true,
 		Directions: "provider → ledger: the settled captures, refunds, chargebacks and reversals of the Settlement details report, by creation date (ledger → provider not checked: the report holds only what settled)"}
 }
 

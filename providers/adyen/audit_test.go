@@ -114,6 +114,7 @@ func TestAuditInfoSettlementReport(t *testing.T) {
 	info := provider(t).AuditInfo()
 	require.Empty(t, info.ListedKinds, "a settlement report holds only what settled: ledger → provider cannot be checked from it")
 	require.False(t, info.ByLookup, "Adyen's Lookup reads nothing")
+	require.True(t, info.NeedsReport, "the merchant downloads the report")
 	require.Equal(t, adyen.AuditMargin, info.Margin)
 	require.Contains(t, info.Directions, "provider → ledger")
 	require.Contains(t, info.Directions, "ledger → provider not checked")
