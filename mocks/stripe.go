@@ -93,6 +93,9 @@ type StripeHandler struct {
 	methods     map[string]string             // issued pm_ id -> test method name
 	refunds     map[string]*stripeRefund
 	refundOrder []*stripeRefund
+	// injected holds the ids of the PaymentIntents and Refunds made out
+	// of band (stripe_inject.go).
+	injected map[string]bool
 }
 
 // stripeIntent is the fake's record of one PaymentIntent.
@@ -122,6 +125,7 @@ func NewStripeHandler(opts StripeOptions) *StripeHandler {
 		chargeObjs: make(map[string]*stripewire.Charge),
 		methods:    make(map[string]string),
 		refunds:    make(map[string]*stripeRefund),
+		injected:   make(map[string]bool),
 	}
 	s.webhookVersion = orDefault(opts.WebhookAPIVersion, StripeAPIVersion)
 	// Stripe stores every executed answer, 500s included.
@@ -158,13 +162,13 @@ func (s *StripeHandler) truthRecords(t *Truth) {
 		t.Payments = append(t.Payments, TruthPayment{
 			ID: in.pi.ID, Status: in.pi.Status, Amount: in.pi.Amount, Currency: in.pi.Currency,
 			Authorized: in.authorized, AmountCaptured: in.pi.AmountReceived, AmountRefunded: in.refunded,
-			Metadata: cloneMap(in.pi.Metadata), IdempotencyKey: in.key, Created: in.createdAt,
+			Metadata: cloneMap(in.pi.Metadata), IdempotencyKey: in.key, Created: in.createdAt, Injected: s.injected[in.pi.ID],
 		})
 	}
 	for _, r := range s.refundOrder {
 		t.Refunds = append(t.Refunds, TruthRefund{
 			ID: r.re.ID, PaymentID: r.re.PaymentIntent, Status: r.re.Status, Amount: r.re.Amount, Currency: r.re.Currency,
-			Metadata: cloneMap(r.re.Metadata), IdempotencyKey: r.key, Created: r.createdAt,
+			Metadata: cloneMap(r.re.Metadata), IdempotencyKey: r.key, Created: r.createdAt, Injected: s.injected[r.re.ID],
 		})
 	}
 }

@@ -278,6 +278,11 @@ func (s *StripeHandler) emitIntentLocked(c *call, in *stripeIntent, typ string) 
 // insufficient_funds, declined, merchant_request or unknown; another
 // reason, or an id that is no such refund, is an error.
 func (s *StripeHandler) FailRefund(id, reason string) error {
+	return s.failRefund(id, reason, true)
+}
+
+// failRefund is FailRefund; announce emits its events.
+func (s *StripeHandler) failRefund(id, reason string, announce bool) error {
 	if !slices.Contains(stripeRefundFailureReasons, reason) {
 		return fmt.Errorf("mocks: FailRefund reason %q is not a Stripe refund failure_reason; use one of %v", reason, stripeRefundFailureReasons)
 	}
@@ -303,7 +308,10 @@ func (s *StripeHandler) FailRefund(id, reason string) error {
 	}
 	now := s.core.now()
 	previous := map[string]any{"status": prev, "failure_reason": nil, "failure_balance_transaction": nil}
-	if !s.refundEventsLocked() {
+	switch {
+	case !announce:
+		return nil
+	case !s.refundEventsLocked():
 		// An older endpoint hears of a card refund's change only through
 		// its charge (a recorded delivery of API version 2020-03-02:
 		// zulip/zulip, zerver/webhooks/stripe/fixtures/refund_event.json).

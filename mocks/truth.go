@@ -59,6 +59,12 @@ type TruthPayment struct {
 	IdempotencyKey string
 	// Created is the creation time on the fake's clock.
 	Created time.Time
+	// Injected marks a payment made out of band (e.g.
+	// StripeHandler.InjectPaymentIntent), by no request of a client: the
+	// per-reference counts (ChargesBy, PaymentsBy, Duplicates,
+	// ChargesByReference) and TotalCharged leave it out, so that they
+	// still say what the clients' requests did.
+	Injected bool
 }
 
 // TruthRefund is one refund as the provider holds it.
@@ -85,24 +91,27 @@ type TruthRefund struct {
 	IdempotencyKey string
 	// Created is the creation time on the fake's clock.
 	Created time.Time
+	// Injected marks a refund made out of band (StripeHandler.InjectRefund):
+	// RefundsBy, RefundsByReference and TotalRefunded leave it out.
+	Injected bool
 }
 
 // ChargesBy counts authorized payments per value of the metadata key k
 // (payments without k are left out). Any count above 1 is a reference that
 // was charged twice.
 func (t Truth) ChargesBy(k string) map[string]int {
-	return countBy(t.Payments, k, func(p TruthPayment) (map[string]string, bool) { return p.Metadata, p.Authorized })
+	return countBy(t.Payments, k, func(p TruthPayment) (map[string]string, bool) { return p.Metadata, p.Authorized && !p.Injected })
 }
 
 // PaymentsBy counts payments per value of the metadata key k, declined and
 // canceled ones included.
 func (t Truth) PaymentsBy(k string) map[string]int {
-	return countBy(t.Payments, k, func(p TruthPayment) (map[string]string, bool) { return p.Metadata, true })
+	return countBy(t.Payments, k, func(p TruthPayment) (map[string]string, bool) { return p.Metadata, !p.Injected })
 }
 
 // RefundsBy counts refunds per value of the refund's metadata key k.
 func (t Truth) RefundsBy(k string) map[string]int {
-	return countBy(t.Refunds, k, func(r TruthRefund) (map[string]string, bool) { return r.Metadata, true })
+	return countBy(t.Refunds, k, func(r TruthRefund) (map[string]string, bool) { return r.Metadata, !r.Injected })
 }
 
 // countBy counts items per value of their metadata key k, leaving out the
@@ -125,7 +134,7 @@ func countBy[T any](items []T, k string, metadata func(T) (md map[string]string,
 func (t Truth) ChargesByReference() map[string]int {
 	m := make(map[string]int)
 	for _, p := range t.Payments {
-		if p.Reference != "" && p.Authorized {
+		if p.Reference != "" && p.Authorized && !p.Injected {
 			m[p.Reference]++
 		}
 	}
@@ -137,7 +146,7 @@ func (t Truth) ChargesByReference() map[string]int {
 func (t Truth) RefundsByReference() map[string]int {
 	m := make(map[string]int)
 	for _, r := range t.Refunds {
-		if r.Reference != "" {
+		if r.Reference != "" && !r.Injected {
 			m[r.Reference]++
 		}
 	}
@@ -162,7 +171,7 @@ func (t Truth) Duplicates(k string) []string {
 func (t Truth) TotalCharged(currency string) int64 {
 	var n int64
 	for _, p := range t.Payments {
-		if strings.EqualFold(p.Currency, currency) {
+		if strings.EqualFold(p.Currency, currency) && !p.Injected {
 			n += p.AmountCaptured
 		}
 	}
@@ -174,7 +183,7 @@ func (t Truth) TotalCharged(currency string) int64 {
 func (t Truth) TotalRefunded(currency string) int64 {
 	var n int64
 	for _, r := range t.Refunds {
-		if strings.EqualFold(r.Currency, currency) && r.Status == "succeeded" {
+		if strings.EqualFold(r.Currency, currency) && r.Status == "succeeded" && !r.Injected {
 			n += r.Amount
 		}
 	}

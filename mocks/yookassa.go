@@ -40,6 +40,9 @@ const (
 	// YooKassaMethodRefundFails pays, but its refunds are canceled
 	// (general_decline).
 	YooKassaMethodRefundFails = "yk-test-card-refund-fails"
+	// YooKassaMethodRefundPending pays, but its refunds stay pending until
+	// the test ends them (YooKassaHandler.SucceedRefund, CancelRefund).
+	YooKassaMethodRefundPending = "yk-test-card-refund-pending"
 )
 
 // YooKassaOptions configures a fake YooKassa: the Options every fake
@@ -102,13 +105,16 @@ type YooKassaHandler struct {
 
 type ykPayment struct {
 	stored
-	method     string // test method name
-	requested  int64  // minor units asked for
-	amount     int64  // minor units authorized / captured
-	scale      int
-	refunded   int64
-	authorized bool
-	p          yooKassaPayment
+	method    string // test method name
+	requested int64  // minor units asked for
+	amount    int64  // minor units authorized / captured
+	scale     int
+	refunded  int64
+	// refundPending is held by pending refunds: not yet given back, no
+	// longer refundable.
+	refundPending int64
+	authorized    bool
+	p             yooKassaPayment
 }
 
 type ykRefund struct {

@@ -45,6 +45,7 @@ type ykTestMethod struct {
 	reason       string
 	confirmation bool // stays pending, waiting for a confirmation
 	refundFails  bool
+	refundWaits  bool
 }
 
 func lookupYKMethod(id string) (ykTestMethod, bool) {
@@ -66,6 +67,8 @@ func lookupYKMethod(id string) (ykTestMethod, bool) {
 		return ykTestMethod{title: "Bank card *3333", confirmation: true}, true
 	case YooKassaMethodRefundFails:
 		return ykTestMethod{title: "Bank card *5555", refundFails: true}, true
+	case YooKassaMethodRefundPending:
+		return ykTestMethod{title: "Bank card *6666", refundWaits: true}, true
 	}
 	return ykTestMethod{}, false
 }

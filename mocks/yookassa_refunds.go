@@ -41,7 +41,7 @@ func (y *YooKassaHandler) createRefund(c *call) (*response, bool) {
 	if req.Amount.Currency != p.p.Amount.Currency {
 		return y.invalid(c, "amount.currency", "Refund currency differs from the payment's"), true
 	}
-	if remaining := p.amount - p.refunded; amount > remaining {
+	if remaining := p.amount - p.refunded - p.refundPending; amount > remaining {
 		return y.invalid(c, "amount.value", fmt.Sprintf("Refund amount %s is greater than the amount left to refund %s",
 			req.Amount.Value, ykFormatAmount(remaining, p.scale, p.p.Amount.Currency).Value)), true
 	}
@@ -51,21 +51,20 @@ func (y *YooKassaHandler) createRefund(c *call) (*response, bool) {
 		CreatedAt:   ykTime(c.now),
 		Amount:      *req.Amount,
 		Description: req.Description,
-		Status:      "succeeded",
 	}}
-	if m, _ := lookupYKMethod(p.method); m.refundFails {
+	switch m, _ := lookupYKMethod(p.method); {
+	case m.refundFails:
 		rf.r.Status = "canceled"
 		rf.r.CancellationDetails = &yooKassaCancellationDetails{Party: "payment_network", Reason: "general_decline"}
-	} else {
-		p.refunded += amount
-		p.p.RefundedAmount = ptr(ykFormatAmount(p.refunded, p.scale, p.p.Amount.Currency))
-		p.p.Refundable = p.refunded < p.amount
+	case m.refundWaits:
+		rf.r.Status = "pending"
+		p.refundPending += amount
+		p.p.Refundable = p.refunded+p.refundPending < p.amount
+	default:
+		y.settleRefundLocked(p, rf)
 	}
 	y.refunds[rf.r.ID] = rf
 	y.refundList = append(y.refundList, rf)
-	if rf.r.Status == "succeeded" {
-		y.emitLocked(ykEvtRefundSucceeded, rf.r)
-	}
 	return y.jsonResponse(http.StatusOK, rf.r), true
 }
 

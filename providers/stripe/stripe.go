@@ -1,12 +1,16 @@
 package stripe
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"regexp"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/internal/adapterkit"
@@ -107,6 +111,12 @@ type Config struct {
 	// before the delivery is refused as a replay. Defaults to
 	// DefaultWebhookTolerance (5 minutes); keep the host's clock in sync.
 	WebhookTolerance time.Duration
+	// AuditRate is how many requests per second ListObjects (an audit's
+	// listing) sends at most. Defaults to DefaultAuditRate (10); Stripe's
+	// limits are 25 per second per endpoint, and 25 per second in all in a
+	// sandbox (https://docs.stripe.com/rate-limits). Raise it for a live
+	// account with little other traffic; lower it if the audit meets 429s.
+	AuditRate float64
 	// Now returns the current time; it turns a Retry-After date into a
 	// wait, dates webhook signatures and ends a charge lookup's list
 	// window (plus LookupMargin). Defaults to time.Now; tests set it.
@@ -132,6 +142,11 @@ type Provider struct {
 	// again after one held more than maxListPages pages (see listCharges).
 	// A pointer: the Provider's value methods copy it.
 	denseUntil *atomic.Int64
+
+	// auditRate paces ListObjects; sleep waits for its turn (a timer;
+	// tests replace it to pace on a manual clock).
+	auditRate rate.Limit
+	sleep     func(context.Context, time.Duration) error
 
 	webhookSecret    adapterkit.Secret
 	webhookTolerance time.Duration
@@ -183,6 +198,15 @@ func New(cfg Config) (*Provider, error) {
 	if p.webhookTolerance, err = adapterkit.DurationOrDefault(prefix, "WebhookTolerance", cfg.WebhookTolerance, DefaultWebhookTolerance, ""); err != nil {
 		return nil, err
 	}
+	switch {
+	case cfg.AuditRate < 0 || math.IsNaN(cfg.AuditRate) || math.IsInf(cfg.AuditRate, 0):
+		return nil, adapterkit.Invalid(prefix, "AuditRate", "is %v; use 0 for the default %d requests per second, or a positive number", cfg.AuditRate, DefaultAuditRate)
+	case cfg.AuditRate == 0:
+		p.auditRate = DefaultAuditRate
+	default:
+		p.auditRate = rate.Limit(cfg.AuditRate)
+	}
+	p.sleep = sleepCtx
 	if p.now = cfg.Now; p.now == nil {
 		p.now = time.Now
 	}
@@ -229,6 +253,9 @@ func (p Provider) String() string {
 	if p.lookupMargin != DefaultLookupMargin || p.maxListPages != DefaultMaxListPages || p.searchDisabled || p.listDisabled {
 		lookup = fmt.Sprintf(" LookupMargin:%s MaxListPages:%d SearchDisabled:%t ListDisabled:%t", p.lookupMargin, p.maxListPages, p.searchDisabled, p.listDisabled)
 	}
+	if p.auditRate != DefaultAuditRate {
+		lookup += fmt.Sprintf(" AuditRate:%v", float64(p.auditRate))
+	}
 	return fmt.Sprintf("stripe.Provider{APIKey:%s BaseURL:%s KeyTTL:%s SearchLag:%s APIVersion:%q%s%s}",
 		p.apiKey, p.baseURL, p.keyTTL, p.searchLag, p.apiVersion, lookup, webhook)
 }
@@ -247,9 +274,9 @@ func (p Provider) LogValue() slog.Value { return adapterkit.LogValue(p) }
 // redacted. A BaseURL's user
 // info is dropped: Stripe accepts the key as a Basic-auth user name.
 func (c Config) String() string {
-	return fmt.Sprintf("stripe.Config{APIKey:%s BaseURL:%q KeyTTL:%s SearchLag:%s LookupMargin:%s MaxListPages:%d SearchDisabled:%t ListDisabled:%t APIVersion:%q WebhookSecret:%s WebhookTolerance:%s Now:%s}",
+	return fmt.Sprintf("stripe.Config{APIKey:%s BaseURL:%q KeyTTL:%s SearchLag:%s LookupMargin:%s MaxListPages:%d SearchDisabled:%t ListDisabled:%t APIVersion:%q WebhookSecret:%s WebhookTolerance:%s AuditRate:%v Now:%s}",
 		adapterkit.Secret(c.APIKey), adapterkit.DisplayURL(c.BaseURL, false), c.KeyTTL, c.SearchLag, c.LookupMargin, c.MaxListPages, c.SearchDisabled, c.ListDisabled, c.APIVersion,
-		adapterkit.Secret(c.WebhookSecret), c.WebhookTolerance, adapterkit.NowSet(c.Now))
+		adapterkit.Secret(c.WebhookSecret), c.WebhookTolerance, c.AuditRate, adapterkit.NowSet(c.Now))
 }
 
 // GoString is String: %#v never shows the API key either.

@@ -59,14 +59,17 @@ const (
 )
 
 type paymentIntent struct {
-	ID               string        `json:"id"`
-	Object           string        `json:"object"`
-	Status           string        `json:"status"`
-	Amount           int64         `json:"amount"`
-	AmountCapturable int64         `json:"amount_capturable"`
-	AmountReceived   int64         `json:"amount_received"`
-	Currency         string        `json:"currency"`
-	Metadata         metadata      `json:"metadata"`
+	ID               string   `json:"id"`
+	Object           string   `json:"object"`
+	Status           string   `json:"status"`
+	Amount           int64    `json:"amount"`
+	AmountCapturable int64    `json:"amount_capturable"`
+	AmountReceived   int64    `json:"amount_received"`
+	Currency         string   `json:"currency"`
+	Metadata         metadata `json:"metadata"`
+	// Created is when Stripe created it (Unix seconds); the audit's
+	// period is over it.
+	Created          int64         `json:"created"`
 	LastPaymentError *apiErrorBody `json:"last_payment_error"`
 	// CancellationReason is informational only: Stripe's reasons
 	// ("duplicate", "fraudulent", "requested_by_customer", "abandoned",
@@ -112,6 +115,8 @@ type refund struct {
 	FailureReason string     `json:"failure_reason"`
 	Metadata      metadata   `json:"metadata"`
 	PaymentIntent expandable `json:"payment_intent"`
+	// Created is when Stripe created it (Unix seconds).
+	Created int64 `json:"created"`
 }
 
 // expandable is a field that Stripe renders as an object's id, or as the

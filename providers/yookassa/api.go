@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/payonce/payonce"
 
@@ -28,6 +29,10 @@ type APIError struct {
 	// Message may also describe an unusable body.
 	Code    string
 	Message string
+
+	// retryAfter is the body's retry_after (429, 202), for the audit's
+	// pacing.
+	retryAfter time.Duration
 }
 
 // Error describes the failed lookup request.
@@ -39,19 +44,36 @@ func (e *APIError) Error() string {
 // a 5xx, or an unusable 2xx body.
 func (e *APIError) Temporary() bool { return adapterkit.Temporary(e.HTTPStatus) }
 
-// listLimit is the page size of list lookups (YooKassa's maximum).
+// listLimit is the page size of list reads (YooKassa's maximum: limit is
+// 1 to 100, https://yookassa.ru/developers/using-api/lists).
 const listLimit = 100
 
 // maxListPages bounds the pages one lookup reads; an operation whose search
 // would need more is reported as an error rather than guessed about.
 const maxListPages = 100
 
-// pageList reads every page of a YooKassa list, calling fn for each item.
+// errStop ends a listing early without it being an unusable answer: the
+// caller's fn said so (the audit's yield returned an error, kept aside).
+var errStop = errors.New("yookassa: listing stopped")
+
+// listOptions tune pageList for the audit: no page bound, and a pause
+// before each request after the first (pace).
+type listOptions struct {
+	maxPages int // 0: no bound
+	pace     func(ctx context.Context) error
+}
+
+// pageList reads every page of a YooKassa list, calling fn for each item;
+// an error from fn is an unusable answer, except errStop, returned as is.
 func pageList[T any](ctx context.Context, p *Provider, hc payonce.HTTPDoer, path string, filter url.Values, fn func(T) error) error {
+	return pageListWith(ctx, p, hc, path, filter, listOptions{maxPages: maxListPages}, fn)
+}
+
+func pageListWith[T any](ctx context.Context, p *Provider, hc payonce.HTTPDoer, path string, filter url.Values, o listOptions, fn func(T) error) error {
 	cursor := ""
 	for page := 0; ; page++ {
-		if page == maxListPages {
-			return fmt.Errorf("yookassa: lookup: GET %s has more than %d items for this search; look it up by hand", path, maxListPages*listLimit)
+		if o.maxPages > 0 && page == o.maxPages {
+			return fmt.Errorf("yookassa: lookup: GET %s has more than %d items for this search; look it up by hand", path, o.maxPages*listLimit)
 		}
 		query := url.Values{"limit": {strconv.Itoa(listLimit)}}
 		for k, v := range filter {
@@ -61,14 +83,26 @@ func pageList[T any](ctx context.Context, p *Provider, hc payonce.HTTPDoer, path
 			query.Set("cursor", cursor)
 		}
 		var res listOf[T]
-		if _, err := adapterkit.GetJSON(ctx, hc, p.Name(), p.baseURL, path, query, p.setHeaders, &res); err != nil {
+		get := func() error {
+			_, err := adapterkit.GetJSON(ctx, hc, p.Name(), p.baseURL, path, query, p.setHeaders, &res)
 			return p.apiError(err)
+		}
+		var err error
+		if o.pace != nil {
+			err = p.paced(ctx, page, o.pace, get)
+		} else {
+			err = get()
+		}
+		if err != nil {
+			return err
 		}
 		if res.Type != typeList {
 			return p.unusable(path, fmt.Errorf("type is %q, want %q", res.Type, typeList))
 		}
 		for _, it := range res.Items {
-			if err := fn(it); err != nil {
+			if err := fn(it); errors.Is(err, errStop) {
+				return err
+			} else if err != nil {
 				return p.unusable(path, err)
 			}
 		}
@@ -93,6 +127,7 @@ func (p *Provider) apiError(err error) error {
 	e := &APIError{Method: f.Method, Path: f.Path, HTTPStatus: f.HTTPStatus, Message: p.scrub(f.Message)}
 	if b := decodeError(f.Body); b != nil {
 		e.RequestID, e.Code, e.Message = b.ID, b.Code, p.scrub(b.Description)
+		e.retryAfter = b.retryAfter()
 	}
 	return e
 }

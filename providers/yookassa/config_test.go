@@ -44,6 +44,7 @@ func TestNewValidation(t *testing.T) {
 		{Name: "negative TTL", Cfg: with(func(c *yookassa.Config) { c.KeyTTL = -time.Second }), Field: "yookassa.Config.KeyTTL", Hint: "negative"},
 		{Name: "negative lag", Cfg: with(func(c *yookassa.Config) { c.ListLag = -time.Second }), Field: "yookassa.Config.ListLag", Hint: "negative"},
 		{Name: "negative margin", Cfg: with(func(c *yookassa.Config) { c.LookupMargin = -time.Second }), Field: "yookassa.Config.LookupMargin", Hint: "negative"},
+		{Name: "negative audit interval", Cfg: with(func(c *yookassa.Config) { c.AuditInterval = -time.Second }), Field: "yookassa.Config.AuditInterval", Hint: "negative"},
 	}, testSecret)
 }
 

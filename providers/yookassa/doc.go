@@ -16,6 +16,10 @@
 // (canceled_by_merchant, expired_on_capture) is a charge that succeeded,
 // for Classify and Lookup alike; any other canceled payment is a decline.
 //
+// The adapter is a payonce.AuditLister: Client.Audit compares the ledger
+// with YooKassa's lists of payments and refunds of a period (ListObjects,
+// GETs only, paced by Config.AuditInterval).
+//
 // The smallest use: build the adapter and hand it to a payonce client.
 //
 //	p, err := yookassa.New(yookassa.Config{

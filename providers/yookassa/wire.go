@@ -78,6 +78,8 @@ type payment struct {
 	Amount              amount               `json:"amount"`
 	Metadata            map[string]string    `json:"metadata"`
 	CancellationDetails *cancellationDetails `json:"cancellation_details"`
+	// CreatedAt is read by the audit only (ISO 8601, UTC).
+	CreatedAt string `json:"created_at"`
 }
 
 type refund struct {
@@ -89,6 +91,8 @@ type refund struct {
 	Description         string               `json:"description"`
 	Metadata            map[string]string    `json:"metadata"`
 	CancellationDetails *cancellationDetails `json:"cancellation_details"`
+	// CreatedAt is read by the audit only (ISO 8601, UTC).
+	CreatedAt string `json:"created_at"`
 }
 
 type listOf[T any] struct {

@@ -1,6 +1,7 @@
 package yookassa
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -60,6 +61,10 @@ type Config struct {
 	// LookupMargin widens the creation-time window of a payments list
 	// search, for clock skew. Defaults to DefaultLookupMargin (10 minutes).
 	LookupMargin time.Duration
+	// AuditInterval is the pause between two list requests of an audit
+	// (ListObjects). YooKassa does not publish its rate limit. Defaults to
+	// DefaultAuditInterval (200 ms: at most 5 requests a second).
+	AuditInterval time.Duration
 	// WebhookAllow lists the networks YooKassa's notifications may come
 	// from; ParseWebhook refuses (403) a delivery from any other address.
 	// YooKassa signs nothing, so the source address is all there is, and
@@ -86,7 +91,11 @@ type Provider struct {
 	keyTTL       time.Duration
 	listLag      time.Duration
 	lookupMargin time.Duration
-	now          func() time.Time
+	// auditInterval paces an audit's list requests; wait is how the
+	// adapter waits (a timer; tests replace it).
+	auditInterval time.Duration
+	wait          func(ctx context.Context, d time.Duration) error
+	now           func() time.Time
 
 	webhookAllow  []netip.Prefix // never empty
 	customAllowed bool           // Config.WebhookAllow was set
@@ -125,6 +134,10 @@ func New(cfg Config) (*Provider, error) {
 	if p.lookupMargin, err = adapterkit.DurationOrDefault(prefix, "LookupMargin", cfg.LookupMargin, DefaultLookupMargin, ""); err != nil {
 		return nil, err
 	}
+	if p.auditInterval, err = adapterkit.DurationOrDefault(prefix, "AuditInterval", cfg.AuditInterval, DefaultAuditInterval, ""); err != nil {
+		return nil, err
+	}
+	p.wait = sleep
 	if p.now = cfg.Now; p.now == nil {
 		p.now = time.Now
 	}
@@ -189,9 +202,9 @@ func (p Provider) LogValue() slog.Value { return adapterkit.LogValue(p) }
 // user name could be the shop id: user info is dropped whole (keepUser
 // false).
 func (c Config) String() string {
-	return fmt.Sprintf("yookassa.Config{ShopID:%s SecretKey:%s BaseURL:%q KeyTTL:%s ListLag:%s LookupMargin:%s WebhookAllow:%v Now:%s}",
+	return fmt.Sprintf("yookassa.Config{ShopID:%s SecretKey:%s BaseURL:%q KeyTTL:%s ListLag:%s LookupMargin:%s AuditInterval:%s WebhookAllow:%v Now:%s}",
 		adapterkit.Secret(c.ShopID), adapterkit.Secret(c.SecretKey), adapterkit.DisplayURL(c.BaseURL, false),
-		c.KeyTTL, c.ListLag, c.LookupMargin, c.WebhookAllow, adapterkit.NowSet(c.Now))
+		c.KeyTTL, c.ListLag, c.LookupMargin, c.AuditInterval, c.WebhookAllow, adapterkit.NowSet(c.Now))
 }
 
 // GoString is String: %#v never shows a credential either.
