@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/cmd/payonce/internal/cli"
+	"github.com/payonce/payonce/mocks"
 )
 
 // listing is a provider for the audit tests: it sends nothing (NewRequest,
@@ -205,4 +207,52 @@ func TestAuditCommand(t *testing.T) {
 
 func formatID(id float64) string {
 	return strconv.FormatInt(int64(id), 10)
+}
+
+// The audit of Stripe through the binary, against the Stripe fake: a
+// charge made by payonce agrees; a PaymentIntent naming an operation the
+// ledger never recorded is unknown_to_ledger (exit 11), and nothing but
+// GETs reached the fake during the audit.
+func TestAuditStripeFake(t *testing.T) {
+	t.Parallel()
+	eachLedger(t, func(t *testing.T, tg target) {
+		fake, env := fakeStripe(t, tg, mocks.StripeOptions{})
+		base := "--base-url=" + fake.URL()
+		r := runBinary(t, env, "charge", "--order", "order-audited", "--amount", "1200", "--currency", "USD", "--payment-method", "pm_card_visa", base)
+		require.Equal(t, 0, r.code, "%s", r)
+
+		r = runBinary(t, env, "audit", "--provider", "stripe", "--from", "-1h", base)
+		require.Equal(t, 0, r.code, "%s", r)
+		require.Contains(t, r.stdout, "the ledger and the provider agree")
+		require.Regexp(t, `ledger operations read\s+1\n`, r.stdout)
+
+		orphan, err := fake.InjectPaymentIntent(mocks.StripeIntentSpec{Amount: 999, Currency: "usd", Created: time.Now().Add(-10 * time.Minute),
+			Metadata: map[string]string{"payonce_op": "op-not-in-the-ledger", "payonce_kind": "charge"}})
+		require.NoError(t, err)
+		posts := nonGETs(fake.Truth())
+		r = runBinary(t, env, "audit", "--provider", "stripe", "--from", "-1h", "--json", base)
+		require.Equal(t, 11, r.code, "%s", r)
+		rep := r.jsonObject(t)
+		require.EqualValues(t, 1, rep["counts"].(map[string]any)["unknown_to_ledger"], "%s", r)
+		diffs := rep["differences"].([]any)
+		require.Len(t, diffs, 1)
+		require.Equal(t, orphan, diffs[0].(map[string]any)["provider_ref"])
+		require.Equal(t, "op-not-in-the-ledger", diffs[0].(map[string]any)["operation_id"])
+		require.Equal(t, posts, nonGETs(fake.Truth()), "the audit only reads")
+		require.NotContains(t, r.stdout+r.stderr, fake.APIKey())
+
+		f := runBinary(t, env, "audit", "findings", "--json")
+		require.Len(t, f.jsonLines(t), 1)
+	})
+}
+
+// nonGETs counts the requests other than GET the fake received.
+func nonGETs(tr mocks.Truth) int {
+	n := 0
+	for k, c := range tr.Requests {
+		if !strings.HasPrefix(k, "GET ") {
+			n += c
+		}
+	}
+	return n
 }
