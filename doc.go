@@ -76,8 +76,8 @@
 // Config.Logger and ReconcilerConfig.Logger (log/slog) get the records
 // below; nothing else. Warn means a person should look, or the design is
 // recovering from a fault (a failed lookup, ledger write or pass); Info is
-// only a reconcile pass that changed something; everything routine is
-// Debug. Calls and reconciler passes log nothing at Error for a fault the
+// only a reconcile pass that changed something, or a scheduled audit that
+// found nothing; everything routine is Debug. Calls and reconciler passes log nothing at Error for a fault the
 // design expects: Error is for bugs. Credentials, headers and request
 // bodies are never logged. operation_id is semconv.LogKeyOperation.
 //
@@ -99,6 +99,10 @@
 //	       is due again when the lease ends
 //	Warn   payonce: hook still running after its timeout; no longer    hook, operation_id, timeout
 //	       waiting for it
+//	Warn   payonce: scheduled audit                                    provider, from, to, objects, operations, differences,
+//	       (ReconcilerConfig.Audit; an audit that found differences)   unattributed
+//	Warn   payonce: scheduled audit failed                             provider, from, to, error
+//	Info   payonce: scheduled audit                                    the same keys (an audit that found no difference)
 //	Info   payonce: reconcile pass                                     claimed, settled, changed, skipped, released, errors
 //	       (a pass in which an operation changed status, or that met errors)
 //	Debug  payonce: reconcile pass                                     the same keys (a pass that claimed operations and changed
