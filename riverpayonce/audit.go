@@ -134,6 +134,12 @@ func (w *AuditWorker) Work(ctx context.Context, job *river.Job[AuditArgs]) error
 	case a.Delay < 0:
 		return river.JobCancel(fmt.Errorf("riverpayonce: audit of %s: AuditArgs.Delay must be >= 0, got %v", a.Provider, a.Delay))
 	}
+	// A provider audited from a downloaded report (Adyen's settlement
+	// details report) cannot be audited by a job that has none: Client.Audit
+	// would refuse every retry the same way. Cancel, and say what to run.
+	if au, ok := c.Provider().(payonce.Auditor); ok && au.AuditInfo().NeedsReport {
+		return river.JobCancel(fmt.Errorf("riverpayonce: audit of %s: its audit reads a report the merchant downloads (AuditParams.Report); run `payonce audit --provider %s --report FILE` or Client.Audit with the report instead", a.Provider, a.Provider))
+	}
 	to := w.cfg.Now().Add(-a.Delay)
 	from := to.Add(-a.Window)
 	rep, err := c.Audit(ctx, payonce.AuditParams{From: from, To: to})

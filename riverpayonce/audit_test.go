@@ -26,10 +26,21 @@ type listingProvider struct {
 	mu      *sync.Mutex
 	queries *[]payonce.AuditQuery
 	objects []payonce.AuditObject
+	// name, when set, replaces the adapter's name; needsReport makes it a
+	// provider audited only from a downloaded report (as Adyen is).
+	name        string
+	needsReport bool
+}
+
+func (p listingProvider) Name() string {
+	if p.name != "" {
+		return p.name
+	}
+	return p.Provider.Name()
 }
 
 func (p listingProvider) AuditInfo() payonce.AuditInfo {
-	return payonce.AuditInfo{Directions: "provider → ledger: test objects"}
+	return payonce.AuditInfo{Directions: "provider → ledger: test objects", NeedsReport: p.needsReport}
 }
 
 func (p listingProvider) ListObjects(ctx context.Context, hc payonce.HTTPDoer, q payonce.AuditQuery, yield func(payonce.AuditObject) error) error {
@@ -62,7 +73,10 @@ func newAuditEnv(t *testing.T, periodic ...*river.PeriodicJob) *auditEnv {
 		Status: "succeeded", Amount: 700, Currency: "USD", Created: a.clock.Now().Add(-30 * time.Minute)}}}
 	client, err := payonce.New(providertest.ClientConfig(p, a.store, a.clock.Now))
 	require.NoError(t, err)
-	w, err := riverpayonce.NewAuditWorker(riverpayonce.AuditWorkerConfig{Clients: []*payonce.Client{client}, Now: a.clock.Now})
+	reportOnly, err := payonce.New(providertest.ClientConfig(listingProvider{Provider: a.psp.Provider, mu: &a.mu, queries: &a.queries,
+		name: "reportonly", needsReport: true}, a.store, a.clock.Now))
+	require.NoError(t, err)
+	w, err := riverpayonce.NewAuditWorker(riverpayonce.AuditWorkerConfig{Clients: []*payonce.Client{client, reportOnly}, Now: a.clock.Now})
 	require.NoError(t, err)
 	cfg := &river.Config{Schema: a.riverSchema, Workers: river.NewWorkers(), PeriodicJobs: periodic,
 		Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 2}}, FetchCooldown: 20 * time.Millisecond,
@@ -139,6 +153,16 @@ func TestAuditJob(t *testing.T) {
 	ev = a.nextAudit(t)
 	require.Equal(t, river.EventKindJobCancelled, ev.Kind)
 	require.Contains(t, ev.Job.Errors[len(ev.Job.Errors)-1].Error, "Window must be > 0")
+
+	// A provider audited only from a downloaded report: no retry can help.
+	_, err = a.rc.Insert(a.ctx, riverpayonce.AuditArgs{Provider: "reportonly", Window: time.Hour}, nil)
+	require.NoError(t, err)
+	ev = a.nextAudit(t)
+	require.Equal(t, river.EventKindJobCancelled, ev.Kind)
+	require.Contains(t, ev.Job.Errors[len(ev.Job.Errors)-1].Error, "--report FILE")
+	a.mu.Lock()
+	require.Len(t, a.queries, 1, "the report-only provider was never asked to list")
+	a.mu.Unlock()
 }
 
 // The periodic audit job runs every interval; the same difference found
