@@ -170,6 +170,11 @@ func readSettlementReport(ctx context.Context, r io.Reader, merchant string, fro
 		}
 		col[name] = i
 	}
+	// Rows of this merchant account and of others: a report of others
+	// only is the wrong file, and reading it as "nothing settled" would
+	// pass an audit that compared nothing.
+	var ours, others int
+	other := ""
 	for n := 0; ; n++ {
 		if n%1024 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -178,15 +183,35 @@ func readSettlementReport(ctx context.Context, r io.Reader, merchant string, fro
 		}
 		rec, err := cr.Read()
 		if err == io.EOF {
+			if ours == 0 && others > 0 {
+				return fmt.Errorf("adyen: settlement report holds %d rows of other merchant accounts (e.g. %s) and none of %s: pass the report of merchant account %s", others, quote(truncate(other)), quote(merchant), quote(merchant))
+			}
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("adyen: settlement report: %w", err)
 		}
 		line, _ := cr.FieldPos(0)
+		if i := col[colMerchantAccount]; i < len(rec) {
+			switch m := strings.TrimSpace(rec[i]); {
+			case m == "":
+			case strings.EqualFold(m, merchant):
+				ours++
+			default:
+				others, other = others+1, m
+			}
+		}
 		obj, ok, err := reportRow(rec, col, line, merchant)
 		if err != nil {
 			return err
+		}
+		if ok && len(rec) < len(header) {
+			// Adyen writes every column of a payment's row (the
+			// documentation's sample rows end in empty fields); a shorter
+			// one is a file cut short, whose last field may be cut too (an
+			// amount "19.9" of "19.99", a reference that no longer names its
+			// operation).
+			return reportError(line, "", "the row has %d fields, the header %d: the report is cut short or malformed", len(rec), len(header))
 		}
 		if !ok || obj.Created.Before(from) || !obj.Created.Before(to) {
 			continue
@@ -247,7 +272,14 @@ func reportRow(rec []string, col map[string]int, line int, merchant string) (pay
 	case !known:
 		return payonce.AuditObject{}, false, reportError(line, colType, "record type %q names payment %s, and payonce does not know what it does to it; audit a report without it or report this type to payonce", truncate(typ), quote(truncate(get(colPspReference))))
 	}
-	if m := get(colMerchantAccount); m != merchant {
+	// Merchant account names are compared without regard to case: a
+	// report holds rows of every merchant account it was generated for
+	// ("If you select multiple merchant accounts, the generated report will
+	// contain settlement data for all merchant accounts that you
+	// selected": settlement-details-report), and Config.MerchantAccount
+	// written in another case than the Customer Area's must not skip every
+	// row of the account in silence.
+	if m := get(colMerchantAccount); !strings.EqualFold(m, merchant) {
 		return payonce.AuditObject{}, false, nil
 	}
 	psp := get(colPspReference)
@@ -279,6 +311,15 @@ func reportRow(rec []string, col map[string]int, line int, merchant string) (pay
 			return payonce.AuditObject{}, false, reportError(line, colModificationRef, "a %s row names no refund", typ)
 		}
 		obj.Kind, obj.Ref, obj.OperationID, obj.PaymentRef = payonce.KindRefund, modRef, modOp, psp
+		if modOp == payOp {
+			// A refund whose modification reference is its payment's (a
+			// refund made by hand in the Customer Area under the payment's
+			// reference) is no payonce refund: the adapter sends each
+			// refund's own operation id. Joined to the charge's operation,
+			// it would count as a second object that took effect
+			// (duplicated) and as the charge's amount contradicted.
+			obj.OperationID = ""
+		}
 		if kind == rowRefundReversed {
 			obj.State = payonce.AuditReversed
 		}
