@@ -101,7 +101,9 @@ func (p *Provider) AuditInfo() payonce.AuditInfo {
 //     money is the merchant's again).
 //
 // A payment's rows share its Ref (the Psp Reference): the report is a
-// journal, and the latest row of an object by Created is its state. Rows
+// journal, and the latest row of an object by Created is its state (a
+// reversal dated the same second as what it reverses is ranked after it,
+// whatever the file's order: journalRank). Rows
 // of other merchant accounts than Config.MerchantAccount are skipped (a
 // report may hold several), and so are rows of balance-level bookings
 // (Fee, MiscCosts, MerchantPayout, DepositCorrection, InvoiceDeduction,
@@ -232,7 +234,20 @@ const (
 	rowChargeback
 	rowChargebackReversed
 	rowRefundReversed
+	rowSecondChargeback
 )
+
+// journalRank orders the rows of one object that share a Creation Date:
+// Adyen writes it to the second, a chargeback and its reversal can fall
+// in the same one, and the audit takes an object's latest row as its
+// state (AuditLister: the row with the latest Created). A reversal
+// follows what it reverses, whatever the order of the rows in the file,
+// so each row's Created is its Creation Date plus its rank in
+// nanoseconds: a settlement, then its chargeback, then the chargeback's
+// reversal, then a second chargeback; a refund, then its return. The
+// shift is below any precision the report or a period has.
+var journalRank = map[rowKind]time.Duration{rowSettled: 0, rowRefunded: 0, rowChargeback: 1, rowRefundReversed: 1,
+	rowChargebackReversed: 2, rowSecondChargeback: 3}
 
 // reportTypes maps the record Types of the Settlement details report
 // (settlement-detail-report-structure, "Type"). The balance-level ones,
@@ -242,7 +257,7 @@ var reportTypes = map[string]rowKind{
 	"settled":            rowSettled,
 	"refunded":           rowRefunded,
 	"chargeback":         rowChargeback,
-	"secondchargeback":   rowChargeback,
+	"secondchargeback":   rowSecondChargeback,
 	"chargebackreversed": rowChargebackReversed,
 	"refundedreversed":   rowRefundReversed,
 
@@ -297,14 +312,14 @@ func reportRow(rec []string, col map[string]int, line int, merchant string) (pay
 	}
 	modRef, modOp, payOp := get(colModificationRef), operationID(get(colModMerchantRef)), operationID(get(colMerchantRef))
 	obj := payonce.AuditObject{Ref: psp, OperationID: payOp, Kind: payonce.KindCharge, State: payonce.AuditSucceeded,
-		Status: typ, Amount: amount, Currency: strings.ToUpper(cur), Created: created}
+		Status: typ, Amount: amount, Currency: strings.ToUpper(cur), Created: created.Add(journalRank[kind])}
 	switch kind {
 	case rowSettled:
 		if modOp != "" && modOp != payOp && modRef != "" && modRef != psp {
 			// A manual capture: the row is about the capture modification.
 			obj.Kind, obj.Ref, obj.OperationID, obj.PaymentRef = payonce.KindCapture, modRef, modOp, psp
 		}
-	case rowChargeback:
+	case rowChargeback, rowSecondChargeback:
 		obj.State = payonce.AuditReversed
 	case rowRefunded, rowRefundReversed:
 		if modRef == "" {
