@@ -50,3 +50,27 @@ func TestAuditReportJournalSameSecond(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditReportJournalRanks: the rank each row's Created carries within
+// its second: a second chargeback is a chargeback (reversed), after the
+// reversal of the first.
+func TestAuditReportJournalRanks(t *testing.T) {
+	at := "2026-03-02 09:00:00"
+	row := func(typ, debit, credit string) string {
+		return reportLine(merchant, "8815000000000002", op("02"), at, typ, "8815000000000501", "EUR", debit, credit, "")
+	}
+	report := reportHeader(t) + "\n" + row("SecondChargeback", "10.00", "") + "\n" + row("ChargebackReversed", "", "10.00") + "\n" +
+		row("Chargeback", "10.00", "") + "\n" + row("Settled", "", "10.00") + "\n"
+	got, err := list(t, []byte(report), allTime)
+	require.NoError(t, err)
+	require.Len(t, got, 4)
+	base, err := time.Parse(time.DateTime, at)
+	require.NoError(t, err)
+	for i, want := range []struct {
+		state payonce.AuditState
+		ns    time.Duration
+	}{{payonce.AuditReversed, 3}, {payonce.AuditSucceeded, 2}, {payonce.AuditReversed, 1}, {payonce.AuditSucceeded, 0}} {
+		require.Equal(t, want.state, got[i].State, got[i].Status)
+		require.Equal(t, base.Add(want.ns), got[i].Created.UTC(), got[i].Status)
+	}
+}
