@@ -157,21 +157,11 @@ func readSettlementReport(ctx context.Context, r io.Reader, merchant string, fro
 	if err != nil {
 		return fmt.Errorf("adyen: settlement report header: %w", err)
 	}
-	idx := map[string]int{}
-	for i, name := range header {
-		name = strings.ToLower(strings.TrimSpace(name))
-		if _, dup := idx[name]; !dup {
-			idx[name] = i
-		}
+	col, err := reportHeader(header)
+	if err != nil {
+		return err
 	}
-	col := map[string]int{}
-	for _, name := range reportColumns {
-		i, ok := idx[strings.ToLower(name)]
-		if !ok {
-			return fmt.Errorf("adyen: settlement report has no %q column; pass the Settlement details report with its header line (add the column in the report's column settings in the Customer Area if it is missing)", name)
-		}
-		col[name] = i
-	}
+	width := len(header)
 	// Rows of this merchant account and of others: a report of others
 	// only is the wrong file, and reading it as "nothing settled" would
 	// pass an audit that compared nothing.
@@ -194,6 +184,16 @@ func readSettlementReport(ctx context.Context, r io.Reader, merchant string, fro
 			return fmt.Errorf("adyen: settlement report: %w", err)
 		}
 		line, _ := cr.FieldPos(0)
+		if repeatedHeader(rec, col) {
+			// Reports of two batches concatenated (a period that spans
+			// them): the second file's header line starts its rows, in
+			// its own column order.
+			if col, err = reportHeader(rec); err != nil {
+				return fmt.Errorf("%w (the header on line %d)", err, line)
+			}
+			width = len(rec)
+			continue
+		}
 		if i := col[colMerchantAccount]; i < len(rec) {
 			switch m := strings.TrimSpace(rec[i]); {
 			case m == "":
@@ -207,13 +207,13 @@ func readSettlementReport(ctx context.Context, r io.Reader, merchant string, fro
 		if err != nil {
 			return err
 		}
-		if ok && len(rec) < len(header) {
+		if ok && len(rec) < width {
 			// Adyen writes every column of a payment's row (the
 			// documentation's sample rows end in empty fields); a shorter
 			// one is a file cut short, whose last field may be cut too (an
 			// amount "19.9" of "19.99", a reference that no longer names its
 			// operation).
-			return reportError(line, "", "the row has %d fields, the header %d: the report is cut short or malformed", len(rec), len(header))
+			return reportError(line, "", "the row has %d fields, the header %d: the report is cut short or malformed", len(rec), width)
 		}
 		if !ok || obj.Created.Before(from) || !obj.Created.Before(to) {
 			continue
@@ -222,6 +222,54 @@ func readSettlementReport(ctx context.Context, r io.Reader, merchant string, fro
 			return err
 		}
 	}
+}
+
+// reportHeader finds the columns the audit reads in a header line, by
+// name (see reportColumns).
+func reportHeader(header []string) (map[string]int, error) {
+	idx := map[string]int{}
+	for i, name := range header {
+		if i == 0 {
+			name = strings.TrimPrefix(name, "\uFEFF") // a second file's byte order mark
+		}
+		name = strings.ToLower(strings.TrimSpace(name))
+		if _, dup := idx[name]; !dup {
+			idx[name] = i
+		}
+	}
+	col := map[string]int{}
+	for _, name := range reportColumns {
+		i, ok := idx[strings.ToLower(name)]
+		if !ok {
+			return nil, fmt.Errorf("adyen: settlement report has no %q column; pass the Settlement details report with its header line (add the column in the report's column settings in the Customer Area if it is missing)", name)
+		}
+		col[name] = i
+	}
+	return col, nil
+}
+
+// repeatedHeader reports whether rec is a header line: it holds the
+// names of the Type, Psp Reference and Creation Date columns as cells,
+// wherever they are (a second file may order its columns otherwise),
+// which no booking does. A row whose cell under Type is a record type
+// is a booking, and is not searched.
+func repeatedHeader(rec []string, col map[string]int) bool {
+	if i := col[colType]; i < len(rec) {
+		if _, known := reportTypes[strings.ToLower(strings.TrimSpace(rec[i]))]; known {
+			return false
+		}
+	}
+	found := 0
+	for i, cell := range rec {
+		if i == 0 {
+			cell = strings.TrimPrefix(cell, "\uFEFF")
+		}
+		cell = strings.TrimSpace(cell)
+		if strings.EqualFold(cell, colType) || strings.EqualFold(cell, colPspReference) || strings.EqualFold(cell, colCreationDate) {
+			found++
+		}
+	}
+	return found >= 3
 }
 
 // What a record Type does to the payment or modification it is about.

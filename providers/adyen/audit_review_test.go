@@ -2,7 +2,9 @@ package adyen_test
 
 import (
 	"bytes"
+	"encoding/csv"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,4 +152,32 @@ func TestAuditReportLineEndings(t *testing.T) {
 	got, err = list(t, quoted, allTime)
 	require.NoError(t, err)
 	sameObjects(t, fixtureObjects(), got)
+}
+
+// TestAuditReportTwoBatches: a period spanning two payout batches is
+// audited from their reports concatenated: the second file's header line
+// (its own column order, a byte order mark) starts its rows, and a
+// payment settled in the first batch and charged back in the second is
+// one object, charged back.
+func TestAuditReportTwoBatches(t *testing.T) {
+	first := reportHeader(t) + "\n" +
+		reportLine(merchant, "8815000000000002", op("02"), "2026-03-01 13:00:00", "Settled", "8815000000000601", "EUR", "", "10.00", "") + "\n"
+	second := rewrite(t, func(recs [][]string) [][]string {
+		rec, err := csv.NewReader(strings.NewReader(reportLine(merchant, "8815000000000002", op("02"), "2026-03-09 10:00:00", "Chargeback", "8815000000000602", "EUR", "10.00", "", ""))).Read()
+		require.NoError(t, err)
+		recs = [][]string{recs[0], rec}
+		for i := range recs {
+			slices.Reverse(recs[i])
+		}
+		return recs
+	})
+	got, err := list(t, append([]byte(first+"\uFEFF"), second...), allTime)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	require.Equal(t, []payonce.AuditState{payonce.AuditSucceeded, payonce.AuditReversed}, []payonce.AuditState{got[0].State, got[1].State})
+	require.Equal(t, got[0].Ref, got[1].Ref, "one payment")
+
+	// A second header without a needed column is refused, naming its line.
+	_, err = list(t, []byte(first+"Type,Psp Reference,Creation Date\n"), allTime)
+	require.ErrorContains(t, err, `no "Merchant Account" column; pass the Settlement details report with its header line (add the column in the report's column settings in the Customer Area if it is missing) (the header on line 3)`)
 }
