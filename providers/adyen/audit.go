@@ -513,8 +513,20 @@ func decimalMinor(text, cur string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	v := strings.ReplaceAll(text, ",", "") // a thousands separator, as spreadsheet exports write
-	intPart, frac, hasDot := strings.Cut(v, ".")
+	intPart, frac, hasDot := strings.Cut(text, ".")
+	if strings.Contains(intPart, ",") {
+		// A thousands separator, as spreadsheet exports write: only in
+		// groups of three digits. "10,00" is a decimal comma (a European
+		// spreadsheet's), which read as a separator would be a hundred
+		// times the amount.
+		groups := strings.Split(intPart, ",")
+		for i, g := range groups {
+			if g == "" || len(g) > 3 || (i > 0 && len(g) != 3) {
+				return 0, fmt.Errorf("amount %s is not a decimal number (Adyen writes a dot before the decimals)", quote(truncate(text)))
+			}
+		}
+		intPart = strings.Join(groups, "")
+	}
 	if intPart == "" || strings.Trim(intPart, "0123456789") != "" || strings.Trim(frac, "0123456789") != "" || (hasDot && frac == "") || len(intPart) > 15 {
 		return 0, fmt.Errorf("amount %s is not a decimal number", quote(truncate(text)))
 	}

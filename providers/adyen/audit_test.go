@@ -224,6 +224,9 @@ func TestAuditReportBadCells(t *testing.T) {
 	}{
 		{2, "Gross Credit (GC)", "10,00x", `amount "10,00x" is not a decimal number`, "Gross Credit (GC)"},
 		{3, "Gross Debit (GC)", "-5.00", "is not a decimal number", "Gross Debit (GC)"},
+		{1, "Gross Credit (GC)", "19,99", `amount "19,99" is not a decimal number (Adyen writes a dot`, "Gross Credit (GC)"},
+		{1, "Gross Credit (GC)", "1,99,999.00", "is not a decimal number", "Gross Credit (GC)"},
+		{1, "Gross Credit (GC)", ",199.99", "is not a decimal number", "Gross Credit (GC)"},
 		{1, "Gross Credit (GC)", "19.991", "more than 2 decimals for EUR", "Gross Credit (GC)"},
 		{7, "Gross Credit (GC)", "1500.5", "more than 0 decimals for JPY", "Gross Credit (GC)"},
 		{1, "Gross Credit (GC)", "", "neither", "Gross Credit (GC)"},
