@@ -237,6 +237,14 @@ func reportHeader(header []string) (map[string]int, error) {
 			idx[name] = i
 		}
 	}
+	_, typ := idx[strings.ToLower(colType)]
+	if _, accounting := idx["record type"]; accounting && !typ {
+		// The Payment accounting report (Record Type, Booking Date:
+		// https://docs.adyen.com/reporting/invoice-reconciliation/payment-accounting-report)
+		// journals every status of every payment, authorised and refused
+		// included: not what this reader maps.
+		return nil, fmt.Errorf("adyen: this is not a Settlement details report: it has a %q column and no %q, as the Payment accounting report has; pass the Settlement details report (Customer Area > Reports > Settlement details)", "Record Type", colType)
+	}
 	col := map[string]int{}
 	for _, name := range reportColumns {
 		i, ok := idx[strings.ToLower(name)]

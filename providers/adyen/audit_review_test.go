@@ -181,3 +181,12 @@ func TestAuditReportTwoBatches(t *testing.T) {
 	_, err = list(t, []byte(first+"Type,Psp Reference,Creation Date\n"), allTime)
 	require.ErrorContains(t, err, `no "Merchant Account" column; pass the Settlement details report with its header line (add the column in the report's column settings in the Customer Area if it is missing) (the header on line 3)`)
 }
+
+// TestAuditReportPaymentAccountingReport: the Payment accounting report
+// (Record Type, Booking Date, ...) is another report: refused, naming the
+// one to pass.
+func TestAuditReportPaymentAccountingReport(t *testing.T) {
+	header := "Company Account,Merchant Account,Psp Reference,Merchant Reference,Payment Method,Booking Date,TimeZone,Main Currency,Main Amount,Record Type,Payment Currency,Received (PC),Authorised (PC),Captured (PC),Settlement Currency,Payable (SC),Commission (SC),Markup (SC),Scheme Fees (SC),Interchange (SC),Processing Fee Currency,Processing Fee (FC),User Name,Payment Method Variant,Modification Merchant Reference\n"
+	_, err := list(t, []byte(header), allTime)
+	require.ErrorContains(t, err, `this is not a Settlement details report: it has a "Record Type" column and no "Type", as the Payment accounting report has`)
+}
