@@ -16,7 +16,10 @@ import (
 // streamReport writes a Settlement details report of n payment rows (a
 // settlement and, every tenth, a refund) through a pipe, generated as it
 // is read: the reader never has the whole file.
-func streamReport(t testing.TB, n int) io.Reader {
+func streamReport(t testing.TB, n int) io.Reader { return streamReportFor(t, n, merchant) }
+
+// streamReportFor is streamReport for the merchant account account.
+func streamReportFor(t testing.TB, n int, account string) io.Reader {
 	pr, pw := io.Pipe()
 	header := reportHeader(t.(*testing.T))
 	go func() {
@@ -27,10 +30,10 @@ func streamReport(t testing.TB, n int) io.Reader {
 			ref := fmt.Sprintf("0b9e4a52-1c7f-5d3e-9a1b-%012d", i)
 			created := fmt.Sprintf("2026-03-%02d %02d:%02d:%02d", 1+i/86400%28, i/3600%24, i/60%60, i%60)
 			if i%10 == 9 {
-				fmt.Fprintln(w, reportLine(merchant, psp, ref, created, "Refunded", "89"+psp[2:], "EUR", "5.00", "", ref))
+				fmt.Fprintln(w, reportLine(account, psp, ref, created, "Refunded", "89"+psp[2:], "EUR", "5.00", "", ref))
 				continue
 			}
-			fmt.Fprintln(w, reportLine(merchant, psp, ref, created, "Settled", "87"+psp[2:], "EUR", "", "19.99", ""))
+			fmt.Fprintln(w, reportLine(account, psp, ref, created, "Settled", "87"+psp[2:], "EUR", "", "19.99", ""))
 		}
 		pw.CloseWithError(w.Flush())
 	}()
