@@ -104,8 +104,9 @@ func (p *Provider) AuditInfo() payonce.AuditInfo {
 // journal, and the latest row of an object by Created is its state (a
 // reversal dated the same second as what it reverses is ranked after it,
 // whatever the file's order: journalRank). Rows
-// of other merchant accounts than Config.MerchantAccount are skipped (a
-// report may hold several), and so are rows of balance-level bookings
+// of other merchant accounts than Config.MerchantAccount (compared without
+// regard to case) are skipped (a report may hold several); a report with
+// rows of other accounts only is refused (the wrong file), and so are rows of balance-level bookings
 // (Fee, MiscCosts, MerchantPayout, DepositCorrection, InvoiceDeduction,
 // Balancetransfer, ...): they are about no payment. A row of a Type the
 // reader does not know is an error, not skipped: it could move a payment's
@@ -120,8 +121,12 @@ func (p *Provider) AuditInfo() payonce.AuditInfo {
 // reference its maker chose, and one of another form is unattributed
 // (OperationID empty).
 //
-// A nil q.Report is an error saying what to pass. A malformed row is an
-// error naming its line and column. ListObjects sends nothing: hc is not
+// Reports of several batches may be concatenated: a header line met
+// again starts the next file's rows, in its own column order.
+//
+// A nil q.Report is an error saying what to pass. A malformed row, or a
+// payment's row with fewer fields than the header (a file cut short), is
+// an error naming its line and column. ListObjects sends nothing: hc is not
 // used.
 func (p *Provider) ListObjects(ctx context.Context, _ payonce.HTTPDoer, q payonce.AuditQuery, yield func(payonce.AuditObject) error) error {
 	if q.Report == nil {
