@@ -103,14 +103,14 @@ func (p *Provider) AuditInfo() payonce.AuditInfo {
 // A payment's rows share its Ref (the Psp Reference): the report is a
 // journal, and the latest row of an object by Created is its state (a
 // reversal dated the same second as what it reverses is ranked after it,
-// whatever the file's order: journalRank). Rows
-// of other merchant accounts than Config.MerchantAccount (compared without
-// regard to case) are skipped (a report may hold several); a report with
-// rows of other accounts only is refused (the wrong file), and so are rows of balance-level bookings
-// (Fee, MiscCosts, MerchantPayout, DepositCorrection, InvoiceDeduction,
-// Balancetransfer, ...): they are about no payment. A row of a Type the
-// reader does not know is an error, not skipped: it could move a payment's
-// money.
+// whatever the file's order: journalRank). Rows of other merchant
+// accounts than Config.MerchantAccount (compared without regard to case)
+// are skipped (a report may hold several), and so are rows of
+// balance-level bookings (Fee, MiscCosts, MerchantPayout,
+// DepositCorrection, InvoiceDeduction, Balancetransfer, ...): they are
+// about no payment. A report with rows of other accounts only is refused
+// (the wrong file). A row of a Type the reader does not know is an error,
+// not skipped: it could move a payment's money.
 //
 // Amounts are the Gross amounts in the Gross Currency, converted to
 // minor units with Adyen's decimals for the currency, the units the adapter
