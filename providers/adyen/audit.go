@@ -101,13 +101,16 @@ func (p *Provider) AuditInfo() payonce.AuditInfo {
 //     money is the merchant's again).
 //
 // A payment's rows share its Ref (the Psp Reference): the report is a
-// journal, and the latest row of an object by Created is its state. Rows
-// of other merchant accounts than Config.MerchantAccount are skipped (a
-// report may hold several), and so are rows of balance-level bookings
-// (Fee, MiscCosts, MerchantPayout, DepositCorrection, InvoiceDeduction,
-// Balancetransfer, ...): they are about no payment. A row of a Type the
-// reader does not know is an error, not skipped: it could move a payment's
-// money.
+// journal, and the latest row of an object by Created is its state (a
+// reversal dated the same second as what it reverses is ranked after it,
+// whatever the file's order: journalRank). Rows of other merchant
+// accounts than Config.MerchantAccount (compared without regard to case)
+// are skipped (a report may hold several), and so are rows of
+// balance-level bookings (Fee, MiscCosts, MerchantPayout,
+// DepositCorrection, InvoiceDeduction, Balancetransfer, ...): they are
+// about no payment. A report with rows of other accounts only is refused
+// (the wrong file). A row of a Type the reader does not know is an error,
+// not skipped: it could move a payment's money.
 //
 // Amounts are the Gross amounts in the Gross Currency, converted to
 // minor units with Adyen's decimals for the currency, the units the adapter
@@ -118,8 +121,12 @@ func (p *Provider) AuditInfo() payonce.AuditInfo {
 // reference its maker chose, and one of another form is unattributed
 // (OperationID empty).
 //
-// A nil q.Report is an error saying what to pass. A malformed row is an
-// error naming its line and column. ListObjects sends nothing: hc is not
+// Reports of several batches may be concatenated: a header line met
+// again starts the next file's rows, in its own column order.
+//
+// A nil q.Report is an error saying what to pass. A malformed row, or a
+// payment's row with fewer fields than the header (a file cut short), is
+// an error naming its line and column. ListObjects sends nothing: hc is not
 // used.
 func (p *Provider) ListObjects(ctx context.Context, _ payonce.HTTPDoer, q payonce.AuditQuery, yield func(payonce.AuditObject) error) error {
 	if q.Report == nil {
@@ -155,21 +162,16 @@ func readSettlementReport(ctx context.Context, r io.Reader, merchant string, fro
 	if err != nil {
 		return fmt.Errorf("adyen: settlement report header: %w", err)
 	}
-	idx := map[string]int{}
-	for i, name := range header {
-		name = strings.ToLower(strings.TrimSpace(name))
-		if _, dup := idx[name]; !dup {
-			idx[name] = i
-		}
+	col, err := reportHeader(header)
+	if err != nil {
+		return err
 	}
-	col := map[string]int{}
-	for _, name := range reportColumns {
-		i, ok := idx[strings.ToLower(name)]
-		if !ok {
-			return fmt.Errorf("adyen: settlement report has no %q column; pass the Settlement details report with its header line (add the column in the report's column settings in the Customer Area if it is missing)", name)
-		}
-		col[name] = i
-	}
+	width := len(header)
+	// Rows of this merchant account and of others: a report of others
+	// only is the wrong file, and reading it as "nothing settled" would
+	// pass an audit that compared nothing.
+	var ours, others int
+	other := ""
 	for n := 0; ; n++ {
 		if n%1024 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -178,15 +180,45 @@ func readSettlementReport(ctx context.Context, r io.Reader, merchant string, fro
 		}
 		rec, err := cr.Read()
 		if err == io.EOF {
+			if ours == 0 && others > 0 {
+				return fmt.Errorf("adyen: settlement report holds %d rows of other merchant accounts (e.g. %s) and none of %s: pass the report of merchant account %s", others, quote(truncate(other)), quote(merchant), quote(merchant))
+			}
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("adyen: settlement report: %w", err)
 		}
 		line, _ := cr.FieldPos(0)
+		if repeatedHeader(rec, col) {
+			// Reports of two batches concatenated (a period that spans
+			// them): the second file's header line starts its rows, in
+			// its own column order.
+			if col, err = reportHeader(rec); err != nil {
+				return fmt.Errorf("%w (the header on line %d)", err, line)
+			}
+			width = len(rec)
+			continue
+		}
+		if i := col[colMerchantAccount]; i < len(rec) {
+			switch m := strings.TrimSpace(rec[i]); {
+			case m == "":
+			case strings.EqualFold(m, merchant):
+				ours++
+			default:
+				others, other = others+1, m
+			}
+		}
 		obj, ok, err := reportRow(rec, col, line, merchant)
 		if err != nil {
 			return err
+		}
+		if ok && len(rec) < width {
+			// Adyen writes every column of a payment's row (the
+			// documentation's sample rows end in empty fields); a shorter
+			// one is a file cut short, whose last field may be cut too (an
+			// amount "19.9" of "19.99", a reference that no longer names its
+			// operation).
+			return reportError(line, "", "the row has %d fields, the header %d: the report is cut short or malformed", len(rec), width)
 		}
 		if !ok || obj.Created.Before(from) || !obj.Created.Before(to) {
 			continue
@@ -195,6 +227,62 @@ func readSettlementReport(ctx context.Context, r io.Reader, merchant string, fro
 			return err
 		}
 	}
+}
+
+// reportHeader finds the columns the audit reads in a header line, by
+// name (see reportColumns).
+func reportHeader(header []string) (map[string]int, error) {
+	idx := map[string]int{}
+	for i, name := range header {
+		if i == 0 {
+			name = strings.TrimPrefix(name, "\uFEFF") // a second file's byte order mark
+		}
+		name = strings.ToLower(strings.TrimSpace(name))
+		if _, dup := idx[name]; !dup {
+			idx[name] = i
+		}
+	}
+	_, typ := idx[strings.ToLower(colType)]
+	if _, accounting := idx["record type"]; accounting && !typ {
+		// The Payment accounting report (Record Type, Booking Date:
+		// https://docs.adyen.com/reporting/invoice-reconciliation/payment-accounting-report)
+		// journals every status of every payment, authorised and refused
+		// included: not what this reader maps.
+		return nil, fmt.Errorf("adyen: this is not a Settlement details report: it has a %q column and no %q, as the Payment accounting report has; pass the Settlement details report (Customer Area > Reports > Settlement details)", "Record Type", colType)
+	}
+	col := map[string]int{}
+	for _, name := range reportColumns {
+		i, ok := idx[strings.ToLower(name)]
+		if !ok {
+			return nil, fmt.Errorf("adyen: settlement report has no %q column; pass the Settlement details report with its header line (add the column in the report's column settings in the Customer Area if it is missing)", name)
+		}
+		col[name] = i
+	}
+	return col, nil
+}
+
+// repeatedHeader reports whether rec is a header line: it holds the
+// names of the Type, Psp Reference and Creation Date columns as cells,
+// wherever they are (a second file may order its columns otherwise),
+// which no booking does. A row whose cell under Type is a record type
+// is a booking, and is not searched.
+func repeatedHeader(rec []string, col map[string]int) bool {
+	if i := col[colType]; i < len(rec) {
+		if _, known := reportTypes[strings.ToLower(strings.TrimSpace(rec[i]))]; known {
+			return false
+		}
+	}
+	found := 0
+	for i, cell := range rec {
+		if i == 0 {
+			cell = strings.TrimPrefix(cell, "\uFEFF")
+		}
+		cell = strings.TrimSpace(cell)
+		if strings.EqualFold(cell, colType) || strings.EqualFold(cell, colPspReference) || strings.EqualFold(cell, colCreationDate) {
+			found++
+		}
+	}
+	return found >= 3
 }
 
 // What a record Type does to the payment or modification it is about.
@@ -207,7 +295,20 @@ const (
 	rowChargeback
 	rowChargebackReversed
 	rowRefundReversed
+	rowSecondChargeback
 )
+
+// journalRank orders the rows of one object that share a Creation Date:
+// Adyen writes it to the second, a chargeback and its reversal can fall
+// in the same one, and the audit takes an object's latest row as its
+// state (AuditLister: the row with the latest Created). A reversal
+// follows what it reverses, whatever the order of the rows in the file,
+// so each row's Created is its Creation Date plus its rank in
+// nanoseconds: a settlement, then its chargeback, then the chargeback's
+// reversal, then a second chargeback; a refund, then its return. The
+// shift is below any precision the report or a period has.
+var journalRank = map[rowKind]time.Duration{rowSettled: 0, rowRefunded: 0, rowChargeback: 1, rowRefundReversed: 1,
+	rowChargebackReversed: 2, rowSecondChargeback: 3}
 
 // reportTypes maps the record Types of the Settlement details report
 // (settlement-detail-report-structure, "Type"). The balance-level ones,
@@ -217,7 +318,7 @@ var reportTypes = map[string]rowKind{
 	"settled":            rowSettled,
 	"refunded":           rowRefunded,
 	"chargeback":         rowChargeback,
-	"secondchargeback":   rowChargeback,
+	"secondchargeback":   rowSecondChargeback,
 	"chargebackreversed": rowChargebackReversed,
 	"refundedreversed":   rowRefundReversed,
 
@@ -247,7 +348,14 @@ func reportRow(rec []string, col map[string]int, line int, merchant string) (pay
 	case !known:
 		return payonce.AuditObject{}, false, reportError(line, colType, "record type %q names payment %s, and payonce does not know what it does to it; audit a report without it or report this type to payonce", truncate(typ), quote(truncate(get(colPspReference))))
 	}
-	if m := get(colMerchantAccount); m != merchant {
+	// Merchant account names are compared without regard to case: a
+	// report holds rows of every merchant account it was generated for
+	// ("If you select multiple merchant accounts, the generated report will
+	// contain settlement data for all merchant accounts that you
+	// selected": settlement-details-report), and Config.MerchantAccount
+	// written in another case than the Customer Area's must not skip every
+	// row of the account in silence.
+	if m := get(colMerchantAccount); !strings.EqualFold(m, merchant) {
 		return payonce.AuditObject{}, false, nil
 	}
 	psp := get(colPspReference)
@@ -265,20 +373,29 @@ func reportRow(rec []string, col map[string]int, line int, merchant string) (pay
 	}
 	modRef, modOp, payOp := get(colModificationRef), operationID(get(colModMerchantRef)), operationID(get(colMerchantRef))
 	obj := payonce.AuditObject{Ref: psp, OperationID: payOp, Kind: payonce.KindCharge, State: payonce.AuditSucceeded,
-		Status: typ, Amount: amount, Currency: strings.ToUpper(cur), Created: created}
+		Status: typ, Amount: amount, Currency: strings.ToUpper(cur), Created: created.Add(journalRank[kind])}
 	switch kind {
 	case rowSettled:
 		if modOp != "" && modOp != payOp && modRef != "" && modRef != psp {
 			// A manual capture: the row is about the capture modification.
 			obj.Kind, obj.Ref, obj.OperationID, obj.PaymentRef = payonce.KindCapture, modRef, modOp, psp
 		}
-	case rowChargeback:
+	case rowChargeback, rowSecondChargeback:
 		obj.State = payonce.AuditReversed
 	case rowRefunded, rowRefundReversed:
 		if modRef == "" {
 			return payonce.AuditObject{}, false, reportError(line, colModificationRef, "a %s row names no refund", typ)
 		}
 		obj.Kind, obj.Ref, obj.OperationID, obj.PaymentRef = payonce.KindRefund, modRef, modOp, psp
+		if modOp == payOp {
+			// A refund whose modification reference is its payment's (a
+			// refund made by hand in the Customer Area under the payment's
+			// reference) is no payonce refund: the adapter sends each
+			// refund's own operation id. Joined to the charge's operation,
+			// it would count as a second object that took effect
+			// (duplicated) and as the charge's amount contradicted.
+			obj.OperationID = ""
+		}
 		if kind == rowRefundReversed {
 			obj.State = payonce.AuditReversed
 		}
@@ -409,8 +526,20 @@ func decimalMinor(text, cur string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	v := strings.ReplaceAll(text, ",", "") // a thousands separator, as spreadsheet exports write
-	intPart, frac, hasDot := strings.Cut(v, ".")
+	intPart, frac, hasDot := strings.Cut(text, ".")
+	if strings.Contains(intPart, ",") {
+		// A thousands separator, as spreadsheet exports write: only in
+		// groups of three digits. "10,00" is a decimal comma (a European
+		// spreadsheet's), which read as a separator would be a hundred
+		// times the amount.
+		groups := strings.Split(intPart, ",")
+		for i, g := range groups {
+			if g == "" || len(g) > 3 || (i > 0 && len(g) != 3) {
+				return 0, fmt.Errorf("amount %s is not a decimal number (Adyen writes a dot before the decimals)", quote(truncate(text)))
+			}
+		}
+		intPart = strings.Join(groups, "")
+	}
 	if intPart == "" || strings.Trim(intPart, "0123456789") != "" || strings.Trim(frac, "0123456789") != "" || (hasDot && frac == "") || len(intPart) > 15 {
 		return 0, fmt.Errorf("amount %s is not a decimal number", quote(truncate(text)))
 	}

@@ -68,8 +68,8 @@ func TestAuditReadsTheFakesReport(t *testing.T) {
 		{Ref: cap.ProviderRef, OperationID: cap.OperationID, Kind: payonce.KindCapture, State: payonce.AuditSucceeded, Status: "Settled", Amount: 1000, Currency: "EUR", Created: captured, PaymentRef: manual.ProviderRef},
 		{Ref: ref.ProviderRef, OperationID: ref.OperationID, Kind: payonce.KindRefund, State: payonce.AuditSucceeded, Status: "Refunded", Amount: 400, Currency: "EUR", Created: captured.Add(time.Minute), PaymentRef: auto.ProviderRef},
 		{Ref: foreign, OperationID: "", Kind: payonce.KindCharge, State: payonce.AuditSucceeded, Status: "Settled", Amount: 2500, Currency: "EUR", Created: later},
-		{Ref: manual.ProviderRef, OperationID: manual.OperationID, Kind: payonce.KindCharge, State: payonce.AuditReversed, Status: "Chargeback", Amount: 1000, Currency: "EUR", Created: later},
-		{Ref: ref.ProviderRef, OperationID: ref.OperationID, Kind: payonce.KindRefund, State: payonce.AuditReversed, Status: "RefundedReversed", Amount: 400, Currency: "EUR", Created: later, PaymentRef: auto.ProviderRef},
+		{Ref: manual.ProviderRef, OperationID: manual.OperationID, Kind: payonce.KindCharge, State: payonce.AuditReversed, Status: "Chargeback", Amount: 1000, Currency: "EUR", Created: later.Add(1)},
+		{Ref: ref.ProviderRef, OperationID: ref.OperationID, Kind: payonce.KindRefund, State: payonce.AuditReversed, Status: "RefundedReversed", Amount: 400, Currency: "EUR", Created: later.Add(1), PaymentRef: auto.ProviderRef},
 	}
 	sameObjects(t, want, got)
 

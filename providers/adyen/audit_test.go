@@ -60,11 +60,11 @@ func fixtureObjects() []payonce.AuditObject {
 		eur(payonce.AuditObject{Ref: "8815000000000004", OperationID: op("04"), Kind: payonce.KindRefund, State: payonce.AuditSucceeded,
 			Status: "Refunded", Amount: 500, Created: cet("2026-03-01", "14:00:00"), PaymentRef: "8815000000000001"}),
 		eur(payonce.AuditObject{Ref: "8815000000000002", OperationID: op("02"), Kind: payonce.KindCharge, State: payonce.AuditReversed,
-			Status: "Chargeback", Amount: 1000, Created: cet("2026-03-02", "09:00:00")}),
+			Status: "Chargeback", Amount: 1000, Created: cet("2026-03-02", "09:00:00").Add(1)}),
 		eur(payonce.AuditObject{Ref: "8815000000000002", OperationID: op("02"), Kind: payonce.KindCharge, State: payonce.AuditSucceeded,
-			Status: "ChargebackReversed", Amount: 1000, Created: cet("2026-03-02", "10:00:00")}),
+			Status: "ChargebackReversed", Amount: 1000, Created: cet("2026-03-02", "10:00:00").Add(2)}),
 		eur(payonce.AuditObject{Ref: "8815000000000004", OperationID: op("04"), Kind: payonce.KindRefund, State: payonce.AuditReversed,
-			Status: "RefundedReversed", Amount: 500, Created: cet("2026-03-02", "11:00:00"), PaymentRef: "8815000000000001"}),
+			Status: "RefundedReversed", Amount: 500, Created: cet("2026-03-02", "11:00:00").Add(1), PaymentRef: "8815000000000001"}),
 		// A payment made elsewhere, under a reference of its own: no
 		// payonce operation (unattributed).
 		{Ref: "8815000000000007", OperationID: "", Kind: payonce.KindCharge, State: payonce.AuditSucceeded,
@@ -76,6 +76,9 @@ func fixtureObjects() []payonce.AuditObject {
 			Status: "Settled", Amount: 750, Created: time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)}),
 	}
 }
+
+// A reversal's row is ranked a nanosecond or two after its Creation Date
+// (journalRank): it follows what it reverses within the same second.
 
 var allTime = payonce.AuditQuery{From: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), To: time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)}
 
@@ -221,6 +224,9 @@ func TestAuditReportBadCells(t *testing.T) {
 	}{
 		{2, "Gross Credit (GC)", "10,00x", `amount "10,00x" is not a decimal number`, "Gross Credit (GC)"},
 		{3, "Gross Debit (GC)", "-5.00", "is not a decimal number", "Gross Debit (GC)"},
+		{1, "Gross Credit (GC)", "19,99", `amount "19,99" is not a decimal number (Adyen writes a dot`, "Gross Credit (GC)"},
+		{1, "Gross Credit (GC)", "1,99,999.00", "is not a decimal number", "Gross Credit (GC)"},
+		{1, "Gross Credit (GC)", ",199.99", "is not a decimal number", "Gross Credit (GC)"},
 		{1, "Gross Credit (GC)", "19.991", "more than 2 decimals for EUR", "Gross Credit (GC)"},
 		{7, "Gross Credit (GC)", "1500.5", "more than 0 decimals for JPY", "Gross Credit (GC)"},
 		{1, "Gross Credit (GC)", "", "neither", "Gross Credit (GC)"},
