@@ -15,7 +15,7 @@ import (
 )
 
 // reportHeader is the header of the fixture (Adyen's default columns).
-func reportHeader(t *testing.T) string {
+func reportHeader(t testing.TB) string {
 	t.Helper()
 	h, _, _ := strings.Cut(string(fixture(t)), "\n")
 	return h

@@ -27,7 +27,7 @@ import (
 // Currency, ...), with every payment-level record type the audit reads,
 // fee, payout, balance transfer and payment cost rows, a row of another
 // merchant account, and a summer (CEST) row.
-func fixture(t *testing.T) []byte {
+func fixture(t testing.TB) []byte {
 	t.Helper()
 	b, err := os.ReadFile("testdata/settlement_detail_report.csv")
 	require.NoError(t, err)
@@ -82,7 +82,7 @@ func fixtureObjects() []payonce.AuditObject {
 
 var allTime = payonce.AuditQuery{From: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), To: time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)}
 
-func provider(t *testing.T) *adyen.Provider {
+func provider(t testing.TB) *adyen.Provider {
 	t.Helper()
 	p, err := adyen.New(testConfig())
 	require.NoError(t, err)
