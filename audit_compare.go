@@ -562,6 +562,10 @@ func (a *auditRun) byLookup(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		// An audit's lookup searches by the operation id even when the
+		// ledger knows the object: a second object made elsewhere under the
+		// same reference is what an audit is for (LookupQuery.Audit).
+		q.Audit = true
 		lr, err := a.c.lookup(ctx, q)
 		if err != nil {
 			return fmt.Errorf("payonce: looking up %s: %w", op.ID, err)
