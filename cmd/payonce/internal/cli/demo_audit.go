@@ -32,8 +32,11 @@ type demoAuditReport struct {
 	From       string `json:"from,omitempty"`
 	To         string `json:"to,omitempty"`
 	Directions string `json:"directions,omitempty"`
-	Objects    int    `json:"objects"`
-	Operations int    `json:"operations"`
+	// ByLookup: the provider lists nothing, so each operation of the
+	// period was looked up (Checkout.com) and Objects stays 0.
+	ByLookup   bool `json:"by_lookup"`
+	Objects    int  `json:"objects"`
+	Operations int  `json:"operations"`
 	// Unattributed counts the fake's objects without payonce metadata.
 	Unattributed int `json:"unattributed"`
 	// Differences counts the differences per class, every class named.
@@ -125,6 +128,9 @@ func (d *demo) audit(ctx context.Context, from time.Time, seam demoSeam) (demoAu
 		out.Listed = append(out.Listed, describeDifference(df))
 	}
 	out.Truncated = rep.Truncated
+	if aud, ok := d.psp.(payonce.Auditor); ok {
+		out.ByLookup = aud.AuditInfo().ByLookup
+	}
 	return out, nil
 }
 
@@ -159,8 +165,12 @@ func (a demoAuditReport) print(w io.Writer, title string) {
 	for _, c := range ledger.FindingClasses {
 		classes = append(classes, fmt.Sprintf("%s %d", c, a.Differences[string(c)]))
 	}
-	fmt.Fprintf(w, "audit of the fake %s: %d objects read, %d operations, %d differences (%s), %d unattributed\n",
-		title, a.Objects, a.Operations, a.differs(), strings.Join(classes, ", "), a.Unattributed)
+	read := fmt.Sprintf("%d objects read, %d operations", a.Objects, a.Operations)
+	if a.ByLookup {
+		read = fmt.Sprintf("%d operations looked up", a.Operations)
+	}
+	fmt.Fprintf(w, "audit of the fake %s: %s, %d differences (%s), %d unattributed\n",
+		title, read, a.differs(), strings.Join(classes, ", "), a.Unattributed)
 	for _, l := range a.Listed {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
