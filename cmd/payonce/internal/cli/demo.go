@@ -109,9 +109,9 @@ runs the reconciler until nothing is left to settle, and compares the ledger
 with what the fake really did. It then audits the fake as "payonce audit"
 would (stripe and yookassa list their objects, checkout is looked up; adyen
 is audited from a downloaded report, so not here) over the run's period,
-recording what differs as findings in the demo's ledger. Its timings are short (a key TTL of 20s
-instead of 24h, lookup lags of seconds) so that it settles in about half a
-minute; they are printed with the report. Amounts are in USD for stripe, RUB
+recording what differs as findings in the demo's ledger. Its timings are
+short (a key TTL of 20s instead of 24h, lookup lags of seconds) so that it
+settles in about half a minute; they are printed with the report. Amounts are in USD for stripe, RUB
 for yookassa, EUR for checkout and adyen.
 
 The fake also sends its signed webhooks to a receiver the demo runs on
@@ -210,10 +210,13 @@ a browser; resends go to the demo's fake. SIGINT or SIGTERM stops it.`)
 	// be judged on its way. From the second the run started in: Stripe
 	// dates objects in whole seconds, and an earlier run on a kept ledger
 	// (whose objects this run's fake never saw) stays outside the period.
-	aud := demoAuditReport{Skipped: "the run did not finish"}
+	aud := newDemoAuditReport("the run did not finish")
+	var auditErr error
 	if runErr == nil {
-		if aud, err = d.audit(ctx, start.Truncate(time.Second), seam); err != nil {
-			return err
+		// A failed audit compared nothing: the report says so, and the
+		// demo fails as for any check it could not make.
+		if aud, auditErr = d.audit(ctx, start.Truncate(time.Second), seam); auditErr != nil {
+			aud.Skipped = "failed: " + auditErr.Error()
 		}
 	}
 	rep, err := d.report(rctx, time.Since(start), aud)
@@ -231,6 +234,8 @@ a browser; resends go to the demo's fake. SIGINT or SIGTERM stops it.`)
 	switch {
 	case runErr != nil:
 		result = withCode(ExitError, runErr)
+	case auditErr != nil:
+		result = withCode(ExitError, auditErr)
 	case rep.DoubleCharges > 0 || rep.DoubleRefunds > 0:
 		result = withCode(ExitError, fmt.Errorf("money moved twice: %d references charged twice, %d refunded twice", rep.DoubleCharges, rep.DoubleRefunds))
 	case rep.Total.Unsettled > 0:

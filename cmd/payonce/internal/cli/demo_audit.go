@@ -50,6 +50,16 @@ type demoAuditReport struct {
 	Findings bool `json:"findings_recorded"`
 }
 
+// newDemoAuditReport is an audit that has not run (yet), for the reason
+// skipped: every class counted zero.
+func newDemoAuditReport(skipped string) demoAuditReport {
+	out := demoAuditReport{Skipped: skipped, Differences: map[string]int{}, Listed: []string{}}
+	for _, c := range ledger.FindingClasses {
+		out.Differences[string(c)] = 0
+	}
+	return out
+}
+
 // demoAuditListed bounds the differences the report lists.
 const demoAuditListed = 20
 
@@ -90,10 +100,7 @@ func demoAuditable(psp payonce.Provider) (bool, string) {
 // never existed are none (the audit judges only what took effect), and
 // what a lookup could settle was settled before.
 func (d *demo) audit(ctx context.Context, from time.Time, seam demoSeam) (demoAuditReport, error) {
-	out := demoAuditReport{Differences: map[string]int{}, Listed: []string{}}
-	for _, c := range ledger.FindingClasses {
-		out.Differences[string(c)] = 0
-	}
+	out := newDemoAuditReport("")
 	if ok, why := demoAuditable(d.psp); !ok {
 		out.Skipped = why
 		return out, nil

@@ -89,17 +89,19 @@ func TestDemoAuditFindsOrphan(t *testing.T) {
 	require.Contains(t, stdout, `"payonce audit findings"`)
 }
 
-// A seam that fails stops the demo with its error; a clean state (the seam
-// injecting nothing) passes.
+// A seam that fails stops the demo with its error, after the report,
+// which says that the audit failed; a clean state (the seam injecting
+// nothing) passes.
 func TestDemoAuditSeam(t *testing.T) {
 	t.Parallel()
-	code, _, stderr := runDemoSeam(t, demoSeam{beforeAudit: func(fakeHandler) error { return fmt.Errorf("seam failed") }},
+	code, stdout, stderr := runDemoSeam(t, demoSeam{beforeAudit: func(fakeHandler) error { return fmt.Errorf("seam failed") }},
 		"--orders", "5", "--refunds", "1", "--concurrency", "2", "--key-ttl", "4s")
 	require.Equal(t, ExitError, code)
 	require.Contains(t, stderr, "seam failed")
+	require.Contains(t, stdout, "audit of the fake: not run (failed: seam failed)\n", "the report is printed, saying the audit failed")
 
 	called := false
-	code, stdout, stderr := runDemoSeam(t, demoSeam{beforeAudit: func(fakeHandler) error { called = true; return nil }},
+	code, stdout, stderr = runDemoSeam(t, demoSeam{beforeAudit: func(fakeHandler) error { called = true; return nil }},
 		"--orders", "5", "--refunds", "1", "--concurrency", "2", "--key-ttl", "4s")
 	require.Equal(t, ExitOK, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	require.True(t, called)
