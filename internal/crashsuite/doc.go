@@ -94,7 +94,21 @@
 //     no genuine one refused; and the POSTs the fake received per key stay
 //     within two per journaled attempt (net/http may transmit a keyed
 //     request once more by itself), every one with an operation's key: an
-//     event never makes anything send.
+//     event never makes anything send;
+//   - the audit of the fake (auditFake, audit_test.go): before the fake
+//     stops, the driver builds a payonce.Client as the workers do (the
+//     Stripe adapter on the fake's URL, the run's PostgreSQL ledger) and
+//     runs Client.Audit over the run's period (from a minute before its
+//     start to a minute after the end), recording findings in the ledger;
+//     every difference the audit finds (unknown_to_ledger, status_differs,
+//     duplicated, contradicted, missing_at_provider) is a violation. The
+//     fake served only the workers, so exactly-once means none: a review
+//     whose object failed or never existed is no difference, and one whose
+//     object succeeded (status_differs) is settled first by the
+//     reconcilers' lookups. The audit's reads outlast the fake's GET
+//     faults with a longer per-request timeout and more read retries than
+//     the workers' calls; an audit that fails to list compared nothing and
+//     fails the run.
 //
 // It ends with a one-line summary (t.Log and stdout): operations per kind
 // and status, attempts per outcome, the most attempts one operation made
@@ -107,7 +121,8 @@
 // receivers recorded, duplicates they acknowledged, forged deliveries sent
 // and rejected; dispositions; operations settled by webhook and by a call
 // or lookup; the most POSTs for one operation; receiver kills, and those
-// after a commit) and durations.
+// after a commit), the audit (objects read, operations, unattributed objects,
+// differences per class) and durations.
 //
 // TestCrashBetweenJournalAndSend, TestCrashBetweenSendAndRecord and
 // TestCrashConcurrentProcesses (crash_test.go) kill one charging process

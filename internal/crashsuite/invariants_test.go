@@ -205,6 +205,8 @@ type summary struct {
 	attemptsPerOp map[string]int
 	webhooks      webhookSummary
 	storedErrors  storedErrors
+	// audit is the final audit of the fake (auditFake).
+	audit auditSummary
 }
 
 // maxAttemptsPerOp bounds the attempts one operation may make in a run: a
@@ -600,12 +602,12 @@ func (s summary) line(size string, seed int64, st suiteStats, took time.Duration
 		"max_attempts=%d (%s; bound %d) attempts_per_op%s unfinished=%d "+
 		"kills=%d (working=%d) restarts=%d pg_restarts=%d faults=%d%s requests=%d replays=%d key_in_use=%d "+
 		"duplicates=%d refunds_over_charge=%d over_refunds_refused=%d reviews%s settled_from_review=%d review_with_object=%d "+
-		"%s call_retries=%d ledger_error_logs=%d %s broken=%d work=%s settle=%s duration=%s",
+		"%s call_retries=%d ledger_error_logs=%d %s %s broken=%d work=%s settle=%s duration=%s",
 		size, seed, s.ops, s.charges, s.refunds, kv(status), s.attempts, kv(s.outcomes),
 		s.maxAttempts, s.maxAttemptsOp, maxAttemptsPerOp, kv(s.attemptsPerOp), s.unfinished,
 		st.kills, st.killsWorking, st.restarts, st.pgRestarts, s.faultTotal, kv(s.faults), s.requests, s.replays, s.keyInUse,
 		s.duplicates, s.refundsOverCharge, s.overRefused, kv(s.reviews), s.settledFromReview, st.reviewsLeftWithObject,
-		s.storedErrors.text(), st.callRetries, st.ledgerErrors, s.webhooks.line(st, kv), s.broken, st.workPhase.Round(time.Second), st.settlePhase.Round(time.Second), took.Round(time.Second))
+		s.storedErrors.text(), st.callRetries, st.ledgerErrors, s.webhooks.line(st, kv), s.audit.line(), s.broken, st.workPhase.Round(time.Second), st.settlePhase.Round(time.Second), took.Round(time.Second))
 }
 
 // webhookInput is what the driver gathered about the webhooks besides the

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,6 +91,11 @@ func defaultDemoSettings() demoSettings {
 }
 
 func runDemo(ctx context.Context, a *App, args []string) error {
+	return runDemoWith(ctx, a, args, demoSeam{})
+}
+
+// runDemoWith is runDemo with a test's seam.
+func runDemoWith(ctx context.Context, a *App, args []string, seam demoSeam) error {
 	s := defaultDemoSettings()
 	f := newFlags("demo", "payonce demo [--provider stripe|yookassa|checkout|adyen] [--orders N] [--refunds M] [--concurrency C] [--seed S] [--webhooks=false] [--ledger DSN] [--json] [--console [--addr HOST:PORT]]",
 		`Starts a fake provider in this process (Stripe, YooKassa, Checkout.com or
@@ -100,9 +106,12 @@ slow answers, 500s stored or produced after the money moved), charges
 --orders orders with the provider's test payment methods (a few of them
 declined) and refunds --refunds of them at --concurrency through payonce,
 runs the reconciler until nothing is left to settle, and compares the ledger
-with what the fake really did. Its timings are short (a key TTL of 20s
-instead of 24h, lookup lags of seconds) so that it settles in about half a
-minute; they are printed with the report. Amounts are in USD for stripe, RUB
+with what the fake really did. It then audits the fake as "payonce audit"
+would (stripe and yookassa list their objects, checkout is looked up; adyen
+is audited from a downloaded report, so not here) over the run's period,
+recording what differs as findings in the demo's ledger. Its timings are
+short (a key TTL of 20s instead of 24h, lookup lags of seconds) so that it
+settles in about half a minute; they are printed with the report. Amounts are in USD for stripe, RUB
 for yookassa, EUR for checkout and adyen.
 
 The fake also sends its signed webhooks to a receiver the demo runs on
@@ -113,8 +122,9 @@ call itself, by a status lookup and by a webhook. --webhooks=false shows the
 same run settled by calls and lookups alone (not with adyen: Adyen has no
 status lookup, its outcomes come only by webhook).
 
-Exit code 0 when no reference was charged or refunded twice and every
-operation settled (succeeded, failed, or in manual review); 1 otherwise.
+Exit code 0 when no reference was charged or refunded twice, every
+operation settled (succeeded, failed, or in manual review) and the audit
+found no difference; 1 otherwise.
 Needs no credential and no setup: the ledger is a temporary SQLite file
 unless --ledger (or PAYONCE_LEDGER) names one.
 
@@ -196,7 +206,20 @@ a browser; resends go to the demo's fake. SIGINT or SIGTERM stops it.`)
 	// The report is read even after an interrupt.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	rep, err := d.report(rctx, time.Since(start))
+	// The audit only once the run settled: an operation still open would
+	// be judged on its way. From the second the run started in: Stripe
+	// dates objects in whole seconds, and an earlier run on a kept ledger
+	// (whose objects this run's fake never saw) stays outside the period.
+	aud := newDemoAuditReport("the run did not finish")
+	var auditErr error
+	if runErr == nil {
+		// A failed audit compared nothing: the report says so, and the
+		// demo fails as for any check it could not make.
+		if aud, auditErr = d.audit(ctx, start.Truncate(time.Second), seam); auditErr != nil {
+			aud.Skipped = "failed: " + auditErr.Error()
+		}
+	}
+	rep, err := d.report(rctx, time.Since(start), aud)
 	if err != nil {
 		return err
 	}
@@ -211,10 +234,14 @@ a browser; resends go to the demo's fake. SIGINT or SIGTERM stops it.`)
 	switch {
 	case runErr != nil:
 		result = withCode(ExitError, runErr)
+	case auditErr != nil:
+		result = withCode(ExitError, auditErr)
 	case rep.DoubleCharges > 0 || rep.DoubleRefunds > 0:
 		result = withCode(ExitError, fmt.Errorf("money moved twice: %d references charged twice, %d refunded twice", rep.DoubleCharges, rep.DoubleRefunds))
 	case rep.Total.Unsettled > 0:
 		result = withCode(ExitError, fmt.Errorf("%d operations did not settle", rep.Total.Unsettled))
+	case rep.Audit.differs() > 0:
+		result = withCode(ExitError, fmt.Errorf("%w: %d (%s)", errAuditDiffers, rep.Audit.differs(), strings.Join(rep.Audit.Listed, "; ")))
 	}
 	if withConsole && ctx.Err() == nil {
 		if err := d.serveConsole(ctx, consoleAddr); err != nil {
@@ -229,6 +256,7 @@ type demo struct {
 	a        *App
 	s        demoSettings
 	fake     demoFake
+	psp      payonce.Provider // the adapter that talks to the fake
 	ledger   *ledgerConn
 	recv     *demoReceiver // nil without webhooks
 	tempDir  string
@@ -305,6 +333,7 @@ func newDemo(ctx context.Context, a *App, s demoSettings, lf *ledgerFlags) (*dem
 	}
 	var psp payonce.Provider
 	d.fake, psp, err = s.Provider.start(s, rates, wh)
+	d.psp = psp
 	if err != nil {
 		return nil, fmt.Errorf("building the %s adapter for the fake: %w", s.Provider.name, err)
 	}

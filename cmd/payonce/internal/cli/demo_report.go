@@ -232,15 +232,17 @@ type demoReport struct {
 	Mismatches []string `json:"mismatches"`
 	// CallErrors lists calls that failed to act (a ledger write, a bug),
 	// as opposed to outcomes such as a decline.
-	CallErrors     []string `json:"call_errors"`
-	ElapsedSeconds float64  `json:"elapsed_seconds"`
-	OK             bool     `json:"ok"`
+	CallErrors []string `json:"call_errors"`
+	// Audit is the audit of the fake after the run.
+	Audit          demoAuditReport `json:"audit"`
+	ElapsedSeconds float64         `json:"elapsed_seconds"`
+	OK             bool            `json:"ok"`
 }
 
-// report reads the ledger and the fake's truth.
-func (d *demo) report(ctx context.Context, elapsed time.Duration) (*demoReport, error) {
+// report reads the ledger and the fake's truth, with the audit's report.
+func (d *demo) report(ctx context.Context, elapsed time.Duration, aud demoAuditReport) (*demoReport, error) {
 	s := d.s
-	r := &demoReport{Duplicates: []string{}, MovedInReview: []string{}, Mismatches: []string{}, Faults: map[string]int{}}
+	r := &demoReport{Audit: aud, Duplicates: []string{}, MovedInReview: []string{}, Mismatches: []string{}, Faults: map[string]int{}}
 	st := &r.Settings
 	p := s.Provider
 	st.Provider, st.LookupLag = p.name, p.lagName
@@ -387,7 +389,7 @@ func (d *demo) report(ctx context.Context, elapsed time.Duration) (*demoReport, 
 	sort.Strings(r.Mismatches)
 	r.CallErrors = append([]string{}, d.callErrs...)
 	r.ElapsedSeconds = elapsed.Seconds()
-	r.OK = r.DoubleCharges == 0 && r.DoubleRefunds == 0 && r.Total.Unsettled == 0 && r.Total.Operations > 0
+	r.OK = r.DoubleCharges == 0 && r.DoubleRefunds == 0 && r.Total.Unsettled == 0 && r.Total.Operations > 0 && r.Audit.differs() == 0
 	return r, nil
 }
 
@@ -491,6 +493,7 @@ func (r *demoReport) print(w io.Writer) {
 			fmt.Fprintf(w, "  %s\n", e)
 		}
 	}
+	r.Audit.print(w, title)
 	if r.Total.InReview > 0 {
 		hint := "\"payonce review list\" with the same --ledger shows them"
 		if s.TemporaryLedger {

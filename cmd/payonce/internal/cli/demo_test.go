@@ -21,6 +21,7 @@ type demoWebhookReport struct {
 	Webhooks                demoWebhooks `json:"webhooks"`
 	DoubleCharges           int          `json:"double_charges"`
 	DoubleRefunds           int          `json:"double_refunds"`
+	Audit                   demoAudit    `json:"audit"`
 }
 
 // demoWebhooks is the report's "webhooks" object: its counts by JSON
@@ -214,6 +215,10 @@ func TestDemoAdyen(t *testing.T) {
 	rf := rep.Refunds
 	require.Positive(t, rf.SettledBy.Webhook, "%+v", rf)
 	require.Equal(t, rf.Succeeded+rf.Failed, rf.SettledBy.Webhook, "every settled refund was settled by its webhook: %+v", rf)
+	// Adyen is audited from a settlement report the merchant downloads:
+	// the demo says why it does not audit instead.
+	require.False(t, rep.Audit.Ran, "%+v", rep.Audit)
+	require.Contains(t, rep.Audit.Skipped, "report")
 
 	off := runBinary(t, nil, "demo", "--provider", "adyen", "--webhooks=false")
 	require.Equal(t, 2, off.code, "%s", off)

@@ -96,6 +96,15 @@ func TestDemoJSON(t *testing.T) {
 	t.Parallel()
 	r := runBinary(t, nil, "demo", "--json", "--orders", "60", "--refunds", "20")
 	checkDemo(t, r, 60, 20)
+	// Stripe lists its objects: the audit ran, and read at least a
+	// PaymentIntent per order, none without payonce's metadata.
+	var rep struct {
+		Audit demoAudit `json:"audit"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	require.True(t, rep.Audit.Ran, "%s", r)
+	require.GreaterOrEqual(t, rep.Audit.Objects, 60, "%s", r)
+	require.Zero(t, rep.Audit.Unattributed, "%s", r)
 }
 
 func TestDemoPostgres(t *testing.T) {
@@ -145,6 +154,18 @@ type demoAttempts struct {
 	Distribution map[string]int `json:"distribution"`
 }
 
+// demoAudit is the report's audit of the fake.
+type demoAudit struct {
+	Ran          bool           `json:"ran"`
+	Skipped      string         `json:"skipped"`
+	ByLookup     bool           `json:"by_lookup"`
+	Objects      int            `json:"objects"`
+	Operations   int            `json:"operations"`
+	Unattributed int            `json:"unattributed"`
+	Differences  map[string]int `json:"differences"`
+	Listed       []string       `json:"listed"`
+}
+
 func checkDemo(t *testing.T, r result, orders, refunds int) demoAttempts {
 	t.Helper()
 	require.Equal(t, 0, r.code, "%s", r)
@@ -169,6 +190,7 @@ func checkDemo(t *testing.T, r result, orders, refunds int) demoAttempts {
 		OK             bool
 		ElapsedSeconds float64      `json:"elapsed_seconds"`
 		Attempts       demoAttempts `json:"attempts_per_operation"`
+		Audit          demoAudit    `json:"audit"`
 	}
 	dec := json.NewDecoder(strings.NewReader(r.stdout))
 	require.NoError(t, dec.Decode(&rep), "%s", r)
@@ -183,6 +205,21 @@ func checkDemo(t *testing.T, r result, orders, refunds int) demoAttempts {
 	require.Positive(t, rep.FaultsInjected, "the fake injected faults")
 	require.Empty(t, rep.Mismatches, "%s", r)
 	require.Empty(t, rep.CallErrors, "%s", r)
+	// The audit of the fake after the run finds nothing: every class
+	// reported, each zero, and every operation of the run in its period.
+	require.Len(t, rep.Audit.Differences, 5, "%s", r)
+	for c, n := range rep.Audit.Differences {
+		require.Zero(t, n, "audit: %s: %s", c, r)
+	}
+	require.Empty(t, rep.Audit.Listed, "%s", r)
+	if rep.Audit.Ran {
+		require.Equal(t, rep.Total.Operations, rep.Audit.Operations, "%s", r)
+		if !rep.Audit.ByLookup {
+			require.Positive(t, rep.Audit.Objects, "%s", r)
+		}
+	} else {
+		require.NotEmpty(t, rep.Audit.Skipped, "%s", r)
+	}
 	if len(rep.MovedInReview) == 0 {
 		require.Equal(t, rep.Money.ProviderCharged, rep.Money.LedgerCharged)
 		require.Equal(t, rep.Money.ProviderRefunded, rep.Money.LedgerRefunded)
@@ -226,6 +263,7 @@ func TestDemoHuman(t *testing.T) {
 		"clock skew 1s, safety margin 2s", "attempts per operation: at most ", "operations by attempts made: ", "1: ", "3-5: ", "6+: ",
 		"money (USD)", "charged", "refunded",
 		"references charged twice: 0", "references refunded twice: 0", "finished in",
+		"audit of the fake Stripe: ", " operations, 0 differences (unknown_to_ledger 0, status_differs 0, duplicated 0, contradicted 0, missing_at_provider 0), 0 unattributed",
 	} {
 		require.Contains(t, r.stdout, w)
 	}

@@ -34,6 +34,11 @@ func TestDemoOtherProviders(t *testing.T) {
 			require.Equal(t, tc.currency, rep["money"].(map[string]any)["currency"], "%s", r)
 			require.Contains(t, rep["faults"], "processed_500", "the fake's own 500 after the money moved is in the mix")
 			require.Less(t, rep["elapsed_seconds"].(float64), 30.0, "%s", r)
+			// YooKassa lists its objects, Checkout.com is audited by
+			// looking each operation up: both ran.
+			audit := rep["audit"].(map[string]any)
+			require.Equal(t, true, audit["ran"], "%s", r)
+			require.Equal(t, tc.provider == "checkout", audit["by_lookup"], "%s", r)
 		})
 	}
 }
@@ -41,16 +46,16 @@ func TestDemoOtherProviders(t *testing.T) {
 // The human summary names the fake and its currency.
 func TestDemoHumanOtherProviders(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ provider, title, lag, currency string }{
-		{"yookassa", "fake YooKassa", "list lag 2s (adapter)", "money (RUB)"},
-		{"checkout", "fake Checkout.com", "settle lag 2s (adapter)", "money (EUR)"},
+	for _, tc := range []struct{ provider, title, lag, currency, audit string }{
+		{"yookassa", "fake YooKassa", "list lag 2s (adapter)", "money (RUB)", "audit of the fake YooKassa: "},
+		{"checkout", "fake Checkout.com", "settle lag 2s (adapter)", "money (EUR)", "audit of the fake Checkout.com: 13 operations looked up, 0 differences"},
 	} {
 		t.Run(tc.provider, func(t *testing.T) {
 			t.Parallel()
 			// The provider from the environment, as for the other commands.
 			r := runBinary(t, map[string]string{"PAYONCE_PROVIDER": tc.provider}, "demo", "--orders", "10", "--refunds", "3", "--concurrency", "4", "--seed", "7")
 			require.Equal(t, 0, r.code, "%s", r)
-			for _, w := range []string{tc.title, tc.lag, tc.currency, "processed_500", "references charged twice: 0", "references refunded twice: 0"} {
+			for _, w := range []string{tc.title, tc.lag, tc.currency, "processed_500", "references charged twice: 0", "references refunded twice: 0", tc.audit} {
 				require.Contains(t, r.stdout, w, "%s", r)
 			}
 		})
