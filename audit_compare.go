@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lanrat/extsort"
 	"golang.org/x/sync/errgroup"
@@ -305,6 +306,7 @@ func (a *auditRun) compare(ctx context.Context, lister AuditLister) error {
 		defer close(objIn)
 		q := AuditQuery{From: a.p.From.Add(-a.info.Margin), To: a.p.To.Add(a.info.Margin), Report: a.p.Report}
 		err := lister.ListObjects(gctx, auditDoer{c: a.c}, q, func(o AuditObject) error {
+			cleanAuditObject(&o)
 			if !o.Created.IsZero() && (o.Created.Before(q.From) || !o.Created.Before(q.To)) {
 				// Outside what was asked (a lister that lists by another
 				// date): another period's audit judges it.
@@ -550,6 +552,27 @@ func (a *auditRun) capturesRecorded(ctx context.Context, g *auditGroup) error {
 	return nil
 }
 
+// cleanText is s as a ledger can store and compare it: invalid UTF-8 and
+// NUL bytes become U+FFFD. An operation id so cleaned is none the ledger
+// holds (payonce never makes one), so its object is unknown to the ledger,
+// which is what it is: money moved under an id payonce did not write.
+func cleanText(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// cleanAuditObject cleans every text of a listed object (cleanText): the
+// provider's metadata, ids and words are used in the ledger's queries
+// (Store.Get, Store.List) and findings, which refuse what they cannot store.
+func cleanAuditObject(o *AuditObject) {
+	for _, s := range []*string{&o.Ref, &o.OperationID, &o.Key, &o.Status, &o.Currency, &o.PaymentRef} {
+		*s = cleanText(*s)
+	}
+	o.Kind, o.State = Kind(cleanText(string(o.Kind))), AuditState(cleanText(string(o.State)))
+}
+
 // emit counts, hands out, lists and (unless DryRun) queues one difference.
 // An unattributed object (no Class) is listed on request only.
 func (a *auditRun) emit(ctx context.Context, d AuditDifference) error {
@@ -565,6 +588,10 @@ func (a *auditRun) emit(ctx context.Context, d AuditDifference) error {
 	} else {
 		a.rep.Truncated = true
 	}
+	// What the provider wrote is anyone's text: a ledger stores no NUL
+	// byte nor invalid UTF-8, and a batch holding one would be refused
+	// whole.
+	d.OperationID, d.ProviderRef, d.Detail = cleanText(d.OperationID), cleanText(d.ProviderRef), cleanText(d.Detail)
 	if d.Class == "" || a.p.DryRun {
 		return nil
 	}
@@ -608,7 +635,12 @@ func (a *auditRun) byLookup(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		lr, err := a.c.lookup(ctx, q)
+		// The lookup takes the audit's doer (GET and HEAD only), not the
+		// reconciler's: an adapter's Lookup with a bug must not turn an
+		// audit into a request that moves money either.
+		lctx, cancel := context.WithTimeout(ctx, a.c.cfg.AttemptTimeout)
+		lr, err := a.c.cfg.Provider.Lookup(lctx, auditDoer{c: a.c, opID: op.ID}, q)
+		cancel()
 		if err != nil {
 			return fmt.Errorf("payonce: looking up %s: %w", op.ID, err)
 		}
@@ -663,7 +695,12 @@ func classifyLookup(op ledger.Operation, lr LookupResult, lagPassed bool, provid
 // a status lookup's) and refuses anything but GET and HEAD: an audit
 // reads, and an adapter's bug must not turn it into a request that moves
 // money.
-type auditDoer struct{ c *Client }
+type auditDoer struct {
+	c *Client
+	// opID names the operation a by-lookup audit's request is for (the
+	// HTTP layer's log records); empty for a listing.
+	opID string
+}
 
 func (d auditDoer) Do(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
@@ -676,7 +713,7 @@ func (d auditDoer) Do(req *http.Request) (*http.Response, error) {
 	// that hangs mid-page must not hang the audit. The deadline covers
 	// reading the body, so it ends when the body is closed.
 	ctx, cancel := context.WithTimeout(req.Context(), d.c.cfg.AttemptTimeout)
-	resp, err := lookupDoer{c: d.c.http.read}.Do(req.WithContext(ctx))
+	resp, err := lookupDoer{c: d.c.http.read, opID: d.opID}.Do(req.WithContext(ctx))
 	if err != nil {
 		cancel()
 		return nil, err
