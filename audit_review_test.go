@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -75,4 +76,68 @@ func TestAuditObjectsWithUnstorableText(t *testing.T) {
 		// The real store accepts them.
 		require.NoError(t, f.store.Store.RecordFindings(f.ctx, f.store.all(), f.clock.Now()))
 	})
+}
+
+// blockingLister is an auditPSP whose listing waits until released (an
+// audit paced through a large period).
+type blockingLister struct {
+	*auditPSP
+	started chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingLister) ListObjects(ctx context.Context, hc payonce.HTTPDoer, q payonce.AuditQuery, yield func(payonce.AuditObject) error) error {
+	select {
+	case b.started <- struct{}{}:
+	default:
+	}
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return b.auditPSP.ListObjects(ctx, hc, q, yield)
+}
+
+// TestReconcilerRunAuditsBesidePasses: under Run, a scheduled audit that
+// takes long does not hold up the passes; stopping Run stops the audit
+// and Run returns after it.
+func TestReconcilerRunAuditsBesidePasses(t *testing.T) {
+	var bl *blockingLister
+	f := newAuditFixture(t, false, func(sp *stripe.Provider, base string) payonce.Provider {
+		bl = &blockingLister{auditPSP: &auditPSP{Provider: sp, base: base, info: payonce.AuditInfo{ListedKinds: []payonce.Kind{payonce.KindCharge}}},
+			started: make(chan struct{}, 1), release: make(chan struct{})}
+		return bl
+	})
+	passes := make(chan payonce.ReconcileReport, 100)
+	r, err := payonce.NewReconciler(payonce.ReconcilerConfig{Store: f.store, Clients: []*payonce.Client{f.client},
+		Now: f.clock.Now, StatsInterval: -1, Interval: time.Millisecond,
+		Hooks: payonce.Hooks{OnPass: func(rep payonce.ReconcileReport) { passes <- rep }},
+		Audit: payonce.AuditSchedule{Every: time.Hour}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	timeout := time.After(20 * time.Second)
+	select {
+	case <-bl.started:
+	case <-timeout:
+		t.Fatal("no audit started")
+	}
+	// The audit is held; passes go on.
+	for range 3 {
+		select {
+		case rep := <-passes:
+			require.Zero(t, rep.Audits, "Run's passes do not audit")
+		case <-timeout:
+			t.Fatal("no pass while the audit runs: the audit holds reconciliation up")
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-timeout:
+		t.Fatal("Run did not return")
+	}
 }
