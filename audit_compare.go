@@ -197,7 +197,7 @@ func classify(g auditGroup, provider string) []AuditDifference {
 	}
 	if len(effective) > 1 {
 		d := AuditDifference{Class: ledger.FindingDuplicated, OperationID: op.ID, Kind: Kind(op.Kind), LedgerStatus: op.Status,
-			Detail: fmt.Sprintf("%s holds %d objects that took effect: %s", provider, len(effective), strings.Join(effective, ", "))}
+			Detail: fmt.Sprintf("%s holds %d objects that took effect: %s", provider, len(effective), joinRefs(effective))}
 		out = append(out, d)
 	}
 	// Amount and currency: the object must be what the operation asked for.
@@ -261,7 +261,20 @@ func classifyUnknown(g auditGroup) []AuditDifference {
 		return nil
 	}
 	return []AuditDifference{{Class: ledger.FindingUnknownToLedger, OperationID: g.ID, ProviderRef: first.Ref, Kind: first.Kind,
-		ProviderState: first.State, Detail: "the ledger has no record of the operation; the provider holds " + strings.Join(refs, ", ")}}
+		ProviderState: first.State, Detail: "the ledger has no record of the operation; the provider holds " + joinRefs(refs)}}
+}
+
+// maxDetailRefs is how many of a group's refs a difference's detail names.
+const maxDetailRefs = 20
+
+// joinRefs names refs for a detail, at most maxDetailRefs of them: an
+// operation with thousands of objects (a loop resending it) must not make
+// a detail (kept in Differences, handed to OnDifference) of their size.
+func joinRefs(refs []string) string {
+	if len(refs) <= maxDetailRefs {
+		return strings.Join(refs, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(refs[:maxDetailRefs], ", "), len(refs)-maxDetailRefs)
 }
 
 // inPeriod reports whether t lies in the audited period.
@@ -675,7 +688,7 @@ func classifyLookup(op ledger.Operation, lr LookupResult, lagPassed bool, provid
 		d.Class, d.Detail = ledger.FindingContradicted, provider+": "+lr.Contradiction
 	case lr.State == LookupMultiple:
 		d.Class, d.ProviderState = ledger.FindingDuplicated, AuditSucceeded
-		d.Detail = fmt.Sprintf("%s holds %d objects for the operation: %s", provider, len(lr.Refs), strings.Join(lr.Refs, ", "))
+		d.Detail = fmt.Sprintf("%s holds %d objects for the operation: %s", provider, len(lr.Refs), joinRefs(lr.Refs))
 	case lr.State == LookupSucceeded && op.Status != ledger.StatusSucceeded:
 		d.Class, d.ProviderState = ledger.FindingStatusDiffers, AuditSucceeded
 		d.Detail = fmt.Sprintf("ledger: %s %s; %s: succeeded", op.Kind, op.Status, provider)

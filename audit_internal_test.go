@@ -1,6 +1,7 @@
 package payonce
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -201,4 +202,20 @@ func TestLatestPerRef(t *testing.T) {
 	require.Len(t, d, 1)
 	require.Equal(t, ledger.FindingStatusDiffers, d[0].Class)
 	require.Equal(t, AuditReversed, d[0].ProviderState)
+}
+
+// TestClassifyDetailNamesAFewRefs: an operation with many objects gives a
+// detail of bounded size, naming how many more there are.
+func TestClassifyDetailNamesAFewRefs(t *testing.T) {
+	op := &auditOp{ID: "op-1", Kind: "charge", Status: ledger.StatusSucceeded, Amount: 1000, Currency: "USD", Created: auditT0}
+	var objs []AuditObject
+	for i := range 5000 {
+		objs = append(objs, AuditObject{Ref: fmt.Sprintf("pi_%06d", i), OperationID: "op-1", Kind: KindCharge, State: AuditSucceeded, Amount: 1000, Currency: "USD", Created: auditT0})
+	}
+	for _, g := range []auditGroup{{ID: "op-1", Op: op, Objects: objs}, {ID: "op-1", Objects: objs}} {
+		ds := classify(g, "stripe")
+		require.Len(t, ds, 1)
+		require.Less(t, len(ds[0].Detail), 1000, ds[0].Detail)
+		require.Contains(t, ds[0].Detail, "and 4980 more")
+	}
 }
