@@ -648,6 +648,10 @@ func (a *auditRun) byLookup(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		// An audit's lookup searches by the operation id even when the
+		// ledger knows the object: a second object made elsewhere under the
+		// same reference is what an audit is for (LookupQuery.Audit).
+		q.Audit = true
 		// The lookup takes the audit's doer (GET and HEAD only), not the
 		// reconciler's: an adapter's Lookup with a bug must not turn an
 		// audit into a request that moves money either.

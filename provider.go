@@ -189,6 +189,13 @@ type LookupQuery struct {
 	// that failed does not answer for the current key.
 	EarlierKeys []string
 	EarlierRefs []string
+	// Audit is set when the lookup is an audit's (AuditInfo.ByLookup): it
+	// must find every object of the operation, searching by the operation
+	// id even when the ledger knows its object, so that a second object
+	// made outside payonce under the same reference is seen (duplicated).
+	// A reconciliation lookup leaves it false and may read only the known
+	// object.
+	Audit bool
 }
 
 // LookupResult is what a status lookup found.

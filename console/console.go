@@ -25,7 +25,7 @@ const (
 	// RoleViewer reads every page and changes nothing.
 	RoleViewer Role = "viewer"
 	// RoleResolver also resolves operations in review, one at a time and
-	// in bulk.
+	// in bulk, and acknowledges audit findings.
 	RoleResolver Role = "resolver"
 )
 
@@ -139,7 +139,7 @@ func New(cfg Config) (http.Handler, error) {
 		}
 		h.clients[name] = c
 	}
-	for _, p := range []string{"overview", "review", "op", "search", "bulk", "bulkresult", "error"} {
+	for _, p := range []string{"overview", "review", "op", "search", "bulk", "bulkresult", "findings", "error"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "assets/templates/layout.html", "assets/templates/"+p+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console: parsing template %s: %w", p, err)
@@ -160,6 +160,8 @@ func New(cfg Config) (http.Handler, error) {
 	mux.HandleFunc("GET /search", h.search)
 	mux.HandleFunc("POST /bulk/preview", h.bulkPreview)
 	mux.HandleFunc("POST /bulk/apply", h.bulkApply)
+	mux.HandleFunc("GET /findings", h.findings)
+	mux.HandleFunc("POST /findings/{id}/ack", h.ackFinding)
 	h.mux = mux
 	return h, nil
 }
@@ -208,8 +210,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 		if !op.CanResolve() {
-			// A viewer reads; every POST of the console resolves or
-			// prepares a resolution.
+			// A viewer reads; every POST of the console resolves, prepares
+			// a resolution or acknowledges an audit finding.
 			h.fail(w, r, http.StatusForbidden, "403 forbidden: "+op.Name+" is a viewer; resolving needs the resolver role")
 			return
 		}

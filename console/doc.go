@@ -36,13 +36,17 @@
 //
 // Relative to the mount point:
 //
-//	GET  /                  overview: open operations, the oldest, review reasons, webhook inbox, feed consumers' lag
+//	GET  /                  overview: open operations, the oldest, review reasons, open audit findings, webhook inbox,
+//	                        feed consumers' lag
 //	GET  /review            the review queue, oldest first (provider, kind, code, older_than; keyset pages)
 //	GET  /ops/{id}          one operation: identity, key and generation, key window, provider ref, timeline
 //	POST /ops/{id}/resolve  resolve it: outcome succeeded|failed|resend, provider_ref, note
 //	GET  /search?q=         by operation id, order id, provider reference or key
 //	POST /bulk/preview      what resolving the filtered queue would do, item by item
 //	POST /bulk/apply        resolve the previewed operations one by one, each through Client.Resolve
+//	GET  /findings          open audit findings (payonce's Client.Audit): class, provider, operation, provider ref,
+//	                        detail, first and last found, times (provider, class; keyset pages by id)
+//	POST /findings/{id}/ack acknowledge one: note (the actor is the operator); it changes no operation
 //	GET  /static/...        the stylesheet (served without an identity)
 //
 // # Security
@@ -51,8 +55,10 @@
 //
 //   - New refuses a nil Identity: no anonymous access. A request without an
 //     operator is answered 401 (or, for a GET, redirected to LoginURL).
-//   - The actor recorded on a resolution is Operator.Name, never a form field.
-//   - Only RoleResolver may POST; a viewer sees no forms and gets 403.
+//   - The actor recorded on a resolution or an acknowledgement is
+//     Operator.Name, never a form field.
+//   - Only RoleResolver may POST (resolve, or acknowledge an audit finding);
+//     a viewer sees no forms and gets 403.
 //   - Every POST carries a CSRF token: the HMAC-SHA256, under CSRFKey, of a
 //     random per-browser cookie value and the operator's name, checked with
 //     hmac.Equal. GET never changes anything.

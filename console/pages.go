@@ -97,9 +97,11 @@ func (h *handler) redirect(w http.ResponseWriter, r *http.Request, rel string) {
 // ---- overview ----
 
 type overviewData struct {
-	Stats     ledger.Stats
-	Inbox     []inboxRow
-	InboxFrom time.Time
+	Stats ledger.Stats
+	// OpenFindings is the number of open audit findings (Stats.Findings).
+	OpenFindings int64
+	Inbox        []inboxRow
+	InboxFrom    time.Time
 }
 
 func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
@@ -110,7 +112,7 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 		h.storeError(w, r, "stats", err)
 		return
 	}
-	h.render(w, r, http.StatusOK, "overview", "Overview", overviewData{Stats: s, Inbox: inbox, InboxFrom: since})
+	h.render(w, r, http.StatusOK, "overview", "Overview", overviewData{Stats: s, OpenFindings: openFindings(s), Inbox: inbox, InboxFrom: since})
 }
 
 // ---- review queue ----

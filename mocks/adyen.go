@@ -135,7 +135,9 @@ type AdyenHandler struct {
 	payments    map[string]*adyPayment
 	paymentList []*adyPayment
 	mods        map[string]*adyModification
+	modList     []*adyModification // every modification, in the order made
 	refunds     []*adyModification
+	bookings    []*adyBooking // chargebacks and refunds reversed, injected (adyen_report.go)
 }
 
 type adyPayment struct {

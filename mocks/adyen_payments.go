@@ -166,6 +166,7 @@ func (h *AdyenHandler) modify(c *call, kind string) (*response, bool) {
 		m.amount = req.Amount.Value
 	}
 	h.mods[m.psp] = m
+	h.modList = append(h.modList, m)
 	event, ok, reason := "", false, ""
 	switch kind {
 	case "capture":

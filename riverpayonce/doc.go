@@ -37,6 +37,20 @@
 //	err = riverpayonce.InsertNudgeTx(ctx, riverClient, tx) // last, right before the commit
 //	err = tx.Commit(ctx)
 //
+// A second job kind audits: AuditArgs ("payonce_audit") names a provider,
+// a Window and a Delay, and the AuditWorker (NewAuditWorker) runs
+// payonce's Client.Audit over [now-Delay-Window, now-Delay) for that
+// provider's client, recording what differs between the ledger and the
+// provider's own records as findings. It reads only. AuditPeriodicJob
+// schedules it, unique per provider and interval:
+//
+//	w, err := riverpayonce.NewAuditWorker(riverpayonce.AuditWorkerConfig{Clients: []*payonce.Client{stripeClient}})
+//	err = river.AddWorkerSafely(workers, w)
+//	audit, err := riverpayonce.AuditPeriodicJob(riverpayonce.AuditArgs{
+//		Provider: "stripe", Window: 25 * time.Hour, Delay: time.Hour, // yesterday, give or take an hour
+//	}, 24*time.Hour)
+//	cfg := &river.Config{Workers: workers, PeriodicJobs: []*river.PeriodicJob{audit}}
+//
 // Example shows the whole setup. River's own tables come from its
 // migrations (rivermigrate, or the river CLI); the ledger's from
 // Store.Migrate.

@@ -22,6 +22,11 @@
 // status read, and cannot pay twice), and after the key window the
 // operation goes to review.
 //
+// The audit (payonce.Client.Audit) reads what Adyen settled from the
+// merchant's Settlement details report (CSV, passed as AuditParams.Report:
+// payonce audit --report FILE), provider → ledger only: the report holds
+// what settled and nothing else (see ListObjects).
+//
 // The smallest use:
 //
 //	p, err := adyen.New(adyen.Config{

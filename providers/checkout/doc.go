@@ -13,6 +13,10 @@
 // status and body as the original"; such a replay fails the belongs check
 // and goes to review (key_mismatch).
 //
+// The audit (payonce.Client.Audit) checks each ledger operation of the
+// period by its reference with Lookup (AuditInfo.ByLookup): Checkout.com
+// lists no payments by date (see audit.go).
+//
 // The smallest use: build the adapter and hand it to a payonce client.
 //
 //	p, err := checkout.New(checkout.Config{

@@ -54,9 +54,11 @@ func Resent(q payonce.LookupQuery) bool {
 // NeedsSearch reports whether a charge lookup must search by the
 // operation id: the ledger knows no object for it, or the operation was
 // resent under a new key (Resent), so that objects of every generation
-// are found. It is an error when it must and q has no OperationID.
+// are found, or the lookup is an audit's (q.Audit), which must see a
+// duplicate made outside payonce too. It is an error when it must and q
+// has no OperationID.
 func NeedsSearch(provider string, q payonce.LookupQuery) (bool, error) {
-	search := q.ProviderRef == "" || Resent(q)
+	search := q.ProviderRef == "" || Resent(q) || q.Audit
 	if search && q.OperationID == "" {
 		return true, errors.New(provider + ": lookup charge: OperationID is empty and no ProviderRef is known; nothing to search for")
 	}

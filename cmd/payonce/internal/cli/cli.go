@@ -39,6 +39,11 @@ const (
 	// Its own code, because a script should wait and retry it, not treat
 	// it as a crash (1) or a mistake on the command line (2).
 	ExitChargeNotSettled = 10
+	// ExitDiffers: "payonce audit" found differences between the ledger
+	// and the provider's records (printed, and recorded as findings unless
+	// --dry-run). Its own code, so that a scheduled audit alerts on it
+	// without mistaking it for a failure to run (1) or a bad flag (2).
+	ExitDiffers = 11
 )
 
 // exitCodesHelp is the exit code table printed by help.
@@ -63,6 +68,8 @@ const exitCodesHelp = `Exit codes:
      still pending, in flight, unknown or in review; nothing was sent or
      recorded. Settle the charge ("payonce reconcile", "payonce review"), then
      run the same command again
+ 11  the audit found differences: "payonce audit" printed them and recorded
+     them as findings ("payonce audit findings")
 `
 
 // App runs commands with its own environment and output, so that tests can
@@ -179,6 +186,7 @@ func commands() []command {
 		{"ops", "list and show operations (ops list, ops show ID)", runOps},
 		{"review", "list and resolve operations in manual review", runReview},
 		{"cleanup", "delete finished operations older than the retention", runCleanup},
+		{"audit", "compare the ledger with the provider's records; list and acknowledge findings", runAudit},
 		{"stats", "count operations by provider, kind and status; the oldest open ones; review reasons", runStats},
 		{"webhooks", "receive providers' webhooks (webhooks serve) and list recorded events", runWebhooks},
 		{"console", "serve the operator console (review queue, timelines, resolve) in a browser", runConsole},

@@ -429,8 +429,9 @@ func runConsole(ctx context.Context, a *App, args []string) error {
 	}
 	f := newFlags("console", "payonce console [--addr HOST:PORT] [--tls-cert FILE --tls-key FILE] [flags] | payonce console hash-password",
 		`Serves the operator console: the overview of the ledger, the review queue,
-each operation's timeline, search, and resolving operations in review (one
-by one or in bulk, each checked by Client.Resolve), in a browser.
+each operation's timeline, search, resolving operations in review (one by
+one or in bulk, each checked by Client.Resolve), and the open audit findings
+("payonce audit"), which resolvers acknowledge, in a browser.
 
 Operators log in; credentials come only from the environment:
   `+strings.ReplaceAll(consoleUsersHelp, "\n", "\n  ")+`

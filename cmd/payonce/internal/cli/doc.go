@@ -19,6 +19,8 @@
 //	payonce console   serve the operator console in a browser (login from PAYONCE_CONSOLE_USERS;
 //	                  --console on demo keeps the demo's ledger open in it)
 //	payonce cleanup   delete finished operations past the retention
+//	payonce audit     compare the ledger with the provider's own records for a period (read-only on both
+//	                  sides); audit findings lists the differences recorded, audit ack acknowledges one
 //	payonce stats     count operations by provider, kind and status; the oldest open ones; review reasons
 //	payonce webhooks  receive providers' webhooks (webhooks serve) and list recorded events
 //
@@ -70,4 +72,6 @@
 //	   still pending, in flight, unknown or in manual review (payonce.ErrNotSettled);
 //	   nothing was sent or recorded. Settle the charge (reconcile, or an operator's
 //	   review resolve), then run the same command again
+//	11 the audit found differences: "payonce audit" printed them and, unless --dry-run,
+//	   recorded them as findings ("payonce audit findings", "payonce audit ack")
 package cli

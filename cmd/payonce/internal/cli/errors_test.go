@@ -65,6 +65,19 @@ func TestActionableErrors(t *testing.T) {
 		{"ledger not migrated", nil, []string{"review", "list", "--ledger", "sqlite:" + emptyFile(t, dir)}, []string{"no payonce tables", "payonce migrate"}},
 		{"ledger directory missing", nil, []string{"migrate", "--ledger", filepath.Join(dir, "nope", "x.db")}, []string{"does not exist"}},
 		{"bad demo size", env, []string{"demo", "--orders", "0"}, []string{"--orders must be"}},
+		{"audit without from", env, []string{"audit"}, []string{"--from is required", "RFC 3339", "-24h"}},
+		{"audit bad from", env, []string{"audit", "--from", "yesterday"}, []string{`--from "yesterday"`, "RFC 3339", "-7d"}},
+		{"audit bad to", env, []string{"audit", "--from", "-2h", "--to", "2026-13-01"}, []string{`--to "2026-13-01"`}},
+		{"audit empty period", env, []string{"audit", "--from", "-1h", "--to", "-2h"}, []string{"is not before --to", "[--from, --to)"}},
+		{"audit max", env, []string{"audit", "--from", "-1h", "--max", "0"}, []string{"--max must be 1 or more"}},
+		{"audit report missing", env, []string{"audit", "--provider", "adyen", "--from", "-1h", "--report", filepath.Join(dir, "nope.csv")}, []string{"--report", "nope.csv"}},
+		{"audit missing credential", map[string]string{"PAYONCE_LEDGER": migrated}, []string{"audit", "--from", "-1h"}, []string{"STRIPE_API_KEY"}},
+		{"audit ack without id", env, []string{"audit", "ack", "--actor", "ann", "--note", "n"}, []string{"--id is required"}},
+		{"audit ack bad id", env, []string{"audit", "ack", "--id", "x7", "--actor", "ann", "--note", "n"}, []string{`--id "x7" is not a finding id`}},
+		{"audit ack without actor", env, []string{"audit", "ack", "--id", "1", "--note", "n"}, []string{"--actor is required"}},
+		{"audit ack without note", env, []string{"audit", "ack", "--id", "1", "--actor", "ann"}, []string{"--note is required"}},
+		{"audit findings bad class", env, []string{"audit", "findings", "--class", "weird"}, []string{`--class "weird"`, "unknown_to_ledger, status_differs"}},
+		{"audit findings bad limit", env, []string{"audit", "findings", "--limit", "0"}, []string{"--limit"}},
 	}, func(t *testing.T, tc usageCase) result {
 		r := runMain(t, tc.env, tc.args...)
 		require.NotContains(t, r.stdout+r.stderr, testKey)
@@ -117,7 +130,7 @@ func TestHelp(t *testing.T) {
 	t.Parallel()
 	r := runBinary(t, nil, "help")
 	require.Equal(t, 0, r.code, "%s", r)
-	for _, c := range []string{"demo", "migrate", "charge", "capture", "cancel", "refund", "reconcile", "ops", "review", "cleanup", "Exit codes", "STRIPE_API_KEY",
+	for _, c := range []string{"demo", "migrate", "charge", "capture", "cancel", "refund", "reconcile", "ops", "review", "cleanup", "audit", "Exit codes", "11  the audit found differences", "STRIPE_API_KEY",
 		"YOOKASSA_SHOP_ID", "YOOKASSA_SECRET_KEY", "CHECKOUT_SECRET_KEY"} {
 		require.Contains(t, r.stdout, c)
 	}
@@ -125,13 +138,14 @@ func TestHelp(t *testing.T) {
 		r := runBinary(t, nil, args...)
 		require.Equal(t, 0, r.code, "%v: %s", args, r)
 		for _, w := range []string{"Usage:", "--order ID", "--amount", "--ledger", "Exit codes", "4  outcome unknown", "7  provider unavailable", "8  ledger unavailable", "9  not settled",
-			"10  charge not settled"} {
+			"10  charge not settled", "11  the audit found differences"} {
 			require.Contains(t, r.stdout, w, "%v", args)
 		}
 	}
 	for _, args := range [][]string{{"demo", "-h"}, {"migrate", "-h"}, {"capture", "-h"}, {"cancel", "-h"}, {"refund", "-h"},
 		{"reconcile", "-h"}, {"ops", "-h"}, {"ops", "list", "-h"}, {"ops", "show", "-h"}, {"review", "--help"},
-		{"review", "list", "-h"}, {"review", "resolve", "-h"}, {"cleanup", "-h"}, {"help", "ops", "list"}, {"-h"}} {
+		{"review", "list", "-h"}, {"review", "resolve", "-h"}, {"cleanup", "-h"},
+		{"audit", "-h"}, {"audit", "findings", "-h"}, {"audit", "ack", "-h"}, {"help", "audit"}, {"help", "ops", "list"}, {"-h"}} {
 		r := runMain(t, nil, args...)
 		require.Equal(t, 0, r.code, "%v: %s", args, r)
 		require.Contains(t, r.stdout, "Usage", "%v", args)

@@ -30,7 +30,8 @@ metrics; the settled counts (succeeded, failed) read the whole history, which
 a metrics scrape does not do. It also lists the settlement-feed consumers
 (ledgerpg.NewConsumer, ledgersqlite.NewConsumer): the time of the last entry
 each applied, when it last moved, and its lag (the age of the oldest entry it
-has yet to apply). It only reads: no lock, no write.`)
+has yet to apply), and the open audit findings by provider and class
+("payonce audit findings"). It only reads: no lock, no write.`)
 	var asJSON bool
 	lf := addLedgerFlags(f, &asJSON, "print the statistics as one JSON object")
 	if _, err := f.parseArgs(a, args); err != nil {
@@ -62,6 +63,17 @@ type statsJSON struct {
 	Oldest     []oldestOpenJSON   `json:"oldest"`
 	Reviews    []reviewReasonJSON `json:"reviews"`
 	Consumers  []consumerJSON     `json:"consumers"`
+	// Findings are the open audit findings by provider and class
+	// ("payonce audit findings").
+	Findings []findingCountJSON `json:"findings"`
+}
+
+// findingCountJSON is the number of open audit findings of one provider
+// and class (ledger.FindingCount).
+type findingCountJSON struct {
+	Provider string `json:"provider"`
+	Class    string `json:"class"`
+	Open     int64  `json:"open"`
 }
 
 // consumerJSON is one feed consumer (ledger.ConsumerLag).
@@ -105,7 +117,11 @@ type reviewReasonJSON struct {
 
 func statsToJSON(desc string, st ledger.Stats, now time.Time) statsJSON {
 	out := statsJSON{Ledger: desc, At: now.UTC(), Operations: []statusCountJSON{}, Totals: map[string]int64{},
-		Oldest: []oldestOpenJSON{}, Reviews: []reviewReasonJSON{}, Consumers: []consumerJSON{}}
+		Oldest: []oldestOpenJSON{}, Reviews: []reviewReasonJSON{}, Consumers: []consumerJSON{},
+		Findings: []findingCountJSON{}}
+	for _, c := range st.Findings {
+		out.Findings = append(out.Findings, findingCountJSON{Provider: c.Provider, Class: string(c.Class), Open: c.Open})
+	}
 	for _, s := range statusColumns {
 		out.Totals[string(s)] = 0
 	}
@@ -143,10 +159,32 @@ func age(since, now time.Time) time.Duration {
 }
 
 // printStats prints the tables of stats: counts, oldest open operations,
-// review reasons, feed consumers.
+// review reasons, open audit findings, feed consumers.
 func printStats(w io.Writer, st ledger.Stats, now time.Time) {
 	printCounts(w, st, now)
+	printFindings(w, st.Findings)
 	printConsumers(w, st.Consumers, now)
+}
+
+// printFindings prints the open audit findings by provider and class, when
+// there are any.
+func printFindings(w io.Writer, fs []ledger.FindingCount) {
+	var n int64
+	for _, c := range fs {
+		n += c.Open
+	}
+	if n == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nopen audit findings (see \"payonce audit findings\"):")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  PROVIDER\tCLASS\tOPEN")
+	for _, c := range fs {
+		if c.Open > 0 {
+			fmt.Fprintf(tw, "  %s\t%s\t%d\n", c.Provider, c.Class, c.Open)
+		}
+	}
+	_ = tw.Flush()
 }
 
 // printConsumers prints the feed consumers' cursors and lags, when there
