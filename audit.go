@@ -127,7 +127,9 @@ type AuditParams struct {
 	// DryRun compares without recording findings in the ledger.
 	DryRun bool
 	// ListUnattributed lists the provider's objects that carry no payonce
-	// metadata too (AuditReport.Unattributed counts them always).
+	// metadata too (AuditReport.Unattributed counts them always), after
+	// the differences: they share MaxListed, and never take a difference's
+	// place in the list.
 	ListUnattributed bool
 	// MaxListed bounds AuditReport.Differences (default 1000); every
 	// difference is still counted, recorded and passed to OnDifference.
@@ -243,6 +245,7 @@ func (c *Client) Audit(ctx context.Context, p AuditParams) (AuditReport, error) 
 	if ferr := a.flush(ctx); err == nil {
 		err = ferr
 	}
+	a.listDone()
 	c.tel.audited(ctx, a.rep, err)
 	return a.rep, err
 }

@@ -59,6 +59,12 @@ type auditRun struct {
 	rep      AuditReport
 	// findings waits for the next RecordFindings batch.
 	findings []ledger.NewFinding
+	// unattributed holds the unattributed objects to list (ListUnattributed),
+	// at most MaxListed; they are listed after the differences (listDone)
+	// so that an account's many payments made elsewhere, read first, never
+	// crowd a difference out of the list. moreUnattributed: some did not fit.
+	unattributed     []AuditDifference
+	moreUnattributed bool
 }
 
 // auditOp is the compact record of a ledger operation the comparison
@@ -589,6 +595,10 @@ func cleanAuditObject(o *AuditObject) {
 // emit counts, hands out, lists and (unless DryRun) queues one difference.
 // An unattributed object (no Class) is listed on request only.
 func (a *auditRun) emit(ctx context.Context, d AuditDifference) error {
+	// What the provider wrote is anyone's text: a ledger stores no NUL
+	// byte nor invalid UTF-8, and a batch holding one would be refused
+	// whole.
+	d.OperationID, d.ProviderRef, d.Detail = cleanText(d.OperationID), cleanText(d.ProviderRef), cleanText(d.Detail)
 	if d.Class != "" {
 		a.rep.Counts[d.Class]++
 		a.c.tel.auditDifference(ctx, d.Class)
@@ -596,15 +606,16 @@ func (a *auditRun) emit(ctx context.Context, d AuditDifference) error {
 	if a.p.OnDifference != nil {
 		a.p.OnDifference(d)
 	}
-	if len(a.rep.Differences) < a.p.MaxListed {
+	switch {
+	case d.Class == "" && len(a.unattributed) < a.p.MaxListed:
+		a.unattributed = append(a.unattributed, d)
+	case d.Class == "":
+		a.moreUnattributed = true
+	case len(a.rep.Differences) < a.p.MaxListed:
 		a.rep.Differences = append(a.rep.Differences, d)
-	} else {
+	default:
 		a.rep.Truncated = true
 	}
-	// What the provider wrote is anyone's text: a ledger stores no NUL
-	// byte nor invalid UTF-8, and a batch holding one would be refused
-	// whole.
-	d.OperationID, d.ProviderRef, d.Detail = cleanText(d.OperationID), cleanText(d.ProviderRef), cleanText(d.Detail)
 	if d.Class == "" || a.p.DryRun {
 		return nil
 	}
@@ -614,6 +625,18 @@ func (a *auditRun) emit(ctx context.Context, d AuditDifference) error {
 		return a.flush(ctx)
 	}
 	return nil
+}
+
+// listDone lists the unattributed objects after the differences, as many
+// as MaxListed leaves room for.
+func (a *auditRun) listDone() {
+	u := a.unattributed
+	if room := a.p.MaxListed - len(a.rep.Differences); len(u) > room {
+		u, a.moreUnattributed = u[:room], true
+	}
+	a.rep.Differences = append(a.rep.Differences, u...)
+	a.rep.Truncated = a.rep.Truncated || a.moreUnattributed
+	a.unattributed = nil
 }
 
 // flush records the queued findings, in one transaction.

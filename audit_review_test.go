@@ -141,3 +141,29 @@ func TestReconcilerRunAuditsBesidePasses(t *testing.T) {
 		t.Fatal("Run did not return")
 	}
 }
+
+// TestAuditUnattributedListedAfterDifferences: the objects an account
+// holds from elsewhere, read before any comparison, share MaxListed with
+// the differences but never take a difference's place in the list.
+func TestAuditUnattributedListedAfterDifferences(t *testing.T) {
+	f := newAuditFixture(t, false, nil)
+	a := f.charge(t, "order-a", 1000)
+	b := f.charge(t, "order-b", 2000)
+	stray := func(ref string) payonce.AuditObject {
+		return payonce.AuditObject{Ref: ref, State: payonce.AuditSucceeded, Amount: 5, Currency: "USD", Created: a.CreatedAt}
+	}
+	f.psp.set([]payonce.AuditObject{stray("pi_d1"), stray("pi_d2"), stray("pi_d3"), objectOf(a, 1000)}) // b missing
+	rep := f.audit(t, func(p *payonce.AuditParams) { p.ListUnattributed, p.MaxListed = true, 2 })
+	require.Equal(t, 3, rep.Unattributed)
+	require.Len(t, rep.Differences, 2)
+	require.Equal(t, ledger.FindingMissingAtProvider, rep.Differences[0].Class)
+	require.Equal(t, b.ID, rep.Differences[0].OperationID)
+	require.Empty(t, rep.Differences[1].Class)
+	require.True(t, rep.Truncated)
+
+	// Room for all: nothing truncated.
+	rep = f.audit(t, func(p *payonce.AuditParams) { p.ListUnattributed, p.MaxListed = true, 4 })
+	require.Len(t, rep.Differences, 4)
+	require.False(t, rep.Truncated)
+	require.Equal(t, ledger.FindingMissingAtProvider, rep.Differences[0].Class)
+}
