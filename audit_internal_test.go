@@ -219,3 +219,29 @@ func TestClassifyDetailNamesAFewRefs(t *testing.T) {
 		require.Contains(t, ds[0].Detail, "and 4980 more")
 	}
 }
+
+// TestClassifyTombstoneKeepsItsGenerations: a tombstone keeps the
+// identity and generation of its operation, so the objects of each of its
+// key generations are its own (not contradicted), and another key is not.
+func TestClassifyTombstoneKeepsItsGenerations(t *testing.T) {
+	id := Identity{Provider: "stripe", Kind: KindCharge, References: []string{"order-t"}}
+	opID, err := id.OperationID()
+	require.NoError(t, err)
+	id.Generation = 1
+	key1, err := id.Key()
+	require.NoError(t, err)
+	tomb := ledger.Operation{ID: opID, Key: key1, Provider: "stripe", Kind: "charge", References: []string{"order-t"}, Generation: 1,
+		Status: ledger.StatusSucceeded, ProviderRef: "pi_1", CreatedAt: auditT0, Tombstone: true}
+	r, err := auditOpOf(tomb)
+	require.NoError(t, err)
+	obj := func(ref, key string, s AuditState) AuditObject {
+		return AuditObject{Ref: ref, OperationID: opID, Key: key, Kind: KindCharge, State: s, Amount: 1000, Currency: "USD", Created: auditT0}
+	}
+	g := auditGroup{ID: opID, Op: &r, Objects: []AuditObject{obj("pi_0", opID, AuditFailed), obj("pi_1", key1, AuditSucceeded)}, Listed: true, InPeriod: true}
+	require.Empty(t, classify(g, "stripe"))
+	g.Objects = append(g.Objects, obj("pi_2", "k-other", AuditSucceeded))
+	ds := classify(g, "stripe")
+	require.Len(t, ds, 1)
+	require.Equal(t, ledger.FindingContradicted, ds[0].Class)
+	require.Equal(t, "pi_2", ds[0].ProviderRef)
+}
