@@ -2,6 +2,7 @@ package payonce_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/internal/testkit"
 	"github.com/payonce/payonce/ledger"
+	"github.com/payonce/payonce/providers/providertest"
 	"github.com/payonce/payonce/providers/stripe"
 )
 
@@ -166,4 +168,54 @@ func TestAuditUnattributedListedAfterDifferences(t *testing.T) {
 	require.Len(t, rep.Differences, 4)
 	require.False(t, rep.Truncated)
 	require.Equal(t, ledger.FindingMissingAtProvider, rep.Differences[0].Class)
+}
+
+// TestAuditRecordsManyFindingsInTheRealLedger: more differences than one
+// batch, several per operation (a duplicate, two contradicted objects, a
+// status difference) and objects with the same text after cleaning, are
+// recorded by the real store, which refuses a batch larger than
+// ledger.MaxFindingsPerCall or holding one difference twice; found again,
+// each counts twice.
+func TestAuditRecordsManyFindingsInTheRealLedger(t *testing.T) {
+	testkit.EachStore(t, func(t *testing.T, pg bool) {
+		f := newAuditFixture(t, pg, nil)
+		store := f.store.Store
+		cfg := providertest.ClientConfig(f.psp, store, f.clock.Now)
+		client, err := payonce.New(cfg)
+		require.NoError(t, err)
+		res, err := client.Charge(f.ctx, charge("order-a", 1000))
+		require.NoError(t, err)
+		a, _, err := store.Get(f.ctx, res.OperationID)
+		require.NoError(t, err)
+		objs := []payonce.AuditObject{objectOf(a, 1000), objectOf(a, 7), objectOf(a, 8)}
+		objs[1].Ref, objs[2].Ref = "pi_x\x00", "pi_x\xff" // one ref once cleaned
+		for i := range 1100 {
+			objs = append(objs, payonce.AuditObject{Ref: fmt.Sprintf("pi_u%d", i), OperationID: fmt.Sprintf("op-unknown-%04d", i),
+				State: payonce.AuditSucceeded, Amount: 1, Currency: "USD", Created: a.CreatedAt})
+		}
+		f.psp.set(objs)
+		p := f.period
+		p.TempDir = t.TempDir()
+		rep, err := client.Audit(f.ctx, p)
+		require.NoError(t, err)
+		require.Equal(t, 1100, rep.Counts[ledger.FindingUnknownToLedger])
+		require.Equal(t, 1, rep.Counts[ledger.FindingDuplicated])
+		require.Equal(t, 1, rep.Counts[ledger.FindingContradicted], "%+v", rep.Differences[:2])
+		_, err = client.Audit(f.ctx, p)
+		require.NoError(t, err)
+		var all []ledger.Finding
+		for after := int64(0); ; {
+			page, err := store.ListFindings(f.ctx, ledger.FindingFilter{AfterID: after, Limit: 1000})
+			require.NoError(t, err)
+			all = append(all, page...)
+			if len(page) < 1000 {
+				break
+			}
+			after = page[len(page)-1].ID
+		}
+		require.Len(t, all, 1102)
+		for _, fd := range all {
+			require.Equal(t, 2, fd.Times, "%+v", fd)
+		}
+	})
 }
