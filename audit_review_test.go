@@ -219,3 +219,38 @@ func TestAuditRecordsManyFindingsInTheRealLedger(t *testing.T) {
 		}
 	})
 }
+
+// TestReconcilerScheduledAuditsLeaveNoGap: an audit that runs late (the
+// pass came after it was due) starts its period where the last one ended,
+// so that the periods meet; after a stop longer than Every, missed periods
+// are not audited again.
+func TestReconcilerScheduledAuditsLeaveNoGap(t *testing.T) {
+	f := newAuditFixture(t, false, nil)
+	r, err := payonce.NewReconciler(payonce.ReconcilerConfig{Store: f.store, Clients: []*payonce.Client{f.client},
+		Now: f.clock.Now, StatsInterval: -1, Audit: payonce.AuditSchedule{Every: time.Hour}})
+	require.NoError(t, err)
+	margin := f.psp.info.Margin
+	period := func() (time.Time, time.Time) {
+		q := f.psp.queries[len(f.psp.queries)-1]
+		return q.From.Add(margin), q.To.Add(-margin)
+	}
+	_, err = r.RunOnce(f.ctx)
+	require.NoError(t, err)
+	from, to := period()
+	require.Equal(t, t0.Add(-time.Hour), from)
+	require.Equal(t, t0, to)
+
+	f.clock.Advance(time.Hour + 30*time.Second) // the pass came 30 s late
+	rep, err := r.RunOnce(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Audits)
+	from, to = period()
+	require.Equal(t, t0, from, "the period starts where the last ended")
+	require.Equal(t, t0.Add(time.Hour+30*time.Second), to)
+
+	f.clock.Advance(5 * time.Hour) // stopped for hours
+	_, err = r.RunOnce(f.ctx)
+	require.NoError(t, err)
+	from, to = period()
+	require.Equal(t, to.Add(-time.Hour), from, "one Window after a long stop")
+}
