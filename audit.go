@@ -213,6 +213,13 @@ const defaultMaxListed = 1000
 // (AuditInfo.ByLookup) is audited by looking up each settled operation of
 // the period.
 //
+// One ledger per provider account: the objects another service makes on
+// the same account with payonce carry payonce metadata of operations this
+// ledger never recorded, and each is unknown_to_ledger (the metadata names
+// no service). An audit that fails after recording some batches of
+// findings and is run again counts those findings twice (Times): both
+// audits found them.
+//
 // Errors: ErrNotAuditable when the provider's adapter does not implement
 // Auditor (or neither lists nor looks up); a *ValidationError naming the
 // field of p that is wrong; otherwise the first error of the listing, the
