@@ -254,3 +254,19 @@ func TestReconcilerScheduledAuditsLeaveNoGap(t *testing.T) {
 	from, to = period()
 	require.Equal(t, to.Add(-time.Hour), from, "one Window after a long stop")
 }
+
+// TestReconcilerScheduledAuditsKeepAShorterWindow: a Window shorter than
+// Every (audit one hour a day) stays that long, however late the audit.
+func TestReconcilerScheduledAuditsKeepAShorterWindow(t *testing.T) {
+	f := newAuditFixture(t, false, nil)
+	r, err := payonce.NewReconciler(payonce.ReconcilerConfig{Store: f.store, Clients: []*payonce.Client{f.client},
+		Now: f.clock.Now, StatsInterval: -1, Audit: payonce.AuditSchedule{Every: 24 * time.Hour, Window: time.Hour}})
+	require.NoError(t, err)
+	_, err = r.RunOnce(f.ctx)
+	require.NoError(t, err)
+	f.clock.Advance(24*time.Hour + time.Minute)
+	_, err = r.RunOnce(f.ctx)
+	require.NoError(t, err)
+	q := f.psp.queries[len(f.psp.queries)-1]
+	require.Equal(t, time.Hour+time.Minute, q.To.Sub(q.From)-2*f.psp.info.Margin, "Window, and the minute it ran late")
+}

@@ -86,9 +86,9 @@ type ReconcilerConfig struct {
 // first RunOnce at or after the due time audits, for each client whose
 // provider can be audited without a downloaded report (an AuditLister that
 // does not need AuditQuery.Report, or AuditInfo.ByLookup), the period
-// [now-Delay-Window, now-Delay) by the reconciler's clock (started at the
-// end of the last period instead when the audit ran late and they would
-// not meet), and records its findings. A caller that drives RunOnce itself (a job queue's job) has
+// [now-Delay-Window, now-Delay) by the reconciler's clock (an audit that
+// runs late starts its period Window before it was due, so that periods
+// meet), and records its findings. A caller that drives RunOnce itself (a job queue's job) has
 // the audit run inside that RunOnce, after the pass, counted in its report
 // (Audits, AuditDifferences, errors). Run audits in a goroutine of its
 // own beside the passes instead, checking every Interval whether an audit
@@ -138,8 +138,6 @@ type Reconciler struct {
 	// (zero: at the first pass).
 	auditMu   sync.Mutex
 	nextAudit time.Time
-	// lastAuditTo is the end of the last scheduled audit's period.
-	lastAuditTo time.Time
 }
 
 // ReconcileReport says what one RunOnce did. Its JSON form uses the
@@ -328,20 +326,20 @@ func (r *Reconciler) audit(ctx context.Context, rep *ReconcileReport) {
 	}
 	// Claimed before the audits run: a pass running beside this one does
 	// not audit the same period again.
-	r.nextAudit = now.Add(s.Every)
-	to := now.Add(-s.Delay)
-	p := AuditParams{From: to.Add(-s.Window), To: to}
 	// An audit runs when a pass (or Run's audit loop) comes to it, a little
-	// after it was due: the period then starts where the last one ended, or
-	// the lateness would be a gap no audit reads (an operation created in
-	// it lies outside both neighbours, which leave it to each other). A gap
-	// longer than Every is a reconciler that was stopped: missed periods
-	// are not audited again.
-	if last := r.lastAuditTo; !last.IsZero() && last.Before(p.From) && p.From.Sub(last) <= s.Every {
-		p.From = last
+	// after it was due: its period starts Window before when it was due,
+	// or the lateness would be a gap no audit reads (an operation created
+	// in it lies outside both neighbours, which leave it to each other).
+	// Later than Every is a reconciler that was stopped: missed periods are
+	// not audited again.
+	late := now.Sub(r.nextAudit)
+	if r.nextAudit.IsZero() || late < 0 || late > s.Every {
+		late = 0
 	}
-	r.lastAuditTo = to
+	r.nextAudit = now.Add(s.Every)
 	r.auditMu.Unlock()
+	to := now.Add(-s.Delay)
+	p := AuditParams{From: to.Add(-s.Window - late), To: to}
 	for _, name := range r.order {
 		c := r.clients[name]
 		if !scheduledAuditable(c) || ctx.Err() != nil {
