@@ -127,7 +127,9 @@ type AuditParams struct {
 	// DryRun compares without recording findings in the ledger.
 	DryRun bool
 	// ListUnattributed lists the provider's objects that carry no payonce
-	// metadata too (AuditReport.Unattributed counts them always).
+	// metadata too (AuditReport.Unattributed counts them always), after
+	// the differences: they share MaxListed, and never take a difference's
+	// place in the list.
 	ListUnattributed bool
 	// MaxListed bounds AuditReport.Differences (default 1000); every
 	// difference is still counted, recorded and passed to OnDifference.
@@ -211,6 +213,13 @@ const defaultMaxListed = 1000
 // (AuditInfo.ByLookup) is audited by looking up each settled operation of
 // the period.
 //
+// One ledger per provider account: the objects another service makes on
+// the same account with payonce carry payonce metadata of operations this
+// ledger never recorded, and each is unknown_to_ledger (the metadata names
+// no service). An audit that fails after recording some batches of
+// findings and is run again counts those findings twice (Times): both
+// audits found them.
+//
 // Errors: ErrNotAuditable when the provider's adapter does not implement
 // Auditor (or neither lists nor looks up); a *ValidationError naming the
 // field of p that is wrong; otherwise the first error of the listing, the
@@ -243,6 +252,7 @@ func (c *Client) Audit(ctx context.Context, p AuditParams) (AuditReport, error) 
 	if ferr := a.flush(ctx); err == nil {
 		err = ferr
 	}
+	a.listDone()
 	c.tel.audited(ctx, a.rep, err)
 	return a.rep, err
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lanrat/extsort"
 	"golang.org/x/sync/errgroup"
@@ -58,6 +59,12 @@ type auditRun struct {
 	rep      AuditReport
 	// findings waits for the next RecordFindings batch.
 	findings []ledger.NewFinding
+	// unattributed holds the unattributed objects to list (ListUnattributed),
+	// at most MaxListed; they are listed after the differences (listDone)
+	// so that an account's many payments made elsewhere, read first, never
+	// crowd a difference out of the list. moreUnattributed: some did not fit.
+	unattributed     []AuditDifference
+	moreUnattributed bool
 }
 
 // auditOp is the compact record of a ledger operation the comparison
@@ -119,6 +126,12 @@ type auditGroup struct {
 	// CancelRecorded: the ledger holds a succeeded cancel operation of the
 	// payment a canceled object is (set only when classify would ask).
 	CancelRecorded bool
+	// Captured holds, by the ref of a charge's object that shows less than
+	// the charge asked for, the amounts of the succeeded partial captures
+	// the ledger recorded of that payment (set only when classify would
+	// ask): YooKassa shows a partially captured payment with the captured
+	// amount, and that is what the capture did, not a contradiction.
+	Captured map[string][]int64
 }
 
 // tookEffect reports whether an object moved (or holds) money: what makes
@@ -190,7 +203,7 @@ func classify(g auditGroup, provider string) []AuditDifference {
 	}
 	if len(effective) > 1 {
 		d := AuditDifference{Class: ledger.FindingDuplicated, OperationID: op.ID, Kind: Kind(op.Kind), LedgerStatus: op.Status,
-			Detail: fmt.Sprintf("%s holds %d objects that took effect: %s", provider, len(effective), strings.Join(effective, ", "))}
+			Detail: fmt.Sprintf("%s holds %d objects that took effect: %s", provider, len(effective), joinRefs(effective))}
 		out = append(out, d)
 	}
 	// Amount and currency: the object must be what the operation asked for.
@@ -199,7 +212,7 @@ func classify(g auditGroup, provider string) []AuditDifference {
 	for i := range own {
 		o := &own[i]
 		var what []string
-		if op.Amount != 0 && o.Amount != op.Amount {
+		if op.Amount != 0 && o.Amount != op.Amount && !(o.Amount < op.Amount && slices.Contains(g.Captured[o.Ref], o.Amount)) {
 			what = append(what, fmt.Sprintf("amount %d, ledger %d", o.Amount, op.Amount))
 		}
 		if op.Currency != "" && o.Currency != "" && !strings.EqualFold(o.Currency, op.Currency) {
@@ -254,7 +267,20 @@ func classifyUnknown(g auditGroup) []AuditDifference {
 		return nil
 	}
 	return []AuditDifference{{Class: ledger.FindingUnknownToLedger, OperationID: g.ID, ProviderRef: first.Ref, Kind: first.Kind,
-		ProviderState: first.State, Detail: "the ledger has no record of the operation; the provider holds " + strings.Join(refs, ", ")}}
+		ProviderState: first.State, Detail: "the ledger has no record of the operation; the provider holds " + joinRefs(refs)}}
+}
+
+// maxDetailRefs is how many of a group's refs a difference's detail names.
+const maxDetailRefs = 20
+
+// joinRefs names refs for a detail, at most maxDetailRefs of them: an
+// operation with thousands of objects (a loop resending it) must not make
+// a detail (kept in Differences, handed to OnDifference) of their size.
+func joinRefs(refs []string) string {
+	if len(refs) <= maxDetailRefs {
+		return strings.Join(refs, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(refs[:maxDetailRefs], ", "), len(refs)-maxDetailRefs)
 }
 
 // inPeriod reports whether t lies in the audited period.
@@ -299,6 +325,7 @@ func (a *auditRun) compare(ctx context.Context, lister AuditLister) error {
 		defer close(objIn)
 		q := AuditQuery{From: a.p.From.Add(-a.info.Margin), To: a.p.To.Add(a.info.Margin), Report: a.p.Report}
 		err := lister.ListObjects(gctx, auditDoer{c: a.c}, q, func(o AuditObject) error {
+			cleanAuditObject(&o)
 			if !o.Created.IsZero() && (o.Created.Before(q.From) || !o.Created.Before(q.To)) {
 				// Outside what was asked (a lister that lists by another
 				// date): another period's audit judges it.
@@ -467,6 +494,9 @@ func (a *auditRun) judge(ctx context.Context, g auditGroup) error {
 				return err
 			}
 		}
+		if err := a.capturesRecorded(ctx, &g); err != nil {
+			return err
+		}
 	}
 	for _, d := range classify(g, a.provider) {
 		if err := a.emit(ctx, d); err != nil {
@@ -504,9 +534,71 @@ func (a *auditRun) cancelRecorded(ctx context.Context, g auditGroup) (bool, erro
 	return false, nil
 }
 
+// capturesRecorded fills g.Captured for a charge whose objects show less
+// than it asked for: the amounts of the succeeded captures the ledger holds
+// of each such object (a capture records the payment's id as its provider
+// reference, as a cancel does; its PaymentRef, when recorded, must be the
+// payment too). A capture without an amount took everything and explains
+// nothing less.
+func (a *auditRun) capturesRecorded(ctx context.Context, g *auditGroup) error {
+	if Kind(g.Op.Kind) != KindCharge || g.Op.Amount == 0 {
+		return nil
+	}
+	for _, o := range g.Objects {
+		if o.Ref == "" || o.Amount <= 0 || o.Amount >= g.Op.Amount || g.Captured[o.Ref] != nil {
+			continue
+		}
+		ops, err := a.c.cfg.Store.List(ctx, ledger.ListFilter{Provider: a.provider, Kind: string(KindCapture), ProviderRef: o.Ref,
+			Status: ledger.StatusSucceeded, Limit: 10})
+		if err != nil {
+			return fmt.Errorf("payonce: listing the captures of %s: %w", o.Ref, err)
+		}
+		amounts := []int64{}
+		for _, c := range ops {
+			if c.PaymentRef != "" && c.PaymentRef != o.Ref {
+				continue
+			}
+			amt, cur := ledgerdriver.RequestAmount(c.Request)
+			if amt > 0 && (cur == "" || o.Currency == "" || strings.EqualFold(cur, o.Currency)) {
+				amounts = append(amounts, amt)
+			}
+		}
+		if g.Captured == nil {
+			g.Captured = map[string][]int64{}
+		}
+		g.Captured[o.Ref] = amounts
+	}
+	return nil
+}
+
+// cleanText is s as a ledger can store and compare it: invalid UTF-8 and
+// NUL bytes become U+FFFD. An operation id so cleaned is none the ledger
+// holds (payonce never makes one), so its object is unknown to the ledger,
+// which is what it is: money moved under an id payonce did not write.
+func cleanText(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// cleanAuditObject cleans every text of a listed object (cleanText): the
+// provider's metadata, ids and words are used in the ledger's queries
+// (Store.Get, Store.List) and findings, which refuse what they cannot store.
+func cleanAuditObject(o *AuditObject) {
+	for _, s := range []*string{&o.Ref, &o.OperationID, &o.Key, &o.Status, &o.Currency, &o.PaymentRef} {
+		*s = cleanText(*s)
+	}
+	o.Kind, o.State = Kind(cleanText(string(o.Kind))), AuditState(cleanText(string(o.State)))
+}
+
 // emit counts, hands out, lists and (unless DryRun) queues one difference.
 // An unattributed object (no Class) is listed on request only.
 func (a *auditRun) emit(ctx context.Context, d AuditDifference) error {
+	// What the provider wrote is anyone's text: a ledger stores no NUL
+	// byte nor invalid UTF-8, and a batch holding one would be refused
+	// whole.
+	d.OperationID, d.ProviderRef, d.Detail = cleanText(d.OperationID), cleanText(d.ProviderRef), cleanText(d.Detail)
 	if d.Class != "" {
 		a.rep.Counts[d.Class]++
 		a.c.tel.auditDifference(ctx, d.Class)
@@ -514,9 +606,14 @@ func (a *auditRun) emit(ctx context.Context, d AuditDifference) error {
 	if a.p.OnDifference != nil {
 		a.p.OnDifference(d)
 	}
-	if len(a.rep.Differences) < a.p.MaxListed {
+	switch {
+	case d.Class == "" && len(a.unattributed) < a.p.MaxListed:
+		a.unattributed = append(a.unattributed, d)
+	case d.Class == "":
+		a.moreUnattributed = true
+	case len(a.rep.Differences) < a.p.MaxListed:
 		a.rep.Differences = append(a.rep.Differences, d)
-	} else {
+	default:
 		a.rep.Truncated = true
 	}
 	if d.Class == "" || a.p.DryRun {
@@ -528,6 +625,18 @@ func (a *auditRun) emit(ctx context.Context, d AuditDifference) error {
 		return a.flush(ctx)
 	}
 	return nil
+}
+
+// listDone lists the unattributed objects after the differences, as many
+// as MaxListed leaves room for.
+func (a *auditRun) listDone() {
+	u := a.unattributed
+	if room := a.p.MaxListed - len(a.rep.Differences); len(u) > room {
+		u, a.moreUnattributed = u[:room], true
+	}
+	a.rep.Differences = append(a.rep.Differences, u...)
+	a.rep.Truncated = a.rep.Truncated || a.moreUnattributed
+	a.unattributed = nil
 }
 
 // flush records the queued findings, in one transaction.
@@ -566,7 +675,12 @@ func (a *auditRun) byLookup(ctx context.Context) error {
 		// ledger knows the object: a second object made elsewhere under the
 		// same reference is what an audit is for (LookupQuery.Audit).
 		q.Audit = true
-		lr, err := a.c.lookup(ctx, q)
+		// The lookup takes the audit's doer (GET and HEAD only), not the
+		// reconciler's: an adapter's Lookup with a bug must not turn an
+		// audit into a request that moves money either.
+		lctx, cancel := context.WithTimeout(ctx, a.c.cfg.AttemptTimeout)
+		lr, err := a.c.cfg.Provider.Lookup(lctx, auditDoer{c: a.c, opID: op.ID}, q)
+		cancel()
 		if err != nil {
 			return fmt.Errorf("payonce: looking up %s: %w", op.ID, err)
 		}
@@ -601,7 +715,7 @@ func classifyLookup(op ledger.Operation, lr LookupResult, lagPassed bool, provid
 		d.Class, d.Detail = ledger.FindingContradicted, provider+": "+lr.Contradiction
 	case lr.State == LookupMultiple:
 		d.Class, d.ProviderState = ledger.FindingDuplicated, AuditSucceeded
-		d.Detail = fmt.Sprintf("%s holds %d objects for the operation: %s", provider, len(lr.Refs), strings.Join(lr.Refs, ", "))
+		d.Detail = fmt.Sprintf("%s holds %d objects for the operation: %s", provider, len(lr.Refs), joinRefs(lr.Refs))
 	case lr.State == LookupSucceeded && op.Status != ledger.StatusSucceeded:
 		d.Class, d.ProviderState = ledger.FindingStatusDiffers, AuditSucceeded
 		d.Detail = fmt.Sprintf("ledger: %s %s; %s: succeeded", op.Kind, op.Status, provider)
@@ -621,7 +735,12 @@ func classifyLookup(op ledger.Operation, lr LookupResult, lagPassed bool, provid
 // a status lookup's) and refuses anything but GET and HEAD: an audit
 // reads, and an adapter's bug must not turn it into a request that moves
 // money.
-type auditDoer struct{ c *Client }
+type auditDoer struct {
+	c *Client
+	// opID names the operation a by-lookup audit's request is for (the
+	// HTTP layer's log records); empty for a listing.
+	opID string
+}
 
 func (d auditDoer) Do(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
@@ -634,7 +753,7 @@ func (d auditDoer) Do(req *http.Request) (*http.Response, error) {
 	// that hangs mid-page must not hang the audit. The deadline covers
 	// reading the body, so it ends when the body is closed.
 	ctx, cancel := context.WithTimeout(req.Context(), d.c.cfg.AttemptTimeout)
-	resp, err := lookupDoer{c: d.c.http.read}.Do(req.WithContext(ctx))
+	resp, err := lookupDoer{c: d.c.http.read, opID: d.opID}.Do(req.WithContext(ctx))
 	if err != nil {
 		cancel()
 		return nil, err

@@ -1,6 +1,7 @@
 package payonce
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -62,6 +63,14 @@ func TestClassify(t *testing.T) {
 		{"a declined first try is no duplicate", auditGroup{Op: op(ledger.StatusSucceeded), Objects: []AuditObject{obj("pi_0", AuditFailed), obj("pi_1", AuditSucceeded)}}, want{}, ""},
 		{"amount", auditGroup{Op: op(ledger.StatusSucceeded), Objects: []AuditObject{obj("pi_1", AuditSucceeded, func(o *AuditObject) { o.Amount = 10 })}},
 			want{ledger.FindingContradicted: 1}, AuditSucceeded},
+		{"partially captured: the captured amount shown", auditGroup{Op: op(ledger.StatusSucceeded), Objects: []AuditObject{obj("pi_1", AuditSucceeded, func(o *AuditObject) { o.Amount = 600 })},
+			Captured: map[string][]int64{"pi_1": {600}}}, want{}, ""},
+		{"partially captured: another amount shown", auditGroup{Op: op(ledger.StatusSucceeded), Objects: []AuditObject{obj("pi_1", AuditSucceeded, func(o *AuditObject) { o.Amount = 500 })},
+			Captured: map[string][]int64{"pi_1": {600}}}, want{ledger.FindingContradicted: 1}, AuditSucceeded},
+		{"a capture of another object explains nothing", auditGroup{Op: op(ledger.StatusSucceeded), Objects: []AuditObject{obj("pi_1", AuditSucceeded, func(o *AuditObject) { o.Amount = 600 })},
+			Captured: map[string][]int64{"pi_2": {600}}}, want{ledger.FindingContradicted: 1}, AuditSucceeded},
+		{"more than asked is never a capture", auditGroup{Op: op(ledger.StatusSucceeded), Objects: []AuditObject{obj("pi_1", AuditSucceeded, func(o *AuditObject) { o.Amount = 1200 })},
+			Captured: map[string][]int64{"pi_1": {1200}}}, want{ledger.FindingContradicted: 1}, AuditSucceeded},
 		{"currency", auditGroup{Op: op(ledger.StatusSucceeded), Objects: []AuditObject{obj("pi_1", AuditSucceeded, func(o *AuditObject) { o.Currency = "EUR" })}},
 			want{ledger.FindingContradicted: 1}, AuditSucceeded},
 		{"currency case", auditGroup{Op: op(ledger.StatusSucceeded), Objects: []AuditObject{obj("pi_1", AuditSucceeded, func(o *AuditObject) { o.Currency = "usd" })}}, want{}, ""},
@@ -193,4 +202,46 @@ func TestLatestPerRef(t *testing.T) {
 	require.Len(t, d, 1)
 	require.Equal(t, ledger.FindingStatusDiffers, d[0].Class)
 	require.Equal(t, AuditReversed, d[0].ProviderState)
+}
+
+// TestClassifyDetailNamesAFewRefs: an operation with many objects gives a
+// detail of bounded size, naming how many more there are.
+func TestClassifyDetailNamesAFewRefs(t *testing.T) {
+	op := &auditOp{ID: "op-1", Kind: "charge", Status: ledger.StatusSucceeded, Amount: 1000, Currency: "USD", Created: auditT0}
+	var objs []AuditObject
+	for i := range 5000 {
+		objs = append(objs, AuditObject{Ref: fmt.Sprintf("pi_%06d", i), OperationID: "op-1", Kind: KindCharge, State: AuditSucceeded, Amount: 1000, Currency: "USD", Created: auditT0})
+	}
+	for _, g := range []auditGroup{{ID: "op-1", Op: op, Objects: objs}, {ID: "op-1", Objects: objs}} {
+		ds := classify(g, "stripe")
+		require.Len(t, ds, 1)
+		require.Less(t, len(ds[0].Detail), 1000, ds[0].Detail)
+		require.Contains(t, ds[0].Detail, "and 4980 more")
+	}
+}
+
+// TestClassifyTombstoneKeepsItsGenerations: a tombstone keeps the
+// identity and generation of its operation, so the objects of each of its
+// key generations are its own (not contradicted), and another key is not.
+func TestClassifyTombstoneKeepsItsGenerations(t *testing.T) {
+	id := Identity{Provider: "stripe", Kind: KindCharge, References: []string{"order-t"}}
+	opID, err := id.OperationID()
+	require.NoError(t, err)
+	id.Generation = 1
+	key1, err := id.Key()
+	require.NoError(t, err)
+	tomb := ledger.Operation{ID: opID, Key: key1, Provider: "stripe", Kind: "charge", References: []string{"order-t"}, Generation: 1,
+		Status: ledger.StatusSucceeded, ProviderRef: "pi_1", CreatedAt: auditT0, Tombstone: true}
+	r, err := auditOpOf(tomb)
+	require.NoError(t, err)
+	obj := func(ref, key string, s AuditState) AuditObject {
+		return AuditObject{Ref: ref, OperationID: opID, Key: key, Kind: KindCharge, State: s, Amount: 1000, Currency: "USD", Created: auditT0}
+	}
+	g := auditGroup{ID: opID, Op: &r, Objects: []AuditObject{obj("pi_0", opID, AuditFailed), obj("pi_1", key1, AuditSucceeded)}, Listed: true, InPeriod: true}
+	require.Empty(t, classify(g, "stripe"))
+	g.Objects = append(g.Objects, obj("pi_2", "k-other", AuditSucceeded))
+	ds := classify(g, "stripe")
+	require.Len(t, ds, 1)
+	require.Equal(t, ledger.FindingContradicted, ds[0].Class)
+	require.Equal(t, "pi_2", ds[0].ProviderRef)
 }

@@ -86,13 +86,19 @@ type ReconcilerConfig struct {
 // first RunOnce at or after the due time audits, for each client whose
 // provider can be audited without a downloaded report (an AuditLister that
 // does not need AuditQuery.Report, or AuditInfo.ByLookup), the period
-// [now-Delay-Window, now-Delay) by the reconciler's clock, and records its
-// findings. The audit runs inside that RunOnce, after the pass: it is
-// read-only towards the provider and the operations, but it holds up the
-// pass for as long as it takes (seconds for a day of thousands of
-// payments). An audit's error is logged and counted in the report's
-// errors; it never stops reconciliation, and the next audit comes Every
-// later (a period missed is not audited again: run Client.Audit for it).
+// [now-Delay-Window, now-Delay) by the reconciler's clock (an audit that
+// runs late starts its period Window before it was due, so that periods
+// meet), and records its findings. A caller that drives RunOnce itself (a job queue's job) has
+// the audit run inside that RunOnce, after the pass, counted in its report
+// (Audits, AuditDifferences, errors). Run audits in a goroutine of its
+// own beside the passes instead, checking every Interval whether an audit
+// is due, and logs each: an audit reads as fast as the provider's rate
+// limits let it (a day of a million Stripe PaymentIntents is 10,000 pages,
+// about 17 minutes at DefaultAuditRate), and reconciliation must not wait
+// that long to settle what is unknown. An audit's error is logged (and,
+// within RunOnce, counted in the report's errors); it never stops
+// reconciliation, and the next audit comes Every later (a period missed is
+// not audited again: run Client.Audit for it).
 //
 // Every replica's reconciler with an AuditSchedule audits the same
 // periods: findings are upserts (the same difference found again is one
@@ -152,7 +158,8 @@ type ReconcileReport struct {
 	Errors     []error `json:"-"`
 	ErrorCount int     `json:"error_count"`
 	// Audits counts the scheduled audits the pass ran (AuditSchedule) and
-	// AuditDifferences the differences they found.
+	// AuditDifferences the differences they found: RunOnce's only (Run
+	// audits beside its passes and logs them).
 	Audits           int `json:"audits"`
 	AuditDifferences int `json:"audit_differences"`
 }
@@ -262,6 +269,12 @@ func (r *Reconciler) Close() error {
 // leases of those claimed but not started are given up, so that another
 // reconciler can take them at once.
 func (r *Reconciler) RunOnce(ctx context.Context) (rep ReconcileReport, err error) {
+	return r.runOnce(ctx, true)
+}
+
+// runOnce is RunOnce; audit: run the scheduled audits when due, after the
+// pass (Run audits in a goroutine of its own instead).
+func (r *Reconciler) runOnce(ctx context.Context, audit bool) (rep ReconcileReport, err error) {
 	rep = ReconcileReport{Transitions: map[string]int{}}
 	if r.cfg.Hooks.OnPass != nil {
 		defer func() { r.onPass(ctx, rep) }()
@@ -279,8 +292,24 @@ func (r *Reconciler) RunOnce(ctx context.Context) (rep ReconcileReport, err erro
 			return rep, err
 		}
 	}
-	r.audit(ctx, &rep)
+	if audit {
+		r.audit(ctx, &rep)
+	}
 	return rep, nil
+}
+
+// auditLoop runs the scheduled audits beside Run's passes until ctx ends:
+// every Interval it audits what is due (audit claims each period once,
+// whoever asks). What it finds is logged by audit; its errors never reach
+// a pass's report.
+func (r *Reconciler) auditLoop(ctx context.Context) {
+	for {
+		var rep ReconcileReport
+		r.audit(ctx, &rep)
+		if sleep(ctx, r.cfg.Interval) != nil {
+			return
+		}
+	}
 }
 
 // audit runs the scheduled audits when they are due (AuditSchedule).
@@ -297,10 +326,20 @@ func (r *Reconciler) audit(ctx context.Context, rep *ReconcileReport) {
 	}
 	// Claimed before the audits run: a pass running beside this one does
 	// not audit the same period again.
+	// An audit runs when a pass (or Run's audit loop) comes to it, a little
+	// after it was due: its period starts Window before when it was due,
+	// or the lateness would be a gap no audit reads (an operation created
+	// in it lies outside both neighbours, which leave it to each other).
+	// Later than Every is a reconciler that was stopped: missed periods are
+	// not audited again.
+	late := now.Sub(r.nextAudit)
+	if r.nextAudit.IsZero() || late < 0 || late > s.Every {
+		late = 0
+	}
 	r.nextAudit = now.Add(s.Every)
 	r.auditMu.Unlock()
 	to := now.Add(-s.Delay)
-	p := AuditParams{From: to.Add(-s.Window), To: to}
+	p := AuditParams{From: to.Add(-s.Window - late), To: to}
 	for _, name := range r.order {
 		c := r.clients[name]
 		if !scheduledAuditable(c) || ctx.Err() != nil {
@@ -355,7 +394,9 @@ func (r *Reconciler) onPass(ctx context.Context, rep ReconcileReport) {
 }
 
 // Run calls RunOnce until ctx ends: at once again while batches come back
-// full, after Interval otherwise.
+// full, after Interval otherwise. Scheduled audits (ReconcilerConfig.Audit)
+// run in a goroutine of their own beside the passes, so that a long audit
+// does not hold reconciliation up; Run returns once both have stopped.
 //
 // Cancelling ctx, or its deadline passing, is how a caller stops Run, so
 // both are a normal stop and Run then returns nil: whatever the cause
@@ -371,8 +412,16 @@ func (r *Reconciler) onPass(ctx context.Context, rep ReconcileReport) {
 // waiting for their leases to end. Stop Run after the service's own calls
 // have drained (the package documentation's "Lifecycle" section).
 func (r *Reconciler) Run(ctx context.Context) error {
+	if r.cfg.Audit.Every > 0 {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r.auditLoop(ctx)
+		}()
+		defer func() { <-done }()
+	}
 	for {
-		rep, err := r.RunOnce(ctx)
+		rep, err := r.runOnce(ctx, false)
 		switch {
 		case ctx.Err() != nil:
 			// Stopping: a claim cut short by the stop is no failure.
