@@ -271,15 +271,3 @@ func auditObject(id string, md metadata, def payonce.Kind, state payonce.AuditSt
 	}
 	return o
 }
-
-// sleepCtx waits d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}

@@ -206,7 +206,7 @@ func New(cfg Config) (*Provider, error) {
 	default:
 		p.auditRate = rate.Limit(cfg.AuditRate)
 	}
-	p.sleep = sleepCtx
+	p.sleep = adapterkit.Sleep
 	if p.now = cfg.Now; p.now == nil {
 		p.now = time.Now
 	}

@@ -137,7 +137,7 @@ func New(cfg Config) (*Provider, error) {
 	if p.auditInterval, err = adapterkit.DurationOrDefault(prefix, "AuditInterval", cfg.AuditInterval, DefaultAuditInterval, ""); err != nil {
 		return nil, err
 	}
-	p.wait = sleep
+	p.wait = adapterkit.Sleep
 	if p.now = cfg.Now; p.now == nil {
 		p.now = time.Now
 	}

@@ -171,3 +171,20 @@ func RetryAfter(v string, now func() time.Time) time.Duration {
 	}
 	return min(d, MaxRetryAfter)
 }
+
+// Sleep waits d, or until ctx ends (its error then). It is the real wait
+// behind an adapter's pacing of audit listings; tests replace it with a
+// driven clock's.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
