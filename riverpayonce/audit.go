@@ -178,8 +178,8 @@ func (w *AuditWorker) Work(ctx context.Context, job *river.Job[AuditArgs]) error
 // arguments within each interval-long period (River's UniqueOpts.ByPeriod,
 // for an interval of a second or more): the schedule firing twice in one
 // period (a new leader, a restart) audits once. Consecutive runs fall in
-// consecutive periods. Make Window at least interval, so that the periods
-// audited leave no gap. Add it to river.Config.PeriodicJobs of a client
+// consecutive periods. Window must be at least interval, so that the
+// periods audited leave no gap. Add it to river.Config.PeriodicJobs of a client
 // that also works the job (an AuditWorker):
 //
 //	job, err := riverpayonce.AuditPeriodicJob(riverpayonce.AuditArgs{
@@ -196,6 +196,10 @@ func AuditPeriodicJob(args AuditArgs, interval time.Duration) (*river.PeriodicJo
 		return nil, invalid("args.Delay", "must be >= 0, got %v", args.Delay)
 	case interval <= 0:
 		return nil, invalid("interval", "must be > 0 (how often to audit, e.g. 24*time.Hour), got %v", interval)
+	case args.Window < interval:
+		// A window shorter than the interval leaves a gap between the
+		// periods audited: an operation created in it is never audited.
+		return nil, invalid("args.Window", "is %v, shorter than the interval %v: the periods audited would leave gaps; make it at least the interval (a little more covers a late run)", args.Window, interval)
 	}
 	var opts *river.InsertOpts
 	if interval >= time.Second {

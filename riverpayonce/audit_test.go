@@ -197,6 +197,8 @@ func TestAuditConfigRefused(t *testing.T) {
 		{riverpayonce.AuditArgs{Provider: "stripe"}, time.Hour, "args.Window"},
 		{riverpayonce.AuditArgs{Provider: "stripe", Window: time.Hour, Delay: -time.Second}, time.Hour, "args.Delay"},
 		{riverpayonce.AuditArgs{Provider: "stripe", Window: time.Hour}, 0, "interval"},
+		// A window shorter than the interval would leave periods unaudited.
+		{riverpayonce.AuditArgs{Provider: "stripe", Window: 23 * time.Hour}, 24 * time.Hour, "args.Window"},
 	} {
 		_, err := riverpayonce.AuditPeriodicJob(c.args, c.interval)
 		testkit.RequireInvalid(t, err, c.field)
