@@ -75,8 +75,9 @@ func (o StripeOptions) coreConfig() coreConfig {
 
 // StripeHandler is the fake Stripe as an http.Handler, for callers who mount
 // it on their own server: it serves Stripe's API v1 routes for
-// PaymentIntents, Refunds and the retrieval of Charges (every confirmation
-// creates one). It is safe for concurrent use.
+// PaymentIntents, Refunds, the retrieval of Charges (every confirmation
+// creates one) and the list of Disputes (made out of band: InjectDispute).
+// It is safe for concurrent use.
 type StripeHandler struct {
 	fakeHandler
 	apiKeys   []string
@@ -93,6 +94,9 @@ type StripeHandler struct {
 	methods     map[string]string             // issued pm_ id -> test method name
 	refunds     map[string]*stripeRefund
 	refundOrder []*stripeRefund
+	// disputes are made out of band only (stripe_disputes.go).
+	disputes     map[string]*stripeDispute
+	disputeOrder []*stripeDispute
 	// injected holds the ids of the PaymentIntents and Refunds made out
 	// of band (stripe_inject.go).
 	injected map[string]bool
@@ -125,6 +129,7 @@ func NewStripeHandler(opts StripeOptions) *StripeHandler {
 		chargeObjs: make(map[string]*stripewire.Charge),
 		methods:    make(map[string]string),
 		refunds:    make(map[string]*stripeRefund),
+		disputes:   make(map[string]*stripeDispute),
 		injected:   make(map[string]bool),
 	}
 	s.webhookVersion = orDefault(opts.WebhookAPIVersion, StripeAPIVersion)
@@ -147,6 +152,7 @@ func NewStripeHandler(opts StripeOptions) *StripeHandler {
 		{"GET /v1/refunds", s.listRefunds},
 		{"GET /v1/refunds/{id}", s.getRefund},
 		{"GET /v1/charges/{id}", s.getCharge},
+		{"GET /v1/disputes", s.listDisputes},
 	}, s.unknownRoute)
 	return s
 }

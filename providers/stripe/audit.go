@@ -37,11 +37,13 @@ const DefaultAuditRate = 10
 const DefaultAuditMargin = 10 * time.Minute
 
 // auditDirections is AuditInfo.Directions.
-const auditDirections = "provider → ledger: PaymentIntents (charges) and Refunds by created, " +
-	"read with GET /v1/payment_intents and GET /v1/refunds (lists, not delayed like search); " +
+const auditDirections = "provider → ledger: PaymentIntents (charges), Refunds and Disputes by created, " +
+	"read with GET /v1/payment_intents, GET /v1/refunds and GET /v1/disputes (lists, not delayed like search); " +
+	"a dispute whose funds are withdrawn (needs_response, under_review, lost) shows its PaymentIntent reversed " +
+	"as of the dispute's created, inquiries (warning_*) and won or prevented disputes show nothing; " +
 	"ledger → provider: charges and refunds that succeeded. Captures and cancels create no object " +
 	"of their own at Stripe (they change the PaymentIntent's status), so they are compared through " +
-	"their charge's PaymentIntent only; disputes are not listed."
+	"their charge's PaymentIntent only."
 
 // AuditInfo says what an audit of Stripe compares: the PaymentIntents and
 // Refunds created in the period (ListObjects), and every charge and refund
@@ -61,16 +63,27 @@ func (p *Provider) AuditInfo() payonce.AuditInfo {
 
 var _ payonce.AuditLister = (*Provider)(nil)
 
-// ListObjects lists, with GETs only, the PaymentIntents and then the
-// Refunds Stripe created in [q.From, q.To), each page of up to 100
-// (GET /v1/payment_intents and GET /v1/refunds with created[gte] and
-// created[lt], limit=100, starting_after while has_more:
+// ListObjects lists, with GETs only, the PaymentIntents, then the
+// Refunds, then the Disputes Stripe created in [q.From, q.To), each page
+// of up to 100 (GET /v1/payment_intents, GET /v1/refunds and
+// GET /v1/disputes with created[gte] and created[lt], limit=100,
+// starting_after while has_more:
 // https://docs.stripe.com/api/payment_intents/list,
 // https://docs.stripe.com/api/refunds/list ("created: Only return refunds
 // that were created during the given date interval"),
+// https://docs.stripe.com/api/disputes/list (the same filters: charge,
+// payment_intent, created, ending_before, limit, starting_after),
 // https://docs.stripe.com/api/pagination). Stripe's lists "aren't subject
 // to the availability delays" of search (https://docs.stripe.com/search,
 // Data freshness): an object exists in the list as soon as it exists.
+//
+// A Dispute is not an object of payonce's: it is what became of a
+// charge after it settled, which no webhook may have told the ledger
+// (auditDispute). A dispute whose funds are withdrawn yields its
+// PaymentIntent again, reversed, dated by the dispute's created, so that
+// the engine takes it as the PaymentIntent's latest state
+// (payonce.AuditLister: an object yielded more than once counts once, in
+// its row with the latest Created).
 //
 // Stripe's created is whole seconds; an object is in the period when
 // time.Unix(created) is, so From and To are rounded up to the second in
@@ -97,7 +110,7 @@ func (p *Provider) ListObjects(ctx context.Context, hc payonce.HTTPDoer, q payon
 	// holds no mutable state, and two audits at once are an operator's
 	// choice (each keeps to the rate).
 	a := &auditPager{p: p, hc: hc, lim: rate.NewLimiter(p.auditRate, 1), gte: ceilUnix(q.From), lt: ceilUnix(q.To)}
-	if err := auditList(ctx, a, "/v1/payment_intents", objPaymentIntent, func(pi paymentIntent) error {
+	if err := auditList(ctx, a, "/v1/payment_intents", objPaymentIntent, nil, func(pi paymentIntent) error {
 		obj, err := p.auditIntent(ctx, a, pi)
 		if err != nil {
 			return err
@@ -106,9 +119,23 @@ func (p *Provider) ListObjects(ctx context.Context, hc payonce.HTTPDoer, q payon
 	}); err != nil {
 		return err
 	}
-	return auditList(ctx, a, "/v1/refunds", objRefund, func(rf refund) error {
+	if err := auditList(ctx, a, "/v1/refunds", objRefund, nil, func(rf refund) error {
 		obj, err := p.auditRefund(rf)
 		if err != nil {
+			return err
+		}
+		return yield(obj)
+	}); err != nil {
+		return err
+	}
+	// Each dispute's PaymentIntent comes expanded in the page ("Expansions
+	// on list requests start with the data property",
+	// https://docs.stripe.com/api/expanding_objects): its metadata names
+	// the operation, and no request per dispute is needed.
+	expand := url.Values{"expand[]": {"data.payment_intent"}}
+	return auditList(ctx, a, "/v1/disputes", objDispute, expand, func(d dispute) error {
+		obj, ok, err := p.auditDispute(ctx, a, d)
+		if err != nil || !ok {
 			return err
 		}
 		return yield(obj)
@@ -141,8 +168,9 @@ func (a *auditPager) wait(ctx context.Context) error {
 }
 
 // auditList pages through one list endpoint over the pager's window and
-// calls each for every object, newest first.
-func auditList[T object](ctx context.Context, a *auditPager, path, item string, each func(T) error) error {
+// calls each for every object, newest first. extra are parameters every
+// page asks for besides the window and the paging (expand[]).
+func auditList[T object](ctx context.Context, a *auditPager, path, item string, extra url.Values, each func(T) error) error {
 	after := ""
 	for {
 		if err := a.wait(ctx); err != nil {
@@ -155,6 +183,9 @@ func auditList[T object](ctx context.Context, a *auditPager, path, item string, 
 		}
 		if after != "" {
 			query.Set("starting_after", after)
+		}
+		for k, v := range extra {
+			query[k] = v
 		}
 		res, err := getList[T](ctx, a.p, a.hc, path, query, objList, item, "list")
 		if err != nil {
@@ -219,7 +250,8 @@ func (p *Provider) auditIntent(ctx context.Context, a *auditPager, pi paymentInt
 //	anything else                            an error: the answer is not known
 //
 // A refunded or disputed PaymentIntent stays succeeded at Stripe: its
-// refunds are Refunds, listed on their own; disputes are not listed.
+// refunds are Refunds, listed on their own, and its disputes are Disputes
+// (auditDispute).
 func intentAuditState(pi paymentIntent, v verdict) (payonce.AuditState, error) {
 	if v.unknown != "" {
 		return "", fmt.Errorf("stripe: audit: PaymentIntent %s: %s, which the adapter does not know", pi.ID, v.unknown)
@@ -270,4 +302,98 @@ func auditObject(id string, md metadata, def payonce.Kind, state payonce.AuditSt
 		}
 	}
 	return o
+}
+
+// Dispute statuses (https://docs.stripe.com/api/disputes/object, status:
+// warning_needs_response, warning_under_review, warning_closed,
+// needs_response, under_review, won, lost, or prevented; charge_refunded
+// on older API versions: stripe-go's DisputeStatusChargeRefunded).
+const (
+	disputeWarningNeedsResponse = "warning_needs_response"
+	disputeWarningUnderReview   = "warning_under_review"
+	disputeWarningClosed        = "warning_closed"
+	disputeNeedsResponse        = "needs_response"
+	disputeUnderReview          = "under_review"
+	disputeWon                  = "won"
+	disputeLost                 = "lost"
+	disputePrevented            = "prevented"
+	disputeChargeRefunded       = "charge_refunded"
+)
+
+// disputeWithdrawn says, for a dispute's status, whether the disputed
+// funds are out of the merchant's balance now; known is false for a
+// status the adapter does not know.
+//
+//	needs_response, under_review   withdrawn: a chargeback "immediately reverses the payment", and "Stripe debits your balance for the payment amount and dispute fee" (https://docs.stripe.com/disputes)
+//	lost                           withdrawn for good: "the cardholder's payment remains refunded" (https://stripe.com/docs/disputes, an earlier version of the page)
+//	won                            returned: "If the dispute is found in your favor, the disputed amount and fee is returned" (the same)
+//	warning_*                      an inquiry: "Unlike a formal dispute, no funds have been withdrawn" (https://stripe.com/docs/disputes, Inquiries and retrievals); one that escalates becomes needs_response
+//	prevented                      stopped before it became a chargeback (https://docs.stripe.com/changelog/basil/2025-08-27/add-preventions-to-dispute)
+//	charge_refunded                older API versions: the merchant refunded the charge; the refund is a Refund, listed on its own
+//
+// Open disputes count, not only lost ones: the list is by created, so a
+// period's audit (scheduled an hour after the period, say) sees a dispute
+// once, and almost always open (a dispute is decided weeks later); and
+// the money is out of the balance from the start. A ledger that still
+// says succeeded then missed charge.dispute.created, whose target is the
+// same reversal (ParseWebhook), while the evidence is still due.
+func disputeWithdrawn(status string) (withdrawn, known bool) {
+	switch status {
+	case disputeNeedsResponse, disputeUnderReview, disputeLost:
+		return true, true
+	case disputeWon, disputeWarningNeedsResponse, disputeWarningUnderReview, disputeWarningClosed,
+		disputePrevented, disputeChargeRefunded:
+		return false, true
+	}
+	return false, false
+}
+
+// auditDispute is a listed Dispute as the audit compares it: when its
+// funds are withdrawn (disputeWithdrawn), its PaymentIntent, reversed
+// (ok); otherwise nothing (the PaymentIntent's own row stands). The
+// object is the PaymentIntent's (Ref, payonce's metadata, kind, amount and
+// currency: what the operation asked for), with Status "dispute_<status>"
+// and Created the dispute's created plus a nanosecond: a dispute dated
+// the same second as its PaymentIntent still follows it, and the shift is
+// below any precision Stripe or a period has.
+//
+// Nothing is yielded for a dispute of a charge without a PaymentIntent
+// (payonce makes every charge as one) nor of a PaymentIntent without
+// payonce's metadata: the PaymentIntent is counted unattributed in its
+// own row, not twice. The PaymentIntent comes expanded in the page; a
+// page that sent its id only (expansion refused or ignored) has it read
+// with GET /v1/payment_intents/{id}, paced like the lists. An unknown
+// status is an error, as an unknown PaymentIntent status is.
+func (p *Provider) auditDispute(ctx context.Context, a *auditPager, d dispute) (payonce.AuditObject, bool, error) {
+	withdrawn, known := disputeWithdrawn(d.Status)
+	switch {
+	case !known:
+		return payonce.AuditObject{}, false, fmt.Errorf("stripe: audit: dispute %s: status %q, which the adapter does not know", d.ID, d.Status)
+	case !withdrawn || d.PaymentIntent.ID == "":
+		return payonce.AuditObject{}, false, nil
+	}
+	var pi paymentIntent
+	if d.PaymentIntent.Object != nil {
+		var err error
+		if pi, err = decodePaymentIntent(d.PaymentIntent.Object); err != nil {
+			return payonce.AuditObject{}, false, fmt.Errorf("stripe: audit: dispute %s: its payment_intent: %w", d.ID, err)
+		}
+	} else {
+		if err := a.wait(ctx); err != nil {
+			return payonce.AuditObject{}, false, err
+		}
+		var found bool
+		var err error
+		if pi, found, err = p.getPaymentIntent(ctx, a.hc, d.PaymentIntent.ID); err != nil {
+			return payonce.AuditObject{}, false, err
+		} else if !found {
+			return payonce.AuditObject{}, false, fmt.Errorf("stripe: audit: dispute %s names PaymentIntent %s, which Stripe does not find", d.ID, d.PaymentIntent.ID)
+		}
+	}
+	if pi.Metadata.get(MetaOperation) == "" {
+		return payonce.AuditObject{}, false, nil
+	}
+	o := auditObject(pi.ID, pi.Metadata, payonce.KindCharge, payonce.AuditReversed, "dispute_"+d.Status, pi.Amount, pi.Currency, d.Created, "")
+	o.Created = o.Created.Add(time.Nanosecond)
+	return o, true, nil
 }

@@ -68,6 +68,7 @@ func (e *auditEnv) audit(t *testing.T) payonce.AuditReport {
 	require.Equal(t, nonGETs(before), nonGETs(after), "the audit sends GETs only: %v", after.Requests)
 	require.Greater(t, after.Requests["GET /v1/payment_intents"], before.Requests["GET /v1/payment_intents"])
 	require.Greater(t, after.Requests["GET /v1/refunds"], before.Requests["GET /v1/refunds"])
+	require.Greater(t, after.Requests["GET /v1/disputes"], before.Requests["GET /v1/disputes"])
 	return rep
 }
 

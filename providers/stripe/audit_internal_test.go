@@ -18,7 +18,7 @@ import (
 
 // pagedDoer answers GET /v1/payment_intents with pages of one
 // PaymentIntent, has_more until pages pages were sent, and GET /v1/refunds
-// with an empty page; it counts the requests.
+// and GET /v1/disputes with an empty page; it counts the requests.
 type pagedDoer struct {
 	mu      sync.Mutex
 	pages   int
@@ -39,17 +39,17 @@ func (d *pagedDoer) Do(req *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
 }
 
-// The listing keeps to AuditRate: with a rate of 2 per second, 6 requests
-// wait 2.5 s in all after the first (the burst is 1), measured on a manual
+// The listing keeps to AuditRate: with a rate of 2 per second, 7 requests
+// wait 3 s in all after the first (the burst is 1), measured on a manual
 // clock that the waits move.
 func TestAuditRatePaces(t *testing.T) {
 	for _, tc := range []struct {
 		rate float64
 		want time.Duration
 	}{
-		{rate: 2, want: 2500 * time.Millisecond},
-		{rate: 0, want: 500 * time.Millisecond}, // DefaultAuditRate, 10 per second
-		{rate: 50, want: 100 * time.Millisecond},
+		{rate: 2, want: 3000 * time.Millisecond},
+		{rate: 0, want: 600 * time.Millisecond}, // DefaultAuditRate, 10 per second
+		{rate: 50, want: 120 * time.Millisecond},
 	} {
 		var mu sync.Mutex
 		now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
@@ -63,19 +63,20 @@ func TestAuditRatePaces(t *testing.T) {
 			now = now.Add(d)
 			return nil
 		}
-		// 5 pages of PaymentIntents, then one of refunds: 6 requests.
+		// 5 pages of PaymentIntents, then one of refunds and one of
+		// disputes: 7 requests.
 		hc := &pagedDoer{pages: 5}
 		n := 0
 		err = p.ListObjects(context.Background(), hc, payonce.AuditQuery{From: time.Unix(0, 0), To: time.Unix(100, 0)},
 			func(payonce.AuditObject) error { n++; return nil })
 		require.NoError(t, err)
-		require.Equal(t, 6, hc.calls)
+		require.Equal(t, 7, hc.calls)
 		require.Equal(t, 5, n)
 		var total time.Duration
 		for _, w := range waits {
 			total += w
 		}
-		require.Len(t, waits, 5, "every request but the first waits")
+		require.Len(t, waits, 6, "every request but the first waits")
 		require.InDelta(t, float64(tc.want), float64(total), float64(time.Millisecond), "rate %v", tc.rate)
 	}
 }

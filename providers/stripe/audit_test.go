@@ -144,7 +144,8 @@ func TestListObjectsOnTheFake(t *testing.T) {
 	onlyGETs(t, tr, 0)
 	require.Equal(t, 3, tr.Requests["GET /v1/payment_intents"], "230 PaymentIntents: 3 pages of 100")
 	require.Equal(t, 2, tr.Requests["GET /v1/refunds"], "120 refunds: 2 pages")
-	require.Len(t, tr.Requests, 2)
+	require.Equal(t, 1, tr.Requests["GET /v1/disputes"], "no disputes: one empty page")
+	require.Len(t, tr.Requests, 3)
 }
 
 // Objects a payonce client made carry its metadata: operation, key, kind;
@@ -371,6 +372,9 @@ func TestListObjectsRequestShape(t *testing.T) {
 	b.MT.RegisterResponderWithQuery(http.MethodGet, base+"/v1/refunds",
 		map[string]string{"created[gte]": gte, "created[lt]": lt, "limit": "100"},
 		httpmock.NewStringResponder(200, `{"object":"list","has_more":false,"data":[]}`))
+	b.MT.RegisterResponderWithQuery(http.MethodGet, base+"/v1/disputes",
+		map[string]string{"created[gte]": gte, "created[lt]": lt, "limit": "100", "expand[]": "data.payment_intent"},
+		httpmock.NewStringResponder(200, `{"object":"list","has_more":false,"data":[]}`))
 	var refs []string
 	err := b.P.ListObjects(context.Background(), b.HC, payonce.AuditQuery{From: from, To: to}, func(o payonce.AuditObject) error {
 		refs = append(refs, o.Ref)
@@ -378,7 +382,7 @@ func TestListObjectsRequestShape(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, []string{"pi_a", "pi_b", "pi_c"}, refs)
-	require.Equal(t, 3, b.MT.GetTotalCallCount())
+	require.Equal(t, 4, b.MT.GetTotalCallCount())
 }
 
 // AuditInfo: charges and refunds are listed, captures and cancels are not
@@ -392,4 +396,5 @@ func TestAuditInfo(t *testing.T) {
 	require.False(t, info.ByLookup)
 	require.Equal(t, stripe.DefaultAuditMargin, info.Margin)
 	require.Contains(t, info.Directions, "Captures and cancels create no object")
+	require.Contains(t, info.Directions, "GET /v1/disputes")
 }

@@ -8,6 +8,11 @@
 // Every object it reads is checked to belong to the operation (operation
 // id, amount, currency); one that does not is a contradiction, for review.
 //
+// It can be audited (payonce.AuditLister, Provider.ListObjects): the
+// PaymentIntents, Refunds and Disputes Stripe created in a period are
+// listed with GETs only, paced by Config.AuditRate; a dispute that took
+// the charge's funds back (open or lost) shows its PaymentIntent reversed.
+//
 // The smallest use: build the adapter and hand it to a payonce client.
 //
 //	p, err := stripe.New(stripe.Config{APIKey: os.Getenv("STRIPE_API_KEY")})

@@ -69,13 +69,19 @@ type webhookCharge struct {
 }
 
 // dispute is a Dispute (stripe-go dispute.go: id, object, payment_intent,
-// reason, status).
+// reason, status; https://docs.stripe.com/api/disputes/object). The
+// audit lists them (audit.go) and reads created too; a webhook's amount
+// and currency are not read (a dispute's amount is its own, not the
+// charge's).
 type dispute struct {
 	ID            string     `json:"id"`
 	Object        string     `json:"object"`
 	Reason        string     `json:"reason"`
 	Status        string     `json:"status"`
 	PaymentIntent expandable `json:"payment_intent"`
+	// Created is when Stripe created it (Unix seconds): when the issuer
+	// opened the inquiry or the chargeback.
+	Created int64 `json:"created"`
 }
 
 // ParseWebhook verifies a delivery's Stripe-Signature and reads its event

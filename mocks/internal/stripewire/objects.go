@@ -130,6 +130,43 @@ func (ch Charge) MarshalJSON() ([]byte, error) {
 	return MarshalWithNulls(ch, "failure_code", "failure_message", "payment_intent", "payment_method")
 }
 
+// Dispute is a Dispute as Stripe's API v1 renders it (the fields payonce
+// reads, and those that say what the dispute did); field names follow
+// Stripe's JSON names (https://docs.stripe.com/api/disputes/object).
+// Charge and PaymentIntent hold an id, or the object itself when the
+// request expanded it (https://docs.stripe.com/api/expanding_objects).
+type Dispute struct {
+	ID     string `json:"id"`
+	Object string `json:"object"`
+	Amount int64  `json:"amount"`
+	// BalanceTransactions is "List of zero, one, or two balance
+	// transactions that show funds withdrawn and reinstated"; the fake
+	// keeps no balance and renders it empty.
+	BalanceTransactions []any             `json:"balance_transactions"`
+	Charge              any               `json:"charge"`
+	Created             int64             `json:"created"`
+	Currency            string            `json:"currency"`
+	IsChargeRefundable  bool              `json:"is_charge_refundable"`
+	Livemode            bool              `json:"livemode"`
+	Metadata            map[string]string `json:"metadata"`
+	PaymentIntent       any               `json:"payment_intent"`
+	Reason              string            `json:"reason"`
+	Status              string            `json:"status"`
+}
+
+// MarshalJSON renders the Dispute with Stripe's nulls and defaults
+// ("object": "dispute", "metadata": {}, "balance_transactions": []).
+func (d Dispute) MarshalJSON() ([]byte, error) {
+	d.Object = orDefault(d.Object, "dispute")
+	if d.Metadata == nil {
+		d.Metadata = map[string]string{}
+	}
+	if d.BalanceTransactions == nil {
+		d.BalanceTransactions = []any{}
+	}
+	return MarshalWithNulls(d, "payment_intent")
+}
+
 // Error is the object under "error" in Stripe's error answers, and
 // the shape of a PaymentIntent's last_payment_error. Type is one of
 // api_error, card_error, idempotency_error or invalid_request_error.
