@@ -1,9 +1,14 @@
 package stripe_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -287,6 +292,36 @@ func TestAuditEndToEndDisputes(t *testing.T) {
 		require.NoError(t, err)
 		d := only(t, e.audit(t), ledger.FindingStatusDiffers, 1)[0]
 		require.Equal(t, payonce.AuditReversed, d.ProviderState)
+	})
+
+	t.Run("webhook delivered: in review, no difference", func(t *testing.T) {
+		t.Parallel()
+		e := newAuditEnv(t)
+		du, err := e.fake.InjectDispute(mocks.StripeDisputeSpec{PaymentIntent: e.charge.ProviderRef, Status: "lost", Amount: 700})
+		require.NoError(t, err)
+		// charge.dispute.created as Stripe signs it, read by the adapter
+		// and recorded: the charge goes to review.
+		const secret = "whsec_audit_dispute"
+		psp, err := stripe.New(stripe.Config{APIKey: e.fake.APIKey(), BaseURL: e.fake.URL(), WebhookSecret: secret, Now: e.clock.Now})
+		require.NoError(t, err)
+		ts := e.clock.Now().Unix()
+		body := []byte(fmt.Sprintf(`{"id":"evt_du","object":"event","type":"charge.dispute.created","created":%d,`+
+			`"data":{"object":{"id":%q,"object":"dispute","reason":"fraudulent","status":"needs_response","payment_intent":%q}}}`,
+			ts, du, e.charge.ProviderRef))
+		mac := hmac.New(sha256.New, []byte(secret))
+		fmt.Fprintf(mac, "%d.%s", ts, body)
+		r := httptest.NewRequest(http.MethodPost, "/webhooks/stripe", bytes.NewReader(body))
+		r.Header.Set("Stripe-Signature", fmt.Sprintf("t=%d,v1=%s", ts, hex.EncodeToString(mac.Sum(nil))))
+		events, err := psp.ParseWebhook(r, body)
+		require.NoError(t, err)
+		_, err = e.client.RecordWebhook(e.ctx, events[0])
+		require.NoError(t, err)
+		op, _, err := e.store.Get(e.ctx, e.charge.OperationID)
+		require.NoError(t, err)
+		require.Equal(t, ledger.StatusManualReview, op.Status)
+
+		rep := e.audit(t)
+		require.False(t, rep.Differs(), "the ledger knows: the charge is in review: %+v", rep.Differences)
 	})
 
 	t.Run("won", func(t *testing.T) {
