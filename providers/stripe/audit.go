@@ -382,13 +382,14 @@ func (p *Provider) auditDispute(ctx context.Context, a *auditPager, d dispute) (
 		if err := a.wait(ctx); err != nil {
 			return payonce.AuditObject{}, false, err
 		}
-		var found bool
-		var err error
-		if pi, found, err = p.getPaymentIntent(ctx, a.hc, d.PaymentIntent.ID); err != nil {
+		got, found, err := p.getPaymentIntent(ctx, a.hc, d.PaymentIntent.ID)
+		switch {
+		case err != nil:
 			return payonce.AuditObject{}, false, err
-		} else if !found {
+		case !found:
 			return payonce.AuditObject{}, false, fmt.Errorf("stripe: audit: dispute %s names PaymentIntent %s, which Stripe does not find", d.ID, d.PaymentIntent.ID)
 		}
+		pi = got
 	}
 	if pi.Metadata.get(MetaOperation) == "" {
 		return payonce.AuditObject{}, false, nil
