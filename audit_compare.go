@@ -229,8 +229,11 @@ func classify(g auditGroup, provider string) []AuditDifference {
 	case ledger.StatusFailed, ledger.StatusManualReview:
 		// The ledger says nothing moved (or a person must decide) while
 		// the provider says it did: money the service does not know it has.
+		// A reversed object moved money too (and took it back, fees kept):
+		// against "failed" that differs; an operation in review is already
+		// before a person (a dispute's webhook put it there).
 		for i := range own {
-			if own[i].State == AuditSucceeded {
+			if own[i].State == AuditSucceeded || (op.Status == ledger.StatusFailed && own[i].State == AuditReversed) {
 				diff(ledger.FindingStatusDiffers, &own[i], fmt.Sprintf("ledger: %s %s; %s %s: %s", op.Kind, op.Status, provider, own[i].Ref, own[i].Status))
 			}
 		}

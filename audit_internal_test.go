@@ -84,6 +84,8 @@ func TestClassify(t *testing.T) {
 		{"ledger in review, provider succeeded", auditGroup{Op: op(ledger.StatusManualReview), Objects: []AuditObject{obj("pi_1", AuditSucceeded)}}, want{ledger.FindingStatusDiffers: 1}, AuditSucceeded},
 		{"ledger failed, provider failed", auditGroup{Op: op(ledger.StatusFailed), Objects: []AuditObject{obj("pi_1", AuditFailed)}}, want{}, ""},
 		{"ledger succeeded, provider failed", auditGroup{Op: op(ledger.StatusSucceeded), Objects: []AuditObject{obj("pi_1", AuditFailed)}}, want{ledger.FindingStatusDiffers: 1}, AuditFailed},
+		{"ledger failed, provider reversed", auditGroup{Op: op(ledger.StatusFailed), Objects: []AuditObject{obj("pi_1", AuditReversed)}}, want{ledger.FindingStatusDiffers: 1}, AuditReversed},
+		{"ledger in review, provider reversed", auditGroup{Op: op(ledger.StatusManualReview), Objects: []AuditObject{obj("pi_1", AuditReversed)}}, want{}, ""},
 		{"ledger succeeded, provider reversed", auditGroup{Op: op(ledger.StatusSucceeded), Objects: []AuditObject{obj("pi_1", AuditReversed)}}, want{ledger.FindingStatusDiffers: 1}, AuditReversed},
 		{"ledger succeeded, provider canceled", auditGroup{Op: op(ledger.StatusSucceeded), Objects: []AuditObject{obj("pi_1", AuditCanceled)}}, want{ledger.FindingStatusDiffers: 1}, AuditCanceled},
 		{"canceled by a recorded cancel", auditGroup{Op: op(ledger.StatusSucceeded), Objects: []AuditObject{obj("pi_1", AuditCanceled)}, CancelRecorded: true}, want{}, ""},
