@@ -33,11 +33,23 @@ func newFindingSQL(schema string) findingSQL {
 		// in one call (PostgreSQL cannot upsert one row twice in a
 		// statement). A finding found again keeps its first_found_at and
 		// its acknowledgement: finding it again does not reopen it.
-		upsert: `INSERT INTO ` + t + ` AS f (provider, class, operation_id, provider_ref, detail, period_from, period_to,
+		//
+		// The rows are written in key order, whatever the batch's order:
+		// two audits recording the same differences at once (the periodic
+		// job and an operator's run) each lock the rows they insert or
+		// update, and in different orders they deadlock, PostgreSQL
+		// failing one audit's whole batch; in one order the second waits
+		// for the first. The ids are still drawn in the batch's order (the
+		// inner query, not flattened: OFFSET 0), so that the findings of
+		// one audit are listed in the order it found them.
+		upsert: `INSERT INTO ` + t + ` AS f (id, provider, class, operation_id, provider_ref, detail, period_from, period_to,
 				first_found_at, last_found_at, times)
-			SELECT u.provider, u.class, u.operation_id, u.provider_ref, u.detail, u.period_from, u.period_to, $8, $8, 1
-			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[])
-				AS u(provider, class, operation_id, provider_ref, detail, period_from, period_to)
+			SELECT s.id, s.provider, s.class, s.operation_id, s.provider_ref, s.detail, s.period_from, s.period_to, $8, $8, 1
+			FROM (SELECT nextval(pg_get_serial_sequence($9, 'id')) AS id, u.*
+				FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[])
+					WITH ORDINALITY AS u(provider, class, operation_id, provider_ref, detail, period_from, period_to, ord)
+				ORDER BY u.ord OFFSET 0) AS s
+			ORDER BY s.provider COLLATE "C", s.class COLLATE "C", s.operation_id COLLATE "C", s.provider_ref COLLATE "C"
 			ON CONFLICT (provider, class, operation_id, provider_ref) DO UPDATE SET
 				last_found_at = EXCLUDED.last_found_at, times = f.times + 1, detail = EXCLUDED.detail,
 				period_from = EXCLUDED.period_from, period_to = EXCLUDED.period_to`,
@@ -70,7 +82,7 @@ func (s *Store) RecordFindings(ctx context.Context, fs []ledger.NewFinding, now 
 		froms[i], tos[i] = ledgerdriver.UTC(f.PeriodFrom), ledgerdriver.UTC(f.PeriodTo)
 	}
 	err := s.durable(ctx, "record findings", func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, s.q.findings.upsert, providers, classes, opIDs, refs, details, froms, tos, ledgerdriver.UTC(now))
+		_, err := tx.Exec(ctx, s.q.findings.upsert, providers, classes, opIDs, refs, details, froms, tos, ledgerdriver.UTC(now), s.q.findings.table)
 		return err
 	})
 	return translate("record findings", err)
