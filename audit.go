@@ -122,7 +122,9 @@ type AuditParams struct {
 	// (widened by AuditInfo.Margin) and ledger operations created in it.
 	// Required, From before To.
 	From, To time.Time
-	// Report is the provider's report to read (AuditQuery.Report).
+	// Report is the provider's report to read (AuditQuery.Report):
+	// required when AuditInfo.NeedsReport, refused otherwise (the
+	// provider would not read it).
 	Report io.Reader
 	// DryRun compares without recording findings in the ledger.
 	DryRun bool
@@ -270,6 +272,10 @@ func (p AuditParams) check(info AuditInfo) error {
 		return invalid("AuditParams.MaxListed", "must be >= 0 (0: the default, %d), got %d", defaultMaxListed, p.MaxListed)
 	case info.NeedsReport && !info.ByLookup && p.Report == nil:
 		return invalid("AuditParams.Report", "required: this provider is audited from a report downloaded from it")
+	case !info.NeedsReport && p.Report != nil:
+		// Ignored, the report would leave the caller believing it was
+		// compared with the ledger.
+		return invalid("AuditParams.Report", "must be nil: this provider is audited from its API, not from a report")
 	}
 	return nil
 }

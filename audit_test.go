@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -456,6 +457,8 @@ func TestAuditBadParams(t *testing.T) {
 		{"AuditParams.To", func(p *payonce.AuditParams) { p.To = p.From }},
 		{"AuditParams.To", func(p *payonce.AuditParams) { p.From, p.To = p.To, p.From }},
 		{"AuditParams.MaxListed", func(p *payonce.AuditParams) { p.MaxListed = -1 }},
+		// A report for a provider audited from its API would be ignored.
+		{"AuditParams.Report", func(p *payonce.AuditParams) { p.Report = strings.NewReader("csv") }},
 	} {
 		p := f.period
 		tc.mod(&p)

@@ -113,6 +113,8 @@ unavailable; 1 any other error (a failed listing).`)
 	rep, err := client.Audit(ctx, p)
 	var ve *payonce.ValidationError
 	switch {
+	case errors.As(err, &ve) && ve.Field == "AuditParams.Report" && report != "":
+		return usageErrorf("--provider %s is audited from its API, not from a report: leave out --report", name)
 	case errors.As(err, &ve) && ve.Field == "AuditParams.Report":
 		// A provider audited from a report it cannot be asked for (Adyen's
 		// settlement details report): the person downloads it.
@@ -262,6 +264,10 @@ later audit is the same finding, found one more time.`)
 	}
 	defer l.Close()
 	fs, err := l.store.ListFindings(ctx, ledger.FindingFilter{Provider: provider, Class: fc, Open: !all, AfterID: after, Limit: limit})
+	if errors.Is(err, ledger.ErrInvalid) {
+		// A flag the store refused (a negative --after): a bad flag.
+		return withCode(ExitUsage, fmt.Errorf("listing audit findings: %w", err))
+	}
 	if err != nil {
 		return fmt.Errorf("listing audit findings: %w", err)
 	}

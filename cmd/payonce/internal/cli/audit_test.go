@@ -202,6 +202,18 @@ func TestAuditCommand(t *testing.T) {
 		r = run("audit", "--provider", "plain", "--from", "-1h")
 		require.Equal(t, 2, r.code, "%s", r)
 		require.Contains(t, r.stderr, "--provider plain: the adapter cannot audit")
+
+		// A report given for a provider audited from its API would be
+		// ignored, the operator believing it audited: refused.
+		r = run("audit", "--provider", "tiny", "--from", "-1h", "--report", report)
+		require.Equal(t, 2, r.code, "%s", r)
+		require.Contains(t, r.stderr, "--provider tiny is audited from its API, not from a report: leave out --report")
+		require.Empty(t, r.stdout)
+
+		// A negative --after is a bad flag (exit 2), not a failure.
+		r = run("audit", "findings", "--after", "-1")
+		require.Equal(t, 2, r.code, "%s", r)
+		require.Contains(t, r.stderr, "AfterID")
 	})
 }
 
