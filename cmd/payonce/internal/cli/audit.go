@@ -85,6 +85,12 @@ unavailable; 1 any other error (a failed listing).`)
 			return err
 		}
 	}
+	if !start.Before(now) {
+		// A period that has not begun holds nothing on either side: its
+		// audit would report agreement (exit 0) for what is most likely a
+		// mistyped date.
+		return usageErrorf("--from %s is not in the past (now is %s): nothing was created in the period yet", start.Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
 	if !start.Before(end) {
 		return usageErrorf("--from %s is not before --to %s: the period is [--from, --to)", start.Format(time.RFC3339), end.Format(time.RFC3339))
 	}

@@ -210,6 +210,12 @@ func TestAuditCommand(t *testing.T) {
 		require.Contains(t, r.stderr, "--provider tiny is audited from its API, not from a report: leave out --report")
 		require.Empty(t, r.stdout)
 
+		// A period in the future (a mistyped year) would agree: refused.
+		r = run("audit", "--provider", "tiny", "--from", "2027-12-04T00:00:00Z", "--to", "2027-12-05T00:00:00Z")
+		require.Equal(t, 2, r.code, "%s", r)
+		require.Contains(t, r.stderr, "is not in the past")
+		require.Empty(t, r.stdout)
+
 		// A negative --after is a bad flag (exit 2), not a failure.
 		r = run("audit", "findings", "--after", "-1")
 		require.Equal(t, 2, r.code, "%s", r)
