@@ -2,7 +2,9 @@ package payonce
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -622,12 +624,27 @@ func (a *auditRun) emit(ctx context.Context, d AuditDifference) error {
 	if d.Class == "" || a.p.DryRun {
 		return nil
 	}
-	a.findings = append(a.findings, ledger.NewFinding{Provider: a.provider, Class: d.Class, OperationID: d.OperationID,
-		ProviderRef: d.ProviderRef, Detail: truncate(d.Detail, 2000), PeriodFrom: a.p.From, PeriodTo: a.p.To})
+	a.findings = append(a.findings, ledger.NewFinding{Provider: a.provider, Class: d.Class, OperationID: findingRef(d.OperationID),
+		ProviderRef: findingRef(d.ProviderRef), Detail: truncate(d.Detail, 2000), PeriodFrom: a.p.From, PeriodTo: a.p.To})
 	if len(a.findings) >= auditFindingBatch {
 		return a.flush(ctx)
 	}
 	return nil
+}
+
+// findingRef is s as a finding's OperationID or ProviderRef: at most
+// ledger.MaxFindingRefBytes, which the ledger refuses beyond (a provider's
+// metadata is anyone's text, and one long id would make the store refuse
+// the audit's whole batch, every run). A longer s keeps its start and ends
+// with a digest of the whole, so that two ids that share the start stay
+// two findings (one batch may not hold one finding twice).
+func findingRef(s string) string {
+	if len(s) <= ledger.MaxFindingRefBytes {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	tail := "…sha256:" + hex.EncodeToString(sum[:16])
+	return truncate(s, ledger.MaxFindingRefBytes-len(tail)) + tail
 }
 
 // listDone lists the unattributed objects after the differences, as many

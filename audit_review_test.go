@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -269,4 +270,34 @@ func TestReconcilerScheduledAuditsKeepAShorterWindow(t *testing.T) {
 	require.NoError(t, err)
 	q := f.psp.queries[len(f.psp.queries)-1]
 	require.Equal(t, time.Hour+time.Minute, q.To.Sub(q.From)-2*f.psp.info.Margin, "Window, and the minute it ran late")
+}
+
+// Operation ids and refs longer than a finding holds (a provider's
+// metadata is anyone's text) are recorded shortened, each still its own
+// finding: the audit is not refused by the ledger, every run.
+func TestAuditObjectsWithLongIDs(t *testing.T) {
+	testkit.EachStore(t, func(t *testing.T, pg bool) {
+		f := newAuditFixture(t, pg, nil)
+		a := f.charge(t, "order-a", 1000)
+		long := strings.Repeat("o", 3000)
+		f.psp.set([]payonce.AuditObject{
+			objectOf(a, 1000),
+			{Ref: "pi_long1", OperationID: long + "1", State: payonce.AuditSucceeded, Amount: 1, Currency: "USD", Created: a.CreatedAt},
+			{Ref: "pi_long2", OperationID: long + "2", State: payonce.AuditSucceeded, Amount: 1, Currency: "USD", Created: a.CreatedAt},
+			{Ref: "pi_" + long, OperationID: "op-unknown", State: payonce.AuditSucceeded, Amount: 1, Currency: "USD", Created: a.CreatedAt},
+		})
+		rep := f.audit(t, func(p *payonce.AuditParams) { p.DryRun = false })
+		require.Equal(t, map[ledger.FindingClass]int{ledger.FindingUnknownToLedger: 3}, classes(rep), "%+v", rep.Differences)
+		fs := f.store.all()
+		require.Len(t, fs, 3)
+		seen := map[string]bool{}
+		for _, nf := range fs {
+			require.LessOrEqual(t, len(nf.OperationID), ledger.MaxFindingRefBytes)
+			require.LessOrEqual(t, len(nf.ProviderRef), ledger.MaxFindingRefBytes)
+			seen[nf.OperationID] = true
+		}
+		require.Len(t, seen, 3, "ids that share a start stay distinct")
+		// The real store accepts them.
+		require.NoError(t, f.store.Store.RecordFindings(f.ctx, fs, f.clock.Now()))
+	})
 }

@@ -20,6 +20,13 @@ const (
 // MaxEventsPerCall bounds the events one call records.
 const MaxEventsPerCall = 16
 
+// MaxFindingRefBytes bounds a finding's OperationID and ProviderRef: both
+// come from the provider's objects (metadata anyone with the API key can
+// write), and together they form the finding's unique key, which an index
+// stores (PostgreSQL refuses an index row over 2704 bytes, failing the
+// whole batch). Longer values are refused; Client.Audit shortens them.
+const MaxFindingRefBytes = 1024
+
 // MaxFindingsPerCall bounds the findings one Store.RecordFindings call
 // records: one transaction, whose size (and the lock it holds on the
 // findings it updates) must stay bounded. A caller with more records them

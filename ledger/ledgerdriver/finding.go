@@ -71,6 +71,10 @@ func checkFinding(f ledger.NewFinding) error {
 		return invalid("Provider", "is %d bytes; at most 256", len(f.Provider))
 	case f.OperationID == "" && f.ProviderRef == "":
 		return invalid("OperationID", "or ProviderRef must be set: the operation or the provider's object the difference is about")
+	case len(f.OperationID) > ledger.MaxFindingRefBytes:
+		return invalid("OperationID", "is %d bytes; at most %d", len(f.OperationID), ledger.MaxFindingRefBytes)
+	case len(f.ProviderRef) > ledger.MaxFindingRefBytes:
+		return invalid("ProviderRef", "is %d bytes; at most %d", len(f.ProviderRef), ledger.MaxFindingRefBytes)
 	case f.Detail == "":
 		return invalid("Detail", "must not be empty: what differs, for a person")
 	case len(f.Detail) > ledger.MaxTextBytes:
