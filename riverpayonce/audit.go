@@ -68,7 +68,11 @@ type AuditWorkerConfig struct {
 // Periods of consecutive runs are computed from each run's own clock, so
 // they may overlap or leave a gap of the scheduler's jitter: schedule it a
 // little more often than Window (overlap is harmless: a difference found
-// again is the same finding, Finding.Times counts the audits).
+// again is the same finding, Finding.Times counts the audits). A retry
+// computes its period from its own clock too: after River's growing retry
+// delays it audits a later period than the failed attempt meant, and the
+// start of that period is covered only by a run whose window reaches back
+// to it (a Window of a few intervals covers the early retries).
 type AuditWorker struct {
 	river.WorkerDefaults[AuditArgs]
 	cfg     AuditWorkerConfig
