@@ -144,13 +144,21 @@ func TestServiceSurvivesKillAgainstFaultyFake(t *testing.T) {
 	var truth mocks.Truth
 	deadline := time.Now().Add(40 * time.Second)
 	for {
+		// The service's answers first, the fake's truth after them: a
+		// charge the Reconciler makes between the two reads is then in
+		// the truth the answers are checked against (read the other way
+		// round, an order charged in between looks succeeded with no
+		// charge).
+		views = map[string]orderView{}
+		codes := map[string]int{}
+		for _, o := range orders {
+			views[o.ID], codes[o.ID] = getOrder(t, httpc, base, o.ID)
+		}
 		truth = getTruth(t, h.truthURL)
 		charged := truth.ChargesBy(stripe.MetaOperation)
-		views = map[string]orderView{}
 		var waiting []string
 		for _, o := range orders {
-			v, code := getOrder(t, httpc, base, o.ID)
-			views[o.ID] = v
+			v, code := views[o.ID], codes[o.ID]
 			settledRow := map[string]string{"succeeded": "paid", "failed": "failed", "manual_review": "review"}[v.Payment.Status]
 			if code != http.StatusOK || !(settledRow != "" && v.State == settledRow ||
 				v.Payment.Status == "unknown" && charged[v.Payment.OperationID] == 0) {
