@@ -10,15 +10,18 @@ import (
 
 func TestResendDelayGrowsAndIsCapped(t *testing.T) {
 	t.Parallel()
-	c := &Client{cfg: Config{CheckInterval: 30 * time.Second}, info: ProviderInfo{KeyTTL: 24 * time.Hour}}
+	c := &Client{cfg: Config{CheckInterval: 30 * time.Second}}
 	want := []time.Duration{30 * time.Second, 30 * time.Second, 2 * time.Minute, 8 * time.Minute, 32 * time.Minute,
 		128 * time.Minute, 6 * time.Hour, 6 * time.Hour}
 	for n, w := range want {
-		require.Equal(t, w, c.resendDelay(n), "after %d attempts", n)
+		require.Equal(t, w, c.resendDelay(n, 24*time.Hour), "after %d attempts", n)
 	}
-	require.Equal(t, 6*time.Hour, c.resendDelay(1000), "no overflow")
-	short := &Client{cfg: Config{CheckInterval: time.Minute}, info: ProviderInfo{KeyTTL: 2 * time.Minute}}
-	require.Equal(t, time.Minute, short.resendDelay(5), "never below CheckInterval")
+	require.Equal(t, 6*time.Hour, c.resendDelay(1000, 24*time.Hour), "no overflow")
+	short := &Client{cfg: Config{CheckInterval: time.Minute}}
+	require.Equal(t, time.Minute, short.resendDelay(5, 2*time.Minute), "never below CheckInterval")
+	// The cap is the operation's own window: a 6 h PayPal order key is
+	// resent within its window, not paced by a 45-day refund window.
+	require.Equal(t, 90*time.Minute, c.resendDelay(1000, 6*time.Hour))
 }
 
 // A Retry-After longer than the call may wait ends the call's attempts at

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	mrand "math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -54,9 +56,11 @@ type Config struct {
 	// SafetyMargin is subtracted from the provider's key TTL: resends stop
 	// this long before the provider may forget the key. Defaults to
 	// AttemptTimeout + max(ClockSkew, 1 % of the key TTL): with the
-	// defaults and Stripe's 24 h keys, 30 s + 14 min 24 s. A value set
-	// must be at least AttemptTimeout + ClockSkew, so that a resend started
-	// inside the window also lands inside it, and below the key TTL.
+	// defaults and Stripe's 24 h keys, 30 s + 14 min 24 s. For a provider
+	// whose kinds keep keys for different times (ProviderInfo.KindKeyTTL)
+	// the shortest window counts. A value set must be at least
+	// AttemptTimeout + ClockSkew, so that a resend started inside the
+	// window also lands inside it, and below the shortest key TTL.
 	SafetyMargin time.Duration
 	// CheckInterval is how long after an unsettled call background work first
 	// looks the operation up. Defaults to 30 s.
@@ -149,6 +153,14 @@ func New(cfg Config) (*Client, error) {
 	if info.KeyTTL <= 0 {
 		return nil, invalid("Config.Provider", "adapter %s declares no key TTL", name)
 	}
+	for _, k := range slices.Sorted(maps.Keys(info.KindKeyTTL)) {
+		if err := k.Validate(); err != nil {
+			return nil, invalid("Config.Provider", "adapter %s declares a key TTL for %v", name, err)
+		}
+		if info.KindKeyTTL[k] <= 0 {
+			return nil, invalid("Config.Provider", "adapter %s declares no key TTL for %s", name, k)
+		}
+	}
 	if info.MaxKeyLength < 36 {
 		return nil, invalid("Config.Provider", "adapter %s accepts keys of at most %d characters; payonce keys have 36", name, info.MaxKeyLength)
 	}
@@ -202,7 +214,10 @@ func (cfg *Config) setDefaults(info ProviderInfo) {
 		cfg.InboxRetention = ledger.DefaultInboxRetention
 	}
 	if cfg.SafetyMargin == 0 {
-		cfg.SafetyMargin = max(cfg.ClockSkew, info.KeyTTL/100) + cfg.AttemptTimeout
+		// One margin for every kind, sized by the shortest window: a
+		// margin grown from a longer window could swallow a short one.
+		shortest, _ := info.KeyTTLRange()
+		cfg.SafetyMargin = max(cfg.ClockSkew, shortest/100) + cfg.AttemptTimeout
 	}
 	if cfg.CheckInterval == 0 {
 		cfg.CheckInterval = 30 * time.Second
@@ -213,6 +228,11 @@ func (cfg *Config) setDefaults(info ProviderInfo) {
 	if cfg.Owner == "" {
 		cfg.Owner = defaultOwner()
 	}
+}
+
+func shortestKeyTTL(info ProviderInfo) time.Duration {
+	shortest, _ := info.KeyTTLRange()
+	return shortest
 }
 
 // check refuses settings that would break a safety rule, saying what to
@@ -230,8 +250,9 @@ func (cfg *Config) check(info ProviderInfo) error {
 		// it may take a whole attempt, and the provider's clock may run
 		// ahead of ours by the skew allowance.
 		return invalid("Config.SafetyMargin", "must be at least AttemptTimeout + ClockSkew (%v), got %v: a resend started inside the key window could land after it", cfg.AttemptTimeout+cfg.ClockSkew, cfg.SafetyMargin)
-	case cfg.SafetyMargin >= info.KeyTTL:
-		return invalid("Config.SafetyMargin", "must be below the provider's key TTL %v, got %v (AttemptTimeout %v + ClockSkew %v): shorten the timeout or the skew allowance", info.KeyTTL, cfg.SafetyMargin, cfg.AttemptTimeout, cfg.ClockSkew)
+	case cfg.SafetyMargin >= shortestKeyTTL(info):
+		// The margin must leave every kind's window some time to resend in.
+		return invalid("Config.SafetyMargin", "must be below the provider's shortest key TTL %v, got %v (AttemptTimeout %v + ClockSkew %v): shorten the timeout or the skew allowance", shortestKeyTTL(info), cfg.SafetyMargin, cfg.AttemptTimeout, cfg.ClockSkew)
 	case cfg.InboxRetention < info.WebhookRedelivery+2*cfg.ClockSkew:
 		// Rule 7: an event is applied once because its inbox entry makes
 		// every later delivery a duplicate. Checkout.com and Adyen sign no
@@ -763,7 +784,7 @@ func (c *Client) prepare(ctx context.Context, build func(context.Context) (Reque
 func (c *Client) newOperation(p prepared) ledger.NewOperation {
 	return ledger.NewOperation{
 		ID: p.opID, Key: p.opID, Provider: p.id.Provider, Kind: string(p.id.Kind),
-		References: p.id.References, Fingerprint: p.fp, Request: p.canonical, KeyTTL: c.info.KeyTTL,
+		References: p.id.References, Fingerprint: p.fp, Request: p.canonical, KeyTTL: c.info.KeyTTLFor(p.id.Kind),
 		PaymentRef: p.req.PaymentRef,
 	}
 }

@@ -593,7 +593,7 @@ func TestSafetyMarginCoversAnAttempt(t *testing.T) {
 		{payonce.Config{AttemptTimeout: 5 * time.Minute, SafetyMargin: 150 * time.Second}, "at least AttemptTimeout + ClockSkew"},
 		{payonce.Config{AttemptTimeout: time.Second, SafetyMargin: time.Minute}, "at least AttemptTimeout + ClockSkew (1m1s)"},
 		{payonce.Config{AttemptTimeout: time.Second, ClockSkew: -time.Second}, "Config.ClockSkew"},
-		{payonce.Config{AttemptTimeout: 12 * time.Hour, ClockSkew: 12 * time.Hour}, "below the provider's key TTL"},
+		{payonce.Config{AttemptTimeout: 12 * time.Hour, ClockSkew: 12 * time.Hour}, "below the provider's shortest key TTL"},
 	} {
 		tc.cfg.Provider, tc.cfg.Store = b.psp, b.store
 		_, err := payonce.New(tc.cfg)

@@ -11,11 +11,17 @@ import (
 	"github.com/payonce/payonce/ledger"
 )
 
-// stubProvider declares a key TTL and is never called.
-type stubProvider struct{ ttl time.Duration }
+// stubProvider declares a key TTL (and per kind, kinds) and is never
+// called.
+type stubProvider struct {
+	ttl   time.Duration
+	kinds map[Kind]time.Duration
+}
 
-func (stubProvider) Name() string         { return "stub" }
-func (p stubProvider) Info() ProviderInfo { return ProviderInfo{KeyTTL: p.ttl, MaxKeyLength: 255} }
+func (stubProvider) Name() string { return "stub" }
+func (p stubProvider) Info() ProviderInfo {
+	return ProviderInfo{KeyTTL: p.ttl, KindKeyTTL: p.kinds, MaxKeyLength: 255}
+}
 func (stubProvider) NewRequest(context.Context, SendRequest) (*http.Request, error) {
 	panic("not called")
 }
@@ -47,5 +53,28 @@ func TestSafetyMarginDefault(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, c.want, cl.cfg.SafetyMargin)
 		})
+	}
+}
+
+// A provider whose endpoints keep keys for different times (PayPal: orders
+// 6 h, payments 45 days): each operation records its kind's window, the
+// default margin is sized by the shortest, and a margin set must fit the
+// shortest.
+func TestKindKeyTTL(t *testing.T) {
+	t.Parallel()
+	store := struct{ ledger.Store }{}
+	paypal := stubProvider{ttl: 45 * 24 * time.Hour, kinds: map[Kind]time.Duration{KindCharge: 6 * time.Hour}}
+	cl, err := New(Config{Provider: paypal, Store: store})
+	require.NoError(t, err)
+	require.Equal(t, 30*time.Second+3*time.Minute+36*time.Second, cl.cfg.SafetyMargin, "1 % of the 6 h window, not of 45 days")
+	for k, want := range map[Kind]time.Duration{KindCharge: 6 * time.Hour, KindCapture: 45 * 24 * time.Hour, KindRefund: 45 * 24 * time.Hour} {
+		require.Equal(t, want, cl.newOperation(prepared{id: Identity{Kind: k}}).KeyTTL, "%s", k)
+	}
+
+	_, err = New(Config{Provider: paypal, Store: store, SafetyMargin: 7 * time.Hour})
+	require.ErrorContains(t, err, "shortest key TTL 6h0m0s")
+	for _, bad := range []map[Kind]time.Duration{{KindCharge: 0}, {"charg": time.Hour}} {
+		_, err = New(Config{Provider: stubProvider{ttl: time.Hour, kinds: bad}, Store: store})
+		require.ErrorIs(t, err, ErrInvalid, "%v", bad)
 	}
 }

@@ -54,7 +54,16 @@ type HTTPDoer interface {
 type ProviderInfo struct {
 	// KeyTTL is how long the provider remembers an idempotency key (e.g.
 	// Stripe: 24 h). After it, a request with the same key is a new request.
+	// It is the window of every kind KindKeyTTL does not name.
 	KeyTTL time.Duration
+	// KindKeyTTL overrides KeyTTL for the kinds whose endpoints keep keys
+	// for another time (PayPal: an order's PayPal-Request-Id for 6 h, a
+	// Payments v2 call's for 45 days). Each operation records the window
+	// of its kind when it is created (KeyTTLFor) and every window and
+	// review rule uses that recorded window: a resend is judged by how
+	// long the endpoint it goes to remembers the key, never by another
+	// endpoint's longer memory.
+	KindKeyTTL map[Kind]time.Duration
 	// MaxKeyLength is the longest key the provider accepts; keys are 36
 	// characters, so it must be at least 36.
 	MaxKeyLength int
@@ -83,6 +92,25 @@ type ProviderInfo struct {
 	// push events. The inbox must keep events at least that long, or a
 	// redelivery would apply again (ledger.CleanupParams.InboxRetention).
 	WebhookRedelivery time.Duration
+}
+
+// KeyTTLFor is the key window of an operation of kind k: KindKeyTTL[k],
+// or KeyTTL.
+func (i ProviderInfo) KeyTTLFor(k Kind) time.Duration {
+	if d, ok := i.KindKeyTTL[k]; ok {
+		return d
+	}
+	return i.KeyTTL
+}
+
+// KeyTTLRange is the shortest and the longest key window the provider
+// declares, over KeyTTL and every KindKeyTTL.
+func (i ProviderInfo) KeyTTLRange() (shortest, longest time.Duration) {
+	shortest, longest = i.KeyTTL, i.KeyTTL
+	for _, d := range i.KindKeyTTL {
+		shortest, longest = min(shortest, d), max(longest, d)
+	}
+	return shortest, longest
 }
 
 // SendRequest is one attempt of an operation, as given to an adapter.

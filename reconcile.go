@@ -628,7 +628,8 @@ type CleanupReport struct {
 func (r *Reconciler) Cleanup(ctx context.Context, retention time.Duration, batchSize int) (CleanupReport, error) {
 	var ttl, inbox, redelivery time.Duration
 	for _, c := range r.clients {
-		ttl = max(ttl, c.info.KeyTTL)
+		_, longest := c.info.KeyTTLRange()
+		ttl = max(ttl, longest) // the longest window any kind's key is kept
 		inbox = max(inbox, c.cfg.InboxRetention)
 		redelivery = max(redelivery, c.info.WebhookRedelivery)
 	}

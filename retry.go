@@ -133,10 +133,10 @@ func (c *Client) pauseBeforeNext(ctx context.Context, r *run, retryAfter time.Du
 // resendDelay is the least time between the end of an operation's latest
 // attempt and a resend that starts a new call or pass, after n attempts:
 // CheckInterval, growing fourfold with every attempt, capped at a quarter
-// of the key TTL (but never below CheckInterval). Within a 24 h window and a
-// 30 s interval that allows about eight such resends.
-func (c *Client) resendDelay(n int) time.Duration {
-	ceiling := max(c.cfg.CheckInterval, c.info.KeyTTL/4)
+// of the operation's key TTL (but never below CheckInterval). Within a 24 h
+// window and a 30 s interval that allows about eight such resends.
+func (c *Client) resendDelay(n int, keyTTL time.Duration) time.Duration {
+	ceiling := max(c.cfg.CheckInterval, keyTTL/4)
 	d := c.cfg.CheckInterval
 	for i := 1; i < n && d < ceiling; i++ {
 		d *= 4

@@ -389,7 +389,7 @@ func (c *Client) lookupAndDecide(ctx context.Context, r *run, mayResend bool) (d
 		// is sent more than a handful of times within its window, whatever
 		// the faults and however often it is called or claimed. Resends
 		// within one call are bounded by Retry.MaxAttempts and its backoff.
-		in.ResendNotBefore = h.lastEnd.Add(c.resendDelay(r.op.Attempts))
+		in.ResendNotBefore = h.lastEnd.Add(c.resendDelay(r.op.Attempts, r.op.KeyTTL))
 	}
 	d := decide(in)
 	span.end(ctx, lr, lerr, d.Action)

@@ -83,15 +83,18 @@ func (a *App) newClientMetered(pf *providerFlags, store ledger.Store, logLevel s
 	if err != nil {
 		return nil, err
 	}
+	// The margin must fit the shortest window the adapter declares (PayPal:
+	// its orders' 6 h, not its payments' 45 days).
+	shortest, _ := p.Info().KeyTTLRange()
 	ttlName := "--key-ttl " + fmtDuration(pf.keyTTL)
 	if pf.keyTTL == 0 {
-		ttlName = fmt.Sprintf("the %s key TTL of %s", fmtDuration(p.Info().KeyTTL), p.Name())
+		ttlName = fmt.Sprintf("the %s key TTL of %s", fmtDuration(shortest), p.Name())
 	}
 	timeoutName := "--timeout " + fmtDuration(pf.timeout)
 	if pf.timeout == 0 {
 		timeoutName = "the default --timeout " + fmtDuration(defaultAttemptTimeout)
 	}
-	if err := checkMargin(p.Info().KeyTTL, ttlName, pf.timeout, timeoutName, pf.clockSkew,
+	if err := checkMargin(shortest, ttlName, pf.timeout, timeoutName, pf.clockSkew,
 		"use a longer --key-ttl, a shorter --timeout or a smaller --clock-skew"); err != nil {
 		return nil, err
 	}
