@@ -163,6 +163,22 @@ type Outcome struct {
 	Contradiction string
 }
 
+// RequestAuthorizer is implemented by adapters whose credentials are
+// obtained at run time rather than configured (PayPal's OAuth2 access
+// token, fetched with the client credentials and cached until it
+// expires). The client calls AuthorizeRequest on every attempt's request,
+// after NewRequest and before sending it; hc sends the credential's own
+// requests (the token call) with the client's retries of safe reads,
+// breaker and timeouts. An error means the request was not sent: the
+// attempt is recorded not sent and may be resent. Lookups and audit
+// listings get hc and authorize their own requests.
+//
+// NewRequest stays free of network calls because the client also calls it
+// to validate a request before anything is recorded.
+type RequestAuthorizer interface {
+	AuthorizeRequest(ctx context.Context, hc HTTPDoer, req *http.Request) error
+}
+
 // ReplayDetector is implemented by adapters whose provider marks an answer
 // replayed from its idempotency store. The client's circuit breaker does not
 // count a replayed 5xx against the provider's health: it is the stored

@@ -289,6 +289,19 @@ func (c *Client) transmit(ctx context.Context, sr SendRequest) (Outcome, string)
 		// journaled, so this is an adapter bug or a cancelled context.
 		return Outcome{Class: ledger.OutcomeNotSent}, "building request: " + err.Error()
 	}
+	if a, ok := c.cfg.Provider.(RequestAuthorizer); ok {
+		// The credential's own calls run outside the send trace: a
+		// connection they open must not make a later transport error of
+		// the attempt look like "maybe sent".
+		tctx, tcancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
+		err := a.AuthorizeRequest(tctx, lookupDoer{c: c.http.read, opID: sr.OperationID}, req)
+		tcancel()
+		if err != nil {
+			// Nothing of the attempt left the process: the request is
+			// sent only once it carries its credential.
+			return Outcome{Class: ledger.OutcomeNotSent}, "authorizing request: " + err.Error()
+		}
+	}
 	rreq, err := retryablehttp.FromRequest(withOperation(req, sr.OperationID))
 	if err != nil {
 		return Outcome{Class: ledger.OutcomeNotSent}, "building request: " + err.Error()
