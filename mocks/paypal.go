@@ -381,7 +381,11 @@ func (h *PayPalHandler) jsonResponse(status int, v any) *response {
 func (h *PayPalHandler) errorResponse(c *call, status int, name, message string, details ...ppDetail) *response {
 	e := paypalError{Name: name, Message: message, DebugID: c.requestID, Details: details}
 	if len(details) > 0 {
-		e.Links = []ppLink{{Href: "https://developer.paypal.com/api/rest/reference/orders/v2/errors/#" + strings.ToLower(details[0].Issue),
+		api := "payments/v2"
+		if strings.HasPrefix(c.path, "/v2/checkout/") {
+			api = "orders/v2"
+		}
+		e.Links = []ppLink{{Href: "https://developer.paypal.com/docs/api/" + api + "/#error-" + details[0].Issue,
 			Rel: "information_link", Method: "GET"}}
 	}
 	return h.jsonResponse(status, e)

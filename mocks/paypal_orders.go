@@ -26,13 +26,20 @@ type ppUnitRequest struct {
 	CustomID       string   `json:"custom_id"`
 	InvoiceID      string   `json:"invoice_id"`
 	SoftDescriptor string   `json:"soft_descriptor"`
+	// Documented fields the fake takes and ignores (purchase_unit_request,
+	// checkout_orders_v2.json); any other field is refused, to catch typos.
+	Payee              any `json:"payee"`
+	PaymentInstruction any `json:"payment_instruction"`
+	Items              any `json:"items"`
+	Shipping           any `json:"shipping"`
 }
 
 type ppOrderRequest struct {
 	Intent             string                  `json:"intent"`
 	PurchaseUnits      []ppUnitRequest         `json:"purchase_units"`
 	PaymentSource      *ppPaymentSourceRequest `json:"payment_source"`
-	ApplicationContext map[string]any          `json:"application_context"`
+	Payer              any                     `json:"payer"`
+	ApplicationContext any                     `json:"application_context"`
 }
 
 type ppOrderActionRequest struct {
@@ -132,9 +139,12 @@ func (h *PayPalHandler) createOrder(c *call) (*response, bool) {
 		return h.orderAnswerLocked(c, http.StatusCreated, o), true
 	}
 	if vault.payerAction {
+		// Created, waiting for the payer: 201 like any first answer ("A
+		// successful response to a non-idempotent request returns the HTTP
+		// 201 Created status code").
 		o.status = "PAYER_ACTION_REQUIRED"
 		h.addOrderLocked(o)
-		return h.orderAnswerLocked(c, http.StatusOK, o), true
+		return h.orderAnswerLocked(c, http.StatusCreated, o), true
 	}
 	if r := h.duplicateInvoiceLocked(c, o.invoiceID, o.id); r != nil {
 		return r, true
