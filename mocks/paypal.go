@@ -317,6 +317,9 @@ func (h *PayPalHandler) malformed(c *call, err error) *response {
 		ppDetail{Issue: "MALFORMED_REQUEST_JSON", Description: "The request JSON is not well formed."})
 }
 
+// rateLimited is 429 RATE_LIMIT_REACHED
+// (https://developer.paypal.com/api/rest/reference/rate-limiting/), before
+// anything is processed.
 func (h *PayPalHandler) rateLimited(c *call, retryAfter time.Duration) *response {
 	r := h.errorResponse(c, http.StatusTooManyRequests, "RATE_LIMIT_REACHED",
 		"Too many requests. Blocked due to rate limiting.")

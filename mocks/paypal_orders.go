@@ -52,10 +52,11 @@ func ppMinimal(c *call) bool {
 	return !strings.Contains(strings.ToLower(c.r.Header.Get("Prefer")), "return=representation")
 }
 
-// orderAnswer renders o for c with status, and sets what a repeat of c's
-// PayPal-Request-Id answers: the order's latest status, 200 OK ("If a
+// orderAnswerLocked renders o for c with status, and sets what a repeat of
+// c's PayPal-Request-Id answers: the order's latest status, 200 OK ("If a
 // duplicate response is retried, returns the HTTP 200 OK status code",
-// checkout_orders_v2.json). h.mu must be held.
+// checkout_orders_v2.json), in the form (minimal or representation) the
+// first request asked for. h.mu must be held.
 func (h *PayPalHandler) orderAnswerLocked(c *call, status int, o *ppOrder) *response {
 	minimal := ppMinimal(c)
 	render := func(status int) *response {
