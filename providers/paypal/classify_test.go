@@ -31,8 +31,12 @@ func TestClassify(t *testing.T) {
 	auths := func(status string) string {
 		return `{"authorizations":[{"id":"AUTH-1","status":"` + status + `","amount":{"currency_code":"USD","value":"19.99"},"custom_id":"` + opID + `"}]}`
 	}
-	ord := func(status, payments string) string { return orderJSON("ORD-1", status, "CAPTURE", opID, opID, payments) }
-	aord := func(status, payments string) string { return orderJSON("ORD-1", status, "AUTHORIZE", opID, opID, payments) }
+	ord := func(status, payments string) string {
+		return orderJSON("ORD-1", status, "CAPTURE", opID, opID, payments)
+	}
+	aord := func(status, payments string) string {
+		return orderJSON("ORD-1", status, "AUTHORIZE", opID, opID, payments)
+	}
 	refundJSON := func(status, value, custom string) string {
 		return `{"id":"REF-1","status":"` + status + `","amount":{"currency_code":"USD","value":"` + value + `"},"custom_id":"` + custom + `","invoice_id":"` + opID + `"}`
 	}

@@ -84,7 +84,11 @@ func TestRequestErrors(t *testing.T) {
 
 	_, err := b.P.NewRequest(t.Context(), func() payonce.SendRequest { r := vaultCharge(); r.Request.PaymentMethod = "pm_x"; return r }())
 	require.ErrorContains(t, err, `"order:<ORDER_ID>"`, "the error names the forms that exist")
-	_, err = b.P.NewRequest(t.Context(), func() payonce.SendRequest { r := vaultCharge(); r.Request.Currency, r.Request.Amount = "HUF", 1050; return r }())
+	_, err = b.P.NewRequest(t.Context(), func() payonce.SendRequest {
+		r := vaultCharge()
+		r.Request.Currency, r.Request.Amount = "HUF", 1050
+		return r
+	}())
 	require.ErrorContains(t, err, "10.50 HUF")
 	require.ErrorContains(t, err, "multiple of 100")
 }
