@@ -69,7 +69,7 @@ func TestLookupCharge(t *testing.T) {
 			objs:  map[string]map[string]string{captures: testkit.ByID(capJSON("CAP-1", "REFUNDED", "19.99", opID, opID))},
 			state: payonce.LookupSucceeded, ref: "CAP-1", reads: 1},
 		{name: "capture declined", q: query(vaultCharge(), "CAP-1"),
-			objs: map[string]map[string]string{captures: testkit.ByID(`{"id":"CAP-1","status":"DECLINED","amount":{"currency_code":"USD","value":"19.99"},"processor_response":{"response_code":"0051"}}`)},
+			objs:  map[string]map[string]string{captures: testkit.ByID(`{"id":"CAP-1","status":"DECLINED","amount":{"currency_code":"USD","value":"19.99"},"processor_response":{"response_code":"0051"}}`)},
 			state: payonce.LookupFailed, ref: "CAP-1", code: "DECLINED", reads: 1},
 		{name: "capture pending", q: query(vaultCharge(), "CAP-1"),
 			objs:  map[string]map[string]string{captures: testkit.ByID(capJSON("CAP-1", "PENDING", "19.99", opID, opID))},
