@@ -129,10 +129,11 @@ func (p *Provider) AuditInfo() payonce.AuditInfo {
 // Each row becomes an AuditObject (searchObject):
 //
 //	T00nn, amount > 0   a payment (kind charge): S succeeded, P processing, D failed, V and F succeeded (refunded wholly or partly: the refunds are rows of their own)
-//	T1107               a refund, PaymentRef paypal_reference_id: S succeeded, P processing, D failed, V reversed
+//	T1107, amount < 0   a refund, PaymentRef paypal_reference_id: S succeeded, P processing, D failed, V reversed
+//	T1107, amount > 0   money of the refund paypal_reference_id coming back (the refund failed after it was paid): that refund again, reversed (S, P, V); D: nothing
 //	T1106, T1201        the payment paypal_reference_id again, reversed (S, P); D and V: nothing (the reversal did not stand)
 //	T1202               the payment paypal_reference_id again, succeeded (the chargeback was reversed)
-//	T1300 / T1302       an authorization (charge) / its void (the authorization canceled), when PayPal lists them
+//	T1302               the authorization paypal_reference_id, canceled (voided), when PayPal lists it
 //
 // OperationID is custom_field when it has the form of a payonce operation
 // id (a lower-case UUID version 5, payonce.Identity.OperationID); any other
@@ -486,7 +487,11 @@ const (
 )
 
 // searchSkipped reports whether rows of an event code are not objects of
-// an operation: money PayPal moves around a payment (fees T01nn, currency
+// an operation. An authorization (T1300) is skipped: it is not
+// balance-affecting, and where PayPal lists it anyway its capture is a
+// row of its own (T0006, another transaction id), so both would count one
+// charge twice; the capture is the charge's object. The others are money
+// PayPal moves around a payment (fees T01nn, currency
 // conversions T02nn, bank and card transfers T03nn-T07nn, bonuses and
 // incentives T08nn-T09nn, bill pay T10nn, dividends T14nn, holds T15nn,
 // buyer credit T16nn and T18nn, other withdrawals T17nn, corrections
@@ -497,7 +502,7 @@ const (
 // compares operations, and these are none.
 func searchSkipped(code string) bool {
 	switch code {
-	case "T1105", "T1108", "T1110", "T1111", codeReauthorization:
+	case "T1105", "T1108", "T1110", "T1111", codeAuthorization, codeReauthorization:
 		return true
 	}
 	if len(code) != 5 || code[0] != 'T' {
@@ -560,7 +565,7 @@ func searchObject(r searchRow) (o payonce.AuditObject, ok bool, err error) {
 		Amount: abs(amount), Currency: currency, Created: created}
 	code := r.EventCode
 	switch {
-	case strings.HasPrefix(code, "T00") && len(code) == 5, code == codeAuthorization:
+	case strings.HasPrefix(code, "T00") && len(code) == 5:
 		// A payment received is a credit (positive); a payment the account
 		// sent (negative) is none of payonce's, which only receives.
 		if amount <= 0 {
@@ -583,6 +588,22 @@ func searchObject(r searchRow) (o payonce.AuditObject, ok bool, err error) {
 			return o, false, fmt.Errorf("transaction_status %q, which the adapter does not know", r.Status)
 		}
 		return o, true, nil
+	case code == codeRefund && amount > 0:
+		// A refund is a debit; a credit under the refund code is the
+		// money of the refund paypal_reference_id coming back: that refund,
+		// reversed, dated after its own row.
+		if r.ReferenceID == "" {
+			return o, false, errors.New("a refund credit with no paypal_reference_id naming the refund it returns")
+		}
+		o.Ref, o.Kind, o.Created = r.ReferenceID, payonce.KindRefund, created.Add(time.Nanosecond)
+		switch r.Status {
+		case statusSuccess, statusPending, statusReversed:
+			o.State = payonce.AuditReversed
+			return o, true, nil
+		case statusDenied:
+			return o, false, nil
+		}
+		return o, false, fmt.Errorf("transaction_status %q, which the adapter does not know for a refund's return", r.Status)
 	case code == codeRefund:
 		o.Kind, o.PaymentRef = payonce.KindRefund, r.ReferenceID
 		switch r.Status {
