@@ -161,8 +161,42 @@ func (p *Provider) AuditInfo() payonce.AuditInfo {
 // waited out and asked again (auditRetries times); any other error stops
 // the listing and is returned.
 func (p *Provider) ListObjects(ctx context.Context, hc payonce.HTTPDoer, q payonce.AuditQuery, yield func(payonce.AuditObject) error) error {
-	l := &auditLister{p: p, hc: hc, authorize: p.AuthorizeRequest, sleep: adapterkit.Sleep}
+	// The audit's hc sends GETs only (the engine refuses anything else: an
+	// audit must never move money), but an access token is had with a
+	// POST. That POST moves no money: it goes through the adapter's own
+	// HTTP client (Config.HTTPClient, which fetches the webhook
+	// verification's token too), every other request through hc.
+	tokens := tokenRouter{hc: hc, token: p.auditTokenClient()}
+	l := &auditLister{p: p, hc: hc, sleep: adapterkit.Sleep,
+		authorize: func(ctx context.Context, _ payonce.HTTPDoer, req *http.Request) error {
+			return p.AuthorizeRequest(ctx, tokens, req)
+		}}
 	return l.list(ctx, q, yield)
+}
+
+// tokenPath is PayPal's OAuth2 token endpoint.
+const tokenPath = "/v1/oauth2/token"
+
+// tokenRouter sends the token request (POST /v1/oauth2/token) with token
+// and every other request with hc.
+type tokenRouter struct {
+	hc    payonce.HTTPDoer
+	token payonce.HTTPDoer
+}
+
+func (r tokenRouter) Do(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, tokenPath) {
+		return r.token.Do(req)
+	}
+	return r.hc.Do(req)
+}
+
+// auditTokenClient is the client the audit's token request goes through.
+func (p *Provider) auditTokenClient() payonce.HTTPDoer {
+	if p.cfg.HTTPClient != nil {
+		return p.cfg.HTTPClient
+	}
+	return &http.Client{Timeout: 10 * time.Second}
 }
 
 // auditLister is one ListObjects call: its pacing and its seams (authorize
