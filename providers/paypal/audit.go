@@ -2,7 +2,6 @@ package paypal
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -166,11 +165,9 @@ func (p *Provider) ListObjects(ctx context.Context, hc payonce.HTTPDoer, q payon
 	// POST. That POST moves no money: it goes through the adapter's own
 	// HTTP client (Config.HTTPClient, which fetches the webhook
 	// verification's token too), every other request through hc.
-	tokens := tokenRouter{hc: hc, token: p.auditTokenClient()}
-	l := &auditLister{p: p, hc: hc, sleep: adapterkit.Sleep,
-		authorize: func(ctx context.Context, _ payonce.HTTPDoer, req *http.Request) error {
-			return p.AuthorizeRequest(ctx, tokens, req)
-		}}
+	tokens := tokenRouter{hc: hc, token: p.cfg.HTTPClient}
+	l := &auditLister{p: p, hc: hc, sleep: adapterkit.Sleep, invalidate: p.tokens.invalidate,
+		token: func(ctx context.Context) (token, error) { return p.token(ctx, tokens) }}
 	return l.list(ctx, q, yield)
 }
 
@@ -191,45 +188,26 @@ func (r tokenRouter) Do(req *http.Request) (*http.Response, error) {
 	return r.hc.Do(req)
 }
 
-// auditTokenClient is the client the audit's token request goes through.
-func (p *Provider) auditTokenClient() payonce.HTTPDoer {
-	if p.cfg.HTTPClient != nil {
-		return p.cfg.HTTPClient
-	}
-	return &http.Client{Timeout: 10 * time.Second}
-}
-
-// auditLister is one ListObjects call: its pacing and its seams (authorize
-// and sleep, which the package's tests replace).
+// auditLister is one ListObjects call: its pacing and its seams (the
+// token, its invalidation and sleep, which the package's tests replace).
 type auditLister struct {
-	p         *Provider
-	hc        payonce.HTTPDoer
-	authorize func(ctx context.Context, hc payonce.HTTPDoer, req *http.Request) error
-	sleep     func(ctx context.Context, d time.Duration) error
+	p          *Provider
+	hc         payonce.HTTPDoer
+	token      func(ctx context.Context) (token, error)
+	invalidate func(gen uint64)
+	sleep      func(ctx context.Context, d time.Duration) error
 	// last is when the previous request was sent (Config.Now); zero before
 	// the first.
 	last time.Time
 }
 
-func (p *Provider) auditNow() time.Time {
-	if p.cfg.Now != nil {
-		return p.cfg.Now()
-	}
-	return time.Now()
-}
-
+// auditInterval is Config.AuditInterval, DefaultAuditInterval when 0 (New
+// refuses a negative one).
 func (p *Provider) auditInterval() time.Duration {
 	if p.cfg.AuditInterval > 0 {
 		return p.cfg.AuditInterval
 	}
 	return DefaultAuditInterval
-}
-
-func (p *Provider) auditBaseURL() string {
-	if p.cfg.BaseURL != "" {
-		return strings.TrimRight(p.cfg.BaseURL, "/")
-	}
-	return DefaultBaseURL
 }
 
 // list checks the period and lists it window by window.
@@ -244,7 +222,7 @@ func (l *auditLister) list(ctx context.Context, q payonce.AuditQuery, yield func
 	// Refused, not reported: a listing of a period PayPal has not
 	// published whole would compare as "nothing differs" while money of
 	// its last hours is unseen (SearchLag).
-	if ready := q.To.Add(SearchLag); l.p.auditNow().Before(ready) {
+	if ready := q.To.Add(SearchLag); l.p.now().Before(ready) {
 		return fmt.Errorf("paypal: audit: the period ends at %s (with the audit margin), less than %v ago; PayPal's "+
 			"transaction search may be up to %v behind, so audit it after %s (a scheduled audit needs a Delay of at least %v)",
 			q.To.UTC().Format(time.RFC3339), SearchLag, SearchLag, ready.UTC().Format(time.RFC3339), SearchLag+DefaultAuditMargin)
@@ -379,7 +357,7 @@ func (l *auditLister) get(ctx context.Context, query url.Values) (searchResponse
 			return res, err
 		}
 		wait = min(max(2*wait, time.Millisecond), maxAuditWait)
-		if ra := adapterkit.RetryAfter(f.Header.Get("Retry-After"), l.p.auditNow); ra > 0 {
+		if ra := adapterkit.RetryAfter(f.Header.Get("Retry-After"), l.p.now); ra > 0 {
 			wait = min(ra, maxAuditWait)
 		}
 		if err := l.sleep(ctx, wait); err != nil {
@@ -391,13 +369,13 @@ func (l *auditLister) get(ctx context.Context, query url.Values) (searchResponse
 // pace waits until Config.AuditInterval has passed since the previous
 // request (by Config.Now).
 func (l *auditLister) pace(ctx context.Context) error {
-	now := l.p.auditNow()
+	now := l.p.now()
 	if !l.last.IsZero() {
 		if d := l.last.Add(l.p.auditInterval()).Sub(now); d > 0 {
 			if err := l.sleep(ctx, d); err != nil {
 				return err
 			}
-			now = l.p.auditNow()
+			now = l.p.now()
 		}
 	}
 	l.last = now
@@ -407,48 +385,42 @@ func (l *auditLister) pace(ctx context.Context) error {
 // searchPath is the Transaction Search endpoint.
 const searchPath = "/v1/reporting/transactions"
 
-// getOnce sends one GET and decodes its answer. RESULTSET_TOO_LARGE is
-// errTooLarge; any other failure an error naming the status and PayPal's
-// error name and debug_id (never the token).
+// getOnce sends one GET with the access token and decodes its answer. A
+// 401 drops the token it used and asks once more with a new one ("a 401
+// refreshes once", as Lookup's reads). RESULTSET_TOO_LARGE is errTooLarge;
+// a 429 the *adapterkit.Failure (get waits it out); any other failure an
+// *APIError, scrubbed (never the token).
 func (l *auditLister) getOnce(ctx context.Context, query url.Values) (searchResponse, error) {
-	doer := authorizedDoer{hc: l.hc, authorize: l.authorize}
-	_, _, body, err := adapterkit.Get(ctx, doer, "paypal", l.p.auditBaseURL(), searchPath, query, func(h http.Header) {
-		h.Set("Accept", "application/json")
-	})
-	var f *adapterkit.Failure
-	if errors.As(err, &f) && f.HTTPStatus != 0 {
-		var e searchError
-		_ = json.Unmarshal(f.Body, &e)
-		if e.Name == "RESULTSET_TOO_LARGE" {
-			return searchResponse{}, errTooLarge
-		}
-		if f.HTTPStatus == http.StatusTooManyRequests {
+	for try := 0; ; try++ {
+		t, err := l.token(ctx)
+		if err != nil {
 			return searchResponse{}, err
 		}
-		return searchResponse{}, fmt.Errorf("%s", adapterkit.ErrorText("paypal", http.MethodGet, searchPath, f.HTTPStatus,
-			"debug_id", e.DebugID, e.Name, e.Message))
+		_, header, body, err := adapterkit.Get(ctx, l.hc, l.p.Name(), l.p.baseURL, searchPath, query, func(h http.Header) {
+			h.Set("Authorization", "Bearer "+t.value)
+			h.Set("Accept", "application/json")
+		})
+		var f *adapterkit.Failure
+		switch {
+		case errors.As(err, &f) && f.HTTPStatus == http.StatusUnauthorized && try == 0:
+			l.invalidate(t.gen)
+			continue
+		case errors.As(err, &f) && f.HTTPStatus == http.StatusTooManyRequests:
+			return searchResponse{}, err
+		case errors.As(err, &f) && f.HTTPStatus != 0:
+			if e := decodeError(f.Body); e != nil && e.Name == "RESULTSET_TOO_LARGE" {
+				return searchResponse{}, errTooLarge
+			}
+			return searchResponse{}, l.p.apiError(err)
+		case err != nil:
+			return searchResponse{}, l.p.apiError(err)
+		}
+		var res searchResponse
+		if err := adapterkit.DecodeJSON(body, &res); err != nil {
+			return searchResponse{}, l.p.apiError(adapterkit.Unusable(searchPath, header, err))
+		}
+		return res, nil
 	}
-	if err != nil {
-		return searchResponse{}, err
-	}
-	var res searchResponse
-	if err := adapterkit.DecodeJSON(body, &res); err != nil {
-		return searchResponse{}, fmt.Errorf("paypal: GET %s: %w", searchPath, err)
-	}
-	return res, nil
-}
-
-// authorizedDoer adds the access token to each request before hc sends it.
-type authorizedDoer struct {
-	hc        payonce.HTTPDoer
-	authorize func(ctx context.Context, hc payonce.HTTPDoer, req *http.Request) error
-}
-
-func (d authorizedDoer) Do(req *http.Request) (*http.Response, error) {
-	if err := d.authorize(req.Context(), d.hc, req); err != nil {
-		return nil, err
-	}
-	return d.hc.Do(req)
 }
 
 // The search's answer: only the fields the audit reads.
@@ -479,12 +451,6 @@ type searchRow struct {
 type searchMoney struct {
 	Currency string `json:"currency_code"`
 	Value    string `json:"value"`
-}
-
-type searchError struct {
-	Name    string `json:"name"`
-	Message string `json:"message"`
-	DebugID string `json:"debug_id"`
 }
 
 // Transaction statuses (transaction_status,
@@ -713,44 +679,25 @@ func parseSearchTime(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("transaction_initiation_date %q is not a time", s)
 }
 
-// searchAmount reads a transaction_amount: a signed decimal string in the
-// currency's exponent, as minor units. PayPal writes JPY, HUF and TWD
-// without decimals ("This currency does not support decimals. If you pass
-// a decimal amount, an error occurs.",
-// https://developer.paypal.com/api/rest/reference/currency-codes/);
-// trailing zeros beyond the exponent are accepted, any other digit there
-// is not (the amount would not be a whole number of minor units).
+// searchAmount reads a transaction_amount: a signed decimal string, as
+// ISO 4217 minor units of its currency, the unit the ledger counts in
+// (fromPayPal, which Classify and Lookup use: "10" HUF, written by PayPal
+// without decimals, is 1000). Trailing zeros of the fraction are dropped
+// first ("1500.00" JPY is 1500); any other digit beyond the currency's
+// decimals makes the row unreadable.
 func searchAmount(m searchMoney) (int64, string, error) {
 	cur := strings.ToUpper(m.Currency)
-	if len(cur) != 3 || strings.IndexFunc(cur, func(r rune) bool { return r < 'A' || r > 'Z' }) >= 0 {
-		return 0, "", fmt.Errorf("currency_code %q is not an ISO 4217 code", m.Currency)
-	}
-	exp := 2
-	switch cur {
-	case "JPY", "HUF", "TWD":
-		exp = 0
-	}
-	v := m.Value
-	neg := strings.HasPrefix(v, "-")
-	if neg {
-		v = v[1:]
-	}
-	whole, frac, _ := strings.Cut(v, ".")
-	bad := fmt.Errorf("amount %q %s is not a decimal amount in minor units", m.Value, cur)
-	if whole == "" || len(whole) > 15 || strings.IndexFunc(whole+frac, func(r rune) bool { return r < '0' || r > '9' }) >= 0 ||
-		(strings.Contains(v, ".") && frac == "") {
-		return 0, "", bad
-	}
-	if len(frac) > exp {
-		if strings.Trim(frac[exp:], "0") != "" {
-			return 0, "", bad
+	v, neg := strings.CutPrefix(m.Value, "-")
+	if whole, frac, ok := strings.Cut(v, "."); ok && frac != "" {
+		if frac = strings.TrimRight(frac, "0"); frac == "" {
+			v = whole
+		} else {
+			v = whole + "." + frac
 		}
-		frac = frac[:exp]
 	}
-	frac += strings.Repeat("0", exp-len(frac))
-	n, err := strconv.ParseInt(whole+frac, 10, 64)
+	n, err := fromPayPal(money{CurrencyCode: cur, Value: v})
 	if err != nil {
-		return 0, "", bad
+		return 0, "", fmt.Errorf("transaction_amount %q %q: %w", m.Value, m.Currency, err)
 	}
 	if neg {
 		n = -n

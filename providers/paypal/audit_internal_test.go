@@ -90,9 +90,14 @@ type auditRig struct {
 	srv    *searchServer
 	sleeps *sleeps
 	lister *auditLister
+	// tokens hands out test-token-1, test-token-2, ...; dropped records
+	// the generations the lister invalidated.
+	mu      sync.Mutex
+	gen     uint64
+	dropped []uint64
 }
 
-func newAuditRig(t *testing.T, answer func(n int, q url.Values) (int, http.Header, any)) auditRig {
+func newAuditRig(t *testing.T, answer func(n int, q url.Values) (int, http.Header, any)) *auditRig {
 	t.Helper()
 	p, err := New(Config{ClientID: "client", ClientSecret: "secret", BaseURL: auditTestBase,
 		Now: func() time.Time { return auditNow }, AuditInterval: 250 * time.Millisecond})
@@ -100,14 +105,25 @@ func newAuditRig(t *testing.T, answer func(n int, q url.Values) (int, http.Heade
 	srv := &searchServer{answer: answer}
 	sl := &sleeps{}
 	hc := &http.Client{Transport: srv.transport(t)}
-	l := &auditLister{p: p, hc: hc, sleep: sl.sleep, authorize: func(_ context.Context, _ payonce.HTTPDoer, req *http.Request) error {
-		req.Header.Set("Authorization", "Bearer test-token")
-		return nil
-	}}
-	return auditRig{srv: srv, sleeps: sl, lister: l}
+	rig := &auditRig{srv: srv, sleeps: sl}
+	rig.lister = &auditLister{p: p, hc: hc, sleep: sl.sleep,
+		token: func(context.Context) (token, error) {
+			rig.mu.Lock()
+			defer rig.mu.Unlock()
+			if rig.gen == 0 || len(rig.dropped) > 0 && rig.dropped[len(rig.dropped)-1] == rig.gen {
+				rig.gen++
+			}
+			return token{value: fmt.Sprintf("test-token-%d", rig.gen), gen: rig.gen}, nil
+		},
+		invalidate: func(gen uint64) {
+			rig.mu.Lock()
+			defer rig.mu.Unlock()
+			rig.dropped = append(rig.dropped, gen)
+		}}
+	return rig
 }
 
-func (r auditRig) list(t *testing.T, from, to time.Time) ([]payonce.AuditObject, error) {
+func (r *auditRig) list(t *testing.T, from, to time.Time) ([]payonce.AuditObject, error) {
 	t.Helper()
 	var got []payonce.AuditObject
 	err := r.lister.list(context.Background(), payonce.AuditQuery{From: from, To: to}, func(o payonce.AuditObject) error {
@@ -174,7 +190,7 @@ func TestListObjectsRequestShapeAndPaging(t *testing.T) {
 	require.Len(t, reqs, 3)
 	for i, req := range reqs {
 		require.Equal(t, http.MethodGet, req.Method)
-		require.Equal(t, "Bearer test-token", req.Header.Get("Authorization"))
+		require.Equal(t, "Bearer test-token-1", req.Header.Get("Authorization"))
 		require.Equal(t, url.Values{
 			"start_date": {"2026-11-10T00:00:00Z"}, "end_date": {"2026-11-11T00:00:00Z"},
 			"fields": {"transaction_info"}, "balance_affecting_records_only": {"Y"},
@@ -300,6 +316,34 @@ func TestListObjectsReportsOtherErrors(t *testing.T) {
 	require.ErrorContains(t, err, "NOT_AUTHORIZED")
 	require.ErrorContains(t, err, "dbg42")
 	require.NotContains(t, err.Error(), "test-token")
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, 403, apiErr.HTTPStatus)
+}
+
+func TestListObjectsRefreshesTheTokenOnceOn401(t *testing.T) {
+	t.Parallel()
+	rig := newAuditRig(t, func(n int, _ url.Values) (int, http.Header, any) {
+		if n == 1 {
+			return 401, nil, map[string]any{"error": "invalid_token", "error_description": "Token signature verification failed"}
+		}
+		return 200, nil, page(1, 1, row("CAP1", "T0006", "S", "5.00", opA, "", dayStart.Add(time.Hour)))
+	})
+	got, err := rig.list(t, dayStart, dayEnd)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, []uint64{1}, rig.dropped, "the rejected token is dropped")
+	rig.srv.mu.Lock()
+	defer rig.srv.mu.Unlock()
+	require.Equal(t, "Bearer test-token-2", rig.srv.requests[1].Header.Get("Authorization"))
+
+	// Rejected again with the new token: an error, not a loop.
+	rig2 := newAuditRig(t, func(int, url.Values) (int, http.Header, any) {
+		return 401, nil, map[string]any{"error": "invalid_token"}
+	})
+	_, err = rig2.list(t, dayStart, dayEnd)
+	require.ErrorContains(t, err, "HTTP 401")
+	require.Len(t, rig2.srv.queries(), 2)
 }
 
 func TestListObjectsRefusesWhatPayPalHasNotPublished(t *testing.T) {
@@ -466,6 +510,8 @@ func TestSearchAmount(t *testing.T) {
 		{value: "1500", cur: "JPY", want: 1500},
 		{value: "1500.00", cur: "JPY", want: 1500},
 		{value: "1500.50", cur: "JPY", bad: true},
+		{value: "10", cur: "HUF", want: 1000},
+		{value: "-10", cur: "TWD", want: -1000},
 		{value: "1.001", cur: "USD", bad: true},
 		{value: "1.010", cur: "USD", want: 101},
 		{value: "", cur: "USD", bad: true},
@@ -474,6 +520,8 @@ func TestSearchAmount(t *testing.T) {
 		{value: "1e3", cur: "USD", bad: true},
 		{value: "+1.00", cur: "USD", bad: true},
 		{value: "1.00", cur: "US", bad: true},
+		{value: "1.00", cur: "XYZ", bad: true},
+		{value: "--1.00", cur: "USD", bad: true},
 		{value: "99999999999999999999.00", cur: "USD", bad: true},
 	} {
 		got, cur, err := searchAmount(searchMoney{Currency: c.cur, Value: c.value})
