@@ -166,7 +166,7 @@ func (p *Provider) ListObjects(ctx context.Context, hc payonce.HTTPDoer, q payon
 	// HTTP client (Config.HTTPClient, which fetches the webhook
 	// verification's token too), every other request through hc.
 	tokens := tokenRouter{hc: hc, token: p.cfg.HTTPClient}
-	l := &auditLister{p: p, hc: hc, sleep: adapterkit.Sleep, invalidate: p.tokens.invalidate,
+	l := &auditLister{p: p, hc: hc, reads: tokens, sleep: adapterkit.Sleep, invalidate: p.tokens.invalidate,
 		token: func(ctx context.Context) (token, error) { return p.token(ctx, tokens) }}
 	return l.list(ctx, q, yield)
 }
@@ -191,8 +191,12 @@ func (r tokenRouter) Do(req *http.Request) (*http.Response, error) {
 // auditLister is one ListObjects call: its pacing and its seams (the
 // token, its invalidation and sleep, which the package's tests replace).
 type auditLister struct {
-	p          *Provider
-	hc         payonce.HTTPDoer
+	p  *Provider
+	hc payonce.HTTPDoer
+	// reads sends the reads of a transaction by id (getPayment), which
+	// fetch their own token: hc, but the token's POST through
+	// Config.HTTPClient (tokenRouter).
+	reads      payonce.HTTPDoer
 	token      func(ctx context.Context) (token, error)
 	invalidate func(gen uint64)
 	sleep      func(ctx context.Context, d time.Duration) error
@@ -316,10 +320,15 @@ func (l *auditLister) pages(ctx context.Context, from, to time.Time, yield func(
 		}
 		total = max(total, res.TotalPages)
 		for _, d := range res.Details {
-			objs := searchObjects(d.Info)
+			objs, refObject := searchObjects(d.Info)
 			for _, o := range objs {
 				if !o.Created.IsZero() && (o.Created.Before(from) || !o.Created.Before(to)) {
 					continue
+				}
+				if refObject != "" && d.Info.CustomField == "" {
+					if err := l.attribute(ctx, &o, refObject); err != nil {
+						return err
+					}
 				}
 				if err := yield(o); err != nil {
 					return err
@@ -332,6 +341,31 @@ func (l *auditLister) pages(ctx context.Context, from, to time.Time, yield func(
 			return nil
 		}
 	}
+	return nil
+}
+
+// attribute names the operation of o, an object a row yields for another
+// transaction (a reversal's or chargeback's payment, a void's
+// authorization, a returned refund) when the row carries no custom_field:
+// it reads that transaction by id (GET /v2/payments/captures/{id},
+// authorizations/{id} or refunds/{id}, paced like the search) and takes
+// its custom_id. A chargeback is what an audit most needs to see (money
+// taken back after settlement, which no webhook may have told the
+// ledger), and nothing says PayPal copies custom_field onto its row. A
+// transaction PayPal does not find leaves o unattributed, saying so.
+func (l *auditLister) attribute(ctx context.Context, o *payonce.AuditObject, object string) error {
+	if err := l.pace(ctx); err != nil {
+		return err
+	}
+	pm, found, err := l.p.getPayment(ctx, l.reads, object, o.Ref)
+	switch {
+	case err != nil:
+		return fmt.Errorf("paypal: audit: reading the %s %s a %s row acts on: %w", object, o.Ref, o.Status, err)
+	case !found:
+		o.Status += "; its " + object + " " + o.Ref + " is not found"
+		return nil
+	}
+	o.OperationID = operationID(pm.CustomID)
 	return nil
 }
 
@@ -518,19 +552,31 @@ func searchSkipped(code string) bool {
 
 // searchObjects reads one row: the objects it yields (none for a skipped
 // code or a reversal that did not stand), or one unattributed object that
-// says why the row could not be read.
-func searchObjects(r searchRow) []payonce.AuditObject {
+// says why the row could not be read. refObject is the kind of PayPal
+// object (objCapture, objAuthorization, objRefund) the yielded object is,
+// when it is not the row's own transaction but the one
+// paypal_reference_id names.
+func searchObjects(r searchRow) (objs []payonce.AuditObject, refObject string) {
 	if searchSkipped(r.EventCode) {
-		return nil
+		return nil, ""
 	}
 	o, ok, err := searchObject(r)
 	switch {
 	case err != nil:
-		return []payonce.AuditObject{unreadableRow(r, err)}
+		return []payonce.AuditObject{unreadableRow(r, err)}, ""
 	case !ok:
-		return nil
+		return nil, ""
 	}
-	return []payonce.AuditObject{o}
+	switch {
+	case o.Ref == r.TransactionID:
+	case r.EventCode == codeVoid:
+		refObject = objAuthorization
+	case r.EventCode == codeRefund:
+		refObject = objRefund
+	default:
+		refObject = objCapture
+	}
+	return []payonce.AuditObject{o}, refObject
 }
 
 // unreadableRow is a row the adapter cannot read, as an unattributed

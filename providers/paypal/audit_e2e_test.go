@@ -42,7 +42,7 @@ func TestE2EAudit(t *testing.T) {
 		return r
 	}
 	paid := charge("order-paid", mocks.PayPalVaultApproved, 12000, false)
-	charge("order-wallet", mocks.PayPalWalletApproved, 3000, false)
+	wallet := charge("order-wallet", mocks.PayPalWalletApproved, 3000, false)
 	charge("order-captured", mocks.PayPalVaultApproved, 5000, true)
 	_, err = client.Capture(ctx, payonce.CaptureParams{OrderID: "order-captured"})
 	require.NoError(t, err)
@@ -118,6 +118,17 @@ func TestE2EAudit(t *testing.T) {
 	rep = audit(failedAt.Add(-time.Hour), failedAt.Add(time.Hour))
 	require.Equal(t, map[ledger.FindingClass]int{ledger.FindingStatusDiffers: 1}, auditNonZero(rep.Counts), "%+v", rep.Differences)
 	require.Equal(t, refund.OperationID, rep.Differences[0].OperationID)
+	require.Equal(t, payonce.AuditReversed, rep.Differences[0].ProviderState)
+
+	// PayPal reverses the wallet charge's capture after settlement (a
+	// payer's dispute): the ledger still says succeeded.
+	reversedAt := clock.Now()
+	_, err = fake.ReverseCapture(wallet.ProviderRef)
+	require.NoError(t, err)
+	clock.Set(reversedAt.Add(5 * time.Hour))
+	rep = audit(reversedAt.Add(-time.Hour), reversedAt.Add(time.Hour))
+	require.Equal(t, map[ledger.FindingClass]int{ledger.FindingStatusDiffers: 1}, auditNonZero(rep.Counts), "%+v", rep.Differences)
+	require.Equal(t, wallet.OperationID, rep.Differences[0].OperationID)
 	require.Equal(t, payonce.AuditReversed, rep.Differences[0].ProviderState)
 
 	// Recorded, not dry: the findings are in the ledger.

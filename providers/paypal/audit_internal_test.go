@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -88,6 +90,7 @@ func (s *sleeps) all() []time.Duration {
 
 type auditRig struct {
 	srv    *searchServer
+	mt     *httpmock.MockTransport
 	sleeps *sleeps
 	lister *auditLister
 	// tokens hands out test-token-1, test-token-2, ...; dropped records
@@ -104,9 +107,10 @@ func newAuditRig(t *testing.T, answer func(n int, q url.Values) (int, http.Heade
 	require.NoError(t, err)
 	srv := &searchServer{answer: answer}
 	sl := &sleeps{}
-	hc := &http.Client{Transport: srv.transport(t)}
-	rig := &auditRig{srv: srv, sleeps: sl}
-	rig.lister = &auditLister{p: p, hc: hc, sleep: sl.sleep,
+	mt := srv.transport(t)
+	hc := &http.Client{Transport: mt}
+	rig := &auditRig{srv: srv, mt: mt, sleeps: sl}
+	rig.lister = &auditLister{p: p, hc: hc, reads: hc, sleep: sl.sleep,
 		token: func(context.Context) (token, error) {
 			rig.mu.Lock()
 			defer rig.mu.Unlock()
@@ -466,7 +470,7 @@ func TestSearchObjectStates(t *testing.T) {
 		b, err := json.Marshal(c.r["transaction_info"])
 		require.NoError(t, err)
 		require.NoError(t, json.Unmarshal(b, &r))
-		got := searchObjects(r)
+		got, _ := searchObjects(r)
 		if c.none {
 			require.Empty(t, got, c.name)
 			continue
@@ -557,4 +561,43 @@ func TestAuditInfo(t *testing.T) {
 	require.False(t, info.NeedsReport)
 	require.Equal(t, DefaultAuditMargin, info.Margin)
 	require.Contains(t, info.Directions, "GET /v1/reporting/transactions")
+}
+
+func TestListObjectsReadsTheReversedPaymentWhenTheRowNamesNoOperation(t *testing.T) {
+	t.Parallel()
+	at := dayStart.Add(time.Hour)
+	rig := newAuditRig(t, func(int, url.Values) (int, http.Header, any) {
+		return 200, nil, page(1, 1,
+			row("CB1", "T1201", "S", "-10.00", "", "CAP1", at),
+			row("CB2", "T1201", "S", "-10.00", "", "GONE", at),
+			row("CB3", "T1201", "S", "-10.00", "not-payonce", "CAP3", at))
+	})
+	rig.mt.RegisterResponder(http.MethodPost, auditTestBase+"/v1/oauth2/token", func(req *http.Request) (*http.Response, error) {
+		user, pass, ok := req.BasicAuth()
+		if !ok || user != "client" || pass != "secret" {
+			return httpmock.NewJsonResponse(401, map[string]string{"error": "invalid_client"})
+		}
+		return httpmock.NewJsonResponse(200, map[string]any{"access_token": "A21AAread", "token_type": "Bearer", "expires_in": 32400})
+	})
+	var reads []string
+	rig.mt.RegisterRegexpResponder(http.MethodGet, regexp.MustCompile(`/v2/payments/captures/`), func(req *http.Request) (*http.Response, error) {
+		reads = append(reads, req.URL.Path+" "+req.Header.Get("Authorization"))
+		if strings.HasSuffix(req.URL.Path, "/CAP1") {
+			return httpmock.NewJsonResponse(200, map[string]any{"id": "CAP1", "status": "REFUNDED", "custom_id": opA,
+				"amount": map[string]string{"currency_code": "USD", "value": "10.00"}})
+		}
+		return httpmock.NewJsonResponse(404, map[string]any{"name": "RESOURCE_NOT_FOUND", "message": "The specified resource does not exist.",
+			"details": []map[string]string{{"issue": "INVALID_RESOURCE_ID"}}, "debug_id": "nf"})
+	})
+	got, err := rig.list(t, dayStart, dayEnd)
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	require.Equal(t, "CAP1", got[0].Ref)
+	require.Equal(t, opA, got[0].OperationID, "named by the reversed capture's custom_id")
+	require.Equal(t, payonce.AuditReversed, got[0].State)
+	require.Equal(t, "GONE", got[1].Ref)
+	require.Empty(t, got[1].OperationID)
+	require.Contains(t, got[1].Status, "is not found")
+	require.Empty(t, got[2].OperationID, "a custom_field that is not payonce's is not read further")
+	require.Equal(t, []string{"/v2/payments/captures/CAP1 Bearer A21AAread", "/v2/payments/captures/GONE Bearer A21AAread"}, reads)
 }
