@@ -88,7 +88,9 @@ const (
 const auditDirections = "provider → ledger: balance-affecting transactions from GET /v1/reporting/transactions " +
 	"(at least 3 h old, by transaction_initiation_date): payments received (T00nn: a charge captured at once, or an " +
 	"authorization's capture, which carries the authorization's custom_id and so names the charge), refunds (T1107), " +
-	"reversals and chargebacks (T1106, T1201: the payment reversed; T1202: restored), attributed by custom_field; " +
+	"reversals and chargebacks (T1106, T1201: the payment reversed; T1202: restored), a refund's money coming back " +
+	"(the refund reversed), attributed by custom_field (or, on a row without one, by the custom_id of the transaction " +
+	"it acts on, read by id); " +
 	"ledger → provider: refunds that succeeded. Charges are not checked ledger → provider: an authorization is not " +
 	"balance-affecting and is not listed until it is captured; captures and cancels carry no custom_id of their own."
 
@@ -137,7 +139,10 @@ func (p *Provider) AuditInfo() payonce.AuditInfo {
 // OperationID is custom_field when it has the form of a payonce operation
 // id (a lower-case UUID version 5, payonce.Identity.OperationID); any other
 // custom_field is not payonce's (an order the service's own front end
-// created) and the row is unattributed. Key stays empty: invoice_id is the
+// created) and the row is unattributed. A row that yields another
+// transaction (a reversal, a chargeback, a void, a refund's return) and
+// carries no custom_field is attributed by reading that transaction by id
+// (attribute). Key stays empty: invoice_id is the
 // key of whichever request set it, and a capture of an authorization
 // carries the capture's invoice_id beside the authorization's custom_id,
 // so it names another operation than custom_field does. Amount is the
@@ -157,8 +162,12 @@ func (p *Provider) AuditInfo() payonce.AuditInfo {
 // Requests are paced by Config.AuditInterval (DefaultAuditInterval) and
 // carry the OAuth2 bearer token (AuthorizeRequest, through hc). hc is the
 // client's read path, which retries a 429 or a 5xx; a 429 that remains is
-// waited out and asked again (auditRetries times); any other error stops
-// the listing and is returned.
+// waited out and asked again (auditRetries times); a 401 drops the token
+// and asks once more; any other error stops the listing and is returned
+// (an *APIError when PayPal answered).
+//
+// For the audit only: nothing else in the adapter reads the transaction
+// search, and no resend is ever decided from it (see SearchLag).
 func (p *Provider) ListObjects(ctx context.Context, hc payonce.HTTPDoer, q payonce.AuditQuery, yield func(payonce.AuditObject) error) error {
 	// The audit's hc sends GETs only (the engine refuses anything else: an
 	// audit must never move money), but an access token is had with a
