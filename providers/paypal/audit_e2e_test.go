@@ -2,6 +2,7 @@ package paypal_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -153,4 +154,45 @@ func auditTotal(m map[ledger.FindingClass]int) int {
 		n += v
 	}
 	return n
+}
+
+// TestListObjectsPagesTheFake lists more rows than one page holds from the
+// fake PayPal: every row once, in pages of 500, GETs only.
+func TestListObjectsPagesTheFake(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	clock := mocks.NewManualClock(start)
+	fake := mocks.NewPayPal(mocks.PayPalOptions{Options: mocks.Options{Clock: clock.Now}})
+	t.Cleanup(fake.Close)
+	p, err := paypal.New(paypal.Config{ClientID: fake.ClientID(), ClientSecret: fake.ClientSecret(), BaseURL: fake.URL(),
+		Now: clock.Now, AuditInterval: time.Nanosecond})
+	require.NoError(t, err)
+	const n = 1001
+	for i := range n {
+		_, _, err := fake.InjectPayment(mocks.PayPalPaymentSpec{Amount: int64(100 + i), Currency: "EUR",
+			CustomID: fmt.Sprintf("shop-order-%d", i), Created: start.Add(time.Duration(i) * time.Second)})
+		require.NoError(t, err)
+	}
+	clock.Set(start.Add(5 * time.Hour))
+	seen := map[string]payonce.AuditObject{}
+	err = p.ListObjects(context.Background(), fake.Client(), payonce.AuditQuery{From: start, To: start.Add(time.Hour)},
+		func(o payonce.AuditObject) error {
+			if _, dup := seen[o.Ref]; dup {
+				return fmt.Errorf("%s yielded twice", o.Ref)
+			}
+			seen[o.Ref] = o
+			return nil
+		})
+	require.NoError(t, err)
+	require.Len(t, seen, n)
+	for _, o := range seen {
+		require.Empty(t, o.OperationID, "a shop's own custom_id is not a payonce operation id")
+		require.Equal(t, payonce.AuditSucceeded, o.State)
+		require.Equal(t, "EUR", o.Currency)
+	}
+	tr := fake.Truth()
+	require.Equal(t, 3, tr.Requests["GET /v1/reporting/transactions"], "%v", tr.Requests)
+	for route := range tr.Requests {
+		require.Contains(t, []string{"GET /v1/reporting/transactions", "POST /v1/oauth2/token"}, route)
+	}
 }
