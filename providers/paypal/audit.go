@@ -266,8 +266,10 @@ func (l *auditLister) window(ctx context.Context, from, to time.Time, yield func
 	// "Result set size is greater than the maximum limit. Change the filter
 	// criteria and try again."
 	// (https://developer.paypal.com/api/transaction-search/v1/errors/resultset_too_large):
-	// narrower dates are the filter an audit can change. PayPal refuses
-	// before serving any page, so nothing of the window was yielded.
+	// narrower dates are the filter an audit can change. PayPal refuses the
+	// first page; should it refuse a later one, the rows already yielded
+	// are yielded again by the halves, which the engine counts once
+	// (payonce.AuditLister: an object yielded more than once counts once).
 	half := to.Sub(from) / 2
 	if half < searchMinWindow {
 		return fmt.Errorf("paypal: audit: PayPal answers RESULTSET_TOO_LARGE for the window [%s, %s), which cannot be split further",
@@ -596,6 +598,9 @@ func unreadableRow(r searchRow, why error) payonce.AuditObject {
 		status += "; custom_field " + r.CustomField
 	}
 	o := payonce.AuditObject{Ref: r.TransactionID, Kind: payonce.KindCharge, Status: status, PaymentRef: r.ReferenceID}
+	if r.EventCode == codeRefund {
+		o.Kind = payonce.KindRefund
+	}
 	if t, err := parseSearchTime(r.InitiationDate); err == nil {
 		o.Created = t
 	}
