@@ -3,6 +3,7 @@ package paypal
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -600,4 +601,21 @@ func TestListObjectsReadsTheReversedPaymentWhenTheRowNamesNoOperation(t *testing
 	require.Contains(t, got[1].Status, "is not found")
 	require.Empty(t, got[2].OperationID, "a custom_field that is not payonce's is not read further")
 	require.Equal(t, []string{"/v2/payments/captures/CAP1 Bearer A21AAread", "/v2/payments/captures/GONE Bearer A21AAread"}, reads)
+}
+
+func TestListObjectsStopsOnYieldsError(t *testing.T) {
+	t.Parallel()
+	rig := newAuditRig(t, func(int, url.Values) (int, http.Header, any) {
+		return 200, nil, page(1, 2, row("CAP1", "T0006", "S", "5.00", opA, "", dayStart.Add(time.Hour)),
+			row("CAP2", "T0006", "S", "5.00", opA, "", dayStart.Add(time.Hour)))
+	})
+	stop := errors.New("stop here")
+	n := 0
+	err := rig.lister.list(context.Background(), payonce.AuditQuery{From: dayStart, To: dayEnd}, func(payonce.AuditObject) error {
+		n++
+		return stop
+	})
+	require.ErrorIs(t, err, stop)
+	require.Equal(t, 1, n)
+	require.Len(t, rig.srv.queries(), 1, "no page asked after yield's error")
 }
