@@ -160,7 +160,8 @@ func (p *Provider) AuditInfo() payonce.AuditInfo {
 // (AuditParams.ListUnattributed).
 //
 // Requests are paced by Config.AuditInterval (DefaultAuditInterval) and
-// carry the OAuth2 bearer token (AuthorizeRequest, through hc). hc is the
+// carry the adapter's cached OAuth2 access token (fetched, when it must
+// be, through Config.HTTPClient: see tokenRouter). hc is the
 // client's read path, which retries a 429 or a 5xx; a 429 that remains is
 // waited out and asked again (auditRetries times); a 401 drops the token
 // and asks once more; any other error stops the listing and is returned
