@@ -399,8 +399,11 @@ func (l *auditLister) get(ctx context.Context, query url.Values) (searchResponse
 		}
 		res, err := l.getOnce(ctx, query)
 		var f *adapterkit.Failure
-		if !errors.As(err, &f) || f.HTTPStatus != http.StatusTooManyRequests || try == auditRetries {
+		if !errors.As(err, &f) {
 			return res, err
+		}
+		if f.HTTPStatus != http.StatusTooManyRequests || try == auditRetries {
+			return res, l.p.apiError(err)
 		}
 		wait = min(max(2*wait, time.Millisecond), maxAuditWait)
 		if ra := adapterkit.RetryAfter(f.Header.Get("Retry-After"), l.p.now); ra > 0 {

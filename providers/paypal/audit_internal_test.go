@@ -307,7 +307,10 @@ func TestListObjectsGivesUpOnPersistentRateLimits(t *testing.T) {
 		return 429, nil, map[string]any{"name": "RATE_LIMIT_REACHED", "debug_id": "z"}
 	})
 	_, err := rig.list(t, dayStart, dayEnd)
-	require.ErrorContains(t, err, "429")
+	require.ErrorContains(t, err, "HTTP 429")
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr)
+	require.True(t, apiErr.Temporary())
 	require.Len(t, rig.srv.queries(), auditRetries+1)
 }
 
