@@ -89,9 +89,11 @@ type Config struct {
 	// hosts (https only). A loopback host listed here may be http (tests).
 	WebhookCertHosts []string
 	// HTTPClient sends the webhook verification's own requests (the
-	// certificate, the verify-webhook-signature call and its token).
-	// Money-moving calls and lookups never use it: they go through the
-	// payonce client. Defaults to a client with a 10 s timeout.
+	// certificate, the verify-webhook-signature call and its token), and
+	// the token call of an audit, whose requests payonce lets be GETs
+	// only. Money-moving calls, lookups and the audit's GETs never use it:
+	// they go through the payonce client. Defaults to a client with a
+	// 10 s timeout.
 	HTTPClient *http.Client
 	// AuditInterval is the least time between two transaction-search
 	// pages of an audit.
