@@ -233,7 +233,11 @@ func (p *Provider) Name() string { return "paypal" }
 func (p *Provider) Info() payonce.ProviderInfo {
 	return payonce.ProviderInfo{KeyTTL: p.paymentsTTL, MaxKeyLength: MaxKeyLength,
 		KindKeyTTL:          map[payonce.Kind]time.Duration{payonce.KindCharge: p.ordersTTL},
-		LookupProvesAbsence: false, WebhookRedelivery: WebhookRedelivery}
+		LookupProvesAbsence: false, WebhookRedelivery: WebhookRedelivery,
+		// PayPal refunds captures (POST /v2/payments/captures/{id}/refund,
+		// https://developer.paypal.com/docs/api/payments/v2/#captures_refund),
+		// and a manual-capture charge's reference is its authorization's.
+		RefundsCapture: true}
 }
 
 // String describes the Provider without its credentials or token.
