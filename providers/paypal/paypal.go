@@ -105,6 +105,8 @@ func FromEnv(cfg Config, getenv func(string) string) Config {
 // mutable state is the cached access token.
 type Provider struct {
 	cfg Config
+	// wh is the webhook verification's state (webhook_cert.go).
+	wh webhookState
 }
 
 var (
