@@ -72,6 +72,7 @@ const MaxWebhookTransmissionAge = 3*24*time.Hour + 12*time.Hour
 // transmission is a delivery's signature headers, checked for form.
 type transmission struct {
 	id, timeText, algo, certURLText string
+	sigText                         string // the header as it came (VerifyAPI sends it)
 	at                              time.Time
 	sig                             []byte
 	certURL                         *url.URL
@@ -88,6 +89,7 @@ func parseTransmission(h http.Header, hosts []string, now time.Time) (transmissi
 	t := transmission{id: h.Get(headerTransmissionID), timeText: h.Get(headerTransmissionTime),
 		algo: h.Get(headerAuthAlgo), certURLText: h.Get(headerCertURL)}
 	sig := h.Get(headerTransmissionSig)
+	t.sigText = sig
 	for _, f := range []struct {
 		name, v string
 		max     int
