@@ -143,32 +143,14 @@ func signedText(t transmission, webhookID string, body []byte) []byte {
 	return []byte(t.id + "|" + t.timeText + "|" + webhookID + "|" + strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10))
 }
 
-// httpClient is the client of the webhook verification's own requests.
-func (p *Provider) webhookHTTPClient() *http.Client {
-	if p.cfg.HTTPClient != nil {
-		return p.cfg.HTTPClient
-	}
-	return &http.Client{Timeout: 10 * time.Second}
-}
-
-func (p *Provider) webhookCertHosts() []string {
-	if len(p.cfg.WebhookCertHosts) > 0 {
-		return p.cfg.WebhookCertHosts
-	}
-	return DefaultWebhookCertHosts
-}
-
-func (p *Provider) webhookNow() time.Time {
-	if p.cfg.Now != nil {
-		return p.cfg.Now()
-	}
-	return time.Now()
-}
+// webhookHTTPClient is the client of the webhook verification's own
+// requests (New defaults it).
+func (p *Provider) webhookHTTPClient() *http.Client { return p.cfg.HTTPClient }
 
 // verifyOffline checks t's signature over body with the certificate at
 // t.certURL (webhook_cert.go).
 func (p *Provider) verifyOffline(ctx context.Context, t transmission, body []byte) error {
-	leaf, err := p.wh.webhookLeaf(ctx, p.webhookHTTPClient(), t.certURL, p.cfg.WebhookRoots, p.webhookNow())
+	leaf, err := p.wh.webhookLeaf(ctx, p.webhookHTTPClient(), t.certURL, p.cfg.WebhookRoots, p.now())
 	if err != nil {
 		return adapterkit.Unauthenticated(p.Name(), "%s", err.Error())
 	}
@@ -214,7 +196,7 @@ func (p *Provider) ParseWebhook(r *http.Request, body []byte) ([]payonce.Webhook
 	if p.cfg.WebhookID == "" {
 		return nil, adapterkit.Unauthenticated(p.Name(), "no webhook id is configured; set paypal.Config.WebhookID to the id PayPal gave the webhook (WH-... in the app's settings)")
 	}
-	t, err := parseTransmission(r.Header, p.webhookCertHosts(), p.webhookNow())
+	t, err := parseTransmission(r.Header, p.cfg.WebhookCertHosts, p.now())
 	if err != nil {
 		return nil, err
 	}
@@ -277,3 +259,345 @@ func (p *Provider) readEvent(body []byte) ([]payonce.WebhookEvent, error) {
 type unreadableEvent struct{ why string }
 
 func (e *unreadableEvent) Error() string { return e.why }
+
+// Event types the adapter reads (https://developer.paypal.com/api/rest/webhooks/event-names/,
+// "Payments v2" and "Checkout"); every other type is recorded with no
+// targets.
+const (
+	evtCaptureCompleted   = "PAYMENT.CAPTURE.COMPLETED"
+	evtCapturePending     = "PAYMENT.CAPTURE.PENDING"
+	evtCaptureDeclined    = "PAYMENT.CAPTURE.DECLINED"
+	evtCaptureDenied      = "PAYMENT.CAPTURE.DENIED"
+	evtCaptureRefunded    = "PAYMENT.CAPTURE.REFUNDED"
+	evtCaptureReversed    = "PAYMENT.CAPTURE.REVERSED"
+	evtAuthorizationMade  = "PAYMENT.AUTHORIZATION.CREATED"
+	evtAuthorizationVoid  = "PAYMENT.AUTHORIZATION.VOIDED"
+	evtOrderCompleted     = "CHECKOUT.ORDER.COMPLETED"
+	resourceTypeCapture   = "capture"
+	codeReversed          = "REVERSED"
+	authorizationsPathSeg = "/v2/payments/authorizations/"
+	capturesPathSeg       = "/v2/payments/captures/"
+	ordersPathSeg         = "/v2/checkout/orders/"
+)
+
+// webhookPayment is an event's authorization, capture or refund: the
+// fields the adapter reads (wire.go's payment) and its links, whose "up"
+// names the object it belongs to (a capture's authorization or order, a
+// refund's capture; the samples quoted in lat9/paypalr,
+// includes/modules/payment/paypal/PayPalRestful/Webhooks/Events/).
+type webhookPayment struct {
+	payment
+	Links []struct {
+		Href string `json:"href"`
+		Rel  string `json:"rel"`
+	} `json:"links"`
+}
+
+// up is the id of the object of kind seg (authorizationsPathSeg, ...)
+// the payment's "up" link names, "" when it names none.
+func (w webhookPayment) up(seg string) string {
+	for _, l := range w.Links {
+		if l.Rel != "up" {
+			continue
+		}
+		u, err := url.Parse(l.Href)
+		if err != nil {
+			continue
+		}
+		if id, ok := strings.CutPrefix(u.Path, seg); ok && id != "" && !strings.Contains(id, "/") {
+			return id
+		}
+	}
+	return ""
+}
+
+// authorizationOf is the authorization a capture took, "" when it was
+// captured from an order directly (related_ids, else the "up" link).
+func (w webhookPayment) authorizationOf() string {
+	if w.SupplementaryData != nil && w.SupplementaryData.RelatedIDs.AuthorizationID != "" {
+		return w.SupplementaryData.RelatedIDs.AuthorizationID
+	}
+	return w.up(authorizationsPathSeg)
+}
+
+// orderOf is the order a payment belongs to, "" when it does not say.
+func (w webhookPayment) orderOf() string {
+	if id := w.orderID(); id != "" {
+		return id
+	}
+	return w.up(ordersPathSeg)
+}
+
+// eventTargets maps a verified event by its type. What each says, read
+// through the one states table (states.go):
+//
+//	PAYMENT.CAPTURE.COMPLETED, .PENDING, .DECLINED, .DENIED (a capture):
+//	  taken from an authorization (related_ids.authorization_id or an "up"
+//	  link to it): the capture operation (ProviderRef the capture,
+//	  PaymentRef the authorization, Key its invoice_id) by the capture
+//	  reading; when it completed, also the charge that authorized it
+//	  (ProviderRef the authorization) succeeded.
+//	  taken from an order: the charge (charge reading of the capture).
+//	  DECLINED and DENIED with a status the table does not know read as
+//	  DECLINED: the event type says so itself.
+//	PAYMENT.CAPTURE.REFUNDED (a refund): the refund operation by the refund
+//	  reading.
+//	PAYMENT.CAPTURE.REVERSED (a refund PayPal made: a chargeback, a
+//	  reversal): the charge and the capture operation whose object is the
+//	  reversed capture (its id in the "up" link) are Reversals: money that
+//	  had moved was pulled back. On a settled operation that is a
+//	  contradiction (review); a charge reversed before it settled goes to
+//	  review too (payonce's ledger rules, ledgerdriver.ApplyWebhook).
+//	PAYMENT.AUTHORIZATION.CREATED, .VOIDED (an authorization): the charge
+//	  by the charge reading (a voided authorization still succeeded as a
+//	  charge: PayPal voids on expiry too); the cancel (ProviderRef and
+//	  PaymentRef the authorization) and any capture of it (PaymentRef) when
+//	  their reading decides (VOIDED: cancel succeeded, capture failed).
+//	CHECKOUT.ORDER.COMPLETED (an order): the charge by orderState (the
+//	  payment inside decides).
+//
+// A charge is named three ways, each a target of its own, because which
+// id its operation recorded depends on when it was answered (the order's
+// while it held no payment, else the payment's): by custom_id and
+// invoice_id (the operation id and key payonce writes on the purchase
+// unit, copied onto its authorization and capture), without a reference
+// (ObjectOf would read a second reference under the same key as a second
+// object); by the payment's id; and by the order's id. A target matches
+// only an operation that recorded its id, so the three never name two
+// operations for one charge. A capture's custom_id is its order's (the
+// charge's), so capture targets carry no operation id; a refund's is the
+// refund operation's, and its key and payment are set only then.
+func (p *Provider) eventTargets(e webhookEvent) ([]payonce.WebhookTarget, error) {
+	switch e.EventType {
+	case evtCaptureCompleted, evtCapturePending, evtCaptureDeclined, evtCaptureDenied:
+		w, err := p.eventPayment(e)
+		if err != nil {
+			return nil, err
+		}
+		return p.captureTargets(e.EventType, w)
+	case evtCaptureRefunded:
+		w, err := p.eventPayment(e)
+		if err != nil {
+			return nil, err
+		}
+		if e.ResourceType == resourceTypeCapture {
+			// A capture, not its refund: what it says of the capture
+			// (REFUNDED and PARTIALLY_REFUNDED still succeeded).
+			return p.captureTargets(e.EventType, w)
+		}
+		return p.refundTargets(w)
+	case evtCaptureReversed:
+		w, err := p.eventPayment(e)
+		if err != nil {
+			return nil, err
+		}
+		return p.reversalTargets(e, w)
+	case evtAuthorizationMade, evtAuthorizationVoid:
+		w, err := p.eventPayment(e)
+		if err != nil {
+			return nil, err
+		}
+		return p.authorizationTargets(w)
+	case evtOrderCompleted:
+		return p.orderTargets(e)
+	}
+	// Any other type (CHECKOUT.ORDER.APPROVED, disputes, ...) says nothing
+	// the adapter settles on: recorded, acknowledged, no targets.
+	return nil, nil
+}
+
+// eventPayment decodes the event's resource as a payment with an id.
+func (p *Provider) eventPayment(e webhookEvent) (webhookPayment, error) {
+	var w webhookPayment
+	if err := json.Unmarshal(e.Resource, &w); err != nil || w.ID == "" {
+		return w, &unreadableEvent{why: "paypal: event " + e.EventType + ": resource is not a payment object with an id"}
+	}
+	return w, nil
+}
+
+// money reads an object's amount: 0 and "" when it has none.
+func (p *Provider) eventMoney(m *money, what string) (int64, string, error) {
+	if m == nil {
+		return 0, "", nil
+	}
+	n, err := fromPayPal(*m)
+	if err != nil {
+		return 0, "", &unreadableEvent{why: "paypal: " + what + ": amount: " + err.Error()}
+	}
+	return n, m.CurrencyCode, nil
+}
+
+// setState copies st into t: a state that does not decide is processing
+// (adapterkit.WebhookState), so an event changes nothing it does not
+// understand.
+func setState(t *payonce.WebhookTarget, st adapterkit.State) {
+	t.State = adapterkit.WebhookState(st)
+	if t.State == payonce.LookupFailed {
+		t.Code, t.DeclineCode = st.Code, st.Decline
+	}
+	t.Message = st.Message
+}
+
+// chargeTargets names one charge the three ways (see eventTargets).
+func chargeTargets(opID, key string, refs []string, amount int64, currency string, st adapterkit.State) []payonce.WebhookTarget {
+	var ts []payonce.WebhookTarget
+	add := func(t payonce.WebhookTarget) {
+		t.Kind, t.Amount, t.Currency = payonce.KindCharge, amount, currency
+		setState(&t, st)
+		ts = append(ts, t)
+	}
+	if opID != "" {
+		add(payonce.WebhookTarget{OperationID: opID, Key: key})
+	}
+	seen := map[string]bool{}
+	for _, r := range refs {
+		if r != "" && !seen[r] {
+			seen[r] = true
+			add(payonce.WebhookTarget{ProviderRef: r})
+		}
+	}
+	return ts
+}
+
+// captureTargets reads a capture (see eventTargets).
+func (p *Provider) captureTargets(eventType string, w webhookPayment) ([]payonce.WebhookTarget, error) {
+	amount, currency, err := p.eventMoney(w.Amount, "capture "+w.ID)
+	if err != nil {
+		return nil, err
+	}
+	read := func(kind payonce.Kind) adapterkit.State {
+		st := p.paymentState(kind, objCapture, w.payment)
+		if st.Verdict == vUnknown && (eventType == evtCaptureDeclined || eventType == evtCaptureDenied) {
+			declined := w.payment
+			declined.Status = "DECLINED"
+			st = p.paymentState(kind, objCapture, declined)
+			st.Message += " (event " + eventType + ", status " + p.scrub(w.Status) + ")"
+		}
+		return st
+	}
+	if auth := w.authorizationOf(); auth != "" {
+		capture := payonce.WebhookTarget{Kind: payonce.KindCapture, ProviderRef: w.ID, PaymentRef: auth, Key: w.InvoiceID,
+			Amount: amount, Currency: currency}
+		st := read(payonce.KindCapture)
+		setState(&capture, st)
+		ts := []payonce.WebhookTarget{capture}
+		if st.Verdict == vSucceeded {
+			// Captured, so authorized: the charge that made the
+			// authorization succeeded. Its amount is the authorization's,
+			// not this capture's; only the currency is known.
+			ch := payonce.WebhookTarget{Kind: payonce.KindCharge, ProviderRef: auth, Currency: currency}
+			setState(&ch, adapterkit.State{Verdict: vSucceeded})
+			ts = append(ts, ch)
+		}
+		return ts, nil
+	}
+	order := w.orderOf()
+	if order == "" {
+		// Neither the authorization nor the order is named: whose custom_id
+		// and invoice_id it carries cannot be told, so only an operation
+		// that recorded this capture's id is named.
+		st := read(payonce.KindCharge)
+		ts := chargeTargets("", "", []string{w.ID}, amount, currency, st)
+		capture := payonce.WebhookTarget{Kind: payonce.KindCapture, ProviderRef: w.ID, Amount: amount, Currency: currency}
+		setState(&capture, read(payonce.KindCapture))
+		return append(ts, capture), nil
+	}
+	return chargeTargets(w.CustomID, w.InvoiceID, []string{w.ID, order}, amount, currency, read(payonce.KindCharge)), nil
+}
+
+// refundTargets reads a refund.
+func (p *Provider) refundTargets(w webhookPayment) ([]payonce.WebhookTarget, error) {
+	amount, currency, err := p.eventMoney(w.Amount, "refund "+w.ID)
+	if err != nil {
+		return nil, err
+	}
+	t := payonce.WebhookTarget{Kind: payonce.KindRefund, ProviderRef: w.ID, Amount: amount, Currency: currency}
+	if w.CustomID != "" {
+		// payonce writes the refund operation's id and key on its refunds
+		// (custom_id, invoice_id). A refund made elsewhere (the
+		// Dashboard) must not be matched by its capture alone to a refund
+		// operation whose answer was lost.
+		t.OperationID, t.Key, t.PaymentRef = w.CustomID, w.InvoiceID, w.up(capturesPathSeg)
+	}
+	setState(&t, p.paymentState(payonce.KindRefund, objRefund, w.payment))
+	return []payonce.WebhookTarget{t}, nil
+}
+
+// reversalTargets reads PAYMENT.CAPTURE.REVERSED: the reversed capture is
+// the "up" of the refund PayPal made (or the resource itself when it is a
+// capture).
+func (p *Provider) reversalTargets(e webhookEvent, w webhookPayment) ([]payonce.WebhookTarget, error) {
+	captureID := w.up(capturesPathSeg)
+	if e.ResourceType == resourceTypeCapture {
+		captureID = w.ID
+	}
+	if captureID == "" {
+		return nil, &unreadableEvent{why: "paypal: event " + e.EventType + ": names no capture (no \"up\" link to one)"}
+	}
+	currency := ""
+	if w.Amount != nil {
+		currency = w.Amount.CurrencyCode
+	}
+	reason := ""
+	if w.StatusDetails != nil && w.StatusDetails.Reason != "" {
+		reason = " (" + p.scrub(w.StatusDetails.Reason) + ")"
+	}
+	msg := "paypal: capture " + p.scrub(captureID) + " reversed by PayPal" + reason
+	var ts []payonce.WebhookTarget
+	for _, k := range []payonce.Kind{payonce.KindCharge, payonce.KindCapture} {
+		// No amount: a reversal may be partial, and its amount is not the
+		// operation's.
+		ts = append(ts, payonce.WebhookTarget{Kind: k, ProviderRef: captureID, Currency: currency, State: payonce.LookupFailed,
+			Reversal: true, Code: codeReversed, Message: msg})
+	}
+	return ts, nil
+}
+
+// authorizationTargets reads an authorization.
+func (p *Provider) authorizationTargets(w webhookPayment) ([]payonce.WebhookTarget, error) {
+	amount, currency, err := p.eventMoney(w.Amount, "authorization "+w.ID)
+	if err != nil {
+		return nil, err
+	}
+	ts := chargeTargets(w.CustomID, w.InvoiceID, []string{w.ID, w.orderOf()}, amount, currency,
+		p.paymentState(payonce.KindCharge, objAuthorization, w.payment))
+	// The capture and the cancel of this authorization, only when the
+	// authorization's status decides them (VOIDED, DENIED): a CREATED one
+	// says only that they have not happened yet.
+	if st := p.paymentState(payonce.KindCapture, objAuthorization, w.payment); st.Verdict == vSucceeded || st.Verdict == vFailed {
+		// A capture's own reference is its capture id, which an
+		// authorization does not name: it is found by the authorization.
+		t := payonce.WebhookTarget{Kind: payonce.KindCapture, PaymentRef: w.ID, Currency: currency}
+		setState(&t, st)
+		ts = append(ts, t)
+	}
+	if st := p.paymentState(payonce.KindCancel, objAuthorization, w.payment); st.Verdict == vSucceeded || st.Verdict == vFailed {
+		// A cancel's reference is the authorization it voids (Classify
+		// records it).
+		t := payonce.WebhookTarget{Kind: payonce.KindCancel, ProviderRef: w.ID, PaymentRef: w.ID, Currency: currency}
+		setState(&t, st)
+		ts = append(ts, t)
+	}
+	return ts, nil
+}
+
+// orderTargets reads CHECKOUT.ORDER.COMPLETED.
+func (p *Provider) orderTargets(e webhookEvent) ([]payonce.WebhookTarget, error) {
+	var o order
+	if err := json.Unmarshal(e.Resource, &o); err != nil || o.ID == "" {
+		return nil, &unreadableEvent{why: "paypal: event " + e.EventType + ": resource is not an order with an id"}
+	}
+	st, ref, _ := p.orderState(payonce.Request{}, o, false)
+	var opID, key string
+	var amount int64
+	var currency string
+	if len(o.PurchaseUnits) > 0 {
+		pu := o.PurchaseUnits[0]
+		opID, key = pu.CustomID, pu.InvoiceID
+		var err error
+		if amount, currency, err = p.eventMoney(pu.Amount, "order "+o.ID); err != nil {
+			return nil, err
+		}
+	}
+	return chargeTargets(opID, key, []string{ref, o.ID}, amount, currency, st), nil
+}

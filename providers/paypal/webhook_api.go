@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
@@ -72,18 +71,20 @@ func (p *Provider) verifyAPI(ctx context.Context, t transmission, body []byte) e
 		return adapterkit.Unauthenticated(p.Name(), "cannot build the verify-webhook-signature request: %v", err)
 	}
 	hc := p.webhookHTTPClient()
-	token, err := p.webhookToken(ctx, hc)
+	// The token comes from the adapter's one token source (auth.go),
+	// fetched through Config.HTTPClient like the rest of the verification.
+	tok, err := p.token(ctx, hc)
 	if err != nil {
 		return adapterkit.Unauthenticated(p.Name(), "cannot verify the delivery: no access token for verify-webhook-signature (%s); PayPal will deliver it again",
 			p.scrub(err.Error()))
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(p.webhookBaseURL(), "/")+verifyWebhookPath, bytes.NewReader(reqBody))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+verifyWebhookPath, bytes.NewReader(reqBody))
 	if err != nil {
 		return adapterkit.Unauthenticated(p.Name(), "cannot build the verify-webhook-signature request: %v", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Authorization", "Bearer "+tok.value)
 	resp, err := hc.Do(req)
 	if err != nil {
 		return adapterkit.Unauthenticated(p.Name(), "cannot verify the delivery: verify-webhook-signature failed (%s); PayPal will deliver it again", p.scrub(fetchProblem(err)))
@@ -94,8 +95,9 @@ func (p *Provider) verifyAPI(ctx context.Context, t transmission, body []byte) e
 		return adapterkit.Unauthenticated(p.Name(), "cannot verify the delivery: reading verify-webhook-signature's answer failed (%s)", p.scrub(fetchProblem(err)))
 	}
 	if resp.StatusCode == http.StatusUnauthorized {
-		// The token was refused: the next delivery fetches a new one.
-		p.webhookTokenRefused(token)
+		// The token was refused: drop it (only if it is still the cached
+		// one), so that PayPal's redelivery fetches a new one.
+		p.tokens.invalidate(tok.gen)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return adapterkit.Unauthenticated(p.Name(), "cannot verify the delivery: verify-webhook-signature answered HTTP %d%s; PayPal will deliver it again",
@@ -124,11 +126,4 @@ func (p *Provider) verifyErrorText(answer []byte) string {
 		return ""
 	}
 	return fmt.Sprintf(" (%s: %s)", truncateText(p.scrub(e.Name), 100), truncateText(p.scrub(e.Message), 300))
-}
-
-func (p *Provider) webhookBaseURL() string {
-	if p.cfg.BaseURL != "" {
-		return p.cfg.BaseURL
-	}
-	return DefaultBaseURL
 }

@@ -66,16 +66,15 @@ const (
 	certSubjectSuffix = ".paypal.com"
 )
 
-// DefaultWebhookCertHosts are the hosts a PAYPAL-CERT-URL may name when
-// Config.WebhookCertHosts is empty: PayPal's live and sandbox API hosts.
-// Deliveries name api.paypal.com and api.sandbox.paypal.com
-// (https://api.paypal.com/v1/notifications/certs/CERT-360caa42-fca2a594-...,
-// seen in paypal/PayPal-NET-SDK issue 411 and paypal/PayPal-Python-SDK
-// issues 130 and 166); the api-m hosts are PayPal's current API hosts.
-var DefaultWebhookCertHosts = []string{"api.paypal.com", "api-m.paypal.com", "api.sandbox.paypal.com", "api-m.sandbox.paypal.com"}
+// PayPal's cert URLs name its API hosts: deliveries quoted in
+// paypal/PayPal-NET-SDK issue 411 and paypal/PayPal-Python-SDK issues 130
+// and 166 carry https://api.paypal.com/v1/notifications/certs/CERT-... and
+// https://api.sandbox.paypal.com/v1/notifications/certs/CERT-...; New's
+// default, DefaultWebhookCertHosts, lists those and the api-m hosts.
 
 // webhookState is the Provider's webhook verification state: the
-// certificate cache. Its zero value is ready to use.
+// certificate cache. Its zero value is ready to use; it is held by pointer
+// (it holds a mutex).
 type webhookState struct {
 	mu    sync.Mutex
 	certs map[string]*webhookCert

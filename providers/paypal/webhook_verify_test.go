@@ -263,10 +263,9 @@ func TestWebhookCertHostPortMustMatch(t *testing.T) {
 	mustRefuse(t, nil, err, "WebhookCertHosts")
 }
 
-func TestWebhookUnknownVerificationMode(t *testing.T) {
-	f := newWebhookFixture(t, func(c *paypal.Config) { c.WebhookVerification = "none" })
-	_, err := f.parse(f.signed(pingEvent))
-	if err == nil {
-		t.Fatal("accepted with an unknown verification mode")
+func TestWebhookUnknownVerificationModeIsRefusedByNew(t *testing.T) {
+	_, err := paypal.New(paypal.Config{ClientID: "id", ClientSecret: "secret", WebhookVerification: "none"})
+	if err == nil || !strings.Contains(err.Error(), "WebhookVerification") {
+		t.Fatalf("New accepted an unknown verification mode: %v", err)
 	}
 }
