@@ -76,7 +76,7 @@ func issue(t testing.TB, tmpl *x509.Certificate, key *rsa.PrivateKey, parent *te
 	t.Helper()
 	tmpl.SerialNumber = big.NewInt(serial.Add(1))
 	if tmpl.NotBefore.IsZero() {
-		tmpl.NotBefore = testNow.Add(-24 * time.Hour)
+		tmpl.NotBefore = testNow.Add(-60 * 24 * time.Hour)
 	}
 	if tmpl.NotAfter.IsZero() {
 		tmpl.NotAfter = testNow.Add(365 * 24 * time.Hour)
