@@ -235,6 +235,13 @@ func (s *webhookState) cached(ctx context.Context, hc *http.Client, key string) 
 		return c, nil
 	}
 	v, err, _ := s.fetch.Do(key, func() (any, error) {
+		// Another flight may have stored it just before this one began.
+		s.mu.Lock()
+		c := s.certs[key]
+		s.mu.Unlock()
+		if c != nil {
+			return c, nil
+		}
 		c, err := fetchCert(ctx, hc, key)
 		if err != nil {
 			return nil, err
