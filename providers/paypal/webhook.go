@@ -184,7 +184,9 @@ func (p *Provider) verifyOffline(ctx context.Context, t transmission, body []byt
 //     same CRC32 under its headers until its transmission time is
 //     MaxWebhookTransmissionAge old. The deliveries come over TLS to the
 //     service, so a capture needs access to them (a proxy's log, a
-//     mirror); where that is a concern, use VerifyAPI.
+//     mirror of the traffic). VerifyAPI sends the event itself to
+//     PayPal, which knows what it sent; whether PayPal compares more than
+//     the CRC32 there is not documented.
 //   - VerifyAPI: POST /v1/notifications/verify-webhook-signature
 //     (webhook_api.go); only verification_status SUCCESS accepts.
 //
