@@ -2,6 +2,7 @@ package mocks
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -138,8 +139,11 @@ func (h *PayPalHandler) searchTransactions(c *call) (*response, bool) {
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	txns := slices.Clone(h.txns)
+	// Oldest first: rows injected with an earlier time sort into place.
+	slices.SortStableFunc(txns, func(a, b *ppTxn) int { return a.at.Compare(b.at) })
 	var rows []paypalTxnDetail
-	for _, t := range h.txns {
+	for _, t := range txns {
 		if t.at.After(refreshed) || t.at.Before(start) || t.at.After(end) || (txID != "" && t.id != txID) {
 			continue
 		}

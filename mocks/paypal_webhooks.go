@@ -3,6 +3,8 @@ package mocks
 import (
 	"bytes"
 	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
@@ -140,33 +142,23 @@ func ppTransmissionID(n uint64) string {
 
 // ---- the test PKI ----
 
-// ppKeys are the RSA keys of the test PKI: a root, an intermediate and the
-// signing leaf. Generating 2048-bit keys takes a noticeable fraction of a
-// second, so a process makes them once and every fake uses them; each
-// fake issues its own certificates with them (ppCerts). They are never
-// written anywhere and sign only test events.
-var ppKeys = sync.OnceValue(func() [3]*rsa.PrivateKey {
-	var keys [3]*rsa.PrivateKey
-	for i := range keys {
-		k, err := rsa.GenerateKey(rand.Reader, 2048)
-		if err != nil {
-			panic(fmt.Sprintf("mocks: cannot generate the PayPal fake's test key: %v", err))
-		}
-		keys[i] = k
-	}
-	return keys
-})
-
 // ppCerts is one fake's test PKI: a root CA (WebhookRoots), an
-// intermediate, and the leaf whose subject is PayPal's
+// intermediate, and the signing leaf whose subject is PayPal's
 // (CN=messageverificationcerts.paypal.com, O=PayPal, Inc., L=San Jose,
 // ST=California, C=US), served as a PEM chain (leaf, intermediate) at
-// GET /v1/notifications/certs/CERT-...
+// GET /v1/notifications/certs/CERT-... Every fake has keys of its own, so
+// that one fake's root never vouches for another's events. They are made
+// on first use (an RSA-2048 key takes tens of milliseconds; the CAs use
+// P-256 keys, which take microseconds), never written anywhere, and sign
+// only test events.
 type ppCerts struct {
+	name string // CERT-...
+	from time.Time
+
+	once     sync.Once
 	root     *x509.Certificate
 	leafKey  *rsa.PrivateKey
 	chainPEM []byte
-	name     string // CERT-...
 
 	mu     sync.Mutex
 	base   string            // the server's URL, once known
@@ -175,48 +167,66 @@ type ppCerts struct {
 }
 
 func newPPCerts(seed int64, now time.Time) *ppCerts {
-	keys := ppKeys()
-	// Valid long before and after the fake's clock start: tests move the
-	// clock by days and months.
-	from, to := now.Add(-365*24*time.Hour), now.Add(10*365*24*time.Hour)
-	mk := func(serial int64, subject pkix.Name, ca bool, pub *rsa.PublicKey, parent *x509.Certificate, signer *rsa.PrivateKey) *x509.Certificate {
-		t := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: subject, NotBefore: from, NotAfter: to,
-			KeyUsage: x509.KeyUsageDigitalSignature, BasicConstraintsValid: true, IsCA: ca}
-		if ca {
-			t.KeyUsage |= x509.KeyUsageCertSign
-			t.MaxPathLen = 1
-		} else {
-			t.DNSNames = []string{subject.CommonName}
-			t.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
-		}
-		if parent == nil {
-			parent = t
-		}
-		der, err := x509.CreateCertificate(rand.Reader, t, parent, pub, signer)
-		if err != nil {
-			panic(fmt.Sprintf("mocks: cannot make the PayPal fake's test certificate: %v", err))
-		}
-		c, err := x509.ParseCertificate(der)
-		if err != nil {
-			panic(err)
-		}
-		return c
-	}
-	s := seed & 0xffffff
-	root := mk(s<<8|1, pkix.Name{CommonName: "payonce mocks PayPal test root CA", Organization: []string{"payonce mocks"}}, true,
-		&keys[0].PublicKey, nil, keys[0])
-	inter := mk(s<<8|2, pkix.Name{CommonName: "payonce mocks PayPal test intermediate CA", Organization: []string{"payonce mocks"}}, true,
-		&keys[1].PublicKey, root, keys[0])
-	leaf := mk(s<<8|3, pkix.Name{CommonName: ppCertCN, Organization: []string{"PayPal, Inc."}, Locality: []string{"San Jose"},
-		Province: []string{"California"}, Country: []string{"US"}}, false, &keys[2].PublicKey, inter, keys[1])
-	var chain bytes.Buffer
-	_ = pem.Encode(&chain, &pem.Block{Type: "CERTIFICATE", Bytes: leaf.Raw})
-	_ = pem.Encode(&chain, &pem.Block{Type: "CERTIFICATE", Bytes: inter.Raw})
 	name := fmt.Sprintf("CERT-360caa42-fca2a594-%08x", uint32(uint64(seed)*0x9e3779b9))
-	return &ppCerts{root: root, leafKey: keys[2], chainPEM: chain.Bytes(), name: name, events: make(map[string][]byte)}
+	return &ppCerts{name: name, from: now, events: make(map[string][]byte)}
+}
+
+// ensure makes the keys and certificates once.
+func (p *ppCerts) ensure() {
+	p.once.Do(func() {
+		must := func(err error) {
+			if err != nil {
+				panic(fmt.Sprintf("mocks: cannot make the PayPal fake's test PKI: %v", err))
+			}
+		}
+		rootKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		must(err)
+		interKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		must(err)
+		leafKey, err := rsa.GenerateKey(rand.Reader, 2048)
+		must(err)
+		// Valid long before and after the fake's clock start: tests move
+		// the clock by days and months.
+		from, to := p.from.Add(-365*24*time.Hour), p.from.Add(10*365*24*time.Hour)
+		serial := func() *big.Int {
+			n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 64))
+			must(err)
+			return n
+		}
+		mk := func(subject pkix.Name, ca bool, pub any, parent *x509.Certificate, signer crypto.Signer) *x509.Certificate {
+			t := &x509.Certificate{SerialNumber: serial(), Subject: subject, NotBefore: from, NotAfter: to,
+				KeyUsage: x509.KeyUsageDigitalSignature, BasicConstraintsValid: true, IsCA: ca}
+			if ca {
+				t.KeyUsage |= x509.KeyUsageCertSign
+			} else {
+				t.DNSNames = []string{subject.CommonName}
+				t.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+			}
+			if parent == nil {
+				parent = t
+			}
+			der, err := x509.CreateCertificate(rand.Reader, t, parent, pub, signer)
+			must(err)
+			c, err := x509.ParseCertificate(der)
+			must(err)
+			return c
+		}
+		ca := pkix.Name{Organization: []string{"payonce mocks"}}
+		ca.CommonName = "payonce mocks PayPal test root CA"
+		root := mk(ca, true, &rootKey.PublicKey, nil, rootKey)
+		ca.CommonName = "payonce mocks PayPal test intermediate CA"
+		inter := mk(ca, true, &interKey.PublicKey, root, rootKey)
+		leaf := mk(pkix.Name{CommonName: ppCertCN, Organization: []string{"PayPal, Inc."}, Locality: []string{"San Jose"},
+			Province: []string{"California"}, Country: []string{"US"}}, false, &leafKey.PublicKey, inter, interKey)
+		var chain bytes.Buffer
+		must(pem.Encode(&chain, &pem.Block{Type: "CERTIFICATE", Bytes: leaf.Raw}))
+		must(pem.Encode(&chain, &pem.Block{Type: "CERTIFICATE", Bytes: inter.Raw}))
+		p.root, p.leafKey, p.chainPEM = root, leafKey, chain.Bytes()
+	})
 }
 
 func (p *ppCerts) roots() *x509.CertPool {
+	p.ensure()
 	pool := x509.NewCertPool()
 	pool.AddCert(p.root)
 	return pool
@@ -257,6 +267,7 @@ func (p *ppCerts) delivered(id string) []byte {
 
 // sign is SHA256withRSA (PKCS #1 v1.5 over SHA-256) of s, base64.
 func (p *ppCerts) sign(s string) string {
+	p.ensure()
 	sum := sha256.Sum256([]byte(s))
 	sig, err := rsa.SignPKCS1v15(nil, p.leafKey, crypto.SHA256, sum[:])
 	if err != nil {
@@ -267,6 +278,7 @@ func (p *ppCerts) sign(s string) string {
 
 // verify checks a base64 SHA256withRSA signature of s with the leaf key.
 func (p *ppCerts) verify(s, sig string) bool {
+	p.ensure()
 	raw, err := base64.StdEncoding.DecodeString(sig)
 	if err != nil {
 		return false
@@ -277,6 +289,7 @@ func (p *ppCerts) verify(s, sig string) bool {
 
 // getCert is GET /v1/notifications/certs/{name}: the PEM chain.
 func (h *PayPalHandler) getCert(c *call) (*response, bool) {
+	h.certs.ensure()
 	if c.r.PathValue("name") != h.certs.name {
 		return h.errorResponse(c, http.StatusNotFound, "RESOURCE_NOT_FOUND", "The specified resource does not exist."), true
 	}

@@ -205,13 +205,24 @@ func (p *Provider) lookupCharge(ctx context.Context, hc payonce.HTTPDoer, q payo
 			return p.match(q, c.pm.ID, nil, why, p.paymentState(payonce.KindCharge, object, *c.pm), err)
 		},
 	}
-	ids := adapterkit.Known(q)
-	if acting {
-		// The order the charge acts on is known from the request itself.
-		ids = append(ids, strings.TrimPrefix(r.PaymentMethod, MethodOrder))
-	}
-	if err := objs.Read(false, ids...); err != nil {
+	if err := objs.Read(false, adapterkit.Known(q)...); err != nil {
 		return payonce.LookupResult{}, err
+	}
+	if res := objs.Result(0); !acting || res.State != payonce.LookupNotFound {
+		return res, nil
+	}
+	// The order the charge acts on is known from the request itself: read
+	// it when no recorded id found the charge's payment (reading it as
+	// well would count that payment twice).
+	id := strings.TrimPrefix(r.PaymentMethod, MethodOrder)
+	o, found, err := p.getOrder(ctx, hc, id)
+	if err != nil {
+		return payonce.LookupResult{}, err
+	}
+	if found {
+		if err := objs.Add(id, chargeObject{order: &o}); err != nil {
+			return payonce.LookupResult{}, err
+		}
 	}
 	return objs.Result(0), nil
 }

@@ -108,9 +108,13 @@ func FromEnv(cfg Config, getenv func(string) string) Config {
 	return cfg
 }
 
-// DefaultWebhookCertHosts are the hosts a PAYPAL-CERT-URL may name when
-// Config.WebhookCertHosts is empty: PayPal's live and sandbox API hosts.
-var DefaultWebhookCertHosts = []string{"api.paypal.com", "api-m.paypal.com", "api.sandbox.paypal.com", "api-m.sandbox.paypal.com"}
+// DefaultWebhookCertHosts returns the hosts a PAYPAL-CERT-URL may name
+// when Config.WebhookCertHosts is empty: PayPal's live and sandbox API
+// hosts. It is a function, so that no caller can change the default for
+// every other.
+func DefaultWebhookCertHosts() []string {
+	return []string{"api.paypal.com", "api-m.paypal.com", "api.sandbox.paypal.com", "api-m.sandbox.paypal.com"}
+}
 
 // WebhookRedelivery is how long PayPal retries a webhook it could not
 // deliver: "up to 25 times over the course of 3 days"
@@ -197,12 +201,12 @@ func New(cfg Config) (*Provider, error) {
 	for _, h := range cfg.WebhookCertHosts {
 		h = strings.ToLower(strings.TrimSpace(h))
 		if h == "" || strings.ContainsAny(h, "/?#@ ") {
-			return nil, adapterkit.Invalid(prefix, "WebhookCertHosts", "holds %q; list host names or host:port only, such as %q", h, DefaultWebhookCertHosts[0])
+			return nil, adapterkit.Invalid(prefix, "WebhookCertHosts", "holds %q; list host names or host:port only, such as %q", h, DefaultWebhookCertHosts()[0])
 		}
 		hosts = append(hosts, h)
 	}
 	if len(hosts) == 0 {
-		hosts = append(hosts, DefaultWebhookCertHosts...)
+		hosts = DefaultWebhookCertHosts()
 	}
 	cfg.WebhookCertHosts = hosts
 	if cfg.HTTPClient == nil {
