@@ -34,7 +34,7 @@ const (
 	testSubject   = "messageverificationcerts.paypal.com"
 )
 
-var testNow = time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC)
+var whNow = time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC)
 
 type testCA struct {
 	cert *x509.Certificate
@@ -76,10 +76,10 @@ func issue(t testing.TB, tmpl *x509.Certificate, key *rsa.PrivateKey, parent *te
 	t.Helper()
 	tmpl.SerialNumber = big.NewInt(serial.Add(1))
 	if tmpl.NotBefore.IsZero() {
-		tmpl.NotBefore = testNow.Add(-60 * 24 * time.Hour)
+		tmpl.NotBefore = whNow.Add(-60 * 24 * time.Hour)
 	}
 	if tmpl.NotAfter.IsZero() {
-		tmpl.NotAfter = testNow.Add(365 * 24 * time.Hour)
+		tmpl.NotAfter = whNow.Add(365 * 24 * time.Hour)
 	}
 	signer, signerCert := key, tmpl
 	if parent != nil {
@@ -220,7 +220,7 @@ func newWebhookFixture(t testing.TB, mod func(*paypal.Config)) *webhookFixture {
 	k := thePKI(t)
 	srv := newCertServer(t)
 	f := &webhookFixture{srv: srv, pki: k, now: new(time.Time)}
-	*f.now = testNow
+	*f.now = whNow
 	f.certURL = srv.serve("/v1/notifications/certs/CERT-360caa42-fca2a594-test", k.leafPEM)
 	cfg := paypal.Config{ClientID: "client-id", ClientSecret: "client-secret", WebhookID: testWebhookID,
 		WebhookRoots: k.roots, WebhookCertHosts: []string{srv.host()}, Now: func() time.Time { return *f.now }}

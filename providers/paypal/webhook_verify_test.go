@@ -125,7 +125,7 @@ func TestWebhookOfflineRefuses(t *testing.T) {
 		}, "not valid for TLS server or client use"},
 		{"expired leaf", func(f *webhookFixture, d *delivery) {
 			tmpl := leafTemplate(testSubject)
-			tmpl.NotBefore, tmpl.NotAfter = testNow.Add(-48*time.Hour), testNow.Add(-time.Hour)
+			tmpl.NotBefore, tmpl.NotAfter = whNow.Add(-48*time.Hour), whNow.Add(-time.Hour)
 			leaf := issue(t, tmpl, f.pki.leafKey, &f.pki.inter)
 			d.certURL = f.srv.serve("/v1/notifications/certs/CERT-old", pemOf(leaf, f.pki.inter.cert))
 		}, "expired or not yet valid"},
