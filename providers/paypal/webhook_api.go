@@ -71,37 +71,25 @@ func (p *Provider) verifyAPI(ctx context.Context, t transmission, body []byte) e
 		return adapterkit.Unauthenticated(p.Name(), "cannot build the verify-webhook-signature request: %v", err)
 	}
 	hc := p.webhookHTTPClient()
-	// The token comes from the adapter's one token source (auth.go),
-	// fetched through Config.HTTPClient like the rest of the verification.
-	tok, err := p.token(ctx, hc)
-	if err != nil {
-		return adapterkit.Unauthenticated(p.Name(), "cannot verify the delivery: no access token for verify-webhook-signature (%s); PayPal will deliver it again",
-			p.scrub(err.Error()))
+	var (
+		status int
+		answer []byte
+	)
+	for attempt := 0; ; attempt++ {
+		status, answer, err = p.askVerify(ctx, hc, reqBody)
+		if err != nil {
+			return err
+		}
+		if status != http.StatusUnauthorized || attempt > 0 {
+			break
+		}
+		// A 401: the token was revoked or expired early (askVerify dropped
+		// it); one more try under a new token, as every other call of the
+		// adapter does.
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+verifyWebhookPath, bytes.NewReader(reqBody))
-	if err != nil {
-		return adapterkit.Unauthenticated(p.Name(), "cannot build the verify-webhook-signature request: %v", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Authorization", "Bearer "+tok.value)
-	resp, err := hc.Do(req)
-	if err != nil {
-		return adapterkit.Unauthenticated(p.Name(), "cannot verify the delivery: verify-webhook-signature failed (%s); PayPal will deliver it again", p.scrub(fetchProblem(err)))
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxVerifyAnswerBytes))
-	if err != nil {
-		return adapterkit.Unauthenticated(p.Name(), "cannot verify the delivery: reading verify-webhook-signature's answer failed (%s)", p.scrub(fetchProblem(err)))
-	}
-	if resp.StatusCode == http.StatusUnauthorized {
-		// The token was refused: drop it (only if it is still the cached
-		// one), so that PayPal's redelivery fetches a new one.
-		p.tokens.invalidate(tok.gen)
-	}
-	if resp.StatusCode != http.StatusOK {
+	if status != http.StatusOK {
 		return adapterkit.Unauthenticated(p.Name(), "cannot verify the delivery: verify-webhook-signature answered HTTP %d%s; PayPal will deliver it again",
-			resp.StatusCode, p.verifyErrorText(answer))
+			status, p.verifyErrorText(answer))
 	}
 	var v struct {
 		VerificationStatus string `json:"verification_status"`
@@ -114,6 +102,39 @@ func (p *Provider) verifyAPI(ctx context.Context, t transmission, body []byte) e
 			"(wrong paypal.Config.WebhookID, or the body or a header was changed)", truncateText(p.scrub(v.VerificationStatus), 40), verificationSuccess)
 	}
 	return nil
+}
+
+// askVerify POSTs the verification request under the current access token
+// (fetched through hc, the webhook client) and returns the answer. A 401
+// drops the token it used (only if it is still the cached one), so that
+// the next ask fetches a new one.
+func (p *Provider) askVerify(ctx context.Context, hc *http.Client, reqBody []byte) (int, []byte, error) {
+	// The token comes from the adapter's one token source (auth.go).
+	tok, err := p.token(ctx, hc)
+	if err != nil {
+		return 0, nil, adapterkit.Unauthenticated(p.Name(), "cannot verify the delivery: no access token for verify-webhook-signature (%s); PayPal will deliver it again",
+			p.scrub(err.Error()))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+verifyWebhookPath, bytes.NewReader(reqBody))
+	if err != nil {
+		return 0, nil, adapterkit.Unauthenticated(p.Name(), "cannot build the verify-webhook-signature request: %v", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Authorization", "Bearer "+tok.value)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, nil, adapterkit.Unauthenticated(p.Name(), "cannot verify the delivery: verify-webhook-signature failed (%s); PayPal will deliver it again", p.scrub(fetchProblem(err)))
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxVerifyAnswerBytes))
+	if err != nil {
+		return 0, nil, adapterkit.Unauthenticated(p.Name(), "cannot verify the delivery: reading verify-webhook-signature's answer failed (%s)", p.scrub(fetchProblem(err)))
+	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		p.tokens.invalidate(tok.gen)
+	}
+	return resp.StatusCode, answer, nil
 }
 
 // verifyErrorText is ": name: message" of PayPal's error answer, or "".

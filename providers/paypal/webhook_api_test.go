@@ -23,6 +23,7 @@ type fakeVerifyAPI struct {
 	mu       sync.Mutex
 	status   int
 	answer   string
+	fail401  int // answer the next fail401 verifications 401
 	bodies   []string
 	auths    []string
 	tokens   atomic.Int64
@@ -44,6 +45,10 @@ func newFakeVerifyAPI(t *testing.T) *fakeVerifyAPI {
 			a.bodies = append(a.bodies, string(body))
 			a.auths = append(a.auths, r.Header.Get("Authorization"))
 			status, answer := a.status, a.answer
+			if a.fail401 > 0 {
+				a.fail401--
+				status, answer = http.StatusUnauthorized, `{"error":"invalid_token","error_description":"Token signature verification failed"}`
+			}
 			a.mu.Unlock()
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(status)
@@ -117,22 +122,28 @@ func TestWebhookVerifyAPIRefuses(t *testing.T) {
 	}
 }
 
-// A 401 drops the token, so that PayPal's redelivery is verified under a
-// new one.
+// A 401 drops the token and asks once more under a new one; a second 401
+// refuses the delivery.
 func TestWebhookVerifyAPI401RefreshesTheToken(t *testing.T) {
 	f, api := apiFixture(t)
-	api.set(http.StatusUnauthorized, `{"error":"invalid_token","error_description":"Token signature verification failed"}`)
+	api.mu.Lock()
+	api.fail401 = 1
+	api.mu.Unlock()
 	_, err := f.parse(f.signed(pingEvent))
+	require.NoError(t, err)
+	require.Equal(t, int64(2), api.tokens.Load())
+	require.Equal(t, []string{"Bearer A21AAtokenx", "Bearer A21AAtokenxx"}, api.auths)
+	// The new token is reused while it lives.
+	_, err = f.parse(f.signed(pingEvent))
+	require.NoError(t, err)
+	require.Equal(t, int64(2), api.tokens.Load())
+
+	api.mu.Lock()
+	api.fail401 = 2
+	api.mu.Unlock()
+	_, err = f.parse(f.signed(pingEvent))
 	mustRefuse(t, nil, err, "HTTP 401")
-	api.set(http.StatusOK, `{"verification_status":"SUCCESS"}`)
-	_, err = f.parse(f.signed(pingEvent))
-	require.NoError(t, err)
-	require.Equal(t, int64(2), api.tokens.Load())
-	require.Equal(t, "Bearer A21AAtokenxx", api.auths[1])
-	// The token is reused while it lives.
-	_, err = f.parse(f.signed(pingEvent))
-	require.NoError(t, err)
-	require.Equal(t, int64(2), api.tokens.Load())
+	require.Equal(t, int64(3), api.tokens.Load(), "the cached token, then one new one")
 }
 
 // A body that is not one JSON object is not sent to PayPal.

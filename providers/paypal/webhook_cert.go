@@ -242,7 +242,11 @@ func (s *webhookState) cached(ctx context.Context, hc *http.Client, key string) 
 		if c != nil {
 			return c, nil
 		}
-		c, err := fetchCert(ctx, hc, key)
+		// The flight serves every delivery waiting on this URL: it must not
+		// end when the first one's request does.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), webhookVerifyTimeout)
+		defer cancel()
+		c, err := fetchCert(fctx, hc, key)
 		if err != nil {
 			return nil, err
 		}
