@@ -196,7 +196,7 @@ func (p *Provider) verifyOffline(ctx context.Context, t transmission, body []byt
 // orderState), is eventTargets'.
 func (p *Provider) ParseWebhook(r *http.Request, body []byte) ([]payonce.WebhookEvent, error) {
 	if p.cfg.WebhookID == "" {
-		return nil, adapterkit.Unauthenticated(p.Name(), "no webhook id is configured; set paypal.Config.WebhookID to the id PayPal gave the webhook (WH-... in the app's settings)")
+		return nil, adapterkit.Unauthenticated(p.Name(), "no webhook id is configured; set paypal.Config.WebhookID to the id PayPal gave the webhook (the app's Webhooks settings show it, such as 9XL90610J3647323C; not an event's WH-... id)")
 	}
 	t, err := parseTransmission(r.Header, p.cfg.WebhookCertHosts, p.now())
 	if err != nil {
