@@ -347,3 +347,38 @@ func TestE2ERefundOfAManualCaptureActsOnTheCapture(t *testing.T) {
 	require.True(t, ok)
 	require.Zero(t, p2.AmountRefunded)
 }
+
+// HUF and TWD: PayPal takes no decimals for them, payonce counts ISO 4217
+// minor units (2 decimals); the fake's Truth counts as the ledger does.
+// JPY has no decimals in either.
+func TestE2EZeroDecimalCurrencies(t *testing.T) {
+	t.Parallel()
+	e := testkit.NewE2E(t, e2eEnv(mocks.PayPalOptions{}))
+	fake := ppFake(e)
+	for _, tc := range []struct {
+		currency     string
+		amount, part int64
+	}{
+		{currency: "HUF", amount: 150000, part: 40000}, // "1500" and "400" at PayPal
+		{currency: "TWD", amount: 1000, part: 300},     // "10" and "3"
+		{currency: "JPY", amount: 1500, part: 400},
+	} {
+		order := "order-" + tc.currency
+		ch, err := e.Client.Charge(e.Ctx, payonce.ChargeParams{OrderID: order, Amount: tc.amount, Currency: tc.currency, PaymentMethod: mocks.PayPalVaultApproved})
+		require.NoError(t, err, tc.currency)
+		require.Equal(t, payonce.ResultSucceeded, ch.Status)
+		rf, err := e.Client.Refund(e.Ctx, payonce.RefundParams{OrderID: order, RefundSeq: 1, Amount: tc.part, Currency: tc.currency})
+		require.NoError(t, err, tc.currency)
+		require.Equal(t, payonce.ResultSucceeded, rf.Status)
+
+		truth := fake.Truth()
+		require.Equal(t, tc.amount, truth.TotalCharged(tc.currency), "Truth in the ledger's units")
+		require.Equal(t, tc.part, truth.TotalRefunded(tc.currency))
+		p, ok := truth.Payment(ch.ProviderRef)
+		require.True(t, ok)
+		require.Equal(t, tc.amount, p.Amount)
+		r, err := e.Client.Refundable(e.Ctx, order)
+		require.NoError(t, err)
+		require.Equal(t, tc.amount-tc.part, r.Remaining)
+	}
+}
