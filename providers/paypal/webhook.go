@@ -54,7 +54,8 @@ const (
 	maxAuthAlgoBytes         = 100
 
 	// webhookVerifyTimeout bounds the certificate fetch or the
-	// verify-webhook-signature call of one delivery.
+	// verify-webhook-signature call of one delivery, and the re-read of
+	// its object (webhook_reread.go) that follows.
 	webhookVerifyTimeout = 8 * time.Second
 )
 
@@ -68,7 +69,8 @@ const (
 // days, and 12 hours for clocks and PayPal's queue. Why a bound at all:
 // the signature covers the body only through its CRC32 (see ParseWebhook),
 // so a captured delivery could carry another body with the same CRC32; the
-// bound limits how long a capture can be abused.
+// bound limits how long a capture can be replayed. (What such a body says
+// decides nothing: the event's object is re-read from PayPal.)
 const MaxWebhookTransmissionAge = 3*24*time.Hour + 12*time.Hour
 
 // transmission is a delivery's signature headers, checked for form.

@@ -38,9 +38,16 @@ import (
 //	GET /v2/payments/refunds/{id}         https://developer.paypal.com/docs/api/payments/v2/#refunds_get
 //	GET /v2/checkout/orders/{id}          https://developer.paypal.com/docs/api/orders/v2/#orders_get
 //
-// (paypal/PayPal-TypeScript-Server-SDK doc/controllers/payments.md "Get
-// Captured Payment", "Get Authorized Payment", "Get Refund";
-// doc/controllers/orders.md "Get Order".) One GET per delivery of a type
+// (also https://developer.paypal.com/sdk/payment/v2/captures-get and
+// .../refunds-get; paypal/PayPal-TypeScript-Server-SDK
+// doc/controllers/payments.md "Get Captured Payment", "Get Authorized
+// Payment", "Get Refund", doc/controllers/orders.md "Get Order"). Their
+// answers are the SDK's CapturedPayment, AuthorizationWithAdditionalData,
+// Refund and Order (src/models/*.ts), which carry every field the targets
+// are built from: status, status_details, amount, custom_id, invoice_id,
+// supplementary_data.related_ids and the HATEOAS links ("up": the
+// authorization or order of a capture, the capture of a refund). One GET
+// per delivery of a type
 // the adapter reads, none for the others; the token is the cached one
 // (auth.go). What a forged body can still do: name another genuine object
 // of the same account (its read state then applies, which is true), or
@@ -50,7 +57,8 @@ import (
 // payPalID is the form of the ids the adapter reads by: PayPal's order id
 // pattern, ^[A-Z0-9]+$ of length 1 to 36 (paypal/PayPal-TypeScript-Server-SDK
 // doc/controllers/orders.md, "Get Order": id Constraints). PayPal documents
-// no pattern for payment ids ("The PayPal-generated ID"); every one it
+// no pattern for payment ids ("The PayPal-generated ID", ^[\S\s]*$ on
+// https://developer.paypal.com/sdk/payment/v2/captures-get); every one it
 // publishes (3C679366HH908993F, 0VF52814937998046, ...) is 17 of the same
 // characters, so the same rule applies. Why a rule at all: the id comes
 // from a body anyone holding a delivery can forge, and it goes into a URL
@@ -91,7 +99,10 @@ func (p *Provider) rereadClient() *http.Client {
 // event is not applied and the delivery is refused, so PayPal delivers it
 // again (it retries any non-2xx for 3 days:
 // https://developer.paypal.com/api/rest/webhooks/rest/). It wraps
-// payonce.ErrProviderUnavailable: PayPal could not be asked.
+// payonce.ErrProviderUnavailable: PayPal could not be asked. (payonce's
+// WebhookHandler answers every parser error but credentials and source
+// with 400 today; any non-2xx makes PayPal deliver again, and a 503 for
+// this error is the handler's to give.)
 func (p *Provider) rereadFailed(e webhookEvent, path string, err error) error {
 	return fmt.Errorf("paypal: webhook: event %s: cannot read %s from PayPal to check what the event says (%s); "+
 		"nothing applied, PayPal will deliver it again: %w", truncateText(e.ID, 60), path, truncateText(p.scrub(err.Error()), 300), payonce.ErrProviderUnavailable)
