@@ -10,6 +10,7 @@ import (
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/internal/testkit"
+	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/mocks"
 	"github.com/payonce/payonce/providers/paypal"
 )
@@ -35,4 +36,25 @@ func TestReviewOrderMethodChargedByTwoOperations(t *testing.T) {
 	require.NotEqual(t, payonce.ResultSucceeded, second.Status,
 		"the second operation captured nothing (PayPal: ORDER_ALREADY_CAPTURED under another request id), yet it is recorded succeeded with ref %s (the first's: %s)",
 		second.ProviderRef, first.ProviderRef)
+}
+
+// An authorization the charge made and that was released later (voided)
+// leaves the charge succeeded: the states table says so
+// (objAuthorization VOIDED → charge succeeded, "authorized and later
+// released ... still succeeded"). PayPal's order status VOIDED is "All
+// purchase units in the order are voided", which is what an AUTHORIZE
+// order shows once its only authorization is voided. orderState reads an
+// order VOIDED as the charge failed without looking at the payment inside,
+// so the same-request-id repeat (which answers the LATEST status) and the
+// lookup by order id record an authorized charge as declined.
+func TestReviewVoidedOrderHoldingAuthorizationIsNotADecline(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	manual := vaultCharge()
+	manual.Request.CaptureManual = true
+	auths := `{"authorizations":[{"id":"AUTH-1","status":"VOIDED","amount":{"currency_code":"USD","value":"19.99"},"custom_id":"` + opID + `","invoice_id":"` + opID + `"}]}`
+	body := orderJSON("ORD-1", "VOIDED", "AUTHORIZE", opID, opID, auths)
+	o := b.P.Classify(manual, 200, nil, []byte(body))
+	require.NotEqual(t, ledger.OutcomeRefused, o.Class,
+		"a repeat showing the order VOIDED around an authorization VOIDED is a charge that was authorized then released (table: succeeded), not a decline: %+v", o)
 }
