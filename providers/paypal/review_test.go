@@ -58,3 +58,27 @@ func TestReviewVoidedOrderHoldingAuthorizationIsNotADecline(t *testing.T) {
 	require.NotEqual(t, ledger.OutcomeRefused, o.Class,
 		"a repeat showing the order VOIDED around an authorization VOIDED is a charge that was authorized then released (table: succeeded), not a decline: %+v", o)
 }
+
+// An operator-approved resend of a refund goes out under a new key (a new
+// PayPal-Request-Id and invoice_id). If the earlier generation's refund
+// went through (its answer lost), PayPal answers the new one 422
+// CAPTURE_FULLY_REFUNDED ("The capture has already been fully refunded",
+// https://developer.paypal.com/api/payments/v2/errors/capture_fully_refunded)
+// or REFUND_AMOUNT_EXCEEDED (a partial refund that no longer fits). Both
+// are evidence that an earlier refund exists, maybe this operation's; the
+// adapter reads them as a plain refusal, and the operation is recorded
+// failed while its money went back: the service refunds again by other
+// means (or the ledger and PayPal disagree for good). Under a later
+// generation (Key != OperationID) they should be maybe_sent, so that the
+// lookup (which reads the capture's refunds by every key's invoice_id)
+// decides.
+func TestReviewRefundLaterGenerationAlreadyRefundedIsNotRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	refund := withKind(vaultCharge(), payonce.KindRefund, 500, "CAP-1")
+	refund.Key = "0b6f3e1c-2c4d-5e6f-8a9b-0c1d2e3f4a5b.1" // generation 1
+	for _, issue := range []string{"CAPTURE_FULLY_REFUNDED", "REFUND_AMOUNT_EXCEEDED"} {
+		o := b.P.Classify(refund, 422, nil, []byte(ppErr("UNPROCESSABLE_ENTITY", issue, "already refunded")))
+		require.NotEqual(t, ledger.OutcomeRefused, o.Class, "%s to a later generation's refund: an earlier generation's refund may be what took the capture", issue)
+	}
+}
