@@ -180,6 +180,11 @@ type Env struct {
 	// Lookup selects the requests of status lookups. Defaults to every GET
 	// (mocks.Match{Method: "GET"}).
 	Lookup mocks.Match
+	// AuxiliaryPosts select POSTs that move no money (PayPal's OAuth2
+	// token call and its webhook verification call): the scenarios' counts
+	// of what was sent leave them out, so that fetching a credential after
+	// the clock moved is never taken for a resend.
+	AuxiliaryPosts []mocks.Match
 
 	// Currency of every amount the suite sends, e.g. "USD". Defaults to USD.
 	Currency string
@@ -259,8 +264,9 @@ type Env struct {
 	// in Skip with the reason).
 	Reversal *Reversal
 
-	// Skip names scenarios (top-level subtest names of Run) that this
-	// adapter cannot run, each with the reason printed when it is skipped.
+	// Skip names scenarios (top-level subtest names of Run, or a
+	// scenario's subtest as "Scenario/subtest") that this adapter cannot
+	// run, each with the reason printed when it is skipped.
 	Skip map[string]string
 }
 
