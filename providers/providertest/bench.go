@@ -250,10 +250,49 @@ func (b *bench) skipWebhookOnly(why string) {
 
 // chargeBlind is chargeAfter with the status lookups failing (with a 502,
 // more of them than one call makes), so that the client cannot tell what
-// the charge did.
+// the charge did. Where the same-key repeat is the lookup
+// (Env.RepeatIsLookup), the repeats fail the same way.
 func (b *bench) chargeBlind(f mocks.FaultKind, order string, amount int64) (payonce.ChargeParams, payonce.Result, error) {
 	b.env.Fake.Script(b.env.Lookup, repeated(mocks.FaultGatewayBefore502, lookupFaults)...)
-	return b.chargeAfter(f, order, amount)
+	if !b.env.RepeatIsLookup {
+		return b.chargeAfter(f, order, amount)
+	}
+	b.env.Fake.Script(b.env.Charge, append([]mocks.FaultKind{f}, repeated(mocks.FaultGatewayBefore502, lookupFaults)...)...)
+	p := b.charge(order, amount)
+	res, err := b.client.Charge(b.ctx, p)
+	return p, res, err
+}
+
+// sentCharges is how many POSTs the charge endpoint may have received for
+// the operations ids: one each where a lookup finds a lost charge; where
+// the same-key repeat is the lookup (Env.RepeatIsLookup), one per attempt
+// of theirs the ledger journaled as possibly reaching the provider (the
+// first request and its repeats, never a second payment: the bench's end
+// check and the scenarios' charge counts hold that).
+func (b *bench) sentCharges(ids ...string) int {
+	b.t.Helper()
+	if !b.env.RepeatIsLookup {
+		return len(ids)
+	}
+	n := 0
+	for _, id := range ids {
+		_, atts := b.get(id)
+		for _, a := range atts {
+			if a.MayHaveReached {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// skipRepeatIsLookup skips a scenario about a lookup that cannot see a
+// charge the client has no answer of, where the same-key repeat is that
+// lookup (Env.RepeatIsLookup), saying why it is not needed there.
+func (b *bench) skipRepeatIsLookup(why string) {
+	if b.env.RepeatIsLookup {
+		b.t.Skipf("%s repeats a charge with the same key to learn its outcome (Env.RepeatIsLookup): %s", b.env.Provider.Name(), why)
+	}
 }
 
 // reviewPastWindow moves past the key window and charges p again: with the

@@ -228,6 +228,18 @@ type Env struct {
 	// lookup, without sending it again. False requires them to finish in
 	// the first call.
 	AcceptsActions bool
+	// RepeatIsLookup is true when the provider has nothing to look a charge
+	// up by until its request answered with the provider's id, and answers
+	// a repeat of the request with the same key with the first request's
+	// latest status (PayPal's Orders: no search by the adapter's ids, "the
+	// API returns the latest status of the request"): the same-key repeat
+	// is the charge's lookup, made at once (the adapter declares no lag,
+	// and Options.LookupLag does not apply to it). Where the suite expects
+	// a lost charge found by a lookup without a POST, it expects the
+	// repeat: one POST per attempt the ledger journaled, all with the
+	// operation's key, one payment; where it makes lookups fail, it makes
+	// the repeats fail too.
+	RepeatIsLookup bool
 	// FakeLag is true when the fake applies Options.FakeLag: a payment it
 	// created stays invisible to the lookup the adapter uses for that long.
 	// False runs the LookupLag scenario without an invisible payment.
