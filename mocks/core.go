@@ -127,6 +127,24 @@ type jsonDialect interface {
 	jsonBodies()
 }
 
+// formRouteDialect is implemented by JSON dialects with a few form-encoded
+// routes (PayPal's OAuth2 token endpoint): formBody reports whether c's body
+// is a form.
+type formRouteDialect interface {
+	jsonDialect
+	formBody(c *call) bool
+}
+
+// jsonBody reports whether c's body is read as JSON (jsonDialect) rather
+// than as a form.
+func (k *core) jsonBody(c *call) bool {
+	if f, ok := k.d.(formRouteDialect); ok && f.formBody(c) {
+		return false
+	}
+	_, ok := k.d.(jsonDialect)
+	return ok
+}
+
 // core is the state every fake shares: clock, ids, faults, keys, counters.
 type core struct {
 	cfg      coreConfig
@@ -245,7 +263,7 @@ func (k *core) answer(c *call, ep endpoint, fault FaultKind) (resp *response, re
 		k.faults.record(fault)
 		return k.d.rateLimited(c, k.cfg.retryAfter), false
 	}
-	if _, ok := k.d.(jsonDialect); ok {
+	if k.jsonBody(c) {
 		body, canon, err := readJSON(c.r)
 		if err != nil {
 			return k.d.malformed(c, err), false
@@ -262,11 +280,11 @@ func (k *core) answer(c *call, ep endpoint, fault FaultKind) (resp *response, re
 	keyed := c.method == http.MethodPost && c.key != ""
 	id := idemID{scope: c.scope, key: c.key}
 	if keyed {
-		dec, stored := k.idem.begin(id, callFingerprint(c), c.now)
+		dec, stored := k.idem.begin(id, callFingerprint(c), c.now, k.idem.ttlOf(c))
 		k.counters.idem(dec)
 		switch dec {
 		case idemReplay:
-			resp, replayed = stored, true
+			resp, replayed = stored.current(), true
 		case idemMismatch:
 			resp = k.d.keyMismatch(c)
 		case idemInUse:

@@ -35,14 +35,28 @@ type (
 	AdyenError                  = adyenError
 	AdyenNotification           = adyenNotification
 	AdyenNotificationItem       = adyenNotificationItem
+	PayPalOrder                 = paypalOrder
+	PayPalAuthorization         = paypalAuthorization
+	PayPalCapture               = paypalCapture
+	PayPalRefund                = paypalRefund
+	PayPalMinimal               = paypalMinimal
+	PayPalError                 = paypalError
+	PayPalOAuthError            = paypalOAuthError
+	PayPalToken                 = paypalToken
+	PayPalEvent                 = paypalEvent
+	PayPalSearch                = paypalSearch
 )
 
 const (
-	StripeKeyTTL   = stripeKeyTTL
-	YooKassaKeyTTL = yooKassaKeyTTL
-	CheckoutKeyTTL = checkoutKeyTTL
-	AdyenKeyTTL    = adyenKeyTTL
-	MaxBodyBytes   = maxBodyBytes
+	StripeKeyTTL         = stripeKeyTTL
+	YooKassaKeyTTL       = yooKassaKeyTTL
+	CheckoutKeyTTL       = checkoutKeyTTL
+	AdyenKeyTTL          = adyenKeyTTL
+	PayPalOrdersKeyTTL   = paypalOrdersKeyTTL
+	PayPalPaymentsKeyTTL = paypalPaymentsKeyTTL
+	PayPalTokenTTL       = paypalTokenTTL
+	PayPalSearchLag      = paypalSearchLag
+	MaxBodyBytes         = maxBodyBytes
 )
 
 var NewAdyenNotification = newAdyenNotification

@@ -15,6 +15,19 @@ type response struct {
 	status int
 	header http.Header
 	body   []byte
+	// latest, when set, renders the answer anew for a repeat of the key:
+	// providers that answer a repeat with the latest status of what the
+	// first request made (PayPal) set it; nil replays the answer as it was.
+	latest func() *response
+}
+
+// current is the answer a repeat of the key receives: r re-rendered by
+// latest when it has one, r itself otherwise.
+func (r *response) current() *response {
+	if r != nil && r.latest != nil {
+		return r.latest()
+	}
+	return r
 }
 
 // idemPolicy is a provider's idempotency contract.
@@ -34,6 +47,12 @@ type idemPolicy struct {
 	// anew; nil forgets none. Adyen forgets an error it marks
 	// Transient-Error: true.
 	forget func(r *response) bool
+	// ttlFor, when set, gives the key window of the request c that first
+	// uses a key, for providers whose endpoints keep keys for different
+	// periods (PayPal: Orders 6 hours, Payments 45 days); nil gives every
+	// key ttl. ttl should then be the shortest window (sweeps run every
+	// quarter of it).
+	ttlFor func(c *call) time.Duration
 }
 
 type idemID struct{ scope, key string }
@@ -41,6 +60,7 @@ type idemID struct{ scope, key string }
 type idemEntry struct {
 	fingerprint string
 	first       time.Time
+	ttl         time.Duration
 	done        bool
 	resp        *response
 }
@@ -89,12 +109,12 @@ func callFingerprint(c *call) string {
 }
 
 func (s *idemStore) expired(e *idemEntry, now time.Time) bool {
-	return e.done && !now.Before(e.first.Add(s.policy.ttl))
+	return e.done && !now.Before(e.first.Add(e.ttl))
 }
 
-// begin looks the key up and, when the request may run, reserves the key.
-// The returned response is set for idemReplay.
-func (s *idemStore) begin(id idemID, fp string, now time.Time) (idemDecision, *response) {
+// begin looks the key up and, when the request may run, reserves the key
+// for ttl. The returned response is set for idemReplay.
+func (s *idemStore) begin(id idemID, fp string, now time.Time, ttl time.Duration) (idemDecision, *response) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sweepLocked(now)
@@ -112,7 +132,7 @@ func (s *idemStore) begin(id idemID, fp string, now time.Time) (idemDecision, *r
 			}
 		}
 	}
-	s.entries[id] = &idemEntry{fingerprint: fp, first: now}
+	s.entries[id] = &idemEntry{fingerprint: fp, first: now, ttl: ttl}
 	return idemProceed, nil
 }
 
@@ -161,9 +181,17 @@ func (s *idemStore) answered(id idemID) *response {
 // first request still runs.
 func (k *core) replayFirst(c *call, inUse func(*call) *response) *response {
 	if stored := k.idem.answered(idemID{scope: c.scope, key: c.key}); stored != nil {
-		return stored
+		return stored.current()
 	}
 	return inUse(c)
+}
+
+// ttl is the key window of the request c (idemPolicy.ttlFor).
+func (s *idemStore) ttlOf(c *call) time.Duration {
+	if s.policy.ttlFor != nil {
+		return s.policy.ttlFor(c)
+	}
+	return s.policy.ttl
 }
 
 // sweepLocked drops expired keys at most once per quarter TTL of clock time.

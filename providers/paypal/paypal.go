@@ -1,13 +1,17 @@
 package paypal
 
 import (
-	"context"
 	"crypto/x509"
-	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
+	"regexp"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
 
 // Endpoints and defaults applied by New to the zero fields of a Config.
@@ -51,6 +55,9 @@ const (
 )
 
 // Config configures a Provider. Zero fields take the documented defaults.
+//
+// Config formats itself (fmt verbs, String, GoString, slog) with the client
+// credentials redacted.
 type Config struct {
 	// ClientID and ClientSecret are the REST app's credentials, exchanged
 	// for access tokens (OAuth2 client credentials). Required. Read them
@@ -101,10 +108,36 @@ func FromEnv(cfg Config, getenv func(string) string) Config {
 	return cfg
 }
 
+// DefaultWebhookCertHosts returns the hosts a PAYPAL-CERT-URL may name
+// when Config.WebhookCertHosts is empty: PayPal's live and sandbox API
+// hosts. It is a function, so that no caller can change the default for
+// every other.
+func DefaultWebhookCertHosts() []string {
+	return []string{"api.paypal.com", "api-m.paypal.com", "api.sandbox.paypal.com", "api-m.sandbox.paypal.com"}
+}
+
+// WebhookRedelivery is how long PayPal retries a webhook it could not
+// deliver: "up to 25 times over the course of 3 days"
+// (https://developer.paypal.com/api/rest/webhooks/, shared/PROVIDERS.md).
+const WebhookRedelivery = 3 * 24 * time.Hour
+
+// defaultWebhookTimeout bounds the webhook verification's own requests.
+const defaultWebhookTimeout = 10 * time.Second
+
 // Provider is the PayPal adapter. It is safe for concurrent use; its only
 // mutable state is the cached access token.
 type Provider struct {
-	cfg Config
+	// cfg is the Config with its defaults applied (the webhook and audit
+	// code read their fields from it); its secrets are also held, as
+	// Secrets, below.
+	cfg          Config
+	clientID     adapterkit.Secret
+	clientSecret adapterkit.Secret
+	baseURL      string // without a trailing slash
+	ordersTTL    time.Duration
+	paymentsTTL  time.Duration
+	now          func() time.Time
+	tokens       *tokenSource
 }
 
 var (
@@ -112,38 +145,149 @@ var (
 	_ payonce.RequestAuthorizer = (*Provider)(nil)
 )
 
-// New checks cfg, applies its defaults and returns a Provider.
+// New checks cfg, applies its defaults and returns a Provider. An error is
+// a *payonce.ValidationError (errors.Is(err, payonce.ErrInvalid)) naming
+// the Config field and how to fix it; it never contains a credential.
 func New(cfg Config) (*Provider, error) {
-	return &Provider{cfg: cfg}, nil
+	const prefix = "paypal.Config."
+	switch {
+	case cfg.ClientID == "":
+		return nil, adapterkit.Invalid(prefix, "ClientID", "is empty; set it to your REST app's client id (FromEnv reads %s)", EnvClientID)
+	case strings.ContainsFunc(cfg.ClientID, adapterkit.NotToken):
+		return nil, adapterkit.Invalid(prefix, "ClientID", "contains spaces or control characters; copy the client id exactly as the Developer Dashboard shows it")
+	case cfg.ClientSecret == "":
+		return nil, adapterkit.Invalid(prefix, "ClientSecret", "is empty; set it to your REST app's secret (FromEnv reads %s)", EnvClientSecret)
+	case strings.ContainsFunc(cfg.ClientSecret, adapterkit.NotToken):
+		return nil, adapterkit.Invalid(prefix, "ClientSecret", "contains spaces or control characters; copy the secret exactly as the Developer Dashboard shows it")
+	}
+	p := &Provider{clientID: adapterkit.Secret(cfg.ClientID), clientSecret: adapterkit.Secret(cfg.ClientSecret)}
+	var err error
+	if p.baseURL, err = adapterkit.CheckBaseURL(cfg.BaseURL, DefaultBaseURL, "the credentials go in Config.ClientID and Config.ClientSecret"); err != nil {
+		return nil, adapterkit.Invalid(prefix, "BaseURL", "%v", err)
+	}
+	if p.ordersTTL, err = adapterkit.DurationOrDefault(prefix, "OrdersKeyTTL", cfg.OrdersKeyTTL, DefaultOrdersKeyTTL, ""); err != nil {
+		return nil, err
+	}
+	if p.ordersTTL > MaxOrdersKeyTTL {
+		// A window longer than PayPal keeps the key would let a resend
+		// go out as "the same request" after PayPal forgot it: a second
+		// charge.
+		return nil, adapterkit.Invalid(prefix, "OrdersKeyTTL", "is %s; PayPal keeps an Orders PayPal-Request-Id 6 h by default and at most %s for accounts that asked their account manager: set the window your account has, at most %s",
+			p.ordersTTL, MaxOrdersKeyTTL, MaxOrdersKeyTTL)
+	}
+	if p.paymentsTTL, err = adapterkit.DurationOrDefault(prefix, "PaymentsKeyTTL", cfg.PaymentsKeyTTL, DefaultPaymentsKeyTTL, ""); err != nil {
+		return nil, err
+	}
+	if p.paymentsTTL > DefaultPaymentsKeyTTL {
+		return nil, adapterkit.Invalid(prefix, "PaymentsKeyTTL", "is %s; PayPal keeps a Payments v2 PayPal-Request-Id %s: set at most that", p.paymentsTTL, DefaultPaymentsKeyTTL)
+	}
+	if cfg.AuditInterval < 0 {
+		return nil, adapterkit.Invalid(prefix, "AuditInterval", "is negative (%s); leave it 0 for the default", cfg.AuditInterval)
+	}
+	switch cfg.WebhookVerification {
+	case "":
+		cfg.WebhookVerification = VerifyOffline
+	case VerifyOffline, VerifyAPI:
+	default:
+		return nil, adapterkit.Invalid(prefix, "WebhookVerification", "is %q; use paypal.VerifyOffline or paypal.VerifyAPI", string(cfg.WebhookVerification))
+	}
+	if strings.ContainsFunc(cfg.WebhookID, unicode.IsControl) || strings.ContainsFunc(cfg.WebhookID, unicode.IsSpace) {
+		return nil, adapterkit.Invalid(prefix, "WebhookID", "contains spaces or control characters; copy the webhook id (WH-...) exactly as the Developer Dashboard shows it")
+	}
+	hosts := make([]string, 0, len(cfg.WebhookCertHosts))
+	for _, h := range cfg.WebhookCertHosts {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if h == "" || strings.ContainsAny(h, "/?#@ ") {
+			return nil, adapterkit.Invalid(prefix, "WebhookCertHosts", "holds %q; list host names or host:port only, such as %q", h, DefaultWebhookCertHosts()[0])
+		}
+		hosts = append(hosts, h)
+	}
+	if len(hosts) == 0 {
+		hosts = DefaultWebhookCertHosts()
+	}
+	cfg.WebhookCertHosts = hosts
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: defaultWebhookTimeout}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cfg.BaseURL, cfg.OrdersKeyTTL, cfg.PaymentsKeyTTL = p.baseURL, p.ordersTTL, p.paymentsTTL
+	p.cfg, p.now = cfg, cfg.Now
+	p.tokens = &tokenSource{now: cfg.Now}
+	return p, nil
 }
 
 // Name returns "paypal".
 func (p *Provider) Name() string { return "paypal" }
 
-// Info returns the Orders and Payments windows per kind.
+// Info returns the key windows per kind: a charge goes to the Orders
+// endpoints (OrdersKeyTTL, 6 h by default), captures, cancels and refunds
+// to the Payments endpoints (PaymentsKeyTTL, 45 days). PayPal offers no
+// search by the adapter's own ids in Orders, so a lookup's "not found"
+// proves nothing (LookupProvesAbsence false): inside the window a resend
+// with the same PayPal-Request-Id is the lookup, outside it the operation
+// goes to review.
 func (p *Provider) Info() payonce.ProviderInfo {
-	return payonce.ProviderInfo{KeyTTL: DefaultPaymentsKeyTTL, MaxKeyLength: MaxKeyLength,
-		KindKeyTTL: map[payonce.Kind]time.Duration{payonce.KindCharge: DefaultOrdersKeyTTL}}
+	return payonce.ProviderInfo{KeyTTL: p.paymentsTTL, MaxKeyLength: MaxKeyLength,
+		KindKeyTTL:          map[payonce.Kind]time.Duration{payonce.KindCharge: p.ordersTTL},
+		LookupProvesAbsence: false, WebhookRedelivery: WebhookRedelivery}
 }
 
-var errTODO = errors.New("paypal: not built yet")
-
-// NewRequest builds one attempt's request.
-func (p *Provider) NewRequest(ctx context.Context, r payonce.SendRequest) (*http.Request, error) {
-	return nil, errTODO
+// String describes the Provider without its credentials or token.
+// String, GoString, Format and LogValue have value receivers so that a
+// copied Provider value is redacted too (adapterkit's Redaction).
+func (p Provider) String() string {
+	return fmt.Sprintf("paypal.Provider{ClientID:%s ClientSecret:%s BaseURL:%s OrdersKeyTTL:%s PaymentsKeyTTL:%s WebhookID:%q WebhookVerification:%s}",
+		p.clientID, p.clientSecret, p.baseURL, p.ordersTTL, p.paymentsTTL, p.cfg.WebhookID, p.cfg.WebhookVerification)
 }
 
-// AuthorizeRequest adds the access token.
-func (p *Provider) AuthorizeRequest(ctx context.Context, hc payonce.HTTPDoer, req *http.Request) error {
-	return errTODO
+// GoString is String: %#v never shows a credential either.
+func (p Provider) GoString() string { return p.String() }
+
+// Format writes String for every verb.
+func (p Provider) Format(f fmt.State, verb rune) { adapterkit.Format(f, verb, p) }
+
+// LogValue makes slog log the Provider without its credentials.
+func (p Provider) LogValue() slog.Value { return adapterkit.LogValue(p) }
+
+// String describes the Config with its credentials redacted.
+func (c Config) String() string {
+	roots := "nil"
+	if c.WebhookRoots != nil {
+		roots = "set"
+	}
+	hc := "nil"
+	if c.HTTPClient != nil {
+		hc = "set"
+	}
+	return fmt.Sprintf("paypal.Config{ClientID:%s ClientSecret:%s BaseURL:%q OrdersKeyTTL:%s PaymentsKeyTTL:%s WebhookID:%q WebhookVerification:%q WebhookRoots:%s WebhookCertHosts:%q HTTPClient:%s AuditInterval:%s Now:%s}",
+		adapterkit.Secret(c.ClientID), adapterkit.Secret(c.ClientSecret), adapterkit.DisplayURL(c.BaseURL, false), c.OrdersKeyTTL, c.PaymentsKeyTTL,
+		c.WebhookID, string(c.WebhookVerification), roots, c.WebhookCertHosts, hc, c.AuditInterval, adapterkit.NowSet(c.Now))
 }
 
-// Classify reads PayPal's answer to one attempt.
-func (p *Provider) Classify(r payonce.SendRequest, status int, header http.Header, body []byte) payonce.Outcome {
-	return payonce.Outcome{Class: "maybe_sent"}
-}
+// GoString is String: %#v never shows a credential either.
+func (c Config) GoString() string { return c.String() }
 
-// Lookup asks PayPal what became of an operation.
-func (p *Provider) Lookup(ctx context.Context, hc payonce.HTTPDoer, q payonce.LookupQuery) (payonce.LookupResult, error) {
-	return payonce.LookupResult{}, errTODO
+// Format writes String for every verb.
+func (c Config) Format(f fmt.State, verb rune) { adapterkit.Format(f, verb, c) }
+
+// LogValue makes slog log the Config with its credentials redacted.
+func (c Config) LogValue() slog.Value { return adapterkit.LogValue(c) }
+
+// tokenLike matches PayPal access tokens ("A21AA..." followed by
+// base64url), whole or cut, so that one PayPal echoes is never kept.
+var tokenLike = regexp.MustCompile(`\bA21AA[0-9A-Za-z_\-.*]{8,}`)
+
+// scrub removes the credentials, the access tokens in use and anything
+// that looks like a token from a provider message, and bounds its length.
+func (p *Provider) scrub(s string) string {
+	if s == "" {
+		return ""
+	}
+	secrets := []string{string(p.clientSecret), string(p.clientID)}
+	if p.tokens != nil {
+		secrets = append(secrets, p.tokens.known()...)
+	}
+	return adapterkit.Scrub(s, tokenLike, secrets...)
 }
