@@ -7,10 +7,10 @@
 //
 // # Starting a fake
 //
-// Four providers are faked: NewStripe, NewYooKassa, NewCheckout (Checkout.com)
-// and NewAdyen. Each starts a real HTTP server on 127.0.0.1 and takes its
-// own options type (StripeOptions, YooKassaOptions, CheckoutOptions,
-// AdyenOptions), which embeds the Options every fake shares (clock, key TTL,
+// Five providers are faked: NewStripe, NewYooKassa, NewCheckout (Checkout.com),
+// NewAdyen and NewPayPal. Each starts a real HTTP server on 127.0.0.1 and
+// takes its own options type (StripeOptions, YooKassaOptions, CheckoutOptions,
+// AdyenOptions, PayPalOptions), which embeds the Options every fake shares (clock, key TTL,
 // seed, fault rates and delays, logger, webhooks) and adds the provider's
 // credentials and quirks. The zero value of each is ready to use:
 //
@@ -22,8 +22,10 @@
 // bug in the test); each options type's Validate says what is wrong and how
 // to fix it. URL and Client reach the server; the credentials it accepts
 // come from APIKey (Stripe, Adyen), SecretKey (Checkout.com) or ShopID and
-// SecretKey (YooKassa), derived from Seed unless set. NewStripeHandler,
-// NewYooKassaHandler, NewCheckoutHandler and NewAdyenHandler return the same
+// SecretKey (YooKassa) or ClientID and ClientSecret (PayPal, exchanged for
+// tokens), derived from Seed unless set. NewStripeHandler,
+// NewYooKassaHandler, NewCheckoutHandler, NewAdyenHandler and
+// NewPayPalHandler return the same
 // fakes as http.Handlers, for a server of the caller's own (the payonce fake
 // command serves them so). Every fake and handler is safe for concurrent use.
 //
@@ -63,6 +65,20 @@
 // answer, for every merchant account of the company; a repeat while the
 // first runs gets errorCode 704 (409, or 422). Test methods
 // AdyenMethodAuthorised, AdyenMethodRefused, ....
+//
+// PayPal (REST, JSON, OAuth2 client-credentials tokens that expire on the
+// fake's clock): Orders v2 (create with a saved payment source, which
+// completes at once, retrieve, authorize and capture an approved order;
+// ApproveOrder makes one), Payments v2 (authorizations: retrieve, capture,
+// void; captures: retrieve, refund; refunds: retrieve), transaction search
+// (behind by SearchLag) and webhooks signed with a test certificate that
+// chains to WebhookRoots. A PayPal-Request-Id is kept 6 hours on Orders and
+// 45 days on Payments; a repeat, whatever its body, answers the LATEST status
+// of what the first request made (Orders: 200 instead of 201); a repeat
+// while the first runs gets 409 PREVIOUS_REQUEST_IN_PROGRESS; a 500 is not
+// kept (after a processed request, the real outcome is); a second payment
+// with an invoice_id already paid gets 422 DUPLICATE_INVOICE_ID. Test
+// methods PayPalVaultApproved, PayPalVaultDeclined, ....
 //
 // Every fake forgets a key Options.KeyTTL after its first request, on the
 // fake's clock (the provider's documented period by default); a repeat after

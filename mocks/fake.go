@@ -132,7 +132,9 @@ type Options struct {
 	// KeyTTL is how long the fake remembers an idempotency key from its
 	// first request; a repeat after that is a new request. Defaults to
 	// the provider's documented period: 24h for Stripe, YooKassa and
-	// Checkout.com, 31 days for Adyen.
+	// Checkout.com, 31 days for Adyen; PayPal's windows differ per API
+	// (PayPalOptions.OrdersKeyTTL and PaymentsKeyTTL), and KeyTTL, when
+	// set, is both.
 	KeyTTL time.Duration
 	// Seed seeds identifiers, default credentials and random faults: the
 	// same seed and the same request order give the same ids, keys and

@@ -317,6 +317,9 @@ func (h *PayPalHandler) malformed(c *call, err error) *response {
 		ppDetail{Issue: "MALFORMED_REQUEST_JSON", Description: "The request JSON is not well formed."})
 }
 
+// rateLimited is 429 RATE_LIMIT_REACHED
+// (https://developer.paypal.com/api/rest/reference/rate-limiting/), before
+// anything is processed.
 func (h *PayPalHandler) rateLimited(c *call, retryAfter time.Duration) *response {
 	r := h.errorResponse(c, http.StatusTooManyRequests, "RATE_LIMIT_REACHED",
 		"Too many requests. Blocked due to rate limiting.")
@@ -381,7 +384,11 @@ func (h *PayPalHandler) jsonResponse(status int, v any) *response {
 func (h *PayPalHandler) errorResponse(c *call, status int, name, message string, details ...ppDetail) *response {
 	e := paypalError{Name: name, Message: message, DebugID: c.requestID, Details: details}
 	if len(details) > 0 {
-		e.Links = []ppLink{{Href: "https://developer.paypal.com/api/rest/reference/orders/v2/errors/#" + strings.ToLower(details[0].Issue),
+		api := "payments/v2"
+		if strings.HasPrefix(c.path, "/v2/checkout/") {
+			api = "orders/v2"
+		}
+		e.Links = []ppLink{{Href: "https://developer.paypal.com/docs/api/" + api + "/#error-" + details[0].Issue,
 			Rel: "information_link", Method: "GET"}}
 	}
 	return h.jsonResponse(status, e)

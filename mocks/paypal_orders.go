@@ -26,13 +26,20 @@ type ppUnitRequest struct {
 	CustomID       string   `json:"custom_id"`
 	InvoiceID      string   `json:"invoice_id"`
 	SoftDescriptor string   `json:"soft_descriptor"`
+	// Documented fields the fake takes and ignores (purchase_unit_request,
+	// checkout_orders_v2.json); any other field is refused, to catch typos.
+	Payee              any `json:"payee"`
+	PaymentInstruction any `json:"payment_instruction"`
+	Items              any `json:"items"`
+	Shipping           any `json:"shipping"`
 }
 
 type ppOrderRequest struct {
 	Intent             string                  `json:"intent"`
 	PurchaseUnits      []ppUnitRequest         `json:"purchase_units"`
 	PaymentSource      *ppPaymentSourceRequest `json:"payment_source"`
-	ApplicationContext map[string]any          `json:"application_context"`
+	Payer              any                     `json:"payer"`
+	ApplicationContext any                     `json:"application_context"`
 }
 
 type ppOrderActionRequest struct {
@@ -45,10 +52,11 @@ func ppMinimal(c *call) bool {
 	return !strings.Contains(strings.ToLower(c.r.Header.Get("Prefer")), "return=representation")
 }
 
-// orderAnswer renders o for c with status, and sets what a repeat of c's
-// PayPal-Request-Id answers: the order's latest status, 200 OK ("If a
+// orderAnswerLocked renders o for c with status, and sets what a repeat of
+// c's PayPal-Request-Id answers: the order's latest status, 200 OK ("If a
 // duplicate response is retried, returns the HTTP 200 OK status code",
-// checkout_orders_v2.json). h.mu must be held.
+// checkout_orders_v2.json), in the form (minimal or representation) the
+// first request asked for. h.mu must be held.
 func (h *PayPalHandler) orderAnswerLocked(c *call, status int, o *ppOrder) *response {
 	minimal := ppMinimal(c)
 	render := func(status int) *response {
@@ -132,9 +140,12 @@ func (h *PayPalHandler) createOrder(c *call) (*response, bool) {
 		return h.orderAnswerLocked(c, http.StatusCreated, o), true
 	}
 	if vault.payerAction {
+		// Created, waiting for the payer: 201 like any first answer ("A
+		// successful response to a non-idempotent request returns the HTTP
+		// 201 Created status code").
 		o.status = "PAYER_ACTION_REQUIRED"
 		h.addOrderLocked(o)
-		return h.orderAnswerLocked(c, http.StatusOK, o), true
+		return h.orderAnswerLocked(c, http.StatusCreated, o), true
 	}
 	if r := h.duplicateInvoiceLocked(c, o.invoiceID, o.id); r != nil {
 		return r, true

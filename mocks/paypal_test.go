@@ -224,7 +224,7 @@ func TestPayPalDeclinesAndPending(t *testing.T) {
 	ppIssue(t, b.c.post("/v2/payments/authorizations/"+o.PurchaseUnits[0].Payments.Authorizations[0].ID+"/capture", map[string]any{}, "c-deca"),
 		422, "UNPROCESSABLE_ENTITY", "AUTHORIZATION_DENIED")
 
-	o = decode[mocks.PayPalOrder](t, b.c.post(ppOrders, ppOrderBody("CAPTURE", "5.00", "USD", "3ds", "3ds", mocks.PayPalVaultPayerAction), "3ds"), 200)
+	o = decode[mocks.PayPalOrder](t, b.c.post(ppOrders, ppOrderBody("CAPTURE", "5.00", "USD", "3ds", "3ds", mocks.PayPalVaultPayerAction), "3ds"), 201)
 	require.Equal(t, "PAYER_ACTION_REQUIRED", o.Status)
 	require.Nil(t, o.PurchaseUnits[0].Payments)
 	require.Equal(t, "payer-action", o.Links[1].Rel)
@@ -423,7 +423,7 @@ func TestPayPalKeyInUse(t *testing.T) {
 
 func TestPayPalFaults(t *testing.T) {
 	t.Parallel()
-	b := ppSetup(t, mocks.PayPalOptions{})
+	b := ppSetup(t, mocks.PayPalOptions{Options: mocks.Options{HangFor: 5 * time.Millisecond}})
 	body := ppOrderBody("CAPTURE", "10.00", "USD", "p500", "p500", mocks.PayPalVaultApproved)
 	// Processed, then a 500: the key keeps the real outcome.
 	b.f.Script(ppCreate, mocks.FaultProcessed500)
@@ -444,8 +444,18 @@ func TestPayPalFaults(t *testing.T) {
 	b.f.Script(mocks.Match{Path: "/v1/oauth2/token"}, mocks.FaultGatewayBefore502)
 	require.Equal(t, 502, ppTokenRequest(t, b.f, b.f.Client(), b.f.ClientID(), b.f.ClientSecret(), "grant_type=client_credentials").status)
 
+	// Processed, then a proxy's 502 or a held answer: a repeat learns the order.
+	for _, f := range []mocks.FaultKind{mocks.FaultGatewayAfter502, mocks.FaultHangAfterProcessing} {
+		key := f.String()
+		body := ppOrderBody("CAPTURE", "10.00", "USD", key, key, mocks.PayPalVaultApproved)
+		b.f.Script(ppCreate, f)
+		first := b.c.post(ppOrders, body, key)
+		require.Contains(t, []int{201, 502}, first.status)
+		require.Equal(t, "COMPLETED", decode[mocks.PayPalOrder](t, b.c.post(ppOrders, body, key), 200).Status)
+	}
+
 	truth := b.f.Truth()
-	require.Equal(t, map[string]int{"p500": 1, "s500": 1}, truth.ChargesByReference())
+	require.Equal(t, map[string]int{"p500": 1, "s500": 1, "gateway_after_502": 1, "hang_after_processing": 1}, truth.ChargesByReference())
 	require.Equal(t, 1, truth.Faults[mocks.FaultProcessed500])
 }
 

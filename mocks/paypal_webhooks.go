@@ -84,9 +84,6 @@ func (h *PayPalHandler) emitLocked(now time.Time, typ, resourceType string, reso
 		Links: []ppLink{{Href: ppBase + "/v1/notifications/webhooks-events/" + id, Rel: "self", Method: "GET"},
 			{Href: ppBase + "/v1/notifications/webhooks-events/" + id + "/resend", Rel: "resend", Method: "POST"}},
 	}
-	if typ == "CHECKOUT.ORDER.COMPLETED" {
-		ev.ResourceVersion = "2.0"
-	}
 	body := mustMarshal(ev)
 	h.certs.remember(id, body)
 	h.emitWebhook(body)

@@ -155,6 +155,11 @@ func TestPayPalWebhooksSignedAndVerifiable(t *testing.T) {
 		return decode[map[string]string](t, b.c.post("/v1/notifications/verify-webhook-signature", req, ""), 200)["verification_status"]
 	}
 	require.Equal(t, "SUCCESS", verify(func(map[string]any) {}))
+	require.Equal(t, "SUCCESS", verify(func(m map[string]any) {
+		var ev map[string]any
+		require.NoError(t, json.Unmarshal(body, &ev))
+		m["webhook_event"] = ev // re-encoded: other key order, same event
+	}))
 	require.Equal(t, "FAILURE", verify(func(m map[string]any) { m["webhook_id"] = "OTHER" }))
 	require.Equal(t, "FAILURE", verify(func(m map[string]any) { m["transmission_id"] = "x" }))
 	require.Equal(t, "FAILURE", verify(func(m map[string]any) {
