@@ -222,7 +222,7 @@ type demoProvider struct {
 
 // demoProviders are the providers "payonce demo --provider" runs against.
 func demoProviders() []demoProvider {
-	return []demoProvider{stripeDemo(), yookassaDemo(), checkoutDemo(), adyenDemo()}
+	return []demoProvider{stripeDemo(), yookassaDemo(), checkoutDemo(), adyenDemo(), paypalDemo()}
 }
 
 func findDemoProvider(name string) (demoProvider, bool) {
