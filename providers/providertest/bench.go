@@ -169,15 +169,26 @@ func (b *bench) pastWindow() { b.clock.Advance(b.opts.KeyTTL + time.Hour) }
 // posts counts the POSTs the fake received on the endpoint m selects.
 func (b *bench) posts(m mocks.Match) int { return b.truth().Requests["POST "+m.Path] }
 
-// allPosts counts every POST the fake received, but Env.AuxiliaryPosts.
+// allPosts counts every POST the fake received, but Env.Auxiliary ones.
 func (b *bench) allPosts() int {
 	n := 0
-	for route, c := range b.truth().Requests {
-		if strings.HasPrefix(route, "POST ") && !slices.ContainsFunc(b.env.AuxiliaryPosts, func(m mocks.Match) bool { return "POST "+m.Path == route }) {
+	for route, c := range b.requests() {
+		if strings.HasPrefix(route, "POST ") {
 			n += c
 		}
 	}
 	return n
+}
+
+// requests is the fake's Truth().Requests without Env.Auxiliary routes.
+func (b *bench) requests() map[string]int {
+	out := map[string]int{}
+	for route, c := range b.truth().Requests {
+		if !slices.ContainsFunc(b.env.Auxiliary, func(m mocks.Match) bool { return strings.ToUpper(m.Method)+" "+m.Path == route }) {
+			out[route] = c
+		}
+	}
+	return out
 }
 
 // charges counts the authorized payments the fake holds for operation op.
@@ -253,14 +264,31 @@ func (b *bench) skipWebhookOnly(why string) {
 // the charge did. Where the same-key repeat is the lookup
 // (Env.RepeatIsLookup), the repeats fail the same way.
 func (b *bench) chargeBlind(f mocks.FaultKind, order string, amount int64) (payonce.ChargeParams, payonce.Result, error) {
-	b.env.Fake.Script(b.env.Lookup, repeated(mocks.FaultGatewayBefore502, lookupFaults)...)
+	b.failLookups()
 	if !b.env.RepeatIsLookup {
 		return b.chargeAfter(f, order, amount)
 	}
-	b.env.Fake.Script(b.env.Charge, append([]mocks.FaultKind{f}, repeated(mocks.FaultGatewayBefore502, lookupFaults)...)...)
+	// The repeats carry the operation's key (generation 0's is its id);
+	// another request to the endpoint (another system's) goes through.
+	b.env.Fake.Script(b.env.Charge, f)
+	repeat := b.env.Charge
+	repeat.IdempotencyKey = b.env.WireKey(b.opID(payonce.KindCharge, order))
+	b.env.Fake.Script(repeat, repeated(mocks.FaultGatewayBefore502, lookupFaults)...)
 	p := b.charge(order, amount)
 	res, err := b.client.Charge(b.ctx, p)
 	return p, res, err
+}
+
+// failLookups makes the next status lookups fail with a 502, more of them
+// than one call makes. Env.Auxiliary GETs (a webhook certificate) pass
+// through untouched, ahead of them: they are no lookup.
+func (b *bench) failLookups() {
+	for _, m := range b.env.Auxiliary {
+		if strings.EqualFold(m.Method, http.MethodGet) {
+			b.env.Fake.Script(m, repeated(mocks.FaultNone, lookupFaults)...)
+		}
+	}
+	b.env.Fake.Script(b.env.Lookup, repeated(mocks.FaultGatewayBefore502, lookupFaults)...)
 }
 
 // sentCharges is how many POSTs the charge endpoint may have received for

@@ -164,10 +164,11 @@
 // The environments of the adapters in this repository are StripeEnv,
 // YooKassaEnv, CheckoutEnv, AdyenEnv and PayPalEnv (PayPalEnvConfig for
 // webhooks verified by PayPal's API, or an Orders window that differs
-// from the Payments one). POSTs that move no money (PayPal's token and
-// webhook-verification calls) are named in Env.AuxiliaryPosts and left
-// out of the counts of what was sent; a scenario's subtest an adapter
-// cannot run is listed in Env.Skip as "Scenario/subtest".
+// from the Payments one). Requests that move no money and look nothing up
+// (PayPal's token call, webhook certificate and verification call) are
+// named in Env.Auxiliary and left out of the counts of what was sent and
+// requested; a scenario's subtest an adapter cannot run is listed in
+// Env.Skip as "Scenario/subtest".
 //
 // A scenario an adapter cannot run at all is listed in Env.Skip with the
 // reason. Run one scenario with, for example,

@@ -180,11 +180,13 @@ type Env struct {
 	// Lookup selects the requests of status lookups. Defaults to every GET
 	// (mocks.Match{Method: "GET"}).
 	Lookup mocks.Match
-	// AuxiliaryPosts select POSTs that move no money (PayPal's OAuth2
-	// token call and its webhook verification call): the scenarios' counts
-	// of what was sent leave them out, so that fetching a credential after
-	// the clock moved is never taken for a resend.
-	AuxiliaryPosts []mocks.Match
+	// Auxiliary selects requests that neither move money nor look an
+	// operation up (PayPal's OAuth2 token call, its webhook certificate
+	// and its verify-webhook-signature call): the scenarios' counts of
+	// what was sent and requested leave them out, so that fetching a
+	// credential after the clock moved, or a certificate to verify a
+	// delivery, is never taken for a resend or a lookup.
+	Auxiliary []mocks.Match
 
 	// Currency of every amount the suite sends, e.g. "USD". Defaults to USD.
 	Currency string

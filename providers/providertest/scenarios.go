@@ -118,12 +118,12 @@ func testSuccessAndReplay(t *testing.T, s *suite) {
 	require.Equal(t, 1, b.charges(res.OperationID))
 	require.Equal(t, 1, b.posts(b.env.Charge))
 
-	requests := b.truth().Requests
+	requests := b.requests()
 	again, err := b.client.Charge(b.ctx, b.charge("order-ok", 1999))
 	require.NoError(t, err)
 	require.True(t, again.Replayed)
 	require.Equal(t, res.ProviderRef, again.ProviderRef)
-	require.Equal(t, requests, b.truth().Requests, "a settled operation is answered from the ledger: no request at all")
+	require.Equal(t, requests, b.requests(), "a settled operation is answered from the ledger: no request at all")
 
 	op, atts := b.get(res.OperationID)
 	require.Equal(t, ledger.StatusSucceeded, op.Status)
@@ -424,14 +424,14 @@ func testDecline(t *testing.T, s *suite) {
 	require.Equal(t, de.DeclineCode, res.DeclineCode)
 	require.Zero(t, b.charges(res.OperationID))
 
-	requests := b.truth().Requests
+	requests := b.requests()
 	again, err := b.client.Charge(b.ctx, p)
 	require.ErrorIs(t, err, payonce.ErrDeclined)
 	require.True(t, again.Replayed)
 	require.Equal(t, payonce.ResultFailed, again.Status)
 	require.Equal(t, de.Code, again.Code)
 	require.Equal(t, de.DeclineCode, again.DeclineCode)
-	require.Equal(t, requests, b.truth().Requests, "a decline is replayed from the ledger")
+	require.Equal(t, requests, b.requests(), "a decline is replayed from the ledger")
 	op, _ := b.get(res.OperationID)
 	require.Equal(t, ledger.StatusFailed, op.Status)
 }
@@ -453,11 +453,11 @@ func testRefunds(t *testing.T, s *suite) {
 	require.NoError(t, err)
 	require.Equal(t, payonce.ResultSucceeded, r1.Status)
 	require.NotEmpty(t, r1.ProviderRef)
-	requests := b.truth().Requests
+	requests := b.requests()
 	again, err := refund(1, 3000)()
 	require.NoError(t, err)
 	require.True(t, again.Replayed)
-	require.Equal(t, requests, b.truth().Requests, "a settled refund is answered from the ledger")
+	require.Equal(t, requests, b.requests(), "a settled refund is answered from the ledger")
 
 	// The answer of refund #2 is lost; the lookup finds the refund.
 	b.env.Fake.Script(b.env.Refund, mocks.FaultDropAfterProcessing)
@@ -554,11 +554,11 @@ func testCaptureAndCancel(t *testing.T, s *suite) {
 	require.NoError(t, err)
 	require.Equal(t, payonce.ResultSucceeded, c.Status)
 	require.Equal(t, int64(4000), b.payment(a).AmountCaptured)
-	requests := b.truth().Requests
+	requests := b.requests()
 	again, err := capture("order-capture", 4000)()
 	require.NoError(t, err)
 	require.True(t, again.Replayed)
-	require.Equal(t, requests, b.truth().Requests)
+	require.Equal(t, requests, b.requests())
 	_, err = b.found(b.env.Cancel, cancel("order-capture"))
 	require.ErrorIs(t, err, payonce.ErrDeclined, "a captured payment cannot be canceled")
 

@@ -227,7 +227,7 @@ func testWebhookForged(t *testing.T, s *suite) {
 	res := b.lostCharge("order-forged", 1700)
 	held := b.waitHeld()
 	before, beforeAtts := b.get(res.OperationID)
-	requests := b.truth().Requests
+	requests := b.requests()
 
 	for _, f := range b.env.WebhookForgeries {
 		for _, d := range held {
@@ -241,7 +241,7 @@ func testWebhookForged(t *testing.T, s *suite) {
 	require.Equal(t, before, op, "a refused delivery changes nothing")
 	require.Equal(t, beforeAtts, atts)
 	require.Empty(t, b.webhookAudit(res.OperationID))
-	require.Equal(t, requests, b.truth().Requests, "a refused delivery causes no request")
+	require.Equal(t, requests, b.requests(), "a refused delivery causes no request")
 
 	// The same deliveries, genuine, are accepted: what was refused was the
 	// forgery, not the event.
@@ -268,7 +268,7 @@ func testWebhookReplay(t *testing.T, s *suite) {
 	op := b.settledByWebhook(res.OperationID, ledger.StatusSucceeded)
 	audit := b.webhookAudit(res.OperationID)
 	_, atts := b.get(res.OperationID)
-	requests := b.truth().Requests
+	requests := b.requests()
 
 	accepted := b.hooks.Accepted()
 	require.GreaterOrEqual(t, len(accepted), st.Delivered)
@@ -280,7 +280,7 @@ func testWebhookReplay(t *testing.T, s *suite) {
 	require.Equal(t, op, again, "a replay changes nothing")
 	require.Equal(t, atts, againAtts)
 	require.Equal(t, audit, b.webhookAudit(res.OperationID), "a duplicate writes no audit entry")
-	require.Equal(t, requests, b.truth().Requests)
+	require.Equal(t, requests, b.requests())
 
 	rep, err := b.client.Charge(b.ctx, b.charge("order-replay", 1800))
 	require.NoError(t, err)
@@ -308,7 +308,7 @@ func testWebhookOutOfOrder(t *testing.T, s *suite) {
 	authEvents := len(b.hooks.Held())
 
 	b.env.Fake.Script(b.env.Capture, mocks.FaultDropAfterProcessing)
-	b.env.Fake.Script(b.env.Lookup, repeated(mocks.FaultGatewayBefore502, lookupFaults)...)
+	b.failLookups()
 	capture := payonce.CaptureParams{OrderID: order, Amount: 2600, Currency: b.env.Currency}
 	c, err := b.client.Capture(b.ctx, capture)
 	require.ErrorIs(t, err, payonce.ErrOutcomeUnknown, "the capture's answer was lost and the lookup cannot answer")
@@ -543,7 +543,7 @@ func testWebhookDeliveryFaults(t *testing.T, s *suite) {
 	expect := map[string]Expected{}
 	lose := func(m mocks.Match, call func() (payonce.Result, error), e Expected) string {
 		b.env.Fake.Script(m, mocks.FaultDropAfterProcessing)
-		b.env.Fake.Script(b.env.Lookup, repeated(mocks.FaultGatewayBefore502, lookupFaults)...)
+		b.failLookups()
 		res, err := call()
 		if err != nil {
 			// The event may have come first and settled it; otherwise the

@@ -230,7 +230,7 @@ func earlierGeneration(t *testing.T, s *suite, lost bool) {
 	case lost:
 		b.hooks.Hold()
 		b.env.Fake.Script(m, mocks.FaultDropAfterProcessing)
-		b.env.Fake.Script(b.env.Lookup, repeated(mocks.FaultGatewayBefore502, lookupFaults)...)
+		b.failLookups()
 		res, err := call()
 		require.ErrorIs(t, err, payonce.ErrOutcomeUnknown, "the answer was lost and the lookup cannot answer")
 		id = res.OperationID
