@@ -233,8 +233,9 @@ func (h *PayPalHandler) completeOrderLocked(c *call, o *ppOrder) {
 }
 
 // ppDeclineCode is the processor response of the declined test vault:
-// 5120, INSUFFICIENT_FUNDS (processor_response.response_code,
-// checkout_orders_v2.json).
+// 5120, one of the codes of processor_response.response_code
+// (checkout_orders_v2.json), INSUFFICIENT_FUNDS in PayPal's processor
+// response table.
 const ppDeclineCode = "5120"
 
 // getOrder is GET /v2/checkout/orders/{id}.

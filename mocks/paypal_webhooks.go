@@ -47,6 +47,13 @@ import (
 //	PAYMENT.CAPTURE.REFUNDED        a refund (resource: the refund)
 //	PAYMENT.CAPTURE.REVERSED        PayPal reversed a capture (ReverseCapture; resource: the reversal, a refund)
 //	CHECKOUT.ORDER.COMPLETED        an order completed (resource: the order)
+//
+// PAYMENT.CAPTURE.REVERSED's resource is a refund (resource_type "refund",
+// note_to_payer "Payment reversed", status COMPLETED, a link rel "up" to
+// the capture, no custom_id), as in PayPal's sample delivery of
+// 2018-08-15 (WH-6F207351SC284371F-0KX52201050121307) that public
+// integrations reproduce in their tests; that delivery also carries
+// PAYPAL-AUTH-VERSION: v2.
 const (
 	ppHeaderTransmissionID   = "PAYPAL-TRANSMISSION-ID"
 	ppHeaderTransmissionTime = "PAYPAL-TRANSMISSION-TIME"
@@ -122,6 +129,7 @@ func (h *PayPalHandler) signWebhook(body []byte, hd http.Header) {
 	hd.Set(ppHeaderTransmissionSig, h.certs.sign(ppSignedString(tid, ts, h.webhookID, body)))
 	hd.Set(ppHeaderCertURL, h.certs.certURL())
 	hd.Set(ppHeaderAuthAlgo, ppAuthAlgo)
+	hd.Set("PAYPAL-AUTH-VERSION", "v2")
 	hd.Set("Content-Type", "application/json")
 	hd.Set("User-Agent", "PayPal/AUHD-214.0-58843498")
 }

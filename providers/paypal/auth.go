@@ -34,6 +34,10 @@ const TokenMargin = 5 * time.Minute
 // maxTokenAnswer bounds the token answer the adapter reads.
 const maxTokenAnswer = 64 << 10
 
+// tokenTimeout bounds a token fetch started by a caller without a
+// deadline.
+const tokenTimeout = 30 * time.Second
+
 // maxUsed bounds how many attempts' tokens are remembered for Classify.
 const maxUsed = 4096
 
@@ -175,7 +179,12 @@ func (p *Provider) token(ctx context.Context, hc payonce.HTTPDoer) (token, error
 		if t, ok := p.tokens.valid(); ok {
 			return t, nil
 		}
-		return p.fetchToken(ctx, hc)
+		// The fetch serves every waiter: the caller that started it
+		// going away must not fail the others, so it keeps only the
+		// caller's deadline (or tokenTimeout).
+		fctx, cancel := detach(ctx)
+		defer cancel()
+		return p.fetchToken(fctx, hc)
 	})
 	select {
 	case res := <-ch:
@@ -186,6 +195,16 @@ func (p *Provider) token(ctx context.Context, hc payonce.HTTPDoer) (token, error
 	case <-ctx.Done():
 		return token{}, fmt.Errorf("paypal: access token: %w", ctx.Err())
 	}
+}
+
+// detach is ctx without its cancellation, keeping its deadline, or
+// tokenTimeout (real time: a context's deadline is never the adapter's
+// clock) when it has none.
+func detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(context.WithoutCancel(ctx), dl)
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), tokenTimeout)
 }
 
 // tokenAnswer is the token endpoint's answer (OAuthToken).

@@ -107,23 +107,35 @@ func TestTokenOneFetchAtATime(t *testing.T) {
 	}
 }
 
+// A waiter gives up when its own context ends; the fetch it started goes
+// on for the others.
 func TestTokenWaiterHonoursItsContext(t *testing.T) {
 	t.Parallel()
 	b := testkit.Setup(t, paypal.New, paypal.Config{ClientID: testClientID, ClientSecret: testSecret})
 	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
+	var n atomic.Int32
 	b.MT.RegisterResponder(http.MethodPost, base+"/v1/oauth2/token", func(*http.Request) (*http.Response, error) {
+		n.Add(1)
 		<-release
-		return respond(500, ""), nil
+		return respond(200, `{"access_token":"A21AAlate","token_type":"Bearer","expires_in":32400}`), nil
 	})
 	ctx, cancel := context.WithCancel(context.Background())
-	hr, err := b.P.NewRequest(context.Background(), vaultCharge())
+	first, err := b.P.NewRequest(context.Background(), vaultCharge())
 	require.NoError(t, err)
 	done := make(chan error)
-	go func() { done <- b.P.AuthorizeRequest(ctx, b.HC, hr) }()
+	go func() { done <- b.P.AuthorizeRequest(ctx, b.HC, first) }()
+	require.Eventually(t, func() bool { return n.Load() == 1 }, 5*time.Second, time.Millisecond)
+	second, err := b.P.NewRequest(context.Background(), orderCharge())
+	require.NoError(t, err)
+	waited := make(chan error)
+	go func() { waited <- b.P.AuthorizeRequest(context.Background(), b.HC, second) }()
 	cancel()
 	require.ErrorIs(t, <-done, context.Canceled)
-	require.Empty(t, hr.Header.Get("Authorization"))
+	require.Empty(t, first.Header.Get("Authorization"))
+	close(release)
+	require.NoError(t, <-waited, "the fetch went on for the other waiter")
+	require.Equal(t, "Bearer A21AAlate", second.Header.Get("Authorization"))
+	require.EqualValues(t, 1, n.Load())
 }
 
 // A 401 drops the token only if it is the one the rejected attempt used:
