@@ -207,6 +207,25 @@ func detach(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), tokenTimeout)
 }
 
+// tokenVia sends the token fetch (POST /v1/oauth2/token) through post and
+// every other request through hc. An audit's lookups (LookupQuery.Audit)
+// get a doer that sends only GETs: payonce refuses anything else there, so
+// that no audit can move money. The token call moves none; it goes through
+// Config.HTTPClient instead, to the same BaseURL.
+type tokenVia struct {
+	hc, post payonce.HTTPDoer
+}
+
+func (d tokenVia) Do(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, tokenPath) {
+		return d.post.Do(req)
+	}
+	return d.hc.Do(req)
+}
+
+// tokenPath is PayPal's OAuth2 token endpoint.
+const tokenPath = "/v1/oauth2/token"
+
 // tokenAnswer is the token endpoint's answer (OAuthToken).
 type tokenAnswer struct {
 	AccessToken string `json:"access_token"`
@@ -216,7 +235,7 @@ type tokenAnswer struct {
 
 // fetchToken asks PayPal for an access token and caches it.
 func (p *Provider) fetchToken(ctx context.Context, hc payonce.HTTPDoer) (token, error) {
-	const path = "/v1/oauth2/token"
+	const path = tokenPath
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+path, strings.NewReader("grant_type=client_credentials"))
 	if err != nil {
 		return token{}, fmt.Errorf("paypal: access token: build POST %s: %w", path, err)

@@ -229,3 +229,28 @@ func TestTokenErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorContains(t, b.P.AuthorizeRequest(context.Background(), nil, hr), "nil HTTPDoer")
 }
+
+// An audit's lookup gets a doer that refuses anything but GET (payonce's
+// auditDoer): the token is fetched through Config.HTTPClient instead.
+func TestAuditLookupFetchesTokenThroughHTTPClient(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	p := testkit.New(t, paypal.New, paypal.Config{ClientID: testClientID, ClientSecret: testSecret, HTTPClient: b.HC})
+	b.MT.RegisterResponder(http.MethodGet, base+"/v2/payments/captures/CAP-1", func(req *http.Request) (*http.Response, error) {
+		require.Equal(t, "Bearer "+testToken, req.Header.Get("Authorization"))
+		return respond(200, capJSON("CAP-1", "COMPLETED", "19.99", opID, opID)), nil
+	})
+	getOnly := testkit.DoerFunc(func(req *http.Request) (*http.Response, error) {
+		if req.Method != http.MethodGet {
+			return nil, fmt.Errorf("an audit sends only GET and HEAD requests, refused %s", req.Method)
+		}
+		return b.HC.Do(req)
+	})
+	q := payonce.LookupQuery{OperationID: opID, Key: opID, Request: vaultCharge().Request, ProviderRef: "CAP-1"}
+	_, err := p.Lookup(context.Background(), getOnly, q)
+	require.ErrorContains(t, err, "refused POST", "a reconciliation lookup fetches its token through hc")
+	q.Audit = true
+	res, err := p.Lookup(context.Background(), getOnly, q)
+	require.NoError(t, err)
+	require.Equal(t, payonce.LookupSucceeded, res.State)
+}

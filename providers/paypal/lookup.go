@@ -163,11 +163,17 @@ func (p *Provider) getPayment(ctx context.Context, hc payonce.HTTPDoer, object, 
 // operation goes to review. Transaction search lags up to 3 hours and has
 // no custom-id filter: it serves the audit, never a resend.
 //
+// An audit's lookup (q.Audit) gets a doer that sends GETs only: its token,
+// when one must be fetched, goes through Config.HTTPClient.
+//
 // Every object is checked to belong to the operation (custom_id,
 // invoice_id, amount, currency where it carries them): one that does not is
 // a Contradiction. Objects of every key generation are combined by
 // adapterkit.Combine. Reads by id are consistent: Lag is 0.
 func (p *Provider) Lookup(ctx context.Context, hc payonce.HTTPDoer, q payonce.LookupQuery) (payonce.LookupResult, error) {
+	if q.Audit && hc != nil {
+		hc = tokenVia{hc: hc, post: p.cfg.HTTPClient}
+	}
 	return adapterkit.Lookups{Provider: p.Name(), Charge: p.lookupCharge, Capture: p.lookupCapture,
 		Cancel: p.lookupCancel, Refund: p.lookupRefund}.Lookup(ctx, hc, q)
 }
