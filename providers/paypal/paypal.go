@@ -138,6 +138,9 @@ type Provider struct {
 	paymentsTTL  time.Duration
 	now          func() time.Time
 	tokens       *tokenSource
+	// wh is the webhook verification's state (webhook_cert.go): the
+	// certificate cache.
+	wh *webhookState
 }
 
 var (
@@ -215,6 +218,7 @@ func New(cfg Config) (*Provider, error) {
 	cfg.BaseURL, cfg.OrdersKeyTTL, cfg.PaymentsKeyTTL = p.baseURL, p.ordersTTL, p.paymentsTTL
 	p.cfg, p.now = cfg, cfg.Now
 	p.tokens = &tokenSource{now: cfg.Now}
+	p.wh = &webhookState{}
 	return p, nil
 }
 
