@@ -87,6 +87,9 @@ func auditClient(p crashProvider, store ledger.Store, url, creds string) (*payon
 // itself (the listing or the ledger failing) is returned: the audit did
 // not compare everything.
 func auditFake(ctx context.Context, p crashProvider, store ledger.Store, url, creds string, from, to time.Time, bad *violations) (auditSummary, error) {
+	if p.auditSkip != "" {
+		return auditSummary{}, nil
+	}
 	client, err := auditClient(p, store, url, creds)
 	if errors.Is(err, errNoAudit) {
 		// Nothing to compare with: the summary says audit{not_run}.

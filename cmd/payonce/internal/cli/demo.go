@@ -107,9 +107,9 @@ slow answers, 500s stored or produced after the money moved), charges
 declined) and refunds --refunds of them at --concurrency through payonce,
 runs the reconciler until nothing is left to settle, and compares the ledger
 with what the fake really did. It then audits the fake as "payonce audit"
-would (stripe and yookassa list their objects, checkout is looked up, paypal
-reads its transaction search, which the demo's fake serves without PayPal's
-lag of up to 3 hours; adyen is audited from a downloaded report, so not here) over the run's period,
+would (stripe and yookassa list their objects, checkout is looked up; adyen
+is audited from a downloaded report, and paypal's transaction search only
+3 hours late, so not here) over the run's period,
 recording what differs as findings in the demo's ledger. Its timings are
 short (a key TTL of 20s instead of 24h, lookup lags of seconds) so that it
 settles in about half a minute; they are printed with the report. Amounts are in USD for stripe and paypal,

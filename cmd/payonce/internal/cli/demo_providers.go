@@ -191,6 +191,9 @@ type demoProvider struct {
 	// fakeLag: the fake's own lookups run behind (Stripe's search); the
 	// other fakes answer lists and reads at once.
 	fakeLag bool
+	// auditSkip, when set, says why the demo does not audit this
+	// provider's fake at the end of a run (PayPal's search lag).
+	auditSkip string
 	// webhookOnly: the adapter has no status lookup (Adyen), so outcomes
 	// the calls did not bring arrive only by webhook; the demo refuses to
 	// run it without webhooks.

@@ -64,9 +64,7 @@ Adyen: a hex HMAC key, with --webhook-username and --webhook-password);
 YooKassa signs nothing. PayPal signs with a test certificate over its
 webhook id (--webhook-secret sets the id, PAYPAL_WEBHOOK_ID in "env"); the
 fake also answers verify-webhook-signature, so "env" has
-PAYPAL_WEBHOOK_VERIFICATION=api. The PayPal fake's transaction search has
-no lag (PayPal's shows a transaction up to 3 hours late), so that an audit
-right after a run sees it.
+PAYPAL_WEBHOOK_VERIFICATION=api.
 
 Runs until SIGTERM or SIGINT (or, with --exit-on-stdin-eof, until its stdin
 closes: the driving test went away); exit code 0 then.`)
