@@ -46,8 +46,8 @@ func paypalDemo() demoProvider {
 		auditSkip: "PayPal's transaction search shows a transaction up to " + paypal.SearchLag.String() +
 			" late, and the adapter audits a period only once PayPal has published it whole; with a PayPal account, " +
 			"run payonce audit --provider paypal over a period that ended more than " + (paypal.SearchLag + paypal.DefaultAuditMargin).String() + " ago",
-		fake:    paypalFake,
-		adapter: PayPalAdapter,
+		fake:     paypalFake,
+		adapter:  PayPalAdapter,
 		chargeOp: func(p mocks.TruthPayment) string { return p.Reference },
 		refundOp: paypalRefundOp,
 		charges:  func(t mocks.Truth) map[string]int { return t.ChargesByReference() },
