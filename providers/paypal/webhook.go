@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
@@ -360,15 +362,21 @@ func (w webhookPayment) orderOf() string {
 //
 // A charge is named three ways, each a target of its own, because which
 // id its operation recorded depends on when it was answered (the order's
-// while it held no payment, else the payment's): by custom_id and
+// while it held no payment, else the payment's) and whose ids the order
+// carries (an order: charge's order is the merchant's): by custom_id and
 // invoice_id (the operation id and key payonce writes on the purchase
-// unit, copied onto its authorization and capture), without a reference
-// (ObjectOf would read a second reference under the same key as a second
-// object); by the payment's id; and by the order's id. A target matches
-// only an operation that recorded its id, so the three never name two
-// operations for one charge. A capture's custom_id is its order's (the
-// charge's), so capture targets carry no operation id; a refund's is the
-// refund operation's, and its key and payment are set only then.
+// unit of its own orders, copied onto their authorizations and captures),
+// with the payment's id only when they are certainly payonce's own at key
+// generation 0 (ownGenerationZero; the event then records the payment's
+// id on an operation whose answer was lost); by the payment's id; and by
+// the order's id. A target matches only an operation that has its id or
+// recorded its reference. Known cost: an operation that recorded the
+// order's id (its answer came before the order held a payment) and whose
+// payment then completes meets the first target as a second object under
+// its key: review (ledger ObjectOf), where an operator sees both ids. A
+// capture's custom_id is its order's (the charge's), so capture targets
+// carry no operation id; a refund's is the refund operation's, and its key
+// and payment are set only then.
 func (p *Provider) eventTargets(e webhookEvent) ([]payonce.WebhookTarget, error) {
 	switch e.EventType {
 	case evtCaptureCompleted, evtCapturePending, evtCaptureDeclined, evtCaptureDenied:
@@ -440,8 +448,10 @@ func setState(t *payonce.WebhookTarget, st adapterkit.State) {
 	t.Message = st.Message
 }
 
-// chargeTargets names one charge the three ways (see eventTargets).
-func chargeTargets(opID, key string, refs []string, amount int64, currency string, st adapterkit.State) []payonce.WebhookTarget {
+// chargeTargets names one charge the three ways (see eventTargets): by
+// its custom_id and invoice_id (opID, key), by payRef (the payment's id,
+// "" when there is none yet) and by orderRef.
+func chargeTargets(opID, key, payRef, orderRef string, amount int64, currency string, st adapterkit.State) []payonce.WebhookTarget {
 	var ts []payonce.WebhookTarget
 	add := func(t payonce.WebhookTarget) {
 		t.Kind, t.Amount, t.Currency = payonce.KindCharge, amount, currency
@@ -449,16 +459,40 @@ func chargeTargets(opID, key string, refs []string, amount int64, currency strin
 		ts = append(ts, t)
 	}
 	if opID != "" {
-		add(payonce.WebhookTarget{OperationID: opID, Key: key})
+		t := payonce.WebhookTarget{OperationID: opID, Key: key}
+		if ownGenerationZero(opID, key) {
+			// Certainly payonce's own order (see ownGenerationZero): the
+			// payment's id goes with it, so that an operation whose answer
+			// was lost records it when the event settles it. A target with
+			// an id falls back to matching by reference when no operation
+			// has the id; a merchant's custom_id (an order: charge) must
+			// never reach ours that way, with its own key and id.
+			t.ProviderRef = payRef
+		}
+		add(t)
 	}
-	seen := map[string]bool{}
-	for _, r := range refs {
-		if r != "" && !seen[r] {
-			seen[r] = true
+	for i, r := range []string{payRef, orderRef} {
+		if r != "" && (i == 0 || r != payRef) {
 			add(payonce.WebhookTarget{ProviderRef: r})
 		}
 	}
 	return ts
+}
+
+// ownGenerationZero reports whether custom_id and invoice_id are the ones
+// payonce writes on an order of its own at key generation 0: the
+// operation id is the generation-0 key (payonce.Identity.OperationID: "the
+// Key of the same Identity at Generation 0"), a UUID version 5 in lower
+// case (Identity.Key). A merchant's order (PaymentMethod order:<id>)
+// carries the merchant's custom_id and invoice_id, which are not both
+// that. At a later generation the key differs from the id and this is
+// false: the charge is then named by id and key without a reference.
+func ownGenerationZero(opID, key string) bool {
+	if opID != key || len(opID) != 36 || strings.ToLower(opID) != opID {
+		return false
+	}
+	u, err := uuid.Parse(opID)
+	return err == nil && u.Version() == 5
 }
 
 // captureTargets reads a capture (see eventTargets).
@@ -499,12 +533,12 @@ func (p *Provider) captureTargets(eventType string, w webhookPayment) ([]payonce
 		// and invoice_id it carries cannot be told, so only an operation
 		// that recorded this capture's id is named.
 		st := read(payonce.KindCharge)
-		ts := chargeTargets("", "", []string{w.ID}, amount, currency, st)
+		ts := chargeTargets("", "", w.ID, "", amount, currency, st)
 		capture := payonce.WebhookTarget{Kind: payonce.KindCapture, ProviderRef: w.ID, Amount: amount, Currency: currency}
 		setState(&capture, read(payonce.KindCapture))
 		return append(ts, capture), nil
 	}
-	return chargeTargets(w.CustomID, w.InvoiceID, []string{w.ID, order}, amount, currency, read(payonce.KindCharge)), nil
+	return chargeTargets(w.CustomID, w.InvoiceID, w.ID, order, amount, currency, read(payonce.KindCharge)), nil
 }
 
 // refundTargets reads a refund.
@@ -561,7 +595,7 @@ func (p *Provider) authorizationTargets(w webhookPayment) ([]payonce.WebhookTarg
 	if err != nil {
 		return nil, err
 	}
-	ts := chargeTargets(w.CustomID, w.InvoiceID, []string{w.ID, w.orderOf()}, amount, currency,
+	ts := chargeTargets(w.CustomID, w.InvoiceID, w.ID, w.orderOf(), amount, currency,
 		p.paymentState(payonce.KindCharge, objAuthorization, w.payment))
 	// The capture and the cancel of this authorization, only when the
 	// authorization's status decides them (VOIDED, DENIED): a CREATED one
@@ -601,5 +635,9 @@ func (p *Provider) orderTargets(e webhookEvent) ([]payonce.WebhookTarget, error)
 			return nil, err
 		}
 	}
-	return chargeTargets(opID, key, []string{ref, o.ID}, amount, currency, st), nil
+	payRef := ""
+	if ref != o.ID {
+		payRef = ref
+	}
+	return chargeTargets(opID, key, payRef, o.ID, amount, currency, st), nil
 }

@@ -73,8 +73,12 @@ func completedOrder(intent, payments string) string {
 		`"amount":{"currency_code":"USD","value":"10.00"},"custom_id":"` + opCharge + `","invoice_id":"` + keyChg + `","payments":` + payments + `}]}`
 }
 
+// chargeTargets is what an event of payonce's own generation-0 order says
+// of its charge: by operation id and key with the payment's id (refs[0]),
+// then by each reference.
 func chargeTargets(state payonce.LookupState, amount int64, refs ...string) []payonce.WebhookTarget {
-	ts := []payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: opCharge, Key: keyChg, Amount: amount, Currency: "USD", State: state}}
+	ts := []payonce.WebhookTarget{{Kind: payonce.KindCharge, OperationID: opCharge, Key: keyChg, ProviderRef: refs[0], Amount: amount,
+		Currency: "USD", State: state}}
 	for _, r := range refs {
 		ts = append(ts, payonce.WebhookTarget{Kind: payonce.KindCharge, ProviderRef: r, Amount: amount, Currency: "USD", State: state})
 	}
@@ -211,5 +215,33 @@ func TestWebhookMalformedBodies(t *testing.T) {
 		evs, err := f.parse(f.signed(body))
 		require.Nil(t, evs, body)
 		require.True(t, errors.Is(err, payonce.ErrWebhookMalformed), "%q: %v", body, err)
+	}
+}
+
+// An order: charge's order carries the merchant's custom_id and
+// invoice_id, and a later key generation's key is not the operation id:
+// such a charge is named by id and key WITHOUT a reference, so that a
+// target whose id is not payonce's never falls back to an operation of
+// payonce's by reference (and a later generation's object is told by its
+// key alone).
+func TestWebhookChargeIDsNotOwnGenerationZero(t *testing.T) {
+	for _, tc := range []struct{ name, custom, invoice string }{
+		{"merchant's ids", "29b0b044-fbfe-4325-952e-20000d4a6caf", "INV-1001"},
+		{"merchant's equal ids, not a UUID v5", "order-1001", "order-1001"},
+		{"merchant's equal UUID v4", "29b0b044-fbfe-4325-952e-20000d4a6caf", "29b0b044-fbfe-4325-952e-20000d4a6caf"},
+		{"payonce's later generation", opCharge, "6c1d7f2a-9b8e-5d4c-a3b2-1f0e9d8c7b6a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newWebhookFixture(t, nil)
+			res := strings.NewReplacer(`"custom_id":"`+opCharge+`"`, `"custom_id":"`+tc.custom+`"`,
+				`"invoice_id":"`+keyChg+`"`, `"invoice_id":"`+tc.invoice+`"`).Replace(orderCapture("COMPLETED"))
+			evs, err := f.parse(f.signed(ppEvent("WH-M", "PAYMENT.CAPTURE.COMPLETED", "capture", res)))
+			require.NoError(t, err)
+			require.Equal(t, []payonce.WebhookTarget{
+				{Kind: payonce.KindCharge, OperationID: tc.custom, Key: tc.invoice, Amount: 1000, Currency: "USD", State: payonce.LookupSucceeded},
+				{Kind: payonce.KindCharge, ProviderRef: "3C679366HH908993F", Amount: 1000, Currency: "USD", State: payonce.LookupSucceeded},
+				{Kind: payonce.KindCharge, ProviderRef: "5O190127TN364715T", Amount: 1000, Currency: "USD", State: payonce.LookupSucceeded},
+			}, noMessages(evs[0].Targets))
+		})
 	}
 }

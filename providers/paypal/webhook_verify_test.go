@@ -6,8 +6,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/paypal"
@@ -268,4 +271,25 @@ func TestWebhookUnknownVerificationModeIsRefusedByNew(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "WebhookVerification") {
 		t.Fatalf("New accepted an unknown verification mode: %v", err)
 	}
+}
+
+// The certificate is fetched over https through Config.HTTPClient (here
+// the TLS test server's client, which trusts its certificate).
+func TestWebhookCertFetchedOverHTTPSThroughHTTPClient(t *testing.T) {
+	k := thePKI(t)
+	var hits atomic.Int64
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		_, _ = w.Write(k.leafPEM)
+	}))
+	t.Cleanup(tlsSrv.Close)
+	f := newWebhookFixture(t, func(c *paypal.Config) {
+		c.WebhookCertHosts = []string{strings.TrimPrefix(tlsSrv.URL, "https://")}
+		c.HTTPClient = tlsSrv.Client()
+	})
+	d := f.signed(pingEvent)
+	d.certURL = tlsSrv.URL + "/v1/notifications/certs/CERT-tls"
+	_, err := f.parse(d)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), hits.Load())
 }
