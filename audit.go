@@ -58,6 +58,23 @@ type AuditInfo struct {
 	// report the merchant downloads), so Client.Audit refuses a call
 	// without one and a Reconciler's scheduled audits skip the provider.
 	NeedsReport bool
+	// Lag is how long after an object is made the provider's listing may
+	// still miss it (PayPal's transaction search: up to 3 hours). An audit
+	// of a period that ended less than Lag (plus Margin) ago would report
+	// the objects not listed yet as missing, so Client.Audit refuses it,
+	// and scheduled audits (ReconcilerConfig.Audit, riverpayonce) keep
+	// their periods at least that far in the past whatever their Delay.
+	Lag time.Duration
+}
+
+// Settled is how far before now an audit period must end for this
+// provider's listing to hold everything of it: Lag plus Margin, or zero
+// for a listing that does not lag.
+func (i AuditInfo) Settled() time.Duration {
+	if i.Lag <= 0 {
+		return 0
+	}
+	return i.Lag + i.Margin
 }
 
 // AuditQuery is what ListObjects lists.
@@ -238,6 +255,13 @@ func (c *Client) Audit(ctx context.Context, p AuditParams) (AuditReport, error) 
 	}
 	if err := p.check(info); err != nil {
 		return AuditReport{}, err
+	}
+	if settled := c.cfg.Now().Add(-info.Settled()); info.Settled() > 0 && p.To.After(settled) {
+		// A listing that lags shows an object only some time after it is
+		// made: compared too early, every recent operation would look
+		// missing at the provider.
+		return AuditReport{}, invalid("AuditParams.To", "is %s, but %s's listing may lag %v behind (plus a %v margin): audit periods that end by %s",
+			p.To.UTC().Format(time.RFC3339), c.cfg.Provider.Name(), info.Lag, info.Margin, settled.UTC().Format(time.RFC3339))
 	}
 	if p.MaxListed == 0 {
 		p.MaxListed = defaultMaxListed

@@ -301,3 +301,34 @@ func TestAuditObjectsWithLongIDs(t *testing.T) {
 		require.NoError(t, f.store.Store.RecordFindings(f.ctx, fs, f.clock.Now()))
 	})
 }
+
+// A provider whose listing lags (AuditInfo.Lag: PayPal's transaction search
+// shows a payment up to 3 hours late) is not audited over a period its
+// listing may not hold yet: Client.Audit refuses it, saying when the
+// period may end, and scheduled audits reach that far back whatever their
+// Delay.
+func TestAuditOfALaggingListing(t *testing.T) {
+	f := newAuditFixture(t, false, nil)
+	f.psp.info.Lag = 3 * time.Hour
+	settled := 3*time.Hour + f.psp.info.Margin
+	require.Equal(t, settled, f.psp.info.Settled())
+
+	p := payonce.AuditParams{From: t0.Add(-5 * time.Hour), To: t0.Add(-3 * time.Hour), DryRun: true, TempDir: t.TempDir()}
+	_, err := f.client.Audit(f.ctx, p)
+	require.ErrorIs(t, err, payonce.ErrInvalid)
+	require.ErrorContains(t, err, "listing may lag 3h0m0s behind")
+	require.ErrorContains(t, err, t0.Add(-settled).UTC().Format(time.RFC3339), "says when the period may end")
+	require.Empty(t, f.psp.queries, "nothing listed")
+	p.To = t0.Add(-settled)
+	_, err = f.client.Audit(f.ctx, p)
+	require.NoError(t, err)
+
+	r, err := payonce.NewReconciler(payonce.ReconcilerConfig{Store: f.store, Clients: []*payonce.Client{f.client},
+		Now: f.clock.Now, StatsInterval: -1, Audit: payonce.AuditSchedule{Every: time.Hour, Window: time.Hour, Delay: time.Minute}})
+	require.NoError(t, err)
+	rep, err := r.RunOnce(f.ctx)
+	require.NoError(t, err)
+	require.Zero(t, rep.ErrorCount, "%v", rep.Errors)
+	q := f.psp.queries[len(f.psp.queries)-1]
+	require.Equal(t, t0.Add(-settled+f.psp.info.Margin), q.To, "the period ends Lag + Margin ago, not Delay ago")
+}

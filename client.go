@@ -504,6 +504,11 @@ func (c *Client) refundRequest(ctx context.Context, rd ledger.Reader, p RefundPa
 		if err := c.checkRefund(ctx, rd, p, charge); err != nil {
 			return Request{}, err
 		}
+		// Read on every call, repeats included: the reference is part of
+		// the request's fingerprint, so a retry must name the same one.
+		if ref, err = c.refundTarget(ctx, rd, p.OrderID, charge); err != nil {
+			return Request{}, err
+		}
 	}
 	return Request{Kind: KindRefund, Amount: p.Amount, Currency: p.Currency,
 		References: refundReferences(p.OrderID, p.RefundSeq), PaymentRef: ref, Metadata: p.Metadata}, nil

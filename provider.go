@@ -87,6 +87,13 @@ type ProviderInfo struct {
 	// Checkout.com and YooKassa never mark a replay; Adyen's lookup proves
 	// nothing.
 	StoredErrorsFinal bool
+	// RefundsCapture declares that a refund acts on the capture's object,
+	// not on the charge's: PayPal refunds a capture id
+	// (POST /v2/payments/captures/{id}/refund) while a manual-capture
+	// charge's reference is its authorization's. Then a refund of such a
+	// charge made without RefundParams.PaymentRef goes to the reference of
+	// the order's succeeded capture (Refundable.PaymentRef says which).
+	RefundsCapture bool
 	// WebhookRedelivery is the longest time the provider documents
 	// redelivering an event it could not deliver; zero when it does not
 	// push events. The inbox must keep events at least that long, or a

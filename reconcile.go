@@ -338,13 +338,15 @@ func (r *Reconciler) audit(ctx context.Context, rep *ReconcileReport) {
 	}
 	r.nextAudit = now.Add(s.Every)
 	r.auditMu.Unlock()
-	to := now.Add(-s.Delay)
-	p := AuditParams{From: to.Add(-s.Window - late), To: to}
 	for _, name := range r.order {
 		c := r.clients[name]
 		if !scheduledAuditable(c) || ctx.Err() != nil {
 			continue
 		}
+		// A provider whose listing lags (AuditInfo.Lag) is audited that
+		// much further back: its recent objects are not listed yet.
+		to := now.Add(-max(s.Delay, c.cfg.Provider.(Auditor).AuditInfo().Settled()))
+		p := AuditParams{From: to.Add(-s.Window - late), To: to}
 		ar, err := c.Audit(ctx, p)
 		rep.Audits++
 		n := 0

@@ -16,7 +16,9 @@ import (
 type Refundable struct {
 	// OrderID is the order asked about.
 	OrderID string
-	// PaymentRef is the provider's id of the order's payment, as the
+	// PaymentRef is the provider's id of the order's payment (for a
+	// provider whose refunds act on captures, ProviderInfo.RefundsCapture,
+	// the capture's id once a manual capture succeeded), as the
 	// charge recorded it ("" for a charge that failed without one).
 	PaymentRef string
 	// Currency is the charge's currency ("" when AmountsKnown is false
@@ -156,6 +158,39 @@ func (c *Client) refundableOf(ctx context.Context, rd ledger.Reader, orderID str
 	return r, nil
 }
 
+// refundTarget is the reference a refund of the order acts on: the
+// charge's, or, for a provider whose refunds act on captures
+// (ProviderInfo.RefundsCapture) and a manual-capture charge, the
+// reference of the order's succeeded capture. Refunding the authorization
+// instead would be refused by such a provider (PayPal answers 404) and
+// that refusal recorded for good under the refund's identity.
+func (c *Client) refundTarget(ctx context.Context, rd ledger.Reader, orderID string, charge ledger.Operation) (string, error) {
+	if !c.info.RefundsCapture {
+		return charge.ProviderRef, nil
+	}
+	req, err := ParseRequest(charge.Request)
+	if err != nil {
+		return "", fmt.Errorf("payonce: the charge of order %q: reading its recorded request: %w", orderID, err)
+	}
+	if !req.CaptureManual {
+		return charge.ProviderRef, nil
+	}
+	capture, err := c.operation(ctx, rd, KindCapture, []string{orderID})
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return "", invalid("PaymentRef", "the charge of order %q is authorized only: capture it before refunding (%s refunds captures)", orderID, c.cfg.Provider.Name())
+	case err != nil:
+		return "", fmt.Errorf("payonce: reading the capture of order %q: %w", orderID, err)
+	case !capture.Status.Final():
+		return "", fmt.Errorf("%w: the capture of order %q is %s", ErrNotSettled, orderID, ResultOf(capture).Status)
+	case capture.Status != ledger.StatusSucceeded:
+		return "", invalid("PaymentRef", "the capture of order %q %s: nothing was captured that a refund could return", orderID, capture.Status)
+	case capture.ProviderRef == "":
+		return "", invalid("PaymentRef", "the capture of order %q succeeded without a provider reference; pass the capture's id", orderID)
+	}
+	return capture.ProviderRef, nil
+}
+
 // captured sets r.Captured and r.Currency from the charge and, for a
 // manual-capture charge, its capture.
 func (c *Client) captured(ctx context.Context, rd ledger.Reader, orderID string, charge ledger.Operation, r *Refundable) error {
@@ -194,6 +229,9 @@ func (c *Client) captured(ctx context.Context, rd ledger.Reader, orderID string,
 	case capture.Tombstone:
 		r.AmountsKnown = false
 		return nil
+	}
+	if c.info.RefundsCapture && capture.ProviderRef != "" {
+		r.PaymentRef = capture.ProviderRef // what a refund acts on (refundTarget)
 	}
 	creq, err := ParseRequest(capture.Request)
 	if err != nil {

@@ -144,7 +144,13 @@ func (w *AuditWorker) Work(ctx context.Context, job *river.Job[AuditArgs]) error
 	if au, ok := c.Provider().(payonce.Auditor); ok && au.AuditInfo().NeedsReport {
 		return river.JobCancel(fmt.Errorf("riverpayonce: audit of %s: its audit reads a report the merchant downloads (AuditParams.Report); run `payonce audit --provider %s --report FILE` or Client.Audit with the report instead", a.Provider, a.Provider))
 	}
-	to := w.cfg.Now().Add(-a.Delay)
+	// A provider whose listing lags (AuditInfo.Lag: PayPal's transaction
+	// search) is audited that much further back whatever Delay says.
+	delay := a.Delay
+	if au, ok := c.Provider().(payonce.Auditor); ok {
+		delay = max(delay, au.AuditInfo().Settled())
+	}
+	to := w.cfg.Now().Add(-delay)
 	from := to.Add(-a.Window)
 	rep, err := c.Audit(ctx, payonce.AuditParams{From: from, To: to})
 	log := w.cfg.Logger.With("job_id", job.ID, "attempt", job.Attempt, "provider", a.Provider, "from", from, "to", to)

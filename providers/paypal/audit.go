@@ -161,7 +161,7 @@ func (p *Provider) AuditInfo() payonce.AuditInfo {
 //
 // Requests are paced by Config.AuditInterval (DefaultAuditInterval) and
 // carry the adapter's cached OAuth2 access token (fetched, when it must
-// be, through Config.HTTPClient: see tokenRouter). hc is the
+// be, through Config.HTTPClient: see tokenVia). hc is the
 // client's read path, which retries a 429 or a 5xx; a 429 that remains is
 // waited out and asked again (auditRetries times); a 401 drops the token
 // and asks once more; any other error stops the listing and is returned
@@ -175,27 +175,10 @@ func (p *Provider) ListObjects(ctx context.Context, hc payonce.HTTPDoer, q payon
 	// POST. That POST moves no money: it goes through the adapter's own
 	// HTTP client (Config.HTTPClient, which fetches the webhook
 	// verification's token too), every other request through hc.
-	tokens := tokenRouter{hc: hc, token: p.cfg.HTTPClient}
+	tokens := tokenVia{hc: hc, post: p.cfg.HTTPClient}
 	l := &auditLister{p: p, hc: hc, reads: tokens, sleep: adapterkit.Sleep, invalidate: p.tokens.invalidate,
 		token: func(ctx context.Context) (token, error) { return p.token(ctx, tokens) }}
 	return l.list(ctx, q, yield)
-}
-
-// tokenPath is PayPal's OAuth2 token endpoint.
-const tokenPath = "/v1/oauth2/token"
-
-// tokenRouter sends the token request (POST /v1/oauth2/token) with token
-// and every other request with hc.
-type tokenRouter struct {
-	hc    payonce.HTTPDoer
-	token payonce.HTTPDoer
-}
-
-func (r tokenRouter) Do(req *http.Request) (*http.Response, error) {
-	if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, tokenPath) {
-		return r.token.Do(req)
-	}
-	return r.hc.Do(req)
 }
 
 // auditLister is one ListObjects call: its pacing and its seams (the

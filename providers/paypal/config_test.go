@@ -18,7 +18,7 @@ func TestNew(t *testing.T) {
 	t.Parallel()
 	info := func(orders, payments time.Duration) payonce.ProviderInfo {
 		return payonce.ProviderInfo{KeyTTL: payments, MaxKeyLength: 108, KindKeyTTL: map[payonce.Kind]time.Duration{payonce.KindCharge: orders},
-			LookupProvesAbsence: false, WebhookRedelivery: 72 * time.Hour}
+			LookupProvesAbsence: false, RefundsCapture: true, WebhookRedelivery: 72 * time.Hour}
 	}
 	noLag := func(*paypal.Provider) time.Duration { return 0 }
 	testkit.RequireNew(t, paypal.New, "paypal", noLag,

@@ -89,9 +89,11 @@ type Config struct {
 	// hosts (https only). A loopback host listed here may be http (tests).
 	WebhookCertHosts []string
 	// HTTPClient sends the webhook verification's own requests (the
-	// certificate, the verify-webhook-signature call and its token).
-	// Money-moving calls and lookups never use it: they go through the
-	// payonce client. Defaults to a client with a 10 s timeout.
+	// certificate, the verify-webhook-signature call and its token), and
+	// the token call of an audit, whose requests payonce lets be GETs
+	// only. Money-moving calls, lookups and the audit's GETs never use it:
+	// they go through the payonce client. Defaults to a client with a
+	// 10 s timeout.
 	HTTPClient *http.Client
 	// AuditInterval is the least time between two transaction-search
 	// pages of an audit.
@@ -235,7 +237,11 @@ func (p *Provider) Name() string { return "paypal" }
 func (p *Provider) Info() payonce.ProviderInfo {
 	return payonce.ProviderInfo{KeyTTL: p.paymentsTTL, MaxKeyLength: MaxKeyLength,
 		KindKeyTTL:          map[payonce.Kind]time.Duration{payonce.KindCharge: p.ordersTTL},
-		LookupProvesAbsence: false, WebhookRedelivery: WebhookRedelivery}
+		LookupProvesAbsence: false, WebhookRedelivery: WebhookRedelivery,
+		// PayPal refunds captures (POST /v2/payments/captures/{id}/refund,
+		// https://developer.paypal.com/docs/api/payments/v2/#captures_refund),
+		// and a manual-capture charge's reference is its authorization's.
+		RefundsCapture: true}
 }
 
 // String describes the Provider without its credentials or token.
