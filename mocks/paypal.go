@@ -146,6 +146,9 @@ func (o PayPalOptions) coreConfig() coreConfig {
 // unauthorized TruthPayment under the order id. Captures of an
 // authorization count in its AmountCaptured. Refunds are TruthRefunds
 // (Status "succeeded", "pending" or "failed") with Reference = custom_id.
+// Truth's amounts are ISO 4217 minor units, as payonce's ledger counts
+// them, also for HUF and TWD, which PayPal writes without decimals: a
+// capture of "1500" HUF is 150000 in Truth.
 type PayPalHandler struct {
 	fakeHandler
 	clientID, clientSecret, webhookID string

@@ -1,10 +1,14 @@
 package mocks
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/text/currency"
 )
 
 // The PayPal fake's objects: what it stores (ppOrder, ppAuth, ppCapture,
@@ -118,9 +122,18 @@ type paypalPurchaseUnit struct {
 	Payments    *paypalUnitPayments `json:"payments,omitempty"`
 }
 
+// paypalUnitPayments is a purchase unit's payment_collection: "The
+// collection of payments, or transactions, for a purchase unit in an
+// order. For example, authorized payments, captured payments, and
+// refunds." Refunds are rendered as GET /v2/payments/refunds/{id} renders
+// them (the same Refund model: id, status, status_details, amount,
+// invoice_id, custom_id, note_to_payer, links, create_time, update_time):
+// paypal/PayPal-TypeScript-Server-SDK src/models/paymentCollection.ts and
+// refund.ts.
 type paypalUnitPayments struct {
 	Authorizations []paypalAuthorization `json:"authorizations,omitempty"`
 	Captures       []paypalCapture       `json:"captures,omitempty"`
+	Refunds        []paypalRefund        `json:"refunds,omitempty"`
 }
 
 // paypalMinimal is the answer under Prefer: return=minimal (PayPal's
@@ -326,14 +339,25 @@ func (r *ppRefund) view() paypalRefund {
 func (o *ppOrder) view() paypalOrder {
 	u := paypalPurchaseUnit{ReferenceID: o.unitRef, Amount: ppMoneyOf(o.amount, o.currency), Description: o.description,
 		CustomID: o.customID, InvoiceID: o.invoiceID}
+	var captures []*ppCapture
 	switch {
 	case o.auth != nil:
 		u.Payments = &paypalUnitPayments{Authorizations: []paypalAuthorization{o.auth.view()}}
-		for _, c := range o.auth.captures {
-			u.Payments.Captures = append(u.Payments.Captures, c.view())
-		}
+		captures = o.auth.captures
 	case o.capture != nil:
-		u.Payments = &paypalUnitPayments{Captures: []paypalCapture{o.capture.view()}}
+		u.Payments = &paypalUnitPayments{}
+		captures = []*ppCapture{o.capture}
+	}
+	// The refunds of every capture of the unit, oldest first (a refund
+	// made on the capture's endpoint belongs to the order's history too).
+	var refunds []*ppRefund
+	for _, c := range captures {
+		u.Payments.Captures = append(u.Payments.Captures, c.view())
+		refunds = append(refunds, c.refunds...)
+	}
+	slices.SortStableFunc(refunds, func(a, b *ppRefund) int { return cmp.Compare(a.seq, b.seq) })
+	for _, r := range refunds {
+		u.Payments.Refunds = append(u.Payments.Refunds, r.view())
 	}
 	v := paypalOrder{ID: o.id, Intent: o.intent, Status: o.status, PurchaseUnits: []paypalPurchaseUnit{u},
 		Links: o.links(), CreateTime: ppTime(o.createdAt), UpdateTime: ppTime(o.updated)}
@@ -350,18 +374,61 @@ func (o *ppOrder) view() paypalOrder {
 
 // ---- money ----
 
+// The fake keeps every amount in ISO 4217 minor units (the units payonce's
+// ledger and Truth count in: golang.org/x/text/currency, 2 for HUF and
+// TWD), and renders and parses PayPal's decimal strings in PayPal's own
+// exponent, which differs for HUF and TWD (no decimals at PayPal): 1500.00
+// forints are 150000 minor units here and "1500" on the wire.
+
 // paypalCurrencies are the currencies PayPal's REST APIs take, with their
-// exponents: "HUF, JPY, TWD: this currency does not support decimals"
-// (https://developer.paypal.com/api/rest/reference/currency-codes/).
+// exponents in PayPal's API: "HUF, JPY, TWD: this currency does not
+// support decimals" (https://developer.paypal.com/api/rest/reference/currency-codes/).
 var paypalCurrencies = map[string]int{
 	"AUD": 2, "BRL": 2, "CAD": 2, "CNY": 2, "CZK": 2, "DKK": 2, "EUR": 2, "HKD": 2, "HUF": 0, "ILS": 2, "JPY": 0,
 	"MYR": 2, "MXN": 2, "TWD": 0, "NZD": 2, "NOK": 2, "PHP": 2, "PLN": 2, "GBP": 2, "RUB": 2, "SGD": 2, "SEK": 2,
 	"CHF": 2, "THB": 2, "USD": 2,
 }
 
-// ppMoneyOf renders minor units in currency's exponent.
-func ppMoneyOf(minor int64, currency string) ppMoney {
-	return ppMoney{CurrencyCode: currency, Value: ppFormat(minor, paypalCurrencies[currency])}
+// ppScale is the factor from PayPal's units of currency to ISO minor
+// units: 10^(ISO exponent − PayPal exponent), 100 for HUF and TWD, 1 for
+// the rest (JPY has 0 decimals in both).
+func ppScale(currencyCode string) int64 {
+	pp, ok := paypalCurrencies[currencyCode]
+	if !ok {
+		return 1
+	}
+	u, err := currency.ParseISO(currencyCode)
+	if err != nil {
+		return 1
+	}
+	iso, _ := currency.Standard.Rounding(u)
+	f := int64(1)
+	for range iso - pp {
+		f *= 10
+	}
+	return f
+}
+
+// ppCheckMinor says why minor ISO units of currencyCode cannot be a PayPal
+// amount ("" when they can): PayPal must take the currency and the amount
+// must be positive and whole in PayPal's exponent (a multiple of 100 for
+// HUF and TWD).
+func ppCheckMinor(minor int64, currencyCode string) string {
+	if _, ok := paypalCurrencies[currencyCode]; !ok || minor <= 0 {
+		return fmt.Sprintf("amount %d %q is not a positive amount in a currency PayPal takes", minor, currencyCode)
+	}
+	if f := ppScale(currencyCode); minor%f != 0 {
+		return fmt.Sprintf("amount %d %s (ISO minor units) has decimals PayPal does not take for %s: use a multiple of %d",
+			minor, currencyCode, currencyCode, f)
+	}
+	return ""
+}
+
+// ppMoneyOf renders ISO minor units in currency's PayPal exponent. Every
+// amount the fake holds came through ppParseMoney or ppCheckMinor, so it
+// divides exactly.
+func ppMoneyOf(minor int64, code string) ppMoney {
+	return ppMoney{CurrencyCode: code, Value: ppFormat(minor/ppScale(code), paypalCurrencies[code])}
 }
 
 func ppFormat(minor int64, exp int) string {
@@ -383,7 +450,7 @@ func ppFormat(minor int64, exp int) string {
 	return s
 }
 
-// ppParseMoney reads a PayPal amount into minor units, or names the issue
+// ppParseMoney reads a PayPal amount into ISO minor units, or names the issue
 // PayPal reports (payments_payment_v2.json: DECIMAL_PRECISION,
 // DECIMALS_NOT_SUPPORTED, CANNOT_BE_ZERO_OR_NEGATIVE, ...).
 func ppParseMoney(m ppMoney) (minor int64, issue string) {
@@ -418,5 +485,5 @@ func ppParseMoney(m ppMoney) (minor int64, issue string) {
 	if n <= 0 {
 		return 0, "CANNOT_BE_ZERO_OR_NEGATIVE"
 	}
-	return n, ""
+	return n * ppScale(m.CurrencyCode), ""
 }

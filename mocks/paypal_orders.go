@@ -290,15 +290,18 @@ func (h *PayPalHandler) orderAction(c *call, intent string) (*response, bool) {
 // the approval redirect leaves it (status APPROVED, paid with the wallet
 // PayPalWalletApproved), and returns its id, for `order:<id>` charges:
 // POST .../{id}/capture (intent "CAPTURE") or .../{id}/authorize (intent
-// "AUTHORIZE") then pays it. amount is in minor units of currency. It
-// panics on an intent or currency PayPal does not take (a bug in the test).
+// "AUTHORIZE") then pays it. amount is in ISO 4217 minor units of currency
+// (as payonce counts: 150000 HUF are 1500 forints, "1500" at PayPal). It
+// panics on an intent, currency or amount PayPal does not take (a bug in
+// the test).
 func (h *PayPalHandler) ApproveOrder(intent string, amount int64, currency string) string {
 	return h.ApproveOrderWith(PayPalOrderSpec{Intent: intent, Amount: amount, Currency: currency})
 }
 
 // PayPalOrderSpec is an order ApproveOrderWith makes.
 type PayPalOrderSpec struct {
-	// Intent is "CAPTURE" or "AUTHORIZE"; Amount (minor units) and
+	// Intent is "CAPTURE" or "AUTHORIZE"; Amount (ISO 4217 minor units,
+	// whole in PayPal's exponent: a multiple of 100 for HUF and TWD) and
 	// Currency are required.
 	Intent   string
 	Amount   int64
@@ -317,8 +320,8 @@ func (h *PayPalHandler) ApproveOrderWith(s PayPalOrderSpec) string {
 	if s.Intent != "CAPTURE" && s.Intent != "AUTHORIZE" {
 		panic("mocks: ApproveOrder: intent " + s.Intent + " is not CAPTURE or AUTHORIZE")
 	}
-	if _, ok := paypalCurrencies[s.Currency]; !ok || s.Amount <= 0 {
-		panic("mocks: ApproveOrder: amount and currency must be positive and one PayPal takes (e.g. USD)")
+	if why := ppCheckMinor(s.Amount, s.Currency); why != "" {
+		panic("mocks: ApproveOrder: " + why)
 	}
 	src, vaultID, _ := strings.Cut(orDefault(s.Vault, PayPalWalletApproved), ":")
 	vault, ok := lookupPPVault(src, vaultID)

@@ -52,7 +52,9 @@ type PayPalPaymentSpec struct {
 	// Intent is "CAPTURE" (the default: a COMPLETED capture) or
 	// "AUTHORIZE" (a CREATED authorization).
 	Intent string
-	// Amount (minor units) and Currency (one PayPal takes). Required.
+	// Amount (ISO 4217 minor units, whole in PayPal's exponent: a
+	// multiple of 100 for HUF and TWD) and Currency (one PayPal takes).
+	// Required.
 	Amount   int64
 	Currency string
 	// CustomID and InvoiceID are the purchase unit's (the adapter writes
@@ -79,8 +81,8 @@ func (h *PayPalHandler) InjectPayment(spec PayPalPaymentSpec) (orderID, paymentI
 	if intent != "CAPTURE" && intent != "AUTHORIZE" {
 		return "", "", fmt.Errorf("mocks: InjectPayment: Intent %q is not CAPTURE or AUTHORIZE", spec.Intent)
 	}
-	if _, ok := paypalCurrencies[spec.Currency]; !ok || spec.Amount <= 0 {
-		return "", "", fmt.Errorf("mocks: InjectPayment: amount %d %q is not a positive amount in a currency PayPal takes", spec.Amount, spec.Currency)
+	if why := ppCheckMinor(spec.Amount, spec.Currency); why != "" {
+		return "", "", fmt.Errorf("mocks: InjectPayment: %s", why)
 	}
 	now := spec.Created
 	if now.IsZero() {
@@ -147,7 +149,8 @@ func (h *PayPalHandler) ReverseCapture(captureID string) (string, error) {
 		return "", fmt.Errorf("mocks: ReverseCapture: no COMPLETED capture %s; pass the id of a capture that took money", captureID)
 	}
 	now := h.core.now()
-	rf := &ppRefund{stored: stored{createdAt: now}, id: ppUpperID(h.core.ids, 17), status: "COMPLETED",
+	h.seq++ // numbered like every object, so an order lists it in the order it happened
+	rf := &ppRefund{stored: stored{seq: h.seq, createdAt: now}, id: ppUpperID(h.core.ids, 17), status: "COMPLETED",
 		amount: p.amount - p.refunded(), currency: p.currency, note: "Payment reversed", capture: p, updated: now, injected: true}
 	h.addRefundLocked(rf)
 	p.status, p.updated = "REFUNDED", now

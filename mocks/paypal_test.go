@@ -555,3 +555,104 @@ func TestPayPalKeyTTLBothWindows(t *testing.T) {
 	require.NotEqual(t, o.ID, decode[mocks.PayPalOrder](t, b.c.post(ppOrders, ppOrderBody("CAPTURE", "10.00", "USD", "op", "", mocks.PayPalVaultApproved), "K"), 201).ID)
 	require.NotEqual(t, rf.ID, decode[mocks.PayPalRefund](t, b.c.post(cp+"/refund", one, "R"), 201).ID)
 }
+
+// PayPal writes HUF and TWD without decimals while ISO 4217 (and payonce's
+// ledger) counts 2 for them: the fake keeps ISO minor units, so Truth
+// agrees with the ledger, and speaks PayPal's exponent on the wire. JPY has
+// 0 decimals in both.
+func TestPayPalMinorUnitsISO(t *testing.T) {
+	t.Parallel()
+	b := ppSetup(t, mocks.PayPalOptions{})
+	money := func(v, cur string) map[string]string { return map[string]string{"currency_code": cur, "value": v} }
+
+	o := decode[mocks.PayPalOrder](t, b.c.post(ppOrders, ppOrderBody("CAPTURE", "1500", "HUF", "huf", "huf", mocks.PayPalVaultApproved), "huf"), 201)
+	c := o.PurchaseUnits[0].Payments.Captures[0]
+	require.Equal(t, "1500", c.Amount.Value, "PayPal's forints: no decimals on the wire")
+	require.Equal(t, "1500", o.PurchaseUnits[0].Amount.Value)
+	rf := decode[mocks.PayPalRefund](t, b.c.post("/v2/payments/captures/"+c.ID+"/refund", map[string]any{"amount": money("400", "HUF"), "custom_id": "r-huf"}, "r-huf"), 201)
+	require.Equal(t, "400", rf.Amount.Value)
+	ppIssue(t, b.c.post("/v2/payments/captures/"+c.ID+"/refund", map[string]any{"amount": money("1101", "HUF")}, "r-huf-2"),
+		422, "UNPROCESSABLE_ENTITY", "REFUND_AMOUNT_EXCEEDED")
+	ppIssue(t, b.c.post(ppOrders, ppOrderBody("CAPTURE", "1500.00", "HUF", "x", "x", mocks.PayPalVaultApproved), "x"),
+		400, "INVALID_REQUEST", "DECIMALS_NOT_SUPPORTED")
+
+	a := decode[mocks.PayPalOrder](t, b.c.post(ppOrders, ppOrderBody("AUTHORIZE", "10", "TWD", "twd", "twd", mocks.PayPalVaultApproved), "twd"), 201).
+		PurchaseUnits[0].Payments.Authorizations[0]
+	require.Equal(t, "10", a.Amount.Value)
+	require.Equal(t, "4", decode[mocks.PayPalCapture](t, b.c.post("/v2/payments/authorizations/"+a.ID+"/capture",
+		map[string]any{"amount": money("4", "TWD"), "final_capture": true}, "twd-c"), 201).Amount.Value)
+
+	decode[mocks.PayPalOrder](t, b.c.post(ppOrders, ppOrderBody("CAPTURE", "1500", "JPY", "jpy", "jpy", mocks.PayPalVaultApproved), "jpy"), 201)
+
+	_, injected, err := b.f.InjectPayment(mocks.PayPalPaymentSpec{Amount: 250000, Currency: "HUF", CustomID: "inj"})
+	require.NoError(t, err)
+	require.Equal(t, "2500", decode[mocks.PayPalCapture](t, b.c.get("/v2/payments/captures/"+injected), 200).Amount.Value)
+	_, _, err = b.f.InjectPayment(mocks.PayPalPaymentSpec{Amount: 1050, Currency: "TWD"})
+	require.ErrorContains(t, err, "multiple of 100")
+	approved := b.f.ApproveOrder("CAPTURE", 30000, "HUF")
+	require.Equal(t, "300", decode[mocks.PayPalOrder](t, b.c.get(ppOrders+"/"+approved), 200).PurchaseUnits[0].Amount.Value)
+	require.PanicsWithValue(t, "mocks: ApproveOrder: amount 30050 HUF (ISO minor units) has decimals PayPal does not take for HUF: use a multiple of 100",
+		func() { b.f.ApproveOrder("CAPTURE", 30050, "HUF") })
+
+	truth := b.f.Truth()
+	require.Equal(t, int64(150000), truth.TotalCharged("HUF"), "ISO minor units, as the ledger counts (the injected one aside)")
+	require.Equal(t, int64(40000), truth.TotalRefunded("HUF"))
+	require.Equal(t, int64(1500), truth.TotalCharged("JPY"))
+	for _, p := range truth.Payments {
+		switch p.Reference {
+		case "huf":
+			require.Equal(t, int64(150000), p.Amount)
+			require.Equal(t, int64(150000), p.AmountCaptured)
+			require.Equal(t, int64(40000), p.AmountRefunded)
+		case "twd":
+			require.Equal(t, int64(1000), p.Amount)
+			require.Equal(t, int64(400), p.AmountCaptured)
+		case "jpy":
+			require.Equal(t, int64(1500), p.Amount)
+		case "inj":
+			require.Equal(t, int64(250000), p.AmountCaptured)
+		}
+	}
+	require.Equal(t, int64(40000), truth.Refunds[0].Amount)
+}
+
+// GET /v2/checkout/orders/{id} lists the purchase unit's refunds beside its
+// captures (payment_collection: authorizations, captures, refunds), each as
+// GET /v2/payments/refunds/{id} renders it, reversals included.
+func TestPayPalOrderListsRefunds(t *testing.T) {
+	t.Parallel()
+	b := ppSetup(t, mocks.PayPalOptions{})
+	money := func(v string) map[string]string { return map[string]string{"currency_code": "USD", "value": v} }
+
+	o := decode[mocks.PayPalOrder](t, b.c.post(ppOrders, ppOrderBody("CAPTURE", "10.00", "USD", "op", "K", mocks.PayPalVaultApproved), "K"), 201)
+	require.Empty(t, o.PurchaseUnits[0].Payments.Refunds)
+	cp := "/v2/payments/captures/" + o.PurchaseUnits[0].Payments.Captures[0].ID
+	r1 := decode[mocks.PayPalRefund](t, b.c.post(cp+"/refund", map[string]any{"amount": money("3.00"), "custom_id": "rop-1", "invoice_id": "rk-1"}, "rk-1"), 201)
+	r2 := decode[mocks.PayPalRefund](t, b.c.post(cp+"/refund", map[string]any{"amount": money("2.00"), "custom_id": "rop-2", "invoice_id": "rk-2"}, "rk-2"), 201)
+	rev, err := b.f.ReverseCapture(o.PurchaseUnits[0].Payments.Captures[0].ID)
+	require.NoError(t, err)
+
+	got := decode[mocks.PayPalOrder](t, b.c.get(ppOrders+"/"+o.ID), 200).PurchaseUnits[0].Payments.Refunds
+	require.Len(t, got, 3)
+	require.Equal(t, decode[mocks.PayPalRefund](t, b.c.get("/v2/payments/refunds/"+r1.ID), 200), got[0], "the same object as its own GET")
+	require.Equal(t, r2.ID, got[1].ID)
+	require.Equal(t, "rk-2", got[1].InvoiceID)
+	require.Equal(t, "rop-2", got[1].CustomID)
+	require.Equal(t, "COMPLETED", got[1].Status)
+	require.Equal(t, "2.00", got[1].Amount.Value)
+	require.Equal(t, rev, got[2].ID, "the reversal last: it came last")
+	require.Equal(t, "5.00", got[2].Amount.Value)
+
+	// An authorization's captures: the refunds of each.
+	o = decode[mocks.PayPalOrder](t, b.c.post(ppOrders, ppOrderBody("AUTHORIZE", "10.00", "USD", "au", "AK", mocks.PayPalVaultApproved), "AK"), 201)
+	ap := "/v2/payments/authorizations/" + o.PurchaseUnits[0].Payments.Authorizations[0].ID
+	c1 := decode[mocks.PayPalCapture](t, b.c.post(ap+"/capture", map[string]any{"amount": money("4.00"), "final_capture": false}, "c1"), 201)
+	c2 := decode[mocks.PayPalCapture](t, b.c.post(ap+"/capture", map[string]any{}, "c2"), 201)
+	ra := decode[mocks.PayPalRefund](t, b.c.post("/v2/payments/captures/"+c2.ID+"/refund", map[string]any{"invoice_id": "ra"}, "ra"), 201)
+	rb := decode[mocks.PayPalRefund](t, b.c.post("/v2/payments/captures/"+c1.ID+"/refund", map[string]any{"invoice_id": "rb"}, "rb"), 201)
+	u := decode[mocks.PayPalOrder](t, b.c.get(ppOrders+"/"+o.ID), 200).PurchaseUnits[0]
+	require.Len(t, u.Payments.Captures, 2)
+	require.Len(t, u.Payments.Refunds, 2)
+	require.Equal(t, []string{ra.ID, rb.ID}, []string{u.Payments.Refunds[0].ID, u.Payments.Refunds[1].ID}, "oldest first")
+	require.Equal(t, "6.00", u.Payments.Refunds[0].Amount.Value)
+}

@@ -247,3 +247,138 @@ func TestE2EPastTheOrdersWindowGoesToReview(t *testing.T) {
 	require.Equal(t, posts, e.Posts("/v2/checkout/orders"), "nothing sent again")
 	require.Equal(t, map[string]int{res.OperationID: 1}, fake.Truth().ChargesByReference())
 }
+
+// PayPal refunds captures (POST /v2/payments/captures/{id}/refund), and a
+// capture of an authorization has an id of its own: a refund of a
+// manual-capture charge made without PaymentRef acts on the capture's id
+// (ProviderInfo.RefundsCapture), never the authorization's, on every
+// attempt and every repeat of the call; one of a charge not captured yet is
+// refused before anything is sent.
+func TestE2ERefundOfAManualCaptureActsOnTheCapture(t *testing.T) {
+	t.Parallel()
+	e := testkit.NewE2E(t, e2eEnv(mocks.PayPalOptions{}))
+	fake := ppFake(e)
+	p := usd("order-mc", 3000, mocks.PayPalVaultApproved)
+	p.CaptureManual = true
+	auth, err := e.Client.Charge(e.Ctx, p)
+	require.NoError(t, err)
+	capt, err := e.Client.Capture(e.Ctx, payonce.CaptureParams{OrderID: "order-mc", Amount: 2000, Currency: "USD"})
+	require.NoError(t, err)
+	require.Equal(t, payonce.ResultSucceeded, capt.Status)
+	require.NotEqual(t, auth.ProviderRef, capt.ProviderRef)
+
+	rf, err := e.Client.Refundable(e.Ctx, "order-mc")
+	require.NoError(t, err)
+	require.Equal(t, capt.ProviderRef, rf.PaymentRef, "what a refund acts on")
+	require.Equal(t, int64(2000), rf.Captured)
+
+	recordedRef := func(opID string) string {
+		t.Helper()
+		op, _, err := e.Store.Get(e.Ctx, opID)
+		require.NoError(t, err)
+		req, err := payonce.ParseRequest(op.Request)
+		require.NoError(t, err)
+		return req.PaymentRef
+	}
+	refund := payonce.RefundParams{OrderID: "order-mc", RefundSeq: 1, Amount: 500, Currency: "USD"}
+	r1, err := e.Client.Refund(e.Ctx, refund)
+	require.NoError(t, err)
+	require.Equal(t, payonce.ResultSucceeded, r1.Status)
+	require.Equal(t, capt.ProviderRef, recordedRef(r1.OperationID), "the capture's id, not the authorization's")
+	truth := fake.Truth()
+	require.Len(t, truth.Refunds, 1)
+	require.Equal(t, capt.ProviderRef, truth.Refunds[0].PaymentID)
+	require.Equal(t, r1.OperationID, truth.Refunds[0].Reference)
+
+	// The same refund again: the same reference, so the same request (a
+	// different one would be a fingerprint mismatch); nothing is sent.
+	again, err := e.Client.Refund(e.Ctx, refund)
+	require.NoError(t, err)
+	require.Equal(t, r1.OperationID, again.OperationID)
+	require.Equal(t, payonce.ResultSucceeded, again.Status)
+	require.Equal(t, 1, e.Posts("/v2/payments/captures/{id}/refund"))
+
+	// A second refund whose answer is lost after PayPal made it: every
+	// attempt and the repeat of the call name the capture; the refund is
+	// found by lookup in the order's payments.refunds or by the same-id
+	// repeat, and made once.
+	fake.Script(mocks.Match{Method: http.MethodPost, Path: "/v2/payments/captures/{id}/refund"}, mocks.FaultDropAfterProcessing)
+	refund2 := payonce.RefundParams{OrderID: "order-mc", RefundSeq: 2, Amount: 700, Currency: "USD"}
+	r2, err := e.Client.Refund(e.Ctx, refund2)
+	require.NoError(t, err)
+	require.Equal(t, payonce.ResultSucceeded, r2.Status)
+	require.Equal(t, capt.ProviderRef, recordedRef(r2.OperationID))
+	atts := attempts(t, e, r2.OperationID)
+	require.Len(t, atts, 1, "found by lookup in the order's payments.refunds: never sent again")
+	require.Equal(t, ledger.OutcomeMaybeSent, atts[0].Outcome)
+	require.Equal(t, 2, e.Posts("/v2/payments/captures/{id}/refund"))
+	again, err = e.Client.Refund(e.Ctx, refund2)
+	require.NoError(t, err)
+	require.Equal(t, r2.OperationID, again.OperationID)
+	truth = fake.Truth()
+	require.Len(t, truth.Refunds, 2, "one refund per RefundSeq")
+	require.Equal(t, capt.ProviderRef, truth.Refunds[1].PaymentID)
+	require.Equal(t, int64(1200), truth.TotalRefunded("USD"))
+	rf, err = e.Client.Refundable(e.Ctx, "order-mc")
+	require.NoError(t, err)
+	require.Equal(t, int64(800), rf.Remaining)
+	require.Equal(t, capt.ProviderRef, rf.PaymentRef)
+
+	// Authorized, not captured: refused before anything is sent.
+	p = usd("order-held", 1000, mocks.PayPalVaultApproved)
+	p.CaptureManual = true
+	held, err := e.Client.Charge(e.Ctx, p)
+	require.NoError(t, err)
+	before := fake.Truth()
+	for _, amount := range []int64{100, 0} { // part, and "the rest"
+		res, err := e.Client.Refund(e.Ctx, payonce.RefundParams{OrderID: "order-held", RefundSeq: 1, Amount: amount, Currency: "USD"})
+		var verr *payonce.ValidationError
+		require.ErrorAs(t, err, &verr, "a caller's error, said before sending")
+		require.ErrorContains(t, err, `order "order-held"`)
+		require.ErrorContains(t, err, "captured 0", "nothing was captured that a refund could return")
+		require.Empty(t, res.OperationID, "nothing recorded")
+	}
+	_, err = e.Client.Status(e.Ctx, payonce.StatusQuery{Kind: payonce.KindRefund, OrderID: "order-held", RefundSeq: 1})
+	require.ErrorIs(t, err, payonce.ErrNotFound, "no refund recorded")
+	after := fake.Truth()
+	require.Equal(t, before.Requests, after.Requests, "no request reached PayPal")
+	require.Len(t, after.Refunds, 2)
+	p2, ok := after.Payment(held.ProviderRef)
+	require.True(t, ok)
+	require.Zero(t, p2.AmountRefunded)
+}
+
+// HUF and TWD: PayPal takes no decimals for them, payonce counts ISO 4217
+// minor units (2 decimals); the fake's Truth counts as the ledger does.
+// JPY has no decimals in either.
+func TestE2EZeroDecimalCurrencies(t *testing.T) {
+	t.Parallel()
+	e := testkit.NewE2E(t, e2eEnv(mocks.PayPalOptions{}))
+	fake := ppFake(e)
+	for _, tc := range []struct {
+		currency     string
+		amount, part int64
+	}{
+		{currency: "HUF", amount: 150000, part: 40000}, // "1500" and "400" at PayPal
+		{currency: "TWD", amount: 1000, part: 300},     // "10" and "3"
+		{currency: "JPY", amount: 1500, part: 400},
+	} {
+		order := "order-" + tc.currency
+		ch, err := e.Client.Charge(e.Ctx, payonce.ChargeParams{OrderID: order, Amount: tc.amount, Currency: tc.currency, PaymentMethod: mocks.PayPalVaultApproved})
+		require.NoError(t, err, tc.currency)
+		require.Equal(t, payonce.ResultSucceeded, ch.Status)
+		rf, err := e.Client.Refund(e.Ctx, payonce.RefundParams{OrderID: order, RefundSeq: 1, Amount: tc.part, Currency: tc.currency})
+		require.NoError(t, err, tc.currency)
+		require.Equal(t, payonce.ResultSucceeded, rf.Status)
+
+		truth := fake.Truth()
+		require.Equal(t, tc.amount, truth.TotalCharged(tc.currency), "Truth in the ledger's units")
+		require.Equal(t, tc.part, truth.TotalRefunded(tc.currency))
+		p, ok := truth.Payment(ch.ProviderRef)
+		require.True(t, ok)
+		require.Equal(t, tc.amount, p.Amount)
+		r, err := e.Client.Refundable(e.Ctx, order)
+		require.NoError(t, err)
+		require.Equal(t, tc.amount-tc.part, r.Remaining)
+	}
+}
