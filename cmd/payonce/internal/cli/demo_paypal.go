@@ -2,6 +2,7 @@ package cli
 
 import (
 	"cmp"
+	"net/http"
 
 	"github.com/payonce/payonce/mocks"
 	"github.com/payonce/payonce/providers/paypal"
@@ -79,7 +80,7 @@ func paypalFake(o fakeOptions) (fakeHandler, map[string]string, error) {
 	hooks := o.Webhooks
 	id := hooks.Secret
 	hooks.Secret = ""
-	return buildFake(mocks.PayPalOptions{
+	h, env, err := buildFake(mocks.PayPalOptions{
 		Options: mocks.Options{
 			Seed: o.Seed, KeyTTL: o.KeyTTL, FaultRates: o.FaultRates,
 			HangFor: o.HangFor, SlowFor: o.SlowFor, RetryAfter: o.Retry, Webhooks: hooks,
@@ -90,4 +91,19 @@ func paypalFake(o fakeOptions) (fakeHandler, map[string]string, error) {
 		return map[string]string{paypal.EnvClientID: h.ClientID(), paypal.EnvClientSecret: h.ClientSecret(),
 			envPayPalWebhookID: h.WebhookID(), envPayPalWebhookVerification: string(paypal.VerifyAPI)}
 	})
+	if err != nil {
+		return nil, nil, err
+	}
+	// The fault rate is of the requests that move money: the
+	// verify-webhook-signature call passes untouched (mocks.FaultNone, the
+	// zero FaultKind, for its first paypalVerifyCalls calls), or each
+	// failed call would show as a delivery refused 400 (payonce's handler
+	// answers every verification error so) beside the forgeries.
+	h.(*mocks.PayPalHandler).Script(mocks.Match{Method: http.MethodPost, Path: "/v1/notifications/verify-webhook-signature"},
+		make([]mocks.FaultKind, paypalVerifyCalls)...)
+	return h, env, nil
 }
+
+// paypalVerifyCalls bounds the verify-webhook-signature calls a fake
+// answers without faults: far more than a demo's deliveries.
+const paypalVerifyCalls = 200_000
