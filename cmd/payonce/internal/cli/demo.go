@@ -177,6 +177,9 @@ a browser; resends go to the demo's fake. SIGINT or SIGTERM stops it.`)
 	if !p.fakeLag {
 		s.FakeSearchLag = 0
 	}
+	if p.noLookupLag {
+		s.AdapterSearchLag = 0
+	}
 	switch {
 	case s.Orders < 1 || s.Orders > 100000:
 		return usageErrorf("--orders must be between 1 and 100000, got %d", s.Orders)

@@ -23,7 +23,7 @@ const paypalCustomID = "custom_id"
 // since the fake's root is no system root.
 func paypalDemo() demoProvider {
 	return demoProvider{
-		name: "paypal", title: "PayPal", currency: "USD", lagName: "lookup lag",
+		name: "paypal", title: "PayPal", currency: "USD", lagName: "lookup lag (reads by PayPal's ids)", noLookupLag: true,
 		faultMix: faultShares{drop: 0.15, hang: 0.10, gatewayBefore: 0.10, gatewayAfter: 0.15, rateLimit: 0.10, slow: 0.10, stored500: 0.10, processed500: 0.20}.mix(),
 		good:     mocks.PayPalVaultApproved,
 		declines: []string{mocks.PayPalVaultDeclined},

@@ -191,6 +191,10 @@ type demoProvider struct {
 	// fakeLag: the fake's own lookups run behind (Stripe's search); the
 	// other fakes answer lists and reads at once.
 	fakeLag bool
+	// noLookupLag: the adapter declares no lookup lag at all (PayPal reads
+	// by its own ids and repeats a lost charge with its key at once), so
+	// the demo's --search-lag does not apply and is shown as 0.
+	noLookupLag bool
 	// auditSkip, when set, says why the demo does not audit this
 	// provider's fake at the end of a run (PayPal's search lag).
 	auditSkip string
