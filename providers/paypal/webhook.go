@@ -54,7 +54,8 @@ const (
 	maxAuthAlgoBytes         = 100
 
 	// webhookVerifyTimeout bounds the certificate fetch or the
-	// verify-webhook-signature call of one delivery.
+	// verify-webhook-signature call of one delivery, and the re-read of
+	// its object (webhook_reread.go) that follows.
 	webhookVerifyTimeout = 8 * time.Second
 )
 
@@ -68,7 +69,8 @@ const (
 // days, and 12 hours for clocks and PayPal's queue. Why a bound at all:
 // the signature covers the body only through its CRC32 (see ParseWebhook),
 // so a captured delivery could carry another body with the same CRC32; the
-// bound limits how long a capture can be abused.
+// bound limits how long a capture can be replayed. (What such a body says
+// decides nothing: the event's object is re-read from PayPal.)
 const MaxWebhookTransmissionAge = 3*24*time.Hour + 12*time.Hour
 
 // transmission is a delivery's signature headers, checked for form.
@@ -180,22 +182,31 @@ func (p *Provider) verifyOffline(ctx context.Context, t transmission, body []byt
 //     PAYPAL-TRANSMISSION-SIG over "transmissionId|transmissionTime|webhookId|crc32(body)"
 //     (signedText) with the key of the certificate at PAYPAL-CERT-URL,
 //     which must chain to Config.WebhookRoots and carry PayPal's subject
-//     (webhook_cert.go). Beware what PayPal's scheme signs: the body
-//     only through its CRC32, which is not a cryptographic hash, so anyone
-//     who captured one genuine delivery could send another body with the
-//     same CRC32 under its headers until its transmission time is
-//     MaxWebhookTransmissionAge old. The deliveries come over TLS to the
-//     service, so a capture needs access to them (a proxy's log, a
-//     mirror of the traffic). VerifyAPI sends the event itself to
-//     PayPal, which knows what it sent; whether PayPal compares more than
-//     the CRC32 there is not documented.
+//     (webhook_cert.go).
 //   - VerifyAPI: POST /v1/notifications/verify-webhook-signature
 //     (webhook_api.go); only verification_status SUCCESS accepts.
 //
+// Beware what PayPal's scheme signs: the body only through its CRC32,
+// which is not a cryptographic hash, so anyone who captured one genuine
+// delivery can send another body with the same CRC32 under its headers
+// (until its transmission time is MaxWebhookTransmissionAge old). So a
+// verified body is not evidence of what happened: it only names the
+// object and gives the event's id and type. The object is then read from
+// PayPal's API by its id (webhook_reread.go: GET
+// /v2/payments/captures|authorizations|refunds/{id} or
+// /v2/checkout/orders/{id}, with the adapter's cached access token,
+// through Config.HTTPClient, one GET per delivery), and what the event
+// says is what the object as read says, through the one states table
+// (states.go: stateOf, paymentState, orderState). An id not in PayPal's
+// form is refused before any request (ErrWebhookMalformed). PayPal's 404
+// makes the event unreadable (recorded, it changes nothing). A read that
+// fails otherwise (network, 429, 5xx) refuses the delivery with an error
+// wrapping payonce.ErrProviderUnavailable, so that PayPal delivers it
+// again.
+//
 // The event's id (WH-...) is its identity: PayPal's retries and resends
-// carry it, so the inbox records the event once. What each type says,
-// through the one states table (states.go: stateOf, paymentState,
-// orderState), is eventTargets'.
+// carry it, so the inbox records the event once. What each type says is
+// eventTargets'.
 func (p *Provider) ParseWebhook(r *http.Request, body []byte) ([]payonce.WebhookEvent, error) {
 	if p.cfg.WebhookID == "" {
 		return nil, adapterkit.Unauthenticated(p.Name(), "no webhook id is configured; set paypal.Config.WebhookID to the id PayPal gave the webhook (the app's Webhooks settings show it, such as 9XL90610J3647323C; not an event's WH-... id)")
@@ -217,7 +228,7 @@ func (p *Provider) ParseWebhook(r *http.Request, body []byte) ([]payonce.Webhook
 	if err != nil {
 		return nil, err
 	}
-	return p.readEvent(body)
+	return p.readEvent(ctx, body)
 }
 
 // webhookEvent is PayPal's event notification (Event in the webhooks
@@ -231,8 +242,9 @@ type webhookEvent struct {
 	Resource     json.RawMessage `json:"resource"`
 }
 
-// readEvent reads a verified body into its one event.
-func (p *Provider) readEvent(body []byte) ([]payonce.WebhookEvent, error) {
+// readEvent reads a verified body into its one event, re-reading the
+// object it names from PayPal (eventTargets).
+func (p *Provider) readEvent(ctx context.Context, body []byte) ([]payonce.WebhookEvent, error) {
 	var e webhookEvent
 	if err := adapterkit.DecodeWebhook(p.Name(), body, &e); err != nil {
 		return nil, err
@@ -241,19 +253,21 @@ func (p *Provider) readEvent(body []byte) ([]payonce.WebhookEvent, error) {
 	if at, err := time.Parse(time.RFC3339Nano, e.CreateTime); err == nil {
 		ev.OccurredAt = at.UTC()
 	}
-	if ev.ID != "" && ev.Type != "" {
-		targets, err := p.eventTargets(e)
-		var unreadable *unreadableEvent
-		switch {
-		case errors.As(err, &unreadable):
-			// Verified but not readable: recorded for an operator and
-			// acknowledged, never refused over and over (payonce.WebhookParser).
-			ev.Unreadable = p.scrub(unreadable.why)
-		case err != nil:
-			return nil, err
-		default:
-			ev.Targets = targets
-		}
+	// The event's form first: one that cannot be stored costs no request.
+	if _, err := adapterkit.CheckEvent(p.Name(), ev, p.scrub); err != nil {
+		return nil, err
+	}
+	targets, err := p.eventTargets(ctx, e)
+	var unreadable *unreadableEvent
+	switch {
+	case errors.As(err, &unreadable):
+		// Verified but not readable: recorded for an operator and
+		// acknowledged, never refused over and over (payonce.WebhookParser).
+		ev.Unreadable = p.scrub(unreadable.why)
+	case err != nil:
+		return nil, err
+	default:
+		ev.Targets = targets
 	}
 	return adapterkit.OneEvent(p.Name(), ev, p.scrub)
 }
@@ -332,33 +346,41 @@ func (w webhookPayment) orderOf() string {
 	return w.up(ordersPathSeg)
 }
 
-// eventTargets maps a verified event by its type. What each says, read
-// through the one states table (states.go):
+// eventTargets maps a verified event by its type, from the object it
+// names as PayPal's API holds it now (webhook_reread.go): the body gives
+// only the type and the object's id. What each type says, read through the
+// one states table (states.go):
 //
-//	PAYMENT.CAPTURE.COMPLETED, .PENDING, .DECLINED, .DENIED (a capture):
+//	PAYMENT.CAPTURE.COMPLETED, .PENDING, .DECLINED, .DENIED: the capture
+//	  (GET /v2/payments/captures/{id}), by its status as read, whatever the
+//	  event type says (a forged DENIED over a COMPLETED capture reads
+//	  COMPLETED):
 //	  taken from an authorization (related_ids.authorization_id or an "up"
 //	  link to it): the capture operation (ProviderRef the capture,
 //	  PaymentRef the authorization, Key its invoice_id) by the capture
 //	  reading; when it completed, also the charge that authorized it
 //	  (ProviderRef the authorization) succeeded.
 //	  taken from an order: the charge (charge reading of the capture).
-//	  DECLINED and DENIED with a status the table does not know read as
-//	  DECLINED: the event type says so itself.
-//	PAYMENT.CAPTURE.REFUNDED (a refund): the refund operation by the refund
-//	  reading.
+//	PAYMENT.CAPTURE.REFUNDED (a refund, GET /v2/payments/refunds/{id}): the
+//	  refund operation by the refund reading; with resource_type "capture",
+//	  the capture as above.
 //	PAYMENT.CAPTURE.REVERSED (a refund PayPal made: a chargeback, a
-//	  reversal): the charge and the capture operation whose object is the
-//	  reversed capture (its id in the "up" link) are Reversals: money that
-//	  had moved was pulled back. On a settled operation that is a
-//	  contradiction (review); a charge reversed before it settled goes to
-//	  review too (payonce's ledger rules, ledgerdriver.ApplyWebhook).
-//	PAYMENT.AUTHORIZATION.CREATED, .VOIDED (an authorization): the charge
-//	  by the charge reading (a voided authorization still succeeded as a
-//	  charge: PayPal voids on expiry too); the cancel (ProviderRef and
-//	  PaymentRef the authorization) and any capture of it (PaymentRef) when
-//	  their reading decides (VOIDED: cancel succeeded, capture failed).
-//	CHECKOUT.ORDER.COMPLETED (an order): the charge by orderState (the
-//	  payment inside decides).
+//	  reversal; GET /v2/payments/refunds/{id}): when that refund is
+//	  COMPLETED, the charge and the capture operation whose object is the
+//	  reversed capture (the "up" link of the refund as read) are Reversals:
+//	  money that had moved was pulled back. On a settled operation that is
+//	  a contradiction (review); a charge reversed before it settled goes to
+//	  review too (payonce's ledger rules, ledgerdriver.ApplyWebhook). With
+//	  resource_type "capture", the capture as read must be REFUNDED or
+//	  PARTIALLY_REFUNDED.
+//	PAYMENT.AUTHORIZATION.CREATED, .VOIDED (GET
+//	  /v2/payments/authorizations/{id}): the charge by the charge reading (a
+//	  voided authorization still succeeded as a charge: PayPal voids on
+//	  expiry too); the cancel (ProviderRef and PaymentRef the authorization)
+//	  and any capture of it (PaymentRef) when their reading decides
+//	  (VOIDED: cancel succeeded, capture failed).
+//	CHECKOUT.ORDER.COMPLETED (GET /v2/checkout/orders/{id}): the charge by
+//	  orderState (the payment inside decides).
 //
 // A charge is named three ways, each a target of its own, because which
 // id its operation recorded depends on when it was answered (the order's
@@ -377,52 +399,56 @@ func (w webhookPayment) orderOf() string {
 // capture's custom_id is its order's (the charge's), so capture targets
 // carry no operation id; a refund's is the refund operation's, and its key
 // and payment are set only then.
-func (p *Provider) eventTargets(e webhookEvent) ([]payonce.WebhookTarget, error) {
+func (p *Provider) eventTargets(ctx context.Context, e webhookEvent) ([]payonce.WebhookTarget, error) {
 	switch e.EventType {
 	case evtCaptureCompleted, evtCapturePending, evtCaptureDeclined, evtCaptureDenied:
-		w, err := p.eventPayment(e)
+		w, err := p.readPayment(ctx, e, objCapture)
 		if err != nil {
 			return nil, err
 		}
-		return p.captureTargets(e.EventType, w)
+		return p.captureTargets(w)
 	case evtCaptureRefunded:
-		w, err := p.eventPayment(e)
-		if err != nil {
-			return nil, err
-		}
 		if e.ResourceType == resourceTypeCapture {
 			// A capture, not its refund: what it says of the capture
 			// (REFUNDED and PARTIALLY_REFUNDED still succeeded).
-			return p.captureTargets(e.EventType, w)
+			w, err := p.readPayment(ctx, e, objCapture)
+			if err != nil {
+				return nil, err
+			}
+			return p.captureTargets(w)
 		}
-		return p.refundTargets(w)
-	case evtCaptureReversed:
-		w, err := p.eventPayment(e)
+		w, err := p.readPayment(ctx, e, objRefund)
 		if err != nil {
 			return nil, err
 		}
-		return p.reversalTargets(e, w)
+		return p.refundTargets(w)
+	case evtCaptureReversed:
+		object := objRefund
+		if e.ResourceType == resourceTypeCapture {
+			object = objCapture
+		}
+		w, err := p.readPayment(ctx, e, object)
+		if err != nil {
+			return nil, err
+		}
+		return p.reversalTargets(e, object, w)
 	case evtAuthorizationMade, evtAuthorizationVoid:
-		w, err := p.eventPayment(e)
+		w, err := p.readPayment(ctx, e, objAuthorization)
 		if err != nil {
 			return nil, err
 		}
 		return p.authorizationTargets(w)
 	case evtOrderCompleted:
-		return p.orderTargets(e)
+		o, err := p.readOrder(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		return p.orderTargets(o)
 	}
 	// Any other type (CHECKOUT.ORDER.APPROVED, disputes, ...) says nothing
-	// the adapter settles on: recorded, acknowledged, no targets.
+	// the adapter settles on: recorded, acknowledged, no targets, nothing
+	// read.
 	return nil, nil
-}
-
-// eventPayment decodes the event's resource as a payment with an id.
-func (p *Provider) eventPayment(e webhookEvent) (webhookPayment, error) {
-	var w webhookPayment
-	if err := json.Unmarshal(e.Resource, &w); err != nil || w.ID == "" {
-		return w, &unreadableEvent{why: "paypal: event " + e.EventType + ": resource is not a payment object with an id"}
-	}
-	return w, nil
 }
 
 // money reads an object's amount: 0 and "" when it has none.
@@ -495,22 +521,16 @@ func ownGenerationZero(opID, key string) bool {
 	return err == nil && u.Version() == 5
 }
 
-// captureTargets reads a capture (see eventTargets).
-func (p *Provider) captureTargets(eventType string, w webhookPayment) ([]payonce.WebhookTarget, error) {
+// captureTargets reads a capture as PayPal holds it (see eventTargets).
+// Its status alone decides: the event type (DECLINED, DENIED, ...) is in
+// the body, which proves nothing, so a status the table does not know
+// changes nothing.
+func (p *Provider) captureTargets(w webhookPayment) ([]payonce.WebhookTarget, error) {
 	amount, currency, err := p.eventMoney(w.Amount, "capture "+w.ID)
 	if err != nil {
 		return nil, err
 	}
-	read := func(kind payonce.Kind) adapterkit.State {
-		st := p.paymentState(kind, objCapture, w.payment)
-		if st.Verdict == vUnknown && (eventType == evtCaptureDeclined || eventType == evtCaptureDenied) {
-			declined := w.payment
-			declined.Status = "DECLINED"
-			st = p.paymentState(kind, objCapture, declined)
-			st.Message += " (event " + eventType + ", status " + p.scrub(w.Status) + ")"
-		}
-		return st
-	}
+	read := func(kind payonce.Kind) adapterkit.State { return p.paymentState(kind, objCapture, w.payment) }
 	if auth := w.authorizationOf(); auth != "" {
 		capture := payonce.WebhookTarget{Kind: payonce.KindCapture, ProviderRef: w.ID, PaymentRef: auth, Key: w.InvoiceID,
 			Amount: amount, Currency: currency}
@@ -559,16 +579,25 @@ func (p *Provider) refundTargets(w webhookPayment) ([]payonce.WebhookTarget, err
 	return []payonce.WebhookTarget{t}, nil
 }
 
-// reversalTargets reads PAYMENT.CAPTURE.REVERSED: the reversed capture is
-// the "up" of the refund PayPal made (or the resource itself when it is a
-// capture).
-func (p *Provider) reversalTargets(e webhookEvent, w webhookPayment) ([]payonce.WebhookTarget, error) {
+// reversalTargets reads PAYMENT.CAPTURE.REVERSED from its object as read
+// (object: objRefund, the refund PayPal made, or objCapture): the
+// reversed capture is the "up" of that refund, or the capture itself.
+// Evidence that money was pulled back: the refund is COMPLETED, or the
+// capture is REFUNDED or PARTIALLY_REFUNDED. Otherwise nothing is applied
+// and the event is listed for an operator (unreadable).
+func (p *Provider) reversalTargets(e webhookEvent, object string, w webhookPayment) ([]payonce.WebhookTarget, error) {
 	captureID := w.up(capturesPathSeg)
-	if e.ResourceType == resourceTypeCapture {
+	pulledBack := stateOf(payonce.KindRefund, objRefund, w.Status) == vSucceeded
+	if object == objCapture {
 		captureID = w.ID
+		pulledBack = w.Status == "REFUNDED" || w.Status == "PARTIALLY_REFUNDED"
 	}
 	if captureID == "" {
-		return nil, &unreadableEvent{why: "paypal: event " + e.EventType + ": names no capture (no \"up\" link to one)"}
+		return nil, &unreadableEvent{why: "paypal: event " + e.EventType + ": refund " + w.ID + " as PayPal holds it names no capture (no \"up\" link to one)"}
+	}
+	if !pulledBack {
+		return nil, &unreadableEvent{why: "paypal: event " + e.EventType + ": " + object + " " + w.ID + " is " + p.scrub(w.Status) +
+			" at PayPal, which does not show money pulled back from capture " + captureID + "; nothing applied"}
 	}
 	currency := ""
 	if w.Amount != nil {
@@ -617,12 +646,8 @@ func (p *Provider) authorizationTargets(w webhookPayment) ([]payonce.WebhookTarg
 	return ts, nil
 }
 
-// orderTargets reads CHECKOUT.ORDER.COMPLETED.
-func (p *Provider) orderTargets(e webhookEvent) ([]payonce.WebhookTarget, error) {
-	var o order
-	if err := json.Unmarshal(e.Resource, &o); err != nil || o.ID == "" {
-		return nil, &unreadableEvent{why: "paypal: event " + e.EventType + ": resource is not an order with an id"}
-	}
+// orderTargets reads CHECKOUT.ORDER.COMPLETED from the order as read.
+func (p *Provider) orderTargets(o order) ([]payonce.WebhookTarget, error) {
 	st, ref, _ := p.orderState(payonce.Request{}, o, false)
 	var opID, key string
 	var amount int64

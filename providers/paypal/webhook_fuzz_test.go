@@ -18,6 +18,13 @@ import (
 func FuzzParseWebhook(f *testing.F) {
 	fx := newWebhookFixture(f, nil)
 	at := fx.now.Add(-time.Second).Format(time.RFC3339)
+	// PayPal's API holds the seeds' objects (the adapter re-reads them).
+	for _, o := range []struct{ rtype, resource string }{{"capture", orderCapture("COMPLETED")}, {"capture", authCapture("DENIED")},
+		{"refund", refund("COMPLETED", opRefund, keyRef)}, {"refund", reversal}, {"authorization", authorization("VOIDED")},
+		{"checkout-order", completedOrder("CAPTURE", `{"captures":[`+orderCapture("COMPLETED")+`]}`)},
+		{"capture", `{"id":"C","status":"COMPLETED","amount":{"currency_code":"USD","value":"-1"}}`}} {
+		fx.api.holds(o.rtype, o.resource)
+	}
 	for _, body := range []string{
 		ppEvent("WH-1", "PAYMENT.CAPTURE.COMPLETED", "capture", orderCapture("COMPLETED")),
 		ppEvent("WH-2", "PAYMENT.CAPTURE.DENIED", "capture", authCapture("DENIED")),

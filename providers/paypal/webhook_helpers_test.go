@@ -9,13 +9,16 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -205,11 +208,98 @@ func signDelivery(key *rsa.PrivateKey, id, at, webhookID string, body []byte) st
 	return base64.StdEncoding.EncodeToString(sig)
 }
 
+// fakeObjects is PayPal's token endpoint and its GETs of objects by id
+// (captures, authorizations, refunds, orders), serving what a test put
+// there, PayPal's own 404 for anything else, or every request answered
+// fail when set. It counts every request it gets.
+type fakeObjects struct {
+	*httptest.Server
+	mu       sync.Mutex
+	objects  map[string]string // path -> JSON
+	fail     int
+	paths    []string
+	requests atomic.Int64
+	tokens   atomic.Int64
+}
+
+func newFakeObjects(t testing.TB) *fakeObjects {
+	t.Helper()
+	a := &fakeObjects{objects: map[string]string{}}
+	a.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.requests.Add(1)
+		a.mu.Lock()
+		a.paths = append(a.paths, r.Method+" "+r.URL.RequestURI())
+		fail, obj, ok := a.fail, "", false
+		if r.Method == http.MethodGet {
+			obj, ok = a.objects[r.URL.Path]
+		}
+		a.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case fail != 0:
+			w.WriteHeader(fail)
+			_, _ = io.WriteString(w, `{"name":"INTERNAL_SERVER_ERROR","message":"An internal server error occurred."}`)
+		case r.Method == http.MethodPost && r.URL.Path == "/v1/oauth2/token":
+			a.tokens.Add(1)
+			_, _ = io.WriteString(w, `{"access_token":"A21AAobjectstoken","token_type":"Bearer","expires_in":32400}`)
+		case r.Method == http.MethodGet && r.Header.Get("Authorization") != "Bearer A21AAobjectstoken":
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"error":"invalid_token"}`)
+		case ok:
+			_, _ = io.WriteString(w, obj)
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"name":"RESOURCE_NOT_FOUND","details":[{"issue":"INVALID_RESOURCE_ID","description":"Specified resource ID does not exist."}],"message":"The specified resource does not exist."}`)
+		}
+	}))
+	t.Cleanup(a.Close)
+	return a
+}
+
+// objectPaths are where each resource_type is read by id.
+var objectPaths = map[string]string{"capture": "/v2/payments/captures/", "refund": "/v2/payments/refunds/",
+	"authorization": "/v2/payments/authorizations/", "checkout-order": "/v2/checkout/orders/"}
+
+// holds makes the API hold resource (of resource_type rtype) under its id;
+// a resource without a string id is not held.
+func (a *fakeObjects) holds(rtype, resource string) {
+	var r struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal([]byte(resource), &r) != nil || r.ID == "" {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.objects[objectPaths[rtype]+r.ID] = resource
+}
+
+func (a *fakeObjects) setFail(status int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.fail = status
+}
+
+// gets returns the GETs of objects (not the token) answered so far.
+func (a *fakeObjects) gets() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for _, p := range a.paths {
+		if strings.HasPrefix(p, "GET ") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // webhookFixture is a provider verifying offline against the test PKI, a
-// server serving its certificate, and a delivery template.
+// server serving its certificate, PayPal's API holding the objects the
+// events name (BaseURL), and a delivery template.
 type webhookFixture struct {
 	p       *paypal.Provider
 	srv     *certServer
+	api     *fakeObjects
 	pki     testPKI
 	certURL string
 	now     *time.Time
@@ -219,10 +309,10 @@ func newWebhookFixture(t testing.TB, mod func(*paypal.Config)) *webhookFixture {
 	t.Helper()
 	k := thePKI(t)
 	srv := newCertServer(t)
-	f := &webhookFixture{srv: srv, pki: k, now: new(time.Time)}
+	f := &webhookFixture{srv: srv, api: newFakeObjects(t), pki: k, now: new(time.Time)}
 	*f.now = whNow
 	f.certURL = srv.serve("/v1/notifications/certs/CERT-360caa42-fca2a594-test", k.leafPEM)
-	cfg := paypal.Config{ClientID: "client-id", ClientSecret: "client-secret", WebhookID: testWebhookID,
+	cfg := paypal.Config{ClientID: "client-id", ClientSecret: "client-secret", WebhookID: testWebhookID, BaseURL: f.api.URL,
 		WebhookRoots: k.roots, WebhookCertHosts: []string{srv.host()}, Now: func() time.Time { return *f.now }}
 	if mod != nil {
 		mod(&cfg)
