@@ -118,6 +118,10 @@ func (c PayPalEnvConfig) Env(t *testing.T, o Options) *Env {
 		// up by repeating it with the same PayPal-Request-Id, at once
 		// (the adapter's lookups read by id and never lag).
 		RepeatIsLookup: true,
+		// A verified event is applied from its object as PayPal's API
+		// holds it (GET by id): the signature binds the body only by
+		// CRC32.
+		WebhookReads: true,
 		// The token call, the webhook certificate and the webhook
 		// verification call move no money and look nothing up.
 		Auxiliary: []mocks.Match{{Method: http.MethodPost, Path: paypalToken},

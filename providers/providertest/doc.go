@@ -156,6 +156,11 @@
 // lookups fail, and the client's pacing of repeats is waited out by moving
 // the clock to the operation's next check.
 //
+// Where the adapter verifies an event by reading its object from the
+// provider (Env.WebhookReads, PayPal), deliveries make GETs: the webhook
+// scenarios count only POSTs after a delivery, and let lookups work again
+// before they hand held deliveries over.
+//
 // The soak also runs alone, at another size and on another ledger: Soak
 // with a SoakConfig (the root package runs it with StripeEnv on
 // PostgreSQL). Its checks of the ledger against the fake's truth are

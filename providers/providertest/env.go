@@ -273,6 +273,13 @@ type Env struct {
 	// suite expects a lookup to find what a lost answer did, it waits for
 	// the webhook to settle it instead.
 	WebhookOnly bool
+	// WebhookReads is true when the adapter verifies an event by reading
+	// its object from the provider (PayPal: the signature binds the body
+	// only by its CRC32, so the object is read by id): every delivery,
+	// a duplicate included, makes GETs. The webhook scenarios then count
+	// only POSTs after a delivery, and let the lookups work again before
+	// they hand held deliveries over.
+	WebhookReads bool
 	// Reversal undoes a settled operation at the fake. Nil when the
 	// provider has no event that does (then list ScenarioWebhookContradiction
 	// in Skip with the reason).

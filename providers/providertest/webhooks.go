@@ -80,6 +80,24 @@ func hmacHex(key string, parts ...[]byte) string {
 
 // ---- bench helpers ----
 
+// requireNoRequest checks that the fake got no request since it counted
+// before (b.requests()). Where the adapter reads an event's object to
+// verify it (Env.WebhookReads), deliveries make GETs: only POSTs count.
+func (b *bench) requireNoRequest(before map[string]int, msg string) {
+	b.t.Helper()
+	after := b.requests()
+	if b.env.WebhookReads {
+		for _, m := range []map[string]int{before, after} {
+			for route := range m {
+				if !strings.HasPrefix(route, "POST ") {
+					delete(m, route)
+				}
+			}
+		}
+	}
+	require.Equal(b.t, before, after, msg)
+}
+
 // webhooksOn skips a webhook scenario for an adapter that receives none.
 func (b *bench) webhooksOn() {
 	b.t.Helper()
@@ -241,7 +259,7 @@ func testWebhookForged(t *testing.T, s *suite) {
 	require.Equal(t, before, op, "a refused delivery changes nothing")
 	require.Equal(t, beforeAtts, atts)
 	require.Empty(t, b.webhookAudit(res.OperationID))
-	require.Equal(t, requests, b.requests(), "a refused delivery causes no request")
+	b.requireNoRequest(requests, "a refused delivery causes no request")
 
 	// The same deliveries, genuine, are accepted: what was refused was the
 	// forgery, not the event.
@@ -280,7 +298,7 @@ func testWebhookReplay(t *testing.T, s *suite) {
 	require.Equal(t, op, again, "a replay changes nothing")
 	require.Equal(t, atts, againAtts)
 	require.Equal(t, audit, b.webhookAudit(res.OperationID), "a duplicate writes no audit entry")
-	require.Equal(t, requests, b.requests())
+	b.requireNoRequest(requests, "a replay causes no request")
 
 	rep, err := b.client.Charge(b.ctx, b.charge("order-replay", 1800))
 	require.NoError(t, err)
@@ -314,6 +332,11 @@ func testWebhookOutOfOrder(t *testing.T, s *suite) {
 	require.ErrorIs(t, err, payonce.ErrOutcomeUnknown, "the capture's answer was lost and the lookup cannot answer")
 	held := b.waitHeld()
 	require.Greater(t, len(held), authEvents, "the capture has an event")
+	if b.env.WebhookReads {
+		// The events are read back from the provider: its lookups work
+		// again (the capture's call has returned).
+		b.env.Fake.ClearScripts()
+	}
 
 	// Newest first. Once the capture is settled, no later delivery moves
 	// it, nor the authorization.
