@@ -2,6 +2,7 @@ package crashsuite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,8 +13,10 @@ import (
 
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/providers/stripe"
 )
+
+// errNoAudit: the provider's adapter cannot audit (no payonce.Auditor).
+var errNoAudit = errors.New("the adapter cannot audit")
 
 // auditSummary is the audit's part of the summary line.
 type auditSummary struct {
@@ -47,13 +50,17 @@ const (
 	auditReadRetries = 8
 )
 
-// auditClient is a payonce.Client on store and the fake Stripe at url, as
-// the workers build theirs (the adapter with the suite's key TTL and
-// search lag, the clock-skew allowance), for an audit: it never charges.
-func auditClient(store ledger.Store, url, apiKey string) (*payonce.Client, error) {
-	psp, err := stripe.New(stripe.Config{APIKey: apiKey, BaseURL: url, KeyTTL: keyTTL, SearchLag: searchLag})
+// auditClient is a payonce.Client on store and p's fake at url (creds:
+// the fake's ready line), as the workers build theirs (the adapter with
+// the suite's key TTL and search lag, the clock-skew allowance), for an
+// audit: it never charges.
+func auditClient(p crashProvider, store ledger.Store, url, creds string) (*payonce.Client, error) {
+	psp, err := p.adapter(childConfig{Provider: p.name, APIKey: creds, FakeURL: url, KeyTTL: keyTTL, SearchLag: searchLag})
 	if err != nil {
-		return nil, fmt.Errorf("stripe adapter: %w", err)
+		return nil, fmt.Errorf("%s adapter: %w", p.name, err)
+	}
+	if _, ok := psp.(payonce.Auditor); !ok {
+		return nil, errNoAudit
 	}
 	return payonce.New(payonce.Config{
 		Provider: psp, Store: store,
@@ -79,8 +86,15 @@ func auditClient(store ledger.Store, url, apiKey string) (*payonce.Client, error
 // lookups settles before (see TestCrashSuite). An error of the audit
 // itself (the listing or the ledger failing) is returned: the audit did
 // not compare everything.
-func auditFake(ctx context.Context, store ledger.Store, url, apiKey string, from, to time.Time, bad *violations) (auditSummary, error) {
-	client, err := auditClient(store, url, apiKey)
+func auditFake(ctx context.Context, p crashProvider, store ledger.Store, url, creds string, from, to time.Time, bad *violations) (auditSummary, error) {
+	if p.auditSkip != "" {
+		return auditSummary{}, nil
+	}
+	client, err := auditClient(p, store, url, creds)
+	if errors.Is(err, errNoAudit) {
+		// Nothing to compare with: the summary says audit{not_run}.
+		return auditSummary{}, nil
+	}
 	if err != nil {
 		return auditSummary{}, err
 	}

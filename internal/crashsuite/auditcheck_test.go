@@ -30,7 +30,7 @@ func TestAuditFakeCheck(t *testing.T) {
 	t.Cleanup(fake.Close)
 	from := time.Now().Add(-time.Minute)
 
-	client, err := auditClient(store, fake.URL(), fake.APIKey())
+	client, err := auditClient(stripeCrash(), store, fake.URL(), fake.APIKey())
 	require.NoError(t, err)
 	for i := range 3 {
 		order := fmt.Sprintf("audit-check-%d", i)
@@ -43,7 +43,7 @@ func TestAuditFakeCheck(t *testing.T) {
 	require.ErrorIs(t, err, payonce.ErrDeclined)
 
 	var clean violations
-	sum, err := auditFake(ctx, store, fake.URL(), fake.APIKey(), from, time.Now().Add(time.Minute), &clean)
+	sum, err := auditFake(ctx, stripeCrash(), store, fake.URL(), fake.APIKey(), from, time.Now().Add(time.Minute), &clean)
 	require.NoError(t, err)
 	require.Empty(t, clean.order, "%v", clean.byKind)
 	require.True(t, sum.ran)
@@ -57,7 +57,7 @@ func TestAuditFakeCheck(t *testing.T) {
 		stripe.MetaOperation: orphanOp, stripe.MetaKey: orphanOp, stripe.MetaKind: string(payonce.KindCharge)}})
 	require.NoError(t, err)
 	var bad violations
-	sum, err = auditFake(ctx, store, fake.URL(), fake.APIKey(), from, time.Now().Add(time.Minute), &bad)
+	sum, err = auditFake(ctx, stripeCrash(), store, fake.URL(), fake.APIKey(), from, time.Now().Add(time.Minute), &bad)
 	require.NoError(t, err)
 	require.Equal(t, []string{"audit: unknown_to_ledger"}, bad.order)
 	require.Len(t, bad.byKind["audit: unknown_to_ledger"], 1)
@@ -75,7 +75,7 @@ func TestAuditFakeCheck(t *testing.T) {
 
 	// The wrong credentials: the listing fails, and so does the check.
 	var none violations
-	sum, err = auditFake(ctx, store, fake.URL(), "sk_test_wrong", from, time.Now().Add(time.Minute), &none)
+	sum, err = auditFake(ctx, stripeCrash(), store, fake.URL(), "sk_test_wrong", from, time.Now().Add(time.Minute), &none)
 	require.Error(t, err)
 	require.False(t, sum.ran)
 	require.Empty(t, none.order)

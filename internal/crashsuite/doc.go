@@ -156,6 +156,19 @@
 // of the work list, the kill schedule, the fake's faults and its webhook
 // deliveries is logged;
 // PAYONCE_CRASH_SEED=<seed> repeats a schedule (timing still varies).
+//
+// TestCrashSuite runs against the fake Stripe unless -provider (or
+// PAYONCE_CRASH_PROVIDER) names another provider (provider_test.go):
+//
+//	go test -race -count=1 -run TestCrashSuite ./internal/crashsuite/ -provider paypal
+//
+// runs the same suite against the fake PayPal (mocks.NewPayPalHandler) and
+// the PayPal adapter: both key windows at the suite's 20 s, webhooks
+// verified with PayPal's verify-webhook-signature call (the fake's test
+// root is no system root); its final audit does not run (PayPal's
+// transaction search lags up to 3 hours and the adapter refuses a period
+// it has not published whole). CI runs the suite on Stripe only; the crash
+// tests of one charging process run on Stripe.
 // PAYONCE_CRASH_LOGDIR=<dir> saves every child's output there.
 //
 // The suite needs the PostgreSQL server binaries

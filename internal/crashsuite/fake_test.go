@@ -37,10 +37,11 @@ func (r faultRates) kinds() (map[mocks.FaultKind]float64, error) {
 	return out, nil
 }
 
-// runFake is the "fake" child: a fake Stripe in its own process on
+// runFake is the "fake" child: a fake Stripe (or the provider the config
+// names: crashProvider) in its own process on
 // 127.0.0.1, on the real clock, with random faults, a short key TTL and a
 // lagging search, delivering its events as webhooks when cfg.Webhooks has
-// a URL. It prints markerFakeReady with its URL and API key, and
+// a URL. It prints markerFakeReady with its URL and credentials, and
 // serves until SIGTERM or until its stdin closes (the driver is gone).
 func runFake(cfg childConfig) int {
 	rates, err := cfg.FaultRates.kinds()
@@ -48,25 +49,27 @@ func runFake(cfg childConfig) int {
 		fmt.Fprintf(os.Stderr, "crashsuite fake: %v\n", err)
 		return exitSetup
 	}
+	prov, err := childProvider(cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "crashsuite fake: %v\n", err)
+		return exitSetup
+	}
 	// The webhook sender delivers through the observer's client, so that
 	// the driver learns which attempt of which event got which answer.
-	obs := newFakeObserver()
+	obs := newFakeObserver(prov)
 	webhooks := cfg.Webhooks
 	if webhooks.URL != "" {
 		webhooks.Client = obs.client()
 	}
-	h := mocks.NewStripeHandler(mocks.StripeOptions{
-		Options: mocks.Options{
-			KeyTTL:     cfg.KeyTTL,
-			Seed:       cfg.FakeSeed,
-			FaultRates: rates,
-			FaultGETs:  cfg.FaultGETs,
-			HangFor:    cfg.HangFor,
-			SlowFor:    cfg.SlowFor,
-			RetryAfter: cfg.RetryAfter,
-			Webhooks:   webhooks,
-		},
-		SearchLag: cfg.FakeSearchLag,
+	h, creds := prov.fake(cfg, mocks.Options{
+		KeyTTL:     cfg.KeyTTL,
+		Seed:       cfg.FakeSeed,
+		FaultRates: rates,
+		FaultGETs:  cfg.FaultGETs,
+		HangFor:    cfg.HangFor,
+		SlowFor:    cfg.SlowFor,
+		RetryAfter: cfg.RetryAfter,
+		Webhooks:   webhooks,
 	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+truthPath, func(w http.ResponseWriter, r *http.Request) {
@@ -90,7 +93,7 @@ func runFake(cfg childConfig) int {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	fmt.Printf("%s http://%s %s\n", markerFakeReady, ln.Addr(), h.APIKey())
+	fmt.Printf("%s http://%s %s\n", markerFakeReady, ln.Addr(), creds)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

@@ -16,7 +16,6 @@ import (
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/mocks"
-	"github.com/payonce/payonce/providers/stripe"
 )
 
 // ledgerView is the whole ledger: every operation with its attempts, and
@@ -270,7 +269,7 @@ func reviewReasonShort(r string) string {
 
 // check verifies the invariants against the fake's truth and the ledger,
 // reports every broken one as a test error, and returns the summary.
-func check(t *testing.T, jobs []job, truth mocks.Truth, v ledgerView, wh webhookInput) summary {
+func check(t *testing.T, prov crashProvider, jobs []job, truth mocks.Truth, v ledgerView, wh webhookInput) summary {
 	t.Helper()
 	var bad violations
 	s := summary{status: map[ledger.Status]int{}, outcomes: map[string]int{}, faults: map[string]int{}, reviews: map[string]int{}}
@@ -292,26 +291,26 @@ func check(t *testing.T, jobs []job, truth mocks.Truth, v ledgerView, wh webhook
 	refundsOfPI := map[string][]mocks.TruthRefund{} // by PaymentIntent
 	for _, p := range truth.Payments {
 		pis[p.ID] = p
-		if id := p.Metadata[stripe.MetaOperation]; id != "" {
+		if id := prov.paymentOp(p); id != "" {
 			pisOf[id] = append(pisOf[id], p)
 		} else {
-			bad.add("object without operation", "PaymentIntent %s has no %s metadata", p.ID, stripe.MetaOperation)
+			bad.add("object without operation", "payment %s names no operation", p.ID)
 		}
 	}
 	for _, r := range truth.Refunds {
 		refundsOfPI[r.PaymentID] = append(refundsOfPI[r.PaymentID], r)
-		if id := r.Metadata[stripe.MetaOperation]; id != "" {
+		if id := prov.refundOp(r); id != "" {
 			refundsOf[id] = append(refundsOf[id], r)
 		} else {
-			bad.add("object without operation", "refund %s has no %s metadata", r.ID, stripe.MetaOperation)
+			bad.add("object without operation", "refund %s names no operation", r.ID)
 		}
 	}
 
 	// 1. No reference charged twice; at most one object per operation.
-	dups := truth.Duplicates(stripe.MetaOperation)
+	dups := prov.duplicates(truth)
 	s.duplicates = len(dups)
-	for _, id := range dups {
-		bad.add("reference charged twice", "operation %s: %d authorized PaymentIntents", id, truth.ChargesBy(stripe.MetaOperation)[id])
+	for id, n := range dups {
+		bad.add("reference charged twice", "operation %s: %d authorized payments", id, n)
 	}
 	for id, ps := range pisOf {
 		if len(ps) > 1 {
@@ -406,7 +405,7 @@ func check(t *testing.T, jobs []job, truth mocks.Truth, v ledgerView, wh webhook
 					bad.add("declined card charged", "%s", describeOp(op, v.atts[id]))
 				case !ok:
 					bad.add("succeeded charge without its PaymentIntent", "ref %q: %s", op.ProviderRef, describeOp(op, v.atts[id]))
-				case p.Metadata[stripe.MetaOperation] != id || !p.Authorized || p.AmountCaptured != j.Amount:
+				case prov.paymentOp(p) != id || !p.Authorized || p.AmountCaptured != j.Amount:
 					bad.add("succeeded charge disagrees with its PaymentIntent", "%+v\n%s", p, describeOp(op, v.atts[id]))
 				}
 			case ledger.StatusFailed:

@@ -76,6 +76,9 @@ func TestMain(m *testing.M) {
 // nanoseconds).
 type childConfig struct {
 	Work workConfig `json:"work"`
+	// Provider names the fake and the adapter (crashProvider); empty is
+	// stripe.
+	Provider string `json:"provider"`
 
 	// Fake Stripe.
 	FakeSeed      int64         `json:"fake_seed"`

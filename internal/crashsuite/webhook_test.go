@@ -69,16 +69,21 @@ func webhooksSettled(s mocks.WebhookStats) bool {
 // answers the sender counts) and each POST per key.
 type fakeObserver struct {
 	next http.RoundTripper
+	// keyHeader carries the idempotency key; auxiliary reports the POSTs
+	// that move no money (crashProvider).
+	keyHeader string
+	auxiliary func(path string) bool
 
 	mu         sync.Mutex
 	deliveries []deliveryAttempt
 	posts      map[string]int
 }
 
-func newFakeObserver() *fakeObserver {
+func newFakeObserver(p crashProvider) *fakeObserver {
 	// No proxy and no keep-alive, as the sender's own client: a
 	// connection lives for one attempt.
-	return &fakeObserver{next: &http.Transport{Proxy: nil, DisableKeepAlives: true}, posts: map[string]int{}}
+	return &fakeObserver{next: &http.Transport{Proxy: nil, DisableKeepAlives: true}, posts: map[string]int{},
+		keyHeader: p.keyHeader, auxiliary: p.auxiliaryPOST}
 }
 
 // client is the HTTP client the sender delivers with. Its timeout
@@ -113,13 +118,15 @@ func (o *fakeObserver) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// countPOSTs counts every POST per Idempotency-Key before the fake sees it:
-// the check that webhooks never made anything send a request.
+// countPOSTs counts every POST per idempotency key (o.keyHeader) before
+// the fake sees it, but those that move no money (o.auxiliary: PayPal's
+// token calls): the check that webhooks never made anything send a
+// request.
 func (o *fakeObserver) countPOSTs(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
+		if r.Method == http.MethodPost && !o.auxiliary(r.URL.Path) {
 			o.mu.Lock()
-			o.posts[r.Header.Get("Idempotency-Key")]++
+			o.posts[r.Header.Get(o.keyHeader)]++
 			o.mu.Unlock()
 		}
 		next.ServeHTTP(w, r)
@@ -215,6 +222,8 @@ type webhookFront struct {
 	url       string
 	client    *http.Client
 	forgeRate float64
+	// headers are the delivery headers forwarded to the receiver.
+	headers []string
 
 	mu        sync.Mutex
 	rng       *rand.Rand
@@ -253,13 +262,14 @@ type frontHold struct {
 
 // startWebhookFront listens on a free 127.0.0.1 port; it is closed when the
 // test ends.
-func startWebhookFront(seed int64, forgeRate float64) (*webhookFront, error) {
+func startWebhookFront(seed int64, forgeRate float64, p crashProvider) (*webhookFront, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("listening for the webhook front: %w", err)
 	}
 	f := &webhookFront{
-		url:       "http://" + ln.Addr().String() + "/webhooks/stripe",
+		url:       "http://" + ln.Addr().String() + "/webhooks/" + p.name,
+		headers:   append([]string{"Content-Type", "User-Agent"}, p.webhookHeaders...),
 		client:    &http.Client{Timeout: 9 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}},
 		forgeRate: forgeRate,
 		rng:       rand.New(rand.NewPCG(uint64(seed), 0xf407)),
@@ -413,7 +423,7 @@ func (f *webhookFront) forward(r *http.Request, url string, body []byte) (int, h
 	if err != nil {
 		return 0, nil, nil, err
 	}
-	for _, k := range []string{"Content-Type", "User-Agent", "Stripe-Signature"} {
+	for _, k := range f.headers {
 		if v := r.Header.Get(k); v != "" {
 			req.Header.Set(k, v)
 		}

@@ -1,6 +1,7 @@
 package crashsuite
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 
@@ -11,9 +12,12 @@ import (
 // list from it, so a restarted worker calls again with the same identities
 // and the same requests.
 type workConfig struct {
-	Seed    int64 `json:"seed"`
-	Orders  int   `json:"orders"`
-	Workers int   `json:"workers"`
+	// Provider is the provider's name (part of every operation id);
+	// empty is stripe.
+	Provider string `json:"provider"`
+	Seed     int64  `json:"seed"`
+	Orders   int    `json:"orders"`
+	Workers  int    `json:"workers"`
 	// DeclineEvery makes every DeclineEvery-th order a card that declines.
 	DeclineEvery int `json:"decline_every"`
 	// RefundShare is the share of the other orders that are refunded once
@@ -63,10 +67,10 @@ func (w workConfig) jobs() ([]job, error) {
 			}
 		}
 		var err error
-		if j.ChargeID, err = opID(payonce.KindCharge, j.Order); err != nil {
+		if j.ChargeID, err = providerOpID(w.Provider, payonce.KindCharge, j.Order); err != nil {
 			return nil, err
 		}
-		if j.RefundID, err = opID(payonce.KindRefund, j.Order, "1"); err != nil {
+		if j.RefundID, err = providerOpID(w.Provider, payonce.KindRefund, j.Order, "1"); err != nil {
 			return nil, err
 		}
 		out[i] = j
@@ -85,14 +89,25 @@ func (w workConfig) share(all []job, index int) []job {
 	return out
 }
 
+// opID is the id of a Stripe operation (the crash tests' and the
+// regression tests' provider).
 func opID(kind payonce.Kind, refs ...string) (string, error) {
-	return payonce.Identity{Provider: "stripe", Kind: kind, References: refs}.OperationID()
+	return providerOpID("stripe", kind, refs...)
 }
 
-func (j job) charge() payonce.ChargeParams {
-	pm := "pm_card_visa"
+// providerOpID is the id of an operation of provider ("" is stripe).
+func providerOpID(provider string, kind payonce.Kind, refs ...string) (string, error) {
+	return payonce.Identity{Provider: cmp.Or(provider, "stripe"), Kind: kind, References: refs}.OperationID()
+}
+
+// charge is the job's charge with Stripe's test cards.
+func (j job) charge() payonce.ChargeParams { return j.chargeWith(stripeCrash()) }
+
+// chargeWith is the job's charge with p's payment methods.
+func (j job) chargeWith(p crashProvider) payonce.ChargeParams {
+	pm := p.good
 	if j.Decline {
-		pm = "pm_card_chargeDeclined"
+		pm = p.declined
 	}
 	return payonce.ChargeParams{OrderID: j.Order, Amount: j.Amount, Currency: currency, PaymentMethod: pm,
 		Description: "crashsuite order " + j.Order}

@@ -21,7 +21,6 @@ import (
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/internal/childproc"
 	"github.com/payonce/payonce/ledger"
-	"github.com/payonce/payonce/providers/stripe"
 )
 
 // workerStats is what a worker reports when its work list is done.
@@ -127,10 +126,13 @@ func runWorker(cfg childConfig) int {
 		return fail(exitSetup, "migrating: %v", err)
 	}
 
-	psp, err := stripe.New(stripe.Config{APIKey: cfg.APIKey, BaseURL: cfg.FakeURL, KeyTTL: cfg.KeyTTL, SearchLag: cfg.SearchLag,
-		WebhookSecret: cfg.Webhooks.Secret})
+	prov, err := childProvider(cfg)
 	if err != nil {
-		return fail(exitSetup, "stripe adapter: %v", err)
+		return fail(exitSetup, "%v", err)
+	}
+	psp, err := prov.adapter(cfg)
+	if err != nil {
+		return fail(exitSetup, "%s adapter: %v", prov.name, err)
 	}
 	transport := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
@@ -245,7 +247,7 @@ func runWorker(cfg childConfig) int {
 	}
 	parallel(ctx, cfg.Concurrency, arrivals(ctx, mine, cfg.Epoch, cfg.Spread), func(j job) {
 		call("charge", func() error {
-			_, err := client.Charge(ctx, j.charge())
+			_, err := client.Charge(ctx, j.chargeWith(prov))
 			return err
 		})
 		if j.Refund {

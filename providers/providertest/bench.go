@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -107,6 +108,11 @@ func newBench(t *testing.T, sc *suite, s setup) *bench {
 	if reason, ok := env.Skip[sc.name]; ok {
 		t.Skipf("%s: %s", env.Provider.Name(), reason)
 	}
+	if _, sub, ok := strings.Cut(t.Name(), "/"+sc.name+"/"); ok {
+		if reason, ok := env.Skip[sc.name+"/"+sub]; ok {
+			t.Skipf("%s: %s", env.Provider.Name(), reason)
+		}
+	}
 	require.Equal(t, o.KeyTTL, env.Provider.Info().KeyTTL, "the environment must apply Options.KeyTTL to the adapter")
 
 	newStore := sc.newStore
@@ -163,15 +169,26 @@ func (b *bench) pastWindow() { b.clock.Advance(b.opts.KeyTTL + time.Hour) }
 // posts counts the POSTs the fake received on the endpoint m selects.
 func (b *bench) posts(m mocks.Match) int { return b.truth().Requests["POST "+m.Path] }
 
-// allPosts counts every POST the fake received.
+// allPosts counts every POST the fake received, but Env.Auxiliary ones.
 func (b *bench) allPosts() int {
 	n := 0
-	for route, c := range b.truth().Requests {
+	for route, c := range b.requests() {
 		if strings.HasPrefix(route, "POST ") {
 			n += c
 		}
 	}
 	return n
+}
+
+// requests is the fake's Truth().Requests without Env.Auxiliary routes.
+func (b *bench) requests() map[string]int {
+	out := map[string]int{}
+	for route, c := range b.truth().Requests {
+		if !slices.ContainsFunc(b.env.Auxiliary, func(m mocks.Match) bool { return strings.ToUpper(m.Method)+" "+m.Path == route }) {
+			out[route] = c
+		}
+	}
+	return out
 }
 
 // charges counts the authorized payments the fake holds for operation op.
@@ -244,10 +261,66 @@ func (b *bench) skipWebhookOnly(why string) {
 
 // chargeBlind is chargeAfter with the status lookups failing (with a 502,
 // more of them than one call makes), so that the client cannot tell what
-// the charge did.
+// the charge did. Where the same-key repeat is the lookup
+// (Env.RepeatIsLookup), the repeats fail the same way.
 func (b *bench) chargeBlind(f mocks.FaultKind, order string, amount int64) (payonce.ChargeParams, payonce.Result, error) {
+	b.failLookups()
+	if !b.env.RepeatIsLookup {
+		return b.chargeAfter(f, order, amount)
+	}
+	// The repeats carry the operation's key (generation 0's is its id);
+	// another request to the endpoint (another system's) goes through.
+	b.env.Fake.Script(b.env.Charge, f)
+	repeat := b.env.Charge
+	repeat.IdempotencyKey = b.env.WireKey(b.opID(payonce.KindCharge, order))
+	b.env.Fake.Script(repeat, repeated(mocks.FaultGatewayBefore502, lookupFaults)...)
+	p := b.charge(order, amount)
+	res, err := b.client.Charge(b.ctx, p)
+	return p, res, err
+}
+
+// failLookups makes the next status lookups fail with a 502, more of them
+// than one call makes. Env.Auxiliary GETs (a webhook certificate) pass
+// through untouched, ahead of them: they are no lookup.
+func (b *bench) failLookups() {
+	for _, m := range b.env.Auxiliary {
+		if strings.EqualFold(m.Method, http.MethodGet) {
+			b.env.Fake.Script(m, repeated(mocks.FaultNone, lookupFaults)...)
+		}
+	}
 	b.env.Fake.Script(b.env.Lookup, repeated(mocks.FaultGatewayBefore502, lookupFaults)...)
-	return b.chargeAfter(f, order, amount)
+}
+
+// sentCharges is how many POSTs the charge endpoint may have received for
+// the operations ids: one each where a lookup finds a lost charge; where
+// the same-key repeat is the lookup (Env.RepeatIsLookup), one per attempt
+// of theirs the ledger journaled as possibly reaching the provider (the
+// first request and its repeats, never a second payment: the bench's end
+// check and the scenarios' charge counts hold that).
+func (b *bench) sentCharges(ids ...string) int {
+	b.t.Helper()
+	if !b.env.RepeatIsLookup {
+		return len(ids)
+	}
+	n := 0
+	for _, id := range ids {
+		_, atts := b.get(id)
+		for _, a := range atts {
+			if a.MayHaveReached {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// skipRepeatIsLookup skips a scenario about a lookup that cannot see a
+// charge the client has no answer of, where the same-key repeat is that
+// lookup (Env.RepeatIsLookup), saying why it is not needed there.
+func (b *bench) skipRepeatIsLookup(why string) {
+	if b.env.RepeatIsLookup {
+		b.t.Skipf("%s repeats a charge with the same key to learn its outcome (Env.RepeatIsLookup): %s", b.env.Provider.Name(), why)
+	}
 }
 
 // reviewPastWindow moves past the key window and charges p again: with the
@@ -334,6 +407,10 @@ func (b *bench) send(sr payonce.SendRequest) payonce.Outcome {
 	hr, err := b.env.Provider.NewRequest(b.ctx, sr)
 	require.NoError(b.t, err)
 	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	if a, ok := b.env.Provider.(payonce.RequestAuthorizer); ok {
+		// The credential the client would add (PayPal's access token).
+		require.NoError(b.t, a.AuthorizeRequest(b.ctx, hc, hr))
+	}
 	resp, err := hc.Do(hr)
 	require.NoError(b.t, err)
 	defer resp.Body.Close()

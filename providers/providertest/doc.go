@@ -147,13 +147,33 @@
 // suite expects a lookup to find what a lost answer did, the webhook tells
 // instead; the two subtests about lookups that fail are skipped for it.
 //
+// Where a charge has nothing to be looked up by until its request answered
+// with the provider's id, and the provider answers a same-key repeat with
+// the first request's latest status (Env.RepeatIsLookup, PayPal's Orders),
+// the repeat is the charge's lookup, made at once: the scenarios expect it
+// where they expect a lookup to find a lost charge (one POST per attempt the
+// ledger journaled, one payment), make the repeats fail where they make the
+// lookups fail, and the client's pacing of repeats is waited out by moving
+// the clock to the operation's next check.
+//
+// Where the adapter verifies an event by reading its object from the
+// provider (Env.WebhookReads, PayPal), deliveries make GETs: the webhook
+// scenarios count only POSTs after a delivery, and let lookups work again
+// before they hand held deliveries over.
+//
 // The soak also runs alone, at another size and on another ledger: Soak
 // with a SoakConfig (the root package runs it with StripeEnv on
 // PostgreSQL). Its checks of the ledger against the fake's truth are
 // CheckLedger, which other process-level tests share.
 //
 // The environments of the adapters in this repository are StripeEnv,
-// YooKassaEnv, CheckoutEnv and AdyenEnv.
+// YooKassaEnv, CheckoutEnv, AdyenEnv and PayPalEnv (PayPalEnvConfig for
+// webhooks verified by PayPal's API, or an Orders window that differs
+// from the Payments one). Requests that move no money and look nothing up
+// (PayPal's token call, webhook certificate and verification call) are
+// named in Env.Auxiliary and left out of the counts of what was sent and
+// requested; a scenario's subtest an adapter cannot run is listed in
+// Env.Skip as "Scenario/subtest".
 //
 // A scenario an adapter cannot run at all is listed in Env.Skip with the
 // reason. Run one scenario with, for example,

@@ -180,6 +180,13 @@ type Env struct {
 	// Lookup selects the requests of status lookups. Defaults to every GET
 	// (mocks.Match{Method: "GET"}).
 	Lookup mocks.Match
+	// Auxiliary selects requests that neither move money nor look an
+	// operation up (PayPal's OAuth2 token call, its webhook certificate
+	// and its verify-webhook-signature call): the scenarios' counts of
+	// what was sent and requested leave them out, so that fetching a
+	// credential after the clock moved, or a certificate to verify a
+	// delivery, is never taken for a resend or a lookup.
+	Auxiliary []mocks.Match
 
 	// Currency of every amount the suite sends, e.g. "USD". Defaults to USD.
 	Currency string
@@ -223,6 +230,18 @@ type Env struct {
 	// lookup, without sending it again. False requires them to finish in
 	// the first call.
 	AcceptsActions bool
+	// RepeatIsLookup is true when the provider has nothing to look a charge
+	// up by until its request answered with the provider's id, and answers
+	// a repeat of the request with the same key with the first request's
+	// latest status (PayPal's Orders: no search by the adapter's ids, "the
+	// API returns the latest status of the request"): the same-key repeat
+	// is the charge's lookup, made at once (the adapter declares no lag,
+	// and Options.LookupLag does not apply to it). Where the suite expects
+	// a lost charge found by a lookup without a POST, it expects the
+	// repeat: one POST per attempt the ledger journaled, all with the
+	// operation's key, one payment; where it makes lookups fail, it makes
+	// the repeats fail too.
+	RepeatIsLookup bool
 	// FakeLag is true when the fake applies Options.FakeLag: a payment it
 	// created stays invisible to the lookup the adapter uses for that long.
 	// False runs the LookupLag scenario without an invisible payment.
@@ -254,13 +273,21 @@ type Env struct {
 	// suite expects a lookup to find what a lost answer did, it waits for
 	// the webhook to settle it instead.
 	WebhookOnly bool
+	// WebhookReads is true when the adapter verifies an event by reading
+	// its object from the provider (PayPal: the signature binds the body
+	// only by its CRC32, so the object is read by id): every delivery,
+	// a duplicate included, makes GETs. The webhook scenarios then count
+	// only POSTs after a delivery, and let the lookups work again before
+	// they hand held deliveries over.
+	WebhookReads bool
 	// Reversal undoes a settled operation at the fake. Nil when the
 	// provider has no event that does (then list ScenarioWebhookContradiction
 	// in Skip with the reason).
 	Reversal *Reversal
 
-	// Skip names scenarios (top-level subtest names of Run) that this
-	// adapter cannot run, each with the reason printed when it is skipped.
+	// Skip names scenarios (top-level subtest names of Run, or a
+	// scenario's subtest as "Scenario/subtest") that this adapter cannot
+	// run, each with the reason printed when it is skipped.
 	Skip map[string]string
 }
 

@@ -118,12 +118,12 @@ func testSuccessAndReplay(t *testing.T, s *suite) {
 	require.Equal(t, 1, b.charges(res.OperationID))
 	require.Equal(t, 1, b.posts(b.env.Charge))
 
-	requests := b.truth().Requests
+	requests := b.requests()
 	again, err := b.client.Charge(b.ctx, b.charge("order-ok", 1999))
 	require.NoError(t, err)
 	require.True(t, again.Replayed)
 	require.Equal(t, res.ProviderRef, again.ProviderRef)
-	require.Equal(t, requests, b.truth().Requests, "a settled operation is answered from the ledger: no request at all")
+	require.Equal(t, requests, b.requests(), "a settled operation is answered from the ledger: no request at all")
 
 	op, atts := b.get(res.OperationID)
 	require.Equal(t, ledger.StatusSucceeded, op.Status)
@@ -153,12 +153,12 @@ func testLostAnswer(t *testing.T, s *suite, f mocks.FaultKind) {
 		require.Less(t, time.Since(began), b.opts.HangFor, "the client gave up on the hanging answer")
 	}
 	require.Equal(t, 1, b.charges(res.OperationID), "charged exactly once")
-	require.Equal(t, 1, b.posts(b.env.Charge), "found by lookup: never sent again")
+	require.Equal(t, b.sentCharges(res.OperationID), b.posts(b.env.Charge), "found by lookup: never sent again")
 	require.Equal(t, 1, b.truth().Faults[f])
 	p := b.payment(res.ProviderRef)
 	require.Equal(t, int64(2500), p.AmountCaptured)
 	op, atts := b.get(res.OperationID)
-	require.Len(t, atts, 1, Describe(op, atts))
+	b.requireFoundAttempts(op, atts)
 	require.Equal(t, ledger.OutcomeMaybeSent, atts[0].Outcome)
 	require.Equal(t, ledger.StatusSucceeded, op.Status)
 }
@@ -169,6 +169,11 @@ func testLostAnswer(t *testing.T, s *suite, f mocks.FaultKind) {
 func testGatewayBefore(t *testing.T, s *suite) {
 	b := newBench(t, s, setup{})
 	p, res, err := b.chargeAfter(mocks.FaultGatewayBefore502, "order-gw-before", 1500)
+	if b.env.RepeatIsLookup {
+		// Nothing to look up: the same-key repeat is the lookup, at once.
+		b.requireRepeated(res, err, http.StatusBadGateway)
+		return
+	}
 	require.ErrorIs(t, err, payonce.ErrOutcomeUnknown, "not found proves nothing before the lookup lag")
 	require.Equal(t, payonce.ResultUnknown, res.Status)
 	require.Zero(t, b.charges(res.OperationID))
@@ -197,6 +202,12 @@ func testStoredErrors(t *testing.T, s *suite) {
 		t.Parallel()
 		b := newBench(t, s, setup{})
 		p, res, err := b.chargeAfter(mocks.FaultStored500, "order-stored-500", 1500)
+		if b.env.RepeatIsLookup && b.env.StoredErrors != StoredErrorsReplayed {
+			// The 500 is not kept under the key: the same-key repeat (the
+			// lookup) is processed, once.
+			b.requireRepeated(res, err, http.StatusInternalServerError)
+			return
+		}
 		require.ErrorIs(t, err, payonce.ErrOutcomeUnknown, "not found proves nothing before the lookup lag")
 		require.Zero(t, b.charges(res.OperationID))
 		b.clock.Advance(b.opts.LookupLag / 2)
@@ -242,10 +253,10 @@ func testStoredErrors(t *testing.T, s *suite) {
 		require.NoError(t, err, "the lookup finds the payment")
 		require.Equal(t, payonce.ResultSucceeded, res.Status)
 		require.Equal(t, 1, b.charges(res.OperationID))
-		require.Equal(t, 1, b.posts(b.env.Charge), "found by lookup: never sent again")
+		require.Equal(t, b.sentCharges(res.OperationID), b.posts(b.env.Charge), "found by lookup: never sent again")
 		require.Equal(t, 1, b.truth().Faults[mocks.FaultProcessed500])
 		op, atts := b.get(res.OperationID)
-		require.Len(t, atts, 1, Describe(op, atts))
+		b.requireFoundAttempts(op, atts)
 		require.Equal(t, ledger.OutcomeMaybeSent, atts[0].Outcome)
 		if b.env.WebhookOnly && atts[0].HTTPStatus == 0 {
 			// The webhook settled it before the 500 was recorded.
@@ -282,17 +293,17 @@ func testStoredErrors(t *testing.T, s *suite) {
 		b.skipWebhookOnly("its webhook settles the payment, as processed_500 shows")
 		p, res, err := b.chargeBlind(mocks.FaultProcessed500, "order-processed-500-lookup", 2500)
 		require.ErrorIs(t, err, payonce.ErrOutcomeUnknown, "the lookup failed: check later")
-		require.Equal(t, 1, b.posts(b.env.Charge), "no resend while the lookup cannot answer")
+		require.Equal(t, b.sentCharges(res.OperationID), b.posts(b.env.Charge), "no resend while the lookup cannot answer")
 		op, _ := b.get(res.OperationID)
 		require.Equal(t, ledger.StatusUnknown, op.Status)
 		require.Empty(t, op.LeaseOwner, "the lease is released for background work")
 
 		b.env.Fake.ClearScripts()
 		b.pastLag()
-		res, err = b.client.Charge(b.ctx, p)
+		res, err = b.afterRepeatPacing(res.OperationID, func() (payonce.Result, error) { return b.client.Charge(b.ctx, p) })
 		require.NoError(t, err)
 		require.Equal(t, 1, b.charges(res.OperationID))
-		require.Equal(t, 1, b.posts(b.env.Charge))
+		require.Equal(t, b.sentCharges(res.OperationID), b.posts(b.env.Charge))
 	})
 }
 
@@ -316,14 +327,22 @@ func testKeyInUse(t *testing.T, s *suite) {
 	id := res.OperationID
 	require.Zero(t, b.charges(id))
 
-	b.pastLag()
-	res, err = b.client.Charge(b.ctx, p)
-	require.ErrorIs(t, err, payonce.ErrOutcomeUnknown, "the provider is still running the first request")
+	if !b.env.RepeatIsLookup {
+		b.pastLag()
+		res, err = b.client.Charge(b.ctx, p)
+		require.ErrorIs(t, err, payonce.ErrOutcomeUnknown, "the provider is still running the first request")
+	}
+	// Where the same-key repeat is the lookup, the first call made it
+	// already, and met the first request running.
 	op, atts := b.get(id)
-	require.Len(t, atts, 2, Describe(op, atts))
-	require.Equal(t, ledger.OutcomeKeyInUse, atts[1].Outcome, Describe(op, atts))
-	require.Equal(t, b.env.KeyInUseStatus, atts[1].HTTPStatus, "the provider's own key-in-use answer")
-	require.Equal(t, atts[0].Key, atts[1].Key)
+	if !b.env.RepeatIsLookup {
+		require.Len(t, atts, 2, Describe(op, atts))
+	}
+	require.GreaterOrEqual(t, len(atts), 2, Describe(op, atts))
+	last := atts[len(atts)-1]
+	require.Equal(t, ledger.OutcomeKeyInUse, last.Outcome, Describe(op, atts))
+	require.Equal(t, b.env.KeyInUseStatus, last.HTTPStatus, "the provider's own key-in-use answer")
+	require.Equal(t, atts[0].Key, last.Key)
 	require.GreaterOrEqual(t, b.truth().KeyInUse, 1)
 	require.Zero(t, b.charges(id))
 
@@ -331,10 +350,13 @@ func testKeyInUse(t *testing.T, s *suite) {
 	b.waitFor("the slow request to be processed", func() bool { return b.charges(id) == 1 })
 	b.awaitWebhooks()
 	posts := b.posts(b.env.Charge)
-	res, err = b.client.Charge(b.ctx, p)
+	res, err = b.afterRepeatPacing(id, func() (payonce.Result, error) { return b.client.Charge(b.ctx, p) })
 	require.NoError(t, err)
 	require.Equal(t, payonce.ResultSucceeded, res.Status)
 	require.Equal(t, 1, b.charges(id))
+	if b.env.RepeatIsLookup {
+		posts = b.sentCharges(id) // the same-key repeat that learnt it
+	}
 	require.Equal(t, posts, b.posts(b.env.Charge), "found by lookup")
 	require.Equal(t, int64(3100), b.payment(res.ProviderRef).AmountCaptured)
 }
@@ -402,14 +424,14 @@ func testDecline(t *testing.T, s *suite) {
 	require.Equal(t, de.DeclineCode, res.DeclineCode)
 	require.Zero(t, b.charges(res.OperationID))
 
-	requests := b.truth().Requests
+	requests := b.requests()
 	again, err := b.client.Charge(b.ctx, p)
 	require.ErrorIs(t, err, payonce.ErrDeclined)
 	require.True(t, again.Replayed)
 	require.Equal(t, payonce.ResultFailed, again.Status)
 	require.Equal(t, de.Code, again.Code)
 	require.Equal(t, de.DeclineCode, again.DeclineCode)
-	require.Equal(t, requests, b.truth().Requests, "a decline is replayed from the ledger")
+	require.Equal(t, requests, b.requests(), "a decline is replayed from the ledger")
 	op, _ := b.get(res.OperationID)
 	require.Equal(t, ledger.StatusFailed, op.Status)
 }
@@ -431,11 +453,11 @@ func testRefunds(t *testing.T, s *suite) {
 	require.NoError(t, err)
 	require.Equal(t, payonce.ResultSucceeded, r1.Status)
 	require.NotEmpty(t, r1.ProviderRef)
-	requests := b.truth().Requests
+	requests := b.requests()
 	again, err := refund(1, 3000)()
 	require.NoError(t, err)
 	require.True(t, again.Replayed)
-	require.Equal(t, requests, b.truth().Requests, "a settled refund is answered from the ledger")
+	require.Equal(t, requests, b.requests(), "a settled refund is answered from the ledger")
 
 	// The answer of refund #2 is lost; the lookup finds the refund.
 	b.env.Fake.Script(b.env.Refund, mocks.FaultDropAfterProcessing)
@@ -532,11 +554,11 @@ func testCaptureAndCancel(t *testing.T, s *suite) {
 	require.NoError(t, err)
 	require.Equal(t, payonce.ResultSucceeded, c.Status)
 	require.Equal(t, int64(4000), b.payment(a).AmountCaptured)
-	requests := b.truth().Requests
+	requests := b.requests()
 	again, err := capture("order-capture", 4000)()
 	require.NoError(t, err)
 	require.True(t, again.Replayed)
-	require.Equal(t, requests, b.truth().Requests)
+	require.Equal(t, requests, b.requests())
 	_, err = b.found(b.env.Cancel, cancel("order-capture"))
 	require.ErrorIs(t, err, payonce.ErrDeclined, "a captured payment cannot be canceled")
 
@@ -621,8 +643,14 @@ func testLookupLag(t *testing.T, s *suite) {
 func testKeyWindowPassed(t *testing.T, s *suite) {
 	t.Run("not_found", func(t *testing.T) {
 		t.Parallel()
-		b := newBench(t, s, setup{})
-		p, _, err := b.chargeAfter(mocks.FaultGatewayBefore502, "order-window", 1500)
+		b := newBench(t, s, setup{config: noBreaker})
+		lost := b.chargeAfter
+		if b.env.RepeatIsLookup {
+			// The repeats (the lookup) fail too, or the first call
+			// would learn the outcome.
+			lost = b.chargeBlind
+		}
+		p, _, err := lost(mocks.FaultGatewayBefore502, "order-window", 1500)
 		require.ErrorIs(t, err, payonce.ErrOutcomeUnknown)
 
 		res, posts := b.reviewPastWindow(p, "the window passed and nothing was found")
@@ -661,4 +689,60 @@ func testKeyWindowPassed(t *testing.T, s *suite) {
 		require.Equal(t, posts, b.allPosts())
 		require.Equal(t, 1, b.charges(id))
 	})
+}
+
+// requireFoundAttempts checks the attempts of a charge whose answer was
+// lost and which a lookup found: the one attempt, or, where the same-key
+// repeat is the lookup (Env.RepeatIsLookup), the first and the repeat that
+// learnt the outcome, with the same key.
+func (b *bench) requireFoundAttempts(op ledger.Operation, atts []ledger.Attempt) {
+	b.t.Helper()
+	if !b.env.RepeatIsLookup {
+		require.Len(b.t, atts, 1, Describe(op, atts))
+		return
+	}
+	require.GreaterOrEqual(b.t, len(atts), 2, Describe(op, atts))
+	last := atts[len(atts)-1]
+	require.Equal(b.t, ledger.OutcomeSuccess, last.Outcome, "the same-key repeat learnt the outcome: %s", Describe(op, atts))
+	for _, a := range atts {
+		require.Equal(b.t, op.Key, a.Key, "a repeat carries the same key")
+	}
+}
+
+// requireRepeated checks a charge whose first attempt got status from
+// before the provider processed it, where the same-key repeat is the
+// lookup (Env.RepeatIsLookup): the first call repeated it at once, with
+// the same key, and the repeat charged once.
+func (b *bench) requireRepeated(res payonce.Result, err error, status int) {
+	b.t.Helper()
+	require.NoError(b.t, err, "the same-key repeat is processed")
+	require.Equal(b.t, payonce.ResultSucceeded, res.Status)
+	require.Equal(b.t, 1, b.charges(res.OperationID))
+	op, atts := b.get(res.OperationID)
+	require.Len(b.t, atts, 2, Describe(op, atts))
+	require.Equal(b.t, status, atts[0].HTTPStatus)
+	require.Equal(b.t, atts[0].Key, atts[1].Key, "a repeat carries the same key")
+	require.Equal(b.t, 2, b.posts(b.env.Charge))
+	require.Equal(b.t, start, op.WindowStart, "the window starts at the first attempt that may have reached the provider")
+}
+
+// afterRepeatPacing makes call, which settles operation id. Where the
+// same-key repeat is the lookup (Env.RepeatIsLookup), the client paces the
+// repeats of one operation with growing intervals, which after several
+// failed repeats outlast the lookup lag other providers wait for: while the
+// call reports the outcome unknown, the clock moves to the operation's next
+// check and the call is made again (a few times at most).
+func (b *bench) afterRepeatPacing(id string, call func() (payonce.Result, error)) (payonce.Result, error) {
+	b.t.Helper()
+	res, err := call()
+	for range 3 {
+		if !b.env.RepeatIsLookup || !errors.Is(err, payonce.ErrOutcomeUnknown) {
+			break
+		}
+		if op, _ := b.get(id); op.NextCheckAt.After(b.clock.Now()) {
+			b.clock.Set(op.NextCheckAt.Add(time.Second))
+		}
+		res, err = call()
+	}
+	return res, err
 }

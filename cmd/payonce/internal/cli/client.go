@@ -35,9 +35,9 @@ const (
 
 func addProviderFlags(f *cmdFlags) *providerFlags {
 	pf := &providerFlags{f: f}
-	f.StringVar(&pf.provider, "provider", "stripe", "payment provider `NAME`: stripe, yookassa, checkout or adyen; or\nPAYONCE_PROVIDER")
+	f.StringVar(&pf.provider, "provider", "stripe", "payment provider `NAME`: stripe, yookassa, checkout, adyen or paypal;\nor PAYONCE_PROVIDER")
 	f.StringVar(&pf.baseURL, "base-url", "", "send the provider's requests to this `URL` instead (a fake, a proxy);\nor PAYONCE_BASE_URL")
-	f.duration(&pf.keyTTL, "key-ttl", 0, "how long the provider keeps idempotency keys; `D` replaces the adapter's\ndefault (24h for stripe, yookassa and checkout, 744h for adyen) and must\nnever exceed the "+
+	f.duration(&pf.keyTTL, "key-ttl", 0, "how long the provider keeps idempotency keys; `D` replaces the adapter's\ndefault (24h for stripe, yookassa and checkout, 744h for adyen; paypal keeps\n6h for charges and 1080h for the rest, and D shortens each to at most D) and\nmust never exceed the "+
 		"provider's real one")
 	f.duration(&pf.searchLag, "search-lag", 0, "how long before a lookup that found nothing is believed; `D` replaces\n"+
 		"the adapter's default: stripe's search lag (1m), yookassa's list lag (1m),\n"+

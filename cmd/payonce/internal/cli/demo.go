@@ -97,9 +97,9 @@ func runDemo(ctx context.Context, a *App, args []string) error {
 // runDemoWith is runDemo with a test's seam.
 func runDemoWith(ctx context.Context, a *App, args []string, seam demoSeam) error {
 	s := defaultDemoSettings()
-	f := newFlags("demo", "payonce demo [--provider stripe|yookassa|checkout|adyen] [--orders N] [--refunds M] [--concurrency C] [--seed S] [--webhooks=false] [--ledger DSN] [--json] [--console [--addr HOST:PORT]]",
-		`Starts a fake provider in this process (Stripe, YooKassa, Checkout.com or
-Adyen, with its own test credentials) that fails about a fifth of the
+	f := newFlags("demo", "payonce demo [--provider stripe|yookassa|checkout|adyen|paypal] [--orders N] [--refunds M] [--concurrency C] [--seed S] [--webhooks=false] [--ledger DSN] [--json] [--console [--addr HOST:PORT]]",
+		`Starts a fake provider in this process (Stripe, YooKassa, Checkout.com,
+Adyen or PayPal, with its own test credentials) that fails about a fifth of the
 requests that move money in the ways that matter there (answers lost after
 the money moved, hangs, proxy 502s before and after processing, rate limits,
 slow answers, 500s stored or produced after the money moved), charges
@@ -108,11 +108,12 @@ declined) and refunds --refunds of them at --concurrency through payonce,
 runs the reconciler until nothing is left to settle, and compares the ledger
 with what the fake really did. It then audits the fake as "payonce audit"
 would (stripe and yookassa list their objects, checkout is looked up; adyen
-is audited from a downloaded report, so not here) over the run's period,
+is audited from a downloaded report, and paypal's transaction search only
+3 hours late, so not here) over the run's period,
 recording what differs as findings in the demo's ledger. Its timings are
 short (a key TTL of 20s instead of 24h, lookup lags of seconds) so that it
-settles in about half a minute; they are printed with the report. Amounts are in USD for stripe, RUB
-for yookassa, EUR for checkout and adyen.
+settles in about half a minute; they are printed with the report. Amounts are in USD for stripe and paypal,
+RUB for yookassa, EUR for checkout and adyen.
 
 The fake also sends its signed webhooks to a receiver the demo runs on
 127.0.0.1 (payonce's webhook handler on a free port), late, some twice, some
@@ -175,6 +176,9 @@ a browser; resends go to the demo's fake. SIGINT or SIGTERM stops it.`)
 	}
 	if !p.fakeLag {
 		s.FakeSearchLag = 0
+	}
+	if p.noLookupLag {
+		s.AdapterSearchLag = 0
 	}
 	switch {
 	case s.Orders < 1 || s.Orders > 100000:

@@ -191,6 +191,13 @@ type demoProvider struct {
 	// fakeLag: the fake's own lookups run behind (Stripe's search); the
 	// other fakes answer lists and reads at once.
 	fakeLag bool
+	// noLookupLag: the adapter declares no lookup lag at all (PayPal reads
+	// by its own ids and repeats a lost charge with its key at once), so
+	// the demo's --search-lag does not apply and is shown as 0.
+	noLookupLag bool
+	// auditSkip, when set, says why the demo does not audit this
+	// provider's fake at the end of a run (PayPal's search lag).
+	auditSkip string
 	// webhookOnly: the adapter has no status lookup (Adyen), so outcomes
 	// the calls did not bring arrive only by webhook; the demo refuses to
 	// run it without webhooks.
@@ -222,7 +229,7 @@ type demoProvider struct {
 
 // demoProviders are the providers "payonce demo --provider" runs against.
 func demoProviders() []demoProvider {
-	return []demoProvider{stripeDemo(), yookassaDemo(), checkoutDemo(), adyenDemo()}
+	return []demoProvider{stripeDemo(), yookassaDemo(), checkoutDemo(), adyenDemo(), paypalDemo()}
 }
 
 func findDemoProvider(name string) (demoProvider, bool) {

@@ -30,7 +30,8 @@
 // is sqlite:payonce.db. Provider credentials are read only from the
 // environment, never from flags: STRIPE_API_KEY for --provider stripe,
 // YOOKASSA_SHOP_ID and YOOKASSA_SECRET_KEY for --provider yookassa,
-// CHECKOUT_SECRET_KEY for --provider checkout. "review resolve" needs them
+// CHECKOUT_SECRET_KEY for --provider checkout, PAYPAL_CLIENT_ID and
+// PAYPAL_CLIENT_SECRET (webhooks: PAYPAL_WEBHOOK_ID) for --provider paypal. "review resolve" needs them
 // only for --outcome resend, the one outcome that asks the provider;
 // succeeded and failed are recorded in the ledger alone.
 //

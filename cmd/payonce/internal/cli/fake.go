@@ -41,7 +41,7 @@ type fakeReady struct {
 const fakeCredentialsNote = "fake test credentials, accepted only by this fake process; never a real provider's"
 
 func runFake(ctx context.Context, a *App, args []string) error {
-	f := newFlags("fake", "payonce fake --provider stripe|yookassa|checkout|adyen [--addr 127.0.0.1:0] [--fault-rate F] [--seed N] [--key-ttl D] [--webhook-url URL --webhook-secret S] [--exit-on-stdin-eof]",
+	f := newFlags("fake", "payonce fake --provider stripe|yookassa|checkout|adyen|paypal [--addr 127.0.0.1:0] [--fault-rate F] [--seed N] [--key-ttl D] [--webhook-url URL --webhook-secret S] [--exit-on-stdin-eof]",
 		`Serves a fake provider (the same fakes as "payonce demo", from package
 mocks) in its own process on a loopback address, so that a service under
 test, even one that is killed mid-payment, talks to a provider that outlives
@@ -61,7 +61,10 @@ the money moved, hangs, proxy 502s, rate limits, slow answers, 500s).
 --webhook-url has the fake deliver its provider's webhooks there (loopback
 only), signed with --webhook-secret (Stripe: whsec_...; Checkout.com: any;
 Adyen: a hex HMAC key, with --webhook-username and --webhook-password);
-YooKassa signs nothing.
+YooKassa signs nothing. PayPal signs with a test certificate over its
+webhook id (--webhook-secret sets the id, PAYPAL_WEBHOOK_ID in "env"); the
+fake also answers verify-webhook-signature, so "env" has
+PAYPAL_WEBHOOK_VERIFICATION=api.
 
 Runs until SIGTERM or SIGINT (or, with --exit-on-stdin-eof, until its stdin
 closes: the driving test went away); exit code 0 then.`)

@@ -153,7 +153,7 @@ func TestFakeUsage(t *testing.T) {
 	t.Parallel()
 	requireUsageErrors(t, []usageCase{
 		{name: "no provider", args: []string{"fake"}, want: []string{"--provider is required", "stripe, yookassa, checkout, adyen"}},
-		{name: "unknown provider", args: []string{"fake", "--provider", "paypal"}, want: []string{`unknown provider "paypal"`, "stripe"}},
+		{name: "unknown provider", args: []string{"fake", "--provider", "worldpay"}, want: []string{`unknown provider "worldpay"`, "stripe"}},
 		{name: "non-loopback addr", args: []string{"fake", "--provider", "stripe", "--addr", "0.0.0.0:0"},
 			want: []string{"--addr", "not a loopback address", "127.0.0.1"}},
 		{name: "no host", args: []string{"fake", "--provider", "stripe", "--addr", ":0"}, want: []string{"not a loopback address"}},

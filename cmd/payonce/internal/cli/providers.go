@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -29,6 +30,10 @@ type Adapter struct {
 	// allowed addresses). They are optional for every other command;
 	// "webhooks serve" serves the provider only when every one is set.
 	WebhookEnvVars []string
+	// SettingEnvVars name optional environment variables holding settings
+	// that are no secret (PayPal's PAYPAL_WEBHOOK_VERIFICATION); each is
+	// passed to New when set.
+	SettingEnvVars []string
 	// KeyTTL is how long the provider documents that it keeps an
 	// idempotency key (the adapter's default). A --key-ttl above it is
 	// refused: past it the provider has forgotten the key, and a resend
@@ -42,7 +47,7 @@ type Adapter struct {
 // AdapterConfig is what an Adapter's New receives.
 type AdapterConfig struct {
 	// Env holds the value of each of the Adapter's EnvVars (all non-empty),
-	// and of each of its WebhookEnvVars that is set.
+	// and of each of its WebhookEnvVars and SettingEnvVars that is set.
 	Env map[string]string
 	// BaseURL points the adapter at another endpoint (a fake, a proxy);
 	// empty means the provider's own.
@@ -99,10 +104,10 @@ func (r *Registry) Names() []string {
 }
 
 // DefaultRegistry returns the adapters the payonce binary knows: adyen,
-// checkout, stripe and yookassa. A new adapter is added here with its constructor and
+// checkout, paypal, stripe and yookassa. A new adapter is added here with its constructor and
 // credential variables.
 func DefaultRegistry() *Registry {
-	r, err := NewRegistry(StripeAdapter(), YooKassaAdapter(), CheckoutAdapter(), AdyenAdapter())
+	r, err := NewRegistry(StripeAdapter(), YooKassaAdapter(), CheckoutAdapter(), AdyenAdapter(), PayPalAdapter())
 	if err != nil {
 		panic(err) // a programming error in this file
 	}
@@ -252,7 +257,7 @@ func (r *Registry) build(name string, env func(string) string, c AdapterConfig) 
 	for _, v := range a.EnvVars {
 		c.Env[v] = env(v)
 	}
-	for _, v := range a.WebhookEnvVars {
+	for _, v := range slices.Concat(a.WebhookEnvVars, a.SettingEnvVars) {
 		if val := env(v); val != "" {
 			c.Env[v] = val
 		}

@@ -162,8 +162,8 @@ func TestProviderCredentials(t *testing.T) {
 		{"yookassa without shop", map[string]string{"YOOKASSA_SECRET_KEY": "test_abcdefghijklmnopqrstuvwxyz"}, append(charge, "--provider", "yookassa"), []string{"needs YOOKASSA_SHOP_ID set"}},
 		{"checkout", nil, append(charge, "--provider", "checkout"), []string{"provider checkout needs CHECKOUT_SECRET_KEY set"}},
 		{"checkout from env", map[string]string{"PAYONCE_PROVIDER": "checkout", "STRIPE_API_KEY": "sk_test_x"}, charge, []string{"CHECKOUT_SECRET_KEY"}},
-		{"unknown provider", nil, append(charge, "--provider", "paypal"), []string{`unknown provider "paypal"`, "known providers are adyen, checkout, stripe, yookassa"}},
-		{"unknown demo provider", nil, []string{"demo", "--provider", "paypal"}, []string{`unknown provider "paypal"`, "stripe, yookassa, checkout"}},
+		{"unknown provider", nil, append(charge, "--provider", "worldpay"), []string{`unknown provider "worldpay"`, "known providers are adyen, checkout, paypal, stripe, yookassa"}},
+		{"unknown demo provider", nil, []string{"demo", "--provider", "worldpay"}, []string{`unknown provider "worldpay"`, "stripe, yookassa, checkout"}},
 	}, func(t *testing.T, tc usageCase) result {
 		r := runBinary(t, with(tg.env(), flatten(tc.env)...), tc.args...)
 		require.Empty(t, r.stdout)
@@ -178,7 +178,7 @@ func TestProviderCredentials(t *testing.T) {
 	}
 	c := runBinary(t, nil, "charge", "-h")
 	require.Equal(t, 0, c.code, "%s", c)
-	for _, w := range []string{"stripe, yookassa, checkout or adyen", "yookassa's list lag", "checkout's settle lag"} {
+	for _, w := range []string{"stripe, yookassa, checkout, adyen or paypal", "yookassa's list lag", "checkout's settle lag"} {
 		require.Contains(t, c.stdout, w)
 	}
 	dh := runBinary(t, nil, "demo", "-h")
@@ -281,7 +281,7 @@ func TestAdapterConfigMapping(t *testing.T) {
 		require.Equal(t, tc.defaultTTL, p.Info().KeyTTL)
 	}
 
-	require.Equal(t, []string{"adyen", "checkout", "stripe", "yookassa"}, cli.DefaultRegistry().Names())
+	require.Equal(t, []string{"adyen", "checkout", "paypal", "stripe", "yookassa"}, cli.DefaultRegistry().Names())
 }
 
 // runCharge runs "payonce charge ARGS --json", checks its exit code and
