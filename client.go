@@ -499,14 +499,16 @@ func (c *Client) refundRequest(ctx context.Context, rd ledger.Reader, p RefundPa
 		return Request{}, err
 	}
 	if p.PaymentRef == "" {
+		// Read on every call, repeats included: the reference is part of
+		// the request's fingerprint, so a retry must name the same one.
+		// First, so that an authorization not captured yet is refused as
+		// that rather than as "0 can be refunded".
+		if ref, err = c.refundTarget(ctx, rd, p.OrderID, charge); err != nil {
+			return Request{}, err
+		}
 		// The ledger was read for the charge: check the refund against
 		// the order's other refunds too (checkRefund says why and when).
 		if err := c.checkRefund(ctx, rd, p, charge); err != nil {
-			return Request{}, err
-		}
-		// Read on every call, repeats included: the reference is part of
-		// the request's fingerprint, so a retry must name the same one.
-		if ref, err = c.refundTarget(ctx, rd, p.OrderID, charge); err != nil {
 			return Request{}, err
 		}
 	}

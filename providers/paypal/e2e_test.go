@@ -335,7 +335,7 @@ func TestE2ERefundOfAManualCaptureActsOnTheCapture(t *testing.T) {
 		var verr *payonce.ValidationError
 		require.ErrorAs(t, err, &verr, "a caller's error, said before sending")
 		require.ErrorContains(t, err, `order "order-held"`)
-		require.ErrorContains(t, err, "captured 0", "nothing was captured that a refund could return")
+		require.ErrorContains(t, err, "authorized only: capture it before refunding", "nothing was captured that a refund could return")
 		require.Empty(t, res.OperationID, "nothing recorded")
 	}
 	_, err = e.Client.Status(e.Ctx, payonce.StatusQuery{Kind: payonce.KindRefund, OrderID: "order-held", RefundSeq: 1})
