@@ -36,9 +36,9 @@ const (
 	// audit refuses a period (widened by AuditInfo.Margin) that ends less
 	// than SearchLag ago: PayPal has not published it whole, and an audit
 	// of an incomplete listing would report "no difference" for money it
-	// did not see. A scheduled audit needs AuditSchedule.Delay (or
-	// riverpayonce's AuditArgs.Delay) of at least SearchLag +
-	// DefaultAuditMargin.
+	// did not see. AuditInfo declares it as Lag: payonce refuses such a
+	// period too, and scheduled audits end their periods SearchLag +
+	// DefaultAuditMargin back whatever their Delay.
 	SearchLag = 3 * time.Hour
 	// MaxSearchWindow is the longest range one search may ask for: "The
 	// maximum supported range is 31 days" (end_date,
@@ -112,6 +112,10 @@ func (p *Provider) AuditInfo() payonce.AuditInfo {
 		ListedKinds: []payonce.Kind{payonce.KindRefund},
 		Margin:      DefaultAuditMargin,
 		Directions:  auditDirections,
+		// Declared, so that payonce refuses a period PayPal has not
+		// published whole before anything is listed, and scheduled audits
+		// (Reconciler, riverpayonce) reach back that far by themselves.
+		Lag: SearchLag,
 	}
 }
 
@@ -221,8 +225,8 @@ func (l *auditLister) list(ctx context.Context, q payonce.AuditQuery, yield func
 	// its last hours is unseen (SearchLag).
 	if ready := q.To.Add(SearchLag); l.p.now().Before(ready) {
 		return fmt.Errorf("paypal: audit: the period ends at %s (with the audit margin), less than %v ago; PayPal's "+
-			"transaction search may be up to %v behind, so audit it after %s (a scheduled audit needs a Delay of at least %v)",
-			q.To.UTC().Format(time.RFC3339), SearchLag, SearchLag, ready.UTC().Format(time.RFC3339), SearchLag+DefaultAuditMargin)
+			"transaction search may be up to %v behind, so audit it after %s",
+			q.To.UTC().Format(time.RFC3339), SearchLag, SearchLag, ready.UTC().Format(time.RFC3339))
 	}
 	for from := q.From; from.Before(q.To); {
 		to := from.Add(MaxSearchWindow)

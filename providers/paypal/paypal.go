@@ -75,7 +75,8 @@ type Config struct {
 	// PaymentsKeyTTL is the Payments v2 window. Defaults to
 	// DefaultPaymentsKeyTTL (45 days); tests shorten it.
 	PaymentsKeyTTL time.Duration
-	// WebhookID is the id PayPal gave the webhook (WH-...): both
+	// WebhookID is the id PayPal gave the webhook (such as
+	// 9XL90610J3647323C; not an event's WH-... id): both
 	// verifications sign over it. Without it ParseWebhook refuses every
 	// delivery.
 	WebhookID string
@@ -88,9 +89,9 @@ type Config struct {
 	// certificate is fetched from nowhere else. Defaults to PayPal's API
 	// hosts (https only). A loopback host listed here may be http (tests).
 	WebhookCertHosts []string
-	// HTTPClient sends the webhook verification's own requests (the
-	// certificate, the verify-webhook-signature call and its token), and
-	// the token call of an audit, whose requests payonce lets be GETs
+	// HTTPClient sends the webhook path's own requests (the certificate,
+	// the verify-webhook-signature call, the re-read of the event's
+	// object, and their token), and the token call of an audit, whose requests payonce lets be GETs
 	// only. Money-moving calls, lookups and the audit's GETs never use it:
 	// they go through the payonce client. Defaults to a client with a
 	// 10 s timeout.
@@ -126,8 +127,9 @@ const WebhookRedelivery = 3 * 24 * time.Hour
 // defaultWebhookTimeout bounds the webhook verification's own requests.
 const defaultWebhookTimeout = 10 * time.Second
 
-// Provider is the PayPal adapter. It is safe for concurrent use; its only
-// mutable state is the cached access token.
+// Provider is the PayPal adapter. It is safe for concurrent use; its
+// mutable state is the cached access token and the cached webhook
+// certificates.
 type Provider struct {
 	// cfg is the Config with its defaults applied (the webhook and audit
 	// code read their fields from it); its secrets are also held, as
@@ -197,7 +199,7 @@ func New(cfg Config) (*Provider, error) {
 		return nil, adapterkit.Invalid(prefix, "WebhookVerification", "is %q; use paypal.VerifyOffline or paypal.VerifyAPI", string(cfg.WebhookVerification))
 	}
 	if strings.ContainsFunc(cfg.WebhookID, unicode.IsControl) || strings.ContainsFunc(cfg.WebhookID, unicode.IsSpace) {
-		return nil, adapterkit.Invalid(prefix, "WebhookID", "contains spaces or control characters; copy the webhook id (WH-...) exactly as the Developer Dashboard shows it")
+		return nil, adapterkit.Invalid(prefix, "WebhookID", "contains spaces or control characters; copy the webhook id exactly as the Developer Dashboard shows it")
 	}
 	hosts := make([]string, 0, len(cfg.WebhookCertHosts))
 	for _, h := range cfg.WebhookCertHosts {

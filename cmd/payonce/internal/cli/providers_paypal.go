@@ -10,7 +10,7 @@ import (
 // PayPal's environment variables beside the adapter's own
 // (paypal.EnvClientID, paypal.EnvClientSecret).
 const (
-	// envPayPalWebhookID is the id PayPal gave the webhook (WH-...): every
+	// envPayPalWebhookID is the id PayPal gave the webhook (not an event's WH-... id): every
 	// signature is made over it, so webhooks verify only with it.
 	envPayPalWebhookID = "PAYPAL_WEBHOOK_ID"
 	// envPayPalWebhookVerification chooses how webhooks are verified:
