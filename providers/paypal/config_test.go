@@ -54,7 +54,7 @@ func TestNewValidation(t *testing.T) {
 		{Name: "negative payments window", Cfg: with(func(c *paypal.Config) { c.PaymentsKeyTTL = -1 }), Field: "paypal.Config.PaymentsKeyTTL", Hint: "negative"},
 		{Name: "negative audit interval", Cfg: with(func(c *paypal.Config) { c.AuditInterval = -1 }), Field: "paypal.Config.AuditInterval", Hint: "negative"},
 		{Name: "unknown verification", Cfg: with(func(c *paypal.Config) { c.WebhookVerification = "both" }), Field: "paypal.Config.WebhookVerification", Hint: "VerifyOffline"},
-		{Name: "webhook id with newline", Cfg: with(func(c *paypal.Config) { c.WebhookID = "WH-1\n" }), Field: "paypal.Config.WebhookID", Hint: "WH-"},
+		{Name: "webhook id with newline", Cfg: with(func(c *paypal.Config) { c.WebhookID = "WH-1\n" }), Field: "paypal.Config.WebhookID", Hint: "webhook id exactly"},
 		{Name: "cert host with path", Cfg: with(func(c *paypal.Config) { c.WebhookCertHosts = []string{"api.paypal.com/certs"} }), Field: "paypal.Config.WebhookCertHosts", Hint: "host"},
 	}, testClientID, testSecret)
 }
