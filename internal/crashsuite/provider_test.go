@@ -54,6 +54,10 @@ type crashProvider struct {
 	fake func(cfg childConfig, o mocks.Options) (crashFakeHandler, string)
 	// adapter builds the adapter from the credentials of the ready line.
 	adapter func(cfg childConfig) (payonce.Provider, error)
+	// verifiesAtProvider: the adapter verifies a webhook by asking the
+	// provider (PayPal reads the event's object back by id), so a delivery
+	// is refused while the provider fails (webhookInput).
+	verifiesAtProvider bool
 	// auditSkip, when set, says why the final audit does not run.
 	auditSkip string
 	// paymentOp and refundOp name the operation a payment or a refund of
@@ -124,6 +128,9 @@ func paypalCrash() crashProvider {
 			return path == "/v1/oauth2/token" || path == "/v1/notifications/verify-webhook-signature"
 		},
 		webhookSecret: func() string { return "" },
+		// A verified event is applied from its object read back by id
+		// (GET, within the fake's faults on GETs).
+		verifiesAtProvider: true,
 		auditSkip: "PayPal's transaction search shows a transaction up to " + paypal.SearchLag.String() +
 			" late; the adapter audits a period only once it is published whole",
 		fake: func(cfg childConfig, o mocks.Options) (crashFakeHandler, string) {
