@@ -252,6 +252,9 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status := webhookRejectStatus(err)
 		h.c.tel.webhook(ctx, webhookRejectResult(status), ledger.WebhookReport{})
 		log.Warn("payonce: webhook rejected", "status", status, "err", err)
+		if status == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "5")
+		}
 		http.Error(w, http.StatusText(status), status)
 		return
 	}
@@ -314,6 +317,12 @@ func webhookRejectStatus(err error) int {
 		return http.StatusUnauthorized
 	case errors.Is(err, ErrWebhookForbidden):
 		return http.StatusForbidden
+	case errors.Is(err, ErrProviderUnavailable):
+		// The adapter could not ask the provider what it needs to verify
+		// or read the event (PayPal: the verification call, the re-read
+		// of the event's object): nothing is wrong with the delivery, the
+		// provider delivers it again.
+		return http.StatusServiceUnavailable
 	default:
 		return http.StatusBadRequest
 	}
@@ -327,6 +336,8 @@ func webhookRejectResult(status int) string {
 		return semconv.WebhookResultUnauthorized
 	case http.StatusForbidden:
 		return semconv.WebhookResultForbidden
+	case http.StatusServiceUnavailable:
+		return semconv.WebhookResultUnavailable
 	}
 	return semconv.WebhookResultInvalid
 }

@@ -156,8 +156,10 @@ const (
 	WebhookResultRecordedUnreadable = "recorded_unreadable"
 	// WebhookResultDuplicate: an event already recorded; nothing changed.
 	WebhookResultDuplicate = "duplicate"
-	// WebhookResultUnavailable: the ledger could not record the event; the
-	// delivery is refused, so that the provider delivers it again.
+	// WebhookResultUnavailable: the ledger could not record the event, or
+	// the adapter could not ask the provider what it needed to verify or
+	// read it (503); the delivery is refused, so that the provider
+	// delivers it again.
 	WebhookResultUnavailable = "unavailable"
 	// WebhookResultUnauthorized: the delivery's credentials or signature
 	// did not verify (401).

@@ -184,6 +184,7 @@ func suite() []group {
 			{"NotesReviewWaitingForOperator", testWebhookNotesOperatorReview},
 			{"LookupNudges", testWebhookLookupNudges},
 			{"MatchesProviderRef", testWebhookMatchProviderRef},
+			{"OneOperationOnce", testWebhookOneOperationOnce},
 			{"MatchesPaymentRef", testWebhookMatchPaymentRef},
 			{"IDOfAnotherKindFallsBackToRefs", testWebhookIDOfAnotherKind},
 			{"AmbiguousSettlesNone", testWebhookAmbiguous},

@@ -345,6 +345,38 @@ func testWebhookMatchProviderRef(t *testing.T, h *Harness) {
 	}
 }
 
+// An event that names one object several ways (PayPal's: by the operation
+// id it carries, by the payment's id, by the order's) decides the operation
+// once: the first target that finds it is applied, the others that find it
+// too are noted and change nothing, and the operation gets one audit entry.
+func testWebhookOneOperationOnce(t *testing.T, h *Harness) {
+	s := h.Store
+	op := NewOp("op-1")
+	unknownWithRef(t, s, op, "pi_known")
+	byOp := ledger.WebhookTarget{Kind: "charge", OperationID: op.ID, ProviderRef: "pi_known", Effect: ledger.EffectSucceeded}
+	byRef := ledger.WebhookTarget{Kind: "charge", ProviderRef: "pi_known", Effect: ledger.EffectSucceeded}
+	lookup := ledger.WebhookTarget{Kind: "charge", ProviderRef: "pi_known", Effect: ledger.EffectLookup}
+	mustRecordNew(t, s, evt("evt_1", "payment_intent.succeeded", byOp, byRef, lookup), at(time.Minute),
+		outcome(0, op.ID, ledger.WebhookSettled, ledger.StatusUnknown, ledger.StatusSucceeded),
+		outcome(1, op.ID, ledger.WebhookNoted, ledger.StatusSucceeded, ledger.StatusSucceeded),
+		outcome(2, op.ID, ledger.WebhookNoted, ledger.StatusSucceeded, ledger.StatusSucceeded))
+	evs, _ := webhookEvents(t, s, op.ID)
+	require.Len(t, evs, 1, "one audit entry for one event")
+
+	// Unless a later target escalates: a second object that succeeded,
+	// named after the first target confirmed the operation, still sends it
+	// to review (money may have moved twice).
+	dup := NewOp("op-dup")
+	reach(t, s, dup, ownerA, ledger.StatusSucceeded)
+	confirm := ledger.WebhookTarget{Kind: "charge", OperationID: dup.ID, ProviderRef: "pi_" + dup.ID, Effect: ledger.EffectSucceeded}
+	second := ledger.WebhookTarget{Kind: "charge", OperationID: dup.ID, ProviderRef: "pi_second", Effect: ledger.EffectSucceeded}
+	mustRecordNew(t, s, evt("evt_2", "payment_intent.succeeded", confirm, second), at(time.Hour),
+		outcome(0, dup.ID, ledger.WebhookConfirmed, ledger.StatusSucceeded, ledger.StatusSucceeded),
+		outcome(1, dup.ID, ledger.WebhookDuplicate, ledger.StatusSucceeded, ledger.StatusManualReview))
+	got, _ := mustGet(t, s, dup.ID)
+	require.Equal(t, ledger.ReviewCodeDuplicated, got.ReviewCode, got.ReviewReason)
+}
+
 // An event naming only the payment finds a capture, cancel or refund by the
 // payment reference recorded at creation (Begin or CreateOrGet), but never
 // settles it: a payment may have refunds or captures made outside payonce,
@@ -744,7 +776,7 @@ func testWebhookGenerations(t *testing.T, h *Harness) {
 	byRef.Effect = ledger.EffectFailed
 	mustRecordNew(t, s, evt("evt_2", "refund.updated", failed, byRef), at(3*time.Hour),
 		outcome(0, op.ID, ledger.WebhookOtherObject, ledger.StatusPending, ledger.StatusPending),
-		outcome(1, op.ID, ledger.WebhookOtherObject, ledger.StatusPending, ledger.StatusPending))
+		outcome(1, op.ID, ledger.WebhookNoted, ledger.StatusPending, ledger.StatusPending)) // one event, one decision
 	after, afterAtts := mustGet(t, s, op.ID)
 	require.Equal(t, before.Status, after.Status)
 	require.Equal(t, before.NextCheckAt, after.NextCheckAt)

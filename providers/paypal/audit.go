@@ -727,21 +727,14 @@ func parseSearchTime(s string) (time.Time, error) {
 }
 
 // searchAmount reads a transaction_amount: a signed decimal string, as
-// ISO 4217 minor units of its currency, the unit the ledger counts in
-// (fromPayPal, which Classify and Lookup use: "10" HUF, written by PayPal
-// without decimals, is 1000). Trailing zeros of the fraction are dropped
-// first ("1500.00" JPY is 1500); any other digit beyond the currency's
-// decimals makes the row unreadable.
+// ISO 4217 minor units of its currency, the unit the ledger counts in,
+// with fromPayPal, the parser Classify and Lookup use ("10" HUF, written
+// by PayPal without decimals, is 1000; "1500.00" JPY is 1500); any other
+// digit beyond the currency's decimals makes the row unreadable. Only the
+// sign is the audit's own.
 func searchAmount(m searchMoney) (int64, string, error) {
 	cur := strings.ToUpper(m.Currency)
 	v, neg := strings.CutPrefix(m.Value, "-")
-	if whole, frac, ok := strings.Cut(v, "."); ok && frac != "" {
-		if frac = strings.TrimRight(frac, "0"); frac == "" {
-			v = whole
-		} else {
-			v = whole + "." + frac
-		}
-	}
 	n, err := fromPayPal(money{CurrencyCode: cur, Value: v})
 	if err != nil {
 		return 0, "", fmt.Errorf("transaction_amount %q %q: %w", m.Value, m.Currency, err)

@@ -25,9 +25,17 @@ import (
 //	2xx unreadable, unknown status    maybe_sent
 //	401                               not_sent; the token it used is dropped
 //	409 (PREVIOUS_REQUEST_IN_PROGRESS) key_in_use
-//	422 DUPLICATE_INVOICE_ID, ORDER_ALREADY_CAPTURED, ORDER_ALREADY_AUTHORIZED,
-//	    AUTHORIZATION_ALREADY_CAPTURED, PREVIOUSLY_VOIDED, DUPLICATE_REFUND
-//	                                  maybe_sent: evidence that the object exists
+//	422 ORDER_ALREADY_CAPTURED, ORDER_ALREADY_AUTHORIZED (charge of an
+//	    order:<id>), AUTHORIZATION_ALREADY_CAPTURED (capture)
+//	                                  key_mismatch (review): another request did it
+//	422 DUPLICATE_INVOICE_ID, PREVIOUSLY_VOIDED, DUPLICATE_REFUND (and
+//	    ORDER_ALREADY_* to a vault charge) maybe_sent: evidence that the object exists
+//	422 CAPTURE_FULLY_REFUNDED, CAPTURED_AMOUNT_FULLY_REFUNDED,
+//	    REFUND_AMOUNT_EXCEEDED, MAX_NUMBER_OF_REFUNDS_EXCEEDED (refund),
+//	    MAX_CAPTURE_AMOUNT_EXCEEDED, MAX_CAPTURE_COUNT_EXCEEDED (capture)
+//	                                  maybe_sent under a later key generation
+//	                                  (an earlier one may have done it); refused
+//	                                  under generation 0
 //	422 PAYPAL_REQUEST_ID_PREVIOUSLY_USED key_mismatch
 //	429 RATE_LIMIT_REACHED            not_sent, with RetryAfter
 //	400, 403, 404, other 422          refused, Code the issue (declines: DeclineCode too)
@@ -49,7 +57,7 @@ func (p *Provider) Classify(r payonce.SendRequest, status int, header http.Heade
 	// The token the attempt used is known by its key (AuthorizeRequest):
 	// a 401 drops it only if it is still the cached one.
 	p.tokens.answered(r.Key, status == http.StatusUnauthorized)
-	return p.answers().Classify(r, status, header, body)
+	return p.answers(r).Classify(r, status, header, body)
 }
 
 // existsIssues are the 422 issues that say the object this request would
@@ -60,19 +68,85 @@ func (p *Provider) Classify(r payonce.SendRequest, status int, header http.Heade
 //     (https://developer.paypal.com/api/payments/v2/errors/duplicate_invoice_id):
 //     the invoice_id is the key, so an order or capture under this key
 //     exists (accounts with the "block duplicate invoice ID" setting).
-//   - ORDER_ALREADY_CAPTURED, ORDER_ALREADY_AUTHORIZED: the order this
-//     charge captures or authorizes was already captured or authorized,
-//     maybe by this operation's lost attempt after the 6 h window
-//     (https://developer.paypal.com/api/rest/reference/orders/v2/errors/).
-//   - AUTHORIZATION_ALREADY_CAPTURED, PREVIOUSLY_VOIDED, DUPLICATE_REFUND:
-//     the same for a capture, a void ("Authorization has been previously
-//     voided": https://developer.paypal.com/api/payments/v2/errors/previously_voided)
+//   - ORDER_ALREADY_CAPTURED, ORDER_ALREADY_AUTHORIZED to a charge that
+//     creates its order (vault): not an answer PayPal documents for a
+//     create, so nothing is assumed (an order:<id> charge never gets here:
+//     see takenElsewhere).
+//   - PREVIOUSLY_VOIDED, DUPLICATE_REFUND: the same for a void
+//     ("Authorization has been previously voided":
+//     https://developer.paypal.com/api/payments/v2/errors/previously_voided)
 //     and a refund ("Requested invoice_id has been previously refunded":
-//     .../errors/duplicate_refund).
+//     .../errors/duplicate_refund; the invoice_id is the key).
 //
 // A lookup decides what they mean.
 var existsIssues = []string{"DUPLICATE_INVOICE_ID", "ORDER_ALREADY_CAPTURED", "ORDER_ALREADY_AUTHORIZED",
-	"AUTHORIZATION_ALREADY_CAPTURED", "PREVIOUSLY_VOIDED", "DUPLICATE_REFUND"}
+	"PREVIOUSLY_VOIDED", "DUPLICATE_REFUND"}
+
+// takenElsewhere reports the 422 of a request whose object another
+// request already made: ORDER_ALREADY_CAPTURED or ORDER_ALREADY_AUTHORIZED
+// to the charge of an order the payer approved (order:<id>), and
+// AUTHORIZATION_ALREADY_CAPTURED to a capture
+// (https://developer.paypal.com/api/rest/reference/orders/v2/errors/,
+// https://developer.paypal.com/api/payments/v2/errors/authorization_already_captured).
+// what names the object ("order X", "authorization Y") and done what
+// happened to it.
+//
+// WHY it is never this request's own: inside the key window PayPal answers
+// a repeat of a PayPal-Request-Id with "the latest status of the previous
+// request that used that same header"
+// (https://developer.paypal.com/reference/guidelines/idempotency/; Orders:
+// 200 instead of 201), and a repeat whose first request still runs with
+// 409; the client never sends outside the window. So this 422 means that
+// ANOTHER request id did it: another payonce operation naming the same
+// approved order (a double submit), a capture in PayPal's dashboard, a
+// second service. Nothing in the answer or in the order tells whose it is
+// (custom_id on an approved order is the merchant's, and PayPal shows no
+// request id on a payment), so the operation goes to review, never
+// succeeded on that object: two operations recorded paid for one payment
+// would ship twice and count the revenue twice. Under a later key
+// generation the object may be an earlier generation's: that, too, an
+// operator resolves (review lookups still settle it when they find the
+// object by the operation's own ids).
+func takenElsewhere(r payonce.SendRequest, e *apiError) (what, done string, ok bool) {
+	switch req := r.Request; {
+	case req.Kind == payonce.KindCharge && isOrderMethod(req.PaymentMethod):
+		what = "order " + strings.TrimPrefix(req.PaymentMethod, MethodOrder)
+		switch {
+		case e.hasIssue("ORDER_ALREADY_CAPTURED"):
+			return what, "captured", true
+		case e.hasIssue("ORDER_ALREADY_AUTHORIZED"):
+			return what, "authorized", true
+		}
+	case req.Kind == payonce.KindCapture && e.hasIssue("AUTHORIZATION_ALREADY_CAPTURED"):
+		return "authorization " + req.PaymentRef, "captured", true
+	}
+	return "", "", false
+}
+
+// spentIssues are the 422 issues that say the capture (refund) or the
+// authorization (capture) has no money left for this request: "The capture
+// has already been fully refunded"
+// (https://developer.paypal.com/api/payments/v2/errors/capture_fully_refunded),
+// "The captured amount has already been fully refunded"
+// (.../errors/captured_amount_fully_refunded), "The refund amount must be
+// less than or equal to the capture amount that has not yet been refunded"
+// (.../errors/refund_amount_exceeded), "You have exceeded the number of
+// refunds that can be processed per capture"
+// (.../errors/max_number_of_refunds_exceeded); for a capture, "the sum of
+// all captures" over the limit (.../errors/max_capture_amount_exceeded)
+// and "Maximum number of allowable captures has been reached"
+// (.../errors/max_capture_count_exceeded).
+var spentIssues = map[payonce.Kind][]string{
+	payonce.KindRefund: {"CAPTURE_FULLY_REFUNDED", "CAPTURED_AMOUNT_FULLY_REFUNDED", "REFUND_AMOUNT_EXCEEDED",
+		"MAX_NUMBER_OF_REFUNDS_EXCEEDED"},
+	payonce.KindCapture: {"MAX_CAPTURE_AMOUNT_EXCEEDED", "MAX_CAPTURE_COUNT_EXCEEDED"},
+}
+
+// laterGeneration reports a request sent under a key generation after the
+// first (an operator approved a resend after review): the operation's
+// earlier generations, under other PayPal-Request-Ids, may have done what
+// it asks.
+func laterGeneration(r payonce.SendRequest) bool { return r.Key != r.OperationID }
 
 // declineIssues are the 422 issues of a payment the instrument's issuer or
 // PayPal refused: refused, with the issue as DeclineCode.
@@ -81,13 +155,15 @@ var declineIssues = []string{"INSTRUMENT_DECLINED", "TRANSACTION_REFUSED", "PAYE
 	"TRANSACTION_BLOCKED_BY_PAYEE", "REDIRECT_PAYER_FOR_ALTERNATE_FUNDING", "DECLINED_DUE_TO_RELATED_TXN", "CARD_CLOSED",
 	"AUTHORIZATION_DENIED", "AUTHORIZATION_VOIDED", "AUTHORIZATION_EXPIRED"}
 
-// answers is how PayPal's answers classify: the Paypal-Debug-Id header, no
-// replay marker, and for answers that are not 2xx the table below, first
-// matching row first; anything else (5xx included) is maybe_sent.
-func (p *Provider) answers() adapterkit.Answer[apiError] {
+// answers is how PayPal's answers to r classify: the Paypal-Debug-Id
+// header, no replay marker, and for answers that are not 2xx the table
+// below, first matching row first; anything else (5xx included) is
+// maybe_sent.
+func (p *Provider) answers(r payonce.SendRequest) adapterkit.Answer[apiError] {
 	retryAfter := adapterkit.RetryAfterHeader[apiError](p.now)
+	client := func(status int) bool { return status >= 400 && status < 500 }
 	issue := func(codes ...string) func(int, *apiError) bool {
-		return func(status int, e *apiError) bool { return status >= 400 && status < 500 && e.hasIssue(codes...) }
+		return func(status int, e *apiError) bool { return client(status) && e.hasIssue(codes...) }
 	}
 	return adapterkit.Answer[apiError]{RequestID: "Paypal-Debug-Id", Success: p.classifySuccess, Error: p.readError,
 		Table: []adapterkit.Rule[apiError]{
@@ -106,8 +182,44 @@ func (p *Provider) answers() adapterkit.Answer[apiError] {
 			// request and might fail the second request" (idempotency
 			// guide). The first request may yet move money.
 			{When: adapterkit.Status[apiError](http.StatusConflict), Class: ledger.OutcomeKeyInUse, Then: retryAfter},
+			// Another request made the object this one asks for (see
+			// takenElsewhere): review, never this operation's payment.
+			// key_mismatch is the class the client sends straight to
+			// review; Contradiction stays for 2xx answers (the root
+			// documents it so), the Message says why.
+			{When: func(status int, e *apiError) bool {
+				_, _, ok := takenElsewhere(r, e)
+				return client(status) && ok
+			}, Class: ledger.OutcomeKeyMismatch, Then: func(o *payonce.Outcome, _ http.Header, e *apiError) {
+				what, done, _ := takenElsewhere(r, e)
+				why := fmt.Sprintf("%s was %s by another request: not recorded as this operation's %s", what, done, r.Request.Kind)
+				if r.Request.Kind == payonce.KindCharge {
+					why = fmt.Sprintf("%s was %s by another request: not recorded as this operation's payment", what, done)
+				}
+				if laterGeneration(r) {
+					why += " (it may be an earlier key generation's: an operator resolves it)"
+				}
+				if o.Message != "" {
+					why += "; PayPal: " + o.Message
+				}
+				o.Message = "paypal: " + p.scrub(why)
+			}},
 			// The object exists (see existsIssues): look it up.
 			{When: issue(existsIssues...), Class: ledger.OutcomeMaybeSent},
+			// Nothing left to refund or capture (see spentIssues). Under a
+			// later key generation, an earlier generation of this very
+			// operation (another PayPal-Request-Id, so PayPal does not
+			// answer it as a repeat) may be what took it: maybe_sent, and
+			// the lookup, which reads the capture's refunds (the
+			// authorization's captures) by every key's invoice_id,
+			// decides. A refusal would record the operation failed while
+			// its money moved. Under generation 0 the row does not apply
+			// and the answer is a refusal below: a repeat of this
+			// request's own PayPal-Request-Id inside the window answers its
+			// own result, so nothing of this operation took the money.
+			{When: func(status int, e *apiError) bool {
+				return client(status) && laterGeneration(r) && e.hasIssue(spentIssues[r.Request.Kind]...)
+			}, Class: ledger.OutcomeMaybeSent},
 			// "The PayPal-Request-ID has already been used for another
 			// request" (https://developer.paypal.com/api/payment-tokens/v3/errors/paypal_request_id_previously_used):
 			// the key holds another request, which may have moved money.
@@ -234,8 +346,15 @@ func (p *Provider) chargeBelongs(op string, r payonce.Request, ord order, pm *pa
 	var why []string
 	acting := isOrderMethod(r.PaymentMethod)
 	if acting {
-		if want := strings.TrimPrefix(r.PaymentMethod, MethodOrder); ord.ID != want {
-			why = append(why, fmt.Sprintf("order %q, not %q", ord.ID, want))
+		// A payment read by its own id (a lookup: ord is zero) names its
+		// order in supplementary_data when PayPal includes it; without
+		// either id there is nothing to compare.
+		got := ord.ID
+		if got == "" && pm != nil {
+			got = pm.orderID()
+		}
+		if want := strings.TrimPrefix(r.PaymentMethod, MethodOrder); got != "" && got != want {
+			why = append(why, fmt.Sprintf("order %q, not %q", got, want))
 		}
 	}
 	if ord.Intent != "" && ord.Intent != intentOf(r) {

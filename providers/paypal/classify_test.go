@@ -12,6 +12,13 @@ import (
 	"github.com/payonce/payonce/ledger"
 )
 
+// laterGen is r sent under key generation 1 (an operator approved a
+// resend after review).
+func laterGen(r payonce.SendRequest) payonce.SendRequest {
+	r.Key = r.OperationID + ".1"
+	return r
+}
+
 func TestClassify(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -81,6 +88,11 @@ func TestClassify(t *testing.T) {
 		{Name: "repeat: since voided", R: manual, Status: 200, Body: aord("COMPLETED", auths("VOIDED")), Want: want{Class: ledger.OutcomeSuccess, Ref: "AUTH-1"}},
 		{Name: "authorization pending", R: manual, Status: 201, Body: aord("COMPLETED", auths("PENDING")), Want: want{Class: ledger.OutcomeSuccess, Processing: true, Ref: "AUTH-1"}},
 		{Name: "authorization denied", R: manual, Status: 201, Body: aord("COMPLETED", auths("DENIED")), Want: want{Class: ledger.OutcomeRefused, Ref: "AUTH-1", Code: "DENIED"}},
+		// The order VOIDED around a payment: the payment decides (an
+		// authorization released later is a charge that succeeded).
+		{Name: "repeat: order voided around a voided authorization", R: manual, Status: 200, Body: aord("VOIDED", auths("VOIDED")), Want: want{Class: ledger.OutcomeSuccess, Ref: "AUTH-1"}},
+		{Name: "order voided around a denied authorization", R: manual, Status: 200, Body: aord("VOIDED", auths("DENIED")), Want: want{Class: ledger.OutcomeRefused, Ref: "AUTH-1", Code: "DENIED"}},
+		{Name: "order voided around a declined capture", R: charge, Status: 200, Body: ord("VOIDED", caps("DECLINED", "")), Want: want{Class: ledger.OutcomeRefused, Ref: "CAP-1", Code: "DECLINED"}},
 
 		// charge of an order the payer approved: its custom_id is the merchant's
 		{Name: "approved order captured", R: acting, Status: 201, Body: orderJSON("5O190127TN364715T", "COMPLETED", "CAPTURE", "merchant-ref", "INV-7", caps("COMPLETED", "")),
@@ -120,11 +132,21 @@ func TestClassify(t *testing.T) {
 		{Name: "409 no body", R: cancel, Status: 409, Want: want{Class: ledger.OutcomeKeyInUse}},
 		{Name: "duplicate invoice", R: charge, Status: 422, Body: ppErr("UNPROCESSABLE_ENTITY", "DUPLICATE_INVOICE_ID", "Duplicate Invoice ID detected."),
 			Want: want{Class: ledger.OutcomeMaybeSent, Code: "DUPLICATE_INVOICE_ID"}},
+		// Another request did it (PayPal answers a repeat of this
+		// request's own id with its result): review, never claimed. These
+		// three were maybe_sent before the lead's rule 1.
 		{Name: "order already captured", R: acting, Status: 422, Body: ppErr("UNPROCESSABLE_ENTITY", "ORDER_ALREADY_CAPTURED", "Order already captured."),
-			Want: want{Class: ledger.OutcomeMaybeSent, Code: "ORDER_ALREADY_CAPTURED"}},
+			Want: want{Class: ledger.OutcomeKeyMismatch, Code: "ORDER_ALREADY_CAPTURED", Msg: "order 5O190127TN364715T was captured by another request: not recorded as this operation's payment"}},
 		{Name: "order already authorized", R: acting, Status: 422, Body: ppErr("UNPROCESSABLE_ENTITY", "ORDER_ALREADY_AUTHORIZED", "Order already authorized."),
-			Want: want{Class: ledger.OutcomeMaybeSent, Code: "ORDER_ALREADY_AUTHORIZED"}},
-		{Name: "authorization already captured", R: capture, Status: 422, Body: ppErr("UNPROCESSABLE_ENTITY", "AUTHORIZATION_ALREADY_CAPTURED", "x"), Want: want{Class: ledger.OutcomeMaybeSent}},
+			Want: want{Class: ledger.OutcomeKeyMismatch, Code: "ORDER_ALREADY_AUTHORIZED", Msg: "order 5O190127TN364715T was authorized by another request"}},
+		{Name: "authorization already captured", R: capture, Status: 422, Body: ppErr("UNPROCESSABLE_ENTITY", "AUTHORIZATION_ALREADY_CAPTURED", "x"),
+			Want: want{Class: ledger.OutcomeKeyMismatch, Code: "AUTHORIZATION_ALREADY_CAPTURED", Msg: "authorization AUTH-1 was captured by another request"}},
+		{Name: "order already captured, later generation", R: laterGen(acting), Status: 422, Body: ppErr("UNPROCESSABLE_ENTITY", "ORDER_ALREADY_CAPTURED", "x"),
+			Want: want{Class: ledger.OutcomeKeyMismatch, Code: "ORDER_ALREADY_CAPTURED", Msg: "earlier key generation"}},
+		{Name: "authorization already captured, later generation", R: laterGen(capture), Status: 422, Body: ppErr("UNPROCESSABLE_ENTITY", "AUTHORIZATION_ALREADY_CAPTURED", "x"),
+			Want: want{Class: ledger.OutcomeKeyMismatch, Code: "AUTHORIZATION_ALREADY_CAPTURED", Msg: "earlier key generation"}},
+		{Name: "order already captured, vault charge", R: charge, Status: 422, Body: ppErr("UNPROCESSABLE_ENTITY", "ORDER_ALREADY_CAPTURED", "x"),
+			Want: want{Class: ledger.OutcomeMaybeSent, Code: "ORDER_ALREADY_CAPTURED"}},
 		{Name: "previously voided", R: cancel, Status: 422, Body: ppErr("UNPROCESSABLE_ENTITY", "PREVIOUSLY_VOIDED", "x"), Want: want{Class: ledger.OutcomeMaybeSent}},
 		{Name: "duplicate refund", R: refund, Status: 422, Body: ppErr("UNPROCESSABLE_ENTITY", "DUPLICATE_REFUND", "x"), Want: want{Class: ledger.OutcomeMaybeSent}},
 		{Name: "request id reused", R: charge, Status: 422, Body: ppErr("UNPROCESSABLE_ENTITY", "PAYPAL_REQUEST_ID_PREVIOUSLY_USED", "x"), Want: want{Class: ledger.OutcomeKeyMismatch}},
@@ -133,6 +155,18 @@ func TestClassify(t *testing.T) {
 		{Name: "transaction refused", R: charge, Status: 422, Body: ppErr("UNPROCESSABLE_ENTITY", "TRANSACTION_REFUSED", "x"), Want: want{Class: ledger.OutcomeRefused, Decline: "TRANSACTION_REFUSED"}},
 		{Name: "not approved", R: acting, Status: 422, Body: ppErr("UNPROCESSABLE_ENTITY", "ORDER_NOT_APPROVED", "x"), Want: want{Class: ledger.OutcomeRefused, Code: "ORDER_NOT_APPROVED"}},
 		{Name: "refund over the capture", R: refund, Status: 422, Body: ppErr("UNPROCESSABLE_ENTITY", "REFUND_AMOUNT_EXCEEDED", "x"), Want: want{Class: ledger.OutcomeRefused, Code: "REFUND_AMOUNT_EXCEEDED"}},
+		// Nothing left to refund or capture: refused under generation 0
+		// (nothing of this operation took it), maybe_sent under a later
+		// generation (an earlier one may have).
+		{Name: "capture fully refunded", R: refund, Status: 422, Body: ppErr("UNPROCESSABLE_ENTITY", "CAPTURE_FULLY_REFUNDED", "x"), Want: want{Class: ledger.OutcomeRefused, Code: "CAPTURE_FULLY_REFUNDED"}},
+		{Name: "capture fully refunded, later generation", R: laterGen(refund), Status: 422, Body: ppErr("UNPROCESSABLE_ENTITY", "CAPTURE_FULLY_REFUNDED", "x"), Want: want{Class: ledger.OutcomeMaybeSent, Code: "CAPTURE_FULLY_REFUNDED"}},
+		{Name: "captured amount fully refunded, later generation", R: laterGen(refund), Status: 422, Body: ppErr("UNPROCESSABLE_ENTITY", "CAPTURED_AMOUNT_FULLY_REFUNDED", "x"), Want: want{Class: ledger.OutcomeMaybeSent}},
+		{Name: "refund over the capture, later generation", R: laterGen(refund), Status: 422, Body: ppErr("UNPROCESSABLE_ENTITY", "REFUND_AMOUNT_EXCEEDED", "x"), Want: want{Class: ledger.OutcomeMaybeSent}},
+		{Name: "refund count, later generation", R: laterGen(refund), Status: 422, Body: ppErr("UNPROCESSABLE_ENTITY", "MAX_NUMBER_OF_REFUNDS_EXCEEDED", "x"), Want: want{Class: ledger.OutcomeMaybeSent}},
+		{Name: "capture over the authorization", R: capture, Status: 422, Body: ppErr("UNPROCESSABLE_ENTITY", "MAX_CAPTURE_AMOUNT_EXCEEDED", "x"), Want: want{Class: ledger.OutcomeRefused, Code: "MAX_CAPTURE_AMOUNT_EXCEEDED"}},
+		{Name: "capture over the authorization, later generation", R: laterGen(capture), Status: 422, Body: ppErr("UNPROCESSABLE_ENTITY", "MAX_CAPTURE_AMOUNT_EXCEEDED", "x"), Want: want{Class: ledger.OutcomeMaybeSent}},
+		{Name: "capture count, later generation", R: laterGen(capture), Status: 422, Body: ppErr("UNPROCESSABLE_ENTITY", "MAX_CAPTURE_COUNT_EXCEEDED", "x"), Want: want{Class: ledger.OutcomeMaybeSent}},
+		{Name: "refund issue to a capture, later generation", R: laterGen(capture), Status: 422, Body: ppErr("UNPROCESSABLE_ENTITY", "CAPTURE_FULLY_REFUNDED", "x"), Want: want{Class: ledger.OutcomeRefused}},
 		{Name: "400", R: charge, Status: 400, Body: ppErr("INVALID_REQUEST", "INVALID_PARAMETER_VALUE", "x"), Want: want{Class: ledger.OutcomeRefused, Code: "INVALID_PARAMETER_VALUE"}},
 		{Name: "403", R: capture, Status: 403, Body: `{"name":"NOT_AUTHORIZED","message":"Authorization failed due to insufficient permissions.","debug_id":"d"}`, Want: want{Class: ledger.OutcomeRefused, Code: "NOT_AUTHORIZED"}},
 		{Name: "404", R: refund, Status: 404, Body: ppErr("RESOURCE_NOT_FOUND", "INVALID_RESOURCE_ID", "x"), Want: want{Class: ledger.OutcomeRefused}},

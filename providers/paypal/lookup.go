@@ -142,8 +142,10 @@ func (p *Provider) getPayment(ctx context.Context, hc payonce.HTTPDoer, object, 
 //     CaptureManual) and, when PayPal has no such payment, as an order
 //     (GET /v2/checkout/orders/{id}: the ref of a charge whose order held
 //     no payment yet); the order of an "order:<id>" PaymentMethod is read
-//     too. The order's status, and once COMPLETED the payment inside it,
-//     decide (the states table).
+//     too. The payment inside the order, or without one the order's
+//     status, decides (the states table). An "order:<id>" charge never
+//     claims a payment it finds only inside the order: whose request made
+//     it is unknown (not found; see lookupCharge).
 //   - capture: the capture by q.ProviderRef; without one, the
 //     authorization (q.Request.PaymentRef): CREATED or PENDING means not
 //     captured yet, otherwise its order's captures whose invoice_id is one
@@ -192,14 +194,54 @@ func (p *Provider) lookupCharge(ctx context.Context, hc payonce.HTTPDoer, q payo
 		object = objAuthorization
 	}
 	acting := isOrderMethod(r.PaymentMethod)
+	unclaimed := ""
+	// readOrder reads order id for the charge. For a charge of an order the
+	// payer approved (order:<id>), an order that holds a capture or
+	// authorization counts as no object (found false) unless it
+	// contradicts the request.
+	//
+	// WHY: such an order may be read by its id (the PaymentMethod's, or a
+	// reference recorded while it held no payment), never by the id of a
+	// payment this operation's answer gave. Nothing in it tells whose
+	// request made its payment: custom_id on an approved order is the
+	// merchant's, and PayPal shows no request id on a payment. Another
+	// payonce operation naming the same order, or a capture in PayPal's
+	// dashboard, leaves the same order; claiming its payment would record
+	// two operations paid for one payment. "Not found" proves nothing
+	// (Info().LookupProvesAbsence is false): inside the Orders window the
+	// client resends under this operation's PayPal-Request-Id, which PayPal
+	// answers with this request's own result ("the latest status of the
+	// previous request that used that same header",
+	// https://developer.paypal.com/reference/guidelines/idempotency/) or,
+	// when another request captured the order, 422 ORDER_ALREADY_CAPTURED,
+	// which Classify sends to review (takenElsewhere); past the window the
+	// operation goes to review. A payment whose id this operation recorded
+	// is read by that id (Known), so it still counts, once. An order without
+	// a payment still answers by its own status (not captured yet: not
+	// found; VOIDED: nothing can be paid on it).
+	readOrder := func(id string) (chargeObject, bool, error) {
+		o, found, err := p.getOrder(ctx, hc, id)
+		if err != nil || !found {
+			return chargeObject{}, found, err
+		}
+		if acting && holdsPayment(r, o) {
+			if why, err := p.chargeBelongs(q.OperationID, r, o, nil); err == nil && why == "" {
+				unclaimed = o.ID
+				return chargeObject{}, false, nil
+			}
+			// The order itself is not what the request names (another
+			// intent, amount, currency, order id): Match reports that
+			// contradiction (or the amount it cannot read).
+		}
+		return chargeObject{order: &o}, true, nil
+	}
 	objs := adapterkit.Objects[chargeObject]{Provider: p.Name(),
 		Get: func(id string) (chargeObject, bool, error) {
 			pm, found, err := p.getPayment(ctx, hc, object, id)
 			if err != nil || found {
 				return chargeObject{pm: &pm}, found, err
 			}
-			o, found, err := p.getOrder(ctx, hc, id)
-			return chargeObject{order: &o}, found, err
+			return readOrder(id)
 		},
 		Match: func(c chargeObject) (adapterkit.Match, error) {
 			if c.order != nil {
@@ -219,18 +261,24 @@ func (p *Provider) lookupCharge(ctx context.Context, hc payonce.HTTPDoer, q payo
 	}
 	// The order the charge acts on is known from the request itself: read
 	// it when no recorded id found the charge's payment (reading it as
-	// well would count that payment twice).
-	id := strings.TrimPrefix(r.PaymentMethod, MethodOrder)
-	o, found, err := p.getOrder(ctx, hc, id)
-	if err != nil {
-		return payonce.LookupResult{}, err
-	}
-	if found {
-		if err := objs.Add(id, chargeObject{order: &o}); err != nil {
+	// well would count that payment twice), under the same rule.
+	if id := strings.TrimPrefix(r.PaymentMethod, MethodOrder); !slices.Contains(adapterkit.Known(q), id) {
+		c, found, err := readOrder(id)
+		if err != nil {
 			return payonce.LookupResult{}, err
 		}
+		if found {
+			if err := objs.Add(id, c); err != nil {
+				return payonce.LookupResult{}, err
+			}
+		}
 	}
-	return objs.Result(0), nil
+	res := objs.Result(0)
+	if res.State == payonce.LookupNotFound && unclaimed != "" {
+		res.Message = fmt.Sprintf("paypal: order %s holds a payment (%s) that no id of this operation names: whose request made it is unknown, "+
+			"so it is not claimed (a resend under this operation's PayPal-Request-Id answers with its own result)", p.scrub(unclaimed), object)
+	}
+	return res, nil
 }
 
 // match turns one object's state into a Match, with its generation told

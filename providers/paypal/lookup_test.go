@@ -41,6 +41,18 @@ func query(r payonce.SendRequest, ref string) payonce.LookupQuery {
 	return payonce.LookupQuery{OperationID: r.OperationID, Key: r.Key, Request: r.Request, ProviderRef: ref}
 }
 
+// withManual is r with CaptureManual (intent AUTHORIZE).
+func withManual(r payonce.SendRequest) payonce.SendRequest {
+	r.Request.CaptureManual = true
+	return r
+}
+
+// withAmount is r asking for amount (its payment method kept).
+func withAmount(r payonce.SendRequest, amount int64) payonce.SendRequest {
+	r.Request.Amount = amount
+	return r
+}
+
 func TestLookupCharge(t *testing.T) {
 	t.Parallel()
 	const other = "11111111-2222-5333-8444-555555555555"
@@ -101,9 +113,37 @@ func TestLookupCharge(t *testing.T) {
 		{name: "approved order not captured yet", q: query(orderCharge(), ""),
 			objs:  map[string]map[string]string{orders: testkit.ByID(orderJSON("5O190127TN364715T", "APPROVED", "CAPTURE", "", "", ""))},
 			state: payonce.LookupNotFound, reads: 1},
-		{name: "approved order captured", q: query(orderCharge(), ""),
+		// An order:<id> charge with no payment id of its own recorded does
+		// not claim the capture the order holds: whose request made it is
+		// unknown (the same-request-id resend decides). The lead's rule 2;
+		// the test expected succeeded before it.
+		{name: "approved order captured, no ref", q: query(orderCharge(), ""),
 			objs:  map[string]map[string]string{orders: testkit.ByID(orderJSON("5O190127TN364715T", "COMPLETED", "CAPTURE", "merchant-ref", "INV-1", capsOf("COMPLETED")))},
+			state: payonce.LookupNotFound, reads: 1},
+		{name: "approved order captured, ref is the order", q: query(orderCharge(), "5O190127TN364715T"),
+			objs:  map[string]map[string]string{orders: testkit.ByID(orderJSON("5O190127TN364715T", "COMPLETED", "CAPTURE", "merchant-ref", "INV-1", capsOf("COMPLETED")))},
+			state: payonce.LookupNotFound, reads: 2},
+		{name: "approved order captured, ref is our capture", q: query(orderCharge(), "CAP-1"),
+			objs: map[string]map[string]string{
+				captures: testkit.ByID(capJSON("CAP-1", "COMPLETED", "19.99", "merchant-ref", "INV-1")),
+				orders:   testkit.ByID(orderJSON("5O190127TN364715T", "COMPLETED", "CAPTURE", "merchant-ref", "INV-1", capsOf("COMPLETED")))},
 			state: payonce.LookupSucceeded, ref: "CAP-1", reads: 1},
+		{name: "approved order authorized then voided, no ref", q: query(withManual(orderCharge()), ""),
+			objs: map[string]map[string]string{orders: testkit.ByID(orderJSON("5O190127TN364715T", "VOIDED", "AUTHORIZE", "merchant-ref", "INV-1",
+				`{"authorizations":[{"id":"AUTH-1","status":"VOIDED","amount":{"currency_code":"USD","value":"19.99"}}]}`))},
+			state: payonce.LookupNotFound, reads: 1},
+		{name: "approved order voided unpaid", q: query(orderCharge(), ""),
+			objs:  map[string]map[string]string{orders: testkit.ByID(orderJSON("5O190127TN364715T", "VOIDED", "CAPTURE", "merchant-ref", "INV-1", ""))},
+			state: payonce.LookupFailed, ref: "5O190127TN364715T", code: "VOIDED", reads: 1},
+		{name: "approved order of another amount", q: query(withAmount(orderCharge(), 2500), ""),
+			objs: map[string]map[string]string{orders: testkit.ByID(orderJSON("5O190127TN364715T", "COMPLETED", "CAPTURE", "merchant-ref", "INV-1", capsOf("COMPLETED")))},
+			why:  "amount 1999, not 2500", reads: 1},
+		// Rule 3: an order VOIDED around an authorization voided later is
+		// a charge that was authorized, then released.
+		{name: "ref is the order, voided around a voided authorization", q: query(manual, "ORD-1"),
+			objs: map[string]map[string]string{orders: testkit.ByID(orderJSON("ORD-1", "VOIDED", "AUTHORIZE", opID, opID,
+				`{"authorizations":[{"id":"AUTH-1","status":"VOIDED","amount":{"currency_code":"USD","value":"19.99"},"custom_id":"`+opID+`"}]}`))},
+			state: payonce.LookupSucceeded, ref: "AUTH-1", reads: 2},
 		{name: "no id ever recorded", q: query(vaultCharge(), ""), state: payonce.LookupNotFound, reads: 0},
 		{name: "nothing under the ref", q: query(vaultCharge(), "CAP-GONE"), state: payonce.LookupNotFound, reads: 2},
 	} {

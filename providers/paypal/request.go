@@ -259,10 +259,13 @@ func toPayPal(minor int64, code string) (money, error) {
 	return money{CurrencyCode: code, Value: decimal(minor, pp)}, nil
 }
 
-// fromPayPal reads PayPal's Money as ISO minor units of its currency. It
-// accepts up to the ISO number of decimals ("10.5" USD is 1050; "10.00"
-// HUF is 1000) and refuses more, a sign, or anything but digits and one
-// dot.
+// fromPayPal reads PayPal's Money as ISO minor units of its currency: the
+// one amount parser of the adapter (Classify, Lookup, webhooks and the
+// audit's transaction search all read amounts through it, so that an
+// amount means the same wherever it is read). It accepts up to the ISO
+// number of decimals ("10.5" USD is 1050; "10.00" HUF is 1000), and zeros
+// past them ("1500.00" JPY is 1500: the same number); it refuses any other
+// digit past them, a sign, or anything but digits and one dot.
 func fromPayPal(m money) (int64, error) {
 	iso, _, err := scales(m.CurrencyCode)
 	if err != nil {
@@ -273,7 +276,10 @@ func fromPayPal(m money) (int64, error) {
 		return 0, fmt.Errorf("amount %q is not a decimal number", m.Value)
 	}
 	if len(frac) > iso {
-		return 0, fmt.Errorf("amount %q has more than %d decimals for %s", m.Value, iso, m.CurrencyCode)
+		if strings.Trim(frac[iso:], "0") != "" {
+			return 0, fmt.Errorf("amount %q has more than %d decimals for %s", m.Value, iso, m.CurrencyCode)
+		}
+		frac = frac[:iso]
 	}
 	n, err := strconv.ParseInt(intPart+frac+strings.Repeat("0", iso-len(frac)), 10, 64)
 	if err != nil {

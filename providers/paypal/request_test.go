@@ -127,6 +127,14 @@ func TestMoney(t *testing.T) {
 	r := testkit.ChargeRequest(150000, "HUF", "paypal:v1", "", nil)
 	o := b.P.Classify(r, 201, nil, []byte(`{"id":"O1","status":"COMPLETED","intent":"CAPTURE","purchase_units":[{"amount":{"currency_code":"HUF","value":"1500.00"},"payments":{"captures":[{"id":"C1","status":"COMPLETED"}]}}]}`))
 	require.Equal(t, ledger.OutcomeSuccess, o.Class, o.Message)
+	// Zeros past the currency's decimals are the same number: Classify
+	// reads "1500.00" JPY as the audit's transaction search does (one
+	// parser); another digit there is not understood.
+	jpy := testkit.ChargeRequest(1500, "JPY", "paypal:v1", "", nil)
+	o = b.P.Classify(jpy, 201, nil, []byte(`{"id":"O1","status":"COMPLETED","intent":"CAPTURE","purchase_units":[{"amount":{"currency_code":"JPY","value":"1500.00"},"payments":{"captures":[{"id":"C1","status":"COMPLETED"}]}}]}`))
+	require.Equal(t, ledger.OutcomeSuccess, o.Class, o.Message)
+	o = b.P.Classify(jpy, 201, nil, []byte(`{"id":"O1","status":"COMPLETED","intent":"CAPTURE","purchase_units":[{"amount":{"currency_code":"JPY","value":"1500.50"},"payments":{"captures":[{"id":"C1","status":"COMPLETED"}]}}]}`))
+	require.Equal(t, ledger.OutcomeMaybeSent, o.Class)
 	// An amount that cannot be read is not understood: maybe_sent.
 	o = b.P.Classify(vaultCharge(), 201, nil, []byte(`{"id":"O1","status":"COMPLETED","intent":"CAPTURE","purchase_units":[{"amount":{"currency_code":"USD","value":"19.999"},"payments":{"captures":[{"id":"C1","status":"COMPLETED"}]}}]}`))
 	require.Equal(t, ledger.OutcomeMaybeSent, o.Class)

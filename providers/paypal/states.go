@@ -67,7 +67,8 @@ var states = map[string]map[string]reading{
 		"SAVED":                 {charge: vProcessing},
 		"APPROVED":              {charge: vProcessing},
 		"PAYER_ACTION_REQUIRED": {charge: vProcessing},
-		// "All purchase units in the order are voided": no payment.
+		// "All purchase units in the order are voided": with no payment
+		// inside, nothing was paid (a payment inside decides: orderState).
 		"VOIDED": {charge: vFailed},
 		// The order is done; its capture or authorization says how.
 		"COMPLETED": {charge: verdictInside},
@@ -202,28 +203,33 @@ func inside(o order, intent string) (pm *payment, object string) {
 	return nil, ""
 }
 
-// orderState reads an order for the charge r: by its status, and once it
-// is COMPLETED by the payment inside it (paymentState). ref is the id the
-// charge is known by: the payment's once the order holds one, else the
+// orderState reads an order for the charge r: by the payment inside it
+// once it holds one (paymentState), else by its own status. ref is the id
+// the charge is known by: the payment's once the order holds one, else the
 // order's. acting says that the charge acts on an order the payer approved
-// elsewhere (PaymentMethod order:<id>): until it is COMPLETED such an
+// elsewhere (PaymentMethod order:<id>): until it holds a payment such an
 // order shows that the charge's capture or authorize has not happened
 // (VerdictNotYet: a resend with the same PayPal-Request-Id does it), where
 // an order the charge created itself waits for the payer (processing).
+//
+// WHY the payment decides whatever the order's status: an order VOIDED
+// ("All purchase units in the order are voided", orderStatus.ts) may hold
+// an authorization that was voided after it was made. The table reads that
+// authorization as a charge that succeeded (authorized, then released);
+// reading the order alone would record it declined, under the order's id
+// instead of the authorization's, while a payonce cancel of that same
+// authorization is recorded succeeded. Only an order without a payment is
+// read by its own status.
 func (p *Provider) orderState(r payonce.Request, o order, acting bool) (st adapterkit.State, ref string, pm *payment) {
-	intent := o.Intent
-	if intent == "" {
-		intent = intentOf(r)
+	intent := orderIntent(r, o)
+	if pm, object := inside(o, intent); pm != nil && pm.ID != "" {
+		return p.paymentState(payonce.KindCharge, object, *pm), pm.ID, pm
 	}
 	v := stateOf(payonce.KindCharge, objOrder, o.Status)
 	switch {
 	case v == verdictInside:
-		pm, object := inside(o, intent)
-		if pm == nil || pm.ID == "" {
-			return adapterkit.State{Verdict: vUnknown, Message: fmt.Sprintf("order %s is %s but holds no %s", p.scrub(o.ID), p.scrub(o.Status),
-				strings.ToLower(intent))}, o.ID, nil
-		}
-		return p.paymentState(payonce.KindCharge, object, *pm), pm.ID, pm
+		return adapterkit.State{Verdict: vUnknown, Message: fmt.Sprintf("order %s is %s but holds no %s", p.scrub(o.ID), p.scrub(o.Status),
+			strings.ToLower(intent))}, o.ID, nil
 	case v == vProcessing && acting:
 		return adapterkit.State{Verdict: vNotYet, Message: fmt.Sprintf("order %s is %s: not captured or authorized yet", p.scrub(o.ID), p.scrub(o.Status))}, o.ID, nil
 	case v == vFailed:
@@ -232,4 +238,20 @@ func (p *Provider) orderState(r payonce.Request, o order, acting bool) (st adapt
 		return adapterkit.State{Verdict: vUnknown, Message: fmt.Sprintf("order %s has status %q, which the adapter does not know", p.scrub(o.ID), p.scrub(o.Status))}, o.ID, nil
 	}
 	return adapterkit.State{Verdict: v}, o.ID, nil
+}
+
+// holdsPayment reports whether o holds the payment (capture, or
+// authorization for intent AUTHORIZE) that a charge of r would read.
+func holdsPayment(r payonce.Request, o order) bool {
+	pm, _ := inside(o, orderIntent(r, o))
+	return pm != nil && pm.ID != ""
+}
+
+// orderIntent is o's intent, or the one the charge r asks for when the
+// order does not say.
+func orderIntent(r payonce.Request, o order) string {
+	if o.Intent != "" {
+		return o.Intent
+	}
+	return intentOf(r)
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
 
@@ -87,6 +88,10 @@ func (p *Provider) verifyAPI(ctx context.Context, t transmission, body []byte) e
 		// it); one more try under a new token, as every other call of the
 		// adapter does.
 	}
+	if status == http.StatusTooManyRequests || status >= 500 {
+		return webhookUnavailable("cannot verify the delivery: verify-webhook-signature answered HTTP %d%s; PayPal will deliver it again",
+			status, p.verifyErrorText(answer))
+	}
 	if status != http.StatusOK {
 		return adapterkit.Unauthenticated(p.Name(), "cannot verify the delivery: verify-webhook-signature answered HTTP %d%s; PayPal will deliver it again",
 			status, p.verifyErrorText(answer))
@@ -104,6 +109,15 @@ func (p *Provider) verifyAPI(ctx context.Context, t transmission, body []byte) e
 	return nil
 }
 
+// webhookUnavailable is the error of a delivery that could not be checked
+// because PayPal could not be asked (no token, a network failure, a 429 or
+// a 5xx): nothing is wrong with the delivery, so it is refused with 503
+// (payonce.ErrProviderUnavailable), not as a forgery, and PayPal, which
+// retries any non-2xx for 3 days, delivers it again.
+func webhookUnavailable(format string, args ...any) error {
+	return fmt.Errorf("paypal: webhook: "+format+": %w", append(args, payonce.ErrProviderUnavailable)...)
+}
+
 // askVerify POSTs the verification request under the current access token
 // (fetched through hc, the webhook client) and returns the answer. A 401
 // drops the token it used (only if it is still the cached one), so that
@@ -112,7 +126,7 @@ func (p *Provider) askVerify(ctx context.Context, hc *http.Client, reqBody []byt
 	// The token comes from the adapter's one token source (auth.go).
 	tok, err := p.token(ctx, hc)
 	if err != nil {
-		return 0, nil, adapterkit.Unauthenticated(p.Name(), "cannot verify the delivery: no access token for verify-webhook-signature (%s); PayPal will deliver it again",
+		return 0, nil, webhookUnavailable("cannot verify the delivery: no access token for verify-webhook-signature (%s); PayPal will deliver it again",
 			p.scrub(err.Error()))
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+verifyWebhookPath, bytes.NewReader(reqBody))
@@ -124,12 +138,12 @@ func (p *Provider) askVerify(ctx context.Context, hc *http.Client, reqBody []byt
 	req.Header.Set("Authorization", "Bearer "+tok.value)
 	resp, err := hc.Do(req)
 	if err != nil {
-		return 0, nil, adapterkit.Unauthenticated(p.Name(), "cannot verify the delivery: verify-webhook-signature failed (%s); PayPal will deliver it again", p.scrub(fetchProblem(err)))
+		return 0, nil, webhookUnavailable("cannot verify the delivery: verify-webhook-signature failed (%s); PayPal will deliver it again", p.scrub(fetchProblem(err)))
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxVerifyAnswerBytes))
 	if err != nil {
-		return 0, nil, adapterkit.Unauthenticated(p.Name(), "cannot verify the delivery: reading verify-webhook-signature's answer failed (%s)", p.scrub(fetchProblem(err)))
+		return 0, nil, webhookUnavailable("cannot verify the delivery: reading verify-webhook-signature's answer failed (%s)", p.scrub(fetchProblem(err)))
 	}
 	if resp.StatusCode == http.StatusUnauthorized {
 		p.tokens.invalidate(tok.gen)

@@ -2,6 +2,7 @@ package paypal_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -110,7 +111,6 @@ func TestWebhookVerifyAPIRefuses(t *testing.T) {
 		{"FAILURE", `{"verification_status":"FAILURE"}`, `verification_status "FAILURE"`, http.StatusOK},
 		{"no status", `{}`, `verification_status ""`, http.StatusOK},
 		{"not JSON", `<html>`, "not JSON", http.StatusOK},
-		{"server error", `{"name":"INTERNAL_SERVICE_ERROR","message":"An internal service error has occurred."}`, "HTTP 500 (INTERNAL_SERVICE_ERROR", http.StatusInternalServerError},
 		{"bad request", `{"name":"VALIDATION_ERROR","message":"Invalid request"}`, "HTTP 400 (VALIDATION_ERROR", http.StatusBadRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,6 +119,20 @@ func TestWebhookVerifyAPIRefuses(t *testing.T) {
 			evs, err := f.parse(f.signed(pingEvent))
 			mustRefuse(t, evs, err, tc.want)
 		})
+	}
+}
+
+// PayPal busy or down: the delivery is refused as unavailable (the handler
+// answers 503 and PayPal delivers it again), never as a forgery.
+func TestWebhookVerifyAPIUnavailable(t *testing.T) {
+	for _, status := range []int{http.StatusInternalServerError, http.StatusServiceUnavailable, http.StatusTooManyRequests} {
+		f, api := apiFixture(t)
+		api.set(status, `{"name":"INTERNAL_SERVICE_ERROR","message":"An internal service error has occurred."}`)
+		evs, err := f.parse(f.signed(pingEvent))
+		require.Empty(t, evs)
+		require.ErrorIs(t, err, payonce.ErrProviderUnavailable, "HTTP %d", status)
+		require.NotErrorIs(t, err, payonce.ErrWebhookUnauthenticated, "HTTP %d", status)
+		require.ErrorContains(t, err, fmt.Sprintf("HTTP %d", status))
 	}
 }
 

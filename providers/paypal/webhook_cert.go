@@ -291,9 +291,13 @@ func fetchCert(ctx context.Context, hc *http.Client, u string) (*webhookCert, er
 	}
 	resp, err := noRedirect.Do(req)
 	if err != nil {
-		return nil, certErrorf("fetching the certificate at PAYPAL-CERT-URL failed: %s", fetchProblem(err))
+		return nil, webhookUnavailable("fetching the certificate at PAYPAL-CERT-URL failed: %s", fetchProblem(err))
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
+		// PayPal's own host (checked above) is busy or down.
+		return nil, webhookUnavailable("fetching the certificate at PAYPAL-CERT-URL answered HTTP %d", resp.StatusCode)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, certErrorf("fetching the certificate at PAYPAL-CERT-URL answered HTTP %d (redirects are not followed)", resp.StatusCode)
 	}

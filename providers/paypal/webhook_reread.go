@@ -99,10 +99,8 @@ func (p *Provider) rereadClient() *http.Client {
 // event is not applied and the delivery is refused, so PayPal delivers it
 // again (it retries any non-2xx for 3 days:
 // https://developer.paypal.com/api/rest/webhooks/rest/). It wraps
-// payonce.ErrProviderUnavailable: PayPal could not be asked. (payonce's
-// WebhookHandler answers every parser error but credentials and source
-// with 400 today; any non-2xx makes PayPal deliver again, and a 503 for
-// this error is the handler's to give.)
+// payonce.ErrProviderUnavailable: PayPal could not be asked, and payonce's
+// WebhookHandler answers 503 (with Retry-After), not a forgery's 400.
 func (p *Provider) rereadFailed(e webhookEvent, path string, err error) error {
 	return fmt.Errorf("paypal: webhook: event %s: cannot read %s from PayPal to check what the event says (%s); "+
 		"nothing applied, PayPal will deliver it again: %w", truncateText(e.ID, 60), path, truncateText(p.scrub(err.Error()), 300), payonce.ErrProviderUnavailable)

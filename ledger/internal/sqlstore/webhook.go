@@ -75,6 +75,16 @@ func RecordWebhook(p ledger.RecordWebhookParams, steps WebhookSteps) (ledger.Web
 	now := ledgerdriver.UTC(p.Now)
 	e := p.Event
 	var outs []ledger.WebhookOutcome
+	// An event decides each operation once. An adapter may name one object
+	// several ways (PayPal: by the operation id it carries, by the payment's
+	// id, by the order's), so that the event matches whatever the ledger
+	// recorded; once one target has been applied to an operation, another
+	// that finds the same operation is noted and writes nothing, or one
+	// event would write two outcomes (and two audit entries) on it. Unless
+	// it escalates: a later target that would send the operation to
+	// review (a contradiction, a second object that succeeded) is applied,
+	// since suppressing it could hide money that moved twice.
+	applied := map[string]bool{}
 	for i, t := range e.Targets {
 		cands, byPayment, err := candidates(e.Provider, t, steps)
 		if err != nil {
@@ -83,7 +93,11 @@ func RecordWebhook(p ledger.RecordWebhookParams, steps WebhookSteps) (ledger.Web
 		switch {
 		case len(cands) == 0:
 			outs = append(outs, ledger.WebhookOutcome{Target: i, Disposition: ledger.WebhookUnmatched})
+		case len(cands) == 1 && applied[cands[0].ID] && !escalates(cands[0], e, t, now, steps):
+			op := cands[0]
+			outs = append(outs, ledger.WebhookOutcome{Target: i, OperationID: op.ID, Disposition: ledger.WebhookNoted, From: op.Status, To: op.Status})
 		case len(cands) == 1 && !byPayment:
+			applied[cands[0].ID] = true
 			out, err := applyOne(cands[0], e, t, now, steps)
 			if err != nil {
 				return ledger.WebhookReport{}, err
@@ -106,7 +120,8 @@ func RecordWebhook(p ledger.RecordWebhookParams, steps WebhookSteps) (ledger.Web
 			lookup.Effect = ledger.EffectLookup
 			for _, op := range cands {
 				to, got := op.Status, ledger.WebhookNoted
-				if !op.Tombstone && !op.Status.Final() {
+				if !op.Tombstone && !op.Status.Final() && !applied[op.ID] {
+					applied[op.ID] = true
 					var ch ledgerdriver.Change
 					ch, got = ledgerdriver.ApplyWebhook(op, ledgerdriver.Generations{}, e, lookup, nil, now)
 					if got == ledger.WebhookNudged {
@@ -130,6 +145,26 @@ func RecordWebhook(p ledger.RecordWebhookParams, steps WebhookSteps) (ledger.Web
 		}
 	}
 	return ledger.WebhookReport{Outcomes: outs}, nil
+}
+
+// escalates reports whether applying target t of event e to op would send
+// op to review (a contradiction or a duplicate). It writes nothing; an
+// error reading op's history counts as escalating, so that the target is
+// applied and the error surfaces there.
+func escalates(op ledger.Operation, e ledger.WebhookEvent, t ledger.WebhookTarget, now time.Time, steps WebhookSteps) bool {
+	var recorded *ledger.Attempt
+	if !op.Tombstone && op.Status == ledger.StatusInFlight {
+		var err error
+		if recorded, err = steps.LatestAttempt(op.ID); err != nil {
+			return true
+		}
+	}
+	earlier, err := earlierGenerations(op, steps)
+	if err != nil {
+		return true
+	}
+	_, disp := ledgerdriver.ApplyWebhook(op, earlier, e, t, recorded, now)
+	return disp == ledger.WebhookContradiction || disp == ledger.WebhookDuplicate
 }
 
 // insertOrReplay inserts the event's inbox entry; when it was recorded
