@@ -617,6 +617,10 @@ type webhookInput struct {
 	front                frontStats
 	receivers            map[string]*receiverEvents
 	outageFrom, outageTo time.Time
+	// verifiesAtProvider: the adapter's verification asks the provider
+	// (crashProvider.verifiesAtProvider), so a genuine delivery is refused
+	// (400) while the provider fails; the sender delivers it again.
+	verifiesAtProvider bool
 }
 
 // webhookSummary is the webhooks' part of the summary line.
@@ -632,15 +636,18 @@ type webhookSummary struct {
 	settledByWebhook, settledByCall        int
 	// maxPosts is the most POSTs the fake received for one operation.
 	maxPosts int
+	// refusedVerifying counts genuine deliveries refused 400 while the
+	// verification could not reach the provider (webhookInput.verifiesAtProvider).
+	refusedVerifying int
 }
 
 func (w webhookSummary) line(st suiteStats, kv func(map[string]int) string) string {
 	return fmt.Sprintf("webhooks{queued=%d sender_duplicates=%d attempts=%d acknowledged=%d failed=%d gave_up=%d 5xx=%d outage_5xx=%d no_answer=%d} "+
 		"receivers{recorded=%d duplicates=%d forged=%d rejected=%d} dispositions%s settled_by_webhook=%d settled_by_call_or_lookup=%d "+
-		"max_posts_per_op=%d receiver_kills=%d (after_commit=%d)",
+		"max_posts_per_op=%d receiver_kills=%d (after_commit=%d) refused_while_verifying=%d",
 		w.queued, w.senderDuplicates, w.attempts, w.acknowledged, w.failed, w.gaveUp, w.status5xx, w.outage5xx, w.unanswered,
 		w.recorded, w.duplicates, w.forged, w.rejected, kv(w.dispositions), w.settledByWebhook, w.settledByCall,
-		w.maxPosts, st.kills, st.killsAfterCommit)
+		w.maxPosts, st.kills, st.killsAfterCommit, w.refusedVerifying)
 }
 
 // maxPostsPerAttempt bounds the POSTs the fake may see per attempt the
@@ -706,6 +713,11 @@ func checkWebhooks(bad *violations, v ledgerView, in webhookInput) webhookSummar
 			if !d.At.Before(in.outageFrom) && !d.At.After(in.outageTo) {
 				w.outage5xx++
 			}
+		case in.verifiesAtProvider && d.Status == 400:
+			// The verification read the provider, which failed (the
+			// fake's faults): payonce answers 400, and the event, delivered
+			// again, must still be acknowledged (checked below).
+			w.refusedVerifying++
 		default:
 			bad.add("genuine webhook refused", "event %s (%s): %d", d.EventID, d.Type, d.Status)
 		}

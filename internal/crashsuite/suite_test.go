@@ -411,7 +411,8 @@ func TestCrashSuite(t *testing.T) {
 	if err != nil {
 		t.Fatalf("fetching the truth: %v", err)
 	}
-	wh := webhookInput{front: front.stats(), receivers: map[string]*receiverEvents{}, outageFrom: st.outageFrom, outageTo: st.outageTo}
+	wh := webhookInput{front: front.stats(), receivers: map[string]*receiverEvents{}, outageFrom: st.outageFrom, outageTo: st.outageTo,
+		verifiesAtProvider: prov.verifiesAtProvider}
 	if wh.observed, err = fetchObserved(ctx, cfg.FakeURL); err != nil {
 		t.Fatalf("fetching the fake's observations: %v", err)
 	}

@@ -96,9 +96,8 @@ func paypalFake(o fakeOptions) (fakeHandler, map[string]string, error) {
 	}
 	// The fault rate is of the requests that move money: the
 	// verify-webhook-signature call passes untouched (mocks.FaultNone, the
-	// zero FaultKind, for its first paypalVerifyCalls calls), or each
-	// failed call would show as a delivery refused 400 (payonce's handler
-	// answers every verification error so) beside the forgeries.
+	// zero FaultKind, for its first paypalVerifyCalls calls); each failed
+	// call would show as a delivery refused (503, delivered again).
 	h.(*mocks.PayPalHandler).Script(mocks.Match{Method: http.MethodPost, Path: "/v1/notifications/verify-webhook-signature"},
 		make([]mocks.FaultKind, paypalVerifyCalls)...)
 	return h, env, nil
