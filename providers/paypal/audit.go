@@ -225,7 +225,9 @@ func (l *auditLister) list(ctx context.Context, q payonce.AuditQuery, yield func
 			q.To.UTC().Format(time.RFC3339), SearchLag, SearchLag, ready.UTC().Format(time.RFC3339), SearchLag+DefaultAuditMargin)
 	}
 	for from := q.From; from.Before(q.To); {
-		to := from.Add(MaxSearchWindow)
+		// From the whole second below from: pages rounds start_date down
+		// and end_date up, and PayPal refuses a range over 31 days.
+		to := from.Truncate(time.Second).Add(MaxSearchWindow)
 		if to.After(q.To) {
 			to = q.To
 		}
