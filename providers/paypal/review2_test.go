@@ -2,6 +2,7 @@ package paypal_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,4 +73,40 @@ func TestReview2AuditLongPeriodWithFractionalBounds(t *testing.T) {
 	err = p.ListObjects(context.Background(), fake.Client(), payonce.AuditQuery{From: start, To: to},
 		func(payonce.AuditObject) error { return nil })
 	require.NoError(t, err, "a 40-day period from %s must list in windows PayPal accepts", start.Format(time.RFC3339Nano))
+}
+
+// A charge at key generation 1 (an operator-approved resend: custom_id is
+// the operation id, invoice_id the generation-1 key, another UUID v5)
+// whose answer was lost is settled by PAYMENT.AUTHORIZATION.CREATED. The
+// only target that can reach the operation (by OperationID; the others
+// name the authorization and the order, which it never recorded) carries
+// no ProviderRef (chargeTargets: the payment's id only when
+// ownGenerationZero), and the ledger settles it with none
+// (ledger/ledgerdriver/apply_webhook.go: ProviderRef copied only when
+// set; ObjectOf reads key == op.Key as the current object). The charge is
+// then succeeded with no authorization id: the service cannot capture it
+// through payonce (capture needs PaymentRef), and the authorization
+// expires. The ledger's key check (ByID, then Key == the current key)
+// already proves the object is this generation's, so the payment's id can
+// ride along whenever both ids are payonce's form (lower-case UUID v5).
+func TestReview2LaterGenerationChargeSettledByWebhookKeepsItsRef(t *testing.T) {
+	const keyGen1 = "3f2a1b4c-7d8e-5f60-9a1b-2c3d4e5f6a7b"
+	gen1 := func(status string) string {
+		return strings.Replace(authorization(status), `"invoice_id":"`+keyChg+`"`, `"invoice_id":"`+keyGen1+`"`, 1)
+	}
+	f := newWebhookFixture(t, nil)
+	f.api.holds("authorization", gen1("CREATED"))
+	evs, err := f.parse(f.signed(ppEvent("WH-G1", "PAYMENT.AUTHORIZATION.CREATED", "authorization", gen1("CREATED"))))
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	var byID *payonce.WebhookTarget
+	for i, tg := range evs[0].Targets {
+		if tg.OperationID == opCharge {
+			byID = &evs[0].Targets[i]
+		}
+	}
+	require.NotNil(t, byID, "a target names the operation by its id: %+v", evs[0].Targets)
+	require.Equal(t, keyGen1, byID.Key)
+	require.Equal(t, "0VF52814937998046", byID.ProviderRef,
+		"the target that settles the generation-1 charge must carry the authorization's id, or the charge is recorded succeeded with no ref")
 }
