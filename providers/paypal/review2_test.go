@@ -110,3 +110,19 @@ func TestReview2LaterGenerationChargeSettledByWebhookKeepsItsRef(t *testing.T) {
 	require.Equal(t, "0VF52814937998046", byID.ProviderRef,
 		"the target that settles the generation-1 charge must carry the authorization's id, or the charge is recorded succeeded with no ref")
 }
+
+// PayPal's transaction search lags up to 3 h (SearchLag), and payonce has
+// AuditInfo.Lag for exactly that: Client.Audit refuses a period that ends
+// too recently, and scheduled audits (ReconcilerConfig.Audit,
+// riverpayonce) keep their periods Lag + Margin in the past whatever
+// their Delay (AuditInfo.Settled). The adapter leaves Lag zero, so a
+// scheduled audit with a shorter Delay lists a period ListObjects refuses:
+// every scheduled PayPal audit fails, and chargebacks the webhooks missed
+// go unseen.
+func TestReview2AuditInfoDeclaresTheSearchLag(t *testing.T) {
+	p, err := paypal.New(paypal.Config{ClientID: "id", ClientSecret: "secret"})
+	require.NoError(t, err)
+	info := p.AuditInfo()
+	require.Equal(t, paypal.SearchLag, info.Lag)
+	require.GreaterOrEqual(t, info.Settled(), paypal.SearchLag+info.Margin)
+}
