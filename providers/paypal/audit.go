@@ -111,7 +111,10 @@ func (p *Provider) AuditInfo() payonce.AuditInfo {
 	return payonce.AuditInfo{
 		ListedKinds: []payonce.Kind{payonce.KindRefund},
 		Margin:      DefaultAuditMargin,
-		Directions:  auditDirections,
+		// The search lags (SearchLag): scheduled audits then keep their
+		// periods that far back instead of failing ListObjects' check.
+		Lag:        SearchLag,
+		Directions: auditDirections,
 	}
 }
 
