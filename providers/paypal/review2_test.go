@@ -1,14 +1,14 @@
 package paypal_test
 
 import (
-	"context"
+	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/payonce/payonce"
+	"github.com/payonce/payonce/ledger"
 	"github.com/payonce/payonce/mocks"
 	"github.com/payonce/payonce/providers/paypal"
 )
@@ -34,7 +34,11 @@ func TestReview2ForgedReversedTypeOverOurOwnRefund(t *testing.T) {
 	for _, tg := range evs[0].Targets {
 		require.False(t, tg.Reversal, "a refund payonce made (custom_id %s) read back COMPLETED is not a reversal by PayPal; "+
 			"only the unverified event type says so: target %+v", opRefund, tg)
-	}
+	} // Decision (ppwh3): payonce's own refund is read as what it is, the
+	// refund operation's own state (here: succeeded), never a reversal.
+	require.Equal(t, []payonce.WebhookTarget{{Kind: payonce.KindRefund, OperationID: opRefund, Key: keyRef,
+		ProviderRef: "1JU08902781691411", PaymentRef: "3C679366HH908993F", Amount: 250, Currency: "USD", State: payonce.LookupSucceeded}},
+		noMessages(evs[0].Targets))
 }
 
 // The same with resource_type "capture": a capture REFUNDED by payonce's
@@ -47,32 +51,12 @@ func TestReview2ForgedReversedTypeOverRefundedCapture(t *testing.T) {
 	require.Len(t, evs, 1)
 	for _, tg := range evs[0].Targets {
 		require.False(t, tg.Reversal, "a capture REFUNDED (by any refund) does not show PayPal reversed it: target %+v", tg)
-	}
-}
-
-// An audit period longer than 31 days is split into windows of exactly
-// MaxSearchWindow, then each window's start_date is rounded down and its
-// end_date up to the second (audit.go pages). A period whose bounds are
-// not whole seconds (a scheduled audit's From/To carry the clock's
-// nanoseconds) therefore asks PayPal for 31 days and up to 2 s, which
-// PayPal refuses ("The maximum supported range is 31 days",
-// https://developer.paypal.com/docs/api/transaction-search/v1/; the fake
-// answers 400 "Date range is greater than 31 days"): every such audit
-// fails.
-func TestReview2AuditLongPeriodWithFractionalBounds(t *testing.T) {
-	t.Parallel()
-	start := time.Date(2026, 9, 1, 12, 0, 0, 500_000_000, time.UTC)
-	clock := mocks.NewManualClock(start)
-	fake := mocks.NewPayPal(mocks.PayPalOptions{Options: mocks.Options{Clock: clock.Now}})
-	t.Cleanup(fake.Close)
-	p, err := paypal.New(paypal.Config{ClientID: fake.ClientID(), ClientSecret: fake.ClientSecret(), BaseURL: fake.URL(),
-		Now: clock.Now, AuditInterval: time.Nanosecond})
-	require.NoError(t, err)
-	to := start.Add(40 * 24 * time.Hour)
-	clock.Set(to.Add(5 * time.Hour))
-	err = p.ListObjects(context.Background(), fake.Client(), payonce.AuditQuery{From: start, To: to},
-		func(payonce.AuditObject) error { return nil })
-	require.NoError(t, err, "a 40-day period from %s must list in windows PayPal accepts", start.Format(time.RFC3339Nano))
+	} // Decision (ppwh3): at most a nudge, a status lookup of the charge and
+	// the capture that took this capture's money.
+	require.Equal(t, []payonce.WebhookTarget{
+		{Kind: payonce.KindCharge, ProviderRef: "3C679366HH908993F", LookupOnly: true},
+		{Kind: payonce.KindCapture, ProviderRef: "3C679366HH908993F", LookupOnly: true},
+	}, noMessages(evs[0].Targets))
 }
 
 // A charge at key generation 1 (an operator-approved resend: custom_id is
@@ -80,8 +64,8 @@ func TestReview2AuditLongPeriodWithFractionalBounds(t *testing.T) {
 // whose answer was lost is settled by PAYMENT.AUTHORIZATION.CREATED. The
 // only target that can reach the operation (by OperationID; the others
 // name the authorization and the order, which it never recorded) carries
-// no ProviderRef (chargeTargets: the payment's id only when
-// ownGenerationZero), and the ledger settles it with none
+// no ProviderRef (chargeTargets used to attach the payment's id only at
+// generation 0), and the ledger settles it with none
 // (ledger/ledgerdriver/apply_webhook.go: ProviderRef copied only when
 // set; ObjectOf reads key == op.Key as the current object). The charge is
 // then succeeded with no authorization id: the service cannot capture it
@@ -125,4 +109,43 @@ func TestReview2AuditInfoDeclaresTheSearchLag(t *testing.T) {
 	info := p.AuditInfo()
 	require.Equal(t, paypal.SearchLag, info.Lag)
 	require.GreaterOrEqual(t, info.Settled(), paypal.SearchLag+info.Margin)
+}
+
+// End to end (the fake, payonce's WebhookHandler, the ledger): payonce
+// refunds a settled charge; whoever holds the genuine
+// PAYMENT.CAPTURE.REFUNDED delivery sends a body of the same CRC32 typed
+// PAYMENT.CAPTURE.REVERSED (resource_type refund and capture). The charge
+// stays succeeded (no review), the refund stays succeeded: payonce's own
+// refund read back is the refund's state, and a refunded capture at most
+// nudges.
+func TestReview2E2EForgedReversedTypeOverOurOwnRefund(t *testing.T) {
+	e := newPPE2E(t, nil)
+	ch, err := e.client.Charge(e.ctx, payonce.ChargeParams{OrderID: "order-rev2-1", Amount: 1000, Currency: "USD", PaymentMethod: mocks.PayPalVaultApproved})
+	require.NoError(t, err)
+	rf, err := e.client.Refund(e.ctx, payonce.RefundParams{OrderID: "order-rev2-1", RefundSeq: 1, Amount: 400, Currency: "USD", PaymentRef: ch.ProviderRef})
+	require.NoError(t, err)
+	ds := e.deliveries(t)
+	for _, d := range ds {
+		require.Equal(t, http.StatusOK, post(e.handler, d))
+	}
+	require.Equal(t, ledger.StatusSucceeded, e.status(t, ch.OperationID))
+	require.Equal(t, ledger.StatusSucceeded, e.status(t, rf.OperationID))
+
+	genuine := byType(t, ds, "PAYMENT.CAPTURE.REFUNDED")
+	asRefund := forge(t, genuine, func(ev map[string]any) { ev["event_type"] = "PAYMENT.CAPTURE.REVERSED" })
+	require.Equal(t, http.StatusOK, post(e.handler, asRefund), "the forged body verifies: it has the genuine CRC32")
+	_, rep := e.lastReport()
+	for _, o := range rep.Outcomes {
+		require.NotEqual(t, ch.OperationID, o.OperationID, "the charge is not named by payonce's own refund: %+v", rep.Outcomes)
+	}
+	require.Equal(t, ledger.StatusSucceeded, e.status(t, ch.OperationID), "payonce's own refund is no reversal of the charge")
+	require.Equal(t, ledger.StatusSucceeded, e.status(t, rf.OperationID))
+
+	asCapture := forge(t, genuine, func(ev map[string]any) {
+		ev["event_type"] = "PAYMENT.CAPTURE.REVERSED"
+		ev["resource_type"] = "capture"
+		resource(ev)["id"] = ch.ProviderRef
+	})
+	require.Equal(t, http.StatusOK, post(e.handler, asCapture))
+	require.Equal(t, ledger.StatusSucceeded, e.status(t, ch.OperationID), "a PARTIALLY_REFUNDED capture is no reversal")
 }
