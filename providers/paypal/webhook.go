@@ -15,8 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/payonce/payonce"
 	"github.com/payonce/payonce/providers/internal/adapterkit"
 )
@@ -366,13 +364,17 @@ func (w webhookPayment) orderOf() string {
 //	  the capture as above.
 //	PAYMENT.CAPTURE.REVERSED (a refund PayPal made: a chargeback, a
 //	  reversal; GET /v2/payments/refunds/{id}): when that refund is
-//	  COMPLETED, the charge and the capture operation whose object is the
-//	  reversed capture (the "up" link of the refund as read) are Reversals:
-//	  money that had moved was pulled back. On a settled operation that is
-//	  a contradiction (review); a charge reversed before it settled goes to
-//	  review too (payonce's ledger rules, ledgerdriver.ApplyWebhook). With
-//	  resource_type "capture", the capture as read must be REFUNDED or
-//	  PARTIALLY_REFUNDED.
+//	  COMPLETED and is not payonce's own (its custom_id is no payonce
+//	  operation id), the charge and the capture operation whose object is
+//	  the reversed capture (the "up" link of the refund as read) are
+//	  Reversals: money that had moved was pulled back. On a settled
+//	  operation that is a contradiction (review); a charge reversed before
+//	  it settled goes to review too (payonce's ledger rules,
+//	  ledgerdriver.ApplyWebhook). payonce's own refund is read as a refund
+//	  (as PAYMENT.CAPTURE.REFUNDED): the type is the body's, no evidence.
+//	  With resource_type "capture", a capture as read REFUNDED or
+//	  PARTIALLY_REFUNDED only makes the charge and the capture due for a
+//	  lookup (LookupOnly): it looks the same after payonce's own refund.
 //	PAYMENT.AUTHORIZATION.CREATED, .VOIDED (GET
 //	  /v2/payments/authorizations/{id}): the charge by the charge reading (a
 //	  voided authorization still succeeded as a charge: PayPal voids on
@@ -388,9 +390,9 @@ func (w webhookPayment) orderOf() string {
 // carries (an order: charge's order is the merchant's): by custom_id and
 // invoice_id (the operation id and key payonce writes on the purchase
 // unit of its own orders, copied onto their authorizations and captures),
-// with the payment's id only when they are certainly payonce's own at key
-// generation 0 (ownGenerationZero; the event then records the payment's
-// id on an operation whose answer was lost); by the payment's id; and by
+// with the payment's id only when they are certainly payonce's own at any
+// key generation (ownIDs; the event then records the payment's id on an
+// operation whose answer was lost); by the payment's id; and by
 // the order's id. A target matches only an operation that has its id or
 // recorded its reference. Known cost: an operation that recorded the
 // order's id (its answer came before the order held a payment) and whose
@@ -430,6 +432,14 @@ func (p *Provider) eventTargets(ctx context.Context, e webhookEvent) ([]payonce.
 		w, err := p.readPayment(ctx, e, object)
 		if err != nil {
 			return nil, err
+		}
+		if object == objRefund && operationID(w.CustomID) != "" {
+			// WHY: the event type is in the body, which is signed only
+			// through its CRC32 (webhook_reread.go), so REVERSED proves
+			// nothing. A refund carrying a payonce operation id is one
+			// payonce made: read as what it is, the refund operation's own
+			// state, never a reversal of the charge it refunded.
+			return p.refundTargets(w)
 		}
 		return p.reversalTargets(e, object, w)
 	case evtAuthorizationMade, evtAuthorizationVoid:
@@ -486,13 +496,25 @@ func chargeTargets(opID, key, payRef, orderRef string, amount int64, currency st
 	}
 	if opID != "" {
 		t := payonce.WebhookTarget{OperationID: opID, Key: key}
-		if ownGenerationZero(opID, key) {
-			// Certainly payonce's own order (see ownGenerationZero): the
-			// payment's id goes with it, so that an operation whose answer
-			// was lost records it when the event settles it. A target with
-			// an id falls back to matching by reference when no operation
-			// has the id; a merchant's custom_id (an order: charge) must
-			// never reach ours that way, with its own key and id.
+		if ownIDs(opID, key) {
+			// Certainly payonce's own order (see ownIDs): the payment's id
+			// goes with it, so that an operation whose answer was lost
+			// records it when the event settles it, at any key generation
+			// (a resend's charge settled by webhook with no authorization
+			// id could never be captured through payonce).
+			//
+			// WHY this cannot settle the wrong object: the ledger finds
+			// the operation by OperationID and then places the object by
+			// Key (ledgerdriver.ObjectOf): only the current generation's
+			// key settles it and records this id; an earlier generation's
+			// key is ObjectEarlier, any other key ObjectOther, and neither
+			// ever settles (at most review, when money moved). A target
+			// with an id also falls back to matching by reference when no
+			// operation has the id: a merchant's order (an order: charge)
+			// could reach the operation that recorded this payment only if
+			// both of the merchant's ids had payonce's form, and its key
+			// is not the operation's, so that ends in review, never in a
+			// settlement.
 			t.ProviderRef = payRef
 		}
 		add(t)
@@ -505,20 +527,15 @@ func chargeTargets(opID, key, payRef, orderRef string, amount int64, currency st
 	return ts
 }
 
-// ownGenerationZero reports whether custom_id and invoice_id are the ones
-// payonce writes on an order of its own at key generation 0: the
-// operation id is the generation-0 key (payonce.Identity.OperationID: "the
-// Key of the same Identity at Generation 0"), a UUID version 5 in lower
-// case (Identity.Key). A merchant's order (PaymentMethod order:<id>)
-// carries the merchant's custom_id and invoice_id, which are not both
-// that. At a later generation the key differs from the id and this is
-// false: the charge is then named by id and key without a reference.
-func ownGenerationZero(opID, key string) bool {
-	if opID != key || len(opID) != 36 || strings.ToLower(opID) != opID {
-		return false
-	}
-	u, err := uuid.Parse(opID)
-	return err == nil && u.Version() == 5
+// ownIDs reports whether custom_id and invoice_id are the ones payonce
+// writes on an order of its own: an operation id (the generation-0 key,
+// payonce.Identity.OperationID) and a key of some generation
+// (Identity.Key), both lower-case UUIDs version 5 (operationID, the one
+// test of that form, shared with the audit). A merchant's order
+// (PaymentMethod order:<id>) carries the merchant's custom_id and
+// invoice_id, which are not both that in practice.
+func ownIDs(opID, key string) bool {
+	return operationID(opID) != "" && operationID(key) != ""
 }
 
 // captureTargets reads a capture as PayPal holds it (see eventTargets).
@@ -582,9 +599,20 @@ func (p *Provider) refundTargets(w webhookPayment) ([]payonce.WebhookTarget, err
 // reversalTargets reads PAYMENT.CAPTURE.REVERSED from its object as read
 // (object: objRefund, the refund PayPal made, or objCapture): the
 // reversed capture is the "up" of that refund, or the capture itself.
-// Evidence that money was pulled back: the refund is COMPLETED, or the
-// capture is REFUNDED or PARTIALLY_REFUNDED. Otherwise nothing is applied
-// and the event is listed for an operator (unreadable).
+//
+// WHY the type is not enough: it is in the body, signed only through its
+// CRC32 (webhook_reread.go), so anyone holding one genuine delivery can
+// send REVERSED over any object of the account. Only a refund as read
+// that is COMPLETED and is not payonce's own (its custom_id is no payonce
+// operation id: eventTargets reads payonce's refunds as refunds) is a
+// reversal: PayPal's reversal refund carries no custom_id (its sample
+// PAYMENT.CAPTURE.REVERSED resource,
+// https://developer.paypal.com/api/rest/webhooks/event-names/, has only
+// note_to_payer "Payment reversed"). A capture REFUNDED or
+// PARTIALLY_REFUNDED looks the same after payonce's own refund, so it is
+// never by itself a reversal: the charge and the capture are only made
+// due for a status lookup (LookupOnly). Anything else is applied to
+// nothing and listed for an operator (unreadable).
 func (p *Provider) reversalTargets(e webhookEvent, object string, w webhookPayment) ([]payonce.WebhookTarget, error) {
 	captureID := w.up(capturesPathSeg)
 	pulledBack := stateOf(payonce.KindRefund, objRefund, w.Status) == vSucceeded
@@ -598,6 +626,17 @@ func (p *Provider) reversalTargets(e webhookEvent, object string, w webhookPayme
 	if !pulledBack {
 		return nil, &unreadableEvent{why: "paypal: event " + e.EventType + ": " + object + " " + w.ID + " is " + p.scrub(w.Status) +
 			" at PayPal, which does not show money pulled back from capture " + captureID + "; nothing applied"}
+	}
+	if object == objCapture {
+		// A refunded capture: by payonce's refund or PayPal's reversal,
+		// which the capture does not tell. A lookup asks PayPal about each
+		// operation's own object; nothing is decided here.
+		msg := "paypal: capture " + p.scrub(captureID) + " is " + p.scrub(w.Status) + " at PayPal (a refund or a reversal; the capture does not say which)"
+		var ts []payonce.WebhookTarget
+		for _, k := range []payonce.Kind{payonce.KindCharge, payonce.KindCapture} {
+			ts = append(ts, payonce.WebhookTarget{Kind: k, ProviderRef: captureID, LookupOnly: true, Message: msg})
+		}
+		return ts, nil
 	}
 	currency := ""
 	if w.Amount != nil {

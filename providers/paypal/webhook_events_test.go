@@ -222,17 +222,25 @@ func TestWebhookMalformedBodies(t *testing.T) {
 }
 
 // An order: charge's order carries the merchant's custom_id and
-// invoice_id, and a later key generation's key is not the operation id:
-// such a charge is named by id and key WITHOUT a reference, so that a
-// target whose id is not payonce's never falls back to an operation of
-// payonce's by reference (and a later generation's object is told by its
-// key alone).
-func TestWebhookChargeIDsNotOwnGenerationZero(t *testing.T) {
-	for _, tc := range []struct{ name, custom, invoice string }{
-		{"merchant's ids", "29b0b044-fbfe-4325-952e-20000d4a6caf", "INV-1001"},
-		{"merchant's equal ids, not a UUID v5", "order-1001", "order-1001"},
-		{"merchant's equal UUID v4", "29b0b044-fbfe-4325-952e-20000d4a6caf", "29b0b044-fbfe-4325-952e-20000d4a6caf"},
-		{"payonce's later generation", opCharge, "6c1d7f2a-9b8e-5d4c-a3b2-1f0e9d8c7b6a"},
+// invoice_id: unless both are payonce's form (lower-case UUIDs version 5:
+// an operation id and a key of some generation) the charge is named by id
+// and key WITHOUT a reference, so that a target whose id is not payonce's
+// never falls back to an operation of payonce's by reference. payonce's
+// own ids carry the payment's id at every generation (a resend's charge
+// settled by webhook records its authorization or capture; the ledger
+// tells the generation by the key).
+func TestWebhookChargeIDsCarryTheRefOnlyWhenPayonces(t *testing.T) {
+	const keyGen1 = "6c1d7f2a-9b8e-5d4c-a3b2-1f0e9d8c7b6a"
+	for _, tc := range []struct {
+		name, custom, invoice, ref string
+	}{
+		{"merchant's ids", "29b0b044-fbfe-4325-952e-20000d4a6caf", "INV-1001", ""},
+		{"merchant's equal ids, not a UUID v5", "order-1001", "order-1001", ""},
+		{"merchant's equal UUID v4", "29b0b044-fbfe-4325-952e-20000d4a6caf", "29b0b044-fbfe-4325-952e-20000d4a6caf", ""},
+		{"payonce's id, merchant's invoice", opCharge, "INV-1001", ""},
+		{"payonce's ids in upper case", strings.ToUpper(opCharge), strings.ToUpper(keyGen1), ""},
+		{"payonce's later generation", opCharge, keyGen1, "3C679366HH908993F"},
+		{"payonce's generation 0", opCharge, keyChg, "3C679366HH908993F"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newWebhookFixture(t, nil)
@@ -242,7 +250,7 @@ func TestWebhookChargeIDsNotOwnGenerationZero(t *testing.T) {
 			evs, err := f.parse(f.signed(ppEvent("WH-M", "PAYMENT.CAPTURE.COMPLETED", "capture", res)))
 			require.NoError(t, err)
 			require.Equal(t, []payonce.WebhookTarget{
-				{Kind: payonce.KindCharge, OperationID: tc.custom, Key: tc.invoice, Amount: 1000, Currency: "USD", State: payonce.LookupSucceeded},
+				{Kind: payonce.KindCharge, OperationID: tc.custom, Key: tc.invoice, ProviderRef: tc.ref, Amount: 1000, Currency: "USD", State: payonce.LookupSucceeded},
 				{Kind: payonce.KindCharge, ProviderRef: "3C679366HH908993F", Amount: 1000, Currency: "USD", State: payonce.LookupSucceeded},
 				{Kind: payonce.KindCharge, ProviderRef: "5O190127TN364715T", Amount: 1000, Currency: "USD", State: payonce.LookupSucceeded},
 			}, noMessages(evs[0].Targets))
