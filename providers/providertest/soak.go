@@ -238,6 +238,7 @@ func soak(t *testing.T, s *suite, size SoakConfig) {
 	checked := CheckLedger(t, ctx, Check{
 		Store: b.store, Truth: truth, Expect: expect, Margin: b.cfg.SafetyMargin,
 		PaymentOperation: b.env.PaymentOperation, RefundOperation: b.env.RefundOperation,
+		NoLookupWithoutRef: b.env.RepeatIsLookup,
 	})
 	outcomes := map[string]int{} // attempts per outcome class
 	final := map[string]int{}
