@@ -66,6 +66,16 @@ func (c *Client) drive(ctx context.Context, r *run) (Result, error) {
 				if r.sent >= r.maxAttempts(c) || ctx.Err() != nil {
 					return c.release(ctx, r, ErrProviderUnavailable)
 				}
+				if c.http.breakerRefuses() {
+					// The breaker would refuse the request before it
+					// leaves: nothing is journaled, so an outage does not
+					// spend the operation's attempts on requests that never
+					// existed, and the operation stays pending for
+					// background work. (A breaker that opens between this
+					// check and the send still records the attempt
+					// not_sent.)
+					return c.release(ctx, r, ErrProviderUnavailable)
+				}
 				if err := c.startAttempt(ctx, r); err != nil {
 					return c.leaseError(ctx, r, err)
 				}

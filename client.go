@@ -807,8 +807,10 @@ func (c *Client) do(ctx context.Context, kind Kind, build func(context.Context) 
 	}
 	owner := c.nextOwner()
 	now := c.cfg.Now()
+	// With the breaker refusing, the operation is recorded (pending, for
+	// background work) but no attempt is journaled: drive releases it.
 	br, err := c.cfg.Store.Begin(ctx, ledger.BeginParams{
-		Op: c.newOperation(p), Owner: owner, Now: now, LeaseUntil: now.Add(c.cfg.LeaseDuration), StartAttempt: true,
+		Op: c.newOperation(p), Owner: owner, Now: now, LeaseUntil: now.Add(c.cfg.LeaseDuration), StartAttempt: !c.http.breakerRefuses(),
 	})
 	switch {
 	case errors.Is(err, ErrFingerprintMismatch):

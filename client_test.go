@@ -233,13 +233,22 @@ func TestConnectionRefusedIsNotSent(t *testing.T) {
 	op, atts := attemptsOf(t, b, res.OperationID)
 	require.Equal(t, ledger.StatusPending, op.Status)
 	require.True(t, op.WindowStart.IsZero(), "a refused connection sent nothing: the key window stays closed")
-	require.Len(t, atts, 3)
+	// 3 transmissions per attempt (DialRetries 2): the fourth failure, in
+	// the second attempt, opens the breaker, whose refusal ends that
+	// attempt; no third attempt is journaled while the breaker is open.
+	require.Len(t, atts, 2)
 	for _, a := range atts {
 		require.Equal(t, ledger.OutcomeNotSent, a.Outcome)
 	}
-	// 3 transmissions per attempt (DialRetries 2): the fourth failure opens
-	// the breaker and later transmissions are refused without dialing.
-	require.Contains(t, atts[2].Error, "circuit breaker is open")
+	require.Contains(t, atts[1].Error, "circuit breaker is open")
+
+	// The next call, breaker still open: nothing journaled, the operation
+	// stays pending, the caller is told the provider is unavailable.
+	_, err = b.client.Charge(b.ctx, charge("order-refused", 1500))
+	require.ErrorIs(t, err, payonce.ErrProviderUnavailable)
+	op, again := attemptsOf(t, b, res.OperationID)
+	require.Equal(t, ledger.StatusPending, op.Status)
+	require.Len(t, again, 2, "an open breaker spends no attempt")
 }
 
 // DialRetries 0 takes the default (2 reconnections per attempt); -1 turns

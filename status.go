@@ -398,6 +398,12 @@ func (c *Client) lookupAndDecide(ctx context.Context, r *run, mayResend bool) (d
 		return true, res, err
 	}
 	event := lookupEvent(lr, lerr)
+	if d.Action == actResend && c.http.breakerRefuses() {
+		// The resend would be refused before it leaves: no attempt is
+		// journaled (an outage spends no attempts); looked up again later.
+		res, err := c.release(ctx, r, ErrProviderUnavailable)
+		return true, res, err
+	}
 	if d.Action == actResend {
 		if err := c.startAttempt(ctx, r, event); err != nil {
 			res, err := c.leaseError(ctx, r, err)

@@ -108,6 +108,20 @@ type httpLayer struct {
 	send    *retryablehttp.Client
 	read    *retryablehttp.Client
 	breaker *gobreaker.CircuitBreaker[*http.Response]
+	probes  uint32 // the breaker's MaxRequests when half-open
+}
+
+// breakerRefuses reports whether the provider's breaker would refuse a
+// request now: open, or half-open with its probes all taken. A request it
+// refuses never leaves the process.
+func (l *httpLayer) breakerRefuses() bool {
+	switch l.breaker.State() {
+	case gobreaker.StateOpen:
+		return true
+	case gobreaker.StateHalfOpen:
+		return l.breaker.Counts().Requests >= l.probes
+	}
+	return false
 }
 
 func newHTTPLayer(cfg *Config, tel *telemetry) *httpLayer {
@@ -159,6 +173,7 @@ func newHTTPLayer(cfg *Config, tel *telemetry) *httpLayer {
 		send:    mk(onOrZero(cfg.Retry.DialRetries), sendRetryPolicy),
 		read:    mk(onOrZero(cfg.Retry.LookupRetries), readRetryPolicy),
 		breaker: cb,
+		probes:  max(cfg.Breaker.HalfOpenRequests, 1), // newBreaker's default: 0 is 1
 	}
 }
 
