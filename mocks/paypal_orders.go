@@ -183,18 +183,9 @@ func (h *PayPalHandler) completeOrderLocked(c *call, o *ppOrder) {
 	now := c.now
 	o.status, o.updated = "COMPLETED", now
 	if o.intent == "AUTHORIZE" {
-		a := &ppAuth{stored: h.stamp(c), id: ppUpperID(h.core.ids, 17), status: "CREATED", amount: o.amount, currency: o.currency,
-			customID: o.customID, invoiceID: o.invoiceID, order: o, updated: now, authorized: true}
-		switch {
-		case o.vault.decline:
-			a.status, a.authorized = "DENIED", false
-			a.processor = &ppProcessorResponse{AVSCode: "Y", CVVCode: "M", ResponseCode: ppDeclineCode}
-		case o.vault.pending:
-			a.status, a.reason = "PENDING", "PENDING_REVIEW"
-		}
-		if o.source == "card" && a.processor == nil {
-			a.processor = &ppProcessorResponse{AVSCode: "Y", CVVCode: "M", ResponseCode: "0000"}
-		}
+		a := &ppAuth{stored: h.stamp(c), id: ppUpperID(h.core.ids, 17), amount: o.amount, currency: o.currency,
+			customID: o.customID, invoiceID: o.invoiceID, order: o, updated: now}
+		a.status, a.reason, a.authorized, a.processor = o.paymentOutcome("CREATED", "DENIED")
 		o.auth = a
 		h.auths[a.id] = a
 		if a.authorized {
@@ -209,18 +200,9 @@ func (h *PayPalHandler) completeOrderLocked(c *call, o *ppOrder) {
 		h.emitLocked(now, "CHECKOUT.ORDER.COMPLETED", "checkout-order", o.view())
 		return
 	}
-	p := &ppCapture{stored: h.stamp(c), id: ppUpperID(h.core.ids, 17), status: "COMPLETED", amount: o.amount, currency: o.currency,
-		customID: o.customID, invoiceID: o.invoiceID, final: true, order: o, updated: now, authorized: true}
-	switch {
-	case o.vault.decline:
-		p.status, p.authorized = "DECLINED", false
-		p.processor = &ppProcessorResponse{AVSCode: "Y", CVVCode: "M", ResponseCode: ppDeclineCode}
-	case o.vault.pending:
-		p.status, p.reason = "PENDING", "PENDING_REVIEW"
-	}
-	if o.source == "card" && p.processor == nil {
-		p.processor = &ppProcessorResponse{AVSCode: "Y", CVVCode: "M", ResponseCode: "0000"}
-	}
+	p := &ppCapture{stored: h.stamp(c), id: ppUpperID(h.core.ids, 17), amount: o.amount, currency: o.currency,
+		customID: o.customID, invoiceID: o.invoiceID, final: true, order: o, updated: now}
+	p.status, p.reason, p.authorized, p.processor = o.paymentOutcome("COMPLETED", "DECLINED")
 	o.capture = p
 	h.captures[p.id] = p
 	if p.authorized {
@@ -230,6 +212,25 @@ func (h *PayPalHandler) completeOrderLocked(c *call, o *ppOrder) {
 		status: ppTxnStatus(p.status), customField: p.customID, invoice: p.invoiceID, at: now})
 	h.emitLocked(now, "PAYMENT.CAPTURE."+p.status, "capture", p.view())
 	h.emitLocked(now, "CHECKOUT.ORDER.COMPLETED", "checkout-order", o.view())
+}
+
+// paymentOutcome is what o's test vault makes of the payment its
+// completion creates: ok (CREATED, COMPLETED) or declined (DENIED,
+// DECLINED, with the processor's decline code), or PENDING in review; a
+// card payment carries a processor response.
+func (o *ppOrder) paymentOutcome(ok, declined string) (status, reason string, authorized bool, processor *ppProcessorResponse) {
+	status, authorized = ok, true
+	switch {
+	case o.vault.decline:
+		status, authorized = declined, false
+		processor = &ppProcessorResponse{AVSCode: "Y", CVVCode: "M", ResponseCode: ppDeclineCode}
+	case o.vault.pending:
+		status, reason = "PENDING", "PENDING_REVIEW"
+	}
+	if o.source == "card" && processor == nil {
+		processor = &ppProcessorResponse{AVSCode: "Y", CVVCode: "M", ResponseCode: "0000"}
+	}
+	return status, reason, authorized, processor
 }
 
 // ppDeclineCode is the processor response of the declined test vault:

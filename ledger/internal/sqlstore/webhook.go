@@ -152,19 +152,8 @@ func RecordWebhook(p ledger.RecordWebhookParams, steps WebhookSteps) (ledger.Web
 // error reading op's history counts as escalating, so that the target is
 // applied and the error surfaces there.
 func escalates(op ledger.Operation, e ledger.WebhookEvent, t ledger.WebhookTarget, now time.Time, steps WebhookSteps) bool {
-	var recorded *ledger.Attempt
-	if !op.Tombstone && op.Status == ledger.StatusInFlight {
-		var err error
-		if recorded, err = steps.LatestAttempt(op.ID); err != nil {
-			return true
-		}
-	}
-	earlier, err := earlierGenerations(op, steps)
-	if err != nil {
-		return true
-	}
-	_, disp := ledgerdriver.ApplyWebhook(op, earlier, e, t, recorded, now)
-	return disp == ledger.WebhookContradiction || disp == ledger.WebhookDuplicate
+	_, disp, err := planOne(op, e, t, now, steps)
+	return err != nil || disp == ledger.WebhookContradiction || disp == ledger.WebhookDuplicate
 }
 
 // insertOrReplay inserts the event's inbox entry; when it was recorded
@@ -282,18 +271,10 @@ func tombstoneByRef(provider, kind, ref string, steps WebhookSteps) (ledger.Oper
 // matched, and writes the change. A tombstone changes only when the event
 // puts the operation in review: it is then reopened (Reopen).
 func applyOne(op ledger.Operation, e ledger.WebhookEvent, t ledger.WebhookTarget, now time.Time, steps WebhookSteps) (ledger.WebhookOutcome, error) {
-	var recorded *ledger.Attempt
-	if !op.Tombstone && op.Status == ledger.StatusInFlight {
-		var err error
-		if recorded, err = steps.LatestAttempt(op.ID); err != nil {
-			return ledger.WebhookOutcome{}, err
-		}
-	}
-	earlier, err := earlierGenerations(op, steps)
+	ch, disp, err := planOne(op, e, t, now, steps)
 	if err != nil {
 		return ledger.WebhookOutcome{}, err
 	}
-	ch, disp := ledgerdriver.ApplyWebhook(op, earlier, e, t, recorded, now)
 	switch {
 	case !op.Tombstone:
 		err = steps.Write(ch, now)
@@ -304,6 +285,25 @@ func applyOne(op ledger.Operation, e ledger.WebhookEvent, t ledger.WebhookTarget
 		return ledger.WebhookOutcome{}, err
 	}
 	return ledger.WebhookOutcome{OperationID: op.ID, Disposition: disp, From: op.Status, To: ch.Op.Status}, nil
+}
+
+// planOne is what target t of event e does to op (ledgerdriver.ApplyWebhook,
+// given op's latest attempt when in flight and its earlier generations),
+// without writing it.
+func planOne(op ledger.Operation, e ledger.WebhookEvent, t ledger.WebhookTarget, now time.Time, steps WebhookSteps) (ledgerdriver.Change, ledger.WebhookDisposition, error) {
+	var recorded *ledger.Attempt
+	if !op.Tombstone && op.Status == ledger.StatusInFlight {
+		var err error
+		if recorded, err = steps.LatestAttempt(op.ID); err != nil {
+			return ledgerdriver.Change{}, "", err
+		}
+	}
+	earlier, err := earlierGenerations(op, steps)
+	if err != nil {
+		return ledgerdriver.Change{}, "", err
+	}
+	ch, disp := ledgerdriver.ApplyWebhook(op, earlier, e, t, recorded, now)
+	return ch, disp, nil
 }
 
 // earlierGenerations is what op recorded under its earlier key generations
