@@ -680,7 +680,13 @@ func TestBacklog100k(t *testing.T) {
 			PGURL: testkit.URL(t), PGSchema: schema, PoolConns: 8,
 			StripeURL: fake.URL(), StripeKey: fake.APIKey(), KeepAlive: true,
 			AttemptTimeout: 5 * time.Second, BatchSize: 200, Concurrency: 8,
-			IdleFor: 200 * time.Millisecond, Poll: 20 * time.Millisecond, Deadline: 8 * time.Minute,
+			// A claimed batch of 200 looked up 8 at a time outlasts the
+			// default lease (3 AttemptTimeouts) on a loaded machine; the
+			// rows whose lease ended would be skipped and claimed again
+			// (TestReconcilerSkipsLeaseEndedWhileWaiting), which is safe
+			// but not what this test counts.
+			LeaseDuration: 5 * time.Minute,
+			IdleFor:       200 * time.Millisecond, Poll: 20 * time.Millisecond, Deadline: 8 * time.Minute,
 		})
 		res := reconResult(t, p, 10*time.Minute)
 		t.Logf("N=%d: drained in %s (%.0f ops/s), %d passes, claimed %d, settled %d, errors %d %v; peak heap in use %.1f MiB, peak heap alloc %.1f MiB, peak live heap %.1f MiB, peak RSS %.1f MiB",

@@ -38,6 +38,10 @@ const (
 	// markerWebhookEvent + event id + "new" or "duplicate": a receiver
 	// recorded an event (printed after the commit, before the reply).
 	markerWebhookEvent = "CRASHSUITE_WEBHOOK_EVENT"
+	// markerRefundSkipped + refund operation id + the charge's status: the
+	// worker did not make an order's refund because the charge had not
+	// succeeded within ChargeWait (declined, in review, or still pending).
+	markerRefundSkipped = "CRASHSUITE_REFUND_SKIPPED"
 )
 
 // Exit codes of children. They avoid 1 and 2 (the test binary's own) and 66

@@ -139,6 +139,10 @@ type suiteStats struct {
 	// callRetries counts calls the workers made again because they failed
 	// without an outcome (markerCallRetry), in every incarnation.
 	callRetries int
+	// refundsSkipped counts the refunds a worker did not ask for because
+	// the charge had not succeeded in time (markerRefundSkipped), keyed by
+	// the charge's status then.
+	refundsSkipped map[string]int
 	// ledgerErrors counts the log lines of the children about failed ledger
 	// calls (while PostgreSQL was down).
 	ledgerErrors           int
@@ -447,6 +451,7 @@ func TestCrashSuite(t *testing.T) {
 		}
 		st.ledgerErrors += c.Stderr().Count(ledgerErrorMark)
 		st.callRetries += c.Stdout().Count(markerCallRetry)
+		markSkippedRefunds(c.Stdout().Lines(), jobs, &st)
 		parseReceiverEvents(c.Stdout().Lines(), wh.receivers)
 		if e := c.Stderr().String(); strings.Contains(e, "WARNING: DATA RACE") || strings.Contains(e, "panic:") || strings.Contains(e, "fatal error:") {
 			t.Errorf("%s reported a race or a crash:\n%s", c.Name(), e)

@@ -40,6 +40,9 @@ type job struct {
 	// RefundOver: RefundAmount is above Amount, so the provider refuses it.
 	RefundOver bool
 	RefundID   string
+	// RefundSkipped is set by the driver when a worker printed
+	// markerRefundSkipped for RefundID: the refund was never asked for.
+	RefundSkipped bool
 }
 
 const currency = "USD"

@@ -1,6 +1,7 @@
 package crashsuite
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -226,6 +227,9 @@ func runWorker(cfg childConfig) int {
 			for j := range refunds {
 				if st := waitSettled(ctx, store, j.ChargeID, cfg.ChargeWait); st != ledger.StatusSucceeded {
 					skipped.Add(1)
+					// The driver excuses this refund's absence from the
+					// ledger: it was never asked for.
+					fmt.Println(markerRefundSkipped, j.RefundID, cmp.Or(string(st), "unread"))
 					continue
 				}
 				p := j.refund()
