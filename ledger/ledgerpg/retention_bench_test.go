@@ -77,6 +77,7 @@ func TestRetentionMeasure(t *testing.T) {
 	r.measureCleanup()
 	r.measurePartitioned()
 	r.measureBegin(beginOps)
+	r.measureLookup(5 * beginOps)
 }
 
 // The ledger spans months Jan-Oct 2026 evenly; retention removes what
@@ -596,5 +597,51 @@ func (r *retentionBench) measureBegin(n int) {
 	}
 	for _, v := range variants {
 		r.logf("BEGIN %-30s %s; %.0f µs/op wall", v.name+":", v.sp.per(v.done), float64(v.sp.wall.Microseconds())/float64(v.done))
+	}
+}
+
+// measureLookup compares reading one operation by id (what Get, Claim,
+// Finish and every id-addressed statement do): today's primary key; the
+// partitioned table by id alone (every partition's index is probed: the
+// id does not say which partition); and through the name table, whose
+// created_at lets the executor prune to one partition.
+func (r *retentionBench) measureLookup(n int) {
+	ctx, m := r.ctx, r.m
+	sch := pgx.Identifier{m.schema}.Sanitize()
+	rows, err := m.pool.Query(ctx, `SELECT id FROM `+sch+`.payonce_operations ORDER BY md5(id || 'x') LIMIT $1`, n)
+	require.NoError(r.t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(r.t, err)
+	require.NotEmpty(r.t, ids)
+	queries := []struct{ name, sql string }{
+		{"today (primary key)", `SELECT * FROM ` + sch + `.payonce_operations WHERE id = $1`},
+		{"partitioned, by id alone", `SELECT * FROM ` + sch + `.proto_ops WHERE id = $1`},
+		{"partitioned, via the name table", `SELECT * FROM ` + sch + `.proto_ops
+			WHERE id = $1 AND created_at = (SELECT created_at FROM ` + sch + `.proto_names WHERE name = $1)`},
+	}
+	conn, err := m.pool.Acquire(ctx)
+	require.NoError(r.t, err)
+	defer conn.Release()
+	for _, q := range queries {
+		var plan strings.Builder
+		prows, err := conn.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "+q.sql, ids[0])
+		require.NoError(r.t, err)
+		lines, err := pgx.CollectRows(prows, pgx.RowTo[string])
+		require.NoError(r.t, err)
+		for _, l := range lines {
+			plan.WriteString("\n\t" + l)
+		}
+		// Warm: every id once, so that all three read from shared buffers.
+		for _, id := range ids {
+			_, err := conn.Exec(ctx, q.sql, id)
+			require.NoError(r.t, err)
+		}
+		mk := m.mark(ctx)
+		for _, id := range ids {
+			_, err := conn.Exec(ctx, q.sql, id)
+			require.NoError(r.t, err)
+		}
+		sp := m.since(ctx, mk)
+		r.logf("LOOKUP %-32s %s; %.1f µs/op wall%s", q.name+":", sp.per(len(ids)), float64(sp.wall.Microseconds())/float64(len(ids)), plan.String())
 	}
 }
