@@ -622,6 +622,17 @@ func (r *retentionBench) measureLookup(n int) {
 	conn, err := m.pool.Acquire(ctx)
 	require.NoError(r.t, err)
 	defer conn.Release()
+	for _, mode := range []string{"auto", "force_generic_plan"} {
+		// force_generic_plan: one plan of every partition, pruned at run
+		// time, instead of planning every partition on every call.
+		_, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode)
+		require.NoError(r.t, err)
+		r.measureLookups(conn, mode, queries, ids)
+	}
+}
+
+func (r *retentionBench) measureLookups(conn *pgxpool.Conn, mode string, queries []struct{ name, sql string }, ids []string) {
+	ctx, m := r.ctx, r.m
 	for _, q := range queries {
 		var plan strings.Builder
 		prows, err := conn.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "+q.sql, ids[0])
@@ -642,6 +653,9 @@ func (r *retentionBench) measureLookup(n int) {
 			require.NoError(r.t, err)
 		}
 		sp := m.since(ctx, mk)
-		r.logf("LOOKUP %-32s %s; %.1f µs/op wall%s", q.name+":", sp.per(len(ids)), float64(sp.wall.Microseconds())/float64(len(ids)), plan.String())
+		if mode != "auto" {
+			plan.Reset() // the same plans
+		}
+		r.logf("LOOKUP %s %-32s %s; %.1f µs/op wall%s", mode, q.name+":", sp.per(len(ids)), float64(sp.wall.Microseconds())/float64(len(ids)), plan.String())
 	}
 }
