@@ -79,6 +79,32 @@ func TestRetentionMeasure(t *testing.T) {
 	r.measurePartitioned()
 	r.measureBegin(beginOps)
 	r.measureLookup(5 * beginOps)
+	m.logStatements(ctx)
+}
+
+// logStatements logs what pg_stat_statements counted for each statement
+// of this test's schema that wrote WAL, the most first: which part of a
+// step wrote it (Cleanup's delete against its tombstone inserts).
+func (m *retentionMeter) logStatements(ctx context.Context) {
+	if !m.pgss {
+		return
+	}
+	rows, err := m.admin.Query(ctx, `SELECT calls, rows, wal_bytes::float8, total_exec_time,
+			regexp_replace(left(regexp_replace(query, '\s+', ' ', 'g'), 110), '"[a-z0-9_]+"\.', '', 'g')
+		FROM pg_stat_statements WHERE strpos(query, $1) > 0 AND wal_bytes > 0 ORDER BY wal_bytes DESC LIMIT 16`, m.schema)
+	require.NoError(m.t, err)
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			calls, n int64
+			wal, ms  float64
+			q        string
+		)
+		require.NoError(m.t, rows.Scan(&calls, &n, &wal, &ms, &q))
+		per := float64(max(n, 1))
+		m.t.Logf("STATEMENT calls %d rows %d: WAL %.0f B/row, %.1f µs/row: %s", calls, n, wal/per, ms*1000/per, q)
+	}
+	require.NoError(m.t, rows.Err())
 }
 
 // The ledger spans months Jan-Oct 2026 evenly; retention removes what
