@@ -54,6 +54,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/payonce/payonce/mocks"
+	"github.com/payonce/payonce/providers/stripe"
 )
 
 // options are the command's flags.
@@ -67,6 +70,8 @@ type options struct {
 	json        bool
 	pair        bool
 	feed        bool
+	peers       bool
+	riverFetch  time.Duration
 	cpuProfile  string
 }
 
@@ -82,6 +87,8 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.json, "json", false, "print the results as JSON instead of the table")
 	fs.BoolVar(&o.pair, "pair", false, "also run pgbench with payonce's commit pair (one durable commit, one with synchronous_commit off) per transaction")
 	fs.BoolVar(&o.feed, "feed", false, "while Charge runs on PostgreSQL at each level above 1, also read the ledger's settlement feed as a consumer would (pages of 100, on a connection of its own)")
+	fs.BoolVar(&o.peers, "peers", true, "also measure two peers at every level, against the same fake and PostgreSQL: a River job inserted in the order's transaction and worked by a River worker, and a hand-rolled idempotency journal on plain pgx (--peers=false skips them)")
+	fs.DurationVar(&o.riverFetch, "river-fetch-cooldown", 0, "the River peer's FetchCooldown (0: River's default, 100 ms, which caps a queue at MaxWorkers jobs per 100 ms); FetchPollInterval is raised to it when shorter")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process during the pgbench and Charge runs (it idles while pgbench runs; the drain is left out) to this file")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -100,6 +107,8 @@ func parseFlags(args []string) (options, error) {
 	switch {
 	case o.duration < time.Second:
 		return o, fmt.Errorf("--duration must be at least 1s, got %v", o.duration)
+	case o.riverFetch != 0 && o.riverFetch < time.Millisecond:
+		return o, fmt.Errorf("--river-fetch-cooldown must be 0 (River's default) or at least 1ms, got %v", o.riverFetch)
 	case o.backlog < 1:
 		return o, fmt.Errorf("--backlog must be at least 1, got %d", o.backlog)
 	}
@@ -158,6 +167,7 @@ type bench struct {
 	admin   *pgxpool.Pool // schemas, the backlog's COPY
 	run     string        // random part of this run's schema names
 	schemas []string
+	wal     *walCounter
 }
 
 // newSchema creates an empty schema named payonce_bench_<run>_<what><n>,
@@ -198,7 +208,7 @@ func run(ctx context.Context, o options) (*report, error) {
 	}
 	rep := &report{Options: reportOptions{
 		Duration: o.duration.String(), Concurrency: o.concurrency, Backlog: o.backlog, Reconcilers: o.reconcilers, Pair: o.pair,
-		Feed: o.feed,
+		Feed: o.feed, Peers: o.peers, RiverFetchCooldown: o.riverFetch.String(),
 	}}
 	rep.Machine.CPU, rep.Machine.Cores, rep.Machine.Go = cpuModel(), runtime.NumCPU(), runtime.Version()
 	rep.Machine.PGBench = pgbenchVersion
@@ -239,7 +249,8 @@ func run(ctx context.Context, o options) (*report, error) {
 	if _, err := admin.Exec(ctx, "CREATE TABLE "+ceilTable+" (id bigint PRIMARY KEY, v integer NOT NULL DEFAULT 0)"); err != nil {
 		return nil, err
 	}
-	pb := &pgbench{bin: pgbenchPath, url: o.pgURL, schema: ceilSchema, dir: tmp, admin: admin, app: b.appName("pgbench")}
+	b.wal = b.newWALCounter(ctx)
+	pb := &pgbench{bin: pgbenchPath, url: o.pgURL, schema: ceilSchema, dir: tmp, admin: admin, app: b.appName("pgbench"), walOf: b.wal.meter(ceilSchema)}
 
 	if o.cpuProfile != "" {
 		// This process is idle while pgbench runs; the drain comes after.
@@ -314,7 +325,7 @@ func run(ctx context.Context, o options) (*report, error) {
 // commit, and Charge on PostgreSQL and on SQLite, all against one fake.
 func (b *bench) latency(ctx context.Context, rep *report, ceilSchema, tmp string) error {
 	d := b.o.duration
-	logf("latency at concurrency 1: raw POST, one commit, Charge on PostgreSQL and SQLite, %v each in 250 ms turns", d)
+	logf("latency at concurrency 1: raw POST, one commit, Charge on PostgreSQL and SQLite%s, %v each in 250 ms turns", ifThen(b.o.peers, ", the journal and River peers"), d)
 	fake, psp, err := newFake()
 	if err != nil {
 		return err
@@ -343,24 +354,58 @@ func (b *bench) latency(ctx context.Context, rep *report, ceilSchema, tmp string
 	defer conn.Close(context.Background())
 
 	raw := &instrumented{w: rawWorkload(psp, 1)}
-	commit := &instrumented{w: commitWorkload(conn, ceilSchema), admin: b.admin, app: commitApp}
-	pg := instrument(chargeWorkload("Charge PostgreSQL", pgEnv.client), pgEnv)
-	sq := instrument(chargeWorkload("Charge SQLite", sqliteEnv.client), sqliteEnv)
-	for _, in := range []*instrumented{raw, commit, pg, sq} {
-		if err := in.w.warm(ctx, 1, 200); err != nil {
+	commit := &instrumented{w: commitWorkload(conn, ceilSchema), admin: b.admin, app: commitApp, walOf: b.wal.meter(ceilSchema)}
+	pg := instrument(chargeWorkload("Charge PostgreSQL", pgEnv.client), pgEnv, b.wal)
+	sq := instrument(chargeWorkload("Charge SQLite", sqliteEnv.client), sqliteEnv, nil)
+	all := []*instrumented{raw, commit, pg, sq}
+	var journal, riv *instrumented
+	if b.o.peers {
+		jp, err := b.newJournalPeer(ctx, psp, 1)
+		if err != nil {
 			return err
 		}
+		defer jp.pool.Close()
+		rp, err := b.newRiverPeer(ctx, psp, 1)
+		if err != nil {
+			return err
+		}
+		defer rp.close()
+		journal, riv = jp.instrument(b.admin, b.wal), rp.instrument(b.admin, b.wal)
+		all = append(all, journal, riv)
 	}
-	if err := interleave(ctx, []measurer{raw, commit, pg, sq}, d, 250*time.Millisecond); err != nil {
+	turns := make([]measurer, len(all))
+	for i, in := range all {
+		// River's c=1 operations wait for its fetch and completer ticks
+		// (about a tenth of a second each): fewer of them warm it up.
+		n := 200
+		if in == riv {
+			n = 20
+		}
+		if err := in.w.warm(ctx, 1, n); err != nil {
+			return err
+		}
+		turns[i] = in
+	}
+	if err := interleave(ctx, turns, d, 250*time.Millisecond); err != nil {
 		return err
 	}
-	if err := checkPayments(fake, raw.w.started()+pg.w.started()+sq.w.started()); err != nil {
+	paid := raw.w.started() + pg.w.started() + sq.w.started()
+	if b.o.peers {
+		paid += journal.w.started() + riv.w.started()
+	}
+	if err := checkPayments(fake, paid); err != nil {
 		return err
 	}
 	rep.Raw, rep.Commit = raw.result(1), commit.result(1)
 	rep.SQLite = sq.result(1)
 	rep.Charge = append(rep.Charge, pg.result(1))
-	for _, r := range []loadResult{rep.Raw, rep.Commit, rep.Charge[len(rep.Charge)-1], rep.SQLite} {
+	shown := []loadResult{rep.Raw, rep.Commit, rep.Charge[len(rep.Charge)-1], rep.SQLite}
+	if b.o.peers {
+		rep.Journal = append(rep.Journal, journal.result(1))
+		rep.River = append(rep.River, riv.result(1))
+		shown = append(shown, rep.Journal[len(rep.Journal)-1], rep.River[len(rep.River)-1])
+	}
+	for _, r := range shown {
 		logf("  %-18s %7.0f ops/s  p50 %.3f ms  p99 %.3f ms", r.Name, r.OpsPerSec, r.P50MS, r.P99MS)
 	}
 	return nil
@@ -381,7 +426,7 @@ func (b *bench) throughput(ctx context.Context, rep *report, c int) error {
 		return err
 	}
 	defer env.close()
-	in := instrument(chargeWorkload("Charge PostgreSQL", env.client), env)
+	in := instrument(chargeWorkload("Charge PostgreSQL", env.client), env, b.wal)
 	if err := in.w.warm(ctx, c, max(200, 4*c)); err != nil {
 		return err
 	}
@@ -421,7 +466,51 @@ func (b *bench) throughput(ctx context.Context, rep *report, c int) error {
 	rr := raw.result(c)
 	rep.RawAt = append(rep.RawAt, rr)
 	logf("  %.0f ops/s  p50 %.3f ms  p99 %.3f ms  CPU %.0f µs per POST", rr.OpsPerSec, rr.P50MS, rr.P99MS, rr.SelfCPUPerOpUS)
-	return nil
+	if !b.o.peers {
+		return nil
+	}
+	// The peers' pools open after Charge's has closed: at 32 callers
+	// two pools at once would take a third of max_connections.
+	env.close()
+	return b.peersAt(ctx, rep, c, fake, psp, in.w.started()+raw.w.started())
+}
+
+// peersAt measures the journal peer, then the River peer, with c callers
+// for the duration against the fake Charge used (paid: the payments it
+// holds already).
+func (b *bench) peersAt(ctx context.Context, rep *report, c int, fake *mocks.Stripe, psp *stripe.Provider, paid int) error {
+	logf("journal peer: %d callers, %v", c, b.o.duration)
+	jp, err := b.newJournalPeer(ctx, psp, c)
+	if err != nil {
+		return err
+	}
+	jin := jp.instrument(b.admin, b.wal)
+	err = jin.w.warm(ctx, c, max(200, 4*c))
+	if err == nil {
+		err = jin.measure(ctx, c, b.o.duration)
+	}
+	jp.pool.Close()
+	if err != nil {
+		return err
+	}
+	jr := jin.result(c)
+	rep.Journal = append(rep.Journal, jr)
+	logf("  %.0f ops/s  p50 %.3f ms  p99 %.3f ms", jr.OpsPerSec, jr.P50MS, jr.P99MS)
+	paid += jin.w.started()
+
+	logf("River peer: %d callers inserting orders, %d workers, %v", c, c, b.o.duration)
+	rp, err := b.newRiverPeer(ctx, psp, c)
+	if err != nil {
+		return err
+	}
+	rr, jobs, err := rp.throughput(ctx, b.admin, b.wal.meter(rp.schema), c, b.o.duration)
+	rp.close()
+	if err != nil {
+		return err
+	}
+	rep.River = append(rep.River, rr)
+	logf("  %.0f jobs/s completed, %d inserted", rr.OpsPerSec, rr.Inserted)
+	return checkPayments(fake, paid+jobs)
 }
 
 // redactURL drops the password from a connection URL for messages.
