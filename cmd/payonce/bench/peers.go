@@ -96,9 +96,20 @@ func walLSN(ctx context.Context, admin *pgxpool.Pool) (string, bool) {
 // databases' and other runs' writes are left out: the server's WAL is
 // shared with whatever else runs on it. Without pg_walinspect (fn empty)
 // it falls back to the whole server's WAL between the two positions.
+//
+// A server that writes much WAL recycles segments within seconds of a
+// checkpoint, before they could be read back: a temporary physical
+// replication slot, on a connection of the counter's own, keeps them from
+// the first measurement on. It is advanced past each measurement once read,
+// so it holds no more WAL than a measurement writes, and PostgreSQL drops
+// it when its connection ends, however this process ends.
 type walCounter struct {
 	admin *pgxpool.Pool
 	fn    string // pg_get_wal_records_info, schema-qualified; empty without pg_walinspect
+
+	mu   sync.Mutex
+	slot *pgx.Conn // holds the slot; nil without one
+	name string    // the slot's name
 }
 
 // walRecordsSQL sums the records of the schema ($3) between $1 and $2.
@@ -133,7 +144,29 @@ func (b *bench) newWALCounter(ctx context.Context) *walCounter {
 		return w
 	}
 	w.fn = pgx.Identifier{schema, "pg_get_wal_records_info"}.Sanitize()
+	conn, err := pgx.Connect(ctx, b.pgURL)
+	if err == nil {
+		w.name = "payonce_bench_" + b.run
+		if _, err = conn.Exec(ctx, "SELECT pg_create_physical_replication_slot($1, true, true)", w.name); err != nil {
+			_ = conn.Close(ctx)
+		}
+	}
+	if err != nil {
+		logf("warning: no replication slot to keep the WAL until it is read (%v): WAL per op may be missing on a busy server", err)
+		return w
+	}
+	w.slot = conn
 	return w
+}
+
+// close drops the slot (ending its connection drops it).
+func (w *walCounter) close() {
+	if w == nil || w.slot == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = w.slot.Close(ctx)
 }
 
 // since returns the WAL bytes written into schema since from.
@@ -158,6 +191,13 @@ func (w *walCounter) since(ctx context.Context, schema, from string) (int64, boo
 	if err := w.admin.QueryRow(ctx, fmt.Sprintf(walRecordsSQL, w.fn), from, to, schema).Scan(&n); err != nil {
 		logf("reading WAL of %s: %v", schema, err)
 		return 0, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.slot != nil {
+		if _, err := w.slot.Exec(ctx, "SELECT pg_replication_slot_advance($1, $2::pg_lsn)", w.name, to); err != nil {
+			logf("advancing the WAL slot: %v", err)
+		}
 	}
 	return n, true
 }

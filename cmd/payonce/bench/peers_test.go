@@ -99,3 +99,38 @@ func id(t *testing.T, body []byte) string {
 	}
 	return pi.ID
 }
+
+// The River peer at one caller: each order's job is worked once and its
+// completion wakes the caller. Skipped without PAYONCE_TEST_DATABASE_URL.
+func TestRiverPeerOrders(t *testing.T) {
+	pool := testkit.NewPool(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b := &bench{pgURL: testkit.URL(t), admin: pool, run: strings.ToLower(rand.Text()[:8])}
+	t.Cleanup(b.dropSchemas)
+	fake, psp, err := newFake()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	p, err := b.newRiverPeer(ctx, psp, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := p.instrument(pool, nil)
+	err = in.w.warm(ctx, 1, 3)
+	p.close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := p.completed.Load(); n != 3 {
+		t.Errorf("%d jobs completed, want 3", n)
+	}
+	if err := checkPayments(fake, 3); err != nil {
+		t.Error(err)
+	}
+	var orders int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+p.orders).Scan(&orders); err != nil || orders != 3 {
+		t.Errorf("%d orders (%v), want 3", orders, err)
+	}
+}
