@@ -383,8 +383,8 @@ func (b *bench) latency(ctx context.Context, rep *report, ceilSchema, tmp string
 	}
 	turns := make([]measurer, len(all))
 	for i, in := range all {
-		// River's c=1 operations wait for its fetch and completer ticks
-		// (about a tenth of a second each): fewer of them warm it up.
+		// A River operation at c=1 waits for River's fetch and completer
+		// ticks (150-250 ms): fewer of them warm it up.
 		n := 200
 		if in == riv {
 			n = 20
