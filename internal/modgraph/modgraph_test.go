@@ -13,7 +13,7 @@ const libraryModule = "github.com/payonce/payonce"
 // forbidden are module path prefixes that must not appear in the library
 // module's graph, each with the module that holds what needs it.
 var forbidden = []struct{ prefix, home string }{
-	{"github.com/riverqueue/", "riverpayonce"},
+	{"github.com/riverqueue/", "riverpayonce, and cmd/payonce (the bench's River peer)"},
 	{"github.com/prometheus/", "cmd/payonce (the reconciler's /metrics)"},
 	{"go.opentelemetry.io/otel/sdk", "cmd/payonce (the metrics exporter and the SDK-backed telemetry tests)"},
 	{"go.opentelemetry.io/otel/exporters/", "cmd/payonce (the metrics exporter)"},

@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
-	"io"
 	mrand "math/rand/v2"
 	"net/http"
 	"path/filepath"
@@ -86,40 +84,13 @@ func rawWorkload(psp *stripe.Provider, clients int) *workload {
 	hc := &http.Client{Transport: httpTransport(clients)}
 	return newWorkload("raw POST", func(ctx context.Context, i int) (time.Duration, error) {
 		order := prefix + strconv.Itoa(i)
-		p := chargeParams(order)
-		key, err := payonce.Identity{Provider: psp.Name(), Kind: payonce.KindCharge, References: []string{order}}.OperationID()
+		key, err := chargeKey(psp, order)
 		if err != nil {
 			return 0, err
 		}
 		t := time.Now()
-		req, err := psp.NewRequest(ctx, payonce.SendRequest{OperationID: key, Key: key, Request: payonce.Request{
-			Kind: payonce.KindCharge, Amount: p.Amount, Currency: p.Currency, References: []string{order},
-			PaymentMethod: p.PaymentMethod,
-		}})
-		if err != nil {
-			return 0, err
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return time.Since(t), err
-		}
-		body, err := io.ReadAll(io.LimitReader(resp.Body, payonce.MaxBodyBytes+1))
-		_ = resp.Body.Close()
-		if err != nil {
-			return time.Since(t), err
-		}
-		var pi struct {
-			ID     string `json:"id"`
-			Status string `json:"status"`
-		}
-		if err := json.Unmarshal(body, &pi); err != nil {
-			return time.Since(t), err
-		}
-		d := time.Since(t)
-		if resp.StatusCode != http.StatusOK || pi.Status != "succeeded" || pi.ID == "" {
-			return d, fmt.Errorf("POST %s: HTTP %d, status %q", order, resp.StatusCode, pi.Status)
-		}
-		return d, nil
+		_, err = postCharge(ctx, psp, hc, order, key)
+		return time.Since(t), err
 	})
 }
 
@@ -271,10 +242,13 @@ type instrumented struct {
 	rtN, ops        int64
 	pgCPU           time.Duration
 	pgCPUOK         bool
+	walOf           walMeter // nil: WAL not measured
+	wal             int64
+	walOK           bool
 }
 
-func instrument(w *workload, env *chargeEnv) *instrumented {
-	return &instrumented{w: w, store: env.store, rt: env.rt, admin: env.admin, app: env.app}
+func instrument(w *workload, env *chargeEnv, wal *walCounter) *instrumented {
+	return &instrumented{w: w, store: env.store, rt: env.rt, admin: env.admin, app: env.app, walOf: wal.meter(env.schema)}
 }
 
 func (in *instrumented) measure(ctx context.Context, c int, d time.Duration) error {
@@ -288,11 +262,25 @@ func (in *instrumented) measure(ctx context.Context, c int, d time.Duration) err
 		rt0 = in.rt.n.Load()
 	}
 	var cpu *backendCPU
+	var lsn string
+	var lsnOK bool
+	if in.walOf != nil {
+		lsn, lsnOK = walLSN(ctx, in.admin)
+	}
 	if in.app != "" {
 		cpu = startBackendCPU(ctx, in.admin, in.app, 0)
 	}
 	before := len(in.w.lat)
 	err := in.w.measure(ctx, c, d)
+	if in.walOf != nil {
+		var n int64
+		ok := lsnOK
+		if ok {
+			n, ok = in.walOf(ctx, lsn)
+		}
+		in.wal += n
+		in.walOK = ok && (in.walOK || in.ops == 0)
+	}
 	if cpu != nil {
 		t, ok := cpu.finish(ctx)
 		in.pgCPU += t
@@ -329,6 +317,9 @@ func (in *instrumented) result(c int) loadResult {
 			r.PGCPUPerOpUS = float64(in.pgCPU.Microseconds()) / float64(in.ops)
 		}
 		r.SelfCPUPerOpUS = float64(in.w.cpu.self.Microseconds()) / float64(in.ops)
+		if in.walOK {
+			r.WALBytesPerOp = float64(in.wal) / float64(in.ops)
+		}
 	}
 	return r
 }

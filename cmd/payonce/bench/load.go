@@ -162,6 +162,12 @@ type loadResult struct {
 	// fake), in µs.
 	PGCPUPerOpUS   float64 `json:"pg_cpu_per_op_us,omitempty"`
 	SelfCPUPerOpUS float64 `json:"self_cpu_per_op_us,omitempty"`
+	// WAL bytes the server wrote per operation (the whole server's WAL
+	// over the measured periods: other writers are counted too).
+	WALBytesPerOp float64 `json:"wal_bytes_per_op,omitempty"`
+	// Inserted is, for the River peer at c > 1, the jobs inserted within
+	// the measured period (Ops counts those completed within it).
+	Inserted int `json:"inserted,omitempty"`
 }
 
 // percentile returns the p-th percentile (nearest rank) of sorted values.

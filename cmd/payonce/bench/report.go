@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -10,12 +11,15 @@ import (
 // Goals the figures are held to.
 const (
 	goalRatio         = 0.7 // Charge ops/s over the ceiling
-	goalCommits       = 1.5 // p50 latency added on PostgreSQL, in commits (one durable, one lazy)
+	goalCommits       = 2.5 // p50 latency added on PostgreSQL, in commits (one durable, one lazy)
 	goalSQLiteAddedMS = 0.3 // latency added on SQLite
-	goalCPUFloor      = 1.5 // Charge CPU per op over the floor, at c > 1
+	goalCPUFloor      = 2.0 // Charge CPU per op over the floor, at c > 1
 	goalRoundTrips    = 2   // PostgreSQL round trips per Charge: one commit before the send, one after
 	goalDrain         = 0.8 // drain ops/s over Charge's at goalDrainClients
 	goalDrainClients  = 32
+	goalOverRiver     = 0.8 // Charge CPU per op over the River peer's per job, at goalPeerClients
+	goalOverJournal   = 1.3 // Charge CPU per op over the journal peer's per op, at goalPeerClients
+	goalPeerClients   = 32
 )
 
 // report is everything measured, and the table built from it.
@@ -29,17 +33,21 @@ type report struct {
 	// Charge holds Charge on PostgreSQL per concurrency level (c=1 from the
 	// interleaved latency run); SQLite, Raw and Commit are at c=1. RawAt
 	// holds the raw POST at each level above 1 (run after Charge's).
-	Charge []loadResult   `json:"charge"`
-	SQLite loadResult     `json:"sqlite"`
-	Raw    loadResult     `json:"raw_post"`
-	RawAt  []loadResult   `json:"raw_post_by_level,omitempty"`
-	Commit loadResult     `json:"pg_commit"`
-	Drain  []drainResult  `json:"drain"`
-	Feed   []feedResult   `json:"feed,omitempty"`
-	Floor  []cpuFloor     `json:"cpu_floor,omitempty"`
-	Rows   []row          `json:"rows"`
-	Notes  []string       `json:"notes"`
-	Goals  map[string]any `json:"goals"`
+	Charge []loadResult  `json:"charge"`
+	SQLite loadResult    `json:"sqlite"`
+	Raw    loadResult    `json:"raw_post"`
+	RawAt  []loadResult  `json:"raw_post_by_level,omitempty"`
+	Commit loadResult    `json:"pg_commit"`
+	Drain  []drainResult `json:"drain"`
+	Feed   []feedResult  `json:"feed,omitempty"`
+	// The peers, per concurrency level (c=1 from the interleaved latency
+	// run): the River job and the hand-rolled journal.
+	River   []loadResult   `json:"river,omitempty"`
+	Journal []loadResult   `json:"journal,omitempty"`
+	Floor   []cpuFloor     `json:"cpu_floor,omitempty"`
+	Rows    []row          `json:"rows"`
+	Notes   []string       `json:"notes"`
+	Goals   map[string]any `json:"goals"`
 }
 
 type reportOptions struct {
@@ -49,6 +57,9 @@ type reportOptions struct {
 	Reconcilers []int  `json:"reconcilers"`
 	Pair        bool   `json:"pair"`
 	Feed        bool   `json:"feed"`
+	Peers       bool   `json:"peers"`
+	// RiverFetchCooldown is --river-fetch-cooldown ("0s": River's default).
+	RiverFetchCooldown string `json:"river_fetch_cooldown,omitempty"`
 }
 
 // row is one line of the table. Met is "yes", "no" or "" (no goal).
@@ -136,12 +147,14 @@ func (r *report) floor(c int) (cpuFloor, bool) {
 // build fills Rows and Notes from the measurements.
 func (r *report) build() {
 	r.Goals = map[string]any{
-		"charge_over_ceiling_min":   goalRatio,
-		"pg_added_latency_commits":  goalCommits,
-		"sqlite_added_latency_ms":   goalSQLiteAddedMS,
-		"charge_cpu_over_floor_max": goalCPUFloor,
-		"pg_round_trips_per_charge": goalRoundTrips,
-		"drain_over_charge_min":     goalDrain,
+		"charge_over_ceiling_min":     goalRatio,
+		"pg_added_latency_commits":    goalCommits,
+		"sqlite_added_latency_ms":     goalSQLiteAddedMS,
+		"charge_cpu_over_floor_max":   goalCPUFloor,
+		"pg_round_trips_per_charge":   goalRoundTrips,
+		"drain_over_charge_min":       goalDrain,
+		"charge_cpu_over_river_max":   goalOverRiver,
+		"charge_cpu_over_journal_max": goalOverJournal,
 	}
 	for _, c := range r.Ceiling {
 		r.add(fmt.Sprintf("ceiling c=%d: pgbench one-row commits / 2", c.Clients),
@@ -239,6 +252,9 @@ func (r *report) build() {
 		r.addGoal(metric, value, fmt.Sprintf("≤ %.1f × floor (%s)", goalCPUFloor, us(goalCPUFloor*f.FloorUS)), f.Ratio <= goalCPUFloor)
 	}
 
+	r.peerRows()
+	r.walRows()
+
 	for _, d := range r.Drain {
 		s := "s"
 		if d.Reconcilers == 1 {
@@ -272,8 +288,29 @@ func (r *report) build() {
 			"machine busy is all cores, other work included (pgbench / Charge).",
 		"CPU floor = 2 × a pgbench one-row commit's CPU (backends + pgbench, per commit) + a raw POST's CPU (this process: net/http and the in-process fake, " +
 			"whose share Charge carries too), at the same concurrency and in the same run (the raw POST at c > 1 runs right after Charge, " +
-			"against the same fake): the least CPU an operation of two commits and one request can cost. The goal (≤ 1.5 × floor) applies at c > 1 (at c=1 each request also pays the wake-ups of idle processes).",
+			"against the same fake): the least CPU an operation of two commits and one request can cost. The goal (≤ " + strconv.FormatFloat(goalCPUFloor, 'f', 1, 64) + " × floor) applies at c > 1 (at c=1 each request also pays the wake-ups of idle processes).",
 		"every run checks that each operation succeeded with one attempt and that the fake holds exactly one payment per operation.",
+	}
+	if len(r.River)+len(r.Journal) > 0 {
+		r.Notes = append(r.Notes,
+			"River peer: each operation is an order transaction (BEGIN, insert the order row, InsertTx the charge job, COMMIT) and the job, "+
+				"worked by a River worker that POSTs the raw POST's request with the key derived from the order id; River's defaults "+
+				"(FetchCooldown 100 ms unless --river-fetch-cooldown, FetchPollInterval 1 s, the batch completer, which persists completions "+
+				"every 250 ms while fewer than 100 wait) with MaxWorkers = the callers. At c=1 an operation is timed "+
+				"from BEGIN until River's job_completed event (sent once the completer has marked the row completed). At c > 1 the callers insert "+
+				"while the workers drain, with at most 25 pending jobs per caller (a steady state: River's defaults run at most MaxWorkers jobs "+
+				"per 100 ms fetch); jobs/s are the jobs completed within the duration, and CPU, round trips and WAL within it are divided by "+
+				"them (River's background work, its LISTEN and maintenance, included).",
+			"journal peer: one table (idempotency_key primary key, a unique index on order_id); per charge an autocommit INSERT ... ON CONFLICT "+
+				"DO NOTHING of the IN_PROGRESS row (durable), the POST, then UPDATE to DONE with the response in a transaction with "+
+				"synchronous_commit off, sent as one pipeline (BEGIN, SET LOCAL, UPDATE, COMMIT). A repeated key reads the row: DONE returns "+
+				"the stored response, IN_PROGRESS re-sends with the same key.")
+	}
+	if slices.ContainsFunc(r.Rows, func(x row) bool { return strings.HasPrefix(x.Metric, "WAL per op") }) {
+		r.Notes = append(r.Notes,
+			"WAL per op: the WAL between pg_current_wal_insert_lsn() before and after each measured run that touched the run's own schema "+
+				"(its tables, indexes, sequences, TOAST) plus the other records of the same transactions, commit records included, read with "+
+				"pg_walinspect, over its operations (without pg_walinspect: the whole server's pg_wal_lsn_diff, other writers included).")
 	}
 	if r.Machine.Load1AtStart > float64(r.Machine.Cores) || r.Machine.Load1AtEnd > float64(r.Machine.Cores) {
 		r.Notes = append(r.Notes, fmt.Sprintf("the machine was busy with other work (load %s at start, %s at end, %d cores): figures are lower and noisier than on an idle host.",
@@ -311,7 +348,9 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "payonce bench: %s, %d cores; %s; PostgreSQL %s (%s); %s\n", m.CPU, m.Cores, m.Go, m.Postgres, m.PGSettings, m.PGBench)
 	fmt.Fprintf(w, "load average %s at start, %s at end; --duration %s --concurrency %s --backlog %d --reconcilers %s%s\n\n",
 		m.LoadAtStart, m.LoadAtEnd, r.Options.Duration, joinInts(r.Options.Concurrency), r.Options.Backlog,
-		joinInts(r.Options.Reconcilers), ifThen(r.Options.Pair, " --pair")+ifThen(r.Options.Feed, " --feed"))
+		joinInts(r.Options.Reconcilers), ifThen(r.Options.Pair, " --pair")+ifThen(r.Options.Feed, " --feed")+
+			ifThen(r.Options.RiverFetchCooldown != "" && r.Options.RiverFetchCooldown != "0s", " --river-fetch-cooldown "+r.Options.RiverFetchCooldown)+
+			ifThen(!r.Options.Peers, " --peers=false"))
 	widths := [4]int{len("metric"), len("value"), len("goal"), len("met?")}
 	for _, x := range r.Rows {
 		for i, s := range []string{x.Metric, x.Value, x.Goal, x.Met} {
@@ -399,3 +438,119 @@ func pair(a, b float64) string {
 func us(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) + " µs" }
 
 func pct(v float64) string { return strconv.FormatFloat(100*v, 'f', 0, 64) + " %" }
+
+func (r *report) riverAt(c int) (loadResult, bool)   { return resultAt(r.River, c) }
+func (r *report) journalAt(c int) (loadResult, bool) { return resultAt(r.Journal, c) }
+
+func resultAt(rs []loadResult, c int) (loadResult, bool) {
+	for _, x := range rs {
+		if x.Clients == c {
+			return x, x.Ops > 0
+		}
+	}
+	return loadResult{}, false
+}
+
+// cpuPerOp is an operation's CPU, PostgreSQL backends + client process, in
+// µs; false when the backends' share could not be read.
+func cpuPerOp(x loadResult) (float64, bool) {
+	return x.PGCPUPerOpUS + x.SelfCPUPerOpUS, x.PGCPUPerOpUS > 0
+}
+
+// peerCPU is the value of a peer's CPU cell: "backends + client = total µs".
+func peerCPU(x loadResult) string {
+	return fmt.Sprintf("%s + %s = %s", strings.TrimSuffix(us(x.PGCPUPerOpUS), " µs"), us(x.SelfCPUPerOpUS), us(x.PGCPUPerOpUS+x.SelfCPUPerOpUS))
+}
+
+// bytes formats WAL bytes per operation.
+func bytesStr(v float64) string { return num(v) + " B" }
+
+// peerRows adds the peers' rows: per level their rate, CPU, round trips
+// and WAL per operation, at c=1 their latency, and Charge's CPU over
+// theirs (held to goalOverRiver and goalOverJournal at goalPeerClients).
+func (r *report) peerRows() {
+	if len(r.River)+len(r.Journal) == 0 {
+		return
+	}
+	levels := []int{}
+	for _, x := range append(append([]loadResult{}, r.Journal...), r.River...) {
+		if !slices.Contains(levels, x.Clients) {
+			levels = append(levels, x.Clients)
+		}
+	}
+	slices.Sort(levels)
+	for _, c := range levels {
+		if j, ok := r.journalAt(c); ok {
+			r.add(fmt.Sprintf("journal peer c=%d: ops/s, CPU per op (PostgreSQL + client)", c),
+				fmt.Sprintf("%s ops/s; %s; %.1f round trips", num(j.OpsPerSec), peerCPU(j), j.RoundTripsPerOp))
+		}
+		if v, ok := r.riverAt(c); ok {
+			value := fmt.Sprintf("%s jobs/s; %s; %.1f round trips", num(v.OpsPerSec), peerCPU(v), v.RoundTripsPerOp)
+			if c > 1 && v.Inserted > 0 {
+				value += fmt.Sprintf("; %s inserted", num(float64(v.Inserted)))
+			}
+			r.add(fmt.Sprintf("River peer c=%d: jobs/s, CPU per job (PostgreSQL + client)", c), value)
+		}
+	}
+	if j, ok := r.journalAt(1); ok {
+		r.add("journal peer c=1: p50 / p99", pair(j.P50MS, j.P99MS))
+		r.addedRow("added by the journal peer, p50", j.P50MS-r.Raw.P50MS, r.Commit.P50MS, false)
+	}
+	if v, ok := r.riverAt(1); ok {
+		r.add("River peer c=1: p50 / p99 (order tx to job completed)", pair(v.P50MS, v.P99MS))
+		r.addedRow("added by the River peer, p50", v.P50MS-r.Raw.P50MS, r.Commit.P50MS, false)
+	}
+	for _, c := range levels {
+		ch, ok := r.chargeAt(c)
+		chCPU, chOK := cpuPerOp(ch)
+		if !ok || !chOK {
+			continue
+		}
+		v, _ := r.riverAt(c)
+		j, _ := r.journalAt(c)
+		for _, p := range []struct {
+			name string
+			res  loadResult
+			goal float64
+		}{{"River's CPU per job", v, goalOverRiver}, {"the journal's CPU per op", j, goalOverJournal}} {
+			peer, peerOK := cpuPerOp(p.res)
+			if p.res.Ops == 0 || !peerOK {
+				continue
+			}
+			ratio := chCPU / peer
+			metric := fmt.Sprintf("Charge CPU per op c=%d ÷ %s", c, p.name)
+			value := fmt.Sprintf("%s ÷ %s = %.2f", us(chCPU), us(peer), ratio)
+			if c != goalPeerClients {
+				r.add(metric, value)
+				continue
+			}
+			r.addGoal(metric, value, fmt.Sprintf("≤ %.1f (%s)", p.goal, us(p.goal*peer)), ratio <= p.goal)
+		}
+	}
+}
+
+// walRows adds, per level, the WAL bytes per operation of each workload
+// that measured them.
+func (r *report) walRows() {
+	for _, ceil := range r.Ceiling {
+		c := ceil.Clients
+		var parts []string
+		if ceil.WALBytesPerTx > 0 {
+			parts = append(parts, "pgbench commit "+bytesStr(ceil.WALBytesPerTx))
+		}
+		ch, _ := r.chargeAt(c)
+		j, _ := r.journalAt(c)
+		v, _ := r.riverAt(c)
+		for _, x := range []struct {
+			name string
+			res  loadResult
+		}{{"Charge", ch}, {"journal", j}, {"River job", v}} {
+			if x.res.WALBytesPerOp > 0 {
+				parts = append(parts, x.name+" "+bytesStr(x.res.WALBytesPerOp))
+			}
+		}
+		if len(parts) > 0 {
+			r.add(fmt.Sprintf("WAL per op c=%d", c), strings.Join(parts, "; "))
+		}
+	}
+}

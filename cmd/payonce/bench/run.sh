@@ -8,11 +8,13 @@
 # fake Stripe, then a raw net/http POST to the same fake at each level; the
 # CPU floor per level (2 x a pgbench commit's CPU, backends + pgbench, plus
 # a raw POST's CPU, all from the same run) and Charge's CPU per op over it
-# (goal <= 1.5 x floor at concurrency above 1); the latency Charge adds
-# over a raw POST at concurrency 1 on PostgreSQL and SQLite; and the
-# reconciler's drain of a backlog of pending operations. Takes about
-# (3 x levels + 2) x --duration (+ levels x --duration with --pair) plus
-# the drains: ~2.5 minutes by default.
+# (goal <= 2.0 x floor at concurrency above 1); the latency Charge adds
+# over a raw POST at concurrency 1 on PostgreSQL and SQLite; two peers at
+# every level (a River job inserted in the order's transaction, and a
+# hand-rolled idempotency journal on plain pgx) and Charge's CPU over
+# theirs; WAL bytes per op; and the reconciler's drain of a backlog of
+# pending operations. Takes about (5 x levels + 4) x --duration
+# (+ levels x --duration with --pair) plus the drains: ~4 minutes by default.
 #
 # Usage: bash cmd/payonce/bench/run.sh [flags]
 #
@@ -28,6 +30,9 @@
 #                       (one durable commit, one with synchronous_commit off)
 #   --feed              while Charge runs at each level above 1, also read the
 #                       ledger's settlement feed as a consumer would (pages of 100)
+#   --peers=false       skip the River and journal peers (default: measured)
+#   --river-fetch-cooldown D
+#                       the River peer's FetchCooldown (default: River's, 100ms)
 #   --json              print the results as JSON instead of the table
 #   --cpuprofile FILE   CPU profile of the program during the Charge runs
 #
