@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/payonce/payonce/internal/testkit"
+	"github.com/payonce/payonce/mocks"
 	"github.com/payonce/payonce/providers/stripe"
 )
 
@@ -21,16 +24,9 @@ const postIntents = "POST /v1/payment_intents"
 // the first payment; an order journaled under another key is refused.
 // Skipped without PAYONCE_TEST_DATABASE_URL.
 func TestJournalRetry(t *testing.T) {
-	pool := testkit.NewPool(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b := &bench{pgURL: testkit.URL(t), admin: pool, run: strings.ToLower(rand.Text()[:8])}
-	t.Cleanup(b.dropSchemas)
-	fake, psp, err := newFake()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
+	b, _, fake, psp := peerBench(t)
 	j, err := b.newJournalPeer(ctx, psp, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -103,16 +99,9 @@ func id(t *testing.T, body []byte) string {
 // The River peer at one caller: each order's job is worked once and its
 // completion wakes the caller. Skipped without PAYONCE_TEST_DATABASE_URL.
 func TestRiverPeerOrders(t *testing.T) {
-	pool := testkit.NewPool(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	b := &bench{pgURL: testkit.URL(t), admin: pool, run: strings.ToLower(rand.Text()[:8])}
-	t.Cleanup(b.dropSchemas)
-	fake, psp, err := newFake()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
+	b, pool, fake, psp := peerBench(t)
 	p, err := b.newRiverPeer(ctx, psp, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -133,4 +122,20 @@ func TestRiverPeerOrders(t *testing.T) {
 	if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+p.orders).Scan(&orders); err != nil || orders != 3 {
 		t.Errorf("%d orders (%v), want 3", orders, err)
 	}
+}
+
+// peerBench is what each peer's test starts from: a bench of its own run
+// id on the test database (its schemas dropped at the end), and the fake
+// Stripe with an adapter for it.
+func peerBench(t *testing.T) (*bench, *pgxpool.Pool, *mocks.Stripe, *stripe.Provider) {
+	t.Helper()
+	pool := testkit.NewPool(t)
+	b := &bench{pgURL: testkit.URL(t), admin: pool, run: strings.ToLower(rand.Text()[:8])}
+	t.Cleanup(b.dropSchemas)
+	fake, psp, err := newFake()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	return b, pool, fake, psp
 }
