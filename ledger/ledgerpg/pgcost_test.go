@@ -171,7 +171,28 @@ func BenchmarkChargeCost(b *testing.B) {
 	}
 	for _, v := range vs {
 		logStatements(b, admin, v)
+		logHOT(b, admin, v)
 	}
+}
+
+// logHOT logs how many updates of the operations and attempts tables were
+// HOT, as the statistics collector counts them (warm-up included; a
+// backend reports at most once a second, so the last second may be
+// missing).
+func logHOT(b *testing.B, admin *pgxpool.Pool, v *costRun) {
+	rows, err := admin.Query(context.Background(), `SELECT relname::text, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables
+		WHERE schemaname = $1 AND relname IN ('payonce_operations', 'payonce_attempts') ORDER BY relname`, v.schema)
+	require.NoError(b, err)
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			rel      string
+			upd, hot int64
+		)
+		require.NoError(b, rows.Scan(&rel, &upd, &hot))
+		b.Logf("%s: %s: %d updates, %d of them HOT", v.name, rel, upd, hot)
+	}
+	require.NoError(b, rows.Err())
 }
 
 // costRun is one variant's store, on a scratch schema and a pool of one
