@@ -176,6 +176,40 @@ const otFeedCols = `
     CONSTRAINT ot_operations_feed_check CHECK (CASE WHEN status IN ('succeeded', 'failed', 'manual_review')
         THEN feed_to = status ELSE feed_to = 'pending' END),`
 
+// The contract-keeping feed of the proto1_2slot variant: the creation
+// entry in slots of its own, set once by the insert (feed0_*), the first
+// recorded change after it in the feed_* slot (set once, by the Finish that
+// settles, or sends to review, an operation), and every later recorded
+// change (out of review, into review after a settlement: rare) inserted
+// into a side table by the statement that makes it, at a position above
+// the row's previous entries (feed_side_pos keeps the highest). Feed reads
+// the three (and nothing else: tombstones in the row keep their slots) in
+// (pos, seq) order, a merge of three index scans. No entry is collapsed:
+// the feed keeps one entry per transition, as documented.
+const otFeed2Cols = `
+    feed0_pos     xid8        NOT NULL,
+    feed0_seq     bigint      NOT NULL,
+    feed_pos      xid8,
+    feed_seq      bigint,
+    feed_from     text,
+    feed_to       text,
+    feed_at       timestamptz,
+    feed_side_pos xid8,
+    CONSTRAINT ot_operations_feed_check CHECK (status NOT IN ('succeeded', 'failed', 'manual_review') OR feed_to IS NOT NULL),`
+
+const otFeed2Index = `
+CREATE INDEX ot_operations_feed0_idx ON {{s}}.ot_operations (feed0_pos, feed0_seq);
+CREATE INDEX ot_operations_feed_idx ON {{s}}.ot_operations (feed_pos, feed_seq) WHERE feed_pos IS NOT NULL;
+CREATE TABLE {{s}}.ot_feed (
+    pos          xid8        NOT NULL,
+    seq          bigint      NOT NULL,
+    operation_id text        COLLATE "C" NOT NULL,
+    from_status  text,
+    to_status    text        NOT NULL,
+    at           timestamptz NOT NULL,
+    PRIMARY KEY (pos, seq)
+);`
+
 const otSecondary = `
 CREATE INDEX ot_operations_due_idx ON {{s}}.ot_operations (next_check_at, id)
     INCLUDE (status, provider, kind, created_at) WHERE next_check_at IS NOT NULL;
@@ -284,6 +318,7 @@ type otVariant struct {
 	second  bool // prototype: due, review, provider_ref, payment_ref indexes
 	oneStmt bool // prototype: tombstones in the row, Begin in one statement
 	noLog   bool // prototype: no attempt history (what guarantee (a) costs)
+	twoSlot bool // prototype: the contract-keeping feed (otFeed2Cols)
 	schema  string
 	quoted  string
 	insert  string
@@ -311,6 +346,8 @@ func otVariants() []*otVariant {
 		{name: "proto1_min", kind: otProto, oneStmt: true},
 		// proto1 without the attempt history: what the jsonb log costs.
 		{name: "proto1_nolog", kind: otProto, feed: true, second: true, oneStmt: true, noLog: true},
+		// proto1 with the feed that collapses nothing.
+		{name: "proto1_2slot", kind: otProto, feed: true, second: true, oneStmt: true, twoSlot: true},
 		{name: "journal", kind: otJournal},
 	}
 }
@@ -463,7 +500,15 @@ func otSetup(t *testing.T, admin *pgxpool.Pool, v *otVariant, rows int) {
 			idx += otSecondary
 		}
 		cols, insCols, insVals, set := "", "", "", ""
-		if v.feed {
+		switch {
+		case v.feed && v.twoSlot:
+			idx += otFeed2Index
+			cols, insCols, insVals = otFeed2Cols, `, feed0_pos, feed0_seq`, `, pg_current_xact_id(), nextval('{{s}}.ot_feed_seq')`
+			// The first change after the creation: the store knows it is
+			// one (its copy of the row has no feed_to yet).
+			set = `, feed_pos = greatest(pg_current_xact_id(), feed0_pos), feed_seq = nextval('{{s}}.ot_feed_seq'),
+			feed_from = status, feed_to = $5, feed_at = $8`
+		case v.feed:
 			idx += otFeedIndex
 			cols, insCols, insVals, set = otFeedCols, otFeedInsCols, otFeedInsVals, otFeedSet
 		}
@@ -485,7 +530,11 @@ func otSetup(t *testing.T, admin *pgxpool.Pool, v *otVariant, rows int) {
 			v.finish = strings.Replace(v.finish, "AND (attempt_log -> -1 ->> 'n')::int = $4", "AND $4::int > 0 AND $9::int > 0 AND $10::text <> ''", 1)
 		}
 		seedCols, seedVals := "", ""
-		if v.feed {
+		switch {
+		case v.feed && v.twoSlot:
+			seedCols = ", feed0_pos, feed0_seq, feed_pos, feed_seq, feed_from, feed_to, feed_at"
+			seedVals = ", pg_current_xact_id(), nextval('{{s}}.ot_feed_seq'), pg_current_xact_id(), nextval('{{s}}.ot_feed_seq'), 'in_flight', 'succeeded', $1::timestamptz + i * interval '1 ms'"
+		case v.feed:
 			seedCols = ", feed_pos, feed_seq, feed_from, feed_to, feed_at"
 			seedVals = ", pg_current_xact_id(), nextval('{{s}}.ot_feed_seq'), 'in_flight', 'succeeded', $1::timestamptz + i * interval '1 ms'"
 		}
