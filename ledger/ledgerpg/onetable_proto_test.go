@@ -346,6 +346,8 @@ func otVariants() []*otVariant {
 		{name: "proto1_min", kind: otProto, oneStmt: true},
 		// proto1 without the attempt history: what the jsonb log costs.
 		{name: "proto1_nolog", kind: otProto, feed: true, second: true, oneStmt: true, noLog: true},
+		// proto1_min without the attempt history: the wider row alone.
+		{name: "proto1_bare", kind: otProto, oneStmt: true, noLog: true},
 		// proto1 with the feed that collapses nothing.
 		{name: "proto1_2slot", kind: otProto, feed: true, second: true, oneStmt: true, twoSlot: true},
 		{name: "journal", kind: otJournal},
