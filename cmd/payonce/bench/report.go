@@ -297,7 +297,8 @@ func (r *report) build() {
 				"worked by a River worker that POSTs the raw POST's request with the key derived from the order id; River's defaults "+
 				"(FetchCooldown 100 ms unless --river-fetch-cooldown, FetchPollInterval 1 s, the batch completer, which persists completions "+
 				"every 250 ms while fewer than 100 wait) with MaxWorkers = the callers. At c=1 an operation is timed "+
-				"from BEGIN until River's job_completed event (sent once the completer has marked the row completed). At c > 1 the callers insert "+
+				"from BEGIN until River's job_completed event (sent once the completer has marked the row completed), each order after an untimed pause "+
+				"drawn uniformly from the completer's 250 ms period (orders arriving at random moments, not just after a flush). At c > 1 the callers insert "+
 				"while the workers drain, with at most 25 pending jobs per caller (a steady state: River's defaults run at most MaxWorkers jobs "+
 				"per 100 ms fetch); jobs/s are the jobs completed within the duration, and CPU, round trips and WAL within it are divided by "+
 				"them (River's background work, its LISTEN and maintenance, included).",
