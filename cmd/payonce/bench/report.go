@@ -463,6 +463,19 @@ func peerCPU(x loadResult) string {
 	return fmt.Sprintf("%s + %s = %s", strings.TrimSuffix(us(x.PGCPUPerOpUS), " µs"), us(x.SelfCPUPerOpUS), us(x.PGCPUPerOpUS+x.SelfCPUPerOpUS))
 }
 
+// busyStr is "; machine busy N %" when it was measured at c > 1: CPU per
+// operation rises with contention on a saturated machine, and River's
+// defaults cap its rate (MaxWorkers jobs per 100 ms fetch) well below what
+// saturates it, so the peers' rows say how busy the machine was, as the
+// CPU rows do for pgbench and Charge. At c=1 the turns of all workloads
+// share the figure.
+func busyStr(x loadResult) string {
+	if x.Clients <= 1 || x.CPU.MachineBusy == 0 {
+		return ""
+	}
+	return "; machine busy " + pct(x.CPU.MachineBusy)
+}
+
 // bytes formats WAL bytes per operation.
 func bytesStr(v float64) string { return num(v) + " B" }
 
@@ -483,14 +496,14 @@ func (r *report) peerRows() {
 	for _, c := range levels {
 		if j, ok := r.journalAt(c); ok {
 			r.add(fmt.Sprintf("journal peer c=%d: ops/s, CPU per op (PostgreSQL + client)", c),
-				fmt.Sprintf("%s ops/s; %s; %.1f round trips", num(j.OpsPerSec), peerCPU(j), j.RoundTripsPerOp))
+				fmt.Sprintf("%s ops/s; %s; %.1f round trips", num(j.OpsPerSec), peerCPU(j), j.RoundTripsPerOp)+busyStr(j))
 		}
 		if v, ok := r.riverAt(c); ok {
 			value := fmt.Sprintf("%s jobs/s; %s; %.1f round trips", num(v.OpsPerSec), peerCPU(v), v.RoundTripsPerOp)
 			if c > 1 && v.Inserted > 0 {
 				value += fmt.Sprintf("; %s inserted", num(float64(v.Inserted)))
 			}
-			r.add(fmt.Sprintf("River peer c=%d: jobs/s, CPU per job (PostgreSQL + client)", c), value)
+			r.add(fmt.Sprintf("River peer c=%d: jobs/s, CPU per job (PostgreSQL + client)", c), value+busyStr(v))
 		}
 	}
 	if j, ok := r.journalAt(1); ok {
