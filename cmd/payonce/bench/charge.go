@@ -272,6 +272,14 @@ func (in *instrumented) measure(ctx context.Context, c int, d time.Duration) err
 	}
 	before := len(in.w.lat)
 	err := in.w.measure(ctx, c, d)
+	// The backends' CPU stops here, before the WAL is read back (which can
+	// take a while on a busy server): a workload with background work of
+	// its own, River's, would otherwise be charged for that wait too.
+	if cpu != nil {
+		t, ok := cpu.finish(ctx)
+		in.pgCPU += t
+		in.pgCPUOK = ok && (in.pgCPUOK || in.ops == 0)
+	}
 	if in.walOf != nil {
 		var n int64
 		ok := lsnOK
@@ -280,11 +288,6 @@ func (in *instrumented) measure(ctx context.Context, c int, d time.Duration) err
 		}
 		in.wal += n
 		in.walOK = ok && (in.walOK || in.ops == 0)
-	}
-	if cpu != nil {
-		t, ok := cpu.finish(ctx)
-		in.pgCPU += t
-		in.pgCPUOK = ok && (in.pgCPUOK || in.ops == 0)
 	}
 	if in.store != nil {
 		bn1, bt1 := in.store.begin.snapshot()

@@ -162,8 +162,9 @@ type loadResult struct {
 	// fake), in µs.
 	PGCPUPerOpUS   float64 `json:"pg_cpu_per_op_us,omitempty"`
 	SelfCPUPerOpUS float64 `json:"self_cpu_per_op_us,omitempty"`
-	// WAL bytes the server wrote per operation (the whole server's WAL
-	// over the measured periods: other writers are counted too).
+	// WAL bytes per operation written into the workload's own schema over
+	// the measured periods (walCounter; the whole server's WAL, other
+	// writers included, where pg_walinspect is missing).
 	WALBytesPerOp float64 `json:"wal_bytes_per_op,omitempty"`
 	// Inserted is, for the River peer at c > 1, the jobs inserted within
 	// the measured period (Ops counts those completed within it).

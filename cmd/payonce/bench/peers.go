@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	mrand "math/rand/v2"
 	"net/http"
 	"os"
 	"strconv"
@@ -549,10 +550,24 @@ func (p *riverPeer) order(ctx context.Context, order string) (int64, error) {
 // latencyWorkload is one order at a time, each timed from the start of
 // its transaction until River reports its job completed (the completion
 // event, sent once the completer has marked the row completed).
+//
+// Each order arrives at a random moment of River's completer period
+// (riverCompleterPeriod), untimed, as a service's orders do. Started
+// right after the previous one's completion event, which follows a
+// completer flush, every order would wait for almost a whole period
+// (p50 ≈ p99 ≈ 250 ms), and the 250 ms turns of the c=1 measurement keep
+// that phase from one turn to the next. The pause leaves the wall time
+// per job, and so the CPU per job, as it was: the later an order arrives
+// in the period, the sooner its flush comes.
 func (p *riverPeer) latencyWorkload() *workload {
 	prefix := runPrefix("river")
 	return newWorkload("River", func(ctx context.Context, i int) (time.Duration, error) {
 		order := prefix + strconv.Itoa(i)
+		select {
+		case <-time.After(mrand.N(riverCompleterPeriod)):
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
 		t := time.Now()
 		id, err := p.order(ctx, order)
 		if err != nil {
@@ -688,6 +703,10 @@ func (p *riverPeer) throughput(ctx context.Context, admin *pgxpool.Pool, walOf w
 	}
 	return r, int(seq.Load()), nil
 }
+
+// riverCompleterPeriod is how often River's batch completer persists
+// completions while fewer than 100 wait (every fifth tick of 50 ms).
+const riverCompleterPeriod = 250 * time.Millisecond
 
 // backlogPerCaller bounds the River peer's pending jobs per caller: with
 // River's defaults a queue of MaxWorkers = c workers runs at most c jobs

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,6 +122,39 @@ func TestRiverPeerOrders(t *testing.T) {
 	var orders int
 	if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+p.orders).Scan(&orders); err != nil || orders != 3 {
 		t.Errorf("%d orders (%v), want 3", orders, err)
+	}
+}
+
+// The River peer's c=1 latency is what orders arriving at random moments
+// see, not the completer's period: back-to-back orders, each started
+// right after the previous completion (itself right after a completer
+// flush), all wait almost a whole period, and their latencies bunch at
+// 250 ms (seen: p50 246.9 ms, p99 252.4 ms). Random arrivals spread
+// over the period. Skipped without PAYONCE_TEST_DATABASE_URL.
+func TestRiverLatencySpread(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, pool, _, psp := peerBench(t)
+	p, err := b.newRiverPeer(ctx, psp, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	in := p.instrument(pool, nil)
+	if err := in.w.warm(ctx, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	for in.w.result(1).Ops < 12 {
+		if err := in.measure(ctx, 1, time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lat := slices.Clone(in.w.lat)
+	slices.Sort(lat)
+	// Uniform over 250 ms, 12 latencies fall within 100 ms of each other
+	// with a probability below 1 in 1,000.
+	if spread := lat[len(lat)-1] - lat[0]; spread < 100*time.Millisecond {
+		t.Errorf("latencies %v span %v: bunched at the completer's period", lat, spread)
 	}
 }
 

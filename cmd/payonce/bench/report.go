@@ -297,7 +297,8 @@ func (r *report) build() {
 				"worked by a River worker that POSTs the raw POST's request with the key derived from the order id; River's defaults "+
 				"(FetchCooldown 100 ms unless --river-fetch-cooldown, FetchPollInterval 1 s, the batch completer, which persists completions "+
 				"every 250 ms while fewer than 100 wait) with MaxWorkers = the callers. At c=1 an operation is timed "+
-				"from BEGIN until River's job_completed event (sent once the completer has marked the row completed). At c > 1 the callers insert "+
+				"from BEGIN until River's job_completed event (sent once the completer has marked the row completed), each order after an untimed pause "+
+				"drawn uniformly from the completer's 250 ms period (orders arriving at random moments, not just after a flush). At c > 1 the callers insert "+
 				"while the workers drain, with at most 25 pending jobs per caller (a steady state: River's defaults run at most MaxWorkers jobs "+
 				"per 100 ms fetch); jobs/s are the jobs completed within the duration, and CPU, round trips and WAL within it are divided by "+
 				"them (River's background work, its LISTEN and maintenance, included).",
@@ -462,6 +463,19 @@ func peerCPU(x loadResult) string {
 	return fmt.Sprintf("%s + %s = %s", strings.TrimSuffix(us(x.PGCPUPerOpUS), " µs"), us(x.SelfCPUPerOpUS), us(x.PGCPUPerOpUS+x.SelfCPUPerOpUS))
 }
 
+// busyStr is "; machine busy N %" when it was measured at c > 1: CPU per
+// operation rises with contention on a saturated machine, and River's
+// defaults cap its rate (MaxWorkers jobs per 100 ms fetch) well below what
+// saturates it, so the peers' rows say how busy the machine was, as the
+// CPU rows do for pgbench and Charge. At c=1 the turns of all workloads
+// share the figure.
+func busyStr(x loadResult) string {
+	if x.Clients <= 1 || x.CPU.MachineBusy == 0 {
+		return ""
+	}
+	return "; machine busy " + pct(x.CPU.MachineBusy)
+}
+
 // bytes formats WAL bytes per operation.
 func bytesStr(v float64) string { return num(v) + " B" }
 
@@ -482,14 +496,14 @@ func (r *report) peerRows() {
 	for _, c := range levels {
 		if j, ok := r.journalAt(c); ok {
 			r.add(fmt.Sprintf("journal peer c=%d: ops/s, CPU per op (PostgreSQL + client)", c),
-				fmt.Sprintf("%s ops/s; %s; %.1f round trips", num(j.OpsPerSec), peerCPU(j), j.RoundTripsPerOp))
+				fmt.Sprintf("%s ops/s; %s; %.1f round trips", num(j.OpsPerSec), peerCPU(j), j.RoundTripsPerOp)+busyStr(j))
 		}
 		if v, ok := r.riverAt(c); ok {
 			value := fmt.Sprintf("%s jobs/s; %s; %.1f round trips", num(v.OpsPerSec), peerCPU(v), v.RoundTripsPerOp)
 			if c > 1 && v.Inserted > 0 {
 				value += fmt.Sprintf("; %s inserted", num(float64(v.Inserted)))
 			}
-			r.add(fmt.Sprintf("River peer c=%d: jobs/s, CPU per job (PostgreSQL + client)", c), value)
+			r.add(fmt.Sprintf("River peer c=%d: jobs/s, CPU per job (PostgreSQL + client)", c), value+busyStr(v))
 		}
 	}
 	if j, ok := r.journalAt(1); ok {

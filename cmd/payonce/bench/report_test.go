@@ -194,6 +194,16 @@ func TestReportPeers(t *testing.T) {
 	if x := rowNamed(t, r, "journal peer c=1: ops/s"); x.Value != "900 ops/s; 200 + 300 µs = 500 µs; 2.0 round trips" {
 		t.Errorf("journal c=1 row = %q", x.Value)
 	}
+	// How busy the machine was, beside each peer's CPU at c > 1.
+	r.River[1].CPU.MachineBusy, r.Journal[2].CPU.MachineBusy = 0.41, 0.99
+	r.Rows = nil
+	r.build()
+	if x := rowNamed(t, r, "River peer c=32"); x.Value != "320 jobs/s; 500 + 300 µs = 800 µs; 4.5 round trips; 1,620 inserted; machine busy 41 %" {
+		t.Errorf("River c=32 row = %q", x.Value)
+	}
+	if x := rowNamed(t, r, "journal peer c=32"); !strings.HasSuffix(x.Value, "; machine busy 99 %") {
+		t.Errorf("journal c=32 row = %q", x.Value)
+	}
 	// Added latency in commits, without a goal: 0.50 ms over 0.20 ms.
 	if x := rowNamed(t, r, "added by the journal peer, p50"); x.Value != "0.500 ms = 2.5 commits" || x.Met != "" {
 		t.Errorf("journal added row = %+v", x)
