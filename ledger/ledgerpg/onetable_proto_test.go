@@ -371,9 +371,9 @@ func TestOneTableProto(t *testing.T) {
 
 	t.Run("feed", func(t *testing.T) { otFeedSemantics(t, admin) })
 
-	rounds := otEnv(t, "PAYONCE_ONETABLE_ROUNDS", 8)
-	ops := otEnv(t, "PAYONCE_ONETABLE_OPS", 300)
-	rows := otEnv(t, "PAYONCE_ONETABLE_ROWS", 50_000)
+	rounds := envInt(t, "PAYONCE_ONETABLE_ROUNDS", 8)
+	ops := envInt(t, "PAYONCE_ONETABLE_OPS", 300)
+	rows := envInt(t, "PAYONCE_ONETABLE_ROWS", 50_000)
 	concs := []int{1, 8}
 	if c := os.Getenv("PAYONCE_ONETABLE_CONC"); c != "" {
 		concs = nil
@@ -424,18 +424,18 @@ func TestOneTableProto(t *testing.T) {
 		lines := []string{fmt.Sprintf("concurrency %d, %d rounds of %d ops per variant: backend CPU µs/op median [min, max] (IQR); ratio to the journal: median of per-round ratios (IQR); WAL B/op (pg_stat_statements, without commit records; blocks without full-page images) median [min, max] (blocks)",
 			c, rounds, c*perWorker)}
 		for _, v := range vs {
-			med, lo, hi := otQuantile(v.cpu[c], 0.5), otQuantile(v.cpu[c], 0), otQuantile(v.cpu[c], 1)
-			q1, q3 := otQuantile(v.cpu[c], 0.25), otQuantile(v.cpu[c], 0.75)
+			med, lo, hi := quantile(v.cpu[c], 0.5), quantile(v.cpu[c], 0), quantile(v.cpu[c], 1)
+			q1, q3 := quantile(v.cpu[c], 0.25), quantile(v.cpu[c], 0.75)
 			ratio := ""
 			if journal != nil {
 				rs := make([]float64, len(v.cpu[c]))
 				for r := range rs {
 					rs[r] = v.cpu[c][r] / journal.cpu[c][r]
 				}
-				ratio = fmt.Sprintf("%.2f× (%.2f .. %.2f)", otQuantile(rs, 0.5), otQuantile(rs, 0.25), otQuantile(rs, 0.75))
+				ratio = fmt.Sprintf("%.2f× (%.2f .. %.2f)", quantile(rs, 0.5), quantile(rs, 0.25), quantile(rs, 0.75))
 			}
 			lines = append(lines, fmt.Sprintf("  %-13s %6.1f [%6.1f, %6.1f] (%6.1f .. %6.1f)  %-22s  WAL %7.1f [%7.1f, %7.1f] (%d)",
-				v.name, med, lo, hi, q1, q3, ratio, otQuantile(v.wal[c], 0.5), otQuantile(v.wal[c], 0), otQuantile(v.wal[c], 1), len(v.wal[c])))
+				v.name, med, lo, hi, q1, q3, ratio, quantile(v.wal[c], 0.5), quantile(v.wal[c], 0), quantile(v.wal[c], 1), len(v.wal[c])))
 		}
 		t.Log(strings.Join(lines, "\n"))
 	}
@@ -731,13 +731,7 @@ func otCharge(ctx context.Context, v *otVariant, pool *pgxpool.Pool, store *ledg
 func otSched(t *testing.T, pids []int) int64 {
 	var sum int64
 	for _, pid := range pids {
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
-		if err != nil {
-			t.Skipf("cannot read the backend's CPU time (server on another host?): %v", err)
-		}
-		ns, err := strconv.ParseInt(strings.Fields(string(raw))[0], 10, 64)
-		require.NoError(t, err)
-		sum += ns
+		sum += schedNS(t, pid)
 	}
 	return sum
 }
@@ -908,29 +902,4 @@ func otFeedSemantics(t *testing.T, admin *pgxpool.Pool) {
 	after := readN(got[1].pos, 1)
 	require.Len(t, after, 1)
 	require.Equal(t, before[0].pos, after[0].pos)
-}
-
-func otEnv(t *testing.T, name string, def int) int {
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	require.NoError(t, err, name)
-	return n
-}
-
-// otQuantile is the q-quantile of xs, interpolated linearly.
-func otQuantile(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	pos := q * float64(len(s)-1)
-	i := int(pos)
-	if i+1 >= len(s) {
-		return s[len(s)-1]
-	}
-	return s[i] + (s[i+1]-s[i])*(pos-float64(i))
 }

@@ -384,36 +384,11 @@ func shortName(name string) string {
 	return strings.TrimSuffix(name, ".up.sql")
 }
 
-func envInt(b *testing.B, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	require.NoError(b, err, name)
-	return n
-}
-
 func quantiles(xs []float64) (med, lo, hi float64) {
 	return median(xs), quantile(xs, 0), quantile(xs, 1)
 }
 
 func median(xs []float64) float64 { return quantile(xs, 0.5) }
-
-// quantile is the q-quantile of xs, interpolated linearly.
-func quantile(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	pos := q * float64(len(s)-1)
-	i := int(pos)
-	if i+1 >= len(s) {
-		return s[len(s)-1]
-	}
-	return s[i] + (s[i+1]-s[i])*(pos-float64(i))
-}
 
 // logStatements logs what pg_stat_statements recorded for the schema's
 // statements (warm-up included), when the extension is loaded.
@@ -447,19 +422,6 @@ func logStatements(b *testing.B, admin *pgxpool.Pool, v *costRun) {
 	}
 	require.NoError(b, rows.Err())
 	b.Log(strings.Join(lines, "\n"))
-}
-
-// schedNS is the CPU time process pid has run, in nanoseconds (the first
-// field of /proc/PID/schedstat).
-func schedNS(b *testing.B, pid int) int64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
-	if err != nil {
-		b.Skipf("cannot read the backend's CPU time (server on another host?): %v", err)
-	}
-	f := strings.Fields(string(raw))
-	ns, err := strconv.ParseInt(f[0], 10, 64)
-	require.NoError(b, err)
-	return ns
 }
 
 // seedSettled fills schema with rows settled charges, as many Charges
